@@ -1,0 +1,25 @@
+/*
+ * The subcommands of sn. Each handler takes argc/argv starting at its own
+ * name and returns an exit status (SN_EXIT_*).
+ */
+#ifndef SN_CMD_COMMANDS_H
+#define SN_CMD_COMMANDS_H
+
+#define SN_VERSION_STRING "0.1.0"
+
+enum {
+    SN_EXIT_OK = 0,
+    SN_EXIT_FINDINGS = 1, /* ran, and found problems */
+    SN_EXIT_USAGE = 2,    /* bad input, bad flags */
+    SN_EXIT_INTERNAL = 3,
+};
+
+struct sn_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+int cmd_design(int argc, char **argv);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * sn: the Supernode command-line tool. Every subcommand is one row of the
+ * commands[] table (name, handler, one-line summary); `sn --help` and the
+ * docs are generated from it.
+ *
+ * Exit statuses: 0 success; 1 the command ran and found problems (design
+ * errors, unhealthy parts); 2 bad input or usage; 3 internal failure.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const struct sn_command commands[] = {
+    {"design", cmd_design, "review a cluster design, count its parts, export it"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: sn <command> [<args>]\n\n"
+                 "Supernode: an open control plane for GPU supernodes.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun 'sn <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SN_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return SN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("sn %s\n", SN_VERSION_STRING);
+        return SN_EXIT_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "sn: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return SN_EXIT_USAGE;
+}
