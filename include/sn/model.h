@@ -14,8 +14,9 @@
  *    struct sn_supernode give them;
  *  - a GPU's server, supernode, rack, power domains, cooling loop and leaf
  *    are O(1) lookups (at most two array reads);
- *  - every switch port is used by at most one link, and no switch uses more
- *    ports than its model has.
+ *  - switch ports are handed out consecutively and every port is used by
+ *    exactly one link end. A switch may be wired past its model's radix:
+ *    the model keeps the overrun so the design review can report it.
  *
  * Ownership: sn_model_build() returns a model that borrows the spec (the
  * spec must outlive it) and owns all arrays; sn_model_free() frees them.
@@ -108,6 +109,8 @@ struct sn_supernode {
     uint32_t template_index;
     uint32_t group;            /* index into spec groups */
     uint32_t index_in_group;
+    uint32_t number;           /* within its name prefix: sn<number> */
+    uint32_t name_width;       /* digits the number is padded to */
     uint32_t pool;             /* spec pool index or SN_NONE */
     uint32_t first_server, n_servers;
     uint32_t first_gpu, n_gpus;
@@ -254,8 +257,8 @@ char *sn_model_endpoint_name(const struct sn_model *m, uint8_t kind, uint32_t id
 char *sn_model_cable_label(const struct sn_model *m, const struct sn_link *link, char *buf,
                            size_t len);
 
-/* Looks up a GPU, server or supernode by its generated name; SN_NONE when
- * there is none. O(log n) or better. */
+/* Looks up a GPU or server by its generated name; SN_NONE when there is
+ * none. Cost: O(supernode groups + name length), independent of size. */
 uint32_t sn_model_find_gpu(const struct sn_model *m, const char *name);
 uint32_t sn_model_find_server(const struct sn_model *m, const char *name);
 
