@@ -1,0 +1,295 @@
+/*
+ * Unit tests of lib/model: expansion of specs into the model, wiring,
+ * names, lookups, failure domains and the invariant check.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sn/model.h>
+#include <sn/spec.h>
+
+#include "sn_test.h"
+
+struct loaded {
+    struct sn_spec *spec;
+    struct sn_model *model;
+};
+
+static void load_file(struct loaded *l, const char *rel)
+{
+    char path[1024];
+    struct sn_error err = {0};
+    if (sn_spec_parse_file(sn_test_path(path, sizeof(path), rel), &l->spec, &err) != SN_OK)
+        fail_msg("%s: %s", rel, err.message);
+    if (sn_model_build(l->spec, &l->model, &err) != SN_OK)
+        fail_msg("%s: %s", rel, err.message);
+    if (sn_model_verify(l->model, &err) != SN_OK)
+        fail_msg("%s: verify: %s", rel, err.message);
+}
+
+static void load_text(struct loaded *l, const char *text)
+{
+    struct sn_error err = {0};
+    if (sn_spec_parse_buffer("inline.yaml", text, strlen(text), &l->spec, &err) != SN_OK)
+        fail_msg("inline: %s", err.message);
+    if (sn_model_build(l->spec, &l->model, &err) != SN_OK)
+        fail_msg("inline: %s", err.message);
+    if (sn_model_verify(l->model, &err) != SN_OK)
+        fail_msg("inline: verify: %s", err.message);
+}
+
+static void unload(struct loaded *l)
+{
+    sn_model_free(l->model);
+    sn_spec_free(l->spec);
+}
+
+static uint64_t tier_links(const struct sn_model *m, enum sn_link_tier t)
+{
+    return m->tier_first[t + 1] - m->tier_first[t];
+}
+
+static uint32_t count_role(const struct sn_model *m, enum sn_switch_role role)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < m->n_switches; s++)
+        n += m->switch_role[s] == role;
+    return n;
+}
+
+/* The standard unit: 8 servers x 8 GPUs, 4 NVSwitch chips per server, 18
+ * NVLinks per GPU, 8 NICs per server split over a ToR pair, 2 management
+ * switches, 2 power domains alternating over the servers. */
+static void std_unit_counts(void **state)
+{
+    (void)state;
+    struct loaded l;
+    load_file(&l, "examples/std-unit-64.yaml");
+    const struct sn_model *m = l.model;
+    assert_int_equal(m->n_supernodes, 1);
+    assert_int_equal(m->n_servers, 8);
+    assert_int_equal(m->n_gpus, 64);
+    assert_int_equal(count_role(m, SN_ROLE_SCALEUP), 32);
+    assert_int_equal(count_role(m, SN_ROLE_LEAF), 2);
+    assert_int_equal(count_role(m, SN_ROLE_MGMT), 2);
+    assert_int_equal(tier_links(m, SN_TIER_SCALEUP), 64 * 18);
+    assert_int_equal(tier_links(m, SN_TIER_NODE_LEAF), 64);
+    assert_int_equal(tier_links(m, SN_TIER_MGMT), 8);
+    assert_int_equal(tier_links(m, SN_TIER_LEAF_SPINE), 0);
+    /* 18 links over 4 chips: chips 0 and 1 take 5 per GPU, 2 and 3 take 4. */
+    const struct sn_supernode *s = &m->supernodes[0];
+    assert_int_equal(m->switch_ports_used[s->first_scaleup], 8 * 5);
+    assert_int_equal(m->switch_ports_used[s->first_scaleup + 3], 8 * 4);
+    /* In-server chips: server 0's chips are 0..3. */
+    assert_int_equal(m->switch_server[s->first_scaleup + 3], 0);
+    assert_int_equal(m->switch_server[s->first_scaleup + 4], 1);
+    /* The ToR pair: each takes 4 NICs of each of 8 servers, and are peers. */
+    assert_int_equal(m->switch_ports_used[s->first_leaf], 32 + 4);
+    assert_int_equal(m->switch_peer[s->first_leaf], s->first_leaf + 1);
+    /* Power: servers alternate A, B; the leaves sit on A and B. */
+    assert_int_equal(m->server_power[0][0], s->first_power_domain);
+    assert_int_equal(m->server_power[0][1], s->first_power_domain + 1);
+    assert_int_equal(m->server_power[1][0], SN_NONE);
+    assert_int_not_equal(m->switch_power[s->first_leaf], m->switch_power[s->first_leaf + 1]);
+    /* Racks: 4 servers per rack, one liquid loop. */
+    assert_int_equal(m->server_rack[3], s->first_rack);
+    assert_int_equal(m->server_rack[4], s->first_rack + 1);
+    assert_int_equal(sn_model_gpu_cooling_loop(m, 63), s->first_cooling_loop);
+    assert_true(m->memory_bytes > 0);
+    unload(&l);
+}
+
+static void std_unit_names_and_lookups(void **state)
+{
+    (void)state;
+    struct loaded l;
+    load_file(&l, "examples/std-unit-64.yaml");
+    const struct sn_model *m = l.model;
+    char buf[256];
+    assert_string_equal(sn_model_gpu_name(m, 0, buf, sizeof(buf)), "sn00-t00-gpu0");
+    assert_string_equal(sn_model_gpu_name(m, 42, buf, sizeof(buf)), "sn00-t05-gpu2");
+    assert_string_equal(sn_model_server_name(m, 7, buf, sizeof(buf)), "sn00-t07");
+    const struct sn_supernode *s = &m->supernodes[0];
+    assert_string_equal(sn_model_switch_name(m, s->first_leaf + 1, buf, sizeof(buf)),
+                        "sn00-leaf1");
+    assert_string_equal(sn_model_switch_name(m, s->first_scaleup + 5, buf, sizeof(buf)),
+                        "sn00-t01-nvs1");
+    assert_string_equal(sn_model_power_domain_name(m, s->first_power_domain + 1, buf,
+                                                   sizeof(buf)),
+                        "sn00-pdB");
+    assert_int_equal(sn_model_find_gpu(m, "sn00-t05-gpu2"), 42);
+    assert_int_equal(sn_model_find_server(m, "sn00-t07"), 7);
+    assert_int_equal(sn_model_find_gpu(m, "sn00-t05-gpu8"), SN_NONE);
+    assert_int_equal(sn_model_find_gpu(m, "sn01-t00-gpu0"), SN_NONE);
+    assert_int_equal(sn_model_find_gpu(m, "sn00-t05-gpu+2"), SN_NONE);
+    assert_int_equal(sn_model_find_server(m, "sn00-t07x"), SN_NONE);
+    /* Every GPU's name looks up to itself. */
+    for (uint32_t g = 0; g < m->n_gpus; g++)
+        assert_int_equal(sn_model_find_gpu(m, sn_model_gpu_name(m, g, buf, sizeof(buf))), g);
+    /* Cable labels name both ends. */
+    const struct sn_link *link = &m->links[m->tier_first[SN_TIER_NODE_LEAF] + 1];
+    assert_string_equal(sn_model_cable_label(m, link, buf, sizeof(buf)),
+                        "sn00-t00:nic1--sn00-leaf1:p0");
+    unload(&l);
+}
+
+static void std_unit_failure_domains(void **state)
+{
+    (void)state;
+    struct loaded l;
+    load_file(&l, "examples/std-unit-64.yaml");
+    const struct sn_model *m = l.model;
+    struct sn_bitset gpus;
+    assert_int_equal(sn_bitset_init(&gpus, m->n_gpus, NULL), SN_OK);
+    /* Power domain A feeds servers 0, 2, 4, 6. */
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, 0, &gpus), 32);
+    assert_true(sn_bitset_test(&gpus, 0));
+    assert_false(sn_bitset_test(&gpus, 8));
+    assert_true(sn_bitset_test(&gpus, 16));
+    sn_bitset_clear_all(&gpus);
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_RACK, 1, &gpus), 32);
+    assert_true(sn_bitset_test(&gpus, 32));
+    sn_bitset_clear_all(&gpus);
+    /* GPU i uses NIC i; NIC i goes to leaf i mod 2: leaf 1 carries the odd GPUs. */
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_LEAF, 1, &gpus), 32);
+    assert_true(sn_bitset_test(&gpus, 1));
+    assert_false(sn_bitset_test(&gpus, 2));
+    sn_bitset_clear_all(&gpus);
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_COOLING_LOOP, 0, &gpus), 64);
+    assert_int_equal(sn_model_domain_count(m, SN_DOMAIN_LEAF), 2);
+    sn_bitset_release(&gpus);
+    unload(&l);
+}
+
+/* A fabric spec text: n supernodes of 32 servers x 8 GPUs with 8 rail
+ * leaves each, on 64-port switches, spine and core tiers available. */
+static char *superpod_spec(uint32_t n, const char *dual_feed)
+{
+    static const char fmt[] =
+        "version: 1\nname: pod\ncatalog:\n"
+        "  gpus:\n    G: {dense_bf16: 989 TFLOP/s, hbm: 80 GiB, hbm_bandwidth: 3.35 TB/s,"
+        " tdp: 700 W, scaleup_links: 18, scaleup_link_bandwidth: 25 GB/s per-direction}\n"
+        "  servers:\n    S: {gpu: G, gpus: 8, nics: 8, nic_speed: 400 Gb/s,"
+        " base_power: 4 kW, feeds: %s}\n"
+        "  switches:\n    Q: {kind: infiniband, ports: 64, port_speed: 400 Gb/s, power: 1.7 kW}\n"
+        "  cables:\n    f: {medium: optic, reach: 100 m, optic_power: 12 W}\n"
+        "templates:\n  su:\n    server: S\n    servers: 32\n"
+        "    leaves: {switch: Q, count: 8, attach: rail, cable: f}\n"
+        "    power_domains: {A: {capacity: 400 kW}, B: {capacity: 400 kW}}\n"
+        "    racks: {count: 8, power_limit: 60 kW}\n"
+        "supernodes:\n  - {template: su, count: %u}\n"
+        "fabric:\n  spine: {switch: Q, cable: f}\n  core: {switch: Q, cable: f}\n";
+    char *text = malloc(sizeof(fmt) + 32);
+    snprintf(text, sizeof(fmt) + 32, fmt, dual_feed, n);
+    return text;
+}
+
+/* NVIDIA DGX SuperPOD reference architecture (B200 RA, table "Larger DGX
+ * SuperPOD component counts"; the H100 RA uses the same 32-node SU): leaf,
+ * spine and core switch counts and cable counts per number of SUs. */
+static void superpod_fabric_counts(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t su, leaf, spine, core;
+    } table[] = {
+        {2, 16, 8, 0},      {4, 32, 16, 0},     {8, 64, 32, 0},
+        {16, 128, 128, 64}, {32, 256, 256, 128}, {64, 512, 512, 256},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        struct loaded l;
+        char *text = superpod_spec(table[i].su, "1");
+        load_text(&l, text);
+        free(text);
+        const struct sn_model *m = l.model;
+        uint32_t n = table[i].su;
+        assert_int_equal(m->n_gpus, 256 * n);
+        assert_int_equal(count_role(m, SN_ROLE_LEAF), table[i].leaf);
+        assert_int_equal(m->n_spines, table[i].spine);
+        assert_int_equal(m->n_cores, table[i].core);
+        assert_int_equal(tier_links(m, SN_TIER_NODE_LEAF), 256 * n);
+        assert_int_equal(tier_links(m, SN_TIER_LEAF_SPINE), 256 * n);
+        assert_int_equal(tier_links(m, SN_TIER_SPINE_CORE), table[i].core ? 256 * n : 0);
+        /* 1:1 everywhere: every switch uses all 64 ports. */
+        for (uint32_t s = 0; s < m->n_switches; s++)
+            assert_int_equal(m->switch_ports_used[s], 64);
+        unload(&l);
+    }
+}
+
+static void dual_feed_servers(void **state)
+{
+    (void)state;
+    struct loaded l;
+    char *text = superpod_spec(1, "2");
+    load_text(&l, text);
+    free(text);
+    const struct sn_model *m = l.model;
+    /* No redundant_with given: the second feed is the next domain. */
+    assert_int_equal(m->server_power[0][0], 0);
+    assert_int_equal(m->server_power[1][0], 1);
+    assert_int_equal(m->server_power[0][1], 1);
+    assert_int_equal(m->server_power[1][1], 0);
+    /* Losing one domain takes no dual-fed server down. */
+    struct sn_bitset gpus;
+    assert_int_equal(sn_bitset_init(&gpus, m->n_gpus, NULL), SN_OK);
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, 0, &gpus), 0);
+    sn_bitset_release(&gpus);
+    unload(&l);
+}
+
+static void verify_catches_corruption(void **state)
+{
+    (void)state;
+    struct loaded l;
+    load_file(&l, "examples/std-unit-64.yaml");
+    struct sn_model *m = l.model;
+    struct sn_error err = {0};
+    /* Two links claiming the same leaf port. */
+    uint64_t first = m->tier_first[SN_TIER_NODE_LEAF];
+    uint16_t saved = m->links[first + 2].b_port;
+    m->links[first + 2].b_port = m->links[first].b_port;
+    assert_int_equal(sn_model_verify(m, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "used by two links"));
+    m->links[first + 2].b_port = saved;
+    /* A GPU pointing at the wrong server. */
+    sn_error_clear(&err);
+    m->gpu_server[9] = 0;
+    assert_int_equal(sn_model_verify(m, &err), SN_ERR_INTERNAL);
+    m->gpu_server[9] = 1;
+    assert_int_equal(sn_model_verify(m, NULL), SN_OK);
+    unload(&l);
+}
+
+static void deterministic_ids(void **state)
+{
+    (void)state;
+    struct loaded a, b;
+    load_file(&a, "examples/std-unit-64.yaml");
+    load_file(&b, "examples/std-unit-64.yaml");
+    assert_int_equal(a.model->n_links, b.model->n_links);
+    assert_memory_equal(a.model->links, b.model->links, a.model->n_links * sizeof(struct sn_link));
+    unload(&a);
+    unload(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(std_unit_counts),
+        cmocka_unit_test(std_unit_names_and_lookups),
+        cmocka_unit_test(std_unit_failure_domains),
+        cmocka_unit_test(superpod_fabric_counts),
+        cmocka_unit_test(dual_feed_servers),
+        cmocka_unit_test(verify_catches_corruption),
+        cmocka_unit_test(deterministic_ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
