@@ -710,7 +710,7 @@ static void print_memory(const struct sn_plan_input *in, const struct sn_plan_re
 {
     const struct sn_plan_memory *mem = &r->memory;
     const struct sn_plan_train *t = &in->train;
-    printf("\nmemory per GPU (first pipeline stage: %u layers, %u micro-batches in flight)\n",
+    printf("\nmemory per GPU (first pipeline stage: %u layers; micro-batches in flight: %u)\n",
            mem->stage_layers, mem->inflight);
     printf("  parameters      %.4g B total, %.4g B active per token, %.4g B on this GPU\n",
            mem->params_total / 1e9, mem->params_active / 1e9, mem->params_per_gpu / 1e9);
@@ -1163,11 +1163,15 @@ free_sweep:
 int cmd_plan(int argc, char **argv)
 {
     struct ctx c;
+    if (argc < 2) {
+        usage(stderr);
+        return SN_EXIT_USAGE;
+    }
     if (parse_args(&c, argc, argv))
         return SN_EXIT_USAGE;
-    if (c.help || argc < 2) {
-        usage(c.help ? stdout : stderr);
-        return c.help ? SN_EXIT_OK : SN_EXIT_USAGE;
+    if (c.help) {
+        usage(stdout);
+        return SN_EXIT_OK;
     }
     if (c.list) {
         list_presets();
