@@ -324,12 +324,12 @@ SN_MUST_CHECK enum sn_err sn_plan_hardware_from_spec(const struct sn_spec *spec,
 double sn_plan_params(const struct sn_plan_model *m);
 /* Parameters per token (MoE counts top_k experts). */
 double sn_plan_params_active(const struct sn_plan_model *m);
-/* Narayanan et al. 2021, eq. (2) and Appendix: 12 l h^2 (1 + 13/(12h) +
+/* Narayanan et al. 2021, Section 5.1 and Appendix: 12 l h^2 (1 + 13/(12h) +
  * (V + s)/(12 l h)). */
 double sn_plan_params_megatron(double layers, double hidden, double vocab, double seq);
 /* Narayanan et al. 2021, Section 5.1: end-to-end time ~ 8 T P / (n X). */
 double sn_plan_train_time_megatron(double tokens, double params, double gpus, double flops_per_gpu);
-/* Narayanan et al. 2021, eq. (3): FLOPs per iteration with full
+/* Narayanan et al. 2021, Section 5.1 and Appendix: FLOPs per iteration with full
  * recompute, 96 B s l h^2 (1 + s/(6h) + V/(16 l h)). */
 double sn_plan_flops_megatron(double batch, double seq, double layers, double hidden, double vocab);
 /* Rajbhandari et al. 2020, Figure 1: model-state bytes per GPU for psi
@@ -345,10 +345,10 @@ double sn_plan_act_per_layer(const struct sn_plan_model *m, double b, double tp,
 double sn_plan_required_bw(double bytes, double step_s, double fraction);
 /* Young 1974: sqrt(2 C M). */
 double sn_plan_young(double ckpt_s, double mtbf_s);
-/* Daly 2006, eq. (37): sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C for
+/* Daly 2006, Section 4 (higher-order estimate): sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C for
  * C < 2M, else M. */
 double sn_plan_daly(double ckpt_s, double mtbf_s);
-/* Daly 2006, eq. (20): expected useful fraction of wall time with
+/* Daly 2006 (expected wall time, exponential failures): useful fraction of wall time with
  * interval tau, checkpoint C, restart R and MTBF M:
  * tau / (M e^(R/M) (e^((tau + C)/M) - 1)). */
 double sn_plan_daly_efficiency(double tau_s, double ckpt_s, double restart_s, double mtbf_s);

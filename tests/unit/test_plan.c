@@ -112,7 +112,7 @@ static void megatron_training_time(void **state)
     assert_int_equal((int)(one_t + 0.5), 84);
 }
 
-/* The evaluation's FLOP count is Narayanan et al. 2021 eq. (3),
+/* The evaluation's FLOP count is Narayanan et al. 2021 (Section 5.1, Appendix),
  * 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), under full recompute; without
  * recompute it is 3/4 of the layer part (72 B s l h^2 (1 + s/(6h)) +
  * 6 B s h V, Korthikanti et al. 2022, Section 6). */
