@@ -13,6 +13,7 @@
 
 static const struct sn_command commands[] = {
     {"design", cmd_design, "review a cluster design, count its parts, export it"},
+    {"plan", cmd_plan, "plan a training job: memory, communication, step time, checkpoints"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,1201 @@
+/*
+ * sn plan: the training-job planner on the command line. Flags (one
+ * table, which also generates --help) fill a struct sn_plan_input; lib/plan
+ * evaluates it; this file prints the plan as tables or as JSON (schema in
+ * docs/cmd-plan.md), or runs the layout sweep.
+ *
+ * Presets (--model, --gpu) apply first whatever their position, then the
+ * other flags override them in order. Every quantity with a unit goes
+ * through sn/units.h. Exit statuses: 0 the plan holds; 1 it does not (no
+ * fit in memory, a fabric short of the required bandwidth, no storage tier
+ * meeting the checkpoint window, or a sweep with no valid layout); 2 bad
+ * flags or inconsistent input.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <sn/plan.h>
+#include <sn/units.h>
+
+#include "commands.h"
+
+#define SECONDS_PER_YEAR (365.0 * 86400)
+
+/* SECTION, ID, flag, argument (NULL: a switch), help */
+#define PLAN_FLAGS(X)                                                                              \
+    X(MODEL, MODEL, "model", "NAME", "model preset (see --list)")                                  \
+    X(MODEL, ARCH, "arch", "gpt|llama",                                                            \
+      "custom model style: gpt (GeLU, biases, LayerNorm, "                                         \
+      "tied, learned positions, dropout) or llama (SwiGLU, "                                       \
+      "no biases, RMSNorm, untied, RoPE, no dropout)")                                             \
+    X(MODEL, LAYERS, "layers", "N", "transformer layers")                                          \
+    X(MODEL, HIDDEN, "hidden", "N", "hidden size h")                                               \
+    X(MODEL, HEADS, "heads", "N", "attention heads")                                               \
+    X(MODEL, KV_HEADS, "kv-heads", "N", "key/value heads (GQA; default: heads)")                   \
+    X(MODEL, FFN, "ffn", "N", "MLP inner size (default 4h)")                                       \
+    X(MODEL, VOCAB, "vocab", "N", "vocabulary size")                                               \
+    X(MODEL, SEQ, "seq", "N", "sequence length")                                                   \
+    X(MODEL, EXPERTS, "experts", "N", "MoE experts per layer (1: dense)")                          \
+    X(MODEL, TOP_K, "top-k", "N", "experts per token")                                             \
+    X(TRAIN, GPUS, "gpus", "N", "GPUs in the job (default tp x pp x dp x cp)")                     \
+    X(TRAIN, GLOBAL_BATCH, "global-batch", "N", "sequences per step (required)")                   \
+    X(TRAIN, GLOBAL_TOKENS, "global-batch-tokens", "N",                                            \
+      "tokens per step, a multiple of --seq "                                                      \
+      "(suffixes K M B T, Ki Mi Gi)")                                                              \
+    X(TRAIN, MICRO_BATCH, "micro-batch", "N", "sequences per micro-batch (default 1)")             \
+    X(TRAIN, TP, "tp", "N", "tensor parallelism (default 1)")                                      \
+    X(TRAIN, PP, "pp", "N", "pipeline parallelism (default 1)")                                    \
+    X(TRAIN, DP, "dp", "N", "data parallelism (default gpus / (tp x pp x cp))")                    \
+    X(TRAIN, CP, "cp", "N", "context parallelism (default 1)")                                     \
+    X(TRAIN, EP, "ep", "N", "expert parallelism, carved out of dp (default 1)")                    \
+    X(TRAIN, INTERLEAVE, "interleave", "V", "model chunks per pipeline stage (default 1)")         \
+    X(TRAIN, ZERO, "zero", "0-3", "ZeRO stage; 1 = distributed optimizer (default 0)")             \
+    X(TRAIN, RECOMPUTE, "recompute", "MODE", "activation recompute: none, selective, full")        \
+    X(TRAIN, SP, "sp", NULL, "sequence parallelism (default when tp > 1)")                         \
+    X(TRAIN, NO_SP, "no-sp", NULL, "no sequence parallelism")                                      \
+    X(TRAIN, PRECISION, "precision", "P", "bf16 (mixed, default) or fp32")                         \
+    X(TRAIN, OPTIMIZER, "optimizer", "O", "adam (default) or sgd")                                 \
+    X(TRAIN, TRAIN_TOKENS, "train-tokens", "N", "tokens to train on, for the time to train")       \
+    X(HW, GPU, "gpu", "NAME", "GPU preset: a100 h100 h200 b200 gb200 (default h100)")              \
+    X(HW, PEAK, "peak", "FLOP/S", "dense BF16 peak per GPU, e.g. 989TFLOP/s (no sparsity)")        \
+    X(HW, HBM, "hbm", "SIZE", "HBM per GPU, e.g. 80GiB")                                           \
+    X(HW, HBM_RESERVE, "hbm-reserve", "SIZE", "HBM kept free for context and buffers (0)")         \
+    X(HW, GPUS_PER_SERVER, "gpus-per-server", "N", "GPUs per server")                              \
+    X(HW, SERVERS_PER_SN, "servers-per-supernode", "N", "servers per supernode")                   \
+    X(HW, SCALEUP_GPUS, "scaleup-gpus", "N", "GPUs per scale-up (NVLink) domain")                  \
+    X(HW, SUPERNODES, "supernodes", "N", "supernodes available (0: no limit)")                     \
+    X(HW, LEAVES, "leaves-per-supernode", "N", "scale-out leaf switches per supernode (2)")        \
+    X(HW, POWER_DOMAINS, "power-domains-per-supernode", "N", "power domains per supernode (2)")    \
+    X(HW, SCALEUP_BW, "scaleup-bw", "BW",                                                          \
+      "scale-up bandwidth per GPU, with its direction: "                                           \
+      "'900GB/s bidirectional' or '450GB/s per-direction'")                                        \
+    X(HW, SCALEOUT_BW, "scaleout-bw", "BW",                                                        \
+      "scale-out bandwidth per GPU per direction "                                                 \
+      "(400Gb/s)")                                                                                 \
+    X(HW, SCALEUP_EFF, "scaleup-eff", "F", "scale-up bus-bandwidth efficiency (80%)")              \
+    X(HW, SCALEOUT_EFF, "scaleout-eff", "F", "scale-out bus-bandwidth efficiency (75%)")           \
+    X(HW, COMPUTE_EFF, "compute-eff", "F", "achieved fraction of peak while computing (50%)")      \
+    X(HW, OVERLAP, "overlap", "F", "fraction of DP and CP communication hidden (0%)")              \
+    X(HW, STORAGE, "storage", "NAME,W,R[,per-server]",                                             \
+      "a checkpoint tier with write and read "                                                     \
+      "bandwidth; repeat for more (the first "                                                     \
+      "replaces the default parallel-fs,"                                                          \
+      "100GB/s,200GB/s)")                                                                          \
+    X(HW, GPU_MTBF, "gpu-mtbf", "TIME", "MTBF of one GPU")                                         \
+    X(HW, GPU_AFR, "gpu-afr", "F", "annual failure rate of one GPU (instead of the MTBF)")         \
+    X(HW, SERVER_MTBF, "server-mtbf", "TIME", "MTBF of one server (GPUs excluded)")                \
+    X(HW, SERVER_AFR, "server-afr", "F", "annual failure rate of one server")                      \
+    X(HW, LEAF_MTBF, "leaf-mtbf", "TIME", "MTBF of one leaf switch with its cables")               \
+    X(HW, LEAF_AFR, "leaf-afr", "F", "annual failure rate of one leaf")                            \
+    X(HW, PD_MTBF, "power-domain-mtbf", "TIME", "MTBF of one power domain")                        \
+    X(HW, PD_AFR, "power-domain-afr", "F", "annual failure rate of one power domain")              \
+    X(RULES, STRICT, "strict", NULL, "TP must stay inside one scale-up domain (default)")          \
+    X(RULES, NO_STRICT, "no-strict", NULL, "allow TP across the scale-out fabric")                 \
+    X(RULES, TARGET_STEP, "target-step", "TIME",                                                   \
+      "step time for the required bandwidth "                                                      \
+      "(default: the estimate)")                                                                   \
+    X(RULES, COMM_FRACTION, "comm-fraction", "F",                                                  \
+      "share of the step allowed for "                                                             \
+      "communication (20%)")                                                                       \
+    X(RULES, HEADROOM, "headroom", "F", "protocol and congestion headroom (30%)")                  \
+    X(RULES, CKPT_INTERVAL, "ckpt-interval", "TIME", "planned checkpoint interval (30min)")        \
+    X(RULES, CKPT_WINDOW, "ckpt-window", "TIME",                                                   \
+      "a checkpoint write must finish within "                                                     \
+      "(default interval / 6: 5min for 30min)")                                                    \
+    X(RULES, RESTART, "restart", "TIME",                                                           \
+      "time to restart after a failure, before reading the "                                       \
+      "checkpoint (10min)")                                                                        \
+    X(RULES, CKPT_TIER, "ckpt-tier", "NAME", "tier for the intervals (default: fastest write)")    \
+    X(OUTPUT, SWEEP, "sweep", NULL, "enumerate layouts for --gpus and rank them")                  \
+    X(OUTPUT, TOP, "top", "N", "layouts shown by --sweep (10, at most 64)")                        \
+    X(OUTPUT, JSON, "json", NULL, "JSON output (schema in docs/cmd-plan.md)")                      \
+    X(OUTPUT, LIST, "list", NULL, "list the model and GPU presets")                                \
+    X(OUTPUT, HELP, "help", NULL, "this help")
+/* TODO(lead): --spec FILE [--template NAME] [--storage-tier NAME], to take
+ * the hardware from a cluster spec through sn_plan_hardware_from_spec(),
+ * once the spec parser (sn_spec_parse_file) is merged. */
+
+enum flag_id {
+#define SN_X(section, id, name, arg, help) FLAG_##id,
+    PLAN_FLAGS(SN_X)
+#undef SN_X
+        FLAG_COUNT
+};
+
+enum flag_section { SECTION_MODEL, SECTION_TRAIN, SECTION_HW, SECTION_RULES, SECTION_OUTPUT };
+
+struct flag {
+    enum flag_section section;
+    const char *name;
+    const char *arg;
+    const char *help;
+};
+
+static const struct flag flags[] = {
+#define SN_X(section, id, name, arg, help) {SECTION_##section, name, arg, help},
+    PLAN_FLAGS(SN_X)
+#undef SN_X
+};
+
+static const char *const section_titles[] = {"model", "training layout", "hardware",
+                                             "rules and targets", "output"};
+
+struct ctx {
+    struct sn_plan_input in;
+    bool have_model, custom_arch_llama, json, sweep, list, help, sp_set, sp;
+    bool layout_flag; /* a tp/pp/dp/cp flag, which --sweep chooses itself */
+    bool storage_set;
+    uint32_t top;
+    uint64_t global_tokens;
+    const char *ckpt_tier;
+    char storage_names[SN_PLAN_MAX_TIERS][32];
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: sn plan --model NAME --gpus N --global-batch N [--tp N --pp N ...] "
+                 "[--json]\n"
+                 "       sn plan --model NAME --gpus N --global-batch N --sweep [--top N]\n"
+                 "       sn plan --list\n\n"
+                 "Plans a training job: memory per GPU, FLOPs, communication per fabric, "
+                 "required\nbandwidth, step time, placement and checkpoints "
+                 "(docs/planner.md, docs/cmd-plan.md).\n");
+    for (int s = SECTION_MODEL; s <= SECTION_OUTPUT; s++) {
+        fprintf(out, "\n%s:\n", section_titles[s]);
+        for (int i = 0; i < FLAG_COUNT; i++) {
+            if ((int)flags[i].section != s)
+                continue;
+            char left[64];
+            snprintf(left, sizeof(left), "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
+                     flags[i].arg ? flags[i].arg : "");
+            fprintf(out, "  %-30s %s\n", left, flags[i].help);
+        }
+    }
+}
+
+static void list_presets(void)
+{
+    printf("models:\n");
+    for (size_t i = 0; sn_plan_model_preset_at(i); i++) {
+        const struct sn_plan_model *m = sn_plan_model_preset_at(i);
+        printf("  %-14s %3u layers, h %5u, %3u heads (%3u kv), ffn %5u, vocab %6u, seq %4u",
+               m->name, m->layers, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->seq);
+        if (m->experts > 1)
+            printf(", %u experts top-%u", m->experts, m->top_k);
+        printf(", %.4g B params\n", sn_plan_params(m) / 1e9);
+    }
+    printf("gpus:\n");
+    for (size_t i = 0; sn_plan_gpu_preset_name_at(i); i++) {
+        struct sn_plan_hardware hw = {0};
+        char a[32], b[32], c[32];
+        (void)sn_plan_gpu_preset(sn_plan_gpu_preset_name_at(i), &hw);
+        printf("  %-6s %s dense BF16, %s HBM, scale-up %s per direction, %u-GPU domain\n",
+               hw.gpu_name, sn_units_format(hw.peak_flops, SN_UNIT_FLOPS, a, sizeof(a)),
+               sn_units_format(hw.hbm_bytes, SN_UNIT_BYTES, b, sizeof(b)),
+               sn_units_format(hw.scaleup_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, c, sizeof(c)),
+               hw.scaleup_gpus);
+    }
+}
+
+/* ---- value parsing ---------------------------------------------------- */
+
+static int bad_flag(const char *flag, const char *msg)
+{
+    fprintf(stderr, "sn plan: --%s: %s\n", flag, msg);
+    return -1;
+}
+
+/* A count: digits, optionally a decimal fraction and a suffix K M B(=G) T
+ * (powers of 1000) or Ki Mi Gi (powers of 1024); the result must be a
+ * whole number. */
+static int parse_count(const char *flag, const char *text, uint64_t max, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        double scale;
+    } suffixes[] = {{"", 1},     {"K", 1e3},     {"M", 1e6},        {"B", 1e9},          {"G", 1e9},
+                    {"T", 1e12}, {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}};
+    char *end;
+    errno = 0;
+    if (!text || !(*text >= '0' && *text <= '9'))
+        goto bad;
+    double v = strtod(text, &end);
+    if (errno || !isfinite(v))
+        goto bad;
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        if (strcmp(end, suffixes[i].suffix) != 0)
+            continue;
+        v *= suffixes[i].scale;
+        if (v != floor(v) || v > (double)max) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "'%s' is not a whole number up to %llu", text,
+                     (unsigned long long)max);
+            return bad_flag(flag, msg);
+        }
+        *out = (uint64_t)v;
+        return 0;
+    }
+bad : {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "'%s' is not a count (such as 64, 16M or 15.6T)", text);
+    return bad_flag(flag, msg);
+}
+}
+
+static int parse_u32(const char *flag, const char *text, uint32_t *out)
+{
+    uint64_t v;
+    if (parse_count(flag, text, UINT32_MAX, &v))
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_unit(const char *flag, const char *text, enum sn_unit_kind kind, double *out)
+{
+    struct sn_error err = {0};
+    if (sn_units_parse(text, kind, out, &err) != SN_OK)
+        return bad_flag(flag, err.message);
+    return 0;
+}
+
+/* An annual failure rate p as an MTBF under exponential failures:
+ * p = 1 - exp(-year / MTBF). */
+static int parse_afr(const char *flag, const char *text, double *mtbf_s)
+{
+    double p;
+    if (parse_unit(flag, text, SN_UNIT_FRACTION, &p))
+        return -1;
+    if (!(p > 0 && p < 1))
+        return bad_flag(flag, "an annual failure rate must be between 0% and 100%");
+    *mtbf_s = -SECONDS_PER_YEAR / log1p(-p);
+    return 0;
+}
+
+static int parse_enum(const char *flag, const char *text, unsigned count, unsigned value,
+                      const char *expected, unsigned *out)
+{
+    if (value >= count) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "unknown value '%s': expected %s", text, expected);
+        return bad_flag(flag, msg);
+    }
+    *out = value;
+    return 0;
+}
+
+/* NAME,WRITE,READ[,per-server] */
+static int parse_storage(struct ctx *c, const char *text)
+{
+    struct sn_plan_hardware *hw = &c->in.hw;
+    if (!c->storage_set)
+        hw->n_storage = 0;
+    c->storage_set = true;
+    if (hw->n_storage >= SN_PLAN_MAX_TIERS)
+        return bad_flag("storage", "too many tiers (at most 8)");
+    char buf[160], *field[5];
+    int n = 0;
+    snprintf(buf, sizeof(buf), "%s", text);
+    for (char *p = buf; n < 5;) {
+        field[n++] = p;
+        char *comma = strchr(p, ',');
+        if (!comma)
+            break;
+        *comma = '\0';
+        p = comma + 1;
+    }
+    if (n < 3 || n > 4 || !*field[0] || strlen(field[0]) >= sizeof(c->storage_names[0]) ||
+        (n == 4 && strcmp(field[3], "per-server") != 0))
+        return bad_flag("storage", "expected NAME,WRITE,READ or NAME,WRITE,READ,per-server "
+                                   "(e.g. lustre,100GB/s,200GB/s)");
+    struct sn_plan_storage *s = &hw->storage[hw->n_storage];
+    if (parse_unit("storage", field[1], SN_UNIT_BANDWIDTH, &s->write_bytes_per_s) ||
+        parse_unit("storage", field[2], SN_UNIT_BANDWIDTH, &s->read_bytes_per_s))
+        return -1;
+    snprintf(c->storage_names[hw->n_storage], sizeof(c->storage_names[0]), "%s", field[0]);
+    s->name = c->storage_names[hw->n_storage];
+    s->per_server = n == 4;
+    hw->n_storage++;
+    return 0;
+}
+
+/* ---- applying flags --------------------------------------------------- */
+
+static int apply_model(struct ctx *c, enum flag_id id, const char *v)
+{
+    struct sn_plan_model *m = &c->in.model;
+    const char *f = flags[id].name;
+    if (id == FLAG_ARCH) {
+        if (strcmp(v, "gpt") && strcmp(v, "llama"))
+            return bad_flag(f, "expected 'gpt' or 'llama'");
+        c->custom_arch_llama = strcmp(v, "llama") == 0;
+        return 0;
+    }
+    uint32_t *field[] = {
+        [FLAG_LAYERS] = &m->layers,     [FLAG_HIDDEN] = &m->hidden,   [FLAG_HEADS] = &m->heads,
+        [FLAG_KV_HEADS] = &m->kv_heads, [FLAG_FFN] = &m->ffn,         [FLAG_VOCAB] = &m->vocab,
+        [FLAG_SEQ] = &m->seq,           [FLAG_EXPERTS] = &m->experts, [FLAG_TOP_K] = &m->top_k,
+    };
+    if ((size_t)id < sizeof(field) / sizeof(field[0]) && field[id])
+        return parse_u32(f, v, field[id]);
+    return 0; /* --model: taken in the first pass */
+}
+
+static int apply_train(struct ctx *c, enum flag_id id, const char *v)
+{
+    struct sn_plan_train *t = &c->in.train;
+    const char *f = flags[id].name;
+    unsigned e = 0;
+    switch (id) {
+    case FLAG_GPUS:
+        return parse_u32(f, v, &t->gpus);
+    case FLAG_GLOBAL_BATCH:
+        return parse_count(f, v, UINT64_MAX >> 12, &t->global_batch);
+    case FLAG_GLOBAL_TOKENS:
+        return parse_count(f, v, UINT64_MAX >> 12, &c->global_tokens);
+    case FLAG_MICRO_BATCH:
+        return parse_u32(f, v, &t->micro_batch);
+    case FLAG_TP:
+    case FLAG_PP:
+    case FLAG_DP:
+    case FLAG_CP:
+        c->layout_flag = true;
+        return parse_u32(f, v,
+                         id == FLAG_TP   ? &t->tp
+                         : id == FLAG_PP ? &t->pp
+                         : id == FLAG_DP ? &t->dp
+                                         : &t->cp);
+    case FLAG_EP:
+        return parse_u32(f, v, &t->ep);
+    case FLAG_INTERLEAVE:
+        return parse_u32(f, v, &t->vpp);
+    case FLAG_ZERO:
+        return parse_u32(f, v, &t->zero);
+    case FLAG_RECOMPUTE:
+        if (parse_enum(f, v, SN_RECOMPUTE_COUNT, sn_recompute_from_name(v),
+                       "none, selective or full", &e))
+            return -1;
+        t->recompute = (enum sn_recompute)e;
+        return 0;
+    case FLAG_SP:
+    case FLAG_NO_SP:
+        c->sp_set = true;
+        c->sp = id == FLAG_SP;
+        return 0;
+    case FLAG_PRECISION:
+        if (parse_enum(f, v, SN_PRECISION_COUNT, sn_precision_from_name(v), "bf16 or fp32", &e))
+            return -1;
+        t->precision = (enum sn_precision)e;
+        return 0;
+    case FLAG_OPTIMIZER:
+        if (parse_enum(f, v, SN_OPTIMIZER_COUNT, sn_optimizer_from_name(v), "adam or sgd", &e))
+            return -1;
+        t->optimizer = (enum sn_optimizer)e;
+        return 0;
+    default: {
+        uint64_t tokens;
+        if (parse_count(f, v, UINT64_MAX >> 1, &tokens))
+            return -1;
+        t->train_tokens = (double)tokens;
+        return 0;
+    }
+    }
+}
+
+static int apply_hw_counts(struct ctx *c, enum flag_id id, const char *v)
+{
+    struct sn_plan_hardware *hw = &c->in.hw;
+    uint32_t *field[] = {
+        [FLAG_GPUS_PER_SERVER] = &hw->gpus_per_server,
+        [FLAG_SERVERS_PER_SN] = &hw->servers_per_supernode,
+        [FLAG_SCALEUP_GPUS] = &hw->scaleup_gpus,
+        [FLAG_SUPERNODES] = &hw->supernodes,
+        [FLAG_LEAVES] = &hw->leaves_per_supernode,
+        [FLAG_POWER_DOMAINS] = &hw->power_domains_per_supernode,
+    };
+    return parse_u32(flags[id].name, v, field[id]);
+}
+
+static int apply_hw(struct ctx *c, enum flag_id id, const char *v)
+{
+    struct sn_plan_hardware *hw = &c->in.hw;
+    const char *f = flags[id].name;
+    switch (id) {
+    case FLAG_GPU:
+        return 0; /* taken in the first pass */
+    case FLAG_PEAK:
+        return parse_unit(f, v, SN_UNIT_FLOPS, &hw->peak_flops);
+    case FLAG_HBM:
+        return parse_unit(f, v, SN_UNIT_BYTES, &hw->hbm_bytes);
+    case FLAG_HBM_RESERVE:
+        return parse_unit(f, v, SN_UNIT_BYTES, &hw->hbm_reserve_bytes);
+    case FLAG_GPUS_PER_SERVER:
+    case FLAG_SERVERS_PER_SN:
+    case FLAG_SCALEUP_GPUS:
+    case FLAG_SUPERNODES:
+    case FLAG_LEAVES:
+    case FLAG_POWER_DOMAINS:
+        return apply_hw_counts(c, id, v);
+    case FLAG_SCALEUP_BW:
+        return parse_unit(f, v, SN_UNIT_BANDWIDTH_DIRECTED, &hw->scaleup_bytes_per_s);
+    case FLAG_SCALEOUT_BW:
+        return parse_unit(f, v, SN_UNIT_BANDWIDTH, &hw->scaleout_bytes_per_s);
+    case FLAG_SCALEUP_EFF:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &hw->scaleup_efficiency);
+    case FLAG_SCALEOUT_EFF:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &hw->scaleout_efficiency);
+    case FLAG_COMPUTE_EFF:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &hw->compute_efficiency);
+    case FLAG_OVERLAP:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &hw->overlap);
+    case FLAG_STORAGE:
+        return parse_storage(c, v);
+    case FLAG_GPU_MTBF:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->mtbf_gpu_s);
+    case FLAG_GPU_AFR:
+        return parse_afr(f, v, &hw->mtbf_gpu_s);
+    case FLAG_SERVER_MTBF:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->mtbf_server_s);
+    case FLAG_SERVER_AFR:
+        return parse_afr(f, v, &hw->mtbf_server_s);
+    case FLAG_LEAF_MTBF:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->mtbf_leaf_s);
+    case FLAG_LEAF_AFR:
+        return parse_afr(f, v, &hw->mtbf_leaf_s);
+    case FLAG_PD_MTBF:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->mtbf_power_domain_s);
+    default:
+        return parse_afr(f, v, &hw->mtbf_power_domain_s);
+    }
+}
+
+static int apply_rules(struct ctx *c, enum flag_id id, const char *v)
+{
+    struct sn_plan_options *o = &c->in.opt;
+    const char *f = flags[id].name;
+    switch (id) {
+    case FLAG_STRICT:
+    case FLAG_NO_STRICT:
+        o->strict = id == FLAG_STRICT;
+        return 0;
+    case FLAG_TARGET_STEP:
+        return parse_unit(f, v, SN_UNIT_TIME, &o->target_step_s);
+    case FLAG_COMM_FRACTION:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &o->comm_fraction);
+    case FLAG_HEADROOM:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &o->bw_headroom);
+    case FLAG_CKPT_INTERVAL:
+        return parse_unit(f, v, SN_UNIT_TIME, &o->ckpt_interval_s);
+    case FLAG_CKPT_WINDOW:
+        return parse_unit(f, v, SN_UNIT_TIME, &o->ckpt_window_s);
+    case FLAG_RESTART:
+        return parse_unit(f, v, SN_UNIT_TIME, &o->restart_s);
+    default:
+        c->ckpt_tier = v;
+        return 0;
+    }
+}
+
+static int apply_output(struct ctx *c, enum flag_id id, const char *v)
+{
+    switch (id) {
+    case FLAG_SWEEP:
+        c->sweep = true;
+        return 0;
+    case FLAG_TOP:
+        return parse_u32(flags[id].name, v, &c->top);
+    case FLAG_JSON:
+        c->json = true;
+        return 0;
+    case FLAG_LIST:
+        c->list = true;
+        return 0;
+    default:
+        c->help = true;
+        return 0;
+    }
+}
+
+static int apply(struct ctx *c, enum flag_id id, const char *v)
+{
+    switch (flags[id].section) {
+    case SECTION_MODEL:
+        return apply_model(c, id, v);
+    case SECTION_TRAIN:
+        return apply_train(c, id, v);
+    case SECTION_HW:
+        return apply_hw(c, id, v);
+    case SECTION_RULES:
+        return apply_rules(c, id, v);
+    default:
+        return apply_output(c, id, v);
+    }
+}
+
+/* Splits argv[i] into a flag and its value (--flag=value or --flag value);
+ * returns the flag's index or -1 with a message. */
+static int next_flag(int argc, char **argv, int *i, const char **value)
+{
+    const char *arg = argv[*i];
+    if (strncmp(arg, "--", 2) != 0) {
+        fprintf(stderr, "sn plan: unexpected argument '%s' (flags start with --)\n", arg);
+        return -1;
+    }
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+    for (int k = 0; k < FLAG_COUNT; k++) {
+        if (strlen(flags[k].name) != len || strncmp(flags[k].name, arg + 2, len) != 0)
+            continue;
+        *value = NULL;
+        if (flags[k].arg && eq)
+            *value = eq + 1;
+        else if (flags[k].arg && *i + 1 < argc)
+            *value = argv[++*i];
+        if (flags[k].arg && !*value) {
+            fprintf(stderr, "sn plan: --%s needs a value (%s)\n", flags[k].name, flags[k].arg);
+            return -1;
+        }
+        if (!flags[k].arg && eq) {
+            fprintf(stderr, "sn plan: --%s takes no value\n", flags[k].name);
+            return -1;
+        }
+        return k;
+    }
+    fprintf(stderr, "sn plan: unknown flag '%s' (see sn plan --help)\n", arg);
+    return -1;
+}
+
+static int apply_presets(struct ctx *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int k = next_flag(argc, argv, &i, &v);
+        if (k < 0)
+            return -1;
+        if (k == FLAG_MODEL) {
+            const struct sn_plan_model *m = sn_plan_model_preset(v);
+            if (!m)
+                return bad_flag("model", "unknown preset (see sn plan --list)");
+            c->in.model = *m;
+            c->have_model = true;
+        } else if (k == FLAG_GPU && !sn_plan_gpu_preset(v, &c->in.hw)) {
+            return bad_flag("gpu", "unknown preset: expected a100, h100, h200, b200 or gb200");
+        }
+    }
+    return 0;
+}
+
+static void custom_model_style(struct ctx *c)
+{
+    struct sn_plan_model *m = &c->in.model;
+    bool llama = c->custom_arch_llama;
+    m->name = "custom";
+    m->gated_mlp = llama;
+    m->biases = m->layernorm = m->tied_embeddings = m->learned_pos = m->dropout = !llama;
+    if (!m->experts)
+        m->experts = 1;
+    if (!m->top_k)
+        m->top_k = 1;
+}
+
+/* Fills what the flags left open: the custom model's defaults, dp or the
+ * GPU count, the global batch in sequences, sequence parallelism and the
+ * checkpoint tier by name. */
+static int finish_input(struct ctx *c)
+{
+    struct sn_plan_model *m = &c->in.model;
+    struct sn_plan_train *t = &c->in.train;
+    if (!c->have_model)
+        custom_model_style(c);
+    if (!m->ffn)
+        m->ffn = 4 * m->hidden;
+    if (!m->kv_heads)
+        m->kv_heads = m->heads;
+    if (c->sweep && c->layout_flag)
+        return bad_flag("sweep", "the sweep chooses tp, pp, dp and cp itself: drop those flags");
+    if (c->sweep && !t->gpus)
+        return bad_flag("sweep", "needs --gpus");
+    uint64_t inner = (uint64_t)t->tp * t->pp * t->cp;
+    if (!c->sweep && !t->dp) {
+        if (!t->gpus)
+            t->dp = 1;
+        else if (inner == 0 || t->gpus % inner) {
+            fprintf(stderr,
+                    "sn plan: gpus %u is not a multiple of tp x pp x cp = %llu, so no dp fits\n",
+                    t->gpus, (unsigned long long)inner);
+            return -1;
+        } else
+            t->dp = (uint32_t)(t->gpus / inner);
+    }
+    if (!t->gpus) {
+        uint64_t n = inner * t->dp;
+        if (n > SN_PLAN_MAX_GPUS)
+            return bad_flag("gpus", "tp x pp x dp x cp is too large");
+        t->gpus = (uint32_t)n;
+    }
+    if (c->global_tokens) {
+        if (t->global_batch)
+            return bad_flag("global-batch-tokens", "give --global-batch or --global-batch-tokens, "
+                                                   "not both");
+        if (!m->seq || c->global_tokens % m->seq)
+            return bad_flag("global-batch-tokens", "not a multiple of the sequence length");
+        t->global_batch = c->global_tokens / m->seq;
+    }
+    if (!t->global_batch)
+        return bad_flag("global-batch", "required (sequences per step)");
+    t->seq_parallel = c->sp_set ? c->sp : t->tp > 1;
+    if (c->ckpt_tier) {
+        for (uint32_t i = 0; i < c->in.hw.n_storage; i++)
+            if (strcmp(c->in.hw.storage[i].name, c->ckpt_tier) == 0)
+                c->in.opt.ckpt_tier = i;
+        if (c->in.opt.ckpt_tier == SN_PLAN_NO_TIER)
+            return bad_flag("ckpt-tier", "no storage tier of that name");
+    }
+    return 0;
+}
+
+static int parse_args(struct ctx *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof(*c));
+    sn_plan_input_defaults(&c->in);
+    c->in.train.gpus = 0;
+    c->in.train.dp = 0;
+    c->in.train.global_batch = 0;
+    c->top = 10;
+    if (apply_presets(c, argc, argv))
+        return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int k = next_flag(argc, argv, &i, &v);
+        if (k < 0 || apply(c, (enum flag_id)k, v))
+            return -1;
+    }
+    if (c->help || c->list)
+        return 0;
+    return finish_input(c);
+}
+
+/* ---- text output ------------------------------------------------------ */
+
+static const char *fmt(double v, enum sn_unit_kind kind, char *buf)
+{
+    return sn_units_format(v, kind, buf, 32);
+}
+
+#define B(v) fmt((v), SN_UNIT_BYTES, (char[32]){0})
+#define S(v) fmt((v), SN_UNIT_TIME, (char[32]){0})
+#define BW(v) fmt((v), SN_UNIT_BANDWIDTH_DIRECTED, (char[32]){0})
+#define BITS(v) fmt((v), SN_UNIT_BANDWIDTH, (char[32]){0})
+
+static void print_header(const struct sn_plan_input *in)
+{
+    const struct sn_plan_train *t = &in->train;
+    const struct sn_plan_model *m = &in->model;
+    printf("plan: %s on %u x %s\n", m->name, t->gpus, in->hw.gpu_name ? in->hw.gpu_name : "gpu");
+    printf("  layout      tp %u, pp %u (interleave %u), dp %u, cp %u, ep %u; zero %u; "
+           "recompute %s; sp %s; %s, %s\n",
+           t->tp, t->pp, t->vpp, t->dp, t->cp, t->ep, t->zero, sn_recompute_name(t->recompute),
+           t->seq_parallel ? "on" : "off", sn_precision_name(t->precision),
+           sn_optimizer_name(t->optimizer));
+    printf("  batch       %llu sequences x %u tokens, micro-batch %u\n",
+           (unsigned long long)t->global_batch, m->seq, t->micro_batch);
+}
+
+static void print_memory(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    const struct sn_plan_memory *mem = &r->memory;
+    const struct sn_plan_train *t = &in->train;
+    printf("\nmemory per GPU (first pipeline stage: %u layers; micro-batches in flight: %u)\n",
+           mem->stage_layers, mem->inflight);
+    printf("  parameters      %.4g B total, %.4g B active per token, %.4g B on this GPU\n",
+           mem->params_total / 1e9, mem->params_active / 1e9, mem->params_per_gpu / 1e9);
+    printf("  weights         %s%s\n", B(mem->weights_bytes),
+           t->zero >= 3 ? " (sharded over dp x cp)" : "");
+    printf("  gradients       %s%s\n", B(mem->grads_bytes),
+           t->zero >= 2 ? " (sharded over dp x cp)" : "");
+    printf("  optimizer       %-10s (%g B/param%s)\n", B(mem->optimizer_bytes),
+           r->ckpt.bytes_per_param_optimizer, t->zero >= 1 ? ", sharded over dp x cp" : "");
+    printf("  activations     %-10s (%s per layer per micro-batch)\n", B(mem->activations_bytes),
+           B(mem->act_per_layer_bytes));
+    printf("  total           %-10s of %s HBM", B(mem->total_bytes), B(mem->hbm_bytes));
+    if (in->hw.hbm_reserve_bytes > 0)
+        printf(" less %s reserved", B(in->hw.hbm_reserve_bytes));
+    if (mem->fits)
+        printf(": fits, %s free (%.1f%%)\n", B(mem->free_bytes),
+               100 * mem->free_bytes / mem->hbm_bytes);
+    else
+        printf(": DOES NOT FIT, short by %s\n", B(-mem->free_bytes));
+}
+
+static void print_compute(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    const struct sn_plan_compute *c = &r->compute;
+    char peak[32];
+    printf("\ncompute per step (%llu micro-batches per pipeline)\n",
+           (unsigned long long)c->microbatches);
+    printf("  6N x tokens     %.4g FLOP (MFU basis)\n", c->model_flops_6n);
+    printf("  model FLOPs     %.4g FLOP (Megatron count, no recompute)\n", c->model_flops);
+    printf("  hardware FLOPs  %.4g FLOP (with %s recompute: HFU basis)\n", c->hardware_flops,
+           sn_recompute_name(in->train.recompute));
+    printf("  compute time    %s at %.0f%% of %s\n", S(c->compute_s),
+           100 * in->hw.compute_efficiency,
+           sn_units_format(in->hw.peak_flops, SN_UNIT_FLOPS, peak, sizeof(peak)));
+    printf("  pipeline bubble %s ((p - 1) / (v m) = %u / (%u x %llu) = %.1f%%)\n", S(c->bubble_s),
+           in->train.pp - 1, in->train.vpp, (unsigned long long)c->microbatches,
+           100 * c->bubble_fraction);
+}
+
+static void print_comm(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    static const char *const what[SN_PLAN_DIM_COUNT] = {
+        "all-reduce (AG+RS with sp)", "all-gather KV + reduce-scatter dKV",
+        "all-to-all dispatch + combine", "gradient all-reduce (RS+AG with zero)",
+        "point-to-point activations"};
+    printf("\ncommunication per GPU per step (scale-up bus %s, scale-out bus %s per direction)\n",
+           BW(in->hw.scaleup_bytes_per_s * in->hw.scaleup_efficiency),
+           BW(in->hw.scaleout_bytes_per_s * in->hw.scaleout_efficiency));
+    printf("  dim  group  fabric     bytes       time        exposed     collective\n");
+    for (int i = 0; i < SN_PLAN_DIM_COUNT; i++) {
+        const struct sn_plan_comm_dim *d = &r->comm.dim[i];
+        if (d->group <= 1)
+            continue;
+        printf("  %-4s %-6u %-10s %-11s %-11s %-11s %s\n", sn_plan_dim_name((enum sn_plan_dim)i),
+               d->group, d->scaleout ? "scale-out" : "scale-up", B(d->bytes), S(d->time_s),
+               S(d->exposed_s), what[i]);
+    }
+    printf("  total: %s on scale-up, %s on scale-out; %s exposed of %s (overlap %.0f%% of dp "
+           "and cp)\n",
+           B(r->comm.scaleup_bytes), B(r->comm.scaleout_bytes), S(r->comm.exposed_s),
+           S(r->comm.time_s), 100 * in->hw.overlap);
+}
+
+/* Scale-up figures read best in bytes, scale-out (NIC line rates) in bits. */
+static void print_need(const char *fabric, double bytes, const struct sn_plan_bandwidth *b,
+                       double need, double provision, double have, bool ok)
+{
+    bool bits = strcmp(fabric, "scale-out") == 0;
+    printf("  %-9s %s / (%s x %.0f%%) = %s = %s; +%.0f%% = %s; have %s: %s\n", fabric, B(bytes),
+           S(b->target_step_s), 100 * b->comm_fraction, BW(need), BITS(need), 100 * b->headroom,
+           bits ? BITS(provision) : BW(provision), bits ? BITS(have) : BW(have),
+           ok ? "ok" : "SHORT");
+}
+
+static void print_bandwidth(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    const struct sn_plan_bandwidth *b = &r->bandwidth;
+    printf("\nrequired bandwidth per GPU per direction: bytes per step / (target step x "
+           "communication share)\n");
+    print_need("scale-up", r->comm.scaleup_bytes, b, b->scaleup_need_bytes_per_s,
+               b->scaleup_provision_bytes_per_s, in->hw.scaleup_bytes_per_s, b->scaleup_ok);
+    print_need("scale-out", r->comm.scaleout_bytes, b, b->scaleout_need_bytes_per_s,
+               b->scaleout_provision_bytes_per_s, in->hw.scaleout_bytes_per_s, b->scaleout_ok);
+}
+
+static void print_perf(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    const struct sn_plan_perf *p = &r->perf;
+    const struct sn_plan_placement *pl = &r->placement;
+    printf("\nperformance\n");
+    printf("  step time       %s = compute %s + bubble %s + exposed communication %s\n",
+           S(p->step_s), S(r->compute.compute_s), S(r->compute.bubble_s), S(r->comm.exposed_s));
+    printf("  throughput      %.4g tokens/s; MFU %.1f%%, HFU %.1f%%\n", p->tokens_per_s,
+           100 * p->mfu, 100 * p->hfu);
+    if (p->train_s > 0)
+        printf("  time to train   %s for %.4g tokens\n", S(p->train_s), in->train.train_tokens);
+    printf("\nplacement (scale-up domain: %u GPUs)\n", in->hw.scaleup_gpus);
+    printf("  smallest domain keeping inside: tp %u GPUs, tp x cp %u, one pipeline stage "
+           "(tp x cp x dp) %u\n",
+           pl->domain_for_tp, pl->domain_for_tp_cp, pl->domain_for_stage);
+    printf("  tp inside one domain: %s; with tp across scale-out the step would take %s "
+           "(%.2fx)\n",
+           pl->tp_inside ? "yes" : "NO", S(pl->tp_scaleout_step_s), pl->tp_scaleout_slowdown);
+}
+
+static void print_ckpt(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    const struct sn_plan_checkpoint *k = &r->ckpt;
+    printf("\ncheckpoint\n");
+    printf("  size            weights %s (%g B/param) + optimizer %s (%g B/param) = %s\n",
+           B(k->weights_bytes), k->bytes_per_param_weights, B(k->optimizer_bytes),
+           k->bytes_per_param_optimizer, B(k->total_bytes));
+    printf("  window          %s for an interval of %s\n", S(k->window_s), S(k->interval_s));
+    printf("  tier            write       read        window\n");
+    for (uint32_t i = 0; i < in->hw.n_storage; i++)
+        printf("  %-15s %-11s %-11s %s%s\n", in->hw.storage[i].name, S(k->tier[i].write_s),
+               S(k->tier[i].read_s), k->tier[i].meets_window ? "ok" : "TOO SLOW",
+               i == k->tier_used ? " (used below)" : "");
+    printf("  footprint       %u GPUs, %u servers, %u supernodes, %u leaves, %u power domains\n",
+           in->train.gpus, k->servers, k->supernodes, k->leaves, k->power_domains);
+    printf("  job MTBF        %s\n", S(k->job_mtbf_s));
+    if (k->tier_used == SN_PLAN_NO_TIER)
+        return;
+    printf("  interval        Young sqrt(2CM) %s; Daly %s (C = %s, M = %s)\n", S(k->young_s),
+           S(k->daly_s), S(k->tier[k->tier_used].write_s), S(k->job_mtbf_s));
+    printf("  per failure     %s lost (restart %s + read + half an interval and a write)\n",
+           S(k->lost_per_failure_s), S(in->opt.restart_s));
+    printf("  goodput         %.1f%% of wall time at the Daly interval\n", 100 * k->goodput);
+}
+
+static bool plan_holds(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    bool any_tier = in->hw.n_storage == 0;
+    for (uint32_t i = 0; i < in->hw.n_storage; i++)
+        any_tier = any_tier || r->ckpt.tier[i].meets_window;
+    return r->memory.fits && r->bandwidth.scaleup_ok && r->bandwidth.scaleout_ok && any_tier;
+}
+
+/* ---- JSON output ------------------------------------------------------ */
+
+static void jr(json_t *o, const char *key, double v)
+{
+    json_object_set_new(o, key, json_real(v));
+}
+
+static void ji(json_t *o, const char *key, uint64_t v)
+{
+    json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+static void jb(json_t *o, const char *key, bool v)
+{
+    json_object_set_new(o, key, json_boolean(v));
+}
+
+static void js(json_t *o, const char *key, const char *v)
+{
+    json_object_set_new(o, key, v ? json_string(v) : json_null());
+}
+
+static json_t *json_layout(const struct sn_plan_train *t)
+{
+    json_t *o = json_object();
+    ji(o, "gpus", t->gpus);
+    ji(o, "tp", t->tp);
+    ji(o, "pp", t->pp);
+    ji(o, "dp", t->dp);
+    ji(o, "cp", t->cp);
+    ji(o, "ep", t->ep);
+    ji(o, "interleave", t->vpp);
+    ji(o, "zero", t->zero);
+    js(o, "recompute", sn_recompute_name(t->recompute));
+    jb(o, "sequence_parallel", t->seq_parallel);
+    js(o, "precision", sn_precision_name(t->precision));
+    js(o, "optimizer", sn_optimizer_name(t->optimizer));
+    ji(o, "micro_batch", t->micro_batch);
+    ji(o, "global_batch", t->global_batch);
+    return o;
+}
+
+static json_t *json_model(const struct sn_plan_model *m)
+{
+    json_t *o = json_object();
+    js(o, "name", m->name);
+    ji(o, "layers", m->layers);
+    ji(o, "hidden", m->hidden);
+    ji(o, "heads", m->heads);
+    ji(o, "kv_heads", m->kv_heads);
+    ji(o, "ffn", m->ffn);
+    ji(o, "vocab", m->vocab);
+    ji(o, "seq", m->seq);
+    ji(o, "experts", m->experts);
+    ji(o, "top_k", m->top_k);
+    jr(o, "params", sn_plan_params(m));
+    jr(o, "params_active", sn_plan_params_active(m));
+    return o;
+}
+
+static json_t *json_hardware(const struct sn_plan_hardware *hw)
+{
+    json_t *o = json_object();
+    js(o, "gpu", hw->gpu_name);
+    jr(o, "peak_flops", hw->peak_flops);
+    jr(o, "hbm_bytes", hw->hbm_bytes);
+    ji(o, "scaleup_gpus", hw->scaleup_gpus);
+    jr(o, "scaleup_bytes_per_s", hw->scaleup_bytes_per_s);
+    jr(o, "scaleout_bytes_per_s", hw->scaleout_bytes_per_s);
+    jr(o, "scaleup_efficiency", hw->scaleup_efficiency);
+    jr(o, "scaleout_efficiency", hw->scaleout_efficiency);
+    jr(o, "compute_efficiency", hw->compute_efficiency);
+    jr(o, "overlap", hw->overlap);
+    return o;
+}
+
+static json_t *json_memory(const struct sn_plan_memory *m)
+{
+    json_t *o = json_object();
+    jr(o, "params_per_gpu", m->params_per_gpu);
+    ji(o, "stage_layers", m->stage_layers);
+    ji(o, "inflight_microbatches", m->inflight);
+    jr(o, "act_per_layer_bytes", m->act_per_layer_bytes);
+    jr(o, "weights_bytes", m->weights_bytes);
+    jr(o, "grads_bytes", m->grads_bytes);
+    jr(o, "optimizer_bytes", m->optimizer_bytes);
+    jr(o, "activations_bytes", m->activations_bytes);
+    jr(o, "total_bytes", m->total_bytes);
+    jr(o, "hbm_bytes", m->hbm_bytes);
+    jr(o, "free_bytes", m->free_bytes);
+    jb(o, "fits", m->fits);
+    return o;
+}
+
+static json_t *json_compute(const struct sn_plan_compute *c, const struct sn_plan_perf *p)
+{
+    json_t *o = json_object();
+    ji(o, "microbatches", c->microbatches);
+    jr(o, "tokens_per_step", c->tokens_per_step);
+    jr(o, "model_flops_6n", c->model_flops_6n);
+    jr(o, "model_flops", c->model_flops);
+    jr(o, "hardware_flops", c->hardware_flops);
+    jr(o, "compute_s", c->compute_s);
+    jr(o, "bubble_fraction", c->bubble_fraction);
+    jr(o, "bubble_s", c->bubble_s);
+    jr(o, "step_s", p->step_s);
+    jr(o, "tokens_per_s", p->tokens_per_s);
+    jr(o, "mfu", p->mfu);
+    jr(o, "hfu", p->hfu);
+    jr(o, "train_s", p->train_s);
+    return o;
+}
+
+static json_t *json_comm(const struct sn_plan_comm *c)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < SN_PLAN_DIM_COUNT; i++) {
+        const struct sn_plan_comm_dim *d = &c->dim[i];
+        json_t *dim = json_object();
+        ji(dim, "group", d->group);
+        js(dim, "fabric", d->scaleout ? "scale-out" : "scale-up");
+        jr(dim, "bytes", d->bytes);
+        jr(dim, "time_s", d->time_s);
+        jr(dim, "exposed_s", d->exposed_s);
+        json_object_set_new(o, sn_plan_dim_name((enum sn_plan_dim)i), dim);
+    }
+    jr(o, "scaleup_bytes", c->scaleup_bytes);
+    jr(o, "scaleout_bytes", c->scaleout_bytes);
+    jr(o, "time_s", c->time_s);
+    jr(o, "exposed_s", c->exposed_s);
+    return o;
+}
+
+static json_t *json_bandwidth(const struct sn_plan_bandwidth *b)
+{
+    json_t *o = json_object();
+    jr(o, "target_step_s", b->target_step_s);
+    jr(o, "comm_fraction", b->comm_fraction);
+    jr(o, "headroom", b->headroom);
+    jr(o, "scaleup_need_bytes_per_s", b->scaleup_need_bytes_per_s);
+    jr(o, "scaleup_provision_bytes_per_s", b->scaleup_provision_bytes_per_s);
+    jb(o, "scaleup_ok", b->scaleup_ok);
+    jr(o, "scaleout_need_bytes_per_s", b->scaleout_need_bytes_per_s);
+    jr(o, "scaleout_provision_bytes_per_s", b->scaleout_provision_bytes_per_s);
+    jb(o, "scaleout_ok", b->scaleout_ok);
+    return o;
+}
+
+static json_t *json_placement(const struct sn_plan_placement *p)
+{
+    json_t *o = json_object();
+    ji(o, "domain_for_tp", p->domain_for_tp);
+    ji(o, "domain_for_tp_cp", p->domain_for_tp_cp);
+    ji(o, "domain_for_stage", p->domain_for_stage);
+    jb(o, "tp_inside", p->tp_inside);
+    jr(o, "tp_scaleout_step_s", p->tp_scaleout_step_s);
+    jr(o, "tp_scaleout_slowdown", p->tp_scaleout_slowdown);
+    return o;
+}
+
+static json_t *json_ckpt(const struct sn_plan_input *in, const struct sn_plan_checkpoint *k)
+{
+    json_t *o = json_object(), *tiers = json_array();
+    jr(o, "bytes_per_param_weights", k->bytes_per_param_weights);
+    jr(o, "bytes_per_param_optimizer", k->bytes_per_param_optimizer);
+    jr(o, "weights_bytes", k->weights_bytes);
+    jr(o, "optimizer_bytes", k->optimizer_bytes);
+    jr(o, "total_bytes", k->total_bytes);
+    jr(o, "interval_s", k->interval_s);
+    jr(o, "window_s", k->window_s);
+    for (uint32_t i = 0; i < in->hw.n_storage; i++) {
+        json_t *t = json_object();
+        js(t, "name", in->hw.storage[i].name);
+        jr(t, "write_s", k->tier[i].write_s);
+        jr(t, "read_s", k->tier[i].read_s);
+        jb(t, "meets_window", k->tier[i].meets_window);
+        jb(t, "used", i == k->tier_used);
+        json_array_append_new(tiers, t);
+    }
+    json_object_set_new(o, "tiers", tiers);
+    ji(o, "servers", k->servers);
+    ji(o, "supernodes", k->supernodes);
+    ji(o, "leaves", k->leaves);
+    ji(o, "power_domains", k->power_domains);
+    jr(o, "job_mtbf_s", k->job_mtbf_s);
+    jr(o, "young_s", k->young_s);
+    jr(o, "daly_s", k->daly_s);
+    jr(o, "lost_per_failure_s", k->lost_per_failure_s);
+    jr(o, "goodput", k->goodput);
+    return o;
+}
+
+static int print_json(json_t *root)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (!text) {
+        fprintf(stderr, "sn plan: out of memory\n");
+        return -1;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+static int plan_json(const struct sn_plan_input *in, const struct sn_plan_result *r)
+{
+    json_t *root = json_object();
+    js(root, "schema", "sn-plan/1");
+    json_object_set_new(root, "model", json_model(&in->model));
+    json_object_set_new(root, "layout", json_layout(&in->train));
+    json_object_set_new(root, "hardware", json_hardware(&in->hw));
+    json_object_set_new(root, "memory", json_memory(&r->memory));
+    json_object_set_new(root, "compute", json_compute(&r->compute, &r->perf));
+    json_object_set_new(root, "communication", json_comm(&r->comm));
+    json_object_set_new(root, "bandwidth", json_bandwidth(&r->bandwidth));
+    json_object_set_new(root, "placement", json_placement(&r->placement));
+    json_object_set_new(root, "checkpoint", json_ckpt(in, &r->ckpt));
+    jb(root, "holds", plan_holds(in, r));
+    return print_json(root);
+}
+
+/* ---- the sweep -------------------------------------------------------- */
+
+static void print_drop_example(enum sn_plan_drop d, const struct sn_plan_sweep *s)
+{
+    const struct sn_plan_train *t = &s->dropped_example[d];
+    printf("  %-8llu %s (e.g. tp %u pp %u dp %u cp %u", (unsigned long long)s->dropped[d],
+           sn_plan_drop_name(d), t->tp, t->pp, t->dp, t->cp);
+    if (d == SN_PLAN_DROP_MEMORY)
+        printf(" micro-batch %u zero %u recompute %s, the closest: short by %s", t->micro_batch,
+               t->zero, sn_recompute_name(t->recompute), B(-s->dropped_example_free_bytes));
+    printf(")\n");
+}
+
+static void sweep_text(const struct sn_plan_input *in, const struct sn_plan_sweep *s)
+{
+    printf("sweep: %s on %u x %s, %llu sequences x %u tokens; strict TP rule %s\n", in->model.name,
+           in->train.gpus, in->hw.gpu_name ? in->hw.gpu_name : "gpu",
+           (unsigned long long)in->train.global_batch, in->model.seq,
+           in->opt.strict ? "on" : "off");
+    printf("  %llu layouts evaluated, %llu valid\n", (unsigned long long)s->evaluated,
+           (unsigned long long)s->valid);
+    printf("\nrejected:\n");
+    for (int d = 0; d < SN_PLAN_DROP_COUNT; d++)
+        if (s->dropped[d])
+            print_drop_example((enum sn_plan_drop)d, s);
+    printf("  (tp, pp and batch rules prune a whole (tp, pp, cp) prefix, counted once)\n");
+    printf("\n  #   tp  pp  dp     cp  mb  zero  recompute  memory     step       tokens/s    "
+           "MFU    why not first\n");
+    for (uint32_t i = 0; i < s->n_top; i++) {
+        const struct sn_plan_train *t = &s->top[i].train;
+        const struct sn_plan_result *r = &s->top[i].result;
+        char why[96];
+        printf("  %-3u %-3u %-3u %-6u %-3u %-3u %-5u %-10s %-10s %-10s %-11.4g %-6.1f %s\n", i + 1,
+               t->tp, t->pp, t->dp, t->cp, t->micro_batch, t->zero, sn_recompute_name(t->recompute),
+               B(r->memory.total_bytes), S(r->perf.step_s), r->perf.tokens_per_s, 100 * r->perf.mfu,
+               sn_plan_sweep_reason(s, i, why, sizeof(why)));
+    }
+}
+
+static int sweep_json(const struct sn_plan_input *in, const struct sn_plan_sweep *s)
+{
+    json_t *root = json_object(), *dropped = json_object(), *top = json_array();
+    js(root, "schema", "sn-plan-sweep/1");
+    json_object_set_new(root, "model", json_model(&in->model));
+    ji(root, "gpus", in->train.gpus);
+    ji(root, "evaluated", s->evaluated);
+    ji(root, "valid", s->valid);
+    static const char *const keys[SN_PLAN_DROP_COUNT] = {"memory", "tp_domain", "batch", "layers"};
+    for (int d = 0; d < SN_PLAN_DROP_COUNT; d++)
+        ji(dropped, keys[d], s->dropped[d]);
+    json_object_set_new(root, "dropped", dropped);
+    for (uint32_t i = 0; i < s->n_top; i++) {
+        char why[96];
+        json_t *e = json_object();
+        json_object_set_new(e, "layout", json_layout(&s->top[i].train));
+        jr(e, "total_bytes", s->top[i].result.memory.total_bytes);
+        jr(e, "step_s", s->top[i].result.perf.step_s);
+        jr(e, "tokens_per_s", s->top[i].result.perf.tokens_per_s);
+        jr(e, "mfu", s->top[i].result.perf.mfu);
+        js(e, "reason", sn_plan_sweep_reason(s, i, why, sizeof(why)));
+        json_array_append_new(top, e);
+    }
+    json_object_set_new(root, "top", top);
+    return print_json(root);
+}
+
+static int run_sweep(const struct ctx *c)
+{
+    struct sn_plan_sweep *s = malloc(sizeof(*s));
+    if (!s) {
+        fprintf(stderr, "sn plan: out of memory\n");
+        return SN_EXIT_INTERNAL;
+    }
+    struct sn_error err = {0};
+    int rc = SN_EXIT_OK;
+    if (sn_plan_sweep_run(&c->in, c->top, s, &err) != SN_OK) {
+        fprintf(stderr, "sn plan: %s\n", err.message);
+        rc = SN_EXIT_USAGE;
+        goto free_sweep;
+    }
+    if (c->json ? sweep_json(&c->in, s) : (sweep_text(&c->in, s), 0))
+        rc = SN_EXIT_INTERNAL;
+    else if (s->n_top == 0)
+        rc = SN_EXIT_FINDINGS;
+free_sweep:
+    free(s);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    struct ctx c;
+    if (argc < 2) {
+        usage(stderr);
+        return SN_EXIT_USAGE;
+    }
+    if (parse_args(&c, argc, argv))
+        return SN_EXIT_USAGE;
+    if (c.help) {
+        usage(stdout);
+        return SN_EXIT_OK;
+    }
+    if (c.list) {
+        list_presets();
+        return SN_EXIT_OK;
+    }
+    if (c.sweep)
+        return run_sweep(&c);
+    struct sn_plan_result r;
+    struct sn_error err = {0};
+    if (sn_plan_evaluate(&c.in, &r, &err) != SN_OK) {
+        fprintf(stderr, "sn plan: %s\n", err.message);
+        return SN_EXIT_USAGE;
+    }
+    if (c.json) {
+        if (plan_json(&c.in, &r))
+            return SN_EXIT_INTERNAL;
+    } else {
+        print_header(&c.in);
+        print_memory(&c.in, &r);
+        print_compute(&c.in, &r);
+        print_comm(&c.in, &r);
+        print_bandwidth(&c.in, &r);
+        print_perf(&c.in, &r);
+        print_ckpt(&c.in, &r);
+    }
+    return plan_holds(&c.in, &r) ? SN_EXIT_OK : SN_EXIT_FINDINGS;
+}

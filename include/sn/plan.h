@@ -1,0 +1,417 @@
+/*
+ * sn/plan.h: the training-job planner.
+ *
+ * Given a transformer model, a parallel layout (TP, PP with interleaving v,
+ * DP, CP, EP, ZeRO stage, recompute mode, sequence parallelism, precision,
+ * optimizer) and the hardware (GPU, scale-up domain, scale-out bandwidth,
+ * storage tiers, failure rates), the planner computes memory per GPU,
+ * FLOPs and compute time, communication bytes and time per dimension and
+ * fabric, the spec's required-bandwidth figure, step time, MFU, placement
+ * advice, and the checkpoint plan (size, write time per tier, job MTBF,
+ * Young and Daly intervals, goodput). docs/planner.md gives every formula
+ * with its source; the building blocks are public so that each one can be
+ * tested against a published number.
+ *
+ * Units: bytes, seconds, FLOP/s, bytes per second PER DIRECTION (a NIC's
+ * line rate; NVLink's "900 GB/s" is bidirectional, i.e. 450e9 here).
+ *
+ * The module is pure: no printing, no files, no clock, no global state.
+ * Name strings in the structs are borrowed (presets, argv or a spec arena),
+ * never owned or freed by the planner.
+ */
+#ifndef SN_PLAN_H
+#define SN_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/error.h>
+
+struct sn_spec;
+
+/* Hard caps. */
+#define SN_PLAN_MAX_TIERS 8 /* storage tiers in one plan */
+#define SN_PLAN_MAX_TOP 64  /* layouts kept by a sweep */
+#define SN_PLAN_MAX_GPUS (1u << 22)
+
+#define SN_RECOMPUTE_LIST(X)                                                                       \
+    X(NONE, "none")           /* store every activation */                                         \
+    X(SELECTIVE, "selective") /* recompute the attention core only */                              \
+    X(FULL, "full")           /* store each layer's input, recompute layer */
+enum sn_recompute {
+#define SN_X(name, text) SN_RECOMPUTE_##name,
+    SN_RECOMPUTE_LIST(SN_X)
+#undef SN_X
+        SN_RECOMPUTE_COUNT
+};
+const char *sn_recompute_name(enum sn_recompute mode);
+/* Index of the mode with that name, or SN_RECOMPUTE_COUNT. */
+enum sn_recompute sn_recompute_from_name(const char *name);
+
+#define SN_PRECISION_LIST(X)                                                                       \
+    X(BF16, "bf16") /* mixed precision: 16-bit weights, grads, activations */                      \
+    X(FP32, "fp32") /* full precision */
+enum sn_precision {
+#define SN_X(name, text) SN_PRECISION_##name,
+    SN_PRECISION_LIST(SN_X)
+#undef SN_X
+        SN_PRECISION_COUNT
+};
+const char *sn_precision_name(enum sn_precision precision);
+enum sn_precision sn_precision_from_name(const char *name);
+
+#define SN_OPTIMIZER_LIST(X)                                                                       \
+    X(ADAM, "adam") /* two moments per parameter */                                                \
+    X(SGD, "sgd")   /* momentum only */
+enum sn_optimizer {
+#define SN_X(name, text) SN_OPTIMIZER_##name,
+    SN_OPTIMIZER_LIST(SN_X)
+#undef SN_X
+        SN_OPTIMIZER_COUNT
+};
+const char *sn_optimizer_name(enum sn_optimizer optimizer);
+enum sn_optimizer sn_optimizer_from_name(const char *name);
+
+/* The parallel dimensions, in Megatron's rank order, innermost first: TP
+ * ranks are adjacent, then CP, then DP (EP is carved out of DP), then PP. */
+#define SN_PLAN_DIM_LIST(X) X(TP, "tp") X(CP, "cp") X(EP, "ep") X(DP, "dp") X(PP, "pp")
+enum sn_plan_dim {
+#define SN_X(name, text) SN_PLAN_DIM_##name,
+    SN_PLAN_DIM_LIST(SN_X)
+#undef SN_X
+        SN_PLAN_DIM_COUNT
+};
+const char *sn_plan_dim_name(enum sn_plan_dim dim);
+
+/* A transformer architecture. */
+struct sn_plan_model {
+    const char *name;
+    uint32_t layers;
+    uint32_t hidden;      /* h */
+    uint32_t heads;       /* a, attention (query) heads */
+    uint32_t kv_heads;    /* key/value heads (GQA); = heads for MHA */
+    uint32_t ffn;         /* MLP inner size f (4h in GPT) */
+    uint32_t vocab;       /* V */
+    uint32_t seq;         /* s, training sequence length */
+    uint32_t experts;     /* MoE experts per layer; 1 = dense */
+    uint32_t top_k;       /* experts each token visits; 1 for dense */
+    bool gated_mlp;       /* SwiGLU: three f x h matrices instead of two */
+    bool biases;          /* linear layers carry biases (GPT) */
+    bool layernorm;       /* LayerNorm (2h params); false: RMSNorm (h) */
+    bool tied_embeddings; /* output layer shares the input embedding */
+    bool learned_pos;     /* learned position embedding (s x h) */
+    bool dropout;         /* dropout masks stored (1 byte per element) */
+};
+
+/* The training configuration and parallel layout. */
+struct sn_plan_train {
+    uint32_t gpus;         /* must equal tp x cp x dp x pp */
+    uint64_t global_batch; /* sequences per step */
+    uint32_t micro_batch;  /* b, sequences per micro-batch per DP rank */
+    uint32_t tp, pp, dp, cp, ep;
+    uint32_t vpp;  /* interleaving: model chunks per stage, v >= 1 */
+    uint32_t zero; /* ZeRO stage 0..3 (1 = distributed optimizer) */
+    enum sn_recompute recompute;
+    bool seq_parallel; /* Megatron sequence parallelism (needs tp > 1) */
+    enum sn_precision precision;
+    enum sn_optimizer optimizer;
+    double train_tokens; /* T, for the time-to-train figure */
+};
+
+/* A storage tier for checkpoints. per_server: the figures are per server
+ * and scale with the servers of the job (local NVMe); otherwise they are
+ * the aggregate of a shared tier. */
+struct sn_plan_storage {
+    const char *name;
+    double write_bytes_per_s;
+    double read_bytes_per_s;
+    bool per_server;
+};
+
+/* The hardware the job runs on. */
+struct sn_plan_hardware {
+    const char *gpu_name;
+    double peak_flops; /* dense BF16 FLOP/s per GPU (no sparsity) */
+    double hbm_bytes;
+    double hbm_bytes_per_s;
+    uint32_t gpus_per_server;
+    uint32_t servers_per_supernode;
+    uint32_t scaleup_gpus; /* GPUs in one scale-up (NVLink) domain */
+    uint32_t supernodes;   /* available; 0 = not limited */
+    uint32_t leaves_per_supernode;
+    uint32_t power_domains_per_supernode;
+    double scaleup_bytes_per_s;  /* per GPU, per direction */
+    double scaleout_bytes_per_s; /* per GPU, per direction */
+    double scaleup_efficiency;   /* bus bandwidth / nominal, default 0.80 */
+    double scaleout_efficiency;  /* default 0.75 */
+    double compute_efficiency;   /* achieved / peak while computing, 0.5 */
+    double overlap;              /* fraction of DP and CP time hidden, 0 */
+    double hbm_reserve_bytes;    /* kept free (CUDA context, buffers), 0 */
+    uint32_t n_storage;
+    struct sn_plan_storage storage[SN_PLAN_MAX_TIERS];
+    /* Mean time between failures of one component, seconds. */
+    double mtbf_gpu_s;
+    double mtbf_server_s;
+    double mtbf_leaf_s;
+    double mtbf_power_domain_s;
+};
+
+/* Planning options: the spec's rules and what-ifs. */
+struct sn_plan_options {
+    bool strict;            /* TP must fit inside one scale-up domain */
+    double target_step_s;   /* for the required bandwidth; 0: the estimate */
+    double comm_fraction;   /* of the step allowed for communication, 0.2 */
+    double bw_headroom;     /* protocol/congestion headroom, 0.3 */
+    double ckpt_interval_s; /* the planned interval I, 30 min */
+    double ckpt_window_s;   /* write must finish within; 0: I / 6 */
+    double restart_s;       /* time to restart a job after a failure, 10 min */
+    uint32_t ckpt_tier;     /* storage tier for Young/Daly; UINT32_MAX: best */
+};
+
+struct sn_plan_input {
+    struct sn_plan_model model;
+    struct sn_plan_train train;
+    struct sn_plan_hardware hw;
+    struct sn_plan_options opt;
+};
+
+/* ---- results ---------------------------------------------------------- */
+
+struct sn_plan_memory {
+    double params_total;        /* whole model */
+    double params_active;       /* per token (MoE: top-k experts) */
+    double params_per_gpu;      /* on the first pipeline stage */
+    uint32_t stage_layers;      /* layers on the first stage, ceil(L/p) */
+    uint32_t inflight;          /* micro-batches in flight on stage 0 */
+    double act_per_layer_bytes; /* one layer, one micro-batch */
+    double weights_bytes;
+    double grads_bytes;
+    double optimizer_bytes;
+    double activations_bytes;
+    double total_bytes;
+    double hbm_bytes;
+    double free_bytes; /* hbm - reserve - total; < 0: short by */
+    bool fits;
+};
+
+struct sn_plan_compute {
+    uint64_t microbatches; /* m per step per pipeline */
+    double tokens_per_step;
+    double model_flops_6n;  /* 6 N tokens: the MFU basis */
+    double model_flops;     /* matmul count, no recompute */
+    double hardware_flops;  /* with recompute: the HFU basis */
+    double compute_s;       /* per GPU at peak x efficiency */
+    double bubble_fraction; /* (p - 1) / (v m) */
+    double bubble_s;
+};
+
+struct sn_plan_comm_dim {
+    uint32_t group;   /* ranks in one group */
+    bool scaleout;    /* the group spans scale-up domains */
+    double bytes;     /* sent per GPU per step */
+    double time_s;    /* at bus bandwidth */
+    double exposed_s; /* not hidden behind compute */
+};
+
+struct sn_plan_comm {
+    struct sn_plan_comm_dim dim[SN_PLAN_DIM_COUNT];
+    double scaleup_bytes; /* per GPU per step */
+    double scaleout_bytes;
+    double time_s;
+    double exposed_s;
+};
+
+struct sn_plan_bandwidth {
+    double target_step_s;
+    double comm_fraction;
+    double headroom;
+    double scaleup_need_bytes_per_s; /* bytes / (T f), before headroom */
+    double scaleout_need_bytes_per_s;
+    double scaleup_provision_bytes_per_s; /* x (1 + headroom) */
+    double scaleout_provision_bytes_per_s;
+    bool scaleup_ok; /* provision <= available */
+    bool scaleout_ok;
+};
+
+struct sn_plan_perf {
+    double step_s;
+    double tokens_per_s;
+    double mfu;     /* 6N basis */
+    double hfu;     /* hardware FLOPs basis */
+    double train_s; /* for train.train_tokens; 0 when none */
+};
+
+struct sn_plan_placement {
+    uint32_t domain_for_tp; /* smallest scale-up domain keeping TP inside */
+    uint32_t domain_for_tp_cp;
+    uint32_t domain_for_stage; /* one pipeline stage: tp x cp x dp */
+    bool tp_inside;
+    double tp_scaleout_step_s;   /* step time if TP crossed scale-out */
+    double tp_scaleout_slowdown; /* that / step time */
+};
+
+struct sn_plan_ckpt_tier {
+    double write_s;
+    double read_s;
+    bool meets_window;
+};
+
+struct sn_plan_checkpoint {
+    double bytes_per_param_weights;
+    double bytes_per_param_optimizer;
+    double weights_bytes;
+    double optimizer_bytes;
+    double total_bytes;
+    double interval_s;
+    double window_s;
+    struct sn_plan_ckpt_tier tier[SN_PLAN_MAX_TIERS];
+    uint32_t tier_used; /* for the intervals; SN_PLAN_NO_TIER: none */
+    uint32_t servers, supernodes, leaves, power_domains; /* job footprint */
+    double job_mtbf_s;
+    double young_s; /* sqrt(2 C M) */
+    double daly_s;
+    double lost_per_failure_s; /* restart + half an interval + write */
+    double goodput;            /* useful fraction of wall time at Daly */
+};
+#define SN_PLAN_NO_TIER UINT32_MAX
+
+struct sn_plan_result {
+    struct sn_plan_memory memory;
+    struct sn_plan_compute compute;
+    struct sn_plan_comm comm;
+    struct sn_plan_bandwidth bandwidth;
+    struct sn_plan_perf perf;
+    struct sn_plan_placement placement;
+    struct sn_plan_checkpoint ckpt;
+};
+
+/* ---- presets ---------------------------------------------------------- */
+
+/* The model preset with that name (case-insensitive), or NULL. */
+const struct sn_plan_model *sn_plan_model_preset(const char *name);
+/* The i-th model preset, NULL past the end (for listings). */
+const struct sn_plan_model *sn_plan_model_preset_at(size_t i);
+
+/* Fills hw with the GPU preset's figures (peak, HBM, HBM bandwidth,
+ * per-GPU scale-up bandwidth and domain, server size); leaves the rest.
+ * Returns false when there is no such preset. */
+bool sn_plan_gpu_preset(const char *name, struct sn_plan_hardware *hw);
+/* Name of the i-th GPU preset, NULL past the end. */
+const char *sn_plan_gpu_preset_name_at(size_t i);
+
+/* Fills in with defaults: no model, a 1-GPU layout, b = 1, bf16, Adam,
+ * ZeRO 0, no recompute, H100 SXM hardware in 8-GPU servers, default
+ * efficiencies, failure rates and options (docs/planner.md lists them). */
+void sn_plan_input_defaults(struct sn_plan_input *in);
+
+/* Takes hardware figures from a cluster spec: the GPU, server and
+ * scale-up domain of template_name, its leaf and power-domain counts, the
+ * number of supernodes built from it, the fabric efficiency, and the
+ * storage tier storage_name (NULL: every tier). Only reads the spec.
+ * Fields the spec does not state keep their value in *out. Errors name
+ * the missing template or tier or a broken reference (SN_ERR_NOTFOUND,
+ * SN_ERR_INVALID). */
+SN_MUST_CHECK enum sn_err sn_plan_hardware_from_spec(const struct sn_spec *spec,
+                                                     const char *template_name,
+                                                     const char *storage_name,
+                                                     struct sn_plan_hardware *out,
+                                                     struct sn_error *err);
+
+/* ---- building blocks (each reproduces a published formula) ----------- */
+
+/* Parameters of a model (general: GQA, gated MLP, MoE, biases, norms). */
+double sn_plan_params(const struct sn_plan_model *m);
+/* Parameters per token (MoE counts top_k experts). */
+double sn_plan_params_active(const struct sn_plan_model *m);
+/* Narayanan et al. 2021, Section 5.1 and Appendix: 12 l h^2 (1 + 13/(12h) +
+ * (V + s)/(12 l h)). */
+double sn_plan_params_megatron(double layers, double hidden, double vocab, double seq);
+/* Narayanan et al. 2021, Section 5.1: end-to-end time ~ 8 T P / (n X). */
+double sn_plan_train_time_megatron(double tokens, double params, double gpus, double flops_per_gpu);
+/* Narayanan et al. 2021, Section 5.1 and Appendix: FLOPs per iteration with full
+ * recompute, 96 B s l h^2 (1 + s/(6h) + V/(16 l h)). */
+double sn_plan_flops_megatron(double batch, double seq, double layers, double hidden, double vocab);
+/* Rajbhandari et al. 2020, Figure 1: model-state bytes per GPU for psi
+ * parameters, optimizer multiplier k, nd data-parallel ranks, stage 0..3,
+ * with 2-byte weights and gradients. */
+double sn_plan_zero_bytes(double psi, double k, double nd, unsigned stage);
+/* Korthikanti et al. 2022, Section 4: activation bytes of one layer and
+ * one micro-batch of b sequences (with the generalisation to GQA, gated
+ * MLP and no dropout documented in docs/planner.md). */
+double sn_plan_act_per_layer(const struct sn_plan_model *m, double b, double tp, double cp,
+                             bool seq_parallel, enum sn_recompute mode);
+/* The spec's method: bytes / (step_s x fraction), bytes per second. */
+double sn_plan_required_bw(double bytes, double step_s, double fraction);
+/* Young 1974: sqrt(2 C M). */
+double sn_plan_young(double ckpt_s, double mtbf_s);
+/* Daly 2006, Section 4 (higher-order estimate): sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C for
+ * C < 2M, else M. */
+double sn_plan_daly(double ckpt_s, double mtbf_s);
+/* Daly 2006 (expected wall time, exponential failures): useful fraction of wall time with
+ * interval tau, checkpoint C, restart R and MTBF M:
+ * tau / (M e^(R/M) (e^((tau + C)/M) - 1)). */
+double sn_plan_daly_efficiency(double tau_s, double ckpt_s, double restart_s, double mtbf_s);
+/* Ring collective time for S bytes over n ranks at bus bandwidth busbw:
+ * all-reduce 2(n-1)/n S / busbw; all-gather or reduce-scatter
+ * (n-1)/n S / busbw (nccl-tests PERFORMANCE.md). */
+double sn_plan_allreduce_s(double bytes, double n, double busbw);
+double sn_plan_allgather_s(double bytes, double n, double busbw);
+
+/* ---- the plan --------------------------------------------------------- */
+
+/* Checks that the input is complete and consistent: every conflict is an
+ * SN_ERR_INVALID error naming it (tp x cp x dp x pp != gpus, tp not
+ * dividing heads, tp larger than the scale-up domain under the strict
+ * rule, micro-batch x dp not dividing the global batch, ...). */
+SN_MUST_CHECK enum sn_err sn_plan_check(const struct sn_plan_input *in, struct sn_error *err);
+
+/* Checks the input, then computes every figure of the plan into *out. */
+SN_MUST_CHECK enum sn_err sn_plan_evaluate(const struct sn_plan_input *in,
+                                           struct sn_plan_result *out, struct sn_error *err);
+
+/* ---- the sweep -------------------------------------------------------- */
+
+#define SN_PLAN_DROP_LIST(X)                                                                       \
+    X(MEMORY, "does not fit in memory")                                                            \
+    X(TP_DOMAIN, "tp larger than the scale-up domain")                                             \
+    X(BATCH, "micro-batch x dp does not divide the global batch")                                  \
+    X(LAYERS, "pp larger than the layer count")
+enum sn_plan_drop {
+#define SN_X(name, text) SN_PLAN_DROP_##name,
+    SN_PLAN_DROP_LIST(SN_X)
+#undef SN_X
+        SN_PLAN_DROP_COUNT
+};
+const char *sn_plan_drop_name(enum sn_plan_drop drop);
+
+struct sn_plan_sweep_entry {
+    struct sn_plan_train train; /* the layout */
+    struct sn_plan_result result;
+};
+
+struct sn_plan_sweep {
+    uint64_t evaluated; /* layouts evaluated */
+    uint64_t valid;     /* fitting and within the rules */
+    uint64_t dropped[SN_PLAN_DROP_COUNT];
+    struct sn_plan_train dropped_example[SN_PLAN_DROP_COUNT];
+    double dropped_example_free_bytes; /* of the memory example (< 0) */
+    uint32_t n_top;
+    struct sn_plan_sweep_entry top[SN_PLAN_MAX_TOP]; /* fastest first */
+};
+
+/* Enumerates valid (tp, pp, dp, cp, micro-batch, ZeRO, recompute) layouts
+ * of in->train.gpus GPUs (ep, vpp, precision and optimizer as in the
+ * input), evaluates each with sn_plan_evaluate()'s own functions, drops
+ * those that do not fit or break a rule, and keeps the top_n (at most
+ * SN_PLAN_MAX_TOP) fastest by step time, ties broken by less memory, then
+ * by enumeration order. */
+SN_MUST_CHECK enum sn_err sn_plan_sweep_run(const struct sn_plan_input *in, uint32_t top_n,
+                                            struct sn_plan_sweep *out, struct sn_error *err);
+
+/* Why entry i of a sweep lost to the winner: the step-time component that
+ * grew most (compute, bubble, or a dimension's exposed communication).
+ * Writes a short phrase into buf and returns buf. */
+char *sn_plan_sweep_reason(const struct sn_plan_sweep *sweep, uint32_t i, char *buf, size_t len);
+
+#endif /* SN_PLAN_H */

@@ -1,0 +1,598 @@
+/*
+ * Unit tests of lib/plan: every formula against a published or
+ * hand-checked number (the source is cited at each assertion), the
+ * consistency of the evaluation with those formulas, the input errors,
+ * the hardware taken from a hand-built spec, and the sweep's invariants.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sn/plan.h>
+#include <sn/spec.h>
+#include <sn/units.h>
+
+#include "sn_test.h"
+
+#define DAY 86400.0
+#define GIB 1073741824.0
+
+static struct sn_plan_model preset(const char *name)
+{
+    const struct sn_plan_model *m = sn_plan_model_preset(name);
+    if (!m)
+        fail_msg("no preset '%s'", name);
+    return *m;
+}
+
+/* Llama 3 405B as published (Llama Team 2024, Table 4): 8,192 H100s,
+ * TP8 CP1 PP16 DP64, sequence 8,192, 16M tokens per batch (2,048
+ * sequences), micro-batch 1. */
+static void llama405_input(struct sn_plan_input *in)
+{
+    sn_plan_input_defaults(in);
+    in->model = preset("llama3-405b");
+    struct sn_plan_train *t = &in->train;
+    t->gpus = 8192;
+    t->tp = 8;
+    t->pp = 16;
+    t->dp = 64;
+    t->cp = 1;
+    t->global_batch = 2048;
+    t->micro_batch = 1;
+    t->zero = 1;
+    t->recompute = SN_RECOMPUTE_SELECTIVE;
+    t->seq_parallel = true;
+}
+
+static void evaluate_ok(const struct sn_plan_input *in, struct sn_plan_result *r)
+{
+    struct sn_error err = {0};
+    if (sn_plan_evaluate(in, r, &err) != SN_OK)
+        fail_msg("evaluate: %s", err.message);
+}
+
+/* Narayanan et al. 2021 (SC'21), Table 1, parameter counts from
+ * P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)) with V = 51200, s = 2048. */
+static void megatron_parameter_count(void **state)
+{
+    (void)state;
+    assert_near(sn_plan_params_megatron(80, 12288, 51200, 2048) / 1e9, 145.6, 0.05);
+    assert_near(sn_plan_params_megatron(96, 16384, 51200, 2048) / 1e9, 310.1, 0.05);
+    assert_near(sn_plan_params_megatron(105, 20480, 51200, 2048) / 1e9, 529.6, 0.05);
+    assert_near(sn_plan_params_megatron(128, 25600, 51200, 2048) / 1e9, 1008.0, 0.05);
+
+    /* The general count equals the closed form plus the final LayerNorm
+     * (2h), which the closed form leaves out. */
+    struct sn_plan_model m = preset("megatron-1t");
+    assert_near(sn_plan_params(&m), sn_plan_params_megatron(128, 25600, 51200, 2048) + 2 * 25600,
+                1);
+    /* GPT-3 175B with its own vocabulary (50257): Brown et al. 2020, 175.0B. */
+    m = preset("gpt3-175b");
+    assert_rel(sn_plan_params(&m), 175e9, 0.003);
+    /* MT-NLG: Smith et al. 2022, 530B. */
+    m = preset("megatron-530b");
+    assert_rel(sn_plan_params(&m), 530e9, 0.002);
+}
+
+/* Llama 3 (Table 3) and Mixtral (Jiang et al. 2024: 46.7B total, 12.9B
+ * active per token) through the general count: GQA, SwiGLU, untied
+ * embeddings, RMSNorm, MoE. */
+static void general_parameter_count(void **state)
+{
+    (void)state;
+    struct sn_plan_model m = preset("llama3-8b");
+    assert_rel(sn_plan_params(&m), 8.03e9, 0.002);
+    m = preset("llama3-70b");
+    assert_rel(sn_plan_params(&m), 70.6e9, 0.002);
+    m = preset("llama3-405b");
+    assert_rel(sn_plan_params(&m), 405.9e9, 0.001);
+    assert_near(sn_plan_params_active(&m), sn_plan_params(&m), 0);
+    m = preset("mixtral-8x7b");
+    assert_rel(sn_plan_params(&m), 46.7e9, 0.002);
+    assert_rel(sn_plan_params_active(&m), 12.9e9, 0.003);
+}
+
+/* Narayanan et al. 2021, Section 5.1: end-to-end training time 8TP/(nX).
+ * GPT-3: T = 300B tokens, n = 1024 A100s, X = 140 TFLOP/s: 34 days.
+ * 1T: T = 450B, n = 3072, X = 163 TFLOP/s: 84 days. */
+static void megatron_training_time(void **state)
+{
+    (void)state;
+    double gpt3 = sn_plan_train_time_megatron(300e9, 175e9, 1024, 140e12) / DAY;
+    assert_near(gpt3, 33.908, 0.001);
+    assert_int_equal((int)(gpt3 + 0.5), 34);
+    struct sn_plan_model m = preset("megatron-1t");
+    double one_t = sn_plan_train_time_megatron(450e9, sn_plan_params(&m), 3072, 163e12) / DAY;
+    assert_near(one_t, 83.880, 0.001); /* P = 1008.04e9 */
+    assert_int_equal((int)(one_t + 0.5), 84);
+}
+
+/* The evaluation's FLOP count is Narayanan et al. 2021 (Section 5.1, Appendix),
+ * 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), under full recompute; without
+ * recompute it is 3/4 of the layer part (72 B s l h^2 (1 + s/(6h)) +
+ * 6 B s h V, Korthikanti et al. 2022, Section 6). */
+static void megatron_flops(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("megatron-1t");
+    in.train.gpus = 3072;
+    in.train.tp = 8;
+    in.train.pp = 64;
+    in.train.dp = 6;
+    in.train.global_batch = 3072;
+    in.train.recompute = SN_RECOMPUTE_FULL;
+    in.train.zero = 1;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    double b = 3072, s = 2048, l = 128, h = 25600, v = 51200;
+    assert_rel(r.compute.hardware_flops, sn_plan_flops_megatron(b, s, l, h, v), 1e-12);
+    assert_rel(r.compute.model_flops,
+               72 * b * s * l * h * h * (1 + s / (6 * h)) + 6 * b * s * h * v, 1e-12);
+    /* 6N tokens is within 3% of the full count for this model. */
+    assert_rel(r.compute.model_flops_6n, r.compute.model_flops, 0.03);
+    /* Selective recompute adds only the attention core, 4 B s^2 h per layer. */
+    in.train.recompute = SN_RECOMPUTE_SELECTIVE;
+    evaluate_ok(&in, &r);
+    assert_rel(r.compute.hardware_flops - r.compute.model_flops, 4 * b * s * s * h * l, 1e-12);
+}
+
+/* Rajbhandari et al. 2020, Figure 1: Psi = 7.5B, K = 12, Nd = 64:
+ * 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for baseline, P_os, P_os+g, P_os+g+p. */
+static void zero_example(void **state)
+{
+    (void)state;
+    assert_near(sn_plan_zero_bytes(7.5e9, 12, 64, 0) / 1e9, 120, 1e-9);
+    assert_near(sn_plan_zero_bytes(7.5e9, 12, 64, 1) / 1e9, 31.4, 0.05);
+    assert_near(sn_plan_zero_bytes(7.5e9, 12, 64, 2) / 1e9, 16.6, 0.05);
+    assert_near(sn_plan_zero_bytes(7.5e9, 12, 64, 3) / 1e9, 1.9, 0.05);
+
+    /* The evaluation shards the same way, over dp x cp. */
+    struct sn_plan_input in;
+    llama405_input(&in);
+    for (unsigned z = 0; z <= 3; z++) {
+        in.train.zero = z;
+        struct sn_plan_result r;
+        evaluate_ok(&in, &r);
+        double states = r.memory.weights_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes;
+        assert_rel(states, sn_plan_zero_bytes(r.memory.params_per_gpu, 12, 64, z), 1e-12);
+    }
+}
+
+/* Korthikanti et al. 2022, Table 2, for GPT-3 175B (a = 96, s = 2048,
+ * h = 12288) at t = 8, in units of s b h: no parallelism 34 + 5as/h = 114;
+ * TP 10 + 24/t + 5as/(ht) = 23; TP + SP + selective 34/t = 4.25; full
+ * recompute 2. The paper's "5x" reduction is 23 / 4.25 = 5.4. */
+static void korthikanti_activations(void **state)
+{
+    (void)state;
+    struct sn_plan_model m = preset("gpt3-175b");
+    double sbh = 2048.0 * 12288;
+    assert_near(sn_plan_act_per_layer(&m, 1, 1, 1, false, SN_RECOMPUTE_NONE) / sbh, 114, 1e-9);
+    assert_near(sn_plan_act_per_layer(&m, 1, 8, 1, false, SN_RECOMPUTE_NONE) / sbh, 23, 1e-9);
+    assert_near(sn_plan_act_per_layer(&m, 1, 8, 1, true, SN_RECOMPUTE_NONE) / sbh, 34.0 / 8 + 10,
+                1e-9);
+    assert_near(sn_plan_act_per_layer(&m, 1, 8, 1, false, SN_RECOMPUTE_SELECTIVE) / sbh, 13, 1e-9);
+    assert_near(sn_plan_act_per_layer(&m, 1, 8, 1, true, SN_RECOMPUTE_SELECTIVE) / sbh, 4.25, 1e-9);
+    assert_near(sn_plan_act_per_layer(&m, 1, 8, 1, false, SN_RECOMPUTE_FULL) / sbh, 2, 1e-9);
+    /* micro-batch and context parallelism scale s b linearly */
+    assert_near(sn_plan_act_per_layer(&m, 4, 8, 2, true, SN_RECOMPUTE_SELECTIVE) / sbh, 8.5, 1e-9);
+    /* Llama 3 405B (GQA 8/128, SwiGLU f = 3.25h, no dropout) with SP and
+     * selective: (4 + 2 + 2 + 2 + 4/16 + 2 + 6 x 3.25) / 8 = 31.75 / 8. */
+    m = preset("llama3-405b");
+    assert_near(sn_plan_act_per_layer(&m, 1, 8, 1, true, SN_RECOMPUTE_SELECTIVE) / (8192.0 * 16384),
+                31.75 / 8, 1e-9);
+}
+
+/* Daly 2006, Section 4: with MTBF M = 24 h and checkpoint time C = 5 min,
+ * the higher-order optimum sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C is
+ * 120 x 1.014082 - 5 = 116.69 min ("about 117 min"). Young's first-order
+ * sqrt(2CM) is 120 min. The restart time R = 10 min does not enter the
+ * optimum interval in either formula; it enters the expected wall time,
+ * hence the efficiency: tau / (M e^(R/M) (e^((tau + C)/M) - 1)) = 0.91261
+ * (computed by hand from the same expression). */
+static void daly_young(void **state)
+{
+    (void)state;
+    double m = 24 * 3600.0, c = 5 * 60.0, r = 10 * 60.0;
+    assert_near(sn_plan_young(c, m) / 60, 120, 1e-9);
+    double daly = sn_plan_daly(c, m);
+    assert_near(daly / 60, 116.6898, 1e-4);
+    assert_int_equal((int)(daly / 60 + 0.5), 117);
+    assert_near(sn_plan_daly_efficiency(daly, c, r, m), 0.912606, 1e-6);
+    /* C >= 2M: checkpoint every M */
+    assert_near(sn_plan_daly(3 * 3600.0, 3600.0), 3600.0, 0);
+}
+
+/* The spec's example: 2 GB / (10 s x 20%) = 1 GB/s = 8 Gb/s. */
+static void required_bandwidth_example(void **state)
+{
+    (void)state;
+    double need = sn_plan_required_bw(2e9, 10, 0.20);
+    assert_near(need, 1e9, 1e-3);
+    char buf[32];
+    assert_string_equal(sn_units_format(need, SN_UNIT_BANDWIDTH, buf, sizeof(buf)), "8 Gb/s");
+    assert_string_equal(sn_units_format(need, SN_UNIT_BANDWIDTH_DIRECTED, buf, sizeof(buf)),
+                        "1 GB/s");
+}
+
+/* Ring costs (nccl-tests PERFORMANCE.md): all-reduce 2(n-1)/n S/B,
+ * all-gather (n-1)/n S/B. 1 GB over 8 ranks at 100 GB/s: 17.5 ms, 8.75 ms. */
+static void ring_costs(void **state)
+{
+    (void)state;
+    assert_near(sn_plan_allreduce_s(1e9, 8, 100e9), 0.0175, 1e-12);
+    assert_near(sn_plan_allgather_s(1e9, 8, 100e9), 0.00875, 1e-12);
+    assert_near(sn_plan_allreduce_s(1e9, 1, 100e9), 0, 0);
+}
+
+/* Llama 3 405B's published layout fits in an 80 GiB H100 under these
+ * assumptions: ZeRO-1 (distributed optimizer) over DP 64, sequence
+ * parallelism, selective recompute (equivalently flash attention: no
+ * s x s scores stored), sequence 8,192, micro-batch 1, 1F1B with 16
+ * micro-batches in flight on the first stage holding ceil(126/16) = 8
+ * layers and the input embedding, 2+2+12 bytes per parameter. Hand check:
+ * 3.450e9 parameters per GPU -> 6.90 + 6.90 + 0.65 GB of model states;
+ * 8 x 16 x 31.75/8 x 8192 x 16384 bytes = 68.2 GB of activations; 82.6 GB
+ * in 85.9 GB (80 GiB), 3.3 GB to spare. */
+static void llama3_405b_fits(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_rel(r.memory.params_per_gpu, 3.4504e9, 1e-4);
+    assert_int_equal(r.memory.stage_layers, 8);
+    assert_int_equal(r.memory.inflight, 16);
+    assert_rel(r.memory.activations_bytes, 8 * 16 * 31.75 / 8 * 8192.0 * 16384, 1e-12);
+    assert_rel(r.memory.total_bytes, 82.63e9, 1e-3);
+    assert_true(r.memory.fits);
+    assert_near(r.memory.free_bytes / 1e9, 3.27, 0.01);
+
+    /* Take away any one assumption and it no longer fits. */
+    in.train.zero = 0; /* optimizer states unsharded: +40 GB */
+    evaluate_ok(&in, &r);
+    assert_false(r.memory.fits);
+    llama405_input(&in);
+    in.train.recompute = SN_RECOMPUTE_NONE; /* s x s scores stored */
+    evaluate_ok(&in, &r);
+    assert_false(r.memory.fits);
+    llama405_input(&in);
+    in.train.seq_parallel = false;
+    evaluate_ok(&in, &r);
+    assert_false(r.memory.fits);
+    llama405_input(&in);
+    in.train.micro_batch = 2;
+    evaluate_ok(&in, &r);
+    assert_false(r.memory.fits);
+}
+
+/* Bubble (p-1)/m, and (p-1)/(v m) interleaved (Narayanan et al. 2021,
+ * Sections 2.2.1 and 2.2.2): p = 16, m = 32: 15/32; v = 2: 15/64. */
+static void pipeline_bubble(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    in.model.layers = 128; /* interleaving needs pp x v to divide the layers */
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_int_equal(r.compute.microbatches, 32);
+    assert_near(r.compute.bubble_fraction, 15.0 / 32, 1e-12);
+    assert_near(r.compute.bubble_s, r.compute.compute_s * 15 / 32, 1e-9);
+    in.train.vpp = 2;
+    evaluate_ok(&in, &r);
+    assert_near(r.compute.bubble_fraction, 15.0 / 64, 1e-12);
+    /* interleaving raises first-stage activations by 1 + (p-1)/(p v)
+     * (Korthikanti et al. 2022, Section 4.2.3) */
+    assert_rel(r.memory.activations_bytes, r.memory.act_per_layer_bytes * 8 * 16 * (1 + 15.0 / 32),
+               1e-12);
+}
+
+/* Communication bytes per GPU per step, checked by hand for Llama 3 405B
+ * (bf16, b = 1, s = 8192, h = 16384, m = 32 micro-batches, 8 layers):
+ * TP: 32 x 8 x 4 all-reduces x 2(7/8) x 268,435,456 B = 481.0 GB on NVLink.
+ * PP: 2 x 32 x 268,435,456 / 8 = 2.147 GB, neighbours 512 GPUs apart:
+ *     scale-out.
+ * DP: 2 x 63/64 x 3.4504e9 x 2 B = 13.59 GB over 64 ranks 8 GPUs apart:
+ *     scale-out. */
+static void communication_bytes(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    double act = 8192.0 * 16384 * 2;
+    const struct sn_plan_comm_dim *d = r.comm.dim;
+    assert_rel(d[SN_PLAN_DIM_TP].bytes, 32 * 8 * 4 * 2 * 7.0 / 8 * act, 1e-12);
+    assert_false(d[SN_PLAN_DIM_TP].scaleout);
+    assert_rel(d[SN_PLAN_DIM_PP].bytes, 2 * 32 * act / 8, 1e-12);
+    assert_true(d[SN_PLAN_DIM_PP].scaleout);
+    assert_rel(d[SN_PLAN_DIM_DP].bytes, 2 * 63.0 / 64 * r.memory.params_per_gpu * 2, 1e-12);
+    assert_true(d[SN_PLAN_DIM_DP].scaleout);
+    assert_near(d[SN_PLAN_DIM_CP].bytes + d[SN_PLAN_DIM_EP].bytes, 0, 0);
+    assert_rel(r.comm.scaleup_bytes, d[SN_PLAN_DIM_TP].bytes, 1e-12);
+    /* time at bus bandwidth: 450 GB/s x 0.80 on NVLink, 50 GB/s x 0.75 out */
+    assert_rel(d[SN_PLAN_DIM_TP].time_s, d[SN_PLAN_DIM_TP].bytes / 360e9, 1e-12);
+    assert_rel(d[SN_PLAN_DIM_DP].time_s, d[SN_PLAN_DIM_DP].bytes / 37.5e9, 1e-12);
+    /* required bandwidth: scale-out bytes / (step x 20%), + 30% headroom */
+    assert_rel(r.bandwidth.scaleout_need_bytes_per_s, r.comm.scaleout_bytes / (r.perf.step_s * 0.2),
+               1e-12);
+    assert_rel(r.bandwidth.scaleout_provision_bytes_per_s,
+               r.bandwidth.scaleout_need_bytes_per_s * 1.3, 1e-12);
+    /* step = compute + bubble + exposed communication; MFU on 6N */
+    assert_rel(r.perf.step_s, r.compute.compute_s + r.compute.bubble_s + r.comm.exposed_s, 1e-12);
+    assert_rel(r.perf.mfu, r.compute.model_flops_6n / (r.perf.step_s * 8192 * 989e12), 1e-12);
+    /* TP across the scale-out fabric moves 481 GB at 37.5 GB/s instead of 360 GB/s */
+    assert_true(r.placement.tp_inside);
+    assert_rel(r.placement.tp_scaleout_step_s - r.perf.step_s,
+               d[SN_PLAN_DIM_TP].bytes / 37.5e9 - d[SN_PLAN_DIM_TP].time_s, 1e-9);
+    assert_int_equal(r.placement.domain_for_stage, 512);
+}
+
+/* Job MTBF from the footprint: with the defaults' Llama 3 rates and the
+ * Llama 3 cluster's footprint (16,384 GPUs, 2,048 servers, 1,024 ToRs;
+ * power domains taken out), one interruption every 54 x 24 / 419 =
+ * 3.09 h, as the paper reports ("one failure every three hours"). */
+static void job_mtbf(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    in.train.gpus = 16384;
+    in.train.dp = 128;
+    in.hw.servers_per_supernode = 2;
+    in.hw.leaves_per_supernode = 1;
+    in.hw.mtbf_power_domain_s = 1e300;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_int_equal(r.ckpt.servers, 2048);
+    assert_int_equal(r.ckpt.leaves, 1024);
+    assert_near(r.ckpt.job_mtbf_s / 3600, 54 * 24 / 419.0, 1e-9);
+}
+
+/* Checkpoint size 14 bytes per parameter (bf16 weights + fp32 master, m,
+ * v), write time per tier, the spec's window rule (5 min for 30 min), and
+ * Young/Daly on the fastest tier. */
+static void checkpoint_plan(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    in.hw.n_storage = 2;
+    in.hw.storage[0] = (struct sn_plan_storage){"slow-object", 10e9, 20e9, false};
+    in.hw.storage[1] = (struct sn_plan_storage){"nvme", 12e9, 25e9, true};
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    double psi = sn_plan_params(&in.model);
+    assert_rel(r.ckpt.total_bytes, 14 * psi, 1e-12);
+    assert_rel(r.ckpt.optimizer_bytes, 12 * psi, 1e-12);
+    assert_near(r.ckpt.window_s, 300, 0);
+    /* 5.68 TB at 10 GB/s: 568 s > 300 s window; NVMe: 1024 servers x 12 GB/s */
+    assert_rel(r.ckpt.tier[0].write_s, 14 * psi / 10e9, 1e-12);
+    assert_false(r.ckpt.tier[0].meets_window);
+    assert_rel(r.ckpt.tier[1].write_s, 14 * psi / (1024 * 12e9), 1e-12);
+    assert_true(r.ckpt.tier[1].meets_window);
+    assert_int_equal(r.ckpt.tier_used, 1);
+    double c = r.ckpt.tier[1].write_s, m = r.ckpt.job_mtbf_s;
+    assert_rel(r.ckpt.young_s, sqrt(2 * c * m), 1e-12);
+    assert_rel(r.ckpt.daly_s, sn_plan_daly(c, m), 1e-12);
+    double restart = 600 + r.ckpt.tier[1].read_s;
+    assert_rel(r.ckpt.lost_per_failure_s, restart + (r.ckpt.daly_s + c) / 2, 1e-12);
+    assert_true(r.ckpt.goodput > 0.9 && r.ckpt.goodput < 1);
+}
+
+static void expect_error(const struct sn_plan_input *in, const char *needle)
+{
+    struct sn_error err = {0};
+    struct sn_plan_result r;
+    assert_int_equal(sn_plan_evaluate(in, &r, &err), SN_ERR_INVALID);
+    if (!strstr(err.message, needle))
+        fail_msg("message '%s' lacks '%s'", err.message, needle);
+}
+
+static void input_conflicts(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    in.train.gpus = 16384;
+    expect_error(&in, "tp x pp x dp x cp = 8 x 16 x 64 x 1 = 8192, but gpus is 16384");
+    llama405_input(&in);
+    in.train.tp = 16;
+    in.train.dp = 32;
+    in.opt.strict = false;
+    expect_error(&in, "tp 16 does not divide the 8 kv heads");
+    in.model = preset("gpt3-175b");
+    in.train.tp = 16;
+    in.train.global_batch = 1536;
+    in.opt.strict = true;
+    expect_error(&in, "tp 16 is larger than the scale-up domain of 8 GPUs");
+    in.opt.strict = false;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r); /* allowed without the strict rule, TP on scale-out */
+    assert_true(r.comm.dim[SN_PLAN_DIM_TP].scaleout);
+    assert_false(r.placement.tp_inside);
+    llama405_input(&in);
+    in.train.micro_batch = 3;
+    expect_error(&in, "micro-batch 3 x dp 64 = 192 does not divide the global batch 2048");
+    llama405_input(&in);
+    in.model.heads = 100;
+    expect_error(&in, "heads 100 do not divide hidden size 16384");
+    llama405_input(&in);
+    in.train.pp = 256;
+    in.train.dp = 4;
+    expect_error(&in, "pp 256 is larger than the 126 layers");
+    llama405_input(&in);
+    in.train.cp = 3;
+    in.train.dp = 64;
+    in.train.gpus = 8 * 16 * 64 * 3;
+    expect_error(&in, "cp 3 does not divide the sequence length 8192");
+    llama405_input(&in);
+    in.hw.scaleup_gpus = 12;
+    expect_error(&in, "tp 8 does not divide the scale-up domain of 12 GPUs");
+    llama405_input(&in);
+    in.opt.ckpt_window_s = 3600;
+    expect_error(&in, "checkpoint window 3600 s is longer than the interval 1800 s");
+}
+
+/* A spec built by hand after examples/std-unit-64.yaml. */
+static void hardware_from_spec(void **state)
+{
+    (void)state;
+    struct sn_gpu_model gpu = {.name = "H100-SXM5-80GB",
+                               .dense_bf16_flops = 989e12,
+                               .hbm_bytes = 80 * GIB,
+                               .hbm_bytes_per_s = 3.35e12,
+                               .scaleup_links = 18,
+                               .scaleup_link_bytes_per_s = 25e9};
+    struct sn_server_model srv = {.name = "HGX-H100-8",
+                                  .gpu_model = 0,
+                                  .gpus = 8,
+                                  .nics = 8,
+                                  .nic_bytes_per_s = 50e9,
+                                  .nvme_read_bytes_per_s = 25e9,
+                                  .nvme_write_bytes_per_s = 12e9};
+    struct sn_power_domain_spec pd[2] = {{.name = "A"}, {.name = "B"}};
+    struct sn_template tpl = {.name = "hgx-unit", .server_model = 0, .servers = 8};
+    tpl.scaleup.domain = SN_SCALEUP_SERVER;
+    tpl.scaleup.switch_model = 0;
+    tpl.leaves.switch_model = 1;
+    tpl.leaves.count = 2;
+    tpl.n_power_domains = 2;
+    tpl.power_domains = pd;
+    struct sn_supernode_group group = {.template_index = 0, .count = 3};
+    struct sn_storage_spec storage[2] = {{.name = "local-nvme", .kind = SN_STORAGE_LOCAL},
+                                         {.name = "lustre",
+                                          .kind = SN_STORAGE_PARALLEL_FS,
+                                          .read_bytes_per_s = 200e9,
+                                          .write_bytes_per_s = 100e9}};
+    struct sn_spec spec = {.n_gpu_models = 1,
+                           .gpu_models = &gpu,
+                           .n_server_models = 1,
+                           .server_models = &srv,
+                           .n_templates = 1,
+                           .templates = &tpl,
+                           .n_groups = 1,
+                           .groups = &group,
+                           .n_storage = 2,
+                           .storage = storage};
+    spec.fabric.present = true;
+    spec.fabric.efficiency = 0.7;
+
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_hardware_from_spec(&spec, "hgx-unit", NULL, &in.hw, &err), SN_OK);
+    assert_string_equal(in.hw.gpu_name, "H100-SXM5-80GB");
+    assert_near(in.hw.peak_flops, 989e12, 0);
+    assert_int_equal(in.hw.scaleup_gpus, 8);
+    assert_near(in.hw.scaleup_bytes_per_s, 450e9, 0); /* 18 x 25 GB/s per direction */
+    assert_near(in.hw.scaleout_bytes_per_s, 50e9, 0); /* 8 x 400 Gb/s / 8 GPUs */
+    assert_int_equal(in.hw.supernodes, 3);
+    assert_int_equal(in.hw.leaves_per_supernode, 2);
+    assert_int_equal(in.hw.power_domains_per_supernode, 2);
+    assert_near(in.hw.scaleout_efficiency, 0.7, 0);
+    assert_int_equal(in.hw.n_storage, 2);
+    assert_true(in.hw.storage[0].per_server);
+    assert_near(in.hw.storage[0].write_bytes_per_s, 12e9, 0); /* from the NVMe */
+    assert_near(in.hw.storage[1].read_bytes_per_s, 200e9, 0);
+
+    assert_int_equal(sn_plan_hardware_from_spec(&spec, "hgx-unit", "lustre", &in.hw, &err), SN_OK);
+    assert_int_equal(in.hw.n_storage, 1);
+    assert_string_equal(in.hw.storage[0].name, "lustre");
+
+    /* 3 supernodes of 64 GPUs: a 256-GPU job does not fit */
+    in.model = preset("llama3-8b");
+    in.train.gpus = 256;
+    in.train.dp = 256;
+    in.train.global_batch = 256;
+    expect_error(&in, "256 gpus do not fit in 3 supernodes of 64 GPUs");
+
+    assert_int_equal(sn_plan_hardware_from_spec(&spec, "nvl72", NULL, &in.hw, &err),
+                     SN_ERR_NOTFOUND);
+    assert_string_equal(err.message, "no supernode template 'nvl72' in the spec");
+    sn_error_clear(&err);
+    assert_int_equal(sn_plan_hardware_from_spec(&spec, "hgx-unit", "s3", &in.hw, &err),
+                     SN_ERR_NOTFOUND);
+    assert_string_equal(err.message, "no storage tier 's3' in the spec");
+    sn_error_clear(&err);
+    srv.gpu_model = 5;
+    assert_int_equal(sn_plan_hardware_from_spec(&spec, "hgx-unit", NULL, &in.hw, &err),
+                     SN_ERR_INVALID);
+}
+
+/* The sweep ranks valid layouts by step time with the single plan's own
+ * functions: every kept layout is consistent, fits, obeys the strict
+ * rule, and evaluates to the same figures through sn_plan_evaluate(). */
+static void sweep_invariants(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("llama3-70b");
+    in.train.gpus = 1024;
+    in.train.global_batch = 512;
+    in.hw.scaleup_gpus = 4; /* so that tp 8 breaks the strict rule */
+    static struct sn_plan_sweep sweep;
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_sweep_run(&in, 10, &sweep, &err), SN_OK);
+    assert_int_equal(sweep.n_top, 10);
+    assert_true(sweep.evaluated > sweep.valid);
+    assert_true(sweep.dropped[SN_PLAN_DROP_MEMORY] > 0);
+    assert_true(sweep.dropped[SN_PLAN_DROP_TP_DOMAIN] > 0);
+    assert_int_equal(sweep.evaluated, sweep.valid + sweep.dropped[SN_PLAN_DROP_MEMORY]);
+    for (uint32_t i = 0; i < sweep.n_top; i++) {
+        const struct sn_plan_sweep_entry *e = &sweep.top[i];
+        const struct sn_plan_train *t = &e->train;
+        assert_int_equal(t->tp * t->pp * t->dp * t->cp, 1024);
+        assert_true(t->tp <= 4);
+        assert_true(e->result.memory.fits);
+        if (i > 0)
+            assert_true(e->result.perf.step_s >= sweep.top[i - 1].result.perf.step_s);
+        struct sn_plan_input again = in;
+        again.train = *t;
+        struct sn_plan_result r;
+        evaluate_ok(&again, &r);
+        assert_near(r.perf.step_s, e->result.perf.step_s, 0);
+        assert_near(r.memory.total_bytes, e->result.memory.total_bytes, 0);
+    }
+    char buf[96];
+    assert_string_equal(sn_plan_sweep_reason(&sweep, 0, buf, sizeof(buf)), "fastest");
+    sn_plan_sweep_reason(&sweep, 9, buf, sizeof(buf));
+    assert_true(strncmp(buf, "+", 1) == 0 || strncmp(buf, "same", 4) == 0);
+
+    assert_int_equal(sn_plan_sweep_run(&in, 0, &sweep, &err), SN_ERR_INVALID);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(megatron_parameter_count),
+        cmocka_unit_test(general_parameter_count),
+        cmocka_unit_test(megatron_training_time),
+        cmocka_unit_test(megatron_flops),
+        cmocka_unit_test(zero_example),
+        cmocka_unit_test(korthikanti_activations),
+        cmocka_unit_test(daly_young),
+        cmocka_unit_test(required_bandwidth_example),
+        cmocka_unit_test(ring_costs),
+        cmocka_unit_test(llama3_405b_fits),
+        cmocka_unit_test(pipeline_bubble),
+        cmocka_unit_test(communication_bytes),
+        cmocka_unit_test(job_mtbf),
+        cmocka_unit_test(checkpoint_plan),
+        cmocka_unit_test(input_conflicts),
+        cmocka_unit_test(hardware_from_spec),
+        cmocka_unit_test(sweep_invariants),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
