@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include <sn/plan.h>
+#include <sn/spec.h>
 #include <sn/units.h>
 
 #include "commands.h"
@@ -62,6 +63,9 @@
     X(TRAIN, OPTIMIZER, "optimizer", "O", "adam (default) or sgd")                                 \
     X(TRAIN, TRAIN_TOKENS, "train-tokens", "N", "tokens to train on, for the time to train")       \
     X(HW, GPU, "gpu", "NAME", "GPU preset: a100 h100 h200 b200 gb200 (default h100)")              \
+    X(HW, SPEC, "spec", "FILE", "take the hardware from a cluster spec (after --gpu, before the rest)") \
+    X(HW, TEMPLATE, "template", "NAME", "supernode template of --spec (default: its only one)")     \
+    X(HW, SPEC_STORAGE, "spec-storage", "NAME", "storage tier of --spec (default: all its tiers)") \
     X(HW, PEAK, "peak", "FLOP/S", "dense BF16 peak per GPU, e.g. 989TFLOP/s (no sparsity)")        \
     X(HW, HBM, "hbm", "SIZE", "HBM per GPU, e.g. 80GiB")                                           \
     X(HW, HBM_RESERVE, "hbm-reserve", "SIZE", "HBM kept free for context and buffers (0)")         \
@@ -116,9 +120,6 @@
     X(OUTPUT, JSON, "json", NULL, "JSON output (schema in docs/cmd-plan.md)")                      \
     X(OUTPUT, LIST, "list", NULL, "list the model and GPU presets")                                \
     X(OUTPUT, HELP, "help", NULL, "this help")
-/* TODO(lead): --spec FILE [--template NAME] [--storage-tier NAME], to take
- * the hardware from a cluster spec through sn_plan_hardware_from_spec(),
- * once the spec parser (sn_spec_parse_file) is merged. */
 
 enum flag_id {
 #define SN_X(section, id, name, arg, help) FLAG_##id,
@@ -153,6 +154,8 @@ struct ctx {
     uint32_t top;
     uint64_t global_tokens;
     const char *ckpt_tier;
+    const char *spec_path, *template_name, *spec_storage;
+    struct sn_spec *spec; /* owns the names the hardware points to */
     char storage_names[SN_PLAN_MAX_TIERS][32];
 };
 
@@ -427,6 +430,9 @@ static int apply_hw(struct ctx *c, enum flag_id id, const char *v)
     const char *f = flags[id].name;
     switch (id) {
     case FLAG_GPU:
+    case FLAG_SPEC:
+    case FLAG_TEMPLATE:
+    case FLAG_SPEC_STORAGE:
         return 0; /* taken in the first pass */
     case FLAG_PEAK:
         return parse_unit(f, v, SN_UNIT_FLOPS, &hw->peak_flops);
@@ -570,6 +576,34 @@ static int next_flag(int argc, char **argv, int *i, const char **value)
     return -1;
 }
 
+/* --spec: the hardware of one supernode template of a cluster spec. */
+static int apply_spec(struct ctx *c)
+{
+    if (!c->spec_path) {
+        if (c->template_name || c->spec_storage)
+            return bad_flag(c->template_name ? "template" : "spec-storage", "needs --spec");
+        return 0;
+    }
+    struct sn_error err = {0};
+    if (sn_spec_parse_file(c->spec_path, &c->spec, &err) != SN_OK) {
+        fprintf(stderr, "sn plan: %s\n", err.message);
+        return -1;
+    }
+    const char *name = c->template_name;
+    if (!name) {
+        if (c->spec->n_templates != 1)
+            return bad_flag("spec", "the spec has several templates: choose one with --template");
+        name = c->spec->templates[0].name;
+    }
+    if (sn_plan_hardware_from_spec(c->spec, name, c->spec_storage, &c->in.hw, &err) != SN_OK) {
+        fprintf(stderr, "sn plan: --spec %s: %s\n", c->spec_path, err.message);
+        return -1;
+    }
+    if (c->in.hw.n_storage > 0)
+        c->storage_set = true; /* --storage adds to the spec's tiers */
+    return 0;
+}
+
 static int apply_presets(struct ctx *c, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -585,9 +619,15 @@ static int apply_presets(struct ctx *c, int argc, char **argv)
             c->have_model = true;
         } else if (k == FLAG_GPU && !sn_plan_gpu_preset(v, &c->in.hw)) {
             return bad_flag("gpu", "unknown preset: expected a100, h100, h200, b200 or gb200");
+        } else if (k == FLAG_SPEC) {
+            c->spec_path = v;
+        } else if (k == FLAG_TEMPLATE) {
+            c->template_name = v;
+        } else if (k == FLAG_SPEC_STORAGE) {
+            c->spec_storage = v;
         }
     }
-    return 0;
+    return apply_spec(c);
 }
 
 static void custom_model_style(struct ctx *c)
@@ -1160,42 +1200,52 @@ free_sweep:
     return rc;
 }
 
+static int plan_main(struct ctx *c, int argc, char **argv);
+
 int cmd_plan(int argc, char **argv)
 {
     struct ctx c;
+    memset(&c, 0, sizeof(c));
+    int status = plan_main(&c, argc, argv);
+    sn_spec_free(c.spec);
+    return status;
+}
+
+static int plan_main(struct ctx *cp, int argc, char **argv)
+{
     if (argc < 2) {
         usage(stderr);
         return SN_EXIT_USAGE;
     }
-    if (parse_args(&c, argc, argv))
+    if (parse_args(cp, argc, argv))
         return SN_EXIT_USAGE;
-    if (c.help) {
+    if (cp->help) {
         usage(stdout);
         return SN_EXIT_OK;
     }
-    if (c.list) {
+    if (cp->list) {
         list_presets();
         return SN_EXIT_OK;
     }
-    if (c.sweep)
-        return run_sweep(&c);
+    if (cp->sweep)
+        return run_sweep(cp);
     struct sn_plan_result r;
     struct sn_error err = {0};
-    if (sn_plan_evaluate(&c.in, &r, &err) != SN_OK) {
+    if (sn_plan_evaluate(&cp->in, &r, &err) != SN_OK) {
         fprintf(stderr, "sn plan: %s\n", err.message);
         return SN_EXIT_USAGE;
     }
-    if (c.json) {
-        if (plan_json(&c.in, &r))
+    if (cp->json) {
+        if (plan_json(&cp->in, &r))
             return SN_EXIT_INTERNAL;
     } else {
-        print_header(&c.in);
-        print_memory(&c.in, &r);
-        print_compute(&c.in, &r);
-        print_comm(&c.in, &r);
-        print_bandwidth(&c.in, &r);
-        print_perf(&c.in, &r);
-        print_ckpt(&c.in, &r);
+        print_header(&cp->in);
+        print_memory(&cp->in, &r);
+        print_compute(&cp->in, &r);
+        print_comm(&cp->in, &r);
+        print_bandwidth(&cp->in, &r);
+        print_perf(&cp->in, &r);
+        print_ckpt(&cp->in, &r);
     }
-    return plan_holds(&c.in, &r) ? SN_EXIT_OK : SN_EXIT_FINDINGS;
+    return plan_holds(&cp->in, &r) ? SN_EXIT_OK : SN_EXIT_FINDINGS;
 }

@@ -90,8 +90,10 @@ static void std_unit_counts(void **state)
     /* In-server chips: server 0's chips are 0..3. */
     assert_int_equal(m->switch_server[s->first_scaleup + 3], 0);
     assert_int_equal(m->switch_server[s->first_scaleup + 4], 1);
-    /* The ToR pair: each takes 4 NICs of each of 8 servers, and are peers. */
-    assert_int_equal(m->switch_ports_used[s->first_leaf], 32 + 4);
+    /* The ToR pair: each takes 4 NICs of each of 8 servers, and are peers;
+     * management ports go to the separate management pair. */
+    assert_int_equal(m->switch_ports_used[s->first_leaf], 32);
+    assert_int_equal(m->switch_ports_used[s->first_mgmt], 4);
     assert_int_equal(m->switch_peer[s->first_leaf], s->first_leaf + 1);
     /* Power: servers alternate A, B; the leaves sit on A and B. */
     assert_int_equal(m->server_power[0][0], s->first_power_domain);
