@@ -199,10 +199,26 @@ static enum sn_err plan_three_tiers(const struct sn_spec *spec, struct fabric_pl
         }
     }
     uint64_t cores = 0;
+    uint32_t narrowest_up = UINT32_MAX;
+    for (uint32_t s = 0; s < spines; s++)
+        narrowest_up = p->spine_up[s] < narrowest_up ? p->spine_up[s] : narrowest_up;
     for (uint32_t j = 0; j < p->n_groups; j++) {
         p->group_first_core[j] = (uint32_t)cores;
         p->group_cores[j] = (uint32_t)((group_links[j] + pc - 1) / pc);
         cores += p->group_cores[j];
+        /* A spine must reach every core of its group, or the pods split
+         * into islands: past radix^3/4 endpoints a 3-tier tree cannot be
+         * built from these switches. */
+        if (p->group_cores[j] > narrowest_up) {
+            free(group_links);
+            return sn_error_set(err, SN_ERR_LIMIT,
+                                "%s: fabric: %u leaves in %u pods need %u core switches per "
+                                "group, but a spine has only %u uplinks to reach them: a 3-tier "
+                                "fat tree of %u-port spines and %u-port cores cannot connect "
+                                "this many leaves (use larger switches or oversubscription)",
+                                spec->file, p->n_leaves, p->n_pods, p->group_cores[j],
+                                narrowest_up, ps, pc);
+        }
     }
     free(group_links);
     if (cores >= SN_NONE / 4)
@@ -232,6 +248,14 @@ static enum sn_err plan_fabric(const struct sn_spec *spec, const struct sn__mode
         p->tiers = 2;
     p->leaf_spine_links = c->leaf_uplinks;
     if (p->tiers == 2) {
+        /* Every leaf must reach every spine, so that any two leaves share
+         * one: at most as many leaves as a spine has ports. */
+        if (c->leaves > ps)
+            return sn_error_set(err, SN_ERR_LIMIT,
+                                "%s: fabric: %llu leaves exceed the %u ports of a spine, so a "
+                                "2-tier fabric cannot connect them all: add a core tier "
+                                "(fabric.core) or use larger spine switches",
+                                spec->file, (unsigned long long)c->leaves, ps);
         p->n_spines = (uint32_t)((c->leaf_uplinks + ps - 1) / ps);
         return SN_OK;
     }

@@ -226,6 +226,40 @@ static void superpod_fabric_counts(void **state)
     }
 }
 
+/* Past what the switches can connect the build refuses instead of wiring
+ * islands: 512 SUs need 131,072 endpoints, twice the 64^3/4 = 65,536 of a
+ * 3-tier 1:1 fat tree of 64-port switches; 2 tiers cannot take more leaves
+ * than a spine has ports. */
+static void fabric_beyond_radix_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t su;
+        const char *tiers;
+        const char *needle;
+    } cases[] = {
+        {512, "", "cannot connect this many leaves"},
+        {9, "  tiers: 2\n", "exceed the 64 ports of a spine"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *base = superpod_spec(cases[i].su, "1");
+        size_t len = strlen(base) + 64;
+        char *text = malloc(len);
+        snprintf(text, len, "%s%s", base, cases[i].tiers);
+        free(base);
+        struct sn_spec *spec = NULL;
+        struct sn_model *model = NULL;
+        struct sn_error err = {0};
+        assert_int_equal(sn_spec_parse_buffer("big.yaml", text, strlen(text), &spec, &err), SN_OK);
+        assert_int_equal(sn_model_build(spec, &model, &err), SN_ERR_LIMIT);
+        assert_null(model);
+        if (!strstr(err.message, cases[i].needle))
+            fail_msg("message '%s' lacks '%s'", err.message, cases[i].needle);
+        sn_spec_free(spec);
+        free(text);
+    }
+}
+
 static void dual_feed_servers(void **state)
 {
     (void)state;
@@ -289,6 +323,7 @@ int main(void)
         cmocka_unit_test(std_unit_names_and_lookups),
         cmocka_unit_test(std_unit_failure_domains),
         cmocka_unit_test(superpod_fabric_counts),
+        cmocka_unit_test(fabric_beyond_radix_refused),
         cmocka_unit_test(dual_feed_servers),
         cmocka_unit_test(verify_catches_corruption),
         cmocka_unit_test(deterministic_ids),
