@@ -29,24 +29,24 @@
 
 /* Switches of one (role, model) pair. */
 struct sn_bom_switches {
-    uint8_t role;           /* enum sn_switch_role */
-    uint32_t model;         /* spec switch_models index */
+    uint8_t role;   /* enum sn_switch_role */
+    uint32_t model; /* spec switch_models index */
     uint32_t count;
-    uint64_t ports;         /* count x model ports */
-    uint64_t ports_used;    /* link ends on these switches */
-    uint64_t ports_free;    /* sum over switches of max(0, ports - used) */
-    uint64_t ports_over;    /* sum over switches of max(0, used - ports) */
-    double power_w;         /* count x model power */
+    uint64_t ports;      /* count x model ports */
+    uint64_t ports_used; /* link ends on these switches */
+    uint64_t ports_free; /* sum over switches of max(0, ports - used) */
+    uint64_t ports_over; /* sum over switches of max(0, used - ports) */
+    double power_w;      /* count x model power */
 };
 
 /* Links of one (tier, cable type, length class) triple. */
 struct sn_bom_cables {
-    uint8_t tier;           /* enum sn_link_tier */
-    uint8_t cable;          /* spec cable_types index, 255 = none given */
-    uint8_t length_class;   /* spec length_classes index, 255 = none given */
+    uint8_t tier;         /* enum sn_link_tier */
+    uint8_t cable;        /* spec cable_types index, 255 = none given */
+    uint8_t length_class; /* spec length_classes index, 255 = none given */
     uint64_t links;
-    uint64_t optics;        /* pluggable optical modules: 2 per "optic" link */
-    double optics_power_w;  /* 2 x optic_power_w per "optic" or "aoc" link */
+    uint64_t optics;       /* pluggable optical modules: 2 per "optic" link */
+    double optics_power_w; /* 2 x optic_power_w per "optic" or "aoc" link */
 };
 
 /* Per link tier: how many links and the bandwidth across the tier. */
@@ -60,15 +60,15 @@ struct sn_bom_tier {
 /* Figures of one supernode template that the cluster uses. */
 struct sn_bom_template {
     uint32_t template_index;
-    uint32_t supernodes;             /* instances */
-    uint32_t gpus;                   /* per supernode */
-    uint32_t scaleup_chips;          /* per supernode */
-    uint64_t scaleup_links;          /* GPU-to-chip links per supernode */
-    uint64_t scaleup_ports;          /* chip ports per supernode */
-    double scaleup_gpu_bytes_per_s;  /* per GPU, per direction */
+    uint32_t supernodes;                  /* instances */
+    uint32_t gpus;                        /* per supernode */
+    uint32_t scaleup_chips;               /* per supernode */
+    uint64_t scaleup_links;               /* GPU-to-chip links per supernode */
+    uint64_t scaleup_ports;               /* chip ports per supernode */
+    double scaleup_gpu_bytes_per_s;       /* per GPU, per direction */
     double scaleup_supernode_bytes_per_s; /* all GPUs of one supernode */
-    double scaleout_gpu_bytes_per_s; /* per GPU, per direction */
-    double convergence;              /* scale-up : scale-out per GPU; 0 = none */
+    double scaleout_gpu_bytes_per_s;      /* per GPU, per direction */
+    double convergence;                   /* scale-up : scale-out per GPU; 0 = none */
 };
 
 /* Draw on one power domain. Dual-fed servers split their draw evenly over
@@ -88,7 +88,7 @@ struct sn_bom_rack {
 };
 
 struct sn_bom_loop {
-    double heat_w;          /* steady draw of the racks on the loop */
+    double heat_w; /* steady draw of the racks on the loop */
     double capacity_w;
 };
 
@@ -102,7 +102,7 @@ struct sn_bom_blast {
 
 struct sn_bom_storage {
     uint32_t spec_index;
-    double capacity_bytes;       /* cluster total (local: servers x NVMe) */
+    double capacity_bytes; /* cluster total (local: servers x NVMe) */
     double read_bytes_per_s;
     double write_bytes_per_s;
 };
@@ -110,31 +110,31 @@ struct sn_bom_storage {
 struct sn_bom {
     /* counts */
     uint32_t supernodes, servers, gpus, racks, power_domains, cooling_loops;
-    uint32_t *gpus_by_model;     /* [spec n_gpu_models] */
-    uint32_t *servers_by_model;  /* [spec n_server_models] */
+    uint32_t *gpus_by_model;    /* [spec n_gpu_models] */
+    uint32_t *servers_by_model; /* [spec n_server_models] */
     uint32_t switches_by_role[SN_SWITCH_ROLE_COUNT];
     uint32_t n_switch_lines;
     struct sn_bom_switches *switch_lines; /* sorted by role, then model */
     uint32_t n_cable_lines;
-    struct sn_bom_cables *cable_lines;    /* sorted by tier, cable, length */
+    struct sn_bom_cables *cable_lines; /* sorted by tier, cable, length */
     uint64_t links, optics;
     double optics_power_w;
 
     /* bandwidth */
-    uint32_t fabric_tiers;       /* 1 (leaves only or none), 2 or 3 */
+    uint32_t fabric_tiers; /* 1 (leaves only or none), 2 or 3 */
     struct sn_bom_tier tiers[SN_LINK_TIER_COUNT];
     double leaf_oversubscription;  /* leaf downlinks : uplinks; 0 = no uplinks */
     double spine_oversubscription; /* leaf-spine : spine-core links (3 tiers) */
     uint32_t n_templates;
     struct sn_bom_template *templates; /* in spec template order */
-    double dense_bf16_flops;     /* cluster total */
+    double dense_bf16_flops;           /* cluster total */
 
     /* power and cooling */
-    struct sn_bom_power *power;  /* [power_domains] */
-    double unassigned_w;         /* switches in no power domain (spine, core) */
-    double steady_w, peak_w;     /* cluster totals, optics included */
-    struct sn_bom_rack *rack;    /* [racks] */
-    struct sn_bom_loop *loop;    /* [cooling_loops] */
+    struct sn_bom_power *power; /* [power_domains] */
+    double unassigned_w;        /* switches in no power domain (spine, core) */
+    double steady_w, peak_w;    /* cluster totals, optics included */
+    struct sn_bom_rack *rack;   /* [racks] */
+    struct sn_bom_loop *loop;   /* [cooling_loops] */
 
     struct sn_bom_blast blast[SN_DOMAIN_KIND_COUNT];
     uint32_t n_storage;

@@ -22,19 +22,19 @@
 #include <sn/error.h>
 #include <sn/model.h>
 
-#define SN_EXPORT_FORMAT_LIST(X)                                                        \
-    X(SLURM_TREE, "slurm-tree", "topology.conf for Slurm's topology/tree plugin")       \
-    X(SLURM_BLOCK, "slurm-block", "topology.conf for Slurm's topology/block plugin")    \
-    X(VOLCANO, "volcano", "Volcano HyperNode manifests, tier 1 = supernode")            \
-    X(K8S_LABELS, "k8s-labels", "kubectl label commands for every server")              \
-    X(DOT, "dot", "Graphviz graph; supernodes as clusters, aggregated at scale")        \
-    X(CABLES, "cables", "cable ledger CSV: label,from,to,type,length class, tier")      \
+#define SN_EXPORT_FORMAT_LIST(X)                                                                   \
+    X(SLURM_TREE, "slurm-tree", "topology.conf for Slurm's topology/tree plugin")                  \
+    X(SLURM_BLOCK, "slurm-block", "topology.conf for Slurm's topology/block plugin")               \
+    X(VOLCANO, "volcano", "Volcano HyperNode manifests, tier 1 = supernode")                       \
+    X(K8S_LABELS, "k8s-labels", "kubectl label commands for every server")                         \
+    X(DOT, "dot", "Graphviz graph; supernodes as clusters, aggregated at scale")                   \
+    X(CABLES, "cables", "cable ledger CSV: label,from,to,type,length class, tier")                 \
     X(JSON, "json", "the full model as JSON (schema supernode.model/1), streamed")
 enum sn_export_format {
 #define SN_X(name, text, summary) SN_EXPORT_##name,
     SN_EXPORT_FORMAT_LIST(SN_X)
 #undef SN_X
-    SN_EXPORT_FORMAT_COUNT
+        SN_EXPORT_FORMAT_COUNT
 };
 
 /* The format's name ("slurm-tree"), "unknown" when out of range. */

@@ -140,8 +140,7 @@ static enum sn_err count_switches(const struct sn_model *m, struct sn_bom *bom,
     return SN_OK;
 }
 
-static struct sn_bom_cables *cable_line(struct sn_bom *bom, const struct sn_link *l,
-                                        uint32_t *last)
+static struct sn_bom_cables *cable_line(struct sn_bom *bom, const struct sn_link *l, uint32_t *last)
 {
     struct sn_bom_cables *lines = bom->cable_lines;
     if (bom->n_cable_lines > 0 && lines[*last].tier == l->tier && lines[*last].cable == l->cable &&
@@ -256,8 +255,8 @@ static void fabric_figures(const struct sn_model *m, struct sn_bom *bom)
         bom->leaf_oversubscription =
             t[SN_TIER_NODE_LEAF].capacity_bytes_per_s / t[SN_TIER_LEAF_SPINE].capacity_bytes_per_s;
     if (t[SN_TIER_SPINE_CORE].capacity_bytes_per_s > 0)
-        bom->spine_oversubscription = t[SN_TIER_LEAF_SPINE].capacity_bytes_per_s /
-                                      t[SN_TIER_SPINE_CORE].capacity_bytes_per_s;
+        bom->spine_oversubscription =
+            t[SN_TIER_LEAF_SPINE].capacity_bytes_per_s / t[SN_TIER_SPINE_CORE].capacity_bytes_per_s;
 }
 
 /* ---- power and cooling ------------------------------------------------ */
@@ -326,7 +325,8 @@ static enum sn_err count_power(const struct sn_model *m, struct sn_bom *bom, str
     for (uint32_t pd = 0; pd < m->n_power_domains; pd++)
         bom->power[pd].capacity_w = sn_model_power_domain_spec(m, pd)->capacity_w;
     for (uint32_t r = 0; r < m->n_racks; r++)
-        bom->rack[r].limit_w = sn_model_supernode_template(m, m->rack_supernode[r])->racks.power_limit_w;
+        bom->rack[r].limit_w =
+            sn_model_supernode_template(m, m->rack_supernode[r])->racks.power_limit_w;
     for (uint32_t l = 0; l < m->n_cooling_loops; l++)
         bom->loop[l].capacity_w = sn_model_cooling_loop_spec(m, l)->capacity_w;
     for (uint32_t sv = 0; sv < m->n_servers; sv++)

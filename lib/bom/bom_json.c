@@ -47,9 +47,9 @@ static json_t *counts_json(const struct sn_model *m, const struct sn_bom *bom)
                                                "count", (json_int_t)bom->gpus_by_model[i]));
     for (uint32_t i = 0; i < m->spec->n_server_models; i++)
         if (bom->servers_by_model[i])
-            json_array_append_new(s, json_pack("{s:s, s:I}", "model",
-                                               m->spec->server_models[i].name, "count",
-                                               (json_int_t)bom->servers_by_model[i]));
+            json_array_append_new(s,
+                                  json_pack("{s:s, s:I}", "model", m->spec->server_models[i].name,
+                                            "count", (json_int_t)bom->servers_by_model[i]));
     put(c, "gpus_by_model", g);
     put(c, "servers_by_model", s);
     put(c, "dense_bf16_flops", json_real(bom->dense_bf16_flops));
@@ -88,9 +88,10 @@ static json_t *cables_json(const struct sn_model *m, const struct sn_bom *bom)
         put(o, "medium",
             known ? json_string(sn_cable_medium_name(spec->cable_types[l->cable].medium))
                   : json_null());
-        put(o, "length_class", l->length_class < spec->n_length_classes
-                                   ? json_string(spec->length_classes[l->length_class].name)
-                                   : json_null());
+        put(o, "length_class",
+            l->length_class < spec->n_length_classes
+                ? json_string(spec->length_classes[l->length_class].name)
+                : json_null());
         put(o, "links", jint(l->links));
         put(o, "optical_modules", jint(l->optics));
         put(o, "optics_power_w", json_real(l->optics_power_w));
@@ -191,23 +192,23 @@ static json_t *blast_storage_json(const struct sn_model *m, const struct sn_bom 
     if (blast) {
         for (int k = 0; k < SN_DOMAIN_KIND_COUNT; k++) {
             const struct sn_bom_blast *b = &bom->blast[k];
-            json_array_append_new(
-                a, json_pack("{s:s, s:I, s:I, s:I, s:I}", "kind",
-                             sn_domain_kind_name((enum sn_domain_kind)k), "domains",
-                             (json_int_t)b->domains, "max_gpus", (json_int_t)b->max_gpus,
-                             "max_supernodes", (json_int_t)b->max_supernodes,
-                             "max_supernodes_hit", (json_int_t)b->max_supernodes_hit));
+            json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I, s:I}", "kind",
+                                               sn_domain_kind_name((enum sn_domain_kind)k),
+                                               "domains", (json_int_t)b->domains, "max_gpus",
+                                               (json_int_t)b->max_gpus, "max_supernodes",
+                                               (json_int_t)b->max_supernodes, "max_supernodes_hit",
+                                               (json_int_t)b->max_supernodes_hit));
         }
         return a;
     }
     for (uint32_t i = 0; i < bom->n_storage; i++) {
         const struct sn_bom_storage *s = &bom->storage[i];
         const struct sn_storage_spec *st = &m->spec->storage[s->spec_index];
-        json_array_append_new(a, json_pack("{s:s, s:s, s:f, s:f, s:f}", "name", st->name, "kind",
-                                           sn_storage_kind_name(st->kind), "capacity_bytes",
-                                           s->capacity_bytes, "read_bytes_per_s",
-                                           s->read_bytes_per_s, "write_bytes_per_s",
-                                           s->write_bytes_per_s));
+        json_array_append_new(a,
+                              json_pack("{s:s, s:s, s:f, s:f, s:f}", "name", st->name, "kind",
+                                        sn_storage_kind_name(st->kind), "capacity_bytes",
+                                        s->capacity_bytes, "read_bytes_per_s", s->read_bytes_per_s,
+                                        "write_bytes_per_s", s->write_bytes_per_s));
     }
     return a;
 }

@@ -181,8 +181,7 @@ static void table_values(const struct sn_bom *bom, enum table t, uint32_t i, str
     }
 }
 
-static void table_name(const struct sn_model *m, enum table t, uint32_t i, bool grouped,
-                       char *buf)
+static void table_name(const struct sn_model *m, enum table t, uint32_t i, bool grouped, char *buf)
 {
     uint32_t sn = t == T_POWER  ? m->power_domain_supernode[i]
                   : t == T_RACK ? m->rack_supernode[i]
@@ -238,7 +237,9 @@ static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_b
         if (!first_of_template)
             continue;
         const struct sn_supernode *s = &m->supernodes[sn];
-        uint32_t n = t == T_POWER ? s->n_power_domains : t == T_RACK ? s->n_racks : s->n_cooling_loops;
+        uint32_t n = t == T_POWER  ? s->n_power_domains
+                     : t == T_RACK ? s->n_racks
+                                   : s->n_cooling_loops;
         for (uint32_t local = 0; local < n; local++) {
             struct row r = {.instances = 0};
             for (uint32_t q = sn; q < m->n_supernodes; q++) {
@@ -296,8 +297,7 @@ static void text_power(FILE *out, const struct sn_model *m, const struct sn_bom 
             fmt(bom->optics_power_w, SN_UNIT_POWER, c, 32),
             fmt(bom->unassigned_w, SN_UNIT_POWER, d, 32));
     if (m->n_racks > 0) {
-        fprintf(out, "\n  %-28s %10s %10s %10s %7s\n", "rack", "steady", "peak", "limit",
-                "lim/pk");
+        fprintf(out, "\n  %-28s %10s %10s %10s %7s\n", "rack", "steady", "peak", "limit", "lim/pk");
         text_table(out, m, bom, T_RACK);
     }
     fprintf(out, "\nCooling\n");
