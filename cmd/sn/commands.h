@@ -21,5 +21,7 @@ struct sn_command {
 };
 
 int cmd_design(int argc, char **argv);
+int cmd_design_bom(int argc, char **argv);
+int cmd_design_export(int argc, char **argv);
 
 #endif
