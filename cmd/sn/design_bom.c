@@ -47,6 +47,7 @@ int cmd_design_bom(int argc, char **argv)
         }
     }
     if (!path) {
+        fprintf(stderr, "sn design bom: missing SPEC\n");
         usage(stderr);
         return SN_EXIT_USAGE;
     }

@@ -4,6 +4,7 @@
  * The formats come from the one table in sn/export.h.
  * Exit status: 0 written, 2 bad spec or flags, 3 internal or write failure.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,7 +76,8 @@ static int write_export(const struct sn_model *model, enum sn_export_format form
     struct sn_error err = {0};
     FILE *out = output ? fopen(output, "w") : stdout;
     if (!out) {
-        fprintf(stderr, "sn design export: cannot open '%s' for writing\n", output);
+        fprintf(stderr, "sn design export: cannot open '%s' for writing: %s\n", output,
+                strerror(errno));
         return SN_EXIT_USAGE;
     }
     enum sn_err rc = sn_export_write(out, model, format, &err);
