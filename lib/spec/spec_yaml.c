@@ -113,8 +113,8 @@ const char *sn__spec_suggest(const char *word, const char *(*get)(const void *, 
         if (!cand)
             continue;
         size_t len = strlen(cand);
-        unsigned limit = (unsigned)((len + 1) / 3);
-        limit = limit < 1 ? 1 : limit > 3 ? 3 : limit;
+        unsigned limit = (unsigned)((len + 1) / 3); /* 0 for one letter: no guessing */
+        limit = limit > 3 ? 3 : limit;
         unsigned d = edit_distance(word, cand);
         if (d <= limit && d < best_d) {
             best = cand;
@@ -239,6 +239,8 @@ static enum sn_err scalar_view(struct sn__spec_ctx *c, struct fy_node *node, str
         *text = "";
         *len = 0;
     }
+    if (*len == 0 && fy_node_get_style(node) == FYNS_PLAIN)
+        return sn__spec_fail(c, loc, "no value for %s: expected a scalar", what);
     if (memchr(*text, '\0', *len))
         return sn__spec_fail(c, loc, "NUL byte in %s: expected text", what);
     return SN_OK;
