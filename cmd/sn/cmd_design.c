@@ -1,18 +1,45 @@
 /*
- * sn design: design review, bill of materials and exports of a cluster spec.
- * (Work in progress: subcommands are added as lib/design lands.)
+ * sn design: design review, bill of materials and exports of a cluster
+ * spec. Subcommands are rows of one table; each lives in its own file
+ * (design_check.c, design_bom.c, design_export.c).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
+
+static const struct sn_command design_commands[] = {
+    {"bom", cmd_design_bom, "bill of materials, bandwidth, power, cooling and blast radius"},
+    {"export", cmd_design_export, "export to Slurm, Volcano, Kubernetes, Graphviz, CSV, JSON"},
+};
+
+#define N_DESIGN (sizeof(design_commands) / sizeof(design_commands[0]))
+
+static void design_usage(FILE *out)
+{
+    fprintf(out, "usage: sn design <subcommand> SPEC [options]\n\n"
+                 "Reviews, counts and exports a cluster spec (docs/spec.md).\n\n"
+                 "subcommands:\n");
+    for (size_t i = 0; i < N_DESIGN; i++)
+        fprintf(out, "  %-8s %s\n", design_commands[i].name, design_commands[i].summary);
+    fprintf(out, "\nRun 'sn design <subcommand> --help' for its options.\n");
+}
 
 int cmd_design(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: sn design <check|bom|export> SPEC [options]\n");
-        return argc < 2 ? SN_EXIT_USAGE : SN_EXIT_OK;
+    if (argc < 2) {
+        design_usage(stderr);
+        return SN_EXIT_USAGE;
     }
+    if (sn_cli_is_help(argv[1])) {
+        design_usage(stdout);
+        return SN_EXIT_OK;
+    }
+    for (size_t i = 0; i < N_DESIGN; i++)
+        if (strcmp(argv[1], design_commands[i].name) == 0)
+            return design_commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "sn design: unknown subcommand '%s'\n", argv[1]);
+    design_usage(stderr);
     return SN_EXIT_USAGE;
 }

@@ -1,0 +1,56 @@
+/*
+ * sn/export.h: exports of the cluster model for other tools.
+ *
+ * Each format is one row of SN_EXPORT_FORMAT_LIST (name, one-line summary);
+ * `sn design export --help` and docs/export.md are written from it:
+ *   slurm-tree   topology.conf for Slurm's topology/tree plugin
+ *   slurm-block  topology.conf for Slurm's topology/block plugin
+ *   volcano      Volcano HyperNode manifests (tier 1 = supernode)
+ *   k8s-labels   kubectl label commands for every server
+ *   dot          Graphviz graph, aggregated at scale
+ *   cables       the cable ledger, CSV, one row per link
+ *   json         the full model, streamed
+ * Every writer streams to a FILE * in model ID order, so the same model
+ * always gives the same bytes, and memory stays bounded by the largest
+ * supernode (dot: by the links it draws), not by the cluster.
+ */
+#ifndef SN_EXPORT_H
+#define SN_EXPORT_H
+
+#include <stdio.h>
+
+#include <sn/error.h>
+#include <sn/model.h>
+
+#define SN_EXPORT_FORMAT_LIST(X)                                                                   \
+    X(SLURM_TREE, "slurm-tree", "topology.conf for Slurm's topology/tree plugin")                  \
+    X(SLURM_BLOCK, "slurm-block", "topology.conf for Slurm's topology/block plugin")               \
+    X(VOLCANO, "volcano", "Volcano HyperNode manifests, tier 1 = supernode")                       \
+    X(K8S_LABELS, "k8s-labels", "kubectl label commands for every server")                         \
+    X(DOT, "dot", "Graphviz graph; supernodes as clusters, aggregated at scale")                   \
+    X(CABLES, "cables", "cable ledger CSV: label,from,to,type,length class, tier")                 \
+    X(JSON, "json", "the full model as JSON (schema supernode.model/1), streamed")
+enum sn_export_format {
+#define SN_X(name, text, summary) SN_EXPORT_##name,
+    SN_EXPORT_FORMAT_LIST(SN_X)
+#undef SN_X
+        SN_EXPORT_FORMAT_COUNT
+};
+
+/* The format's name ("slurm-tree"), "unknown" when out of range. */
+const char *sn_export_format_name(enum sn_export_format format);
+
+/* One line on what the format is. */
+const char *sn_export_format_summary(enum sn_export_format format);
+
+/* Parses a format name. On an unknown name returns SN_ERR_INVALID with a
+ * message listing the known formats. */
+SN_MUST_CHECK enum sn_err sn_export_format_parse(const char *name, enum sn_export_format *out,
+                                                 struct sn_error *err);
+
+/* Writes the model in the format to out. Returns SN_ERR_IO when the stream
+ * fails, SN_ERR_NOMEM when a working table cannot be allocated. */
+SN_MUST_CHECK enum sn_err sn_export_write(FILE *out, const struct sn_model *model,
+                                          enum sn_export_format format, struct sn_error *err);
+
+#endif /* SN_EXPORT_H */

@@ -1,0 +1,357 @@
+/*
+ * Writers of the bill of materials: human tables and JSON (sn/bom.h).
+ *
+ * The text tables list every power domain, rack and cooling loop while
+ * there are at most ROWS_IN_FULL of a kind; past that they print one row per
+ * template-local entity (e.g. "hgx-unit/pdA x2048") with the worst instance
+ * (largest draw, smallest margin), so the output stays readable at 100,000
+ * GPUs. JSON always lists every instance. The JSON schema is in docs/bom.md;
+ * keys are stable and only ever added.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sn/bom.h>
+#include <sn/units.h>
+
+#define ROWS_IN_FULL 16
+#define NAME_LEN 160
+
+static const char *cable_name(const struct sn_spec *spec, uint8_t cable)
+{
+    return cable < spec->n_cable_types ? spec->cable_types[cable].name : "none";
+}
+
+static const char *length_name(const struct sn_spec *spec, uint8_t lc)
+{
+    return lc < spec->n_length_classes ? spec->length_classes[lc].name : "none";
+}
+
+static double ratio(double num, double den)
+{
+    return den > 0 ? num / den : 0;
+}
+
+static const char *fmt(double v, enum sn_unit_kind kind, char *buf, size_t len)
+{
+    return sn_units_format(v, kind, buf, len);
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+static void text_counts(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    const struct sn_spec *spec = m->spec;
+    fprintf(out, "Counts\n");
+    fprintf(out, "  supernodes     %10u\n", bom->supernodes);
+    fprintf(out, "  servers        %10u\n", bom->servers);
+    for (uint32_t i = 0; i < spec->n_server_models; i++)
+        if (bom->servers_by_model[i])
+            fprintf(out, "    %-24s %10u\n", spec->server_models[i].name, bom->servers_by_model[i]);
+    fprintf(out, "  GPUs           %10u\n", bom->gpus);
+    for (uint32_t i = 0; i < spec->n_gpu_models; i++)
+        if (bom->gpus_by_model[i])
+            fprintf(out, "    %-24s %10u\n", spec->gpu_models[i].name, bom->gpus_by_model[i]);
+    fprintf(out, "  racks          %10u\n", bom->racks);
+    fprintf(out, "  power domains  %10u\n", bom->power_domains);
+    fprintf(out, "  cooling loops  %10u\n", bom->cooling_loops);
+    char buf[32];
+    fprintf(out, "  dense BF16     %10s\n\n", fmt(bom->dense_bf16_flops, SN_UNIT_FLOPS, buf, 32));
+}
+
+static void text_switches(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    char buf[32];
+    fprintf(out, "Switches\n  %-8s %-18s %8s %9s %9s %9s %6s %10s\n", "role", "model", "count",
+            "ports", "used", "free", "over", "power");
+    for (uint32_t i = 0; i < bom->n_switch_lines; i++) {
+        const struct sn_bom_switches *l = &bom->switch_lines[i];
+        fprintf(out, "  %-8s %-18s %8u %9llu %9llu %9llu %6llu %10s\n",
+                sn_switch_role_name((enum sn_switch_role)l->role),
+                m->spec->switch_models[l->model].name, l->count, (unsigned long long)l->ports,
+                (unsigned long long)l->ports_used, (unsigned long long)l->ports_free,
+                (unsigned long long)l->ports_over, fmt(l->power_w, SN_UNIT_POWER, buf, 32));
+    }
+    fprintf(out, "\n");
+}
+
+static void text_cables(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    const struct sn_spec *spec = m->spec;
+    char buf[32];
+    fprintf(out, "Links and cables\n  %-10s %-14s %-8s %-14s %10s %8s %10s\n", "tier", "cable",
+            "medium", "length", "links", "optics", "optics W");
+    for (uint32_t i = 0; i < bom->n_cable_lines; i++) {
+        const struct sn_bom_cables *l = &bom->cable_lines[i];
+        const char *medium = l->cable < spec->n_cable_types
+                                 ? sn_cable_medium_name(spec->cable_types[l->cable].medium)
+                                 : "-";
+        fprintf(out, "  %-10s %-14s %-8s %-14s %10llu %8llu %10s\n",
+                sn_link_tier_name((enum sn_link_tier)l->tier), cable_name(spec, l->cable), medium,
+                length_name(spec, l->length_class), (unsigned long long)l->links,
+                (unsigned long long)l->optics, fmt(l->optics_power_w, SN_UNIT_POWER, buf, 32));
+    }
+    fprintf(out, "  %-10s %-14s %-8s %-14s %10llu %8llu %10s\n\n", "total", "", "", "",
+            (unsigned long long)bom->links, (unsigned long long)bom->optics,
+            fmt(bom->optics_power_w, SN_UNIT_POWER, buf, 32));
+}
+
+static void text_templates(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    char a[32], b[32];
+    for (uint32_t i = 0; i < bom->n_templates; i++) {
+        const struct sn_bom_template *t = &bom->templates[i];
+        fprintf(out, "  template %s: %u supernode(s) of %u GPUs, %u scale-up chip(s) each\n",
+                m->spec->templates[t->template_index].name, t->supernodes, t->gpus,
+                t->scaleup_chips);
+        fprintf(out, "    scale-up per GPU        %s per direction, %s bidirectional\n",
+                fmt(t->scaleup_gpu_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, a, 32),
+                fmt(2 * t->scaleup_gpu_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, b, 32));
+        fprintf(out, "    scale-up per supernode  %s per direction, %s bidirectional\n",
+                fmt(t->scaleup_supernode_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, a, 32),
+                fmt(2 * t->scaleup_supernode_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, b, 32));
+        fprintf(out, "    scale-up links          %llu on %llu chip ports\n",
+                (unsigned long long)t->scaleup_links, (unsigned long long)t->scaleup_ports);
+        fprintf(out, "    scale-out per GPU       %s per direction\n",
+                fmt(t->scaleout_gpu_bytes_per_s, SN_UNIT_BANDWIDTH, a, 32));
+        if (t->convergence > 0)
+            fprintf(out, "    convergence             %s (scale-up : scale-out)\n",
+                    fmt(t->convergence, SN_UNIT_RATIO, a, 32));
+        else
+            fprintf(out, "    convergence             - (no scale-out)\n");
+    }
+}
+
+static void text_bandwidth(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    char a[32], b[32], c[32];
+    fprintf(out, "Bandwidth\n");
+    text_templates(out, m, bom);
+    fprintf(out, "  fabric: %u tier(s)", bom->fabric_tiers);
+    if (bom->leaf_oversubscription > 0)
+        fprintf(out, ", leaf oversubscription %s",
+                fmt(bom->leaf_oversubscription, SN_UNIT_RATIO, a, 32));
+    if (bom->spine_oversubscription > 0)
+        fprintf(out, ", spine oversubscription %s",
+                fmt(bom->spine_oversubscription, SN_UNIT_RATIO, a, 32));
+    fprintf(out, "\n  %-10s %10s %12s %14s %14s\n", "tier", "links", "link speed", "capacity",
+            "bisection");
+    for (int t = SN_TIER_NODE_LEAF; t <= SN_TIER_SPINE_CORE; t++) {
+        const struct sn_bom_tier *bt = &bom->tiers[t];
+        if (bt->links == 0)
+            continue;
+        fprintf(out, "  %-10s %10llu %12s %14s %14s\n", sn_link_tier_name((enum sn_link_tier)t),
+                (unsigned long long)bt->links, fmt(bt->link_bytes_per_s, SN_UNIT_BANDWIDTH, a, 32),
+                fmt(bt->capacity_bytes_per_s, SN_UNIT_BANDWIDTH, b, 32),
+                fmt(bt->bisection_bytes_per_s, SN_UNIT_BANDWIDTH, c, 32));
+    }
+    fprintf(out, "  (per direction; bisection = capacity / 2)\n\n");
+}
+
+/* One row of the power, rack or loop tables: an instance or a group. */
+struct row {
+    char name[NAME_LEN];
+    uint32_t instances;
+    double v[4]; /* kind-specific draws; maxima over the group */
+    double cap;  /* minimum over the group */
+};
+
+enum table { T_POWER, T_RACK, T_LOOP };
+
+static uint32_t table_count(const struct sn_model *m, enum table t)
+{
+    return t == T_POWER ? m->n_power_domains : t == T_RACK ? m->n_racks : m->n_cooling_loops;
+}
+
+static void table_values(const struct sn_bom *bom, enum table t, uint32_t i, struct row *r)
+{
+    if (t == T_POWER) {
+        r->v[0] = bom->power[i].steady_w;
+        r->v[1] = bom->power[i].peak_w;
+        r->v[2] = bom->power[i].failover_peak_w;
+        r->cap = bom->power[i].capacity_w;
+    } else if (t == T_RACK) {
+        r->v[0] = bom->rack[i].steady_w;
+        r->v[1] = bom->rack[i].peak_w;
+        r->cap = bom->rack[i].limit_w;
+    } else {
+        r->v[0] = bom->loop[i].heat_w;
+        r->cap = bom->loop[i].capacity_w;
+    }
+}
+
+static void table_name(const struct sn_model *m, enum table t, uint32_t i, bool grouped, char *buf)
+{
+    uint32_t sn = t == T_POWER  ? m->power_domain_supernode[i]
+                  : t == T_RACK ? m->rack_supernode[i]
+                                : m->cooling_loop_supernode[i];
+    const char *tmpl = sn_model_supernode_template(m, sn)->name;
+    if (!grouped) {
+        if (t == T_POWER)
+            sn_model_power_domain_name(m, i, buf, NAME_LEN);
+        else if (t == T_RACK)
+            sn_model_rack_name(m, i, buf, NAME_LEN);
+        else
+            sn_model_cooling_loop_name(m, i, buf, NAME_LEN);
+    } else if (t == T_POWER) {
+        snprintf(buf, NAME_LEN, "%s/pd%s", tmpl, sn_model_power_domain_spec(m, i)->name);
+    } else if (t == T_RACK) {
+        snprintf(buf, NAME_LEN, "%s/rack%u", tmpl, i - m->supernodes[sn].first_rack);
+    } else {
+        snprintf(buf, NAME_LEN, "%s/loop%s", tmpl, sn_model_cooling_loop_spec(m, i)->name);
+    }
+}
+
+static void print_row(FILE *out, enum table t, const struct row *r)
+{
+    char a[32], b[32], c[32], d[32], name[NAME_LEN + 16];
+    if (r->instances > 1)
+        snprintf(name, sizeof(name), "%s x%u", r->name, r->instances);
+    else
+        snprintf(name, sizeof(name), "%s", r->name);
+    fmt(r->v[0], SN_UNIT_POWER, a, 32);
+    fmt(r->cap, SN_UNIT_POWER, d, 32);
+    if (t == T_POWER)
+        fprintf(out, "  %-28s %10s %10s %10s %10s %7.2f %7.2f\n", name, a,
+                fmt(r->v[1], SN_UNIT_POWER, b, 32), fmt(r->v[2], SN_UNIT_POWER, c, 32), d,
+                ratio(r->cap, r->v[0]), ratio(r->cap, r->v[1]));
+    else if (t == T_RACK)
+        fprintf(out, "  %-28s %10s %10s %10s %7.2f\n", name, a, fmt(r->v[1], SN_UNIT_POWER, b, 32),
+                d, ratio(r->cap, r->v[1]));
+    else
+        fprintf(out, "  %-28s %10s %10s %7.2f\n", name, a, d, ratio(r->cap, r->v[0]));
+}
+
+/* Rows grouped by template-local entity: entities of one supernode are
+ * contiguous, so local index = id - first id of its supernode. */
+static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                          enum table t)
+{
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        uint32_t ti = m->supernodes[sn].template_index;
+        bool first_of_template = true;
+        for (uint32_t p = 0; p < sn; p++)
+            if (m->supernodes[p].template_index == ti)
+                first_of_template = false;
+        if (!first_of_template)
+            continue;
+        const struct sn_supernode *s = &m->supernodes[sn];
+        uint32_t n = t == T_POWER  ? s->n_power_domains
+                     : t == T_RACK ? s->n_racks
+                                   : s->n_cooling_loops;
+        for (uint32_t local = 0; local < n; local++) {
+            struct row r = {.instances = 0};
+            for (uint32_t q = sn; q < m->n_supernodes; q++) {
+                const struct sn_supernode *sq = &m->supernodes[q];
+                if (sq->template_index != ti)
+                    continue;
+                uint32_t id = local + (t == T_POWER  ? sq->first_power_domain
+                                       : t == T_RACK ? sq->first_rack
+                                                     : sq->first_cooling_loop);
+                struct row one = {.instances = 1};
+                table_values(bom, t, id, &one);
+                if (r.instances++ == 0) {
+                    r = one;
+                    table_name(m, t, id, true, r.name);
+                    continue;
+                }
+                for (int k = 0; k < 4; k++)
+                    r.v[k] = one.v[k] > r.v[k] ? one.v[k] : r.v[k];
+                r.cap = one.cap < r.cap ? one.cap : r.cap;
+            }
+            print_row(out, t, &r);
+        }
+    }
+}
+
+static void text_table(FILE *out, const struct sn_model *m, const struct sn_bom *bom, enum table t)
+{
+    uint32_t n = table_count(m, t);
+    if (n == 0)
+        return;
+    if (n <= ROWS_IN_FULL) {
+        for (uint32_t i = 0; i < n; i++) {
+            struct row r = {.instances = 1};
+            table_values(bom, t, i, &r);
+            table_name(m, t, i, false, r.name);
+            print_row(out, t, &r);
+        }
+        return;
+    }
+    print_grouped(out, m, bom, t);
+}
+
+static void text_power(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    char a[32], b[32], c[32], d[32];
+    double pf = m->spec->review.peak_factor > 0 ? m->spec->review.peak_factor : 1.3;
+    fprintf(out, "Power (steady: GPUs at TDP; peak: GPUs at %.2f x TDP)\n", pf);
+    if (m->n_power_domains > 0) {
+        fprintf(out, "  %-28s %10s %10s %10s %10s %7s %7s\n", "power domain", "steady", "peak",
+                "failover", "capacity", "cap/st", "cap/pk");
+        text_table(out, m, bom, T_POWER);
+    }
+    fprintf(out, "  cluster: steady %s, peak %s (optics %s, outside power domains %s)\n",
+            fmt(bom->steady_w, SN_UNIT_POWER, a, 32), fmt(bom->peak_w, SN_UNIT_POWER, b, 32),
+            fmt(bom->optics_power_w, SN_UNIT_POWER, c, 32),
+            fmt(bom->unassigned_w, SN_UNIT_POWER, d, 32));
+    if (m->n_racks > 0) {
+        fprintf(out, "\n  %-28s %10s %10s %10s %7s\n", "rack", "steady", "peak", "limit", "lim/pk");
+        text_table(out, m, bom, T_RACK);
+    }
+    fprintf(out, "\nCooling\n");
+    if (m->n_cooling_loops > 0) {
+        fprintf(out, "  %-28s %10s %10s %7s\n", "cooling loop", "heat", "capacity", "cap/ht");
+        text_table(out, m, bom, T_LOOP);
+    } else {
+        fprintf(out, "  no cooling loops\n");
+    }
+    fprintf(out, "\n");
+}
+
+static void text_blast(FILE *out, const struct sn_bom *bom)
+{
+    fprintf(out, "Blast radius (worst single failure)\n  %-14s %10s %10s %12s\n", "domain",
+            "domains", "GPUs lost", "supernodes");
+    for (int k = 0; k < SN_DOMAIN_KIND_COUNT; k++) {
+        const struct sn_bom_blast *b = &bom->blast[k];
+        fprintf(out, "  %-14s %10u %10u %12u\n", sn_domain_kind_name((enum sn_domain_kind)k),
+                b->domains, b->max_gpus, b->max_supernodes);
+    }
+    fprintf(out, "\n");
+}
+
+static void text_storage(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    char a[32], b[32], c[32];
+    if (bom->n_storage == 0)
+        return;
+    fprintf(out, "Storage\n  %-16s %-12s %12s %12s %12s\n", "tier", "kind", "capacity", "read",
+            "write");
+    for (uint32_t i = 0; i < bom->n_storage; i++) {
+        const struct sn_bom_storage *s = &bom->storage[i];
+        const struct sn_storage_spec *st = &m->spec->storage[s->spec_index];
+        fprintf(out, "  %-16s %-12s %12s %12s %12s\n", st->name, sn_storage_kind_name(st->kind),
+                fmt(s->capacity_bytes, SN_UNIT_BYTES, a, 32),
+                fmt(s->read_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, b, 32),
+                fmt(s->write_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, c, 32));
+    }
+    fprintf(out, "\n");
+}
+
+enum sn_err sn_bom_write_text(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                              struct sn_error *err)
+{
+    fprintf(out, "Bill of materials: %s\n\n", m->spec->name ? m->spec->name : "(unnamed)");
+    text_counts(out, m, bom);
+    text_switches(out, m, bom);
+    text_cables(out, m, bom);
+    text_bandwidth(out, m, bom);
+    text_power(out, m, bom);
+    text_blast(out, bom);
+    text_storage(out, m, bom);
+    if (ferror(out))
+        return sn_error_set(err, SN_ERR_IO, "cannot write the bill of materials");
+    return SN_OK;
+}

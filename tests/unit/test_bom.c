@@ -1,0 +1,402 @@
+/*
+ * Tests of lib/bom (sn_bom_compute and its writers) against published
+ * reference designs and hand-checked figures:
+ *  - NVIDIA DGX SuperPOD reference architecture (B200 RA, "Larger DGX
+ *    SuperPOD component counts"; the H100 RA uses the same scalable unit):
+ *    leaf, spine and core switch counts and node-leaf, leaf-spine and
+ *    spine-core cable counts for 2 to 64 scalable units of 32 DGX systems;
+ *  - one GB200 NVL72 rack (NVIDIA GB200 NVL72 product page): 72 GPUs,
+ *    18 NVLink switch chips, 1.8 TB/s bidirectional per GPU, 130 TB/s
+ *    (129.6) per rack; 1,296 GPU-switch links on 18 x 72 ports;
+ *  - the standard 64-GPU unit of examples/std-unit-64.yaml, by hand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include <sn/bom.h>
+
+#include "sn_test.h"
+
+/* A rail-optimised 1:1 fat tree of n scalable units: 32 DGX H100 (8 GPUs,
+ * 8 x 400 Gb/s NICs) per unit, 8 rail leaves per unit, leaf, spine and core
+ * all the same 64-port 400 Gb/s switch, tiers auto. One supernode = one SU. */
+static char *superpod_spec(unsigned n)
+{
+    static const char fmt[] =
+        "version: 1\n"
+        "name: superpod-%u-su\n"
+        "catalog:\n"
+        "  gpus:\n"
+        "    H100: {dense_bf16: 989 TFLOP/s, hbm: 80 GiB, hbm_bandwidth: 3.35 TB/s,\n"
+        "           tdp: 700 W, scaleup_links: 18,\n"
+        "           scaleup_link_bandwidth: 50 GB/s bidirectional}\n"
+        "  servers:\n"
+        "    DGX-H100: {gpu: H100, gpus: 8, cpus: 2, cpu_cores: 112, memory: 2 TiB,\n"
+        "               nics: 8, nic_speed: 400 Gb/s, nvme: 30 TB, nvme_read: 25 GB/s,\n"
+        "               nvme_write: 12 GB/s, base_power: 4.6 kW, feeds: 2, rack_units: 8}\n"
+        "  switches:\n"
+        "    NVSwitch: {kind: nvlink, ports: 64, port_speed: 25 GB/s per-direction,\n"
+        "               power: 100 W}\n"
+        "    QM9700: {kind: infiniband, ports: 64, port_speed: 400 Gb/s, power: 1.7 kW,\n"
+        "             rack_units: 1}\n"
+        "    Mgmt: {kind: ethernet, ports: 48, port_speed: 1 Gb/s, power: 150 W}\n"
+        "  cables:\n"
+        "    board: {medium: copper, reach: 1 m}\n"
+        "    optic: {medium: optic, reach: 100 m, optic_power: 15 W}\n"
+        "    cat6: {medium: copper, reach: 100 m}\n"
+        "templates:\n"
+        "  su:\n"
+        "    server: DGX-H100\n"
+        "    servers: 32\n"
+        "    scaleup: {domain: server, switch: NVSwitch, chips: 4, cable: board}\n"
+        "    leaves: {switch: QM9700, count: 8, attach: rail, cable: optic, length: row,\n"
+        "             power: [A, B]}\n"
+        "    management: {separation: physical, switch: Mgmt, count: 2, cable: cat6,\n"
+        "                 power: [A, B]}\n"
+        "    power_domains:\n"
+        "      A: {capacity: 400 kW, kind: ac, redundant_with: B}\n"
+        "      B: {capacity: 400 kW, kind: ac, redundant_with: A}\n"
+        "    cooling_loops:\n"
+        "      L1: {kind: air, capacity: 500 kW}\n"
+        "    racks: {count: 8, power_limit: 50 kW, cooling: liquid, loops: [L1]}\n"
+        "supernodes:\n"
+        "  - template: su\n"
+        "    count: %u\n"
+        "fabric:\n"
+        "  tiers: auto\n"
+        "  spine: {switch: QM9700, cable: optic}\n"
+        "  core: {switch: QM9700, cable: optic}\n";
+    size_t len = sizeof(fmt) + 32;
+    char *buf = malloc(len);
+    assert_non_null(buf);
+    snprintf(buf, len, fmt, n, n);
+    return buf;
+}
+
+struct built {
+    struct sn_spec *spec;
+    struct sn_model *model;
+    struct sn_bom bom;
+};
+
+static void build_text(struct built *b, const char *name, const char *text)
+{
+    struct sn_error err = {0};
+    memset(b, 0, sizeof(*b));
+    if (sn_spec_parse_buffer(name, text, strlen(text), &b->spec, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    if (sn_model_build(b->spec, &b->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    if (sn_model_verify(b->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    if (sn_bom_compute(b->model, &b->bom, &err) != SN_OK)
+        fail_msg("%s", err.message);
+}
+
+static void build_file(struct built *b, const char *rel)
+{
+    char path[1024];
+    struct sn_error err = {0};
+    memset(b, 0, sizeof(*b));
+    if (sn_spec_parse_file(sn_test_path(path, sizeof(path), rel), &b->spec, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    if (sn_model_build(b->spec, &b->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    if (sn_bom_compute(b->model, &b->bom, &err) != SN_OK)
+        fail_msg("%s", err.message);
+}
+
+static void release(struct built *b)
+{
+    sn_bom_release(&b->bom);
+    sn_model_free(b->model);
+    sn_spec_free(b->spec);
+}
+
+/* ---- SuperPOD -------------------------------------------------------- */
+
+struct superpod_row {
+    unsigned su, nodes, gpus, leaf, spine, core;
+    unsigned long node_leaf, leaf_spine, spine_core;
+};
+
+/* DGX SuperPOD RA, "Larger DGX SuperPOD component counts" (compute fabric).
+ * A core of 0 is "-" in the table: a two-tier fabric. */
+static const struct superpod_row superpod_table[] = {
+    {2, 64, 512, 16, 8, 0, 512, 512, 0},
+    {4, 128, 1024, 32, 16, 0, 1024, 1024, 0},
+    {8, 256, 2048, 64, 32, 0, 2048, 2048, 0},
+    {16, 512, 4096, 128, 128, 64, 4096, 4096, 4096},
+    {32, 1024, 8192, 256, 256, 128, 8192, 8192, 8192},
+    {64, 2048, 16384, 512, 512, 256, 16384, 16384, 16384},
+};
+
+static void test_superpod_reference_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(superpod_table) / sizeof(superpod_table[0]); i++) {
+        const struct superpod_row *row = &superpod_table[i];
+        char *text = superpod_spec(row->su);
+        struct built b;
+        build_text(&b, "superpod.yaml", text);
+        const struct sn_bom *bom = &b.bom;
+        print_message("SU %u\n", row->su);
+        assert_int_equal(bom->servers, row->nodes);
+        assert_int_equal(bom->gpus, row->gpus);
+        assert_int_equal(bom->switches_by_role[SN_ROLE_LEAF], row->leaf);
+        assert_int_equal(bom->switches_by_role[SN_ROLE_SPINE], row->spine);
+        assert_int_equal(bom->switches_by_role[SN_ROLE_CORE], row->core);
+        assert_int_equal(bom->tiers[SN_TIER_NODE_LEAF].links, row->node_leaf);
+        assert_int_equal(bom->tiers[SN_TIER_LEAF_SPINE].links, row->leaf_spine);
+        assert_int_equal(bom->tiers[SN_TIER_SPINE_CORE].links, row->spine_core);
+        assert_int_equal(bom->fabric_tiers, row->core ? 3 : 2);
+        /* 1:1 at every tier: nothing oversold, no port past a radix. */
+        assert_near(bom->leaf_oversubscription, 1.0, 1e-12);
+        if (row->core)
+            assert_near(bom->spine_oversubscription, 1.0, 1e-12);
+        for (uint32_t l = 0; l < bom->n_switch_lines; l++)
+            assert_int_equal(bom->switch_lines[l].ports_over, 0);
+        release(&b);
+        free(text);
+    }
+}
+
+/* Every other N from 2 to 64: the leaves and the first two cable tiers
+ * scale exactly with the unit count, and the model is consistent. */
+static void test_superpod_every_n(void **state)
+{
+    (void)state;
+    for (unsigned n = 2; n <= 64; n++) {
+        char *text = superpod_spec(n);
+        struct built b;
+        build_text(&b, "superpod.yaml", text);
+        const struct sn_bom *bom = &b.bom;
+        assert_int_equal(bom->servers, 32 * n);
+        assert_int_equal(bom->gpus, 256 * n);
+        assert_int_equal(bom->switches_by_role[SN_ROLE_LEAF], 8 * n);
+        assert_int_equal(bom->tiers[SN_TIER_NODE_LEAF].links, 256 * n);
+        assert_int_equal(bom->tiers[SN_TIER_LEAF_SPINE].links, 256 * n);
+        /* Every spine and core port in use is one cable end. */
+        uint64_t spine_used = 0, core_used = 0;
+        for (uint32_t l = 0; l < bom->n_switch_lines; l++) {
+            if (bom->switch_lines[l].role == SN_ROLE_SPINE)
+                spine_used = bom->switch_lines[l].ports_used;
+            if (bom->switch_lines[l].role == SN_ROLE_CORE)
+                core_used = bom->switch_lines[l].ports_used;
+        }
+        uint64_t spine_core = bom->tiers[SN_TIER_SPINE_CORE].links;
+        assert_int_equal(spine_used, 256 * n + spine_core);
+        assert_int_equal(core_used, spine_core);
+        release(&b);
+        free(text);
+    }
+}
+
+/* Figures of one SU by hand: 32 DGX H100 of 8 x 700 W GPUs + 4.6 kW. */
+static void test_superpod_figures(void **state)
+{
+    (void)state;
+    char *text = superpod_spec(4);
+    struct built b;
+    build_text(&b, "superpod.yaml", text);
+    const struct sn_bom *bom = &b.bom;
+    const struct sn_bom_template *t = sn_bom_template(bom, 0);
+    assert_non_null(t);
+    assert_int_equal(t->supernodes, 4);
+    /* 18 NVLink 4 links x 25 GB/s per direction = 450 GB/s (900 GB/s bidi). */
+    assert_near(t->scaleup_gpu_bytes_per_s, 450e9, 1);
+    /* 8 x 400 Gb/s NICs for 8 GPUs = 50 GB/s per GPU; 450 / 50 = 9. */
+    assert_near(t->scaleout_gpu_bytes_per_s, 50e9, 1);
+    assert_near(t->convergence, 9.0, 1e-12);
+    /* Node-leaf: 1,024 x 400 Gb/s = 51.2 TB/s; bisection half of it. */
+    assert_near(bom->tiers[SN_TIER_NODE_LEAF].bisection_bytes_per_s, 1024 * 50e9 / 2, 1);
+    /* Optics: every node-leaf and leaf-spine link is an optic, 2 modules. */
+    assert_int_equal(bom->optics, 2 * (1024 + 1024));
+    assert_near(bom->optics_power_w, 2 * 2048 * 15.0, 1e-6);
+    /* Dual-fed servers split evenly over A and B: per SU 32 x (4.6 kW +
+     * 8 x 700 W) = 326.4 kW, half on each, plus 4 leaves and 1 mgmt switch
+     * on each domain; on failover one domain carries all servers at peak
+     * (4.6 kW + 8 x 700 W x 1.3 = 11.88 kW each). */
+    assert_near(bom->power[0].steady_w, 326400.0 / 2 + 4 * 1700 + 150, 1e-6);
+    assert_near(bom->power[0].failover_peak_w, 32 * 11880.0 + 4 * 1700 + 150, 1e-6);
+    assert_near(bom->unassigned_w, 16 * 1700.0, 1e-6); /* the 16 spines */
+    assert_near(bom->dense_bf16_flops, 1024 * 989e12, 1e3);
+    /* Blast radius: a server is 8 GPUs, a rack 4 servers, a supernode 256;
+     * a single power domain takes nothing (all servers dual-fed); a rail
+     * leaf carries one GPU of each of 32 servers. */
+    assert_int_equal(bom->blast[SN_DOMAIN_SERVER].max_gpus, 8);
+    assert_int_equal(bom->blast[SN_DOMAIN_RACK].max_gpus, 32);
+    assert_int_equal(bom->blast[SN_DOMAIN_POWER_DOMAIN].max_gpus, 0);
+    assert_int_equal(bom->blast[SN_DOMAIN_LEAF].max_gpus, 32);
+    assert_int_equal(bom->blast[SN_DOMAIN_LEAF].domains, 32);
+    assert_int_equal(bom->blast[SN_DOMAIN_SUPERNODE].max_gpus, 256);
+    assert_int_equal(bom->blast[SN_DOMAIN_SUPERNODE].max_supernodes, 1);
+    assert_int_equal(bom->blast[SN_DOMAIN_COOLING_LOOP].max_supernodes, 1);
+    assert_int_equal(bom->blast[SN_DOMAIN_RACK].max_supernodes, 0);
+    release(&b);
+    free(text);
+}
+
+/* ---- GB200 NVL72 ----------------------------------------------------- */
+
+static void test_nvl72_rack(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "tests/specs/bom/nvl72-rack.yaml");
+    const struct sn_bom *bom = &b.bom;
+    assert_int_equal(bom->gpus, 72);
+    assert_int_equal(bom->switches_by_role[SN_ROLE_SCALEUP], 18);
+    assert_int_equal(bom->tiers[SN_TIER_SCALEUP].links, 1296);
+    const struct sn_bom_switches *chips = &bom->switch_lines[0];
+    assert_int_equal(chips->role, SN_ROLE_SCALEUP);
+    assert_int_equal(chips->ports, 18 * 72);
+    assert_int_equal(chips->ports_used, 1296);
+    assert_int_equal(chips->ports_free, 0); /* no spare switch port */
+    assert_int_equal(chips->ports_over, 0);
+    const struct sn_bom_template *t = sn_bom_template(bom, 0);
+    assert_non_null(t);
+    assert_int_equal(t->scaleup_links, 1296);
+    assert_int_equal(t->scaleup_ports, 1296);
+    assert_near(t->scaleup_gpu_bytes_per_s, 900e9, 1);              /* per direction */
+    assert_near(2 * t->scaleup_gpu_bytes_per_s, 1.8e12, 1);         /* bidirectional */
+    assert_near(2 * t->scaleup_supernode_bytes_per_s, 129.6e12, 1); /* ~130 TB/s */
+    assert_near(bom->dense_bf16_flops, 180e15, 1e6);
+    /* 18 trays x (1 kW + 4 x 1.2 kW) + 18 x 250 W + 2 x 1.7 kW + 2 x 150 W. */
+    assert_near(bom->rack[0].steady_w, 18 * 5800.0 + 4500 + 3400 + 300, 1e-6);
+    assert_near(bom->loop[0].heat_w, bom->rack[0].steady_w, 1e-6);
+    /* 72 node-leaf optical links: 144 modules of 15 W. */
+    assert_int_equal(bom->optics, 144);
+    assert_near(bom->optics_power_w, 144 * 15.0, 1e-9);
+    release(&b);
+}
+
+/* ---- the standard unit ------------------------------------------------ */
+
+static void test_std_unit(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "examples/std-unit-64.yaml");
+    const struct sn_bom *bom = &b.bom;
+    assert_int_equal(bom->gpus, 64);
+    assert_int_equal(bom->servers, 8);
+    assert_int_equal(bom->switches_by_role[SN_ROLE_SCALEUP], 32); /* 4 per server */
+    assert_int_equal(bom->switches_by_role[SN_ROLE_LEAF], 2);
+    assert_int_equal(bom->switches_by_role[SN_ROLE_MGMT], 2);
+    assert_int_equal(bom->tiers[SN_TIER_SCALEUP].links, 64 * 18);
+    assert_int_equal(bom->tiers[SN_TIER_NODE_LEAF].links, 64);
+    assert_int_equal(bom->tiers[SN_TIER_MGMT].links, 8);
+    assert_int_equal(bom->links, 64 * 18 + 64 + 8);
+    assert_int_equal(bom->fabric_tiers, 1);
+    /* Leaves: 32 of 64 ports used each (4 NICs x 8 servers). */
+    for (uint32_t l = 0; l < bom->n_switch_lines; l++)
+        if (bom->switch_lines[l].role == SN_ROLE_LEAF) {
+            assert_int_equal(bom->switch_lines[l].ports_used, 64);
+            assert_int_equal(bom->switch_lines[l].ports_free, 64);
+        }
+    /* Single-fed servers alternate over A and B: 4 each of 4.6 + 5.6 kW,
+     * plus a leaf (1.5 kW) and a management switch (150 W) per domain. */
+    assert_near(bom->power[0].steady_w, 4 * 10200.0 + 1500 + 150, 1e-6);
+    assert_near(bom->power[1].steady_w, 4 * 10200.0 + 1500 + 150, 1e-6);
+    assert_near(bom->power[0].peak_w, 4 * (4600 + 8 * 700 * 1.3) + 1650, 1e-6);
+    assert_int_equal(bom->blast[SN_DOMAIN_POWER_DOMAIN].max_gpus, 32);
+    assert_int_equal(bom->blast[SN_DOMAIN_POWER_DOMAIN].max_supernodes, 0);
+    assert_int_equal(bom->blast[SN_DOMAIN_POWER_DOMAIN].max_supernodes_hit, 1);
+    /* Local NVMe: 8 x 30 TB. */
+    assert_int_equal(bom->n_storage, 2);
+    assert_near(bom->storage[0].capacity_bytes, 8 * 30e12, 1);
+    assert_near(bom->storage[1].capacity_bytes, 2e15, 1);
+    release(&b);
+}
+
+/* The JSON document parses back and carries the same figures. */
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "tests/specs/bom/nvl72-rack.yaml");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    struct sn_error err = {0};
+    assert_int_equal(sn_bom_write_json(f, b.model, &b.bom, &err), SN_OK);
+    fclose(f);
+    json_error_t jerr;
+    json_t *doc = json_loads(buf, 0, &jerr);
+    if (!doc)
+        fail_msg("bad JSON: %s at line %d", jerr.text, jerr.line);
+    assert_string_equal(json_string_value(json_object_get(doc, "schema")), "supernode.bom/1");
+    json_t *counts = json_object_get(doc, "counts");
+    assert_int_equal(json_integer_value(json_object_get(counts, "gpus")), 72);
+    assert_int_equal(json_integer_value(json_object_get(counts, "links")), b.bom.links);
+    json_t *sw = json_object_get(counts, "switches");
+    assert_int_equal(json_integer_value(json_object_get(sw, "scaleup")), 18);
+    json_t *t = json_array_get(json_object_get(json_object_get(doc, "bandwidth"), "templates"), 0);
+    assert_near(json_real_value(json_object_get(t, "scaleup_gpu_bidirectional_bytes_per_s")),
+                1.8e12, 1);
+    json_t *pd = json_object_get(json_object_get(doc, "power"), "domains");
+    assert_int_equal(json_array_size(pd), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(pd, 0), "name")),
+                        "sn00-pdA");
+    assert_int_equal(json_array_size(json_object_get(doc, "blast_radius")), SN_DOMAIN_KIND_COUNT);
+    json_decref(doc);
+    free(buf);
+    release(&b);
+}
+
+/* The text tables name every section and group rows past 16 instances. */
+static void test_text_output(void **state)
+{
+    (void)state;
+    char *text = superpod_spec(16);
+    struct built b;
+    build_text(&b, "superpod.yaml", text);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    struct sn_error err = {0};
+    assert_int_equal(sn_bom_write_text(f, b.model, &b.bom, &err), SN_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "Bill of materials: superpod-16-su"));
+    assert_non_null(strstr(buf, "su/pdA x16")); /* 32 domains: grouped */
+    assert_non_null(strstr(buf, "su/rack7 x16"));
+    assert_null(strstr(buf, "sn00-pdA"));
+    assert_non_null(strstr(buf, "fabric: 3 tier(s)"));
+    free(buf);
+    release(&b);
+    free(text);
+}
+
+static void test_release_null(void **state)
+{
+    (void)state;
+    sn_bom_release(NULL);
+    struct sn_bom bom;
+    memset(&bom, 0, sizeof(bom));
+    sn_bom_release(&bom);
+    sn_bom_release(&bom);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_superpod_reference_table),
+        cmocka_unit_test(test_superpod_every_n),
+        cmocka_unit_test(test_superpod_figures),
+        cmocka_unit_test(test_nvl72_rack),
+        cmocka_unit_test(test_std_unit),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_text_output),
+        cmocka_unit_test(test_release_null),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
