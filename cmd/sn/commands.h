@@ -21,5 +21,7 @@ struct sn_command {
 };
 
 int cmd_design(int argc, char **argv);
+/* sn design check (argv[0] is "check"). */
+int cmd_design_check(int argc, char **argv);
 
 #endif

@@ -369,10 +369,10 @@ static void ports_report(struct sn__review_ctx *c)
             if (p->switches == 0)
                 continue;
             sn__finding_global(c, SN_SEVERITY_INFO, 0,
-                               "%s switches %s: %s switches, %s ports, %s used, %s free "
+                               "%s switches %s: %s switch%s, %s ports, %s used, %s free "
                                "(%u..%u free per switch)",
                                sn_switch_role_name(r), m->spec->switch_models[k].name,
-                               sn__count(a, sizeof(a), p->switches),
+                               sn__count(a, sizeof(a), p->switches), p->switches == 1 ? "" : "es",
                                sn__count(b, sizeof(b), p->ports), sn__count(d, sizeof(d), p->used),
                                sn__count(e, sizeof(e), p->free), p->min_free, p->max_free);
         }
@@ -485,15 +485,16 @@ static void tier_report(struct sn__review_ctx *c, const struct fabric_bw *fb,
     char a[32], b[32], name[SN_REVIEW_NAME_MAX], n[32];
     if (t.n_up == 0) {
         sn__finding_global(c, SN_SEVERITY_INFO, key,
-                           "%s tier: %s switches with downlinks and no uplinks (top tier)",
-                           sn_switch_role_name(role), sn__count(n, sizeof(n), t.n));
+                           "%s tier: %s switch%s with downlinks and no uplinks (top tier)",
+                           sn_switch_role_name(role), sn__count(n, sizeof(n), t.n),
+                           t.n == 1 ? "" : "es");
         return;
     }
     ratio_text(a, sizeof(a), t.min);
     ratio_text(b, sizeof(b), t.max);
     struct sn_finding *f = sn__finding_global(
-        c, SN_SEVERITY_INFO, key, "%s tier: %s switches, downlink:uplink bandwidth %s .. %s",
-        sn_switch_role_name(role), sn__count(n, sizeof(n), t.n), a, b);
+        c, SN_SEVERITY_INFO, key, "%s tier: %s switch%s, downlink:uplink bandwidth %s .. %s",
+        sn_switch_role_name(role), sn__count(n, sizeof(n), t.n), t.n == 1 ? "" : "es", a, b);
     sn__finding_element(f, sn_model_switch_name(m, t.worst, name, sizeof(name)));
 }
 
