@@ -194,10 +194,12 @@ static void report_text(const struct sn_model *m, const struct sn_review *rv)
     uint32_t run = 0;
     for (uint32_t i = 0; i < sn_review_rule_count(); i++)
         run += rv->rules_run >> i & 1;
-    printf("%u rules: %llu errors, %llu warnings, %llu infos", run,
-           (unsigned long long)rv->by_severity[SN_SEVERITY_ERROR],
-           (unsigned long long)rv->by_severity[SN_SEVERITY_WARNING],
-           (unsigned long long)rv->by_severity[SN_SEVERITY_INFO]);
+    printf("%u rule%s:", run, run == 1 ? "" : "s");
+    for (int s = SN_SEVERITY_COUNT - 1; s >= 0; s--) {
+        unsigned long long n = rv->by_severity[s];
+        printf("%s %llu %s%s", s == SN_SEVERITY_COUNT - 1 ? "" : ",", n,
+               sn_severity_name((enum sn_severity)s), n == 1 ? "" : "s");
+    }
     if (rv->suppressed)
         printf(" (%llu findings suppressed)", (unsigned long long)rv->suppressed);
     printf("\n");
