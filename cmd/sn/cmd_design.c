@@ -10,6 +10,7 @@
 #include "commands.h"
 
 static const struct sn_command design_commands[] = {
+    {"check", cmd_design_check, "review the design against the rules (docs/rules.md)"},
     {"bom", cmd_design_bom, "bill of materials, bandwidth, power, cooling and blast radius"},
     {"export", cmd_design_export, "export to Slurm, Volcano, Kubernetes, Graphviz, CSV, JSON"},
 };

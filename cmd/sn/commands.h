@@ -24,6 +24,7 @@ int cmd_design(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
 /* Subcommands of sn design; argv[0] is the subcommand's name. */
+int cmd_design_check(int argc, char **argv);
 int cmd_design_bom(int argc, char **argv);
 int cmd_design_export(int argc, char **argv);
 

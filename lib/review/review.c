@@ -1,0 +1,551 @@
+/*
+ * The design review: the rule table, the run loop, emission of findings
+ * with caps and per-supernode merging, sorting, and the rule catalogue.
+ *
+ * Invariants: the table is in ID order and IDs and slugs never change;
+ * out->findings holds at most SN_REVIEW_MAX_FINDINGS regular findings plus
+ * one "suppressed" finding per rule, sorted by (rule, key, seq); the
+ * per-severity counts include every finding a check emitted.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "review/review_int.h"
+
+struct rule_row {
+    struct sn_rule rule;
+    sn__check_fn check;
+};
+
+/* The rule table. Texts are the catalogue in docs/rules.md. */
+static const struct rule_row rules[] = {
+    {{"R01", "planes-separated", SN_SEVERITY_ERROR, "Control plane and data plane share no switch.",
+      "A fault or a flood on the data plane must not cut off the management network that "
+      "repairs it.",
+      "Every management link must end on a management switch and no data-plane link may end "
+      "on one. `separation: physical` with no management switch is an error; `separation: "
+      "vlan` (management as a VLAN on the data-plane leaves) is a warning; `separation: none` "
+      "is an error. Servers without a management port are a warning.",
+      "", "r01-planes-separated"},
+     sn__check_planes},
+    {{"R02", "power-domain-survival", SN_SEVERITY_ERROR,
+      "Every supernode spans two power domains and survives losing any one.",
+      "A single feed failure must not take down a whole supernode.",
+      "The servers of each supernode must be fed by at least two power domains. For each "
+      "power domain, the GPUs lost when it fails are the servers all of whose feeds it "
+      "carries (dual-fed servers on two domains survive), plus the whole supernode when it "
+      "feeds every switch tray of a supernode-wide scale-up fabric. The GPUs left must be at "
+      "least `survivor_fraction` of the supernode.",
+      "survivor_fraction", "r02-power-domain-survival"},
+     sn__check_power_domains},
+    {{"R03", "redundant-pairs-split", SN_SEVERITY_ERROR,
+      "Redundant pairs never share a power domain.",
+      "A redundant pair on one feed is one failure away from losing both halves.",
+      "The two leaves of a `pair` attachment, the two management switches of a pair and the "
+      "two feeds of a dual-corded server must be on different power domains, and every "
+      "member of a pair must be on some power domain.",
+      "", "r03-redundant-pairs-split"},
+     sn__check_redundancy},
+    {{"R04", "power-capacity", SN_SEVERITY_ERROR,
+      "Each power domain covers its load with margin and its peak.",
+      "Feeds run cool and never trip at a synchronised GPU power peak.",
+      "For each power domain: capacity >= `power_margin` x steady draw, and capacity >= peak "
+      "draw, where the GPUs draw `peak_factor` x TDP. Draw is the sum over what the domain "
+      "feeds (see the power model below); a dual-fed server loads each of its feeds with its "
+      "full draw. Draw outside every power domain (spine and core switches) is not checked.",
+      "power_margin, peak_factor", "r04-power-capacity"},
+     sn__check_power_capacity},
+    {{"R05", "rack-limits", SN_SEVERITY_ERROR,
+      "Racks stay within their power limit; dense racks are liquid-cooled.",
+      "A rack over its limit trips its PDUs; air cannot remove more than about 40 kW a rack.",
+      "For each rack: steady draw <= the rack's `power_limit`, and a rack whose steady draw "
+      "exceeds `air_cooling_limit` must be a liquid rack on a liquid cooling loop.",
+      "air_cooling_limit", "r05-rack-limits"},
+     sn__check_racks},
+    {{"R06", "cooling-capacity", SN_SEVERITY_ERROR,
+      "Each cooling loop removes its heat load with margin.",
+      "Heat equals electrical draw; a loop without margin throttles GPUs on a hot day.",
+      "For each cooling loop: capacity >= `cooling_margin` x heat load, where the heat load "
+      "is the steady draw of the racks on the loop. A rack with no loop in a supernode that "
+      "has loops is a warning.",
+      "cooling_margin", "r06-cooling-capacity"},
+     sn__check_cooling},
+    {{"R07", "scaleup-nonblocking", SN_SEVERITY_ERROR,
+      "The scale-up fabric is non-blocking and within the hop limit.",
+      "Tensor parallelism assumes every GPU reaches every other at full link speed.",
+      "For each scale-up domain (a server, or a supernode with switch trays): every GPU link "
+      "lands on a switch port within the chips' radix (links = ports used <= ports), a "
+      "chip port is at least as fast as a GPU link, the chips' total port bandwidth covers "
+      "the GPUs' total link bandwidth, and every GPU pair shares a chip (one switch hop) "
+      "within `hop_limit`.",
+      "", "r07-scaleup-nonblocking"},
+     sn__check_scaleup},
+    {{"R08", "port-budget", SN_SEVERITY_ERROR,
+      "No switch has more links than ports; free ports are reported.",
+      "A design that needs port 65 of a 64-port switch cannot be cabled.",
+      "For every switch: links <= ports of its model. One info finding per switch role and "
+      "model reports switches, ports, ports used and free ports.",
+      "", "r08-port-budget"},
+     sn__check_ports},
+    {{"R09", "oversubscription", SN_SEVERITY_ERROR,
+      "Scale-out oversubscription is reported; training pools are 1:1.",
+      "Training collectives run at the speed of the slowest link: network bandwidth is never "
+      "oversold to a training pool.",
+      "Per tier (leaf, spine) the ratio downlink bandwidth : uplink bandwidth is reported "
+      "(min and max over the tier's switches). Every leaf of a supernode in a training pool, "
+      "and every spine, must be 1:1 or better when a training pool exists. Several "
+      "supernodes without a spine tier are a warning (they cannot reach each other).",
+      "", "r09-oversubscription"},
+     sn__check_oversubscription},
+    {{"R10", "bandwidth-headroom", SN_SEVERITY_ERROR,
+      "Effective scale-out bandwidth meets the planned need with headroom.",
+      "RoCE and InfiniBand deliver a fraction of line rate; plans need slack for bursts.",
+      "When the fabric states `per_gpu_need`: for each supernode, the per-GPU scale-out "
+      "bandwidth (NIC bandwidth / GPUs, each NIC at the slower of NIC and leaf port, divided "
+      "by the worst leaf and spine oversubscription on its path) x `efficiency` must be >= "
+      "need x (1 + `bandwidth_headroom`).",
+      "bandwidth_headroom (and fabric efficiency, per_gpu_need)", "r10-bandwidth-headroom"},
+     sn__check_headroom},
+    {{"R11", "cable-reach", SN_SEVERITY_ERROR, "Every link's cable reaches its length class.",
+      "A 3 m DAC cannot join racks 10 m apart; the mistake shows only at installation.",
+      "For every link with a cable type and a length class: reach >= length. One finding per "
+      "tier, cable type and length class, with the link count and one example label.",
+      "", "r11-cable-reach"},
+     sn__check_reach},
+    {{"R12", "memory-wall", SN_SEVERITY_WARNING,
+      "GPUs have enough memory bandwidth for their compute.",
+      "Below a few milli-bytes per FLOP, decoding and small-batch work are memory bound.",
+      "For each GPU model in use: HBM bandwidth / dense BF16 FLOP/s >= `memory_wall` "
+      "(bytes per FLOP).",
+      "memory_wall", "r12-memory-wall"},
+     sn__check_memory_wall},
+    {{"R13", "counts-consistent", SN_SEVERITY_ERROR, "Counts are consistent.",
+      "Published reference designs have contained exactly such arithmetic mistakes.",
+      "GPUs = sum of servers x GPUs per server, per supernode and in total; every `expect` "
+      "total equals the model's count; each layout's tp x pp x cp x dp equals its GPUs, its "
+      "GPUs fit the cluster, ep divides dp x cp, and tp fits a scale-up domain (warning); "
+      "racks that hold no server and NIC counts that split unevenly over GPUs or rails are "
+      "warnings.",
+      "", "r13-counts-consistent"},
+     sn__check_counts},
+    {{"R14", "cable-ledger", SN_SEVERITY_ERROR, "Every cable has a unique, deterministic label.",
+      "Two cables with one label make the ledger useless for installation and repair.",
+      "Labels are `<a-end>--<b-end>` (sn_model_cable_label). They are unique when supernode "
+      "names are unique, names hold no ':' (which ends a name), every link end's port is within "
+      "its device's ports and no port end (device, port, NIC or management) is used by two "
+      "links: generated names decode uniquely from the right, so these conditions make "
+      "labels unique. They are checked without building the label strings (one bit per "
+      "port); an info finding reports the cable count when all hold.",
+      "", "r14-cable-ledger"},
+     sn__check_cables},
+};
+
+#define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))
+
+static const char *const severity_names[] = {
+#define SN_X(name, text) text,
+    SN_SEVERITY_LIST(SN_X)
+#undef SN_X
+};
+
+const char *sn_severity_name(enum sn_severity severity)
+{
+    return (unsigned)severity < SN_SEVERITY_COUNT ? severity_names[severity] : "unknown";
+}
+
+uint32_t sn_review_rule_count(void)
+{
+    return N_RULES;
+}
+
+const struct sn_rule *sn_review_rule(uint32_t index)
+{
+    return index < N_RULES ? &rules[index].rule : NULL;
+}
+
+uint32_t sn_review_find_rule(const char *text)
+{
+    for (uint32_t i = 0; i < N_RULES; i++) {
+        const struct sn_rule *r = &rules[i].rule;
+        if (strcmp(text, r->slug) == 0 || strlen(text) == strlen(r->id)) {
+            bool same = strcmp(text, r->slug) == 0;
+            for (size_t k = 0; !same && k <= strlen(r->id); k++) {
+                if (toupper((unsigned char)text[k]) != r->id[k])
+                    break;
+                same = r->id[k] == '\0';
+            }
+            if (same)
+                return i;
+        }
+    }
+    return SN_NONE;
+}
+
+/* ---- formatting helpers ------------------------------------------------ */
+
+const char *sn__fmt(char *buf, size_t len, double value, enum sn_unit_kind kind)
+{
+    return sn_units_format(value, kind, buf, len);
+}
+
+const char *sn__count(char *buf, size_t len, uint64_t value)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)value);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < len; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o < len ? o : len - 1] = '\0';
+    return buf;
+}
+
+/* ---- emission ---------------------------------------------------------- */
+
+static void count_suppressed(struct sn__review_ctx *c, enum sn_severity severity, uint64_t n)
+{
+    c->rule_suppressed += n;
+    c->out->suppressed += n;
+    if (severity > c->suppressed_severity)
+        c->suppressed_severity = severity;
+}
+
+/* A slot for a new kept finding, or NULL when capped or out of memory. */
+static struct sn_finding *new_slot(struct sn__review_ctx *c)
+{
+    struct sn_review *r = c->out;
+    if (c->rule_kept >= SN_REVIEW_MAX_PER_RULE || r->n_findings >= SN_REVIEW_MAX_FINDINGS)
+        return NULL;
+    if (r->n_findings == c->cap) {
+        uint32_t cap = c->cap ? c->cap * 2 : 64;
+        struct sn_finding *grown = realloc(r->findings, (size_t)cap * sizeof(*grown));
+        if (!grown) {
+            c->nomem = true;
+            return NULL;
+        }
+        r->findings = grown;
+        c->cap = cap;
+    }
+    c->rule_kept++;
+    return &r->findings[r->n_findings++];
+}
+
+static struct sn_finding *vfinding(struct sn__review_ctx *c, enum sn_severity severity,
+                                   uint64_t key, const char *fmt, va_list ap)
+{
+    c->out->by_severity[severity]++;
+    struct sn_finding *f = new_slot(c);
+    if (!f) {
+        count_suppressed(c, severity, 1);
+        f = &c->scratch;
+    }
+    memset(f, 0, sizeof(*f));
+    f->rule = c->rule;
+    f->severity = severity;
+    f->key = key;
+    f->seq = c->seq++;
+    vsnprintf(f->message, sizeof(f->message), fmt, ap);
+    return f;
+}
+
+static struct sn_finding *vlocal(struct sn__review_ctx *c, enum sn_severity severity, uint32_t key,
+                                 const char *fmt, va_list ap)
+{
+    c->out->by_severity[severity]++;
+    struct sn_finding *f = &c->scratch;
+    if (c->n_cur < SN__REVIEW_LOCAL_MAX) {
+        f = &c->cur[c->n_cur++];
+    } else {
+        c->cur_dropped++;
+        if (severity > c->cur_dropped_sev)
+            c->cur_dropped_sev = severity;
+    }
+    memset(f, 0, sizeof(*f));
+    f->rule = c->rule;
+    f->severity = severity;
+    f->key = key;
+    vsnprintf(f->message, sizeof(f->message), fmt, ap);
+    return f;
+}
+
+struct sn_finding *sn__finding(struct sn__review_ctx *c, enum sn_severity severity, uint32_t key,
+                               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    struct sn_finding *f =
+        c->in_supernode ? vlocal(c, severity, key, fmt, ap) : vfinding(c, severity, key, fmt, ap);
+    va_end(ap);
+    return f;
+}
+
+struct sn_finding *sn__finding_global(struct sn__review_ctx *c, enum sn_severity severity,
+                                      uint64_t key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    struct sn_finding *f = vfinding(c, severity, key, fmt, ap);
+    va_end(ap);
+    return f;
+}
+
+void sn__finding_element(struct sn_finding *f, const char *name)
+{
+    if (f->n_elements >= SN_REVIEW_MAX_ELEMENTS)
+        return;
+    snprintf(f->elements[f->n_elements++], SN_REVIEW_NAME_MAX, "%s", name);
+}
+
+/* ---- per-supernode runs ------------------------------------------------ */
+
+/* Strips "<supernode>-" from the element names of the current findings so
+ * that identical supernodes compare equal. */
+static void localise(struct sn__review_ctx *c)
+{
+    for (uint32_t i = 0; i < c->n_cur; i++) {
+        struct sn_finding *f = &c->cur[i];
+        for (uint32_t e = 0; e < f->n_elements; e++) {
+            char *name = f->elements[e];
+            if (strncmp(name, c->sn_name, c->sn_name_len) == 0 && name[c->sn_name_len] == '-')
+                memmove(name, name + c->sn_name_len + 1, strlen(name + c->sn_name_len + 1) + 1);
+            else if (strcmp(name, c->sn_name) == 0)
+                name[0] = '\0'; /* the supernode itself */
+        }
+    }
+}
+
+static bool same_findings(const struct sn__review_ctx *c)
+{
+    if (c->n_cur != c->n_run || c->cur_dropped != c->run_dropped)
+        return false;
+    for (uint32_t i = 0; i < c->n_cur; i++) {
+        const struct sn_finding *a = &c->cur[i], *b = &c->run[i];
+        if (a->severity != b->severity || a->key != b->key || a->n_elements != b->n_elements ||
+            strcmp(a->message, b->message) != 0)
+            return false;
+        for (uint32_t e = 0; e < a->n_elements; e++)
+            if (strcmp(a->elements[e], b->elements[e]) != 0)
+                return false;
+    }
+    return true;
+}
+
+/* dst = a + b, truncated to len bytes with the NUL. */
+static void join(char *dst, size_t len, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > len - 1)
+        la = len - 1;
+    if (lb > len - 1 - la)
+        lb = len - 1 - la;
+    memmove(dst + la, b, lb); /* b may be dst itself */
+    memmove(dst, a, la);
+    dst[la + lb] = '\0';
+}
+
+/* Emits the findings of the current run of identical supernodes. */
+static void flush_run(struct sn__review_ctx *c)
+{
+    if (c->run_len == 0)
+        return;
+    const struct sn_model *m = c->m;
+    char first[SN_REVIEW_NAME_MAX], last[SN_REVIEW_NAME_MAX], n[32];
+    sn_model_supernode_name(m, c->run_first, first, sizeof(first));
+    sn_model_supernode_name(m, c->run_first + c->run_len - 1, last, sizeof(last));
+    for (uint32_t i = 0; i < c->n_run; i++) {
+        const struct sn_finding *l = &c->run[i];
+        struct sn_finding *f = new_slot(c);
+        if (!f) {
+            count_suppressed(c, l->severity, 1);
+            continue;
+        }
+        *f = *l;
+        f->key = (uint64_t)c->run_first << 32 | (uint32_t)l->key;
+        f->seq = c->seq++;
+        if (c->run_len > 1) {
+            char head[3 * SN_REVIEW_NAME_MAX];
+            snprintf(head, sizeof(head),
+                     "%s supernodes alike (%s..%s): ", sn__count(n, sizeof(n), c->run_len), first,
+                     last);
+            join(f->message, sizeof(f->message), head, l->message);
+        }
+        for (uint32_t e = 0; e < f->n_elements; e++) {
+            char head[SN_REVIEW_NAME_MAX + 1];
+            snprintf(head, sizeof(head), "%s%s", first, l->elements[e][0] ? "-" : "");
+            join(f->elements[e], SN_REVIEW_NAME_MAX, head, l->elements[e]);
+        }
+    }
+    if (c->run_dropped)
+        count_suppressed(c, c->run_dropped_sev, c->run_dropped * c->run_len);
+    c->run_len = 0;
+    c->n_run = 0;
+}
+
+void sn__each_supernode(struct sn__review_ctx *c, void (*fn)(struct sn__review_ctx *c, uint32_t sn))
+{
+    const struct sn_model *m = c->m;
+    c->run_len = 0;
+    c->n_run = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes && !c->nomem; sn++) {
+        c->in_supernode = true;
+        c->sn = sn;
+        c->n_cur = 0;
+        c->cur_dropped = 0;
+        c->cur_dropped_sev = SN_SEVERITY_INFO;
+        sn_model_supernode_name(m, sn, c->sn_name, sizeof(c->sn_name));
+        c->sn_name_len = strlen(c->sn_name);
+        fn(c, sn);
+        c->in_supernode = false;
+        localise(c);
+        bool same_group =
+            c->run_len > 0 && m->supernodes[c->run_first].group == m->supernodes[sn].group;
+        if (same_group && same_findings(c)) {
+            c->run_len++;
+            continue;
+        }
+        flush_run(c);
+        struct sn_finding *t = c->run;
+        c->run = c->cur;
+        c->cur = t;
+        c->n_run = c->n_cur;
+        c->run_dropped = c->cur_dropped;
+        c->run_dropped_sev = c->cur_dropped_sev;
+        c->run_first = sn;
+        c->run_len = 1;
+    }
+    flush_run(c);
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+static int finding_cmp(const void *pa, const void *pb)
+{
+    const struct sn_finding *a = pa, *b = pb;
+    if (a->rule != b->rule)
+        return a->rule < b->rule ? -1 : 1;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+/* Closes the current rule: the final "suppressed" finding, if any. It
+ * bypasses the caps, so at most one per rule is added past them. */
+static void close_rule(struct sn__review_ctx *c)
+{
+    if (c->rule_suppressed == 0)
+        return;
+    struct sn_review *r = c->out;
+    if (r->n_findings == c->cap) {
+        struct sn_finding *grown = realloc(r->findings, (size_t)(c->cap + 1) * sizeof(*grown));
+        if (!grown) {
+            c->nomem = true;
+            return;
+        }
+        r->findings = grown;
+        c->cap++;
+    }
+    struct sn_finding *f = &r->findings[r->n_findings++];
+    char n[32];
+    memset(f, 0, sizeof(*f));
+    f->rule = c->rule;
+    f->severity = c->suppressed_severity;
+    f->key = UINT64_MAX;
+    f->seq = c->seq++;
+    snprintf(f->message, sizeof(f->message),
+             "%s more findings of this rule suppressed (cap %u per rule, %u in all)",
+             sn__count(n, sizeof(n), c->rule_suppressed), SN_REVIEW_MAX_PER_RULE,
+             SN_REVIEW_MAX_FINDINGS);
+}
+
+static bool config_valid(const struct sn_review_config *cfg, struct sn_error *err)
+{
+    const double v[] = {cfg->power_margin,
+                        cfg->peak_factor,
+                        cfg->survivor_fraction,
+                        cfg->air_cooling_limit_w,
+                        cfg->cooling_margin,
+                        cfg->bandwidth_headroom,
+                        cfg->memory_wall_bytes_per_flop};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        if (!isfinite(v[i]) || v[i] < 0) {
+            sn_error_set(err, SN_ERR_INVALID,
+                         "review threshold %zu is %g, want a finite "
+                         "non-negative number",
+                         i, v[i]);
+            return false;
+        }
+    return true;
+}
+
+static void run_rules(struct sn__review_ctx *c, uint64_t mask)
+{
+    for (uint32_t i = 0; i < N_RULES && !c->nomem; i++) {
+        if (mask && !(mask >> i & 1))
+            continue;
+        c->rule = i;
+        c->rule_kept = 0;
+        c->rule_suppressed = 0;
+        c->suppressed_severity = SN_SEVERITY_INFO;
+        rules[i].check(c);
+        close_rule(c);
+        c->out->rules_run |= (uint64_t)1 << i;
+    }
+}
+
+enum sn_err sn_review_run(const struct sn_model *model, const struct sn_review_config *config,
+                          uint64_t rule_mask, struct sn_review **out, struct sn_error *err)
+{
+    *out = NULL;
+    const struct sn_review_config *cfg = config ? config : &model->spec->review;
+    if (!config_valid(cfg, err))
+        return SN_ERR_INVALID;
+    struct sn__review_ctx *c = calloc(1, sizeof(*c));
+    struct sn_review *r = calloc(1, sizeof(*r));
+    enum sn_err rc = SN_OK;
+    if (!c || !r)
+        goto nomem;
+    c->m = model;
+    c->cfg = cfg;
+    c->out = r;
+    c->cur = calloc(SN__REVIEW_LOCAL_MAX, sizeof(*c->cur));
+    c->run = calloc(SN__REVIEW_LOCAL_MAX, sizeof(*c->run));
+    if (!c->cur || !c->run)
+        goto nomem;
+    sn__power_compute(c);
+    if (!c->nomem)
+        run_rules(c, rule_mask);
+    if (c->nomem)
+        goto nomem;
+    if (r->n_findings > 1)
+        qsort(r->findings, r->n_findings, sizeof(*r->findings), finding_cmp);
+    *out = r;
+    r = NULL;
+    goto done;
+nomem:
+    rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory running the design review");
+done:
+    if (c) {
+        sn__power_release(&c->power);
+        free(c->cur);
+        free(c->run);
+        free(c);
+    }
+    sn_review_free(r);
+    return rc;
+}
+
+void sn_review_free(struct sn_review *review)
+{
+    if (!review)
+        return;
+    free(review->findings);
+    free(review);
+}

@@ -1,0 +1,405 @@
+/*
+ * Power, failure-domain and cooling rules (R02..R06), and the power model
+ * they share (sn__power_compute; docs/rules.md "Power model").
+ *
+ * All draws are computed once per review in O(servers + switches + links).
+ * The checks then run per supernode, so identical supernodes merge.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "review/review_int.h"
+
+void sn__power_release(struct sn__power *p)
+{
+    free(p->server_w);
+    free(p->server_peak_w);
+    free(p->switch_w);
+    free(p->pd_w);
+    free(p->pd_peak_w);
+    free(p->rack_w);
+    free(p->rack_peak_w);
+    free(p->loop_w);
+    memset(p, 0, sizeof(*p));
+}
+
+static double *zeros(uint64_t n, bool *failed)
+{
+    double *p = calloc(n ? n : 1, sizeof(double));
+    if (!p)
+        *failed = true;
+    return p;
+}
+
+/* Adds one transceiver's power to the device at a link end. */
+static void add_optic(struct sn__power *p, const struct sn_model *m, uint8_t kind, uint32_t id,
+                      double w)
+{
+    switch ((enum sn_endpoint_kind)kind) {
+    case SN_END_GPU:
+        p->server_w[m->gpu_server[id]] += w;
+        p->server_peak_w[m->gpu_server[id]] += w;
+        break;
+    case SN_END_SERVER:
+        p->server_w[id] += w;
+        p->server_peak_w[id] += w;
+        break;
+    case SN_END_SWITCH:
+        p->switch_w[id] += w;
+        break;
+    case SN_ENDPOINT_KIND_COUNT:
+        break;
+    }
+}
+
+static void device_draws(struct sn__power *p, const struct sn_model *m, double peak_factor)
+{
+    for (uint32_t s = 0; s < m->n_servers; s++) {
+        const struct sn_server_model *sm = sn_model_server_spec(m, s);
+        double tdp = m->spec->gpu_models[sm->gpu_model].tdp_w;
+        p->server_w[s] = sm->base_power_w + sm->gpus * tdp;
+        p->server_peak_w[s] = sm->base_power_w + sm->gpus * tdp * peak_factor;
+    }
+    for (uint32_t w = 0; w < m->n_switches; w++) {
+        bool in_server = m->switch_role[w] == SN_ROLE_SCALEUP && m->switch_server[w] != SN_NONE;
+        p->switch_w[w] = in_server ? 0 : sn_model_switch_spec(m, w)->power_w;
+    }
+    for (uint64_t i = 0; i < m->n_links; i++) {
+        const struct sn_link *l = &m->links[i];
+        if (l->cable >= m->spec->n_cable_types)
+            continue;
+        const struct sn_cable_type *ct = &m->spec->cable_types[l->cable];
+        if (ct->medium != SN_CABLE_OPTIC || ct->optic_power_w <= 0)
+            continue;
+        add_optic(p, m, l->a_kind, l->a_id, ct->optic_power_w);
+        add_optic(p, m, l->b_kind, l->b_id, ct->optic_power_w);
+    }
+}
+
+static void domain_sums(struct sn__power *p, const struct sn_model *m)
+{
+    for (uint32_t s = 0; s < m->n_servers; s++) {
+        uint32_t a = m->server_power[0][s], b = m->server_power[1][s];
+        if (a != SN_NONE) {
+            p->pd_w[a] += p->server_w[s];
+            p->pd_peak_w[a] += p->server_peak_w[s];
+        }
+        if (b != SN_NONE && b != a) {
+            p->pd_w[b] += p->server_w[s];
+            p->pd_peak_w[b] += p->server_peak_w[s];
+        }
+        if (a == SN_NONE && b == SN_NONE)
+            p->unplaced_w += p->server_w[s];
+        if (m->server_rack[s] != SN_NONE) {
+            p->rack_w[m->server_rack[s]] += p->server_w[s];
+            p->rack_peak_w[m->server_rack[s]] += p->server_peak_w[s];
+        }
+    }
+    for (uint32_t w = 0; w < m->n_switches; w++) {
+        uint32_t pd = m->switch_power[w];
+        if (pd != SN_NONE) {
+            p->pd_w[pd] += p->switch_w[w];
+            p->pd_peak_w[pd] += p->switch_w[w];
+        } else {
+            p->unplaced_w += p->switch_w[w];
+        }
+        if (m->switch_rack[w] != SN_NONE) {
+            p->rack_w[m->switch_rack[w]] += p->switch_w[w];
+            p->rack_peak_w[m->switch_rack[w]] += p->switch_w[w];
+        }
+    }
+    for (uint32_t r = 0; r < m->n_racks; r++)
+        if (m->rack_cooling_loop[r] != SN_NONE)
+            p->loop_w[m->rack_cooling_loop[r]] += p->rack_w[r];
+}
+
+void sn__power_compute(struct sn__review_ctx *c)
+{
+    const struct sn_model *m = c->m;
+    struct sn__power *p = &c->power;
+    bool failed = false;
+    p->server_w = zeros(m->n_servers, &failed);
+    p->server_peak_w = zeros(m->n_servers, &failed);
+    p->switch_w = zeros(m->n_switches, &failed);
+    p->pd_w = zeros(m->n_power_domains, &failed);
+    p->pd_peak_w = zeros(m->n_power_domains, &failed);
+    p->rack_w = zeros(m->n_racks, &failed);
+    p->rack_peak_w = zeros(m->n_racks, &failed);
+    p->loop_w = zeros(m->n_cooling_loops, &failed);
+    if (failed) {
+        c->nomem = true;
+        return;
+    }
+    device_draws(p, m, c->cfg->peak_factor);
+    domain_sums(p, m);
+}
+
+/* ---- R02: every supernode survives the loss of one power domain -------- */
+
+/* GPUs lost when power domain pd fails: servers all of whose feeds it
+ * carries, or the whole supernode when it feeds every switch tray of a
+ * supernode-wide scale-up fabric. */
+static uint32_t lost_gpus(const struct sn_model *m, uint32_t pd, struct sn_bitset *scratch)
+{
+    const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[pd]];
+    uint32_t trays = 0, trays_on_pd = 0;
+    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
+        if (m->switch_server[w] != SN_NONE)
+            continue;
+        trays++;
+        trays_on_pd += m->switch_power[w] == pd;
+    }
+    if (trays > 0 && trays_on_pd == trays)
+        return s->n_gpus;
+    return sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, pd, scratch);
+}
+
+struct survival {
+    struct sn_bitset scratch;
+};
+
+static void survival_supernode(struct sn__review_ctx *c, uint32_t sn)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_supernode *s = &m->supernodes[sn];
+    char name[SN_REVIEW_NAME_MAX], a[32], b[32];
+    bool used[SN_SPEC_MAX_DOMAINS_PER_TEMPLATE] = {false};
+    uint32_t n_used = 0, first_used = SN_NONE;
+    for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++)
+        for (int f = 0; f < 2; f++) {
+            uint32_t pd = m->server_power[f][sv];
+            if (pd == SN_NONE || pd - s->first_power_domain >= SN_SPEC_MAX_DOMAINS_PER_TEMPLATE)
+                continue;
+            if (!used[pd - s->first_power_domain]) {
+                used[pd - s->first_power_domain] = true;
+                n_used++;
+            }
+            first_used = first_used == SN_NONE || pd < first_used ? pd : first_used;
+        }
+    if (n_used < 2) {
+        struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, 0,
+                                           "servers are fed by %u power domain%s; a supernode "
+                                           "must span at least 2",
+                                           n_used, n_used == 1 ? "" : "s");
+        sn__finding_element(f, c->sn_name);
+        if (first_used != SN_NONE)
+            sn__finding_element(f, sn_model_power_domain_name(m, first_used, name, sizeof(name)));
+    }
+    struct survival *sv = (struct survival *)c->user;
+    for (uint32_t pd = s->first_power_domain;
+         s->n_gpus > 0 && pd < s->first_power_domain + s->n_power_domains; pd++) {
+        uint32_t lost = lost_gpus(m, pd, &sv->scratch);
+        uint32_t left = s->n_gpus - lost;
+        double need = c->cfg->survivor_fraction * s->n_gpus;
+        if (left + 1e-9 >= need)
+            continue;
+        struct sn_finding *f = sn__finding(
+            c, SN_SEVERITY_ERROR, pd - s->first_power_domain + 1,
+            "losing this domain stops %s of %u GPUs; %u left (%.1f%%) < survivor_fraction %g "
+            "(%s GPUs)",
+            sn__count(a, sizeof(a), lost), s->n_gpus, left, 100.0 * left / s->n_gpus,
+            c->cfg->survivor_fraction, sn__count(b, sizeof(b), (uint64_t)(need + 0.999999)));
+        sn__finding_element(f, sn_model_power_domain_name(m, pd, name, sizeof(name)));
+    }
+}
+
+void sn__check_power_domains(struct sn__review_ctx *c)
+{
+    struct survival sv = {0};
+    if (sn_bitset_init(&sv.scratch, c->m->n_gpus ? c->m->n_gpus : 1, NULL) != SN_OK) {
+        c->nomem = true;
+        return;
+    }
+    c->user = &sv;
+    sn__each_supernode(c, survival_supernode);
+    c->user = NULL;
+    sn_bitset_release(&sv.scratch);
+}
+
+/* ---- R03: redundant pairs on different power domains ------------------- */
+
+static void pair_check(struct sn__review_ctx *c, uint32_t w, const char *what)
+{
+    const struct sn_model *m = c->m;
+    uint32_t peer = m->switch_peer[w];
+    if (peer == SN_NONE || peer < w)
+        return;
+    uint32_t pa = m->switch_power[w], pb = m->switch_power[peer];
+    char na[SN_REVIEW_NAME_MAX], nb[SN_REVIEW_NAME_MAX], np[SN_REVIEW_NAME_MAX];
+    sn_model_switch_name(m, w, na, sizeof(na));
+    sn_model_switch_name(m, peer, nb, sizeof(nb));
+    uint32_t key = w - m->supernodes[c->sn].first_scaleup + 1;
+    if (pa == SN_NONE || pb == SN_NONE) {
+        struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, key,
+                                           "redundant %s pair: a member is on no power "
+                                           "domain",
+                                           what);
+        sn__finding_element(f, na);
+        sn__finding_element(f, nb);
+    } else if (pa == pb) {
+        struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, key,
+                                           "redundant %s pair: both on one power domain", what);
+        sn__finding_element(f, na);
+        sn__finding_element(f, nb);
+        sn__finding_element(f, sn_model_power_domain_name(m, pa, np, sizeof(np)));
+    }
+}
+
+static void redundancy_supernode(struct sn__review_ctx *c, uint32_t sn)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_supernode *s = &m->supernodes[sn];
+    for (uint32_t w = s->first_leaf; w < s->first_leaf + s->n_leaves; w++)
+        pair_check(c, w, "leaf");
+    for (uint32_t w = s->first_mgmt; w < s->first_mgmt + s->n_mgmt; w++)
+        pair_check(c, w, "management switch");
+    uint32_t dual = 0, same = 0, first = SN_NONE;
+    for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++) {
+        if (sn_model_server_spec(m, sv)->feeds < 2)
+            continue;
+        dual++;
+        uint32_t a = m->server_power[0][sv], b = m->server_power[1][sv];
+        if (a == SN_NONE || b == SN_NONE || a == b) {
+            same++;
+            first = first == SN_NONE ? sv : first;
+        }
+    }
+    if (same == 0)
+        return;
+    char name[SN_REVIEW_NAME_MAX], pd[SN_REVIEW_NAME_MAX];
+    struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, UINT32_MAX,
+                                       "%u of %u dual-fed servers have both feeds on one power "
+                                       "domain (or a feed on none)",
+                                       same, dual);
+    sn__finding_element(f, sn_model_server_name(m, first, name, sizeof(name)));
+    if (m->server_power[0][first] != SN_NONE)
+        sn__finding_element(
+            f, sn_model_power_domain_name(m, m->server_power[0][first], pd, sizeof(pd)));
+}
+
+void sn__check_redundancy(struct sn__review_ctx *c)
+{
+    sn__each_supernode(c, redundancy_supernode);
+}
+
+/* ---- R04: power domain capacity ---------------------------------------- */
+
+static void capacity_supernode(struct sn__review_ctx *c, uint32_t sn)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_supernode *s = &m->supernodes[sn];
+    char name[SN_REVIEW_NAME_MAX], a[32], b[32], cap[32];
+    for (uint32_t pd = s->first_power_domain; pd < s->first_power_domain + s->n_power_domains;
+         pd++) {
+        double capacity = sn_model_power_domain_spec(m, pd)->capacity_w;
+        double steady = c->power.pd_w[pd], peak = c->power.pd_peak_w[pd];
+        double need = c->cfg->power_margin * steady;
+        uint32_t key = (pd - s->first_power_domain) * 2;
+        sn_model_power_domain_name(m, pd, name, sizeof(name));
+        sn__fmt(cap, sizeof(cap), capacity, SN_UNIT_POWER);
+        if (capacity < need) {
+            struct sn_finding *f =
+                sn__finding(c, SN_SEVERITY_ERROR, key, "steady draw %s x %g = %s > capacity %s",
+                            sn__fmt(a, sizeof(a), steady, SN_UNIT_POWER), c->cfg->power_margin,
+                            sn__fmt(b, sizeof(b), need, SN_UNIT_POWER), cap);
+            sn__finding_element(f, name);
+        }
+        if (capacity < peak) {
+            struct sn_finding *f = sn__finding(
+                c, SN_SEVERITY_ERROR, key + 1, "peak draw %s (GPUs at %g x TDP) > capacity %s",
+                sn__fmt(a, sizeof(a), peak, SN_UNIT_POWER), c->cfg->peak_factor, cap);
+            sn__finding_element(f, name);
+        }
+    }
+}
+
+void sn__check_power_capacity(struct sn__review_ctx *c)
+{
+    sn__each_supernode(c, capacity_supernode);
+}
+
+/* ---- R05: rack power limit and air-cooling limit ----------------------- */
+
+static void rack_supernode(struct sn__review_ctx *c, uint32_t sn)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_supernode *s = &m->supernodes[sn];
+    const struct sn_racks_spec *rs = &sn_model_supernode_template(m, sn)->racks;
+    char name[SN_REVIEW_NAME_MAX], a[32], b[32];
+    for (uint32_t r = s->first_rack; r < s->first_rack + s->n_racks; r++) {
+        double draw = c->power.rack_w[r];
+        uint32_t key = (r - s->first_rack) * 2;
+        sn_model_rack_name(m, r, name, sizeof(name));
+        sn__fmt(a, sizeof(a), draw, SN_UNIT_POWER);
+        if (rs->power_limit_w > 0 && draw > rs->power_limit_w) {
+            struct sn_finding *f =
+                sn__finding(c, SN_SEVERITY_ERROR, key, "steady draw %s > rack power limit %s", a,
+                            sn__fmt(b, sizeof(b), rs->power_limit_w, SN_UNIT_POWER));
+            sn__finding_element(f, name);
+        }
+        if (draw <= c->cfg->air_cooling_limit_w)
+            continue;
+        uint32_t loop = m->rack_cooling_loop[r];
+        bool liquid_loop =
+            loop != SN_NONE && sn_model_cooling_loop_spec(m, loop)->kind == SN_COOLING_LIQUID;
+        if (rs->cooling == SN_COOLING_LIQUID && liquid_loop)
+            continue;
+        const char *why = rs->cooling != SN_COOLING_LIQUID ? "the rack is air-cooled"
+                          : loop == SN_NONE                ? "the rack is on no cooling loop"
+                                                           : "its cooling loop is an air loop";
+        struct sn_finding *f =
+            sn__finding(c, SN_SEVERITY_ERROR, key + 1,
+                        "steady draw %s > air-cooling limit %s, "
+                        "but %s",
+                        a, sn__fmt(b, sizeof(b), c->cfg->air_cooling_limit_w, SN_UNIT_POWER), why);
+        sn__finding_element(f, name);
+        if (loop != SN_NONE)
+            sn__finding_element(f, sn_model_cooling_loop_name(m, loop, name, sizeof(name)));
+    }
+}
+
+void sn__check_racks(struct sn__review_ctx *c)
+{
+    sn__each_supernode(c, rack_supernode);
+}
+
+/* ---- R06: cooling loop capacity ---------------------------------------- */
+
+static void cooling_supernode(struct sn__review_ctx *c, uint32_t sn)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_supernode *s = &m->supernodes[sn];
+    char name[SN_REVIEW_NAME_MAX], a[32], b[32], cap[32];
+    for (uint32_t l = s->first_cooling_loop; l < s->first_cooling_loop + s->n_cooling_loops; l++) {
+        double capacity = sn_model_cooling_loop_spec(m, l)->capacity_w;
+        double heat = c->power.loop_w[l], need = c->cfg->cooling_margin * heat;
+        if (capacity >= need)
+            continue;
+        struct sn_finding *f = sn__finding(
+            c, SN_SEVERITY_ERROR, l - s->first_cooling_loop, "heat load %s x %g = %s > capacity %s",
+            sn__fmt(a, sizeof(a), heat, SN_UNIT_POWER), c->cfg->cooling_margin,
+            sn__fmt(b, sizeof(b), need, SN_UNIT_POWER),
+            sn__fmt(cap, sizeof(cap), capacity, SN_UNIT_POWER));
+        sn__finding_element(f, sn_model_cooling_loop_name(m, l, name, sizeof(name)));
+    }
+    double unlooped = 0;
+    uint32_t n_unlooped = 0, first = SN_NONE;
+    for (uint32_t r = s->first_rack; r < s->first_rack + s->n_racks; r++)
+        if (m->rack_cooling_loop[r] == SN_NONE) {
+            unlooped += c->power.rack_w[r];
+            n_unlooped++;
+            first = first == SN_NONE ? r : first;
+        }
+    if (n_unlooped == 0)
+        return;
+    enum sn_severity sev = s->n_cooling_loops > 0 ? SN_SEVERITY_WARNING : SN_SEVERITY_INFO;
+    struct sn_finding *f = sn__finding(
+        c, sev, UINT32_MAX, "%u rack%s on no cooling loop: heat load %s unchecked", n_unlooped,
+        n_unlooped == 1 ? "" : "s", sn__fmt(a, sizeof(a), unlooped, SN_UNIT_POWER));
+    sn__finding_element(f, sn_model_rack_name(m, first, name, sizeof(name)));
+}
+
+void sn__check_cooling(struct sn__review_ctx *c)
+{
+    sn__each_supernode(c, cooling_supernode);
+}
