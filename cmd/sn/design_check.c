@@ -7,7 +7,7 @@
  * Exit status: 0 no error-level finding, 1 at least one, 2 bad input or
  * usage, 3 internal failure. Text output is one line per finding, sorted
  * by rule then element, and a summary line; --json prints the documented
- * schema (docs/commands/design-check.md).
+ * schema (docs/cmd-design.md).
  */
 #include <jansson.h>
 #include <stdbool.h>
