@@ -21,5 +21,6 @@ struct sn_command {
 };
 
 int cmd_design(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@
 
 static const struct sn_command commands[] = {
     {"design", cmd_design, "review a cluster design, count its parts, export it"},
+    {"sim", cmd_sim, "replay a trace on a cluster with the scheduler, compare policies"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

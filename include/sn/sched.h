@@ -254,6 +254,9 @@ void sn_sched_job_info(const struct sn_sched *s, uint32_t job, struct sn_job_inf
  * *count receives the number; NULL when the job is not running. */
 const uint32_t *sn_sched_job_gpus(const struct sn_sched *s, uint32_t job, uint32_t *count);
 
+/* The pending jobs, in no particular order (valid until the next event). */
+const uint32_t *sn_sched_pending(const struct sn_sched *s, uint32_t *count);
+
 /* Owner of a GPU (job ID) or SN_NONE. */
 uint32_t sn_sched_gpu_owner(const struct sn_sched *s, uint32_t gpu);
 /* True when the GPU is down (failed) or cordoned. */

@@ -788,3 +788,9 @@ void sn__sched_sort(uint32_t *a, size_t n, int (*cmp)(const void *ctx, uint32_t 
         sift_down(a, 0, end, cmp, ctx);
     }
 }
+
+const uint32_t *sn_sched_pending(const struct sn_sched *s, uint32_t *count)
+{
+    *count = s->n_pending;
+    return s->pending;
+}
