@@ -11,7 +11,8 @@
  *    divides gpus, else 1 (a TP group of one 8-GPU server, DP over groups);
  *  - openb pods: GPU pods only (num_gpu 0 skipped); a fractional
  *    gpu_milli counts as one whole GPU; submit = creation_time; duration =
- *    deletion_time - scheduled_time (pods that never ran are skipped);
+ *    deletion_time - scheduled_time (pods with an empty scheduled or
+ *    deletion time never ran to an end and are skipped);
  *    tenant = QoS class (LS, BE, Burstable, Guaranteed = 0..3); group = gpus.
  * Rows are kept in file order; traces are sorted by submit time already,
  * and the loader re-sorts stably to be sure.
@@ -204,6 +205,8 @@ static enum sn_err parse_row(enum sn_trace_kind kind, const char *path, unsigned
         job->tenant = fnv1a(f[0]) % tenants;
     } else {
         double sched, del;
+        if (f[9][0] == '\0' || f[9][0] == '\r' || f[10][0] == '\0' || f[10][0] == '\r')
+            return SN_OK; /* never scheduled or never deleted: no duration */
         if ((rc = num(path, line, "num_gpu", f[3], &gpus, err)) ||
             (rc = num(path, line, "creation_time", f[8], &submit, err)) ||
             (rc = num(path, line, "deletion_time", f[9], &del, err)) ||
