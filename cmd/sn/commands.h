@@ -27,5 +27,6 @@ int cmd_plan(int argc, char **argv);
 int cmd_design_check(int argc, char **argv);
 int cmd_design_bom(int argc, char **argv);
 int cmd_design_export(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@
 static const struct sn_command commands[] = {
     {"design", cmd_design, "review a cluster design, count its parts, export it"},
     {"plan", cmd_plan, "plan a training job: memory, communication, step time, checkpoints"},
+    {"sim", cmd_sim, "replay a trace on a cluster with the scheduler, compare policies"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

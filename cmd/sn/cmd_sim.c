@@ -1,0 +1,468 @@
+/*
+ * sn sim: replays a trace (or a synthetic workload) on a cluster with the
+ * scheduler core under one or all policies, and prints a side-by-side
+ * table, JSON (docs/cmd-sim.md has the schema) and SVG charts.
+ *
+ * This is the shell: it parses flags, loads files, reads the clock (only
+ * with --timing, so that default output is byte-for-byte reproducible),
+ * and formats. Everything else is lib/sim and lib/sched.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <sn/sim.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static const char usage_text[] =
+    "usage: sn sim --cluster SPEC --trace KIND:PATH [options]\n"
+    "\n"
+    "Replays a workload on a cluster with the Supernode scheduler and reports\n"
+    "utilisation, goodput, completion times, fragmentation and failures.\n"
+    "\n"
+    "  --cluster SPEC        cluster spec file, or shape:SNxSERVERSxGPUS for N identical\n"
+    "                        supernodes (2 leaves, 8 x 400 Gb/s NICs per server, 1:1, spine)\n"
+    "  --trace KIND:PATH     itp:clusterNN.csv, helios:helios_venus_gpu_jobs.csv,\n"
+    "                        openb:openb_pod_list_default.csv, or synth:N (N synthetic jobs)\n"
+    "  --policy NAME         supernode-first (default), first-fit or tree-best-fit\n"
+    "  --compare             run all three policies on the same workload, side by side\n"
+    "  --seed N              seed of every random draw (default 1)\n"
+    "  --failures on|off     failure and slow-GPU model (default on)\n"
+    "  --health on|off       health exclusion of the supernode-first policy (default on)\n"
+    "  --ckpt fixed|young-daly  checkpoint interval policy (default fixed, 1 h)\n"
+    "  --tenants N           tenants to spread trace jobs over (default 8)\n"
+    "  --estimate-error X    walltime estimate = duration x (1 + X x U[0,1)) (default 0)\n"
+    "  --limit-jobs N        keep only the first N jobs of the trace\n"
+    "  --json                print JSON instead of the table\n"
+    "  --svg-dir DIR         write utilisation.svg, jct-cdf.svg and occupancy.svg into DIR\n"
+    "  --timing              add the scheduler's wall-clock cost per decision (not\n"
+    "                        reproducible, so off by default)\n"
+    "  -h, --help            this text\n";
+
+struct opts {
+    const char *cluster, *trace, *svg_dir;
+    enum sn_sched_policy policy;
+    bool compare, json, timing;
+    uint32_t limit, tenants;
+    struct sn_sim_config cfg;
+};
+
+static int bad(const char *flag, const char *value, const char *expected)
+{
+    fprintf(stderr, "sn sim: %s '%s': expected %s\n", flag, value, expected);
+    return SN_EXIT_USAGE;
+}
+
+static bool parse_u32(const char *text, uint32_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (end == text || *end || errno || v > UINT32_MAX || text[0] == '-')
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+static bool parse_onoff(const char *text, bool *out)
+{
+    if (strcmp(text, "on") == 0 || strcmp(text, "off") == 0) {
+        *out = text[1] == 'n';
+        return true;
+    }
+    return false;
+}
+
+static int parse_value(struct opts *o, const char *flag, const char *v)
+{
+    if (strcmp(flag, "--cluster") == 0) {
+        o->cluster = v;
+    } else if (strcmp(flag, "--trace") == 0) {
+        o->trace = v;
+    } else if (strcmp(flag, "--svg-dir") == 0) {
+        o->svg_dir = v;
+    } else if (strcmp(flag, "--policy") == 0) {
+        o->policy = sn_sched_policy_from_name(v);
+        if (o->policy == SN_SCHED_POLICY_COUNT)
+            return bad(flag, v, "supernode-first, first-fit or tree-best-fit");
+    } else if (strcmp(flag, "--seed") == 0) {
+        uint32_t seed;
+        if (!parse_u32(v, &seed))
+            return bad(flag, v, "an unsigned integer");
+        o->cfg.seed = seed;
+    } else if (strcmp(flag, "--failures") == 0) {
+        if (!parse_onoff(v, &o->cfg.failures))
+            return bad(flag, v, "on or off");
+    } else if (strcmp(flag, "--health") == 0) {
+        if (!parse_onoff(v, &o->cfg.sched.health_exclusion))
+            return bad(flag, v, "on or off");
+    } else if (strcmp(flag, "--ckpt") == 0) {
+        if (strcmp(v, "fixed") == 0)
+            o->cfg.ckpt = SN_CKPT_FIXED;
+        else if (strcmp(v, "young-daly") == 0)
+            o->cfg.ckpt = SN_CKPT_YOUNG_DALY;
+        else
+            return bad(flag, v, "fixed or young-daly");
+    } else if (strcmp(flag, "--tenants") == 0) {
+        if (!parse_u32(v, &o->tenants) || o->tenants == 0 || o->tenants > SN_SCHED_MAX_TENANTS)
+            return bad(flag, v, "a tenant count from 1 to 1024");
+    } else if (strcmp(flag, "--limit-jobs") == 0) {
+        if (!parse_u32(v, &o->limit) || o->limit == 0)
+            return bad(flag, v, "a positive job count");
+    } else if (strcmp(flag, "--estimate-error") == 0) {
+        char *end;
+        double e = strtod(v, &end);
+        if (end == v || *end || !(e >= 0 && e <= 100))
+            return bad(flag, v, "a number from 0 to 100");
+        o->cfg.estimate_error = e;
+    } else {
+        fprintf(stderr, "sn sim: unknown option '%s'\n%s", flag, usage_text);
+        return SN_EXIT_USAGE;
+    }
+    return SN_EXIT_OK;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    sn_sim_config_defaults(&o->cfg);
+    o->policy = SN_SCHED_SUPERNODE_FIRST;
+    o->tenants = 8;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (sn_cli_is_help(a)) {
+            fputs(usage_text, stdout);
+            return -1;
+        }
+        if (strcmp(a, "--compare") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--timing") == 0) {
+            bool *flag = a[2] == 'c' ? &o->compare : a[2] == 'j' ? &o->json : &o->timing;
+            *flag = true;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "sn sim: option '%s' needs a value\n", a);
+            return SN_EXIT_USAGE;
+        }
+        int rc = parse_value(o, a, argv[++i]);
+        if (rc != SN_EXIT_OK)
+            return rc;
+    }
+    if (!o->cluster || !o->trace) {
+        fprintf(stderr, "sn sim: --cluster and --trace are required\n%s", usage_text);
+        return SN_EXIT_USAGE;
+    }
+    o->cfg.tenants = o->tenants;
+    return SN_EXIT_OK;
+}
+
+static int load_cluster(const char *arg, struct sn_spec **spec, struct sn_model **model,
+                        bool *is_shape)
+{
+    *is_shape = strncmp(arg, "shape:", 6) == 0;
+    if (!*is_shape)
+        return sn_cli_load(arg, spec, model);
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    char tail;
+    if (sscanf(arg + 6, "%ux%ux%u%c", &sh.supernodes, &sh.servers, &sh.gpus_per_server, &tail) != 3)
+        return bad("--cluster", arg, "a spec file or shape:SNxSERVERSxGPUS (e.g. shape:10x8x8)");
+    sh.nics = sh.gpus_per_server < 8 ? sh.gpus_per_server : 8;
+    struct sn_error err = {0};
+    if (sn_sim_shape_build(&sh, spec, model, &err) != SN_OK) {
+        fprintf(stderr, "sn sim: --cluster '%s': %s\n", arg, err.message);
+        return SN_EXIT_USAGE;
+    }
+    return SN_EXIT_OK;
+}
+
+static int load_workload(const struct opts *o, struct sn_sim_workload *w)
+{
+    const char *colon = strchr(o->trace, ':');
+    char kind_name[16] = "";
+    if (colon && (size_t)(colon - o->trace) < sizeof(kind_name))
+        memcpy(kind_name, o->trace, (size_t)(colon - o->trace));
+    enum sn_trace_kind kind = sn_trace_kind_from_name(kind_name);
+    if (!colon || kind == SN_TRACE_KIND_COUNT)
+        return bad("--trace", o->trace, "KIND:PATH with KIND itp, helios, openb or synth");
+    struct sn_error err = {0};
+    enum sn_err rc = sn_sim_trace_load(kind, colon + 1, o->limit, o->tenants, w, &err);
+    if (rc == SN_OK)
+        return SN_EXIT_OK;
+    fprintf(stderr, "sn sim: %s\n", err.message);
+    return rc == SN_ERR_NOMEM ? SN_EXIT_INTERNAL : SN_EXIT_USAGE;
+}
+
+static uint64_t clock_ns(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static const char *const class_label[SN_SIM_SIZE_CLASSES + 1] = {"all", "1", "2-8", "9-64", ">64"};
+
+#define ROW(label, fmt, expr)                                                                      \
+    do {                                                                                           \
+        printf("%-34s", label);                                                                    \
+        for (int p = 0; p < n; p++) {                                                              \
+            const struct sn_sim_result *r = res[p];                                                \
+            printf(" %16" fmt, expr);                                                              \
+        }                                                                                          \
+        printf("\n");                                                                              \
+    } while (0)
+
+static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
+                        struct sn_sim_result *const *res, int n)
+{
+    printf("%-34s", "policy");
+    for (int p = 0; p < n; p++)
+        printf(" %16s", sn_sched_policy_name(pol[p]));
+    printf("\n");
+    ROW("jobs finished", PRIu32, r->jobs_done);
+    ROW("jobs unfinished", PRIu32, r->jobs_unfinished);
+    ROW("makespan (h)", ".1f", r->makespan_s / 3600);
+    ROW("GPU utilisation", ".4f", r->utilisation);
+    ROW("goodput (useful/busy)", ".4f", r->goodput);
+    ROW("effective training time ratio", ".4f", r->ettr);
+    ROW("fragmentation (free while blocked)", ".4f", r->fragmentation);
+    ROW("busy GPU-hours", ".1f", r->busy_gpu_h);
+    ROW("lost GPU-hours", ".1f", r->lost_gpu_h);
+    ROW("preemptions", PRIu64, r->preemptions);
+    ROW("interruptions", PRIu64, r->interruptions);
+    ROW("failures", PRIu64, r->failures[0] + r->failures[1] + r->failures[2] + r->failures[3]);
+    ROW("slow GPUs", PRIu64, r->slow_gpus);
+    ROW("starts with split groups", PRIu64, r->groups_split);
+    ROW("starts with cross-supernode groups", PRIu64, r->groups_cross);
+    char label[64];
+    for (int c = 0; c <= SN_SIM_SIZE_CLASSES; c++) {
+        snprintf(label, sizeof(label), "JCT mean/p50 (h) [%s]", class_label[c]);
+        printf("%-34s", label);
+        for (int p = 0; p < n; p++)
+            printf("  %7.2f/%-7.2f", res[p]->jct[c].mean / 3600, res[p]->jct[c].p50 / 3600);
+        printf("\n");
+        snprintf(label, sizeof(label), "JCT p95/p99 (h) [%s]", class_label[c]);
+        printf("%-34s", label);
+        for (int p = 0; p < n; p++)
+            printf("  %7.2f/%-7.2f", res[p]->jct[c].p95 / 3600, res[p]->jct[c].p99 / 3600);
+        printf("\n");
+        snprintf(label, sizeof(label), "queue mean/p95 (h) [%s]", class_label[c]);
+        printf("%-34s", label);
+        for (int p = 0; p < n; p++)
+            printf("  %7.2f/%-7.2f", res[p]->queue[c].mean / 3600, res[p]->queue[c].p95 / 3600);
+        printf("\n");
+    }
+    for (int k = 1; k < SN_PENDING_REASON_COUNT; k++) {
+        snprintf(label, sizeof(label), "pending: %s", sn_pending_reason_name(k));
+        ROW(label, PRIu64, r->pending_reasons[k]);
+    }
+    if (o->timing)
+        ROW("scheduler ns per start", ".0f", r->sched_ns_per_decision);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static json_t *dist_json(const struct sn_sim_dist *d)
+{
+    return json_pack("{s:i,s:f,s:f,s:f,s:f}", "n", (json_int_t)d->n, "mean_s", d->mean, "p50_s",
+                     d->p50, "p95_s", d->p95, "p99_s", d->p99);
+}
+
+static json_t *result_json(const struct opts *o, enum sn_sched_policy pol,
+                           const struct sn_sim_result *r)
+{
+    json_t *j = json_pack(
+        "{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
+        sn_sched_policy_name(pol), "jobs_finished", (json_int_t)r->jobs_done, "jobs_unfinished",
+        (json_int_t)r->jobs_unfinished, "makespan_s", r->makespan_s, "utilisation", r->utilisation,
+        "goodput", r->goodput, "ettr", r->ettr, "fragmentation", r->fragmentation, "busy_gpu_h",
+        r->busy_gpu_h, "useful_gpu_h", r->useful_gpu_h, "lost_gpu_h", r->lost_gpu_h, "preemptions",
+        (json_int_t)r->preemptions, "interruptions", (json_int_t)r->interruptions, "slow_gpus",
+        (json_int_t)r->slow_gpus, "starts_split_groups", (json_int_t)r->groups_split,
+        "starts_cross_supernode_groups", (json_int_t)r->groups_cross);
+    json_t *fail = json_object(), *reasons = json_object(), *jct = json_object(),
+           *queue = json_object();
+    for (int c = 0; c < SN_FAIL_CLASS_COUNT; c++)
+        json_object_set_new(fail, sn_fail_class_name(c), json_integer((json_int_t)r->failures[c]));
+    for (int k = 1; k < SN_PENDING_REASON_COUNT; k++)
+        json_object_set_new(reasons, sn_pending_reason_name(k),
+                            json_integer((json_int_t)r->pending_reasons[k]));
+    for (int c = 0; c <= SN_SIM_SIZE_CLASSES; c++) {
+        json_object_set_new(jct, class_label[c], dist_json(&r->jct[c]));
+        json_object_set_new(queue, class_label[c], dist_json(&r->queue[c]));
+    }
+    json_object_set_new(j, "failures", fail);
+    json_object_set_new(j, "pending_reasons", reasons);
+    json_object_set_new(j, "jct", jct);
+    json_object_set_new(j, "queueing", queue);
+    if (o->timing)
+        json_object_set_new(j, "sched_ns_per_start", json_real(r->sched_ns_per_decision));
+    return j;
+}
+
+static void print_json(const struct opts *o, const struct sn_model *m,
+                       const struct sn_sim_workload *w, const enum sn_sched_policy *pol,
+                       struct sn_sim_result *const *res, int n)
+{
+    json_t *runs = json_array();
+    for (int p = 0; p < n; p++)
+        json_array_append_new(runs, result_json(o, pol[p], res[p]));
+    json_t *root = json_pack(
+        "{s:i,s:s,s:s,s:{s:i,s:i},s:{s:i,s:i},s:I,s:b,s:s,s:o}", "schema", 1, "cluster", o->cluster,
+        "trace", o->trace, "cluster_size", "gpus", (json_int_t)m->n_gpus, "supernodes",
+        (json_int_t)m->n_supernodes, "workload", "jobs", (json_int_t)w->n_jobs, "skipped_rows",
+        (json_int_t)w->skipped, "seed", (json_int_t)o->cfg.seed, "failures", o->cfg.failures,
+        "checkpoint", sn_ckpt_policy_name(o->cfg.ckpt), "runs", runs);
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(root);
+}
+
+/* ---- SVG ----------------------------------------------------------------- */
+
+static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c"};
+
+static FILE *svg_open(const char *dir, const char *name, const char *title)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "sn sim: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"360\">\n"
+            "<rect width=\"640\" height=\"360\" fill=\"white\"/>\n"
+            "<text x=\"320\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n"
+            "<line x1=\"50\" y1=\"320\" x2=\"620\" y2=\"320\" stroke=\"black\"/>\n"
+            "<line x1=\"50\" y1=\"40\" x2=\"50\" y2=\"320\" stroke=\"black\"/>\n",
+            title);
+    return f;
+}
+
+static void svg_legend(FILE *f, const enum sn_sched_policy *pol, int n)
+{
+    for (int p = 0; p < n; p++)
+        fprintf(f, "<text x=\"60\" y=\"%d\" fill=\"%s\" font-size=\"12\">%s</text>\n", 50 + 15 * p,
+                colours[p], sn_sched_policy_name(pol[p]));
+    fprintf(f, "</svg>\n");
+}
+
+static int write_svgs(const char *dir, const enum sn_sched_policy *pol,
+                      struct sn_sim_result *const *res, int n)
+{
+    FILE *f = svg_open(dir, "utilisation.svg", "GPU utilisation over time (0..1)");
+    if (!f)
+        return SN_EXIT_USAGE;
+    for (int p = 0; p < n; p++) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" points=\"", colours[p]);
+        uint32_t ns = res[p]->n_samples ? res[p]->n_samples : 1;
+        for (uint32_t i = 0; i < res[p]->n_samples; i++)
+            fprintf(f, "%.1f,%.1f ", 50 + 570.0 * i / ns, 320 - 280 * res[p]->samples[i]);
+        fprintf(f, "\"/>\n");
+    }
+    svg_legend(f, pol, n);
+    fclose(f);
+    if (!(f = svg_open(dir, "jct-cdf.svg", "JCT CDF (log10 seconds, 1 s .. 10^7 s)")))
+        return SN_EXIT_USAGE;
+    for (int p = 0; p < n; p++) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" points=\"", colours[p]);
+        uint32_t k = res[p]->n_jct, step = k > 500 ? k / 500 : 1;
+        for (uint32_t i = 0; i < k; i += step) {
+            double x = log10(res[p]->jct_sorted[i] > 1 ? res[p]->jct_sorted[i] : 1) / 7;
+            fprintf(f, "%.1f,%.1f ", 50 + 570 * (x < 1 ? x : 1), 320 - 280.0 * (i + 1) / k);
+        }
+        fprintf(f, "\"/>\n");
+    }
+    svg_legend(f, pol, n);
+    fclose(f);
+    if (!(f = svg_open(dir, "occupancy.svg", "Supernode occupancy (busy, down) at the snapshot")))
+        return SN_EXIT_USAGE;
+    const struct sn_sim_result *r = res[0];
+    uint32_t cols = 20;
+    for (uint32_t sn = 0; sn < r->n_supernodes; sn++) {
+        double busy = r->snap_gpus[sn] ? (double)r->snap_busy[sn] / r->snap_gpus[sn] : 0;
+        fprintf(f,
+                "<rect x=\"%u\" y=\"%u\" width=\"26\" height=\"26\" fill=\"rgb(%d,%d,255)\" "
+                "stroke=\"%s\"><title>sn %u: %u busy, %u down of %u</title></rect>\n",
+                60 + (sn % cols) * 28, 80 + (sn / cols) * 28, (int)(255 * (1 - busy)),
+                (int)(255 * (1 - busy)), r->snap_down[sn] ? "red" : "grey", sn, r->snap_busy[sn],
+                r->snap_down[sn], r->snap_gpus[sn]);
+    }
+    svg_legend(f, pol, 1);
+    fclose(f);
+    return SN_EXIT_OK;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+int cmd_sim(int argc, char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    int rc = parse_args(argc, argv, &o);
+    if (rc != SN_EXIT_OK)
+        return rc < 0 ? SN_EXIT_OK : rc;
+    struct sn_spec *spec = NULL;
+    struct sn_model *model = NULL;
+    bool is_shape;
+    if ((rc = load_cluster(o.cluster, &spec, &model, &is_shape)) != SN_EXIT_OK)
+        return rc;
+    struct sn_sim_workload w;
+    memset(&w, 0, sizeof(w));
+    rc = load_workload(&o, &w);
+    enum sn_sched_policy pol[SN_SCHED_POLICY_COUNT];
+    struct sn_sim_result *res[SN_SCHED_POLICY_COUNT] = {0};
+    int n = 0;
+    if (o.timing) {
+        o.cfg.clock_ns = clock_ns;
+    }
+    for (int p = 0; rc == SN_EXIT_OK && p < SN_SCHED_POLICY_COUNT; p++) {
+        if (!o.compare && p != (int)o.policy)
+            continue;
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "\rsn sim: running %s (%d of %d)...", sn_sched_policy_name(p), n + 1,
+                    o.compare ? SN_SCHED_POLICY_COUNT : 1);
+        o.cfg.sched.policy = (enum sn_sched_policy)p;
+        struct sn_error err = {0};
+        if (sn_sim_run(model, &w, &o.cfg, &res[n], &err) != SN_OK) {
+            fprintf(stderr, "sn sim: %s\n", err.message);
+            rc = err.code == SN_ERR_NOMEM ? SN_EXIT_INTERNAL : SN_EXIT_USAGE;
+            break;
+        }
+        pol[n++] = (enum sn_sched_policy)p;
+    }
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "\r\033[K");
+    if (rc == SN_EXIT_OK) {
+        if (o.json)
+            print_json(&o, model, &w, pol, res, n);
+        else
+            print_table(&o, pol, res, n);
+        if (o.svg_dir)
+            rc = write_svgs(o.svg_dir, pol, res, n);
+    }
+    for (int p = 0; p < n; p++)
+        sn_sim_result_free(res[p]);
+    sn_sim_workload_release(&w);
+    if (is_shape) {
+        sn_sim_shape_free(spec, model);
+    } else {
+        sn_model_free(model);
+        sn_spec_free(spec);
+    }
+    return rc;
+}

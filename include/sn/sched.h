@@ -1,0 +1,302 @@
+/*
+ * sn/sched.h: the scheduler core, a pure state machine over the cluster model.
+ *
+ * Events and `now` go in (submit, finish, failure, repair, health, cordon,
+ * pass); decisions come out (start, preempt, interrupt). There is no clock,
+ * file, thread or RNG inside: the same code runs in the simulator with
+ * virtual time and, later, in the daemon. docs/scheduler.md describes every
+ * rule; the short form:
+ *
+ *  - Tenants have three levels of quota: GPUs overall, GPUs per supernode
+ *    (plus a cap on tenants per mixed supernode) and per-job caps (GPUs,
+ *    walltime, cross-supernode bandwidth per GPU).
+ *  - Pools are the spec's pools (every supernode names one): dedicated
+ *    supernodes hold one tenant at a time, mixed supernodes are shared under
+ *    the per-supernode quotas, elastic pools hold the lowest priority. A pool
+ *    may borrow idle supernodes of the pools in its borrow mask; jobs on
+ *    borrowed capacity are released first when the owner needs it.
+ *  - Placement is all-or-nothing. A job of G GPUs is G/group groups; a group
+ *    sits in one server when it fits one, and always in one supernode. The
+ *    supernode-first policy keeps the job in one supernode (best fit) when
+ *    it can, otherwise takes the fewest supernodes (under one spine pod
+ *    first), packs servers, spreads groups over power domains on request,
+ *    skips failed, cordoned and below-threshold GPUs, and admits a
+ *    multi-supernode job only if no leaf uplink would carry more than its
+ *    capacity. Two baseline policies (first-fit over servers, Slurm-like
+ *    tree best-fit) exist for comparison; they ignore groups, health and
+ *    bandwidth as their real counterparts do.
+ *  - Queue order: priority (high first), then fair share (lowest
+ *    running_gpus / (share x total_gpus) first), then submit time, then ID.
+ *    EASY backfill keeps one reservation for the first blocked job.
+ *  - Preemption moves whole gangs, picks the supernode where the preemptor
+ *    would fit at the lowest cost (work lost since each victim's last
+ *    checkpoint plus its restart cost, in GPU-seconds), and is bounded by a
+ *    minimum runtime and K preemptions per job per window.
+ *
+ * Invariants (sn_sched_check_invariants): no GPU is allocated twice; every
+ * counter equals its recomputation; every quota holds; no group spans
+ * supernodes (nor servers, when it fits one, under supernode-first); no
+ * leaf uplink carries more than its capacity; every job is in exactly one
+ * state and list.
+ *
+ * Ownership: sn_sched_create() borrows the model (it must outlive the
+ * scheduler) and copies the config, tenants and pools. Job IDs are dense
+ * indices in submit order.
+ */
+#ifndef SN_SCHED_H
+#define SN_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/error.h>
+#include <sn/model.h>
+
+#define SN_SCHED_MAX_TENANTS 1024
+#define SN_SCHED_MAX_POOLS 32
+#define SN_SCHED_MAX_JOB_GPUS (1u << 20)
+#define SN_SCHED_DEFAULT_MAX_JOBS (1u << 22)
+
+#define SN_SCHED_POLICY_LIST(X)                                                                    \
+    X(SUPERNODE_FIRST, "supernode-first")                                                          \
+    X(FIRST_FIT, "first-fit")         /* topology-oblivious, servers in ID order */                \
+    X(TREE_BEST_FIT, "tree-best-fit") /* Slurm topology/tree: lowest switch that fits */
+enum sn_sched_policy {
+#define SN_X(name, text) SN_SCHED_##name,
+    SN_SCHED_POLICY_LIST(SN_X)
+#undef SN_X
+        SN_SCHED_POLICY_COUNT
+};
+const char *sn_sched_policy_name(enum sn_sched_policy policy);
+/* The policy with that name, or SN_SCHED_POLICY_COUNT. */
+enum sn_sched_policy sn_sched_policy_from_name(const char *name);
+
+/* Why a job is pending (Slurm's pending reasons). Append-only. */
+#define SN_PENDING_REASON_LIST(X)                                                                  \
+    X(NONE, "none")                       /* not yet considered */                                 \
+    X(QUOTA, "quota")                     /* tenant's GPU quota is used up */                      \
+    X(QUOTA_SUPERNODE, "quota-supernode") /* room exists, but not within per-supernode quotas */   \
+    X(NO_FIT, "no-supernode-fits")        /* not enough usable GPUs in the job's pools */          \
+    X(BANDWIDTH, "bandwidth")             /* fits, but a leaf uplink would be oversubscribed */    \
+    X(HEALTH, "health")                   /* fits only on failed-over, cordoned or weak GPUs */    \
+    X(PRIORITY, "priority")               /* a higher-priority job is blocked, no backfill */      \
+    X(RESERVATION, "reservation")         /* would delay the blocked head job's reservation */
+enum sn_pending_reason {
+#define SN_X(name, text) SN_PENDING_##name,
+    SN_PENDING_REASON_LIST(SN_X)
+#undef SN_X
+        SN_PENDING_REASON_COUNT
+};
+const char *sn_pending_reason_name(enum sn_pending_reason reason);
+
+#define SN_JOB_STATE_LIST(X) X(PENDING, "pending") X(RUNNING, "running") X(DONE, "done")
+enum sn_job_state {
+#define SN_X(name, text) SN_JOB_##name,
+    SN_JOB_STATE_LIST(SN_X)
+#undef SN_X
+        SN_JOB_STATE_COUNT
+};
+
+#define SN_DECISION_KIND_LIST(X)                                                                   \
+    X(START, "start")         /* job placed; read its GPUs with sn_sched_job_gpus() */             \
+    X(PREEMPT, "preempt")     /* job stopped to make room; requeued */                             \
+    X(INTERRUPT, "interrupt") /* job hit a failure; requeued */
+enum sn_decision_kind {
+#define SN_X(name, text) SN_DECISION_##name,
+    SN_DECISION_KIND_LIST(SN_X)
+#undef SN_X
+        SN_DECISION_KIND_COUNT
+};
+
+struct sn_decision {
+    enum sn_decision_kind kind;
+    uint32_t job;
+    uint32_t cause; /* PREEMPT: the preemptor's ID; otherwise SN_NONE */
+};
+
+struct sn_sched_tenant {
+    uint32_t quota_gpus;               /* overall; 0 = unlimited */
+    uint32_t quota_gpus_per_supernode; /* in mixed supernodes; 0 = unlimited */
+    uint32_t max_job_gpus;             /* per job; 0 = unlimited */
+    double max_walltime_s;             /* per job; 0 = unlimited */
+    double max_xsn_bytes_per_s;        /* per GPU, cross-supernode; 0 = unlimited */
+    double share;                      /* fair-share weight; 0 counts as 1 */
+};
+
+struct sn_sched_pool {
+    enum sn_pool_kind kind;
+    int32_t priority;     /* base priority of jobs submitted to the pool */
+    uint32_t borrow_mask; /* bit q: may use idle supernodes of pool q */
+};
+
+struct sn_sched_config {
+    enum sn_sched_policy policy;
+    bool health_exclusion;    /* skip cordoned and below-threshold GPUs */
+    bool bandwidth_admission; /* refuse placements that oversubscribe a leaf uplink */
+    bool backfill;            /* EASY backfill */
+    bool preemption;
+    double cordon_below;                /* health score (0..1) under which a GPU is cordoned */
+    uint32_t max_tenants_per_supernode; /* in mixed supernodes; 0 = unlimited */
+    uint32_t spare_gpus_per_supernode;  /* kept free for in-place replacement */
+    double min_runtime_s;               /* before a job may be preempted */
+    uint32_t max_preemptions;           /* K: per job per window */
+    double preemption_window_s;
+    uint32_t max_jobs;  /* hard cap on submitted jobs; 0 = default */
+    uint32_t n_tenants; /* at least 1 */
+    const struct sn_sched_tenant *tenants;
+    uint32_t n_pools; /* 0: one mixed pool for every supernode */
+    const struct sn_sched_pool *pools;
+};
+
+/* Defaults: supernode-first, health exclusion, bandwidth admission,
+ * backfill and preemption on; cordon below 0.5; min runtime 600 s; K = 2
+ * per 3600 s; no spares; no tenant cap; one tenant and one mixed pool. */
+void sn_sched_config_defaults(struct sn_sched_config *config);
+
+struct sn_job_spec {
+    uint32_t tenant;
+    uint32_t pool;    /* index into config pools (0 when there are none) */
+    int32_t priority; /* added to the pool's priority */
+    uint32_t gpus;
+    uint32_t group_gpus; /* TP (or TP x CP) group; divides gpus; 0 = 1 */
+    bool one_supernode;  /* the whole job must stay in one supernode */
+    bool spread_power;   /* spread groups (DP replicas) over power domains */
+    bool preemptible;
+    double walltime_s;      /* estimate, for backfill; > 0 */
+    double xsn_bytes_per_s; /* cross-supernode bandwidth per GPU, per direction */
+    double checkpoint_s;    /* interval; 0 = no checkpoints */
+    double restart_s;       /* cost of a restart, for preemption cost */
+    double health_min;      /* GPUs below this score are not used */
+    double submit_s;
+};
+
+struct sn_sched;
+
+/* Creates a scheduler on model. Fails with SN_ERR_INVALID when the config
+ * is inconsistent (no tenants, a supernode in a pool the config lacks). */
+SN_MUST_CHECK enum sn_err sn_sched_create(const struct sn_model *model,
+                                          const struct sn_sched_config *config,
+                                          struct sn_sched **out, struct sn_error *err);
+/* Frees the scheduler. NULL is allowed. */
+void sn_sched_destroy(struct sn_sched *s);
+
+/* Queues a job; *id receives its ID. Rejects (SN_ERR_INVALID) a job that
+ * breaks its tenant's per-job caps or can never run (gpus not a multiple
+ * of the group, more GPUs than its pools hold), naming the field. */
+SN_MUST_CHECK enum sn_err sn_sched_submit(struct sn_sched *s, const struct sn_job_spec *job,
+                                          uint32_t *id, struct sn_error *err);
+
+/* The job ended on its own at now: its GPUs are released. Only for running
+ * jobs (SN_ERR_INVALID otherwise). */
+SN_MUST_CHECK enum sn_err sn_sched_finish(struct sn_sched *s, uint32_t job, double now,
+                                          struct sn_error *err);
+
+/* Cancels a pending job (it becomes done). */
+SN_MUST_CHECK enum sn_err sn_sched_cancel(struct sn_sched *s, uint32_t job, struct sn_error *err);
+
+/* A failure domain (GPU, server, rack, power domain, cooling loop, leaf,
+ * supernode) goes down at now: its GPUs are unusable until repaired and
+ * every running job touching them is requeued (an INTERRUPT decision each,
+ * readable with sn_sched_decisions()). Failures nest: a GPU is usable again
+ * only when every domain that took it is repaired. */
+SN_MUST_CHECK enum sn_err sn_sched_fail(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id,
+                                        double now, struct sn_error *err);
+SN_MUST_CHECK enum sn_err sn_sched_repair(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id,
+                                          struct sn_error *err);
+
+/* Updates a job's walltime estimate (the simulator sets the remaining work
+ * before a requeued job runs again). */
+void sn_sched_set_walltime(struct sn_sched *s, uint32_t job, double walltime_s);
+
+/* Interrupts one running job without a hardware fault (software crash). */
+SN_MUST_CHECK enum sn_err sn_sched_interrupt(struct sn_sched *s, uint32_t job, double now,
+                                             struct sn_error *err);
+
+/* Sets a GPU's health score (0..1). Below config cordon_below the GPU is
+ * cordoned for new work; a running job on it is flagged degraded. */
+void sn_sched_set_health(struct sn_sched *s, uint32_t gpu, double score);
+/* Cordons (or uncordons) a GPU by hand. */
+void sn_sched_cordon(struct sn_sched *s, uint32_t gpu, bool on);
+
+/* One scheduling pass at now: orders the queue, starts what fits (with
+ * backfill), preempts for the first blocked job when allowed, and records a
+ * pending reason on every job left waiting. Decisions since the last pass
+ * (failures included) are then in sn_sched_decisions(). */
+SN_MUST_CHECK enum sn_err sn_sched_pass(struct sn_sched *s, double now, struct sn_error *err);
+
+/* Tries to place only this pending job at now (no queue order, backfill or
+ * preemption); true when it started. Used by benchmarks and tests. */
+bool sn_sched_try_place(struct sn_sched *s, uint32_t job, double now);
+
+/* Decisions made since the last sn_sched_clear_decisions(). */
+const struct sn_decision *sn_sched_decisions(const struct sn_sched *s, size_t *count);
+void sn_sched_clear_decisions(struct sn_sched *s);
+
+/* ---- queries ---------------------------------------------------------- */
+
+struct sn_job_info {
+    enum sn_job_state state;
+    enum sn_pending_reason reason; /* when pending */
+    uint32_t gpus;
+    uint32_t n_supernodes;  /* when running: supernodes it spans */
+    uint32_t preemptions;   /* total */
+    uint32_t interruptions; /* total */
+    bool degraded;          /* running on a GPU under the cordon threshold */
+    bool groups_split;      /* some group spans servers although it fits one */
+    bool groups_cross_sn;   /* some group spans supernodes (baseline policies) */
+    bool borrowed;          /* placed on a borrowed supernode */
+    double start_s;         /* last start */
+};
+void sn_sched_job_info(const struct sn_sched *s, uint32_t job, struct sn_job_info *info);
+
+/* GPUs of a running job, group by group (group i is gpus[i*group ..]);
+ * *count receives the number; NULL when the job is not running. */
+const uint32_t *sn_sched_job_gpus(const struct sn_sched *s, uint32_t job, uint32_t *count);
+
+/* The pending jobs, in no particular order (valid until the next event). */
+const uint32_t *sn_sched_pending(const struct sn_sched *s, uint32_t *count);
+
+/* Owner of a GPU (job ID) or SN_NONE. */
+uint32_t sn_sched_gpu_owner(const struct sn_sched *s, uint32_t gpu);
+/* True when the GPU is down (failed) or cordoned. */
+bool sn_sched_gpu_down(const struct sn_sched *s, uint32_t gpu);
+bool sn_sched_gpu_cordoned(const struct sn_sched *s, uint32_t gpu);
+
+struct sn_sched_stats {
+    uint32_t n_jobs, n_pending, n_running, n_done;
+    uint32_t gpus_total, gpus_busy, gpus_down, gpus_cordoned;
+    uint32_t gpus_free_usable; /* free, up, not cordoned */
+    uint64_t placements, preemptions, interruptions;
+    uint64_t placement_attempts;
+    size_t memory_bytes;         /* scheduler state, job GPU lists included */
+    size_t memory_per_gpu_bytes; /* the part that scales with GPUs (per GPU) */
+    size_t memory_jobs_bytes;    /* the part that scales with jobs */
+};
+void sn_sched_stats(const struct sn_sched *s, struct sn_sched_stats *stats);
+
+/* Load carried by a leaf's uplinks (bytes/s per direction) and its
+ * capacity (uplinks x leaf port speed). */
+double sn_sched_leaf_load(const struct sn_sched *s, uint32_t leaf_switch, double *capacity);
+
+/* Running GPUs of a tenant (overall, or in one supernode when sn is not
+ * SN_NONE). */
+uint32_t sn_sched_tenant_gpus(const struct sn_sched *s, uint32_t tenant, uint32_t sn);
+
+/* Checks every invariant listed at the top; SN_ERR_INTERNAL with the first
+ * violation. O(GPUs + jobs). */
+SN_MUST_CHECK enum sn_err sn_sched_check_invariants(const struct sn_sched *s, struct sn_error *err);
+
+/* ---- reference ------------------------------------------------------- */
+
+/* The deliberately naive reference placer used by the differential test:
+ * exhaustive over supernode subsets, O(2^supernodes); only for clusters of
+ * at most 16 supernodes with no failures. For a job of gpus in groups of
+ * group_gpus (health threshold ignored, cordon honoured) it returns the
+ * fewest supernodes any valid placement needs (0 when none exists) and, in
+ * *best_free, the smallest free-GPU count of a supernode that fits the job
+ * alone (UINT32_MAX when none). */
+uint32_t sn_sched_reference_min_supernodes(const struct sn_sched *s, uint32_t gpus,
+                                           uint32_t group_gpus, uint32_t *best_free);
+
+#endif /* SN_SCHED_H */

@@ -1,0 +1,231 @@
+/*
+ * sn/sim.h: the discrete-event simulator behind `sn sim`, its workloads
+ * (trace loaders and a synthetic generator), and regular cluster shapes
+ * built in memory.
+ *
+ * The simulator drives the real scheduler (sn/sched.h) with virtual time.
+ * Events are ordered by (time, sequence number), and every random draw
+ * comes from one xoshiro256** state seeded from the config, so a run is a
+ * pure function of (model, workload, config): same seed, same bytes.
+ * docs/simulator.md documents the failure model, the performance model,
+ * the checkpoint policies, the trace mappings and every metric.
+ */
+#ifndef SN_SIM_H
+#define SN_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/error.h>
+#include <sn/model.h>
+#include <sn/sched.h>
+#include <sn/spec.h>
+
+/* ---- cluster shapes ---------------------------------------------------- */
+
+#define SN_SIM_SHAPE_MAX_GROUPS 4
+
+/* N identical supernodes of servers x gpus_per_server GPUs. */
+struct sn_sim_shape {
+    uint32_t supernodes, servers, gpus_per_server;
+    uint32_t leaves;         /* per supernode; 0: no scale-out */
+    uint32_t nics;           /* per server */
+    double nic_bytes_per_s;  /* per NIC, per direction (also the switch port speed) */
+    double oversubscription; /* leaf downlinks : uplinks */
+    bool spine;              /* a spine tier joins the leaves */
+    bool core;               /* a core tier above the spines (3 tiers) */
+    bool scaleup_supernode;  /* NVL72-like scale-up domain */
+    uint32_t power_domains;  /* per supernode, servers alternate */
+    /* Pools: the first groups[0].count supernodes are pool 0, and so on;
+     * n_groups == 0: no pools. */
+    uint32_t n_groups;
+    struct {
+        uint32_t count;
+        enum sn_pool_kind kind;
+    } groups[SN_SIM_SHAPE_MAX_GROUPS];
+};
+
+/* 4 supernodes of 8 servers of 8 GPUs, 2 leaves, 8 x 400 Gb/s NICs per
+ * server, 1:1, a spine tier, 2 power domains, no pools. */
+void sn_sim_shape_defaults(struct sn_sim_shape *shape);
+
+/* Builds the spec and model of a shape. The caller frees both with
+ * sn_sim_shape_free(). */
+SN_MUST_CHECK enum sn_err sn_sim_shape_build(const struct sn_sim_shape *shape,
+                                             struct sn_spec **spec, struct sn_model **model,
+                                             struct sn_error *err);
+/* Frees what sn_sim_shape_build() made. NULLs are allowed. */
+void sn_sim_shape_free(struct sn_spec *spec, struct sn_model *model);
+
+/* ---- randomness -------------------------------------------------------- */
+
+/* xoshiro256** (Blackman and Vigna), seeded through splitmix64. */
+struct sn_rng {
+    uint64_t s[4];
+};
+void sn_rng_seed(struct sn_rng *rng, uint64_t seed);
+uint64_t sn_rng_next(struct sn_rng *rng);
+/* Uniform in [0, 1). */
+double sn_rng_uniform(struct sn_rng *rng);
+/* Exponential with the given mean. */
+double sn_rng_exp(struct sn_rng *rng, double mean);
+
+/* ---- workloads --------------------------------------------------------- */
+
+#define SN_TRACE_KIND_LIST(X)                                                                      \
+    X(ITP, "itp")       /* Microsoft ITP clusterNN.csv */                                          \
+    X(HELIOS, "helios") /* Helios Venus helios_venus_gpu_jobs.csv */                               \
+    X(OPENB, "openb")   /* Alibaba openb pod list */                                               \
+    X(SYNTH, "synth")   /* the synthetic generator; PATH is the job count */
+enum sn_trace_kind {
+#define SN_X(name, text) SN_TRACE_##name,
+    SN_TRACE_KIND_LIST(SN_X)
+#undef SN_X
+        SN_TRACE_KIND_COUNT
+};
+const char *sn_trace_kind_name(enum sn_trace_kind kind);
+enum sn_trace_kind sn_trace_kind_from_name(const char *name);
+
+#define SN_SIM_MAX_JOBS (1u << 21) /* hard cap on jobs read from a trace */
+
+struct sn_sim_job {
+    double submit_s;
+    double duration_s; /* work at full speed */
+    uint32_t gpus;
+    uint32_t group_gpus; /* TP group, see docs/simulator.md */
+    uint32_t tenant;
+    int32_t priority;
+};
+
+struct sn_sim_workload {
+    uint32_t n_jobs;
+    struct sn_sim_job *jobs; /* sorted by submit time */
+    uint32_t n_tenants;
+    uint32_t skipped; /* trace rows that map to no job (CPU-only, never ran) */
+};
+
+/* Loads a trace. limit > 0 keeps the first limit jobs. Bad rows are an
+ * error naming path:line and the field. tenants: how many tenants to hash
+ * job IDs onto when the trace has none. */
+SN_MUST_CHECK enum sn_err sn_sim_trace_load(enum sn_trace_kind kind, const char *path,
+                                            uint32_t limit, uint32_t tenants,
+                                            struct sn_sim_workload *out, struct sn_error *err);
+
+/* The synthetic generator: n jobs, Poisson arrivals (mean gap 60 s), sizes
+ * 1/2/4/8/16/32/64 GPUs with weights 60/8/8/14/5/3/2 %, log-normal
+ * durations (median 1 h, sigma 1.5, capped at 7 days), tenants uniform. */
+SN_MUST_CHECK enum sn_err sn_sim_synth(uint32_t n, uint32_t tenants, uint64_t seed,
+                                       struct sn_sim_workload *out, struct sn_error *err);
+
+/* Frees the jobs. NULL is allowed. */
+void sn_sim_workload_release(struct sn_sim_workload *w);
+
+/* ---- configuration ----------------------------------------------------- */
+
+#define SN_CKPT_POLICY_LIST(X) X(FIXED, "fixed") X(YOUNG_DALY, "young-daly")
+enum sn_ckpt_policy {
+#define SN_X(name, text) SN_CKPT_##name,
+    SN_CKPT_POLICY_LIST(SN_X)
+#undef SN_X
+        SN_CKPT_POLICY_COUNT
+};
+const char *sn_ckpt_policy_name(enum sn_ckpt_policy policy);
+
+/* Failure classes of the default model and the domain each takes down. */
+#define SN_FAIL_CLASS_LIST(X)                                                                      \
+    X(GPU, "gpu")           /* GPU or HBM: one GPU */                                              \
+    X(NETWORK, "network")   /* switch or cable: one leaf */                                        \
+    X(HOST, "host")         /* other hardware: one server */                                       \
+    X(SOFTWARE, "software") /* no hardware down: one running job restarts */
+enum sn_fail_class {
+#define SN_X(name, text) SN_FAIL_##name,
+    SN_FAIL_CLASS_LIST(SN_X)
+#undef SN_X
+        SN_FAIL_CLASS_COUNT
+};
+const char *sn_fail_class_name(enum sn_fail_class cls);
+
+struct sn_sim_failure_model {
+    double per_gpu_hour;                  /* interruptions per GPU-hour */
+    double fraction[SN_FAIL_CLASS_COUNT]; /* sums to 1 */
+    double repair_s[SN_FAIL_CLASS_COUNT];
+    double slow_per_gpu_hour; /* slow-GPU emergence rate */
+    double slow_speed;        /* speed of a slow GPU (0..1) */
+    double slow_detect_s;     /* until the health score drops */
+    double slow_repair_s;     /* until the GPU is replaced */
+};
+
+/* Defaults calibrated on the Llama 3 405B report (docs/simulator.md):
+ * 419 interruptions in 54 days on 16,384 GPUs; GPU/HBM 58.7 %, network
+ * 8.4 %, other hardware 10.9 % (78 % hardware in all), software 22 %. */
+void sn_sim_failure_defaults(struct sn_sim_failure_model *fm);
+
+struct sn_sim_config {
+    struct sn_sched_config sched; /* policy, health exclusion, ... (tenants set by the run) */
+    uint64_t seed;
+    bool failures;
+    struct sn_sim_failure_model fm;
+    enum sn_ckpt_policy ckpt;
+    double ckpt_fixed_s;     /* fixed interval, of work */
+    double ckpt_cost_s;      /* time to write one checkpoint */
+    double restart_s;        /* time to restart from a checkpoint */
+    double estimate_error;   /* walltime estimate = duration x (1 + e x U[0,1)) */
+    double xsn_bytes_per_s;  /* per GPU, for jobs of more than one supernode's worth */
+    double split_group_rate; /* progress rate when a group spans servers */
+    double cross_group_rate; /* when a group spans supernodes */
+    double sample_s;         /* utilisation sampling period */
+    double snapshot_s;       /* occupancy snapshot time; < 0: at the midpoint */
+    uint32_t tenants;        /* tenants of the run */
+    /* Optional wall clock (the shell passes one) for the scheduler's cost
+     * per decision; NULL leaves the cost at 0. */
+    uint64_t (*clock_ns)(void *ctx);
+    void *clock_ctx;
+};
+void sn_sim_config_defaults(struct sn_sim_config *config);
+
+/* ---- results ----------------------------------------------------------- */
+
+#define SN_SIM_SIZE_CLASSES 4 /* 1 GPU, 2-8, 9-64, > 64 */
+
+struct sn_sim_dist {
+    uint32_t n;
+    double mean, p50, p95, p99;
+};
+
+struct sn_sim_result {
+    double makespan_s;  /* first submit to last end */
+    double utilisation; /* busy GPU-s / (GPUs x makespan) */
+    double goodput;     /* useful GPU-s / busy GPU-s */
+    double useful_gpu_h, busy_gpu_h, lost_gpu_h;
+    double ettr;          /* effective training time ratio (see docs) */
+    double fragmentation; /* mean share of GPUs free while a job waits for room */
+    uint32_t jobs_done, jobs_unfinished;
+    uint64_t preemptions, interruptions, failures[SN_FAIL_CLASS_COUNT], slow_gpus;
+    uint64_t groups_split, groups_cross;             /* starts with such placements */
+    struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
+    struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];
+    uint64_t pending_reasons[SN_PENDING_REASON_COUNT]; /* job-samples, see docs */
+    uint64_t decisions;
+    double sched_ns_per_decision;
+    /* utilisation samples every sample_s */
+    uint32_t n_samples;
+    double *samples;
+    /* JCT of every finished job, sorted (for the CDF) */
+    uint32_t n_jct;
+    double *jct_sorted;
+    /* occupancy snapshot: per supernode busy and down GPUs */
+    double snapshot_at_s;
+    uint32_t n_supernodes;
+    uint32_t *snap_busy, *snap_down, *snap_gpus;
+};
+
+/* Runs a workload on a model. *out owns its arrays; free with
+ * sn_sim_result_free(). */
+SN_MUST_CHECK enum sn_err sn_sim_run(const struct sn_model *model,
+                                     const struct sn_sim_workload *workload,
+                                     const struct sn_sim_config *config, struct sn_sim_result **out,
+                                     struct sn_error *err);
+void sn_sim_result_free(struct sn_sim_result *r);
+
+#endif /* SN_SIM_H */

@@ -1,0 +1,127 @@
+/*
+ * Private state of the scheduler, shared by the files of lib/sched.
+ *
+ * Layout: dense arrays indexed by model IDs (struct-of-arrays). Counters
+ * per server and per supernode count the GPUs that are free (no owner) and
+ * up (no failed domain covers them), split by whether they are also
+ * uncordoned ("usable") and, among those, below full health ("weak"). The
+ * supernode-first policy uses "usable", the baselines "up". Every counter
+ * is recomputed from the per-GPU arrays by sn_sched_check_invariants().
+ */
+#ifndef SN_SCHED_INT_H
+#define SN_SCHED_INT_H
+
+#include <sn/sched.h>
+
+#define HEALTH_FULL 255
+#define MAX_FAIL_SIGS 32
+
+struct sched_job {
+    struct sn_job_spec spec;
+    int32_t prio;       /* pool priority + job priority */
+    uint8_t state;      /* enum sn_job_state */
+    uint8_t reason;     /* enum sn_pending_reason */
+    uint8_t health_min; /* spec.health_min scaled to 0..255 */
+    bool degraded, split, cross, borrowed;
+    uint32_t list_pos; /* index in pending[] or running[] */
+    uint32_t *gpus;    /* when running: spec.gpus IDs, group by group */
+    uint32_t n_sn;
+    uint32_t preemptions, interruptions;
+    uint32_t window_count; /* preemptions in the current window */
+    double window_start_s;
+    double start_s;
+};
+
+struct sn_sched {
+    const struct sn_model *m;
+    struct sn_sched_config cfg;
+    struct sn_sched_tenant *tenants;
+    struct sn_sched_pool *pools;
+    uint8_t cordon_u8; /* cordon_below scaled to 0..255 */
+
+    /* per GPU */
+    uint32_t *gpu_owner;
+    uint8_t *gpu_health;
+    uint8_t *gpu_down; /* failed domains covering the GPU */
+    uint8_t *gpu_cordon;
+
+    /* per server */
+    uint16_t *srv_usable, *srv_up, *srv_weak, *srv_gpus;
+
+    /* per supernode */
+    uint32_t *sn_usable, *sn_up, *sn_weak;
+    uint32_t *sn_pool;     /* scheduler pool index */
+    uint32_t *sn_pod;      /* spine pod (0 without a 3-tier fabric) */
+    uint32_t *sn_owner;    /* dedicated supernodes: owning tenant or SN_NONE */
+    uint32_t *sn_busy;     /* GPUs allocated */
+    uint32_t *sn_ntenants; /* distinct tenants with GPUs here */
+    uint32_t n_pods;
+
+    /* per tenant (x supernode) */
+    uint32_t *tenant_gpus;
+    uint32_t *tenant_sn_gpus; /* [tenant * n_supernodes + sn] */
+
+    /* per switch (leaves only are used) */
+    double *leaf_load, *leaf_cap;
+
+    /* jobs */
+    struct sched_job *jobs;
+    uint32_t n_jobs, cap_jobs;
+    uint32_t *pending, n_pending;
+    uint32_t *running, n_running;
+    uint32_t n_done;
+
+    struct sn_decision *dec;
+    size_t n_dec, cap_dec;
+
+    /* scratch, sized once */
+    uint32_t *pick;      /* GPUs of a placement being built */
+    uint32_t *sn_take;   /* GPUs to take per supernode */
+    uint32_t *sn_order;  /* supernode IDs */
+    uint32_t *srv_order; /* server IDs of one supernode */
+    uint16_t *srv_extra; /* GPUs a preemption would free, per server */
+    uint32_t *job_mark;  /* victim marks, sized with jobs */
+    uint32_t stamp;      /* current mark value */
+    double *leaf_delta;  /* per switch */
+    uint32_t *touched;   /* leaves touched by a placement */
+    struct sn_bitset domain;
+
+    uint64_t n_placements, n_preemptions, n_interruptions, n_attempts;
+    size_t job_gpu_bytes; /* bytes held by running jobs' GPU lists */
+    size_t fixed_bytes;   /* bytes that scale with the cluster */
+};
+
+/* How a placement is searched: which counters apply and which limits hold. */
+struct place_mode {
+    bool use_health;    /* skip cordoned and weak (< health_min) GPUs */
+    bool use_sn_quota;  /* per-supernode quota and tenant cap */
+    bool use_extra;     /* add srv_extra (a planned preemption) */
+    bool own_pool_only; /* no borrowed supernodes */
+};
+
+/* sched_state.c */
+void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double now);
+void sn__sched_release(struct sn_sched *s, uint32_t job);
+void sn__sched_requeue(struct sn_sched *s, uint32_t job, enum sn_decision_kind why, uint32_t cause);
+void sn__sched_decide(struct sn_sched *s, enum sn_decision_kind kind, uint32_t job, uint32_t cause);
+bool sn__sched_gpu_usable(const struct sn_sched *s, uint32_t gpu, const struct sched_job *j,
+                          const struct place_mode *mode);
+bool sn__sched_sn_allowed(const struct sn_sched *s, uint32_t sn, const struct sched_job *j,
+                          bool use_sn_quota);
+
+/* Heap sort of IDs by cmp (a total order, so the result is deterministic). */
+void sn__sched_sort(uint32_t *a, size_t n, int (*cmp)(const void *ctx, uint32_t x, uint32_t y),
+                    const void *ctx);
+
+/* sched_place.c */
+/* Tries to place job j with its policy; on success commits and returns
+ * SN_PENDING_NONE, otherwise returns the reason and changes nothing. */
+enum sn_pending_reason sn__sched_place(struct sn_sched *s, uint32_t job, double now);
+/* GPUs job j could take in supernode sn (a multiple of its group). */
+uint32_t sn__sched_sn_capacity(const struct sn_sched *s, uint32_t sn, const struct sched_job *j,
+                               const struct place_mode *mode);
+
+/* sched_pass.c */
+enum sn_err sn__sched_pass(struct sn_sched *s, double now, struct sn_error *err);
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * One scheduling pass: queue order, EASY backfill, bounded gang preemption
+ * and pending reasons.
+ *
+ * Order (docs/scheduler.md): effective priority (pool priority + job
+ * priority) high first; then fair share, lowest first, where
+ *     fs(t) = running_gpus(t) / (share(t) / sum of shares x total GPUs)
+ * is taken at the start of the pass; then submit time; then job ID.
+ *
+ * A job that fails for want of room (not for its quota) may preempt: the
+ * first MAX_PREEMPT_TRIES such jobs in order are tried, and at most one
+ * preemption happens per pass. The first such job still waiting is the
+ * head and gets an EASY reservation: the shadow time is the earliest walltime-estimated
+ * end of running jobs at which the free GPUs of its pools (counted, not
+ * placed) reach its size; extra is what is left over then. A later job may
+ * start only when it ends before the shadow time or uses at most extra GPUs
+ * (extra then shrinks). Failures of one (tenant, pool, group, constraints)
+ * signature hold for larger jobs of the same signature for the rest of the
+ * pass (placements only take GPUs), which keeps a 10,000-job pass cheap.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched_int.h"
+
+/* Bounds on preemption work per pass: one successful preemption, and at
+ * most this many blocked jobs looked at for one. */
+#define MAX_PREEMPT_TRIES 8
+
+struct fail_sig {
+    uint32_t tenant, pool, group, gpus;
+    uint8_t health_min;
+    bool one_sn, spread;
+    uint8_t reason;
+};
+
+struct pass {
+    struct sn_sched *s;
+    double now;
+    double *fs; /* per tenant */
+    struct fail_sig sigs[MAX_FAIL_SIGS];
+    uint32_t n_sigs;
+};
+
+static int cmp_queue(const void *ctx, uint32_t a, uint32_t b)
+{
+    const struct pass *p = ctx;
+    const struct sched_job *x = &p->s->jobs[a], *y = &p->s->jobs[b];
+    if (x->prio != y->prio)
+        return x->prio > y->prio ? -1 : 1;
+    double fx = p->fs[x->spec.tenant], fy = p->fs[y->spec.tenant];
+    if (fx != fy)
+        return fx < fy ? -1 : 1;
+    if (x->spec.submit_s != y->spec.submit_s)
+        return x->spec.submit_s < y->spec.submit_s ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static void fair_share(struct pass *p)
+{
+    const struct sn_sched *s = p->s;
+    double total_share = 0;
+    for (uint32_t t = 0; t < s->cfg.n_tenants; t++)
+        total_share += s->tenants[t].share > 0 ? s->tenants[t].share : 1;
+    for (uint32_t t = 0; t < s->cfg.n_tenants; t++) {
+        double share = s->tenants[t].share > 0 ? s->tenants[t].share : 1;
+        double entitled = share / total_share * (s->m->n_gpus ? s->m->n_gpus : 1);
+        p->fs[t] = s->tenant_gpus[t] / entitled;
+    }
+}
+
+/* ---- failure signatures ---------------------------------------------- */
+
+static const struct fail_sig *sig_find(const struct pass *p, const struct sched_job *j)
+{
+    for (uint32_t i = 0; i < p->n_sigs; i++) {
+        const struct fail_sig *f = &p->sigs[i];
+        if (f->tenant == j->spec.tenant && f->pool == j->spec.pool &&
+            f->group == j->spec.group_gpus && f->health_min == j->health_min &&
+            f->one_sn == j->spec.one_supernode && f->spread == j->spec.spread_power &&
+            j->spec.gpus >= f->gpus)
+            return f;
+    }
+    return NULL;
+}
+
+static void sig_add(struct pass *p, const struct sched_job *j, enum sn_pending_reason why)
+{
+    if (p->n_sigs == MAX_FAIL_SIGS || (why != SN_PENDING_NO_FIT && why != SN_PENDING_HEALTH))
+        return;
+    p->sigs[p->n_sigs++] = (struct fail_sig){
+        j->spec.tenant, j->spec.pool,          j->spec.group_gpus,   j->spec.gpus,
+        j->health_min,  j->spec.one_supernode, j->spec.spread_power, (uint8_t)why};
+}
+
+/* ---- preemption ------------------------------------------------------ */
+
+static bool victim_ok(const struct sn_sched *s, const struct sched_job *pre, uint32_t sn,
+                      const struct sched_job *v, double now)
+{
+    if (!v->spec.preemptible || now - v->start_s < s->cfg.min_runtime_s)
+        return false;
+    bool window_open = now - v->window_start_s >= s->cfg.preemption_window_s;
+    if (!window_open && v->window_count >= s->cfg.max_preemptions)
+        return false;
+    bool reclaim =
+        v->borrowed && s->sn_pool[sn] == pre->spec.pool && v->spec.pool != pre->spec.pool;
+    return v->prio < pre->prio || reclaim;
+}
+
+static double victim_cost(const struct sched_job *v, double now)
+{
+    double run = now - v->start_s;
+    double lost = v->spec.checkpoint_s > 0 ? fmod(run, v->spec.checkpoint_s) : run;
+    return v->spec.gpus * (lost + v->spec.restart_s);
+}
+
+struct victim_ctx {
+    const struct sn_sched *s;
+    double now;
+};
+
+/* Elastic pools first, then lower priority, then cost, then ID. */
+static int cmp_victim(const void *ctx, uint32_t a, uint32_t b)
+{
+    const struct victim_ctx *c = ctx;
+    const struct sn_sched *s = c->s;
+    const struct sched_job *x = &s->jobs[a], *y = &s->jobs[b];
+    bool ex = s->pools[x->spec.pool].kind == SN_POOL_ELASTIC;
+    bool ey = s->pools[y->spec.pool].kind == SN_POOL_ELASTIC;
+    if (ex != ey)
+        return ex ? -1 : 1;
+    if (x->prio != y->prio)
+        return x->prio < y->prio ? -1 : 1;
+    double cx = victim_cost(x, c->now), cy = victim_cost(y, c->now);
+    if (cx != cy)
+        return cx < cy ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* Victims on sn for preemptor pre: into s->pick (as job IDs), sorted;
+ * then the shortest prefix that makes pre fit. Returns the prefix length
+ * (0: none) and its cost in *cost. Leaves srv_extra cleared. */
+static uint32_t plan_victims(struct sn_sched *s, uint32_t sn, const struct sched_job *pre,
+                             double now, double *cost)
+{
+    const struct sn_supernode *S = &s->m->supernodes[sn];
+    struct place_mode mode = {s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion,
+                              true, true, false};
+    uint32_t nv = 0, stamp = ++s->stamp;
+    for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
+        uint32_t o = s->gpu_owner[g];
+        if (o == SN_NONE || s->job_mark[o] == stamp)
+            continue;
+        s->job_mark[o] = stamp;
+        if (victim_ok(s, pre, sn, &s->jobs[o], now))
+            s->pick[nv++] = o;
+    }
+    struct victim_ctx ctx = {s, now};
+    sn__sched_sort(s->pick, nv, cmp_victim, &ctx);
+    uint32_t k = 0;
+    *cost = 0;
+    bool fits = false;
+    while (k < nv && !fits) {
+        const struct sched_job *v = &s->jobs[s->pick[k++]];
+        for (uint32_t i = 0; i < v->spec.gpus; i++) {
+            uint32_t g = v->gpus[i];
+            if (s->m->gpu_supernode[g] != sn || s->gpu_down[g])
+                continue;
+            if (mode.use_health && (s->gpu_cordon[g] || s->gpu_health[g] < pre->health_min))
+                continue;
+            s->srv_extra[s->m->gpu_server[g]]++;
+        }
+        *cost += victim_cost(v, now);
+        fits = sn__sched_sn_capacity(s, sn, pre, &mode) >= pre->spec.gpus;
+    }
+    for (uint32_t srv = S->first_server; srv < S->first_server + S->n_servers; srv++)
+        s->srv_extra[srv] = 0;
+    return fits ? k : 0;
+}
+
+/* Preempts the cheapest victims in the supernode where pre fits at the
+ * lowest cost, then places pre. True when pre started. */
+static bool preempt_for(struct sn_sched *s, uint32_t job, double now)
+{
+    const struct sched_job *pre = &s->jobs[job];
+    uint32_t best = SN_NONE;
+    double best_cost = INFINITY;
+    for (uint32_t sn = 0; sn < s->m->n_supernodes; sn++) {
+        if (s->m->supernodes[sn].n_gpus < pre->spec.gpus || s->sn_busy[sn] == 0 ||
+            !sn__sched_sn_allowed(s, sn, pre, true))
+            continue;
+        double cost;
+        if (plan_victims(s, sn, pre, now, &cost) > 0 && cost < best_cost) {
+            best = sn;
+            best_cost = cost;
+        }
+    }
+    if (best == SN_NONE)
+        return false;
+    double cost;
+    uint32_t k = plan_victims(s, best, pre, now, &cost);
+    /* pick is reused by placement: copy the victims first. */
+    uint32_t victims[64];
+    uint32_t nv = k < 64 ? k : 64;
+    memcpy(victims, s->pick, nv * sizeof(uint32_t));
+    if (nv < k)
+        return false; /* bounded: at most 64 gangs per preemption */
+    for (uint32_t i = 0; i < nv; i++) {
+        struct sched_job *v = &s->jobs[victims[i]];
+        if (now - v->window_start_s >= s->cfg.preemption_window_s) {
+            v->window_start_s = now;
+            v->window_count = 0;
+        }
+        v->window_count++;
+        sn__sched_requeue(s, victims[i], SN_DECISION_PREEMPT, job);
+    }
+    return sn__sched_place(s, job, now) == SN_PENDING_NONE;
+}
+
+/* ---- reservation ----------------------------------------------------- */
+
+static double job_end(const struct sched_job *j, double now)
+{
+    double end = j->start_s + j->spec.walltime_s;
+    return end > now ? end : now;
+}
+
+static int cmp_end(const void *ctx, uint32_t a, uint32_t b)
+{
+    const struct pass *p = ctx;
+    double x = job_end(&p->s->jobs[a], p->now), y = job_end(&p->s->jobs[b], p->now);
+    if (x != y)
+        return x < y ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* EASY reservation for head: *shadow and *extra (see the top). */
+static void reserve(struct pass *p, const struct sched_job *head, double *shadow, uint32_t *extra)
+{
+    struct sn_sched *s = p->s;
+    bool health = s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion;
+    uint64_t free_now = 0;
+    for (uint32_t sn = 0; sn < s->m->n_supernodes; sn++)
+        if (sn__sched_sn_allowed(s, sn, head, false))
+            free_now += health ? s->sn_usable[sn] : s->sn_up[sn];
+    *shadow = INFINITY;
+    *extra = free_now > head->spec.gpus ? (uint32_t)(free_now - head->spec.gpus) : 0;
+    uint32_t *order = malloc((s->n_running + 1) * sizeof(uint32_t));
+    if (!order)
+        return;
+    if (s->n_running > 0)
+        memcpy(order, s->running, s->n_running * sizeof(uint32_t));
+    sn__sched_sort(order, s->n_running, cmp_end, p);
+    uint64_t avail = free_now;
+    for (uint32_t i = 0; i < s->n_running; i++) {
+        const struct sched_job *r = &s->jobs[order[i]];
+        for (uint32_t k = 0; k < r->spec.gpus; k++)
+            avail += sn__sched_sn_allowed(s, s->m->gpu_supernode[r->gpus[k]], head, false);
+        if (avail >= head->spec.gpus) {
+            *shadow = job_end(r, p->now);
+            *extra = (uint32_t)(avail - head->spec.gpus);
+            break;
+        }
+    }
+    free(order);
+}
+
+/* ---- the pass -------------------------------------------------------- */
+
+static void run_queue(struct pass *p, uint32_t *order, uint32_t n)
+{
+    struct sn_sched *s = p->s;
+    uint32_t head = SN_NONE, extra = 0;
+    double shadow = INFINITY;
+    bool preempted = false;
+    uint32_t tries = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = order[i];
+        struct sched_job *j = &s->jobs[id];
+        bool in_window = true;
+        if (head != SN_NONE) {
+            if (!s->cfg.backfill) {
+                j->reason = SN_PENDING_PRIORITY;
+                continue;
+            }
+            in_window = p->now + j->spec.walltime_s <= shadow;
+            if (!in_window && j->spec.gpus > extra) {
+                j->reason = SN_PENDING_RESERVATION;
+                continue;
+            }
+        }
+        const struct fail_sig *f = sig_find(p, j);
+        if (f && f->reason == SN_PENDING_NO_FIT) {
+            j->reason = SN_PENDING_NO_FIT;
+            continue;
+        }
+        enum sn_pending_reason why = sn__sched_place(s, id, p->now);
+        if (why == SN_PENDING_NONE) {
+            if (!in_window)
+                extra -= j->spec.gpus;
+            continue;
+        }
+        j->reason = (uint8_t)why;
+        sig_add(p, j, why);
+        if (why == SN_PENDING_QUOTA || why == SN_PENDING_QUOTA_SUPERNODE)
+            continue;
+        if (s->cfg.preemption && !preempted && tries < MAX_PREEMPT_TRIES) {
+            tries++;
+            if (preempt_for(s, id, p->now)) {
+                preempted = true;
+                p->n_sigs = 0; /* GPUs were freed: earlier failures may no longer hold */
+                continue;
+            }
+        }
+        if (head != SN_NONE)
+            continue;
+        head = id;
+        reserve(p, j, &shadow, &extra);
+    }
+}
+
+enum sn_err sn__sched_pass(struct sn_sched *s, double now, struct sn_error *err)
+{
+    struct pass p = {.s = s, .now = now};
+    uint32_t n = s->n_pending;
+    p.fs = malloc(s->cfg.n_tenants * sizeof(double));
+    uint32_t *order = malloc((n + 1) * sizeof(uint32_t));
+    if (!p.fs || !order) {
+        free(p.fs);
+        free(order);
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for a pass over %u jobs", n);
+    }
+    fair_share(&p);
+    if (n > 0)
+        memcpy(order, s->pending, n * sizeof(uint32_t));
+    sn__sched_sort(order, n, cmp_queue, &p);
+    run_queue(&p, order, n);
+    free(order);
+    free(p.fs);
+    return SN_OK;
+}
+
+enum sn_err sn_sched_pass(struct sn_sched *s, double now, struct sn_error *err)
+{
+    return sn__sched_pass(s, now, err);
+}
