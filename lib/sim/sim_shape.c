@@ -68,9 +68,18 @@ static void fill_catalog(struct shape_arena *a, const struct sn_sim_shape *sh)
                                               .kind = SN_SWITCH_INFINIBAND,
                                               .ports = 64,
                                               .port_bytes_per_s = sh->nic_bytes_per_s};
+    /* Spines and cores take the smallest radix (64, 128, 256, ...) whose
+     * 3-tier 1:1 fat tree, radix^3 / 4 endpoints, holds every NIC: a
+     * 100,000-GPU shape gets 128-port switches (Tomahawk 5 / Quantum-X800
+     * class) instead of a fabric the model would refuse. */
+    uint64_t endpoints = (uint64_t)sh->supernodes * sh->servers * sh->nics;
+    uint32_t radix = 64;
+    while ((uint64_t)radix * radix * radix / 4 < endpoints && radix < 4096)
+        radix *= 2;
     a->switches[2] = a->switches[1];
     a->switches[2].name = "spine";
-    a->switches[3] = a->switches[1];
+    a->switches[2].ports = radix;
+    a->switches[3] = a->switches[2];
     a->switches[3].name = "core";
     a->spec.n_gpu_models = 1;
     a->spec.gpu_models = &a->gpu;
