@@ -544,7 +544,8 @@ enum sn_err sn_spec_parse_buffer(const char *name, const char *buf, size_t len,
     spec->arena = arena;
     spec->file = file;
     sn_review_config_defaults(&spec->review);
-    struct sn__spec_ctx c = {.file = file, .arena = arena, .spec = spec, .err = err};
+    struct sn__spec_ctx c = {
+        .file = file, .buf = buf, .len = len, .arena = arena, .spec = spec, .err = err};
     struct fy_document *doc = NULL;
     enum sn_err rc = check_text(&c, buf, len);
     if (rc == SN_OK)
