@@ -19,6 +19,7 @@ static const char *const err_texts[] = {
 #undef SN_ERR_TEXT
 };
 
+SN_PRINTF(5, 0)
 static enum sn_err error_vset(struct sn_error *err, enum sn_err code, unsigned line,
                               unsigned column, const char *fmt, va_list ap)
 {

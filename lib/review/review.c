@@ -236,6 +236,7 @@ static struct sn_finding *new_slot(struct sn__review_ctx *c)
     return &r->findings[r->n_findings++];
 }
 
+SN_PRINTF(4, 0)
 static struct sn_finding *vfinding(struct sn__review_ctx *c, enum sn_severity severity,
                                    uint64_t key, const char *fmt, va_list ap)
 {
@@ -254,6 +255,7 @@ static struct sn_finding *vfinding(struct sn__review_ctx *c, enum sn_severity se
     return f;
 }
 
+SN_PRINTF(4, 0)
 static struct sn_finding *vlocal(struct sn__review_ctx *c, enum sn_severity severity, uint32_t key,
                                  const char *fmt, va_list ap)
 {
