@@ -1,0 +1,531 @@
+/*
+ * The cluster-spec parser: entry points, the top level, and the fabric,
+ * pools, storage, layouts, expect and review sections. See sn/spec.h for
+ * the contract and docs/spec.md for the format.
+ *
+ * libfyaml builds the document (with duplicate keys allowed, so that our own
+ * check can name both places); its diagnostics are collected, never printed,
+ * and the first error becomes "<file>:<line>:<col>: yaml syntax error: ...".
+ * The spec, its strings and arrays all live in one capped arena, so a failed
+ * parse frees everything at once and no input can exhaust memory. Sections
+ * are read in dependency order (catalog, pools, templates, supernodes, ...)
+ * whatever their order in the file.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec/spec_int.h"
+
+#define TEXT_TABLE(list)                                                                           \
+    {                                                                                              \
+        list(SN_X)                                                                                 \
+    }
+#define SN_X(name, text) text,
+static const char *const pool_kinds[] = TEXT_TABLE(SN_POOL_KIND_LIST);
+static const char *const storage_kinds[] = TEXT_TABLE(SN_STORAGE_KIND_LIST);
+#undef SN_X
+
+static enum sn_err oom(struct sn__spec_ctx *c)
+{
+    return sn_error_set(c->err, SN_ERR_NOMEM, "%s: out of memory for the spec", c->file);
+}
+
+/* ---- fabric ------------------------------------------------------------------- */
+
+enum { TIER_SWITCH, TIER_OVERSUB, TIER_CABLE, TIER_LENGTH, TIER_KEYS };
+static const char *const tier_keys[TIER_KEYS] = {"switch", "oversubscription", "cable", "length"};
+
+static enum sn_err parse_tier(struct sn__spec_ctx *c, const struct sn__spec_map *fm, unsigned k,
+                              const char *def_length, struct sn_fabric_tier_spec *tier)
+{
+    tier->switch_model = SN_NONE;
+    tier->oversubscription = 1.0;
+    tier->cabling.cable = SN_NONE;
+    tier->cabling.length_class = sn__spec_lookup(c->spec, SN__REF_LENGTH, NULL, def_length);
+    if (!fm->present[k])
+        return SN_OK;
+    struct sn__spec_map m;
+    char what[32];
+    snprintf(what, sizeof(what), "fabric.%s", fm->keys[k]);
+    enum sn_err rc = sn__spec_bind(c, fm->value[k], fm->key_loc[k], what, tier_keys, TIER_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_ref(c, &m, TIER_SWITCH, SN__REF_SWITCH, NULL, true, &tier->switch_model);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, TIER_OVERSUB, SN_UNIT_RATIO, false, 1.0,
+                                   &tier->oversubscription);
+    if (rc == SN_OK)
+        rc = sn__spec_get_ref(c, &m, TIER_CABLE, SN__REF_CABLE, NULL, true, &tier->cabling.cable);
+    if (rc == SN_OK)
+        rc = sn__spec_get_ref(c, &m, TIER_LENGTH, SN__REF_LENGTH, NULL, false,
+                              &tier->cabling.length_class);
+    if (rc == SN_OK && tier->cabling.length_class == SN_NONE)
+        tier->cabling.length_class = sn__spec_lookup(c->spec, SN__REF_LENGTH, NULL, def_length);
+    return rc;
+}
+
+enum { FAB_TIERS, FAB_RAIL, FAB_EFFICIENCY, FAB_NEED, FAB_SPINE, FAB_CORE, FAB_KEYS };
+static const char *const fabric_keys[FAB_KEYS] = {"tiers",        "rail_optimized", "efficiency",
+                                                  "per_gpu_need", "spine",          "core"};
+
+static enum sn_err parse_tiers(struct sn__spec_ctx *c, const struct sn__spec_map *m,
+                               uint32_t *tiers)
+{
+    static const char *const names[] = {"auto", "2", "3"};
+    static const uint32_t values[] = {0, 2, 3};
+    int pick = 0;
+    enum sn_err rc = sn__spec_get_enum(c, m, FAB_TIERS, names, 3, 0, &pick);
+    *tiers = values[pick];
+    return rc;
+}
+
+static enum sn_err parse_fabric(struct sn__spec_ctx *c, struct fy_node *node, struct sn_src_loc loc,
+                                bool present)
+{
+    struct sn_fabric_spec *f = &c->spec->fabric;
+    struct sn__spec_map m;
+    memset(&m, 0, sizeof(m));
+    m.keys = fabric_keys;
+    m.n_keys = FAB_KEYS;
+    f->present = present;
+    enum sn_err rc = SN_OK;
+    if (present)
+        rc = sn__spec_bind(c, node, loc, "fabric", fabric_keys, FAB_KEYS, &m);
+    if (rc == SN_OK)
+        rc = parse_tiers(c, &m, &f->tiers);
+    if (rc == SN_OK)
+        rc = sn__spec_get_bool(c, &m, FAB_RAIL, true, &f->rail_optimized);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, FAB_EFFICIENCY, SN_UNIT_FRACTION, false, 0.75,
+                                   &f->efficiency);
+    if (rc == SN_OK && !(f->efficiency > 0 && f->efficiency <= 1))
+        return sn__spec_fail_value(c, &m, FAB_EFFICIENCY, "a fraction above 0 and at most 1");
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, FAB_NEED, SN_UNIT_BANDWIDTH, false, 0,
+                                   &f->per_gpu_need_bytes_per_s);
+    if (rc == SN_OK)
+        rc = parse_tier(c, &m, FAB_SPINE, "row", &f->spine);
+    if (rc == SN_OK)
+        rc = parse_tier(c, &m, FAB_CORE, "hall", &f->core);
+    if (rc == SN_OK && f->tiers == 3 && f->core.switch_model == SN_NONE)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, FAB_TIERS),
+                             "tiers 3 without a core tier: expected a fabric.core mapping "
+                             "(or tiers 2 or auto)");
+    return rc;
+}
+
+/* ---- pools, storage, layouts ---------------------------------------------------- */
+
+enum { POOL_KIND, POOL_TRAINING, POOL_KEYS };
+static const char *const pool_keys[POOL_KEYS] = {"kind", "training"};
+
+static enum sn_err parse_pool(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
+                              struct sn_pool_spec *p)
+{
+    struct sn__spec_map m;
+    char what[96];
+    snprintf(what, sizeof(what), "pool '%s'", e->name);
+    p->name = e->name;
+    p->loc = e->loc;
+    int kind = 0;
+    enum sn_err rc = sn__spec_bind(c, e->value, e->loc, what, pool_keys, POOL_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, POOL_KIND, pool_kinds, SN_POOL_KIND_COUNT, -1, &kind);
+    p->kind = (enum sn_pool_kind)kind;
+    if (rc == SN_OK)
+        rc = sn__spec_get_bool(c, &m, POOL_TRAINING, false, &p->training);
+    return rc;
+}
+
+enum { ST_KIND, ST_CAPACITY, ST_READ, ST_WRITE, ST_KEYS };
+static const char *const storage_keys[ST_KEYS] = {"kind", "capacity", "read", "write"};
+
+static enum sn_err parse_storage(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
+                                 struct sn_storage_spec *s)
+{
+    struct sn__spec_map m;
+    char what[96];
+    snprintf(what, sizeof(what), "storage '%s'", e->name);
+    s->name = e->name;
+    s->loc = e->loc;
+    int kind = 0;
+    enum sn_err rc = sn__spec_bind(c, e->value, e->loc, what, storage_keys, ST_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, ST_KIND, storage_kinds, SN_STORAGE_KIND_COUNT, -1, &kind);
+    s->kind = (enum sn_storage_kind)kind;
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, ST_CAPACITY, SN_UNIT_BYTES, false, 0, &s->capacity_bytes);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, ST_READ, SN_UNIT_BANDWIDTH, false, 0,
+                                   &s->read_bytes_per_s);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, ST_WRITE, SN_UNIT_BANDWIDTH, false, 0,
+                                   &s->write_bytes_per_s);
+    return rc;
+}
+
+enum { LY_GPUS, LY_TP, LY_PP, LY_DP, LY_CP, LY_EP, LY_KEYS };
+static const char *const layout_keys[LY_KEYS] = {"gpus", "tp", "pp", "dp", "cp", "ep"};
+
+static enum sn_err parse_layout(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
+                                struct sn_layout_spec *l)
+{
+    struct sn__spec_map m;
+    char what[96];
+    snprintf(what, sizeof(what), "layout '%s'", e->name);
+    l->name = e->name;
+    l->loc = e->loc;
+    uint32_t *field[LY_KEYS] = {&l->gpus, &l->tp, &l->pp, &l->dp, &l->cp, &l->ep};
+    enum sn_err rc = sn__spec_bind(c, e->value, e->loc, what, layout_keys, LY_KEYS, &m);
+    for (unsigned k = 0; rc == SN_OK && k < LY_KEYS; k++)
+        rc = sn__spec_get_count(c, &m, k, k == LY_GPUS, 1, 1, UINT32_MAX, field[k]);
+    return rc;
+}
+
+/* NAME: {...} sections of the top level, each with at most
+ * SN_SPEC_MAX_CATALOG entries. */
+static enum sn_err parse_pools(struct sn__spec_ctx *c, struct fy_node *node, struct sn_src_loc loc)
+{
+    struct sn__spec_entry *e;
+    uint32_t n;
+    enum sn_err rc = sn__spec_entries(c, node, loc, "pool", SN_SPEC_MAX_CATALOG, &e, &n);
+    if (rc == SN_OK && !(c->spec->pools = sn__arena_array(c->arena, n, sizeof(*c->spec->pools))))
+        rc = oom(c);
+    for (uint32_t i = 0; rc == SN_OK && i < n; i++)
+        if ((rc = parse_pool(c, &e[i], &c->spec->pools[i])) == SN_OK)
+            c->spec->n_pools = i + 1;
+    return rc;
+}
+
+static enum sn_err parse_storages(struct sn__spec_ctx *c, struct fy_node *node,
+                                  struct sn_src_loc loc)
+{
+    struct sn__spec_entry *e;
+    uint32_t n;
+    enum sn_err rc = sn__spec_entries(c, node, loc, "storage", SN_SPEC_MAX_CATALOG, &e, &n);
+    if (rc == SN_OK &&
+        !(c->spec->storage = sn__arena_array(c->arena, n, sizeof(*c->spec->storage))))
+        rc = oom(c);
+    for (uint32_t i = 0; rc == SN_OK && i < n; i++)
+        if ((rc = parse_storage(c, &e[i], &c->spec->storage[i])) == SN_OK)
+            c->spec->n_storage = i + 1;
+    return rc;
+}
+
+static enum sn_err parse_layouts(struct sn__spec_ctx *c, struct fy_node *node,
+                                 struct sn_src_loc loc)
+{
+    struct sn__spec_entry *e;
+    uint32_t n;
+    enum sn_err rc = sn__spec_entries(c, node, loc, "layout", SN_SPEC_MAX_CATALOG, &e, &n);
+    if (rc == SN_OK &&
+        !(c->spec->layouts = sn__arena_array(c->arena, n, sizeof(*c->spec->layouts))))
+        rc = oom(c);
+    for (uint32_t i = 0; rc == SN_OK && i < n; i++)
+        if ((rc = parse_layout(c, &e[i], &c->spec->layouts[i])) == SN_OK)
+            c->spec->n_layouts = i + 1;
+    return rc;
+}
+
+/* ---- expect and review ---------------------------------------------------------- */
+
+enum {
+    EX_GPUS,
+    EX_SERVERS,
+    EX_SUPERNODES,
+    EX_LEAVES,
+    EX_SPINES,
+    EX_CORES,
+    EX_RACKS,
+    EX_NODE_LEAF,
+    EX_LEAF_SPINE,
+    EX_SPINE_CORE,
+    EX_KEYS
+};
+static const char *const expect_keys[EX_KEYS] = {
+    "gpus",
+    "servers",
+    "supernodes",
+    "leaves",
+    "spines",
+    "cores",
+    "racks",
+    "node_leaf_cables",
+    "leaf_spine_cables",
+    "spine_core_cables",
+};
+
+static enum sn_err parse_expect(struct sn__spec_ctx *c, struct fy_node *node, struct sn_src_loc loc)
+{
+    struct sn_expect_spec *x = &c->spec->expect;
+    uint64_t *field[EX_KEYS] = {&x->gpus,
+                                &x->servers,
+                                &x->supernodes,
+                                &x->leaves,
+                                &x->spines,
+                                &x->cores,
+                                &x->racks,
+                                &x->node_leaf_cables,
+                                &x->leaf_spine_cables,
+                                &x->spine_core_cables};
+    struct sn__spec_map m;
+    x->loc = loc;
+    enum sn_err rc = sn__spec_bind(c, node, loc, "expect", expect_keys, EX_KEYS, &m);
+    for (unsigned k = 0; rc == SN_OK && k < EX_KEYS; k++) {
+        uint32_t v = 0;
+        rc = sn__spec_get_count(c, &m, k, false, 0, 0, UINT32_MAX, &v);
+        *field[k] = v;
+    }
+    return rc;
+}
+
+enum {
+    RV_POWER_MARGIN,
+    RV_PEAK,
+    RV_SURVIVOR,
+    RV_AIR_LIMIT,
+    RV_COOLING_MARGIN,
+    RV_HEADROOM,
+    RV_MEMORY_WALL,
+    RV_KEYS
+};
+static const char *const review_keys[RV_KEYS] = {
+    "power_margin",   "peak_factor",        "survivor_fraction", "air_cooling_limit",
+    "cooling_margin", "bandwidth_headroom", "memory_wall",
+};
+
+/* A plain number of key k, kept only when strictly above (or, with
+ * inclusive, at least) low. */
+static enum sn_err review_number(struct sn__spec_ctx *c, const struct sn__spec_map *m, unsigned k,
+                                 double low, bool inclusive, double *inout)
+{
+    enum sn_err rc = sn__spec_get_number(c, m, k, *inout, inout);
+    if (rc != SN_OK || (inclusive ? *inout >= low : *inout > low))
+        return rc;
+    char expected[64];
+    snprintf(expected, sizeof(expected), "a number %s %g", inclusive ? "of at least" : "above",
+             low);
+    return sn__spec_fail_value(c, m, k, expected);
+}
+
+static enum sn_err parse_review(struct sn__spec_ctx *c, struct fy_node *node, struct sn_src_loc loc)
+{
+    struct sn_review_config *r = &c->spec->review;
+    struct sn__spec_map m;
+    enum sn_err rc = sn__spec_bind(c, node, loc, "review", review_keys, RV_KEYS, &m);
+    if (rc == SN_OK)
+        rc = review_number(c, &m, RV_POWER_MARGIN, 0, false, &r->power_margin);
+    if (rc == SN_OK)
+        rc = review_number(c, &m, RV_PEAK, 1, true, &r->peak_factor);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, RV_SURVIVOR, SN_UNIT_FRACTION, false,
+                                   r->survivor_fraction, &r->survivor_fraction);
+    if (rc == SN_OK && r->survivor_fraction > 1)
+        return sn__spec_fail_value(c, &m, RV_SURVIVOR, "a fraction from 0 to 1");
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, RV_AIR_LIMIT, SN_UNIT_POWER, false,
+                                   r->air_cooling_limit_w, &r->air_cooling_limit_w);
+    if (rc == SN_OK)
+        rc = review_number(c, &m, RV_COOLING_MARGIN, 1, true, &r->cooling_margin);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, RV_HEADROOM, SN_UNIT_FRACTION, false,
+                                   r->bandwidth_headroom, &r->bandwidth_headroom);
+    if (rc == SN_OK && r->bandwidth_headroom > 1)
+        return sn__spec_fail_value(c, &m, RV_HEADROOM, "a fraction from 0 to 1");
+    if (rc == SN_OK)
+        rc = review_number(c, &m, RV_MEMORY_WALL, 0, false, &r->memory_wall_bytes_per_flop);
+    return rc;
+}
+
+/* ---- the top level ---------------------------------------------------------------- */
+
+enum {
+    TOP_VERSION,
+    TOP_NAME,
+    TOP_DESCRIPTION,
+    TOP_CATALOG,
+    TOP_TEMPLATES,
+    TOP_SUPERNODES,
+    TOP_FABRIC,
+    TOP_POOLS,
+    TOP_STORAGE,
+    TOP_LAYOUTS,
+    TOP_EXPECT,
+    TOP_REVIEW,
+    TOP_KEYS
+};
+static const char *const top_keys[TOP_KEYS] = {
+    "version", "name",  "description", "catalog", "templates", "supernodes",
+    "fabric",  "pools", "storage",     "layouts", "expect",    "review",
+};
+
+static enum sn_err parse_header(struct sn__spec_ctx *c, const struct sn__spec_map *m)
+{
+    struct sn_spec *spec = c->spec;
+    enum sn_err rc = sn__spec_get_count(c, m, TOP_VERSION, true, 0, 0, UINT32_MAX, &spec->version);
+    if (rc == SN_OK && spec->version != 1)
+        return sn__spec_fail_value(c, m, TOP_VERSION, "version 1, the only version so far");
+    if (rc == SN_OK)
+        rc = sn__spec_get_string(c, m, TOP_NAME, NULL, &spec->name);
+    if (rc == SN_OK)
+        rc = sn__spec_get_string(c, m, TOP_DESCRIPTION, "", &spec->description);
+    for (unsigned k = TOP_CATALOG; rc == SN_OK && k <= TOP_SUPERNODES; k++)
+        rc = sn__spec_require(c, m, k);
+    return rc;
+}
+
+static enum sn_err parse_root(struct sn__spec_ctx *c, struct fy_node *root)
+{
+    struct sn__spec_map m;
+    struct sn_src_loc start = sn__spec_loc(root, (struct sn_src_loc){1, 1});
+    enum sn_err rc = sn__spec_bind(c, root, start, "the spec", top_keys, TOP_KEYS, &m);
+    if (rc == SN_OK)
+        rc = parse_header(c, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_catalog(c, m.value[TOP_CATALOG], m.key_loc[TOP_CATALOG]);
+    if (rc == SN_OK && m.present[TOP_POOLS])
+        rc = parse_pools(c, m.value[TOP_POOLS], m.key_loc[TOP_POOLS]);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_templates(c, m.value[TOP_TEMPLATES], m.key_loc[TOP_TEMPLATES]);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_groups(c, m.value[TOP_SUPERNODES], m.key_loc[TOP_SUPERNODES]);
+    if (rc == SN_OK)
+        rc = parse_fabric(c, m.value[TOP_FABRIC], m.key_loc[TOP_FABRIC], m.present[TOP_FABRIC]);
+    if (rc == SN_OK && m.present[TOP_STORAGE])
+        rc = parse_storages(c, m.value[TOP_STORAGE], m.key_loc[TOP_STORAGE]);
+    if (rc == SN_OK && m.present[TOP_LAYOUTS])
+        rc = parse_layouts(c, m.value[TOP_LAYOUTS], m.key_loc[TOP_LAYOUTS]);
+    if (rc == SN_OK && m.present[TOP_EXPECT])
+        rc = parse_expect(c, m.value[TOP_EXPECT], m.key_loc[TOP_EXPECT]);
+    if (rc == SN_OK && m.present[TOP_REVIEW])
+        rc = parse_review(c, m.value[TOP_REVIEW], m.key_loc[TOP_REVIEW]);
+    return rc;
+}
+
+/* ---- YAML and entry points -------------------------------------------------------- */
+
+static void discard_diag(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+    (void)diag;
+    (void)user;
+    (void)buf;
+    (void)len;
+}
+
+/* The first error libfyaml collected, as ours; a generic one if none. */
+static enum sn_err yaml_error(struct sn__spec_ctx *c, struct fy_diag *diag)
+{
+    void *iter = NULL;
+    struct fy_diag_error *e;
+    while (diag && (e = fy_diag_errors_iterate(diag, &iter)) != NULL) {
+        if (e->type < FYET_ERROR)
+            continue;
+        unsigned line = e->line > 0 ? (unsigned)e->line : 1;
+        unsigned col = e->column > 0 ? (unsigned)e->column : 1;
+        return sn_error_set_at(c->err, SN_ERR_SYNTAX, line, col, "%s:%u:%u: yaml syntax error: %s",
+                               c->file, line, col, e->msg ? e->msg : "malformed document");
+    }
+    return SN_ERR_OK;
+}
+
+/* Builds the document; on failure sets the error. */
+static enum sn_err build_document(struct sn__spec_ctx *c, const char *buf, size_t len,
+                                  struct fy_document **out)
+{
+    struct fy_diag_cfg dcfg;
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = discard_diag;
+    dcfg.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dcfg);
+    if (!diag)
+        return oom(c);
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg cfg = {
+        .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_ALLOW_DUPLICATE_KEYS, .diag = diag};
+    struct fy_document *doc = len ? fy_document_build_from_string(&cfg, buf, len) : NULL;
+    enum sn_err rc = SN_OK;
+    if (!doc || fy_diag_got_error(diag)) {
+        rc = yaml_error(c, diag);
+        fy_document_destroy(doc);
+        doc = NULL;
+    }
+    fy_diag_destroy(diag);
+    if (rc == SN_OK && (!doc || !fy_document_root(doc))) {
+        fy_document_destroy(doc);
+        return sn__spec_fail(c, (struct sn_src_loc){1, 1},
+                             "empty spec: expected a mapping with version, name, catalog, "
+                             "templates and supernodes");
+    }
+    *out = doc;
+    return rc;
+}
+
+enum sn_err sn_spec_parse_buffer(const char *name, const char *buf, size_t len,
+                                 struct sn_spec **out, struct sn_error *err)
+{
+    *out = NULL;
+    if (!name)
+        name = "<spec>";
+    if (len > SN_SPEC_MAX_BYTES)
+        return sn_error_set(err, SN_ERR_INVALID, "%s: %zu bytes: expected a spec of at most %u",
+                            name, len, (unsigned)SN_SPEC_MAX_BYTES);
+    struct sn__arena *arena = sn__arena_create(SN__SPEC_ARENA_CAP);
+    struct sn_spec *spec = arena ? sn__arena_alloc(arena, sizeof(*spec)) : NULL;
+    const char *file = spec ? sn__arena_strndup(arena, name, strlen(name)) : NULL;
+    if (!file) {
+        sn__arena_destroy(arena);
+        return sn_error_set(err, SN_ERR_NOMEM, "%s: out of memory for the spec", name);
+    }
+    spec->arena = arena;
+    spec->file = file;
+    sn_review_config_defaults(&spec->review);
+    struct sn__spec_ctx c = {.file = file, .arena = arena, .spec = spec, .err = err};
+    struct fy_document *doc = NULL;
+    enum sn_err rc = build_document(&c, buf, len, &doc);
+    if (rc == SN_OK)
+        rc = parse_root(&c, fy_document_root(doc));
+    fy_document_destroy(doc);
+    if (rc != SN_OK) {
+        sn_spec_free(spec);
+        return rc;
+    }
+    *out = spec;
+    return SN_OK;
+}
+
+enum sn_err sn_spec_parse_file(const char *path, struct sn_spec **out, struct sn_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sn_error_set(err, SN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = (size_t)SN_SPEC_MAX_BYTES + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return sn_error_set(err, SN_ERR_NOMEM, "%s: out of memory to read the spec", path);
+    }
+    size_t len = fread(buf, 1, cap, f);
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    enum sn_err rc;
+    if (failed)
+        rc = sn_error_set(err, SN_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    else if (len > SN_SPEC_MAX_BYTES)
+        rc = sn_error_set(err, SN_ERR_INVALID, "%s: more than %u bytes: expected a smaller spec",
+                          path, (unsigned)SN_SPEC_MAX_BYTES);
+    else
+        rc = sn_spec_parse_buffer(path, buf, len, out, err);
+    free(buf);
+    return rc;
+}
+
+void sn_spec_free(struct sn_spec *spec)
+{
+    if (spec)
+        sn__arena_destroy(spec->arena);
+}
