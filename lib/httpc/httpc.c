@@ -162,7 +162,8 @@ static enum sn_err parse_head(struct rbuf *b, size_t head_len, struct sn_httpc_r
         char *end = NULL;
         unsigned long long v = strtoull(cl, &end, 10);
         if (end == cl || v > SN_HTTPC_BODY_MAX_BYTES)
-            return sn_error_set(err, SN_ERR_LIMIT, "response body of %s bytes is over the cap", cl);
+            return sn_error_set(err, SN_ERR_LIMIT, "response body of %.*s bytes is over the cap",
+                                (int)strcspn(cl, "\r"), cl);
         *want = head_len + (size_t)v;
     }
     return SN_OK;
