@@ -22,6 +22,30 @@
 #include <time.h>
 
 static struct MHD_Daemon *mhd;
+static unsigned open_connections; /* MHD thread only */
+
+/* The connection limit, enforced here: with libmicrohttpd 0.9.75 its own
+ * MHD_OPTION_CONNECTION_LIMIT closed the limit-th connection (one early) in
+ * our tests, so it is set above ours as a backstop only. */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)addr;
+    (void)len;
+    const struct snd *d = cls;
+    return open_connections < (unsigned)d->cfg.connection_limit ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)socket_ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        open_connections++;
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && open_connections > 0)
+        open_connections--;
+}
 
 int64_t snd_now_s(void)
 {
@@ -123,7 +147,8 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
         return snd_error(d, r, 500, "internal", NULL, "too many rows");
     if (n)
         memcpy(all, rows, n * sizeof(*rows));
-    audit_fill(&all[n], r, r->reply_status, target, NULL, action, sizeof(action));
+    audit_fill(&all[n], r, r->reply_status, target, r->audit_detail[0] ? r->audit_detail : NULL,
+               action, sizeof(action));
     r->complete = complete;
     r->phase = SND_PHASE_WAIT;
     /* Suspend first, so the writer's resume always follows it. */
@@ -136,6 +161,29 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
         MHD_resume_connection(r->conn);
     }
     return MHD_YES;
+}
+
+static enum MHD_Result refusal_done(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc != SN_OK) {
+        if (r->store_rc == SN_ERR_IO)
+            atomic_store(&d->fatal, true);
+        return snd_error(d, r, 503, "store_failed", NULL, "the audit entry could not be written");
+    }
+    json_t *body = r->reply;
+    r->reply = NULL;
+    return snd_reply(d, r, r->reply_status, body);
+}
+
+enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const char *code,
+                           const char *field, const char *detail, const char *message)
+{
+    d->auth_failures += status == 401 || status == 403;
+    r->reply_status = status;
+    r->reply =
+        json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", message, "field", field);
+    snprintf(r->audit_detail, sizeof(r->audit_detail), "%s", detail);
+    return snd_commit(d, r, NULL, 0, "", refusal_done);
 }
 
 const char *snd_query(struct snd_req *r, const char *name)
@@ -174,10 +222,8 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
     if (!h || strncmp(h, "Bearer ", 7) != 0) {
-        d->auth_failures++;
-        snd_audit(d, r, 401, NULL, "no bearer token");
-        *ret = snd_error(d, r, 401, "unauthenticated", NULL,
-                         "a bearer token is required (Authorization: Bearer <token>)");
+        *ret = snd_refuse(d, r, 401, "unauthenticated", NULL, "no bearer token",
+                          "a bearer token is required (Authorization: Bearer <token>)");
         return false;
     }
     struct sn_error err = {0};
@@ -188,18 +234,16 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
         snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind),
                  r->tok.subject);
     if (rc != SN_OK) {
-        d->auth_failures++;
-        snd_audit(d, r, 401, NULL, err.message);
         memset(&r->tok, 0, sizeof(r->tok));
-        *ret = snd_error(d, r, 401, "unauthenticated", NULL, "%s", err.message);
+        *ret = snd_refuse(d, r, 401, "unauthenticated", NULL, err.message, err.message);
         return false;
     }
     snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind), r->tok.subject);
     if (!sn_auth_allows(&r->tok, (enum sn_auth_scope)route->scope)) {
-        d->auth_failures++;
-        snd_audit(d, r, 403, NULL, "missing scope");
-        *ret = snd_error(d, r, 403, "forbidden", NULL, "this token lacks the scope '%s'",
-                         sn_auth_scope_name((enum sn_auth_scope)route->scope));
+        char msg[128];
+        snprintf(msg, sizeof(msg), "this token lacks the scope '%s'",
+                 sn_auth_scope_name((enum sn_auth_scope)route->scope));
+        *ret = snd_refuse(d, r, 403, "forbidden", NULL, "missing scope", msg);
         return false;
     }
     int64_t wait_ms =
@@ -269,20 +313,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->phase = SND_PHASE_BODY;
         *con_cls = r;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->cfg.body_max_bytes)
-            r->too_large = true; /* answered once the upload is drained or refused */
+        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->cfg.body_max_bytes) {
+            /* Answer before the body is read; MHD then closes. */
+            r->too_large = true;
+            r->phase = SND_PHASE_NEW;
+            return snd_error(d, r, 413, "body_too_large", NULL, "request body over %lld bytes",
+                             (long long)d->cfg.body_max_bytes);
+        }
         return MHD_YES;
     }
+    if (r->phase == SND_PHASE_NEW)
+        return MHD_YES; /* answered already (413 on the headers) */
     if (r->phase == SND_PHASE_BODY && *upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         if (r->too_large || r->len + n > (size_t)d->cfg.body_max_bytes) {
+            /* A body without a usable Content-Length: drop it, answer 413
+             * at the end (the connection timeout bounds a slow sender). */
             r->too_large = true;
             free(r->body);
             r->body = NULL;
             r->len = r->cap = 0;
-            return snd_error(d, r, 413, "body_too_large", NULL, "request body over %lld bytes",
-                             (long long)d->cfg.body_max_bytes);
+            return MHD_YES;
         }
         if (r->len + n + 1 > r->cap) {
             size_t cap = r->cap ? r->cap * 2 : 4096;
@@ -340,12 +392,13 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
     sa.sin_port = htons((uint16_t)p);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
-    mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, d, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->cfg.connection_limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, d, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    mhd = MHD_start_daemon(flags, 0, accept_policy, d, on_request, d, MHD_OPTION_NOTIFY_CONNECTION,
+                           on_connection, d, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->cfg.connection_limit + 8,
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout_s,
+                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                           MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
+                           MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!mhd)
         return sn_error_set(err, SN_ERR_IO, "cannot listen on %s", d->cfg.listen);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);

@@ -34,6 +34,7 @@ struct snd_req {
     int64_t arg;   /* a job id, for completions */
     json_t *reply; /* body to send on success */
     int reply_status;
+    char audit_detail[256]; /* detail of the audit row snd_commit adds */
 };
 
 struct snd_route {
@@ -57,7 +58,11 @@ enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const ch
  * complete(d, r) runs on the state thread once they commit (r->store_rc). */
 enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_write *rows, size_t n,
                            const char *target, snd_complete_fn complete);
-/* Records an audit entry without waiting (refusals). */
+/* Answers status with an error body after its audit entry (with detail)
+ * is durable: refusals of authentication and authorisation. */
+enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const char *code,
+                           const char *field, const char *detail, const char *message);
+/* Records an audit entry without waiting. */
 void snd_audit(struct snd *d, const struct snd_req *r, int status, const char *target,
                const char *detail);
 

@@ -34,7 +34,7 @@ static bool decode(struct snd *d, struct snd_req *r, const struct sn_api_field *
 {
     char field[SN_API_FIELD_MAX];
     struct sn_error err = {0};
-    enum sn_err rc = sn_api_decode(f, n, r->body ? r->body : "", r->len,
+    enum sn_err rc = sn_api_decode(f, n, r->len ? r->body : "{}", r->len ? r->len : 2,
                                    (size_t)d->cfg.body_max_bytes, out, present, field, &err);
     if (rc == SN_OK)
         return true;
@@ -481,9 +481,10 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
                              "missing field 'tenant' (required with an admin token)");
         tenant = b.tenant;
     } else if (b.tenant[0] && strcmp(b.tenant, tenant) != 0) {
-        snd_audit(d, r, 403, b.tenant, "submit for another tenant");
-        return snd_error(d, r, 403, "forbidden", "tenant",
-                         "a token of tenant '%s' cannot submit for '%s'", tenant, b.tenant);
+        char msg[200];
+        snprintf(msg, sizeof(msg), "a token of tenant '%s' cannot submit for '%s'", tenant,
+                 b.tenant);
+        return snd_refuse(d, r, 403, "forbidden", "tenant", "submit for another tenant", msg);
     }
     if (!job_admissible(d, r, &b, tenant, &ret))
         return ret;

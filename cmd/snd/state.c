@@ -6,6 +6,7 @@
  */
 #include "snd.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,5 +565,6 @@ int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_
         s->tokens -= 1.0;
         return 0;
     }
-    return (int64_t)((1.0 - s->tokens) * 1000.0 / (double)per_s) + 1;
+    int64_t wait_ms = (int64_t)ceil((1.0 - s->tokens) * 1000.0 / (double)per_s);
+    return wait_ms > 0 ? wait_ms : 1;
 }
