@@ -46,6 +46,8 @@
 
 struct sn__spec_ctx {
     const char *file;
+    const char *buf; /* the YAML text, which token marks index */
+    size_t len;
     struct sn__arena *arena;
     struct sn_spec *spec;
     struct sn_error *err;

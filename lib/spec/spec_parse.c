@@ -431,6 +431,67 @@ static enum sn_err yaml_error(struct sn__spec_ctx *c, struct fy_diag *diag)
     return SN_ERR_OK;
 }
 
+/* Decodes one UTF-8 sequence at p (n bytes left) into *cp; returns its
+ * length, or 0 when malformed, overlong, a surrogate or past U+10FFFF. */
+static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    static const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t len = p[0] < 0x80             ? 1
+                 : (p[0] & 0xe0) == 0xc0 ? 2
+                 : (p[0] & 0xf0) == 0xe0 ? 3
+                 : (p[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
+    if (len == 0 || len > n)
+        return 0;
+    uint32_t v = len == 1 ? p[0] : p[0] & (0x7fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        v = (v << 6) | (p[i] & 0x3fu);
+    }
+    if (v < min_cp[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* YAML 1.2 c-printable (section 5.1), minus nothing. */
+static bool printable(uint32_t cp)
+{
+    return cp == 0x9 || cp == 0xa || cp == 0xd || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+           (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) ||
+           (cp >= 0x10000 && cp <= 0x10ffff);
+}
+
+/* A YAML stream is printable UTF-8 text (YAML 1.2, 5.1 and 5.2); anything
+ * else is refused before libfyaml sees it: libfyaml 0.7.12 loops forever
+ * on some such input, e.g. a NUL or a stray UTF-8 continuation byte in a
+ * '%' directive line (both found by fuzz_spec). */
+static enum sn_err check_text(struct sn__spec_ctx *c, const char *buf, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    unsigned line = 1, col = 1;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (n == 0 || !printable(cp))
+            return sn_error_set_at(c->err, SN_ERR_SYNTAX, line, col,
+                                   "%s:%u:%u: yaml syntax error: %s 0x%02x: expected printable "
+                                   "UTF-8 text",
+                                   c->file, line, col,
+                                   n == 0 ? "malformed UTF-8 at byte" : "control character",
+                                   n == 0 ? p[i] : (unsigned)cp);
+        if (cp == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+        i += n;
+    }
+    return SN_OK;
+}
+
 /* Builds the document; on failure sets the error. */
 static enum sn_err build_document(struct sn__spec_ctx *c, const char *buf, size_t len,
                                   struct fy_document **out)
@@ -483,9 +544,12 @@ enum sn_err sn_spec_parse_buffer(const char *name, const char *buf, size_t len,
     spec->arena = arena;
     spec->file = file;
     sn_review_config_defaults(&spec->review);
-    struct sn__spec_ctx c = {.file = file, .arena = arena, .spec = spec, .err = err};
+    struct sn__spec_ctx c = {
+        .file = file, .buf = buf, .len = len, .arena = arena, .spec = spec, .err = err};
     struct fy_document *doc = NULL;
-    enum sn_err rc = build_document(&c, buf, len, &doc);
+    enum sn_err rc = check_text(&c, buf, len);
+    if (rc == SN_OK)
+        rc = build_document(&c, buf, len, &doc);
     if (rc == SN_OK)
         rc = parse_root(&c, fy_document_root(doc));
     fy_document_destroy(doc);

@@ -356,7 +356,7 @@ static size_t list_yaml(const char *rel, char names[][128], size_t max)
     while ((entry = readdir(dir)) != NULL && n < max) {
         size_t len = strlen(entry->d_name);
         if (len > 5 && len < 128 && strcmp(entry->d_name + len - 5, ".yaml") == 0)
-            snprintf(names[n++], 128, "%s", entry->d_name);
+            memcpy(names[n++], entry->d_name, len + 1); /* len < 128 */
     }
     closedir(dir);
     qsort(names, n, sizeof(names[0]), compare_names);
