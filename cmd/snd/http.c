@@ -1,0 +1,414 @@
+/*
+ * libmicrohttpd glue for snd. One MHD thread (internal polling, epoll)
+ * runs every handler, so it owns the state. A mutation queues its rows to
+ * the store and suspends its connection; the store's writer thread resumes
+ * it after the commit, and the completion runs back on the MHD thread. So
+ * many submits share one fsync (group commit) while the state has a single
+ * owner and no locks.
+ *
+ * Before a handler runs: the body is read under body_max_bytes (413), the
+ * route is matched (404/405), the bearer token is verified (401 for none,
+ * malformed, forged, expired or revoked; 403 for a missing scope; both
+ * audited) and the token's bucket is charged (429 with Retry-After).
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct MHD_Daemon *mhd;
+static unsigned open_connections; /* MHD thread only */
+
+/* The connection limit, enforced here: with libmicrohttpd 0.9.75 its own
+ * MHD_OPTION_CONNECTION_LIMIT closed the limit-th connection (one early) in
+ * our tests, so it is set above ours as a backstop only. */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)addr;
+    (void)len;
+    const struct snd *d = cls;
+    return open_connections < (unsigned)d->cfg.connection_limit ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)socket_ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        open_connections++;
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && open_connections > 0)
+        open_connections--;
+}
+
+int64_t snd_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+int64_t snd_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void count_status(struct snd *d, int status)
+{
+    int cls = status / 100;
+    if (cls >= 1 && cls <= 5)
+        d->http_requests[cls]++;
+}
+
+enum MHD_Result snd_reply_text(struct snd *d, struct snd_req *r, int status, const char *type,
+                               char *text)
+{
+    count_status(d, status);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!text)
+        text = strdup("{}");
+    return snd_reply_text(d, r, status, "application/json", text);
+}
+
+enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
+                          const char *field, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_t *e = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", msg, "field",
+                          field && field[0] ? field : NULL);
+    return snd_reply(d, r, status, e);
+}
+
+static void audit_fill(struct sn_store_write *w, const struct snd_req *r, int status,
+                       const char *target, const char *detail, char *action, size_t len)
+{
+    snprintf(action, len, "%s %s", r->method, r->url);
+    *w = (struct sn_store_write){
+        .kind = SN_STORE_ADD_AUDIT,
+        .text = {r->actor, action, target ? target : "", detail ? detail : ""},
+        .num = {snd_now_s(), status}};
+}
+
+static void audit_done(void *ctx, enum sn_err rc)
+{
+    struct snd *d = ctx;
+    if (rc == SN_ERR_IO)
+        atomic_store(&d->fatal, true);
+}
+
+void snd_audit(struct snd *d, const struct snd_req *r, int status, const char *target,
+               const char *detail)
+{
+    struct sn_store_write w;
+    char action[600];
+    audit_fill(&w, r, status, target, detail, action, sizeof(action));
+    struct sn_error err = {0};
+    if (sn_store_submit(d->store, &w, 1, audit_done, d, &err) != SN_OK)
+        fprintf(stderr, "snd: audit entry dropped: %s\n", err.message);
+}
+
+static void commit_done(void *ctx, enum sn_err rc)
+{
+    struct snd_req *r = ctx;
+    r->store_rc = rc;
+    r->phase = SND_PHASE_DONE;
+    MHD_resume_connection(r->conn);
+}
+
+enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_write *rows, size_t n,
+                           const char *target, snd_complete_fn complete)
+{
+    struct sn_store_write all[SN_STORE_SUBMIT_MAX_WRITES];
+    char action[600];
+    if (n + 1 > SN_STORE_SUBMIT_MAX_WRITES)
+        return snd_error(d, r, 500, "internal", NULL, "too many rows");
+    if (n)
+        memcpy(all, rows, n * sizeof(*rows));
+    audit_fill(&all[n], r, r->reply_status, target, r->audit_detail[0] ? r->audit_detail : NULL,
+               action, sizeof(action));
+    r->complete = complete;
+    r->phase = SND_PHASE_WAIT;
+    /* Suspend first, so the writer's resume always follows it. */
+    MHD_suspend_connection(r->conn);
+    struct sn_error err = {0};
+    enum sn_err rc = sn_store_submit(d->store, all, n + 1, commit_done, r, &err);
+    if (rc != SN_OK) {
+        r->store_rc = rc;
+        r->phase = SND_PHASE_DONE;
+        MHD_resume_connection(r->conn);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result refusal_done(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc != SN_OK) {
+        if (r->store_rc == SN_ERR_IO)
+            atomic_store(&d->fatal, true);
+        return snd_error(d, r, 503, "store_failed", NULL, "the audit entry could not be written");
+    }
+    json_t *body = r->reply;
+    r->reply = NULL;
+    return snd_reply(d, r, r->reply_status, body);
+}
+
+enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const char *code,
+                           const char *field, const char *detail, const char *message)
+{
+    d->auth_failures += status == 401 || status == 403;
+    r->reply_status = status;
+    r->reply =
+        json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", message, "field", field);
+    snprintf(r->audit_detail, sizeof(r->audit_detail), "%s", detail);
+    return snd_commit(d, r, NULL, 0, "", refusal_done);
+}
+
+const char *snd_query(struct snd_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool snd_is_admin(const struct snd_req *r)
+{
+    return sn_auth_allows(&r->tok, SN_SCOPE_ADMIN);
+}
+
+/* Matches path against pattern, capturing {} segments. */
+static bool match(const char *pattern, const char *path, struct snd_req *r)
+{
+    int np = 0;
+    while (*pattern && *path) {
+        if (pattern[0] == '{' && pattern[1] == '}') {
+            size_t n = strcspn(path, "/");
+            if (n == 0 || n >= sizeof(r->params[0]) || np >= SND_MAX_PARAMS)
+                return false;
+            memcpy(r->params[np], path, n);
+            r->params[np++][n] = '\0';
+            path += n;
+            pattern += 2;
+        } else if (*pattern++ != *path++) {
+            return false;
+        }
+    }
+    return *pattern == '\0' && *path == '\0';
+}
+
+/* Returns true when the request may go on; else *ret holds the answer. */
+static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_route *route,
+                         enum MHD_Result *ret)
+{
+    const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0) {
+        *ret = snd_refuse(d, r, 401, "unauthenticated", NULL, "no bearer token",
+                          "a bearer token is required (Authorization: Bearer <token>)");
+        return false;
+    }
+    struct sn_error err = {0};
+    enum sn_err rc = sn_auth_verify(d->key, sizeof(d->key), h + 7, snd_now_s(), &r->tok, &err);
+    if (rc == SN_OK && snd_is_revoked(d, r->tok.id))
+        rc = sn_error_set(&err, SN_ERR_DENIED, "token '%s' has been revoked", r->tok.id);
+    if (rc == SN_ERR_RANGE || (rc == SN_ERR_DENIED && r->tok.subject[0]))
+        snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind),
+                 r->tok.subject);
+    if (rc != SN_OK) {
+        memset(&r->tok, 0, sizeof(r->tok));
+        *ret = snd_refuse(d, r, 401, "unauthenticated", NULL, err.message, err.message);
+        return false;
+    }
+    snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind), r->tok.subject);
+    if (!sn_auth_allows(&r->tok, (enum sn_auth_scope)route->scope)) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "this token lacks the scope '%s'",
+                 sn_auth_scope_name((enum sn_auth_scope)route->scope));
+        *ret = snd_refuse(d, r, 403, "forbidden", NULL, "missing scope", msg);
+        return false;
+    }
+    int64_t wait_ms =
+        snd_rate_take(d->rate, r->tok.id, snd_now_ms(), d->cfg.rate_per_s, d->cfg.rate_burst);
+    if (wait_ms > 0) {
+        d->rate_limited++;
+        char *text = NULL;
+        json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
+                              "too many requests for this token");
+        text = json_dumps(e, JSON_COMPACT);
+        json_decref(e);
+        count_status(d, 429);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        char ra[24];
+        snprintf(ra, sizeof(ra), "%lld", (long long)((wait_ms + 999) / 1000));
+        MHD_add_response_header(resp, "Retry-After", ra);
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+        *ret = MHD_queue_response(r->conn, 429, resp);
+        MHD_destroy_response(resp);
+        return false;
+    }
+    return true;
+}
+
+static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
+{
+    if (r->too_large)
+        return snd_error(d, r, 413, "body_too_large", NULL, "request body over %lld bytes",
+                         (long long)d->cfg.body_max_bytes);
+    char path[512];
+    snprintf(path, sizeof(path), "%s", r->url);
+    const struct snd_route *route = NULL;
+    bool path_known = false;
+    for (size_t i = 0; i < snd_n_routes && !route; i++) {
+        if (!match(snd_routes[i].pattern, path, r))
+            continue;
+        path_known = true;
+        if (strcmp(snd_routes[i].method, r->method) == 0)
+            route = &snd_routes[i];
+    }
+    if (!route)
+        return path_known ? snd_error(d, r, 405, "method_not_allowed", NULL,
+                                      "%s is not allowed on %s", r->method, path)
+                          : snd_error(d, r, 404, "not_found", NULL, "no route %s", path);
+    enum MHD_Result ret = MHD_NO;
+    if (route->scope >= 0 && !authenticate(d, r, route, &ret))
+        return ret;
+    return route->handler(d, r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    struct snd *d = cls;
+    struct snd_req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        if (!r)
+            return MHD_NO;
+        r->conn = conn;
+        snprintf(r->method, sizeof(r->method), "%s", method);
+        snprintf(r->url, sizeof(r->url), "%s", url);
+        snprintf(r->actor, sizeof(r->actor), "anonymous");
+        r->phase = SND_PHASE_BODY;
+        *con_cls = r;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->cfg.body_max_bytes) {
+            /* Answer before the body is read; MHD then closes. */
+            r->too_large = true;
+            r->phase = SND_PHASE_NEW;
+            return snd_error(d, r, 413, "body_too_large", NULL, "request body over %lld bytes",
+                             (long long)d->cfg.body_max_bytes);
+        }
+        return MHD_YES;
+    }
+    if (r->phase == SND_PHASE_NEW)
+        return MHD_YES; /* answered already (413 on the headers) */
+    if (r->phase == SND_PHASE_BODY && *upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->too_large || r->len + n > (size_t)d->cfg.body_max_bytes) {
+            /* A body without a usable Content-Length: drop it, answer 413
+             * at the end (the connection timeout bounds a slow sender). */
+            r->too_large = true;
+            free(r->body);
+            r->body = NULL;
+            r->len = r->cap = 0;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap * 2 : 4096;
+            while (cap < r->len + n + 1)
+                cap *= 2;
+            char *b = realloc(r->body, cap);
+            if (!b)
+                return MHD_NO;
+            r->body = b;
+            r->cap = cap;
+        }
+        memcpy(r->body + r->len, upload_data, n);
+        r->len += n;
+        r->body[r->len] = '\0';
+        return MHD_YES;
+    }
+    if (r->phase == SND_PHASE_WAIT)
+        return MHD_YES; /* spurious call while suspended */
+    if (r->phase == SND_PHASE_DONE) {
+        r->phase = SND_PHASE_NEW;
+        return r->complete(d, r);
+    }
+    r->phase = SND_PHASE_NEW;
+    return dispatch(d, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)code;
+    struct snd_req *r = *con_cls;
+    if (!r)
+        return;
+    free(r->body);
+    json_decref(r->reply);
+    free(r);
+    *con_cls = NULL;
+}
+
+int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
+{
+    char host[64];
+    const char *colon = strrchr(d->cfg.listen, ':');
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    long p = colon ? strtol(colon + 1, NULL, 10) : -1;
+    if (!colon || (size_t)(colon - d->cfg.listen) >= sizeof(host) || p < 0 || p > 65535)
+        return sn_error_set(err, SN_ERR_INVALID, "listen '%s': expected ADDRESS:PORT",
+                            d->cfg.listen);
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - d->cfg.listen), d->cfg.listen);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return sn_error_set(err, SN_ERR_INVALID, "listen '%s': '%s' is not an IPv4 address",
+                            d->cfg.listen, host);
+    sa.sin_port = htons((uint16_t)p);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    mhd = MHD_start_daemon(flags, 0, accept_policy, d, on_request, d, MHD_OPTION_NOTIFY_CONNECTION,
+                           on_connection, d, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->cfg.connection_limit + 8,
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout_s,
+                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                           MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
+                           MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    if (!mhd)
+        return sn_error_set(err, SN_ERR_IO, "cannot listen on %s", d->cfg.listen);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : (uint16_t)p;
+    return SN_OK;
+}
+
+void snd_http_stop(void)
+{
+    if (mhd)
+        MHD_stop_daemon(mhd);
+    mhd = NULL;
+}

@@ -1,0 +1,75 @@
+/*
+ * snd's HTTP layer, shared by http.c (libmicrohttpd glue, authentication,
+ * rate limiting, dispatch, suspend/resume around store commits) and
+ * routes.c (the routes table and its handlers).
+ */
+#ifndef SND_HTTP_H
+#define SND_HTTP_H
+
+#include <microhttpd.h>
+
+#include "snd.h"
+
+#define SND_MAX_PARAMS 3
+
+enum snd_phase { SND_PHASE_NEW, SND_PHASE_BODY, SND_PHASE_WAIT, SND_PHASE_DONE };
+
+struct snd_req;
+typedef enum MHD_Result (*snd_complete_fn)(struct snd *d, struct snd_req *r);
+
+struct snd_req {
+    struct MHD_Connection *conn;
+    char method[8];
+    char url[512];
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    enum snd_phase phase;
+    struct sn_token tok;
+    char actor[80]; /* "admin:admin", "tenant:acme", "anonymous" */
+    char params[SND_MAX_PARAMS][128];
+    /* Filled before a store submission, read after it commits. */
+    snd_complete_fn complete;
+    enum sn_err store_rc;
+    int64_t arg;   /* a job id, for completions */
+    json_t *reply; /* body to send on success */
+    int reply_status;
+    char audit_detail[256]; /* detail of the audit row snd_commit adds */
+};
+
+struct snd_route {
+    const char *method;
+    const char *pattern; /* "/v1/jobs/{}/cancel": {} captures one segment */
+    int scope;           /* enum sn_auth_scope, or -1: no token needed */
+    enum MHD_Result (*handler)(struct snd *d, struct snd_req *r);
+    const char *summary;
+};
+extern const struct snd_route snd_routes[];
+extern const size_t snd_n_routes;
+
+/* Responses. Every error body is {"error":{"code","message","field"}}. */
+enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *body);
+enum MHD_Result snd_reply_text(struct snd *d, struct snd_req *r, int status, const char *type,
+                               char *text);
+enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
+                          const char *field, const char *fmt, ...) SN_PRINTF(6, 7);
+
+/* Queues rows (the audit row of r is added) and suspends the connection;
+ * complete(d, r) runs on the state thread once they commit (r->store_rc). */
+enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_write *rows, size_t n,
+                           const char *target, snd_complete_fn complete);
+/* Answers status with an error body after its audit entry (with detail)
+ * is durable: refusals of authentication and authorisation. */
+enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const char *code,
+                           const char *field, const char *detail, const char *message);
+/* Records an audit entry without waiting. */
+void snd_audit(struct snd *d, const struct snd_req *r, int status, const char *target,
+               const char *detail);
+
+/* The value of query parameter name, or NULL. */
+const char *snd_query(struct snd_req *r, const char *name);
+bool snd_is_admin(const struct snd_req *r);
+
+enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r);
+
+#endif

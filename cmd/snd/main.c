@@ -1,0 +1,375 @@
+/*
+ * snd: the Supernode control-plane daemon.
+ *
+ *   snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]
+ *       [--set KEY=VALUE]... [--ready-fd N]
+ *
+ * Start-up: load the cluster spec and build its model; open the state
+ * directory (created 0700 when absent): the SQLite store state.db, the token
+ * key token.key and, at first start, the admin token admin.token (both 0600,
+ * never overwritten); restore the state and verify its invariants; serve
+ * HTTP. SIGTERM or SIGINT stops it cleanly; a failed store write stops it
+ * with status 3 (restart recovers from the last commit).
+ *
+ * Every configuration key is one row of config_keys[]; `snd --help` and
+ * docs/cmd-snd.md (`snd --help-markdown`) are generated from it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sn/conf.h>
+
+#include "http.h"
+
+#define C(f) offsetof(struct snd_config, f)
+static const struct sn_conf_key config_keys[] = {
+    {"listen", SN_CONF_STRING, "127.0.0.1:7070", 3, 63, C(listen),
+     "IPv4 address and port to serve the API on (port 0: any free port)"},
+    {"body_max_bytes", SN_CONF_INT, "1048576", 1024, 64 << 20, C(body_max_bytes),
+     "largest request body accepted; larger gets 413"},
+    {"connection_limit", SN_CONF_INT, "1024", 1, 65536, C(connection_limit),
+     "most concurrent client connections; more are refused"},
+    {"connection_timeout_s", SN_CONF_INT, "30", 1, 3600, C(connection_timeout_s),
+     "an idle or slow connection is closed after this many seconds"},
+    {"rate_per_s", SN_CONF_INT, "2000", 1, 1000000, C(rate_per_s),
+     "requests per second allowed per token (token bucket refill)"},
+    {"rate_burst", SN_CONF_INT, "4000", 1, 1000000, C(rate_burst),
+     "requests a token may make at once (token bucket size)"},
+    {"store_queue", SN_CONF_INT, "16384", 16, 1 << 20, C(store_queue),
+     "store writes waiting for a commit at most; more get 503"},
+    {"store_batch", SN_CONF_INT, "1024", 1, 65536, C(store_batch),
+     "store writes committed together at most (group commit)"},
+    {"admin_token_ttl_s", SN_CONF_INT, "2592000", 60, 366LL * 86400, C(admin_token_ttl_s),
+     "lifetime of the admin token written at first start"},
+    {"max_jobs", SN_CONF_INT, "10000000", 16, 1LL << 32, C(max_jobs),
+     "highest job id; submits beyond get 507"},
+    {"page_max", SN_CONF_INT, "1000", 1, 100000, C(page_max),
+     "largest page a list request may ask for (limit)"},
+};
+#define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+int snd_random_hex(char *out, size_t bytes)
+{
+    unsigned char buf[32];
+    if (bytes > sizeof(buf) || getrandom(buf, bytes, 0) != (ssize_t)bytes)
+        return -1;
+    for (size_t i = 0; i < bytes; i++)
+        snprintf(out + 2 * i, 3, "%02x", buf[i]);
+    return 0;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]\n"
+                 "           [--set KEY=VALUE]... [--ready-fd N]\n\n"
+                 "The Supernode control-plane daemon.\n\n"
+                 "configuration keys (--config FILE lines 'key = value', or --set):\n");
+    for (size_t i = 0; i < N_KEYS; i++)
+        fprintf(out, "  %-22s %-6s default %-16s %s\n", config_keys[i].name,
+                sn_conf_type_name(config_keys[i].type), config_keys[i].def, config_keys[i].help);
+}
+
+static void usage_markdown(void)
+{
+    printf("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const struct sn_conf_key *k = &config_keys[i];
+        printf("| `%s` | %s | `%s` | %lld to %lld%s | %s |\n", k->name, sn_conf_type_name(k->type),
+               k->def, (long long)k->min, (long long)k->max,
+               k->type == SN_CONF_STRING ? " characters" : "", k->help);
+    }
+}
+
+static int parse_fd(const char *v)
+{
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    return (*v && !*end && n >= 0 && n < 1024) ? (int)n : -2;
+}
+
+struct args {
+    const char *cluster, *state, *config;
+    int ready_fd;
+};
+
+static int read_file(const char *path, char **out, size_t *len, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
+    fclose(f);
+    if (!buf || n > cap) {
+        free(buf);
+        return -2;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int load_config(struct snd_config *cfg, const char *path, struct sn_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int r = read_file(path, &buf, &len, SN_CONF_FILE_MAX_BYTES);
+    if (r != 0)
+        return sn_error_set(err, SN_ERR_IO, "config '%s': %s", path,
+                            r == -1 ? strerror(errno) : "too large");
+    enum sn_err rc = sn_conf_parse(config_keys, N_KEYS, cfg, path, buf, len, err);
+    free(buf);
+    return rc;
+}
+
+/* Parses the command line; returns -1 to go on, else an exit status. */
+static int parse_args(int argc, char **argv, struct args *a, struct snd_config *cfg)
+{
+    struct sn_error err = {0};
+    if (sn_conf_defaults(config_keys, N_KEYS, cfg, &err) != SN_OK) {
+        fprintf(stderr, "snd: %s\n", err.message);
+        return 3;
+    }
+    const char *sets[64];
+    int n_sets = 0;
+    const char *listen = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(o, "--help-markdown") == 0) {
+            usage_markdown();
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "snd: option '%s' needs a value or is unknown\n", o);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (strcmp(o, "--cluster") == 0)
+            a->cluster = v;
+        else if (strcmp(o, "--state") == 0)
+            a->state = v;
+        else if (strcmp(o, "--config") == 0)
+            a->config = v;
+        else if (strcmp(o, "--listen") == 0)
+            listen = v;
+        else if (strcmp(o, "--ready-fd") == 0)
+            a->ready_fd = parse_fd(v);
+        else if (strcmp(o, "--set") == 0 && n_sets < 64)
+            sets[n_sets++] = v;
+        else {
+            fprintf(stderr, "snd: unknown option '%s'\n", o);
+            return 2;
+        }
+    }
+    if (a->ready_fd == -2) {
+        fprintf(stderr, "snd: --ready-fd: expected a file descriptor number\n");
+        return 2;
+    }
+    if (!a->cluster || !a->state) {
+        fprintf(stderr, "snd: --cluster and --state are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (a->config && load_config(cfg, a->config, &err) != SN_OK) {
+        fprintf(stderr, "snd: %s\n", err.message);
+        return 2;
+    }
+    for (int i = 0; i < n_sets; i++) {
+        char key[64];
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || eq - sets[i] >= (long)sizeof(key)) {
+            fprintf(stderr, "snd: --set '%s': expected KEY=VALUE\n", sets[i]);
+            return 2;
+        }
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (sn_conf_set(config_keys, N_KEYS, cfg, key, eq + 1, "--set", &err) != SN_OK) {
+            fprintf(stderr, "snd: %s\n", err.message);
+            return 2;
+        }
+    }
+    if (listen && sn_conf_set(config_keys, N_KEYS, cfg, "listen", listen, "--listen", &err)) {
+        fprintf(stderr, "snd: %s\n", err.message);
+        return 2;
+    }
+    return -1;
+}
+
+/* Writes data to path (mode 0600), failing if it exists. */
+static int write_new_file(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, data, len);
+    int rc = (w == (ssize_t)len && fsync(fd) == 0) ? 0 : -1;
+    close(fd);
+    return rc;
+}
+
+/* The token key: created at first start, then read. */
+static int load_key(struct snd *d, const char *dir, struct sn_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/token.key", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        if (getrandom(d->key, sizeof(d->key), 0) != (ssize_t)sizeof(d->key) ||
+            write_new_file(path, d->key, sizeof(d->key)) != 0)
+            return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+        return SN_OK;
+    }
+    if (fd < 0)
+        return sn_error_set(err, SN_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    ssize_t n = read(fd, d->key, sizeof(d->key));
+    close(fd);
+    if (n != (ssize_t)sizeof(d->key))
+        return sn_error_set(err, SN_ERR_IO, "'%s' is not a %zu-byte key", path, sizeof(d->key));
+    return SN_OK;
+}
+
+/* The admin token file, written when absent (first start, or deleted to
+ * issue a new one). */
+static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/admin.token", dir);
+    if (access(path, F_OK) == 0)
+        return SN_OK;
+    struct sn_token t = {.kind = SN_AUTH_ADMIN, .scopes = 1u << SN_SCOPE_ADMIN};
+    snprintf(t.subject, sizeof(t.subject), "admin");
+    if (snd_random_hex(t.id, 16) != 0)
+        return sn_error_set(err, SN_ERR_IO, "no randomness");
+    t.issued_s = snd_now_s();
+    t.expires_s = t.issued_s + d->cfg.admin_token_ttl_s;
+    char text[SN_AUTH_TOKEN_MAX + 1];
+    enum sn_err rc = sn_auth_sign(d->key, sizeof(d->key), &t, text, sizeof(text) - 1, err);
+    if (rc != SN_OK)
+        return rc;
+    size_t n = strlen(text);
+    text[n++] = '\n';
+    if (write_new_file(path, text, n) != 0)
+        return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    fprintf(stderr, "snd: wrote the admin token to %s (expires in %lld s)\n", path,
+            (long long)d->cfg.admin_token_ttl_s);
+    return SN_OK;
+}
+
+static int open_state(struct snd *d, const char *dir, struct sn_error *err)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
+    enum sn_err rc = load_key(d, dir, err);
+    if (rc == SN_OK)
+        rc = ensure_admin_token(d, dir, err);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/state.db", dir);
+    struct sn_store_options o = {.queue_cap = (uint32_t)d->cfg.store_queue,
+                                 .batch_max = (uint32_t)d->cfg.store_batch};
+    if (rc == SN_OK)
+        rc = sn_store_open_sqlite(path, &o, &d->store, err);
+    if (rc == SN_OK)
+        rc = snd_state_load(d, err);
+    if (rc == SN_OK)
+        rc = snd_state_verify(d, err);
+    return rc;
+}
+
+/* Waits for SIGTERM/SIGINT or a fatal store failure. */
+static int wait_for_stop(struct snd *d, const sigset_t *set)
+{
+    for (;;) {
+        struct timespec tick = {0, 100 * 1000 * 1000};
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT)
+            return 0;
+        if (atomic_load(&d->fatal)) {
+            fprintf(stderr, "snd: a store write failed; stopping (a restart recovers)\n");
+            return 3;
+        }
+    }
+}
+
+static void stop(struct snd *d)
+{
+    /* Let queued commits finish so no connection stays suspended. */
+    for (int i = 0; i < 500; i++) {
+        struct sn_store_stats st;
+        sn_store_stats(d->store, &st);
+        if (st.queue_depth == 0)
+            break;
+        struct timespec ms10 = {0, 10 * 1000 * 1000};
+        nanosleep(&ms10, NULL);
+    }
+    snd_http_stop();
+    sn_store_close(d->store);
+    d->store = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {.ready_fd = -1};
+    static struct snd d;
+    int rc = parse_args(argc, argv, &a, &d.cfg);
+    if (rc >= 0)
+        return rc;
+    struct sn_error err = {0};
+    struct sn_spec *spec = NULL;
+    struct sn_model *model = NULL;
+    enum sn_err e = sn_spec_parse_file(a.cluster, &spec, &err);
+    if (e == SN_OK)
+        e = sn_model_build(spec, &model, &err);
+    if (e == SN_OK)
+        e = sn_model_verify(model, &err);
+    if (e != SN_OK) {
+        fprintf(stderr, "snd: %s\n", err.message);
+        sn_model_free(model);
+        sn_spec_free(spec);
+        return e == SN_ERR_NOMEM || e == SN_ERR_INTERNAL ? 3 : 2;
+    }
+    d.spec = spec;
+    d.model = model;
+    d.rate = snd_rate_new();
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts */
+    signal(SIGPIPE, SIG_IGN);
+    uint16_t port = 0;
+    rc = 0;
+    if (!d.rate || open_state(&d, a.state, &err) != SN_OK ||
+        snd_http_start(&d, &port, &err) != SN_OK) {
+        fprintf(stderr, "snd: %s\n", err.message);
+        rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3
+                                                                                              : 2;
+    } else {
+        fprintf(stderr, "snd: serving %s (%u GPUs) on %s (port %u), state in %s\n", spec->name,
+                model->n_gpus, d.cfg.listen, port, a.state);
+        if (a.ready_fd >= 0) {
+            char line[16];
+            int n = snprintf(line, sizeof(line), "%u\n", port);
+            ssize_t w = write(a.ready_fd, line, (size_t)n);
+            (void)w;
+            close(a.ready_fd);
+        }
+        rc = wait_for_stop(&d, &set);
+    }
+    stop(&d);
+    snd_state_free(&d);
+    sn_model_free(model);
+    sn_spec_free(spec);
+    return rc;
+}

@@ -1,0 +1,94 @@
+/*
+ * /metrics: Prometheus text exposition format 0.0.4, following the
+ * Prometheus naming conventions (snake_case, a unit suffix, _total for
+ * counters, one metric family per name with HELP and TYPE lines).
+ */
+#include "http.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct out {
+    char *buf;
+    size_t len, cap;
+};
+
+static void put(struct out *o, const char *fmt, ...) SN_PRINTF(2, 3);
+static void put(struct out *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < o->cap - o->len) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t cap = o->cap * 2 + (size_t)n;
+        if (cap > (16u << 20))
+            return; /* hard cap: the exposition is bounded */
+        char *b = realloc(o->buf, cap);
+        if (!b)
+            return;
+        o->buf = b;
+        o->cap = cap;
+    }
+}
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
+{
+    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
+{
+    struct out o = {malloc(8192), 0, 8192};
+    if (!o.buf)
+        return MHD_NO;
+    o.buf[0] = '\0';
+    family(&o, "sn_jobs", "gauge", "Jobs by state.");
+    for (int s = 0; s < SND_JOB_STATE_COUNT; s++)
+        put(&o, "sn_jobs{state=\"%s\"} %llu\n", snd_job_state_name((enum snd_job_state)s),
+            (unsigned long long)d->jobs_by_state[s]);
+    uint64_t nodes[SND_ADMIN_STATE_COUNT] = {0}, gpus[SND_ADMIN_STATE_COUNT] = {0};
+    for (uint32_t i = 0; i < d->model->n_servers; i++)
+        nodes[d->nodes[i].state]++;
+    for (uint32_t i = 0; i < d->model->n_gpus; i++)
+        gpus[d->gpus[i].state]++;
+    family(&o, "sn_nodes", "gauge", "Servers by admin state.");
+    for (int s = 0; s < SND_ADMIN_STATE_COUNT; s++)
+        put(&o, "sn_nodes{state=\"%s\"} %llu\n", snd_admin_state_name((enum snd_admin_state)s),
+            (unsigned long long)nodes[s]);
+    family(&o, "sn_gpus", "gauge", "GPUs by admin state (their own, not their server's).");
+    for (int s = 0; s < SND_ADMIN_STATE_COUNT; s++)
+        put(&o, "sn_gpus{state=\"%s\"} %llu\n", snd_admin_state_name((enum snd_admin_state)s),
+            (unsigned long long)gpus[s]);
+    family(&o, "sn_jobs_pending_reason", "gauge", "Pending jobs by pending reason.");
+    put(&o, "sn_jobs_pending_reason{reason=\"%s\"} %llu\n",
+        d->sched ? "scheduler" : "scheduler-not-connected",
+        (unsigned long long)d->jobs_by_state[SND_JOB_PENDING]);
+    family(&o, "sn_http_requests_total", "counter", "HTTP responses by status class.");
+    for (int c = 1; c <= 5; c++)
+        put(&o, "sn_http_requests_total{code=\"%dxx\"} %llu\n", c,
+            (unsigned long long)d->http_requests[c]);
+    family(&o, "sn_auth_failures_total", "counter", "Requests refused with 401 or 403.");
+    put(&o, "sn_auth_failures_total %llu\n", (unsigned long long)d->auth_failures);
+    family(&o, "sn_rate_limited_total", "counter", "Requests refused with 429.");
+    put(&o, "sn_rate_limited_total %llu\n", (unsigned long long)d->rate_limited);
+    struct sn_store_stats st;
+    sn_store_stats(d->store, &st);
+    family(&o, "sn_store_commits_total", "counter", "Store transactions committed.");
+    put(&o, "sn_store_commits_total %llu\n", (unsigned long long)st.commits);
+    family(&o, "sn_store_writes_total", "counter", "Store submissions acknowledged.");
+    put(&o, "sn_store_writes_total %llu\n", (unsigned long long)st.submissions);
+    family(&o, "sn_store_write_failures_total", "counter", "Store submissions failed.");
+    put(&o, "sn_store_write_failures_total %llu\n", (unsigned long long)st.failures);
+    family(&o, "sn_store_queue_depth", "gauge", "Store submissions waiting for a commit.");
+    put(&o, "sn_store_queue_depth %llu\n", (unsigned long long)st.queue_depth);
+    return snd_reply_text(d, r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf);
+}

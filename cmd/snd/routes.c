@@ -1,0 +1,950 @@
+/*
+ * The routes of snd's API, one table (docs/api.md follows it), and their
+ * handlers. Handlers run on the state thread. Reads answer at once; writes
+ * change memory, then queue their rows with snd_commit() and answer in a
+ * completion once the rows are durable.
+ *
+ * Tenant isolation: a token that is not admin sees and changes only jobs of
+ * its own tenant (another tenant's job is 404, as if absent); its jobs'
+ * data and checkpoint paths must lie under the tenant's prefix.
+ */
+#include "http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sn/api.h>
+
+/* ---- helpers --------------------------------------------------------- */
+
+static enum MHD_Result decode_error(struct snd *d, struct snd_req *r, enum sn_err rc,
+                                    const char *field, const struct sn_error *err)
+{
+    if (rc == SN_ERR_LIMIT)
+        return snd_error(d, r, 413, "body_too_large", field, "%s", err->message);
+    const char *code = rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field";
+    if (!field[0] && rc != SN_ERR_SYNTAX)
+        code = "invalid_body";
+    return snd_error(d, r, 400, code, field, "%s", err->message);
+}
+
+static bool decode(struct snd *d, struct snd_req *r, const struct sn_api_field *f, size_t n,
+                   void *out, uint32_t *present, enum MHD_Result *ret)
+{
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    enum sn_err rc = sn_api_decode(f, n, r->len ? r->body : "{}", r->len ? r->len : 2,
+                                   (size_t)d->cfg.body_max_bytes, out, present, field, &err);
+    if (rc == SN_OK)
+        return true;
+    *ret = decode_error(d, r, rc, field, &err);
+    return false;
+}
+
+/* Pagination: limit (1..page_max, default 100) and after (a cursor). */
+static bool page_args(struct snd *d, struct snd_req *r, int64_t *limit, int64_t *after,
+                      enum MHD_Result *ret)
+{
+    const char *l = snd_query(r, "limit"), *a = snd_query(r, "after");
+    char *end = NULL;
+    *limit = 100;
+    *after = 0;
+    if (l) {
+        *limit = strtoll(l, &end, 10);
+        if (!*l || *end || *limit < 1 || *limit > d->cfg.page_max) {
+            *ret = snd_error(d, r, 400, "invalid_query", "limit",
+                             "limit must be an integer from 1 to %lld", (long long)d->cfg.page_max);
+            return false;
+        }
+    }
+    if (a) {
+        *after = strtoll(a, &end, 10);
+        if (!*a || *end || *after < 0) {
+            *ret = snd_error(d, r, 400, "invalid_query", "after",
+                             "after must be a non-negative integer cursor");
+            return false;
+        }
+    }
+    return true;
+}
+
+static json_t *page(json_t *items, int64_t next)
+{
+    return json_pack("{s:o,s:o}", "items", items, "next", next ? json_integer(next) : json_null());
+}
+
+static enum MHD_Result store_failed(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc == SN_ERR_LIMIT)
+        return snd_error(d, r, 503, "busy", NULL, "the write queue is full; retry");
+    atomic_store(&d->fatal, true);
+    return snd_error(d, r, 503, "store_failed", NULL,
+                     "the state could not be written; snd is stopping");
+}
+
+static const char *tenant_prefix(struct snd *d, const char *tenant)
+{
+    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, tenant);
+    return t ? json_string_value(json_object_get(t->doc, "prefix")) : NULL;
+}
+
+static bool pool_exists(const struct snd *d, const char *name)
+{
+    for (uint32_t i = 0; i < d->spec->n_pools; i++)
+        if (strcmp(d->spec->pools[i].name, name) == 0)
+            return true;
+    return snd_named_find(d->pools, d->n_pools, name) != NULL;
+}
+
+/* ---- health, cluster ------------------------------------------------- */
+
+static enum MHD_Result get_healthz(struct snd *d, struct snd_req *r)
+{
+    bool bad = atomic_load(&d->fatal);
+    return snd_reply(d, r, bad ? 503 : 200, json_pack("{s:s}", "status", bad ? "failed" : "ok"));
+}
+
+static enum MHD_Result get_cluster(struct snd *d, struct snd_req *r)
+{
+    const struct sn_model *m = d->model;
+    return snd_reply(d, r, 200,
+                     json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "name", d->spec->name, "supernodes",
+                               (json_int_t)m->n_supernodes, "servers", (json_int_t)m->n_servers,
+                               "gpus", (json_int_t)m->n_gpus, "switches", (json_int_t)m->n_switches,
+                               "links", (json_int_t)m->n_links, "scheduler_connected",
+                               d->sched != NULL));
+}
+
+static enum MHD_Result get_topology(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    const struct sn_model *m = d->model;
+    json_t *items = json_array();
+    int64_t i = after, next = 0;
+    for (; i < m->n_supernodes; i++) {
+        if ((int64_t)json_array_size(items) == limit) {
+            next = i;
+            break;
+        }
+        const struct sn_supernode *s = &m->supernodes[i];
+        char name[64];
+        sn_model_supernode_name(m, (uint32_t)i, name, sizeof(name));
+        json_array_append_new(
+            items, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "name", name, "first_server",
+                             (json_int_t)s->first_server, "servers", (json_int_t)s->n_servers,
+                             "first_gpu", (json_int_t)s->first_gpu, "gpus", (json_int_t)s->n_gpus,
+                             "racks", (json_int_t)s->n_racks));
+    }
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+/* ---- tenants, quotas, pools, classes --------------------------------- */
+
+struct tenant_body {
+    char name[64];
+    char prefix[1025];
+};
+static const struct sn_api_field tenant_fields[] = {
+    {"name", SN_API_NAME, true, 1, 63, offsetof(struct tenant_body, name)},
+    {"prefix", SN_API_STRING, true, 2, 1024, offsetof(struct tenant_body, prefix)},
+};
+
+static enum MHD_Result done_reply(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc != SN_OK)
+        return store_failed(d, r);
+    json_t *body = r->reply;
+    r->reply = NULL;
+    return snd_reply(d, r, r->reply_status, body);
+}
+
+static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
+{
+    struct tenant_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, tenant_fields, 2, &b, &present, &ret))
+        return ret;
+    /* The prefix must be absolute and normalised: it confines paths. */
+    size_t pl = strlen(b.prefix);
+    char probe[1100];
+    snprintf(probe, sizeof(probe), "%s/x", b.prefix);
+    if (b.prefix[pl - 1] == '/' || !sn_api_path_within(probe, b.prefix))
+        return snd_error(d, r, 400, "invalid_field", "prefix",
+                         "prefix '%s' must be an absolute normalised path without a trailing "
+                         "'/'",
+                         b.prefix);
+    bool exists = snd_named_find(d->tenants, d->n_tenants, b.name) != NULL;
+    json_t *doc = json_pack("{s:s}", "prefix", b.prefix);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    struct sn_error err = {0};
+    if (snd_named_put(&d->tenants, &d->n_tenants, b.name, json_incref(doc), &err) != SN_OK) {
+        json_decref(doc);
+        json_decref(doc);
+        free(text);
+        return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
+    }
+    struct sn_store_write w = {.kind = SN_STORE_PUT_TENANT, .text = {b.name, text}};
+    r->reply_status = exists ? 200 : 201;
+    r->reply = json_pack("{s:s,s:s}", "name", b.name, "prefix", b.prefix);
+    json_decref(doc);
+    ret = snd_commit(d, r, &w, 1, b.name, done_reply);
+    free(text);
+    return ret;
+}
+
+static json_t *named_list(struct snd_named *list, uint32_t n)
+{
+    json_t *items = json_array();
+    for (uint32_t i = 0; i < n; i++) {
+        json_t *o = json_deep_copy(list[i].doc);
+        json_object_set_new(o, "name", json_string(list[i].name));
+        json_array_append_new(items, o);
+    }
+    return page(items, 0);
+}
+
+static enum MHD_Result get_tenants(struct snd *d, struct snd_req *r)
+{
+    return snd_reply(d, r, 200, named_list(d->tenants, d->n_tenants));
+}
+
+static enum MHD_Result get_tenant(struct snd *d, struct snd_req *r)
+{
+    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, r->params[0]);
+    if (!t)
+        return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
+    json_t *o = json_deep_copy(t->doc);
+    json_object_set_new(o, "name", json_string(t->name));
+    json_t *q = json_object();
+    for (uint32_t i = 0; i < d->n_quotas; i++)
+        if (strcmp(d->quotas[i].tenant, t->name) == 0)
+            json_object_set_new(q, d->quotas[i].pool, json_integer(d->quotas[i].gpus));
+    json_object_set_new(o, "quotas", q);
+    return snd_reply(d, r, 200, o);
+}
+
+struct quota_body {
+    int64_t gpus;
+};
+static const struct sn_api_field quota_fields[] = {
+    {"gpus", SN_API_INT, true, 0, 1 << 22, offsetof(struct quota_body, gpus)},
+};
+
+static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
+{
+    struct quota_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, quota_fields, 1, &b, &present, &ret))
+        return ret;
+    if (!snd_named_find(d->tenants, d->n_tenants, r->params[0]))
+        return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
+    if (!pool_exists(d, r->params[1]))
+        return snd_error(d, r, 404, "not_found", NULL, "no pool '%s'", r->params[1]);
+    if (snd_quota_put(d, r->params[0], r->params[1], b.gpus) != SN_OK)
+        return snd_error(d, r, 507, "limit", NULL, "too many quotas");
+    struct sn_store_write w = {
+        .kind = SN_STORE_PUT_QUOTA, .text = {r->params[0], r->params[1]}, .num = {b.gpus}};
+    r->reply_status = 200;
+    r->reply = json_pack("{s:s,s:s,s:I}", "tenant", r->params[0], "pool", r->params[1], "gpus",
+                         (json_int_t)b.gpus);
+    return snd_commit(d, r, &w, 1, r->params[0], done_reply);
+}
+
+static enum MHD_Result get_quotas(struct snd *d, struct snd_req *r)
+{
+    json_t *items = json_array();
+    for (uint32_t i = 0; i < d->n_quotas; i++)
+        json_array_append_new(items,
+                              json_pack("{s:s,s:s,s:I}", "tenant", d->quotas[i].tenant, "pool",
+                                        d->quotas[i].pool, "gpus", (json_int_t)d->quotas[i].gpus));
+    return snd_reply(d, r, 200, page(items, 0));
+}
+
+struct pool_body {
+    char name[64];
+    char kind[64];
+    int64_t priority;
+    bool preemptible;
+};
+static const struct sn_api_field pool_fields[] = {
+    {"name", SN_API_NAME, true, 1, 63, offsetof(struct pool_body, name)},
+    {"kind", SN_API_NAME, true, 1, 63, offsetof(struct pool_body, kind)},
+};
+static const struct sn_api_field class_fields[] = {
+    {"name", SN_API_NAME, true, 1, 63, offsetof(struct pool_body, name)},
+    {"priority", SN_API_INT, true, -1000000, 1000000, offsetof(struct pool_body, priority)},
+    {"preemptible", SN_API_BOOL, false, 0, 0, offsetof(struct pool_body, preemptible)},
+};
+
+static enum MHD_Result post_named(struct snd *d, struct snd_req *r, bool is_class)
+{
+    struct pool_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, is_class ? class_fields : pool_fields, is_class ? 3 : 2, &b, &present, &ret))
+        return ret;
+    if (!is_class && strcmp(b.kind, "dedicated") && strcmp(b.kind, "mixed") &&
+        strcmp(b.kind, "elastic"))
+        return snd_error(d, r, 400, "invalid_field", "kind",
+                         "kind '%s': expected dedicated, mixed or elastic", b.kind);
+    json_t *doc = is_class ? json_pack("{s:I,s:b}", "priority", (json_int_t)b.priority,
+                                       "preemptible", b.preemptible)
+                           : json_pack("{s:s}", "kind", b.kind);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    struct sn_error err = {0};
+    enum sn_err rc = is_class
+                         ? snd_named_put(&d->classes, &d->n_classes, b.name, json_incref(doc), &err)
+                         : snd_named_put(&d->pools, &d->n_pools, b.name, json_incref(doc), &err);
+    if (rc != SN_OK) {
+        json_decref(doc);
+        json_decref(doc);
+        free(text);
+        return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
+    }
+    struct sn_store_write w = {.kind = is_class ? SN_STORE_PUT_CLASS : SN_STORE_PUT_POOL,
+                               .text = {b.name, text},
+                               .num = {b.priority}};
+    r->reply_status = 201;
+    r->reply = json_deep_copy(doc);
+    json_object_set_new(r->reply, "name", json_string(b.name));
+    json_decref(doc);
+    ret = snd_commit(d, r, &w, 1, b.name, done_reply);
+    free(text);
+    return ret;
+}
+
+static enum MHD_Result post_pool(struct snd *d, struct snd_req *r)
+{
+    return post_named(d, r, false);
+}
+
+static enum MHD_Result post_class(struct snd *d, struct snd_req *r)
+{
+    return post_named(d, r, true);
+}
+
+static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
+{
+    json_t *body = named_list(d->pools, d->n_pools);
+    json_t *items = json_object_get(body, "items");
+    for (uint32_t i = 0; i < d->spec->n_pools; i++)
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s}", "name", d->spec->pools[i].name,
+                                               "kind", sn_pool_kind_name(d->spec->pools[i].kind),
+                                               "source", "spec"));
+    return snd_reply(d, r, 200, body);
+}
+
+static enum MHD_Result get_classes(struct snd *d, struct snd_req *r)
+{
+    return snd_reply(d, r, 200, named_list(d->classes, d->n_classes));
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+/* The job if the caller may see it: admins see all, others their tenant's. */
+static struct snd_job *visible_job(struct snd *d, struct snd_req *r)
+{
+    char *end = NULL;
+    long long id = strtoll(r->params[0], &end, 10);
+    if (*end || id < 1)
+        return NULL;
+    struct snd_job *j = snd_job_get(d, id);
+    if (!j || !j->durable)
+        return NULL;
+    if (!snd_is_admin(r) && strcmp(j->tenant, r->tok.subject) != 0)
+        return NULL;
+    return j;
+}
+
+static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < sn_api_job_field_count; i++) {
+        const struct sn_api_field *f = &sn_api_job_fields[i];
+        if (!(present & (1u << i)) || strcmp(f->name, "tenant") == 0)
+            continue;
+        const char *p = (const char *)b + f->offset;
+        if (f->type == SN_API_INT) {
+            int64_t v;
+            memcpy(&v, p, sizeof(v));
+            json_object_set_new(o, f->name, json_integer(v));
+        } else {
+            json_object_set_new(o, f->name, json_string(p));
+        }
+    }
+    return o;
+}
+
+/* Checks the references and limits of a decoded job; answers on failure. */
+static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api_job *b,
+                           const char *tenant, enum MHD_Result *ret)
+{
+    const char *prefix = tenant_prefix(d, tenant);
+    if (!prefix) {
+        *ret = snd_error(d, r, 422, "unknown_reference", "tenant", "no tenant '%s'", tenant);
+        return false;
+    }
+    if (b->pool[0] && !pool_exists(d, b->pool)) {
+        *ret = snd_error(d, r, 422, "unknown_reference", "pool", "no pool '%s'", b->pool);
+        return false;
+    }
+    if (b->priority_class[0] && !snd_named_find(d->classes, d->n_classes, b->priority_class)) {
+        *ret = snd_error(d, r, 422, "unknown_reference", "priority_class", "no priority class '%s'",
+                         b->priority_class);
+        return false;
+    }
+    if (b->gpus > (int64_t)d->model->n_gpus) {
+        *ret = snd_error(d, r, 422, "unsatisfiable", "gpus", "%lld GPUs asked, the cluster has %u",
+                         (long long)b->gpus, d->model->n_gpus);
+        return false;
+    }
+    const struct snd_quota *q = b->pool[0] ? snd_quota_find(d, tenant, b->pool) : NULL;
+    if (q && b->gpus > q->gpus) {
+        *ret = snd_error(d, r, 422, "over_quota", "gpus",
+                         "%lld GPUs asked, tenant '%s' has a quota of %lld in pool '%s'",
+                         (long long)b->gpus, tenant, (long long)q->gpus, b->pool);
+        return false;
+    }
+    const char *paths[2] = {b->data_path, b->checkpoint_path};
+    const char *names[2] = {"data_path", "checkpoint_path"};
+    for (int i = 0; i < 2; i++)
+        if (paths[i][0] && !sn_api_path_within(paths[i], prefix)) {
+            *ret = snd_error(d, r, 403, "path_outside_prefix", names[i],
+                             "%s '%s' is not under the tenant's prefix '%s'", names[i], paths[i],
+                             prefix);
+            return false;
+        }
+    return true;
+}
+
+static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
+{
+    struct snd_job *job = snd_job_get(d, r->arg);
+    if (r->store_rc == SN_ERR_CONFLICT) {
+        snd_job_remove(d, r->arg);
+        return snd_error(d, r, 409, "conflict", "idempotency_key", "the idempotency key is taken");
+    }
+    if (r->store_rc != SN_OK) {
+        snd_job_remove(d, r->arg);
+        return store_failed(d, r);
+    }
+    job->durable = true;
+    if (d->sched && d->sched->submit)
+        d->sched->submit(d->sched->ctx, job);
+    return snd_reply(d, r, 201, snd_job_json(d, job));
+}
+
+static bool idem_key_ok(const char *key)
+{
+    size_t n = strlen(key);
+    if (n == 0 || n > 128)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (key[i] < 0x21 || key[i] > 0x7e)
+            return false;
+    return true;
+}
+
+/* An existing job with the key: same body replays it, another is 409. */
+static enum MHD_Result replay(struct snd *d, struct snd_req *r, struct snd_job *old, json_t *spec)
+{
+    bool same = json_equal(old->spec, spec);
+    json_decref(spec);
+    if (!old->durable)
+        return snd_error(d, r, 409, "in_progress", "idempotency_key",
+                         "a submit with this idempotency key is still being written");
+    if (!same)
+        return snd_error(d, r, 409, "conflict", "idempotency_key",
+                         "idempotency key reused with a different body (job %lld)",
+                         (long long)old->id);
+    return snd_reply(d, r, 200, snd_job_json(d, old));
+}
+
+static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
+{
+    struct sn_api_job b;
+    memset(&b, 0, sizeof(b));
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, sn_api_job_fields, sn_api_job_field_count, &b, &present, &ret))
+        return ret;
+    const char *tenant = r->tok.subject;
+    if (snd_is_admin(r)) {
+        if (!b.tenant[0])
+            return snd_error(d, r, 400, "invalid_field", "tenant",
+                             "missing field 'tenant' (required with an admin token)");
+        tenant = b.tenant;
+    } else if (b.tenant[0] && strcmp(b.tenant, tenant) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "a token of tenant '%s' cannot submit for '%s'", tenant,
+                 b.tenant);
+        return snd_refuse(d, r, 403, "forbidden", "tenant", "submit for another tenant", msg);
+    }
+    if (!job_admissible(d, r, &b, tenant, &ret))
+        return ret;
+    const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (key && !idem_key_ok(key))
+        return snd_error(d, r, 400, "invalid_header", "idempotency_key",
+                         "Idempotency-Key must be 1 to 128 printable ASCII characters");
+    json_t *spec = job_spec_json(&b, present);
+    int64_t old = key ? snd_idem_find(d, tenant, key) : 0;
+    if (old)
+        return replay(d, r, snd_job_get(d, old), spec);
+    struct snd_job *job = calloc(1, sizeof(*job));
+    struct sn_error err = {0};
+    if (!job) {
+        json_decref(spec);
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    }
+    job->id = d->next_job_id;
+    snprintf(job->tenant, sizeof(job->tenant), "%s", tenant);
+    job->idem_key = key ? strdup(key) : NULL;
+    job->spec = spec;
+    job->state = SND_JOB_PENDING;
+    job->submit_s = job->updated_s = snd_now_s();
+    if (snd_job_insert(d, job, &err) != SN_OK) {
+        snd_job_free(job);
+        return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
+    }
+    char *doc = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", (long long)job->id);
+    struct sn_store_write w[2] = {
+        {.kind = SN_STORE_PUT_JOB,
+         .text = {job->tenant, job->idem_key, "pending", doc},
+         .num = {job->id, job->submit_s, job->updated_s}},
+        {.kind = SN_STORE_ADD_EVENT,
+         .text = {"submitted", r->actor},
+         .num = {job->id, job->submit_s}},
+    };
+    r->arg = job->id;
+    r->reply_status = 201;
+    ret = snd_commit(d, r, w, 2, target, submit_done);
+    free(doc);
+    return ret;
+}
+
+static bool job_matches(const struct snd_job *j, int state, const char *tenant, const char *pool)
+{
+    if (!j || !j->durable || (state >= 0 && (int)j->state != state))
+        return false;
+    if (tenant && strcmp(j->tenant, tenant) != 0)
+        return false;
+    const char *p = json_string_value(json_object_get(j->spec, "pool"));
+    return !pool || (p && strcmp(p, pool) == 0);
+}
+
+static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
+    const char *pool = snd_query(r, "pool");
+    int state = st ? snd_job_state_parse(st) : -1;
+    if (st && state < 0)
+        return snd_error(d, r, 400, "invalid_query", "state",
+                         "state '%s': expected pending, running, completed, failed or cancelled",
+                         st);
+    if (!snd_is_admin(r)) {
+        if (tenant && strcmp(tenant, r->tok.subject) != 0)
+            return snd_error(d, r, 403, "forbidden", "tenant",
+                             "a tenant token lists only its own jobs");
+        tenant = r->tok.subject;
+    }
+    json_t *items = json_array();
+    int64_t next = 0;
+    for (int64_t id = after + 1; id < d->next_job_id; id++) {
+        const struct snd_job *j = snd_job_get(d, id);
+        if (!job_matches(j, state, tenant, pool))
+            continue;
+        if ((int64_t)json_array_size(items) == limit) {
+            next = id - 1;
+            break;
+        }
+        json_array_append_new(items, snd_job_json(d, j));
+    }
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
+{
+    struct snd_job *j = visible_job(d, r);
+    if (!j)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    return snd_reply(d, r, 200, snd_job_json(d, j));
+}
+
+static enum MHD_Result cancel_done(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc != SN_OK)
+        return store_failed(d, r);
+    struct snd_job *j = snd_job_get(d, r->arg);
+    if (d->sched && d->sched->cancel)
+        d->sched->cancel(d->sched->ctx, j->id);
+    return snd_reply(d, r, 200, snd_job_json(d, j));
+}
+
+static enum MHD_Result cancel_job(struct snd *d, struct snd_req *r)
+{
+    struct snd_job *j = visible_job(d, r);
+    if (!j)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    if (j->state != SND_JOB_PENDING && j->state != SND_JOB_RUNNING)
+        return snd_error(d, r, 409, "invalid_transition", "state",
+                         "job %lld is %s; only pending or running jobs can be cancelled",
+                         (long long)j->id, snd_job_state_name(j->state));
+    snd_job_set_state(d, j, SND_JOB_CANCELLED);
+    j->updated_s = snd_now_s();
+    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
+    struct sn_store_write w[2] = {
+        {.kind = SN_STORE_PUT_JOB,
+         .text = {j->tenant, j->idem_key, "cancelled", doc},
+         .num = {j->id, j->submit_s, j->updated_s}},
+        {.kind = SN_STORE_ADD_EVENT, .text = {"cancelled", r->actor}, .num = {j->id, j->updated_s}},
+    };
+    r->arg = j->id;
+    r->reply_status = 200;
+    enum MHD_Result ret = snd_commit(d, r, w, 2, target, cancel_done);
+    free(doc);
+    return ret;
+}
+
+static bool event_row(void *ctx, const struct sn_store_write *row)
+{
+    json_t *items = ctx;
+    json_array_append_new(items, json_pack("{s:I,s:I,s:s,s:s}", "seq", (json_int_t)row->num[2],
+                                           "time_s", (json_int_t)row->num[1], "kind", row->text[0],
+                                           "message", row->text[1]));
+    return true;
+}
+
+static enum MHD_Result get_job_events(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    struct snd_job *j = visible_job(d, r);
+    if (!j)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    json_t *items = json_array();
+    struct sn_error err = {0};
+    if (sn_store_query_log(d->store, SN_STORE_LOG_EVENTS, j->id, after, (uint32_t)limit, event_row,
+                           items, &err) != SN_OK) {
+        json_decref(items);
+        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    }
+    size_t n = json_array_size(items);
+    int64_t next = (int64_t)n == limit
+                       ? json_integer_value(json_object_get(json_array_get(items, n - 1), "seq"))
+                       : 0;
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+/* ---- nodes and GPUs ------------------------------------------------------ */
+
+static json_t *admin_json(const struct snd_admin *a, const char *name)
+{
+    return json_pack("{s:s,s:s,s:s?,s:s?,s:I}", "name", name, "state",
+                     snd_admin_state_name((enum snd_admin_state)a->state), "reason", a->reason,
+                     "by", a->actor, "since_s", (json_int_t)a->time_s);
+}
+
+static json_t *node_json(struct snd *d, uint32_t server)
+{
+    const struct sn_model *m = d->model;
+    char name[64], sn[64];
+    json_t *o = admin_json(&d->nodes[server], sn_model_server_name(m, server, name, sizeof(name)));
+    sn_model_supernode_name(m, m->server_supernode[server], sn, sizeof(sn));
+    json_object_set_new(o, "supernode", json_string(sn));
+    json_object_set_new(o, "id", json_integer(server));
+    json_object_set_new(o, "first_gpu", json_integer(m->server_first_gpu[server]));
+    json_object_set_new(o, "gpus", json_integer(sn_model_server_spec(m, server)->gpus));
+    return o;
+}
+
+static enum MHD_Result get_nodes(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    const char *st = snd_query(r, "state");
+    json_t *items = json_array();
+    int64_t next = 0;
+    for (int64_t i = after; i < d->model->n_servers; i++) {
+        if (st && strcmp(st, snd_admin_state_name((enum snd_admin_state)d->nodes[i].state)))
+            continue;
+        if ((int64_t)json_array_size(items) == limit) {
+            next = i;
+            break;
+        }
+        json_array_append_new(items, node_json(d, (uint32_t)i));
+    }
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+static enum MHD_Result get_node(struct snd *d, struct snd_req *r)
+{
+    uint32_t id = sn_model_find_server(d->model, r->params[0]);
+    if (id == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no node '%s'", r->params[0]);
+    return snd_reply(d, r, 200, node_json(d, id));
+}
+
+static enum MHD_Result get_gpus(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    const char *node = snd_query(r, "node");
+    uint32_t first = 0, end = d->model->n_gpus;
+    if (node) {
+        uint32_t s = sn_model_find_server(d->model, node);
+        if (s == SN_NONE)
+            return snd_error(d, r, 404, "not_found", "node", "no node '%s'", node);
+        first = d->model->server_first_gpu[s];
+        end = first + sn_model_server_spec(d->model, s)->gpus;
+    }
+    json_t *items = json_array();
+    int64_t next = 0;
+    for (int64_t g = first + after; g < end; g++) {
+        if ((int64_t)json_array_size(items) == limit) {
+            next = g - first;
+            break;
+        }
+        char name[64];
+        json_t *o =
+            admin_json(&d->gpus[g], sn_model_gpu_name(d->model, (uint32_t)g, name, sizeof(name)));
+        json_object_set_new(o, "id", json_integer(g));
+        json_array_append_new(items, o);
+    }
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+struct action_body {
+    char reason[257];
+};
+static const struct sn_api_field action_fields[] = {
+    {"reason", SN_API_STRING, false, 1, 256, offsetof(struct action_body, reason)},
+};
+
+/* The transitions of admin states (like scontrol): -1 is refused. Drain
+ * lands in drained while nothing runs there (allocations come from the
+ * scheduler, not connected yet), else in draining. */
+static int transition(enum snd_admin_state from, const char *action, bool busy)
+{
+    if (strcmp(action, "cordon") == 0)
+        return from == SND_ADMIN_UP ? SND_ADMIN_CORDONED : -1;
+    if (strcmp(action, "drain") == 0)
+        return from == SND_ADMIN_UP || from == SND_ADMIN_CORDONED
+                   ? (busy ? SND_ADMIN_DRAINING : SND_ADMIN_DRAINED)
+                   : -1;
+    if (strcmp(action, "resume") == 0)
+        return from == SND_ADMIN_UP ? -1 : SND_ADMIN_UP;
+    return -2;
+}
+
+static bool gpus_busy(const struct snd *d, uint32_t first, uint32_t count)
+{
+    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
+        const struct snd_job *j = d->jobs[i];
+        for (uint32_t k = 0; j && j->state == SND_JOB_RUNNING && k < j->n_alloc; k++)
+            if (j->alloc[k] >= first && j->alloc[k] < first + count)
+                return true;
+    }
+    return false;
+}
+
+static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_node)
+{
+    const struct sn_model *m = d->model;
+    uint32_t id =
+        is_node ? sn_model_find_server(m, r->params[0]) : sn_model_find_gpu(m, r->params[0]);
+    if (id == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no %s '%s'", is_node ? "node" : "gpu",
+                         r->params[0]);
+    struct action_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, action_fields, 1, &b, &present, &ret))
+        return ret;
+    struct snd_admin *a = is_node ? &d->nodes[id] : &d->gpus[id];
+    uint32_t first = is_node ? m->server_first_gpu[id] : id;
+    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
+    int to = transition((enum snd_admin_state)a->state, r->params[1], gpus_busy(d, first, count));
+    if (to == -2)
+        return snd_error(d, r, 404, "not_found", NULL,
+                         "no action '%s' (expected cordon, drain or resume)", r->params[1]);
+    if (to == -1)
+        return snd_error(d, r, 409, "invalid_transition", "state", "cannot %s a %s %s",
+                         r->params[1], snd_admin_state_name((enum snd_admin_state)a->state),
+                         is_node ? "node" : "gpu");
+    if (to != SND_ADMIN_UP && !b.reason[0])
+        return snd_error(d, r, 400, "invalid_field", "reason", "missing field 'reason'");
+    int64_t now = snd_now_s();
+    snd_admin_set(a, (enum snd_admin_state)to, to == SND_ADMIN_UP ? NULL : b.reason, r->actor, now);
+    struct sn_store_write w = {.kind = SN_STORE_PUT_ADMIN,
+                               .text = {is_node ? "node" : "gpu", r->params[0],
+                                        snd_admin_state_name((enum snd_admin_state)to),
+                                        a->reason ? a->reason : "", r->actor},
+                               .num = {now}};
+    r->reply_status = 200;
+    r->reply = is_node ? node_json(d, id) : admin_json(a, r->params[0]);
+    return snd_commit(d, r, &w, 1, r->params[0], done_reply);
+}
+
+static enum MHD_Result post_node_action(struct snd *d, struct snd_req *r)
+{
+    return admin_action(d, r, true);
+}
+
+static enum MHD_Result post_gpu_action(struct snd *d, struct snd_req *r)
+{
+    return admin_action(d, r, false);
+}
+
+/* ---- audit and tokens ---------------------------------------------------- */
+
+static bool audit_row(void *ctx, const struct sn_store_write *row)
+{
+    json_array_append_new(ctx,
+                          json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s}", "seq", (json_int_t)row->num[2],
+                                    "time_s", (json_int_t)row->num[0], "actor", row->text[0],
+                                    "action", row->text[1], "target", row->text[2], "status",
+                                    (json_int_t)row->num[1], "detail", row->text[3]));
+    return true;
+}
+
+static enum MHD_Result get_audit(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    json_t *items = json_array();
+    struct sn_error err = {0};
+    if (sn_store_query_log(d->store, SN_STORE_LOG_AUDIT, 0, after, (uint32_t)limit, audit_row,
+                           items, &err) != SN_OK) {
+        json_decref(items);
+        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    }
+    size_t n = json_array_size(items);
+    int64_t next = (int64_t)n == limit
+                       ? json_integer_value(json_object_get(json_array_get(items, n - 1), "seq"))
+                       : 0;
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+struct token_body {
+    char kind[64];
+    char subject[64];
+    char scopes[200];
+    int64_t ttl_s;
+};
+static const struct sn_api_field token_fields[] = {
+    {"kind", SN_API_NAME, true, 1, 63, offsetof(struct token_body, kind)},
+    {"subject", SN_API_NAME, true, 1, 63, offsetof(struct token_body, subject)},
+    {"scopes", SN_API_STRING, true, 1, 199, offsetof(struct token_body, scopes)},
+    {"ttl_s", SN_API_INT, true, 1, 366LL * 86400, offsetof(struct token_body, ttl_s)},
+};
+
+static enum MHD_Result post_token(struct snd *d, struct snd_req *r)
+{
+    struct token_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, token_fields, 4, &b, &present, &ret))
+        return ret;
+    struct sn_token t = {0};
+    if (strcmp(b.kind, "tenant") == 0)
+        t.kind = SN_AUTH_TENANT;
+    else if (strcmp(b.kind, "agent") == 0)
+        t.kind = SN_AUTH_AGENT;
+    else
+        return snd_error(d, r, 400, "invalid_field", "kind", "kind '%s': expected tenant or agent",
+                         b.kind);
+    struct sn_error err = {0};
+    if (sn_auth_parse_scopes(b.scopes, &t.scopes, &err) != SN_OK)
+        return snd_error(d, r, 400, "invalid_field", "scopes", "%s", err.message);
+    if (t.scopes & (1u << SN_SCOPE_ADMIN))
+        return snd_error(d, r, 400, "invalid_field", "scopes",
+                         "the admin scope is not issued through the API");
+    if (t.kind == SN_AUTH_TENANT && !snd_named_find(d->tenants, d->n_tenants, b.subject))
+        return snd_error(d, r, 422, "unknown_reference", "subject", "no tenant '%s'", b.subject);
+    if (t.kind == SN_AUTH_AGENT && sn_model_find_server(d->model, b.subject) == SN_NONE)
+        return snd_error(d, r, 422, "unknown_reference", "subject", "no node '%s'", b.subject);
+    snprintf(t.subject, sizeof(t.subject), "%s", b.subject);
+    if (snd_random_hex(t.id, 16) != 0)
+        return snd_error(d, r, 500, "internal", NULL, "no randomness");
+    t.issued_s = snd_now_s();
+    t.expires_s = t.issued_s + b.ttl_s;
+    char text[SN_AUTH_TOKEN_MAX];
+    if (sn_auth_sign(d->key, sizeof(d->key), &t, text, sizeof(text), &err) != SN_OK)
+        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    /* Issuing writes only the audit entry: tokens are not stored. */
+    r->reply_status = 201;
+    r->reply = json_pack("{s:s,s:s,s:s,s:s,s:I}", "token", text, "id", t.id, "subject", t.subject,
+                         "scopes", b.scopes, "expires_s", (json_int_t)t.expires_s);
+    return snd_commit(d, r, NULL, 0, t.id, done_reply);
+}
+
+static enum MHD_Result revoke_token(struct snd *d, struct snd_req *r)
+{
+    const char *id = r->params[0];
+    size_t n = strlen(id);
+    if (n == 0 || n >= SN_AUTH_ID_MAX || strspn(id, "0123456789abcdef") != n)
+        return snd_error(d, r, 400, "invalid_path", "id", "token id '%s' is not hex", id);
+    if (snd_revoke(d, id) != SN_OK)
+        return snd_error(d, r, 507, "limit", NULL, "too many revocations");
+    struct sn_store_write w = {.kind = SN_STORE_ADD_REVOKE, .text = {id}, .num = {0, snd_now_s()}};
+    r->reply_status = 200;
+    r->reply = json_pack("{s:s,s:b}", "id", id, "revoked", 1);
+    return snd_commit(d, r, &w, 1, id, done_reply);
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+#define NO_AUTH (-1)
+const struct snd_route snd_routes[] = {
+    {"GET", "/healthz", NO_AUTH, get_healthz, "liveness: 200 ok, 503 after a store failure"},
+    {"GET", "/metrics", NO_AUTH, snd_metrics, "Prometheus text exposition"},
+    {"GET", "/v1/cluster", SN_SCOPE_CLUSTER_READ, get_cluster, "cluster summary"},
+    {"GET", "/v1/cluster/topology", SN_SCOPE_CLUSTER_READ, get_topology, "supernodes, paged"},
+    {"GET", "/v1/tenants", SN_SCOPE_ADMIN, get_tenants, "list tenants"},
+    {"POST", "/v1/tenants", SN_SCOPE_ADMIN, post_tenant, "create or update a tenant"},
+    {"GET", "/v1/tenants/{}", SN_SCOPE_ADMIN, get_tenant, "one tenant with its quotas"},
+    {"PUT", "/v1/tenants/{}/quotas/{}", SN_SCOPE_ADMIN, put_quota, "set a tenant's pool quota"},
+    {"GET", "/v1/quotas", SN_SCOPE_ADMIN, get_quotas, "list quotas"},
+    {"GET", "/v1/pools", SN_SCOPE_ADMIN, get_pools, "list pools (spec and API)"},
+    {"POST", "/v1/pools", SN_SCOPE_ADMIN, post_pool, "create or update a pool"},
+    {"GET", "/v1/priority-classes", SN_SCOPE_ADMIN, get_classes, "list priority classes"},
+    {"POST", "/v1/priority-classes", SN_SCOPE_ADMIN, post_class, "create a priority class"},
+    {"POST", "/v1/jobs", SN_SCOPE_JOBS_WRITE, post_job, "submit a job (Idempotency-Key)"},
+    {"GET", "/v1/jobs", SN_SCOPE_JOBS_READ, get_jobs, "list jobs, filtered and paged"},
+    {"GET", "/v1/jobs/{}", SN_SCOPE_JOBS_READ, get_job, "one job with its pending reason"},
+    {"POST", "/v1/jobs/{}/cancel", SN_SCOPE_JOBS_WRITE, cancel_job, "cancel a job"},
+    {"GET", "/v1/jobs/{}/events", SN_SCOPE_JOBS_READ, get_job_events, "a job's events, paged"},
+    {"GET", "/v1/nodes", SN_SCOPE_CLUSTER_READ, get_nodes, "servers with admin state, paged"},
+    {"GET", "/v1/nodes/{}", SN_SCOPE_CLUSTER_READ, get_node, "one server"},
+    {"POST", "/v1/nodes/{}/{}", SN_SCOPE_NODES_WRITE, post_node_action,
+     "cordon, drain or resume a server"},
+    {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus, "GPUs with admin state, paged"},
+    {"POST", "/v1/gpus/{}/{}", SN_SCOPE_NODES_WRITE, post_gpu_action,
+     "cordon, drain or resume a GPU"},
+    {"GET", "/v1/audit", SN_SCOPE_ADMIN, get_audit, "the audit log, paged by sequence"},
+    {"POST", "/v1/tokens", SN_SCOPE_ADMIN, post_token, "issue a tenant or agent token"},
+    {"POST", "/v1/tokens/{}/revoke", SN_SCOPE_ADMIN, revoke_token, "revoke a token by id"},
+};
+const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -1,0 +1,200 @@
+/*
+ * sn/store.h: durable state of the control plane, behind a function table.
+ *
+ * The store keeps what must survive a restart of snd: tenants, quotas,
+ * pools, priority classes, jobs (with an idempotency key unique per tenant),
+ * job events, node and GPU admin state (cordon/drain/resume and the reason),
+ * the audit log and token revocations. Every change is a struct
+ * sn_store_write row; a submission is a group of rows applied atomically.
+ *
+ * Group commit: submissions go into a bounded queue drained by one writer
+ * thread, which applies every queued submission in one transaction (each in
+ * its own savepoint, so a constraint failure rejects only its submission)
+ * and syncs once. A submission's completion callback runs, on the writer
+ * thread, only after that commit is durable (SQLite WAL, synchronous=FULL).
+ * So an acknowledged write survives kill -9 and power loss.
+ *
+ * Restart: sn_store_load() replays the current rows in the shape of the
+ * writes that produced them (PUT_* kinds), so the owner rebuilds its memory
+ * state with the same code that applies new writes. Logs (job events, audit)
+ * are not replayed; they are read by page with sn_store_query_log().
+ *
+ * Threads: sn_store_submit() and sn_store_write_sync() may be called from any
+ * thread; load, query and stats from one thread at a time (the state owner).
+ *
+ * Backends implement struct sn_store_ops; the SQLite backend is
+ * sn_store_open_sqlite(). The schema is versioned (SN_STORE_SCHEMA_VERSION);
+ * a database of another version is refused, never guessed at.
+ */
+#ifndef SN_STORE_H
+#define SN_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/error.h>
+
+#define SN_STORE_SCHEMA_VERSION 1
+#define SN_STORE_TEXT_MAX 6                 /* text fields per row */
+#define SN_STORE_NUM_MAX 4                  /* integer fields per row */
+#define SN_STORE_TEXT_MAX_BYTES (64u << 10) /* one text field */
+#define SN_STORE_SUBMIT_MAX_WRITES 64       /* rows in one submission */
+
+/*
+ * Kinds of row. For each: the meaning of text[] and num[] (unused fields are
+ * NULL / 0). Keys are text unless said otherwise.
+ *   PUT_TENANT    text: name, doc (JSON)             num: -
+ *   DEL_TENANT    text: name
+ *   PUT_QUOTA     text: tenant, pool                 num: gpus
+ *   PUT_POOL      text: name, doc
+ *   PUT_CLASS     text: name, doc                    num: priority
+ *   PUT_JOB       text: tenant, idem_key (may be NULL), state, doc
+ *                 num: id, submit_s, updated_s
+ *   ADD_EVENT     text: kind, message                num: job id, time_s, [seq]
+ *   PUT_ADMIN     text: kind ("node"/"gpu"), name, state, reason, actor
+ *                 num: time_s
+ *   ADD_AUDIT     text: actor, action, target, detail num: time_s, status, [seq]
+ *   ADD_REVOKE    text: token id                     num: expires_s, time_s
+ * [seq] is filled in by sn_store_query_log() only.
+ */
+#define SN_STORE_WRITE_KIND_LIST(X)                                                                \
+    X(PUT_TENANT, "put-tenant")                                                                    \
+    X(DEL_TENANT, "del-tenant")                                                                    \
+    X(PUT_QUOTA, "put-quota")                                                                      \
+    X(PUT_POOL, "put-pool")                                                                        \
+    X(PUT_CLASS, "put-class")                                                                      \
+    X(PUT_JOB, "put-job")                                                                          \
+    X(ADD_EVENT, "add-event")                                                                      \
+    X(PUT_ADMIN, "put-admin")                                                                      \
+    X(ADD_AUDIT, "add-audit")                                                                      \
+    X(ADD_REVOKE, "add-revoke")
+enum sn_store_write_kind {
+#define SN_X(name, text) SN_STORE_##name,
+    SN_STORE_WRITE_KIND_LIST(SN_X)
+#undef SN_X
+        SN_STORE_WRITE_KIND_COUNT
+};
+const char *sn_store_write_kind_name(enum sn_store_write_kind kind);
+
+/* One row to write, or one row read back. Strings are borrowed: the store
+ * copies them on submit; rows passed to callbacks live for the call only. */
+struct sn_store_write {
+    enum sn_store_write_kind kind;
+    const char *text[SN_STORE_TEXT_MAX];
+    int64_t num[SN_STORE_NUM_MAX];
+};
+
+/* Called on the writer thread once the submission is durable (SN_OK), was
+ * rejected by a constraint (SN_ERR_CONFLICT: a job's idempotency key or id
+ * is taken; nothing of the submission was applied), or failed (SN_ERR_IO:
+ * the commit failed; the submission may or may not survive a restart, and
+ * the store refuses further writes). Must not block for long. */
+typedef void (*sn_store_done_fn)(void *ctx, enum sn_err rc);
+
+/* Called for each row by load and query; returning false stops the walk. */
+typedef bool (*sn_store_row_fn)(void *ctx, const struct sn_store_write *row);
+
+/* Which log sn_store_query_log() reads. */
+enum sn_store_log {
+    SN_STORE_LOG_EVENTS, /* filter: job id (0 = all) */
+    SN_STORE_LOG_AUDIT,  /* filter: unused */
+};
+
+struct sn_store_stats {
+    uint64_t commits;     /* transactions committed */
+    uint64_t submissions; /* submissions acknowledged */
+    uint64_t rows;        /* rows written */
+    uint64_t failures;    /* submissions failed or rejected */
+    uint64_t queue_depth; /* submissions waiting now */
+    uint64_t max_batch;   /* most submissions in one commit so far */
+};
+
+struct sn_store;
+
+/* The backend function table. Every entry is required. */
+struct sn_store_ops {
+    const char *name;
+    enum sn_err (*submit)(struct sn_store *s, const struct sn_store_write *rows, size_t n,
+                          sn_store_done_fn done, void *ctx, struct sn_error *err);
+    enum sn_err (*load)(struct sn_store *s, sn_store_row_fn fn, void *ctx, struct sn_error *err);
+    enum sn_err (*query_log)(struct sn_store *s, enum sn_store_log log, int64_t filter,
+                             int64_t after_seq, uint32_t limit, sn_store_row_fn fn, void *ctx,
+                             struct sn_error *err);
+    void (*stats)(struct sn_store *s, struct sn_store_stats *out);
+    void (*close)(struct sn_store *s);
+};
+
+/* A store handle: the table plus the backend's private state. */
+struct sn_store {
+    const struct sn_store_ops *ops;
+    void *impl;
+};
+
+struct sn_store_options {
+    const char *vfs;    /* SQLite VFS name, NULL for the default */
+    uint32_t queue_cap; /* submissions waiting at most (default 4096) */
+    uint32_t batch_max; /* submissions per commit at most (default 512) */
+};
+
+/* Opens (creating when absent) the SQLite store at path in WAL mode and
+ * starts its writer thread. options may be NULL. A database of another
+ * schema version is refused with SN_ERR_INVALID. On success *out is owned by
+ * the caller: sn_store_close(). */
+SN_MUST_CHECK enum sn_err sn_store_open_sqlite(const char *path,
+                                               const struct sn_store_options *options,
+                                               struct sn_store **out, struct sn_error *err);
+
+/* Queues rows (1..SN_STORE_SUBMIT_MAX_WRITES) as one atomic submission;
+ * done(ctx, rc) is called later, exactly once, on the writer thread. Returns
+ * SN_ERR_LIMIT without queueing when the queue is full, SN_ERR_IO when the
+ * store has failed, SN_ERR_INVALID for a malformed row; done is then not
+ * called. */
+SN_MUST_CHECK enum sn_err sn_store_submit(struct sn_store *s, const struct sn_store_write *rows,
+                                          size_t n, sn_store_done_fn done, void *ctx,
+                                          struct sn_error *err);
+
+/* As sn_store_submit(), and waits for the commit; returns its outcome. */
+SN_MUST_CHECK enum sn_err sn_store_write_sync(struct sn_store *s, const struct sn_store_write *rows,
+                                              size_t n, struct sn_error *err);
+
+/* Replays every current row, in order: tenants, quotas, pools, classes,
+ * jobs (by id), admin states, revocations. Reads only committed data. */
+SN_MUST_CHECK enum sn_err sn_store_load(struct sn_store *s, sn_store_row_fn fn, void *ctx,
+                                        struct sn_error *err);
+
+/* Rows of a log with seq > after_seq, oldest first, at most limit. */
+SN_MUST_CHECK enum sn_err sn_store_query_log(struct sn_store *s, enum sn_store_log log,
+                                             int64_t filter, int64_t after_seq, uint32_t limit,
+                                             sn_store_row_fn fn, void *ctx, struct sn_error *err);
+
+void sn_store_stats(struct sn_store *s, struct sn_store_stats *out);
+
+/* Drains the queue (every queued submission is committed or failed and its
+ * callback run), stops the writer and frees the store. NULL is allowed. */
+void sn_store_close(struct sn_store *s);
+
+/*
+ * Fault injection for tests, after SQLite's src/test6.c: a VFS named name
+ * that wraps the default VFS. Writes are held in memory until the file is
+ * synced. Counting every xWrite and xSync from 1, the call numbered
+ * fail_at either fails (crash == false: that one call returns an I/O
+ * error, later calls succeed) or crashes (crash == true: unsynced writes of
+ * every file are dropped or applied, chosen by seed, and that call and every
+ * later one fails, as if the machine stopped). fail_at 0 never fires.
+ * Registering again with the same name re-arms it and resets the count.
+ */
+struct sn_store_faultvfs {
+    uint64_t fail_at;
+    bool crash;
+    uint64_t seed;
+};
+SN_MUST_CHECK enum sn_err sn_store_faultvfs_register(const char *name,
+                                                     const struct sn_store_faultvfs *config,
+                                                     struct sn_error *err);
+/* Write and sync calls counted since the last registration. */
+uint64_t sn_store_faultvfs_calls(void);
+/* True once the armed fault has fired. */
+bool sn_store_faultvfs_fired(void);
+
+#endif /* SN_STORE_H */

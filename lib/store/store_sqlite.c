@@ -1,0 +1,538 @@
+/*
+ * The SQLite backend of the store (sn/store.h).
+ *
+ * Two connections: the writer connection belongs to the writer thread and is
+ * the only one that writes; the reader connection serves load and log
+ * queries on the owner's thread. WAL mode lets them run at once, and the
+ * reader sees only committed transactions.
+ *
+ * Group commit: submissions wait in a bounded ring (queue_cap). The writer
+ * takes up to batch_max of them, opens one transaction, applies each inside
+ * its own savepoint (a constraint failure rolls back only that submission),
+ * commits with synchronous=FULL, and only then runs the callbacks. An I/O
+ * error is fail-stop: every submission of the batch fails with SN_ERR_IO and
+ * the store refuses further writes; a restart recovers from the last durable
+ * commit.
+ *
+ * Row kinds map to SQL through one table (kind_sql[]): the statement, the
+ * number of text and integer parameters (bound ?1.. texts then integers)
+ * and the load query, whose columns come back in the same order.
+ */
+#include <sn/store.h>
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kind_sql {
+    const char *write;
+    unsigned n_text, n_num;
+    int optional_text; /* index of a text that may be NULL, or -1 */
+    const char *load;  /* NULL: a log, not replayed */
+};
+
+static const struct kind_sql kind_sql[SN_STORE_WRITE_KIND_COUNT] = {
+    [SN_STORE_PUT_TENANT] = {"INSERT OR REPLACE INTO tenants(name,doc) VALUES(?1,?2)", 2, 0, -1,
+                             "SELECT name,doc FROM tenants ORDER BY name"},
+    [SN_STORE_DEL_TENANT] = {"DELETE FROM tenants WHERE name=?1", 1, 0, -1, NULL},
+    [SN_STORE_PUT_QUOTA] = {"INSERT OR REPLACE INTO quotas(tenant,pool,gpus) VALUES(?1,?2,?3)", 2,
+                            1, -1, "SELECT tenant,pool,gpus FROM quotas ORDER BY tenant,pool"},
+    [SN_STORE_PUT_POOL] = {"INSERT OR REPLACE INTO pools(name,doc) VALUES(?1,?2)", 2, 0, -1,
+                           "SELECT name,doc FROM pools ORDER BY name"},
+    [SN_STORE_PUT_CLASS] = {"INSERT OR REPLACE INTO classes(name,doc,priority) "
+                            "VALUES(?1,?2,?3)",
+                            2, 1, -1, "SELECT name,doc,priority FROM classes ORDER BY name"},
+    [SN_STORE_PUT_JOB] = {"INSERT INTO jobs(tenant,idem_key,state,doc,id,submit_s,updated_s) "
+                          "VALUES(?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(id) DO UPDATE SET "
+                          "state=excluded.state,doc=excluded.doc,updated_s=excluded.updated_s",
+                          4, 3, 1,
+                          "SELECT tenant,idem_key,state,doc,id,submit_s,updated_s FROM jobs "
+                          "ORDER BY id"},
+    [SN_STORE_ADD_EVENT] = {"INSERT INTO job_events(kind,message,job_id,time_s) "
+                            "VALUES(?1,?2,?3,?4)",
+                            2, 2, -1, NULL},
+    [SN_STORE_PUT_ADMIN] = {"INSERT OR REPLACE INTO admin_state(kind,name,state,reason,actor,"
+                            "time_s) VALUES(?1,?2,?3,?4,?5,?6)",
+                            5, 1, -1,
+                            "SELECT kind,name,state,reason,actor,time_s FROM admin_state "
+                            "ORDER BY kind,name"},
+    [SN_STORE_ADD_AUDIT] = {"INSERT INTO audit(actor,action,target,detail,time_s,status) "
+                            "VALUES(?1,?2,?3,?4,?5,?6)",
+                            4, 2, -1, NULL},
+    [SN_STORE_ADD_REVOKE] = {"INSERT OR REPLACE INTO revocations(token_id,expires_s,time_s) "
+                             "VALUES(?1,?2,?3)",
+                             1, 2, -1,
+                             "SELECT token_id,expires_s,time_s FROM revocations ORDER BY "
+                             "token_id"},
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE tenants(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE quotas(tenant TEXT NOT NULL, pool TEXT NOT NULL, gpus INTEGER NOT NULL,"
+    " PRIMARY KEY(tenant,pool));"
+    "CREATE TABLE pools(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE classes(name TEXT PRIMARY KEY, doc TEXT NOT NULL, priority INTEGER NOT NULL);"
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, idem_key TEXT,"
+    " state TEXT NOT NULL, doc TEXT NOT NULL, submit_s INTEGER NOT NULL,"
+    " updated_s INTEGER NOT NULL, UNIQUE(tenant,idem_key));"
+    "CREATE TABLE job_events(seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL,"
+    " time_s INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);"
+    "CREATE INDEX job_events_job ON job_events(job_id, seq);"
+    "CREATE TABLE admin_state(kind TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
+    " reason TEXT NOT NULL, actor TEXT NOT NULL, time_s INTEGER NOT NULL,"
+    " PRIMARY KEY(kind,name));"
+    "CREATE TABLE audit(seq INTEGER PRIMARY KEY AUTOINCREMENT, time_s INTEGER NOT NULL,"
+    " actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, status INTEGER NOT NULL,"
+    " detail TEXT NOT NULL);"
+    "CREATE TABLE revocations(token_id TEXT PRIMARY KEY, expires_s INTEGER NOT NULL,"
+    " time_s INTEGER NOT NULL);";
+
+/* One queued submission; rows and their strings live in the same block. */
+struct submission {
+    size_t n;
+    sn_store_done_fn done;
+    void *ctx;
+    enum sn_err rc;
+    struct sn_store_write rows[];
+};
+
+struct sqlite_store {
+    struct sn_store handle;
+    sqlite3 *wdb, *rdb;
+    sqlite3_stmt *stmt[SN_STORE_WRITE_KIND_COUNT]; /* writer's, by kind */
+    pthread_t writer;
+    bool writer_started;
+    pthread_mutex_t lock; /* guards everything below */
+    pthread_cond_t nonempty;
+    struct submission **ring;
+    uint32_t cap, head, count, batch_max;
+    bool stopping, failed;
+    struct sn_store_stats stats;
+};
+
+static enum sn_err db_fail(struct sn_error *err, sqlite3 *db, const char *what)
+{
+    return sn_error_set(err, SN_ERR_IO, "store: %s: %s", what, db ? sqlite3_errmsg(db) : "?");
+}
+
+static enum sn_err exec(sqlite3 *db, const char *sql, struct sn_error *err)
+{
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(err, db, sql);
+    return SN_OK;
+}
+
+static enum sn_err open_conn(const char *path, const char *vfs, sqlite3 **out, struct sn_error *err)
+{
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+    if (sqlite3_open_v2(path, out, flags, vfs) != SQLITE_OK)
+        return db_fail(err, *out, path);
+    sqlite3_busy_timeout(*out, 10000);
+    sqlite3_extended_result_codes(*out, 1);
+    enum sn_err rc = exec(*out, "PRAGMA journal_mode=WAL", err);
+    if (rc == SN_OK)
+        rc = exec(*out, "PRAGMA synchronous=FULL", err);
+    return rc;
+}
+
+/* Creates the schema on an empty database; refuses another version. */
+static enum sn_err check_schema(sqlite3 *db, const char *path, struct sn_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(err, db, "reading the schema version");
+    int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (version == SN_STORE_SCHEMA_VERSION)
+        return SN_OK;
+    if (version != 0)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "store: '%s' has schema version %d, this build reads version %d", path,
+                            version, SN_STORE_SCHEMA_VERSION);
+    enum sn_err rc = exec(db, "BEGIN IMMEDIATE", err);
+    if (rc != SN_OK)
+        return rc;
+    char bump[64];
+    snprintf(bump, sizeof(bump), "PRAGMA user_version=%d", SN_STORE_SCHEMA_VERSION);
+    rc = exec(db, schema_sql, err);
+    if (rc == SN_OK)
+        rc = exec(db, bump, err);
+    if (rc == SN_OK)
+        return exec(db, "COMMIT", err);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+static enum sn_err bind_row(sqlite3_stmt *st, const struct sn_store_write *row)
+{
+    const struct kind_sql *k = &kind_sql[row->kind];
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    for (unsigned i = 0; i < k->n_text; i++)
+        if (row->text[i] &&
+            sqlite3_bind_text(st, (int)i + 1, row->text[i], -1, SQLITE_STATIC) != SQLITE_OK)
+            return SN_ERR_IO;
+    for (unsigned i = 0; i < k->n_num; i++)
+        if (sqlite3_bind_int64(st, (int)(k->n_text + i) + 1, row->num[i]) != SQLITE_OK)
+            return SN_ERR_IO;
+    return SN_OK;
+}
+
+/* Applies one submission inside a savepoint. SN_ERR_CONFLICT leaves the
+ * transaction usable; SN_ERR_IO does not. */
+static enum sn_err apply_submission(struct sqlite_store *st, struct submission *sub)
+{
+    if (sqlite3_exec(st->wdb, "SAVEPOINT sub", NULL, NULL, NULL) != SQLITE_OK)
+        return SN_ERR_IO;
+    enum sn_err rc = SN_OK;
+    for (size_t i = 0; i < sub->n && rc == SN_OK; i++) {
+        sqlite3_stmt *stmt = st->stmt[sub->rows[i].kind];
+        rc = bind_row(stmt, &sub->rows[i]);
+        if (rc != SN_OK)
+            break;
+        int step = sqlite3_step(stmt);
+        if ((step & 0xff) == SQLITE_CONSTRAINT)
+            rc = SN_ERR_CONFLICT;
+        else if (step != SQLITE_DONE)
+            rc = SN_ERR_IO;
+        sqlite3_reset(stmt);
+    }
+    if (rc == SN_ERR_CONFLICT &&
+        sqlite3_exec(st->wdb, "ROLLBACK TO sub", NULL, NULL, NULL) != SQLITE_OK)
+        rc = SN_ERR_IO;
+    if (rc != SN_ERR_IO && sqlite3_exec(st->wdb, "RELEASE sub", NULL, NULL, NULL) != SQLITE_OK)
+        rc = SN_ERR_IO;
+    return rc;
+}
+
+/* Commits a batch; sets each submission's rc. Returns false on I/O error. */
+static bool commit_batch(struct sqlite_store *st, struct submission **batch, uint32_t n)
+{
+    bool ok = sqlite3_exec(st->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        batch[i]->rc = apply_submission(st, batch[i]);
+        ok = batch[i]->rc != SN_ERR_IO;
+    }
+    if (ok)
+        ok = sqlite3_exec(st->wdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok) {
+        sqlite3_exec(st->wdb, "ROLLBACK", NULL, NULL, NULL);
+        for (uint32_t i = 0; i < n; i++)
+            batch[i]->rc = SN_ERR_IO;
+    }
+    return ok;
+}
+
+static void account(struct sqlite_store *st, struct submission **batch, uint32_t n, bool ok)
+{
+    pthread_mutex_lock(&st->lock);
+    if (!ok)
+        st->failed = true;
+    else
+        st->stats.commits++;
+    if (n > st->stats.max_batch)
+        st->stats.max_batch = n;
+    for (uint32_t i = 0; i < n; i++) {
+        if (batch[i]->rc == SN_OK) {
+            st->stats.submissions++;
+            st->stats.rows += batch[i]->n;
+        } else {
+            st->stats.failures++;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void *writer_main(void *arg)
+{
+    struct sqlite_store *st = arg;
+    struct submission **batch = calloc(st->batch_max, sizeof(*batch));
+    for (;;) {
+        pthread_mutex_lock(&st->lock);
+        while (st->count == 0 && !st->stopping)
+            pthread_cond_wait(&st->nonempty, &st->lock);
+        if (st->count == 0) {
+            pthread_mutex_unlock(&st->lock);
+            break;
+        }
+        uint32_t n = 0;
+        uint32_t max = batch ? st->batch_max : 1;
+        struct submission *one = NULL;
+        while (st->count > 0 && n < max) {
+            struct submission *sub = st->ring[st->head];
+            st->head = (st->head + 1) % st->cap;
+            st->count--;
+            if (batch)
+                batch[n] = sub;
+            else
+                one = sub;
+            n++;
+        }
+        bool failed = st->failed;
+        pthread_mutex_unlock(&st->lock);
+        struct submission **b = batch ? batch : &one;
+        bool ok = false;
+        if (!failed)
+            ok = commit_batch(st, b, n);
+        else
+            for (uint32_t i = 0; i < n; i++)
+                b[i]->rc = SN_ERR_IO;
+        account(st, b, n, ok);
+        for (uint32_t i = 0; i < n; i++) {
+            b[i]->done(b[i]->ctx, b[i]->rc);
+            free(b[i]);
+        }
+    }
+    free(batch);
+    return NULL;
+}
+
+static enum sn_err check_row(const struct sn_store_write *row, size_t *bytes, struct sn_error *err)
+{
+    if ((unsigned)row->kind >= SN_STORE_WRITE_KIND_COUNT)
+        return sn_error_set(err, SN_ERR_INVALID, "store: unknown row kind %d", (int)row->kind);
+    const struct kind_sql *k = &kind_sql[row->kind];
+    for (unsigned i = 0; i < k->n_text; i++) {
+        if (!row->text[i]) {
+            if ((int)i == k->optional_text)
+                continue;
+            return sn_error_set(err, SN_ERR_INVALID, "store: %s row lacks text field %u",
+                                sn_store_write_kind_name(row->kind), i);
+        }
+        size_t len = strlen(row->text[i]);
+        if (len > SN_STORE_TEXT_MAX_BYTES)
+            return sn_error_set(err, SN_ERR_LIMIT,
+                                "store: %s text field %u is %zu bytes, "
+                                "the most is %u",
+                                sn_store_write_kind_name(row->kind), i, len,
+                                SN_STORE_TEXT_MAX_BYTES);
+        *bytes += len + 1;
+    }
+    return SN_OK;
+}
+
+/* Copies rows and their strings into one block. */
+static struct submission *copy_submission(const struct sn_store_write *rows, size_t n, size_t bytes)
+{
+    struct submission *sub = malloc(sizeof(*sub) + n * sizeof(sub->rows[0]) + bytes);
+    if (!sub)
+        return NULL;
+    char *p = (char *)&sub->rows[n];
+    sub->n = n;
+    for (size_t i = 0; i < n; i++) {
+        sub->rows[i] = rows[i];
+        for (unsigned t = 0; t < SN_STORE_TEXT_MAX; t++) {
+            if (t >= kind_sql[rows[i].kind].n_text || !rows[i].text[t]) {
+                sub->rows[i].text[t] = NULL;
+                continue;
+            }
+            size_t len = strlen(rows[i].text[t]) + 1;
+            memcpy(p, rows[i].text[t], len);
+            sub->rows[i].text[t] = p;
+            p += len;
+        }
+    }
+    return sub;
+}
+
+static enum sn_err sqlite_submit(struct sn_store *s, const struct sn_store_write *rows, size_t n,
+                                 sn_store_done_fn done, void *ctx, struct sn_error *err)
+{
+    struct sqlite_store *st = s->impl;
+    if (n == 0 || n > SN_STORE_SUBMIT_MAX_WRITES || !done)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "store: a submission has 1 to %u rows and a "
+                            "callback",
+                            SN_STORE_SUBMIT_MAX_WRITES);
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        enum sn_err rc = check_row(&rows[i], &bytes, err);
+        if (rc != SN_OK)
+            return rc;
+    }
+    struct submission *sub = copy_submission(rows, n, bytes);
+    if (!sub)
+        return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
+    sub->done = done;
+    sub->ctx = ctx;
+    sub->rc = SN_OK;
+    enum sn_err rc = SN_OK;
+    pthread_mutex_lock(&st->lock);
+    if (st->failed || st->stopping)
+        rc = sn_error_set(err, SN_ERR_IO, "store: refusing writes after a failed commit");
+    else if (st->count == st->cap)
+        rc = sn_error_set(err, SN_ERR_LIMIT, "store: write queue full (%u submissions)", st->cap);
+    if (rc == SN_OK) {
+        st->ring[(st->head + st->count) % st->cap] = sub;
+        st->count++;
+        pthread_cond_signal(&st->nonempty);
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (rc != SN_OK)
+        free(sub);
+    return rc;
+}
+
+/* Reads the current row of a query into the shape of a kind's write. */
+static void read_row(sqlite3_stmt *q, enum sn_store_write_kind kind, unsigned n_text,
+                     unsigned n_num, struct sn_store_write *row)
+{
+    memset(row, 0, sizeof(*row));
+    row->kind = kind;
+    for (unsigned i = 0; i < n_text; i++)
+        row->text[i] = (const char *)sqlite3_column_text(q, (int)i);
+    for (unsigned i = 0; i < n_num && i < SN_STORE_NUM_MAX; i++)
+        row->num[i] = sqlite3_column_int64(q, (int)(n_text + i));
+}
+
+static enum sn_err run_query(sqlite3 *db, sqlite3_stmt *q, enum sn_store_write_kind kind,
+                             unsigned n_text, unsigned n_num, sn_store_row_fn fn, void *ctx,
+                             bool *stop, struct sn_error *err)
+{
+    int step;
+    while (!*stop && (step = sqlite3_step(q)) == SQLITE_ROW) {
+        struct sn_store_write row;
+        read_row(q, kind, n_text, n_num, &row);
+        if (!fn(ctx, &row))
+            *stop = true;
+    }
+    if (!*stop && step != SQLITE_DONE)
+        return db_fail(err, db, "reading rows");
+    return SN_OK;
+}
+
+static enum sn_err sqlite_load(struct sn_store *s, sn_store_row_fn fn, void *ctx,
+                               struct sn_error *err)
+{
+    struct sqlite_store *st = s->impl;
+    enum sn_err rc = exec(st->rdb, "BEGIN", err);
+    bool stop = false;
+    for (int k = 0; rc == SN_OK && !stop && k < SN_STORE_WRITE_KIND_COUNT; k++) {
+        if (!kind_sql[k].load)
+            continue;
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(st->rdb, kind_sql[k].load, -1, &q, NULL) != SQLITE_OK) {
+            rc = db_fail(err, st->rdb, kind_sql[k].load);
+            break;
+        }
+        rc = run_query(st->rdb, q, (enum sn_store_write_kind)k, kind_sql[k].n_text,
+                       kind_sql[k].n_num, fn, ctx, &stop, err);
+        sqlite3_finalize(q);
+    }
+    sqlite3_exec(st->rdb, "COMMIT", NULL, NULL, NULL);
+    return rc;
+}
+
+static enum sn_err sqlite_query_log(struct sn_store *s, enum sn_store_log log, int64_t filter,
+                                    int64_t after_seq, uint32_t limit, sn_store_row_fn fn,
+                                    void *ctx, struct sn_error *err)
+{
+    struct sqlite_store *st = s->impl;
+    const char *sql = log == SN_STORE_LOG_EVENTS
+                          ? "SELECT kind,message,job_id,time_s,seq FROM job_events WHERE "
+                            "seq>?1 AND (?2=0 OR job_id=?2) ORDER BY seq LIMIT ?3"
+                          : "SELECT actor,action,target,detail,time_s,status,seq FROM audit "
+                            "WHERE seq>?1 AND ?2=?2 ORDER BY seq LIMIT ?3";
+    enum sn_store_write_kind kind =
+        log == SN_STORE_LOG_EVENTS ? SN_STORE_ADD_EVENT : SN_STORE_ADD_AUDIT;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(st->rdb, sql, -1, &q, NULL) != SQLITE_OK)
+        return db_fail(err, st->rdb, "preparing a log query");
+    sqlite3_bind_int64(q, 1, after_seq);
+    sqlite3_bind_int64(q, 2, filter);
+    sqlite3_bind_int64(q, 3, limit);
+    bool stop = false;
+    enum sn_err rc = run_query(st->rdb, q, kind, kind_sql[kind].n_text, kind_sql[kind].n_num + 1,
+                               fn, ctx, &stop, err);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+static void sqlite_stats(struct sn_store *s, struct sn_store_stats *out)
+{
+    struct sqlite_store *st = s->impl;
+    pthread_mutex_lock(&st->lock);
+    *out = st->stats;
+    out->queue_depth = st->count;
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void sqlite_close(struct sn_store *s)
+{
+    struct sqlite_store *st = s->impl;
+    if (st->writer_started) {
+        pthread_mutex_lock(&st->lock);
+        st->stopping = true;
+        pthread_cond_signal(&st->nonempty);
+        pthread_mutex_unlock(&st->lock);
+        pthread_join(st->writer, NULL);
+    }
+    for (int k = 0; k < SN_STORE_WRITE_KIND_COUNT; k++)
+        sqlite3_finalize(st->stmt[k]);
+    sqlite3_close(st->wdb);
+    sqlite3_close(st->rdb);
+    pthread_cond_destroy(&st->nonempty);
+    pthread_mutex_destroy(&st->lock);
+    free(st->ring);
+    free(st);
+}
+
+static const struct sn_store_ops sqlite_ops = {
+    .name = "sqlite",
+    .submit = sqlite_submit,
+    .load = sqlite_load,
+    .query_log = sqlite_query_log,
+    .stats = sqlite_stats,
+    .close = sqlite_close,
+};
+
+static enum sn_err prepare_all(struct sqlite_store *st, struct sn_error *err)
+{
+    for (int k = 0; k < SN_STORE_WRITE_KIND_COUNT; k++)
+        if (sqlite3_prepare_v3(st->wdb, kind_sql[k].write, -1, SQLITE_PREPARE_PERSISTENT,
+                               &st->stmt[k], NULL) != SQLITE_OK)
+            return db_fail(err, st->wdb, kind_sql[k].write);
+    return SN_OK;
+}
+
+enum sn_err sn_store_open_sqlite(const char *path, const struct sn_store_options *options,
+                                 struct sn_store **out, struct sn_error *err)
+{
+    *out = NULL;
+    struct sqlite_store *st = calloc(1, sizeof(*st));
+    if (!st)
+        return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
+    struct sn_store_options o = {NULL, 4096, 512};
+    if (options) {
+        o.vfs = options->vfs;
+        o.queue_cap = options->queue_cap ? options->queue_cap : o.queue_cap;
+        o.batch_max = options->batch_max ? options->batch_max : o.batch_max;
+    }
+    st->handle.ops = &sqlite_ops;
+    st->handle.impl = st;
+    st->cap = o.queue_cap;
+    st->batch_max = o.batch_max;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->nonempty, NULL);
+    st->ring = calloc(st->cap, sizeof(*st->ring));
+    enum sn_err rc = st->ring ? SN_OK : sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
+    if (rc == SN_OK)
+        rc = open_conn(path, o.vfs, &st->wdb, err);
+    if (rc == SN_OK)
+        rc = check_schema(st->wdb, path, err);
+    if (rc == SN_OK)
+        rc = open_conn(path, o.vfs, &st->rdb, err);
+    if (rc == SN_OK)
+        rc = prepare_all(st, err);
+    if (rc == SN_OK && pthread_create(&st->writer, NULL, writer_main, st) != 0)
+        rc = sn_error_set(err, SN_ERR_INTERNAL, "store: cannot start the writer thread");
+    if (rc != SN_OK) {
+        sqlite_close(&st->handle);
+        return rc;
+    }
+    st->writer_started = true;
+    *out = &st->handle;
+    return SN_OK;
+}

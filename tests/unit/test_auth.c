@@ -1,0 +1,196 @@
+/*
+ * Unit tests of lib/auth: signing against an independently computed token,
+ * round trip, expiry, forgery (tampered payload, wrong key, truncated or
+ * swapped signature), malformed text, scope lists and names.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sn/auth.h>
+
+#include "sn_test.h"
+
+/* Computed with Python's hmac and base64 modules, independently of this
+ * code: key = bytes(range(32)), message = "sn1." + b64url(payload),
+ * HMAC-SHA256 (RFC 2104 / FIPS 180-4), unpadded base64url (RFC 4648 s5). */
+static const char known_token[] =
+    "sn1.aWQ9MDEyM2FiY2Qma2luZD10ZW5hbnQmc3ViPWFjbWUmc2NvcGVzPWpvYnM6cmVhZCxqb2JzOndyaXRlJmlh"
+    "dD0xNzAwMDAwMDAwJmV4cD0xNzAwMDAzNjAw.21xMUahLna71M8OvvpmrPkOkq4_A1-ENLIH8Pd2pl4g";
+
+static uint8_t key[32];
+
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)i;
+    return 0;
+}
+
+static struct sn_token acme_token(void)
+{
+    struct sn_token t = {.kind = SN_AUTH_TENANT,
+                         .scopes = (1u << SN_SCOPE_JOBS_READ) | (1u << SN_SCOPE_JOBS_WRITE),
+                         .issued_s = 1700000000,
+                         .expires_s = 1700003600};
+    snprintf(t.id, sizeof(t.id), "0123abcd");
+    snprintf(t.subject, sizeof(t.subject), "acme");
+    return t;
+}
+
+static void sign_matches_known_answer(void **state)
+{
+    (void)state;
+    struct sn_token t = acme_token();
+    char text[SN_AUTH_TOKEN_MAX];
+    struct sn_error err = {0};
+    assert_int_equal(sn_auth_sign(key, sizeof(key), &t, text, sizeof(text), &err), SN_OK);
+    assert_string_equal(text, known_token);
+}
+
+static void verify_round_trip(void **state)
+{
+    (void)state;
+    struct sn_token out;
+    struct sn_error err = {0};
+    assert_int_equal(sn_auth_verify(key, sizeof(key), known_token, 1700003599, &out, &err), SN_OK);
+    assert_string_equal(out.id, "0123abcd");
+    assert_string_equal(out.subject, "acme");
+    assert_int_equal(out.kind, SN_AUTH_TENANT);
+    assert_int_equal(out.scopes, (1u << SN_SCOPE_JOBS_READ) | (1u << SN_SCOPE_JOBS_WRITE));
+    assert_int_equal(out.issued_s, 1700000000);
+    assert_int_equal(out.expires_s, 1700003600);
+    assert_true(sn_auth_allows(&out, SN_SCOPE_JOBS_WRITE));
+    assert_false(sn_auth_allows(&out, SN_SCOPE_NODES_WRITE));
+    assert_false(sn_auth_allows(&out, SN_SCOPE_ADMIN));
+}
+
+static void expired_is_range(void **state)
+{
+    (void)state;
+    struct sn_token out;
+    struct sn_error err = {0};
+    /* Valid while now < exp: at exp it has expired. */
+    assert_int_equal(sn_auth_verify(key, sizeof(key), known_token, 1700003600, &out, &err),
+                     SN_ERR_RANGE);
+    assert_string_equal(err.message, "token '0123abcd' expired 0 s ago");
+    assert_string_equal(out.subject, "acme"); /* filled, for the audit entry */
+}
+
+static void forged_is_denied(void **state)
+{
+    (void)state;
+    struct sn_token out;
+    struct sn_error err = {0};
+    /* Another key. */
+    uint8_t other[32];
+    memcpy(other, key, 32);
+    other[31] ^= 1;
+    assert_int_equal(sn_auth_verify(other, 32, known_token, 1700000001, &out, &err), SN_ERR_DENIED);
+    /* A payload re-signed for another tenant keeps the old MAC: denied. */
+    struct sn_token t = acme_token();
+    snprintf(t.subject, sizeof(t.subject), "beta");
+    char beta[SN_AUTH_TOKEN_MAX], forged[SN_AUTH_TOKEN_MAX];
+    assert_int_equal(sn_auth_sign(other, 32, &t, beta, sizeof(beta), &err), SN_OK);
+    const char *beta_dot = strrchr(beta, '.');
+    const char *known_dot = strrchr(known_token, '.');
+    snprintf(forged, sizeof(forged), "%.*s%s", (int)(beta_dot - beta), beta, known_dot);
+    sn_error_clear(&err);
+    assert_int_equal(sn_auth_verify(key, 32, forged, 1700000001, &out, &err), SN_ERR_DENIED);
+    assert_string_equal(err.message, "token signature does not match");
+    /* One flipped character of the signature. */
+    snprintf(forged, sizeof(forged), "%s", known_token);
+    size_t n = strlen(forged);
+    forged[n - 2] = forged[n - 2] == 'A' ? 'B' : 'A';
+    assert_int_equal(sn_auth_verify(key, 32, forged, 1700000001, &out, NULL), SN_ERR_DENIED);
+}
+
+static void malformed_is_syntax(void **state)
+{
+    (void)state;
+    struct sn_token out;
+    const char *bad[] = {
+        "",
+        "sn1.",
+        "abc",
+        "sn1..",
+        "sn2.aWQ9.AAAA",
+        "sn1.aWQ9MA.short",
+        "sn1.aWQ9MA.21xMUahLna71M8OvvpmrPkOkq4_A1-ENLIH8Pd2pl4g=",  /* padding not allowed */
+        "sn1.aWQ9MA.21xMUahLna71M8OvvpmrPkOkq4_A1-ENLIH8Pd2pl4gAA", /* 34 bytes */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sn_error err = {0};
+        enum sn_err rc = sn_auth_verify(key, 32, bad[i], 0, &out, &err);
+        if (rc != SN_ERR_SYNTAX)
+            fail_msg("'%s': got %s (%s), want syntax", bad[i], sn_err_name(rc), err.message);
+    }
+    char long_text[2000];
+    memset(long_text, 'A', sizeof(long_text) - 1);
+    long_text[sizeof(long_text) - 1] = '\0';
+    assert_int_equal(sn_auth_verify(key, 32, long_text, 0, &out, NULL), SN_ERR_SYNTAX);
+}
+
+static void sign_refuses_bad_fields(void **state)
+{
+    (void)state;
+    struct sn_token t = acme_token();
+    char text[SN_AUTH_TOKEN_MAX];
+    struct sn_error err = {0};
+    assert_int_equal(sn_auth_sign(key, 16, &t, text, sizeof(text), &err), SN_ERR_INVALID);
+    snprintf(t.subject, sizeof(t.subject), "Acme&scopes=admin");
+    assert_int_equal(sn_auth_sign(key, 32, &t, text, sizeof(text), NULL), SN_ERR_INVALID);
+    t = acme_token();
+    t.expires_s = t.issued_s;
+    assert_int_equal(sn_auth_sign(key, 32, &t, text, sizeof(text), NULL), SN_ERR_INVALID);
+    t = acme_token();
+    snprintf(t.id, sizeof(t.id), "XYZ");
+    assert_int_equal(sn_auth_sign(key, 32, &t, text, sizeof(text), NULL), SN_ERR_INVALID);
+    t = acme_token();
+    assert_int_equal(sn_auth_sign(key, 32, &t, text, 20, NULL), SN_ERR_LIMIT);
+}
+
+static void scopes_and_names(void **state)
+{
+    (void)state;
+    uint32_t s = 0;
+    struct sn_error err = {0};
+    assert_int_equal(sn_auth_parse_scopes("admin,jobs:read", &s, &err), SN_OK);
+    assert_int_equal(s, (1u << SN_SCOPE_ADMIN) | (1u << SN_SCOPE_JOBS_READ));
+    char buf[128];
+    assert_string_equal(sn_auth_format_scopes(s, buf, sizeof(buf)), "jobs:read,admin");
+    assert_int_equal(sn_auth_parse_scopes("jobs:read,jobs:wrte", &s, &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "unknown scope 'jobs:wrte'"));
+    assert_int_equal(sn_auth_parse_scopes("", &s, NULL), SN_ERR_INVALID);
+    assert_int_equal(sn_auth_parse_scopes("jobs:read,", &s, NULL), SN_ERR_INVALID);
+    struct sn_token admin = {.scopes = 1u << SN_SCOPE_ADMIN};
+    for (int i = 0; i < SN_AUTH_SCOPE_COUNT; i++)
+        assert_true(sn_auth_allows(&admin, (enum sn_auth_scope)i));
+    assert_true(sn_auth_valid_name("acme-01_x"));
+    assert_false(sn_auth_valid_name(""));
+    assert_false(sn_auth_valid_name("-acme"));
+    assert_false(sn_auth_valid_name("Acme"));
+    assert_false(sn_auth_valid_name("a/b"));
+    char long_name[80];
+    memset(long_name, 'a', 64);
+    long_name[64] = '\0';
+    assert_false(sn_auth_valid_name(long_name));
+    long_name[63] = '\0';
+    assert_true(sn_auth_valid_name(long_name));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sign_matches_known_answer), cmocka_unit_test(verify_round_trip),
+        cmocka_unit_test(expired_is_range),          cmocka_unit_test(forged_is_denied),
+        cmocka_unit_test(malformed_is_syntax),       cmocka_unit_test(sign_refuses_bad_fields),
+        cmocka_unit_test(scopes_and_names),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
