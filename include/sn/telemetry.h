@@ -557,7 +557,7 @@ struct sn_telem_opts {
     const char *source; /* name for locations (a file name); NULL: "<input>" */
     const char *host;   /* host when lines carry none (from the file name); NULL: "" */
     /* AUTO strips a "host: " prefix when one is present (the prefix must be
-     * a host name, and the rest non-empty); REQUIRED reports lines without
+     * a host name and not a word such as NVRM or Legend); REQUIRED reports lines without
      * one; NONE never strips. */
     enum sn_telem_prefix prefix;
     /* nvidia-smi CSV with noheader: the --query-gpu/--query-compute-apps

@@ -411,6 +411,50 @@ enum sn__telem_dim sn__telem_metric_dim(enum sn_metric m)
     return SN__DIM_NONE;
 }
 
+enum sn_telem_skip_reason sn__telem_value(enum sn_metric m, const char *s, size_t n,
+                                          double bare_factor, struct sn_telem_sample *v)
+{
+    static const char *const yes[] = {"Enabled", "Yes", "Active", "Pending", "True"};
+    static const char *const no[] = {"Disabled", "No", "Not Active", "False", "None"};
+    v->metric = m;
+    v->value = NAN;
+    v->status = sn__telem_status_of(s, n);
+    if (v->status != SN_TELEM_OK)
+        return SN_TELEM_SKIP_COUNT;
+    unsigned long long u;
+    if (m == SN_METRIC_PSTATE && n >= 2 && s[0] == 'P' && sn__telem_uint(s + 1, n - 1, &u) &&
+        u <= 15) {
+        v->value = (double)u;
+        return SN_TELEM_SKIP_COUNT;
+    }
+    if (strcmp(sn_metric_unit(m), "bool") == 0) {
+        for (size_t k = 0; k < sizeof(yes) / sizeof(yes[0]); k++) {
+            if (sn__telem_eqi(s, n, yes[k]) || sn__telem_eqi(s, n, no[k])) {
+                v->value = sn__telem_eqi(s, n, yes[k]) ? 1 : 0;
+                return SN_TELEM_SKIP_COUNT;
+            }
+        }
+    }
+    if (n > 2 && s[0] == '0' && s[1] == 'x' && sn__telem_uint(s, n, &u)) {
+        v->value = (double)u;
+        return SN_TELEM_SKIP_COUNT;
+    }
+    size_t used;
+    double x, factor = bare_factor;
+    if (!sn__telem_number(s, n, &x, &used))
+        return SN_TELEM_SKIP_BAD_VALUE;
+    if (used < n) {
+        const char *unit = s + used;
+        size_t ul = n - used;
+        enum sn__telem_dim dim;
+        sn__telem_trim(&unit, &ul);
+        if (!sn__telem_unit(unit, ul, &dim, &factor) || dim != sn__telem_metric_dim(m))
+            return SN_TELEM_SKIP_BAD_UNIT;
+    }
+    v->value = x * factor;
+    return SN_TELEM_SKIP_COUNT;
+}
+
 /* ---- times ---------------------------------------------------------------- */
 
 /* Howard Hinnant's days_from_civil (public domain algorithm). */
@@ -685,6 +729,16 @@ bool sn__telem_lost_line(struct sn_telem_parser *p, const char *s, size_t len)
 
 static const struct sn__telem_ops *const ops_table[SN_TELEM_FORMAT_COUNT] = {
     [SN_TELEM_FMT_SMI_CSV] = &sn__telem_smi_csv_ops,
+    [SN_TELEM_FMT_SMI_Q] = &sn__telem_smi_q_ops,
+    [SN_TELEM_FMT_SMI_NVLINK] = &sn__telem_smi_nvlink_ops,
+    [SN_TELEM_FMT_SMI_TOPO] = &sn__telem_smi_topo_ops,
+    [SN_TELEM_FMT_NCCL] = &sn__telem_nccl_ops,
+    [SN_TELEM_FMT_DCGMI_DIAG] = &sn__telem_diag_ops,
+    [SN_TELEM_FMT_DCGMI_DIAG_JSON] = &sn__telem_diag_json_ops,
+    [SN_TELEM_FMT_KMSG] = &sn__telem_kmsg_ops,
+    [SN_TELEM_FMT_PROM] = &sn__telem_prom_ops,
+    [SN_TELEM_FMT_FACILITY_CSV] = &sn__telem_facility_csv_ops,
+    [SN_TELEM_FMT_FACILITY_JSON] = &sn__telem_facility_json_ops,
 };
 
 static char *dup_or_null(const char *s)
@@ -784,13 +838,14 @@ static bool reserved_prefix(const char *s, size_t len)
     return false;
 }
 
-/* "host: rest": length of the prefix including ": ", 0 if none. */
+/* "host: rest": length of the prefix including ": ", 0 if none. rest may be
+ * empty (pdsh prints a blank output line as "host: "). */
 static size_t host_prefix(const char *s, size_t len)
 {
     size_t i = 0;
     while (i < len && i < SN_TELEM_HOST_MAX && s[i] != ':' && s[i] != ' ' && s[i] != '\t')
         i++;
-    if (i == 0 || i + 2 > len || s[i] != ':' || s[i + 1] != ' ' || i + 2 == len)
+    if (i == 0 || i + 2 > len || s[i] != ':' || s[i + 1] != ' ')
         return 0;
     if (!sn__telem_is_hostname(s, i) || reserved_prefix(s, i))
         return 0;
@@ -963,6 +1018,8 @@ enum sn_err sn_telem_parse_buffer(enum sn_telem_format f, const struct sn_telem_
                                   struct sn_telem_parser_stats *stats, struct sn_error *err)
 {
     struct sn_telem_parser *p;
+    if (stats)
+        memset(stats, 0, sizeof(*stats));
     enum sn_err rc = sn_telem_parser_new(f, opts, sink, &p, err);
     if (rc != SN_OK)
         return rc;

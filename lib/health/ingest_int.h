@@ -125,6 +125,14 @@ bool sn__telem_unit(const char *s, size_t len, enum sn__telem_dim *dim, double *
 /* The dimension of a metric's canonical unit. */
 enum sn__telem_dim sn__telem_metric_dim(enum sn_metric m);
 
+/* A metric's value from text: a status word, "P3" for pstate, a boolean
+ * word (Enabled/Disabled, Yes/No, Active/Not Active), 0x hex, or a number
+ * with an optional unit of the metric's dimension; a bare number is
+ * multiplied by bare_factor. Returns SN_TELEM_SKIP_COUNT on success, else
+ * the reason (BAD_VALUE or BAD_UNIT). */
+enum sn_telem_skip_reason sn__telem_value(enum sn_metric m, const char *s, size_t n,
+                                          double bare_factor, struct sn_telem_sample *v);
+
 /* Days since 1970-01-01 of a civil date (proleptic Gregorian). */
 long long sn__telem_days_from_civil(long long y, unsigned m, unsigned d);
 /* Month from its English abbreviation ("May"), 0 if none. */

@@ -27,11 +27,21 @@ struct skip_log {
 };
 
 /* A store plus a log of every skip, so tests can assert both. */
+struct xid_copy {
+    struct sn_telem_xid x;
+    char name[64], message[256], host[64];
+};
+
 struct fixture {
     struct sn_telem_store *store;
     struct sn_telem_sink store_sink;
     struct skip_log skips;
     struct sn_telem_parser_stats stats;
+    unsigned n_xids, n_summaries, n_ranks, n_diag;
+    struct xid_copy xids[32];
+    struct sn_telem_nccl_summary summaries[8];
+    struct sn_telem_nccl_rank last_rank;
+    char last_rank_host[64], last_rank_model[64];
 };
 
 static void log_skip(void *ctx, const struct sn_telem_skip *r)
@@ -58,10 +68,42 @@ FWD(samples, struct sn_telem_samples)
 FWD(attr, struct sn_telem_attr)
 FWD(nvlink, struct sn_telem_nvlink)
 FWD(process, struct sn_telem_process)
-FWD(xid, struct sn_telem_xid)
+static void fwd_xid(void *ctx, const struct sn_telem_xid *r)
+{
+    struct fixture *f = ctx;
+    if (f->n_xids < 32) {
+        struct xid_copy *c = &f->xids[f->n_xids++];
+        c->x = *r;
+        snprintf(c->name, sizeof(c->name), "%s", r->name);
+        snprintf(c->message, sizeof(c->message), "%s", r->message);
+        snprintf(c->host, sizeof(c->host), "%s", r->gpu.host);
+    }
+    f->store_sink.xid(f->store_sink.ctx, r);
+}
+
+static void fwd_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
+{
+    struct fixture *f = ctx;
+    if (f->n_summaries < 8)
+        f->summaries[f->n_summaries++] = *r;
+}
+
+static void fwd_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *r)
+{
+    struct fixture *f = ctx;
+    f->n_ranks++;
+    f->last_rank = *r;
+    snprintf(f->last_rank_host, sizeof(f->last_rank_host), "%s", r->gpu.host);
+    snprintf(f->last_rank_model, sizeof(f->last_rank_model), "%s", r->model);
+}
 FWD(topo, struct sn_telem_topo)
 FWD(nccl_row, struct sn_telem_nccl_row)
-FWD(diag, struct sn_telem_diag)
+static void fwd_diag(void *ctx, const struct sn_telem_diag *r)
+{
+    struct fixture *f = ctx;
+    f->n_diag++;
+    f->store_sink.diag(f->store_sink.ctx, r);
+}
 FWD(facility, struct sn_telem_facility)
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
@@ -82,6 +124,8 @@ static struct sn_telem_sink fixture_sink(struct fixture *f)
         .xid = fwd_xid,
         .topo = fwd_topo,
         .nccl_row = fwd_nccl_row,
+        .nccl_rank = fwd_nccl_rank,
+        .nccl_summary = fwd_nccl_summary,
         .diag = fwd_diag,
         .facility = fwd_facility,
         .skipped = log_skip,
@@ -472,6 +516,620 @@ static void smi_csv_line_cap(void **state)
     fixture_free(f);
 }
 
+/* ---- nvidia-smi -q, nvlink -s, topo -m -------------------------------------- */
+
+static void smi_q_current_layout(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu07"};
+    parse_into(f, SN_TELEM_FMT_SMI_Q, "smi_q_h100.txt", &opts, 5);
+    const struct sn_telem_gpu *g = gpu_by_bus(f, "gpu07", "0000:18:00.0");
+    assert_string_equal(g->uuid, "GPU-5f1c0a6e-8f3d-4b0e-9a7e-0c1d2e3f4a50");
+    assert_string_equal(g->attr[SN_TELEM_ATTR_SERIAL], "1654922000123");
+    assert_string_equal(g->attr[SN_TELEM_ATTR_DRIVER], "550.90.07");
+    assert_string_equal(g->attr[SN_TELEM_ATTR_CUDA], "12.4");
+    assert_near(MV(g, PCIE_GEN), 5, 0);
+    assert_near(MV(g, PCIE_WIDTH), 16, 0);
+    assert_near(MV(g, MEM_USED), 70123 * MIB, 0);
+    assert_near(MV(g, UTIL_GPU), 100, 0);
+    assert_near(MV(g, TEMP_GPU), 61, 0);
+    assert_near(MV(g, TEMP_MEMORY), 70, 0);
+    assert_near(MV(g, POWER), 698.12, 1e-9);
+    assert_near(MV(g, POWER_LIMIT), 700, 0);
+    assert_near(MV(g, CLOCK_SM), 1755, 0);
+    assert_near(MV(g, CLOCK_SM_MAX), 1980, 0);
+    assert_int_equal(MS(g, FAN_SPEED), SN_TELEM_NA);
+    assert_int_equal(MS(g, RETIRED_SBE), SN_TELEM_NA);
+    /* Split counters are summed: SRAM 0 + DRAM 12 correctable, 0 + 0 + 1 uncorrectable. */
+    assert_near(MV(g, ECC_SBE_VOL), 12, 0);
+    assert_near(MV(g, ECC_DBE_VOL), 1, 0);
+    assert_near(MV(g, ECC_SBE_AGG), 42, 0);
+    assert_near(MV(g, ECC_DBE_AGG), 1, 0);
+    assert_near(MV(g, REMAP_UNCORRECTABLE), 1, 0);
+    assert_near(MV(g, REMAP_PENDING), 1, 0);
+    assert_near(MV(g, REMAP_FAILURE), 0, 0);
+    assert_near(MV(g, CLOCK_EVENT_REASONS), SN_CLOCK_REASON_SW_POWER_CAP, 0);
+    assert_int_equal(g->m[SN_METRIC_TEMP_GPU].line, 105);
+    /* Wed May 1 12:00:00 2024 = 19844 days after the epoch, +43200 s. */
+    assert_near(g->m[SN_METRIC_TEMP_GPU].time_s, 19844.0 * 86400 + 43200, 0);
+    assert_int_equal(g->n_procs, 1);
+    assert_int_equal(g->procs[0].pid, 40211);
+    assert_near(g->procs[0].used_bytes, 70112 * MIB, 0);
+
+    const struct sn_telem_gpu *h =
+        gpu_by_uuid(f, "gpu07", "GPU-5f1c0a6e-8f3d-4b0e-9a7e-0c1d2e3f4a51");
+    assert_near(MV(h, PCIE_GEN), 4, 0);
+    assert_near(MV(h, PCIE_WIDTH), 8, 0);
+    assert_near(MV(h, PCIE_REPLAY), 37, 0);
+    /* HW Slowdown + nested HW Thermal Slowdown + SW Thermal Slowdown. */
+    assert_near(MV(h, CLOCK_EVENT_REASONS), 0x8 | 0x40 | 0x20, 0);
+    assert_int_equal(MS(h, POWER), SN_TELEM_UNKNOWN_ERROR);
+    assert_int_equal(h->n_procs, 0);
+    const struct sn_telem_gpu *lost = gpu_by_bus(f, "gpu07", "0000:3b:00.0");
+    assert_near(MV(lost, REACHABLE), 0, 0);
+    /* Lines we do not keep are reported, not dropped: e.g. 'Clocks/Video'. */
+    assert_true(has_skip(f, SN_TELEM_SKIP_UNUSED, 117, 0));
+    assert_int_equal(count_skips(f, SN_TELEM_SKIP_MALFORMED), 0);
+    fixture_free(f);
+}
+
+static void smi_q_old_layout_prefixed(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_SMI_Q, "smi_q_a100_old.txt", NULL, 0);
+    const struct sn_telem_gpu *g = gpu_by_bus(f, "gpu11", "00000000:07:00.0");
+    assert_near(MV(g, ECC_SBE_VOL), 3, 0);
+    assert_near(MV(g, ECC_DBE_VOL), 0, 0);
+    assert_near(MV(g, ECC_SBE_AGG), 17, 0);
+    assert_near(MV(g, ECC_DBE_AGG), 2, 0);
+    assert_near(MV(g, RETIRED_SBE), 1, 0);
+    assert_near(MV(g, RETIRED_DBE), 2, 0);
+    assert_near(MV(g, RETIRED_PENDING), 0, 0);
+    assert_near(MV(g, CLOCK_EVENT_REASONS), SN_CLOCK_REASON_GPU_IDLE, 0);
+    assert_near(MV(g, POWER), 52.37, 1e-9);
+    assert_near(MV(g, POWER_LIMIT), 400, 0);
+    assert_near(MV(g, MEM_TOTAL), 40536 * MIB, 0);
+    assert_string_equal(g->attr[SN_TELEM_ATTR_DRIVER], "470.182.03");
+    assert_int_equal(count_skips(f, SN_TELEM_SKIP_MALFORMED), 0);
+    fixture_free(f);
+}
+
+static void smi_nvlink_status(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu07"};
+    parse_into(f, SN_TELEM_FMT_SMI_NVLINK, "smi_nvlink.txt", &opts, 3);
+    assert_int_equal(f->skips.n, 0);
+    const struct sn_telem_gpu *g0 = gpu_by_index(f, "gpu07", 0);
+    const struct sn_telem_gpu *g1 = gpu_by_index(f, "gpu07", 1);
+    assert_int_equal(g0->n_nvlinks, 18);
+    for (unsigned l = 0; l < 18; l++) {
+        assert_int_equal(g0->nvlink[l].state, SN_LINK_ACTIVE);
+        assert_near(g0->nvlink[l].speed_bytes_per_s, 26.562e9, 1);
+    }
+    assert_string_equal(g1->uuid, "GPU-5f1c0a6e-8f3d-4b0e-9a7e-0c1d2e3f4a51");
+    assert_int_equal(g1->nvlink[2].state, SN_LINK_INACTIVE);
+    assert_true(isnan(g1->nvlink[2].speed_bytes_per_s));
+    assert_int_equal(g1->nvlink[11].state, SN_LINK_INACTIVE);
+    assert_near(g1->nvlink[17].speed_bytes_per_s, 13.281e9, 1); /* a downgraded link */
+    assert_int_equal(g1->nvlink[17].line, 38);
+    fixture_free(f);
+}
+
+static void smi_topo_tab(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu07"};
+    parse_into(f, SN_TELEM_FMT_SMI_TOPO, "smi_topo_tab.txt", &opts, 0);
+    assert_int_equal(f->skips.n, 0);
+    assert_int_equal(sn_telem_store_host_count(f->store), 1);
+    const struct sn_telem_topo *t = sn_telem_store_topo(f->store, 0);
+    assert_non_null(t);
+    assert_int_equal(t->n, 10);
+    assert_string_equal(t->dev[8].name, "NIC0");
+    assert_string_equal(t->dev[9].nic_name, "mlx5_1");
+    assert_int_equal(t->dev[3].gpu_index, 3);
+    assert_int_equal(t->dev[8].gpu_index, -1);
+    assert_string_equal(t->dev[5].cpu_affinity, "56-111,168-223");
+    assert_int_equal(t->dev[5].numa_node, 1);
+    assert_int_equal(t->cell[0][0].kind, SN_TOPO_SELF);
+    assert_int_equal(t->cell[2][7].kind, SN_TOPO_NV);
+    assert_int_equal(t->cell[2][7].nvlinks, 18);
+    assert_int_equal(t->cell[0][8].kind, SN_TOPO_PIX);
+    assert_int_equal(t->cell[6][8].kind, SN_TOPO_SYS);
+    assert_int_equal(t->cell[9][6].kind, SN_TOPO_NODE);
+    assert_true(sn_telem_topo_all_gpus_nvlink(t, 18, NULL, NULL));
+    assert_false(sn_telem_topo_all_gpus_nvlink(t, 19, NULL, NULL));
+    fixture_free(f);
+}
+
+static void smi_topo_space_prefixed(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_SMI_TOPO, "smi_topo_space.txt", NULL, 0);
+    assert_int_equal(f->skips.n, 0);
+    uint32_t h = 0;
+    while (h < sn_telem_store_host_count(f->store) &&
+           strcmp(sn_telem_store_host_name(f->store, h), "gpu21") != 0)
+        h++;
+    const struct sn_telem_topo *t = sn_telem_store_topo(f->store, h);
+    assert_non_null(t);
+    assert_int_equal(t->n, 5);
+    assert_string_equal(t->dev[4].name, "mlx5_0");
+    assert_int_equal(t->cell[2][4].kind, SN_TOPO_SYS); /* "SOC" of older drivers */
+    assert_int_equal(t->dev[2].numa_node, 1);
+    assert_string_equal(t->dev[0].cpu_affinity, "0-23");
+    unsigned i, j;
+    /* GPU0-GPU3 is PXB: the "every pair is NV#" check names it. */
+    assert_false(sn_telem_topo_all_gpus_nvlink(t, 1, &i, &j));
+    assert_int_equal(i, 0);
+    assert_int_equal(j, 3);
+    fixture_free(f);
+}
+
+/* ---- nccl-tests -------------------------------------------------------------- */
+
+static const struct sn_telem_nccl_entry *nccl_row(struct fixture *f, double size)
+{
+    for (uint32_t i = 0; i < sn_telem_store_nccl_count(f->store); i++)
+        if (sn_telem_store_nccl(f->store, i)->size_bytes == size)
+            return sn_telem_store_nccl(f->store, i);
+    fail_msg("no nccl row of %g bytes", size);
+    return NULL;
+}
+
+static void nccl_current_layout_mpi(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_NCCL, "nccl_allreduce_16r_mpi.log", NULL, 11);
+    assert_int_equal(f->n_ranks, 16);
+    assert_string_equal(f->last_rank_host, "gpu02");
+    assert_int_equal(f->last_rank.gpu.index, 7);
+    assert_int_equal(f->last_rank.gpu.bus, 0xdbu << 8);
+    assert_string_equal(f->last_rank_model, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(sn_telem_store_nccl_count(f->store), 8);
+    /* 1 GiB in 6102.7 us: algbw = 2^30 / 6102.7e-6 = 175.945 GB/s; all_reduce busbw
+     * factor 2(n-1)/n = 1.875 for n = 16 (nccl-tests doc/PERFORMANCE.md). */
+    const struct sn_telem_nccl_entry *r = nccl_row(f, 1073741824.0);
+    assert_int_equal(r->coll, SN_NCCL_ALL_REDUCE);
+    assert_int_equal(r->nranks, 16);
+    assert_int_equal(r->nhosts, 2);
+    assert_string_equal(r->type, "float");
+    assert_string_equal(r->redop, "sum");
+    assert_near(r->oop.time_s, 6102.7e-6, 1e-12);
+    assert_rel(r->oop.calc_algbw_bytes_per_s, 1073741824.0 / 6102.7e-6, 1e-12);
+    assert_rel(r->oop.calc_busbw_bytes_per_s, 1073741824.0 / 6102.7e-6 * 1.875, 1e-12);
+    assert_near(r->oop.algbw_bytes_per_s, 175.95e9, 1);
+    /* The printed out-of-place busbw (123.45) was altered in the sample: flagged. */
+    assert_true(r->oop.mismatch);
+    assert_false(r->ip.mismatch);
+    assert_int_equal(r->oop.wrong, 0);
+    for (uint32_t i = 0; i < 8; i++) {
+        const struct sn_telem_nccl_entry *e = sn_telem_store_nccl(f->store, i);
+        if (e != r)
+            assert_false(e->oop.mismatch || e->ip.mismatch);
+    }
+    /* 8 GiB, "47580" printed with no decimals: within rounding, 338.51 busbw. */
+    r = nccl_row(f, 8589934592.0);
+    assert_near(r->oop.busbw_bytes_per_s, 338.51e9, 1);
+    assert_rel(r->oop.calc_busbw_bytes_per_s, 338.506e9, 1e-5);
+    assert_int_equal(f->n_summaries, 1);
+    assert_false(f->summaries[0].truncated);
+    assert_near(f->summaries[0].avg_busbw_bytes_per_s, 201.547e9, 1);
+    assert_int_equal(f->summaries[0].out_of_bounds, 0);
+    assert_int_equal(f->summaries[0].rows, 8);
+    assert_int_equal(count_skips(f, SN_TELEM_SKIP_UNUSED), 4); /* 3 NCCL lines + mpirun */
+    assert_int_equal(count_skips(f, SN_TELEM_SKIP_MALFORMED), 0);
+    fixture_free(f);
+}
+
+static void nccl_old_layout_repeated(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_NCCL, "nccl_all_gather_perf_old.log", NULL, 0);
+    assert_int_equal(f->skips.n, 0);
+    assert_int_equal(f->n_ranks, 16); /* two runs of 8 */
+    assert_int_equal(f->n_summaries, 2);
+    assert_near(f->summaries[1].avg_busbw_bytes_per_s, 54.1e9, 1);
+    assert_int_equal(sn_telem_store_nccl_count(f->store), 4);
+    /* The second run's row wins: 128 MiB in 1998.1 us, all_gather factor 7/8. */
+    const struct sn_telem_nccl_entry *r = nccl_row(f, 134217728.0);
+    assert_int_equal(r->coll, SN_NCCL_ALL_GATHER);
+    assert_string_equal(r->redop, "");
+    assert_int_equal(r->nranks, 8);
+    assert_near(r->oop.time_s, 1998.1e-6, 1e-12);
+    assert_rel(r->oop.calc_busbw_bytes_per_s, 134217728.0 / 1998.1e-6 * 7 / 8, 1e-12);
+    assert_near(r->oop.busbw_bytes_per_s, 58.78e9, 1);
+    assert_false(r->oop.mismatch);
+    assert_near(r->oop.error, 0, 0);
+    assert_int_equal(r->oop.wrong, -1);
+    fixture_free(f);
+}
+
+static void nccl_abort_and_na(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.nccl_coll = SN_NCCL_ALLTOALL};
+    parse_into(f, SN_TELEM_FMT_NCCL, "nccl_alltoall_abort.log", &opts, 0);
+    assert_int_equal(sn_telem_store_nccl_count(f->store), 2);
+    const struct sn_telem_nccl_entry *r = nccl_row(f, 8388608.0);
+    assert_int_equal(r->coll, SN_NCCL_ALLTOALL);
+    assert_int_equal(r->oop.wrong, -1); /* "N/A": validation off */
+    assert_true(r->oop.present);
+    assert_false(r->ip.present); /* every in-place cell N/A */
+    assert_false(r->oop.mismatch);
+    assert_true(has_skip(f, SN_TELEM_SKIP_TRUNCATED, 18, 0)); /* the cut row */
+    assert_true(has_skip(f, SN_TELEM_SKIP_TRUNCATED, 20, 0)); /* Test NCCL failure */
+    assert_int_equal(f->n_summaries, 1);
+    assert_true(f->summaries[0].truncated);
+    assert_int_equal(f->summaries[0].rows, 2);
+    assert_true(isnan(f->summaries[0].avg_busbw_bytes_per_s));
+    /* Bus ids printed in full ([0000:5d:00]) are kept. */
+    assert_int_equal(f->last_rank.gpu.bus, (uint64_t)0xdb << 8);
+    fixture_free(f);
+}
+
+static void nccl_factors(void **state)
+{
+    (void)state;
+    /* nccl-tests doc/PERFORMANCE.md. */
+    assert_near(sn_nccl_busbw_factor(SN_NCCL_ALL_REDUCE, 8), 1.75, 1e-15);
+    assert_near(sn_nccl_busbw_factor(SN_NCCL_ALL_GATHER, 8), 0.875, 1e-15);
+    assert_near(sn_nccl_busbw_factor(SN_NCCL_REDUCE_SCATTER, 4), 0.75, 1e-15);
+    assert_near(sn_nccl_busbw_factor(SN_NCCL_ALLTOALL, 2), 0.5, 1e-15);
+    assert_near(sn_nccl_busbw_factor(SN_NCCL_BROADCAST, 64), 1, 0);
+    assert_near(sn_nccl_busbw_factor(SN_NCCL_REDUCE, 64), 1, 0);
+    assert_true(isnan(sn_nccl_busbw_factor(SN_NCCL_UNKNOWN, 8)));
+    assert_true(isnan(sn_nccl_busbw_factor(SN_NCCL_ALL_REDUCE, 0)));
+    assert_int_equal(sn_nccl_coll_parse("reduce_scatter_perf", 19), SN_NCCL_REDUCE_SCATTER);
+    assert_int_equal(sn_nccl_coll_parse("allreduce", 9), SN_NCCL_ALL_REDUCE);
+    assert_int_equal(sn_nccl_coll_parse("hypercube", 9), SN_NCCL_UNKNOWN);
+}
+
+/* ---- dcgmi diag ----------------------------------------------------------------- */
+
+static const struct sn_telem_diag_entry *diag_of(const struct sn_telem_gpu *g, const char *test)
+{
+    for (unsigned i = 0; i < g->n_diag; i++)
+        if (strcmp(g->diag[i].test, test) == 0)
+            return &g->diag[i];
+    fail_msg("no diag result '%s'", test);
+    return NULL;
+}
+
+static void add_inventory(struct fixture *f, const char *host, int n)
+{
+    struct sn_error err = {0};
+    for (int i = 0; i < n; i++) {
+        struct sn_telem_gpu_ref ref = {host, i, NULL, SN_TELEM_BUS_NONE};
+        uint32_t id;
+        assert_int_equal(sn_telem_store_add_gpu(f->store, &ref, &id, &err), SN_OK);
+    }
+}
+
+static void dcgmi_diag_text_3x(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu07"};
+    add_inventory(f, "gpu07", 8);
+    parse_into(f, SN_TELEM_FMT_DCGMI_DIAG, "dcgmi_diag_3x.txt", &opts, 0);
+    assert_int_equal(f->skips.n, 0);
+    const struct sn_telem_gpu *g6 = gpu_by_index(f, "gpu07", 6);
+    const struct sn_telem_diag_entry *d = diag_of(g6, "PCIe");
+    assert_int_equal(d->result, SN_DIAG_FAIL);
+    assert_non_null(strstr(d->detail, "below the threshold of 20 GB/s: 11.41 GB/s"));
+    assert_int_equal(diag_of(gpu_by_index(f, "gpu07", 5), "PCIe")->result, SN_DIAG_PASS);
+    assert_int_equal(diag_of(g6, "GPU Memory")->result, SN_DIAG_PASS); /* "Pass - All" */
+    assert_int_equal(diag_of(g6, "Diagnostic")->result, SN_DIAG_SKIP);
+    const struct sn_telem_gpu *g2 = gpu_by_index(f, "gpu07", 2);
+    assert_int_equal(diag_of(g2, "Targeted Power")->result, SN_DIAG_WARN);
+    assert_non_null(strstr(diag_of(g2, "Targeted Power")->detail, "SW power cap"));
+    assert_int_equal(diag_of(g6, "Targeted Power")->result, SN_DIAG_PASS);
+    /* Deployment checks are node-level: on every GPU of the host. */
+    assert_int_equal(diag_of(g6, "Denylist")->result, SN_DIAG_PASS);
+    /* A node-level Fail whose warning names GPU 3 is attributed to GPU 3. */
+    const struct sn_telem_gpu *g3 = gpu_by_index(f, "gpu07", 3);
+    assert_int_equal(diag_of(g3, "Page Retirement/Row Remap")->result, SN_DIAG_FAIL);
+    assert_non_null(strstr(diag_of(g3, "Page Retirement/Row Remap")->detail,
+                           "remapping failed. Drain and reset the GPU."));
+    fixture_free(f);
+}
+
+static void dcgmi_diag_text_4x(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu09"};
+    add_inventory(f, "gpu09", 2);
+    parse_into(f, SN_TELEM_FMT_DCGMI_DIAG, "dcgmi_diag_4x.txt", &opts, 0);
+    assert_int_equal(f->skips.n, 0);
+    const struct sn_telem_gpu *g1 = gpu_by_index(f, "gpu09", 1);
+    const struct sn_telem_diag_entry *d = diag_of(g1, "diagnostic");
+    assert_int_equal(d->result, SN_DIAG_FAIL);
+    assert_string_equal(d->detail, "Detected 3 double-bit ECC errors during the diagnostic test "
+                                   "(DCGM error 95)");
+    assert_int_equal(diag_of(gpu_by_index(f, "gpu09", 0), "diagnostic")->result, SN_DIAG_PASS);
+    assert_int_equal(diag_of(g1, "targeted_power")->result, SN_DIAG_SKIP);
+    assert_int_equal(diag_of(g1, "software")->result, SN_DIAG_PASS);
+    fixture_free(f);
+}
+
+static void dcgmi_diag_json(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu07"};
+    add_inventory(f, "gpu07", 2); /* node-level results go to known GPUs */
+    parse_into(f, SN_TELEM_FMT_DCGMI_DIAG_JSON, "dcgmi_diag_3x.json", &opts, 100);
+    assert_int_equal(f->skips.n, 0);
+    const struct sn_telem_gpu *g1 = gpu_by_index(f, "gpu07", 1);
+    const struct sn_telem_diag_entry *d = diag_of(g1, "GPU Memory");
+    assert_int_equal(d->result, SN_DIAG_FAIL);
+    assert_string_equal(d->detail, "GPU 1 had 2 uncorrectable ECC errors Allocated 78000 MB");
+    assert_int_equal(diag_of(g1, "Memory Bandwidth")->result, SN_DIAG_SKIP);
+    assert_int_equal(diag_of(g1, "Denylist")->result, SN_DIAG_PASS); /* node-level */
+    fixture_free(f);
+
+    f = fixture_new();
+    opts.host = "gpu09";
+    parse_into(f, SN_TELEM_FMT_DCGMI_DIAG_JSON, "dcgmi_diag_4x.json", &opts, 0);
+    assert_int_equal(f->skips.n, 0);
+    d = diag_of(gpu_by_index(f, "gpu09", 1), "memory");
+    assert_int_equal(d->result, SN_DIAG_WARN);
+    assert_string_equal(d->detail, "Row remap pending on GPU 1");
+    assert_int_equal(f->n_diag, 4);
+    fixture_free(f);
+
+    /* Broken JSON is an error with a location, not a crash. */
+    struct sn_error err = {0};
+    struct sn_telem_sink none = {0};
+    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_DCGMI_DIAG_JSON, NULL, &none,
+                                           "{\n \"a\": [1,\n", 13, NULL, &err),
+                     SN_ERR_SYNTAX);
+    assert_non_null(strstr(err.message, "<input>:"));
+}
+
+/* ---- kernel logs ------------------------------------------------------------------ */
+
+static const struct xid_copy *xid_at(struct fixture *f, unsigned line)
+{
+    for (unsigned i = 0; i < f->n_xids; i++)
+        if (f->xids[i].x.at.line == line)
+            return &f->xids[i];
+    fail_msg("no Xid at line %u", line);
+    return NULL;
+}
+
+static void kmsg_dmesg(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu07"};
+    parse_into(f, SN_TELEM_FMT_KMSG, "kmsg_dmesg.txt", &opts, 0);
+    assert_int_equal(f->n_xids, 12);
+    const struct xid_copy *x = xid_at(f, 3);
+    assert_int_equal(x->x.code, 13);
+    assert_int_equal(x->x.pid, 40211);
+    assert_string_equal(x->name, "python3");
+    assert_int_equal(x->x.bucket, SN_XID_APPLICATION);
+    assert_near(x->x.uptime_s, 8123.456789, 1e-9);
+    assert_true(isnan(x->x.at.time_s));
+    assert_true(strncmp(x->message, "Graphics Exception: ESR", 23) == 0);
+    assert_int_equal(xid_at(f, 6)->x.bucket, SN_XID_RESET_GPU); /* 48 DBE */
+    x = xid_at(f, 7);                                           /* 63, pid '<unknown>' */
+    assert_int_equal(x->x.code, 63);
+    assert_int_equal(x->x.pid, -1);
+    assert_string_equal(x->name, "");
+    assert_int_equal(xid_at(f, 8)->x.bucket, SN_XID_SERVICE); /* 64 */
+    x = xid_at(f, 9);                                         /* 149 NVLink, registers */
+    assert_int_equal(x->x.nvlink, 4);
+    assert_int_equal(x->x.fatal, 1);
+    assert_int_equal(x->x.n_regs, 6);
+    assert_int_equal(x->x.regs[0], 0x004505c6);
+    x = xid_at(f, 10);
+    assert_int_equal(x->x.code, 145);
+    assert_int_equal(x->x.nvlink, 12);
+    assert_int_equal(x->x.fatal, 0);
+    assert_int_equal(xid_at(f, 11)->x.bucket, SN_XID_REBOOT_NODE); /* 154 -> 0x2 */
+    x = xid_at(f, 13);
+    assert_int_equal(x->x.code, 79);
+    assert_int_equal(x->x.bucket, SN_XID_REBOOT_NODE);
+    assert_int_equal(x->x.gpu.bus, 0x9au << 8);
+    x = xid_at(f, 15); /* older format: no PCI: and no pid/name */
+    assert_int_equal(x->x.code, 13);
+    assert_int_equal(x->x.pid, -1);
+    assert_string_equal(x->message, "0004 00000000 0000c1c0 00001b0c 00001000 00000000");
+    assert_int_equal(xid_at(f, 16)->x.bucket, SN_XID_UNKNOWN);
+    assert_true(has_skip(f, SN_TELEM_SKIP_BAD_VALUE, 17, 0));
+    /* The store maps the bus id to the GPU: 0000:2a:00 had 31, 48, 63. */
+    const struct sn_telem_gpu *g = gpu_by_bus(f, "gpu07", "0000:2a:00.0");
+    assert_int_equal(g->xid_total, 3);
+    assert_int_equal(g->xids[1].code, 48);
+    assert_int_equal(g->xids[1].line, 6);
+    fixture_free(f);
+}
+
+static void kmsg_journal_and_inventory(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    struct sn_telem_opts opts = {.host = "gpu05", .year = 2024};
+    struct sn_error err = {0};
+    uint32_t id;
+    struct sn_telem_gpu_ref inv = {"gpu01", 0, "GPU-aaaa", 0x18u << 8};
+    assert_int_equal(sn_telem_store_add_gpu(f->store, &inv, &id, &err), SN_OK);
+    parse_into(f, SN_TELEM_FMT_KMSG, "kmsg_journal.txt", &opts, 0);
+    assert_int_equal(f->n_xids, 4);
+    const struct xid_copy *x = xid_at(f, 2);
+    assert_string_equal(x->host, "gpu01");
+    /* "May 01 12:03:04" in 2024 = 19844 days + 43384 s. */
+    assert_near(x->x.at.time_s, 19844.0 * 86400 + 43384, 0);
+    x = xid_at(f, 3);
+    assert_int_equal(x->x.code, 94);
+    assert_string_equal(x->name, "pt_main_thread");
+    x = xid_at(f, 4); /* ISO with +02:00 */
+    assert_string_equal(x->host, "gpu03");
+    assert_near(x->x.at.time_s, 19844.0 * 86400 + 43440.25 - 7200, 1e-6);
+    x = xid_at(f, 5); /* dmesg -T, no host: the parser's host */
+    assert_string_equal(x->host, "gpu05");
+    assert_near(x->x.at.time_s, 19844.0 * 86400 + 43500, 0);
+    /* The inventory GPU at 0000:18:00.0 on gpu01 got the Xid 79. */
+    assert_int_equal(sn_telem_store_gpu(f->store, id)->xid_total, 1);
+    assert_int_equal(sn_telem_store_gpu(f->store, id)->xids[0].code, 79);
+    fixture_free(f);
+
+    /* With inventory_only, Xids on unknown GPUs are counted, not invented. */
+    struct sn_telem_store_limits lim = {.inventory_only = true};
+    f = fixture_new();
+    sn_telem_store_free(f->store);
+    assert_int_equal(sn_telem_store_new(&lim, &f->store, &err), SN_OK);
+    f->store_sink = sn_telem_store_sink(f->store);
+    assert_int_equal(sn_telem_store_add_gpu(f->store, &inv, &id, &err), SN_OK);
+    parse_into(f, SN_TELEM_FMT_KMSG, "kmsg_journal.txt", &opts, 0);
+    assert_int_equal(sn_telem_store_gpu_count(f->store), 1);
+    assert_int_equal(sn_telem_store_stats(f->store)->skipped[SN_TELEM_SKIP_UNKNOWN_GPU], 3);
+    fixture_free(f);
+}
+
+static void xid_table(void **state)
+{
+    (void)state;
+    /* Buckets from NVIDIA's Xid catalogue (docs/health.md). */
+    assert_int_equal(sn_xid_bucket(79), SN_XID_REBOOT_NODE);
+    assert_int_equal(sn_xid_bucket(48), SN_XID_RESET_GPU);
+    assert_int_equal(sn_xid_bucket(13), SN_XID_APPLICATION);
+    assert_int_equal(sn_xid_bucket(31), SN_XID_APPLICATION);
+    assert_int_equal(sn_xid_bucket(43), SN_XID_APPLICATION);
+    assert_int_equal(sn_xid_bucket(45), SN_XID_APPLICATION);
+    assert_int_equal(sn_xid_bucket(109), SN_XID_APPLICATION);
+    assert_int_equal(sn_xid_bucket(64), SN_XID_SERVICE);
+    for (unsigned c = 144; c <= 150; c++)
+        assert_true(strncmp(sn_xid_meaning(c), "NVLink", 6) == 0);
+    assert_int_equal(sn_xid_bucket(12345), SN_XID_UNKNOWN);
+    assert_string_equal(sn_xid_meaning(12345), "unknown Xid");
+}
+
+/* ---- dcgm-exporter ------------------------------------------------------------------ */
+
+static void prom_dcgm_exporter(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_PROM, "prom_dcgm.txt", NULL, 17);
+    const struct sn_telem_gpu *g0 =
+        gpu_by_uuid(f, "gpu01", "GPU-5f1c0a6e-8f3d-4b0e-9a7e-0c1d2e3f4a50");
+    const struct sn_telem_gpu *g1 = gpu_by_index(f, "gpu01", 1);
+    assert_int_equal(g0->index, 0);
+    char bus[32];
+    assert_string_equal(sn_telem_bus_format(g1->bus, bus, sizeof(bus)), "0000:2a:00.0");
+    assert_near(MV(g0, CLOCK_SM), 1980, 0);
+    assert_near(MV(g1, TEMP_GPU), 88, 0);
+    assert_near(g1->m[SN_METRIC_TEMP_GPU].time_s, 1714564800.123, 1e-6);
+    assert_near(MV(g0, MEM_USED), 70123 * MIB, 0); /* escaped pod label read past */
+    assert_near(MV(g0, ENERGY), 123456.789, 1e-6); /* mJ -> J */
+    assert_near(MV(g0, SM_ACTIVE), 87.5, 1e-9);    /* ratio -> % */
+    assert_near(MV(g1, XID_LAST), 48, 0);
+    assert_near(MV(g1, REMAP_PENDING), 1, 0);
+    assert_int_equal(MS(g1, POWER), SN_TELEM_NA); /* NaN */
+    assert_string_equal(g0->attr[SN_TELEM_ATTR_DRIVER], "550.90.07");
+    assert_true(has_skip(f, SN_TELEM_SKIP_UNKNOWN_FIELD, 27, 1));
+    assert_true(has_skip(f, SN_TELEM_SKIP_UNUSED, 28, 1));
+    assert_true(has_skip(f, SN_TELEM_SKIP_MALFORMED, 29, 0)); /* unclosed label set */
+    assert_int_equal(f->skips.n, 3);
+    fixture_free(f);
+}
+
+/* ---- facility ----------------------------------------------------------------------- */
+
+static const struct sn_telem_facility_entry *fac(struct fixture *f, const char *name,
+                                                 const char *part, enum sn_facility_metric m)
+{
+    for (uint32_t i = 0; i < sn_telem_store_facility_count(f->store); i++) {
+        const struct sn_telem_facility_entry *e = sn_telem_store_facility(f->store, i);
+        if (strcmp(e->name, name) == 0 && strcmp(e->part, part) == 0 && e->metric == m)
+            return e;
+    }
+    fail_msg("no facility reading %s/%s/%d", name, part, (int)m);
+    return NULL;
+}
+
+static void facility_formats(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_FACILITY_CSV, "facility.csv", NULL, 0);
+    assert_near(fac(f, "cdu-a", "branch-1", SN_FACILITY_FLOW)->value, 176.0, 0); /* latest */
+    assert_int_equal(fac(f, "cdu-a", "branch-1", SN_FACILITY_FLOW)->line, 12);
+    assert_near(fac(f, "cdu-a", "branch-2", SN_FACILITY_FLOW)->value, 183.0, 1e-9); /* L/s */
+    assert_near(fac(f, "cdu-a", "branch-2", SN_FACILITY_RETURN_TEMP)->value, 41.0, 1e-9);
+    assert_near(fac(f, "pdu-r12-a", "L2", SN_FACILITY_CURRENT)->value, 51.9, 1e-9);
+    assert_near(fac(f, "pdu-r12-a", "L3", SN_FACILITY_POWER)->value, 11200, 1e-9);
+    assert_true(fac(f, "pdu-r12-a", "L1", SN_FACILITY_VOLTAGE)->is_feed);
+    assert_near(fac(f, "cdu-a", "branch-1", SN_FACILITY_SUPPLY_TEMP)->time_s,
+                19844.0 * 86400 + 43200, 0);
+    assert_true(has_skip(f, SN_TELEM_SKIP_BAD_UNIT, 13, 0));
+    assert_true(has_skip(f, SN_TELEM_SKIP_UNKNOWN_FIELD, 14, 0));
+    assert_true(has_skip(f, SN_TELEM_SKIP_BAD_VALUE, 15, 0));
+    assert_true(has_skip(f, SN_TELEM_SKIP_BAD_VALUE, 16, 6));
+    assert_true(has_skip(f, SN_TELEM_SKIP_COLUMNS, 17, 0));
+    assert_int_equal(sn_telem_store_facility_count(f->store), 9);
+    fixture_free(f);
+
+    f = fixture_new();
+    parse_into(f, SN_TELEM_FMT_FACILITY_JSON, "facility.json", NULL, 0);
+    assert_near(fac(f, "cdu-b", "branch-1", SN_FACILITY_FLOW)->value, 12.5 * 1000 / 60, 1e-9);
+    assert_true(isnan(fac(f, "pdu-r14-b", "L3", SN_FACILITY_CURRENT)->time_s));
+    assert_int_equal(f->skips.n, 1); /* readings[3]: the value is a string */
+    assert_non_null(strstr(f->skips.detail[0], "readings[3]"));
+    fixture_free(f);
+}
+
+static void format_names_and_detect(void **state)
+{
+    (void)state;
+    enum sn_telem_format fm;
+    struct sn_error err = {0};
+    assert_int_equal(sn_telem_format_parse("nccl-tests", &fm, &err), SN_OK);
+    assert_int_equal(fm, SN_TELEM_FMT_NCCL);
+    assert_int_equal(sn_telem_format_parse("nvidia-smi-xml", &fm, &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "dcgm-exporter"));
+    static const struct {
+        const char *file;
+        enum sn_telem_format f;
+    } files[] = {
+        {"smi_query_units.csv", SN_TELEM_FMT_SMI_CSV},
+        {"smi_q_h100.txt", SN_TELEM_FMT_SMI_Q},
+        {"smi_nvlink.txt", SN_TELEM_FMT_SMI_NVLINK},
+        {"smi_topo_tab.txt", SN_TELEM_FMT_SMI_TOPO},
+        {"nccl_allreduce_16r_mpi.log", SN_TELEM_FMT_NCCL},
+        {"dcgmi_diag_4x.txt", SN_TELEM_FMT_DCGMI_DIAG},
+        {"dcgmi_diag_3x.json", SN_TELEM_FMT_DCGMI_DIAG_JSON},
+        {"kmsg_dmesg.txt", SN_TELEM_FMT_KMSG},
+        {"prom_dcgm.txt", SN_TELEM_FMT_PROM},
+        {"facility.csv", SN_TELEM_FMT_FACILITY_CSV},
+        {"facility.json", SN_TELEM_FMT_FACILITY_JSON},
+    };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char rel[256];
+        size_t len;
+        snprintf(rel, sizeof(rel), "tests/data/telemetry/%s", files[i].file);
+        char *data = slurp(rel, &len);
+        sn_error_clear(&err);
+        if (sn_telem_format_detect(data, len, &fm, &err) != SN_OK || fm != files[i].f)
+            fail_msg("%s detected as %s", files[i].file, sn_telem_format_name(fm));
+        free(data);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -485,6 +1143,24 @@ int main(void)
         cmocka_unit_test(smi_csv_compute_apps),
         cmocka_unit_test(smi_csv_wide),
         cmocka_unit_test(smi_csv_line_cap),
+        cmocka_unit_test(smi_q_current_layout),
+        cmocka_unit_test(smi_q_old_layout_prefixed),
+        cmocka_unit_test(smi_nvlink_status),
+        cmocka_unit_test(smi_topo_tab),
+        cmocka_unit_test(smi_topo_space_prefixed),
+        cmocka_unit_test(nccl_current_layout_mpi),
+        cmocka_unit_test(nccl_old_layout_repeated),
+        cmocka_unit_test(nccl_abort_and_na),
+        cmocka_unit_test(nccl_factors),
+        cmocka_unit_test(dcgmi_diag_text_3x),
+        cmocka_unit_test(dcgmi_diag_text_4x),
+        cmocka_unit_test(dcgmi_diag_json),
+        cmocka_unit_test(kmsg_dmesg),
+        cmocka_unit_test(kmsg_journal_and_inventory),
+        cmocka_unit_test(xid_table),
+        cmocka_unit_test(prom_dcgm_exporter),
+        cmocka_unit_test(facility_formats),
+        cmocka_unit_test(format_names_and_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
