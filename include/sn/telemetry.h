@@ -717,7 +717,7 @@ struct sn_telem_store_limits {
     uint32_t sources;   /* 0: 4096 */
     uint32_t nccl_rows; /* 0: 65536 */
     uint32_t facility;  /* 0: 65536 */
-    uint32_t skips;     /* skip records kept in full; 0: 256 */
+    uint32_t skips;     /* skip records kept in full (not "unused" ones); 0: 256 */
     /* When true, records about GPUs not added with sn_telem_store_add_gpu()
      * are counted as SN_TELEM_SKIP_UNKNOWN_GPU instead of creating them. */
     bool inventory_only;

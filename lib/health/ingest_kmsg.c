@@ -216,6 +216,30 @@ static enum sn_xid_bucket recovery_bucket(const char *m, size_t ml)
     return SN_XID_INFO;
 }
 
+/* After the code: ", pid=…, name=…, message"; sets pid, name, message,
+ * bucket and the NVLink fields. name and msg are the caller's buffers. */
+static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char *name,
+                        size_t name_cap, char *msg, size_t msg_cap)
+{
+    char pid[32];
+    unsigned long long pv;
+    if (ml && *m == ',')
+        m++, ml--;
+    sn__telem_trim(&m, &ml);
+    if (field(&m, &ml, "pid=", pid, sizeof(pid)) && sn__telem_uint(pid, strlen(pid), &pv) &&
+        pv <= 0x7fffffff)
+        rec->pid = (long)pv;
+    if (field(&m, &ml, "name=", name, name_cap) && strcmp(name, "<unknown>") == 0)
+        name[0] = '\0';
+    rec->name = name;
+    rec->message = sn__telem_copy(msg, msg_cap, m, ml);
+    rec->bucket = sn_xid_bucket(rec->code);
+    if (rec->code >= 144 && rec->code <= 150)
+        nvlink_fields(m, ml, rec);
+    if (rec->code == 154)
+        rec->bucket = recovery_bucket(m, ml);
+}
+
 static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     const char *x = sn__telem_find(s, n, "NVRM: Xid (");
@@ -230,18 +254,15 @@ static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
     const char *close = memchr(b, ')', (size_t)(end - b));
     if (sn__telem_starts(b, (size_t)(end - b), "PCI:"))
         b += 4;
-    struct sn_telem_xid rec = {{stamp.host[0] ? stamp.host : p->host, -1, NULL, 0},
-                               {p->source, p->lineno, stamp.time_s},
-                               stamp.uptime_s,
-                               0,
-                               -1,
-                               "",
-                               "",
-                               SN_XID_UNKNOWN,
-                               -1,
-                               -1,
-                               0,
-                               {0}};
+    struct sn_telem_xid rec = {.gpu = {stamp.host[0] ? stamp.host : p->host, -1, NULL, 0},
+                               .at = {p->source, p->lineno, stamp.time_s},
+                               .uptime_s = stamp.uptime_s,
+                               .pid = -1,
+                               .name = "",
+                               .message = "",
+                               .bucket = SN_XID_UNKNOWN,
+                               .nvlink = -1,
+                               .fatal = -1};
     if (!close || !sn_telem_bus_parse(b, (size_t)(close - b), &rec.gpu.bus)) {
         sn__telem_skip(p, (unsigned)(b - s) + 1, SN_TELEM_SKIP_BAD_VALUE,
                        "Xid line without a PCI bus id");
@@ -260,24 +281,8 @@ static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
     }
     rec.code = (unsigned)code;
     m += used, ml -= used;
-    if (ml && *m == ',')
-        m++, ml--;
-    sn__telem_trim(&m, &ml);
-    char pid[32], name[SN_TELEM_NAME_MAX] = "";
-    unsigned long long pv;
-    if (field(&m, &ml, "pid=", pid, sizeof(pid)) && sn__telem_uint(pid, strlen(pid), &pv) &&
-        pv <= 0x7fffffff)
-        rec.pid = (long)pv;
-    if (field(&m, &ml, "name=", name, sizeof(name)) && strcmp(name, "<unknown>") == 0)
-        name[0] = '\0';
-    char msg[SN_TELEM_TEXT_MAX];
-    rec.name = name;
-    rec.message = sn__telem_copy(msg, sizeof(msg), m, ml);
-    rec.bucket = sn_xid_bucket(rec.code);
-    if (rec.code >= 144 && rec.code <= 150)
-        nvlink_fields(m, ml, &rec);
-    if (rec.code == 154)
-        rec.bucket = recovery_bucket(m, ml);
+    char name[SN_TELEM_NAME_MAX] = "", msg[SN_TELEM_TEXT_MAX];
+    read_fields(m, ml, &rec, name, sizeof(name), msg, sizeof(msg));
     SN__EMIT(p, xid, &rec);
 }
 

@@ -250,7 +250,9 @@ static void store_skip(struct sn_telem_store *s, const char *src, unsigned line,
                        enum sn_telem_skip_reason r, const char *detail)
 {
     s->stats.skipped[r]++;
-    if (s->n_skips >= s->lim.skips)
+    /* "unused" lines (a kernel log's other lines) are only counted, so they
+     * cannot crowd out the skips that matter. */
+    if (s->n_skips >= s->lim.skips || r == SN_TELEM_SKIP_UNUSED)
         return;
     struct sn_telem_store_skip *k = &s->skips[s->n_skips++];
     k->source = src ? source_id(s, src) : 0;
