@@ -829,11 +829,18 @@ static size_t mpi_tag(const char *s, size_t len)
 /* Words that look like "host: " at the start of lines but are not hosts. */
 static bool reserved_prefix(const char *s, size_t len)
 {
-    static const char *const words[] = {"NVRM", "kernel",    "Legend",  "NCCL",
-                                        "Link", "Timestamp", "WARNING", "ERROR",
-                                        "INFO", "Warning",   "Error",   "Note"};
+#define W(x)                                                                                       \
+    {                                                                                              \
+        x, sizeof(x) - 1                                                                           \
+    }
+    static const struct {
+        const char *w;
+        size_t n;
+    } words[] = {W("NVRM"),    W("kernel"), W("Legend"), W("NCCL"),    W("Link"),  W("Timestamp"),
+                 W("WARNING"), W("ERROR"),  W("INFO"),   W("Warning"), W("Error"), W("Note")};
+#undef W
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        if (sn__telem_eq(s, len, words[i]))
+        if (words[i].n == len && memcmp(s, words[i].w, len) == 0)
             return true;
     return false;
 }

@@ -239,6 +239,13 @@ static double half_ulp(const struct tok *t)
     return h;
 }
 
+/* The number in cell i of a row; false for an absent column (i < 0). */
+static bool cell_num(const struct tok *t, int i, double *out)
+{
+    size_t used;
+    return i >= 0 && sn__telem_number(t[i].s, t[i].n, out, &used) && used == t[i].n;
+}
+
 static bool num(const struct tok *t, double *out)
 {
     size_t used;
@@ -252,14 +259,14 @@ static void group_values(struct sn_telem_parser *p, struct nccl_state *st, const
     r->time_s = r->algbw_bytes_per_s = r->busbw_bytes_per_s = NAN;
     r->calc_algbw_bytes_per_s = r->calc_busbw_bytes_per_s = r->error = NAN;
     r->wrong = -1;
-    r->present = num(&t[g->time], &time_us) | num(&t[g->algbw], &alg) | num(&t[g->busbw], &bus);
+    r->present =
+        cell_num(t, g->time, &time_us) | cell_num(t, g->algbw, &alg) | cell_num(t, g->busbw, &bus);
     if (g->wrong >= 0) {
         unsigned long long w;
         if (sn__telem_uint(t[g->wrong].s, t[g->wrong].n, &w))
             r->wrong = (long long)w;
     }
-    if (g->error >= 0)
-        num(&t[g->error], &r->error);
+    cell_num(t, g->error, &r->error);
     if (!r->present)
         return;
     r->time_s = time_us * 1e-6;
@@ -270,9 +277,10 @@ static void group_values(struct sn_telem_parser *p, struct nccl_state *st, const
     r->calc_algbw_bytes_per_s = size / r->time_s;
     r->calc_busbw_bytes_per_s = r->calc_algbw_bytes_per_s * factor;
     /* Printed time t has error h: size/(t-h) bounds algbw from above. */
-    double h = half_ulp(&t[g->time]);
+    double h = half_ulp(&t[g->time]); /* time_us > 0: the column exists */
     double rel = time_us > h ? h / (time_us - h) : INFINITY;
-    double tol_alg = r->calc_algbw_bytes_per_s * rel + half_ulp(&t[g->algbw]) * 1e9 + 1;
+    double tol_alg =
+        r->calc_algbw_bytes_per_s * rel + (g->algbw >= 0 ? half_ulp(&t[g->algbw]) : 0) * 1e9 + 1;
     bool bad = !isnan(alg) && fabs(r->algbw_bytes_per_s - r->calc_algbw_bytes_per_s) > tol_alg;
     if (!isnan(factor) && !isnan(bus)) {
         double tol_bus = r->calc_busbw_bytes_per_s * rel + half_ulp(&t[g->busbw]) * 1e9 + 1;

@@ -366,20 +366,24 @@ static bool link_keys(struct sn_telem_store *s, uint32_t id, const struct gpu_ke
     return true;
 }
 
-static bool find_key(const struct sn_telem_store *s, const struct gpu_key *k, uint32_t *id)
+/* Finds the GPU of k by UUID, then (host, bus), then (host, index); *by_uuid
+ * tells whether the UUID matched (so it need not be compared again). */
+static bool find_key2(const struct sn_telem_store *s, const struct gpu_key *k, uint32_t *id,
+                      bool *by_uuid)
 {
+    *by_uuid = false;
     if (k->uuid && k->uuid[0] && idx_find(s, &s->by_uuid, h_uuid(k->uuid), eq_uuid, k, id))
-        return true;
+        return *by_uuid = true;
     if (k->bus != SN_TELEM_BUS_NONE &&
         idx_find(s, &s->by_bus, h_bus(k->host, k->bus), eq_bus, k, id))
         return true;
     return k->index >= 0 && idx_find(s, &s->by_index, h_index(k->host, k->index), eq_index, k, id);
 }
 
-/* True if k's UUID is the one of GPU id (a uuid lookup hit on id). */
-static bool find_key_uuid_hit(const struct sn_telem_store *s, const struct gpu_key *k, uint32_t id)
+static bool find_key(const struct sn_telem_store *s, const struct gpu_key *k, uint32_t *id)
 {
-    return strcmp(s->gpus[id].uuid, k->uuid) == 0;
+    bool by_uuid;
+    return find_key2(s, k, id, &by_uuid);
 }
 
 /* Resolves ref to a GPU id, creating it unless inventory_only. On failure
@@ -395,13 +399,12 @@ static bool resolve(struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref
     *why = SN_TELEM_SKIP_UNKNOWN_GPU;
     if (!host_id(s, ref->host ? ref->host : "", create, &k.host))
         return false;
-    if (find_key(s, &k, id)) {
+    bool by_uuid;
+    if (find_key2(s, &k, id, &by_uuid)) {
         const struct sn_telem_gpu *g = &s->gpus[*id];
         /* The common case: every key given is already linked. */
-        if (g->host == k.host && (!k.uuid || !k.uuid[0] || g->uuid[0]) &&
-            (k.bus == SN_TELEM_BUS_NONE || g->bus == k.bus) &&
-            (k.index < 0 || g->index == k.index) &&
-            (!k.uuid || !k.uuid[0] || find_key_uuid_hit(s, &k, *id)))
+        if (g->host == k.host && (!k.uuid || !k.uuid[0] || by_uuid) &&
+            (k.bus == SN_TELEM_BUS_NONE || g->bus == k.bus) && (k.index < 0 || g->index == k.index))
             return true;
         *why = SN_TELEM_SKIP_CONFLICT;
         return link_keys(s, *id, &k);
