@@ -1,0 +1,294 @@
+/*
+ * lib/health/ingest_kmsg.c: NVRM Xid lines in kernel logs, and the Xid
+ * table.
+ *
+ * Line stamps read: dmesg "[ 1234.567890]" (uptime), dmesg -T "[Wed May  1
+ * 12:00:00 2024]", journalctl/syslog "May  1 12:00:00 host kernel:" (time
+ * only with opts.year), and ISO "2024-05-01T12:00:00.123+00:00 host
+ * kernel:". The Xid itself:
+ *
+ *   NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.
+ *   NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off ...
+ *   NVRM: Xid (0000:3b:00): 13, 0004 00000000 0000c1c0 ...          (older: no pid/name)
+ *   NVRM: Xid (PCI:0000:05:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 04 (0x004505c6 0x0 ...)
+ *
+ * gives the code, bus id, pid and process name when present, the message,
+ * and for the NVLink Xids 144-150 the link number, fatal/nonfatal and the
+ * register words. Xid 154 carries its own recovery action ("... to 0x2
+ * (Node Reboot Required)"), which sets the bucket. Lines without "NVRM:
+ * Xid" are reported as unused.
+ */
+#include "health/ingest_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * The Xid table: code, meaning, action bucket. Condensed from NVIDIA's Xid
+ * catalogue ("Xid Errors", docs.nvidia.com/deploy/xid-errors/, "Resolution
+ * Bucket (Immediate Action)" column: RESTART_APP -> application, RESET_GPU
+ * -> reset-gpu, RESTART_BM -> reboot-node, CONTACT_SUPPORT -> service,
+ * IGNORE -> info) for Ampere and newer GPUs. To update: edit a row here and
+ * the table in docs/health.md; codes not listed are "unknown".
+ */
+#define SN_XID_TABLE(X)                                                                            \
+    X(8, "GPU stopped processing (channel idle timeout)", APPLICATION)                             \
+    X(13, "Graphics engine exception", APPLICATION)                                                \
+    X(31, "GPU memory page fault", APPLICATION)                                                    \
+    X(32, "Invalid or corrupted push buffer stream", APPLICATION)                                  \
+    X(43, "GPU stopped processing", APPLICATION)                                                   \
+    X(45, "Preemptive cleanup, due to previous errors", APPLICATION)                               \
+    X(48, "Double bit ECC error (DBE)", RESET_GPU)                                                 \
+    X(61, "Internal micro-controller breakpoint/warning", RESET_GPU)                               \
+    X(62, "Internal micro-controller halt", RESET_GPU)                                             \
+    X(63, "ECC page retirement or row remapping recording event", RESET_GPU)                       \
+    X(64, "ECC page retirement or row remapper recording failure", SERVICE)                        \
+    X(68, "NVDEC0 exception", APPLICATION)                                                         \
+    X(69, "Graphics engine class error", APPLICATION)                                              \
+    X(74, "NVLink error", RESET_GPU)                                                               \
+    X(79, "GPU has fallen off the bus", REBOOT_NODE)                                               \
+    X(92, "High single-bit ECC error rate", INFO)                                                  \
+    X(94, "Contained ECC error", APPLICATION)                                                      \
+    X(95, "Uncontained ECC error", RESET_GPU)                                                      \
+    X(109, "Context switch timeout", APPLICATION)                                                  \
+    X(119, "GSP RPC timeout", RESET_GPU)                                                           \
+    X(120, "GSP error", RESET_GPU)                                                                 \
+    X(121, "C2C link corrected error", INFO)                                                       \
+    X(140, "Unrecovered ECC error", RESET_GPU)                                                     \
+    X(143, "GPU initialization failure", SERVICE)                                                  \
+    X(144, "NVLink: SAW error", RESET_GPU)                                                         \
+    X(145, "NVLink: RLW error", RESET_GPU)                                                         \
+    X(146, "NVLink: TLW error", RESET_GPU)                                                         \
+    X(147, "NVLink: TREX error", RESET_GPU)                                                        \
+    X(148, "NVLink: NVLPW_CTRL error", RESET_GPU)                                                  \
+    X(149, "NVLink: NETIR error", RESET_GPU)                                                       \
+    X(150, "NVLink: MSE error", RESET_GPU)                                                         \
+    X(154, "GPU recovery action changed", INFO)
+
+static const struct {
+    unsigned code;
+    const char *meaning;
+    enum sn_xid_bucket bucket;
+} xid_rows[] = {
+#define SN_X(code, meaning, bucket) {code, meaning, SN_XID_##bucket},
+    SN_XID_TABLE(SN_X)
+#undef SN_X
+};
+
+static int xid_row(unsigned code)
+{
+    for (size_t i = 0; i < sizeof(xid_rows) / sizeof(xid_rows[0]); i++)
+        if (xid_rows[i].code == code)
+            return (int)i;
+    return -1;
+}
+
+const char *sn_xid_meaning(unsigned code)
+{
+    int i = xid_row(code);
+    return i < 0 ? "unknown Xid" : xid_rows[i].meaning;
+}
+
+enum sn_xid_bucket sn_xid_bucket(unsigned code)
+{
+    int i = xid_row(code);
+    return i < 0 ? SN_XID_UNKNOWN : xid_rows[i].bucket;
+}
+
+struct stamp {
+    double time_s, uptime_s;
+    char host[SN_TELEM_HOST_MAX];
+};
+
+/* Reads the line's stamp (and host) before "NVRM:"; fields stay NaN/"" when absent. */
+static void read_stamp(struct sn_telem_parser *p, const char *s, size_t n, struct stamp *st)
+{
+    st->time_s = st->uptime_s = NAN;
+    st->host[0] = '\0';
+    const char *k = sn__telem_find(s, n, " kernel:");
+    size_t i = 0;
+    if (k) {
+        /* "<stamp> <host> kernel:": the host is the word before " kernel:". */
+        const char *h = k;
+        while (h > s && h[-1] != ' ')
+            h--;
+        if (sn__telem_is_hostname(h, (size_t)(k - h)))
+            sn__telem_copy(st->host, sizeof(st->host), h, (size_t)(k - h));
+        size_t sl = h > s ? (size_t)(h - s) - 1 : 0;
+        double t;
+        if (sl >= 15 && sn__telem_month(s, 3) && s[3] == ' ') {
+            /* "May  1 12:00:00": syslog without a year. */
+            char buf[40];
+            if (p->year > 0) {
+                snprintf(buf, sizeof(buf), "Xxx %.15s %d", s, p->year);
+                if (sn__telem_time_ctime(buf, strlen(buf), &t))
+                    st->time_s = t;
+            }
+        } else if (sn__telem_time_parse(s, sl, &t)) {
+            st->time_s = t;
+        }
+        i = (size_t)(k - s) + 8;
+    }
+    while (i < n && s[i] == ' ')
+        i++;
+    if (i < n && s[i] == '[') {
+        const char *e = memchr(s + i, ']', n - i);
+        if (e) {
+            const char *b = s + i + 1;
+            size_t bl = (size_t)(e - b), used;
+            double v;
+            sn__telem_trim(&b, &bl);
+            if (sn__telem_number(b, bl, &v, &used) && used == bl)
+                st->uptime_s = v;
+            else if (sn__telem_time_ctime(b, bl, &v))
+                st->time_s = v;
+        }
+    }
+}
+
+/* "pid=1234", "pid='<unknown>'", "name=python3", "name=<unknown>". */
+static bool field(const char **s, size_t *n, const char *key, char *out, size_t cap)
+{
+    size_t kl = strlen(key);
+    if (*n < kl || memcmp(*s, key, kl) != 0)
+        return false;
+    const char *v = *s + kl;
+    const char *e = memchr(v, ',', *n - kl);
+    size_t vl = e ? (size_t)(e - v) : *n - kl;
+    sn__telem_copy(out, cap, v, vl);
+    size_t adv = kl + vl + (e ? 1 : 0);
+    *s += adv;
+    *n -= adv;
+    while (*n && **s == ' ')
+        (*s)++, (*n)--;
+    return true;
+}
+
+/* NVLink Xids: "... Link 04 (0x004505c6 0x00000000 ...)" and Fatal/Nonfatal. */
+static void nvlink_fields(const char *m, size_t ml, struct sn_telem_xid *x)
+{
+    const char *l = sn__telem_find(m, ml, "Link ");
+    if (l) {
+        size_t i = (size_t)(l - m) + 5;
+        unsigned v = 0;
+        bool d = false;
+        while (i < ml && isdigit((unsigned char)m[i]) && v < 1000)
+            v = v * 10 + (unsigned)(m[i++] - '0'), d = true;
+        if (d)
+            x->nvlink = (int)v;
+    }
+    if (sn__telem_find(m, ml, "Nonfatal") || sn__telem_find(m, ml, "Non-fatal"))
+        x->fatal = 0;
+    else if (sn__telem_find(m, ml, "Fatal") || sn__telem_find(m, ml, "fatal"))
+        x->fatal = 1;
+    const char *par = memchr(m, '(', ml);
+    for (size_t i = par ? (size_t)(par - m) : ml; i + 2 < ml && x->n_regs < 8; i++) {
+        unsigned long long r;
+        if (m[i] != '0' || m[i + 1] != 'x')
+            continue;
+        size_t b = i;
+        i += 2;
+        while (i < ml && isxdigit((unsigned char)m[i]))
+            i++;
+        if (sn__telem_uint(m + b, i - b, &r) && r <= 0xffffffffULL)
+            x->regs[x->n_regs++] = (uint32_t)r;
+    }
+}
+
+/* Xid 154: "... to 0x2 (Node Reboot Required)". */
+static enum sn_xid_bucket recovery_bucket(const char *m, size_t ml)
+{
+    const char *to = sn__telem_find(m, ml, " to 0x");
+    unsigned long long v;
+    if (!to)
+        return SN_XID_INFO;
+    size_t i = (size_t)(to - m) + 4, b = i;
+    while (i < ml && (isxdigit((unsigned char)m[i]) || m[i] == 'x'))
+        i++;
+    if (!sn__telem_uint(m + b, i - b, &v))
+        return SN_XID_INFO;
+    if (v & 0x2)
+        return SN_XID_REBOOT_NODE;
+    if (v & 0xd) /* 0x1 GPU reset required, 0x4 drain P2P, 0x8 drain and reset */
+        return SN_XID_RESET_GPU;
+    return SN_XID_INFO;
+}
+
+/* After the code: ", pid=…, name=…, message"; sets pid, name, message,
+ * bucket and the NVLink fields. name and msg are the caller's buffers. */
+static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char *name,
+                        size_t name_cap, char *msg, size_t msg_cap)
+{
+    char pid[32];
+    unsigned long long pv;
+    if (ml && *m == ',')
+        m++, ml--;
+    sn__telem_trim(&m, &ml);
+    if (field(&m, &ml, "pid=", pid, sizeof(pid)) && sn__telem_uint(pid, strlen(pid), &pv) &&
+        pv <= 0x7fffffff)
+        rec->pid = (long)pv;
+    if (field(&m, &ml, "name=", name, name_cap) && strcmp(name, "<unknown>") == 0)
+        name[0] = '\0';
+    rec->name = name;
+    rec->message = sn__telem_copy(msg, msg_cap, m, ml);
+    rec->bucket = sn_xid_bucket(rec->code);
+    if (rec->code >= 144 && rec->code <= 150)
+        nvlink_fields(m, ml, rec);
+    if (rec->code == 154)
+        rec->bucket = recovery_bucket(m, ml);
+}
+
+static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
+{
+    const char *x = sn__telem_find(s, n, "NVRM: Xid (");
+    if (!x) {
+        if (n)
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not an NVRM Xid line");
+        return;
+    }
+    struct stamp stamp;
+    read_stamp(p, s, (size_t)(x - s), &stamp);
+    const char *b = x + 11, *end = s + n;
+    const char *close = memchr(b, ')', (size_t)(end - b));
+    if (sn__telem_starts(b, (size_t)(end - b), "PCI:"))
+        b += 4;
+    struct sn_telem_xid rec = {.gpu = {stamp.host[0] ? stamp.host : p->host, -1, NULL, 0},
+                               .at = {p->source, p->lineno, stamp.time_s},
+                               .uptime_s = stamp.uptime_s,
+                               .pid = -1,
+                               .name = "",
+                               .message = "",
+                               .bucket = SN_XID_UNKNOWN,
+                               .nvlink = -1,
+                               .fatal = -1};
+    if (!close || !sn_telem_bus_parse(b, (size_t)(close - b), &rec.gpu.bus)) {
+        sn__telem_skip(p, (unsigned)(b - s) + 1, SN_TELEM_SKIP_BAD_VALUE,
+                       "Xid line without a PCI bus id");
+        return;
+    }
+    const char *m = close + 1;
+    size_t ml = (size_t)(end - m), used;
+    double code;
+    if (ml && *m == ':')
+        m++, ml--;
+    sn__telem_trim(&m, &ml);
+    if (!sn__telem_number(m, ml, &code, &used) || code < 0 || code > 100000 ||
+        code != (unsigned)code) {
+        sn__telem_skip(p, (unsigned)(m - s) + 1, SN_TELEM_SKIP_BAD_VALUE, "Xid without a code");
+        return;
+    }
+    rec.code = (unsigned)code;
+    m += used, ml -= used;
+    char name[SN_TELEM_NAME_MAX] = "", msg[SN_TELEM_TEXT_MAX];
+    read_fields(m, ml, &rec, name, sizeof(name), msg, sizeof(msg));
+    SN__EMIT(p, xid, &rec);
+}
+
+const struct sn__telem_ops sn__telem_kmsg_ops = {
+    .fmt = SN_TELEM_FMT_KMSG,
+    .state_size = 0,
+    .allow_prefix = true,
+    .line = kmsg_line,
+};

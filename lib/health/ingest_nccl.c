@@ -1,0 +1,440 @@
+/*
+ * lib/health/ingest_nccl.c: nccl-tests output (all_reduce_perf and friends).
+ *
+ * A run is: a preamble ("# nThread ...", one "#  Rank N [Group G] Pid P on
+ * HOST device D [BUS] MODEL" line per rank), a header naming the columns
+ * (current layout: size count type redop root, then time algbw busbw #wrong
+ * out-of-place and in-place; older layouts: "error" for "#wrong", no redop
+ * or root), rows, and a footer ("# Out of bounds values", "# Avg bus
+ * bandwidth"). Columns are found by name, so every layout reads the same.
+ * MPI "[1,0]<stdout>:" tags and host prefixes are stripped by the common
+ * layer; NCCL INFO/WARN lines are reported as unused; a row cut short (an
+ * abort or hang mid-table) is reported as truncated, and a run that ends
+ * without its footer is summarised with truncated set.
+ *
+ * Bandwidths (nccl-tests doc/PERFORMANCE.md): algbw = size / time and busbw
+ * = algbw * factor(collective, ranks), factor from sn_nccl_busbw_factor().
+ * Both are recomputed from size and time and compared with the printed
+ * columns: a difference beyond what the printed rounding allows (half a unit
+ * in the last printed digit of time and of the bandwidths) sets mismatch.
+ * The collective comes from the options, else a "<coll>_perf" word in the
+ * log or the source name.
+ */
+#include "health/ingest_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+#define TOKS 32
+#define HOSTS_KEPT 256
+
+struct tok {
+    const char *s;
+    size_t n;
+};
+
+struct group {
+    int time, algbw, busbw, wrong, error; /* token index, -1 if absent */
+};
+
+struct nccl_state {
+    enum sn_nccl_coll coll;
+    unsigned nranks, nhosts, rows, ntok;
+    char hosts[HOSTS_KEPT][SN_TELEM_HOST_MAX];
+    bool hosts_over;
+    bool have_layout, run_open, warned_factor;
+    int i_size, i_count, i_type, i_redop, i_root;
+    struct group oop, ip;
+    double avg_busbw;
+    long long oob;
+    unsigned run_line;
+};
+
+static unsigned split(const char *s, size_t n, struct tok *t, unsigned max)
+{
+    unsigned k = 0;
+    size_t i = 0;
+    while (k < max) {
+        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+            i++;
+        if (i == n)
+            break;
+        size_t b = i;
+        while (i < n && s[i] != ' ' && s[i] != '\t')
+            i++;
+        t[k].s = s + b;
+        t[k++].n = i - b;
+    }
+    return k;
+}
+
+static void reset_run(struct nccl_state *st)
+{
+    st->nranks = st->nhosts = st->rows = 0;
+    st->hosts_over = st->warned_factor = false;
+    st->have_layout = false;
+    st->avg_busbw = NAN;
+    st->oob = -1;
+}
+
+/* Closes the open run; a truncated one is reported unless the caller did. */
+static void end_run(struct sn_telem_parser *p, struct nccl_state *st, bool truncated, bool report)
+{
+    if (!st->run_open)
+        return;
+    struct sn_telem_nccl_summary rec = {{p->source, p->lineno, NAN},
+                                        st->coll,
+                                        st->nranks,
+                                        st->nhosts,
+                                        st->rows,
+                                        st->avg_busbw,
+                                        st->oob,
+                                        truncated};
+    if (truncated && report)
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED,
+                       "nccl-tests run from line %u ended without its footer after %u rows",
+                       st->run_line, st->rows);
+    SN__EMIT(p, nccl_summary, &rec);
+    st->run_open = false;
+    reset_run(st);
+}
+
+static void open_run(struct sn_telem_parser *p, struct nccl_state *st)
+{
+    if (!st->run_open) {
+        st->run_open = true;
+        st->run_line = p->lineno;
+    }
+}
+
+/* "<coll>_perf" anywhere in the text sets the collective. */
+static void find_coll(struct nccl_state *st, const char *s, size_t n)
+{
+    const char *hit = sn__telem_find(s, n, "_perf");
+    if (!hit)
+        return;
+    const char *b = hit;
+    while (b > s && (isalpha((unsigned char)b[-1]) || b[-1] == '_'))
+        b--;
+    /* "all_reduce_perf", also inside "nccl_all_reduce_perf.log": try each
+     * '_'-separated suffix of the word. */
+    for (const char *w = b; w < hit; w++) {
+        if (w != b && w[-1] != '_')
+            continue;
+        enum sn_nccl_coll c = sn_nccl_coll_parse(w, (size_t)(hit - w));
+        if (c != SN_NCCL_UNKNOWN) {
+            st->coll = c;
+            return;
+        }
+    }
+}
+
+static void add_host(struct nccl_state *st, const struct tok *h)
+{
+    for (unsigned i = 0; i < st->nhosts && i < HOSTS_KEPT; i++)
+        if (sn__telem_eq(h->s, h->n, st->hosts[i]))
+            return;
+    if (st->nhosts < HOSTS_KEPT)
+        sn__telem_copy(st->hosts[st->nhosts], SN_TELEM_HOST_MAX, h->s, h->n);
+    else
+        st->hosts_over = true;
+    st->nhosts++;
+}
+
+/* "#  Rank  0 Group  0 Pid  12345 on gpu01 device  0 [0x18] NVIDIA H100 80GB HBM3". */
+static void rank_line(struct sn_telem_parser *p, struct nccl_state *st, struct tok *t, unsigned k,
+                      const char *end)
+{
+    unsigned long long rank, pid = 0, dev;
+    unsigned i = 2; /* t[0] is "#", t[1] "Rank" */
+    if (k < 9 || !sn__telem_uint(t[i].s, t[i].n, &rank))
+        goto bad;
+    i++;
+    if (sn__telem_eq(t[i].s, t[i].n, "Group"))
+        i += 2;
+    if (i + 5 >= k || !sn__telem_eq(t[i].s, t[i].n, "Pid") ||
+        !sn__telem_uint(t[i + 1].s, t[i + 1].n, &pid) ||
+        !sn__telem_eq(t[i + 2].s, t[i + 2].n, "on") ||
+        !sn__telem_eq(t[i + 4].s, t[i + 4].n, "device") ||
+        !sn__telem_uint(t[i + 5].s, t[i + 5].n, &dev) || dev > 4095)
+        goto bad;
+    const struct tok *host = &t[i + 3];
+    char hostname[SN_TELEM_HOST_MAX];
+    sn__telem_copy(hostname, sizeof(hostname), host->s, host->n);
+    struct sn_telem_nccl_rank rec = {{hostname, (int)dev, NULL, SN_TELEM_BUS_NONE},
+                                     sn__telem_origin(p, NAN),
+                                     (unsigned)rank,
+                                     (long)pid,
+                                     ""};
+    i += 6;
+    if (i < k && t[i].n > 2 && t[i].s[0] == '[' && t[i].s[t[i].n - 1] == ']') {
+        if (!sn_telem_bus_parse(t[i].s + 1, t[i].n - 2, &rec.gpu.bus))
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a bus id", (int)t[i].n,
+                           t[i].s);
+        i++;
+    }
+    char model[SN_TELEM_NAME_MAX] = "";
+    if (i < k)
+        sn__telem_copy(model, sizeof(model), t[i].s, (size_t)(end - t[i].s));
+    rec.model = model;
+    open_run(p, st);
+    st->nranks++;
+    add_host(st, host);
+    if (st->hosts_over && st->nhosts == HOSTS_KEPT + 1)
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_LIMIT, "more than %u hosts: host count approximate",
+                       HOSTS_KEPT);
+    SN__EMIT(p, nccl_rank, &rec);
+    return;
+bad:
+    sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "rank line not understood");
+}
+
+static void header_line(struct sn_telem_parser *p, struct nccl_state *st, struct tok *t, unsigned k)
+{
+    struct group *g = &st->oop;
+    st->i_size = st->i_count = st->i_type = st->i_redop = st->i_root = -1;
+    st->oop = st->ip = (struct group){-1, -1, -1, -1, -1};
+    for (unsigned i = 1; i < k; i++) {
+        int at = (int)i - 1; /* index in a data row, which has no '#' */
+        const struct tok *c = &t[i];
+        if (sn__telem_eq(c->s, c->n, "size"))
+            st->i_size = at;
+        else if (sn__telem_eq(c->s, c->n, "count"))
+            st->i_count = at;
+        else if (sn__telem_eq(c->s, c->n, "type"))
+            st->i_type = at;
+        else if (sn__telem_eq(c->s, c->n, "redop"))
+            st->i_redop = at;
+        else if (sn__telem_eq(c->s, c->n, "root"))
+            st->i_root = at;
+        else if (sn__telem_eq(c->s, c->n, "time")) {
+            if (g->time >= 0)
+                g = &st->ip;
+            g->time = at;
+        } else if (sn__telem_eq(c->s, c->n, "algbw"))
+            g->algbw = at;
+        else if (sn__telem_eq(c->s, c->n, "busbw"))
+            g->busbw = at;
+        else if (sn__telem_eq(c->s, c->n, "#wrong"))
+            g->wrong = at;
+        else if (sn__telem_eq(c->s, c->n, "error"))
+            g->error = at;
+    }
+    st->ntok = k - 1;
+    st->have_layout = st->i_size >= 0 && st->i_type >= 0 && st->oop.time >= 0;
+    if (!st->have_layout)
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "header without size, type and time");
+    open_run(p, st);
+}
+
+/* Half a unit in the last printed digit of a number token. */
+static double half_ulp(const struct tok *t)
+{
+    const char *dot = memchr(t->s, '.', t->n);
+    double h = 0.5;
+    if (dot)
+        for (size_t i = (size_t)(dot - t->s) + 1; i < t->n && isdigit((unsigned char)t->s[i]); i++)
+            h /= 10;
+    return h;
+}
+
+/* The number in cell i of a row; false for an absent column (i < 0). */
+static bool cell_num(const struct tok *t, int i, double *out)
+{
+    size_t used;
+    return i >= 0 && sn__telem_number(t[i].s, t[i].n, out, &used) && used == t[i].n;
+}
+
+static bool num(const struct tok *t, double *out)
+{
+    size_t used;
+    return sn__telem_number(t->s, t->n, out, &used) && used == t->n;
+}
+
+static void group_values(struct sn_telem_parser *p, struct nccl_state *st, const struct group *g,
+                         struct tok *t, double size, double factor, struct sn_telem_nccl_result *r)
+{
+    double time_us = NAN, alg = NAN, bus = NAN;
+    r->time_s = r->algbw_bytes_per_s = r->busbw_bytes_per_s = NAN;
+    r->calc_algbw_bytes_per_s = r->calc_busbw_bytes_per_s = r->error = NAN;
+    r->wrong = -1;
+    r->present =
+        cell_num(t, g->time, &time_us) | cell_num(t, g->algbw, &alg) | cell_num(t, g->busbw, &bus);
+    if (g->wrong >= 0) {
+        unsigned long long w;
+        if (sn__telem_uint(t[g->wrong].s, t[g->wrong].n, &w))
+            r->wrong = (long long)w;
+    }
+    cell_num(t, g->error, &r->error);
+    if (!r->present)
+        return;
+    r->time_s = time_us * 1e-6;
+    r->algbw_bytes_per_s = alg * 1e9;
+    r->busbw_bytes_per_s = bus * 1e9;
+    if (!(time_us > 0))
+        return;
+    r->calc_algbw_bytes_per_s = size / r->time_s;
+    r->calc_busbw_bytes_per_s = r->calc_algbw_bytes_per_s * factor;
+    /* Printed time t has error h: size/(t-h) bounds algbw from above. */
+    double h = half_ulp(&t[g->time]); /* time_us > 0: the column exists */
+    double rel = time_us > h ? h / (time_us - h) : INFINITY;
+    double tol_alg =
+        r->calc_algbw_bytes_per_s * rel + (g->algbw >= 0 ? half_ulp(&t[g->algbw]) : 0) * 1e9 + 1;
+    bool bad = !isnan(alg) && fabs(r->algbw_bytes_per_s - r->calc_algbw_bytes_per_s) > tol_alg;
+    if (!isnan(factor) && !isnan(bus)) {
+        double tol_bus = r->calc_busbw_bytes_per_s * rel + half_ulp(&t[g->busbw]) * 1e9 + 1;
+        bad |= fabs(r->busbw_bytes_per_s - r->calc_busbw_bytes_per_s) > tol_bus;
+    }
+    r->mismatch = bad;
+    (void)p;
+    (void)st;
+}
+
+static void data_row(struct sn_telem_parser *p, struct nccl_state *st, struct tok *t, unsigned k)
+{
+    if (!st->have_layout) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER, "nccl-tests row before any header");
+        return;
+    }
+    if (k < st->ntok) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED, "row has %u of %u columns (cut off)", k,
+                       st->ntok);
+        return;
+    }
+    if (k > st->ntok) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_COLUMNS, "row has %u columns, the header %u", k,
+                       st->ntok);
+        return;
+    }
+    double size, count = NAN, root = -1;
+    if (!num(&t[st->i_size], &size) || size < 0) {
+        sn__telem_skip(p, (unsigned)st->i_size + 1, SN_TELEM_SKIP_BAD_VALUE, "bad size");
+        return;
+    }
+    if (st->i_count >= 0)
+        num(&t[st->i_count], &count);
+    if (st->i_root >= 0 && !num(&t[st->i_root], &root))
+        root = -1;
+    double factor = sn_nccl_busbw_factor(st->coll, st->nranks);
+    if (isnan(factor) && !st->warned_factor) {
+        st->warned_factor = true;
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED,
+                       "busbw not cross-checked: collective '%s', %u ranks (give the "
+                       "collective or keep the preamble)",
+                       sn_nccl_coll_name(st->coll), st->nranks);
+    }
+    char type[16], redop[16] = "";
+    sn__telem_copy(type, sizeof(type), t[st->i_type].s, t[st->i_type].n);
+    if (st->i_redop >= 0)
+        sn__telem_copy(redop, sizeof(redop), t[st->i_redop].s, t[st->i_redop].n);
+    struct sn_telem_nccl_row rec = {sn__telem_origin(p, NAN),
+                                    st->coll,
+                                    st->nranks,
+                                    st->nhosts,
+                                    st->nhosts ? st->hosts[0] : "",
+                                    size,
+                                    count,
+                                    type,
+                                    redop,
+                                    (int)root,
+                                    {0},
+                                    {0}};
+    group_values(p, st, &st->oop, t, size, factor, &rec.oop);
+    if (st->ip.time >= 0)
+        group_values(p, st, &st->ip, t, size, factor, &rec.ip);
+    st->rows++;
+    SN__EMIT(p, nccl_row, &rec);
+}
+
+static void comment_line(struct sn_telem_parser *p, struct nccl_state *st, const char *s, size_t n)
+{
+    struct tok t[TOKS];
+    unsigned k = split(s, n, t, TOKS);
+    if (k >= 2 && sn__telem_eq(t[1].s, t[1].n, "nThread")) {
+        end_run(p, st, true, true);
+        open_run(p, st);
+    } else if (k >= 3 && sn__telem_eq(t[1].s, t[1].n, "Rank")) {
+        rank_line(p, st, t, k, s + n);
+    } else if (k >= 4 && sn__telem_eq(t[1].s, t[1].n, "size")) {
+        header_line(p, st, t, k);
+    } else if (sn__telem_find(s, n, "Avg bus bandwidth")) {
+        const char *c = memchr(s, ':', n);
+        size_t used;
+        if (!c || !sn__telem_number(c + 1 + (c[1] == ' '), n - (size_t)(c - s) - 1 - (c[1] == ' '),
+                                    &st->avg_busbw, &used))
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "average bus bandwidth not a number");
+        st->avg_busbw *= 1e9;
+        end_run(p, st, false, false);
+    } else if (sn__telem_find(s, n, "Out of bounds values")) {
+        const char *c = memchr(s, ':', n);
+        unsigned long long v;
+        struct tok o[2];
+        if (c && split(c + 1, n - (size_t)(c - s) - 1, o, 2) >= 1 &&
+            sn__telem_uint(o[0].s, o[0].n, &v))
+            st->oob = (long long)v;
+    } else if (k <= 1 || sn__telem_find(s, n, "out-of-place") || sn__telem_find(s, n, "(B)") ||
+               sn__telem_find(s, n, "Using devices")) {
+        /* blank comment, column group and unit lines: part of the layout */
+    } else {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "comment not read");
+    }
+}
+
+static void nccl_line(struct sn_telem_parser *p, const char *s, size_t n)
+{
+    struct nccl_state *st = p->state;
+    sn__telem_trim(&s, &n);
+    if (n == 0)
+        return;
+    if (st->coll == SN_NCCL_UNKNOWN || p->nccl_coll == SN_NCCL_UNKNOWN)
+        find_coll(st, s, n);
+    if (s[0] == '#') {
+        comment_line(p, st, s, n);
+        return;
+    }
+    if (sn__telem_find(s, n, " NCCL INFO") || sn__telem_find(s, n, " NCCL WARN")) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "NCCL log line");
+        return;
+    }
+    if (sn__telem_find(s, n, "Test NCCL failure") || sn__telem_find(s, n, "Test CUDA failure") ||
+        sn__telem_find(s, n, "*** Process received signal") || sn__telem_find(s, n, "Aborted")) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED, "run aborted: '%.*s'",
+                       (int)(n > 100 ? 100 : n), s);
+        end_run(p, st, true, false);
+        return;
+    }
+    struct tok t[TOKS];
+    unsigned k = split(s, n, t, TOKS);
+    double size;
+    if (k > 0 && num(&t[0], &size)) {
+        data_row(p, st, t, k);
+        return;
+    }
+    sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not a nccl-tests line");
+}
+
+static void nccl_flush(struct sn_telem_parser *p, bool final)
+{
+    struct nccl_state *st = p->state;
+    if (final)
+        end_run(p, st, true, true);
+}
+
+static void nccl_init(struct sn_telem_parser *p)
+{
+    struct nccl_state *st = p->state;
+    reset_run(st);
+    st->coll = p->nccl_coll;
+    if (st->coll == SN_NCCL_UNKNOWN)
+        find_coll(st, p->source, strlen(p->source));
+}
+
+const struct sn__telem_ops sn__telem_nccl_ops = {
+    .fmt = SN_TELEM_FMT_NCCL,
+    .state_size = sizeof(struct nccl_state),
+    .allow_prefix = true,
+    .init = nccl_init,
+    .line = nccl_line,
+    .flush = nccl_flush,
+};

@@ -1,0 +1,617 @@
+/*
+ * lib/health/ingest_smi_csv.c: nvidia-smi --query-gpu=... and
+ * --query-compute-apps=... --format=csv[,noheader][,nounits].
+ *
+ * A header ("index, uuid, clocks.current.sm [MHz]") maps each column to a
+ * role once: a metric with the unit its bare numbers carry, an identity
+ * (index, uuid, pci.bus_id), the timestamp, a text attribute, one clock
+ * event reason bit, or a process field; columns we do not know are reported
+ * once per header and ignored. A header may repeat anywhere (looped -l
+ * output, concatenated logs); an identical one costs one memcmp. With
+ * noheader the field list comes from the options. Rows then cost no
+ * allocation: cells are slices of the line, numbers are read by
+ * sn__telem_number() and samples go out in one batch per row, so the sink
+ * resolves the GPU once per row.
+ *
+ * Values may carry units ("1980 MHz", "700.00 W", "81559 MiB", "45 %"); a
+ * unit must have the metric's dimension. Bare numbers take the header's
+ * unit, else the unit nvidia-smi documents for the field (memory.* is MiB).
+ * "[N/A]", "[Not Supported]", "[Unknown Error]", "ERR!" and the other
+ * statuses become readings with that status and no value.
+ */
+#include "health/ingest_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum role {
+    R_IGNORE,
+    R_METRIC,
+    R_REASON,
+    R_INDEX,
+    R_UUID,
+    R_BUS,
+    R_TIME,
+    R_ATTR,
+    R_PID,
+    R_PNAME,
+    R_PUSED,
+};
+
+struct field {
+    const char *name;
+    enum role role;
+    int arg;       /* metric, attr kind or reason bit */
+    double factor; /* for a bare number with no header unit */
+};
+
+/* Fields whose names differ from the metric table, or that are not metrics.
+ * nvidia-smi --help-query-gpu / --help-query-compute-apps list them. */
+static const struct field extra_fields[] = {
+    {"index", R_INDEX, 0, 1},
+    {"uuid", R_UUID, 0, 1},
+    {"gpu_uuid", R_UUID, 0, 1},
+    {"pci.bus_id", R_BUS, 0, 1},
+    {"gpu_bus_id", R_BUS, 0, 1},
+    {"timestamp", R_TIME, 0, 1},
+    {"name", R_ATTR, SN_TELEM_ATTR_NAME, 1},
+    {"gpu_name", R_ATTR, SN_TELEM_ATTR_NAME, 1},
+    {"serial", R_ATTR, SN_TELEM_ATTR_SERIAL, 1},
+    {"gpu_serial", R_ATTR, SN_TELEM_ATTR_SERIAL, 1},
+    {"driver_version", R_ATTR, SN_TELEM_ATTR_DRIVER, 1},
+    {"vbios_version", R_ATTR, SN_TELEM_ATTR_VBIOS, 1},
+    {"pid", R_PID, 0, 1},
+    {"process_name", R_PNAME, 0, 1},
+    {"used_gpu_memory", R_PUSED, 0, 1048576.0},
+    {"used_memory", R_PUSED, 0, 1048576.0},
+    {"clocks.current.sm", R_METRIC, SN_METRIC_CLOCK_SM, 1},
+    {"clocks.current.memory", R_METRIC, SN_METRIC_CLOCK_MEM, 1},
+    {"clocks.memory", R_METRIC, SN_METRIC_CLOCK_MEM, 1},
+    {"clocks.max.streaming_multiprocessor", R_METRIC, SN_METRIC_CLOCK_SM_MAX, 1},
+    {"power.draw.instant", R_METRIC, SN_METRIC_POWER, 1},
+    {"power.draw.average", R_METRIC, SN_METRIC_POWER, 1},
+    {"enforced.power.limit", R_METRIC, SN_METRIC_POWER_LIMIT, 1},
+    {"clocks_throttle_reasons.active", R_METRIC, SN_METRIC_CLOCK_EVENT_REASONS, 1},
+    {"retired_pages.sbe", R_METRIC, SN_METRIC_RETIRED_SBE, 1},
+    {"retired_pages.dbe", R_METRIC, SN_METRIC_RETIRED_DBE, 1},
+    {"pcie.link.gen.gpucurrent", R_METRIC, SN_METRIC_PCIE_GEN, 1},
+    {"pcie.link.gen.gpumax", R_METRIC, SN_METRIC_PCIE_GEN_MAX, 1},
+    {"ecc.errors.corrected.volatile.total", R_METRIC, SN_METRIC_ECC_SBE_VOL, 1},
+};
+
+static const struct {
+    const char *name;
+    int bit;
+} reason_rows[] = {
+#define SN_X(id, name, bit) {name, bit},
+    SN_CLOCK_REASON_LIST(SN_X)
+#undef SN_X
+};
+
+enum value_kind { V_NUMBER, V_BOOL, V_PSTATE };
+
+struct col {
+    enum role role;
+    int arg;
+    double factor;          /* bare number -> canonical unit */
+    enum sn__telem_dim dim; /* of the metric */
+    enum value_kind kind;
+    char unit[12]; /* the last unit seen in a value, and its factor */
+    size_t unit_len;
+    double unit_factor;
+};
+
+struct cell {
+    uint32_t off, len;
+};
+
+struct csv_state {
+    unsigned ncols;
+    struct col cols[SN_TELEM_COLUMNS_MAX];
+    char *header; /* the last header line, for cheap repeats */
+    size_t header_len;
+    bool have_header, apps, have_reason_col, have_active_col;
+    bool warned_no_identity;
+    char last_ts[40];
+    size_t last_ts_len;
+    double last_ts_value;
+    struct cell cells[SN_TELEM_COLUMNS_MAX];
+    /* compute-apps snapshots: the last (host, timestamp) seen per slot */
+    char snap_host[16][SN_TELEM_HOST_MAX];
+    char snap_ts[16][40];
+    unsigned snap_next;
+    struct sn_telem_sample batch[SN_TELEM_COLUMNS_MAX];
+};
+
+static double default_factor(enum sn_metric m)
+{
+    return sn__telem_metric_dim(m) == SN__DIM_BYTES ? 1048576.0 : 1.0;
+}
+
+static bool lookup_field(const char *s, size_t n, struct field *out)
+{
+    for (size_t i = 0; i < sizeof(extra_fields) / sizeof(extra_fields[0]); i++) {
+        if (sn__telem_eq(s, n, extra_fields[i].name)) {
+            *out = extra_fields[i];
+            return true;
+        }
+    }
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++) {
+        const char *f = sn_metric_smi_field((enum sn_metric)m);
+        if (f[0] && sn__telem_eq(s, n, f)) {
+            struct field r = {f, R_METRIC, (int)m, default_factor((enum sn_metric)m)};
+            *out = r;
+            return true;
+        }
+    }
+    static const char *const prefixes[] = {"clocks_event_reasons.", "clocks_throttle_reasons."};
+    for (size_t k = 0; k < 2; k++) {
+        size_t pl = strlen(prefixes[k]);
+        if (n <= pl || memcmp(s, prefixes[k], pl) != 0)
+            continue;
+        for (size_t i = 0; i < sizeof(reason_rows) / sizeof(reason_rows[0]); i++) {
+            if (sn__telem_eq(s + pl, n - pl, reason_rows[i].name)) {
+                struct field r = {reason_rows[i].name, R_REASON, reason_rows[i].bit, 1};
+                *out = r;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Splits "name [unit]" into its name and unit slices. */
+static void split_unit(const char *s, size_t n, size_t *name_len, const char **unit,
+                       size_t *unit_len)
+{
+    *unit = NULL;
+    *unit_len = 0;
+    *name_len = n;
+    const char *br = memchr(s, '[', n);
+    if (br && s[n - 1] == ']') {
+        *unit = br + 1;
+        *unit_len = (size_t)(s + n - 1 - *unit);
+        *name_len = (size_t)(br - s);
+        while (*name_len && s[*name_len - 1] == ' ')
+            (*name_len)--;
+    }
+}
+
+/* Maps one header cell to a column; reports unknown fields and units. */
+static void header_cell(struct sn_telem_parser *p, struct csv_state *st, unsigned c, const char *s,
+                        size_t n)
+{
+    size_t nl, ul;
+    const char *unit;
+    struct field f;
+    struct col *col = &st->cols[c];
+    split_unit(s, n, &nl, &unit, &ul);
+    col->role = R_IGNORE;
+    if (!lookup_field(s, nl, &f)) {
+        sn__telem_skip(p, c + 1, SN_TELEM_SKIP_UNKNOWN_FIELD,
+                       "field '%.*s' is not a known metric; column ignored", (int)nl, s);
+        return;
+    }
+    col->role = f.role;
+    col->arg = f.arg;
+    col->factor = f.factor;
+    col->unit_len = 0;
+    col->dim = f.role == R_PUSED ? SN__DIM_BYTES : SN__DIM_NONE;
+    col->kind = V_NUMBER;
+    if (f.role == R_METRIC) {
+        col->dim = sn__telem_metric_dim((enum sn_metric)f.arg);
+        col->kind = f.arg == SN_METRIC_PSTATE                                    ? V_PSTATE
+                    : strcmp(sn_metric_unit((enum sn_metric)f.arg), "bool") == 0 ? V_BOOL
+                                                                                 : V_NUMBER;
+    }
+    if (f.role == R_METRIC && sn_metric_smi_field((enum sn_metric)f.arg)[0] == '\0')
+        col->factor = 1;
+    if (!unit || (f.role != R_METRIC && f.role != R_PUSED))
+        return;
+    enum sn__telem_dim dim;
+    double factor;
+    if (!sn__telem_unit(unit, ul, &dim, &factor) || dim != col->dim) {
+        sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_UNIT,
+                       "unit '%.*s' of field '%.*s' does not fit its metric; column ignored",
+                       (int)ul, unit, (int)nl, s);
+        col->role = R_IGNORE;
+        return;
+    }
+    col->factor = factor;
+}
+
+static void set_header(struct sn_telem_parser *p, const char *s, size_t len, bool from_opts)
+{
+    struct csv_state *st = p->state;
+    if (!from_opts && st->have_header && len == st->header_len && st->header &&
+        memcmp(s, st->header, len) == 0)
+        return;
+    st->ncols = 0;
+    st->apps = st->have_reason_col = st->have_active_col = false;
+    st->warned_no_identity = false;
+    size_t i = 0;
+    while (i <= len) {
+        size_t b = i;
+        while (i < len && s[i] != ',')
+            i++;
+        const char *cell = s + b;
+        size_t n = i - b;
+        sn__telem_trim(&cell, &n);
+        if (st->ncols == SN_TELEM_COLUMNS_MAX) {
+            sn__telem_skip(p, st->ncols + 1, SN_TELEM_SKIP_LIMIT,
+                           "more than %u columns; the rest are ignored", SN_TELEM_COLUMNS_MAX);
+            break;
+        }
+        header_cell(p, st, st->ncols, cell, n);
+        enum role r = st->cols[st->ncols].role;
+        st->apps |= r == R_PID;
+        st->have_reason_col |= r == R_REASON;
+        st->have_active_col |=
+            r == R_METRIC && st->cols[st->ncols].arg == SN_METRIC_CLOCK_EVENT_REASONS;
+        st->ncols++;
+        i++;
+    }
+    st->have_header = true;
+    if (!from_opts) {
+        free(st->header);
+        st->header = malloc(len ? len : 1);
+        st->header_len = st->header ? len : 0;
+        if (st->header)
+            memcpy(st->header, s, len);
+    }
+    if (st->apps && p->sink.snapshot) {
+        struct sn_telem_origin at = sn__telem_origin(p, NAN);
+        p->sink.snapshot(p->sink.ctx, p->host, &at);
+    }
+}
+
+static bool is_field_word(const char *s, size_t n)
+{
+    size_t nl, ul;
+    const char *unit;
+    if (n == 0)
+        return false;
+    split_unit(s, n, &nl, &unit, &ul);
+    if (nl == 0 || !(s[0] >= 'a' && s[0] <= 'z'))
+        return false;
+    for (size_t i = 0; i < nl; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+              s[i] == '.'))
+            return false;
+    return true;
+}
+
+/* A header: its first cell is a known field, or every cell looks like one. */
+static bool looks_like_header(const char *s, size_t len)
+{
+    size_t i = 0, cells = 0;
+    bool all = true;
+    while (i <= len) {
+        size_t b = i;
+        while (i < len && s[i] != ',')
+            i++;
+        const char *cell = s + b;
+        size_t n = i - b, nl, ul;
+        const char *unit;
+        sn__telem_trim(&cell, &n);
+        if (cells == 0) {
+            struct field f;
+            split_unit(cell, n, &nl, &unit, &ul);
+            if (n && lookup_field(cell, nl, &f))
+                return true;
+        }
+        all = all && is_field_word(cell, n);
+        cells++;
+        i++;
+    }
+    return all;
+}
+
+/* A metric cell into *v; false (reported) if it is not a valid value. */
+static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col, const char *s,
+                         size_t n, struct sn_telem_sample *v)
+{
+    enum sn_metric m = (enum sn_metric)col->arg;
+    v->metric = m;
+    v->value = NAN;
+    v->status = sn__telem_status_of(s, n);
+    if (v->status != SN_TELEM_OK)
+        return true;
+    if (col->kind == V_PSTATE && n >= 2 && s[0] == 'P') {
+        unsigned long long ps;
+        if (sn__telem_uint(s + 1, n - 1, &ps) && ps <= 15) {
+            v->value = (double)ps;
+            return true;
+        }
+    }
+    if (col->kind == V_BOOL) {
+        static const char *const yes[] = {"Enabled", "Yes", "Active", "Pending", "True"};
+        static const char *const no[] = {"Disabled", "No", "Not Active", "False", "None"};
+        for (size_t k = 0; k < 5; k++) {
+            if (sn__telem_eqi(s, n, yes[k]) || sn__telem_eqi(s, n, no[k])) {
+                v->value = sn__telem_eqi(s, n, yes[k]) ? 1 : 0;
+                return true;
+            }
+        }
+    }
+    unsigned long long bits;
+    if (n > 2 && s[0] == '0' && s[1] == 'x' && sn__telem_uint(s, n, &bits)) {
+        v->value = (double)bits;
+        return true;
+    }
+    size_t used;
+    double x;
+    if (!sn__telem_number(s, n, &x, &used)) {
+        sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a value of '%s'", (int)n,
+                       s, sn_metric_name(m));
+        return false;
+    }
+    double factor = col->factor;
+    if (used < n) {
+        const char *u = s + used;
+        size_t ul = n - used;
+        sn__telem_trim(&u, &ul);
+        enum sn__telem_dim dim;
+        if (ul == col->unit_len && memcmp(u, col->unit, ul) == 0) {
+            factor = col->unit_factor;
+        } else if (!sn__telem_unit(u, ul, &dim, &factor) || dim != col->dim) {
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_UNIT, "'%.*s' has no %s unit", (int)n, s,
+                           sn_metric_unit(m));
+            return false;
+        } else if (ul < sizeof(col->unit)) {
+            memcpy(col->unit, u, ul);
+            col->unit_len = ul;
+            col->unit_factor = factor;
+        }
+    }
+    v->value = x * factor;
+    return true;
+}
+
+struct row {
+    struct sn_telem_gpu_ref gpu;
+    char uuid[SN_TELEM_UUID_MAX];
+    double time_s;
+    size_t n;
+    unsigned reasons, reason_cells;
+    enum sn_telem_status reason_status;
+    const char *attr[SN_TELEM_ATTR_COUNT];
+    size_t attr_len[SN_TELEM_ATTR_COUNT];
+    long pid;
+    const char *pname;
+    size_t pname_len;
+    double pused;
+    const char *ts;
+    size_t ts_len;
+};
+
+static void identity_cell(struct sn_telem_parser *p, struct csv_state *st, unsigned c,
+                          const char *s, size_t n, struct row *r)
+{
+    unsigned long long v;
+    switch (st->cols[c].role) {
+    case R_INDEX:
+        if (sn__telem_uint(s, n, &v) && v < 4096)
+            r->gpu.index = (int)v;
+        else
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a GPU index", (int)n,
+                           s);
+        break;
+    case R_UUID:
+        if (n > 4 && n < SN_TELEM_UUID_MAX && sn__telem_status_of(s, n) == SN_TELEM_OK)
+            r->gpu.uuid = sn__telem_copy(r->uuid, sizeof(r->uuid), s, n);
+        else
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a GPU UUID", (int)n,
+                           s);
+        break;
+    case R_BUS:
+        if (!sn_telem_bus_parse(s, n, &r->gpu.bus))
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a PCI bus id", (int)n,
+                           s);
+        break;
+    case R_TIME:
+        r->ts = s, r->ts_len = n;
+        if (n == st->last_ts_len && memcmp(s, st->last_ts, n) == 0)
+            r->time_s = st->last_ts_value;
+        else if (sn__telem_time_parse(s, n, &r->time_s) && n < sizeof(st->last_ts)) {
+            sn__telem_copy(st->last_ts, sizeof(st->last_ts), s, n);
+            st->last_ts_len = n;
+            st->last_ts_value = r->time_s;
+        } else if (isnan(r->time_s))
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a timestamp", (int)n,
+                           s);
+        break;
+    default:
+        break;
+    }
+}
+
+static void data_cell(struct sn_telem_parser *p, struct csv_state *st, unsigned c, const char *s,
+                      size_t n, struct row *r)
+{
+    struct col *col = &st->cols[c];
+    enum sn_telem_status status;
+    size_t used;
+    switch (col->role) {
+    case R_METRIC:
+        if (metric_value(p, c, col, s, n, &st->batch[r->n])) {
+            p->stats.status[st->batch[r->n].status]++;
+            r->n++;
+        }
+        break;
+    case R_REASON:
+        status = sn__telem_status_of(s, n);
+        if (status != SN_TELEM_OK)
+            r->reason_status = status;
+        else if (sn__telem_eq(s, n, "Active"))
+            r->reasons |= (unsigned)col->arg, r->reason_cells++;
+        else if (sn__telem_eq(s, n, "Not Active"))
+            r->reason_cells++;
+        else
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE,
+                           "'%.*s' is not 'Active' or 'Not Active'", (int)n, s);
+        break;
+    case R_ATTR:
+        if (sn__telem_status_of(s, n) == SN_TELEM_OK)
+            r->attr[col->arg] = s, r->attr_len[col->arg] = n;
+        break;
+    case R_PID: {
+        unsigned long long v;
+        if (sn__telem_uint(s, n, &v) && v <= 0x7fffffff)
+            r->pid = (long)v;
+        else
+            sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a pid", (int)n, s);
+        break;
+    }
+    case R_PNAME:
+        r->pname = s, r->pname_len = n;
+        break;
+    case R_PUSED:
+        if (sn__telem_number(s, n, &r->pused, &used))
+            r->pused *= col->factor;
+        break;
+    default:
+        identity_cell(p, st, c, s, n, r);
+        break;
+    }
+}
+
+static void emit_apps(struct sn_telem_parser *p, struct csv_state *st, struct row *r)
+{
+    if (r->pid < 0) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "compute-apps row without a pid");
+        return;
+    }
+    /* A new timestamp for a host starts a new snapshot of its processes. */
+    if (r->ts_len && r->ts_len < 40) {
+        unsigned k = 0;
+        while (k < 16 && strcmp(st->snap_host[k], p->host) != 0)
+            k++;
+        if (k == 16) {
+            k = st->snap_next++ % 16;
+            sn__telem_copy(st->snap_host[k], SN_TELEM_HOST_MAX, p->host, strlen(p->host));
+            st->snap_ts[k][0] = '\0';
+        }
+        if (!sn__telem_eq(r->ts, r->ts_len, st->snap_ts[k])) {
+            sn__telem_copy(st->snap_ts[k], 40, r->ts, r->ts_len);
+            if (p->sink.snapshot) {
+                struct sn_telem_origin at = sn__telem_origin(p, r->time_s);
+                p->sink.snapshot(p->sink.ctx, p->host, &at);
+            }
+        }
+    }
+    char name[SN_TELEM_NAME_MAX];
+    struct sn_telem_process rec = {r->gpu, sn__telem_origin(p, r->time_s), r->pid,
+                                   sn__telem_copy(name, sizeof(name), r->pname, r->pname_len),
+                                   r->pused};
+    SN__EMIT(p, process, &rec);
+}
+
+static void emit_row(struct sn_telem_parser *p, struct csv_state *st, struct row *r)
+{
+    if (r->gpu.index < 0 && !r->gpu.uuid && r->gpu.bus == SN_TELEM_BUS_NONE) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_IDENTITY,
+                       "row names no GPU (no valid index, uuid or pci.bus_id cell)");
+        return;
+    }
+    if (st->apps) {
+        emit_apps(p, st, r);
+        return;
+    }
+    if (st->have_reason_col && !st->have_active_col && (r->reason_cells || r->reason_status)) {
+        struct sn_telem_sample *v = &st->batch[r->n++];
+        v->metric = SN_METRIC_CLOCK_EVENT_REASONS;
+        v->status = r->reason_cells ? SN_TELEM_OK : r->reason_status;
+        v->value = r->reason_cells ? (double)r->reasons : NAN;
+    }
+    struct sn_telem_origin at = sn__telem_origin(p, r->time_s);
+    if (r->n) {
+        struct sn_telem_samples rec = {r->gpu, at, st->batch, r->n};
+        SN__EMIT(p, samples, &rec);
+    }
+    for (unsigned a = 0; a < SN_TELEM_ATTR_COUNT; a++) {
+        if (!r->attr[a])
+            continue;
+        char text[SN_TELEM_NAME_MAX];
+        struct sn_telem_attr rec = {r->gpu, at, (enum sn_telem_attr_kind)a,
+                                    sn__telem_copy(text, sizeof(text), r->attr[a], r->attr_len[a])};
+        SN__EMIT(p, attr, &rec);
+    }
+}
+
+static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
+{
+    struct csv_state *st = p->state;
+    sn__telem_trim(&s, &len);
+    if (len == 0 || sn__telem_lost_line(p, s, len))
+        return;
+    /* Header cells start with a lowercase field name; data rows almost never
+     * do, and the full check runs only for those that do. */
+    if (s[0] >= 'a' && s[0] <= 'z' && looks_like_header(s, len)) {
+        set_header(p, s, len, false);
+        return;
+    }
+    if (!st->have_header) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER,
+                       "data before any header (give the --query field list for noheader)");
+        return;
+    }
+    struct row r;
+    memset(&r, 0, sizeof(r));
+    r.gpu.host = p->host;
+    r.gpu.index = -1;
+    r.gpu.bus = SN_TELEM_BUS_NONE;
+    r.time_s = NAN;
+    r.pid = -1;
+    r.pused = NAN;
+    /* One pass over the line: cells are short, a plain loop beats memchr. */
+    unsigned cells = 0;
+    size_t b = 0;
+    for (size_t e = 0;; e++) {
+        if (e < len && s[e] != ',')
+            continue;
+        if (cells < SN_TELEM_COLUMNS_MAX) {
+            st->cells[cells].off = (uint32_t)b;
+            st->cells[cells].len = (uint32_t)(e - b);
+        }
+        cells++;
+        if (e == len)
+            break;
+        b = e + 1;
+    }
+    if (cells != st->ncols) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_COLUMNS, "row has %u cells, the header has %u", cells,
+                       st->ncols);
+        return;
+    }
+    for (unsigned c = 0; c < cells; c++) {
+        const char *cell = s + st->cells[c].off;
+        size_t n = st->cells[c].len;
+        sn__telem_trim(&cell, &n);
+        data_cell(p, st, c, cell, n, &r);
+    }
+    emit_row(p, st, &r);
+}
+
+static void csv_destroy(struct sn_telem_parser *p)
+{
+    struct csv_state *st = p->state;
+    free(st->header);
+}
+
+/* The field list of a noheader input applies from the first line. */
+static void csv_init(struct sn_telem_parser *p)
+{
+    if (p->fields)
+        set_header(p, p->fields, strlen(p->fields), true);
+}
+
+const struct sn__telem_ops sn__telem_smi_csv_ops = {
+    .fmt = SN_TELEM_FMT_SMI_CSV,
+    .state_size = sizeof(struct csv_state),
+    .allow_prefix = true,
+    .line = csv_line,
+    .init = csv_init,
+    .destroy = csv_destroy,
+};

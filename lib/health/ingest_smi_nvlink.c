@@ -1,0 +1,121 @@
+/*
+ * lib/health/ingest_smi_nvlink.c: `nvidia-smi nvlink -s` (--status).
+ *
+ *   GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-5f1c0a6e-...)
+ *   	 Link 0: 26.562 GB/s
+ *   	 Link 1: <inactive>
+ *
+ * A "GPU N: name (UUID: ...)" line sets the GPU (index and UUID); each
+ * "Link N: ..." line under it is one link: a speed is active (the figure is
+ * per link and per direction, as NVML's nvmlDeviceGetNvLinkState and the
+ * link's line rate report it), "<inactive>" is inactive. A link line before
+ * any GPU line is reported as having no identity.
+ */
+#include "health/ingest_int.h"
+
+#include <math.h>
+#include <string.h>
+
+struct nvl_state {
+    bool have_gpu;
+    int index;
+    char uuid[SN_TELEM_UUID_MAX];
+};
+
+/* "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)". */
+static bool gpu_line(struct sn_telem_parser *p, struct nvl_state *st, const char *s, size_t n)
+{
+    size_t i = 4, b;
+    unsigned long long idx;
+    if (!sn__telem_starts(s, n, "GPU "))
+        return false;
+    b = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i == b || i >= n || s[i] != ':' || !sn__telem_uint(s + b, i - b, &idx) || idx > 4095)
+        return false;
+    st->have_gpu = true;
+    st->index = (int)idx;
+    st->uuid[0] = '\0';
+    const char *u = sn__telem_find(s, n, "(UUID: ");
+    const char *name = s + i + 1;
+    size_t nl = (u ? (size_t)(u - name) : n - (size_t)(name - s));
+    if (u) {
+        const char *ue = memchr(u, ')', n - (size_t)(u - s));
+        if (ue)
+            sn__telem_copy(st->uuid, sizeof(st->uuid), u + 7, (size_t)(ue - u - 7));
+    }
+    sn__telem_trim(&name, &nl);
+    if (nl) {
+        char text[SN_TELEM_NAME_MAX];
+        struct sn_telem_attr rec = {
+            {p->host, st->index, st->uuid[0] ? st->uuid : NULL, SN_TELEM_BUS_NONE},
+            sn__telem_origin(p, NAN),
+            SN_TELEM_ATTR_NAME,
+            sn__telem_copy(text, sizeof(text), name, nl)};
+        SN__EMIT(p, attr, &rec);
+    }
+    return true;
+}
+
+static void nvl_line(struct sn_telem_parser *p, const char *s, size_t n)
+{
+    struct nvl_state *st = p->state;
+    sn__telem_trim(&s, &n);
+    if (n == 0 || gpu_line(p, st, s, n))
+        return;
+    if (!sn__telem_starts(s, n, "Link ")) {
+        sn__telem_skip(
+            p, 0, sn__telem_find(s, n, "NVLink") ? SN_TELEM_SKIP_UNUSED : SN_TELEM_SKIP_MALFORMED,
+            "'%.*s' is not a GPU or link line", (int)(n > 80 ? 80 : n), s);
+        return;
+    }
+    size_t i = 5, b = 5;
+    unsigned long long link;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i == b || i >= n || s[i] != ':' || !sn__telem_uint(s + b, i - b, &link) || link > 255) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "'%.*s' is not 'Link N: state'", (int)n, s);
+        return;
+    }
+    if (!st->have_gpu) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_IDENTITY, "link line before any 'GPU N:' line");
+        return;
+    }
+    const char *v = s + i + 1;
+    size_t vl = n - i - 1;
+    sn__telem_trim(&v, &vl);
+    struct sn_telem_nvlink rec = {
+        {p->host, st->index, st->uuid[0] ? st->uuid : NULL, SN_TELEM_BUS_NONE},
+        sn__telem_origin(p, NAN),
+        (unsigned)link,
+        SN_LINK_INACTIVE,
+        NAN};
+    if (!sn__telem_eqi(v, vl, "<inactive>")) {
+        double x, factor;
+        size_t used;
+        enum sn__telem_dim dim;
+        if (!sn__telem_number(v, vl, &x, &used)) {
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a link speed", (int)vl, v);
+            return;
+        }
+        const char *u = v + used;
+        size_t ul = vl - used;
+        sn__telem_trim(&u, &ul);
+        if (!sn__telem_unit(u, ul, &dim, &factor) || dim != SN__DIM_BW) {
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_UNIT, "'%.*s' has no bandwidth unit", (int)vl,
+                           v);
+            return;
+        }
+        rec.state = SN_LINK_ACTIVE;
+        rec.speed_bytes_per_s = x * factor;
+    }
+    SN__EMIT(p, nvlink, &rec);
+}
+
+const struct sn__telem_ops sn__telem_smi_nvlink_ops = {
+    .fmt = SN_TELEM_FMT_SMI_NVLINK,
+    .state_size = sizeof(struct nvl_state),
+    .allow_prefix = true,
+    .line = nvl_line,
+};
