@@ -149,6 +149,43 @@ static void fill_leaf_uplinks(const struct sn_spec *spec, struct fabric_plan *p)
     }
 }
 
+/* Spine j of every pod spreads its uplinks round-robin over the cores of
+ * group j, so each spine covers a run of consecutive cores. Two runs of a
+ * and b cores in a ring of c must overlap when a + b > c; otherwise two
+ * pods may reach disjoint cores and the fabric splits into islands (a 1:1
+ * 3-tier tree of radix R holds at most R^3/4 ports). Every pair of spines of
+ * a group must share a core: the two narrowest decide. */
+static enum sn_err check_core_groups(const struct sn_spec *spec, const struct fabric_plan *p,
+                                     uint32_t ps, uint32_t pc, struct sn_error *err)
+{
+    for (uint32_t j = 0; j < p->n_groups; j++) {
+        uint32_t narrow = UINT32_MAX, next = UINT32_MAX, spines = 0;
+        for (uint32_t pod = 0; pod < p->n_pods; pod++) {
+            if (p->pod_first_spine[pod] + j >= p->pod_first_spine[pod + 1])
+                continue;
+            uint32_t up = p->spine_up[p->pod_first_spine[pod] + j];
+            spines++;
+            if (up < narrow) {
+                next = narrow;
+                narrow = up;
+            } else if (up < next) {
+                next = up;
+            }
+        }
+        if (spines < 2 || (uint64_t)narrow + next > p->group_cores[j])
+            continue;
+        return sn_error_set(err, SN_ERR_LIMIT,
+                            "%s: fabric: %u leaves in %u pods need %u core switches per "
+                            "group, but two spines of a group with %u and %u uplinks may reach "
+                            "disjoint cores: a 3-tier fat tree of %u-port spines and %u-port "
+                            "cores cannot connect this many leaves (use larger switches or "
+                            "oversubscription)",
+                            spec->file, p->n_leaves, p->n_pods, p->group_cores[j], narrow,
+                            next, ps, pc);
+    }
+    return SN_OK;
+}
+
 static enum sn_err plan_three_tiers(const struct sn_spec *spec, struct fabric_plan *p,
                                     struct sn_error *err)
 {
@@ -199,33 +236,17 @@ static enum sn_err plan_three_tiers(const struct sn_spec *spec, struct fabric_pl
         }
     }
     uint64_t cores = 0;
-    uint32_t narrowest_up = UINT32_MAX;
-    for (uint32_t s = 0; s < spines; s++)
-        narrowest_up = p->spine_up[s] < narrowest_up ? p->spine_up[s] : narrowest_up;
     for (uint32_t j = 0; j < p->n_groups; j++) {
         p->group_first_core[j] = (uint32_t)cores;
         p->group_cores[j] = (uint32_t)((group_links[j] + pc - 1) / pc);
         cores += p->group_cores[j];
-        /* A spine must reach every core of its group, or the pods split
-         * into islands: past radix^3/4 endpoints a 3-tier tree cannot be
-         * built from these switches. */
-        if (p->group_cores[j] > narrowest_up) {
-            free(group_links);
-            return sn_error_set(err, SN_ERR_LIMIT,
-                                "%s: fabric: %u leaves in %u pods need %u core switches per "
-                                "group, but a spine has only %u uplinks to reach them: a 3-tier "
-                                "fat tree of %u-port spines and %u-port cores cannot connect "
-                                "this many leaves (use larger switches or oversubscription)",
-                                spec->file, p->n_leaves, p->n_pods, p->group_cores[j],
-                                narrowest_up, ps, pc);
-        }
     }
     free(group_links);
     if (cores >= SN_NONE / 4)
         return sn_error_set(err, SN_ERR_LIMIT, "%s: fabric needs %llu core switches", spec->file,
                             (unsigned long long)cores);
     p->n_cores = (uint32_t)cores;
-    return SN_OK;
+    return check_core_groups(spec, p, ps, pc, err);
 }
 
 static enum sn_err plan_fabric(const struct sn_spec *spec, const struct sn__model_counts *c,

@@ -193,6 +193,29 @@ static char *superpod_spec(uint32_t n, const char *dual_feed)
     return text;
 }
 
+static uint32_t find_root(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+/* Every leaf reaches every other leaf through the fabric's links. */
+static void assert_fabric_connected(const struct sn_model *m)
+{
+    uint32_t *parent = malloc(m->n_switches * sizeof(uint32_t));
+    for (uint32_t i = 0; i < m->n_switches; i++)
+        parent[i] = i;
+    for (uint64_t i = m->tier_first[SN_TIER_LEAF_SPINE]; i < m->tier_first[SN_TIER_SPINE_CORE + 1];
+         i++)
+        parent[find_root(parent, m->links[i].a_id)] = find_root(parent, m->links[i].b_id);
+    uint32_t root = find_root(parent, m->supernodes[0].first_leaf);
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
+        for (uint32_t l = 0; l < m->supernodes[sn].n_leaves; l++)
+            assert_int_equal(find_root(parent, m->supernodes[sn].first_leaf + l), root);
+    free(parent);
+}
+
 /* NVIDIA DGX SuperPOD reference architecture (B200 RA, table "Larger DGX
  * SuperPOD component counts"; the H100 RA uses the same 32-node SU): leaf,
  * spine and core switch counts and cable counts per number of SUs. */
@@ -222,8 +245,18 @@ static void superpod_fabric_counts(void **state)
         /* 1:1 everywhere: every switch uses all 64 ports. */
         for (uint32_t s = 0; s < m->n_switches; s++)
             assert_int_equal(m->switch_ports_used[s], 64);
+        assert_fabric_connected(m);
         unload(&l);
     }
+    /* A partial pod: 17 SUs are 136 leaves, four pods of 32 and one of 8,
+     * whose spines have only 8 uplinks each; still one fabric. */
+    struct loaded l;
+    char *text = superpod_spec(17, "1");
+    load_text(&l, text);
+    free(text);
+    assert_int_equal(l.model->n_spines, 4 * 32 + 32);
+    assert_fabric_connected(l.model);
+    unload(&l);
 }
 
 /* Past what the switches can connect the build refuses instead of wiring
