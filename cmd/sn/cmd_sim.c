@@ -41,6 +41,10 @@ static const char usage_text[] =
     "  --ckpt fixed|young-daly  checkpoint interval policy (default fixed, 1 h)\n"
     "  --tenants N           tenants to spread trace jobs over (default 8)\n"
     "  --estimate-error X    walltime estimate = duration x (1 + X x U[0,1)) (default 0)\n"
+    "  --comm-tp F           fraction of a step in TP-group collectives at scale-up speed\n"
+    "                        (performance model, default 0.10)\n"
+    "  --comm-dp F           fraction of a step in data-parallel all-reduce at the reference\n"
+    "                        placement (default 0.05); 0 and 0 turn topology slowdowns off\n"
     "  --limit-jobs N        keep only the first N jobs of the trace\n"
     "  --json                print JSON instead of the table\n"
     "  --svg-dir DIR         write utilisation.svg, jct-cdf.svg and occupancy.svg into DIR\n"
@@ -118,6 +122,12 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
     } else if (strcmp(flag, "--limit-jobs") == 0) {
         if (!parse_u32(v, &o->limit) || o->limit == 0)
             return bad(flag, v, "a positive job count");
+    } else if (strcmp(flag, "--comm-tp") == 0 || strcmp(flag, "--comm-dp") == 0) {
+        char *end;
+        double f = strtod(v, &end);
+        if (end == v || *end || !(f >= 0 && f < 1))
+            return bad(flag, v, "a fraction from 0 to below 1");
+        *(flag[7] == 't' ? &o->cfg.comm.tp_fraction : &o->cfg.comm.dp_fraction) = f;
     } else if (strcmp(flag, "--estimate-error") == 0) {
         char *end;
         double e = strtod(v, &end);
@@ -157,6 +167,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (!o->cluster || !o->trace) {
         fprintf(stderr, "sn sim: --cluster and --trace are required\n%s", usage_text);
+        return SN_EXIT_USAGE;
+    }
+    if (o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction >= 1) {
+        fprintf(stderr, "sn sim: --comm-tp plus --comm-dp is %g, expected below 1\n",
+                o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction);
         return SN_EXIT_USAGE;
     }
     o->cfg.tenants = o->tenants;

@@ -121,6 +121,46 @@ SN_MUST_CHECK enum sn_err sn_sim_synth(uint32_t n, uint32_t tenants, uint64_t se
 /* Frees the jobs. NULL is allowed. */
 void sn_sim_workload_release(struct sn_sim_workload *w);
 
+/* ---- performance model ------------------------------------------------- */
+
+/* Communication profile of a job that carries no model: the fraction of a
+ * step spent in group (TP) collectives and in data-parallel all-reduce at
+ * the reference placement (every group inside one scale-up domain, the job
+ * inside one supernode). docs/simulator.md gives the defaults and what
+ * they assume; `sn sim --comm-tp/--comm-dp` set them. */
+struct sn_sim_comm_profile {
+    double tp_fraction; /* jobs whose groups have more than one GPU */
+    double dp_fraction; /* jobs of more than one group */
+};
+/* tp 0.10, dp 0.05. */
+void sn_sim_comm_defaults(struct sn_sim_comm_profile *profile);
+
+/* Collective bandwidths of one supernode template, from the planner's
+ * hardware (sn_plan_hardware_from_spec on the model's spec). */
+struct sn_sim_comm_hw {
+    uint32_t scaleup_gpus;   /* GPUs in one scale-up domain */
+    uint32_t supernode_gpus; /* GPUs in one supernode */
+    double scaleup_busbw;    /* per GPU per direction x scale-up efficiency */
+    double scaleout_busbw;   /* NIC bytes/s per GPU x fabric efficiency */
+};
+SN_MUST_CHECK enum sn_err sn_sim_comm_hw(const struct sn_model *model, uint32_t template_index,
+                                         struct sn_sim_comm_hw *out, struct sn_error *err);
+
+/* How a running job sits, as the performance model sees it. */
+struct sn_sim_layout {
+    uint32_t gpus, group_gpus;
+    bool group_out_scaleup; /* some group spans scale-up domains */
+    bool group_cross_sn;    /* some group spans supernodes */
+    bool job_cross_sn;      /* the job spans supernodes */
+    double uplink_share;    /* min(1, capacity / load) over the uplinks it crosses */
+};
+
+/* Progress rate of a job (1 at the reference placement, in (0, 1]): the
+ * profile's collectives re-timed with the planner's ring cost
+ * 2(n-1)/n S / busbw at the bandwidth the layout gives. */
+double sn_sim_comm_rate(const struct sn_sim_comm_profile *profile, const struct sn_sim_comm_hw *hw,
+                        const struct sn_sim_layout *layout);
+
 /* ---- configuration ----------------------------------------------------- */
 
 #define SN_CKPT_POLICY_LIST(X) X(FIXED, "fixed") X(YOUNG_DALY, "young-daly")
@@ -167,16 +207,15 @@ struct sn_sim_config {
     bool failures;
     struct sn_sim_failure_model fm;
     enum sn_ckpt_policy ckpt;
-    double ckpt_fixed_s;     /* fixed interval, of work */
-    double ckpt_cost_s;      /* time to write one checkpoint */
-    double restart_s;        /* time to restart from a checkpoint */
-    double estimate_error;   /* walltime estimate = duration x (1 + e x U[0,1)) */
-    double xsn_bytes_per_s;  /* per GPU, for jobs of more than one supernode's worth */
-    double split_group_rate; /* progress rate when a group spans servers */
-    double cross_group_rate; /* when a group spans supernodes */
-    double sample_s;         /* utilisation sampling period */
-    double snapshot_s;       /* occupancy snapshot time; < 0: at the midpoint */
-    uint32_t tenants;        /* tenants of the run */
+    double ckpt_fixed_s;             /* fixed interval, of work */
+    double ckpt_cost_s;              /* time to write one checkpoint */
+    double restart_s;                /* time to restart from a checkpoint */
+    double estimate_error;           /* walltime estimate = duration x (1 + e x U[0,1)) */
+    double xsn_bytes_per_s;          /* per GPU, for jobs of more than one supernode's worth */
+    struct sn_sim_comm_profile comm; /* performance model (see above) */
+    double sample_s;                 /* utilisation sampling period */
+    double snapshot_s;               /* occupancy snapshot time; < 0: at the midpoint */
+    uint32_t tenants;                /* tenants of the run */
     /* Optional wall clock (the shell passes one) for the scheduler's cost
      * per decision; NULL leaves the cost at 0. */
     uint64_t (*clock_ns)(void *ctx);

@@ -125,6 +125,152 @@ static void checkpoint_policies(void **state)
     sn_sim_shape_free(c.spec, c.model);
 }
 
+/* The communication model on the shape's hardware, from the cluster spec
+ * through the planner: H100-class GPUs with 18 NVLink links of 25 GB/s per
+ * direction (450 GB/s) x scale-up efficiency 0.80 = 360 GB/s bus bandwidth;
+ * 8 x 400 Gb/s NICs per 8-GPU server = 50 GB/s per GPU x fabric efficiency
+ * 0.75 = 37.5 GB/s. Default profile: 10 % TP, 5 % DP. Hand-computed:
+ *  - an 8-GPU group split over two servers: TP moves at 37.5 instead of
+ *    360 GB/s, step = 0.90 + 0.10 x 360 / 37.5 = 1.86, rate 1 / 1.86;
+ *  - the same split inside an NVL72-like supernode (one scale-up domain of
+ *    64 GPUs): rate 1;
+ *  - two 8-GPU groups in two supernodes, HGX: DP already runs at scale-out
+ *    speed, rate 1; with its uplinks at half share: step = 0.85 + 0.10 +
+ *    0.05 x 2 = 1.05;
+ *  - the same on NVL72 supernodes: DP leaves the scale-up domain, step =
+ *    0.85 + 0.10 + 0.05 x 9.6 = 1.43. */
+static void comm_model_rates(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    struct sn_spec *spec;
+    struct sn_model *m;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &spec, &m, &err), SN_OK);
+    struct sn_sim_comm_hw hgx, nvl;
+    assert_int_equal(sn_sim_comm_hw(m, 0, &hgx, &err), SN_OK);
+    sn_sim_shape_free(spec, m);
+    assert_int_equal(hgx.scaleup_gpus, 8);
+    assert_int_equal(hgx.supernode_gpus, 64);
+    assert_near(hgx.scaleup_busbw, 360e9, 1);
+    assert_near(hgx.scaleout_busbw, 37.5e9, 1);
+    sh.scaleup_supernode = true;
+    assert_int_equal(sn_sim_shape_build(&sh, &spec, &m, &err), SN_OK);
+    assert_int_equal(sn_sim_comm_hw(m, 0, &nvl, &err), SN_OK);
+    sn_sim_shape_free(spec, m);
+    assert_int_equal(nvl.scaleup_gpus, 64);
+
+    struct sn_sim_comm_profile p;
+    sn_sim_comm_defaults(&p);
+    struct sn_sim_layout l = {.gpus = 8, .group_gpus = 8, .uplink_share = 1};
+    assert_near(sn_sim_comm_rate(&p, &hgx, &l), 1.0, 1e-12);
+    l.group_out_scaleup = true;
+    assert_near(sn_sim_comm_rate(&p, &hgx, &l), 1 / 1.86, 1e-12);
+    l.group_out_scaleup = false; /* NVL72: a split over servers stays inside */
+    assert_near(sn_sim_comm_rate(&p, &nvl, &l), 1.0, 1e-12);
+    struct sn_sim_layout x = {.gpus = 16, .group_gpus = 8, .job_cross_sn = true, .uplink_share = 1};
+    assert_near(sn_sim_comm_rate(&p, &hgx, &x), 1.0, 1e-12);
+    x.uplink_share = 0.5;
+    assert_near(sn_sim_comm_rate(&p, &hgx, &x), 1 / 1.05, 1e-12);
+    x.uplink_share = 1;
+    assert_near(sn_sim_comm_rate(&p, &nvl, &x), 1 / 1.43, 1e-12);
+    p.tp_fraction = p.dp_fraction = 0; /* the flags switch the model off */
+    assert_near(sn_sim_comm_rate(&p, &hgx, &l), 1.0, 1e-12);
+}
+
+/* In the simulator: under first-fit, an 8-GPU job placed after a 4-GPU
+ * one splits its group over two servers and runs 1.86 times longer on HGX
+ * servers (3,600 s of work, no checkpoints: JCT 6,696 s), and not at all
+ * longer on an NVL72-like supernode; supernode-first does not split it. */
+static void comm_model_in_sim(void **state)
+{
+    (void)state;
+    struct sn_sim_job jobs[2] = {{.submit_s = 0, .duration_s = 1e5, .gpus = 4, .group_gpus = 4},
+                                 {.submit_s = 1, .duration_s = 3600, .gpus = 8, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 2, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.sched.policy = SN_SCHED_FIRST_FIT;
+    double want[3] = {3600 * 1.86, 3600, 3600};
+    for (int k = 0; k < 3; k++) {
+        struct sn_sim_shape sh;
+        sn_sim_shape_defaults(&sh);
+        sh.supernodes = 1;
+        sh.scaleup_supernode = k == 1;
+        if (k == 2)
+            cfg.sched.policy = SN_SCHED_SUPERNODE_FIRST;
+        struct cluster c;
+        struct sn_error err = {0};
+        assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+        struct sn_sim_result *r = run(&c, &w, &cfg);
+        assert_int_equal(r->groups_split, k == 0 ? 1 : k == 1 ? 1 : 0);
+        /* JCTs sorted: the 8-GPU job is the shorter one */
+        assert_near(r->jct_sorted[0], want[k], 1e-6);
+        sn_sim_result_free(r);
+        sn_sim_shape_free(c.spec, c.model);
+    }
+}
+
+/* Uplink load is re-rated when it changes. First-fit on 3 supernodes of 2
+ * servers: job 0 (8 GPUs) fills server 0; job A (16 GPUs, groups of 8)
+ * takes servers 1 and 2 and spans supernodes 0 and 1; at t = 1,000 s job
+ * B (16 GPUs) takes servers 3 and 4, spanning supernodes 1 and 2, and
+ * shares supernode 1's leaves with A. The cross-supernode bandwidth is set
+ * so that A alone fills its busiest leaf exactly (share 1, rate 1); with B
+ * there, A's rate drops to 1 / (0.95 + 0.05 / share) with share =
+ * capacity / load of its busiest leaf, recomputed from the model here. */
+static void uplink_load_rerates(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 3;
+    sh.servers = 2;
+    struct cluster c;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    const struct sn_model *m = c.model;
+    uint32_t load_a[64] = {0}, load_ab[64] = {0};
+    for (uint32_t g = 8; g < 24; g++) {
+        load_a[m->gpu_leaf[g]]++;
+        load_ab[m->gpu_leaf[g]]++;
+    }
+    for (uint32_t g = 24; g < 40; g++)
+        load_ab[m->gpu_leaf[g]]++;
+    double worst_a = 0, share = 1;
+    for (uint32_t g = 8; g < 24; g++) {
+        uint32_t leaf = m->gpu_leaf[g];
+        double cap = m->leaf_uplinks[leaf] * sn_model_switch_spec(m, leaf)->port_bytes_per_s;
+        worst_a = fmax(worst_a, load_a[leaf] / cap);
+    }
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.sched.policy = SN_SCHED_FIRST_FIT;
+    cfg.xsn_bytes_per_s = 1 / worst_a; /* A alone: load = capacity on its busiest leaf */
+    for (uint32_t g = 8; g < 24; g++) {
+        uint32_t leaf = m->gpu_leaf[g];
+        double cap = m->leaf_uplinks[leaf] * sn_model_switch_spec(m, leaf)->port_bytes_per_s;
+        share = fmin(share, fmin(1, cap / (load_ab[leaf] * cfg.xsn_bytes_per_s)));
+    }
+    assert_true(share < 0.99); /* the scenario does oversubscribe */
+    struct sn_sim_job jobs[3] = {
+        {.submit_s = 0, .duration_s = 1e6, .gpus = 8, .group_gpus = 8},
+        {.submit_s = 0, .duration_s = 5000, .gpus = 16, .group_gpus = 8},
+        {.submit_s = 1000, .duration_s = 1e6, .gpus = 16, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 3, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    double rate2 = 1 / (0.95 + 0.05 / share);
+    assert_near(r->jct_sorted[0], 1000 + 4000 / rate2, 1e-6);
+    assert_true(r->jct_sorted[0] > 5000 + 1);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 static const char *traces(char *buf, size_t len, const char *rel)
 {
     const char *dir = getenv("SN_TRACES_DIR");
@@ -213,7 +359,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(failure_defaults),    cmocka_unit_test(deterministic_and_conserving),
         cmocka_unit_test(checkpoint_policies), cmocka_unit_test(trace_loaders),
-        cmocka_unit_test(bad_trace),
+        cmocka_unit_test(bad_trace),           cmocka_unit_test(comm_model_rates),
+        cmocka_unit_test(comm_model_in_sim),   cmocka_unit_test(uplink_load_rerates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
