@@ -663,6 +663,66 @@ static void preemption_picks_domain(void **state)
     fx_close(&f);
 }
 
+/* A gang larger than a supernode preempts across supernodes, topology
+ * first. 4 supernodes of 64 GPUs, each holding two 32-GPU low-priority
+ * jobs (best fit: jobs 0,1 in sn0, 2,3 in sn1, 4,5 in sn2, 6,7 in sn3).
+ * At t = 1,000 s, lost work since the last checkpoint is 1,000 s for jobs
+ * without checkpoints and 0 s for jobs checkpointing every 100 s; the
+ * cheap ones are 4, 5 and 7. A 96-GPU job of priority 1 needs two
+ * supernodes: every supernode could hold 64 with its victims gone, so the
+ * set is the two cheapest to free, sn2 (cost 0) and sn3 (32 x 1,000);
+ * there the cheapest victims are 4, 5, 7 (3 x 32 = 96 GPUs): job 6 keeps
+ * running although it is in the set, and sn0, sn1 are untouched. Before
+ * the minimum runtime (600 s) nothing is preempted; an equal-priority gang
+ * never preempts. */
+static void preemption_multi_supernode(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.min_runtime_s = 600;
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    uint32_t low[8];
+    for (uint32_t i = 0; i < 8; i++) {
+        struct sn_job_spec js = job(32, 8);
+        js.checkpoint_s = (i == 4 || i == 5 || i == 7) ? 100 : 0;
+        low[i] = submit(&f, js);
+        assert_true(place(&f, low[i]));
+        assert_int_equal(gpus_in_sn(&f, low[i], i / 2), 32);
+    }
+    sn_sched_clear_decisions(f.s);
+    struct sn_job_spec js = job(96, 8);
+    uint32_t same = submit(&f, js);
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, same), SN_JOB_PENDING); /* equal priority */
+    assert_int_equal(sn_sched_cancel(f.s, same, NULL), SN_OK);
+    js.priority = 1;
+    js.submit_s = 500;
+    uint32_t h = submit(&f, js);
+    pass(&f, 500);
+    assert_int_equal(job_state(&f, h), SN_JOB_PENDING); /* minimum runtime */
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, h), SN_JOB_RUNNING);
+    for (uint32_t i = 0; i < 8; i++)
+        assert_int_equal(job_state(&f, low[i]),
+                         (i == 4 || i == 5 || i == 7) ? SN_JOB_PENDING : SN_JOB_RUNNING);
+    assert_int_equal(gpus_in_sn(&f, h, 2), 64);
+    assert_int_equal(gpus_in_sn(&f, h, 3), 32);
+    size_t n;
+    const struct sn_decision *d = sn_sched_decisions(f.s, &n);
+    uint32_t preempts = 0;
+    for (size_t i = 0; i < n; i++)
+        if (d[i].kind == SN_DECISION_PREEMPT) {
+            preempts++;
+            assert_int_equal(d[i].cause, h);
+        }
+    assert_int_equal(preempts, 3);
+    fx_close(&f);
+}
+
 /* Failures interrupt every job touching the domain; failures nest; the
  * GPUs come back only when every covering domain is repaired. */
 static void failures_and_repair(void **state)
@@ -893,6 +953,7 @@ int main(void)
         cmocka_unit_test(easy_backfill),
         cmocka_unit_test(preemption_cheapest_bounded),
         cmocka_unit_test(preemption_picks_domain),
+        cmocka_unit_test(preemption_multi_supernode),
         cmocka_unit_test(failures_and_repair),
         cmocka_unit_test(invariants_catch_corruption),
         cmocka_unit_test(differential_random),
