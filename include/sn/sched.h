@@ -21,10 +21,10 @@
  *    it can, otherwise takes the fewest supernodes (under one spine pod
  *    first), packs servers, spreads groups over power domains on request,
  *    skips failed, cordoned and below-threshold GPUs, and admits a
- *    multi-supernode job only if no leaf uplink would carry more than its
- *    capacity. Two baseline policies (first-fit over servers, Slurm-like
- *    tree best-fit) exist for comparison; they ignore groups, health and
- *    bandwidth as their real counterparts do.
+ *    multi-supernode job only if no leaf uplink, and no spine pod's uplinks
+ *    to the core (3-tier fabrics), would carry more than its capacity. Two baseline policies
+ * (first-fit over servers, Slurm-like tree best-fit) exist for comparison; they ignore groups,
+ * health and bandwidth as their real counterparts do.
  *  - Queue order: priority (high first), then fair share (lowest
  *    running_gpus / (share x total_gpus) first), then submit time, then ID.
  *    EASY backfill keeps one reservation for the first blocked job.
@@ -36,7 +36,7 @@
  * Invariants (sn_sched_check_invariants): no GPU is allocated twice; every
  * counter equals its recomputation; every quota holds; no group spans
  * supernodes (nor servers, when it fits one, under supernode-first); no
- * leaf uplink carries more than its capacity; every job is in exactly one
+ * leaf uplink or pod spine uplink carries more than its capacity; every job is in exactly one
  * state and list.
  *
  * Ownership: sn_sched_create() borrows the model (it must outlive the
@@ -78,7 +78,7 @@ enum sn_sched_policy sn_sched_policy_from_name(const char *name);
     X(QUOTA, "quota")                     /* tenant's GPU quota is used up */                      \
     X(QUOTA_SUPERNODE, "quota-supernode") /* room exists, but not within per-supernode quotas */   \
     X(NO_FIT, "no-supernode-fits")        /* not enough usable GPUs in the job's pools */          \
-    X(BANDWIDTH, "bandwidth")             /* fits, but a leaf uplink would be oversubscribed */    \
+    X(BANDWIDTH, "bandwidth")             /* fits, but an uplink would be oversubscribed */        \
     X(HEALTH, "health")                   /* fits only on failed-over, cordoned or weak GPUs */    \
     X(PRIORITY, "priority")               /* a higher-priority job is blocked, no backfill */      \
     X(RESERVATION, "reservation")         /* would delay the blocked head job's reservation */
@@ -278,6 +278,13 @@ void sn_sched_stats(const struct sn_sched *s, struct sn_sched_stats *stats);
 /* Load carried by a leaf's uplinks (bytes/s per direction) and its
  * capacity (uplinks x leaf port speed). */
 double sn_sched_leaf_load(const struct sn_sched *s, uint32_t leaf_switch, double *capacity);
+
+/* Load carried by a spine pod's uplinks to the core tier (bytes/s per
+ * direction, from jobs spanning pods) and their capacity (the pod's
+ * spine-to-core links x spine port speed); 0 and 0 without a core tier. */
+double sn_sched_pod_load(const struct sn_sched *s, uint32_t pod, double *capacity);
+/* Spine pod of a supernode (0 in 2-tier fabrics), SN_NONE past the end. */
+uint32_t sn_sched_supernode_pod(const struct sn_sched *s, uint32_t sn);
 
 /* Running GPUs of a tenant (overall, or in one supernode when sn is not
  * SN_NONE). */

@@ -29,14 +29,15 @@
 /* N identical supernodes of servers x gpus_per_server GPUs. */
 struct sn_sim_shape {
     uint32_t supernodes, servers, gpus_per_server;
-    uint32_t leaves;         /* per supernode; 0: no scale-out */
-    uint32_t nics;           /* per server */
-    double nic_bytes_per_s;  /* per NIC, per direction (also the switch port speed) */
-    double oversubscription; /* leaf downlinks : uplinks */
-    bool spine;              /* a spine tier joins the leaves */
-    bool core;               /* a core tier above the spines (3 tiers) */
-    bool scaleup_supernode;  /* NVL72-like scale-up domain */
-    uint32_t power_domains;  /* per supernode, servers alternate */
+    uint32_t leaves;               /* per supernode; 0: no scale-out */
+    uint32_t nics;                 /* per server */
+    double nic_bytes_per_s;        /* per NIC, per direction (also the switch port speed) */
+    double oversubscription;       /* leaf downlinks : uplinks */
+    bool spine;                    /* a spine tier joins the leaves */
+    bool core;                     /* a core tier above the spines (3 tiers) */
+    double spine_oversubscription; /* spine downlinks : uplinks to the core; 0 = 1 */
+    bool scaleup_supernode;        /* NVL72-like scale-up domain */
+    uint32_t power_domains;        /* per supernode, servers alternate */
     /* Pools: the first groups[0].count supernodes are pool 0, and so on;
      * n_groups == 0: no pools. */
     uint32_t n_groups;

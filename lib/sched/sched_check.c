@@ -7,6 +7,7 @@
  * counts usable GPUs GPU by GPU and tries every subset of supernodes, so it
  * shares no code path with the placer it checks.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,39 @@ static enum sn_err check_quotas(const struct sn_sched *s, struct sn_error *err)
     return rc;
 }
 
+/* Spine-pod uplink loads: recomputed from jobs spanning pods; within
+ * capacity when admission is on. */
+static enum sn_err check_pods(const struct sn_sched *s, bool admit, struct sn_error *err)
+{
+    const struct sn_model *m = s->m;
+    double *load = calloc(s->n_pods + 1, sizeof(double));
+    if (!load)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory checking pods");
+    for (uint32_t r = 0; r < s->n_running; r++) {
+        const struct sched_job *j = &s->jobs[s->running[r]];
+        uint32_t pod0 = s->sn_pod[m->gpu_supernode[j->gpus[0]]];
+        bool spans = false;
+        for (uint32_t i = 1; i < j->spec.gpus && !spans; i++)
+            spans = s->sn_pod[m->gpu_supernode[j->gpus[i]]] != pod0;
+        for (uint32_t i = 0; spans && i < j->spec.gpus; i++)
+            load[s->sn_pod[m->gpu_supernode[j->gpus[i]]]] += j->spec.xsn_bytes_per_s;
+    }
+    enum sn_err rc = SN_OK;
+    for (uint32_t p = 0; p < s->n_pods && rc == SN_OK; p++) {
+        double tol = 1e-6 * (load[p] + 1);
+        if (fabs(load[p] - s->pod_load[p]) > tol)
+            rc = sn_error_set(err, SN_ERR_INTERNAL, "invariant: pod %u load %g, recomputed %g", p,
+                              s->pod_load[p], load[p]);
+        else if (admit && load[p] > s->pod_cap[p] * (1 + 1e-9) + tol)
+            rc = sn_error_set(err, SN_ERR_INTERNAL,
+                              "invariant: pod %u spine uplinks carry %g bytes/s over a capacity "
+                              "of %g",
+                              p, load[p], s->pod_cap[p]);
+    }
+    free(load);
+    return rc;
+}
+
 static enum sn_err check_leaves(const struct sn_sched *s, struct sn_error *err)
 {
     const struct sn_model *m = s->m;
@@ -172,7 +206,7 @@ static enum sn_err check_leaves(const struct sn_sched *s, struct sn_error *err)
                               load[sw], s->leaf_cap[sw]);
     }
     free(load);
-    return rc;
+    return rc == SN_OK ? check_pods(s, admit, err) : rc;
 }
 
 enum sn_err sn_sched_check_invariants(const struct sn_sched *s, struct sn_error *err)

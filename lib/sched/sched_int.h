@@ -26,6 +26,7 @@ struct sched_job {
     uint32_t list_pos; /* index in pending[] or running[] */
     uint32_t *gpus;    /* when running: spec.gpus IDs, group by group */
     uint32_t n_sn;
+    uint32_t n_pods; /* spine pods spanned */
     uint32_t preemptions, interruptions;
     uint32_t window_count; /* preemptions in the current window */
     double window_start_s;
@@ -63,6 +64,8 @@ struct sn_sched {
 
     /* per switch (leaves only are used) */
     double *leaf_load, *leaf_cap;
+    /* per spine pod (3-tier fabrics): the pod's spine uplinks to the cores */
+    double *pod_load, *pod_cap, *pod_delta;
 
     /* jobs */
     struct sched_job *jobs;

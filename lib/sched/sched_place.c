@@ -19,8 +19,9 @@
  *     of the job's groups so far; larger groups take the fullest-free
  *     servers first;
  *  4. a job spanning supernodes adds xsn_bytes_per_s per GPU to the leaf
- *     of each of its GPUs; the placement is refused when any leaf's load
- *     would exceed uplinks x port speed.
+ *     of each of its GPUs, and, spanning spine pods, to its pod's spine
+ *     uplinks; the placement is refused when any leaf's load would exceed
+ *     uplinks x port speed or any pod's its spine-to-core capacity.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -337,11 +338,35 @@ static bool place_multi(struct sn_sched *s, const struct sched_job *j,
     return ok;
 }
 
-/* Bandwidth admission of the placement in pick (spanning supernodes). */
+/* Pod uplinks: a placement in pick spanning spine pods adds bw per GPU
+ * to its pod's spine uplinks; false when one would exceed its capacity. */
+static bool pod_bandwidth_ok(struct sn_sched *s, double bw, uint32_t np)
+{
+    const struct sn_model *m = s->m;
+    uint32_t pod0 = s->sn_pod[m->gpu_supernode[s->pick[0]]];
+    bool spans = false;
+    for (uint32_t i = 1; i < np && !spans; i++)
+        spans = s->sn_pod[m->gpu_supernode[s->pick[i]]] != pod0;
+    if (!spans)
+        return true;
+    for (uint32_t i = 0; i < np; i++)
+        s->pod_delta[s->sn_pod[m->gpu_supernode[s->pick[i]]]] += bw;
+    bool ok = true;
+    for (uint32_t p = 0; p < s->n_pods; p++) {
+        if (s->pod_delta[p] > 0 && s->pod_load[p] + s->pod_delta[p] > s->pod_cap[p] * (1 + 1e-9))
+            ok = false;
+        s->pod_delta[p] = 0;
+    }
+    return ok;
+}
+
+/* Bandwidth admission of the placement in pick (spanning supernodes) on
+ * every tier its cross-supernode traffic crosses: leaf uplinks, and the
+ * spine uplinks of its pods when it spans pods. */
 static bool bandwidth_ok(struct sn_sched *s, const struct sched_job *j, uint32_t np)
 {
     double bw = j->spec.xsn_bytes_per_s;
-    if (!(bw > 0))
+    if (!(bw > 0) || np == 0)
         return true;
     uint32_t nt = 0;
     bool ok = true;
@@ -361,7 +386,7 @@ static bool bandwidth_ok(struct sn_sched *s, const struct sched_job *j, uint32_t
             ok = false;
         s->leaf_delta[leaf] = 0;
     }
-    return ok;
+    return ok && pod_bandwidth_ok(s, bw, np);
 }
 
 /* ---- baselines ------------------------------------------------------- */

@@ -173,6 +173,9 @@ static void tenant_add(struct sn_sched *s, uint32_t tenant, uint32_t sn, int sig
         s->sn_owner[sn] = s->sn_busy[sn] ? tenant : SN_NONE;
 }
 
+/* Cross-supernode traffic: every GPU of a job spanning supernodes loads
+ * its leaf's uplinks; of a job spanning spine pods, also its pod's spine
+ * uplinks. */
 static void leaf_add(struct sn_sched *s, const struct sched_job *j, double sign)
 {
     if (j->n_sn < 2 || !(j->spec.xsn_bytes_per_s > 0))
@@ -181,6 +184,9 @@ static void leaf_add(struct sn_sched *s, const struct sched_job *j, double sign)
         uint32_t leaf = s->m->gpu_leaf[j->gpus[i]];
         if (leaf != SN_NONE)
             s->leaf_load[leaf] += sign * j->spec.xsn_bytes_per_s;
+        if (j->n_pods > 1)
+            s->pod_load[s->sn_pod[s->m->gpu_supernode[j->gpus[i]]]] +=
+                sign * j->spec.xsn_bytes_per_s;
     }
 }
 
@@ -188,14 +194,18 @@ static void leaf_add(struct sn_sched *s, const struct sched_job *j, double sign)
 static void placement_flags(struct sn_sched *s, struct sched_job *j)
 {
     const struct sn_model *m = s->m;
-    uint32_t g = j->spec.group_gpus, n_sn = 0;
+    uint32_t g = j->spec.group_gpus, n_sn = 0, pod0 = SN_NONE;
     j->split = j->cross = j->borrowed = j->degraded = false;
+    j->n_pods = 1;
     for (uint32_t i = 0; i < j->spec.gpus; i++) {
         uint32_t gpu = j->gpus[i], sn = m->gpu_supernode[gpu];
         if (s->sn_take[sn] == 0) {
             s->sn_take[sn] = 1;
             s->sn_order[n_sn++] = sn;
             j->borrowed |= s->sn_pool[sn] != j->spec.pool;
+            if (pod0 == SN_NONE)
+                pod0 = s->sn_pod[sn];
+            j->n_pods += pod0 != s->sn_pod[sn] && j->n_pods == 1;
         }
         uint32_t first = j->gpus[i - i % g];
         if (m->gpu_supernode[first] != sn)
@@ -246,6 +256,7 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
     s->job_gpu_bytes -= (size_t)j->spec.gpus * sizeof(uint32_t);
     list_remove(s->running, &s->n_running, s->jobs, job);
     j->n_sn = 0;
+    j->n_pods = 0;
     j->split = j->cross = j->borrowed = j->degraded = false;
 }
 
@@ -278,6 +289,28 @@ static void *sched_alloc(struct sn_sched *s, size_t count, size_t size, bool *fa
     return p;
 }
 
+/* Capacity of each pod's spine uplinks: every spine takes the pod of the
+ * first leaf linked to it (spine_pod is scratch, one per spine); each of
+ * its links to a core adds the spine's port speed. */
+static void pod_capacity(struct sn_sched *s, uint32_t *spine_pod)
+{
+    const struct sn_model *m = s->m;
+    memset(spine_pod, 0xff, (m->n_spines + 1) * sizeof(uint32_t));
+    for (uint64_t l = m->tier_first[SN_TIER_LEAF_SPINE]; l < m->tier_first[SN_TIER_LEAF_SPINE + 1];
+         l++) {
+        const struct sn_link *link = &m->links[l];
+        uint32_t sn = m->switch_supernode[link->a_id], spine = link->b_id - m->first_spine;
+        if (sn != SN_NONE && spine_pod[spine] == SN_NONE)
+            spine_pod[spine] = s->sn_pod[sn];
+    }
+    for (uint64_t l = m->tier_first[SN_TIER_SPINE_CORE]; l < m->tier_first[SN_TIER_SPINE_CORE + 1];
+         l++) {
+        uint32_t spine = m->links[l].a_id, pod = spine_pod[spine - m->first_spine];
+        if (pod != SN_NONE)
+            s->pod_cap[pod] += sn_model_switch_spec(m, spine)->port_bytes_per_s;
+    }
+}
+
 /* Pod of each supernode: the spine that its first leaf's first uplink
  * reaches, numbered densely. A 2-tier fabric is one pod. */
 static void find_pods(struct sn_sched *s)
@@ -305,11 +338,12 @@ static void find_pods(struct sn_sched *s)
             spine_pod[spine] = ++pods;
         s->sn_pod[sn] = spine_pod[spine] - 1;
     }
-    free(spine_pod);
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
         if (s->sn_pod[sn] == SN_NONE)
             s->sn_pod[sn] = pods;
     s->n_pods = pods + 1;
+    pod_capacity(s, spine_pod);
+    free(spine_pod);
 }
 
 static enum sn_err copy_config(struct sn_sched *s, const struct sn_sched_config *c,
@@ -401,6 +435,9 @@ enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_conf
     s->leaf_load = sched_alloc(s, nsw, sizeof(double), &failed);
     s->leaf_cap = sched_alloc(s, nsw, sizeof(double), &failed);
     s->leaf_delta = sched_alloc(s, nsw, sizeof(double), &failed);
+    s->pod_load = sched_alloc(s, nsn + 1, sizeof(double), &failed);
+    s->pod_cap = sched_alloc(s, nsn + 1, sizeof(double), &failed);
+    s->pod_delta = sched_alloc(s, nsn + 1, sizeof(double), &failed);
     s->touched = sched_alloc(s, nsw, sizeof(uint32_t), &failed);
     s->pick = sched_alloc(s, m->n_gpus, sizeof(uint32_t), &failed);
     enum sn_err rc = SN_ERR_NOMEM;
@@ -434,13 +471,13 @@ void sn_sched_destroy(struct sn_sched *s)
     for (uint32_t j = 0; j < s->n_jobs; j++)
         free(s->jobs[j].gpus);
     void *arrays[] = {
-        s->gpu_owner,   s->gpu_health,     s->gpu_down,    s->gpu_cordon, s->srv_usable,
-        s->srv_up,      s->srv_weak,       s->srv_gpus,    s->srv_extra,  s->srv_order,
-        s->sn_usable,   s->sn_up,          s->sn_weak,     s->sn_pool,    s->sn_pod,
-        s->sn_owner,    s->sn_busy,        s->sn_ntenants, s->sn_take,    s->sn_order,
-        s->leaf_load,   s->leaf_cap,       s->leaf_delta,  s->touched,    s->pick,
-        s->tenant_gpus, s->tenant_sn_gpus, s->tenants,     s->pools,      s->jobs,
-        s->pending,     s->running,        s->job_mark,    s->dec};
+        s->gpu_owner, s->gpu_health, s->gpu_down,  s->gpu_cordon, s->srv_usable,  s->srv_up,
+        s->srv_weak,  s->srv_gpus,   s->srv_extra, s->srv_order,  s->sn_usable,   s->sn_up,
+        s->sn_weak,   s->sn_pool,    s->sn_pod,    s->sn_owner,   s->sn_busy,     s->sn_ntenants,
+        s->sn_take,   s->sn_order,   s->leaf_load, s->leaf_cap,   s->leaf_delta,  s->touched,
+        s->pick,      s->pod_load,   s->pod_cap,   s->pod_delta,  s->tenant_gpus, s->tenant_sn_gpus,
+        s->tenants,   s->pools,      s->jobs,      s->pending,    s->running,     s->job_mark,
+        s->dec};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
     sn_bitset_release(&s->domain);
@@ -744,6 +781,21 @@ double sn_sched_leaf_load(const struct sn_sched *s, uint32_t leaf, double *capac
     }
     *capacity = s->leaf_cap[leaf];
     return s->leaf_load[leaf];
+}
+
+double sn_sched_pod_load(const struct sn_sched *s, uint32_t pod, double *capacity)
+{
+    if (pod >= s->n_pods) {
+        *capacity = 0;
+        return 0;
+    }
+    *capacity = s->pod_cap[pod];
+    return s->pod_load[pod];
+}
+
+uint32_t sn_sched_supernode_pod(const struct sn_sched *s, uint32_t sn)
+{
+    return sn < s->m->n_supernodes ? s->sn_pod[sn] : SN_NONE;
 }
 
 uint32_t sn_sched_tenant_gpus(const struct sn_sched *s, uint32_t tenant, uint32_t sn)

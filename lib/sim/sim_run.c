@@ -213,16 +213,17 @@ static uint32_t scaleup_domain(const struct sim *x, uint32_t gpu)
     return hw->scaleup_gpus >= hw->supernode_gpus ? sn : x->m->n_supernodes + x->m->gpu_server[gpu];
 }
 
-/* min(1, capacity / load) over the leaf uplinks of gpus. */
+/* min(1, capacity / load) over the leaf uplinks of gpus and the spine
+ * uplinks of their pods. */
 static double uplink_share(const struct sim *x, const uint32_t *gpus, uint32_t n)
 {
-    double share = 1.0;
+    double share = 1.0, cap, load;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t leaf = x->m->gpu_leaf[gpus[i]];
-        if (leaf == SN_NONE)
-            continue;
-        double cap, load = sn_sched_leaf_load(x->s, leaf, &cap);
-        if (load > cap)
+        if (leaf != SN_NONE && (load = sn_sched_leaf_load(x->s, leaf, &cap)) > cap)
+            share = fmin(share, cap / load);
+        uint32_t pod = sn_sched_supernode_pod(x->s, x->m->gpu_supernode[gpus[i]]);
+        if ((load = sn_sched_pod_load(x->s, pod, &cap)) > cap && cap > 0)
             share = fmin(share, cap / load);
     }
     return share;

@@ -167,12 +167,14 @@ enum sn_err sn_sim_shape_build(const struct sn_sim_shape *sh, struct sn_spec **s
     a->spec.pools = a->pools;
     a->spec.fabric.present = sh->spine && sh->leaves > 0;
     a->spec.fabric.spine.switch_model = a->spec.fabric.present ? 2 : SN_NONE;
-    a->spec.fabric.spine.oversubscription = 1.0;
+    a->spec.fabric.spine.oversubscription =
+        sh->spine_oversubscription > 0 ? sh->spine_oversubscription : 1.0;
     /* Past a spine's radix two tiers cannot connect every leaf: add the
      * core tier the model then requires. */
     uint64_t leaves = (uint64_t)sh->supernodes * sh->leaves;
     a->spec.fabric.core.switch_model = sh->core || leaves > a->switches[2].ports ? 3 : SN_NONE;
     a->spec.fabric.core.oversubscription = 1.0;
+    a->spec.fabric.tiers = sh->core && a->spec.fabric.present ? 3 : 0;
     a->spec.fabric.efficiency = 0.75;
     enum sn_err rc = sn_model_build(&a->spec, model_out, err);
     if (rc != SN_OK) {

@@ -358,6 +358,59 @@ static void bandwidth_admission(void **state)
     fx_close(&f);
 }
 
+/* Bandwidth admission on the spine tier of a 3-tier fabric. 52 supernodes
+ * of one 8-GPU server, one leaf each (8 x 50 GB/s down, 8 up: 400 GB/s);
+ * 64-port spines at 4:1 make pods of floor(64 x 4/5) = 51 leaves: pod 0
+ * holds sn0..sn50, pod 1 sn51. Pod 0's 8 spines each see 51 leaves and
+ * take ceil(51/4) = 13 uplinks: 104 x 50 GB/s = 5.2 TB/s; pod 1's take 1
+ * each: 400 GB/s. A 416-GPU job spans both pods: at 12 GB/s per GPU pod 0
+ * carries 408 x 12 = 4.896 TB/s (admitted; each leaf 96 GB/s); at 13 GB/s
+ * it would carry 5.304 TB/s > 5.2 TB/s: refused for bandwidth although
+ * every leaf (104 GB/s) has room. */
+static void bandwidth_admission_spine_tier(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 52;
+    sh.servers = 1;
+    sh.leaves = 1;
+    sh.core = true;
+    sh.spine_oversubscription = 4;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    double cap0, cap1;
+    assert_int_equal(sn_sched_supernode_pod(f.s, 50), 0);
+    assert_int_equal(sn_sched_supernode_pod(f.s, 51), 1);
+    sn_sched_pod_load(f.s, 0, &cap0);
+    sn_sched_pod_load(f.s, 1, &cap1);
+    assert_near(cap0, 104 * 50e9, 1);
+    assert_near(cap1, 8 * 50e9, 1);
+    struct sn_job_spec js = job(416, 8);
+    js.xsn_bytes_per_s = 13e9;
+    uint32_t big = submit(&f, js);
+    pass(&f, 0);
+    assert_int_equal(job_state(&f, big), SN_JOB_PENDING);
+    assert_int_equal(reason(&f, big), SN_PENDING_BANDWIDTH);
+    assert_int_equal(sn_sched_cancel(f.s, big, NULL), SN_OK);
+    js.xsn_bytes_per_s = 12e9;
+    uint32_t ok = submit(&f, js);
+    pass(&f, 0);
+    assert_int_equal(job_state(&f, ok), SN_JOB_RUNNING);
+    assert_near(sn_sched_pod_load(f.s, 0, &cap0), 408 * 12e9, 1);
+    assert_near(sn_sched_pod_load(f.s, 1, &cap1), 8 * 12e9, 1);
+    /* the invariant checker recomputes pod loads */
+    f.s->pod_load[0] += 1e9;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_check_invariants(f.s, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "pod 0 load"));
+    f.s->pod_load[0] -= 1e9;
+    check(f.s);
+    assert_int_equal(sn_sched_finish(f.s, ok, 1, NULL), SN_OK);
+    assert_near(sn_sched_pod_load(f.s, 0, &cap0), 0, 1e-3);
+    fx_close(&f);
+}
+
 /* Tenant 0: 40 GPUs overall; tenant 1: 32 per supernode; tenant 2: a
  * per-job cap of 8 GPUs and 100 s. Tenant cap: 2 tenants per supernode. */
 static void quotas_three_levels(void **state)
@@ -947,6 +1000,7 @@ int main(void)
         cmocka_unit_test(spread_power_domains),
         cmocka_unit_test(health_threshold_and_cordon),
         cmocka_unit_test(bandwidth_admission),
+        cmocka_unit_test(bandwidth_admission_spine_tier),
         cmocka_unit_test(quotas_three_levels),
         cmocka_unit_test(pools_dedicated_and_borrowing),
         cmocka_unit_test(queue_order),
