@@ -101,7 +101,9 @@ enum sn_job_state {
 #define SN_DECISION_KIND_LIST(X)                                                                   \
     X(START, "start")         /* job placed; read its GPUs with sn_sched_job_gpus() */             \
     X(PREEMPT, "preempt")     /* job stopped to make room; requeued */                             \
-    X(INTERRUPT, "interrupt") /* job hit a failure; requeued */
+    X(INTERRUPT, "interrupt") /* job hit a failure; requeued */                                    \
+    X(REPLACE, "replace")     /* job hit a failure; its failed GPUs were swapped for spares in     \
+                                 the same supernode and it restarts in place */
 enum sn_decision_kind {
 #define SN_X(name, text) SN_DECISION_##name,
     SN_DECISION_KIND_LIST(SN_X)
@@ -139,6 +141,9 @@ struct sn_sched_config {
     double cordon_below;                /* health score (0..1) under which a GPU is cordoned */
     uint32_t max_tenants_per_supernode; /* in mixed supernodes; 0 = unlimited */
     uint32_t spare_gpus_per_supernode;  /* kept free for in-place replacement */
+    bool replace_in_place;              /* with spares: swap failed GPUs instead of requeueing */
+    double cpu_oversell;                /* CPU cores allocatable per server core; 0 = 1 */
+    double memory_oversell;             /* memory allocatable per server byte; 0 = 1 */
     double min_runtime_s;               /* before a job may be preempted */
     uint32_t max_preemptions;           /* K: per job per window */
     double preemption_window_s;
@@ -151,7 +156,9 @@ struct sn_sched_config {
 
 /* Defaults: supernode-first, health exclusion, bandwidth admission,
  * backfill and preemption on; cordon below 0.5; min runtime 600 s; K = 2
- * per 3600 s; no spares; no tenant cap; one tenant and one mixed pool. */
+ * per 3600 s; no spares (replacement in place on once there are); CPU and
+ * memory not oversold (ratio 1); no tenant cap; one tenant and one mixed
+ * pool. */
 void sn_sched_config_defaults(struct sn_sched_config *config);
 
 struct sn_job_spec {
@@ -163,11 +170,13 @@ struct sn_job_spec {
     bool one_supernode;  /* the whole job must stay in one supernode */
     bool spread_power;   /* spread groups (DP replicas) over power domains */
     bool preemptible;
-    double walltime_s;      /* estimate, for backfill; > 0 */
-    double xsn_bytes_per_s; /* cross-supernode bandwidth per GPU, per direction */
-    double checkpoint_s;    /* interval; 0 = no checkpoints */
-    double restart_s;       /* cost of a restart, for preemption cost */
-    double health_min;      /* GPUs below this score are not used */
+    double walltime_s;           /* estimate, for backfill; > 0 */
+    double xsn_bytes_per_s;      /* cross-supernode bandwidth per GPU, per direction */
+    double checkpoint_s;         /* interval; 0 = no checkpoints */
+    double restart_s;            /* cost of a restart, for preemption cost */
+    double health_min;           /* GPUs below this score are not used */
+    double cpu_cores_per_gpu;    /* host cores the job needs per GPU; 0 = none */
+    double memory_bytes_per_gpu; /* host memory per GPU; 0 = none */
     double submit_s;
 };
 
@@ -198,8 +207,12 @@ SN_MUST_CHECK enum sn_err sn_sched_cancel(struct sn_sched *s, uint32_t job, stru
 /* A failure domain (GPU, server, rack, power domain, cooling loop, leaf,
  * supernode) goes down at now: its GPUs are unusable until repaired and
  * every running job touching them is requeued (an INTERRUPT decision each,
- * readable with sn_sched_decisions()). Failures nest: a GPU is usable again
- * only when every domain that took it is repaired. */
+ * readable with sn_sched_decisions()), except that with spares and
+ * replace_in_place a job whose every failed GPU can be swapped for a free
+ * usable GPU of the same supernode (same server first; same leaf when the
+ * job spans supernodes; within CPU and memory limits) keeps running on the
+ * swapped set (a REPLACE decision; it restarts from its checkpoint). Failures nest: a GPU is usable
+ * again only when every domain that took it is repaired. */
 SN_MUST_CHECK enum sn_err sn_sched_fail(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id,
                                         double now, struct sn_error *err);
 SN_MUST_CHECK enum sn_err sn_sched_repair(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id,
@@ -267,7 +280,7 @@ struct sn_sched_stats {
     uint32_t n_jobs, n_pending, n_running, n_done;
     uint32_t gpus_total, gpus_busy, gpus_down, gpus_cordoned;
     uint32_t gpus_free_usable; /* free, up, not cordoned */
-    uint64_t placements, preemptions, interruptions;
+    uint64_t placements, preemptions, interruptions, replacements;
     uint64_t placement_attempts;
     size_t memory_bytes;         /* scheduler state, job GPU lists included */
     size_t memory_per_gpu_bytes; /* the part that scales with GPUs (per GPU) */

@@ -217,6 +217,18 @@ struct sn_sim_config {
     double sample_s;                 /* utilisation sampling period */
     double snapshot_s;               /* occupancy snapshot time; < 0: at the midpoint */
     uint32_t tenants;                /* tenants of the run */
+    /* Tenants, quotas and pools (docs/simulator.md): every tenant gets
+     * the same quotas; when the cluster has pools, a job of at least
+     * dedicated_min_gpus GPUs goes to the first dedicated pool, a 1-GPU
+     * job to the first elastic pool, the rest to the first mixed pool
+     * (falling back to mixed, then to pool 0); pool priorities are
+     * dedicated 2, mixed 1, elastic 0. */
+    uint32_t quota_gpus;               /* per tenant overall; 0 = none */
+    uint32_t quota_gpus_per_supernode; /* per tenant per mixed supernode; 0 = none */
+    bool borrow;                       /* every pool may borrow idle supernodes of the others */
+    uint32_t dedicated_min_gpus;       /* default 32 */
+    double cpu_cores_per_gpu;          /* host demand of every job; 0 = not modelled */
+    double memory_bytes_per_gpu;       /* likewise */
     /* Optional wall clock (the shell passes one) for the scheduler's cost
      * per decision; NULL leaves the cost at 0. */
     uint64_t (*clock_ns)(void *ctx);
@@ -242,6 +254,7 @@ struct sn_sim_result {
     double fragmentation; /* mean share of GPUs free while a job waits for room */
     uint32_t jobs_done, jobs_unfinished;
     uint64_t preemptions, interruptions, failures[SN_FAIL_CLASS_COUNT], slow_gpus;
+    uint64_t replacements; /* interruptions handled in place on spares (counted in both) */
     uint64_t groups_split, groups_cross;             /* starts with such placements */
     struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
     struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];

@@ -90,6 +90,7 @@ void sn_sim_config_defaults(struct sn_sim_config *c)
     c->sample_s = 3600;
     c->snapshot_s = -1;
     c->tenants = 8;
+    c->dedicated_min_gpus = 32;
 }
 
 enum ev_kind {
@@ -138,6 +139,8 @@ struct sim {
     struct sn_sim_comm_hw *hw; /* per template */
     uint32_t *xs, n_xs;        /* running jobs spanning supernodes */
     uint32_t *xs_pos;          /* per job: index in xs or SN_NONE */
+    uint32_t n_pools;
+    uint8_t pool_kind[SN_SCHED_MAX_POOLS];
     bool uplinks_changed;
 };
 
@@ -343,6 +346,12 @@ static enum sn_err apply_decisions(struct sim *x, struct sn_error *err)
         if (d[i].kind == SN_DECISION_START) {
             rc = on_start(x, d[i].job, err);
             x->r->decisions++;
+        } else if (d[i].kind == SN_DECISION_REPLACE) {
+            /* spares in the same supernode: restart in place from the checkpoint */
+            on_stop(x, d[i].job, false);
+            rc = on_start(x, d[i].job, err);
+            x->r->interruptions++;
+            x->r->replacements++;
         } else {
             on_stop(x, d[i].job, false);
             if (d[i].kind == SN_DECISION_PREEMPT)
@@ -547,6 +556,19 @@ static void on_snapshot(struct sim *x)
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/* The pool of a job of gpus GPUs (see sn/sim.h). */
+static uint32_t job_pool(const struct sim *x, uint32_t gpus)
+{
+    enum sn_pool_kind want = gpus >= x->cfg->dedicated_min_gpus ? SN_POOL_DEDICATED
+                             : gpus == 1                        ? SN_POOL_ELASTIC
+                                                                : SN_POOL_MIXED;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t p = 0; p < x->n_pools; p++)
+            if (x->pool_kind[p] == (pass == 0 ? want : SN_POOL_MIXED))
+                return p;
+    return 0;
+}
+
 static enum sn_err submit_next(struct sim *x, struct sn_error *err)
 {
     uint32_t i = x->next_submit++;
@@ -554,6 +576,9 @@ static enum sn_err submit_next(struct sim *x, struct sn_error *err)
     double est = wj->duration_s * (1 + x->cfg->estimate_error * sn_rng_uniform(&x->rng));
     struct sn_job_spec spec = {
         .tenant = wj->tenant % x->cfg->tenants,
+        .pool = job_pool(x, wj->gpus),
+        .cpu_cores_per_gpu = x->cfg->cpu_cores_per_gpu,
+        .memory_bytes_per_gpu = x->cfg->memory_bytes_per_gpu,
         .priority = wj->priority,
         .gpus = wj->gpus,
         .group_gpus = wj->group_gpus,
@@ -747,6 +772,40 @@ void sn_sim_result_free(struct sn_sim_result *r)
     free(r);
 }
 
+/* The scheduler of the run: tenants with the configured quotas, and the
+ * spec's pools with their priorities and borrowing (see sn/sim.h). */
+static enum sn_err create_sched(struct sim *x, struct sn_error *err)
+{
+    const struct sn_sim_config *c = x->cfg;
+    const struct sn_spec *spec = x->m->spec;
+    struct sn_sched_config sc = c->sched;
+    uint32_t nt = c->tenants ? c->tenants : 1;
+    struct sn_sched_tenant *tenants = calloc(nt, sizeof(*tenants));
+    if (!tenants)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
+    for (uint32_t t = 0; t < nt; t++) {
+        tenants[t].quota_gpus = c->quota_gpus;
+        tenants[t].quota_gpus_per_supernode = c->quota_gpus_per_supernode;
+    }
+    static const int32_t prio[SN_POOL_KIND_COUNT] = {2, 1, 0}; /* dedicated, mixed, elastic */
+    struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
+    x->n_pools = spec->n_pools <= SN_SCHED_MAX_POOLS ? spec->n_pools : 0;
+    for (uint32_t p = 0; p < x->n_pools; p++) {
+        enum sn_pool_kind k = spec->pools[p].kind;
+        x->pool_kind[p] = (uint8_t)k;
+        uint32_t all = x->n_pools >= 32 ? UINT32_MAX : (1u << x->n_pools) - 1;
+        pools[p] = (struct sn_sched_pool){k, prio[k], c->borrow ? all & ~(1u << p) : 0};
+    }
+    sc.n_tenants = nt;
+    sc.tenants = tenants;
+    sc.n_pools = x->n_pools;
+    sc.pools = x->n_pools ? pools : NULL;
+    sc.max_jobs = x->w->n_jobs + 1;
+    enum sn_err rc = sn_sched_create(x->m, &sc, &x->s, err);
+    free(tenants);
+    return rc;
+}
+
 static enum sn_err setup(struct sim *x, struct sn_error *err)
 {
     const struct sn_sim_config *c = x->cfg;
@@ -779,15 +838,7 @@ static enum sn_err setup(struct sim *x, struct sn_error *err)
     }
     x->n_leaves = sn_model_domain_count(x->m, SN_DOMAIN_LEAF);
     sn_rng_seed(&x->rng, c->seed);
-    struct sn_sched_config sc = c->sched;
-    struct sn_sched_tenant *tenants = calloc(c->tenants ? c->tenants : 1, sizeof(*tenants));
-    if (!tenants)
-        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
-    sc.n_tenants = c->tenants ? c->tenants : 1;
-    sc.tenants = tenants;
-    sc.max_jobs = n + 1;
-    enum sn_err rc = sn_sched_create(x->m, &sc, &x->s, err);
-    free(tenants);
+    enum sn_err rc = create_sched(x, err);
     if (rc != SN_OK)
         return rc;
     double first = x->w->jobs[0].submit_s, last = x->w->jobs[n - 1].submit_s;

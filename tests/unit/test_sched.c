@@ -776,6 +776,116 @@ static void preemption_multi_supernode(void **state)
     fx_close(&f);
 }
 
+/* Spares: one supernode of 8 servers, 8 spare GPUs. A 16-GPU job (groups
+ * of 8) packs servers 0 and 1. GPU 3 fails: the job keeps running, GPU 3
+ * swapped for a free GPU of the supernode (its own server is full: server
+ * 2's first GPU, 16), with a REPLACE decision; the group now spans two
+ * servers, which the invariants allow for a replaced job only. A failure
+ * of server 2 then takes the spare: server 3's first GPU (24). Without
+ * spares, or with replace_in_place off, the same failure requeues it. */
+static void spare_replacement(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh = one_sn();
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.spare_gpus_per_supernode = 8;
+    for (int variant = 0; variant < 3; variant++) {
+        cfg.spare_gpus_per_supernode = variant == 1 ? 0 : 8;
+        cfg.replace_in_place = variant != 2;
+        struct fx f;
+        fx_open(&f, &sh, &cfg);
+        uint32_t a = submit(&f, job(16, 8));
+        assert_true(place(&f, a));
+        uint32_t n;
+        const uint32_t *g = sn_sched_job_gpus(f.s, a, &n);
+        assert_int_equal(g[0], 0);
+        assert_int_equal(g[15], 15);
+        sn_sched_clear_decisions(f.s);
+        assert_int_equal(sn_sched_fail(f.s, SN_DOMAIN_GPU, 3, 10, NULL), SN_OK);
+        check(f.s);
+        size_t nd;
+        const struct sn_decision *d = sn_sched_decisions(f.s, &nd);
+        assert_int_equal(nd, 1);
+        if (variant > 0) {
+            assert_int_equal(d[0].kind, SN_DECISION_INTERRUPT);
+            assert_int_equal(job_state(&f, a), SN_JOB_PENDING);
+            fx_close(&f);
+            continue;
+        }
+        assert_int_equal(d[0].kind, SN_DECISION_REPLACE);
+        assert_int_equal(job_state(&f, a), SN_JOB_RUNNING);
+        g = sn_sched_job_gpus(f.s, a, &n);
+        assert_int_equal(g[3], 16);
+        assert_int_equal(sn_sched_gpu_owner(f.s, 3), SN_NONE);
+        assert_int_equal(sn_sched_gpu_owner(f.s, 16), a);
+        struct sn_job_info info;
+        sn_sched_job_info(f.s, a, &info);
+        assert_true(info.groups_split);
+        assert_int_equal(info.interruptions, 1);
+        assert_int_equal(sn_sched_fail(f.s, SN_DOMAIN_SERVER, 2, 20, NULL), SN_OK);
+        check(f.s);
+        g = sn_sched_job_gpus(f.s, a, &n);
+        assert_int_equal(g[3], 24);
+        struct sn_sched_stats st;
+        sn_sched_stats(f.s, &st);
+        assert_int_equal(st.replacements, 2);
+        fx_close(&f);
+    }
+}
+
+/* CPU and memory overselling. The shape's servers have 112 cores and
+ * 2 TB. A job of 8 GPUs in one group needing 20 cores per GPU (160) fits
+ * no server at ratio 1 (112) and fits at 1.5 (168); with 300 GB per GPU
+ * (2.4 TB) it needs memory oversold by 1.25 (2.5 TB) as well. With 20
+ * cores per GPU and ratio 1, a job of 8 single-GPU groups takes 5 GPUs
+ * per server (100 of 112 cores): servers 0 and 1 get 5 and 3. */
+static void cpu_memory_oversell(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh = one_sn();
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    struct sn_job_spec js = job(8, 8);
+    js.cpu_cores_per_gpu = 20;
+    uint32_t a = submit(&f, js);
+    assert_false(place(&f, a));
+    assert_int_equal(reason(&f, a), SN_PENDING_NO_FIT);
+    struct sn_job_spec ones = job(8, 1);
+    ones.cpu_cores_per_gpu = 20;
+    uint32_t b = submit(&f, ones);
+    assert_true(place(&f, b));
+    uint32_t n;
+    const uint32_t *g = sn_sched_job_gpus(f.s, b, &n);
+    uint32_t per[8] = {0};
+    for (uint32_t i = 0; i < n; i++)
+        per[f.model->gpu_server[g[i]]]++;
+    assert_int_equal(per[0] + per[1], 8);
+    assert_true(per[0] == 5 || per[1] == 5);
+    /* a corrupted counter is caught */
+    f.s->srv_cpu_used[f.model->gpu_server[g[0]]] += 1;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_check_invariants(f.s, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "host use"));
+    f.s->srv_cpu_used[f.model->gpu_server[g[0]]] -= 1;
+    fx_close(&f);
+    cfg.cpu_oversell = 1.5;
+    fx_open(&f, &sh, &cfg);
+    a = submit(&f, js);
+    assert_true(place(&f, a));
+    js.memory_bytes_per_gpu = 300e9;
+    uint32_t c = submit(&f, js);
+    assert_false(place(&f, c));
+    fx_close(&f);
+    cfg.memory_oversell = 1.25;
+    fx_open(&f, &sh, &cfg);
+    c = submit(&f, js);
+    assert_true(place(&f, c));
+    fx_close(&f);
+}
+
 /* Failures interrupt every job touching the domain; failures nest; the
  * GPUs come back only when every covering domain is repaired. */
 static void failures_and_repair(void **state)
@@ -1009,6 +1119,8 @@ int main(void)
         cmocka_unit_test(preemption_picks_domain),
         cmocka_unit_test(preemption_multi_supernode),
         cmocka_unit_test(failures_and_repair),
+        cmocka_unit_test(spare_replacement),
+        cmocka_unit_test(cpu_memory_oversell),
         cmocka_unit_test(invariants_catch_corruption),
         cmocka_unit_test(differential_random),
         cmocka_unit_test(memory_budget),

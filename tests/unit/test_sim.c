@@ -271,6 +271,69 @@ static void uplink_load_rerates(void **state)
     sn_sim_shape_free(c.spec, c.model);
 }
 
+/* Spares in the simulator: one 8-GPU job on one supernode of 64 GPUs with
+ * 8 spares, GPU failures only, at a rate that hits its GPUs several times.
+ * Every interruption is handled in place (the job never leaves the
+ * supernode, and there is always a free GPU), and all its work is kept;
+ * without spares none is. */
+static void spares_in_sim(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 1);
+    struct sn_sim_job job = {.submit_s = 0, .duration_s = 2e6, .gpus = 8, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.fm.per_gpu_hour *= 500;
+    cfg.fm.slow_per_gpu_hour = 0;
+    for (int k = 0; k < SN_FAIL_CLASS_COUNT; k++)
+        cfg.fm.fraction[k] = k == SN_FAIL_GPU;
+    cfg.sched.spare_gpus_per_supernode = 8;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_true(r->interruptions >= 3);
+    assert_int_equal(r->replacements, r->interruptions);
+    assert_rel(r->useful_gpu_h, 2e6 * 8 / 3600, 1e-9);
+    sn_sim_result_free(r);
+    cfg.sched.spare_gpus_per_supernode = 0;
+    r = run(&c, &w, &cfg);
+    assert_true(r->interruptions >= 3);
+    assert_int_equal(r->replacements, 0);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* Tenant quotas in the simulator: one tenant with a quota of 8 GPUs, two
+ * 8-GPU jobs of 1,000 s submitted together on 64 free GPUs (no failures,
+ * no checkpoints): the second waits for the first, JCTs 1,000 and 2,000 s;
+ * without the quota both take 1,000 s. */
+static void quota_in_sim(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 1);
+    struct sn_sim_job jobs[2] = {{.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8},
+                                 {.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 2, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.tenants = 1;
+    cfg.quota_gpus = 8;
+    cfg.sample_s = 100; /* samples the pending reasons while the second waits */
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[0], 1000, 1e-9);
+    assert_near(r->jct_sorted[1], 2000, 1e-9);
+    assert_true(r->pending_reasons[SN_PENDING_QUOTA] > 0);
+    sn_sim_result_free(r);
+    cfg.quota_gpus = 0;
+    r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[1], 1000, 1e-9);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 static const char *traces(char *buf, size_t len, const char *rel)
 {
     const char *dir = getenv("SN_TRACES_DIR");
@@ -361,6 +424,7 @@ int main(void)
         cmocka_unit_test(checkpoint_policies), cmocka_unit_test(trace_loaders),
         cmocka_unit_test(bad_trace),           cmocka_unit_test(comm_model_rates),
         cmocka_unit_test(comm_model_in_sim),   cmocka_unit_test(uplink_load_rerates),
+        cmocka_unit_test(spares_in_sim),       cmocka_unit_test(quota_in_sim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
