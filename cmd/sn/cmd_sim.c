@@ -31,7 +31,9 @@ static const char usage_text[] =
     "utilisation, goodput, completion times, fragmentation and failures.\n"
     "\n"
     "  --cluster SPEC        cluster spec file, or shape:SNxSERVERSxGPUS for N identical\n"
-    "                        supernodes (2 leaves, 8 x 400 Gb/s NICs per server, 1:1, spine)\n"
+    "                        supernodes (2 leaves, 8 x 400 Gb/s NICs per server, 1:1, spine),\n"
+    "                        or crux:topo.csv for the Alibaba Crux 3-tier topology (a\n"
+    "                        supernode per ToR group, an 8-GPU server per host)\n"
     "  --trace KIND:PATH     itp:clusterNN.csv, helios:helios_venus_gpu_jobs.csv,\n"
     "                        openb:openb_pod_list_default.csv, or synth:N (N synthetic jobs)\n"
     "  --policy NAME         supernode-first (default), first-fit or tree-best-fit\n"
@@ -266,14 +268,34 @@ static int parse_pools(const char *text, struct sn_sim_shape *sh)
     return SN_EXIT_OK;
 }
 
+enum cluster_kind { CLUSTER_SPEC, CLUSTER_SHAPE, CLUSTER_CRUX };
+
+/* crux:PATH: the Alibaba Crux topology (lib/sim/sim_crux.c). */
+static int load_crux(const char *path, struct sn_spec **spec, struct sn_model **model)
+{
+    struct sn_sim_crux crux;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_sim_crux_load(path, &crux, &err);
+    if (rc == SN_OK)
+        rc = sn_sim_crux_build(&crux, spec, model, &err);
+    sn_sim_crux_free(&crux);
+    if (rc == SN_OK)
+        return SN_EXIT_OK;
+    fprintf(stderr, "sn sim: --cluster crux:%s: %s\n", path, err.message);
+    return rc == SN_ERR_NOMEM ? SN_EXIT_INTERNAL : SN_EXIT_USAGE;
+}
+
 static int load_cluster(const struct opts *o, struct sn_spec **spec, struct sn_model **model,
-                        bool *is_shape)
+                        enum cluster_kind *kind)
 {
     const char *arg = o->cluster;
-    *is_shape = strncmp(arg, "shape:", 6) == 0;
-    if (!*is_shape && o->pools)
+    bool is_crux = strncmp(arg, "crux:", 5) == 0, is_shape = strncmp(arg, "shape:", 6) == 0;
+    *kind = is_crux ? CLUSTER_CRUX : is_shape ? CLUSTER_SHAPE : CLUSTER_SPEC;
+    if (!is_shape && o->pools)
         return bad("--pools", o->pools, "a shape: cluster (spec files define their own pools)");
-    if (!*is_shape)
+    if (is_crux)
+        return load_crux(arg + 5, spec, model);
+    if (!is_shape)
         return sn_cli_load(arg, spec, model);
     struct sn_sim_shape sh;
     sn_sim_shape_defaults(&sh);
@@ -534,8 +556,8 @@ int cmd_sim(int argc, char **argv)
         return rc < 0 ? SN_EXIT_OK : rc;
     struct sn_spec *spec = NULL;
     struct sn_model *model = NULL;
-    bool is_shape;
-    if ((rc = load_cluster(&o, &spec, &model, &is_shape)) != SN_EXIT_OK)
+    enum cluster_kind kind;
+    if ((rc = load_cluster(&o, &spec, &model, &kind)) != SN_EXIT_OK)
         return rc;
     struct sn_sim_workload w;
     memset(&w, 0, sizeof(w));
@@ -574,8 +596,10 @@ int cmd_sim(int argc, char **argv)
     for (int p = 0; p < n; p++)
         sn_sim_result_free(res[p]);
     sn_sim_workload_release(&w);
-    if (is_shape) {
+    if (kind == CLUSTER_SHAPE) {
         sn_sim_shape_free(spec, model);
+    } else if (kind == CLUSTER_CRUX) {
+        sn_sim_crux_spec_free(spec, model);
     } else {
         sn_model_free(model);
         sn_spec_free(spec);

@@ -59,6 +59,30 @@ SN_MUST_CHECK enum sn_err sn_sim_shape_build(const struct sn_sim_shape *shape,
 /* Frees what sn_sim_shape_build() made. NULLs are allowed. */
 void sn_sim_shape_free(struct sn_spec *spec, struct sn_model *model);
 
+/* ---- the Alibaba Crux topology ------------------------------------------ */
+
+/* Hosts of a Crux topo.csv grouped into ToR groups (distinct PSW, ASW),
+ * ordered by PSW then ASW name. */
+struct sn_sim_crux {
+    uint32_t hosts, tors, psws;
+    uint32_t *tor_hosts; /* per ToR group */
+    uint32_t *tor_psw;   /* per ToR group: PSW index (dense, by name) */
+};
+/* Parses topo.csv text (header "ip,DSW,PSW,ASW", one host a line); bad
+ * lines are SN_ERR_SYNTAX naming name:line. */
+SN_MUST_CHECK enum sn_err sn_sim_crux_parse(const char *name, const char *buf, size_t len,
+                                            struct sn_sim_crux *out, struct sn_error *err);
+/* Reads and parses the file at path. */
+SN_MUST_CHECK enum sn_err sn_sim_crux_load(const char *path, struct sn_sim_crux *out,
+                                           struct sn_error *err);
+void sn_sim_crux_free(struct sn_sim_crux *crux);
+/* The cluster (docs/simulator.md): a supernode of one leaf per ToR group,
+ * an 8-GPU server per host, PSWs as spines, the DSW as core. Free with
+ * sn_sim_crux_spec_free(). */
+SN_MUST_CHECK enum sn_err sn_sim_crux_build(const struct sn_sim_crux *crux, struct sn_spec **spec,
+                                            struct sn_model **model, struct sn_error *err);
+void sn_sim_crux_spec_free(struct sn_spec *spec, struct sn_model *model);
+
 /* ---- randomness -------------------------------------------------------- */
 
 /* xoshiro256** (Blackman and Vigna), seeded through splitmix64. */

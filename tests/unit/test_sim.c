@@ -347,6 +347,63 @@ static const char *traces(char *buf, size_t len, const char *rel)
     return buf;
 }
 
+/* The Crux topology on the real file (/work/shared/traces/README.md): 847
+ * hosts, 3 PSWs, 119 ToR groups (68 of 8 hosts). PSW ToR counts are P10 48,
+ * P12 42, P8 29; pods are the largest (48) leaves, so pod 0 is exactly
+ * P10's ToR groups. The cluster: 119 supernodes, 6,776 GPUs, a 3-tier
+ * fabric; a 64-GPU job runs in one ToR group (8 hosts) in the simulator. */
+static void crux_topology(void **state)
+{
+    (void)state;
+    char path[4096];
+    if (!traces(path, sizeof(path), "alibaba-crux-2023/topo.csv")) {
+        print_message("skipped: SN_TRACES_DIR has no alibaba-crux-2023/topo.csv\n");
+        skip();
+    }
+    struct sn_sim_crux crux;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_crux_load(path, &crux, &err), SN_OK);
+    assert_int_equal(crux.hosts, 847);
+    assert_int_equal(crux.psws, 3);
+    assert_int_equal(crux.tors, 119);
+    uint32_t eight = 0, per_psw[3] = {0};
+    for (uint32_t t = 0; t < crux.tors; t++) {
+        eight += crux.tor_hosts[t] == 8;
+        per_psw[crux.tor_psw[t]]++;
+    }
+    assert_int_equal(eight, 68);
+    assert_int_equal(per_psw[0], 48); /* P10 sorts first */
+    assert_int_equal(per_psw[1], 42);
+    assert_int_equal(per_psw[2], 29);
+    struct cluster c;
+    assert_int_equal(sn_sim_crux_build(&crux, &c.spec, &c.model, &err), SN_OK);
+    assert_int_equal(c.model->n_supernodes, 119);
+    assert_int_equal(c.model->n_gpus, 847 * 8);
+    assert_true(c.model->n_cores > 0);
+    struct sn_sched *s;
+    struct sn_sched_config sc;
+    sn_sched_config_defaults(&sc);
+    assert_int_equal(sn_sched_create(c.model, &sc, &s, &err), SN_OK);
+    for (uint32_t sn = 0; sn < 48; sn++)
+        assert_int_equal(sn_sched_supernode_pod(s, sn), 0);
+    assert_int_equal(sn_sched_supernode_pod(s, 48), 1);
+    sn_sched_destroy(s);
+    struct sn_sim_job job = {.submit_s = 0, .duration_s = 3600, .gpus = 64, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[0], 3600, 1e-6);
+    sn_sim_result_free(r);
+    sn_sim_crux_spec_free(c.spec, c.model);
+    sn_sim_crux_free(&crux);
+    assert_int_equal(sn_sim_crux_parse("t", "ip,DSW,PSW,ASW\na,G,P\n", 21, &crux, &err),
+                     SN_ERR_SYNTAX);
+    assert_non_null(strstr(err.message, "t:2: expected"));
+}
+
 /* Sizes from /work/shared/traces/README.md: cluster04 has 15,802 jobs,
  * 11,924 of 1 GPU, 2,779 of 8 and 6 of 64; Helios Venus 125,303 jobs,
  * 30,993 of 8 GPUs and 470 of 128. */
@@ -425,6 +482,7 @@ int main(void)
         cmocka_unit_test(bad_trace),           cmocka_unit_test(comm_model_rates),
         cmocka_unit_test(comm_model_in_sim),   cmocka_unit_test(uplink_load_rerates),
         cmocka_unit_test(spares_in_sim),       cmocka_unit_test(quota_in_sim),
+        cmocka_unit_test(crux_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
