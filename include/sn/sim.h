@@ -137,6 +137,13 @@ SN_MUST_CHECK enum sn_err sn_sim_trace_load(enum sn_trace_kind kind, const char 
                                             uint32_t limit, uint32_t tenants,
                                             struct sn_sim_workload *out, struct sn_error *err);
 
+/* As sn_sim_trace_load() for a file format (not SYNTH), from memory (the
+ * buffer is copied, not modified); name is used in messages. */
+SN_MUST_CHECK enum sn_err sn_sim_trace_parse(enum sn_trace_kind kind, const char *name,
+                                             const char *buf, size_t len, uint32_t limit,
+                                             uint32_t tenants, struct sn_sim_workload *out,
+                                             struct sn_error *err);
+
 /* The synthetic generator: n jobs, Poisson arrivals (mean gap 60 s), sizes
  * 1/2/4/8/16/32/64 GPUs with weights 60/8/8/14/5/3/2 %, log-normal
  * durations (median 1 h, sigma 1.5, capped at 7 days), tenants uniform. */
