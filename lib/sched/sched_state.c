@@ -440,14 +440,10 @@ static void init_counts(struct sn_sched *s)
             s->leaf_cap[sw] = m->leaf_uplinks[sw] * sn_model_switch_spec(m, sw)->port_bytes_per_s;
 }
 
-enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_config *c,
-                            struct sn_sched **out, struct sn_error *err)
+/* Allocates every array that scales with the cluster; *failed on any
+ * allocation failure (the caller frees what was made). */
+static void alloc_arrays(struct sn_sched *s, const struct sn_model *m, bool *fail)
 {
-    *out = NULL;
-    struct sn_sched *s = calloc(1, sizeof(*s));
-    if (!s)
-        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the scheduler");
-    s->m = m;
     bool failed = false;
     uint32_t nsn = m->n_supernodes, nsw = m->n_switches;
     s->gpu_owner = sched_alloc(s, m->n_gpus, sizeof(uint32_t), &failed);
@@ -482,6 +478,20 @@ enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_conf
     s->pod_delta = sched_alloc(s, nsn + 1, sizeof(double), &failed);
     s->touched = sched_alloc(s, nsw, sizeof(uint32_t), &failed);
     s->pick = sched_alloc(s, m->n_gpus, sizeof(uint32_t), &failed);
+    *fail = failed;
+}
+
+enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_config *c,
+                            struct sn_sched **out, struct sn_error *err)
+{
+    *out = NULL;
+    struct sn_sched *s = calloc(1, sizeof(*s));
+    if (!s)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the scheduler");
+    s->m = m;
+    bool failed = false;
+    uint32_t nsn = m->n_supernodes;
+    alloc_arrays(s, m, &failed);
     enum sn_err rc = SN_ERR_NOMEM;
     if (failed || sn_bitset_init(&s->domain, m->n_gpus ? m->n_gpus : 1, err) != SN_OK)
         goto fail;

@@ -77,10 +77,10 @@ static int cmp_host(const void *a, const void *b)
     return c ? c : strcmp(x->asw, y->asw);
 }
 
-enum sn_err sn_sim_crux_parse(const char *name, const char *buf, size_t len,
-                              struct sn_sim_crux *out, struct sn_error *err)
+/* The host lines of buf into *hosts (*n of them); the header is skipped. */
+static enum sn_err read_hosts(const char *name, const char *buf, size_t len,
+                              struct crux_host **hosts_out, uint32_t *n_out, struct sn_error *err)
 {
-    memset(out, 0, sizeof(*out));
     struct crux_host *hosts = NULL;
     uint32_t n = 0, cap = 0, line = 0;
     for (const char *p = buf, *end = buf + len; p < end; line++) {
@@ -109,8 +109,24 @@ enum sn_err sn_sim_crux_parse(const char *name, const char *buf, size_t len,
         }
         p = nl ? nl + 1 : end;
     }
-    if (n == 0)
+    *hosts_out = hosts;
+    *n_out = n;
+    return SN_OK;
+}
+
+enum sn_err sn_sim_crux_parse(const char *name, const char *buf, size_t len,
+                              struct sn_sim_crux *out, struct sn_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    struct crux_host *hosts = NULL;
+    uint32_t n = 0;
+    enum sn_err rc = read_hosts(name, buf, len, &hosts, &n, err);
+    if (rc != SN_OK)
+        return rc;
+    if (n == 0) {
+        free(hosts);
         return sn_error_set(err, SN_ERR_INVALID, "%s: no hosts", name);
+    }
     qsort(hosts, n, sizeof(*hosts), cmp_host);
     out->hosts = n;
     out->tor_hosts = calloc(n, sizeof(uint32_t));
@@ -127,12 +143,12 @@ enum sn_err sn_sim_crux_parse(const char *name, const char *buf, size_t len,
             out->tor_psw[out->tors++] = out->psws - 1;
         }
         if (++out->tor_hosts[out->tors - 1] > CRUX_MAX_TOR) {
-            enum sn_err rc =
+            enum sn_err lim =
                 sn_error_set(err, SN_ERR_LIMIT, "%s: ToR group %s/%s has more than %u hosts", name,
                              hosts[i].psw, hosts[i].asw, CRUX_MAX_TOR);
             free(hosts);
             sn_sim_crux_free(out);
-            return rc;
+            return lim;
         }
     }
     free(hosts);
