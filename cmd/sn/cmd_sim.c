@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include <sn/sim.h>
+#include <sn/units.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -30,7 +31,9 @@ static const char usage_text[] =
     "utilisation, goodput, completion times, fragmentation and failures.\n"
     "\n"
     "  --cluster SPEC        cluster spec file, or shape:SNxSERVERSxGPUS for N identical\n"
-    "                        supernodes (2 leaves, 8 x 400 Gb/s NICs per server, 1:1, spine)\n"
+    "                        supernodes (2 leaves, 8 x 400 Gb/s NICs per server, 1:1, spine),\n"
+    "                        or crux:topo.csv for the Alibaba Crux 3-tier topology (a\n"
+    "                        supernode per ToR group, an 8-GPU server per host)\n"
     "  --trace KIND:PATH     itp:clusterNN.csv, helios:helios_venus_gpu_jobs.csv,\n"
     "                        openb:openb_pod_list_default.csv, or synth:N (N synthetic jobs)\n"
     "  --policy NAME         supernode-first (default), first-fit or tree-best-fit\n"
@@ -41,7 +44,24 @@ static const char usage_text[] =
     "  --ckpt fixed|young-daly  checkpoint interval policy (default fixed, 1 h)\n"
     "  --tenants N           tenants to spread trace jobs over (default 8)\n"
     "  --estimate-error X    walltime estimate = duration x (1 + X x U[0,1)) (default 0)\n"
+    "  --comm-tp F           fraction of a step in TP-group collectives at scale-up speed\n"
+    "                        (performance model, default 0.10)\n"
+    "  --comm-dp F           fraction of a step in data-parallel all-reduce at the reference\n"
+    "                        placement (default 0.05); 0 and 0 turn topology slowdowns off\n"
     "  --limit-jobs N        keep only the first N jobs of the trace\n"
+    "  --quota-gpus N        GPU quota of every tenant (default 0: none)\n"
+    "  --quota-gpus-per-supernode N  per-tenant GPU quota in each mixed supernode\n"
+    "  --pools LIST          shape clusters: pools in order, e.g. dedicated:2,mixed:6,elastic:2\n"
+    "                        (supernode counts; spec files bring their own pools)\n"
+    "  --dedicated-min-gpus N  jobs of at least N GPUs go to a dedicated pool (default 32);\n"
+    "                        1-GPU jobs go to an elastic pool, the rest to a mixed one\n"
+    "  --borrow              every pool may borrow idle supernodes of the others\n"
+    "  --spares N            spare GPUs kept per supernode for in-place replacement of\n"
+    "                        failed GPUs (default 0)\n"
+    "  --cpu-per-gpu N       host cores every job needs per GPU (default 0: not modelled)\n"
+    "  --memory-per-gpu SIZE host memory every job needs per GPU (e.g. 200GB)\n"
+    "  --cpu-oversell X      host cores allocatable per physical core (default 1)\n"
+    "  --memory-oversell X   host memory allocatable per physical byte (default 1)\n"
     "  --json                print JSON instead of the table\n"
     "  --svg-dir DIR         write utilisation.svg, jct-cdf.svg and occupancy.svg into DIR\n"
     "  --timing              add the scheduler's wall-clock cost per decision (not\n"
@@ -49,7 +69,7 @@ static const char usage_text[] =
     "  -h, --help            this text\n";
 
 struct opts {
-    const char *cluster, *trace, *svg_dir;
+    const char *cluster, *trace, *svg_dir, *pools;
     enum sn_sched_policy policy;
     bool compare, json, timing;
     uint32_t limit, tenants;
@@ -82,23 +102,85 @@ static bool parse_onoff(const char *text, bool *out)
     return false;
 }
 
+/* Numeric flags: u32 (at least min) and doubles in [lo, hi]. Returns -1
+ * when flag is not one of them. */
+static int parse_number(struct opts *o, const char *flag, const char *v)
+{
+    struct sn_sim_config *c = &o->cfg;
+    const struct {
+        const char *flag;
+        uint32_t *out, min, max;
+        const char *expected;
+    } u[] = {
+        {"--seed", NULL, 0, UINT32_MAX, "an unsigned integer"},
+        {"--tenants", &o->tenants, 1, SN_SCHED_MAX_TENANTS, "a tenant count from 1 to 1024"},
+        {"--limit-jobs", &o->limit, 1, UINT32_MAX, "a positive job count"},
+        {"--spares", &c->sched.spare_gpus_per_supernode, 0, 1u << 20, "a GPU count"},
+        {"--quota-gpus", &c->quota_gpus, 0, UINT32_MAX, "a GPU count (0: none)"},
+        {"--quota-gpus-per-supernode", &c->quota_gpus_per_supernode, 0, UINT32_MAX,
+         "a GPU count (0: none)"},
+        {"--dedicated-min-gpus", &c->dedicated_min_gpus, 1, UINT32_MAX, "a positive GPU count"},
+    };
+    for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+        if (strcmp(flag, u[i].flag) != 0)
+            continue;
+        uint32_t x;
+        if (!parse_u32(v, &x) || x < u[i].min || x > u[i].max)
+            return bad(flag, v, u[i].expected);
+        if (u[i].out)
+            *u[i].out = x;
+        else
+            c->seed = x;
+        return SN_EXIT_OK;
+    }
+    const struct {
+        const char *flag;
+        double *out, lo, hi;
+        const char *expected;
+    } d[] = {
+        {"--comm-tp", &c->comm.tp_fraction, 0, 0.999, "a fraction from 0 to below 1"},
+        {"--comm-dp", &c->comm.dp_fraction, 0, 0.999, "a fraction from 0 to below 1"},
+        {"--estimate-error", &c->estimate_error, 0, 100, "a number from 0 to 100"},
+        {"--cpu-per-gpu", &c->cpu_cores_per_gpu, 0, 1e6, "host cores per GPU, >= 0"},
+        {"--cpu-oversell", &c->sched.cpu_oversell, 1, 1000, "a ratio from 1 to 1000"},
+        {"--memory-oversell", &c->sched.memory_oversell, 1, 1000, "a ratio from 1 to 1000"},
+    };
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+        if (strcmp(flag, d[i].flag) != 0)
+            continue;
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v || *end || !(x >= d[i].lo && x <= d[i].hi))
+            return bad(flag, v, d[i].expected);
+        *d[i].out = x;
+        return SN_EXIT_OK;
+    }
+    if (strcmp(flag, "--memory-per-gpu") == 0) {
+        struct sn_error err = {0};
+        if (sn_units_parse(v, SN_UNIT_BYTES, &c->memory_bytes_per_gpu, &err) != SN_OK)
+            return bad(flag, v, "a size such as 200GB");
+        return SN_EXIT_OK;
+    }
+    return -1;
+}
+
 static int parse_value(struct opts *o, const char *flag, const char *v)
 {
+    int rc = parse_number(o, flag, v);
+    if (rc >= 0)
+        return rc;
     if (strcmp(flag, "--cluster") == 0) {
         o->cluster = v;
     } else if (strcmp(flag, "--trace") == 0) {
         o->trace = v;
     } else if (strcmp(flag, "--svg-dir") == 0) {
         o->svg_dir = v;
+    } else if (strcmp(flag, "--pools") == 0) {
+        o->pools = v;
     } else if (strcmp(flag, "--policy") == 0) {
         o->policy = sn_sched_policy_from_name(v);
         if (o->policy == SN_SCHED_POLICY_COUNT)
             return bad(flag, v, "supernode-first, first-fit or tree-best-fit");
-    } else if (strcmp(flag, "--seed") == 0) {
-        uint32_t seed;
-        if (!parse_u32(v, &seed))
-            return bad(flag, v, "an unsigned integer");
-        o->cfg.seed = seed;
     } else if (strcmp(flag, "--failures") == 0) {
         if (!parse_onoff(v, &o->cfg.failures))
             return bad(flag, v, "on or off");
@@ -112,18 +194,6 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
             o->cfg.ckpt = SN_CKPT_YOUNG_DALY;
         else
             return bad(flag, v, "fixed or young-daly");
-    } else if (strcmp(flag, "--tenants") == 0) {
-        if (!parse_u32(v, &o->tenants) || o->tenants == 0 || o->tenants > SN_SCHED_MAX_TENANTS)
-            return bad(flag, v, "a tenant count from 1 to 1024");
-    } else if (strcmp(flag, "--limit-jobs") == 0) {
-        if (!parse_u32(v, &o->limit) || o->limit == 0)
-            return bad(flag, v, "a positive job count");
-    } else if (strcmp(flag, "--estimate-error") == 0) {
-        char *end;
-        double e = strtod(v, &end);
-        if (end == v || *end || !(e >= 0 && e <= 100))
-            return bad(flag, v, "a number from 0 to 100");
-        o->cfg.estimate_error = e;
     } else {
         fprintf(stderr, "sn sim: unknown option '%s'\n%s", flag, usage_text);
         return SN_EXIT_USAGE;
@@ -142,6 +212,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             fputs(usage_text, stdout);
             return -1;
         }
+        if (strcmp(a, "--borrow") == 0) {
+            o->cfg.borrow = true;
+            continue;
+        }
         if (strcmp(a, "--compare") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--timing") == 0) {
             bool *flag = a[2] == 'c' ? &o->compare : a[2] == 'j' ? &o->json : &o->timing;
             *flag = true;
@@ -159,15 +233,69 @@ static int parse_args(int argc, char **argv, struct opts *o)
         fprintf(stderr, "sn sim: --cluster and --trace are required\n%s", usage_text);
         return SN_EXIT_USAGE;
     }
+    if (o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction >= 1) {
+        fprintf(stderr, "sn sim: --comm-tp plus --comm-dp is %g, expected below 1\n",
+                o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction);
+        return SN_EXIT_USAGE;
+    }
     o->cfg.tenants = o->tenants;
     return SN_EXIT_OK;
 }
 
-static int load_cluster(const char *arg, struct sn_spec **spec, struct sn_model **model,
-                        bool *is_shape)
+/* --pools dedicated:N,mixed:N,elastic:N into the shape's groups. */
+static int parse_pools(const char *text, struct sn_sim_shape *sh)
 {
-    *is_shape = strncmp(arg, "shape:", 6) == 0;
-    if (!*is_shape)
+    const char *p = text;
+    sh->n_groups = 0;
+    while (*p) {
+        if (sh->n_groups == SN_SIM_SHAPE_MAX_GROUPS)
+            return bad("--pools", text, "at most 4 pools");
+        const char *colon = strchr(p, ':');
+        int kind = SN_POOL_KIND_COUNT;
+        for (int k = 0; colon && k < SN_POOL_KIND_COUNT; k++)
+            if ((size_t)(colon - p) == strlen(sn_pool_kind_name(k)) &&
+                strncmp(p, sn_pool_kind_name(k), (size_t)(colon - p)) == 0)
+                kind = k;
+        char *end;
+        unsigned long n = colon ? strtoul(colon + 1, &end, 10) : 0;
+        if (kind == SN_POOL_KIND_COUNT || n == 0 || n > SN_SPEC_MAX_GPUS || (*end && *end != ',') ||
+            colon[1] == '-')
+            return bad("--pools", text, "KIND:N[,KIND:N...] with KIND dedicated, mixed or elastic");
+        sh->groups[sh->n_groups].kind = (enum sn_pool_kind)kind;
+        sh->groups[sh->n_groups++].count = (uint32_t)n;
+        p = *end ? end + 1 : end;
+    }
+    return SN_EXIT_OK;
+}
+
+enum cluster_kind { CLUSTER_SPEC, CLUSTER_SHAPE, CLUSTER_CRUX };
+
+/* crux:PATH: the Alibaba Crux topology (lib/sim/sim_crux.c). */
+static int load_crux(const char *path, struct sn_spec **spec, struct sn_model **model)
+{
+    struct sn_sim_crux crux;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_sim_crux_load(path, &crux, &err);
+    if (rc == SN_OK)
+        rc = sn_sim_crux_build(&crux, spec, model, &err);
+    sn_sim_crux_free(&crux);
+    if (rc == SN_OK)
+        return SN_EXIT_OK;
+    fprintf(stderr, "sn sim: --cluster crux:%s: %s\n", path, err.message);
+    return rc == SN_ERR_NOMEM ? SN_EXIT_INTERNAL : SN_EXIT_USAGE;
+}
+
+static int load_cluster(const struct opts *o, struct sn_spec **spec, struct sn_model **model,
+                        enum cluster_kind *kind)
+{
+    const char *arg = o->cluster;
+    bool is_crux = strncmp(arg, "crux:", 5) == 0, is_shape = strncmp(arg, "shape:", 6) == 0;
+    *kind = is_crux ? CLUSTER_CRUX : is_shape ? CLUSTER_SHAPE : CLUSTER_SPEC;
+    if (!is_shape && o->pools)
+        return bad("--pools", o->pools, "a shape: cluster (spec files define their own pools)");
+    if (is_crux)
+        return load_crux(arg + 5, spec, model);
+    if (!is_shape)
         return sn_cli_load(arg, spec, model);
     struct sn_sim_shape sh;
     sn_sim_shape_defaults(&sh);
@@ -175,6 +303,14 @@ static int load_cluster(const char *arg, struct sn_spec **spec, struct sn_model 
     if (sscanf(arg + 6, "%ux%ux%u%c", &sh.supernodes, &sh.servers, &sh.gpus_per_server, &tail) != 3)
         return bad("--cluster", arg, "a spec file or shape:SNxSERVERSxGPUS (e.g. shape:10x8x8)");
     sh.nics = sh.gpus_per_server < 8 ? sh.gpus_per_server : 8;
+    int rc = o->pools ? parse_pools(o->pools, &sh) : SN_EXIT_OK;
+    if (rc != SN_EXIT_OK)
+        return rc;
+    uint32_t pooled = 0;
+    for (uint32_t g = 0; g < sh.n_groups; g++)
+        pooled += sh.groups[g].count;
+    if (sh.n_groups && pooled != sh.supernodes)
+        return bad("--pools", o->pools, "supernode counts that add up to the shape's supernodes");
     struct sn_error err = {0};
     if (sn_sim_shape_build(&sh, spec, model, &err) != SN_OK) {
         fprintf(stderr, "sn sim: --cluster '%s': %s\n", arg, err.message);
@@ -240,6 +376,7 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
     ROW("lost GPU-hours", ".1f", r->lost_gpu_h);
     ROW("preemptions", PRIu64, r->preemptions);
     ROW("interruptions", PRIu64, r->interruptions);
+    ROW("  of which replaced on spares", PRIu64, r->replacements);
     ROW("failures", PRIu64, r->failures[0] + r->failures[1] + r->failures[2] + r->failures[3]);
     ROW("slow GPUs", PRIu64, r->slow_gpus);
     ROW("starts with split groups", PRIu64, r->groups_split);
@@ -301,6 +438,7 @@ static json_t *result_json(const struct opts *o, enum sn_sched_policy pol,
         json_object_set_new(jct, class_label[c], dist_json(&r->jct[c]));
         json_object_set_new(queue, class_label[c], dist_json(&r->queue[c]));
     }
+    json_object_set_new(j, "replacements", json_integer((json_int_t)r->replacements));
     json_object_set_new(j, "failures", fail);
     json_object_set_new(j, "pending_reasons", reasons);
     json_object_set_new(j, "jct", jct);
@@ -418,8 +556,8 @@ int cmd_sim(int argc, char **argv)
         return rc < 0 ? SN_EXIT_OK : rc;
     struct sn_spec *spec = NULL;
     struct sn_model *model = NULL;
-    bool is_shape;
-    if ((rc = load_cluster(o.cluster, &spec, &model, &is_shape)) != SN_EXIT_OK)
+    enum cluster_kind kind;
+    if ((rc = load_cluster(&o, &spec, &model, &kind)) != SN_EXIT_OK)
         return rc;
     struct sn_sim_workload w;
     memset(&w, 0, sizeof(w));
@@ -458,8 +596,10 @@ int cmd_sim(int argc, char **argv)
     for (int p = 0; p < n; p++)
         sn_sim_result_free(res[p]);
     sn_sim_workload_release(&w);
-    if (is_shape) {
+    if (kind == CLUSTER_SHAPE) {
         sn_sim_shape_free(spec, model);
+    } else if (kind == CLUSTER_CRUX) {
+        sn_sim_crux_spec_free(spec, model);
     } else {
         sn_model_free(model);
         sn_spec_free(spec);

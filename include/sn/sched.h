@@ -21,10 +21,10 @@
  *    it can, otherwise takes the fewest supernodes (under one spine pod
  *    first), packs servers, spreads groups over power domains on request,
  *    skips failed, cordoned and below-threshold GPUs, and admits a
- *    multi-supernode job only if no leaf uplink would carry more than its
- *    capacity. Two baseline policies (first-fit over servers, Slurm-like
- *    tree best-fit) exist for comparison; they ignore groups, health and
- *    bandwidth as their real counterparts do.
+ *    multi-supernode job only if no leaf uplink, and no spine pod's uplinks
+ *    to the core (3-tier fabrics), would carry more than its capacity. Two baseline policies
+ * (first-fit over servers, Slurm-like tree best-fit) exist for comparison; they ignore groups,
+ * health and bandwidth as their real counterparts do.
  *  - Queue order: priority (high first), then fair share (lowest
  *    running_gpus / (share x total_gpus) first), then submit time, then ID.
  *    EASY backfill keeps one reservation for the first blocked job.
@@ -36,7 +36,7 @@
  * Invariants (sn_sched_check_invariants): no GPU is allocated twice; every
  * counter equals its recomputation; every quota holds; no group spans
  * supernodes (nor servers, when it fits one, under supernode-first); no
- * leaf uplink carries more than its capacity; every job is in exactly one
+ * leaf uplink or pod spine uplink carries more than its capacity; every job is in exactly one
  * state and list.
  *
  * Ownership: sn_sched_create() borrows the model (it must outlive the
@@ -78,7 +78,7 @@ enum sn_sched_policy sn_sched_policy_from_name(const char *name);
     X(QUOTA, "quota")                     /* tenant's GPU quota is used up */                      \
     X(QUOTA_SUPERNODE, "quota-supernode") /* room exists, but not within per-supernode quotas */   \
     X(NO_FIT, "no-supernode-fits")        /* not enough usable GPUs in the job's pools */          \
-    X(BANDWIDTH, "bandwidth")             /* fits, but a leaf uplink would be oversubscribed */    \
+    X(BANDWIDTH, "bandwidth")             /* fits, but an uplink would be oversubscribed */        \
     X(HEALTH, "health")                   /* fits only on failed-over, cordoned or weak GPUs */    \
     X(PRIORITY, "priority")               /* a higher-priority job is blocked, no backfill */      \
     X(RESERVATION, "reservation")         /* would delay the blocked head job's reservation */
@@ -101,7 +101,9 @@ enum sn_job_state {
 #define SN_DECISION_KIND_LIST(X)                                                                   \
     X(START, "start")         /* job placed; read its GPUs with sn_sched_job_gpus() */             \
     X(PREEMPT, "preempt")     /* job stopped to make room; requeued */                             \
-    X(INTERRUPT, "interrupt") /* job hit a failure; requeued */
+    X(INTERRUPT, "interrupt") /* job hit a failure; requeued */                                    \
+    X(REPLACE, "replace")     /* job hit a failure; its failed GPUs were swapped for spares in     \
+                                 the same supernode and it restarts in place */
 enum sn_decision_kind {
 #define SN_X(name, text) SN_DECISION_##name,
     SN_DECISION_KIND_LIST(SN_X)
@@ -139,6 +141,9 @@ struct sn_sched_config {
     double cordon_below;                /* health score (0..1) under which a GPU is cordoned */
     uint32_t max_tenants_per_supernode; /* in mixed supernodes; 0 = unlimited */
     uint32_t spare_gpus_per_supernode;  /* kept free for in-place replacement */
+    bool replace_in_place;              /* with spares: swap failed GPUs instead of requeueing */
+    double cpu_oversell;                /* CPU cores allocatable per server core; 0 = 1 */
+    double memory_oversell;             /* memory allocatable per server byte; 0 = 1 */
     double min_runtime_s;               /* before a job may be preempted */
     uint32_t max_preemptions;           /* K: per job per window */
     double preemption_window_s;
@@ -151,7 +156,9 @@ struct sn_sched_config {
 
 /* Defaults: supernode-first, health exclusion, bandwidth admission,
  * backfill and preemption on; cordon below 0.5; min runtime 600 s; K = 2
- * per 3600 s; no spares; no tenant cap; one tenant and one mixed pool. */
+ * per 3600 s; no spares (replacement in place on once there are); CPU and
+ * memory not oversold (ratio 1); no tenant cap; one tenant and one mixed
+ * pool. */
 void sn_sched_config_defaults(struct sn_sched_config *config);
 
 struct sn_job_spec {
@@ -163,11 +170,13 @@ struct sn_job_spec {
     bool one_supernode;  /* the whole job must stay in one supernode */
     bool spread_power;   /* spread groups (DP replicas) over power domains */
     bool preemptible;
-    double walltime_s;      /* estimate, for backfill; > 0 */
-    double xsn_bytes_per_s; /* cross-supernode bandwidth per GPU, per direction */
-    double checkpoint_s;    /* interval; 0 = no checkpoints */
-    double restart_s;       /* cost of a restart, for preemption cost */
-    double health_min;      /* GPUs below this score are not used */
+    double walltime_s;           /* estimate, for backfill; > 0 */
+    double xsn_bytes_per_s;      /* cross-supernode bandwidth per GPU, per direction */
+    double checkpoint_s;         /* interval; 0 = no checkpoints */
+    double restart_s;            /* cost of a restart, for preemption cost */
+    double health_min;           /* GPUs below this score are not used */
+    double cpu_cores_per_gpu;    /* host cores the job needs per GPU; 0 = none */
+    double memory_bytes_per_gpu; /* host memory per GPU; 0 = none */
     double submit_s;
 };
 
@@ -198,8 +207,12 @@ SN_MUST_CHECK enum sn_err sn_sched_cancel(struct sn_sched *s, uint32_t job, stru
 /* A failure domain (GPU, server, rack, power domain, cooling loop, leaf,
  * supernode) goes down at now: its GPUs are unusable until repaired and
  * every running job touching them is requeued (an INTERRUPT decision each,
- * readable with sn_sched_decisions()). Failures nest: a GPU is usable again
- * only when every domain that took it is repaired. */
+ * readable with sn_sched_decisions()), except that with spares and
+ * replace_in_place a job whose every failed GPU can be swapped for a free
+ * usable GPU of the same supernode (same server first; same leaf when the
+ * job spans supernodes; within CPU and memory limits) keeps running on the
+ * swapped set (a REPLACE decision; it restarts from its checkpoint). Failures nest: a GPU is usable
+ * again only when every domain that took it is repaired. */
 SN_MUST_CHECK enum sn_err sn_sched_fail(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id,
                                         double now, struct sn_error *err);
 SN_MUST_CHECK enum sn_err sn_sched_repair(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id,
@@ -267,7 +280,7 @@ struct sn_sched_stats {
     uint32_t n_jobs, n_pending, n_running, n_done;
     uint32_t gpus_total, gpus_busy, gpus_down, gpus_cordoned;
     uint32_t gpus_free_usable; /* free, up, not cordoned */
-    uint64_t placements, preemptions, interruptions;
+    uint64_t placements, preemptions, interruptions, replacements;
     uint64_t placement_attempts;
     size_t memory_bytes;         /* scheduler state, job GPU lists included */
     size_t memory_per_gpu_bytes; /* the part that scales with GPUs (per GPU) */
@@ -278,6 +291,13 @@ void sn_sched_stats(const struct sn_sched *s, struct sn_sched_stats *stats);
 /* Load carried by a leaf's uplinks (bytes/s per direction) and its
  * capacity (uplinks x leaf port speed). */
 double sn_sched_leaf_load(const struct sn_sched *s, uint32_t leaf_switch, double *capacity);
+
+/* Load carried by a spine pod's uplinks to the core tier (bytes/s per
+ * direction, from jobs spanning pods) and their capacity (the pod's
+ * spine-to-core links x spine port speed); 0 and 0 without a core tier. */
+double sn_sched_pod_load(const struct sn_sched *s, uint32_t pod, double *capacity);
+/* Spine pod of a supernode (0 in 2-tier fabrics), SN_NONE past the end. */
+uint32_t sn_sched_supernode_pod(const struct sn_sched *s, uint32_t sn);
 
 /* Running GPUs of a tenant (overall, or in one supernode when sn is not
  * SN_NONE). */

@@ -29,14 +29,15 @@
 /* N identical supernodes of servers x gpus_per_server GPUs. */
 struct sn_sim_shape {
     uint32_t supernodes, servers, gpus_per_server;
-    uint32_t leaves;         /* per supernode; 0: no scale-out */
-    uint32_t nics;           /* per server */
-    double nic_bytes_per_s;  /* per NIC, per direction (also the switch port speed) */
-    double oversubscription; /* leaf downlinks : uplinks */
-    bool spine;              /* a spine tier joins the leaves */
-    bool core;               /* a core tier above the spines (3 tiers) */
-    bool scaleup_supernode;  /* NVL72-like scale-up domain */
-    uint32_t power_domains;  /* per supernode, servers alternate */
+    uint32_t leaves;               /* per supernode; 0: no scale-out */
+    uint32_t nics;                 /* per server */
+    double nic_bytes_per_s;        /* per NIC, per direction (also the switch port speed) */
+    double oversubscription;       /* leaf downlinks : uplinks */
+    bool spine;                    /* a spine tier joins the leaves */
+    bool core;                     /* a core tier above the spines (3 tiers) */
+    double spine_oversubscription; /* spine downlinks : uplinks to the core; 0 = 1 */
+    bool scaleup_supernode;        /* NVL72-like scale-up domain */
+    uint32_t power_domains;        /* per supernode, servers alternate */
     /* Pools: the first groups[0].count supernodes are pool 0, and so on;
      * n_groups == 0: no pools. */
     uint32_t n_groups;
@@ -57,6 +58,30 @@ SN_MUST_CHECK enum sn_err sn_sim_shape_build(const struct sn_sim_shape *shape,
                                              struct sn_error *err);
 /* Frees what sn_sim_shape_build() made. NULLs are allowed. */
 void sn_sim_shape_free(struct sn_spec *spec, struct sn_model *model);
+
+/* ---- the Alibaba Crux topology ------------------------------------------ */
+
+/* Hosts of a Crux topo.csv grouped into ToR groups (distinct PSW, ASW),
+ * ordered by PSW then ASW name. */
+struct sn_sim_crux {
+    uint32_t hosts, tors, psws;
+    uint32_t *tor_hosts; /* per ToR group */
+    uint32_t *tor_psw;   /* per ToR group: PSW index (dense, by name) */
+};
+/* Parses topo.csv text (header "ip,DSW,PSW,ASW", one host a line); bad
+ * lines are SN_ERR_SYNTAX naming name:line. */
+SN_MUST_CHECK enum sn_err sn_sim_crux_parse(const char *name, const char *buf, size_t len,
+                                            struct sn_sim_crux *out, struct sn_error *err);
+/* Reads and parses the file at path. */
+SN_MUST_CHECK enum sn_err sn_sim_crux_load(const char *path, struct sn_sim_crux *out,
+                                           struct sn_error *err);
+void sn_sim_crux_free(struct sn_sim_crux *crux);
+/* The cluster (docs/simulator.md): a supernode of one leaf per ToR group,
+ * an 8-GPU server per host, PSWs as spines, the DSW as core. Free with
+ * sn_sim_crux_spec_free(). */
+SN_MUST_CHECK enum sn_err sn_sim_crux_build(const struct sn_sim_crux *crux, struct sn_spec **spec,
+                                            struct sn_model **model, struct sn_error *err);
+void sn_sim_crux_spec_free(struct sn_spec *spec, struct sn_model *model);
 
 /* ---- randomness -------------------------------------------------------- */
 
@@ -112,6 +137,13 @@ SN_MUST_CHECK enum sn_err sn_sim_trace_load(enum sn_trace_kind kind, const char 
                                             uint32_t limit, uint32_t tenants,
                                             struct sn_sim_workload *out, struct sn_error *err);
 
+/* As sn_sim_trace_load() for a file format (not SYNTH), from memory (the
+ * buffer is copied, not modified); name is used in messages. */
+SN_MUST_CHECK enum sn_err sn_sim_trace_parse(enum sn_trace_kind kind, const char *name,
+                                             const char *buf, size_t len, uint32_t limit,
+                                             uint32_t tenants, struct sn_sim_workload *out,
+                                             struct sn_error *err);
+
 /* The synthetic generator: n jobs, Poisson arrivals (mean gap 60 s), sizes
  * 1/2/4/8/16/32/64 GPUs with weights 60/8/8/14/5/3/2 %, log-normal
  * durations (median 1 h, sigma 1.5, capped at 7 days), tenants uniform. */
@@ -120,6 +152,46 @@ SN_MUST_CHECK enum sn_err sn_sim_synth(uint32_t n, uint32_t tenants, uint64_t se
 
 /* Frees the jobs. NULL is allowed. */
 void sn_sim_workload_release(struct sn_sim_workload *w);
+
+/* ---- performance model ------------------------------------------------- */
+
+/* Communication profile of a job that carries no model: the fraction of a
+ * step spent in group (TP) collectives and in data-parallel all-reduce at
+ * the reference placement (every group inside one scale-up domain, the job
+ * inside one supernode). docs/simulator.md gives the defaults and what
+ * they assume; `sn sim --comm-tp/--comm-dp` set them. */
+struct sn_sim_comm_profile {
+    double tp_fraction; /* jobs whose groups have more than one GPU */
+    double dp_fraction; /* jobs of more than one group */
+};
+/* tp 0.10, dp 0.05. */
+void sn_sim_comm_defaults(struct sn_sim_comm_profile *profile);
+
+/* Collective bandwidths of one supernode template, from the planner's
+ * hardware (sn_plan_hardware_from_spec on the model's spec). */
+struct sn_sim_comm_hw {
+    uint32_t scaleup_gpus;   /* GPUs in one scale-up domain */
+    uint32_t supernode_gpus; /* GPUs in one supernode */
+    double scaleup_busbw;    /* per GPU per direction x scale-up efficiency */
+    double scaleout_busbw;   /* NIC bytes/s per GPU x fabric efficiency */
+};
+SN_MUST_CHECK enum sn_err sn_sim_comm_hw(const struct sn_model *model, uint32_t template_index,
+                                         struct sn_sim_comm_hw *out, struct sn_error *err);
+
+/* How a running job sits, as the performance model sees it. */
+struct sn_sim_layout {
+    uint32_t gpus, group_gpus;
+    bool group_out_scaleup; /* some group spans scale-up domains */
+    bool group_cross_sn;    /* some group spans supernodes */
+    bool job_cross_sn;      /* the job spans supernodes */
+    double uplink_share;    /* min(1, capacity / load) over the uplinks it crosses */
+};
+
+/* Progress rate of a job (1 at the reference placement, in (0, 1]): the
+ * profile's collectives re-timed with the planner's ring cost
+ * 2(n-1)/n S / busbw at the bandwidth the layout gives. */
+double sn_sim_comm_rate(const struct sn_sim_comm_profile *profile, const struct sn_sim_comm_hw *hw,
+                        const struct sn_sim_layout *layout);
 
 /* ---- configuration ----------------------------------------------------- */
 
@@ -167,16 +239,27 @@ struct sn_sim_config {
     bool failures;
     struct sn_sim_failure_model fm;
     enum sn_ckpt_policy ckpt;
-    double ckpt_fixed_s;     /* fixed interval, of work */
-    double ckpt_cost_s;      /* time to write one checkpoint */
-    double restart_s;        /* time to restart from a checkpoint */
-    double estimate_error;   /* walltime estimate = duration x (1 + e x U[0,1)) */
-    double xsn_bytes_per_s;  /* per GPU, for jobs of more than one supernode's worth */
-    double split_group_rate; /* progress rate when a group spans servers */
-    double cross_group_rate; /* when a group spans supernodes */
-    double sample_s;         /* utilisation sampling period */
-    double snapshot_s;       /* occupancy snapshot time; < 0: at the midpoint */
-    uint32_t tenants;        /* tenants of the run */
+    double ckpt_fixed_s;             /* fixed interval, of work */
+    double ckpt_cost_s;              /* time to write one checkpoint */
+    double restart_s;                /* time to restart from a checkpoint */
+    double estimate_error;           /* walltime estimate = duration x (1 + e x U[0,1)) */
+    double xsn_bytes_per_s;          /* per GPU, for jobs of more than one supernode's worth */
+    struct sn_sim_comm_profile comm; /* performance model (see above) */
+    double sample_s;                 /* utilisation sampling period */
+    double snapshot_s;               /* occupancy snapshot time; < 0: at the midpoint */
+    uint32_t tenants;                /* tenants of the run */
+    /* Tenants, quotas and pools (docs/simulator.md): every tenant gets
+     * the same quotas; when the cluster has pools, a job of at least
+     * dedicated_min_gpus GPUs goes to the first dedicated pool, a 1-GPU
+     * job to the first elastic pool, the rest to the first mixed pool
+     * (falling back to mixed, then to pool 0); pool priorities are
+     * dedicated 2, mixed 1, elastic 0. */
+    uint32_t quota_gpus;               /* per tenant overall; 0 = none */
+    uint32_t quota_gpus_per_supernode; /* per tenant per mixed supernode; 0 = none */
+    bool borrow;                       /* every pool may borrow idle supernodes of the others */
+    uint32_t dedicated_min_gpus;       /* default 32 */
+    double cpu_cores_per_gpu;          /* host demand of every job; 0 = not modelled */
+    double memory_bytes_per_gpu;       /* likewise */
     /* Optional wall clock (the shell passes one) for the scheduler's cost
      * per decision; NULL leaves the cost at 0. */
     uint64_t (*clock_ns)(void *ctx);
@@ -202,6 +285,7 @@ struct sn_sim_result {
     double fragmentation; /* mean share of GPUs free while a job waits for room */
     uint32_t jobs_done, jobs_unfinished;
     uint64_t preemptions, interruptions, failures[SN_FAIL_CLASS_COUNT], slow_gpus;
+    uint64_t replacements; /* interruptions handled in place on spares (counted in both) */
     uint64_t groups_split, groups_cross;             /* starts with such placements */
     struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
     struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];

@@ -7,6 +7,7 @@
  * counts usable GPUs GPU by GPU and tries every subset of supernodes, so it
  * shares no code path with the placer it checks.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,7 @@ static enum sn_err check_jobs(const struct sn_sched *s, uint32_t *owner_count, s
             if (s->cfg.policy == SN_SCHED_SUPERNODE_FIRST &&
                 s->m->gpu_supernode[first] != s->m->gpu_supernode[gpu])
                 FAIL("invariant: a group of job %u spans supernodes", id);
-            if (s->cfg.policy == SN_SCHED_SUPERNODE_FIRST &&
+            if (s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && !j->replaced &&
                 g <= s->srv_gpus[s->m->gpu_server[first]] &&
                 s->m->gpu_server[first] != s->m->gpu_server[gpu])
                 FAIL("invariant: a group of job %u spans servers though it fits one", id);
@@ -145,6 +146,39 @@ static enum sn_err check_quotas(const struct sn_sched *s, struct sn_error *err)
     return rc;
 }
 
+/* Spine-pod uplink loads: recomputed from jobs spanning pods; within
+ * capacity when admission is on. */
+static enum sn_err check_pods(const struct sn_sched *s, bool admit, struct sn_error *err)
+{
+    const struct sn_model *m = s->m;
+    double *load = calloc(s->n_pods + 1, sizeof(double));
+    if (!load)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory checking pods");
+    for (uint32_t r = 0; r < s->n_running; r++) {
+        const struct sched_job *j = &s->jobs[s->running[r]];
+        uint32_t pod0 = s->sn_pod[m->gpu_supernode[j->gpus[0]]];
+        bool spans = false;
+        for (uint32_t i = 1; i < j->spec.gpus && !spans; i++)
+            spans = s->sn_pod[m->gpu_supernode[j->gpus[i]]] != pod0;
+        for (uint32_t i = 0; spans && i < j->spec.gpus; i++)
+            load[s->sn_pod[m->gpu_supernode[j->gpus[i]]]] += j->spec.xsn_bytes_per_s;
+    }
+    enum sn_err rc = SN_OK;
+    for (uint32_t p = 0; p < s->n_pods && rc == SN_OK; p++) {
+        double tol = 1e-6 * (load[p] + 1);
+        if (fabs(load[p] - s->pod_load[p]) > tol)
+            rc = sn_error_set(err, SN_ERR_INTERNAL, "invariant: pod %u load %g, recomputed %g", p,
+                              s->pod_load[p], load[p]);
+        else if (admit && load[p] > s->pod_cap[p] * (1 + 1e-9) + tol)
+            rc = sn_error_set(err, SN_ERR_INTERNAL,
+                              "invariant: pod %u spine uplinks carry %g bytes/s over a capacity "
+                              "of %g",
+                              p, load[p], s->pod_cap[p]);
+    }
+    free(load);
+    return rc;
+}
+
 static enum sn_err check_leaves(const struct sn_sched *s, struct sn_error *err)
 {
     const struct sn_model *m = s->m;
@@ -172,6 +206,40 @@ static enum sn_err check_leaves(const struct sn_sched *s, struct sn_error *err)
                               load[sw], s->leaf_cap[sw]);
     }
     free(load);
+    return rc == SN_OK ? check_pods(s, admit, err) : rc;
+}
+
+/* Host CPU and memory per server: recomputed from the running jobs and
+ * within cores (bytes) x the oversell ratio. */
+static enum sn_err check_hosts(const struct sn_sched *s, struct sn_error *err)
+{
+    const struct sn_model *m = s->m;
+    double *cpu = calloc(2 * (size_t)m->n_servers + 1, sizeof(double)), *mem = cpu + m->n_servers;
+    if (!cpu)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory checking hosts");
+    for (uint32_t r = 0; r < s->n_running; r++) {
+        const struct sched_job *j = &s->jobs[s->running[r]];
+        for (uint32_t i = 0; i < j->spec.gpus; i++) {
+            cpu[m->gpu_server[j->gpus[i]]] += j->spec.cpu_cores_per_gpu;
+            mem[m->gpu_server[j->gpus[i]]] += j->spec.memory_bytes_per_gpu;
+        }
+    }
+    enum sn_err rc = SN_OK;
+    for (uint32_t srv = 0; srv < m->n_servers && rc == SN_OK; srv++) {
+        double tc = 1e-6 * (cpu[srv] + 1), tm = 1e-6 * (mem[srv] + 1);
+        if (fabs(cpu[srv] - s->srv_cpu_used[srv]) > tc ||
+            fabs(mem[srv] - s->srv_mem_used[srv]) > tm)
+            rc = sn_error_set(
+                err, SN_ERR_INTERNAL,
+                "invariant: server %u host use %g cores / %g bytes, recomputed %g / %g", srv,
+                s->srv_cpu_used[srv], s->srv_mem_used[srv], cpu[srv], mem[srv]);
+        else if ((s->srv_cpu_cap[srv] > 0 && cpu[srv] > s->srv_cpu_cap[srv] + tc) ||
+                 (s->srv_mem_cap[srv] > 0 && mem[srv] > s->srv_mem_cap[srv] + tm))
+            rc = sn_error_set(err, SN_ERR_INTERNAL,
+                              "invariant: server %u oversold: %g of %g cores, %g of %g bytes", srv,
+                              cpu[srv], s->srv_cpu_cap[srv], mem[srv], s->srv_mem_cap[srv]);
+    }
+    free(cpu);
     return rc;
 }
 
@@ -194,6 +262,8 @@ enum sn_err sn_sched_check_invariants(const struct sn_sched *s, struct sn_error 
         rc = check_quotas(s, err);
     if (rc == SN_OK)
         rc = check_leaves(s, err);
+    if (rc == SN_OK)
+        rc = check_hosts(s, err);
     return rc;
 }
 

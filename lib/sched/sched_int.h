@@ -23,9 +23,11 @@ struct sched_job {
     uint8_t reason;     /* enum sn_pending_reason */
     uint8_t health_min; /* spec.health_min scaled to 0..255 */
     bool degraded, split, cross, borrowed;
+    bool replaced;     /* GPUs swapped in place since its start (groups may span servers) */
     uint32_t list_pos; /* index in pending[] or running[] */
     uint32_t *gpus;    /* when running: spec.gpus IDs, group by group */
     uint32_t n_sn;
+    uint32_t n_pods; /* spine pods spanned */
     uint32_t preemptions, interruptions;
     uint32_t window_count; /* preemptions in the current window */
     double window_start_s;
@@ -47,6 +49,8 @@ struct sn_sched {
 
     /* per server */
     uint16_t *srv_usable, *srv_up, *srv_weak, *srv_gpus;
+    double *srv_cpu_used, *srv_cpu_cap; /* host cores: allocated, and cores x cpu_oversell */
+    double *srv_mem_used, *srv_mem_cap; /* host memory, likewise */
 
     /* per supernode */
     uint32_t *sn_usable, *sn_up, *sn_weak;
@@ -63,6 +67,8 @@ struct sn_sched {
 
     /* per switch (leaves only are used) */
     double *leaf_load, *leaf_cap;
+    /* per spine pod (3-tier fabrics): the pod's spine uplinks to the cores */
+    double *pod_load, *pod_cap, *pod_delta;
 
     /* jobs */
     struct sched_job *jobs;
@@ -86,7 +92,7 @@ struct sn_sched {
     uint32_t *touched;   /* leaves touched by a placement */
     struct sn_bitset domain;
 
-    uint64_t n_placements, n_preemptions, n_interruptions, n_attempts;
+    uint64_t n_placements, n_preemptions, n_interruptions, n_attempts, n_replacements;
     size_t job_gpu_bytes; /* bytes held by running jobs' GPU lists */
     size_t fixed_bytes;   /* bytes that scale with the cluster */
 };
@@ -100,6 +106,9 @@ struct place_mode {
 };
 
 /* sched_state.c */
+/* GPUs job j may still take on server srv for its CPU and memory needs
+ * (UINT32_MAX: no limit). */
+uint32_t sn__sched_srv_room(const struct sn_sched *s, uint32_t srv, const struct sched_job *j);
 void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double now);
 void sn__sched_release(struct sn_sched *s, uint32_t job);
 void sn__sched_requeue(struct sn_sched *s, uint32_t job, enum sn_decision_kind why, uint32_t cause);

@@ -9,14 +9,19 @@
  *
  * A job that fails for want of room (not for its quota) may preempt: the
  * first MAX_PREEMPT_TRIES such jobs in order are tried, and at most one
- * preemption happens per pass. The first such job still waiting is the
- * head and gets an EASY reservation: the shadow time is the earliest walltime-estimated
- * end of running jobs at which the free GPUs of its pools (counted, not
- * placed) reach its size; extra is what is left over then. A later job may
- * start only when it ends before the shadow time or uses at most extra GPUs
- * (extra then shrinks). Failures of one (tenant, pool, group, constraints)
- * signature hold for larger jobs of the same signature for the rest of the
- * pass (placements only take GPUs), which keeps a 10,000-job pass cheap.
+ * preemption happens per pass. A job that fits one supernode takes the
+ * supernode where its victims cost least; otherwise (a gang spanning
+ * supernodes) the set of supernodes comes first: each supernode's
+ * potential is what it could hold with every eligible victim gone, and the
+ * fewest supernodes whose potentials cover the job (within one spine pod
+ * when one suffices; ties to the cheaper) are chosen; then the cheapest
+ * victims in that set, one whole gang at a time, until the job fits there. The first such job still
+ * waiting is the head and gets an EASY reservation: the shadow time is the earliest
+ * walltime-estimated end of running jobs at which the free GPUs of its pools (counted, not placed)
+ * reach its size; extra is what is left over then. A later job may start only when it ends before
+ * the shadow time or uses at most extra GPUs (extra then shrinks). Failures of one (tenant, pool,
+ * group, constraints) signature hold for larger jobs of the same signature for the rest of the pass
+ * (placements only take GPUs), which keeps a 10,000-job pass cheap.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +32,8 @@
 /* Bounds on preemption work per pass: one successful preemption, and at
  * most this many blocked jobs looked at for one. */
 #define MAX_PREEMPT_TRIES 8
+/* Bound on the gangs one preemption may stop. */
+#define MAX_VICTIMS 64
 
 struct fail_sig {
     uint32_t tenant, pool, group, gpus;
@@ -139,24 +146,60 @@ static int cmp_victim(const void *ctx, uint32_t a, uint32_t b)
     return a < b ? -1 : a > b;
 }
 
+static struct place_mode victim_mode(const struct sn_sched *s)
+{
+    return (struct place_mode){s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion,
+                               true, true, false};
+}
+
+/* Adds to srv_extra the GPUs of victim v that pre could use: those in sn,
+ * or with sn == SN_NONE those in supernodes marked in sn_take. */
+static void add_victim(struct sn_sched *s, const struct sched_job *v, const struct sched_job *pre,
+                       const struct place_mode *mode, uint32_t sn)
+{
+    for (uint32_t i = 0; i < v->spec.gpus; i++) {
+        uint32_t g = v->gpus[i], gsn = s->m->gpu_supernode[g];
+        if ((sn != SN_NONE ? gsn != sn : !s->sn_take[gsn]) || s->gpu_down[g])
+            continue;
+        if (mode->use_health && (s->gpu_cordon[g] || s->gpu_health[g] < pre->health_min))
+            continue;
+        s->srv_extra[s->m->gpu_server[g]]++;
+    }
+}
+
+/* Appends to pick[*nv] the eligible victims with GPUs in sn (each once per
+ * stamp). */
+static void collect_victims(struct sn_sched *s, uint32_t sn, const struct sched_job *pre,
+                            double now, uint32_t *nv)
+{
+    const struct sn_supernode *S = &s->m->supernodes[sn];
+    for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
+        uint32_t o = s->gpu_owner[g];
+        if (o == SN_NONE || s->job_mark[o] == s->stamp)
+            continue;
+        s->job_mark[o] = s->stamp;
+        if (victim_ok(s, pre, sn, &s->jobs[o], now))
+            s->pick[(*nv)++] = o;
+    }
+}
+
+static void clear_extra_sn(struct sn_sched *s, uint32_t sn)
+{
+    const struct sn_supernode *S = &s->m->supernodes[sn];
+    for (uint32_t srv = S->first_server; srv < S->first_server + S->n_servers; srv++)
+        s->srv_extra[srv] = 0;
+}
+
 /* Victims on sn for preemptor pre: into s->pick (as job IDs), sorted;
  * then the shortest prefix that makes pre fit. Returns the prefix length
  * (0: none) and its cost in *cost. Leaves srv_extra cleared. */
 static uint32_t plan_victims(struct sn_sched *s, uint32_t sn, const struct sched_job *pre,
                              double now, double *cost)
 {
-    const struct sn_supernode *S = &s->m->supernodes[sn];
-    struct place_mode mode = {s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion,
-                              true, true, false};
-    uint32_t nv = 0, stamp = ++s->stamp;
-    for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
-        uint32_t o = s->gpu_owner[g];
-        if (o == SN_NONE || s->job_mark[o] == stamp)
-            continue;
-        s->job_mark[o] = stamp;
-        if (victim_ok(s, pre, sn, &s->jobs[o], now))
-            s->pick[nv++] = o;
-    }
+    struct place_mode mode = victim_mode(s);
+    uint32_t nv = 0;
+    ++s->stamp;
+    collect_victims(s, sn, pre, now, &nv);
     struct victim_ctx ctx = {s, now};
     sn__sched_sort(s->pick, nv, cmp_victim, &ctx);
     uint32_t k = 0;
@@ -164,25 +207,33 @@ static uint32_t plan_victims(struct sn_sched *s, uint32_t sn, const struct sched
     bool fits = false;
     while (k < nv && !fits) {
         const struct sched_job *v = &s->jobs[s->pick[k++]];
-        for (uint32_t i = 0; i < v->spec.gpus; i++) {
-            uint32_t g = v->gpus[i];
-            if (s->m->gpu_supernode[g] != sn || s->gpu_down[g])
-                continue;
-            if (mode.use_health && (s->gpu_cordon[g] || s->gpu_health[g] < pre->health_min))
-                continue;
-            s->srv_extra[s->m->gpu_server[g]]++;
-        }
+        add_victim(s, v, pre, &mode, sn);
         *cost += victim_cost(v, now);
         fits = sn__sched_sn_capacity(s, sn, pre, &mode) >= pre->spec.gpus;
     }
-    for (uint32_t srv = S->first_server; srv < S->first_server + S->n_servers; srv++)
-        s->srv_extra[srv] = 0;
+    clear_extra_sn(s, sn);
     return fits ? k : 0;
+}
+
+/* Requeues victims[0..nv) for job (window accounting), then places job. */
+static bool evict_and_place(struct sn_sched *s, uint32_t job, const uint32_t *victims, uint32_t nv,
+                            double now)
+{
+    for (uint32_t i = 0; i < nv; i++) {
+        struct sched_job *v = &s->jobs[victims[i]];
+        if (now - v->window_start_s >= s->cfg.preemption_window_s) {
+            v->window_start_s = now;
+            v->window_count = 0;
+        }
+        v->window_count++;
+        sn__sched_requeue(s, victims[i], SN_DECISION_PREEMPT, job);
+    }
+    return sn__sched_place(s, job, now) == SN_PENDING_NONE;
 }
 
 /* Preempts the cheapest victims in the supernode where pre fits at the
  * lowest cost, then places pre. True when pre started. */
-static bool preempt_for(struct sn_sched *s, uint32_t job, double now)
+static bool preempt_single(struct sn_sched *s, uint32_t job, double now)
 {
     const struct sched_job *pre = &s->jobs[job];
     uint32_t best = SN_NONE;
@@ -202,21 +253,163 @@ static bool preempt_for(struct sn_sched *s, uint32_t job, double now)
     double cost;
     uint32_t k = plan_victims(s, best, pre, now, &cost);
     /* pick is reused by placement: copy the victims first. */
-    uint32_t victims[64];
-    uint32_t nv = k < 64 ? k : 64;
-    memcpy(victims, s->pick, nv * sizeof(uint32_t));
-    if (nv < k)
-        return false; /* bounded: at most 64 gangs per preemption */
+    uint32_t victims[MAX_VICTIMS];
+    if (k > MAX_VICTIMS)
+        return false; /* bounded: at most MAX_VICTIMS gangs per preemption */
+    memcpy(victims, s->pick, k * sizeof(uint32_t));
+    return evict_and_place(s, job, victims, k, now);
+}
+
+/* ---- preemption across supernodes ------------------------------------ */
+
+/* What supernode sn could hold for pre with every eligible victim there
+ * gone (into sn_take[sn]) and what freeing all of them costs (*cost). */
+static uint32_t sn_potential(struct sn_sched *s, uint32_t sn, const struct sched_job *pre,
+                             double now, double *cost)
+{
+    struct place_mode mode = victim_mode(s);
+    uint32_t nv = 0;
+    ++s->stamp;
+    collect_victims(s, sn, pre, now, &nv);
+    *cost = 0;
     for (uint32_t i = 0; i < nv; i++) {
-        struct sched_job *v = &s->jobs[victims[i]];
-        if (now - v->window_start_s >= s->cfg.preemption_window_s) {
-            v->window_start_s = now;
-            v->window_count = 0;
-        }
-        v->window_count++;
-        sn__sched_requeue(s, victims[i], SN_DECISION_PREEMPT, job);
+        add_victim(s, &s->jobs[s->pick[i]], pre, &mode, sn);
+        *cost += victim_cost(&s->jobs[s->pick[i]], now);
     }
-    return sn__sched_place(s, job, now) == SN_PENDING_NONE;
+    uint32_t cap = sn__sched_sn_capacity(s, sn, pre, &mode);
+    clear_extra_sn(s, sn);
+    return cap;
+}
+
+struct set_ctx {
+    const struct sn_sched *s;
+    const double *cost;
+    bool by_pod;
+};
+
+/* Pod (when by_pod), then potential capacity (descending), then the cost
+ * of freeing it all, then ID. */
+static int cmp_potential(const void *ctx, uint32_t x, uint32_t y)
+{
+    const struct set_ctx *c = ctx;
+    const struct sn_sched *s = c->s;
+    if (c->by_pod && s->sn_pod[x] != s->sn_pod[y])
+        return s->sn_pod[x] < s->sn_pod[y] ? -1 : 1;
+    if (s->sn_take[x] != s->sn_take[y])
+        return s->sn_take[x] > s->sn_take[y] ? -1 : 1;
+    if (c->cost[x] != c->cost[y])
+        return c->cost[x] < c->cost[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Topology first: the fewest of the nc candidates in sn_order (potentials
+ * in sn_take) that cover pre, within one pod when a pod suffices, else
+ * cluster-wide; moved to sn_order[0..k). Returns k (0: none). */
+static uint32_t choose_set(struct sn_sched *s, const struct sched_job *pre, uint32_t nc,
+                           const double *cost)
+{
+    struct set_ctx ctx = {s, cost, true};
+    sn__sched_sort(s->sn_order, nc, cmp_potential, &ctx);
+    uint32_t best_first = 0, best_k = 0;
+    for (uint32_t a = 0; a < nc;) {
+        uint32_t b = a, sum = 0, k = 0;
+        while (b < nc && s->sn_pod[s->sn_order[b]] == s->sn_pod[s->sn_order[a]])
+            b++;
+        for (uint32_t i = a; i < b && sum < pre->spec.gpus; i++, k++)
+            sum += s->sn_take[s->sn_order[i]];
+        if (sum >= pre->spec.gpus && (best_k == 0 || k < best_k)) {
+            best_k = k;
+            best_first = a;
+        }
+        a = b;
+    }
+    if (best_k == 0) { /* no pod suffices: across pods, largest first */
+        ctx.by_pod = false;
+        sn__sched_sort(s->sn_order, nc, cmp_potential, &ctx);
+        uint32_t sum = 0;
+        while (best_k < nc && sum < pre->spec.gpus)
+            sum += s->sn_take[s->sn_order[best_k++]];
+        if (sum < pre->spec.gpus)
+            return 0;
+    }
+    memmove(s->sn_order, s->sn_order + best_first, best_k * sizeof(uint32_t));
+    return best_k;
+}
+
+/* Candidates for a multi-supernode preemption: allowed supernodes whose
+ * potential holds at least one group, into sn_order (potential in
+ * sn_take, cost of freeing all in cost[]). Returns how many. */
+static uint32_t potential_candidates(struct sn_sched *s, const struct sched_job *pre, double now,
+                                     double *cost)
+{
+    uint32_t nc = 0;
+    for (uint32_t sn = 0; sn < s->m->n_supernodes; sn++) {
+        if (!sn__sched_sn_allowed(s, sn, pre, true))
+            continue;
+        uint32_t cap = sn_potential(s, sn, pre, now, &cost[sn]);
+        if (cap < pre->spec.group_gpus)
+            continue;
+        s->sn_take[sn] = cap;
+        s->sn_order[nc++] = sn;
+    }
+    return nc;
+}
+
+/* The cheapest victims in the k supernodes of sn_order that make pre fit
+ * there (sn_take marks the set): their count in pick[0..), 0 when none. */
+static uint32_t plan_set_victims(struct sn_sched *s, const struct sched_job *pre, uint32_t k,
+                                 double now)
+{
+    struct place_mode mode = victim_mode(s);
+    uint32_t nv = 0, used = 0;
+    ++s->stamp;
+    for (uint32_t i = 0; i < k; i++)
+        collect_victims(s, s->sn_order[i], pre, now, &nv);
+    struct victim_ctx vctx = {s, now};
+    sn__sched_sort(s->pick, nv, cmp_victim, &vctx);
+    bool fits = false;
+    while (used < nv && !fits) {
+        add_victim(s, &s->jobs[s->pick[used++]], pre, &mode, SN_NONE);
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < k; i++)
+            sum += sn__sched_sn_capacity(s, s->sn_order[i], pre, &mode);
+        fits = sum >= pre->spec.gpus;
+    }
+    for (uint32_t i = 0; i < k; i++)
+        clear_extra_sn(s, s->sn_order[i]);
+    return fits ? used : 0;
+}
+
+/* A gang that needs several supernodes: choose the set first (topology),
+ * then the cheapest victims there, whole gangs, at most MAX_VICTIMS. */
+static bool preempt_multi(struct sn_sched *s, uint32_t job, double now)
+{
+    const struct sched_job *pre = &s->jobs[job];
+    double *cost = malloc((s->m->n_supernodes + 1) * sizeof(double));
+    if (!cost)
+        return false;
+    uint32_t nc = potential_candidates(s, pre, now, cost);
+    uint32_t k = choose_set(s, pre, nc, cost);
+    free(cost);
+    for (uint32_t sn = 0; sn < s->m->n_supernodes; sn++)
+        s->sn_take[sn] = 0;
+    for (uint32_t i = 0; i < k; i++)
+        s->sn_take[s->sn_order[i]] = 1;
+    uint32_t nv = k ? plan_set_victims(s, pre, k, now) : 0;
+    for (uint32_t i = 0; i < k; i++)
+        s->sn_take[s->sn_order[i]] = 0;
+    if (nv == 0 || nv > MAX_VICTIMS)
+        return false;
+    uint32_t victims[MAX_VICTIMS];
+    memcpy(victims, s->pick, nv * sizeof(uint32_t));
+    return evict_and_place(s, job, victims, nv, now);
+}
+
+static bool preempt_for(struct sn_sched *s, uint32_t job, double now)
+{
+    if (preempt_single(s, job, now))
+        return true;
+    return !s->jobs[job].spec.one_supernode && preempt_multi(s, job, now);
 }
 
 /* ---- reservation ----------------------------------------------------- */

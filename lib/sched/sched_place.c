@@ -19,15 +19,17 @@
  *     of the job's groups so far; larger groups take the fullest-free
  *     servers first;
  *  4. a job spanning supernodes adds xsn_bytes_per_s per GPU to the leaf
- *     of each of its GPUs; the placement is refused when any leaf's load
- *     would exceed uplinks x port speed.
+ *     of each of its GPUs, and, spanning spine pods, to its pod's spine
+ *     uplinks; the placement is refused when any leaf's load would exceed
+ *     uplinks x port speed or any pod's its spine-to-core capacity.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched_int.h"
 
-/* Usable GPUs in a server for job j under mode. */
+/* Usable GPUs in a server for job j under mode, within the server's CPU
+ * and memory room for j. */
 static uint32_t srv_count(const struct sn_sched *s, uint32_t srv, const struct sched_job *j,
                           const struct place_mode *mode)
 {
@@ -42,7 +44,9 @@ static uint32_t srv_count(const struct sn_sched *s, uint32_t srv, const struct s
         for (uint32_t g = first; g < first + s->srv_gpus[srv]; g++)
             n += sn__sched_gpu_usable(s, g, j, mode);
     }
-    return mode->use_extra ? n + s->srv_extra[srv] : n;
+    n = mode->use_extra ? n + s->srv_extra[srv] : n;
+    uint32_t room = sn__sched_srv_room(s, srv, j);
+    return n < room ? n : room;
 }
 
 static uint32_t sn_fast_count(const struct sn_sched *s, uint32_t sn, const struct place_mode *mode)
@@ -167,8 +171,10 @@ static void fill_supernode(struct sn_sched *s, uint32_t sn, uint32_t amount,
     uint32_t g = j->spec.group_gpus;
     if (g > s->srv_gpus[S->first_server]) {
         uint32_t n = sorted_servers(s, sn, j, mode, 1, true);
-        for (uint32_t i = 0; i < n && amount > 0; i++)
-            amount -= take_server(s, s->srv_order[i], 0, amount, j, mode, np);
+        for (uint32_t i = 0; i < n && amount > 0; i++) {
+            uint32_t srv = s->srv_order[i], c = s->srv_extra[srv];
+            amount -= take_server(s, srv, 0, amount < c ? amount : c, j, mode, np);
+        }
         clear_extra(s, n);
         return;
     }
@@ -337,11 +343,35 @@ static bool place_multi(struct sn_sched *s, const struct sched_job *j,
     return ok;
 }
 
-/* Bandwidth admission of the placement in pick (spanning supernodes). */
+/* Pod uplinks: a placement in pick spanning spine pods adds bw per GPU
+ * to its pod's spine uplinks; false when one would exceed its capacity. */
+static bool pod_bandwidth_ok(struct sn_sched *s, double bw, uint32_t np)
+{
+    const struct sn_model *m = s->m;
+    uint32_t pod0 = s->sn_pod[m->gpu_supernode[s->pick[0]]];
+    bool spans = false;
+    for (uint32_t i = 1; i < np && !spans; i++)
+        spans = s->sn_pod[m->gpu_supernode[s->pick[i]]] != pod0;
+    if (!spans)
+        return true;
+    for (uint32_t i = 0; i < np; i++)
+        s->pod_delta[s->sn_pod[m->gpu_supernode[s->pick[i]]]] += bw;
+    bool ok = true;
+    for (uint32_t p = 0; p < s->n_pods; p++) {
+        if (s->pod_delta[p] > 0 && s->pod_load[p] + s->pod_delta[p] > s->pod_cap[p] * (1 + 1e-9))
+            ok = false;
+        s->pod_delta[p] = 0;
+    }
+    return ok;
+}
+
+/* Bandwidth admission of the placement in pick (spanning supernodes) on
+ * every tier its cross-supernode traffic crosses: leaf uplinks, and the
+ * spine uplinks of its pods when it spans pods. */
 static bool bandwidth_ok(struct sn_sched *s, const struct sched_job *j, uint32_t np)
 {
     double bw = j->spec.xsn_bytes_per_s;
-    if (!(bw > 0))
+    if (!(bw > 0) || np == 0)
         return true;
     uint32_t nt = 0;
     bool ok = true;
@@ -361,7 +391,7 @@ static bool bandwidth_ok(struct sn_sched *s, const struct sched_job *j, uint32_t
             ok = false;
         s->leaf_delta[leaf] = 0;
     }
-    return ok;
+    return ok && pod_bandwidth_ok(s, bw, np);
 }
 
 /* ---- baselines ------------------------------------------------------- */
@@ -381,8 +411,8 @@ static bool place_first_fit(struct sn_sched *s, const struct sched_job *j,
         for (uint32_t srv = S->first_server; srv < S->first_server + S->n_servers; srv++) {
             if (need == 0 || avail == 0)
                 break;
-            uint32_t want = need < avail ? need : avail;
-            uint32_t got = take_server(s, srv, 0, want, j, mode, np);
+            uint32_t want = need < avail ? need : avail, hr = sn__sched_srv_room(s, srv, j);
+            uint32_t got = take_server(s, srv, 0, want < hr ? want : hr, j, mode, np);
             need -= got;
             avail -= got;
         }
@@ -399,7 +429,7 @@ static bool place_tree(struct sn_sched *s, const struct sched_job *j, const stru
     struct sched_job one = *j;
     one.spec.group_gpus = 1; /* the tree plugin knows no groups */
     for (uint32_t srv = 0; srv < s->m->n_servers; srv++) {
-        uint32_t c = s->srv_up[srv];
+        uint32_t c = srv_count(s, srv, j, mode);
         if (n > s->srv_gpus[srv])
             continue;
         uint32_t sn = s->m->server_supernode[srv];

@@ -9,6 +9,7 @@
  * domain covers it (gpu_contrib() says how); callers change a GPU's flags
  * only between a "remove contribution" and an "add contribution".
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,9 @@ void sn_sched_config_defaults(struct sn_sched_config *c)
     c->min_runtime_s = 600;
     c->max_preemptions = 2;
     c->preemption_window_s = 3600;
+    c->replace_in_place = true;
+    c->cpu_oversell = 1;
+    c->memory_oversell = 1;
     c->n_tenants = 1;
     c->tenants = &default_tenant;
 }
@@ -88,6 +92,31 @@ static void gpu_contrib(struct sn_sched *s, uint32_t g, int sign)
         s->srv_weak[srv] = (uint16_t)(s->srv_weak[srv] + sign);
         s->sn_weak[sn] += (uint32_t)sign;
     }
+}
+
+uint32_t sn__sched_srv_room(const struct sn_sched *s, uint32_t srv, const struct sched_job *j)
+{
+    uint32_t room = UINT32_MAX;
+    double need = j->spec.cpu_cores_per_gpu;
+    if (need > 0 && s->srv_cpu_cap[srv] > 0) {
+        double left = s->srv_cpu_cap[srv] - s->srv_cpu_used[srv];
+        room = left > 0 ? (uint32_t)fmin(floor(left / need + 1e-9), UINT32_MAX) : 0;
+    }
+    need = j->spec.memory_bytes_per_gpu;
+    if (need > 0 && s->srv_mem_cap[srv] > 0) {
+        double left = s->srv_mem_cap[srv] - s->srv_mem_used[srv];
+        uint32_t r = left > 0 ? (uint32_t)fmin(floor(left / need + 1e-9), UINT32_MAX) : 0;
+        room = r < room ? r : room;
+    }
+    return room;
+}
+
+/* Adds (sign +1) or removes (-1) one GPU's host CPU and memory of job j
+ * on server srv. */
+static void host_add(struct sn_sched *s, uint32_t srv, const struct sched_job *j, double sign)
+{
+    s->srv_cpu_used[srv] += sign * j->spec.cpu_cores_per_gpu;
+    s->srv_mem_used[srv] += sign * j->spec.memory_bytes_per_gpu;
 }
 
 bool sn__sched_gpu_usable(const struct sn_sched *s, uint32_t g, const struct sched_job *j,
@@ -173,6 +202,9 @@ static void tenant_add(struct sn_sched *s, uint32_t tenant, uint32_t sn, int sig
         s->sn_owner[sn] = s->sn_busy[sn] ? tenant : SN_NONE;
 }
 
+/* Cross-supernode traffic: every GPU of a job spanning supernodes loads
+ * its leaf's uplinks; of a job spanning spine pods, also its pod's spine
+ * uplinks. */
 static void leaf_add(struct sn_sched *s, const struct sched_job *j, double sign)
 {
     if (j->n_sn < 2 || !(j->spec.xsn_bytes_per_s > 0))
@@ -181,6 +213,9 @@ static void leaf_add(struct sn_sched *s, const struct sched_job *j, double sign)
         uint32_t leaf = s->m->gpu_leaf[j->gpus[i]];
         if (leaf != SN_NONE)
             s->leaf_load[leaf] += sign * j->spec.xsn_bytes_per_s;
+        if (j->n_pods > 1)
+            s->pod_load[s->sn_pod[s->m->gpu_supernode[j->gpus[i]]]] +=
+                sign * j->spec.xsn_bytes_per_s;
     }
 }
 
@@ -188,14 +223,18 @@ static void leaf_add(struct sn_sched *s, const struct sched_job *j, double sign)
 static void placement_flags(struct sn_sched *s, struct sched_job *j)
 {
     const struct sn_model *m = s->m;
-    uint32_t g = j->spec.group_gpus, n_sn = 0;
+    uint32_t g = j->spec.group_gpus, n_sn = 0, pod0 = SN_NONE;
     j->split = j->cross = j->borrowed = j->degraded = false;
+    j->n_pods = 1;
     for (uint32_t i = 0; i < j->spec.gpus; i++) {
         uint32_t gpu = j->gpus[i], sn = m->gpu_supernode[gpu];
         if (s->sn_take[sn] == 0) {
             s->sn_take[sn] = 1;
             s->sn_order[n_sn++] = sn;
             j->borrowed |= s->sn_pool[sn] != j->spec.pool;
+            if (pod0 == SN_NONE)
+                pod0 = s->sn_pod[sn];
+            j->n_pods += pod0 != s->sn_pod[sn] && j->n_pods == 1;
         }
         uint32_t first = j->gpus[i - i % g];
         if (m->gpu_supernode[first] != sn)
@@ -218,7 +257,9 @@ void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double n
         gpu_contrib(s, g, -1);
         s->gpu_owner[g] = job;
         tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], +1);
+        host_add(s, s->m->gpu_server[g], j, +1);
     }
+    j->replaced = false;
     placement_flags(s, j);
     leaf_add(s, j, +1);
     list_remove(s->pending, &s->n_pending, s->jobs, job);
@@ -240,12 +281,14 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
         s->gpu_owner[g] = SN_NONE;
         gpu_contrib(s, g, +1);
         tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], -1);
+        host_add(s, s->m->gpu_server[g], j, -1);
     }
     free(j->gpus);
     j->gpus = NULL;
     s->job_gpu_bytes -= (size_t)j->spec.gpus * sizeof(uint32_t);
     list_remove(s->running, &s->n_running, s->jobs, job);
     j->n_sn = 0;
+    j->n_pods = 0;
     j->split = j->cross = j->borrowed = j->degraded = false;
 }
 
@@ -278,6 +321,28 @@ static void *sched_alloc(struct sn_sched *s, size_t count, size_t size, bool *fa
     return p;
 }
 
+/* Capacity of each pod's spine uplinks: every spine takes the pod of the
+ * first leaf linked to it (spine_pod is scratch, one per spine); each of
+ * its links to a core adds the spine's port speed. */
+static void pod_capacity(struct sn_sched *s, uint32_t *spine_pod)
+{
+    const struct sn_model *m = s->m;
+    memset(spine_pod, 0xff, (m->n_spines + 1) * sizeof(uint32_t));
+    for (uint64_t l = m->tier_first[SN_TIER_LEAF_SPINE]; l < m->tier_first[SN_TIER_LEAF_SPINE + 1];
+         l++) {
+        const struct sn_link *link = &m->links[l];
+        uint32_t sn = m->switch_supernode[link->a_id], spine = link->b_id - m->first_spine;
+        if (sn != SN_NONE && spine_pod[spine] == SN_NONE)
+            spine_pod[spine] = s->sn_pod[sn];
+    }
+    for (uint64_t l = m->tier_first[SN_TIER_SPINE_CORE]; l < m->tier_first[SN_TIER_SPINE_CORE + 1];
+         l++) {
+        uint32_t spine = m->links[l].a_id, pod = spine_pod[spine - m->first_spine];
+        if (pod != SN_NONE)
+            s->pod_cap[pod] += sn_model_switch_spec(m, spine)->port_bytes_per_s;
+    }
+}
+
 /* Pod of each supernode: the spine that its first leaf's first uplink
  * reaches, numbered densely. A 2-tier fabric is one pod. */
 static void find_pods(struct sn_sched *s)
@@ -305,11 +370,12 @@ static void find_pods(struct sn_sched *s)
             spine_pod[spine] = ++pods;
         s->sn_pod[sn] = spine_pod[spine] - 1;
     }
-    free(spine_pod);
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
         if (s->sn_pod[sn] == SN_NONE)
             s->sn_pod[sn] = pods;
     s->n_pods = pods + 1;
+    pod_capacity(s, spine_pod);
+    free(spine_pod);
 }
 
 static enum sn_err copy_config(struct sn_sched *s, const struct sn_sched_config *c,
@@ -359,8 +425,14 @@ static void init_counts(struct sn_sched *s)
         s->gpu_health[g] = HEALTH_FULL;
         gpu_contrib(s, g, +1);
     }
-    for (uint32_t srv = 0; srv < m->n_servers; srv++)
-        s->srv_gpus[srv] = (uint16_t)sn_model_server_spec(m, srv)->gpus;
+    double cpu = s->cfg.cpu_oversell > 0 ? s->cfg.cpu_oversell : 1;
+    double mem = s->cfg.memory_oversell > 0 ? s->cfg.memory_oversell : 1;
+    for (uint32_t srv = 0; srv < m->n_servers; srv++) {
+        const struct sn_server_model *spec = sn_model_server_spec(m, srv);
+        s->srv_gpus[srv] = (uint16_t)spec->gpus;
+        s->srv_cpu_cap[srv] = spec->cpu_cores * cpu; /* 0: not stated, no limit */
+        s->srv_mem_cap[srv] = spec->memory_bytes * mem;
+    }
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
         s->sn_owner[sn] = SN_NONE;
     for (uint32_t sw = 0; sw < m->n_switches; sw++)
@@ -368,14 +440,10 @@ static void init_counts(struct sn_sched *s)
             s->leaf_cap[sw] = m->leaf_uplinks[sw] * sn_model_switch_spec(m, sw)->port_bytes_per_s;
 }
 
-enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_config *c,
-                            struct sn_sched **out, struct sn_error *err)
+/* Allocates every array that scales with the cluster; *failed on any
+ * allocation failure (the caller frees what was made). */
+static void alloc_arrays(struct sn_sched *s, const struct sn_model *m, bool *fail)
 {
-    *out = NULL;
-    struct sn_sched *s = calloc(1, sizeof(*s));
-    if (!s)
-        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the scheduler");
-    s->m = m;
     bool failed = false;
     uint32_t nsn = m->n_supernodes, nsw = m->n_switches;
     s->gpu_owner = sched_alloc(s, m->n_gpus, sizeof(uint32_t), &failed);
@@ -386,6 +454,10 @@ enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_conf
     s->srv_up = sched_alloc(s, m->n_servers, sizeof(uint16_t), &failed);
     s->srv_weak = sched_alloc(s, m->n_servers, sizeof(uint16_t), &failed);
     s->srv_gpus = sched_alloc(s, m->n_servers, sizeof(uint16_t), &failed);
+    s->srv_cpu_used = sched_alloc(s, m->n_servers, sizeof(double), &failed);
+    s->srv_cpu_cap = sched_alloc(s, m->n_servers, sizeof(double), &failed);
+    s->srv_mem_used = sched_alloc(s, m->n_servers, sizeof(double), &failed);
+    s->srv_mem_cap = sched_alloc(s, m->n_servers, sizeof(double), &failed);
     s->srv_extra = sched_alloc(s, m->n_servers, sizeof(uint16_t), &failed);
     s->srv_order = sched_alloc(s, m->n_servers, sizeof(uint32_t), &failed);
     s->sn_usable = sched_alloc(s, nsn, sizeof(uint32_t), &failed);
@@ -401,8 +473,25 @@ enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_conf
     s->leaf_load = sched_alloc(s, nsw, sizeof(double), &failed);
     s->leaf_cap = sched_alloc(s, nsw, sizeof(double), &failed);
     s->leaf_delta = sched_alloc(s, nsw, sizeof(double), &failed);
+    s->pod_load = sched_alloc(s, nsn + 1, sizeof(double), &failed);
+    s->pod_cap = sched_alloc(s, nsn + 1, sizeof(double), &failed);
+    s->pod_delta = sched_alloc(s, nsn + 1, sizeof(double), &failed);
     s->touched = sched_alloc(s, nsw, sizeof(uint32_t), &failed);
     s->pick = sched_alloc(s, m->n_gpus, sizeof(uint32_t), &failed);
+    *fail = failed;
+}
+
+enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_config *c,
+                            struct sn_sched **out, struct sn_error *err)
+{
+    *out = NULL;
+    struct sn_sched *s = calloc(1, sizeof(*s));
+    if (!s)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the scheduler");
+    s->m = m;
+    bool failed = false;
+    uint32_t nsn = m->n_supernodes;
+    alloc_arrays(s, m, &failed);
     enum sn_err rc = SN_ERR_NOMEM;
     if (failed || sn_bitset_init(&s->domain, m->n_gpus ? m->n_gpus : 1, err) != SN_OK)
         goto fail;
@@ -434,13 +523,15 @@ void sn_sched_destroy(struct sn_sched *s)
     for (uint32_t j = 0; j < s->n_jobs; j++)
         free(s->jobs[j].gpus);
     void *arrays[] = {
-        s->gpu_owner,   s->gpu_health,     s->gpu_down,    s->gpu_cordon, s->srv_usable,
-        s->srv_up,      s->srv_weak,       s->srv_gpus,    s->srv_extra,  s->srv_order,
-        s->sn_usable,   s->sn_up,          s->sn_weak,     s->sn_pool,    s->sn_pod,
-        s->sn_owner,    s->sn_busy,        s->sn_ntenants, s->sn_take,    s->sn_order,
-        s->leaf_load,   s->leaf_cap,       s->leaf_delta,  s->touched,    s->pick,
-        s->tenant_gpus, s->tenant_sn_gpus, s->tenants,     s->pools,      s->jobs,
-        s->pending,     s->running,        s->job_mark,    s->dec};
+        s->gpu_owner,  s->gpu_health, s->gpu_down,     s->gpu_cordon,  s->srv_usable,
+        s->srv_up,     s->srv_weak,   s->srv_gpus,     s->srv_extra,   s->srv_order,
+        s->sn_usable,  s->sn_up,      s->sn_weak,      s->sn_pool,     s->sn_pod,
+        s->sn_owner,   s->sn_busy,    s->sn_ntenants,  s->sn_take,     s->sn_order,
+        s->leaf_load,  s->leaf_cap,   s->leaf_delta,   s->touched,     s->pick,
+        s->pod_load,   s->pod_cap,    s->pod_delta,    s->tenant_gpus, s->tenant_sn_gpus,
+        s->tenants,    s->pools,      s->jobs,         s->pending,     s->running,
+        s->job_mark,   s->dec,        s->srv_cpu_used, s->srv_cpu_cap, s->srv_mem_used,
+        s->srv_mem_cap};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
     sn_bitset_release(&s->domain);
@@ -494,6 +585,9 @@ static enum sn_err check_job(const struct sn_sched *s, const struct sn_job_spec 
                             "job: 'gpus' is %u, expected 1 to %u and a multiple of "
                             "'group_gpus' (%u)",
                             j->gpus, SN_SCHED_MAX_JOB_GPUS, group);
+    if (!(j->cpu_cores_per_gpu >= 0) || !(j->memory_bytes_per_gpu >= 0))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "job: 'cpu_cores_per_gpu' and 'memory_bytes_per_gpu' must be >= 0");
     if (!(j->walltime_s > 0) || !(j->health_min >= 0 && j->health_min <= 1) ||
         !(j->xsn_bytes_per_s >= 0) || !(j->checkpoint_s >= 0) || !(j->restart_s >= 0))
         return sn_error_set(err, SN_ERR_INVALID,
@@ -597,6 +691,80 @@ static enum sn_err domain_check(const struct sn_sched *s, enum sn_domain_kind ki
     return SN_OK;
 }
 
+/* A free usable GPU of old's supernode for job j: old's server first, then
+ * the supernode's servers in order; on old's leaf when the job loads
+ * uplinks; within the server's CPU and memory room. SN_NONE when none. */
+static uint32_t find_spare(const struct sn_sched *s, const struct sched_job *j, uint32_t old)
+{
+    const struct sn_model *m = s->m;
+    const struct sn_supernode *S = &m->supernodes[m->gpu_supernode[old]];
+    struct place_mode mode = {s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion,
+                              false, false, false};
+    bool same_leaf = j->n_sn > 1 && j->spec.xsn_bytes_per_s > 0;
+    uint32_t home = m->gpu_server[old];
+    for (uint32_t k = 0; k <= S->n_servers; k++) {
+        uint32_t srv = k == 0 ? home : S->first_server + k - 1;
+        if ((k > 0 && srv == home) || sn__sched_srv_room(s, srv, j) == 0)
+            continue;
+        for (uint32_t g = m->server_first_gpu[srv]; g < m->server_first_gpu[srv] + s->srv_gpus[srv];
+             g++)
+            if (sn__sched_gpu_usable(s, g, j, &mode) &&
+                (!same_leaf || m->gpu_leaf[g] == m->gpu_leaf[old]))
+                return g;
+    }
+    return SN_NONE;
+}
+
+/* Moves slot i of job j from its (failed) GPU to gpu, or back (undo). */
+static void swap_slot(struct sn_sched *s, uint32_t job, uint32_t i, uint32_t gpu)
+{
+    struct sched_job *j = &s->jobs[job];
+    uint32_t old = j->gpus[i];
+    host_add(s, s->m->gpu_server[old], j, -1);
+    s->gpu_owner[old] = SN_NONE;
+    gpu_contrib(s, old, +1);
+    gpu_contrib(s, gpu, -1);
+    s->gpu_owner[gpu] = job;
+    host_add(s, s->m->gpu_server[gpu], j, +1);
+    j->gpus[i] = gpu;
+}
+
+/* Swaps every failed GPU of a running job for a spare in the same
+ * supernode; false (nothing changed) when one has none. */
+static bool replace_in_place(struct sn_sched *s, uint32_t job)
+{
+    struct sched_job *j = &s->jobs[job];
+    uint32_t n = j->spec.gpus, done = 0;
+    uint32_t *old = malloc((size_t)n * sizeof(uint32_t));
+    if (!old)
+        return false;
+    memcpy(old, j->gpus, (size_t)n * sizeof(uint32_t));
+    bool ok = true;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        if (!s->gpu_down[old[i]])
+            continue;
+        uint32_t g = find_spare(s, j, old[i]);
+        ok = g != SN_NONE;
+        if (ok) {
+            swap_slot(s, job, i, g);
+            done++;
+        }
+    }
+    for (uint32_t i = 0; !ok && i < n; i++)
+        if (j->gpus[i] != old[i])
+            swap_slot(s, job, i, old[i]);
+    free(old);
+    if (!ok)
+        return false;
+    placement_flags(s, j);
+    j->replaced = true;
+    j->interruptions++;
+    s->n_interruptions++;
+    s->n_replacements++;
+    sn__sched_decide(s, SN_DECISION_REPLACE, job, SN_NONE);
+    return true;
+}
+
 enum sn_err sn_sched_fail(struct sn_sched *s, enum sn_domain_kind kind, uint32_t id, double now,
                           struct sn_error *err)
 {
@@ -607,16 +775,26 @@ enum sn_err sn_sched_fail(struct sn_sched *s, enum sn_domain_kind kind, uint32_t
     sn_bitset_clear_all(&s->domain);
     sn_model_domain_gpus(s->m, kind, id, &s->domain);
     for (uint32_t g = sn_bitset_next(&s->domain, 0); g != UINT32_MAX;
-         g = sn_bitset_next(&s->domain, g + 1)) {
+         g = sn_bitset_next(&s->domain, g + 1))
         if (s->gpu_down[g] == UINT8_MAX)
             return sn_error_set(err, SN_ERR_LIMIT, "failure: GPU %u is under 255 failures", g);
+    /* Every GPU goes down first, so no replacement lands in the domain. */
+    uint32_t stamp = ++s->stamp, n_hit = 0;
+    for (uint32_t g = sn_bitset_next(&s->domain, 0); g != UINT32_MAX;
+         g = sn_bitset_next(&s->domain, g + 1)) {
         gpu_contrib(s, g, -1);
         s->gpu_down[g]++;
         gpu_contrib(s, g, +1);
         uint32_t owner = s->gpu_owner[g];
-        if (owner != SN_NONE)
-            sn__sched_requeue(s, owner, SN_DECISION_INTERRUPT, SN_NONE);
+        if (owner != SN_NONE && s->job_mark[owner] != stamp) {
+            s->job_mark[owner] = stamp;
+            s->pick[n_hit++] = owner;
+        }
     }
+    bool spares = s->cfg.replace_in_place && s->cfg.spare_gpus_per_supernode > 0;
+    for (uint32_t i = 0; i < n_hit; i++)
+        if (!spares || !replace_in_place(s, s->pick[i]))
+            sn__sched_requeue(s, s->pick[i], SN_DECISION_INTERRUPT, SN_NONE);
     return SN_OK;
 }
 
@@ -728,6 +906,7 @@ void sn_sched_stats(const struct sn_sched *s, struct sn_sched_stats *st)
     st->placements = s->n_placements;
     st->preemptions = s->n_preemptions;
     st->interruptions = s->n_interruptions;
+    st->replacements = s->n_replacements;
     st->placement_attempts = s->n_attempts;
     st->memory_jobs_bytes =
         (size_t)s->cap_jobs * (sizeof(struct sched_job) + 3 * sizeof(uint32_t)) + s->job_gpu_bytes;
@@ -744,6 +923,21 @@ double sn_sched_leaf_load(const struct sn_sched *s, uint32_t leaf, double *capac
     }
     *capacity = s->leaf_cap[leaf];
     return s->leaf_load[leaf];
+}
+
+double sn_sched_pod_load(const struct sn_sched *s, uint32_t pod, double *capacity)
+{
+    if (pod >= s->n_pods) {
+        *capacity = 0;
+        return 0;
+    }
+    *capacity = s->pod_cap[pod];
+    return s->pod_load[pod];
+}
+
+uint32_t sn_sched_supernode_pod(const struct sn_sched *s, uint32_t sn)
+{
+    return sn < s->m->n_supernodes ? s->sn_pod[sn] : SN_NONE;
 }
 
 uint32_t sn_sched_tenant_gpus(const struct sn_sched *s, uint32_t tenant, uint32_t sn)

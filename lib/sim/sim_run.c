@@ -10,10 +10,13 @@
  * seeded RNG in a fixed order, so a run is a pure function of its inputs.
  *
  * Progress (docs/simulator.md): a running job advances its work at
- * rate_eff = rate x tau / (tau + ckpt_cost), where rate is the product of
- * the placement factors (split or crossing groups, oversubscribed leaves)
- * and the speed of its slowest GPU, and tau is the checkpoint interval in
- * work-seconds. An interruption keeps floor(progress / tau) x tau of the
+ * rate_eff = rate x tau / (tau + ckpt_cost), where rate is the
+ * communication model's rate for its placement (lib/sim/sim_perf.c: groups
+ * outside their scale-up domain or crossing supernodes, the share of its
+ * most oversubscribed uplink) times the speed of its slowest GPU, and tau
+ * is the checkpoint interval in work-seconds. Jobs spanning supernodes are
+ * kept in a list; whenever one starts or stops, uplink loads change and
+ * every job on the list is re-rated. An interruption keeps floor(progress / tau) x tau of the
  * run's work; the rest is lost. A restart costs restart_s of no progress.
  */
 #include <math.h>
@@ -83,11 +86,11 @@ void sn_sim_config_defaults(struct sn_sim_config *c)
     c->restart_s = 300;
     c->estimate_error = 0;
     c->xsn_bytes_per_s = 5e9;
-    c->split_group_rate = 0.8;
-    c->cross_group_rate = 0.5;
+    sn_sim_comm_defaults(&c->comm);
     c->sample_s = 3600;
     c->snapshot_s = -1;
     c->tenants = 8;
+    c->dedicated_min_gpus = 32;
 }
 
 enum ev_kind {
@@ -133,6 +136,12 @@ struct sim {
     struct sn_sim_result *r;
     uint32_t cap_samples;
     uint64_t sched_ns;
+    struct sn_sim_comm_hw *hw; /* per template */
+    uint32_t *xs, n_xs;        /* running jobs spanning supernodes */
+    uint32_t *xs_pos;          /* per job: index in xs or SN_NONE */
+    uint32_t n_pools;
+    uint8_t pool_kind[SN_SCHED_MAX_POOLS];
+    bool uplinks_changed;
 };
 
 /* ---- heap -------------------------------------------------------------- */
@@ -198,30 +207,56 @@ static double job_tau(const struct sim *x, uint32_t gpus)
     return rate > 0 ? sqrt(2 * c->ckpt_cost_s / rate) : c->ckpt_fixed_s;
 }
 
-/* Placement factors x slowest GPU (see the top). */
+/* Scale-up domain of a GPU: its supernode when one domain spans it,
+ * else its server. */
+static uint32_t scaleup_domain(const struct sim *x, uint32_t gpu)
+{
+    uint32_t sn = x->m->gpu_supernode[gpu];
+    const struct sn_sim_comm_hw *hw = &x->hw[x->m->supernodes[sn].template_index];
+    return hw->scaleup_gpus >= hw->supernode_gpus ? sn : x->m->n_supernodes + x->m->gpu_server[gpu];
+}
+
+/* min(1, capacity / load) over the leaf uplinks of gpus and the spine
+ * uplinks of their pods. */
+static double uplink_share(const struct sim *x, const uint32_t *gpus, uint32_t n)
+{
+    double share = 1.0, cap, load;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t leaf = x->m->gpu_leaf[gpus[i]];
+        if (leaf != SN_NONE && (load = sn_sched_leaf_load(x->s, leaf, &cap)) > cap)
+            share = fmin(share, cap / load);
+        uint32_t pod = sn_sched_supernode_pod(x->s, x->m->gpu_supernode[gpus[i]]);
+        if ((load = sn_sched_pod_load(x->s, pod, &cap)) > cap && cap > 0)
+            share = fmin(share, cap / load);
+    }
+    return share;
+}
+
+/* The communication model's rate for the placement x slowest GPU. */
 static double job_rate(struct sim *x, uint32_t id)
 {
     struct sn_job_info info;
     sn_sched_job_info(x->s, id, &info);
-    double rate = 1.0;
-    if (info.groups_split)
-        rate *= x->cfg->split_group_rate;
-    if (info.groups_cross_sn)
-        rate *= x->cfg->cross_group_rate;
     uint32_t n;
     const uint32_t *gpus = sn_sched_job_gpus(x->s, id, &n);
-    double slowest = 1.0, leaf_factor = 1.0;
+    const struct sn_sim_job *wj = &x->w->jobs[id];
+    struct sn_sim_layout l = {.gpus = n,
+                              .group_gpus = wj->group_gpus ? wj->group_gpus : 1,
+                              .group_cross_sn = info.groups_cross_sn,
+                              .job_cross_sn = info.n_supernodes > 1,
+                              .uplink_share = 1.0};
+    double slowest = 1.0;
     for (uint32_t i = 0; i < n; i++) {
         if (x->gpu_slow[gpus[i]])
             slowest = x->cfg->fm.slow_speed;
-        uint32_t leaf = x->m->gpu_leaf[gpus[i]];
-        if (info.n_supernodes > 1 && leaf != SN_NONE) {
-            double cap, load = sn_sched_leaf_load(x->s, leaf, &cap);
-            if (load > cap)
-                leaf_factor = fmin(leaf_factor, cap > 0 ? cap / load : 0.1);
-        }
+        uint32_t first = gpus[i - i % l.group_gpus];
+        l.group_out_scaleup |= scaleup_domain(x, first) != scaleup_domain(x, gpus[i]);
     }
-    return rate * slowest * fmax(leaf_factor, 0.1);
+    if (l.job_cross_sn)
+        l.uplink_share = uplink_share(x, gpus, n);
+    uint32_t tmpl = x->m->supernodes[x->m->gpu_supernode[gpus[0]]].template_index;
+    double rate = sn_sim_comm_rate(&x->cfg->comm, &x->hw[tmpl], &l);
+    return fmax(rate, 1e-3) * slowest;
 }
 
 static double eff(const struct sim_job *j, double rate, double cost)
@@ -243,6 +278,26 @@ static enum sn_err schedule_finish(struct sim *x, uint32_t id, struct sn_error *
                 err);
 }
 
+/* Jobs spanning supernodes load uplinks: track them (see the top). */
+static void xs_add(struct sim *x, uint32_t id)
+{
+    x->xs_pos[id] = x->n_xs;
+    x->xs[x->n_xs++] = id;
+    x->uplinks_changed = true;
+}
+
+static void xs_remove(struct sim *x, uint32_t id)
+{
+    uint32_t pos = x->xs_pos[id];
+    if (pos == SN_NONE)
+        return;
+    uint32_t last = x->xs[--x->n_xs];
+    x->xs[pos] = last;
+    x->xs_pos[last] = pos;
+    x->xs_pos[id] = SN_NONE;
+    x->uplinks_changed = true;
+}
+
 static enum sn_err on_start(struct sim *x, uint32_t id, struct sn_error *err)
 {
     struct sim_job *j = &x->jobs[id];
@@ -259,6 +314,8 @@ static enum sn_err on_start(struct sim *x, uint32_t id, struct sn_error *err)
     sn_sched_job_info(x->s, id, &info);
     x->r->groups_split += info.groups_split;
     x->r->groups_cross += info.groups_cross_sn;
+    if (info.n_supernodes > 1)
+        xs_add(x, id);
     return schedule_finish(x, id, err);
 }
 
@@ -270,6 +327,7 @@ static void on_stop(struct sim *x, uint32_t id, bool at_checkpoint)
     double p = progress_at(j, x->now);
     double saved = at_checkpoint ? p : (j->tau > 0 ? floor(p / j->tau + 1e-9) * j->tau : 0);
     double busy = (x->now - j->run_start) * gpus;
+    xs_remove(x, id);
     x->busy_gpu_s += busy;
     x->useful_gpu_s += saved * gpus;
     x->lost_gpu_s += busy - saved * gpus;
@@ -288,6 +346,12 @@ static enum sn_err apply_decisions(struct sim *x, struct sn_error *err)
         if (d[i].kind == SN_DECISION_START) {
             rc = on_start(x, d[i].job, err);
             x->r->decisions++;
+        } else if (d[i].kind == SN_DECISION_REPLACE) {
+            /* spares in the same supernode: restart in place from the checkpoint */
+            on_stop(x, d[i].job, false);
+            rc = on_start(x, d[i].job, err);
+            x->r->interruptions++;
+            x->r->replacements++;
         } else {
             on_stop(x, d[i].job, false);
             if (d[i].kind == SN_DECISION_PREEMPT)
@@ -305,6 +369,7 @@ static void on_finish(struct sim *x, uint32_t id)
     struct sim_job *j = &x->jobs[id];
     const struct sn_sim_job *wj = &x->w->jobs[id];
     x->busy_gpu_s += (x->now - j->run_start) * wj->gpus;
+    xs_remove(x, id);
     x->useful_gpu_s += j->remaining * wj->gpus;
     j->remaining = 0;
     x->jct_s[id] = x->now - wj->submit_s;
@@ -360,19 +425,38 @@ static enum sn_err on_fail(struct sim *x, struct sn_error *err)
     return rc;
 }
 
-/* The running job on gpu (if any) changes speed now: re-plan its finish. */
-static enum sn_err rerate(struct sim *x, uint32_t gpu, struct sn_error *err)
+/* Running job id may change speed now: re-plan its finish when it does. */
+static enum sn_err rerate_job(struct sim *x, uint32_t id, struct sn_error *err)
 {
-    uint32_t id = sn_sched_gpu_owner(x->s, gpu);
-    if (id == SN_NONE)
-        return SN_OK;
     struct sim_job *j = &x->jobs[id];
+    double rate = eff(j, job_rate(x, id), x->cfg->ckpt_cost_s);
+    if (rate == j->rate_eff)
+        return SN_OK;
     if (x->now > j->seg_start) {
         j->progress = progress_at(j, x->now);
         j->seg_start = x->now;
     }
-    j->rate_eff = eff(j, job_rate(x, id), x->cfg->ckpt_cost_s);
+    j->rate_eff = rate;
     return schedule_finish(x, id, err);
+}
+
+/* The running job on gpu (if any) changes speed now. */
+static enum sn_err rerate(struct sim *x, uint32_t gpu, struct sn_error *err)
+{
+    uint32_t id = sn_sched_gpu_owner(x->s, gpu);
+    return id == SN_NONE ? SN_OK : rerate_job(x, id, err);
+}
+
+/* Uplink loads changed: every job spanning supernodes is re-rated. */
+static enum sn_err rerate_crossing(struct sim *x, struct sn_error *err)
+{
+    enum sn_err rc = SN_OK;
+    if (!x->uplinks_changed)
+        return rc;
+    x->uplinks_changed = false;
+    for (uint32_t i = 0; i < x->n_xs && rc == SN_OK; i++)
+        rc = rerate_job(x, x->xs[i], err);
+    return rc;
 }
 
 static enum sn_err on_slow_event(struct sim *x, const struct event *e, struct sn_error *err)
@@ -472,6 +556,19 @@ static void on_snapshot(struct sim *x)
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/* The pool of a job of gpus GPUs (see sn/sim.h). */
+static uint32_t job_pool(const struct sim *x, uint32_t gpus)
+{
+    enum sn_pool_kind want = gpus >= x->cfg->dedicated_min_gpus ? SN_POOL_DEDICATED
+                             : gpus == 1                        ? SN_POOL_ELASTIC
+                                                                : SN_POOL_MIXED;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t p = 0; p < x->n_pools; p++)
+            if (x->pool_kind[p] == (pass == 0 ? want : SN_POOL_MIXED))
+                return p;
+    return 0;
+}
+
 static enum sn_err submit_next(struct sim *x, struct sn_error *err)
 {
     uint32_t i = x->next_submit++;
@@ -479,6 +576,9 @@ static enum sn_err submit_next(struct sim *x, struct sn_error *err)
     double est = wj->duration_s * (1 + x->cfg->estimate_error * sn_rng_uniform(&x->rng));
     struct sn_job_spec spec = {
         .tenant = wj->tenant % x->cfg->tenants,
+        .pool = job_pool(x, wj->gpus),
+        .cpu_cores_per_gpu = x->cfg->cpu_cores_per_gpu,
+        .memory_bytes_per_gpu = x->cfg->memory_bytes_per_gpu,
         .priority = wj->priority,
         .gpus = wj->gpus,
         .group_gpus = wj->group_gpus,
@@ -541,7 +641,9 @@ static enum sn_err run_pass(struct sim *x, struct sn_error *err)
     enum sn_err rc = sn_sched_pass(x->s, x->now, err);
     if (x->cfg->clock_ns)
         x->sched_ns += x->cfg->clock_ns(x->cfg->clock_ctx) - t0;
-    return rc == SN_OK ? apply_decisions(x, err) : rc;
+    if (rc == SN_OK)
+        rc = apply_decisions(x, err);
+    return rc == SN_OK ? rerate_crossing(x, err) : rc;
 }
 
 static enum sn_err loop(struct sim *x, struct sn_error *err)
@@ -566,6 +668,8 @@ static enum sn_err loop(struct sim *x, struct sn_error *err)
         }
         if (rc == SN_OK)
             rc = apply_decisions(x, err); /* interruptions from failures */
+        if (rc == SN_OK)
+            rc = rerate_crossing(x, err);
         bool more_now = (x->next_submit < w->n_jobs && w->jobs[x->next_submit].submit_s <= t) ||
                         (x->n_heap > 0 && x->heap[0].t <= t);
         if (rc == SN_OK && !more_now)
@@ -668,6 +772,40 @@ void sn_sim_result_free(struct sn_sim_result *r)
     free(r);
 }
 
+/* The scheduler of the run: tenants with the configured quotas, and the
+ * spec's pools with their priorities and borrowing (see sn/sim.h). */
+static enum sn_err create_sched(struct sim *x, struct sn_error *err)
+{
+    const struct sn_sim_config *c = x->cfg;
+    const struct sn_spec *spec = x->m->spec;
+    struct sn_sched_config sc = c->sched;
+    uint32_t nt = c->tenants ? c->tenants : 1;
+    struct sn_sched_tenant *tenants = calloc(nt, sizeof(*tenants));
+    if (!tenants)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
+    for (uint32_t t = 0; t < nt; t++) {
+        tenants[t].quota_gpus = c->quota_gpus;
+        tenants[t].quota_gpus_per_supernode = c->quota_gpus_per_supernode;
+    }
+    static const int32_t prio[SN_POOL_KIND_COUNT] = {2, 1, 0}; /* dedicated, mixed, elastic */
+    struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
+    x->n_pools = spec->n_pools <= SN_SCHED_MAX_POOLS ? spec->n_pools : 0;
+    for (uint32_t p = 0; p < x->n_pools; p++) {
+        enum sn_pool_kind k = spec->pools[p].kind;
+        x->pool_kind[p] = (uint8_t)k;
+        uint32_t all = x->n_pools >= 32 ? UINT32_MAX : (1u << x->n_pools) - 1;
+        pools[p] = (struct sn_sched_pool){k, prio[k], c->borrow ? all & ~(1u << p) : 0};
+    }
+    sc.n_tenants = nt;
+    sc.tenants = tenants;
+    sc.n_pools = x->n_pools;
+    sc.pools = x->n_pools ? pools : NULL;
+    sc.max_jobs = x->w->n_jobs + 1;
+    enum sn_err rc = sn_sched_create(x->m, &sc, &x->s, err);
+    free(tenants);
+    return rc;
+}
+
 static enum sn_err setup(struct sim *x, struct sn_error *err)
 {
     const struct sn_sim_config *c = x->cfg;
@@ -676,6 +814,9 @@ static enum sn_err setup(struct sim *x, struct sn_error *err)
     x->queue_s = malloc(n * sizeof(double));
     x->jct_s = malloc(n * sizeof(double));
     x->gpu_slow = calloc(x->m->n_gpus + 1, 1);
+    x->xs = malloc(n * sizeof(uint32_t));
+    x->xs_pos = malloc(n * sizeof(uint32_t));
+    x->hw = calloc(x->m->spec->n_templates + 1, sizeof(*x->hw));
     x->r = calloc(1, sizeof(*x->r));
     if (x->r) {
         x->r->snap_busy = calloc(nsn, sizeof(uint32_t));
@@ -684,21 +825,20 @@ static enum sn_err setup(struct sim *x, struct sn_error *err)
         x->r->n_supernodes = nsn;
     }
     if (!x->jobs || !x->queue_s || !x->jct_s || !x->gpu_slow || !x->r || !x->r->snap_busy ||
-        !x->r->snap_down || !x->r->snap_gpus)
+        !x->r->snap_down || !x->r->snap_gpus || !x->xs || !x->xs_pos || !x->hw)
         return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for %u jobs", n);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         x->queue_s[i] = x->jct_s[i] = NAN;
+        x->xs_pos[i] = SN_NONE;
+    }
+    for (uint32_t t = 0; t < x->m->spec->n_templates; t++) {
+        enum sn_err rc = sn_sim_comm_hw(x->m, t, &x->hw[t], err);
+        if (rc != SN_OK)
+            return rc;
+    }
     x->n_leaves = sn_model_domain_count(x->m, SN_DOMAIN_LEAF);
     sn_rng_seed(&x->rng, c->seed);
-    struct sn_sched_config sc = c->sched;
-    struct sn_sched_tenant *tenants = calloc(c->tenants ? c->tenants : 1, sizeof(*tenants));
-    if (!tenants)
-        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
-    sc.n_tenants = c->tenants ? c->tenants : 1;
-    sc.tenants = tenants;
-    sc.max_jobs = n + 1;
-    enum sn_err rc = sn_sched_create(x->m, &sc, &x->s, err);
-    free(tenants);
+    enum sn_err rc = create_sched(x, err);
     if (rc != SN_OK)
         return rc;
     double first = x->w->jobs[0].submit_s, last = x->w->jobs[n - 1].submit_s;
@@ -733,6 +873,9 @@ enum sn_err sn_sim_run(const struct sn_model *m, const struct sn_sim_workload *w
     free(x.queue_s);
     free(x.jct_s);
     free(x.gpu_slow);
+    free(x.xs);
+    free(x.xs_pos);
+    free(x.hw);
     if (rc != SN_OK) {
         sn_sim_result_free(x.r);
         return rc;

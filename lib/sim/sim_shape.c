@@ -50,7 +50,9 @@ static void fill_catalog(struct shape_arena *a, const struct sn_sim_shape *sh)
                                    .hbm_bytes = 80e9,
                                    .hbm_bytes_per_s = 3.35e12,
                                    .tdp_w = 700,
-                                   .scaleup_links = 0};
+                                   /* NVLink 4: 18 links x 25 GB/s per direction */
+                                   .scaleup_links = 18,
+                                   .scaleup_link_bytes_per_s = 25e9};
     a->server = (struct sn_server_model){.name = "server",
                                          .gpu_model = 0,
                                          .gpus = sh->gpus_per_server,
@@ -96,7 +98,10 @@ static void fill_template(struct shape_arena *a, const struct sn_sim_shape *sh)
     t->server_model = 0;
     t->servers = sh->servers;
     t->scaleup.domain = sh->scaleup_supernode ? SN_SCALEUP_SUPERNODE : SN_SCALEUP_SERVER;
-    t->scaleup.switch_model = SN_NONE;
+    /* The scale-up switch is named (so the planner sees the domain) but
+     * not built: no chips, no links in the model. */
+    t->scaleup.switch_model = 0;
+    t->scaleup.chips = 0;
     t->scaleup.cabling = (struct sn_cabling){SN_NONE, SN_NONE};
     t->leaves.switch_model = sh->leaves ? 1 : SN_NONE;
     t->leaves.count = sh->leaves;
@@ -162,13 +167,14 @@ enum sn_err sn_sim_shape_build(const struct sn_sim_shape *sh, struct sn_spec **s
     a->spec.pools = a->pools;
     a->spec.fabric.present = sh->spine && sh->leaves > 0;
     a->spec.fabric.spine.switch_model = a->spec.fabric.present ? 2 : SN_NONE;
-    a->spec.fabric.spine.oversubscription = 1.0;
+    a->spec.fabric.spine.oversubscription =
+        sh->spine_oversubscription > 0 ? sh->spine_oversubscription : 1.0;
     /* Past a spine's radix two tiers cannot connect every leaf: add the
      * core tier the model then requires. */
     uint64_t leaves = (uint64_t)sh->supernodes * sh->leaves;
-    a->spec.fabric.core.switch_model =
-        sh->core || leaves > a->switches[2].ports ? 3 : SN_NONE;
+    a->spec.fabric.core.switch_model = sh->core || leaves > a->switches[2].ports ? 3 : SN_NONE;
     a->spec.fabric.core.oversubscription = 1.0;
+    a->spec.fabric.tiers = sh->core && a->spec.fabric.present ? 3 : 0;
     a->spec.fabric.efficiency = 0.75;
     enum sn_err rc = sn_model_build(&a->spec, model_out, err);
     if (rc != SN_OK) {

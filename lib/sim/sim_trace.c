@@ -278,6 +278,9 @@ static enum sn_err parse_lines(enum sn_trace_kind kind, const char *path, char *
     return SN_OK;
 }
 
+static enum sn_err parse_owned(enum sn_trace_kind kind, const char *path, char *buf, uint32_t limit,
+                               uint32_t tenants, struct sn_sim_workload *w, struct sn_error *err);
+
 enum sn_err sn_sim_trace_load(enum sn_trace_kind kind, const char *path, uint32_t limit,
                               uint32_t tenants, struct sn_sim_workload *w, struct sn_error *err)
 {
@@ -299,9 +302,39 @@ enum sn_err sn_sim_trace_load(enum sn_trace_kind kind, const char *path, uint32_
     enum sn_err rc = read_all(path, &buf, &len, err);
     if (rc != SN_OK)
         return rc;
-    w->n_tenants = kind == SN_TRACE_OPENB ? (tenants < 4 ? tenants : 4) : tenants;
-    rc = parse_lines(kind, path, buf, limit, tenants, w, err);
+    rc = parse_owned(kind, path, buf, limit, tenants, w, err);
     free(buf);
+    return rc;
+}
+
+enum sn_err sn_sim_trace_parse(enum sn_trace_kind kind, const char *name, const char *buf,
+                               size_t len, uint32_t limit, uint32_t tenants,
+                               struct sn_sim_workload *w, struct sn_error *err)
+{
+    memset(w, 0, sizeof(*w));
+    if (tenants == 0)
+        tenants = 1;
+    if ((unsigned)kind >= SN_TRACE_SYNTH)
+        return sn_error_set(err, SN_ERR_INVALID, "%s: trace kind %d is not a file format", name,
+                            (int)kind);
+    if (len > MAX_TRACE_BYTES)
+        return sn_error_set(err, SN_ERR_LIMIT, "%s: larger than %u bytes", name, MAX_TRACE_BYTES);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return sn_error_set(err, SN_ERR_NOMEM, "%s: out of memory", name);
+    memcpy(copy, buf, len);
+    copy[len] = '\0';
+    enum sn_err rc = parse_owned(kind, name, copy, limit, tenants, w, err);
+    free(copy);
+    return rc;
+}
+
+/* Parses buf (NUL-terminated, modified) into w. */
+static enum sn_err parse_owned(enum sn_trace_kind kind, const char *path, char *buf, uint32_t limit,
+                               uint32_t tenants, struct sn_sim_workload *w, struct sn_error *err)
+{
+    w->n_tenants = kind == SN_TRACE_OPENB ? (tenants < 4 ? tenants : 4) : tenants;
+    enum sn_err rc = parse_lines(kind, path, buf, limit, tenants, w, err);
     if (rc == SN_OK && w->n_jobs == 0)
         rc = sn_error_set(err, SN_ERR_INVALID, "%s: no jobs", path);
     if (rc != SN_OK) {

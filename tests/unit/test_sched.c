@@ -358,6 +358,59 @@ static void bandwidth_admission(void **state)
     fx_close(&f);
 }
 
+/* Bandwidth admission on the spine tier of a 3-tier fabric. 52 supernodes
+ * of one 8-GPU server, one leaf each (8 x 50 GB/s down, 8 up: 400 GB/s);
+ * 64-port spines at 4:1 make pods of floor(64 x 4/5) = 51 leaves: pod 0
+ * holds sn0..sn50, pod 1 sn51. Pod 0's 8 spines each see 51 leaves and
+ * take ceil(51/4) = 13 uplinks: 104 x 50 GB/s = 5.2 TB/s; pod 1's take 1
+ * each: 400 GB/s. A 416-GPU job spans both pods: at 12 GB/s per GPU pod 0
+ * carries 408 x 12 = 4.896 TB/s (admitted; each leaf 96 GB/s); at 13 GB/s
+ * it would carry 5.304 TB/s > 5.2 TB/s: refused for bandwidth although
+ * every leaf (104 GB/s) has room. */
+static void bandwidth_admission_spine_tier(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 52;
+    sh.servers = 1;
+    sh.leaves = 1;
+    sh.core = true;
+    sh.spine_oversubscription = 4;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    double cap0, cap1;
+    assert_int_equal(sn_sched_supernode_pod(f.s, 50), 0);
+    assert_int_equal(sn_sched_supernode_pod(f.s, 51), 1);
+    sn_sched_pod_load(f.s, 0, &cap0);
+    sn_sched_pod_load(f.s, 1, &cap1);
+    assert_near(cap0, 104 * 50e9, 1);
+    assert_near(cap1, 8 * 50e9, 1);
+    struct sn_job_spec js = job(416, 8);
+    js.xsn_bytes_per_s = 13e9;
+    uint32_t big = submit(&f, js);
+    pass(&f, 0);
+    assert_int_equal(job_state(&f, big), SN_JOB_PENDING);
+    assert_int_equal(reason(&f, big), SN_PENDING_BANDWIDTH);
+    assert_int_equal(sn_sched_cancel(f.s, big, NULL), SN_OK);
+    js.xsn_bytes_per_s = 12e9;
+    uint32_t ok = submit(&f, js);
+    pass(&f, 0);
+    assert_int_equal(job_state(&f, ok), SN_JOB_RUNNING);
+    assert_near(sn_sched_pod_load(f.s, 0, &cap0), 408 * 12e9, 1);
+    assert_near(sn_sched_pod_load(f.s, 1, &cap1), 8 * 12e9, 1);
+    /* the invariant checker recomputes pod loads */
+    f.s->pod_load[0] += 1e9;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_check_invariants(f.s, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "pod 0 load"));
+    f.s->pod_load[0] -= 1e9;
+    check(f.s);
+    assert_int_equal(sn_sched_finish(f.s, ok, 1, NULL), SN_OK);
+    assert_near(sn_sched_pod_load(f.s, 0, &cap0), 0, 1e-3);
+    fx_close(&f);
+}
+
 /* Tenant 0: 40 GPUs overall; tenant 1: 32 per supernode; tenant 2: a
  * per-job cap of 8 GPUs and 100 s. Tenant cap: 2 tenants per supernode. */
 static void quotas_three_levels(void **state)
@@ -663,6 +716,176 @@ static void preemption_picks_domain(void **state)
     fx_close(&f);
 }
 
+/* A gang larger than a supernode preempts across supernodes, topology
+ * first. 4 supernodes of 64 GPUs, each holding two 32-GPU low-priority
+ * jobs (best fit: jobs 0,1 in sn0, 2,3 in sn1, 4,5 in sn2, 6,7 in sn3).
+ * At t = 1,000 s, lost work since the last checkpoint is 1,000 s for jobs
+ * without checkpoints and 0 s for jobs checkpointing every 100 s; the
+ * cheap ones are 4, 5 and 7. A 96-GPU job of priority 1 needs two
+ * supernodes: every supernode could hold 64 with its victims gone, so the
+ * set is the two cheapest to free, sn2 (cost 0) and sn3 (32 x 1,000);
+ * there the cheapest victims are 4, 5, 7 (3 x 32 = 96 GPUs): job 6 keeps
+ * running although it is in the set, and sn0, sn1 are untouched. Before
+ * the minimum runtime (600 s) nothing is preempted; an equal-priority gang
+ * never preempts. */
+static void preemption_multi_supernode(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.min_runtime_s = 600;
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    uint32_t low[8];
+    for (uint32_t i = 0; i < 8; i++) {
+        struct sn_job_spec js = job(32, 8);
+        js.checkpoint_s = (i == 4 || i == 5 || i == 7) ? 100 : 0;
+        low[i] = submit(&f, js);
+        assert_true(place(&f, low[i]));
+        assert_int_equal(gpus_in_sn(&f, low[i], i / 2), 32);
+    }
+    sn_sched_clear_decisions(f.s);
+    struct sn_job_spec js = job(96, 8);
+    uint32_t same = submit(&f, js);
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, same), SN_JOB_PENDING); /* equal priority */
+    assert_int_equal(sn_sched_cancel(f.s, same, NULL), SN_OK);
+    js.priority = 1;
+    js.submit_s = 500;
+    uint32_t h = submit(&f, js);
+    pass(&f, 500);
+    assert_int_equal(job_state(&f, h), SN_JOB_PENDING); /* minimum runtime */
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, h), SN_JOB_RUNNING);
+    for (uint32_t i = 0; i < 8; i++)
+        assert_int_equal(job_state(&f, low[i]),
+                         (i == 4 || i == 5 || i == 7) ? SN_JOB_PENDING : SN_JOB_RUNNING);
+    assert_int_equal(gpus_in_sn(&f, h, 2), 64);
+    assert_int_equal(gpus_in_sn(&f, h, 3), 32);
+    size_t n;
+    const struct sn_decision *d = sn_sched_decisions(f.s, &n);
+    uint32_t preempts = 0;
+    for (size_t i = 0; i < n; i++)
+        if (d[i].kind == SN_DECISION_PREEMPT) {
+            preempts++;
+            assert_int_equal(d[i].cause, h);
+        }
+    assert_int_equal(preempts, 3);
+    fx_close(&f);
+}
+
+/* Spares: one supernode of 8 servers, 8 spare GPUs. A 16-GPU job (groups
+ * of 8) packs servers 0 and 1. GPU 3 fails: the job keeps running, GPU 3
+ * swapped for a free GPU of the supernode (its own server is full: server
+ * 2's first GPU, 16), with a REPLACE decision; the group now spans two
+ * servers, which the invariants allow for a replaced job only. A failure
+ * of server 2 then takes the spare: server 3's first GPU (24). Without
+ * spares, or with replace_in_place off, the same failure requeues it. */
+static void spare_replacement(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh = one_sn();
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.spare_gpus_per_supernode = 8;
+    for (int variant = 0; variant < 3; variant++) {
+        cfg.spare_gpus_per_supernode = variant == 1 ? 0 : 8;
+        cfg.replace_in_place = variant != 2;
+        struct fx f;
+        fx_open(&f, &sh, &cfg);
+        uint32_t a = submit(&f, job(16, 8));
+        assert_true(place(&f, a));
+        uint32_t n;
+        const uint32_t *g = sn_sched_job_gpus(f.s, a, &n);
+        assert_int_equal(g[0], 0);
+        assert_int_equal(g[15], 15);
+        sn_sched_clear_decisions(f.s);
+        assert_int_equal(sn_sched_fail(f.s, SN_DOMAIN_GPU, 3, 10, NULL), SN_OK);
+        check(f.s);
+        size_t nd;
+        const struct sn_decision *d = sn_sched_decisions(f.s, &nd);
+        assert_int_equal(nd, 1);
+        if (variant > 0) {
+            assert_int_equal(d[0].kind, SN_DECISION_INTERRUPT);
+            assert_int_equal(job_state(&f, a), SN_JOB_PENDING);
+            fx_close(&f);
+            continue;
+        }
+        assert_int_equal(d[0].kind, SN_DECISION_REPLACE);
+        assert_int_equal(job_state(&f, a), SN_JOB_RUNNING);
+        g = sn_sched_job_gpus(f.s, a, &n);
+        assert_int_equal(g[3], 16);
+        assert_int_equal(sn_sched_gpu_owner(f.s, 3), SN_NONE);
+        assert_int_equal(sn_sched_gpu_owner(f.s, 16), a);
+        struct sn_job_info info;
+        sn_sched_job_info(f.s, a, &info);
+        assert_true(info.groups_split);
+        assert_int_equal(info.interruptions, 1);
+        assert_int_equal(sn_sched_fail(f.s, SN_DOMAIN_SERVER, 2, 20, NULL), SN_OK);
+        check(f.s);
+        g = sn_sched_job_gpus(f.s, a, &n);
+        assert_int_equal(g[3], 24);
+        struct sn_sched_stats st;
+        sn_sched_stats(f.s, &st);
+        assert_int_equal(st.replacements, 2);
+        fx_close(&f);
+    }
+}
+
+/* CPU and memory overselling. The shape's servers have 112 cores and
+ * 2 TB. A job of 8 GPUs in one group needing 20 cores per GPU (160) fits
+ * no server at ratio 1 (112) and fits at 1.5 (168); with 300 GB per GPU
+ * (2.4 TB) it needs memory oversold by 1.25 (2.5 TB) as well. With 20
+ * cores per GPU and ratio 1, a job of 8 single-GPU groups takes 5 GPUs
+ * per server (100 of 112 cores): servers 0 and 1 get 5 and 3. */
+static void cpu_memory_oversell(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh = one_sn();
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    struct sn_job_spec js = job(8, 8);
+    js.cpu_cores_per_gpu = 20;
+    uint32_t a = submit(&f, js);
+    assert_false(place(&f, a));
+    assert_int_equal(reason(&f, a), SN_PENDING_NO_FIT);
+    struct sn_job_spec ones = job(8, 1);
+    ones.cpu_cores_per_gpu = 20;
+    uint32_t b = submit(&f, ones);
+    assert_true(place(&f, b));
+    uint32_t n;
+    const uint32_t *g = sn_sched_job_gpus(f.s, b, &n);
+    uint32_t per[8] = {0};
+    for (uint32_t i = 0; i < n; i++)
+        per[f.model->gpu_server[g[i]]]++;
+    assert_int_equal(per[0] + per[1], 8);
+    assert_true(per[0] == 5 || per[1] == 5);
+    /* a corrupted counter is caught */
+    f.s->srv_cpu_used[f.model->gpu_server[g[0]]] += 1;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_check_invariants(f.s, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "host use"));
+    f.s->srv_cpu_used[f.model->gpu_server[g[0]]] -= 1;
+    fx_close(&f);
+    cfg.cpu_oversell = 1.5;
+    fx_open(&f, &sh, &cfg);
+    a = submit(&f, js);
+    assert_true(place(&f, a));
+    js.memory_bytes_per_gpu = 300e9;
+    uint32_t c = submit(&f, js);
+    assert_false(place(&f, c));
+    fx_close(&f);
+    cfg.memory_oversell = 1.25;
+    fx_open(&f, &sh, &cfg);
+    c = submit(&f, js);
+    assert_true(place(&f, c));
+    fx_close(&f);
+}
+
 /* Failures interrupt every job touching the domain; failures nest; the
  * GPUs come back only when every covering domain is repaired. */
 static void failures_and_repair(void **state)
@@ -887,13 +1110,17 @@ int main(void)
         cmocka_unit_test(spread_power_domains),
         cmocka_unit_test(health_threshold_and_cordon),
         cmocka_unit_test(bandwidth_admission),
+        cmocka_unit_test(bandwidth_admission_spine_tier),
         cmocka_unit_test(quotas_three_levels),
         cmocka_unit_test(pools_dedicated_and_borrowing),
         cmocka_unit_test(queue_order),
         cmocka_unit_test(easy_backfill),
         cmocka_unit_test(preemption_cheapest_bounded),
         cmocka_unit_test(preemption_picks_domain),
+        cmocka_unit_test(preemption_multi_supernode),
         cmocka_unit_test(failures_and_repair),
+        cmocka_unit_test(spare_replacement),
+        cmocka_unit_test(cpu_memory_oversell),
         cmocka_unit_test(invariants_catch_corruption),
         cmocka_unit_test(differential_random),
         cmocka_unit_test(memory_budget),

@@ -125,6 +125,215 @@ static void checkpoint_policies(void **state)
     sn_sim_shape_free(c.spec, c.model);
 }
 
+/* The communication model on the shape's hardware, from the cluster spec
+ * through the planner: H100-class GPUs with 18 NVLink links of 25 GB/s per
+ * direction (450 GB/s) x scale-up efficiency 0.80 = 360 GB/s bus bandwidth;
+ * 8 x 400 Gb/s NICs per 8-GPU server = 50 GB/s per GPU x fabric efficiency
+ * 0.75 = 37.5 GB/s. Default profile: 10 % TP, 5 % DP. Hand-computed:
+ *  - an 8-GPU group split over two servers: TP moves at 37.5 instead of
+ *    360 GB/s, step = 0.90 + 0.10 x 360 / 37.5 = 1.86, rate 1 / 1.86;
+ *  - the same split inside an NVL72-like supernode (one scale-up domain of
+ *    64 GPUs): rate 1;
+ *  - two 8-GPU groups in two supernodes, HGX: DP already runs at scale-out
+ *    speed, rate 1; with its uplinks at half share: step = 0.85 + 0.10 +
+ *    0.05 x 2 = 1.05;
+ *  - the same on NVL72 supernodes: DP leaves the scale-up domain, step =
+ *    0.85 + 0.10 + 0.05 x 9.6 = 1.43. */
+static void comm_model_rates(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    struct sn_spec *spec;
+    struct sn_model *m;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &spec, &m, &err), SN_OK);
+    struct sn_sim_comm_hw hgx, nvl;
+    assert_int_equal(sn_sim_comm_hw(m, 0, &hgx, &err), SN_OK);
+    sn_sim_shape_free(spec, m);
+    assert_int_equal(hgx.scaleup_gpus, 8);
+    assert_int_equal(hgx.supernode_gpus, 64);
+    assert_near(hgx.scaleup_busbw, 360e9, 1);
+    assert_near(hgx.scaleout_busbw, 37.5e9, 1);
+    sh.scaleup_supernode = true;
+    assert_int_equal(sn_sim_shape_build(&sh, &spec, &m, &err), SN_OK);
+    assert_int_equal(sn_sim_comm_hw(m, 0, &nvl, &err), SN_OK);
+    sn_sim_shape_free(spec, m);
+    assert_int_equal(nvl.scaleup_gpus, 64);
+
+    struct sn_sim_comm_profile p;
+    sn_sim_comm_defaults(&p);
+    struct sn_sim_layout l = {.gpus = 8, .group_gpus = 8, .uplink_share = 1};
+    assert_near(sn_sim_comm_rate(&p, &hgx, &l), 1.0, 1e-12);
+    l.group_out_scaleup = true;
+    assert_near(sn_sim_comm_rate(&p, &hgx, &l), 1 / 1.86, 1e-12);
+    l.group_out_scaleup = false; /* NVL72: a split over servers stays inside */
+    assert_near(sn_sim_comm_rate(&p, &nvl, &l), 1.0, 1e-12);
+    struct sn_sim_layout x = {.gpus = 16, .group_gpus = 8, .job_cross_sn = true, .uplink_share = 1};
+    assert_near(sn_sim_comm_rate(&p, &hgx, &x), 1.0, 1e-12);
+    x.uplink_share = 0.5;
+    assert_near(sn_sim_comm_rate(&p, &hgx, &x), 1 / 1.05, 1e-12);
+    x.uplink_share = 1;
+    assert_near(sn_sim_comm_rate(&p, &nvl, &x), 1 / 1.43, 1e-12);
+    p.tp_fraction = p.dp_fraction = 0; /* the flags switch the model off */
+    assert_near(sn_sim_comm_rate(&p, &hgx, &l), 1.0, 1e-12);
+}
+
+/* In the simulator: under first-fit, an 8-GPU job placed after a 4-GPU
+ * one splits its group over two servers and runs 1.86 times longer on HGX
+ * servers (3,600 s of work, no checkpoints: JCT 6,696 s), and not at all
+ * longer on an NVL72-like supernode; supernode-first does not split it. */
+static void comm_model_in_sim(void **state)
+{
+    (void)state;
+    struct sn_sim_job jobs[2] = {{.submit_s = 0, .duration_s = 1e5, .gpus = 4, .group_gpus = 4},
+                                 {.submit_s = 1, .duration_s = 3600, .gpus = 8, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 2, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.sched.policy = SN_SCHED_FIRST_FIT;
+    double want[3] = {3600 * 1.86, 3600, 3600};
+    for (int k = 0; k < 3; k++) {
+        struct sn_sim_shape sh;
+        sn_sim_shape_defaults(&sh);
+        sh.supernodes = 1;
+        sh.scaleup_supernode = k == 1;
+        if (k == 2)
+            cfg.sched.policy = SN_SCHED_SUPERNODE_FIRST;
+        struct cluster c;
+        struct sn_error err = {0};
+        assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+        struct sn_sim_result *r = run(&c, &w, &cfg);
+        assert_int_equal(r->groups_split, k == 0 ? 1 : k == 1 ? 1 : 0);
+        /* JCTs sorted: the 8-GPU job is the shorter one */
+        assert_near(r->jct_sorted[0], want[k], 1e-6);
+        sn_sim_result_free(r);
+        sn_sim_shape_free(c.spec, c.model);
+    }
+}
+
+/* Uplink load is re-rated when it changes. First-fit on 3 supernodes of 2
+ * servers: job 0 (8 GPUs) fills server 0; job A (16 GPUs, groups of 8)
+ * takes servers 1 and 2 and spans supernodes 0 and 1; at t = 1,000 s job
+ * B (16 GPUs) takes servers 3 and 4, spanning supernodes 1 and 2, and
+ * shares supernode 1's leaves with A. The cross-supernode bandwidth is set
+ * so that A alone fills its busiest leaf exactly (share 1, rate 1); with B
+ * there, A's rate drops to 1 / (0.95 + 0.05 / share) with share =
+ * capacity / load of its busiest leaf, recomputed from the model here. */
+static void uplink_load_rerates(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 3;
+    sh.servers = 2;
+    struct cluster c;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    const struct sn_model *m = c.model;
+    uint32_t load_a[64] = {0}, load_ab[64] = {0};
+    for (uint32_t g = 8; g < 24; g++) {
+        load_a[m->gpu_leaf[g]]++;
+        load_ab[m->gpu_leaf[g]]++;
+    }
+    for (uint32_t g = 24; g < 40; g++)
+        load_ab[m->gpu_leaf[g]]++;
+    double worst_a = 0, share = 1;
+    for (uint32_t g = 8; g < 24; g++) {
+        uint32_t leaf = m->gpu_leaf[g];
+        double cap = m->leaf_uplinks[leaf] * sn_model_switch_spec(m, leaf)->port_bytes_per_s;
+        worst_a = fmax(worst_a, load_a[leaf] / cap);
+    }
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.sched.policy = SN_SCHED_FIRST_FIT;
+    cfg.xsn_bytes_per_s = 1 / worst_a; /* A alone: load = capacity on its busiest leaf */
+    for (uint32_t g = 8; g < 24; g++) {
+        uint32_t leaf = m->gpu_leaf[g];
+        double cap = m->leaf_uplinks[leaf] * sn_model_switch_spec(m, leaf)->port_bytes_per_s;
+        share = fmin(share, fmin(1, cap / (load_ab[leaf] * cfg.xsn_bytes_per_s)));
+    }
+    assert_true(share < 0.99); /* the scenario does oversubscribe */
+    struct sn_sim_job jobs[3] = {
+        {.submit_s = 0, .duration_s = 1e6, .gpus = 8, .group_gpus = 8},
+        {.submit_s = 0, .duration_s = 5000, .gpus = 16, .group_gpus = 8},
+        {.submit_s = 1000, .duration_s = 1e6, .gpus = 16, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 3, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    double rate2 = 1 / (0.95 + 0.05 / share);
+    assert_near(r->jct_sorted[0], 1000 + 4000 / rate2, 1e-6);
+    assert_true(r->jct_sorted[0] > 5000 + 1);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* Spares in the simulator: one 8-GPU job on one supernode of 64 GPUs with
+ * 8 spares, GPU failures only, at a rate that hits its GPUs several times.
+ * Every interruption is handled in place (the job never leaves the
+ * supernode, and there is always a free GPU), and all its work is kept;
+ * without spares none is. */
+static void spares_in_sim(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 1);
+    struct sn_sim_job job = {.submit_s = 0, .duration_s = 2e6, .gpus = 8, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.fm.per_gpu_hour *= 500;
+    cfg.fm.slow_per_gpu_hour = 0;
+    for (int k = 0; k < SN_FAIL_CLASS_COUNT; k++)
+        cfg.fm.fraction[k] = k == SN_FAIL_GPU;
+    cfg.sched.spare_gpus_per_supernode = 8;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_true(r->interruptions >= 3);
+    assert_int_equal(r->replacements, r->interruptions);
+    assert_rel(r->useful_gpu_h, 2e6 * 8 / 3600, 1e-9);
+    sn_sim_result_free(r);
+    cfg.sched.spare_gpus_per_supernode = 0;
+    r = run(&c, &w, &cfg);
+    assert_true(r->interruptions >= 3);
+    assert_int_equal(r->replacements, 0);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* Tenant quotas in the simulator: one tenant with a quota of 8 GPUs, two
+ * 8-GPU jobs of 1,000 s submitted together on 64 free GPUs (no failures,
+ * no checkpoints): the second waits for the first, JCTs 1,000 and 2,000 s;
+ * without the quota both take 1,000 s. */
+static void quota_in_sim(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 1);
+    struct sn_sim_job jobs[2] = {{.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8},
+                                 {.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 2, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.tenants = 1;
+    cfg.quota_gpus = 8;
+    cfg.sample_s = 100; /* samples the pending reasons while the second waits */
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[0], 1000, 1e-9);
+    assert_near(r->jct_sorted[1], 2000, 1e-9);
+    assert_true(r->pending_reasons[SN_PENDING_QUOTA] > 0);
+    sn_sim_result_free(r);
+    cfg.quota_gpus = 0;
+    r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[1], 1000, 1e-9);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 static const char *traces(char *buf, size_t len, const char *rel)
 {
     const char *dir = getenv("SN_TRACES_DIR");
@@ -136,6 +345,63 @@ static const char *traces(char *buf, size_t len, const char *rel)
         return NULL;
     fclose(f);
     return buf;
+}
+
+/* The Crux topology on the real file (/work/shared/traces/README.md): 847
+ * hosts, 3 PSWs, 119 ToR groups (68 of 8 hosts). PSW ToR counts are P10 48,
+ * P12 42, P8 29; pods are the largest (48) leaves, so pod 0 is exactly
+ * P10's ToR groups. The cluster: 119 supernodes, 6,776 GPUs, a 3-tier
+ * fabric; a 64-GPU job runs in one ToR group (8 hosts) in the simulator. */
+static void crux_topology(void **state)
+{
+    (void)state;
+    char path[4096];
+    if (!traces(path, sizeof(path), "alibaba-crux-2023/topo.csv")) {
+        print_message("skipped: SN_TRACES_DIR has no alibaba-crux-2023/topo.csv\n");
+        skip();
+    }
+    struct sn_sim_crux crux;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_crux_load(path, &crux, &err), SN_OK);
+    assert_int_equal(crux.hosts, 847);
+    assert_int_equal(crux.psws, 3);
+    assert_int_equal(crux.tors, 119);
+    uint32_t eight = 0, per_psw[3] = {0};
+    for (uint32_t t = 0; t < crux.tors; t++) {
+        eight += crux.tor_hosts[t] == 8;
+        per_psw[crux.tor_psw[t]]++;
+    }
+    assert_int_equal(eight, 68);
+    assert_int_equal(per_psw[0], 48); /* P10 sorts first */
+    assert_int_equal(per_psw[1], 42);
+    assert_int_equal(per_psw[2], 29);
+    struct cluster c;
+    assert_int_equal(sn_sim_crux_build(&crux, &c.spec, &c.model, &err), SN_OK);
+    assert_int_equal(c.model->n_supernodes, 119);
+    assert_int_equal(c.model->n_gpus, 847 * 8);
+    assert_true(c.model->n_cores > 0);
+    struct sn_sched *s;
+    struct sn_sched_config sc;
+    sn_sched_config_defaults(&sc);
+    assert_int_equal(sn_sched_create(c.model, &sc, &s, &err), SN_OK);
+    for (uint32_t sn = 0; sn < 48; sn++)
+        assert_int_equal(sn_sched_supernode_pod(s, sn), 0);
+    assert_int_equal(sn_sched_supernode_pod(s, 48), 1);
+    sn_sched_destroy(s);
+    struct sn_sim_job job = {.submit_s = 0, .duration_s = 3600, .gpus = 64, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[0], 3600, 1e-6);
+    sn_sim_result_free(r);
+    sn_sim_crux_spec_free(c.spec, c.model);
+    sn_sim_crux_free(&crux);
+    assert_int_equal(sn_sim_crux_parse("t", "ip,DSW,PSW,ASW\na,G,P\n", 21, &crux, &err),
+                     SN_ERR_SYNTAX);
+    assert_non_null(strstr(err.message, "t:2: expected"));
 }
 
 /* Sizes from /work/shared/traces/README.md: cluster04 has 15,802 jobs,
@@ -213,7 +479,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(failure_defaults),    cmocka_unit_test(deterministic_and_conserving),
         cmocka_unit_test(checkpoint_policies), cmocka_unit_test(trace_loaders),
-        cmocka_unit_test(bad_trace),
+        cmocka_unit_test(bad_trace),           cmocka_unit_test(comm_model_rates),
+        cmocka_unit_test(comm_model_in_sim),   cmocka_unit_test(uplink_load_rerates),
+        cmocka_unit_test(spares_in_sim),       cmocka_unit_test(quota_in_sim),
+        cmocka_unit_test(crux_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
