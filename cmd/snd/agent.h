@@ -29,6 +29,8 @@ enum MHD_Result snd_agent_job_exit(struct snd *d, struct snd_req *r);
 const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d);
 /* Seconds since node server's agent last sent a heartbeat; -1: never. */
 int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server);
+/* Agents up and down (never seen: neither). */
+void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down);
 /* A GPU's health level from its findings (agent_routes.c): -1 no
  * telemetry yet, 0 no finding, 1 warning (not up, Xid events), 2 critical
  * (lost, fatal Xid, failed diag). */

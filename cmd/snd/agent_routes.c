@@ -99,6 +99,21 @@ int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server)
     return snd_now_s() - ag.nodes[server].heartbeat_s;
 }
 
+static const char *agent_state(const struct agent_node *n, int64_t now_s);
+
+void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down)
+{
+    *up = *down = 0;
+    if (!agents_init(d))
+        return;
+    int64_t now = snd_now_s();
+    for (uint32_t i = 0; i < d->model->n_servers; i++) {
+        const char *st = agent_state(&ag.nodes[i], now);
+        *up += strcmp(st, "up") == 0;
+        *down += strcmp(st, "down") == 0;
+    }
+}
+
 /* An agent is down when it missed three of its own intervals (at least
  * 3 s): docs/agent.md. */
 static const char *agent_state(const struct agent_node *n, int64_t now_s)

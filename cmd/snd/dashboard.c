@@ -340,12 +340,8 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
     for (int s = 0; s < SND_JOB_STATE_COUNT; s++)
         json_object_set_new(jobs, snd_job_state_name((enum snd_job_state)s),
                             json_integer((json_int_t)d->jobs_by_state[s]));
-    uint32_t up = 0, down = 0;
-    for (uint32_t v = 0; v < d->model->n_servers; v++) {
-        int64_t age = snd_agent_heartbeat_age_s(d, v);
-        up += age >= 0 && age <= 30;
-        down += age > 30;
-    }
+    uint32_t up, down;
+    snd_agent_counts(d, &up, &down);
     return snd_reply(d, r, 200,
                      json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:b}", "cluster",
                                d->spec->name, "gpus", (json_int_t)d->model->n_gpus, "allocated",
