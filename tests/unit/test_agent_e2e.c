@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -457,6 +458,67 @@ static void smi_backend(void **state)
     cleanup(&e);
 }
 
+/* Runs sn-agent with args; returns its exit status and its stderr in err. */
+static int run_agent(const char *const *args, char *err, size_t len)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        const char *argv[24] = {built("sn-agent")};
+        for (int i = 0; args[i] && i < 22; i++)
+            argv[i + 1] = args[i];
+        dup2(fds[1], 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < len && (r = read(fds[0], err + n, len - n - 1)) > 0)
+        n += (size_t)r;
+    err[n] = '\0';
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void bad_flags_and_missing_nvml(void **state)
+{
+    (void)state;
+    char err[2048], tok[300];
+    const char *base = getenv("TMPDIR");
+    snprintf(tok, sizeof(tok), "%s/sn-agent-token-%d", base ? base : "/tmp", (int)getpid());
+    FILE *f = fopen(tok, "w");
+    assert_non_null(f);
+    fputs("sn1.x.y\n", f);
+    fclose(f);
+    const char *no_backend[] = {"--server", "http://127.0.0.1:1", "--token", tok, "--node", NODE,
+                                NULL};
+    assert_int_equal(run_agent(no_backend, err, sizeof(err)), 2);
+    assert_non_null(strstr(err, "--backend are required"));
+    const char *bad_fault[] = {"--server", "http://127.0.0.1:1", "--token", tok,       "--node",
+                               NODE,       "--backend",          "sim",     "--fault", "warm-gpu=1",
+                               NULL};
+    assert_int_equal(run_agent(bad_fault, err, sizeof(err)), 2);
+    assert_non_null(strstr(err, "'warm-gpu=1'"));
+    const char *bad_interval[] = {
+        "--server", "http://127.0.0.1:1", "--token",   tok, "--node", NODE, "--backend",
+        "sim",      "--interval",         "5 parsecs", NULL};
+    assert_int_equal(run_agent(bad_interval, err, sizeof(err)), 2);
+    void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!nvml) { /* the usual case here: no NVIDIA driver */
+        const char *args[] = {"--server", "http://127.0.0.1:1", "--token", tok, "--node",
+                              NODE,       "--backend",          "nvml",    NULL};
+        assert_int_equal(run_agent(args, err, sizeof(err)), 2);
+        assert_non_null(strstr(err, "cannot load libnvidia-ml.so.1"));
+    } else {
+        dlclose(nvml);
+    }
+    unlink(tok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +527,7 @@ int main(void)
         cmocka_unit_test_teardown(telemetry_route, reap),
         cmocka_unit_test_teardown(sim_faults, reap),
         cmocka_unit_test_teardown(smi_backend, reap),
+        cmocka_unit_test(bad_flags_and_missing_nvml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
