@@ -202,10 +202,10 @@ enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r)
         free(owner);
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     }
-    json_t *body = json_pack("{s:s,s:I,s:I,s:I,s:[sssss]}", "cluster", d->spec->name, "gpus",
+    json_t *body = json_pack("{s:s,s:I,s:I,s:I,s:[ssss]}", "cluster", d->spec->name, "gpus",
                              (json_int_t)m->n_gpus, "servers", (json_int_t)m->n_servers,
                              "supernode_count", (json_int_t)m->n_supernodes, "state_names", "up",
-                             "cordoned", "draining", "drained", "down");
+                             "cordoned", "draining", "drained");
     if (s == SN_NONE)
         json_object_set_new(body, "supernodes", supernode_tiles(d, owner, t));
     else
