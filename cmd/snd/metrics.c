@@ -3,6 +3,7 @@
  * Prometheus naming conventions (snake_case, a unit suffix, _total for
  * counters, one metric family per name with HELP and TYPE lines).
  */
+#include "agent.h"
 #include "http.h"
 
 #include <stdarg.h>
@@ -90,5 +91,9 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "sn_store_write_failures_total %llu\n", (unsigned long long)st.failures);
     family(&o, "sn_store_queue_depth", "gauge", "Store submissions waiting for a commit.");
     put(&o, "sn_store_queue_depth %llu\n", (unsigned long long)st.queue_depth);
+    char *agents = snd_agent_metrics_text(d);
+    if (agents)
+        put(&o, "%s", agents);
+    free(agents);
     return snd_reply_text(d, r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf);
 }

@@ -8,6 +8,7 @@
  * its own tenant (another tenant's job is 404, as if absent); its jobs'
  * data and checkpoint paths must lie under the tenant's prefix.
  */
+#include "agent.h"
 #include "http.h"
 
 #include <stdio.h>
@@ -946,5 +947,26 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/audit", SN_SCOPE_ADMIN, get_audit, "the audit log, paged by sequence"},
     {"POST", "/v1/tokens", SN_SCOPE_ADMIN, post_token, "issue a tenant or agent token"},
     {"POST", "/v1/tokens/{}/revoke", SN_SCOPE_ADMIN, revoke_token, "revoke a token by id"},
+    /* Node agents (agent_routes.c, docs/agent.md). */
+    {"POST", "/v1/agents/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_agent_heartbeat,
+     "an agent's heartbeat"},
+    {"GET", "/v1/agents/{}/assignments", SN_SCOPE_TELEMETRY_WRITE, snd_agent_assignments,
+     "running jobs an agent must run, with their rank layout"},
+    {"GET", "/v1/agents", SN_SCOPE_CLUSTER_READ, snd_agent_list, "agents seen, paged"},
+    {"GET", "/v1/agents/{}", SN_SCOPE_CLUSTER_READ, snd_agent_get,
+     "one agent: heartbeat and telemetry sequence state"},
+    {"POST", "/v1/telemetry", SN_SCOPE_TELEMETRY_WRITE, snd_agent_telemetry,
+     "a telemetry batch (dcgm-exporter, nvidia-smi-csv or facility-csv text)"},
+    {"GET", "/v1/telemetry/gpus/{}", SN_SCOPE_CLUSTER_READ, snd_agent_gpu_telemetry,
+     "a GPU's latest telemetry and findings"},
+    {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_agent_job_exit,
+     "an agent reports a rank's exit (recorded as a job event)"},
+    /* The dashboard (dashboard.c, docs/dashboard.md). */
+    {"GET", "/", NO_AUTH, snd_dashboard_index, "the dashboard page"},
+    {"GET", "/dashboard/{}", NO_AUTH, snd_dashboard_asset, "the dashboard's script and style"},
+    {"GET", "/v1/dashboard/map", SN_SCOPE_CLUSTER_READ, snd_dashboard_map,
+     "the supernode map: aggregates, or one supernode's GPUs"},
+    {"GET", "/v1/dashboard/summary", SN_SCOPE_CLUSTER_READ, snd_dashboard_summary,
+     "counts, queue, recent events and utilisation history"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -1,0 +1,342 @@
+/*
+ * Telemetry backends of sn-agent. Each sample is text in a format the
+ * server's ingestion parsers read (lib/health), so the agent ships what the
+ * tools print and the server parses it once, with the same code as files:
+ *  - sim: dcgm-exporter text for the node's GPUs, made from the cluster
+ *    spec, plus a facility-csv reading of the rack's cooling loop; faults
+ *    (slow, dropped, hot GPU, flow drop) change what it prints;
+ *  - nvidia-smi: runs the query command and checks its CSV with the
+ *    nvidia-smi parser before sending it;
+ *  - nvml: loads libnvidia-ml.so.1 at run time (dlopen; never needed to
+ *    build) and prints nvidia-smi CSV from NVML's readings.
+ */
+#include "agent.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sn/telemetry.h>
+
+struct text {
+    char *buf;
+    size_t len, cap;
+};
+
+static void put(struct text *t, const char *fmt, ...) SN_PRINTF(2, 3);
+static void put(struct text *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (t->buf && (size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap * 2 + (size_t)n + 256;
+        char *b = cap <= AGENT_BODY_MAX ? realloc(t->buf, cap) : NULL;
+        if (!b)
+            return; /* capped: the batch is cut short, the parser reports it */
+        t->buf = b;
+        t->cap = cap;
+    }
+}
+
+/* ---- sim ---------------------------------------------------------------- */
+
+/* Nominal SM clock of the simulated GPUs: 1980 MHz, the H100 SXM5 maximum
+ * boost clock (NVIDIA H100 Tensor Core GPU datasheet); a slow GPU runs at
+ * 1095 MHz with the hardware slowdown reason (0x8, nvml.h). A hot GPU reads
+ * 92 C with sw_thermal_slowdown (0x20). */
+#define SIM_CLOCK_MHZ 1980
+#define SIM_SLOW_CLOCK_MHZ 1095
+#define SIM_HOT_C 92
+
+static void prom_line(struct text *t, const char *field, const char *node, uint32_t idx,
+                      uint32_t gpu_id, const char *model, double value)
+{
+    put(t,
+        "%s{gpu=\"%u\",UUID=\"GPU-00000000-0000-4000-8000-%012x\",device=\"nvidia%u\","
+        "modelName=\"%s\",Hostname=\"%s\"} %.6g\n",
+        field, idx, gpu_id, idx, model, node, value);
+}
+
+static void sim_gpus(struct backend *b, struct text *t)
+{
+    const struct sn_model *m = b->model;
+    uint32_t first = m->server_first_gpu[b->server];
+    uint32_t n = sn_model_server_spec(m, b->server)->gpus;
+    const struct sn_gpu_model *gm = sn_model_gpu_spec(m, first);
+    static const char *const fields[] = {"DCGM_FI_DEV_GPU_TEMP",
+                                         "DCGM_FI_DEV_POWER_USAGE",
+                                         "DCGM_FI_DEV_SM_CLOCK",
+                                         "DCGM_FI_DEV_GPU_UTIL",
+                                         "DCGM_FI_DEV_FB_USED",
+                                         "DCGM_FI_DEV_FB_TOTAL",
+                                         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"};
+    for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+        put(t, "# TYPE %s gauge\n", fields[f]);
+        for (uint32_t i = 0; i < n; i++) {
+            if ((int)i == b->faults.dropped_gpu)
+                continue; /* fell off the bus: dcgm-exporter no longer lists it */
+            bool busy = i < 64 && (b->busy_mask >> i & 1);
+            double util = busy ? 97 - (double)((b->tick + i) % 5) : 0;
+            bool slow = (int)i == b->faults.slow_gpu, hot = (int)i == b->faults.hot_gpu;
+            double v = 0;
+            switch (f) {
+            case 0:
+                v = hot ? SIM_HOT_C : 38 + util * 0.3 + (double)((b->tick + 3 * i) % 3);
+                break;
+            case 1:
+                v = gm->tdp_w * (0.12 + 0.8 * util / 100);
+                break;
+            case 2:
+                v = slow ? SIM_SLOW_CLOCK_MHZ : SIM_CLOCK_MHZ;
+                break;
+            case 3:
+                v = util;
+                break;
+            case 4:
+                v = busy ? gm->hbm_bytes / 1048576.0 * 0.9 : 1;
+                break;
+            case 5:
+                v = gm->hbm_bytes / 1048576.0;
+                break;
+            default:
+                v = slow ? 0x8 : hot ? 0x20 : busy ? 0 : 0x1;
+                break;
+            }
+            prom_line(t, fields[f], b->node, i, first + i, gm->name, v);
+        }
+    }
+}
+
+/* The rack's cooling loop: its design flow, less the injected drop. */
+static void sim_facility(struct backend *b, int64_t now_s, struct text *t)
+{
+    const struct sn_model *m = b->model;
+    uint32_t rack = m->server_rack[b->server];
+    uint32_t loop = rack == SN_NONE ? SN_NONE : m->rack_cooling_loop[rack];
+    if (loop == SN_NONE)
+        return;
+    const struct sn_cooling_loop_spec *ls = sn_model_cooling_loop_spec(m, loop);
+    if (!(ls->flow_lpm > 0))
+        return;
+    char lname[64], rname[64];
+    sn_model_cooling_loop_name(m, loop, lname, sizeof(lname));
+    sn_model_rack_name(m, rack, rname, sizeof(rname));
+    time_t when = (time_t)now_s;
+    struct tm tm;
+    char stamp[32] = "";
+    if (gmtime_r(&when, &tm))
+        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    put(t, "time,kind,name,part,metric,value,unit\n%s,loop,%s,%s,flow,%.3f,L/min\n", stamp, lname,
+        rname, ls->flow_lpm * (1 - b->faults.flow_drop));
+}
+
+/* ---- nvidia-smi ----------------------------------------------------------- */
+
+#define SMI_QUERY                                                                                  \
+    "index,uuid,pci.bus_id,name,temperature.gpu,power.draw,clocks.sm,clocks.max.sm,memory.used,"   \
+    "memory.total,utilization.gpu,ecc.errors.uncorrected.volatile.total,"                          \
+    "clocks_event_reasons.active,pstate"
+
+static void count_records(void *ctx, const struct sn_telem_samples *r)
+{
+    (void)r;
+    (*(unsigned *)ctx)++;
+}
+
+static enum sn_err smi_sample(struct backend *b, struct text *t, struct sn_error *err)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "%s --query-gpu=" SMI_QUERY " --format=csv 2>&1", b->smi_command);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return sn_error_set(err, SN_ERR_IO, "cannot run '%s': %s", b->smi_command, strerror(errno));
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+        put(t, "%.*s", (int)n, chunk);
+    int status = pclose(p);
+    unsigned records = 0;
+    struct sn_telem_sink sink = {.ctx = &records, .samples = count_records};
+    struct sn_telem_opts o = {.source = "nvidia-smi", .host = b->node};
+    struct sn_error perr = {0};
+    if (status != 0 || !t->buf ||
+        sn_telem_parse_buffer(SN_TELEM_FMT_SMI_CSV, &o, &sink, t->buf, t->len, NULL, &perr) !=
+            SN_OK ||
+        records == 0)
+        return sn_error_set(err, SN_ERR_IO, "'%s' gave no GPU rows (status %d): %.200s",
+                            b->smi_command, status, t->buf ? t->buf : "no output");
+    return SN_OK;
+}
+
+/* ---- nvml ---------------------------------------------------------------- */
+
+/* The few NVML entry points used, with nvml.h's signatures (nvmlDevice_t
+ * is an opaque pointer; NVML_SUCCESS is 0). */
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
+struct nvml_util {
+    unsigned gpu, memory;
+};
+struct nvml_api {
+    int (*init)(void);
+    int (*count)(unsigned *);
+    int (*handle)(unsigned, void **);
+    int (*temperature)(void *, int, unsigned *);
+    int (*power)(void *, unsigned *);
+    int (*clock)(void *, int, unsigned *);
+    int (*max_clock)(void *, int, unsigned *);
+    int (*memory)(void *, struct nvml_memory *);
+    int (*util)(void *, struct nvml_util *);
+    int (*uuid)(void *, char *, unsigned);
+    const char *(*error_string)(int);
+};
+static struct nvml_api nv;
+
+static enum sn_err nvml_open(struct backend *b, struct sn_error *err)
+{
+    b->nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!b->nvml)
+        return sn_error_set(err, SN_ERR_NOTFOUND,
+                            "backend nvml: cannot load libnvidia-ml.so.1 (%s); is the NVIDIA "
+                            "driver installed? use --backend nvidia-smi or sim",
+                            dlerror());
+    const char *names[] = {"nvmlInit_v2",
+                           "nvmlDeviceGetCount_v2",
+                           "nvmlDeviceGetHandleByIndex_v2",
+                           "nvmlDeviceGetTemperature",
+                           "nvmlDeviceGetPowerUsage",
+                           "nvmlDeviceGetClockInfo",
+                           "nvmlDeviceGetMaxClockInfo",
+                           "nvmlDeviceGetMemoryInfo",
+                           "nvmlDeviceGetUtilizationRates",
+                           "nvmlDeviceGetUUID",
+                           "nvmlErrorString"};
+    void *fns[sizeof(names) / sizeof(names[0])];
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!(fns[i] = dlsym(b->nvml, names[i])))
+            return sn_error_set(err, SN_ERR_NOTFOUND, "backend nvml: libnvidia-ml.so.1 lacks %s",
+                                names[i]);
+    /* POSIX guarantees object-to-function pointer conversion for dlsym. */
+    memcpy(&nv.init, &fns[0], sizeof(void *));
+    memcpy(&nv.count, &fns[1], sizeof(void *));
+    memcpy(&nv.handle, &fns[2], sizeof(void *));
+    memcpy(&nv.temperature, &fns[3], sizeof(void *));
+    memcpy(&nv.power, &fns[4], sizeof(void *));
+    memcpy(&nv.clock, &fns[5], sizeof(void *));
+    memcpy(&nv.max_clock, &fns[6], sizeof(void *));
+    memcpy(&nv.memory, &fns[7], sizeof(void *));
+    memcpy(&nv.util, &fns[8], sizeof(void *));
+    memcpy(&nv.uuid, &fns[9], sizeof(void *));
+    memcpy(&nv.error_string, &fns[10], sizeof(void *));
+    int rc = nv.init();
+    if (rc != 0)
+        return sn_error_set(err, SN_ERR_IO, "backend nvml: nvmlInit: %s", nv.error_string(rc));
+    return SN_OK;
+}
+
+/* NVML readings as nvidia-smi CSV with units in the header. */
+static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
+{
+    unsigned n = 0;
+    int rc = nv.count(&n);
+    if (rc != 0)
+        return sn_error_set(err, SN_ERR_IO, "nvml: device count: %s", nv.error_string(rc));
+    put(t, "index, uuid, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks.max.sm [MHz], "
+           "memory.used [MiB], memory.total [MiB], utilization.gpu [%%], utilization.memory "
+           "[%%]\n");
+    for (unsigned i = 0; i < n; i++) {
+        void *dev = NULL;
+        char uuid[96] = "";
+        unsigned temp = 0, mw = 0, sm = 0, smax = 0;
+        struct nvml_memory mem = {0};
+        struct nvml_util u = {0};
+        if (nv.handle(i, &dev) != 0) {
+            put(t, "%u, [Unknown Error], , , , , , , , \n", i);
+            continue;
+        }
+        nv.uuid(dev, uuid, sizeof(uuid));
+        bool ok_t = nv.temperature(dev, 0 /* NVML_TEMPERATURE_GPU */, &temp) == 0;
+        bool ok_p = nv.power(dev, &mw) == 0;
+        bool ok_c = nv.clock(dev, 1 /* NVML_CLOCK_SM */, &sm) == 0;
+        bool ok_x = nv.max_clock(dev, 1, &smax) == 0;
+        bool ok_m = nv.memory(dev, &mem) == 0;
+        bool ok_u = nv.util(dev, &u) == 0;
+        char c[8][32];
+#define CELL(k, ok, ...) (ok ? snprintf(c[k], 32, __VA_ARGS__) : snprintf(c[k], 32, "[N/A]"))
+        CELL(0, ok_t, "%u", temp);
+        CELL(1, ok_p, "%.2f W", mw / 1000.0);
+        CELL(2, ok_c, "%u MHz", sm);
+        CELL(3, ok_x, "%u MHz", smax);
+        CELL(4, ok_m, "%llu MiB", mem.used >> 20);
+        CELL(5, ok_m, "%llu MiB", mem.total >> 20);
+        CELL(6, ok_u, "%u %%", u.gpu);
+        CELL(7, ok_u, "%u %%", u.memory);
+#undef CELL
+        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i, uuid[0] ? uuid : "[N/A]", c[0], c[1],
+            c[2], c[3], c[4], c[5], c[6], c[7]);
+    }
+    return SN_OK;
+}
+
+/* ---- the interface ------------------------------------------------------------ */
+
+enum sn_err backend_open(struct backend *b, struct sn_error *err)
+{
+    if (b->kind == BACKEND_NVML)
+        return nvml_open(b, err);
+    return SN_OK;
+}
+
+enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
+                           struct sn_error *err)
+{
+    *out = (struct sample){0};
+    struct text t = {0}, f = {0};
+    enum sn_err rc = SN_OK;
+    b->tick++;
+    if (b->kind == BACKEND_SIM) {
+        sim_gpus(b, &t);
+        sim_facility(b, now_s, &f);
+        out->format[0] = "dcgm-exporter";
+    } else if (b->kind == BACKEND_SMI) {
+        rc = smi_sample(b, &t, err);
+        out->format[0] = "nvidia-smi-csv";
+    } else {
+        rc = nvml_sample(&t, err);
+        out->format[0] = "nvidia-smi-csv";
+    }
+    if (rc != SN_OK || !t.buf) {
+        free(t.buf);
+        free(f.buf);
+        return rc != SN_OK ? rc : sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    }
+    out->body[0] = t.buf;
+    out->len[0] = t.len;
+    if (f.buf) {
+        out->format[1] = "facility-csv";
+        out->body[1] = f.buf;
+        out->len[1] = f.len;
+    }
+    return SN_OK;
+}
+
+void backend_close(struct backend *b)
+{
+    if (b && b->nvml)
+        dlclose(b->nvml);
+    if (b)
+        b->nvml = NULL;
+}

@@ -1,0 +1,555 @@
+/*
+ * sn-agent: the Supernode node agent (docs/agent.md).
+ *
+ *   sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim
+ *            [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]
+ *            [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]
+ *            [--smi-command CMD]
+ *
+ * Every interval it samples telemetry into the outbox as numbered batches,
+ * sends a heartbeat, sends what the outbox holds (in order, each removed
+ * once the server answered), polls its job assignments and reconciles the
+ * job processes. While the server is away the outbox keeps up to --buffer
+ * batches and sending backs off exponentially with jitter (the RNG is seeded
+ * by --seed). SIGTERM or SIGINT: the job processes are killed and it exits.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sn/httpc.h>
+#include <sn/units.h>
+
+#include "agent.h"
+
+struct agent {
+    char host[16];
+    uint16_t port;
+    const char *token_path, *status_path;
+    char token[1024];
+    const char *node;
+    char boot[33];
+    int64_t interval_ms, backoff_max_ms;
+    uint64_t rng;
+    struct backend be;
+    struct outbox out;
+    struct jobs jobs;
+    int64_t seq, acked_seq;
+    uint32_t failures; /* consecutive failed sends */
+    int64_t retry_at_ms;
+    uint64_t sent, rejected, sample_errors;
+    bool connected;
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t agent_rand(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+int64_t agent_backoff_ms(uint64_t *rng, uint32_t n, int64_t base_ms, int64_t max_ms)
+{
+    int64_t d = base_ms;
+    for (uint32_t i = 0; i < n && d < max_ms; i++)
+        d *= 2;
+    if (d > max_ms)
+        d = max_ms;
+    return d / 2 + (int64_t)(agent_rand(rng) % (uint64_t)(d / 2 + 1));
+}
+
+static int read_token(struct agent *a)
+{
+    FILE *f = fopen(a->token_path, "r");
+    if (!f) {
+        fprintf(stderr, "sn-agent: --token '%s': %s\n", a->token_path, strerror(errno));
+        return -1;
+    }
+    char *got = fgets(a->token, sizeof(a->token), f);
+    fclose(f);
+    a->token[strcspn(a->token, "\r\n")] = '\0';
+    if (!got || !a->token[0]) {
+        fprintf(stderr, "sn-agent: --token '%s': empty file\n", a->token_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* One request; returns the status, -1 when the server could not be
+ * reached. *out (if given) gets the parsed JSON answer. */
+static int call(struct agent *a, const char *method, const char *path, const char *body, size_t len,
+                const char *type, json_t **out)
+{
+    struct sn_httpc_request req = {.method = method,
+                                   .path = path,
+                                   .token = a->token,
+                                   .body = body,
+                                   .body_len = len,
+                                   .content_type = type,
+                                   .timeout_ms = 5000};
+    struct sn_httpc_response resp;
+    struct sn_error err = {0};
+    if (sn_httpc_do(a->host, a->port, &req, &resp, &err) != SN_OK) {
+        if (a->connected)
+            fprintf(stderr, "sn-agent: server unreachable: %s\n", err.message);
+        a->connected = false;
+        return -1;
+    }
+    if (!a->connected)
+        fprintf(stderr, "sn-agent: connected to %s:%u\n", a->host, a->port);
+    a->connected = true;
+    if (out)
+        *out = json_loads(resp.body, 0, NULL);
+    if (resp.status == 401)
+        read_token(a); /* a rotated short-lived token is picked up */
+    int status = resp.status;
+    sn_httpc_response_release(&resp);
+    return status;
+}
+
+static void backoff(struct agent *a)
+{
+    int64_t base = a->interval_ms < 1000 ? a->interval_ms : 1000;
+    a->retry_at_ms = now_ms() + agent_backoff_ms(&a->rng, a->failures, base, a->backoff_max_ms);
+    a->failures++;
+}
+
+/* Sends the outbox front first. Transient failures (unreachable, 401, 403,
+ * 429, 5xx) keep the item and back off; other refusals drop it (it would
+ * never be taken) and are counted. */
+static void flush(struct agent *a)
+{
+    struct outbox_item *it;
+    while (!stopping && now_ms() >= a->retry_at_ms && (it = outbox_front(&a->out))) {
+        const char *type = it->kind == OUTBOX_TELEMETRY ? "text/plain" : "application/json";
+        int st = call(a, "POST", it->path, it->body, it->len, type, NULL);
+        if (st < 0 || st == 401 || st == 403 || st == 429 || st >= 500) {
+            backoff(a);
+            return;
+        }
+        if (st >= 300) {
+            fprintf(stderr, "sn-agent: %s refused with %d; dropped\n", it->path, st);
+            a->rejected++;
+        } else if (it->kind == OUTBOX_TELEMETRY) {
+            a->acked_seq = it->seq;
+        }
+        a->sent++;
+        a->failures = 0;
+        outbox_pop(&a->out);
+    }
+}
+
+static void sample(struct agent *a)
+{
+    struct sample s;
+    struct sn_error err = {0};
+    a->be.busy_mask = jobs_busy_mask(&a->jobs);
+    if (backend_sample(&a->be, time(NULL), &s, &err) != SN_OK) {
+        if (a->sample_errors++ % 60 == 0)
+            fprintf(stderr, "sn-agent: %s\n", err.message);
+        return;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!s.body[k])
+            continue;
+        struct outbox_item it = {
+            .kind = OUTBOX_TELEMETRY, .seq = ++a->seq, .body = s.body[k], .len = s.len[k]};
+        snprintf(it.path, sizeof(it.path), "/v1/telemetry?node=%s&format=%s&seq=%lld&boot=%s",
+                 a->node, s.format[k], (long long)it.seq, a->boot);
+        if (outbox_push(&a->out, &it) != 0)
+            free(s.body[k]);
+    }
+}
+
+static void heartbeat(struct agent *a)
+{
+    char path[128], body[256];
+    snprintf(path, sizeof(path), "/v1/agents/%s/heartbeat", a->node);
+    int n = snprintf(body, sizeof(body),
+                     "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
+                     "\"running_jobs\":%u,\"seq\":%lld}",
+                     a->boot,
+                     a->be.kind == BACKEND_SIM   ? "sim"
+                     : a->be.kind == BACKEND_SMI ? "nvidia-smi"
+                                                 : "nvml",
+                     (long long)a->interval_ms, a->jobs.n, (long long)a->seq);
+    int st = call(a, "POST", path, body, (size_t)n, NULL, NULL);
+    if (st < 0 || st == 429 || st >= 500)
+        backoff(a);
+    else if (st != 200)
+        fprintf(stderr, "sn-agent: heartbeat refused with %d\n", st);
+}
+
+static void on_exit_report(void *ctx, const struct job_proc *p, int status)
+{
+    struct agent *a = ctx;
+    struct outbox_item it = {.kind = OUTBOX_EXIT};
+    snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/exit", (long long)p->job_id);
+    char body[160];
+    int n = snprintf(body, sizeof(body), "{\"rank\":%u,\"status\":%d,\"node\":\"%s\"}", p->rank,
+                     status, a->node);
+    it.body = strdup(body);
+    it.len = (size_t)n;
+    if (!it.body || outbox_push(&a->out, &it) != 0) {
+        free(it.body);
+        fprintf(stderr, "sn-agent: exit of job %lld not reported: outbox full\n",
+                (long long)p->job_id);
+    }
+}
+
+/* Polls the assignment feed and reconciles the job processes with it. */
+static void assignments(struct agent *a)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/agents/%s/assignments", a->node);
+    json_t *j = NULL;
+    int st = call(a, "GET", path, NULL, 0, NULL, &j);
+    json_t *items = json_object_get(j, "items");
+    if (st != 200 || !json_is_array(items)) {
+        json_decref(j);
+        return;
+    }
+    struct assignment as[64];
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(items) && n < 64; i++) {
+        json_t *o = json_array_get(items, i);
+        const char *cmd = json_string_value(json_object_get(o, "command"));
+        const char *ten = json_string_value(json_object_get(o, "tenant"));
+        const char *mas = json_string_value(json_object_get(o, "master_addr"));
+        const char *gpu = json_string_value(json_object_get(o, "cuda_visible_devices"));
+        if (!cmd || !ten || !mas || !gpu)
+            continue;
+        as[n++] = (struct assignment){
+            .job_id = json_integer_value(json_object_get(o, "job_id")),
+            .rank = (uint32_t)json_integer_value(json_object_get(o, "rank")),
+            .world_size = (uint32_t)json_integer_value(json_object_get(o, "world_size")),
+            .tenant = ten,
+            .command = cmd,
+            .master_addr = mas,
+            .gpus = gpu};
+    }
+    jobs_reconcile(&a->jobs, as, n, now_ms(), 10000);
+    json_decref(j);
+}
+
+static void write_status(struct agent *a)
+{
+    if (!a->status_path)
+        return;
+    char tmp[1100];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", a->status_path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f,
+            "{\"node\":\"%s\",\"boot\":\"%s\",\"seq\":%lld,\"acked_seq\":%lld,\"buffered\":%u,"
+            "\"dropped\":%llu,\"rejected\":%llu,\"sent\":%llu,\"failures\":%u,"
+            "\"connected\":%s,\"running_jobs\":%u}\n",
+            a->node, a->boot, (long long)a->seq, (long long)a->acked_seq, a->out.count,
+            (unsigned long long)a->out.dropped, (unsigned long long)a->rejected,
+            (unsigned long long)a->sent, a->failures, a->connected ? "true" : "false", a->jobs.n);
+    if (fclose(f) == 0)
+        rename(tmp, a->status_path);
+}
+
+static void run(struct agent *a)
+{
+    int64_t next_sample = now_ms();
+    while (!stopping) {
+        int64_t now = now_ms();
+        if (now >= next_sample) {
+            sample(a);
+            next_sample += a->interval_ms;
+            if (next_sample < now)
+                next_sample = now + a->interval_ms; /* fell behind: skip, do not burst */
+            if (now >= a->retry_at_ms)
+                heartbeat(a);
+            if (now_ms() >= a->retry_at_ms)
+                assignments(a);
+        }
+        flush(a);
+        jobs_reap(&a->jobs, now_ms(), on_exit_report, a);
+        write_status(a);
+        int64_t wait = next_sample - now_ms();
+        if (a->out.count && a->retry_at_ms - now_ms() < wait)
+            wait = a->retry_at_ms - now_ms();
+        if (wait > 0) {
+            struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim\n"
+            "                [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]\n"
+            "                [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]\n"
+            "                [--smi-command CMD]\n\n"
+            "  --interval S      sampling and heartbeat interval: seconds (0.5) or a duration\n"
+            "                    with a unit (30s, 2min); default 5\n"
+            "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
+            "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I (GPU index in\n"
+            "                    the node), flow-drop[=F] (fraction of the loop's flow, 0.6)\n"
+            "  --buffer N        telemetry batches kept while the server is away; 1024\n"
+            "  --seed N          seed of the backoff jitter; default from the OS\n"
+            "  --backoff-max S   longest wait between retries; default 30\n"
+            "  --status FILE     JSON status written every interval\n"
+            "  --work-dir DIR    job logs; default /tmp/sn-agent-NODE\n"
+            "  --smi-command CMD nvidia-smi to run; default nvidia-smi\n");
+}
+
+/* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
+static int parse_seconds(const char *flag, const char *v, double min, int64_t *out_ms)
+{
+    char *end = NULL;
+    double s = strtod(v, &end);
+    struct sn_error err = {0};
+    if (!*v || *end) {
+        if (sn_units_parse(v, SN_UNIT_TIME, &s, &err) != SN_OK) {
+            fprintf(stderr, "sn-agent: %s: %s\n", flag, err.message);
+            return -1;
+        }
+    }
+    if (!(s >= min) || s > 86400) {
+        fprintf(stderr, "sn-agent: %s '%s': expected %g to 86400 seconds\n", flag, v, min);
+        return -1;
+    }
+    *out_ms = (int64_t)(s * 1000 + 0.5);
+    return 0;
+}
+
+static int parse_fault(struct sim_faults *f, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    size_t klen = eq ? (size_t)(eq - v) : strlen(v);
+    char *end = NULL;
+    if (strncmp(v, "flow-drop", klen) == 0 && klen == 9) {
+        f->flow_drop = eq ? strtod(eq + 1, &end) : 0.6;
+        if ((eq && (!eq[1] || *end)) || !(f->flow_drop > 0 && f->flow_drop <= 1)) {
+            fprintf(stderr, "sn-agent: --fault '%s': flow-drop takes a fraction in (0, 1]\n", v);
+            return -1;
+        }
+        return 0;
+    }
+    int *slot = klen == 8 && strncmp(v, "slow-gpu", 8) == 0   ? &f->slow_gpu
+                : klen == 8 && strncmp(v, "drop-gpu", 8) == 0 ? &f->dropped_gpu
+                : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
+                                                              : NULL;
+    long g = eq ? strtol(eq + 1, &end, 10) : -1;
+    if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
+        fprintf(stderr,
+                "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I or "
+                "flow-drop[=F]\n",
+                v);
+        return -1;
+    }
+    *slot = (int)g;
+    return 0;
+}
+
+struct args {
+    const char *server, *backend, *cluster, *work_dir, *buffer, *seed;
+};
+
+static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "sn-agent: option '%s' needs a value or is unknown\n", o);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (strcmp(o, "--server") == 0)
+            g->server = v;
+        else if (strcmp(o, "--token") == 0)
+            a->token_path = v;
+        else if (strcmp(o, "--node") == 0)
+            a->node = v;
+        else if (strcmp(o, "--backend") == 0)
+            g->backend = v;
+        else if (strcmp(o, "--cluster") == 0)
+            g->cluster = v;
+        else if (strcmp(o, "--status") == 0)
+            a->status_path = v;
+        else if (strcmp(o, "--work-dir") == 0)
+            g->work_dir = v;
+        else if (strcmp(o, "--smi-command") == 0)
+            a->be.smi_command = v;
+        else if (strcmp(o, "--buffer") == 0)
+            g->buffer = v;
+        else if (strcmp(o, "--seed") == 0)
+            g->seed = v;
+        else if (strcmp(o, "--interval") == 0) {
+            if (parse_seconds(o, v, 0.01, &a->interval_ms) != 0)
+                return 2;
+        } else if (strcmp(o, "--backoff-max") == 0) {
+            if (parse_seconds(o, v, 0.01, &a->backoff_max_ms) != 0)
+                return 2;
+        } else if (strcmp(o, "--fault") == 0) {
+            if (parse_fault(&a->be.faults, v) != 0)
+                return 2;
+        } else {
+            fprintf(stderr, "sn-agent: unknown option '%s'\n", o);
+            return 2;
+        }
+    }
+    return -1;
+}
+
+/* Checks the parsed flags and fills the rest; returns -1 to go on. */
+static int configure(struct agent *a, struct args *g)
+{
+    struct sn_error err = {0};
+    if (!g->server || !a->token_path || !a->node || !g->backend) {
+        fprintf(stderr, "sn-agent: --server, --token, --node and --backend are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (sn_httpc_parse_url(g->server, a->host, &a->port, &err) != SN_OK) {
+        fprintf(stderr, "sn-agent: --server: %s\n", err.message);
+        return 2;
+    }
+    a->be.kind = BACKEND_COUNT;
+    if (strcmp(g->backend, "sim") == 0)
+        a->be.kind = BACKEND_SIM;
+    else if (strcmp(g->backend, "nvidia-smi") == 0)
+        a->be.kind = BACKEND_SMI;
+    else if (strcmp(g->backend, "nvml") == 0)
+        a->be.kind = BACKEND_NVML;
+    if (a->be.kind == BACKEND_COUNT) {
+        fprintf(stderr, "sn-agent: --backend '%s': expected nvml, nvidia-smi or sim\n", g->backend);
+        return 2;
+    }
+    char *end = NULL;
+    long long cap = g->buffer ? strtoll(g->buffer, &end, 10) : 1024;
+    if (g->buffer && (!*g->buffer || *end || cap < 1 || cap > 1000000)) {
+        fprintf(stderr, "sn-agent: --buffer '%s': expected 1 to 1000000 batches\n", g->buffer);
+        return 2;
+    }
+    unsigned long long seed = 0;
+    if (g->seed) {
+        seed = strtoull(g->seed, &end, 10);
+        if (!*g->seed || *end) {
+            fprintf(stderr, "sn-agent: --seed '%s': expected an integer\n", g->seed);
+            return 2;
+        }
+    } else if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
+        seed = (unsigned long long)time(NULL) ^ (unsigned long long)getpid();
+    }
+    a->rng = seed;
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        fprintf(stderr, "sn-agent: no randomness for the boot id\n");
+        return 3;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(a->boot + 2 * i, 3, "%02x", raw[i]);
+    if (outbox_init(&a->out, (uint32_t)cap) != 0)
+        return 3;
+    return -1;
+}
+
+/* The sim backend's node in the cluster model. */
+static int load_cluster(struct agent *a, const char *path, struct sn_spec **spec,
+                        struct sn_model **model)
+{
+    struct sn_error err = {0};
+    if (!path) {
+        fprintf(stderr, "sn-agent: --backend sim needs --cluster SPEC\n");
+        return 2;
+    }
+    if (sn_spec_parse_file(path, spec, &err) != SN_OK ||
+        sn_model_build(*spec, model, &err) != SN_OK) {
+        fprintf(stderr, "sn-agent: %s\n", err.message);
+        return 2;
+    }
+    a->be.model = *model;
+    a->be.server = sn_model_find_server(*model, a->node);
+    if (a->be.server == SN_NONE) {
+        fprintf(stderr, "sn-agent: --node '%s': no such server in '%s'\n", a->node, path);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    static struct agent a = {.interval_ms = 5000, .backoff_max_ms = 30000};
+    a.be.faults = (struct sim_faults){.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1};
+    a.be.smi_command = "nvidia-smi";
+    struct args g = {0};
+    struct sn_spec *spec = NULL;
+    struct sn_model *model = NULL;
+    int rc = parse_args(argc, argv, &a, &g);
+    if (rc < 0)
+        rc = configure(&a, &g);
+    if (rc < 0 && a.be.kind == BACKEND_SIM)
+        rc = load_cluster(&a, g.cluster, &spec, &model);
+    if (rc < 0 && read_token(&a) != 0)
+        rc = 2;
+    char work[600];
+    snprintf(work, sizeof(work), "%s%s", g.work_dir ? "" : "/tmp/sn-agent-",
+             g.work_dir ? g.work_dir
+             : a.node   ? a.node
+                        : "");
+    if (rc < 0 && mkdir(work, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "sn-agent: --work-dir '%s': %s\n", work, strerror(errno));
+        rc = 2;
+    }
+    struct sn_error err = {0};
+    a.be.node = a.node;
+    if (rc < 0 && backend_open(&a.be, &err) != SN_OK) {
+        fprintf(stderr, "sn-agent: %s\n", err.message);
+        rc = 2;
+    }
+    if (rc < 0) {
+        a.jobs.node = a.node;
+        a.jobs.work_dir = work;
+        signal(SIGTERM, on_signal);
+        signal(SIGINT, on_signal);
+        signal(SIGPIPE, SIG_IGN);
+        fprintf(stderr, "sn-agent: node %s, backend %s, server %s:%u, boot %s\n", a.node, g.backend,
+                a.host, a.port, a.boot);
+        run(&a);
+        jobs_kill_all(&a.jobs);
+        write_status(&a);
+        rc = 0;
+    }
+    backend_close(&a.be);
+    outbox_release(&a.out);
+    sn_model_free(model);
+    sn_spec_free(spec);
+    return rc;
+}

@@ -1,0 +1,693 @@
+/*
+ * The node agents' routes (docs/agent.md): heartbeats, telemetry batches,
+ * the assignment feed agents poll, job exit reports, and reads of what the
+ * agents sent. Runs on the state thread, like every handler.
+ *
+ * Invariants:
+ *  - an agent token acts only for the node named by its subject (admin
+ *    tokens for any node); other tokens are refused with 403 and audited;
+ *  - telemetry batches carry (boot, seq): boot names one run of an agent,
+ *    seq numbers its batches from 1. Per node the highest applied seq is
+ *    kept; a batch at or below it is a retransmission, answered 200 with
+ *    "duplicate": true and not applied again, so a batch is applied at
+ *    most once per snd run and, as agents send in order, in order. A seq
+ *    past last + 1 counts the missing batches as gaps (the agent dropped
+ *    them from a full buffer);
+ *  - the telemetry store is keyed by the model: store GPU id == model GPU
+ *    id; records naming another host than the sending node, or a GPU the
+ *    node does not have, are skipped and counted, never stored.
+ * This state lives in memory (a file-scope struct, owned by the state
+ * thread): a restart of snd starts it empty.
+ */
+#include "agent.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sn/api.h>
+
+#define BOOT_MAX 33
+#define RATE_WINDOW_MS 10000
+
+struct agent_node {
+    int64_t heartbeat_s;  /* last heartbeat (Unix s), 0: never */
+    int64_t interval_ms;  /* the agent's sampling interval, from its heartbeat */
+    int64_t heartbeats;   /* received since snd started */
+    int64_t running_jobs; /* job processes the agent reported running */
+    char boot[BOOT_MAX];  /* agent run of the telemetry seq numbers */
+    char backend[16];
+    int64_t first_seq, last_seq; /* applied batches of this boot */
+    uint64_t batches, duplicates, gaps, samples, skipped;
+};
+
+static struct agents {
+    struct agent_node *nodes; /* by server id */
+    struct sn_telem_store *telem;
+    bool failed; /* could not allocate: answer 500 */
+    uint64_t batches_total, duplicates_total, samples_total, skipped_total, foreign_total;
+    uint64_t heartbeats_total, exits_total;
+    int64_t window_start_ms;
+    uint64_t window_samples;
+    double rate_samples_per_s;
+} ag;
+
+static bool agents_init(struct snd *d)
+{
+    if (ag.nodes || ag.failed)
+        return !ag.failed;
+    const struct sn_model *m = d->model;
+    struct sn_telem_store_limits lim = {.gpus = m->n_gpus ? m->n_gpus : 1,
+                                        .hosts = m->n_servers ? m->n_servers : 1,
+                                        .inventory_only = true};
+    struct sn_error err = {0};
+    ag.nodes = calloc(m->n_servers ? m->n_servers : 1, sizeof(*ag.nodes));
+    if (!ag.nodes || sn_telem_store_new(&lim, &ag.telem, &err) != SN_OK)
+        goto fail;
+    for (uint32_t g = 0; g < m->n_gpus; g++) {
+        char host[64];
+        sn_model_server_name(m, m->gpu_server[g], host, sizeof(host));
+        struct sn_telem_gpu_ref ref = {.host = host,
+                                       .index = (int)sn_model_gpu_index_in_server(m, g),
+                                       .bus = SN_TELEM_BUS_NONE};
+        uint32_t id;
+        if (sn_telem_store_add_gpu(ag.telem, &ref, &id, &err) != SN_OK || id != g)
+            goto fail;
+    }
+    ag.window_start_ms = snd_now_ms();
+    return true;
+fail:
+    fprintf(stderr, "snd: agent state: %s\n", err.message[0] ? err.message : "out of memory");
+    free(ag.nodes);
+    ag.nodes = NULL;
+    sn_telem_store_free(ag.telem);
+    ag.telem = NULL;
+    ag.failed = true;
+    return false;
+}
+
+const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d)
+{
+    return agents_init(d) ? ag.telem : NULL;
+}
+
+int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server)
+{
+    if (!agents_init(d) || server >= d->model->n_servers || !ag.nodes[server].heartbeat_s)
+        return -1;
+    return snd_now_s() - ag.nodes[server].heartbeat_s;
+}
+
+static const char *agent_state(const struct agent_node *n, int64_t now_s);
+
+void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down)
+{
+    *up = *down = 0;
+    if (!agents_init(d))
+        return;
+    int64_t now = snd_now_s();
+    for (uint32_t i = 0; i < d->model->n_servers; i++) {
+        const char *st = agent_state(&ag.nodes[i], now);
+        *up += strcmp(st, "up") == 0;
+        *down += strcmp(st, "down") == 0;
+    }
+}
+
+/* An agent is down when it missed three of its own intervals (at least
+ * 3 s): docs/agent.md. */
+static const char *agent_state(const struct agent_node *n, int64_t now_s)
+{
+    if (!n->heartbeat_s)
+        return "never";
+    int64_t limit_ms = 3 * n->interval_ms > 3000 ? 3 * n->interval_ms : 3000;
+    return (now_s - n->heartbeat_s) * 1000 > limit_ms ? "down" : "up";
+}
+
+/* Resolves the node of the request (params[0]) and checks that the token
+ * may act for it. Returns the server id, or SN_NONE with *ret answered. */
+static uint32_t node_of(struct snd *d, struct snd_req *r, const char *name, enum MHD_Result *ret)
+{
+    if (!agents_init(d)) {
+        *ret = snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+        return SN_NONE;
+    }
+    uint32_t s = name ? sn_model_find_server(d->model, name) : SN_NONE;
+    if (s == SN_NONE) {
+        *ret = snd_error(d, r, 404, "not_found", "node", "no node '%s'", name ? name : "");
+        return SN_NONE;
+    }
+    if (!snd_is_admin(r) && (r->tok.kind != SN_AUTH_AGENT || strcmp(r->tok.subject, name))) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "this token may not act for node '%s'", name);
+        *ret = snd_refuse(d, r, 403, "forbidden", "node", "agent acts for another node", msg);
+        return SN_NONE;
+    }
+    return s;
+}
+
+/* ---- heartbeats ------------------------------------------------------- */
+
+struct heartbeat_body {
+    char boot[BOOT_MAX];
+    char backend[16];
+    int64_t interval_ms;
+    int64_t running_jobs;
+    int64_t seq;
+};
+static const struct sn_api_field heartbeat_fields[] = {
+    {"boot", SN_API_STRING, true, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
+    {"backend", SN_API_NAME, true, 1, 15, offsetof(struct heartbeat_body, backend)},
+    {"interval_ms", SN_API_INT, true, 1, 3600000, offsetof(struct heartbeat_body, interval_ms)},
+    {"running_jobs", SN_API_INT, false, 0, 1 << 20, offsetof(struct heartbeat_body, running_jobs)},
+    {"seq", SN_API_INT, false, 0, INT64_MAX, offsetof(struct heartbeat_body, seq)},
+};
+
+static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc, const char *field,
+                                const struct sn_error *err)
+{
+    if (rc == SN_ERR_LIMIT)
+        return snd_error(d, r, 413, "body_too_large", field, "%s", err->message);
+    return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
+                     "%s", err->message);
+}
+
+enum MHD_Result snd_agent_heartbeat(struct snd *d, struct snd_req *r)
+{
+    enum MHD_Result ret;
+    uint32_t s = node_of(d, r, r->params[0], &ret);
+    if (s == SN_NONE)
+        return ret;
+    struct heartbeat_body b = {0};
+    uint32_t present;
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    enum sn_err rc =
+        sn_api_decode(heartbeat_fields, 5, r->len ? r->body : "{}", r->len ? r->len : 2,
+                      (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
+    if (rc != SN_OK)
+        return bad_body(d, r, rc, field, &err);
+    struct agent_node *n = &ag.nodes[s];
+    n->heartbeat_s = snd_now_s();
+    n->interval_ms = b.interval_ms;
+    n->running_jobs = b.running_jobs;
+    n->heartbeats++;
+    snprintf(n->backend, sizeof(n->backend), "%s", b.backend);
+    ag.heartbeats_total++;
+    return snd_reply(d, r, 200,
+                     json_pack("{s:s,s:I,s:I}", "node", r->params[0], "time_s",
+                               (json_int_t)n->heartbeat_s, "applied_seq",
+                               (json_int_t)(strcmp(n->boot, b.boot) ? 0 : n->last_seq)));
+}
+
+static json_t *agent_json(struct snd *d, uint32_t s)
+{
+    const struct agent_node *n = &ag.nodes[s];
+    char name[64];
+    sn_model_server_name(d->model, s, name, sizeof(name));
+    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "node", name,
+                     "state", agent_state(n, snd_now_s()), "heartbeat_s",
+                     (json_int_t)n->heartbeat_s, "interval_ms", (json_int_t)n->interval_ms,
+                     "heartbeats", (json_int_t)n->heartbeats, "backend", n->backend, "boot",
+                     n->boot, "first_seq", (json_int_t)n->first_seq, "last_seq",
+                     (json_int_t)n->last_seq, "batches", (json_int_t)n->batches, "duplicates",
+                     (json_int_t)n->duplicates, "gaps", (json_int_t)n->gaps, "samples",
+                     (json_int_t)n->samples, "running_jobs", (json_int_t)n->running_jobs);
+}
+
+enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)
+{
+    if (!agents_init(d))
+        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+    uint32_t s = sn_model_find_server(d->model, r->params[0]);
+    if (s == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no node '%s'", r->params[0]);
+    return snd_reply(d, r, 200, agent_json(d, s));
+}
+
+/* Nodes whose agent was ever seen, paged by server id; ?state=up|down. */
+enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r)
+{
+    if (!agents_init(d))
+        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+    const char *st = snd_query(r, "state"), *a = snd_query(r, "after");
+    char *end = NULL;
+    long long after = a ? strtoll(a, &end, 10) : 0;
+    if (a && (!*a || *end || after < 0))
+        return snd_error(d, r, 400, "invalid_query", "after", "after must be a server index");
+    json_t *items = json_array();
+    int64_t next = 0, now = snd_now_s();
+    for (int64_t i = after; i < d->model->n_servers; i++) {
+        const struct agent_node *n = &ag.nodes[i];
+        if (!n->heartbeat_s && !n->boot[0])
+            continue;
+        if (st && strcmp(st, agent_state(n, now)))
+            continue;
+        if ((int64_t)json_array_size(items) == d->cfg.page_max) {
+            next = i;
+            break;
+        }
+        json_array_append_new(items, agent_json(d, (uint32_t)i));
+    }
+    return snd_reply(
+        d, r, 200,
+        json_pack("{s:o,s:o}", "items", items, "next", next ? json_integer(next) : json_null()));
+}
+
+/* ---- telemetry -------------------------------------------------------- */
+
+struct ingest {
+    struct sn_telem_sink store;
+    const char *host;
+    uint32_t first_gpu, n_gpus;
+    uint64_t samples, foreign;
+};
+
+static bool own_gpu(struct ingest *in, const struct sn_telem_gpu_ref *g)
+{
+    if (strcmp(g->host, in->host) != 0) {
+        in->foreign++;
+        return false;
+    }
+    return true;
+}
+
+static void on_samples(void *ctx, const struct sn_telem_samples *rec)
+{
+    struct ingest *in = ctx;
+    if (!own_gpu(in, &rec->gpu))
+        return;
+    in->samples += rec->n;
+    in->store.samples(in->store.ctx, rec);
+}
+
+static void on_attr(void *ctx, const struct sn_telem_attr *rec)
+{
+    struct ingest *in = ctx;
+    if (own_gpu(in, &rec->gpu))
+        in->store.attr(in->store.ctx, rec);
+}
+
+static void on_nvlink(void *ctx, const struct sn_telem_nvlink *rec)
+{
+    struct ingest *in = ctx;
+    if (own_gpu(in, &rec->gpu))
+        in->store.nvlink(in->store.ctx, rec);
+}
+
+static void on_xid(void *ctx, const struct sn_telem_xid *rec)
+{
+    struct ingest *in = ctx;
+    if (own_gpu(in, &rec->gpu))
+        in->store.xid(in->store.ctx, rec);
+}
+
+static void on_facility(void *ctx, const struct sn_telem_facility *rec)
+{
+    struct ingest *in = ctx;
+    in->store.facility(in->store.ctx, rec);
+}
+
+static void on_skipped(void *ctx, const struct sn_telem_skip *rec)
+{
+    struct ingest *in = ctx;
+    in->store.skipped(in->store.ctx, rec);
+}
+
+static void roll_rate(int64_t now_ms)
+{
+    int64_t span = now_ms - ag.window_start_ms;
+    if (span < RATE_WINDOW_MS)
+        return;
+    ag.rate_samples_per_s = (double)ag.window_samples * 1000.0 / (double)span;
+    ag.window_samples = 0;
+    ag.window_start_ms = now_ms;
+}
+
+/* Parses the query of a telemetry batch; answers and returns false when
+ * one is malformed. */
+static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f, int64_t *seq,
+                       const char **boot, enum MHD_Result *ret)
+{
+    const char *fmt = snd_query(r, "format"), *sq = snd_query(r, "seq");
+    *boot = snd_query(r, "boot");
+    struct sn_error err = {0};
+    if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
+        (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV &&
+         *f != SN_TELEM_FMT_FACILITY_CSV)) {
+        *ret = snd_error(d, r, 400, "invalid_query", "format",
+                         "format '%s': expected dcgm-exporter, nvidia-smi-csv or facility-csv",
+                         fmt ? fmt : "");
+        return false;
+    }
+    char *end = NULL;
+    *seq = sq ? strtoll(sq, &end, 10) : 0;
+    if (!sq || !*sq || *end || *seq < 1) {
+        *ret = snd_error(d, r, 400, "invalid_query", "seq", "seq must be an integer from 1");
+        return false;
+    }
+    if (!*boot || !**boot || strlen(*boot) >= BOOT_MAX ||
+        strspn(*boot, "0123456789abcdef") != strlen(*boot)) {
+        *ret = snd_error(d, r, 400, "invalid_query", "boot", "boot must be 1 to 32 hex digits");
+        return false;
+    }
+    return true;
+}
+
+enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
+{
+    enum MHD_Result ret;
+    const char *node = snd_query(r, "node");
+    uint32_t s = node_of(d, r, node, &ret);
+    if (s == SN_NONE)
+        return ret;
+    enum sn_telem_format f;
+    int64_t seq;
+    const char *boot;
+    if (!batch_args(d, r, &f, &seq, &boot, &ret))
+        return ret;
+    struct agent_node *n = &ag.nodes[s];
+    if (strcmp(n->boot, boot) != 0) { /* a new run of the agent, or a new snd */
+        snprintf(n->boot, sizeof(n->boot), "%s", boot);
+        n->first_seq = seq;
+        n->last_seq = seq - 1;
+        n->batches = n->duplicates = n->gaps = n->samples = n->skipped = 0;
+    }
+    if (seq <= n->last_seq) {
+        n->duplicates++;
+        ag.duplicates_total++;
+        return snd_reply(d, r, 200,
+                         json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
+                                   "applied_seq", (json_int_t)n->last_seq));
+    }
+    struct ingest in = {.store = sn_telem_store_sink(ag.telem), .host = node};
+    struct sn_telem_sink sink = {.ctx = &in,
+                                 .samples = on_samples,
+                                 .attr = on_attr,
+                                 .nvlink = on_nvlink,
+                                 .xid = on_xid,
+                                 .facility = on_facility,
+                                 .skipped = on_skipped};
+    char source[96];
+    snprintf(source, sizeof(source), "%s#%lld", node, (long long)seq);
+    struct sn_telem_opts o = {.source = source, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
+    struct sn_telem_parser_stats st;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_telem_parse_buffer(f, &o, &sink, r->len ? r->body : "", r->len, &st, &err);
+    if (rc != SN_OK && rc != SN_ERR_SYNTAX)
+        return snd_error(d, r, rc == SN_ERR_LIMIT ? 413 : 500, "ingest_failed", NULL, "%s",
+                         err.message);
+    uint64_t skipped = 0;
+    for (int k = 0; k < SN_TELEM_SKIP_COUNT; k++)
+        skipped += k == SN_TELEM_SKIP_UNUSED ? 0 : st.skipped[k];
+    n->gaps += (uint64_t)(seq - n->last_seq - 1);
+    n->last_seq = seq;
+    n->batches++;
+    n->samples += in.samples;
+    n->skipped += skipped + in.foreign;
+    ag.batches_total++;
+    ag.samples_total += in.samples;
+    ag.skipped_total += skipped;
+    ag.foreign_total += in.foreign;
+    ag.window_samples += in.samples;
+    roll_rate(snd_now_ms());
+    return snd_reply(d, r, 200,
+                     json_pack("{s:I,s:b,s:I,s:I,s:I}", "seq", (json_int_t)seq, "duplicate", 0,
+                               "samples", (json_int_t)in.samples, "skipped",
+                               (json_int_t)(skipped + in.foreign), "applied_seq",
+                               (json_int_t)n->last_seq));
+}
+
+/* ---- assignments and exits ------------------------------------------ */
+
+/* The rank layout of a running job on server s: one process per server,
+ * ranks in the order of the job's servers by first allocated GPU. Returns
+ * false when the job has no GPU on s. */
+struct layout {
+    uint32_t rank, world, master;
+    char visible[256]; /* CUDA_VISIBLE_DEVICES: indices within the server */
+};
+
+static bool job_layout(const struct sn_model *m, const struct snd_job *j, uint32_t s,
+                       struct layout *l)
+{
+    uint32_t seen[64];
+    uint32_t n_seen = 0;
+    bool mine = false;
+    size_t len = 0;
+    *l = (struct layout){.master = SN_NONE};
+    for (uint32_t k = 0; k < j->n_alloc; k++) {
+        uint32_t g = j->alloc[k], srv = m->gpu_server[g];
+        bool known = false;
+        for (uint32_t i = 0; i < n_seen && !known; i++)
+            known = seen[i] == srv;
+        if (!known) {
+            if (srv == s)
+                l->rank = l->world;
+            if (l->world == 0)
+                l->master = srv;
+            if (n_seen < 64)
+                seen[n_seen++] = srv;
+            l->world++;
+        }
+        if (srv == s) {
+            int w = snprintf(l->visible + len, sizeof(l->visible) - len, "%s%u", mine ? "," : "",
+                             sn_model_gpu_index_in_server(m, g));
+            if (w > 0 && (size_t)w < sizeof(l->visible) - len)
+                len += (size_t)w;
+            mine = true;
+        }
+    }
+    return mine;
+}
+
+/* Running jobs with GPUs on the node: what its agent must be running. The
+ * agent starts those it does not run and stops (process group) those it
+ * runs that are no longer listed (cancelled, preempted, finished). */
+enum MHD_Result snd_agent_assignments(struct snd *d, struct snd_req *r)
+{
+    enum MHD_Result ret;
+    uint32_t s = node_of(d, r, r->params[0], &ret);
+    if (s == SN_NONE)
+        return ret;
+    json_t *items = json_array();
+    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
+        const struct snd_job *j = d->jobs[i];
+        struct layout l;
+        if (!j || !j->durable || j->state != SND_JOB_RUNNING || !job_layout(d->model, j, s, &l))
+            continue;
+        char master[64];
+        sn_model_server_name(d->model, l.master, master, sizeof(master));
+        const char *cmd = json_string_value(json_object_get(j->spec, "command"));
+        json_array_append_new(items, json_pack("{s:I,s:s,s:s,s:I,s:I,s:s,s:s}", "job_id",
+                                               (json_int_t)j->id, "tenant", j->tenant, "command",
+                                               cmd ? cmd : "", "rank", (json_int_t)l.rank,
+                                               "world_size", (json_int_t)l.world, "master_addr",
+                                               master, "cuda_visible_devices", l.visible));
+    }
+    return snd_reply(d, r, 200, json_pack("{s:s,s:o}", "node", r->params[0], "items", items));
+}
+
+struct exit_body {
+    int64_t rank;
+    int64_t status;
+    char node[64];
+};
+static const struct sn_api_field exit_fields[] = {
+    {"rank", SN_API_INT, true, 0, 1 << 22, offsetof(struct exit_body, rank)},
+    {"status", SN_API_INT, true, -255, 255, offsetof(struct exit_body, status)},
+    {"node", SN_API_NAME, true, 1, 63, offsetof(struct exit_body, node)},
+};
+
+static enum MHD_Result exit_done(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc != SN_OK) {
+        if (r->store_rc == SN_ERR_IO)
+            atomic_store(&d->fatal, true);
+        return snd_error(d, r, 503, r->store_rc == SN_ERR_LIMIT ? "busy" : "store_failed", NULL,
+                         "the exit could not be recorded");
+    }
+    ag.exits_total++;
+    json_t *body = r->reply;
+    r->reply = NULL;
+    return snd_reply(d, r, 200, body);
+}
+
+/* Records a rank's exit as a durable job event ("exit"). The job state
+ * change belongs to the scheduler wiring (docs/agent.md). */
+enum MHD_Result snd_agent_job_exit(struct snd *d, struct snd_req *r)
+{
+    struct exit_body b = {0};
+    uint32_t present;
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    enum sn_err rc = sn_api_decode(exit_fields, 3, r->len ? r->body : "{}", r->len ? r->len : 2,
+                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
+    if (rc != SN_OK)
+        return bad_body(d, r, rc, field, &err);
+    enum MHD_Result ret;
+    uint32_t s = node_of(d, r, b.node, &ret);
+    if (s == SN_NONE)
+        return ret;
+    char *end = NULL;
+    long long id = strtoll(r->params[0], &end, 10);
+    const struct snd_job *j = *end || id < 1 ? NULL : snd_job_get(d, id);
+    if (!j || !j->durable)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    struct layout l;
+    if (j->state != SND_JOB_RUNNING || !job_layout(d->model, j, s, &l))
+        return snd_error(d, r, 409, "not_placed", "node", "job %lld is not running on node '%s'",
+                         id, b.node);
+    if (b.rank != l.rank)
+        return snd_error(d, r, 409, "not_placed", "rank", "job %lld has rank %u on '%s', not %lld",
+                         id, l.rank, b.node, (long long)b.rank);
+    char msg[160], target[32];
+    snprintf(msg, sizeof(msg), "rank %lld on %s exited with status %lld", (long long)b.rank, b.node,
+             (long long)b.status);
+    snprintf(target, sizeof(target), "job/%lld", id);
+    struct sn_store_write w = {
+        .kind = SN_STORE_ADD_EVENT, .text = {"exit", msg}, .num = {id, snd_now_s()}};
+    r->reply_status = 200;
+    r->reply = json_pack("{s:I,s:I,s:I,s:s}", "job_id", (json_int_t)id, "rank", (json_int_t)b.rank,
+                         "status", (json_int_t)b.status, "recorded", "event");
+    return snd_commit(d, r, &w, 1, target, exit_done);
+}
+
+/* ---- reads ------------------------------------------------------------ */
+
+static json_t *readings_json(const struct sn_telem_gpu *g)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < SN_METRIC_COUNT; k++) {
+        const struct sn_telem_reading *rd = &g->m[k];
+        if (rd->status == SN_TELEM_ABSENT)
+            continue;
+        json_object_set_new(o, sn_metric_name((enum sn_metric)k),
+                            json_pack("{s:o,s:s,s:s,s:o}", "value",
+                                      isfinite(rd->value) ? json_real(rd->value) : json_null(),
+                                      "unit", sn_metric_unit((enum sn_metric)k), "status",
+                                      sn_telem_status_name((enum sn_telem_status)rd->status),
+                                      "time_s",
+                                      isfinite(rd->time_s) ? json_real(rd->time_s) : json_null()));
+    }
+    return o;
+}
+
+/* Findings read from the telemetry itself: Xid events, failed diag tests,
+ * an unreachable GPU, and the admin state's reason. */
+static json_t *findings_json(const struct snd *d, uint32_t gpu, const struct sn_telem_gpu *g)
+{
+    json_t *a = json_array();
+    const struct snd_admin *adm = &d->gpus[gpu];
+    if (adm->state != SND_ADMIN_UP)
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s}", "kind", "admin", "severity", "warning", "message",
+                         adm->reason ? adm->reason : snd_admin_state_name(adm->state)));
+    if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "unreachable", "severity",
+                                           "critical", "message", "the GPU is lost"));
+    unsigned long kept = g->xid_total < SN_TELEM_XID_KEEP ? g->xid_total : SN_TELEM_XID_KEEP;
+    for (unsigned long i = 0; g->xids && i < kept; i++) {
+        const struct sn_telem_xid_event *x =
+            &g->xids[(g->xid_total - kept + i) % SN_TELEM_XID_KEEP];
+        char msg[96];
+        snprintf(msg, sizeof(msg), "Xid %u (%s)", x->code,
+                 sn_xid_bucket_name((enum sn_xid_bucket)x->bucket));
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "xid", "severity",
+                                           x->fatal > 0 ? "critical" : "warning", "message", msg));
+    }
+    for (unsigned i = 0; g->diag && i < g->n_diag; i++)
+        if (g->diag[i].result == SN_DIAG_FAIL)
+            json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "diag", "severity",
+                                               "critical", "message", g->diag[i].test));
+    return a;
+}
+
+enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
+{
+    if (!agents_init(d))
+        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+    uint32_t gpu = sn_model_find_gpu(d->model, r->params[0]);
+    if (gpu == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
+    const struct sn_telem_gpu *g = sn_telem_store_gpu(ag.telem, gpu);
+    uint32_t s = d->model->gpu_server[gpu];
+    char node[64];
+    sn_model_server_name(d->model, s, node, sizeof(node));
+    json_t *o =
+        json_pack("{s:s,s:I,s:s,s:s,s:s}", "name", r->params[0], "id", (json_int_t)gpu, "node",
+                  node, "state", snd_admin_state_name((enum snd_admin_state)d->gpus[gpu].state),
+                  "agent", agent_state(&ag.nodes[s], snd_now_s()));
+    json_object_set_new(o, "metrics", readings_json(g));
+    json_object_set_new(o, "findings", findings_json(d, gpu, g));
+    return snd_reply(d, r, 200, o);
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+char *snd_agent_metrics_text(struct snd *d)
+{
+    if (!agents_init(d))
+        return NULL;
+    uint64_t up = 0, down = 0, now = (uint64_t)snd_now_s();
+    for (uint32_t i = 0; i < d->model->n_servers; i++) {
+        const char *st = agent_state(&ag.nodes[i], (int64_t)now);
+        up += strcmp(st, "up") == 0;
+        down += strcmp(st, "down") == 0;
+    }
+    roll_rate(snd_now_ms());
+    size_t cap = 4096;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    snprintf(
+        t, cap,
+        "# HELP sn_agents Node agents by state (down: no heartbeat for three intervals).\n"
+        "# TYPE sn_agents gauge\nsn_agents{state=\"up\"} %llu\nsn_agents{state=\"down\"} %llu\n"
+        "# HELP sn_agent_heartbeats_total Agent heartbeats received.\n"
+        "# TYPE sn_agent_heartbeats_total counter\nsn_agent_heartbeats_total %llu\n"
+        "# HELP sn_telemetry_batches_total Telemetry batches applied.\n"
+        "# TYPE sn_telemetry_batches_total counter\nsn_telemetry_batches_total %llu\n"
+        "# HELP sn_telemetry_duplicate_batches_total Retransmitted batches not applied again.\n"
+        "# TYPE sn_telemetry_duplicate_batches_total counter\n"
+        "sn_telemetry_duplicate_batches_total %llu\n"
+        "# HELP sn_telemetry_readings_total GPU metric readings ingested.\n"
+        "# TYPE sn_telemetry_readings_total counter\nsn_telemetry_readings_total %llu\n"
+        "# HELP sn_telemetry_skipped_total Lines or cells of batches not ingested.\n"
+        "# TYPE sn_telemetry_skipped_total counter\nsn_telemetry_skipped_total %llu\n"
+        "# HELP sn_telemetry_ingest_readings_per_second Readings ingested per second over the "
+        "last 10 s window.\n"
+        "# TYPE sn_telemetry_ingest_readings_per_second gauge\n"
+        "sn_telemetry_ingest_readings_per_second %.1f\n"
+        "# HELP sn_job_exits_total Job rank exits reported by agents.\n"
+        "# TYPE sn_job_exits_total counter\nsn_job_exits_total %llu\n",
+        (unsigned long long)up, (unsigned long long)down, (unsigned long long)ag.heartbeats_total,
+        (unsigned long long)ag.batches_total, (unsigned long long)ag.duplicates_total,
+        (unsigned long long)ag.samples_total,
+        (unsigned long long)(ag.skipped_total + ag.foreign_total), ag.rate_samples_per_s,
+        (unsigned long long)ag.exits_total);
+    return t;
+}
+
+int snd_agent_gpu_health(struct snd *d, uint32_t gpu)
+{
+    if (!agents_init(d) || gpu >= d->model->n_gpus)
+        return -1;
+    const struct sn_telem_gpu *g = sn_telem_store_gpu(ag.telem, gpu);
+    bool seen = false;
+    for (int k = 0; k < SN_METRIC_COUNT && !seen; k++)
+        seen = g->m[k].status != SN_TELEM_ABSENT;
+    int level = d->gpus[gpu].state != SND_ADMIN_UP ? 1 : 0;
+    if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
+        return 2;
+    unsigned long kept = g->xid_total < SN_TELEM_XID_KEEP ? g->xid_total : SN_TELEM_XID_KEEP;
+    for (unsigned long i = 0; g->xids && i < kept; i++)
+        if (g->xids[(g->xid_total - kept + i) % SN_TELEM_XID_KEEP].fatal > 0)
+            return 2;
+    for (unsigned i = 0; g->diag && i < g->n_diag; i++)
+        if (g->diag[i].result == SN_DIAG_FAIL)
+            return 2;
+    if (g->xid_total)
+        level = 1;
+    return seen || level ? level : -1;
+}
