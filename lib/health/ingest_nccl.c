@@ -259,8 +259,11 @@ static void group_values(struct sn_telem_parser *p, struct nccl_state *st, const
     r->time_s = r->algbw_bytes_per_s = r->busbw_bytes_per_s = NAN;
     r->calc_algbw_bytes_per_s = r->calc_busbw_bytes_per_s = r->error = NAN;
     r->wrong = -1;
-    r->present =
-        cell_num(t, g->time, &time_us) | cell_num(t, g->algbw, &alg) | cell_num(t, g->busbw, &bus);
+    /* Read all three cells (no short circuit): each fills its value. */
+    bool have_time = cell_num(t, g->time, &time_us);
+    bool have_alg = cell_num(t, g->algbw, &alg);
+    bool have_bus = cell_num(t, g->busbw, &bus);
+    r->present = have_time || have_alg || have_bus;
     if (g->wrong >= 0) {
         unsigned long long w;
         if (sn__telem_uint(t[g->wrong].s, t[g->wrong].n, &w))
