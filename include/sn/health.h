@@ -265,8 +265,8 @@ const char *sn_sw_component_name(enum sn_sw_component c);
 /* Events of a grey-release period (sn-events v1: time,kind,host,job). */
 #define SN_EVENT_KIND_LIST(X)                                                                      \
     X(JOB_START, "job_start")                                                                      \
-    X(JOB_END, "job_end") X(FAILURE, "failure") X(INTERRUPTION, "interruption")                    \
-        X(PREEMPTION, "preemption")
+    X(JOB_END, "job_end")                                                                          \
+    X(FAILURE, "failure") X(INTERRUPTION, "interruption") X(PREEMPTION, "preemption")
 enum sn_event_kind {
 #define SN_X(id, name) SN_EVENT_##id,
     SN_EVENT_KIND_LIST(SN_X)
@@ -375,8 +375,8 @@ struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h);
  * GPU started to look phantom-occupied. */
 #define SN_HEALTH_COUNTER_LIST(X)                                                                  \
     X(PCIE_REPLAY, PCIE_REPLAY)                                                                    \
-    X(NVLINK_CRC, NVLINK_CRC_FLIT) X(NVLINK_REPLAY, NVLINK_REPLAY)                                 \
-        X(NVLINK_RECOVERY, NVLINK_RECOVERY) X(SBE, ECC_SBE_VOL)
+    X(NVLINK_CRC, NVLINK_CRC_FLIT)                                                                 \
+    X(NVLINK_REPLAY, NVLINK_REPLAY) X(NVLINK_RECOVERY, NVLINK_RECOVERY) X(SBE, ECC_SBE_VOL)
 enum sn_health_counter {
 #define SN_X(id, metric) SN_HCOUNTER_##id,
     SN_HEALTH_COUNTER_LIST(SN_X)

@@ -457,7 +457,8 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
     if (rc == SN_OK)
         rc = report_new(&c, &r, err);
     if (rc == SN_OK) {
-        qsort(c.f, c.n, sizeof(*c.f), cmp_finding);
+        if (c.n)
+            qsort(c.f, c.n, sizeof(*c.f), cmp_finding);
         r->findings = c.f;
         r->n_findings = c.n;
         c.f = NULL;
