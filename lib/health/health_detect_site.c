@@ -7,7 +7,7 @@
  *
  * Facility readings are matched to the model by name: a loop series named
  * "sn00-loopL1" is that model cooling loop, a feed "sn00-pdA" that power
- * domain; readings naming neither are not judged (the CLI reports them).
+ * domain; readings naming neither are not judged (and not yet reported).
  * Series are walked in a sorted order, so findings are deterministic.
  */
 #include "health/health_int.h"
