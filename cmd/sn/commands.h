@@ -28,5 +28,6 @@ int cmd_design_check(int argc, char **argv);
 int cmd_design_bom(int argc, char **argv);
 int cmd_design_export(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_health(int argc, char **argv);
 
 #endif

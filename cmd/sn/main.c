@@ -15,6 +15,7 @@ static const struct sn_command commands[] = {
     {"design", cmd_design, "review a cluster design, count its parts, export it"},
     {"plan", cmd_plan, "plan a training job: memory, communication, step time, checkpoints"},
     {"sim", cmd_sim, "replay a trace on a cluster with the scheduler, compare policies"},
+    {"health", cmd_health, "analyze telemetry: findings, GPU scores, actions, acceptance"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,808 @@
+/*
+ * sn health: analyze telemetry and benchmark outputs (findings, scores,
+ * actions), learn baselines, judge acceptance, and watch growing files.
+ * docs/cmd-health.md documents every flag and the JSON schema.
+ *
+ * This is the shell: it reads files, detects their formats, feeds the
+ * parsers into a history + store, reads the clock only as the default `now`
+ * of `watch`, and formats. Everything else is lib/health. `analyze` takes
+ * `now` from --now, else from the newest reading, so its output is the same
+ * bytes for the same files.
+ *
+ * Exit statuses: 0 healthy (or only informational findings), 1 findings
+ * (warning or critical; rejected nodes for accept), 2 bad input or usage.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include <sn/health.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static const char usage_text[] =
+    "usage: sn health analyze|baseline|accept|watch [options] FILE...\n"
+    "\n"
+    "FILEs are telemetry and benchmark outputs: nvidia-smi (CSV, -q, nvlink -s, topo -m),\n"
+    "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
+    "CSV/JSON. The format is detected; '-f FMT' before files forces it. The host of\n"
+    "single-host outputs is the file name up to its first dot (sn00-t03.topo.txt).\n"
+    "\n"
+    "  --cluster SPEC     the cluster spec: the inventory (required but for baseline)\n"
+    "  --baseline FILE    baseline JSON from 'sn health baseline'\n"
+    "  --bench FILE       benchmark results (sn-bench: host,gpu,test,value,unit)\n"
+    "  --nodes FILE       node counters (sn-node: host,metric,value,unit)\n"
+    "  --software FILE    software inventory (sn-software: host,component,version)\n"
+    "  --matrix FILE      locked compatibility matrix (sn-matrix: component,version)\n"
+    "  --jobs FILE        processes of live jobs (sn-jobs: job,host,pid)\n"
+    "  --events FILE      grey-release events (sn-events: time,kind,host,job)\n"
+    "  --now TIME         the analysis time, ISO 8601 (default: the newest reading)\n"
+    "  -f FMT             format of the FILEs that follow (see docs/health.md)\n"
+    "  --declared         baseline: add the declared baselines\n"
+    "  --json             print JSON (schema in docs/cmd-health.md)\n"
+    "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
+    "  --interval-ms N    watch: poll period (default 2000)\n"
+    "  --polls N          watch: stop after N polls (default: until SIGINT/SIGTERM)\n"
+    "  -h, --help         this text\n";
+
+#define MAX_FILES 256
+
+struct in_file {
+    const char *path;
+    int fmt; /* enum sn_telem_format, or -1: detect */
+};
+
+struct ctx {
+    const char *verb;
+    const char *cluster, *baseline, *svg, *now_text;
+    const char *facts_path[SN_FACTS_COUNT];
+    struct in_file files[MAX_FILES];
+    unsigned n_files;
+    bool json, declared;
+    long interval_ms, polls;
+    struct sn_spec *spec;
+    struct sn_model *model;
+    struct sn_telem_store *store;
+    struct sn_health_history *hist;
+    struct sn_health_facts facts;
+    struct sn_baseline base;
+    struct sn_health_config cfg;
+};
+
+static int fail_usage(const struct ctx *c, const char *fmt, ...) SN_PRINTF(2, 3);
+static int fail_usage(const struct ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "sn health %s: ", c->verb);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return SN_EXIT_USAGE;
+}
+
+/* Reads a whole file (at most 256 MiB). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap || cap >= (256u << 20))
+            break;
+        char *nb = realloc(buf, cap * 2 + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+static const char *const facts_flags[SN_FACTS_COUNT] = {"--bench",  "--nodes", "--software",
+                                                        "--matrix", "--jobs",  "--events"};
+
+static int parse_args(struct ctx *c, int argc, char **argv)
+{
+    int fmt = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = true;
+        int k = -1;
+        for (int j = 0; j < SN_FACTS_COUNT; j++)
+            if (strcmp(a, facts_flags[j]) == 0)
+                k = j;
+        if (sn_cli_is_help(a)) {
+            fputs(usage_text, stdout);
+            return -1;
+        } else if (strcmp(a, "--json") == 0) {
+            c->json = true, takes = false;
+        } else if (strcmp(a, "--declared") == 0) {
+            c->declared = true, takes = false;
+        } else if (a[0] == '-' && !v) {
+            return fail_usage(c, "%s needs a value", a);
+        } else if (k >= 0) {
+            c->facts_path[k] = v;
+        } else if (strcmp(a, "--cluster") == 0) {
+            c->cluster = v;
+        } else if (strcmp(a, "--baseline") == 0) {
+            c->baseline = v;
+        } else if (strcmp(a, "--svg") == 0) {
+            c->svg = v;
+        } else if (strcmp(a, "--now") == 0) {
+            c->now_text = v;
+        } else if (strcmp(a, "--interval-ms") == 0 || strcmp(a, "--polls") == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (*end || errno || n < 0 || end == v)
+                return fail_usage(c, "'%s' is not a non-negative integer", v);
+            *(a[2] == 'i' ? &c->interval_ms : &c->polls) = n;
+        } else if (strcmp(a, "-f") == 0) {
+            enum sn_telem_format f;
+            struct sn_error err = {0};
+            if (sn_telem_format_parse(v, &f, &err) != SN_OK)
+                return fail_usage(c, "%s", err.message);
+            fmt = (int)f;
+        } else if (a[0] == '-' && a[1]) {
+            return fail_usage(c, "unknown option '%s' (see --help)", a);
+        } else {
+            takes = false;
+            if (c->n_files == MAX_FILES)
+                return fail_usage(c, "more than %s input files", "256");
+            c->files[c->n_files++] = (struct in_file){a, fmt};
+        }
+        i += takes;
+    }
+    return SN_EXIT_OK;
+}
+
+static int load_facts(struct ctx *c)
+{
+    for (int k = 0; k < SN_FACTS_COUNT; k++) {
+        if (!c->facts_path[k])
+            continue;
+        size_t len;
+        char *data = slurp(c->facts_path[k], &len);
+        if (!data)
+            return fail_usage(c, "cannot read '%s'", c->facts_path[k]);
+        struct sn_error err = {0};
+        enum sn_err rc = sn_health_facts_read(&c->facts, (enum sn_facts_kind)k, data, len,
+                                              c->facts_path[k], &err);
+        free(data);
+        if (rc != SN_OK)
+            return fail_usage(c, "%s", err.message);
+    }
+    return SN_EXIT_OK;
+}
+
+static int load_baseline(struct ctx *c)
+{
+    if (!c->baseline)
+        return SN_EXIT_OK;
+    size_t len;
+    char *data = slurp(c->baseline, &len);
+    if (!data)
+        return fail_usage(c, "cannot read '%s'", c->baseline);
+    struct sn_error err = {0};
+    enum sn_err rc = sn_baseline_from_json(&c->base, data, len, c->baseline, &err);
+    free(data);
+    return rc == SN_OK ? SN_EXIT_OK : fail_usage(c, "%s", err.message);
+}
+
+static void host_of(const char *path, char *buf, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(buf, len, "%.*s", (int)strcspn(base, "."), base);
+}
+
+/* Feeds data of one input into the history through a fresh parser. */
+static int feed_file(struct ctx *c, const struct in_file *f)
+{
+    size_t len;
+    char *data = slurp(f->path, &len);
+    if (!data)
+        return fail_usage(c, "cannot read '%s'", f->path);
+    struct sn_error err = {0};
+    enum sn_telem_format fmt = (enum sn_telem_format)f->fmt;
+    if (f->fmt < 0 && sn_telem_format_detect(data, len, &fmt, &err) != SN_OK) {
+        free(data);
+        fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
+                f->path, err.message);
+        return SN_EXIT_USAGE;
+    }
+    char host[SN_TELEM_HOST_MAX];
+    host_of(f->path, host, sizeof(host));
+    struct sn_telem_opts o = {.source = f->path, .host = host};
+    struct sn_telem_sink sink = sn_health_history_sink(c->hist);
+    enum sn_err rc = sn_telem_parse_buffer(fmt, &o, &sink, data, len, NULL, &err);
+    free(data);
+    if (rc != SN_OK) {
+        fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
+        return SN_EXIT_USAGE;
+    }
+    return SN_EXIT_OK;
+}
+
+static int setup(struct ctx *c, bool need_cluster)
+{
+    struct sn_error err = {0};
+    if (need_cluster && !c->cluster)
+        return fail_usage(c, "%s", "--cluster SPEC is required (the inventory)");
+    if (c->cluster) {
+        int rc = sn_cli_load(c->cluster, &c->spec, &c->model);
+        if (rc != SN_EXIT_OK)
+            return rc;
+    }
+    if (sn_telem_store_new(NULL, &c->store, &err) != SN_OK ||
+        sn_health_history_new(c->store, &c->cfg, &c->hist, &err) != SN_OK) {
+        fprintf(stderr, "sn health: %s\n", err.message);
+        return SN_EXIT_INTERNAL;
+    }
+    int rc = load_facts(c);
+    if (rc == SN_EXIT_OK)
+        rc = load_baseline(c);
+    return rc;
+}
+
+static void teardown(struct ctx *c)
+{
+    sn_health_history_free(c->hist);
+    sn_telem_store_free(c->store);
+    sn_health_facts_release(&c->facts);
+    sn_baseline_release(&c->base);
+    sn_model_free(c->model);
+    sn_spec_free(c->spec);
+}
+
+/* The newest reading time in the store (0 when none). */
+static double newest(const struct sn_telem_store *st)
+{
+    double t = 0;
+    for (uint32_t i = 0; i < sn_telem_store_gpu_count(st); i++) {
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(st, i);
+        for (unsigned m = 0; m < SN_METRIC_COUNT; m++)
+            if (g->m[m].time_s > t)
+                t = g->m[m].time_s;
+    }
+    for (uint32_t i = 0; i < sn_telem_store_facility_count(st); i++)
+        if (sn_telem_store_facility(st, i)->time_s > t)
+            t = sn_telem_store_facility(st, i)->time_s;
+    return t;
+}
+
+static bool parse_time(const char *text, double *out)
+{
+    int y, mo, d, h, mi, s;
+    char z;
+    if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &s, &z) != 7 || z != 'Z')
+        return false;
+    /* days from civil (H. Hinnant) */
+    y -= mo <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    long yoe = y - era * 400;
+    long doy = (153L * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    *out = (double)(era * 146097 + doe - 719468) * 86400.0 + h * 3600 + mi * 60 + s;
+    return true;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static void print_findings(const struct ctx *c, const struct sn_health_report *r)
+{
+    printf("findings: %u (critical %u, warning %u, info %u)", r->n_findings,
+           r->by_severity[SN_HEALTH_SEV_CRIT], r->by_severity[SN_HEALTH_SEV_WARN],
+           r->by_severity[SN_HEALTH_SEV_INFO]);
+    if (r->unmapped_gpus)
+        printf("; %u GPUs of the input are not in the cluster", r->unmapped_gpus);
+    printf("\n");
+    if (r->n_findings)
+        printf("\n%-8s  %-20s  %-28s  %-9s  %s\n", "SEVERITY", "DETECTOR", "ENTITY", "ACTION",
+               "EVIDENCE");
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        char name[160];
+        sn_health_entity_label(c->model, f->entity, f->id, name, sizeof(name));
+        printf("%-8s  %-20s  %-28s  %-9s  %s\n", sn_health_severity_name(f->severity),
+               sn_detector_info(f->detector)->name, name, sn_health_action_name(f->action),
+               f->evidence);
+    }
+}
+
+static void print_scores(const struct ctx *c, const struct sn_health_report *r)
+{
+    bool head = false;
+    for (uint32_t g = 0; g < r->n_gpus; g++) {
+        const struct sn_health_score *s = &r->gpus[g];
+        if (s->score >= 100 && s->action == SN_HEALTH_ACT_NONE)
+            continue;
+        if (!head)
+            printf("\n%-20s  %5s  %-9s  %-8s  %s\n", "GPU", "SCORE", "ACTION", "EXCLUDED",
+                   "REASON");
+        head = true;
+        char name[96];
+        printf("%-20s  %5.1f  %-9s  %-8s  %s\n", sn_model_gpu_name(c->model, g, name, sizeof(name)),
+               s->score, sn_health_action_name(s->action), s->excluded ? "yes" : "no",
+               s->reason == UINT32_MAX ? "-"
+                                       : sn_detector_info(r->findings[s->reason].detector)->name);
+    }
+    uint32_t full = 0;
+    for (uint32_t g = 0; g < r->n_gpus; g++)
+        full += r->gpus[g].score >= 100;
+    printf("\nGPUs scoring 100: %u of %u; excluded (below %.0f): %u\n", full, r->n_gpus,
+           c->cfg.exclude_below, sn_bitset_count(&r->excluded));
+    for (unsigned t = 0; t < r->n_thresholds; t++)
+        printf("exclusion set score < %.0f: %u GPUs\n", r->thresholds[t],
+               sn_bitset_count(&r->exclude[t]));
+}
+
+static json_t *score_json(const struct ctx *c, const struct sn_health_report *r,
+                          const struct sn_health_score *s)
+{
+    char name[160];
+    sn_health_entity_label(c->model, s->entity, s->id, name, sizeof(name));
+    return json_pack("{s:i, s:s, s:f, s:s, s:o, s:b}", "id", (json_int_t)s->id, "name", name,
+                     "score", s->score, "action", sn_health_action_name(s->action), "reason",
+                     s->reason == UINT32_MAX
+                         ? json_null()
+                         : json_string(sn_detector_info(r->findings[s->reason].detector)->name),
+                     "excluded", s->excluded);
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *report_json(const struct ctx *c, const struct sn_health_report *r)
+{
+    json_t *root =
+        json_pack("{s:s, s:i, s:f}", "format", "sn-health-report", "version", 1, "now", r->now_s);
+    json_t *fs = json_array(), *gpus = json_array(), *servers = json_array(), *links = json_array(),
+           *ex = json_object();
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        char name[160], gname[96];
+        sn_health_entity_label(c->model, f->entity, f->id, name, sizeof(name));
+        json_t *o = json_pack(
+            "{s:s, s:s, s:s, s:{s:s, s:i, s:s}, s:o, s:i, s:o, s:o, s:s}", "detector",
+            sn_detector_info(f->detector)->name, "severity", sn_health_severity_name(f->severity),
+            "action", sn_health_action_name(f->action), "entity", "kind",
+            sn_health_entity_name(f->entity), "id", (json_int_t)f->id, "name", name, "gpu",
+            f->gpu == SN_NONE
+                ? json_null()
+                : json_string(sn_model_gpu_name(c->model, f->gpu, gname, sizeof(gname))),
+            "weight", (json_int_t)sn_detector_info(f->detector)->weight, "value", num(f->value),
+            "expected", num(f->expected), "evidence", f->evidence);
+        json_array_append_new(fs, o);
+    }
+    for (uint32_t g = 0; g < r->n_gpus; g++)
+        if (r->gpus[g].score < 100 || r->gpus[g].action != SN_HEALTH_ACT_NONE)
+            json_array_append_new(gpus, score_json(c, r, &r->gpus[g]));
+    for (uint32_t s = 0; s < r->n_servers; s++)
+        if (r->servers[s].score < 100 || r->servers[s].action != SN_HEALTH_ACT_NONE)
+            json_array_append_new(servers, score_json(c, r, &r->servers[s]));
+    for (uint32_t l = 0; l < r->n_links; l++)
+        json_array_append_new(links, score_json(c, r, &r->links[l]));
+    for (unsigned t = 0; t < r->n_thresholds; t++) {
+        json_t *ids = json_array();
+        for (uint32_t g = sn_bitset_next(&r->exclude[t], 0); g != UINT32_MAX;
+             g = sn_bitset_next(&r->exclude[t], g + 1))
+            json_array_append_new(ids, json_integer(g));
+        char key[16];
+        snprintf(key, sizeof(key), "%.0f", r->thresholds[t]);
+        json_object_set_new(ex, key, ids);
+    }
+    json_t *hyst = json_array();
+    for (uint32_t g = sn_bitset_next(&r->excluded, 0); g != UINT32_MAX;
+         g = sn_bitset_next(&r->excluded, g + 1))
+        json_array_append_new(hyst, json_integer(g));
+    json_object_set_new(root, "summary",
+                        json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "gpus", (json_int_t)r->n_gpus,
+                                  "findings", (json_int_t)r->n_findings, "critical",
+                                  (json_int_t)r->by_severity[SN_HEALTH_SEV_CRIT], "warning",
+                                  (json_int_t)r->by_severity[SN_HEALTH_SEV_WARN], "info",
+                                  (json_int_t)r->by_severity[SN_HEALTH_SEV_INFO], "unmapped_gpus",
+                                  (json_int_t)r->unmapped_gpus));
+    json_object_set_new(root, "findings", fs);
+    json_object_set_new(root, "gpus", gpus);
+    json_object_set_new(root, "servers", servers);
+    json_object_set_new(root, "links", links);
+    json_object_set_new(root, "exclude", ex);
+    json_object_set_new(root, "excluded", hyst);
+    return root;
+}
+
+static void dump_json(json_t *root)
+{
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    json_decref(root);
+}
+
+/* Red (0) to green (100). */
+static void score_color(double s, char *buf, size_t len)
+{
+    double t = s < 0 ? 0 : s > 100 ? 1 : s / 100;
+    snprintf(buf, len, "#%02x%02x40", (unsigned)(220 * (1 - t) + 20), (unsigned)(40 + 160 * t));
+}
+
+static int write_svg(const struct ctx *c, const struct sn_health_report *r)
+{
+    FILE *f = fopen(c->svg, "w");
+    if (!f)
+        return fail_usage(c, "cannot write '%s'", c->svg);
+    const struct sn_model *m = c->model;
+    uint32_t max_servers = 0;
+    for (uint32_t s = 0; s < m->n_supernodes; s++)
+        if (m->supernodes[s].n_servers > max_servers)
+            max_servers = m->supernodes[s].n_servers;
+    int cell = 44, w = 90 + (int)max_servers * (cell + 4), h = 30 + (int)m->n_supernodes * 60;
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"4\" y=\"16\">GPU health "
+            "scores per supernode and server (green 100, red 0)</text>\n",
+            w, h);
+    for (uint32_t s = 0; s < m->n_supernodes; s++) {
+        const struct sn_supernode *sn = &m->supernodes[s];
+        char name[96], col[16];
+        int y = 30 + (int)s * 60;
+        fprintf(f, "<text x=\"4\" y=\"%d\">%s</text>\n", y + 24,
+                sn_model_supernode_name(m, s, name, sizeof(name)));
+        for (uint32_t k = 0; k < sn->n_servers; k++) {
+            uint32_t sv = sn->first_server + k, ng = sn_model_server_spec(m, sv)->gpus;
+            int x = 90 + (int)k * (cell + 4);
+            score_color(r->servers[sv].score, col, sizeof(col));
+            fprintf(f,
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"48\" fill=\"none\" "
+                    "stroke=\"%s\" stroke-width=\"2\"><title>%s %.1f</title></rect>\n",
+                    x, y, cell, col, sn_model_server_name(m, sv, name, sizeof(name)),
+                    r->servers[sv].score);
+            uint32_t per_row = ng > 4 ? (ng + 1) / 2 : ng;
+            for (uint32_t g = 0; g < ng; g++) {
+                uint32_t id = m->server_first_gpu[sv] + g;
+                score_color(r->gpus[id].score, col, sizeof(col));
+                fprintf(f,
+                        "<rect x=\"%u\" y=\"%u\" width=\"9\" height=\"18\" fill=\"%s\"><title>%s "
+                        "%.1f</title></rect>\n",
+                        (unsigned)x + 2 + (g % per_row) * 10, (unsigned)y + 4 + (g / per_row) * 21,
+                        col, sn_model_gpu_name(m, id, name, sizeof(name)), r->gpus[id].score);
+            }
+        }
+    }
+    fprintf(f, "</svg>\n");
+    return fclose(f) == 0 ? SN_EXIT_OK : fail_usage(c, "cannot write '%s'", c->svg);
+}
+
+/* ---- verbs ------------------------------------------------------------------------- */
+
+static int run_analysis(struct ctx *c, struct sn_health_state *state, double now,
+                        struct sn_health_report **out)
+{
+    struct sn_health_input in = {c->model, c->store, c->hist, &c->base, &c->facts, &c->cfg, now};
+    struct sn_error err = {0};
+    if (sn_health_analyze(&in, state, out, &err) != SN_OK) {
+        fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
+        return SN_EXIT_INTERNAL;
+    }
+    return SN_EXIT_OK;
+}
+
+static int feed_all(struct ctx *c)
+{
+    for (unsigned i = 0; i < c->n_files; i++) {
+        int rc = feed_file(c, &c->files[i]);
+        if (rc != SN_EXIT_OK)
+            return rc;
+    }
+    return SN_EXIT_OK;
+}
+
+static int now_of(struct ctx *c, double *now)
+{
+    *now = newest(c->store);
+    if (c->now_text && !parse_time(c->now_text, now))
+        return fail_usage(c, "--now '%s': expected an ISO 8601 UTC time (2024-05-01T12:00:00Z)",
+                          c->now_text);
+    return SN_EXIT_OK;
+}
+
+static int verb_analyze(struct ctx *c)
+{
+    double now;
+    int rc = feed_all(c);
+    if (rc == SN_EXIT_OK)
+        rc = now_of(c, &now);
+    struct sn_health_report *r = NULL;
+    if (rc == SN_EXIT_OK)
+        rc = run_analysis(c, NULL, now, &r);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    if (c->json) {
+        dump_json(report_json(c, r));
+    } else {
+        print_findings(c, r);
+        print_scores(c, r);
+    }
+    if (c->svg)
+        rc = write_svg(c, r);
+    bool bad = r->by_severity[SN_HEALTH_SEV_WARN] + r->by_severity[SN_HEALTH_SEV_CRIT] > 0;
+    sn_health_report_free(r);
+    return rc != SN_EXIT_OK ? rc : bad ? SN_EXIT_FINDINGS : SN_EXIT_OK;
+}
+
+static int verb_baseline(struct ctx *c)
+{
+    struct sn_error err = {0};
+    int rc = feed_all(c);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    if ((c->declared && sn_baseline_add_declared(&c->base, &err) != SN_OK) ||
+        sn_baseline_learn(&c->base, c->model, c->store, c->hist, &c->facts, &err) != SN_OK) {
+        fprintf(stderr, "sn health baseline: %s\n", err.message);
+        return SN_EXIT_INTERNAL;
+    }
+    char *json = NULL;
+    if (sn_baseline_to_json(&c->base, &json, &err) != SN_OK) {
+        fprintf(stderr, "sn health baseline: %s\n", err.message);
+        return SN_EXIT_INTERNAL;
+    }
+    printf("%s\n", json);
+    free(json);
+    return SN_EXIT_OK;
+}
+
+static void print_accept(const struct ctx *c, const struct sn_accept_report *a)
+{
+    printf("%-12s  %-9s  %s\n", "NODE", "VERDICT", "FAILED RULES");
+    for (uint32_t s = 0; s < a->n_nodes; s++) {
+        const struct sn_accept_node *n = &a->nodes[s];
+        char name[96];
+        printf("%-12s  %-9s", sn_model_server_name(c->model, s, name, sizeof(name)),
+               !n->tested    ? "untested"
+               : n->accepted ? "accepted"
+                             : "rejected");
+        const char *sep = "  ";
+        for (int k = 0; k < SN_ACCEPT_COUNT; k++)
+            if (n->failed & (1u << k)) {
+                printf("%s%s: %s", sep, sn_accept_rule_name((enum sn_accept_rule)k), n->detail[k]);
+                sep = "; ";
+            }
+        printf("\n");
+    }
+    printf("\naccepted %u, rejected %u, untested %u\n", a->accepted, a->rejected, a->untested);
+    if (a->has_grey)
+        printf("grey release over %.1f days: %u failures (MTBF %.0f node-hours), %u jobs, "
+               "interruption rate %.3f, preemption rate %.3f\n",
+               a->grey.period_s / 86400, a->grey.failures, a->grey.mtbf_node_hours, a->grey.jobs,
+               a->grey.interruption_rate, a->grey.preemption_rate);
+}
+
+static json_t *accept_json(const struct ctx *c, const struct sn_accept_report *a)
+{
+    json_t *nodes = json_array();
+    for (uint32_t s = 0; s < a->n_nodes; s++) {
+        const struct sn_accept_node *n = &a->nodes[s];
+        char name[96];
+        json_t *failed = json_object();
+        for (int k = 0; k < SN_ACCEPT_COUNT; k++)
+            if (n->failed & (1u << k))
+                json_object_set_new(failed, sn_accept_rule_name((enum sn_accept_rule)k),
+                                    json_string(n->detail[k]));
+        json_array_append_new(
+            nodes, json_pack("{s:s, s:s, s:o}", "node",
+                             sn_model_server_name(c->model, s, name, sizeof(name)), "verdict",
+                             !n->tested    ? "untested"
+                             : n->accepted ? "accepted"
+                                           : "rejected",
+                             "failed", failed));
+    }
+    json_t *root =
+        json_pack("{s:s, s:i, s:o, s:i, s:i, s:i}", "format", "sn-health-accept", "version", 1,
+                  "nodes", nodes, "accepted", (json_int_t)a->accepted, "rejected",
+                  (json_int_t)a->rejected, "untested", (json_int_t)a->untested);
+    if (a->has_grey)
+        json_object_set_new(root, "grey_release",
+                            json_pack("{s:f, s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "period_s",
+                                      a->grey.period_s, "failures", (json_int_t)a->grey.failures,
+                                      "interruptions", (json_int_t)a->grey.interruptions,
+                                      "preemptions", (json_int_t)a->grey.preemptions, "jobs",
+                                      (json_int_t)a->grey.jobs, "mtbf_node_hours",
+                                      num(a->grey.mtbf_node_hours), "interruption_rate",
+                                      num(a->grey.interruption_rate), "preemption_rate",
+                                      num(a->grey.preemption_rate)));
+    return root;
+}
+
+static int verb_accept(struct ctx *c)
+{
+    double now;
+    int rc = feed_all(c);
+    if (rc == SN_EXIT_OK)
+        rc = now_of(c, &now);
+    struct sn_health_report *r = NULL;
+    if (rc == SN_EXIT_OK)
+        rc = run_analysis(c, NULL, now, &r);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    struct sn_health_input in = {c->model, c->store, c->hist, &c->base, &c->facts, &c->cfg, now};
+    struct sn_accept_report *a = NULL;
+    struct sn_error err = {0};
+    if (sn_health_accept(&in, r, &a, &err) != SN_OK) {
+        sn_health_report_free(r);
+        fprintf(stderr, "sn health accept: %s\n", err.message);
+        return SN_EXIT_INTERNAL;
+    }
+    if (c->json)
+        dump_json(accept_json(c, a));
+    else
+        print_accept(c, a);
+    rc = a->rejected ? SN_EXIT_FINDINGS : SN_EXIT_OK;
+    sn_accept_report_free(a);
+    sn_health_report_free(r);
+    return rc;
+}
+
+/* ---- watch ---------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+struct follow {
+    FILE *f;
+    struct sn_telem_parser *p;
+    long offset;
+};
+
+/* Feeds what a file gained since the last poll. */
+static int follow_poll(struct ctx *c, struct follow *w, const struct in_file *in)
+{
+    struct sn_error err = {0};
+    if (!w->p) {
+        char head[4096];
+        size_t n = fread(head, 1, sizeof(head), w->f);
+        enum sn_telem_format fmt = (enum sn_telem_format)in->fmt;
+        if (n == 0)
+            return SN_EXIT_OK; /* nothing yet: detect later */
+        if (in->fmt < 0 && sn_telem_format_detect(head, n, &fmt, &err) != SN_OK)
+            return fail_usage(c, "%s: unknown format; name it with -f", in->path);
+        char host[SN_TELEM_HOST_MAX];
+        host_of(in->path, host, sizeof(host));
+        struct sn_telem_opts o = {.source = in->path, .host = host};
+        struct sn_telem_sink sink = sn_health_history_sink(c->hist);
+        if (sn_telem_parser_new(fmt, &o, &sink, &w->p, &err) != SN_OK)
+            return fail_usage(c, "%s", err.message);
+        fseek(w->f, 0, SEEK_SET);
+    }
+    char buf[1 << 16];
+    size_t n;
+    clearerr(w->f);
+    while ((n = fread(buf, 1, sizeof(buf), w->f)) > 0)
+        if (sn_telem_parser_feed(w->p, buf, n, &err) != SN_OK)
+            return fail_usage(c, "%s", err.message);
+    return SN_EXIT_OK;
+}
+
+static int verb_watch(struct ctx *c)
+{
+    struct follow w[MAX_FILES] = {0};
+    struct sn_error err = {0};
+    struct sn_health_state *state = NULL;
+    int rc = SN_EXIT_OK;
+    if (sn_health_state_new(c->model, &state, &err) != SN_OK)
+        return SN_EXIT_INTERNAL;
+    for (unsigned i = 0; i < c->n_files && rc == SN_EXIT_OK; i++)
+        if (!(w[i].f = fopen(c->files[i].path, "rb")))
+            rc = fail_usage(c, "cannot read '%s'", c->files[i].path);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    uint32_t last_findings = UINT32_MAX, last_excluded = UINT32_MAX;
+    for (long poll = 0; rc == SN_EXIT_OK && !stop_flag && (c->polls == 0 || poll < c->polls);
+         poll++) {
+        for (unsigned i = 0; i < c->n_files && rc == SN_EXIT_OK; i++)
+            rc = follow_poll(c, &w[i], &c->files[i]);
+        double now;
+        if (rc == SN_EXIT_OK)
+            rc = now_of(c, &now);
+        if (c->now_text == NULL && rc == SN_EXIT_OK && c->polls == 0)
+            now = (double)time(NULL); /* live: the wall clock */
+        struct sn_health_report *r = NULL;
+        if (rc == SN_EXIT_OK)
+            rc = run_analysis(c, state, now, &r);
+        if (rc != SN_EXIT_OK)
+            break;
+        uint32_t ex = sn_bitset_count(&r->excluded);
+        if (r->n_findings != last_findings || ex != last_excluded) {
+            printf("poll %ld: findings %u (critical %u, warning %u), excluded GPUs %u\n", poll + 1,
+                   r->n_findings, r->by_severity[SN_HEALTH_SEV_CRIT],
+                   r->by_severity[SN_HEALTH_SEV_WARN], ex);
+            for (uint32_t i = 0; i < r->n_findings && r->n_findings != last_findings; i++) {
+                char name[160];
+                const struct sn_health_finding *f = &r->findings[i];
+                printf("  %s %s %s\n", sn_detector_info(f->detector)->name,
+                       sn_health_entity_label(c->model, f->entity, f->id, name, sizeof(name)),
+                       sn_health_action_name(f->action));
+            }
+            fflush(stdout);
+            last_findings = r->n_findings;
+            last_excluded = ex;
+        }
+        sn_health_report_free(r);
+        if (c->interval_ms > 0 && (c->polls == 0 || poll + 1 < c->polls)) {
+            struct timespec ts = {c->interval_ms / 1000, (c->interval_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (unsigned i = 0; i < c->n_files; i++) {
+        sn_telem_parser_free(w[i].p);
+        if (w[i].f)
+            fclose(w[i].f);
+    }
+    sn_health_state_free(state);
+    return rc;
+}
+
+int cmd_health(int argc, char **argv)
+{
+    if (argc < 2 || sn_cli_is_help(argv[1])) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? SN_EXIT_USAGE : SN_EXIT_OK;
+    }
+    struct ctx c = {.verb = argv[1], .interval_ms = 2000};
+    sn_health_config_default(&c.cfg);
+    sn_health_facts_init(&c.facts);
+    sn_baseline_init(&c.base);
+    int (*verb)(struct ctx *) = NULL;
+    if (strcmp(argv[1], "analyze") == 0)
+        verb = verb_analyze;
+    else if (strcmp(argv[1], "baseline") == 0)
+        verb = verb_baseline;
+    else if (strcmp(argv[1], "accept") == 0)
+        verb = verb_accept;
+    else if (strcmp(argv[1], "watch") == 0)
+        verb = verb_watch;
+    else {
+        fprintf(stderr, "sn health: unknown subcommand '%s' (analyze, baseline, accept, watch)\n",
+                argv[1]);
+        return SN_EXIT_USAGE;
+    }
+    int rc = parse_args(&c, argc - 1, argv + 1);
+    if (rc < 0)
+        return SN_EXIT_OK;
+    if (rc == SN_EXIT_OK)
+        rc = setup(&c, verb != verb_baseline);
+    if (rc == SN_EXIT_OK)
+        rc = verb(&c);
+    teardown(&c);
+    return rc;
+}

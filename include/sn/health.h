@@ -1,0 +1,611 @@
+/*
+ * sn/health.h: the health engine: baselines, detectors, scores, actions and
+ * acceptance, on top of the telemetry store (sn/telemetry.h) and the cluster
+ * model (sn/model.h).
+ *
+ * Flow: parsers feed a struct sn_health_history, which forwards every record
+ * to the latest-value store and keeps the little history that detectors need
+ * (counter values at first sight, how long a GPU has looked phantom-occupied,
+ * short series of facility readings and nccl-tests bandwidths). Small
+ * documented CSV inputs (benchmark results, node counters, software
+ * inventory, compatibility matrix, live jobs, events) are read into a struct
+ * sn_health_facts. sn_health_analyze() runs every detector of the one table
+ * (SN_DETECTOR_LIST) and returns a report: findings attached to a GPU,
+ * server, link, cooling loop or power feed of the model (by model ID), a
+ * 0-100 score per GPU, server and link, a remediation action per GPU with its
+ * reason, and exclusion bitsets for the scheduler. A struct sn_health_state
+ * carried from pass to pass gives decay, hysteresis and return to service
+ * after a passed re-test. sn_health_accept() judges acceptance runs.
+ *
+ * Purity: nothing here reads the clock, prints or touches files; `now` and
+ * every threshold are passed in (struct sn_health_config). Thresholds, their
+ * sources and the score weights are documented in docs/health.md.
+ *
+ * Units as in sn/telemetry.h: bandwidth bytes/s per direction, compute
+ * FLOP/s, flow L/min, temperatures C, times epoch seconds.
+ *
+ * Ownership: every _new returns an object the caller frees with the matching
+ * _free (NULL allowed). Reports borrow nothing: they may outlive the inputs.
+ */
+#ifndef SN_HEALTH_H
+#define SN_HEALTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/bitset.h>
+#include <sn/error.h>
+#include <sn/model.h>
+#include <sn/telemetry.h>
+
+/* ---- limits --------------------------------------------------------------- */
+
+#define SN_HEALTH_FACTS_MAX (1u << 20)    /* rows per facts table */
+#define SN_HEALTH_SERIES_MAX 65536u       /* series kept by a history */
+#define SN_HEALTH_SERIES_KEEP 32u         /* points kept per series (a ring) */
+#define SN_HEALTH_FINDINGS_MAX (1u << 20) /* findings in one report */
+#define SN_HEALTH_BASELINE_MAX 65536u     /* baseline entries */
+#define SN_HEALTH_EVIDENCE_MAX 200u       /* bytes of a finding's evidence */
+#define SN_HEALTH_THRESHOLDS_MAX 4u       /* exclusion thresholds */
+
+/* ---- names ---------------------------------------------------------------- */
+
+/* What a finding is attached to. */
+#define SN_HEALTH_ENTITY_LIST(X)                                                                   \
+    X(GPU, "gpu")                                                                                  \
+    X(SERVER, "server")                                                                            \
+    X(LINK, "link")         /* a model link (NVLink GPU port to its scale-up chip) */              \
+    X(LOOP, "cooling-loop") /* a model cooling loop */                                             \
+    X(FEED, "power-feed")   /* a model power domain */
+enum sn_health_entity {
+#define SN_X(id, name) SN_HEALTH_ENT_##id,
+    SN_HEALTH_ENTITY_LIST(SN_X)
+#undef SN_X
+        SN_HEALTH_ENT_COUNT
+};
+const char *sn_health_entity_name(enum sn_health_entity e);
+
+#define SN_HEALTH_SEVERITY_LIST(X) X(INFO, "info") X(WARN, "warning") X(CRIT, "critical")
+enum sn_health_severity {
+#define SN_X(id, name) SN_HEALTH_SEV_##id,
+    SN_HEALTH_SEVERITY_LIST(SN_X)
+#undef SN_X
+        SN_HEALTH_SEV_COUNT
+};
+const char *sn_health_severity_name(enum sn_health_severity s);
+
+/* The remediation chain, in escalation order. */
+#define SN_HEALTH_ACTION_LIST(X)                                                                   \
+    X(NONE, "none")                                                                                \
+    X(MONITOR, "monitor")     /* keep in service, watch */                                         \
+    X(DRAIN, "drain")         /* no new work; re-test before return */                             \
+    X(RESET_GPU, "reset-gpu") /* drain, then nvidia-smi -r */                                      \
+    X(REBOOT, "reboot")       /* drain the node, reboot it */                                      \
+    X(SERVICE, "service")     /* field diagnostics, repair or RMA */
+enum sn_health_action {
+#define SN_X(id, name) SN_HEALTH_ACT_##id,
+    SN_HEALTH_ACTION_LIST(SN_X)
+#undef SN_X
+        SN_HEALTH_ACT_COUNT
+};
+const char *sn_health_action_name(enum sn_health_action a);
+
+/*
+ * The detector table: X(ID, name, entity, severity, weight, action, method).
+ * weight is the score penalty (0-100) of one finding; severity and action
+ * are the defaults of the row. The thresholds are fields of struct
+ * sn_health_config; docs/health.md gives each with its source.
+ * Codes are append-only.
+ */
+#define SN_DETECTOR_LIST(X)                                                                        \
+    X(SLOW_GPU, "slow-gpu", GPU, WARN, 40, DRAIN,                                                  \
+      "GEMM or HBM result: robust z < -slow_z among same-model peers of the same test, and "       \
+      "slow_floor below their median (or below the baseline)")                                     \
+    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 25, MONITOR,                                \
+      "temperature >= throttle_temp_c with SM clock < throttle_clock_frac of busy same-model "     \
+      "peers' median")                                                                             \
+    X(CLOCK_EVENT, "clock-event", GPU, WARN, 15, MONITOR,                                          \
+      "clock event reasons HW slowdown, SW/HW thermal or HW power brake active")                   \
+    X(BUSBW_LOW, "busbw-low", SERVER, WARN, 40, DRAIN,                                             \
+      "nccl-tests busbw below busbw_floor of the learned baseline, or below a declared minimum")   \
+    X(NVLINK_INACTIVE, "nvlink-inactive", LINK, CRIT, 50, RESET_GPU,                               \
+      "an NVLink reported inactive while others of the GPU are up")                                \
+    X(NVLINK_DOWNGRADED, "nvlink-downgraded", LINK, WARN, 30, DRAIN,                               \
+      "an NVLink speed below link_speed_frac of the peers' median")                                \
+    X(PCIE_DEGRADED, "pcie-degraded", GPU, WARN, 30, DRAIN,                                        \
+      "PCIe width below its maximum, or generation below its maximum while busy")                  \
+    X(LINK_ERRORS, "link-errors", GPU, WARN, 20, MONITOR,                                          \
+      "PCIe replay or NVLink CRC/replay/recovery counters rising by > link_error_rise")            \
+    X(TOPO_NOT_NVLINK, "topo-not-nvlink", SERVER, WARN, 40, DRAIN,                                 \
+      "nvidia-smi topo -m: a GPU pair not joined by NV# as the design says")                       \
+    X(GPU_OFF_BUS, "gpu-off-bus", GPU, CRIT, 100, REBOOT, "Xid 79 (GPU has fallen off the bus)")   \
+    X(GPU_MISSING, "gpu-missing", GPU, CRIT, 100, REBOOT,                                          \
+      "a GPU of the inventory absent from its host's enumeration")                                 \
+    X(GPU_UNREADABLE, "gpu-unreadable", GPU, CRIT, 80, RESET_GPU,                                  \
+      "ERR! / [GPU is lost] readings, or nvidia-smi cannot reach it")                              \
+    X(ECC_DBE, "ecc-dbe", GPU, CRIT, 80, RESET_GPU,                                                \
+      "volatile double-bit ECC count > 0, or Xid 48")                                              \
+    X(REMAP_PENDING, "row-remap-pending", GPU, CRIT, 60, RESET_GPU,                                \
+      "row remapping pending, or Xid 63")                                                          \
+    X(REMAP_FAILED, "row-remap-failed", GPU, CRIT, 100, SERVICE,                                   \
+      "row remapping failure, or Xid 64")                                                          \
+    X(SBE_RATE, "sbe-rate", GPU, WARN, 20, MONITOR,                                                \
+      "single-bit ECC count rising faster than sbe_per_hour, or Xid 92")                           \
+    X(XID_APPLICATION, "xid-application", GPU, INFO, 0, NONE,                                      \
+      "application-level Xid (13, 31, 43, 45, 109, ...) seen fewer than xid_repeat times")         \
+    X(XID_REPEATED, "xid-repeated", GPU, WARN, 40, RESET_GPU,                                      \
+      "one application-level Xid repeated >= xid_repeat times on one GPU")                         \
+    X(XID_RESET, "xid-reset", GPU, CRIT, 60, RESET_GPU, "Xid in the reset-gpu bucket")             \
+    X(XID_REBOOT, "xid-reboot", GPU, CRIT, 80, REBOOT, "Xid in the reboot-node bucket")            \
+    X(XID_SERVICE, "xid-service", GPU, CRIT, 100, SERVICE, "Xid in the service bucket")            \
+    X(XID_UNKNOWN, "xid-unknown", GPU, WARN, 10, MONITOR, "Xid not in the table")                  \
+    X(DIAG_FAIL, "diag-fail", GPU, CRIT, 60, DRAIN, "dcgmi diag test result Fail")                 \
+    X(PHANTOM, "phantom-occupation", GPU, WARN, 30, RESET_GPU,                                     \
+      "memory used >= phantom_bytes at 0% utilisation for >= phantom_s, and no process of a live " \
+      "job")                                                                                       \
+    X(FLOW_LOW, "loop-flow-low", LOOP, WARN, 40, SERVICE,                                          \
+      "branch flow below its baseline (or the loop's branch median) by more than flow_dev")        \
+    X(SENSOR_DRIFT, "sensor-drift", LOOP, WARN, 10, SERVICE,                                       \
+      "a temperature sensor off its loop neighbours by > sensor_dev_c in every one of the last "   \
+      ">= sensor_points readings, and off the heat balance")                                       \
+    X(FEED_DRIFT, "feed-drift", FEED, WARN, 20, SERVICE,                                           \
+      "voltage or current trend over the kept window drifts by > feed_drift of its mean")          \
+    X(PHASE_IMBALANCE, "phase-imbalance", FEED, WARN, 20, SERVICE,                                 \
+      "max deviation of a phase from the phase mean > voltage_unbalance (voltage) or "             \
+      "current_unbalance (current)")                                                               \
+    X(CONFIG_MATRIX, "config-not-locked", SERVER, WARN, 30, DRAIN,                                 \
+      "driver, CUDA, NCCL, kernel, firmware or MTU not in the locked compatibility matrix")        \
+    X(CONFIG_MAJORITY, "config-drift", SERVER, WARN, 20, DRAIN,                                    \
+      "a component differs from the majority of the fleet (no matrix row for it)")                 \
+    X(SLOW_NODE, "slow-node", SERVER, WARN, 40, DRAIN,                                             \
+      "end-to-end bandwidth low vs peers (robust z < -slow_z and slow_floor below the median); "   \
+      "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")
+enum sn_detector {
+#define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
+    SN_DETECTOR_LIST(SN_X)
+#undef SN_X
+        SN_DET_COUNT
+};
+
+struct sn_detector_info {
+    const char *name;
+    enum sn_health_entity entity;
+    enum sn_health_severity severity;
+    unsigned weight; /* score penalty of one finding, 0-100 */
+    enum sn_health_action action;
+    const char *method;
+};
+/* The row of d; NULL when out of range. */
+const struct sn_detector_info *sn_detector_info(enum sn_detector d);
+
+/* ---- configuration -------------------------------------------------------- */
+
+struct sn_health_config {
+    double slow_z;              /* modified z-score limit, 3.5 (Iglewicz & Hoaglin 1993) */
+    double slow_floor;          /* fraction below the median needed too, 0.05 */
+    double throttle_temp_c;     /* 85 */
+    double throttle_clock_frac; /* 0.85 */
+    double busy_util;           /* % utilisation that counts as busy, 50 */
+    double busbw_floor;         /* fraction of the learned baseline, 0.90 */
+    double link_speed_frac;     /* 0.90 */
+    double link_error_rise;     /* counter increase that counts, 100 */
+    double sbe_per_hour;        /* 100 */
+    unsigned xid_repeat;        /* 3 */
+    double phantom_bytes;       /* 1 GiB */
+    double phantom_s;           /* 600 */
+    double flow_dev;            /* 0.10 */
+    double sensor_dev_c;        /* 2.0 */
+    unsigned sensor_points;     /* 3 */
+    double feed_drift;          /* 0.03 */
+    double voltage_unbalance;   /* 0.02 (EN 50160) */
+    double current_unbalance;   /* 0.20 */
+    double softirq_frac;        /* step 2: softirq share above this is a cause, 0.30 */
+    double link_quality_frac;   /* step 3: drops/retransmits/pause over peers' median x, 10 */
+    /* Scores. */
+    double half_life_s;   /* penalty decay half-life, 3600 */
+    double exclude_below; /* hysteretic exclusion: enter below this score, 60 */
+    double readmit_at;    /* leave at or above this score after a passed re-test, 80 */
+    double thresholds[SN_HEALTH_THRESHOLDS_MAX]; /* exclusion sets; 0 ends: 90, 70, 50 */
+    /* Acceptance. */
+    unsigned accept_rounds;     /* phase 2 rounds needed, 10 */
+    double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
+    double accept_interference; /* phase 3 slowdown limit, 0.10 */
+};
+
+/* The defaults listed above. */
+void sn_health_config_default(struct sn_health_config *cfg);
+
+/* ---- facts: the small documented inputs ----------------------------------- */
+
+/* Benchmark results (sn-bench v1: host,gpu,test,value,unit). */
+#define SN_BENCH_TEST_LIST(X)                                                                      \
+    X(GEMM, "gemm", FLOPS)             /* dense GEMM rate (e.g. BF16) */                           \
+    X(HBM, "hbm", BANDWIDTH)           /* HBM copy bandwidth */                                    \
+    X(GEMM_MIXED, "gemm_mixed", FLOPS) /* GEMM under concurrent communication load */
+enum sn_bench_test {
+#define SN_X(id, name, kind) SN_BENCH_##id,
+    SN_BENCH_TEST_LIST(SN_X)
+#undef SN_X
+        SN_BENCH_COUNT
+};
+const char *sn_bench_test_name(enum sn_bench_test t);
+
+/* Node counters for the three-step slow-node method (sn-node v1:
+ * host,metric,value,unit). Counts are over the same measurement window on
+ * every node. */
+#define SN_NODE_METRIC_LIST(X)                                                                     \
+    X(BUSBW, "busbw", "B/s")          /* end-to-end bandwidth of the node */                       \
+    X(SOFTIRQ, "softirq", "fraction") /* busiest CPU's softirq share */                            \
+    X(IRQ_RATE, "irq_rate", "1/s")    /* interrupts per second */                                  \
+    X(DROPS, "drops", "count")        /* NIC receive drops */                                      \
+    X(RETRANSMITS, "retransmits", "count")                                                         \
+    X(PFC_PAUSE, "pfc_pause", "count") /* PFC pause frames received */
+enum sn_node_metric {
+#define SN_X(id, name, unit) SN_NODE_##id,
+    SN_NODE_METRIC_LIST(SN_X)
+#undef SN_X
+        SN_NODE_COUNT
+};
+const char *sn_node_metric_name(enum sn_node_metric m);
+
+/* Software inventory and matrix components (sn-software v1:
+ * host,component,version; sn-matrix v1: component,version). */
+#define SN_SW_COMPONENT_LIST(X)                                                                    \
+    X(DRIVER, "driver")                                                                            \
+    X(CUDA, "cuda") X(NCCL, "nccl") X(KERNEL, "kernel") X(FIRMWARE, "firmware") X(MTU, "mtu")
+enum sn_sw_component {
+#define SN_X(id, name) SN_SW_##id,
+    SN_SW_COMPONENT_LIST(SN_X)
+#undef SN_X
+        SN_SW_COUNT
+};
+const char *sn_sw_component_name(enum sn_sw_component c);
+
+/* Events of a grey-release period (sn-events v1: time,kind,host,job). */
+#define SN_EVENT_KIND_LIST(X)                                                                      \
+    X(JOB_START, "job_start")                                                                      \
+    X(JOB_END, "job_end")                                                                          \
+    X(FAILURE, "failure") X(INTERRUPTION, "interruption") X(PREEMPTION, "preemption")
+enum sn_event_kind {
+#define SN_X(id, name) SN_EVENT_##id,
+    SN_EVENT_KIND_LIST(SN_X)
+#undef SN_X
+        SN_EVENT_COUNT
+};
+const char *sn_event_kind_name(enum sn_event_kind k);
+
+#define SN_FACTS_KIND_LIST(X)                                                                      \
+    X(BENCH, "sn-bench", "host,gpu,test,value,unit")                                               \
+    X(NODE, "sn-node", "host,metric,value,unit")                                                   \
+    X(SOFTWARE, "sn-software", "host,component,version")                                           \
+    X(MATRIX, "sn-matrix", "component,version")                                                    \
+    X(JOBS, "sn-jobs", "job,host,pid")                                                             \
+    X(EVENTS, "sn-events", "time,kind,host,job")
+enum sn_facts_kind {
+#define SN_X(id, name, cols) SN_FACTS_##id,
+    SN_FACTS_KIND_LIST(SN_X)
+#undef SN_X
+        SN_FACTS_COUNT
+};
+const char *sn_facts_kind_name(enum sn_facts_kind k);
+/* The columns a kind needs ("host,gpu,test,value,unit"). */
+const char *sn_facts_kind_columns(enum sn_facts_kind k);
+
+struct sn_bench_row {
+    char host[SN_TELEM_HOST_MAX];
+    int gpu; /* index in the host */
+    enum sn_bench_test test;
+    double value; /* FLOP/s or bytes/s */
+    uint32_t line;
+};
+struct sn_node_row {
+    char host[SN_TELEM_HOST_MAX];
+    enum sn_node_metric metric;
+    double value;
+    uint32_t line;
+};
+struct sn_sw_row {
+    char host[SN_TELEM_HOST_MAX]; /* "" for matrix rows */
+    enum sn_sw_component component;
+    char version[64];
+    uint32_t line;
+};
+struct sn_job_row {
+    char job[64];
+    char host[SN_TELEM_HOST_MAX];
+    long pid;
+};
+struct sn_event_row {
+    double time_s;
+    enum sn_event_kind kind;
+    char host[SN_TELEM_HOST_MAX];
+    char job[64];
+};
+
+struct sn_health_facts {
+    struct sn_bench_row *bench;
+    uint32_t n_bench;
+    struct sn_node_row *node;
+    uint32_t n_node;
+    struct sn_sw_row *software;
+    uint32_t n_software;
+    struct sn_sw_row *matrix;
+    uint32_t n_matrix;
+    struct sn_job_row *jobs;
+    uint32_t n_jobs;
+    struct sn_event_row *events;
+    uint32_t n_events;
+    char bench_source[128]; /* file name of the last bench input, for evidence */
+};
+
+/* An empty set of facts (all zero is also empty). */
+void sn_health_facts_init(struct sn_health_facts *f);
+void sn_health_facts_release(struct sn_health_facts *f);
+
+/* Appends the rows of one CSV document of kind k. Format: '#' comments and
+ * blank lines anywhere; the first other line is a header naming the kind's
+ * columns in any order (extra columns are refused); then one row per line,
+ * cells separated by commas, blanks around cells ignored. Values with units
+ * go through sn/units.h ("312.5" + "TFLOP/s"). Bad input is SN_ERR_SYNTAX or
+ * SN_ERR_INVALID naming source:line:column, what was found and what was
+ * expected; rows read before the error stay. SN_ERR_LIMIT past
+ * SN_HEALTH_FACTS_MAX rows. */
+SN_MUST_CHECK enum sn_err sn_health_facts_read(struct sn_health_facts *f, enum sn_facts_kind k,
+                                               const char *data, size_t len, const char *source,
+                                               struct sn_error *err);
+
+/* ---- history -------------------------------------------------------------- */
+
+struct sn_health_history;
+
+/* A history that forwards every record to store (borrowed; it must outlive
+ * the history). Memory: a few counters per store GPU plus at most
+ * SN_HEALTH_SERIES_MAX series of SN_HEALTH_SERIES_KEEP points. phantom_bytes
+ * is the memory that counts as held (cfg may be NULL for the default). */
+SN_MUST_CHECK enum sn_err sn_health_history_new(struct sn_telem_store *store,
+                                                const struct sn_health_config *cfg,
+                                                struct sn_health_history **out,
+                                                struct sn_error *err);
+void sn_health_history_free(struct sn_health_history *h);
+/* The sink to give parsers. */
+struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h);
+
+/* Per store GPU: first and latest values of a rising counter, and when the
+ * GPU started to look phantom-occupied. */
+#define SN_HEALTH_COUNTER_LIST(X)                                                                  \
+    X(PCIE_REPLAY, PCIE_REPLAY)                                                                    \
+    X(NVLINK_CRC, NVLINK_CRC_FLIT)                                                                 \
+    X(NVLINK_REPLAY, NVLINK_REPLAY) X(NVLINK_RECOVERY, NVLINK_RECOVERY) X(SBE, ECC_SBE_VOL)
+enum sn_health_counter {
+#define SN_X(id, metric) SN_HCOUNTER_##id,
+    SN_HEALTH_COUNTER_LIST(SN_X)
+#undef SN_X
+        SN_HCOUNTER_COUNT
+};
+struct sn_health_gpu_history {
+    double first_value[SN_HCOUNTER_COUNT]; /* NaN until seen */
+    double first_time_s[SN_HCOUNTER_COUNT];
+    double idle_held_since_s; /* NaN unless memory is held at 0% utilisation */
+};
+/* NULL when the store GPU has no history yet. */
+const struct sn_health_gpu_history *sn_health_history_gpu(const struct sn_health_history *h,
+                                                          uint32_t store_gpu);
+
+/* A series: the last points of one facility reading or one nccl-tests
+ * bandwidth. Keys: "loop/<name>/<part>/<metric>", "feed/<name>/<part>/<metric>",
+ * "nccl/<coll>/<nranks>/<size_bytes>/<rank0 host>" (busbw of each run, out of
+ * place). */
+struct sn_health_series {
+    char key[160];
+    uint32_t total; /* points ever added; the ring holds min(total, KEEP) */
+    double t[SN_HEALTH_SERIES_KEEP], v[SN_HEALTH_SERIES_KEEP];
+    uint32_t nhosts; /* nccl: hosts of the run */
+    uint32_t line;   /* of the latest point */
+    uint16_t source; /* store source id of the latest point */
+};
+uint32_t sn_health_history_series_count(const struct sn_health_history *h);
+const struct sn_health_series *sn_health_history_series(const struct sn_health_history *h,
+                                                        uint32_t i);
+/* The i-th kept point, oldest first (i < min(total, KEEP)). */
+void sn_health_series_point(const struct sn_health_series *s, uint32_t i, double *t, double *v);
+uint32_t sn_health_series_kept(const struct sn_health_series *s);
+
+/* ---- baselines ------------------------------------------------------------ */
+
+#define SN_BASELINE_KIND_LIST(X)                                                                   \
+    X(GEMM, "gemm", "FLOP/s") /* key: GPU model */                                                 \
+    X(HBM, "hbm", "B/s")      /* key: GPU model */                                                 \
+    X(BUSBW, "busbw", "B/s")  /* key: collective/ranks/size */                                     \
+    X(FLOW, "flow", "L/min")  /* key: loop/branch */
+enum sn_baseline_kind {
+#define SN_X(id, name, unit) SN_BASELINE_##id,
+    SN_BASELINE_KIND_LIST(SN_X)
+#undef SN_X
+        SN_BASELINE_COUNT
+};
+const char *sn_baseline_kind_name(enum sn_baseline_kind k);
+
+struct sn_baseline_entry {
+    enum sn_baseline_kind kind;
+    char key[96];  /* "H100-SXM5-80GB", "all_reduce/8/17179869184", "sn00-loopL1/branch-1" */
+    double median; /* learned; NaN for a declared entry without one */
+    double mad;    /* median absolute deviation */
+    uint32_t count;
+    double min_ok;  /* declared minimum, NaN if none */
+    char note[128]; /* where a declared value comes from */
+};
+
+struct sn_baseline {
+    uint32_t version; /* format version, 1 */
+    struct sn_baseline_entry *e;
+    uint32_t n, cap;
+};
+
+void sn_baseline_init(struct sn_baseline *b);
+void sn_baseline_release(struct sn_baseline *b);
+
+/* Adds the declared baselines (docs/health.md): 8-rank all_reduce at 16 GiB
+ * >= 431 GB/s busbw (Azure HPC node health checks, nd96isr_h200_v5). */
+SN_MUST_CHECK enum sn_err sn_baseline_add_declared(struct sn_baseline *b, struct sn_error *err);
+
+/* Learns from acceptance runs: GEMM and HBM per GPU model (the model's GPU
+ * catalogue name of each bench row's host, model may be NULL: then the
+ * store's product name, else "unknown"), busbw per collective/ranks/size
+ * from every run in the history's nccl series, flow per loop branch from the
+ * facility series. Replaces learned entries with the same key; keeps
+ * declared minimums. Any input may be NULL. */
+SN_MUST_CHECK enum sn_err sn_baseline_learn(struct sn_baseline *b, const struct sn_model *model,
+                                            const struct sn_telem_store *store,
+                                            const struct sn_health_history *hist,
+                                            const struct sn_health_facts *facts,
+                                            struct sn_error *err);
+
+/* The entry of (kind, key), or NULL. */
+const struct sn_baseline_entry *sn_baseline_find(const struct sn_baseline *b,
+                                                 enum sn_baseline_kind kind, const char *key);
+
+/* Writes the baseline as JSON ({"format":"sn-health-baseline","version":1,
+ * "entries":[...]}) into a malloc'd NUL-terminated string *out. */
+SN_MUST_CHECK enum sn_err sn_baseline_to_json(const struct sn_baseline *b, char **out,
+                                              struct sn_error *err);
+/* Reads a JSON baseline (appending to b). SN_ERR_SYNTAX with line:column for
+ * bad JSON, SN_ERR_INVALID naming the entry and field otherwise; a version
+ * other than 1 is refused. */
+SN_MUST_CHECK enum sn_err sn_baseline_from_json(struct sn_baseline *b, const char *data, size_t len,
+                                                const char *source, struct sn_error *err);
+
+/* ---- analysis ------------------------------------------------------------- */
+
+struct sn_health_finding {
+    enum sn_detector detector;
+    enum sn_health_severity severity;
+    enum sn_health_action action;
+    enum sn_health_entity entity;
+    uint32_t id;     /* model ID of the entity (link: index in model->links) */
+    uint32_t gpu;    /* model GPU or SN_NONE */
+    uint32_t server; /* model server or SN_NONE */
+    double value;    /* measured, in the detector's unit (docs); NaN if none */
+    double expected; /* threshold or baseline it was compared with; NaN if none */
+    char evidence[SN_HEALTH_EVIDENCE_MAX]; /* "file:line: what was seen" */
+};
+
+/* A scored entity (links: only those with findings). */
+struct sn_health_score {
+    enum sn_health_entity entity;
+    uint32_t id;
+    double score;                 /* 0-100 */
+    enum sn_health_action action; /* of the remediation chain */
+    uint32_t reason;              /* index of the finding that set the action, UINT32_MAX */
+    bool excluded;                /* in the hysteretic exclusion set */
+};
+
+struct sn_health_report {
+    double now_s;
+    struct sn_health_finding *findings; /* sorted by entity kind, id, detector */
+    uint32_t n_findings;
+    uint32_t n_gpus, n_servers;      /* as the model */
+    struct sn_health_score *gpus;    /* n_gpus, by model GPU ID */
+    struct sn_health_score *servers; /* n_servers */
+    struct sn_health_score *links;   /* links with findings, by link index */
+    uint32_t n_links;
+    uint32_t unmapped_gpus; /* store GPUs whose host or index is not in the model */
+    /* exclude[i]: model GPUs whose score is below cfg->thresholds[i]. */
+    double thresholds[SN_HEALTH_THRESHOLDS_MAX];
+    struct sn_bitset exclude[SN_HEALTH_THRESHOLDS_MAX];
+    unsigned n_thresholds;
+    struct sn_bitset excluded; /* the hysteretic set (state), else score < exclude_below */
+    uint32_t by_severity[SN_HEALTH_SEV_COUNT];
+};
+void sn_health_report_free(struct sn_health_report *r);
+
+/* Per-entity state carried between passes: decayed penalties, exclusion and
+ * re-test marks, actions taken. Sized for one model. */
+struct sn_health_state;
+SN_MUST_CHECK enum sn_err sn_health_state_new(const struct sn_model *model,
+                                              struct sn_health_state **out, struct sn_error *err);
+void sn_health_state_free(struct sn_health_state *s);
+/* Records a re-test of a GPU at now_s (passed or not). A GPU leaves the
+ * exclusion set only after a passed re-test later than its exclusion and a
+ * score >= readmit_at. */
+void sn_health_state_retest(struct sn_health_state *s, uint32_t gpu, bool passed, double now_s);
+/* Records that an action was carried out on a GPU; if the same problem is
+ * found again, the next pass recommends the next step of the chain. */
+void sn_health_state_action_done(struct sn_health_state *s, uint32_t gpu, enum sn_health_action a,
+                                 double now_s);
+
+struct sn_health_input {
+    const struct sn_model *model;            /* required */
+    const struct sn_telem_store *store;      /* required */
+    const struct sn_health_history *history; /* NULL: no counters, series or durations */
+    const struct sn_baseline *baseline;      /* NULL: peers only */
+    const struct sn_health_facts *facts;     /* NULL: none */
+    const struct sn_health_config *cfg;      /* NULL: defaults */
+    double now_s;                            /* the clock, from the caller */
+};
+
+/* Runs every detector and scores the result. state may be NULL (no decay,
+ * no hysteresis: excluded = score < exclude_below). */
+SN_MUST_CHECK enum sn_err sn_health_analyze(const struct sn_health_input *in,
+                                            struct sn_health_state *state,
+                                            struct sn_health_report **out, struct sn_error *err);
+
+/* The name of a finding's or score's entity ("sn00-t03-gpu2",
+ * "sn00-t03-gpu2:nvl7--sn00-t03-nvsw1:p3", "sn00-loopL1"). Returns buf. */
+char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, uint32_t id,
+                             char *buf, size_t len);
+
+/* ---- acceptance ----------------------------------------------------------- */
+
+#define SN_ACCEPT_RULE_LIST(X)                                                                     \
+    X(P1_GEMM, "p1-gemm", "every GPU's GEMM within slow_floor of the baseline (or peers)")         \
+    X(P1_HBM, "p1-hbm", "every GPU's HBM bandwidth within slow_floor of the baseline (or peers)")  \
+    X(P1_NVLINK, "p1-nvlink", "single-node all_reduce busbw >= baseline; no inactive NVLink")      \
+    X(P1_HEALTH, "p1-health", "no critical finding on the node or its GPUs")                       \
+    X(P2_ROUNDS, "p2-rounds", "the supernode ran >= accept_rounds all_reduce and all_gather")      \
+    X(P2_STABLE, "p2-stable", "busbw coefficient of variation <= accept_cv over the rounds")       \
+    X(P3_INTERFERENCE, "p3-interference",                                                          \
+      "GEMM under mixed load within accept_interference of GEMM alone")
+enum sn_accept_rule {
+#define SN_X(id, name, text) SN_ACCEPT_##id,
+    SN_ACCEPT_RULE_LIST(SN_X)
+#undef SN_X
+        SN_ACCEPT_COUNT
+};
+const char *sn_accept_rule_name(enum sn_accept_rule r);
+const char *sn_accept_rule_text(enum sn_accept_rule r);
+
+struct sn_accept_node {
+    uint32_t server;                   /* model server ID */
+    bool tested;                       /* any phase-1 input named it */
+    bool accepted;                     /* tested and no rule failed */
+    uint32_t failed;                   /* bit (1 << rule) per failed rule */
+    char detail[SN_ACCEPT_COUNT][120]; /* why each failed rule failed */
+};
+
+struct sn_grey_release {
+    double period_s; /* last event - first event */
+    uint32_t failures, interruptions, preemptions, jobs;
+    double mtbf_node_hours;   /* node-hours per failure, inf without failures */
+    double interruption_rate; /* interruptions per job started */
+    double preemption_rate;   /* preemptions per job started */
+};
+
+struct sn_accept_report {
+    uint32_t n_nodes;
+    struct sn_accept_node *nodes; /* one per model server */
+    uint32_t accepted, rejected, untested;
+    struct sn_grey_release grey;
+    bool has_grey;
+};
+void sn_accept_report_free(struct sn_accept_report *r);
+
+/* Judges the three phases for every server of the model from the facts
+ * (bench rows, events), the history's nccl series, the store and the
+ * analysis report (critical findings), against the baseline (may be NULL:
+ * peers). */
+SN_MUST_CHECK enum sn_err sn_health_accept(const struct sn_health_input *in,
+                                           const struct sn_health_report *analysis,
+                                           struct sn_accept_report **out, struct sn_error *err);
+
+#endif /* SN_HEALTH_H */

@@ -1,0 +1,293 @@
+/*
+ * lib/health/health_accept.c: acceptance of nodes by figures, in the spec's
+ * three phases, and the grey-release summary.
+ *
+ * Phase 1 (single node): every GPU's GEMM and HBM result within slow_floor
+ * of the reference (the learned baseline of its GPU model, else the median
+ * of its peers), the node's single-host all_reduce busbw at or above the
+ * busbw baseline, no inactive NVLink and no critical finding. Phase 2 (inside
+ * each supernode): at least accept_rounds runs of all_reduce or all_gather
+ * whose rank 0 is in the supernode, each (collective, ranks, size) series
+ * with a coefficient of variation <= accept_cv; a failure rejects every node
+ * of the supernode. Phase 3 (mixed load): GEMM under concurrent
+ * communication within accept_interference of GEMM alone, per GPU.
+ *
+ * Grey release: from the events of a period, MTBF in node-hours (period x
+ * model servers / failures), interruptions and preemptions per job started.
+ */
+#include "health/health_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fail(struct sn_accept_node *n, enum sn_accept_rule r, const char *fmt, ...)
+    SN_PRINTF(3, 4);
+static void fail(struct sn_accept_node *n, enum sn_accept_rule r, const char *fmt, ...)
+{
+    if (n->failed & (1u << r))
+        return; /* the first reason stands */
+    n->failed |= 1u << r;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->detail[r], sizeof(n->detail[r]), fmt, ap);
+    va_end(ap);
+}
+
+static uint16_t gpu_model_of(const struct sn_model *m, uint32_t gpu)
+{
+    return (uint16_t)sn_model_server_spec(m, m->gpu_server[gpu])->gpu_model;
+}
+
+/* Reference of a test for a GPU model: the baseline median, else the peers'
+ * median (scratch holds at least n_bench doubles). */
+static double reference(const struct sn_health_input *in, enum sn_bench_test test, uint16_t model,
+                        double *scratch)
+{
+    const char *name = in->model->spec->gpu_models[model].name;
+    const struct sn_baseline_entry *b = sn_baseline_find(
+        in->baseline, test == SN_BENCH_HBM ? SN_BASELINE_HBM : SN_BASELINE_GEMM, name);
+    if (b && !isnan(b->median))
+        return b->median;
+    size_t n = 0;
+    for (uint32_t i = 0; i < in->facts->n_bench; i++) {
+        const struct sn_bench_row *r = &in->facts->bench[i];
+        uint32_t g = sn__health_model_gpu(in->model, r->host, r->gpu);
+        if (r->test == test && g != SN_NONE && gpu_model_of(in->model, g) == model)
+            scratch[n++] = r->value;
+    }
+    return sn__health_median(scratch, n);
+}
+
+static void phase1_bench(const struct sn_health_input *in, struct sn_accept_report *a,
+                         double *scratch)
+{
+    const struct sn_health_facts *f = in->facts;
+    const struct sn_model *m = in->model;
+    double floor = 1 - in->cfg->slow_floor;
+    for (int test = SN_BENCH_GEMM; test <= SN_BENCH_HBM; test++)
+        for (uint16_t model = 0; model < m->spec->n_gpu_models; model++) {
+            double ref = NAN;
+            for (uint32_t i = 0; i < f->n_bench; i++) {
+                const struct sn_bench_row *r = &f->bench[i];
+                uint32_t g = sn__health_model_gpu(m, r->host, r->gpu);
+                if ((int)r->test != test || g == SN_NONE || gpu_model_of(m, g) != model)
+                    continue;
+                if (isnan(ref))
+                    ref = reference(in, (enum sn_bench_test)test, model, scratch);
+                struct sn_accept_node *n = &a->nodes[m->gpu_server[g]];
+                n->tested = true;
+                if (r->value < floor * ref)
+                    fail(n, test == SN_BENCH_GEMM ? SN_ACCEPT_P1_GEMM : SN_ACCEPT_P1_HBM,
+                         "gpu%d %s %.4g < %.0f%% of %.4g", r->gpu,
+                         sn_bench_test_name((enum sn_bench_test)test), r->value, 100 * floor, ref);
+            }
+        }
+}
+
+static void phase3(const struct sn_health_input *in, struct sn_accept_report *a)
+{
+    const struct sn_health_facts *f = in->facts;
+    for (uint32_t i = 0; i < f->n_bench; i++) {
+        const struct sn_bench_row *x = &f->bench[i];
+        if (x->test != SN_BENCH_GEMM_MIXED)
+            continue;
+        uint32_t g = sn__health_model_gpu(in->model, x->host, x->gpu);
+        for (uint32_t j = 0; g != SN_NONE && j < f->n_bench; j++) {
+            const struct sn_bench_row *y = &f->bench[j];
+            if (y->test != SN_BENCH_GEMM || y->gpu != x->gpu || strcmp(y->host, x->host) != 0)
+                continue;
+            double slow = 1 - x->value / y->value;
+            if (slow > in->cfg->accept_interference)
+                fail(&a->nodes[in->model->gpu_server[g]], SN_ACCEPT_P3_INTERFERENCE,
+                     "gpu%d GEMM %.1f%% slower under mixed load (limit %.0f%%)", x->gpu, 100 * slow,
+                     100 * in->cfg->accept_interference);
+            break;
+        }
+    }
+}
+
+/* Mean and coefficient of variation of a series' kept points. */
+static double series_cv(const struct sn_health_series *s)
+{
+    uint32_t n = sn_health_series_kept(s);
+    double sum = 0, sq = 0, t, v;
+    for (uint32_t i = 0; i < n; i++) {
+        sn_health_series_point(s, i, &t, &v);
+        sum += v;
+    }
+    double mean = sum / n;
+    for (uint32_t i = 0; i < n; i++) {
+        sn_health_series_point(s, i, &t, &v);
+        sq += (v - mean) * (v - mean);
+    }
+    return n > 1 && mean > 0 ? sqrt(sq / (n - 1)) / mean : 0;
+}
+
+/* Series key "nccl/<coll>/<n>/<size>/<host>": the collective and host. */
+static bool nccl_key(const char *key, char *coll, size_t cl, const char **host, char *rest,
+                     size_t rl)
+{
+    const char *h = strrchr(key, '/');
+    if (strncmp(key, "nccl/", 5) != 0 || !h)
+        return false;
+    size_t n = strcspn(key + 5, "/");
+    snprintf(coll, cl, "%.*s", (int)n, key + 5);
+    snprintf(rest, rl, "%.*s", (int)(h - key - 5), key + 5);
+    *host = h + 1;
+    return true;
+}
+
+static void phase2_and_nvlink(const struct sn_health_input *in, struct sn_accept_report *a)
+{
+    const struct sn_model *m = in->model;
+    uint32_t *rounds = calloc(m->n_supernodes + 1, sizeof(uint32_t));
+    uint32_t *unstable = calloc(m->n_supernodes + 1, sizeof(uint32_t));
+    double *cv = calloc(m->n_supernodes + 1, sizeof(double));
+    if (!rounds || !unstable || !cv)
+        goto out;
+    for (uint32_t i = 0; i < sn_health_history_series_count(in->history); i++) {
+        const struct sn_health_series *s = sn_health_history_series(in->history, i);
+        char coll[32], key[96];
+        const char *host;
+        if (!nccl_key(s->key, coll, sizeof(coll), &host, key, sizeof(key)))
+            continue;
+        uint32_t sv = sn_model_find_server(m, host);
+        if (sv == SN_NONE)
+            continue;
+        uint32_t sn = m->server_supernode[sv];
+        double t, last;
+        sn_health_series_point(s, sn_health_series_kept(s) - 1, &t, &last);
+        const struct sn_baseline_entry *b = sn_baseline_find(in->baseline, SN_BASELINE_BUSBW, key);
+        if (s->nhosts == 1 && strcmp(coll, "all_reduce") == 0) {
+            a->nodes[sv].tested = true;
+            double need =
+                b ? (!isnan(b->min_ok) ? b->min_ok : in->cfg->busbw_floor * b->median) : NAN;
+            if (last < need)
+                fail(&a->nodes[sv], SN_ACCEPT_P1_NVLINK, "%s busbw %.1f GB/s < %.1f GB/s", key,
+                     last / 1e9, need / 1e9);
+        }
+        if (strcmp(coll, "all_reduce") != 0 && strcmp(coll, "all_gather") != 0)
+            continue;
+        if (s->total > rounds[sn])
+            rounds[sn] = s->total;
+        double c = series_cv(s);
+        if (c > in->cfg->accept_cv && c > cv[sn]) {
+            cv[sn] = c;
+            unstable[sn]++;
+        }
+    }
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        uint32_t sn = m->server_supernode[sv];
+        if (rounds[sn] < in->cfg->accept_rounds)
+            fail(&a->nodes[sv], SN_ACCEPT_P2_ROUNDS, "%u rounds in the supernode, %u needed",
+                 rounds[sn], in->cfg->accept_rounds);
+        if (unstable[sn])
+            fail(&a->nodes[sv], SN_ACCEPT_P2_STABLE,
+                 "busbw varies %.1f%% over the rounds "
+                 "(limit %.1f%%)",
+                 100 * cv[sn], 100 * in->cfg->accept_cv);
+    }
+out:
+    free(rounds);
+    free(unstable);
+    free(cv);
+}
+
+static void phase1_health(const struct sn_health_input *in, const struct sn_health_report *r,
+                          struct sn_accept_report *a)
+{
+    for (uint32_t i = 0; r && i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        uint32_t sv = f->server;
+        if (sv == SN_NONE || sv >= a->n_nodes)
+            continue;
+        if (f->detector == SN_DET_NVLINK_INACTIVE)
+            fail(&a->nodes[sv], SN_ACCEPT_P1_NVLINK, "%s", f->evidence);
+        if (f->severity == SN_HEALTH_SEV_CRIT)
+            fail(&a->nodes[sv], SN_ACCEPT_P1_HEALTH, "%s: %s", sn_detector_info(f->detector)->name,
+                 f->evidence);
+    }
+    (void)in;
+}
+
+static void grey(const struct sn_health_input *in, struct sn_accept_report *a)
+{
+    const struct sn_health_facts *f = in->facts;
+    if (!f->n_events)
+        return;
+    struct sn_grey_release *g = &a->grey;
+    double lo = INFINITY, hi = -INFINITY;
+    for (uint32_t i = 0; i < f->n_events; i++) {
+        const struct sn_event_row *e = &f->events[i];
+        lo = e->time_s < lo ? e->time_s : lo;
+        hi = e->time_s > hi ? e->time_s : hi;
+        g->failures += e->kind == SN_EVENT_FAILURE;
+        g->interruptions += e->kind == SN_EVENT_INTERRUPTION;
+        g->preemptions += e->kind == SN_EVENT_PREEMPTION;
+        g->jobs += e->kind == SN_EVENT_JOB_START;
+    }
+    g->period_s = hi - lo;
+    double node_hours = g->period_s / 3600.0 * in->model->n_servers;
+    g->mtbf_node_hours = g->failures ? node_hours / g->failures : INFINITY;
+    g->interruption_rate = g->jobs ? (double)g->interruptions / g->jobs : NAN;
+    g->preemption_rate = g->jobs ? (double)g->preemptions / g->jobs : NAN;
+    a->has_grey = true;
+}
+
+void sn_accept_report_free(struct sn_accept_report *r)
+{
+    if (!r)
+        return;
+    free(r->nodes);
+    free(r);
+}
+
+enum sn_err sn_health_accept(const struct sn_health_input *in,
+                             const struct sn_health_report *analysis, struct sn_accept_report **out,
+                             struct sn_error *err)
+{
+    *out = NULL;
+    if (!in || !in->model)
+        return sn_error_set(err, SN_ERR_USAGE, "acceptance needs a model");
+    struct sn_health_config def;
+    sn_health_config_default(&def);
+    struct sn_health_input inp = *in;
+    struct sn_health_facts empty = {0};
+    if (!inp.cfg)
+        inp.cfg = &def;
+    if (!inp.facts)
+        inp.facts = &empty;
+    struct sn_accept_report *a = calloc(1, sizeof(*a));
+    double *scratch = malloc(((size_t)inp.facts->n_bench + 1) * sizeof(double));
+    if (a)
+        a->nodes = calloc(in->model->n_servers + 1, sizeof(*a->nodes));
+    if (!a || !a->nodes || !scratch) {
+        free(scratch);
+        sn_accept_report_free(a);
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    }
+    a->n_nodes = in->model->n_servers;
+    for (uint32_t s = 0; s < a->n_nodes; s++)
+        a->nodes[s].server = s;
+    phase1_bench(&inp, a, scratch);
+    phase2_and_nvlink(&inp, a);
+    phase1_health(&inp, analysis, a);
+    phase3(&inp, a);
+    grey(&inp, a);
+    for (uint32_t s = 0; s < a->n_nodes; s++) {
+        struct sn_accept_node *n = &a->nodes[s];
+        n->accepted = n->tested && n->failed == 0;
+        if (!n->tested)
+            a->untested++;
+        else if (n->accepted)
+            a->accepted++;
+        else
+            a->rejected++;
+    }
+    free(scratch);
+    *out = a;
+    return SN_OK;
+}

@@ -1,0 +1,481 @@
+/*
+ * lib/health/health_analyze.c: one analysis pass: map the store to the model,
+ * run the detector groups, then score GPUs, servers and links, choose the
+ * remediation action of each GPU and build the exclusion sets.
+ *
+ * Scores (docs/health.md "Scores and actions"): a GPU's raw penalty is the
+ * sum of the weights of the findings on it and on its server (capped at
+ * 100); with a state, the penalty decays from its previous value with a
+ * half-life and never drops below the raw one, so a score falls at once and
+ * recovers slowly. The score is 100 - penalty. A server scores the minimum of
+ * its GPUs and its own findings; a link 100 - the weights of its findings.
+ * Exclusion is hysteretic: a GPU enters below exclude_below and leaves only
+ * at readmit_at or more after a passed re-test later than its exclusion.
+ *
+ * Invariants: findings are sorted by (entity kind, id, detector, evidence),
+ * so output is deterministic; every finding names a model entity.
+ */
+#include "health/health_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gpu_state {
+    double penalty, time_s;
+    double excluded_at; /* NaN when not excluded */
+    double retest_at;   /* last passed re-test, NaN if none */
+    uint8_t done;       /* enum sn_health_action last carried out */
+    uint8_t excluded;
+};
+
+struct sn_health_state {
+    uint32_t n_gpus;
+    struct gpu_state *g;
+};
+
+enum sn_err sn_health_state_new(const struct sn_model *model, struct sn_health_state **out,
+                                struct sn_error *err)
+{
+    *out = NULL;
+    struct sn_health_state *s = calloc(1, sizeof(*s));
+    if (s)
+        s->g = calloc(model->n_gpus ? model->n_gpus : 1, sizeof(*s->g));
+    if (!s || !s->g) {
+        free(s);
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    }
+    s->n_gpus = model->n_gpus;
+    for (uint32_t i = 0; i < s->n_gpus; i++) {
+        s->g[i].time_s = s->g[i].excluded_at = s->g[i].retest_at = NAN;
+    }
+    *out = s;
+    return SN_OK;
+}
+
+void sn_health_state_free(struct sn_health_state *s)
+{
+    if (!s)
+        return;
+    free(s->g);
+    free(s);
+}
+
+void sn_health_state_retest(struct sn_health_state *s, uint32_t gpu, bool passed, double now_s)
+{
+    if (s && gpu < s->n_gpus)
+        s->g[gpu].retest_at = passed ? now_s : NAN;
+}
+
+void sn_health_state_action_done(struct sn_health_state *s, uint32_t gpu, enum sn_health_action a,
+                                 double now_s)
+{
+    (void)now_s;
+    if (s && gpu < s->n_gpus && (unsigned)a < SN_HEALTH_ACT_COUNT)
+        s->g[gpu].done = (uint8_t)a;
+}
+
+/* ---- findings --------------------------------------------------------------- */
+
+struct sn_health_finding *sn__health_add(struct sn__health_ctx *c, enum sn_detector d,
+                                         enum sn_health_entity e, uint32_t id, uint32_t gpu,
+                                         uint32_t server, double value, double expected,
+                                         const char *fmt, ...)
+{
+    if (c->n == c->cap) {
+        if (c->cap >= SN_HEALTH_FINDINGS_MAX) {
+            c->full = true;
+            return NULL;
+        }
+        uint32_t cap = c->cap ? c->cap * 2 : 64;
+        struct sn_health_finding *f = realloc(c->f, (size_t)cap * sizeof(*f));
+        if (!f) {
+            c->full = true;
+            return NULL;
+        }
+        c->f = f;
+        c->cap = cap;
+    }
+    const struct sn_detector_info *row = sn_detector_info(d);
+    struct sn_health_finding *f = &c->f[c->n++];
+    *f = (struct sn_health_finding){d,   row->severity, row->action, e,        id,
+                                    gpu, server,        value,       expected, ""};
+    if (server == SN_NONE && gpu != SN_NONE)
+        f->server = c->m->gpu_server[gpu];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->evidence, sizeof(f->evidence), fmt, ap);
+    va_end(ap);
+    return f;
+}
+
+const char *sn__health_where(const struct sn_telem_store *st, uint16_t source, uint32_t line,
+                             char *buf, size_t len)
+{
+    if (line == 0)
+        snprintf(buf, len, "%s", sn_telem_store_source_name(st, source));
+    else
+        snprintf(buf, len, "%s:%u", sn_telem_store_source_name(st, source), line);
+    return buf;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    const struct sn_health_finding *x = a, *y = b;
+    if (x->entity != y->entity)
+        return x->entity < y->entity ? -1 : 1;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->detector != y->detector)
+        return x->detector < y->detector ? -1 : 1;
+    return strcmp(x->evidence, y->evidence);
+}
+
+char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, uint32_t id,
+                             char *buf, size_t len)
+{
+    switch (e) {
+    case SN_HEALTH_ENT_GPU:
+        return sn_model_gpu_name(m, id, buf, len);
+    case SN_HEALTH_ENT_SERVER:
+        return sn_model_server_name(m, id, buf, len);
+    case SN_HEALTH_ENT_LINK:
+        return id < m->n_links ? sn_model_cable_label(m, &m->links[id], buf, len)
+                               : (snprintf(buf, len, "link%u", id), buf);
+    case SN_HEALTH_ENT_LOOP:
+        return sn_model_cooling_loop_name(m, id, buf, len);
+    default:
+        return sn_model_power_domain_name(m, id, buf, len);
+    }
+}
+
+/* ---- mapping ----------------------------------------------------------------- */
+
+static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struct sn_error *err)
+{
+    uint32_t ng = sn_telem_store_gpu_count(c->st), nh = sn_telem_store_host_count(c->st);
+    c->store_to_model = malloc(((size_t)ng + 1) * sizeof(uint32_t));
+    c->host_server = malloc(((size_t)nh + 1) * sizeof(uint32_t));
+    c->model_to_store = malloc(((size_t)c->m->n_gpus + 1) * sizeof(uint32_t));
+    c->scratch_cap = (size_t)c->m->n_gpus + ng + 64;
+    c->scratch = malloc(c->scratch_cap * sizeof(double));
+    if (!c->store_to_model || !c->host_server || !c->model_to_store || !c->scratch)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    for (uint32_t h = 0; h < nh; h++)
+        c->host_server[h] = sn_model_find_server(c->m, sn_telem_store_host_name(c->st, h));
+    memset(c->model_to_store, 0xff, (size_t)c->m->n_gpus * sizeof(uint32_t));
+    *unmapped = 0;
+    for (uint32_t i = 0; i < ng; i++) {
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
+        uint32_t server = c->host_server[g->host], gpu = SN_NONE;
+        if (server != SN_NONE && g->index >= 0 &&
+            (uint32_t)g->index < sn_model_server_spec(c->m, server)->gpus)
+            gpu = c->m->server_first_gpu[server] + (uint32_t)g->index;
+        c->store_to_model[i] = gpu;
+        if (gpu == SN_NONE)
+            (*unmapped)++;
+        else
+            c->model_to_store[gpu] = i;
+    }
+    return SN_OK;
+}
+
+/* ---- scores ------------------------------------------------------------------ */
+
+static enum sn_health_action next_action(enum sn_health_action a)
+{
+    return a + 1 < SN_HEALTH_ACT_COUNT ? a + 1 : a;
+}
+
+/* Picks the strongest action among the findings on a GPU (idx) and its
+ * server (sidx); escalates past an action already carried out. */
+static void choose_action(struct sn_health_score *s, const struct sn_health_finding *f, uint32_t n,
+                          const uint32_t *idx, const struct gpu_state *gs)
+{
+    s->action = SN_HEALTH_ACT_NONE;
+    s->reason = UINT32_MAX;
+    for (uint32_t k = 0; k < n; k++) {
+        const struct sn_health_finding *x = &f[idx[k]];
+        if (s->reason == UINT32_MAX || x->action > s->action ||
+            (x->action == s->action && x->severity > f[s->reason].severity)) {
+            s->action = x->action;
+            s->reason = idx[k];
+        }
+    }
+    if (gs && s->action >= SN_HEALTH_ACT_RESET_GPU && gs->done >= s->action)
+        s->action = next_action((enum sn_health_action)gs->done);
+}
+
+static void score_gpus(struct sn__health_ctx *c, struct sn_health_report *r,
+                       struct sn_health_state *st, const uint32_t *gpu_first,
+                       const uint32_t *gpu_count, const uint32_t *srv_first,
+                       const uint32_t *srv_count)
+{
+    const struct sn_health_config *cfg = c->cfg;
+    uint32_t idx[512];
+    for (uint32_t g = 0; g < r->n_gpus; g++) {
+        uint32_t server = c->m->gpu_server[g], k = 0;
+        double raw = 0;
+        for (uint32_t i = 0; i < gpu_count[g] && k < 256; i++, k++) {
+            idx[k] = gpu_first[g] + i;
+            raw += sn_detector_info(r->findings[idx[k]].detector)->weight;
+        }
+        for (uint32_t i = 0; i < srv_count[server] && k < 512; i++, k++) {
+            idx[k] = srv_first[server] + i;
+            raw += sn_detector_info(r->findings[idx[k]].detector)->weight;
+        }
+        if (raw > 100)
+            raw = 100;
+        double pen = raw;
+        struct gpu_state *gs = st ? &st->g[g] : NULL;
+        if (gs && !isnan(gs->time_s) && r->now_s >= gs->time_s) {
+            double decayed = gs->penalty * pow(0.5, (r->now_s - gs->time_s) / cfg->half_life_s);
+            if (decayed > pen)
+                pen = decayed;
+        }
+        struct sn_health_score *s = &r->gpus[g];
+        *s = (struct sn_health_score){SN_HEALTH_ENT_GPU,  g,          100 - pen,
+                                      SN_HEALTH_ACT_NONE, UINT32_MAX, false};
+        choose_action(s, r->findings, k, idx, gs);
+        if (gs) {
+            gs->penalty = pen;
+            gs->time_s = r->now_s;
+            if (!gs->excluded && s->score < cfg->exclude_below) {
+                gs->excluded = 1;
+                gs->excluded_at = r->now_s;
+            } else if (gs->excluded && s->score >= cfg->readmit_at && !isnan(gs->retest_at) &&
+                       gs->retest_at >= gs->excluded_at) {
+                gs->excluded = 0;
+                gs->excluded_at = NAN;
+                gs->done = SN_HEALTH_ACT_NONE;
+            }
+            s->excluded = gs->excluded;
+        } else {
+            s->excluded = s->score < cfg->exclude_below;
+        }
+        if (s->excluded)
+            sn_bitset_set(&r->excluded, g);
+        for (unsigned t = 0; t < r->n_thresholds; t++)
+            if (s->score < r->thresholds[t])
+                sn_bitset_set(&r->exclude[t], g);
+    }
+}
+
+static void score_servers(struct sn_health_report *r, const struct sn_model *m,
+                          const uint32_t *srv_first, const uint32_t *srv_count)
+{
+    for (uint32_t sv = 0; sv < r->n_servers; sv++) {
+        double own = 0, worst = 100;
+        uint32_t idx[256], k = 0;
+        for (uint32_t i = 0; i < srv_count[sv] && k < 256; i++, k++) {
+            idx[k] = srv_first[sv] + i;
+            own += sn_detector_info(r->findings[idx[k]].detector)->weight;
+        }
+        struct sn_health_score *s = &r->servers[sv];
+        *s = (struct sn_health_score){
+            SN_HEALTH_ENT_SERVER, sv,         100 - (own > 100 ? 100 : own),
+            SN_HEALTH_ACT_NONE,   UINT32_MAX, false};
+        choose_action(s, r->findings, k, idx, NULL);
+        uint32_t ng = sn_model_server_spec(m, sv)->gpus;
+        for (uint32_t g = m->server_first_gpu[sv]; g < m->server_first_gpu[sv] + ng; g++) {
+            const struct sn_health_score *gs = &r->gpus[g];
+            if (gs->score < worst)
+                worst = gs->score;
+            if (gs->action > s->action) {
+                s->action = gs->action;
+                s->reason = gs->reason;
+            }
+            s->excluded |= gs->excluded;
+        }
+        if (worst < s->score)
+            s->score = worst;
+    }
+}
+
+static enum sn_err score_links(struct sn_health_report *r, struct sn_error *err)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].entity == SN_HEALTH_ENT_LINK &&
+            (i == 0 || r->findings[i - 1].entity != SN_HEALTH_ENT_LINK ||
+             r->findings[i - 1].id != r->findings[i].id))
+            n++;
+    r->links = calloc(n ? n : 1, sizeof(*r->links));
+    if (!r->links)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        if (f->entity != SN_HEALTH_ENT_LINK)
+            continue;
+        struct sn_health_score *s;
+        if (r->n_links && r->links[r->n_links - 1].id == f->id) {
+            s = &r->links[r->n_links - 1];
+        } else {
+            s = &r->links[r->n_links++];
+            *s = (struct sn_health_score){SN_HEALTH_ENT_LINK, f->id,      100,
+                                          SN_HEALTH_ACT_NONE, UINT32_MAX, false};
+        }
+        s->score -= sn_detector_info(f->detector)->weight;
+        if (s->score < 0)
+            s->score = 0;
+        if (s->reason == UINT32_MAX || f->action > s->action) {
+            s->action = f->action;
+            s->reason = i;
+        }
+    }
+    return SN_OK;
+}
+
+/* Findings on each GPU (GPU and link findings of that GPU) and server: the
+ * sorted array is walked once; GPU-attached link findings are counted on
+ * their GPU through a second index list. */
+static enum sn_err score_all(struct sn__health_ctx *c, struct sn_health_report *r,
+                             struct sn_health_state *st, struct sn_error *err)
+{
+    uint32_t *gpu_first = calloc((size_t)r->n_gpus + 1, sizeof(uint32_t));
+    uint32_t *gpu_count = calloc((size_t)r->n_gpus + 1, sizeof(uint32_t));
+    uint32_t *srv_first = calloc((size_t)r->n_servers + 1, sizeof(uint32_t));
+    uint32_t *srv_count = calloc((size_t)r->n_servers + 1, sizeof(uint32_t));
+    enum sn_err rc = SN_OK;
+    if (!gpu_first || !gpu_count || !srv_first || !srv_count) {
+        rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        if (f->entity == SN_HEALTH_ENT_GPU) {
+            if (gpu_count[f->id]++ == 0)
+                gpu_first[f->id] = i;
+        } else if (f->entity == SN_HEALTH_ENT_SERVER) {
+            if (srv_count[f->id]++ == 0)
+                srv_first[f->id] = i;
+        }
+    }
+    score_gpus(c, r, st, gpu_first, gpu_count, srv_first, srv_count);
+    /* Link findings lower their GPU's score too (a GPU with a dead NVLink is
+     * not healthy); applied after the GPU pass, without decay. */
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        if (f->entity != SN_HEALTH_ENT_LINK || f->gpu == SN_NONE)
+            continue;
+        struct sn_health_score *s = &r->gpus[f->gpu];
+        s->score -= sn_detector_info(f->detector)->weight;
+        if (s->score < 0)
+            s->score = 0;
+        if (f->action > s->action) {
+            s->action = f->action;
+            s->reason = i;
+        }
+        for (unsigned t = 0; t < r->n_thresholds; t++)
+            if (s->score < r->thresholds[t])
+                sn_bitset_set(&r->exclude[t], f->gpu);
+        if (s->score < c->cfg->exclude_below && !st) {
+            s->excluded = true;
+            sn_bitset_set(&r->excluded, f->gpu);
+        }
+    }
+    score_servers(r, c->m, srv_first, srv_count);
+    rc = score_links(r, err);
+out:
+    free(gpu_first);
+    free(gpu_count);
+    free(srv_first);
+    free(srv_count);
+    return rc;
+}
+
+/* ---- the pass ------------------------------------------------------------------ */
+
+void sn_health_report_free(struct sn_health_report *r)
+{
+    if (!r)
+        return;
+    free(r->findings);
+    free(r->gpus);
+    free(r->servers);
+    free(r->links);
+    for (unsigned t = 0; t < SN_HEALTH_THRESHOLDS_MAX; t++)
+        sn_bitset_release(&r->exclude[t]);
+    sn_bitset_release(&r->excluded);
+    free(r);
+}
+
+static enum sn_err report_new(const struct sn__health_ctx *c, struct sn_health_report **out,
+                              struct sn_error *err)
+{
+    struct sn_health_report *r = calloc(1, sizeof(*r));
+    if (!r)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    *out = r;
+    r->now_s = c->in->now_s;
+    r->n_gpus = c->m->n_gpus;
+    r->n_servers = c->m->n_servers;
+    r->gpus = calloc((size_t)r->n_gpus + 1, sizeof(*r->gpus));
+    r->servers = calloc((size_t)r->n_servers + 1, sizeof(*r->servers));
+    if (!r->gpus || !r->servers)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    enum sn_err rc = sn_bitset_init(&r->excluded, r->n_gpus, err);
+    for (unsigned t = 0; rc == SN_OK && t < SN_HEALTH_THRESHOLDS_MAX; t++) {
+        double th = c->cfg->thresholds[t];
+        if (!(th > 0))
+            break;
+        r->thresholds[t] = th;
+        rc = sn_bitset_init(&r->exclude[t], r->n_gpus, err);
+        if (rc == SN_OK)
+            r->n_thresholds++;
+    }
+    return rc;
+}
+
+enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health_state *state,
+                              struct sn_health_report **out, struct sn_error *err)
+{
+    *out = NULL;
+    if (!in || !in->model || !in->store)
+        return sn_error_set(err, SN_ERR_USAGE, "analysis needs a model and a store");
+    if (state && state->n_gpus != in->model->n_gpus)
+        return sn_error_set(err, SN_ERR_USAGE, "the state was made for another model");
+    struct sn_health_config def;
+    sn_health_config_default(&def);
+    struct sn__health_ctx c = {
+        .in = in, .cfg = in->cfg ? in->cfg : &def, .m = in->model, .st = in->store};
+    struct sn_health_report *r = NULL;
+    uint32_t unmapped = 0;
+    enum sn_err rc = map_store(&c, &unmapped, err);
+    if (rc == SN_OK) {
+        sn__health_detect_gpu(&c);
+        sn__health_detect_peers(&c);
+        sn__health_detect_fabric(&c);
+        sn__health_detect_facility(&c);
+        sn__health_detect_config(&c);
+        if (c.full)
+            rc = sn_error_set(err, SN_ERR_LIMIT, "more than %u findings, or out of memory",
+                              SN_HEALTH_FINDINGS_MAX);
+    }
+    if (rc == SN_OK)
+        rc = report_new(&c, &r, err);
+    if (rc == SN_OK) {
+        if (c.n)
+            qsort(c.f, c.n, sizeof(*c.f), cmp_finding);
+        r->findings = c.f;
+        r->n_findings = c.n;
+        c.f = NULL;
+        r->unmapped_gpus = unmapped;
+        for (uint32_t i = 0; i < r->n_findings; i++)
+            r->by_severity[r->findings[i].severity]++;
+        rc = score_all(&c, r, state, err);
+    }
+    free(c.f);
+    free(c.store_to_model);
+    free(c.host_server);
+    free(c.model_to_store);
+    free(c.scratch);
+    if (rc != SN_OK) {
+        sn_health_report_free(r);
+        return rc;
+    }
+    *out = r;
+    return SN_OK;
+}

@@ -1,0 +1,284 @@
+/*
+ * lib/health/health_detect_gpu.c: detectors that judge one GPU from its own
+ * readings and events: unreadable or missing GPUs, Xid 79, ECC and row
+ * remapping, the single-bit ECC rate, the Xid action buckets, dcgmi diag
+ * failures and phantom occupation. Thresholds come from the config; the
+ * methods are the rows of SN_DETECTOR_LIST.
+ *
+ * Attachment: a store GPU that maps to a model GPU gets GPU findings; one
+ * whose host is a model server but whose index is unknown (a kernel log
+ * naming only a bus id that no other input tied to an index) gets the
+ * finding on its server. Store GPUs on hosts outside the model are counted
+ * as unmapped by the pass and judged no further.
+ */
+#include "health/health_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Where findings about store GPU i go; false when nowhere in the model. */
+static bool target(const struct sn__health_ctx *c, uint32_t i, enum sn_health_entity *e,
+                   uint32_t *id, uint32_t *gpu, uint32_t *server)
+{
+    const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
+    *gpu = c->store_to_model[i];
+    *server = c->host_server[g->host];
+    if (*gpu != SN_NONE) {
+        *e = SN_HEALTH_ENT_GPU;
+        *id = *gpu;
+        return true;
+    }
+    if (*server == SN_NONE)
+        return false;
+    *e = SN_HEALTH_ENT_SERVER;
+    *id = *server;
+    return true;
+}
+
+#define ADD(c, det, value, expected, ...)                                                          \
+    sn__health_add(c, det, t.e, t.id, t.gpu, t.server, value, expected, __VA_ARGS__)
+
+struct tgt {
+    enum sn_health_entity e;
+    uint32_t id, gpu, server;
+};
+
+static bool reading_ok(const struct sn_telem_reading *r)
+{
+    return r->status == SN_TELEM_OK;
+}
+
+static const char *where(const struct sn__health_ctx *c, const struct sn_telem_reading *r,
+                         char *buf, size_t len)
+{
+    return sn__health_where(c->st, r->source, r->line, buf, len);
+}
+
+/* Index in g->xids of the newest event with code, or -1; *count gets how
+ * many of the kept events have it. */
+static int xid_find(const struct sn_telem_gpu *g, unsigned code, unsigned *count)
+{
+    unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
+    int last = -1;
+    *count = 0;
+    for (unsigned k = 0; k < kept; k++) {
+        unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        if (g->xids[j].code == code) {
+            (*count)++;
+            last = (int)j;
+        }
+    }
+    return last;
+}
+
+static void unreadable(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
+{
+    char w[160];
+    const struct sn_telem_reading *reach = &g->m[SN_METRIC_REACHABLE];
+    if (reading_ok(reach) && reach->value == 0) {
+        ADD(c, SN_DET_GPU_UNREADABLE, 0, 1, "%s: nvidia-smi: GPU is lost",
+            where(c, reach, w, sizeof(w)));
+        return;
+    }
+    unsigned bad = 0;
+    const struct sn_telem_reading *first = NULL;
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++) {
+        uint8_t s = g->m[m].status;
+        if (s == SN_TELEM_ERR || s == SN_TELEM_GPU_LOST) {
+            bad++;
+            if (!first)
+                first = &g->m[m];
+        }
+    }
+    if (bad)
+        ADD(c, SN_DET_GPU_UNREADABLE, bad, 0, "%s: %u readings %s (e.g. %s)",
+            where(c, first, w, sizeof(w)), bad, sn_telem_status_name(first->status),
+            sn_metric_name((enum sn_metric)(first - g->m)));
+}
+
+/* A finding from a flag metric (value 1) or an Xid code. */
+static void flag_or_xid(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
+                        enum sn_detector d, enum sn_metric m, bool positive, unsigned code)
+{
+    char w[160];
+    const struct sn_telem_reading *r = &g->m[m];
+    if (reading_ok(r) && (m == SN_METRIC_XID_LAST ? r->value == code
+                          : positive              ? r->value > 0
+                                                  : r->value == 1)) {
+        ADD(c, d, r->value, 0, "%s: %s = %g", where(c, r, w, sizeof(w)), sn_metric_name(m),
+            r->value);
+        return;
+    }
+    unsigned n;
+    int j = g->xids ? xid_find(g, code, &n) : -1;
+    if (j >= 0)
+        ADD(c, d, n, 0, "%s: Xid %u (%s), %u time%s",
+            sn__health_where(c->st, g->xids[j].source, g->xids[j].line, w, sizeof(w)), code,
+            sn_xid_meaning(code), n, n == 1 ? "" : "s");
+}
+
+static void sbe_rate(struct sn__health_ctx *c, uint32_t i, const struct sn_telem_gpu *g,
+                     struct tgt t)
+{
+    const struct sn_health_gpu_history *h = sn_health_history_gpu(c->in->history, i);
+    const struct sn_telem_reading *r = &g->m[SN_METRIC_ECC_SBE_VOL];
+    char w[160];
+    if (h && reading_ok(r) && !isnan(h->first_value[SN_HCOUNTER_SBE])) {
+        double dt_h = (r->time_s - h->first_time_s[SN_HCOUNTER_SBE]) / 3600.0;
+        double rise = r->value - h->first_value[SN_HCOUNTER_SBE];
+        if (dt_h > 0 && rise / dt_h > c->cfg->sbe_per_hour) {
+            ADD(c, SN_DET_SBE_RATE, rise / dt_h, c->cfg->sbe_per_hour,
+                "%s: single-bit ECC +%.0f in %.2f h (%.0f/h)", where(c, r, w, sizeof(w)), rise,
+                dt_h, rise / dt_h);
+            return;
+        }
+    }
+    unsigned n;
+    int j = g->xids ? xid_find(g, 92, &n) : -1;
+    if (j >= 0)
+        ADD(c, SN_DET_SBE_RATE, n, 0, "%s: Xid 92 (%s)",
+            sn__health_where(c->st, g->xids[j].source, g->xids[j].line, w, sizeof(w)),
+            sn_xid_meaning(92));
+}
+
+/* Codes with a detector of their own. */
+static bool xid_own_detector(unsigned code)
+{
+    return code == 48 || code == 63 || code == 64 || code == 79 || code == 92;
+}
+
+static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
+{
+    unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
+    for (unsigned k = 0; k < kept; k++) {
+        unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        const struct sn_telem_xid_event *x = &g->xids[j];
+        unsigned n;
+        if (xid_own_detector(x->code) || xid_find(g, x->code, &n) != (int)j)
+            continue; /* judged once per code, at its newest event */
+        enum sn_detector d;
+        switch ((enum sn_xid_bucket)x->bucket) {
+        case SN_XID_APPLICATION:
+            d = n >= c->cfg->xid_repeat ? SN_DET_XID_REPEATED : SN_DET_XID_APPLICATION;
+            break;
+        case SN_XID_RESET_GPU:
+            d = SN_DET_XID_RESET;
+            break;
+        case SN_XID_REBOOT_NODE:
+            d = SN_DET_XID_REBOOT;
+            break;
+        case SN_XID_SERVICE:
+            d = SN_DET_XID_SERVICE;
+            break;
+        case SN_XID_UNKNOWN:
+            d = SN_DET_XID_UNKNOWN;
+            break;
+        default:
+            continue; /* informational */
+        }
+        char w[160];
+        ADD(c, d, n, d == SN_DET_XID_REPEATED ? c->cfg->xid_repeat : NAN,
+            "%s: Xid %u (%s, bucket %s), %u time%s",
+            sn__health_where(c->st, x->source, x->line, w, sizeof(w)), x->code,
+            sn_xid_meaning(x->code), sn_xid_bucket_name((enum sn_xid_bucket)x->bucket), n,
+            n == 1 ? "" : "s");
+    }
+}
+
+static void diag(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
+{
+    for (unsigned k = 0; k < g->n_diag; k++) {
+        const struct sn_telem_diag_entry *d = &g->diag[k];
+        if (d->result == SN_DIAG_FAIL)
+            ADD(c, SN_DET_DIAG_FAIL, NAN, NAN, "dcgmi diag line %u: '%s' failed%s%.120s", d->line,
+                d->test, *d->detail ? ": " : "", d->detail);
+    }
+}
+
+static bool live_pid(const struct sn_health_facts *f, const char *host, long pid)
+{
+    for (uint32_t j = 0; f && j < f->n_jobs; j++)
+        if (f->jobs[j].pid == pid && strcmp(f->jobs[j].host, host) == 0)
+            return true;
+    return false;
+}
+
+static void phantom(struct sn__health_ctx *c, uint32_t i, const struct sn_telem_gpu *g,
+                    struct tgt t)
+{
+    const struct sn_health_gpu_history *h = sn_health_history_gpu(c->in->history, i);
+    if (!h || isnan(h->idle_held_since_s))
+        return;
+    double held_s = c->in->now_s - h->idle_held_since_s;
+    if (!(held_s >= c->cfg->phantom_s))
+        return;
+    const char *host = sn_telem_store_host_name(c->st, g->host);
+    for (unsigned k = 0; k < g->n_procs; k++)
+        if (live_pid(c->in->facts, host, g->procs[k].pid))
+            return;
+    char w[160];
+    const struct sn_telem_reading *mem = &g->m[SN_METRIC_MEM_USED];
+    ADD(c, SN_DET_PHANTOM, held_s, c->cfg->phantom_s,
+        "%s: %.1f GiB held at 0%% utilisation for %.0f s by %u process%s of no live job",
+        where(c, mem, w, sizeof(w)), mem->value / (1024.0 * 1024 * 1024), held_s, g->n_procs,
+        g->n_procs == 1 ? "" : "es");
+}
+
+static bool has_readings(const struct sn_telem_gpu *g)
+{
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++)
+        if (g->m[m].status != SN_TELEM_ABSENT && m != SN_METRIC_XID_LAST)
+            return true;
+    return false;
+}
+
+/* GPUs of an enumerated server (one with any GPU reporting readings) that
+ * report nothing. */
+static void missing(struct sn__health_ctx *c)
+{
+    const struct sn_model *m = c->m;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        uint32_t first = m->server_first_gpu[sv], ng = sn_model_server_spec(m, sv)->gpus;
+        uint32_t seen = 0;
+        for (uint32_t g = first; g < first + ng; g++) {
+            uint32_t s = c->model_to_store[g];
+            seen += s != UINT32_MAX && has_readings(sn_telem_store_gpu(c->st, s));
+        }
+        if (seen == 0 || seen == ng)
+            continue;
+        for (uint32_t g = first; g < first + ng; g++) {
+            uint32_t s = c->model_to_store[g];
+            if (s != UINT32_MAX && has_readings(sn_telem_store_gpu(c->st, s)))
+                continue;
+            char name[96];
+            sn_model_server_name(m, sv, name, sizeof(name));
+            sn__health_add(c, SN_DET_GPU_MISSING, SN_HEALTH_ENT_GPU, g, g, sv, seen, ng,
+                           "%s enumerates %u of %u GPUs; index %u is absent", name, seen, ng,
+                           g - first);
+        }
+    }
+}
+
+void sn__health_detect_gpu(struct sn__health_ctx *c)
+{
+    uint32_t n = sn_telem_store_gpu_count(c->st);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
+        struct tgt t;
+        if (!target(c, i, &t.e, &t.id, &t.gpu, &t.server))
+            continue;
+        unreadable(c, g, t);
+        flag_or_xid(c, g, t, SN_DET_GPU_OFF_BUS, SN_METRIC_XID_LAST, false, 79);
+        flag_or_xid(c, g, t, SN_DET_ECC_DBE, SN_METRIC_ECC_DBE_VOL, true, 48);
+        flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, SN_METRIC_REMAP_PENDING, false, 63);
+        flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64);
+        sbe_rate(c, i, g, t);
+        if (g->xids)
+            xids(c, g, t);
+        if (g->diag)
+            diag(c, g, t);
+        phantom(c, i, g, t);
+    }
+    missing(c);
+}

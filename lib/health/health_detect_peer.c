@@ -1,0 +1,281 @@
+/*
+ * lib/health/health_detect_peer.c: detectors that compare a GPU with its
+ * peers (GPUs of the same catalogue model doing the same work) or with its
+ * design: slow GPUs from benchmark results, thermal throttling, clock event
+ * reasons, NVLink state and speed, PCIe width and generation, and rising
+ * link error counters.
+ *
+ * Peer statistics are robust: the median and the median absolute deviation
+ * (MAD), and Iglewicz & Hoaglin's modified z-score 0.6745 (x - median) / MAD,
+ * so one bad GPU cannot drag the reference the way a mean would. A GPU must
+ * also be a percentage below the median (slow_floor), so a tight fleet does
+ * not flag noise.
+ */
+#include "health/health_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool ok(const struct sn_telem_reading *r)
+{
+    return r->status == SN_TELEM_OK;
+}
+
+static uint16_t gpu_model_of(const struct sn_model *m, uint32_t gpu)
+{
+    return (uint16_t)sn_model_server_spec(m, m->gpu_server[gpu])->gpu_model;
+}
+
+/* ---- slow GPU from benchmark results ----------------------------------------- */
+
+static void slow_group(struct sn__health_ctx *c, enum sn_bench_test test, uint16_t model)
+{
+    const struct sn_health_facts *f = c->in->facts;
+    double *v = c->scratch;
+    size_t n = 0;
+    for (uint32_t i = 0; i < f->n_bench && n < c->scratch_cap; i++) {
+        const struct sn_bench_row *r = &f->bench[i];
+        uint32_t g = sn__health_model_gpu(c->m, r->host, r->gpu);
+        if (r->test == test && g != SN_NONE && gpu_model_of(c->m, g) == model)
+            v[n++] = r->value;
+    }
+    if (n == 0)
+        return;
+    double med = sn__health_median(v, n), mad = sn__health_mad(v, n, med);
+    const char *mname = c->m->spec->gpu_models[model].name;
+    const struct sn_baseline_entry *b = sn_baseline_find(
+        c->in->baseline, test == SN_BENCH_GEMM ? SN_BASELINE_GEMM : SN_BASELINE_HBM, mname);
+    double base = b && !isnan(b->median) ? b->median : NAN;
+    double floor_peer = (1 - c->cfg->slow_floor) * med;
+    double floor_base = (1 - c->cfg->slow_floor) * base;
+    const char *unit = test == SN_BENCH_HBM ? "GB/s" : "TFLOP/s";
+    double scale = test == SN_BENCH_HBM ? 1e9 : 1e12;
+    for (uint32_t i = 0; i < f->n_bench; i++) {
+        const struct sn_bench_row *r = &f->bench[i];
+        uint32_t g = sn__health_model_gpu(c->m, r->host, r->gpu);
+        if (r->test != test || g == SN_NONE || gpu_model_of(c->m, g) != model)
+            continue;
+        double z = sn__health_robust_z(r->value, med, mad);
+        bool peer = n >= 3 && z < -c->cfg->slow_z && r->value < floor_peer;
+        bool below_base = !isnan(base) && r->value < floor_base;
+        if (!peer && !below_base)
+            continue;
+        double expected = peer ? med : base;
+        sn__health_add(c, SN_DET_SLOW_GPU, SN_HEALTH_ENT_GPU, g, g, SN_NONE, r->value, expected,
+                       "%s:%u: %s %.1f %s vs %s %.1f %s (%+.1f%%, robust z %.1f over %zu peers)",
+                       f->bench_source, r->line, sn_bench_test_name(test), r->value / scale, unit,
+                       peer ? "peer median" : "baseline", expected / scale, unit,
+                       100 * (r->value / expected - 1), isinf(z) ? -99.9 : z, n);
+    }
+}
+
+static void slow_gpus(struct sn__health_ctx *c)
+{
+    if (!c->in->facts || !c->in->facts->n_bench)
+        return;
+    for (uint16_t model = 0; model < c->m->spec->n_gpu_models; model++) {
+        slow_group(c, SN_BENCH_GEMM, model);
+        slow_group(c, SN_BENCH_HBM, model);
+    }
+}
+
+/* ---- thermal throttling and clock events ------------------------------------- */
+
+static void throttle_model(struct sn__health_ctx *c, uint16_t model)
+{
+    const struct sn_health_config *cfg = c->cfg;
+    uint32_t ns = sn_telem_store_gpu_count(c->st);
+    size_t n = 0;
+    for (uint32_t i = 0; i < ns && n < c->scratch_cap; i++) {
+        uint32_t g = c->store_to_model[i];
+        const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+        if (g != SN_NONE && gpu_model_of(c->m, g) == model && ok(&sg->m[SN_METRIC_CLOCK_SM]) &&
+            ok(&sg->m[SN_METRIC_UTIL_GPU]) && sg->m[SN_METRIC_UTIL_GPU].value >= cfg->busy_util)
+            c->scratch[n++] = sg->m[SN_METRIC_CLOCK_SM].value;
+    }
+    if (n < 3)
+        return; /* too few busy peers to compare with */
+    double med = sn__health_median(c->scratch, n);
+    for (uint32_t i = 0; i < ns; i++) {
+        uint32_t g = c->store_to_model[i];
+        const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+        const struct sn_telem_reading *t = &sg->m[SN_METRIC_TEMP_GPU],
+                                      *k = &sg->m[SN_METRIC_CLOCK_SM];
+        if (g == SN_NONE || gpu_model_of(c->m, g) != model || !ok(t) || !ok(k) ||
+            t->value < cfg->throttle_temp_c || k->value >= cfg->throttle_clock_frac * med)
+            continue;
+        char w[160];
+        sn__health_add(c, SN_DET_THERMAL_THROTTLE, SN_HEALTH_ENT_GPU, g, g, SN_NONE, k->value,
+                       cfg->throttle_clock_frac * med,
+                       "%s: %.0f C with SM clock %.0f MHz, busy peers' median %.0f MHz",
+                       sn__health_where(c->st, k->source, k->line, w, sizeof(w)), t->value,
+                       k->value, med);
+    }
+}
+
+static void clock_events(struct sn__health_ctx *c, uint32_t i, uint32_t g)
+{
+    const struct sn_telem_reading *r =
+        &sn_telem_store_gpu(c->st, i)->m[SN_METRIC_CLOCK_EVENT_REASONS];
+    if (!ok(r))
+        return;
+    const unsigned bad = SN_CLOCK_REASON_HW_SLOWDOWN | SN_CLOCK_REASON_SW_THERMAL |
+                         SN_CLOCK_REASON_HW_THERMAL | SN_CLOCK_REASON_HW_POWER_BRAKE;
+    unsigned long long bits = (unsigned long long)r->value;
+    if (!(bits & bad))
+        return;
+    char names[160] = "", w[160];
+    size_t at = 0;
+#define SN_X(id, name, bit)                                                                        \
+    if ((bits & bad & (bit)) && at < sizeof(names))                                                \
+        at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", at ? "," : "", name);
+    SN_CLOCK_REASON_LIST(SN_X)
+#undef SN_X
+    sn__health_add(c, SN_DET_CLOCK_EVENT, SN_HEALTH_ENT_GPU, g, g, SN_NONE, (double)bits, NAN,
+                   "%s: clock event reasons 0x%llx (%s)",
+                   sn__health_where(c->st, r->source, r->line, w, sizeof(w)), bits, names);
+}
+
+/* ---- links ------------------------------------------------------------------- */
+
+/* The model link of GPU g's scale-up port, or SN_NONE. */
+static uint32_t nvlink_of(const struct sn_model *m, uint32_t g, unsigned port)
+{
+    uint64_t lo = m->tier_first[SN_TIER_SCALEUP], hi = m->tier_first[SN_TIER_SCALEUP + 1];
+    uint64_t a = lo, b = hi;
+    while (a < b) { /* links of a tier are laid out by GPU: first with a_id >= g */
+        uint64_t mid = a + (b - a) / 2;
+        if (m->links[mid].a_id < g)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    for (uint64_t l = a; l < hi && m->links[l].a_id == g; l++)
+        if (m->links[l].a_kind == SN_END_GPU && m->links[l].a_port == port)
+            return (uint32_t)l;
+    for (uint64_t l = lo; l < hi; l++) /* another layout: scan */
+        if (m->links[l].a_kind == SN_END_GPU && m->links[l].a_id == g && m->links[l].a_port == port)
+            return (uint32_t)l;
+    return SN_NONE;
+}
+
+static void link_finding(struct sn__health_ctx *c, enum sn_detector d, uint32_t g, unsigned port,
+                         double value, double expected, const char *text)
+{
+    uint32_t l = nvlink_of(c->m, g, port);
+    if (l != SN_NONE)
+        sn__health_add(c, d, SN_HEALTH_ENT_LINK, l, g, SN_NONE, value, expected, "%s", text);
+    else
+        sn__health_add(c, d, SN_HEALTH_ENT_GPU, g, g, SN_NONE, value, expected, "%s", text);
+}
+
+static void nvlinks(struct sn__health_ctx *c, double median_speed)
+{
+    uint32_t ns = sn_telem_store_gpu_count(c->st);
+    for (uint32_t i = 0; i < ns; i++) {
+        uint32_t g = c->store_to_model[i];
+        const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+        if (g == SN_NONE || !sg->n_nvlinks)
+            continue;
+        unsigned design = sn_model_gpu_spec(c->m, g)->scaleup_links;
+        char w[SN_HEALTH_EVIDENCE_MAX];
+        for (unsigned l = 0; l < sg->n_nvlinks; l++) {
+            const struct sn_telem_link_reading *k = &sg->nvlink[l];
+            if (k->state == SN_LINK_INACTIVE && l < design) {
+                snprintf(w, sizeof(w), "nvlink -s line %u: link %u inactive", k->line, l);
+                link_finding(c, SN_DET_NVLINK_INACTIVE, g, l, 0, median_speed, w);
+            } else if (k->state == SN_LINK_ACTIVE && !isnan(median_speed) &&
+                       k->speed_bytes_per_s < c->cfg->link_speed_frac * median_speed) {
+                snprintf(w, sizeof(w),
+                         "nvlink -s line %u: link %u at %.4g GB/s, peers' median %.4g GB/s",
+                         k->line, l, k->speed_bytes_per_s / 1e9, median_speed / 1e9);
+                link_finding(c, SN_DET_NVLINK_DOWNGRADED, g, l, k->speed_bytes_per_s, median_speed,
+                             w);
+            }
+        }
+    }
+}
+
+static double nvlink_median(struct sn__health_ctx *c)
+{
+    uint32_t ns = sn_telem_store_gpu_count(c->st);
+    size_t n = 0;
+    for (uint32_t i = 0; i < ns; i++) {
+        const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+        if (c->store_to_model[i] == SN_NONE)
+            continue;
+        for (unsigned l = 0; l < sg->n_nvlinks && n < c->scratch_cap; l++)
+            if (sg->nvlink[l].state == SN_LINK_ACTIVE && !isnan(sg->nvlink[l].speed_bytes_per_s))
+                c->scratch[n++] = sg->nvlink[l].speed_bytes_per_s;
+    }
+    return sn__health_median(c->scratch, n);
+}
+
+static void pcie(struct sn__health_ctx *c, uint32_t i, uint32_t g)
+{
+    const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+    const struct sn_telem_reading *w = &sg->m[SN_METRIC_PCIE_WIDTH],
+                                  *wm = &sg->m[SN_METRIC_PCIE_WIDTH_MAX],
+                                  *gen = &sg->m[SN_METRIC_PCIE_GEN],
+                                  *gm = &sg->m[SN_METRIC_PCIE_GEN_MAX],
+                                  *u = &sg->m[SN_METRIC_UTIL_GPU];
+    char at[160];
+    if (ok(w) && ok(wm) && w->value < wm->value) {
+        sn__health_add(c, SN_DET_PCIE_DEGRADED, SN_HEALTH_ENT_GPU, g, g, SN_NONE, w->value,
+                       wm->value, "%s: PCIe x%.0f, capable of x%.0f",
+                       sn__health_where(c->st, w->source, w->line, at, sizeof(at)), w->value,
+                       wm->value);
+        return;
+    }
+    /* The link drops its generation when idle to save power: only a busy
+     * GPU's generation counts. */
+    if (ok(gen) && ok(gm) && ok(u) && u->value >= c->cfg->busy_util && gen->value < gm->value)
+        sn__health_add(c, SN_DET_PCIE_DEGRADED, SN_HEALTH_ENT_GPU, g, g, SN_NONE, gen->value,
+                       gm->value, "%s: PCIe gen %.0f at %.0f%% utilisation, capable of gen %.0f",
+                       sn__health_where(c->st, gen->source, gen->line, at, sizeof(at)), gen->value,
+                       u->value, gm->value);
+}
+
+static void link_errors(struct sn__health_ctx *c, uint32_t i, uint32_t g)
+{
+    static const enum sn_metric metric[] = {
+#define SN_X(id, m) SN_METRIC_##m,
+        SN_HEALTH_COUNTER_LIST(SN_X)
+#undef SN_X
+    };
+    const struct sn_health_gpu_history *h = sn_health_history_gpu(c->in->history, i);
+    if (!h)
+        return;
+    const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+    for (unsigned k = 0; k < SN_HCOUNTER_COUNT; k++) {
+        if (k == SN_HCOUNTER_SBE)
+            continue; /* memory, judged by sbe-rate */
+        const struct sn_telem_reading *r = &sg->m[metric[k]];
+        double rise = ok(r) ? r->value - h->first_value[k] : NAN;
+        if (!(rise > c->cfg->link_error_rise))
+            continue;
+        char at[160];
+        sn__health_add(c, SN_DET_LINK_ERRORS, SN_HEALTH_ENT_GPU, g, g, SN_NONE, rise,
+                       c->cfg->link_error_rise, "%s: %s rose by %.0f (from %.0f to %.0f)",
+                       sn__health_where(c->st, r->source, r->line, at, sizeof(at)),
+                       sn_metric_name(metric[k]), rise, h->first_value[k], r->value);
+    }
+}
+
+void sn__health_detect_peers(struct sn__health_ctx *c)
+{
+    slow_gpus(c);
+    for (uint16_t model = 0; model < c->m->spec->n_gpu_models; model++)
+        throttle_model(c, model);
+    nvlinks(c, nvlink_median(c));
+    uint32_t ns = sn_telem_store_gpu_count(c->st);
+    for (uint32_t i = 0; i < ns; i++) {
+        uint32_t g = c->store_to_model[i];
+        if (g == SN_NONE)
+            continue;
+        clock_events(c, i, g);
+        pcie(c, i, g);
+        link_errors(c, i, g);
+    }
+}

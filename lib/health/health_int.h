@@ -1,0 +1,69 @@
+/*
+ * lib/health/health_int.h: private parts of the health engine shared by the
+ * detectors (health_detect*.c), the scorer (health_score.c), baselines and
+ * acceptance.
+ *
+ * The analysis context maps store GPUs to model GPUs once per pass (host name
+ * to model server with sn_model_find_server(), then the nvidia-smi index in
+ * the server) and collects findings into one growable array capped at
+ * SN_HEALTH_FINDINGS_MAX.
+ */
+#ifndef SN_HEALTH_INT_H
+#define SN_HEALTH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/health.h>
+
+struct sn__health_ctx {
+    const struct sn_health_input *in;
+    const struct sn_health_config *cfg;
+    const struct sn_model *m;
+    const struct sn_telem_store *st;
+    uint32_t *store_to_model; /* per store GPU: model GPU or SN_NONE */
+    uint32_t *host_server;    /* per store host: model server or SN_NONE */
+    uint32_t *model_to_store; /* per model GPU: store GPU or UINT32_MAX */
+    struct sn_health_finding *f;
+    uint32_t n, cap;
+    bool full;       /* the findings cap was reached */
+    double *scratch; /* n_gpus + store GPUs doubles for medians */
+    size_t scratch_cap;
+};
+
+/* Adds a finding with the detector row's defaults; fmt is the evidence.
+ * Returns the finding (NULL when out of memory or at the cap: the context
+ * remembers it and the pass reports SN_ERR_LIMIT/NOMEM). */
+struct sn_health_finding *sn__health_add(struct sn__health_ctx *c, enum sn_detector d,
+                                         enum sn_health_entity e, uint32_t id, uint32_t gpu,
+                                         uint32_t server, double value, double expected,
+                                         const char *fmt, ...) SN_PRINTF(9, 10);
+/* "file:line" of a store reading into buf ("" when the line is unknown). */
+const char *sn__health_where(const struct sn_telem_store *st, uint16_t source, uint32_t line,
+                             char *buf, size_t len);
+
+/* Median of v[0..n) (reorders v); NaN for n == 0. */
+double sn__health_median(double *v, size_t n);
+/* Median absolute deviation around med (reorders v). */
+double sn__health_mad(double *v, size_t n, double med);
+/* Iglewicz & Hoaglin's modified z-score 0.6745 (x - med) / mad; 0 when mad
+ * is 0 and x == med, +-inf when mad is 0 and x differs. */
+double sn__health_robust_z(double x, double med, double mad);
+
+/* The detector groups, each appends findings to c. */
+void sn__health_detect_gpu(struct sn__health_ctx *c);      /* per-GPU readings, Xids */
+void sn__health_detect_peers(struct sn__health_ctx *c);    /* slow GPU, throttling, links */
+void sn__health_detect_fabric(struct sn__health_ctx *c);   /* busbw, topology, slow node */
+void sn__health_detect_facility(struct sn__health_ctx *c); /* cooling, power */
+void sn__health_detect_config(struct sn__health_ctx *c);   /* software drift */
+
+/* The model GPU of a (host, index) name, or SN_NONE. */
+uint32_t sn__health_model_gpu(const struct sn_model *m, const char *host, int index);
+/* The model's GPU catalogue name of a model GPU ("unknown" if none). */
+const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu);
+/* Model loop or power domain by generated name, SN_NONE if none. */
+uint32_t sn__health_find_loop(const struct sn_model *m, const char *name);
+uint32_t sn__health_find_feed(const struct sn_model *m, const char *name);
+
+#endif
