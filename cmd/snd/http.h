@@ -72,4 +72,17 @@ bool snd_is_admin(const struct snd_req *r);
 
 enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r);
 
+/* routes.c: ends job j in state to now (scheduler, GPUs, rows with an
+ * event), answering r through complete once durable. */
+enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
+                            enum snd_job_state to, const char *event, const char *detail,
+                            snd_complete_fn complete);
+
+/* routes_agent.c: the routes node agents call. */
+enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
+
+/* http.c: serves requests for up to wait_ms on the calling (state) thread. */
+void snd_http_run(int64_t wait_ms);
+
 #endif
