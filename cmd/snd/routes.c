@@ -743,7 +743,14 @@ static json_t *node_json(struct snd *d, uint32_t server)
     json_object_set_new(o, "supernode", json_string(sn));
     json_object_set_new(o, "id", json_integer(server));
     json_object_set_new(o, "first_gpu", json_integer(m->server_first_gpu[server]));
-    json_object_set_new(o, "gpus", json_integer(sn_model_server_spec(m, server)->gpus));
+    uint32_t n = sn_model_server_spec(m, server)->gpus, busy = 0;
+    for (uint32_t g = m->server_first_gpu[server]; g < m->server_first_gpu[server] + n; g++)
+        busy += sn_sched_gpu_owner(d->sched, g) != SN_NONE;
+    json_object_set_new(o, "gpus", json_integer(n));
+    json_object_set_new(o, "gpus_allocated", json_integer(busy));
+    int64_t seen = d->last_seen_ms[server];
+    json_object_set_new(o, "heartbeat_age_s",
+                        seen ? json_integer((snd_now_ms() - seen) / 1000) : json_null());
     return o;
 }
 
