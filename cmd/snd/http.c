@@ -89,6 +89,14 @@ enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *
     return snd_reply_text(d, r, status, "application/json", text);
 }
 
+/* Rejected mutations are audited: a write request answered 400, 409 or 422
+ * before anything was committed for it. */
+static bool audited_rejection(const struct snd_req *r, int status)
+{
+    return !r->committed && strcmp(r->method, "GET") != 0 &&
+           (status == 400 || status == 409 || status == 422);
+}
+
 enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
                           const char *field, const char *fmt, ...)
 {
@@ -97,6 +105,12 @@ enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (audited_rejection(r, status)) {
+        char detail[256];
+        snprintf(detail, sizeof(detail), "%s%s%s: %.200s", code, field && field[0] ? " " : "",
+                 field ? field : "", msg);
+        return snd_refuse(d, r, status, code, field && field[0] ? field : NULL, detail, msg);
+    }
     json_t *e = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", msg, "field",
                           field && field[0] ? field : NULL);
     return snd_reply(d, r, status, e);
@@ -150,6 +164,7 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
     audit_fill(&all[n], r, r->reply_status, target, r->audit_detail[0] ? r->audit_detail : NULL,
                action, sizeof(action));
     r->complete = complete;
+    r->committed = true;
     r->phase = SND_PHASE_WAIT;
     /* Suspend first, so the writer's resume always follows it. */
     MHD_suspend_connection(r->conn);

@@ -24,6 +24,7 @@ struct snd_req {
     char *body;
     size_t len, cap;
     bool too_large;
+    bool committed; /* rows (with its audit entry) were queued for it */
     enum snd_phase phase;
     struct sn_token tok;
     char actor[80]; /* "admin:admin", "tenant:acme", "anonymous" */
