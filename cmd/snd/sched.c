@@ -612,6 +612,7 @@ static void run_pass(struct snd *d)
         b++;
     d->cycle_buckets[b]++;
     d->cycle_sum_s += dt;
+    d->last_cycle_ms = (int64_t)(dt * 1000);
     d->passes++;
     apply_decisions(d, now);
 }
@@ -626,7 +627,12 @@ int64_t snd_sched_tick(struct snd *d)
     }
     int64_t wait = d->next_timer_ms - now;
     if (d->sched_dirty) {
-        int64_t due = d->last_pass_ms + d->cfg.sched_event_delay_ms;
+        /* Passes after events take at most about a tenth of this thread:
+         * the gap is at least ten times the last pass's duration. */
+        int64_t gap = d->cfg.sched_event_delay_ms;
+        if (gap < 10 * d->last_cycle_ms)
+            gap = 10 * d->last_cycle_ms;
+        int64_t due = d->last_pass_ms + gap;
         if (now >= due) {
             run_pass(d);
             d->sched_dirty = false;

@@ -138,7 +138,7 @@ struct snd {
     uint32_t sched_pools;  /* pools the core knows: spec pools, or 1 */
     bool sched_spec_pools; /* the core's pools are the spec's (jobs must name one) */
     bool sched_dirty;      /* an event happened since the last pass */
-    int64_t last_pass_ms, next_timer_ms;
+    int64_t last_pass_ms, next_timer_ms, last_cycle_ms;
     uint64_t passes, cycle_buckets[SND_CYCLE_BUCKETS];
     double cycle_sum_s;
     int64_t *last_seen_ms; /* by server: last heartbeat (monotonic), 0 = never */
