@@ -30,4 +30,15 @@ int cmd_design_export(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_health(int argc, char **argv);
 
+/* The client of snd (client_*.c, see client.h). */
+int cmd_submit(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
+int cmd_node_action(int argc, char **argv); /* cordon, drain, resume, fail */
+int cmd_tenants(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
 #endif

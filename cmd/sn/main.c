@@ -16,6 +16,18 @@ static const struct sn_command commands[] = {
     {"plan", cmd_plan, "plan a training job: memory, communication, step time, checkpoints"},
     {"sim", cmd_sim, "replay a trace on a cluster with the scheduler, compare policies"},
     {"health", cmd_health, "analyze telemetry: findings, GPU scores, actions, acceptance"},
+    {"submit", cmd_submit, "submit a job to snd (flags or a job file)"},
+    {"jobs", cmd_jobs, "list jobs, like squeue"},
+    {"job", cmd_job, "show a job: placement, pending reason, events (sn job show ID)"},
+    {"cancel", cmd_cancel, "cancel jobs"},
+    {"nodes", cmd_nodes, "nodes by supernode and state, like sinfo"},
+    {"cordon", cmd_node_action, "keep new work off a node or GPU (--reason)"},
+    {"drain", cmd_node_action, "let a node or GPU's jobs finish, then hold it (--reason)"},
+    {"resume", cmd_node_action, "return a node or GPU to service"},
+    {"fail", cmd_node_action, "mark a node or GPU down: its jobs are requeued (--reason)"},
+    {"tenants", cmd_tenants, "list tenants and their quotas"},
+    {"token", cmd_token, "issue a tenant or agent token (sn token create)"},
+    {"top", cmd_top, "live view of GPUs, jobs, nodes and the queue"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -89,6 +89,14 @@ enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *
     return snd_reply_text(d, r, status, "application/json", text);
 }
 
+/* Rejected mutations are audited: a write request answered 400, 409 or 422
+ * before anything was committed for it. */
+static bool audited_rejection(const struct snd_req *r, int status)
+{
+    return !r->committed && strcmp(r->method, "GET") != 0 &&
+           (status == 400 || status == 409 || status == 422);
+}
+
 enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
                           const char *field, const char *fmt, ...)
 {
@@ -97,6 +105,12 @@ enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (audited_rejection(r, status)) {
+        char detail[256];
+        snprintf(detail, sizeof(detail), "%s%s%s: %.200s", code, field && field[0] ? " " : "",
+                 field ? field : "", msg);
+        return snd_refuse(d, r, status, code, field && field[0] ? field : NULL, detail, msg);
+    }
     json_t *e = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", msg, "field",
                           field && field[0] ? field : NULL);
     return snd_reply(d, r, status, e);
@@ -150,6 +164,7 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
     audit_fill(&all[n], r, r->reply_status, target, r->audit_detail[0] ? r->audit_detail : NULL,
                action, sizeof(action));
     r->complete = complete;
+    r->committed = true;
     r->phase = SND_PHASE_WAIT;
     /* Suspend first, so the writer's resume always follows it. */
     MHD_suspend_connection(r->conn);
@@ -269,6 +284,35 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
     return true;
 }
 
+/* Room for a request's writes (its rows, its audit entry, one spare), and
+ * no state-driven write waiting: then its commit cannot be refused for
+ * lack of room, and it lands after every change made before it. Only this
+ * thread adds to the store's queue, so the room seen here stays. */
+static bool store_has_room(struct snd *d)
+{
+    if (!snd_outbox_empty(d))
+        return false;
+    struct sn_store_stats st;
+    sn_store_stats(d->store, &st);
+    return st.queue_depth + 4 <= (uint64_t)d->cfg.store_queue;
+}
+
+static enum MHD_Result busy(struct snd *d, struct snd_req *r)
+{
+    json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "busy", "message",
+                          "the write queue is full; retry");
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    count_status(d, 503);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Retry-After", "1");
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(r->conn, 503, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
 {
     if (r->too_large)
@@ -290,6 +334,8 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
                                       "%s is not allowed on %s", r->method, path)
                           : snd_error(d, r, 404, "not_found", NULL, "no route %s", path);
     enum MHD_Result ret = MHD_NO;
+    if (strcmp(r->method, "GET") != 0 && !store_has_room(d))
+        return busy(d, r);
     if (route->scope >= 0 && !authenticate(d, r, route, &ret))
         return ret;
     return route->handler(d, r);
@@ -390,8 +436,9 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
         return sn_error_set(err, SN_ERR_INVALID, "listen '%s': '%s' is not an IPv4 address",
                             d->cfg.listen, host);
     sa.sin_port = htons((uint16_t)p);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+    /* No internal thread: the state thread runs MHD (snd_http_run), so
+     * handlers, completions and scheduler timers share one thread. */
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     mhd = MHD_start_daemon(flags, 0, accept_policy, d, on_request, d, MHD_OPTION_NOTIFY_CONNECTION,
                            on_connection, d, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->cfg.connection_limit + 8,
@@ -404,6 +451,12 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : (uint16_t)p;
     return SN_OK;
+}
+
+void snd_http_run(int64_t wait_ms)
+{
+    if (mhd)
+        MHD_run_wait(mhd, (int32_t)(wait_ms > 1000 ? 1000 : wait_ms));
 }
 
 void snd_http_stop(void)

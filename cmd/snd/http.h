@@ -24,6 +24,7 @@ struct snd_req {
     char *body;
     size_t len, cap;
     bool too_large;
+    bool committed; /* rows (with its audit entry) were queued for it */
     enum snd_phase phase;
     struct sn_token tok;
     char actor[80]; /* "admin:admin", "tenant:acme", "anonymous" */
@@ -71,5 +72,18 @@ const char *snd_query(struct snd_req *r, const char *name);
 bool snd_is_admin(const struct snd_req *r);
 
 enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r);
+
+/* routes.c: ends job j in state to now (scheduler, GPUs, rows with an
+ * event), answering r through complete once durable. */
+enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
+                            enum snd_job_state to, const char *event, const char *detail,
+                            snd_complete_fn complete);
+
+/* routes_agent.c: the routes node agents call. */
+enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
+
+/* http.c: serves requests for up to wait_ms on the calling (state) thread. */
+void snd_http_run(int64_t wait_ms);
 
 #endif

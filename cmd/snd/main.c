@@ -53,6 +53,18 @@ static const struct sn_conf_key config_keys[] = {
      "highest job id; submits beyond get 507"},
     {"page_max", SN_CONF_INT, "1000", 1, 100000, C(page_max),
      "largest page a list request may ask for (limit)"},
+    {"sched_policy", SN_CONF_STRING, "supernode-first", 1, 31, C(sched_policy),
+     "placement policy: supernode-first, first-fit or tree-best-fit"},
+    {"sched_interval_ms", SN_CONF_INT, "1000", 10, 3600000, C(sched_interval_ms),
+     "a scheduling pass (and the heartbeat check) runs at least this often"},
+    {"sched_event_delay_ms", SN_CONF_INT, "5", 0, 60000, C(sched_event_delay_ms),
+     "after an event (submit, cancel, exit, node change) a pass runs within this delay; "
+     "events in between share it"},
+    {"heartbeat_timeout_s", SN_CONF_INT, "30", 1, 86400, C(heartbeat_timeout_s),
+     "a node whose agent has sent heartbeats and then stays silent this long is marked down "
+     "and its jobs requeued"},
+    {"default_walltime_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(default_walltime_s),
+     "walltime estimate for backfill of jobs without time_limit_s"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -284,15 +296,27 @@ static int open_state(struct snd *d, const char *dir, struct sn_error *err)
         rc = snd_state_load(d, err);
     if (rc == SN_OK)
         rc = snd_state_verify(d, err);
+    if (rc == SN_OK)
+        rc = snd_sched_start(d, err);
+    if (rc == SN_ERR_INTERNAL) {
+        char why[sizeof(err->message)];
+        snprintf(why, sizeof(why), "%s", err->message);
+        *err = (struct sn_error){0};
+        sn_error_set(err, rc, "the restored state breaks an invariant; refusing to serve: %.400s",
+                     why);
+    }
     return rc;
 }
 
-/* Waits for SIGTERM/SIGINT or a fatal store failure. */
-static int wait_for_stop(struct snd *d, const sigset_t *set)
+/* The state thread's loop: serves HTTP, runs the scheduler's timers and
+ * flushes its writes, until SIGTERM/SIGINT or a fatal store failure. */
+static int serve(struct snd *d, const sigset_t *set)
 {
     for (;;) {
-        struct timespec tick = {0, 100 * 1000 * 1000};
-        int sig = sigtimedwait(set, NULL, &tick);
+        int64_t wait_ms = snd_sched_tick(d);
+        snd_http_run(wait_ms > 100 ? 100 : wait_ms);
+        struct timespec zero = {0, 0};
+        int sig = sigtimedwait(set, NULL, &zero);
         if (sig == SIGTERM || sig == SIGINT)
             return 0;
         if (atomic_load(&d->fatal)) {
@@ -304,15 +328,17 @@ static int wait_for_stop(struct snd *d, const sigset_t *set)
 
 static void stop(struct snd *d)
 {
-    /* Let queued commits finish so no connection stays suspended. */
-    for (int i = 0; i < 500; i++) {
+    /* Hand the waiting state writes to the store, let queued commits
+     * finish, and answer the connections they resume. */
+    for (int i = 0; i < 500 && d->store; i++) {
+        bool flushed = d->outbox ? snd_outbox_flush(d) : true;
         struct sn_store_stats st;
         sn_store_stats(d->store, &st);
-        if (st.queue_depth == 0)
+        if (flushed && st.queue_depth == 0)
             break;
-        struct timespec ms10 = {0, 10 * 1000 * 1000};
-        nanosleep(&ms10, NULL);
+        snd_http_run(10);
     }
+    snd_http_run(0);
     snd_http_stop();
     sn_store_close(d->store);
     d->store = NULL;
@@ -365,9 +391,10 @@ int main(int argc, char **argv)
             (void)w;
             close(a.ready_fd);
         }
-        rc = wait_for_stop(&d, &set);
+        rc = serve(&d, &set);
     }
     stop(&d);
+    snd_sched_stop(&d);
     snd_state_free(&d);
     sn_model_free(model);
     sn_spec_free(spec);

@@ -69,10 +69,47 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     for (int s = 0; s < SND_ADMIN_STATE_COUNT; s++)
         put(&o, "sn_gpus{state=\"%s\"} %llu\n", snd_admin_state_name((enum snd_admin_state)s),
             (unsigned long long)gpus[s]);
-    family(&o, "sn_jobs_pending_reason", "gauge", "Pending jobs by pending reason.");
-    put(&o, "sn_jobs_pending_reason{reason=\"%s\"} %llu\n",
-        d->sched ? "scheduler" : "scheduler-not-connected",
-        (unsigned long long)d->jobs_by_state[SND_JOB_PENDING]);
+    uint64_t reasons[SN_PENDING_REASON_COUNT] = {0};
+    uint32_t n_pending = 0;
+    const uint32_t *pending = sn_sched_pending(d->sched, &n_pending);
+    for (uint32_t i = 0; i < n_pending; i++) {
+        struct sn_job_info info;
+        sn_sched_job_info(d->sched, pending[i], &info);
+        reasons[info.reason]++;
+    }
+    family(&o, "sn_jobs_pending_reason", "gauge",
+           "Jobs waiting in the scheduler (pending or requeued) by pending reason.");
+    for (int i = 0; i < SN_PENDING_REASON_COUNT; i++)
+        put(&o, "sn_jobs_pending_reason{reason=\"%s\"} %llu\n",
+            sn_pending_reason_name((enum sn_pending_reason)i), (unsigned long long)reasons[i]);
+    struct sn_sched_stats ss;
+    sn_sched_stats(d->sched, &ss);
+    family(&o, "sn_gpus_scheduler", "gauge",
+           "GPUs by scheduler state: allocated, free (usable), down (failed), cordoned (free).");
+    put(&o, "sn_gpus_scheduler{state=\"allocated\"} %u\n", ss.gpus_busy);
+    put(&o, "sn_gpus_scheduler{state=\"free\"} %u\n", ss.gpus_free_usable);
+    put(&o, "sn_gpus_scheduler{state=\"down\"} %u\n", ss.gpus_down);
+    put(&o, "sn_gpus_scheduler{state=\"cordoned\"} %u\n", ss.gpus_cordoned);
+    family(&o, "sn_scheduler_cycle_seconds", "histogram", "Duration of scheduling passes.");
+    uint64_t cum = 0;
+    for (int b = 0; b < SND_CYCLE_BUCKETS; b++) {
+        cum += d->cycle_buckets[b];
+        if (b < SND_CYCLE_BUCKETS - 1)
+            put(&o, "sn_scheduler_cycle_seconds_bucket{le=\"%g\"} %llu\n", snd_cycle_bounds_s[b],
+                (unsigned long long)cum);
+        else
+            put(&o, "sn_scheduler_cycle_seconds_bucket{le=\"+Inf\"} %llu\n",
+                (unsigned long long)cum);
+    }
+    put(&o, "sn_scheduler_cycle_seconds_sum %.9f\n", d->cycle_sum_s);
+    put(&o, "sn_scheduler_cycle_seconds_count %llu\n", (unsigned long long)d->passes);
+    family(&o, "sn_scheduler_placements_total", "counter", "Jobs started by the scheduler.");
+    put(&o, "sn_scheduler_placements_total %llu\n", (unsigned long long)ss.placements);
+    family(&o, "sn_scheduler_interruptions_total", "counter",
+           "Running jobs interrupted by failures and requeued.");
+    put(&o, "sn_scheduler_interruptions_total %llu\n", (unsigned long long)ss.interruptions);
+    family(&o, "sn_scheduler_preemptions_total", "counter", "Running jobs preempted and requeued.");
+    put(&o, "sn_scheduler_preemptions_total %llu\n", (unsigned long long)ss.preemptions);
     family(&o, "sn_http_requests_total", "counter", "HTTP responses by status class.");
     for (int c = 1; c <= 5; c++)
         put(&o, "sn_http_requests_total{code=\"%dxx\"} %llu\n", c,

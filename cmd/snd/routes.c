@@ -180,6 +180,9 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
                          "'/'",
                          b.prefix);
     bool exists = snd_named_find(d->tenants, d->n_tenants, b.name) != NULL;
+    if (!exists && d->n_tenants >= snd_sched_max_tenants(d))
+        return snd_error(d, r, 507, "limit", "name", "at most %u tenants on this cluster",
+                         snd_sched_max_tenants(d));
     json_t *doc = json_pack("{s:s}", "prefix", b.prefix);
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     struct sn_error err = {0};
@@ -247,8 +250,33 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
     if (!pool_exists(d, r->params[1]))
         return snd_error(d, r, 404, "not_found", NULL, "no pool '%s'", r->params[1]);
+    int64_t held = 0;
+    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
+        const struct snd_job *j = d->jobs[i];
+        const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
+        if (j && j->n_alloc && pool && strcmp(pool, r->params[1]) == 0 &&
+            strcmp(j->tenant, r->params[0]) == 0)
+            held += j->n_alloc;
+    }
+    if (held > b.gpus)
+        return snd_error(d, r, 409, "quota_below_usage", "gpus",
+                         "tenant '%s' holds %lld GPUs in pool '%s' now; a quota of %lld would "
+                         "break it (cancel or wait for jobs first)",
+                         r->params[0], (long long)held, r->params[1], (long long)b.gpus);
+    const struct snd_quota *prev = snd_quota_find(d, r->params[0], r->params[1]);
+    int64_t prev_gpus = prev ? prev->gpus : -1;
     if (snd_quota_put(d, r->params[0], r->params[1], b.gpus) != SN_OK)
         return snd_error(d, r, 507, "limit", NULL, "too many quotas");
+    /* The scheduler core copies quotas when it is built: rebuild it. */
+    struct sn_error err = {0};
+    if (snd_sched_rebuild(d, &err) != SN_OK) {
+        if (prev_gpus >= 0)
+            (void)snd_quota_put(d, r->params[0], r->params[1], prev_gpus);
+        struct sn_error err2 = {0};
+        if (snd_sched_rebuild(d, &err2) != SN_OK)
+            atomic_store(&d->fatal, true);
+        return snd_error(d, r, 409, "quota_below_usage", "gpus", "%s", err.message);
+    }
     struct sn_store_write w = {
         .kind = SN_STORE_PUT_QUOTA, .text = {r->params[0], r->params[1]}, .num = {b.gpus}};
     r->reply_status = 200;
@@ -395,14 +423,28 @@ static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api
         *ret = snd_error(d, r, 422, "unknown_reference", "pool", "no pool '%s'", b->pool);
         return false;
     }
+    uint32_t pool_gpus = d->model->n_gpus;
+    if (d->sched_spec_pools) {
+        uint32_t p = snd_spec_pool(d, b->pool);
+        if (p == SN_NONE) {
+            *ret =
+                snd_error(d, r, 422, "unsatisfiable", "pool",
+                          "pool '%s' holds no supernodes (jobs run in the spec's pools)", b->pool);
+            return false;
+        }
+        pool_gpus = 0;
+        for (uint32_t i = 0; i < d->model->n_supernodes; i++)
+            if (d->model->supernodes[i].pool == p)
+                pool_gpus += d->model->supernodes[i].n_gpus;
+    }
     if (b->priority_class[0] && !snd_named_find(d->classes, d->n_classes, b->priority_class)) {
         *ret = snd_error(d, r, 422, "unknown_reference", "priority_class", "no priority class '%s'",
                          b->priority_class);
         return false;
     }
-    if (b->gpus > (int64_t)d->model->n_gpus) {
-        *ret = snd_error(d, r, 422, "unsatisfiable", "gpus", "%lld GPUs asked, the cluster has %u",
-                         (long long)b->gpus, d->model->n_gpus);
+    if (b->gpus > (int64_t)pool_gpus) {
+        *ret = snd_error(d, r, 422, "unsatisfiable", "gpus", "%lld GPUs asked, %s has %u",
+                         (long long)b->gpus, b->pool[0] ? "the pool" : "the cluster", pool_gpus);
         return false;
     }
     const struct snd_quota *q = b->pool[0] ? snd_quota_find(d, tenant, b->pool) : NULL;
@@ -436,8 +478,7 @@ static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
         return store_failed(d, r);
     }
     job->durable = true;
-    if (d->sched && d->sched->submit)
-        d->sched->submit(d->sched->ctx, job);
+    snd_sched_submit(d, job);
     return snd_reply(d, r, 201, snd_job_json(d, job));
 }
 
@@ -487,6 +528,14 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
                  b.tenant);
         return snd_refuse(d, r, 403, "forbidden", "tenant", "submit for another tenant", msg);
     }
+    /* Jobs without a pool go to the spec's first pool, recorded in the job
+     * so that quotas, listings and replays all see the same pool. */
+    if (!b.pool[0] && d->sched_spec_pools) {
+        snprintf(b.pool, sizeof(b.pool), "%s", d->spec->pools[0].name);
+        for (size_t i = 0; i < sn_api_job_field_count; i++)
+            if (strcmp(sn_api_job_fields[i].name, "pool") == 0)
+                present |= 1u << i;
+    }
     if (!job_admissible(d, r, &b, tenant, &ret))
         return ret;
     const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
@@ -508,6 +557,7 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     job->idem_key = key ? strdup(key) : NULL;
     job->spec = spec;
     job->state = SND_JOB_PENDING;
+    job->sched_id = SN_NONE;
     job->submit_s = job->updated_s = snd_now_s();
     if (snd_job_insert(d, job, &err) != SN_OK) {
         snd_job_free(job);
@@ -552,7 +602,8 @@ static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
     int state = st ? snd_job_state_parse(st) : -1;
     if (st && state < 0)
         return snd_error(d, r, 400, "invalid_query", "state",
-                         "state '%s': expected pending, running, completed, failed or cancelled",
+                         "state '%s': expected pending, running, completed, failed, cancelled "
+                         "or requeued",
                          st);
     if (!snd_is_admin(r)) {
         if (tenant && strcmp(tenant, r->tok.subject) != 0)
@@ -587,10 +638,45 @@ static enum MHD_Result cancel_done(struct snd *d, struct snd_req *r)
 {
     if (r->store_rc != SN_OK)
         return store_failed(d, r);
-    struct snd_job *j = snd_job_get(d, r->arg);
-    if (d->sched && d->sched->cancel)
-        d->sched->cancel(d->sched->ctx, j->id);
-    return snd_reply(d, r, 200, snd_job_json(d, j));
+    return snd_reply(d, r, 200, snd_job_json(d, snd_job_get(d, r->arg)));
+}
+
+/* Ends a job now (cancel, or the exit of its ranks): out of the scheduler,
+ * GPUs released, and its rows (job, allocation removed, event) committed
+ * with the answer to r. */
+enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
+                            enum snd_job_state to, const char *event, const char *detail,
+                            snd_complete_fn complete)
+{
+    snd_sched_drop(d, j);
+    snd_job_set_state(d, j, to);
+    j->updated_s = j->end_s = snd_now_s();
+    snd_job_set_detail(j, detail);
+    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
+    char *run = snd_job_run_text(j);
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
+    struct sn_store_write w[3] = {
+        {.kind = SN_STORE_PUT_JOB,
+         .text = {j->tenant, j->idem_key, snd_job_state_name(to), doc, run},
+         .num = {j->id, j->submit_s, j->updated_s}},
+        {.kind = SN_STORE_DEL_ALLOC, .num = {j->id}},
+        {.kind = SN_STORE_ADD_EVENT,
+         .text = {event, detail ? detail : r->actor},
+         .num = {j->id, j->updated_s}},
+    };
+    r->arg = j->id;
+    r->reply_status = 200;
+    enum MHD_Result ret = snd_commit(d, r, w, 3, target, complete);
+    free(doc);
+    free(run);
+    return ret;
+}
+
+static bool job_live(const struct snd_job *j)
+{
+    return j->state == SND_JOB_PENDING || j->state == SND_JOB_RUNNING ||
+           j->state == SND_JOB_REQUEUED;
 }
 
 static enum MHD_Result cancel_job(struct snd *d, struct snd_req *r)
@@ -598,26 +684,14 @@ static enum MHD_Result cancel_job(struct snd *d, struct snd_req *r)
     struct snd_job *j = visible_job(d, r);
     if (!j)
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
-    if (j->state != SND_JOB_PENDING && j->state != SND_JOB_RUNNING)
+    if (!job_live(j))
         return snd_error(d, r, 409, "invalid_transition", "state",
-                         "job %lld is %s; only pending or running jobs can be cancelled",
+                         "job %lld is %s; only pending, requeued or running jobs can be "
+                         "cancelled",
                          (long long)j->id, snd_job_state_name(j->state));
-    snd_job_set_state(d, j, SND_JOB_CANCELLED);
-    j->updated_s = snd_now_s();
-    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    char target[32];
-    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
-    struct sn_store_write w[2] = {
-        {.kind = SN_STORE_PUT_JOB,
-         .text = {j->tenant, j->idem_key, "cancelled", doc},
-         .num = {j->id, j->submit_s, j->updated_s}},
-        {.kind = SN_STORE_ADD_EVENT, .text = {"cancelled", r->actor}, .num = {j->id, j->updated_s}},
-    };
-    r->arg = j->id;
-    r->reply_status = 200;
-    enum MHD_Result ret = snd_commit(d, r, w, 2, target, cancel_done);
-    free(doc);
-    return ret;
+    char detail[120];
+    snprintf(detail, sizeof(detail), "cancelled by %s", r->actor);
+    return snd_job_end(d, r, j, SND_JOB_CANCELLED, "cancelled", detail, cancel_done);
 }
 
 static bool event_row(void *ctx, const struct sn_store_write *row)
@@ -670,7 +744,14 @@ static json_t *node_json(struct snd *d, uint32_t server)
     json_object_set_new(o, "supernode", json_string(sn));
     json_object_set_new(o, "id", json_integer(server));
     json_object_set_new(o, "first_gpu", json_integer(m->server_first_gpu[server]));
-    json_object_set_new(o, "gpus", json_integer(sn_model_server_spec(m, server)->gpus));
+    uint32_t n = sn_model_server_spec(m, server)->gpus, busy = 0;
+    for (uint32_t g = m->server_first_gpu[server]; g < m->server_first_gpu[server] + n; g++)
+        busy += sn_sched_gpu_owner(d->sched, g) != SN_NONE;
+    json_object_set_new(o, "gpus", json_integer(n));
+    json_object_set_new(o, "gpus_allocated", json_integer(busy));
+    int64_t seen = d->last_seen_ms[server];
+    json_object_set_new(o, "heartbeat_age_s",
+                        seen ? json_integer((snd_now_ms() - seen) / 1000) : json_null());
     return o;
 }
 
@@ -741,9 +822,10 @@ static const struct sn_api_field action_fields[] = {
     {"reason", SN_API_STRING, false, 1, 256, offsetof(struct action_body, reason)},
 };
 
-/* The transitions of admin states (like scontrol): -1 is refused. Drain
- * lands in drained while nothing runs there (allocations come from the
- * scheduler, not connected yet), else in draining. */
+/* The transitions of admin states (like scontrol): -1 is refused, -2 is
+ * an unknown action. Drain lands in drained while nothing runs there, else
+ * in draining (drained when the last job leaves). Fail marks the part down:
+ * its jobs are interrupted and requeued; resume brings it back. */
 static int transition(enum snd_admin_state from, const char *action, bool busy)
 {
     if (strcmp(action, "cordon") == 0)
@@ -752,20 +834,11 @@ static int transition(enum snd_admin_state from, const char *action, bool busy)
         return from == SND_ADMIN_UP || from == SND_ADMIN_CORDONED
                    ? (busy ? SND_ADMIN_DRAINING : SND_ADMIN_DRAINED)
                    : -1;
+    if (strcmp(action, "fail") == 0)
+        return from == SND_ADMIN_DOWN ? -1 : SND_ADMIN_DOWN;
     if (strcmp(action, "resume") == 0)
         return from == SND_ADMIN_UP ? -1 : SND_ADMIN_UP;
     return -2;
-}
-
-static bool gpus_busy(const struct snd *d, uint32_t first, uint32_t count)
-{
-    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
-        const struct snd_job *j = d->jobs[i];
-        for (uint32_t k = 0; j && j->state == SND_JOB_RUNNING && k < j->n_alloc; k++)
-            if (j->alloc[k] >= first && j->alloc[k] < first + count)
-                return true;
-    }
-    return false;
 }
 
 static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_node)
@@ -784,10 +857,11 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
     struct snd_admin *a = is_node ? &d->nodes[id] : &d->gpus[id];
     uint32_t first = is_node ? m->server_first_gpu[id] : id;
     uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
-    int to = transition((enum snd_admin_state)a->state, r->params[1], gpus_busy(d, first, count));
+    int to =
+        transition((enum snd_admin_state)a->state, r->params[1], snd_sched_busy(d, first, count));
     if (to == -2)
         return snd_error(d, r, 404, "not_found", NULL,
-                         "no action '%s' (expected cordon, drain or resume)", r->params[1]);
+                         "no action '%s' (expected cordon, drain, fail or resume)", r->params[1]);
     if (to == -1)
         return snd_error(d, r, 409, "invalid_transition", "state", "cannot %s a %s %s",
                          r->params[1], snd_admin_state_name((enum snd_admin_state)a->state),
@@ -795,6 +869,7 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
     if (to != SND_ADMIN_UP && !b.reason[0])
         return snd_error(d, r, 400, "invalid_field", "reason", "missing field 'reason'");
     int64_t now = snd_now_s();
+    uint8_t old = a->state;
     snd_admin_set(a, (enum snd_admin_state)to, to == SND_ADMIN_UP ? NULL : b.reason, r->actor, now);
     struct sn_store_write w = {.kind = SN_STORE_PUT_ADMIN,
                                .text = {is_node ? "node" : "gpu", r->params[0],
@@ -803,7 +878,10 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
                                .num = {now}};
     r->reply_status = 200;
     r->reply = is_node ? node_json(d, id) : admin_json(a, r->params[0]);
-    return snd_commit(d, r, &w, 1, r->params[0], done_reply);
+    ret = snd_commit(d, r, &w, 1, r->params[0], done_reply);
+    /* After the row is queued: requeues the fail causes follow it. */
+    snd_sched_admin_changed(d, is_node, id, old);
+    return ret;
 }
 
 static enum MHD_Result post_node_action(struct snd *d, struct snd_req *r)
@@ -936,14 +1014,18 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/jobs", SN_SCOPE_JOBS_READ, get_jobs, "list jobs, filtered and paged"},
     {"GET", "/v1/jobs/{}", SN_SCOPE_JOBS_READ, get_job, "one job with its pending reason"},
     {"POST", "/v1/jobs/{}/cancel", SN_SCOPE_JOBS_WRITE, cancel_job, "cancel a job"},
+    {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_exit,
+     "agents: a rank of a running job exited (rank, status)"},
     {"GET", "/v1/jobs/{}/events", SN_SCOPE_JOBS_READ, get_job_events, "a job's events, paged"},
     {"GET", "/v1/nodes", SN_SCOPE_CLUSTER_READ, get_nodes, "servers with admin state, paged"},
     {"GET", "/v1/nodes/{}", SN_SCOPE_CLUSTER_READ, get_node, "one server"},
+    {"POST", "/v1/nodes/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_post_heartbeat,
+     "agents: heartbeat; answers the jobs to run on the node"},
     {"POST", "/v1/nodes/{}/{}", SN_SCOPE_NODES_WRITE, post_node_action,
-     "cordon, drain or resume a server"},
+     "cordon, drain, fail or resume a server"},
     {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus, "GPUs with admin state, paged"},
     {"POST", "/v1/gpus/{}/{}", SN_SCOPE_NODES_WRITE, post_gpu_action,
-     "cordon, drain or resume a GPU"},
+     "cordon, drain, fail or resume a GPU"},
     {"GET", "/v1/audit", SN_SCOPE_ADMIN, get_audit, "the audit log, paged by sequence"},
     {"POST", "/v1/tokens", SN_SCOPE_ADMIN, post_token, "issue a tenant or agent token"},
     {"POST", "/v1/tokens/{}/revoke", SN_SCOPE_ADMIN, revoke_token, "revoke a token by id"},

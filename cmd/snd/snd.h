@@ -6,8 +6,10 @@
  *  - jobs[id - 1] is the job with that id, or NULL; next_job_id is above
  *    every id; an idempotency key maps to exactly one job of its tenant;
  *  - every job's tenant exists; no GPU is allocated to two jobs; the GPUs
- *    allocated to a tenant's running jobs in a pool stay within its quota
- *    (allocations come from the scheduler, not connected yet: see sched.h).
+ *    allocated to a tenant's running jobs in a pool stay within its quota;
+ *  - a job is running exactly when it holds an allocation, and every live
+ *    job (pending, requeued, running) is known to the scheduler core
+ *    (sched_id), which agrees on its state and GPUs (see sched.h).
  * Memory is changed before the store write is durable; the HTTP answer is
  * sent only after it is. A job not yet durable is invisible to readers.
  * A failed store write is fail-stop: snd exits and a restart recovers.
@@ -39,6 +41,11 @@ struct snd_config {
     int64_t admin_token_ttl_s;
     int64_t max_jobs;
     int64_t page_max;
+    int64_t sched_interval_ms;
+    int64_t sched_event_delay_ms;
+    int64_t heartbeat_timeout_s;
+    int64_t default_walltime_s;
+    char sched_policy[32];
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -46,7 +53,8 @@ struct snd_config {
     X(RUNNING, "running")                                                                          \
     X(COMPLETED, "completed")                                                                      \
     X(FAILED, "failed")                                                                            \
-    X(CANCELLED, "cancelled")
+    X(CANCELLED, "cancelled")                                                                      \
+    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */
 enum snd_job_state {
 #define SN_X(name, text) SND_JOB_##name,
     SND_JOB_STATE_LIST(SN_X)
@@ -62,7 +70,8 @@ int snd_job_state_parse(const char *text); /* -1 when unknown */
     X(UP, "up")                                                                                    \
     X(CORDONED, "cordoned")                                                                        \
     X(DRAINING, "draining")                                                                        \
-    X(DRAINED, "drained")
+    X(DRAINED, "drained")                                                                          \
+    X(DOWN, "down") /* failed: by an admin, or its agent stopped heartbeating */
 enum snd_admin_state {
 #define SN_X(name, text) SND_ADMIN_##name,
     SND_ADMIN_STATE_LIST(SN_X)
@@ -78,9 +87,17 @@ struct snd_job {
     json_t *spec;   /* the validated submission: name, gpus, pool, ... */
     enum snd_job_state state;
     int64_t submit_s, updated_s;
-    uint32_t *alloc; /* GPU ids while running (from the scheduler) */
+    uint32_t *alloc; /* GPU ids while running, in rank order (from the scheduler) */
     uint32_t n_alloc;
-    bool durable; /* its first write has committed */
+    bool durable;          /* its first write has committed */
+    uint32_t sched_id;     /* its ID in the scheduler core, or SN_NONE */
+    uint64_t *ranks_done;  /* while running: bit r set once rank r exited 0 */
+    uint32_t n_ranks_done; /* bits set in ranks_done */
+    uint64_t alloc_seq;    /* outbox sequence of its start rows (agents see it once durable) */
+    uint32_t requeues;     /* interruptions and preemptions so far */
+    int64_t start_s, end_s;
+    int32_t exit_status; /* of the failing rank, when failed by an exit */
+    char *detail;        /* why it ended or was requeued, or NULL */
 };
 
 struct snd_named {
@@ -101,16 +118,33 @@ struct snd_admin {
     int64_t time_s;
 };
 
-struct snd_idem; /* hash of (tenant, key) -> job id */
-struct snd_rate; /* token buckets */
+struct snd_idem;   /* hash of (tenant, key) -> job id */
+struct snd_rate;   /* token buckets */
+struct snd_outbox; /* state-driven store writes waiting for room (sched.c) */
+
+#define SND_CYCLE_BUCKETS 12 /* scheduler cycle-time histogram, see metrics.c */
 
 struct snd {
     struct snd_config cfg;
     const struct sn_spec *spec;
     const struct sn_model *model;
     struct sn_store *store;
-    const struct snd_scheduler_ops *sched; /* NULL: not connected */
-    uint8_t key[32];                       /* token MAC key */
+    uint8_t key[32]; /* token MAC key */
+
+    /* The scheduler core and its bookkeeping (sched.c). */
+    struct sn_sched *sched;
+    int64_t *sched_jobs; /* sched ID -> snd job id */
+    uint32_t sched_jobs_cap;
+    uint32_t sched_pools;  /* pools the core knows: spec pools, or 1 */
+    bool sched_spec_pools; /* the core's pools are the spec's (jobs must name one) */
+    bool sched_dirty;      /* an event happened since the last pass */
+    int64_t last_pass_ms, next_timer_ms, last_cycle_ms;
+    uint64_t passes, cycle_buckets[SND_CYCLE_BUCKETS];
+    double cycle_sum_s;
+    int64_t *last_seen_ms; /* by server: last heartbeat (monotonic), 0 = never */
+    struct snd_outbox *outbox;
+    uint64_t outbox_seq;             /* outbox submissions made so far */
+    _Atomic uint64_t outbox_durable; /* outbox submissions committed */
 
     struct snd_job **jobs; /* index id - 1 */
     int64_t n_jobs_cap, next_job_id;
@@ -152,6 +186,9 @@ void snd_admin_set(struct snd_admin *a, enum snd_admin_state s, const char *reas
 bool snd_is_revoked(const struct snd *d, const char *id);
 enum sn_err snd_revoke(struct snd *d, const char *id);
 json_t *snd_job_json(const struct snd *d, const struct snd_job *job);
+/* Text of the job's runtime facts for the store (caller frees). */
+char *snd_job_run_text(const struct snd_job *job);
+void snd_job_set_detail(struct snd_job *job, const char *detail);
 void snd_state_free(struct snd *d);
 
 /* rate limiting (state.c) */

@@ -157,6 +157,8 @@ void snd_job_free(struct snd_job *job)
     free(job->idem_key);
     json_decref(job->spec);
     free(job->alloc);
+    free(job->ranks_done);
+    free(job->detail);
     free(job);
 }
 
@@ -218,18 +220,49 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
     json_object_set_new(o, "updated_time_s", json_integer(job->updated_s));
     if (job->idem_key)
         json_object_set_new(o, "idempotency_key", json_string(job->idem_key));
-    const char *reason = NULL;
-    if (job->state == SND_JOB_PENDING) {
-        reason = "scheduler-not-connected";
-        if (d->sched && d->sched->pending_reason)
-            reason = d->sched->pending_reason(d->sched->ctx, job->id);
-    }
-    json_object_set_new(o, "pending_reason", reason ? json_string(reason) : json_null());
-    json_t *alloc = json_array();
-    for (uint32_t i = 0; i < job->n_alloc; i++)
+    bool waiting = job->state == SND_JOB_PENDING || job->state == SND_JOB_REQUEUED;
+    json_object_set_new(o, "pending_reason",
+                        waiting ? json_string(snd_sched_reason(d, job)) : json_null());
+    json_t *alloc = json_array(), *nodes = json_array();
+    uint32_t last_server = SN_NONE;
+    for (uint32_t i = 0; i < job->n_alloc; i++) {
         json_array_append_new(alloc, json_integer(job->alloc[i]));
+        uint32_t s = d->model->gpu_server[job->alloc[i]];
+        if (s != last_server) {
+            char name[64];
+            json_array_append_new(
+                nodes, json_string(sn_model_server_name(d->model, s, name, sizeof(name))));
+            last_server = s;
+        }
+    }
     json_object_set_new(o, "allocation", alloc);
+    json_object_set_new(o, "nodes", nodes);
+    json_object_set_new(o, "ranks_exited", json_integer(job->n_ranks_done));
+    json_object_set_new(o, "requeues", json_integer(job->requeues));
+    json_object_set_new(o, "start_time_s", job->start_s ? json_integer(job->start_s) : json_null());
+    json_object_set_new(o, "end_time_s", job->end_s ? json_integer(job->end_s) : json_null());
+    json_object_set_new(o, "exit_status",
+                        job->state == SND_JOB_FAILED && job->exit_status
+                            ? json_integer(job->exit_status)
+                            : json_null());
+    json_object_set_new(o, "detail", job->detail ? json_string(job->detail) : json_null());
     return o;
+}
+
+char *snd_job_run_text(const struct snd_job *job)
+{
+    json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:s?}", "requeues", (json_int_t)job->requeues,
+                          "start_s", (json_int_t)job->start_s, "end_s", (json_int_t)job->end_s,
+                          "exit_status", (int)job->exit_status, "detail", job->detail);
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+void snd_job_set_detail(struct snd_job *job, const char *detail)
+{
+    free(job->detail);
+    job->detail = detail ? strdup(detail) : NULL;
 }
 
 /* ---- tenants, pools, classes, quotas, admin, revocations ----------- */
@@ -358,6 +391,14 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
     job->submit_s = row->num[1];
     job->updated_s = row->num[2];
     job->durable = true;
+    job->sched_id = SN_NONE;
+    json_t *run = row->text[4] ? json_loads(row->text[4], 0, NULL) : NULL;
+    job->requeues = (uint32_t)json_integer_value(json_object_get(run, "requeues"));
+    job->start_s = json_integer_value(json_object_get(run, "start_s"));
+    job->end_s = json_integer_value(json_object_get(run, "end_s"));
+    job->exit_status = (int32_t)json_integer_value(json_object_get(run, "exit_status"));
+    snd_job_set_detail(job, json_string_value(json_object_get(run, "detail")));
+    json_decref(run);
     c->rc = snd_job_insert(c->d, job, c->err);
     if (c->rc != SN_OK)
         snd_job_free(job);
@@ -380,6 +421,42 @@ static bool load_admin(struct load_ctx *c, const struct sn_store_write *row)
     }
     snd_admin_set(node ? &c->d->nodes[id] : &c->d->gpus[id], (enum snd_admin_state)s, row->text[3],
                   row->text[4], row->num[0]);
+    return true;
+}
+
+/* An allocation: GPUs in rank order and the ranks that have exited. */
+static bool load_alloc(struct load_ctx *c, const struct sn_store_write *row)
+{
+    struct snd_job *job = snd_job_get(c->d, row->num[0]);
+    uint32_t *ranks = NULL, n_ranks = 0;
+    const struct sn_model *m = c->d->model;
+    if (!job || job->alloc ||
+        snd_ranges_parse(row->text[0], &job->alloc, &job->n_alloc, m->n_gpus) != 0 ||
+        snd_ranges_parse(row->text[1], &ranks, &n_ranks, job->n_alloc) != 0) {
+        c->rc = sn_error_set(c->err, SN_ERR_INVALID, "stored allocation of job %lld is malformed",
+                             (long long)row->num[0]);
+        return false;
+    }
+    job->ranks_done = calloc((job->n_alloc + 63) / 64 + 1, sizeof(uint64_t));
+    for (uint32_t i = 0; job->ranks_done && i < n_ranks; i++)
+        if (ranks[i] < job->n_alloc &&
+            !(job->ranks_done[ranks[i] / 64] & (1ull << (ranks[i] % 64)))) {
+            job->ranks_done[ranks[i] / 64] |= 1ull << (ranks[i] % 64);
+            job->n_ranks_done++;
+        }
+    free(ranks);
+    for (uint32_t i = 0; i < job->n_alloc; i++)
+        if (job->alloc[i] >= m->n_gpus) {
+            c->rc =
+                sn_error_set(c->err, SN_ERR_INVALID, "job %lld holds GPU %u, the cluster has %u",
+                             (long long)job->id, job->alloc[i], m->n_gpus);
+            return false;
+        }
+    job->start_s = row->num[1];
+    if (!job->ranks_done) {
+        c->rc = sn_error_set(c->err, SN_ERR_NOMEM, "out of memory");
+        return false;
+    }
     return true;
 }
 
@@ -413,6 +490,8 @@ static bool load_row(void *ctx, const struct sn_store_write *row)
     case SN_STORE_ADD_REVOKE:
         c->rc = snd_revoke(d, row->text[0]);
         return c->rc == SN_OK;
+    case SN_STORE_PUT_ALLOC:
+        return load_alloc(c, row);
     default:
         return true;
     }

@@ -24,7 +24,9 @@
  *
  * Backends implement struct sn_store_ops; the SQLite backend is
  * sn_store_open_sqlite(). The schema is versioned (SN_STORE_SCHEMA_VERSION);
- * a database of another version is refused, never guessed at.
+ * an older version is migrated forward in one transaction when opened
+ * (version 1 -> 2: job run state and allocations), a newer or unknown one
+ * is refused, never guessed at.
  */
 #ifndef SN_STORE_H
 #define SN_STORE_H
@@ -35,7 +37,7 @@
 
 #include <sn/error.h>
 
-#define SN_STORE_SCHEMA_VERSION 1
+#define SN_STORE_SCHEMA_VERSION 2
 #define SN_STORE_TEXT_MAX 6                 /* text fields per row */
 #define SN_STORE_NUM_MAX 4                  /* integer fields per row */
 #define SN_STORE_TEXT_MAX_BYTES (64u << 10) /* one text field */
@@ -49,13 +51,18 @@
  *   PUT_QUOTA     text: tenant, pool                 num: gpus
  *   PUT_POOL      text: name, doc
  *   PUT_CLASS     text: name, doc                    num: priority
- *   PUT_JOB       text: tenant, idem_key (may be NULL), state, doc
+ *   PUT_JOB       text: tenant, idem_key (may be NULL), state, doc,
+ *                       run (JSON of runtime facts; NULL stores "{}")
  *                 num: id, submit_s, updated_s
  *   ADD_EVENT     text: kind, message                num: job id, time_s, [seq]
  *   PUT_ADMIN     text: kind ("node"/"gpu"), name, state, reason, actor
  *                 num: time_s
  *   ADD_AUDIT     text: actor, action, target, detail num: time_s, status, [seq]
  *   ADD_REVOKE    text: token id                     num: expires_s, time_s
+ *   PUT_ALLOC     text: gpus, ranks_done             num: job id, start_s
+ *                 (GPU ids in rank order and the ranks that have exited, both
+ *                 as comma-separated ascending runs "0-7,16-23"; ranks "")
+ *   DEL_ALLOC     num: job id
  * [seq] is filled in by sn_store_query_log() only.
  */
 #define SN_STORE_WRITE_KIND_LIST(X)                                                                \
@@ -68,7 +75,9 @@
     X(ADD_EVENT, "add-event")                                                                      \
     X(PUT_ADMIN, "put-admin")                                                                      \
     X(ADD_AUDIT, "add-audit")                                                                      \
-    X(ADD_REVOKE, "add-revoke")
+    X(ADD_REVOKE, "add-revoke")                                                                    \
+    X(PUT_ALLOC, "put-alloc")                                                                      \
+    X(DEL_ALLOC, "del-alloc")
 enum sn_store_write_kind {
 #define SN_X(name, text) SN_STORE_##name,
     SN_STORE_WRITE_KIND_LIST(SN_X)
@@ -159,7 +168,8 @@ SN_MUST_CHECK enum sn_err sn_store_write_sync(struct sn_store *s, const struct s
                                               size_t n, struct sn_error *err);
 
 /* Replays every current row, in order: tenants, quotas, pools, classes,
- * jobs (by id), admin states, revocations. Reads only committed data. */
+ * jobs (by id), admin states, revocations, allocations (by job id). Reads
+ * only committed data. */
 SN_MUST_CHECK enum sn_err sn_store_load(struct sn_store *s, sn_store_row_fn fn, void *ctx,
                                         struct sn_error *err);
 

@@ -17,6 +17,11 @@
  * Row kinds map to SQL through one table (kind_sql[]): the statement, the
  * number of text and integer parameters (bound ?1.. texts then integers)
  * and the load query, whose columns come back in the same order.
+ *
+ * Schema versions: a new database gets the current schema; an older one is
+ * brought forward by the steps of migrations[] (each one transaction that
+ * ends by setting PRAGMA user_version), so a state directory written by an
+ * earlier snd opens without loss.
  */
 #include <sn/store.h>
 
@@ -29,43 +34,49 @@
 struct kind_sql {
     const char *write;
     unsigned n_text, n_num;
-    int optional_text; /* index of a text that may be NULL, or -1 */
+    unsigned optional; /* bit i: text i may be NULL */
     const char *load;  /* NULL: a log, not replayed */
 };
 
 static const struct kind_sql kind_sql[SN_STORE_WRITE_KIND_COUNT] = {
-    [SN_STORE_PUT_TENANT] = {"INSERT OR REPLACE INTO tenants(name,doc) VALUES(?1,?2)", 2, 0, -1,
+    [SN_STORE_PUT_TENANT] = {"INSERT OR REPLACE INTO tenants(name,doc) VALUES(?1,?2)", 2, 0, 0,
                              "SELECT name,doc FROM tenants ORDER BY name"},
-    [SN_STORE_DEL_TENANT] = {"DELETE FROM tenants WHERE name=?1", 1, 0, -1, NULL},
+    [SN_STORE_DEL_TENANT] = {"DELETE FROM tenants WHERE name=?1", 1, 0, 0, NULL},
     [SN_STORE_PUT_QUOTA] = {"INSERT OR REPLACE INTO quotas(tenant,pool,gpus) VALUES(?1,?2,?3)", 2,
-                            1, -1, "SELECT tenant,pool,gpus FROM quotas ORDER BY tenant,pool"},
-    [SN_STORE_PUT_POOL] = {"INSERT OR REPLACE INTO pools(name,doc) VALUES(?1,?2)", 2, 0, -1,
+                            1, 0, "SELECT tenant,pool,gpus FROM quotas ORDER BY tenant,pool"},
+    [SN_STORE_PUT_POOL] = {"INSERT OR REPLACE INTO pools(name,doc) VALUES(?1,?2)", 2, 0, 0,
                            "SELECT name,doc FROM pools ORDER BY name"},
     [SN_STORE_PUT_CLASS] = {"INSERT OR REPLACE INTO classes(name,doc,priority) "
                             "VALUES(?1,?2,?3)",
-                            2, 1, -1, "SELECT name,doc,priority FROM classes ORDER BY name"},
-    [SN_STORE_PUT_JOB] = {"INSERT INTO jobs(tenant,idem_key,state,doc,id,submit_s,updated_s) "
-                          "VALUES(?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(id) DO UPDATE SET "
-                          "state=excluded.state,doc=excluded.doc,updated_s=excluded.updated_s",
-                          4, 3, 1,
-                          "SELECT tenant,idem_key,state,doc,id,submit_s,updated_s FROM jobs "
+                            2, 1, 0, "SELECT name,doc,priority FROM classes ORDER BY name"},
+    [SN_STORE_PUT_JOB] = {"INSERT INTO jobs(tenant,idem_key,state,doc,run,id,submit_s,updated_s) "
+                          "VALUES(?1,?2,?3,?4,COALESCE(?5,'{}'),?6,?7,?8) ON CONFLICT(id) DO "
+                          "UPDATE SET state=excluded.state,doc=excluded.doc,run=excluded.run,"
+                          "updated_s=excluded.updated_s",
+                          5, 3, (1u << 1) | (1u << 4),
+                          "SELECT tenant,idem_key,state,doc,run,id,submit_s,updated_s FROM jobs "
                           "ORDER BY id"},
     [SN_STORE_ADD_EVENT] = {"INSERT INTO job_events(kind,message,job_id,time_s) "
                             "VALUES(?1,?2,?3,?4)",
-                            2, 2, -1, NULL},
+                            2, 2, 0, NULL},
     [SN_STORE_PUT_ADMIN] = {"INSERT OR REPLACE INTO admin_state(kind,name,state,reason,actor,"
                             "time_s) VALUES(?1,?2,?3,?4,?5,?6)",
-                            5, 1, -1,
+                            5, 1, 0,
                             "SELECT kind,name,state,reason,actor,time_s FROM admin_state "
                             "ORDER BY kind,name"},
     [SN_STORE_ADD_AUDIT] = {"INSERT INTO audit(actor,action,target,detail,time_s,status) "
                             "VALUES(?1,?2,?3,?4,?5,?6)",
-                            4, 2, -1, NULL},
+                            4, 2, 0, NULL},
     [SN_STORE_ADD_REVOKE] = {"INSERT OR REPLACE INTO revocations(token_id,expires_s,time_s) "
                              "VALUES(?1,?2,?3)",
-                             1, 2, -1,
+                             1, 2, 0,
                              "SELECT token_id,expires_s,time_s FROM revocations ORDER BY "
                              "token_id"},
+    [SN_STORE_PUT_ALLOC] = {"INSERT OR REPLACE INTO allocations(gpus,ranks,job_id,start_s) "
+                            "VALUES(?1,?2,?3,?4)",
+                            2, 2, 0,
+                            "SELECT gpus,ranks,job_id,start_s FROM allocations ORDER BY job_id"},
+    [SN_STORE_DEL_ALLOC] = {"DELETE FROM allocations WHERE job_id=?1", 0, 1, 0, NULL},
 };
 
 static const char schema_sql[] =
@@ -88,6 +99,14 @@ static const char schema_sql[] =
     " detail TEXT NOT NULL);"
     "CREATE TABLE revocations(token_id TEXT PRIMARY KEY, expires_s INTEGER NOT NULL,"
     " time_s INTEGER NOT NULL);";
+
+/* Steps from version i + 1 to i + 2; a new database runs the version 1
+ * schema and then every step, so both paths meet the same schema. */
+static const char *const migrations[SN_STORE_SCHEMA_VERSION - 1] = {
+    "ALTER TABLE jobs ADD COLUMN run TEXT NOT NULL DEFAULT '{}';"
+    "CREATE TABLE allocations(job_id INTEGER PRIMARY KEY, gpus TEXT NOT NULL,"
+    " ranks TEXT NOT NULL, start_s INTEGER NOT NULL);",
+};
 
 /* One queued submission; rows and their strings live in the same block. */
 struct submission {
@@ -137,7 +156,25 @@ static enum sn_err open_conn(const char *path, const char *vfs, sqlite3 **out, s
     return rc;
 }
 
-/* Creates the schema on an empty database; refuses another version. */
+/* Runs sql and sets the version, in one transaction. */
+static enum sn_err schema_step(sqlite3 *db, const char *sql, int version, struct sn_error *err)
+{
+    enum sn_err rc = exec(db, "BEGIN IMMEDIATE", err);
+    if (rc != SN_OK)
+        return rc;
+    char bump[64];
+    snprintf(bump, sizeof(bump), "PRAGMA user_version=%d", version);
+    rc = exec(db, sql, err);
+    if (rc == SN_OK)
+        rc = exec(db, bump, err);
+    if (rc == SN_OK)
+        return exec(db, "COMMIT", err);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Creates the schema on an empty database, migrates an older one forward;
+ * refuses a newer or unknown version. */
 static enum sn_err check_schema(sqlite3 *db, const char *path, struct sn_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -145,23 +182,15 @@ static enum sn_err check_schema(sqlite3 *db, const char *path, struct sn_error *
         return db_fail(err, db, "reading the schema version");
     int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
     sqlite3_finalize(st);
-    if (version == SN_STORE_SCHEMA_VERSION)
-        return SN_OK;
-    if (version != 0)
+    if (version < 0 || version > SN_STORE_SCHEMA_VERSION)
         return sn_error_set(err, SN_ERR_INVALID,
-                            "store: '%s' has schema version %d, this build reads version %d", path,
-                            version, SN_STORE_SCHEMA_VERSION);
-    enum sn_err rc = exec(db, "BEGIN IMMEDIATE", err);
-    if (rc != SN_OK)
-        return rc;
-    char bump[64];
-    snprintf(bump, sizeof(bump), "PRAGMA user_version=%d", SN_STORE_SCHEMA_VERSION);
-    rc = exec(db, schema_sql, err);
-    if (rc == SN_OK)
-        rc = exec(db, bump, err);
-    if (rc == SN_OK)
-        return exec(db, "COMMIT", err);
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+                            "store: '%s' has schema version %d, this build reads versions 1 to %d",
+                            path, version, SN_STORE_SCHEMA_VERSION);
+    enum sn_err rc = SN_OK;
+    if (version == 0)
+        rc = schema_step(db, schema_sql, version = 1, err);
+    for (; rc == SN_OK && version < SN_STORE_SCHEMA_VERSION; version++)
+        rc = schema_step(db, migrations[version - 1], version + 1, err);
     return rc;
 }
 
@@ -296,7 +325,7 @@ static enum sn_err check_row(const struct sn_store_write *row, size_t *bytes, st
     const struct kind_sql *k = &kind_sql[row->kind];
     for (unsigned i = 0; i < k->n_text; i++) {
         if (!row->text[i]) {
-            if ((int)i == k->optional_text)
+            if (k->optional & (1u << i))
                 continue;
             return sn_error_set(err, SN_ERR_INVALID, "store: %s row lacks text field %u",
                                 sn_store_write_kind_name(row->kind), i);

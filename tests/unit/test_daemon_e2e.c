@@ -8,225 +8,7 @@
  * on slow clients, and the crash test: kill -9 during bursts of submits, 20
  * times, with every acknowledged job present after each restart.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-#include <cmocka.h>
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <jansson.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <sn/auth.h>
-#include <sn/httpc.h>
-
-#include "sn_test.h"
-
-struct daemon {
-    pid_t pid;
-    uint16_t port;
-    char dir[256];
-    char admin[SN_AUTH_TOKEN_MAX];
-};
-
-/* Daemons started by the running test, killed by its teardown when a
- * failure skipped the test's own stop. */
-static pid_t live[8];
-
-static void track(pid_t pid, bool add)
-{
-    for (int i = 0; i < 8; i++)
-        if (add ? live[i] == 0 : live[i] == pid) {
-            live[i] = add ? pid : 0;
-            return;
-        }
-}
-
-static int reap_daemons(void **state)
-{
-    (void)state;
-    for (int i = 0; i < 8; i++)
-        if (live[i] > 0) {
-            kill(live[i], SIGKILL);
-            waitpid(live[i], NULL, 0);
-            live[i] = 0;
-        }
-    return 0;
-}
-
-static const char *snd_path(void)
-{
-    static char path[1024];
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/snd", b ? b : "..");
-    return path;
-}
-
-static void make_dir(struct daemon *d)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(d->dir, sizeof(d->dir), "%s/sn-e2e-XXXXXX", base ? base : "/tmp");
-    assert_non_null(mkdtemp(d->dir));
-}
-
-/* Starts snd on d->dir with extra --set options (NULL-terminated). */
-static void start(struct daemon *d, const char *const *sets)
-{
-    char spec[1024];
-    sn_test_path(spec, sizeof(spec), "examples/std-unit-64.yaml");
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    d->pid = fork();
-    if (d->pid == 0) {
-        const char *argv[40] = {snd_path(), "--cluster",   spec,         "--state", d->dir,
-                                "--listen", "127.0.0.1:0", "--ready-fd", "3"};
-        int n = 9;
-        for (int i = 0; sets && sets[i] && n < 37; i++) {
-            argv[n++] = "--set";
-            argv[n++] = sets[i];
-        }
-        dup2(fds[1], 3);
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    track(d->pid, true);
-    char line[16] = {0};
-    ssize_t n = read(fds[0], line, sizeof(line) - 1);
-    close(fds[0]);
-    if (n <= 0)
-        fail_msg("snd did not start (%s)", snd_path());
-    d->port = (uint16_t)strtoul(line, NULL, 10);
-    char path[300];
-    snprintf(path, sizeof(path), "%s/admin.token", d->dir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(d->admin, sizeof(d->admin), f));
-    fclose(f);
-    d->admin[strcspn(d->admin, "\n")] = '\0';
-}
-
-static int stop(struct daemon *d, int sig)
-{
-    int status = 0;
-    kill(d->pid, sig);
-    waitpid(d->pid, &status, 0);
-    track(d->pid, false);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static void cleanup(struct daemon *d)
-{
-    const char *files[] = {"state.db", "state.db-wal", "state.db-shm", "token.key", "admin.token"};
-    for (int i = 0; i < 5; i++) {
-        char path[300];
-        snprintf(path, sizeof(path), "%s/%s", d->dir, files[i]);
-        unlink(path);
-    }
-    rmdir(d->dir);
-}
-
-/* One request; returns the status and the parsed JSON body in *out. */
-static int call(struct daemon *d, const char *method, const char *path, const char *token,
-                const char *body, const char *header, json_t **out)
-{
-    struct sn_httpc_request req = {.method = method,
-                                   .path = path,
-                                   .token = token,
-                                   .body = body,
-                                   .body_len = body ? strlen(body) : 0,
-                                   .header = header,
-                                   .timeout_ms = 5000};
-    struct sn_httpc_response resp;
-    struct sn_error err = {0};
-    if (sn_httpc_do("127.0.0.1", d->port, &req, &resp, &err) != SN_OK)
-        return -1;
-    if (out)
-        *out = json_loads(resp.body, 0, NULL);
-    int status = resp.status;
-    sn_httpc_response_release(&resp);
-    return status;
-}
-
-#define expect(d, status, method, path, token, body)                                               \
-    do {                                                                                           \
-        json_t *j_ = NULL;                                                                         \
-        int s_ = call(d, method, path, token, body, NULL, &j_);                                    \
-        if (s_ != (status)) {                                                                      \
-            char *t_ = j_ ? json_dumps(j_, 0) : NULL;                                              \
-            fail_msg("%s %s: status %d, want %d: %s", method, path, s_, status, t_ ? t_ : "");     \
-        }                                                                                          \
-        json_decref(j_);                                                                           \
-    } while (0)
-
-static const char *error_field(json_t *j, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(j, "error"), key));
-}
-
-static void expect_error(struct daemon *d, int status, const char *method, const char *path,
-                         const char *token, const char *body, const char *code, const char *field)
-{
-    json_t *j = NULL;
-    int s = call(d, method, path, token, body, NULL, &j);
-    if (s != status || !error_field(j, "code") || strcmp(error_field(j, "code"), code) != 0 ||
-        (field && (!error_field(j, "field") || strcmp(error_field(j, "field"), field) != 0)) ||
-        !error_field(j, "message"))
-        fail_msg("%s %s %s: got %d %s, want %d %s field %s", method, path, body ? body : "", s,
-                 j ? json_dumps(j, 0) : "(no json)", status, code, field ? field : "-");
-    json_decref(j);
-}
-
-/* A token signed with the daemon's key, as snd would issue it. */
-static void sign(struct daemon *d, enum sn_auth_kind kind, const char *subject, const char *scopes,
-                 int64_t issued, int64_t expires, const char *id, char *out)
-{
-    uint8_t key[32];
-    char path[300];
-    snprintf(path, sizeof(path), "%s/token.key", d->dir);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fread(key, 1, 32, f), 32);
-    fclose(f);
-    struct sn_token t = {.kind = kind, .issued_s = issued, .expires_s = expires};
-    snprintf(t.id, sizeof(t.id), "%s", id);
-    snprintf(t.subject, sizeof(t.subject), "%s", subject);
-    assert_int_equal(sn_auth_parse_scopes(scopes, &t.scopes, NULL), SN_OK);
-    assert_int_equal(sn_auth_sign(key, 32, &t, out, SN_AUTH_TOKEN_MAX, NULL), SN_OK);
-}
-
-static void tenant_token(struct daemon *d, const char *tenant, char *out)
-{
-    char body[256];
-    snprintf(body, sizeof(body),
-             "{\"kind\":\"tenant\",\"subject\":\"%s\",\"scopes\":\"jobs:read,jobs:write\","
-             "\"ttl_s\":3600}",
-             tenant);
-    json_t *j = NULL;
-    assert_int_equal(call(d, "POST", "/v1/tokens", d->admin, body, NULL, &j), 201);
-    snprintf(out, SN_AUTH_TOKEN_MAX, "%s", json_string_value(json_object_get(j, "token")));
-    json_decref(j);
-}
-
-static void setup_tenants(struct daemon *d)
-{
-    expect(d, 201, "POST", "/v1/tenants", d->admin,
-           "{\"name\":\"acme\",\"prefix\":\"/data/acme\"}");
-    expect(d, 201, "POST", "/v1/tenants", d->admin,
-           "{\"name\":\"beta\",\"prefix\":\"/data/beta\"}");
-}
+#include "snd_harness.h"
 
 static void happy_paths(void **state)
 {
@@ -238,15 +20,15 @@ static void happy_paths(void **state)
     setup_tenants(&d);
     expect(&d, 201, "POST", "/v1/pools", d.admin, "{\"name\":\"train\",\"kind\":\"mixed\"}");
     expect(&d, 201, "POST", "/v1/priority-classes", d.admin, "{\"name\":\"high\",\"priority\":10}");
-    expect(&d, 200, "PUT", "/v1/tenants/acme/quotas/train", d.admin, "{\"gpus\":16}");
+    expect(&d, 200, "PUT", "/v1/tenants/acme/quotas/training", d.admin, "{\"gpus\":16}");
     json_t *j = NULL;
-    const char *job = "{\"name\":\"llm\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"train\","
+    const char *job = "{\"name\":\"llm\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
                       "\"priority_class\":\"high\",\"data_path\":\"/data/acme/set\"}";
     assert_int_equal(call(&d, "POST", "/v1/jobs", d.admin, job, "Idempotency-Key: a1", &j), 201);
     assert_int_equal(json_integer_value(json_object_get(j, "id")), 1);
+    /* Answered once durable, before the scheduler has seen it. */
     assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");
-    assert_string_equal(json_string_value(json_object_get(j, "pending_reason")),
-                        "scheduler-not-connected");
+    assert_string_equal(json_string_value(json_object_get(j, "pending_reason")), "none");
     json_decref(j);
     /* The same key and body replay the job (200); another body is 409. */
     assert_int_equal(call(&d, "POST", "/v1/jobs", d.admin, job, "Idempotency-Key: a1", &j), 200);
@@ -256,6 +38,7 @@ static void happy_paths(void **state)
                           "{\"name\":\"other\",\"gpus\":1,\"tenant\":\"acme\"}",
                           "Idempotency-Key: a1", NULL),
                      409);
+    json_decref(wait_job(&d, 1, "running"));
     expect(&d, 201, "POST", "/v1/jobs", d.admin, "{\"name\":\"b\",\"gpus\":2,\"tenant\":\"beta\"}");
     assert_int_equal(call(&d, "GET", "/v1/jobs?tenant=beta", d.admin, NULL, NULL, &j), 200);
     assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
@@ -271,8 +54,10 @@ static void happy_paths(void **state)
     expect(&d, 200, "POST", "/v1/jobs/1/cancel", d.admin, NULL);
     assert_int_equal(call(&d, "GET", "/v1/jobs/1/events", d.admin, NULL, NULL, &j), 200);
     json_t *items = json_object_get(j, "items");
-    assert_int_equal(json_array_size(items), 2);
+    assert_int_equal(json_array_size(items), 3);
     assert_string_equal(json_string_value(json_object_get(json_array_get(items, 1), "kind")),
+                        "started");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 2), "kind")),
                         "cancelled");
     json_decref(j);
     expect(&d, 200, "POST", "/v1/nodes/sn00-t03/cordon", d.admin, "{\"reason\":\"fan\"}");
@@ -294,21 +79,36 @@ static void happy_paths(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "state")), "cordoned");
     json_decref(j);
     assert_int_equal(call(&d, "GET", "/v1/tenants/acme", d.admin, NULL, NULL, &j), 200);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "quotas"), "train")),
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "quotas"), "training")),
                      16);
     json_decref(j);
+    /* Beta's job runs once acme's has left the dedicated supernode. */
+    json_decref(wait_job(&d, 2, "running"));
     /* Metrics count what the state holds. */
     struct sn_httpc_request req = {.method = "GET", .path = "/metrics"};
     struct sn_httpc_response resp;
     assert_int_equal(sn_httpc_do("127.0.0.1", d.port, &req, &resp, NULL), SN_OK);
     assert_non_null(strstr(resp.body, "# TYPE sn_jobs gauge\n"));
     assert_non_null(strstr(resp.body, "sn_jobs{state=\"cancelled\"} 1\n"));
-    assert_non_null(strstr(resp.body, "sn_jobs{state=\"pending\"} 1\n"));
+    assert_non_null(strstr(resp.body, "sn_jobs{state=\"running\"} 1\n"));
     assert_non_null(strstr(resp.body, "sn_nodes{state=\"cordoned\"} 1\n"));
     assert_non_null(strstr(resp.body, "sn_gpus{state=\"drained\"} 1\n"));
     sn_httpc_response_release(&resp);
     assert_int_equal(stop(&d, SIGTERM), 0);
     cleanup(&d);
+}
+
+static int count_audit(struct daemon *d, int status)
+{
+    json_t *j = NULL;
+    assert_int_equal(call(d, "GET", "/v1/audit?limit=1000", d->admin, NULL, NULL, &j), 200);
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(j, "items"), i, e) n +=
+        json_integer_value(json_object_get(e, "status")) == status;
+    json_decref(j);
+    return n;
 }
 
 static void bad_input(void **state)
@@ -359,21 +159,24 @@ static void bad_input(void **state)
                  NULL);
     expect_error(&d, 400, "POST", "/v1/tenants", A, "{\"name\":\"x\",\"prefix\":\"/a/../b\"}",
                  "invalid_field", "prefix");
-    assert_int_equal(stop(&d, SIGTERM), 0);
-    cleanup(&d);
-}
-
-static int count_audit(struct daemon *d, int status)
-{
+    /* Every rejected mutation is in the audit log (rejected reads are
+     * not): five bad job bodies, a drain without a reason, a bad prefix;
+     * two transitions and a second cancel; three unresolvable jobs. */
+    assert_int_equal(count_audit(&d, 400), 7);
+    assert_int_equal(count_audit(&d, 409), 3);
+    assert_int_equal(count_audit(&d, 422), 3);
     json_t *j = NULL;
-    assert_int_equal(call(d, "GET", "/v1/audit?limit=1000", d->admin, NULL, NULL, &j), 200);
-    int n = 0;
+    assert_int_equal(call(&d, "GET", "/v1/audit?limit=1000", A, NULL, NULL, &j), 200);
+    bool found = false;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(j, "items"), i, e) n +=
-        json_integer_value(json_object_get(e, "status")) == status;
+    json_array_foreach(json_object_get(j, "items"), i, e) found |=
+        strcmp(json_string_value(json_object_get(e, "detail")),
+               "unsatisfiable gpus: 65 GPUs asked, the pool has 64") == 0;
     json_decref(j);
-    return n;
+    assert_true(found);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
 }
 
 static void authentication(void **state)

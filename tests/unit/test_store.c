@@ -126,6 +126,7 @@ static void roundtrip_and_restart(void **state)
     write_ok(s, rows, sizeof(rows) / sizeof(rows[0]));
     /* An update of the job keeps its key and changes state. */
     struct sn_store_write upd = job_row(7, "acme", "k1", "cancelled");
+    upd.text[4] = "{\"requeues\":1}";
     write_ok(s, &upd, 1);
     sn_store_close(s);
 
@@ -138,7 +139,7 @@ static void roundtrip_and_restart(void **state)
         "put-quota|acme|train|64",
         "put-pool|train|{}",
         "put-class|high|{}|100",
-        "put-job|acme|k1|cancelled|{\"gpus\":8}|7|1007|2007",
+        "put-job|acme|k1|cancelled|{\"gpus\":8}|{\"requeues\":1}|7|1007|2007",
         "put-admin|node|sn00-t01|drained|psu|admin|55",
         "add-revoke|tok1|99|50",
     };
@@ -326,7 +327,74 @@ static void schema_version_is_checked(void **state)
     struct sn_error err = {0};
     assert_int_equal(sn_store_open_sqlite(t.db, NULL, &s, &err), SN_ERR_INVALID);
     assert_null(s);
-    assert_non_null(strstr(err.message, "schema version 7, this build reads version 1"));
+    assert_non_null(strstr(err.message, "schema version 7, this build reads versions 1 to 2"));
+    tmpdir_remove(&t);
+}
+
+/* The version 1 schema as snd part 1 wrote it (a fixture: the store's own
+ * text may change, this must not). */
+static const char v1_schema[] =
+    "CREATE TABLE tenants(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE quotas(tenant TEXT NOT NULL, pool TEXT NOT NULL, gpus INTEGER NOT NULL,"
+    " PRIMARY KEY(tenant,pool));"
+    "CREATE TABLE pools(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE classes(name TEXT PRIMARY KEY, doc TEXT NOT NULL, priority INTEGER NOT NULL);"
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, idem_key TEXT,"
+    " state TEXT NOT NULL, doc TEXT NOT NULL, submit_s INTEGER NOT NULL,"
+    " updated_s INTEGER NOT NULL, UNIQUE(tenant,idem_key));"
+    "CREATE TABLE job_events(seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL,"
+    " time_s INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);"
+    "CREATE INDEX job_events_job ON job_events(job_id, seq);"
+    "CREATE TABLE admin_state(kind TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
+    " reason TEXT NOT NULL, actor TEXT NOT NULL, time_s INTEGER NOT NULL,"
+    " PRIMARY KEY(kind,name));"
+    "CREATE TABLE audit(seq INTEGER PRIMARY KEY AUTOINCREMENT, time_s INTEGER NOT NULL,"
+    " actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, status INTEGER NOT NULL,"
+    " detail TEXT NOT NULL);"
+    "CREATE TABLE revocations(token_id TEXT PRIMARY KEY, expires_s INTEGER NOT NULL,"
+    " time_s INTEGER NOT NULL);"
+    "INSERT INTO tenants VALUES('acme','{}');"
+    "INSERT INTO jobs VALUES(7,'acme','k7','running','{\"gpus\":8}',1007,2007);"
+    "PRAGMA user_version=1;";
+
+/* A version 1 database is migrated: its rows stay, job run state defaults
+ * to "{}", and allocations can be written and read back. */
+static void schema_migrates_from_v1(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    struct sn_store *s = open_store(t.db, NULL);
+    struct sn_store_write a = {
+        .kind = SN_STORE_PUT_ALLOC, .text = {"0-7", "1,3"}, .num = {7, 3000}};
+    write_ok(s, &a, 1);
+    struct collect *c = calloc(1, sizeof(*c));
+    assert_int_equal(sn_store_load(s, collect_row, c, NULL), SN_OK);
+    assert_int_equal(c->n, 3);
+    assert_string_equal(c->lines[0], "put-tenant|acme|{}");
+    assert_string_equal(c->lines[1], "put-job|acme|k7|running|{\"gpus\":8}|{}|7|1007|2007");
+    assert_string_equal(c->lines[2], "put-alloc|0-7|1,3|7|3000");
+    sn_store_close(s);
+    /* Reopened, it is at the current version and not migrated twice. */
+    s = open_store(t.db, NULL);
+    struct sn_store_write del = {.kind = SN_STORE_DEL_ALLOC, .num = {7}};
+    write_ok(s, &del, 1);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(sn_store_load(s, collect_row, c, NULL), SN_OK);
+    assert_int_equal(c->n, 2);
+    sn_store_close(s);
+    assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), SN_STORE_SCHEMA_VERSION);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(c);
     tmpdir_remove(&t);
 }
 
@@ -497,6 +565,7 @@ int main(void)
         cmocka_unit_test(queue_is_bounded),
         cmocka_unit_test(bad_rows_are_refused),
         cmocka_unit_test(schema_version_is_checked),
+        cmocka_unit_test(schema_migrates_from_v1),
         cmocka_unit_test(logs_page_by_seq),
         cmocka_unit_test(fault_failing_call),
         cmocka_unit_test(fault_crash),

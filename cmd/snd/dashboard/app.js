@@ -188,7 +188,11 @@ function drawQueue(s) {
     for (const v of [j.id, j.name, j.tenant, j.gpus, j.pending_reason || ""]) tr.append(el("td", {}, String(v)));
     tb.append(tr);
   }
-  if (!s.queue.length) tb.append(el("tr", {}, "")).append(el("td", { colspan: 5, class: "hint" }, "no pending jobs"));
+  if (!s.queue.length) {
+    const tr = el("tr");
+    tr.append(el("td", { colspan: 5, class: "hint" }, "no pending jobs"));
+    tb.append(tr);
+  }
   const ol = $("events");
   ol.textContent = "";
   for (const e of s.events)

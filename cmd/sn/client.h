@@ -1,0 +1,74 @@
+/*
+ * The sn client commands (sn submit, jobs, job, cancel, nodes, cordon,
+ * drain, resume, fail, tenants, token, top): shared option parsing, the
+ * server and token lookup, requests to snd over lib/httpc, and the exit
+ * statuses scripts can rely on (docs/cmd-client.md):
+ *   0 success; 1 the server refused the request (400, 409, 422, 429 ...);
+ *   2 bad usage or input (flags, job file); 3 internal error;
+ *   4 not found (404); 5 not authenticated or not allowed (401, 403);
+ *   6 the server cannot be reached, timed out or failed (5xx) - retryable.
+ * Server and token come from, in order: --server / --token (or
+ * --token-file), SN_SERVER / SN_TOKEN, then the config file ($SN_CONFIG or
+ * ~/.config/supernode/client.conf, lines "server = URL", "token = TEXT",
+ * "token_file = PATH"). The default server is http://127.0.0.1:7070.
+ */
+#ifndef SN_CMD_CLIENT_H
+#define SN_CMD_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sn/error.h>
+
+enum {
+    SN_EXIT_REFUSED = 1,
+    SN_EXIT_NOT_FOUND = 4,
+    SN_EXIT_AUTH = 5,
+    SN_EXIT_UNAVAILABLE = 6,
+};
+
+#define CLIENT_MAX_OPTS 16
+#define CLIENT_MAX_ARGS 16
+
+/* One option of a command: "--name VALUE" (or a bare flag when is_flag). */
+struct client_opt {
+    const char *name;
+    bool is_flag;
+    const char *help;
+    const char *value; /* filled: the value, or "1" for a flag given */
+};
+
+struct client {
+    const char *cmd; /* "sn jobs" */
+    char server_host[16];
+    unsigned short server_port;
+    char token[1024];
+    bool json; /* -o json */
+    const char *args[CLIENT_MAX_ARGS];
+    int n_args;
+};
+
+/* Parses argv (argv[0] the command's name) against the command's options
+ * and the common ones (--server, --token, --token-file, -o, --help); fills
+ * c and the options. Returns -1 to go on, else an exit status (after
+ * printing usage or the error). */
+int client_init(struct client *c, const char *cmd, const char *usage, int argc, char **argv,
+                struct client_opt *opts, size_t n_opts, int min_args, int max_args);
+
+/* One request; prints the error and returns its exit status unless the
+ * status is 2xx, in which case *out gets the parsed body (caller decrefs)
+ * and 0 is returned. path is printf-formatted. */
+int client_call(struct client *c, const char *method, const char *body, const char *header,
+                json_t **out, const char *path_fmt, ...) SN_PRINTF(6, 7);
+
+/* Prints j as indented JSON on stdout. */
+void client_print_json(json_t *j);
+
+/* "3m12s"-style age of a duration in seconds. */
+char *client_age(long long s, char *buf, size_t len);
+
+/* A string member or "-". */
+const char *client_str(json_t *o, const char *key);
+
+#endif

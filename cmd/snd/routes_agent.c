@@ -1,0 +1,202 @@
+/*
+ * The routes node agents call (docs/api.md, "Agents"):
+ *
+ *   POST /v1/nodes/{node}/heartbeat   body {} (or none)
+ *     Records that the node's agent is alive (a node silent for
+ *     heartbeat_timeout_s is marked down and its jobs requeued; one marked
+ *     down that way comes back with its next heartbeat) and answers the
+ *     jobs the node must run now: for each, its ranks on this node with
+ *     their GPUs, the world size and rank 0's node (the master address).
+ *     A job missing from the answer must not run there (cancelled,
+ *     finished, requeued): the agent kills what it still runs of it.
+ *   POST /v1/jobs/{id}/exit           body {"rank": R, "status": S}
+ *     Rank R of a running job exited with status S (the process's exit
+ *     code; a negative value -N means killed by signal N). A non-zero
+ *     status fails the job at once (the gang stops, its GPUs are freed);
+ *     when every rank has exited 0 the job is completed. Repeating an exit
+ *     already recorded is answered 200 and changes nothing.
+ *
+ * An agent token (kind agent, scope telemetry:write) speaks only for its own
+ * node: another node's heartbeat, or the exit of a rank placed elsewhere,
+ * is refused with 403 and audited. Admin tokens may call both.
+ */
+#include "http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sn/api.h>
+
+static bool speaks_for(const struct snd_req *r, const struct snd *d, uint32_t server)
+{
+    if (snd_is_admin(r))
+        return true;
+    char name[64];
+    sn_model_server_name(d->model, server, name, sizeof(name));
+    return r->tok.kind == SN_AUTH_AGENT && strcmp(r->tok.subject, name) == 0;
+}
+
+/* The answer's entry for job j on server s. */
+static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t s)
+{
+    const struct sn_model *m = d->model;
+    char master[64];
+    sn_model_server_name(m, m->gpu_server[j->alloc[0]], master, sizeof(master));
+    json_t *ranks = json_array();
+    for (uint32_t r = 0; r < j->n_alloc; r++) {
+        if (m->gpu_server[j->alloc[r]] != s)
+            continue;
+        bool done = j->ranks_done && (j->ranks_done[r / 64] & (1ull << (r % 64)));
+        json_array_append_new(ranks,
+                              json_pack("{s:I,s:I,s:I,s:b}", "rank", (json_int_t)r, "gpu",
+                                        (json_int_t)j->alloc[r], "local_index",
+                                        (json_int_t)sn_model_gpu_index_in_server(m, j->alloc[r]),
+                                        "exited", done));
+    }
+    json_t *o =
+        json_pack("{s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "tenant", j->tenant,
+                  "world_size", (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
+    const char *keys[] = {"name", "command", "data_path", "checkpoint_path", "time_limit_s"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *v = json_object_get(j->spec, keys[i]);
+        if (v)
+            json_object_set(o, keys[i], v);
+    }
+    return o;
+}
+
+enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
+{
+    const struct sn_model *m = d->model;
+    uint32_t s = sn_model_find_server(m, r->params[0]);
+    if (s == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no node '%s'", r->params[0]);
+    if (!speaks_for(r, d, s))
+        return snd_refuse(d, r, 403, "forbidden", NULL, "heartbeat for another node",
+                          "an agent token speaks only for its own node");
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    uint32_t present = 0;
+    char unused = 0;
+    if (sn_api_decode(NULL, 0, r->len ? r->body : "{}", r->len ? r->len : 2,
+                      (size_t)d->cfg.body_max_bytes, &unused, &present, field, &err) != SN_OK)
+        return snd_error(d, r, 400, field[0] ? "invalid_field" : "invalid_body", field, "%s",
+                         err.message);
+    snd_sched_heartbeat(d, s);
+    json_t *jobs = json_array();
+    int64_t last = 0;
+    uint32_t first = m->server_first_gpu[s], n = sn_model_server_spec(m, s)->gpus;
+    for (uint32_t g = first; g < first + n; g++) {
+        uint32_t sid = sn_sched_gpu_owner(d->sched, g);
+        int64_t id = sid != SN_NONE && sid < d->sched_jobs_cap ? d->sched_jobs[sid] : 0;
+        const struct snd_job *j = snd_job_get(d, id);
+        /* GPUs of one job on a server are usually adjacent: skip repeats. */
+        if (!j || id == last || j->state != SND_JOB_RUNNING || !snd_outbox_durable(d, j->alloc_seq))
+            continue;
+        bool seen = false;
+        size_t i;
+        json_t *e;
+        json_array_foreach(jobs, i, e) seen |= json_integer_value(json_object_get(e, "id")) == id;
+        if (!seen)
+            json_array_append_new(jobs, assignment(d, j, s));
+        last = id;
+    }
+    const struct snd_admin *a = &d->nodes[s];
+    return snd_reply(d, r, 200,
+                     json_pack("{s:s,s:s,s:s?,s:I,s:o}", "node", r->params[0], "state",
+                               snd_admin_state_name((enum snd_admin_state)a->state), "reason",
+                               a->reason, "heartbeat_timeout_s",
+                               (json_int_t)d->cfg.heartbeat_timeout_s, "jobs", jobs));
+}
+
+struct exit_body {
+    int64_t rank;
+    int64_t status;
+};
+static const struct sn_api_field exit_fields[] = {
+    {"rank", SN_API_INT, true, 0, SN_SCHED_MAX_JOB_GPUS - 1, offsetof(struct exit_body, rank)},
+    {"status", SN_API_INT, true, -128, 255, offsetof(struct exit_body, status)},
+};
+
+static enum MHD_Result exit_done(struct snd *d, struct snd_req *r)
+{
+    if (r->store_rc != SN_OK) {
+        atomic_store(&d->fatal, true);
+        return snd_error(d, r, 503, "store_failed", NULL, "the state could not be written");
+    }
+    return snd_reply(d, r, 200, snd_job_json(d, snd_job_get(d, r->arg)));
+}
+
+/* Records rank's clean exit; the last one completes the job. */
+static enum MHD_Result rank_done(struct snd *d, struct snd_req *r, struct snd_job *j, uint32_t rank)
+{
+    j->ranks_done[rank / 64] |= 1ull << (rank % 64);
+    j->n_ranks_done++;
+    if (j->n_ranks_done == j->n_alloc)
+        return snd_job_end(d, r, j, SND_JOB_COMPLETED, "completed", "every rank exited 0",
+                           exit_done);
+    uint32_t *ranks = malloc(j->n_ranks_done * sizeof(*ranks));
+    uint32_t k = 0;
+    for (uint32_t i = 0; ranks && i < j->n_alloc; i++)
+        if (j->ranks_done[i / 64] & (1ull << (i % 64)))
+            ranks[k++] = i;
+    char *gpus = snd_ranges_format(j->alloc, j->n_alloc);
+    char *done = ranks ? snd_ranges_format(ranks, k) : NULL;
+    free(ranks);
+    if (!gpus || !done) {
+        free(gpus);
+        free(done);
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    }
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
+    struct sn_store_write w = {
+        .kind = SN_STORE_PUT_ALLOC, .text = {gpus, done}, .num = {j->id, j->start_s}};
+    r->arg = j->id;
+    r->reply_status = 200;
+    enum MHD_Result ret = snd_commit(d, r, &w, 1, target, exit_done);
+    free(gpus);
+    free(done);
+    return ret;
+}
+
+enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
+{
+    char *end = NULL;
+    long long id = strtoll(r->params[0], &end, 10);
+    struct snd_job *j = *end ? NULL : snd_job_get(d, id);
+    if (!j || !j->durable)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    struct exit_body b = {0};
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    uint32_t present = 0;
+    enum sn_err rc = sn_api_decode(exit_fields, 2, r->len ? r->body : "{}", r->len ? r->len : 2,
+                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
+    if (rc != SN_OK)
+        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
+                         "%s", err.message);
+    if (j->state != SND_JOB_RUNNING)
+        return snd_error(d, r, 409, "invalid_transition", "state",
+                         "job %lld is %s; only a running job's ranks exit", (long long)j->id,
+                         snd_job_state_name(j->state));
+    if (b.rank >= j->n_alloc)
+        return snd_error(d, r, 400, "invalid_field", "rank",
+                         "rank %lld: job %lld has ranks 0 to %u", (long long)b.rank,
+                         (long long)j->id, j->n_alloc - 1);
+    uint32_t rank = (uint32_t)b.rank;
+    if (!speaks_for(r, d, d->model->gpu_server[j->alloc[rank]]))
+        return snd_refuse(d, r, 403, "forbidden", "rank", "exit of a rank on another node",
+                          "an agent token reports only ranks placed on its own node");
+    if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
+        return snd_reply(d, r, 200, snd_job_json(d, j)); /* a repeat */
+    if (b.status != 0) {
+        char detail[120];
+        snprintf(detail, sizeof(detail), "rank %u exited with status %lld", rank,
+                 (long long)b.status);
+        j->exit_status = (int32_t)b.status;
+        return snd_job_end(d, r, j, SND_JOB_FAILED, "failed", detail, exit_done);
+    }
+    return rank_done(d, r, j, rank);
+}

@@ -1,0 +1,123 @@
+#!/bin/sh
+# End-to-end test of the sn client against a real snd on 127.0.0.1 (the
+# snd binary sits next to sn in the build directory). Checks each command's
+# output and the exit statuses scripts rely on (docs/cmd-client.md), the
+# server/token lookup (flags, SN_SERVER/SN_TOKEN, the config file), -o json,
+# and that sn top exits cleanly on SIGINT and prints one frame with --once.
+set -u
+SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SND=$(dirname "$SN")/snd
+D=$(mktemp -d "${TMPDIR:-/tmp}/sn-client-XXXXXX")
+PID=
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    rm -rf "$D"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# check WANT_RC PATTERN CMD...: runs CMD, wants its exit status and PATTERN
+# (grep -E) in its stdout+stderr.
+check() {
+    want=$1 pat=$2
+    shift 2
+    out=$("$@" 2>&1)
+    rc=$?
+    [ "$rc" = "$want" ] || fail "$*: exit $rc, want $want: $out"
+    printf '%s\n' "$out" | grep -Eq -- "$pat" || fail "$*: no '$pat' in: $out"
+}
+
+"$SND" --cluster examples/std-unit-64.yaml --state "$D/state" --listen 127.0.0.1:0 \
+    --set sched_event_delay_ms=0 --ready-fd 3 3>"$D/port" 2>"$D/snd.log" &
+PID=$!
+i=0
+while [ ! -s "$D/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+PORT=$(cat "$D/port")
+[ -n "$PORT" ] || { echo "snd did not start"; cat "$D/snd.log"; exit 1; }
+ADMIN=$(cat "$D/state/admin.token")
+export SN_SERVER="http://127.0.0.1:$PORT" SN_TOKEN="$ADMIN"
+unset SN_CONFIG
+export HOME="$D" # no ~/.config/supernode/client.conf of the user's
+
+# Tenants: sn tenants create makes one (admin); a token for a missing one
+# is refused (exit 1).
+check 1 "422 no tenant 'acme'" "$SN" token create --tenant acme
+check 0 "tenant acme created" "$SN" tenants create acme --prefix /data/acme
+check 1 "prefix" "$SN" tenants create bad --prefix /a/../b
+check 0 "^submitted job 1 \(pending\)$" "$SN" submit --tenant acme --name llm --gpus 16 --time-limit 2h
+check 0 "submitted job 2" "$SN" submit --tenant acme --name big --gpus 64 --idempotency-key k2
+check 0 "submitted job 2" "$SN" submit --tenant acme --name big --gpus 64 --idempotency-key k2
+printf '{"name":"filejob","gpus":8,"tenant":"acme"}' >"$D/job.json"
+check 0 '"name": "filejob"' "$SN" submit -f "$D/job.json" -o json
+printf '{"name":' >"$D/bad.json"
+check 2 "bad.json:1:" "$SN" submit -f "$D/bad.json"
+check 2 "expected a positive integer" "$SN" submit --gpus many
+check 2 "time-limit" "$SN" submit --gpus 1 --time-limit 5
+check 1 "422 .*unsatisfiable|GPUs asked" "$SN" submit --tenant acme --name x --gpus 65
+# Jobs: squeue-like columns; job 1 runs, job 2 waits with a reason.
+i=0
+until "$SN" jobs | grep -Eq "^ +1 acme +llm +running +16 "; do
+    i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05
+done
+check 0 "JOBID TENANT +NAME +STATE +GPUS +TIME NODES\(REASON\)" "$SN" jobs
+check 0 "^ +1 acme +llm +running +16 .* sn00-t00,sn00-t01$" "$SN" jobs
+check 0 "^ +2 acme +big +pending +64 +- \(no-supernode-fits\)$" "$SN" jobs --state pending
+check 0 '"state": "running"' "$SN" jobs --state running -o json
+check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 0 "started +placed on 16 GPUs" "$SN" job show 1
+check 0 '"events"' "$SN" job show 1 -o json
+check 4 "404 no job '99'" "$SN" job show 99
+check 2 "unknown subcommand" "$SN" job list 1
+# Nodes: summary per supernode and state, and one line per node.
+check 0 "node sn00-t05: cordoned \(fan\)" "$SN" cordon sn00-t05 --reason fan
+check 2 "--reason is required" "$SN" drain sn00-t04
+check 0 "gpu sn00-t04-gpu1: drained \(ecc\)" "$SN" drain sn00-t04-gpu1 --reason ecc
+check 0 "^sn00 +cordoned +1 +8 +0$" "$SN" nodes
+check 0 "^sn00 +sn00-t00 +up +8 +8 " "$SN" nodes --long
+check 0 "sn00-t05 +cordoned +8 +0 +- fan" "$SN" nodes --state cordoned
+check 1 "409 cannot cordon a cordoned node" "$SN" cordon sn00-t05 --reason again
+check 0 "node sn00-t05: up" "$SN" resume sn00-t05
+check 4 "no node" "$SN" cordon sn99-t00 --reason x
+check 0 "^acme +/data/acme +-$" "$SN" tenants
+check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
+# Tokens: a tenant token sees only its tenant; bad tokens exit 5.
+TT=$("$SN" token create --tenant acme --ttl 1h)
+case "$TT" in sn1.*) ;; *) fail "token create printed '$TT'" ;; esac
+check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
+check 5 "403" env SN_TOKEN="$TT" "$SN" tenants
+check 5 "401" env SN_TOKEN=sn1.bad.bad "$SN" jobs
+check 2 "exactly one of" "$SN" token create
+check 0 '"scopes": "telemetry:write"' "$SN" token create --agent sn00-t01 -o json
+# Cancel: 0, then 1 for a second cancel (409).
+check 0 "cancelled job 1" "$SN" cancel 1
+check 1 "409 job 1 is cancelled" "$SN" cancel 1
+# Server and token lookup: flag over env over config file.
+printf 'server = http://127.0.0.1:%s\ntoken_file = %s\n' "$PORT" "$D/state/admin.token" >"$D/client.conf"
+check 0 "filejob" env -u SN_SERVER -u SN_TOKEN SN_CONFIG="$D/client.conf" "$SN" jobs
+mkdir -p "$D/.config/supernode" && cp "$D/client.conf" "$D/.config/supernode/client.conf"
+check 0 "filejob" env -u SN_SERVER -u SN_TOKEN "$SN" jobs
+check 6 "cannot connect" env SN_CONFIG="$D/client.conf" "$SN" jobs --server http://127.0.0.1:1
+printf 'colour = blue\n' >"$D/bad.conf"
+check 2 "bad.conf:1: unknown key 'colour'" env SN_CONFIG="$D/bad.conf" "$SN" jobs
+check 2 "config '.*missing.conf'" env SN_CONFIG="$D/missing.conf" "$SN" jobs
+check 6 "cannot connect" "$SN" jobs --server http://127.0.0.1:1
+check 2 "unknown option '--bogus'" "$SN" jobs --bogus
+check 2 "expected json or table" "$SN" jobs -o yaml
+# sn top: one frame with --once; a live one quits on SIGINT with status 0.
+check 0 "^GPUs +allocated [0-9]+ free [0-9]+ cordoned [0-9]+ down 0$" "$SN" top --once
+check 0 "^Pending \(1 shown\)$" "$SN" top --once
+"$SN" top --interval 0.1s >"$D/top.out" 2>&1 </dev/null &
+TOP=$!
+i=0
+until [ "$(grep -c '^sn top' "$D/top.out")" -ge 2 ] || [ $i -gt 100 ]; do sleep 0.05; i=$((i + 1)); done
+kill -INT $TOP
+wait $TOP
+rc=$?
+[ $rc = 0 ] || fail "sn top after SIGINT: exit $rc"
+[ "$(grep -c '^sn top' "$D/top.out")" -ge 2 ] || fail "sn top did not refresh: $(cat "$D/top.out")"
+
+if [ $fails -ne 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "client: all checks passed"
