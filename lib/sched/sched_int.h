@@ -31,6 +31,8 @@ struct sched_job {
     uint32_t preemptions, interruptions;
     uint32_t window_count; /* preemptions in the current window */
     double window_start_s;
+    uint32_t holdoff_pools; /* pools that reclaimed capacity from it: not borrowed again */
+    double holdoff_until_s; /* ... before this time */
     double start_s;
 };
 
@@ -40,6 +42,7 @@ struct sn_sched {
     struct sn_sched_tenant *tenants;
     struct sn_sched_pool *pools;
     uint8_t cordon_u8; /* cordon_below scaled to 0..255 */
+    double now_s;      /* time of the pass or placement under way (borrowing hold-offs) */
 
     /* per GPU */
     uint32_t *gpu_owner;

@@ -511,6 +511,7 @@ bool sn_sched_try_place(struct sn_sched *s, uint32_t job, double now)
 {
     if (job >= s->n_jobs || s->jobs[job].state != SN_JOB_PENDING)
         return false;
+    s->now_s = now;
     enum sn_pending_reason why = sn__sched_place(s, job, now);
     if (why != SN_PENDING_NONE)
         s->jobs[job].reason = (uint8_t)why;

@@ -58,6 +58,7 @@ void sn_sched_config_defaults(struct sn_sched_config *c)
     c->min_runtime_s = 600;
     c->max_preemptions = 2;
     c->preemption_window_s = 3600;
+    c->reclaim_holdoff_s = 3600;
     c->replace_in_place = true;
     c->cpu_oversell = 1;
     c->memory_oversell = 1;
@@ -135,7 +136,9 @@ bool sn__sched_sn_allowed(const struct sn_sched *s, uint32_t sn, const struct sc
                           bool use_sn_quota)
 {
     uint32_t pool = s->sn_pool[sn];
-    if (pool != j->spec.pool && !(s->pools[j->spec.pool].borrow_mask & (1u << pool)))
+    if (pool != j->spec.pool &&
+        (!(s->pools[j->spec.pool].borrow_mask & (1u << pool)) ||
+         ((j->holdoff_pools & (1u << pool)) && s->now_s < j->holdoff_until_s)))
         return false;
     if (s->pools[pool].kind == SN_POOL_DEDICATED)
         return s->sn_owner[sn] == SN_NONE || s->sn_owner[sn] == j->spec.tenant;
