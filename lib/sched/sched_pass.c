@@ -16,6 +16,9 @@
  * fewest supernodes whose potentials cover the job (within one spine pod
  * when one suffices; ties to the cheaper) are chosen; then the cheapest
  * victims in that set, one whole gang at a time, until the job fits there.
+ * Either way the preemptor's placement is first searched with the victims
+ * lifted (bandwidth admission included): a preemptor that would be refused
+ * evicts nobody.
  *
  * Victims sit on supernodes of the preemptor's own pool only (Kueue's
  * borrowWithinCohort: Never): there a job of lower priority, or of another
@@ -228,10 +231,28 @@ static uint32_t plan_victims(struct sn_sched *s, uint32_t sn, const struct sched
     return fits ? k : 0;
 }
 
-/* Requeues victims[0..nv) for job (window accounting), then places job. */
+/* Whether job would be placed, and admitted (bandwidth included), with
+ * victims[0..nv) gone: they are lifted for the search and put back, so a
+ * refused preemptor evicts nobody (its reason is then the refusal's). */
+static bool would_place(struct sn_sched *s, uint32_t job, const uint32_t *victims, uint32_t nv)
+{
+    for (uint32_t i = 0; i < nv; i++)
+        sn__sched_hold(s, victims[i], false);
+    enum sn_pending_reason why = sn__sched_plan(s, job);
+    for (uint32_t i = nv; i-- > 0;)
+        sn__sched_hold(s, victims[i], true);
+    if (why != SN_PENDING_NONE)
+        s->jobs[job].reason = (uint8_t)why;
+    return why == SN_PENDING_NONE;
+}
+
+/* Requeues victims[0..nv) for job (window accounting), then places job;
+ * nothing happens unless the placement is known to succeed. */
 static bool evict_and_place(struct sn_sched *s, uint32_t job, const uint32_t *victims, uint32_t nv,
                             double now)
 {
+    if (!would_place(s, job, victims, nv))
+        return false;
     for (uint32_t i = 0; i < nv; i++) {
         struct sched_job *v = &s->jobs[victims[i]];
         if (now - v->window_start_s >= s->cfg.preemption_window_s) {

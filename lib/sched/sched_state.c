@@ -295,6 +295,25 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
     j->split = j->cross = j->borrowed = j->degraded = false;
 }
 
+void sn__sched_hold(struct sn_sched *s, uint32_t job, bool on)
+{
+    struct sched_job *j = &s->jobs[job];
+    if (!on)
+        leaf_add(s, j, -1);
+    for (uint32_t i = 0; i < j->spec.gpus; i++) {
+        uint32_t g = j->gpus[i];
+        if (on)
+            gpu_contrib(s, g, -1);
+        s->gpu_owner[g] = on ? job : SN_NONE;
+        if (!on)
+            gpu_contrib(s, g, +1);
+        tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], on ? +1 : -1);
+        host_add(s, s->m->gpu_server[g], j, on ? +1 : -1);
+    }
+    if (on)
+        leaf_add(s, j, +1);
+}
+
 void sn__sched_requeue(struct sn_sched *s, uint32_t job, enum sn_decision_kind why, uint32_t cause)
 {
     struct sched_job *j = &s->jobs[job];

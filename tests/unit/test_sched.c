@@ -538,6 +538,55 @@ static void pools_dedicated_and_borrowing(void **state)
     fx_close(&f);
 }
 
+/* Bandwidth admission comes before eviction. 2 supernodes of 64 GPUs, 2
+ * leaves each with 32 GPUs below and, at 8:1, 4 uplinks of 50 GB/s:
+ * 200 GB/s (bandwidth_admission above). L0 and L1 (64 GPUs, priority 0)
+ * fill sn0 and sn1. H (128 GPUs in groups of 8, priority 1) needs both
+ * supernodes: at 10 GB/s per GPU a leaf would carry 32 x 10 = 320 GB/s >
+ * 200: refused, so nobody is evicted and H waits for bandwidth (before,
+ * L0 and L1 were evicted and H stayed pending anyway). At 5 GB/s (160
+ * GB/s per leaf) H evicts both and runs. */
+static void preemption_checks_bandwidth_first(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 2;
+    sh.oversubscription = 8;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    uint32_t l0 = submit(&f, job(64, 8)), l1 = submit(&f, job(64, 8));
+    pass(&f, 0);
+    assert_int_equal(gpus_in_sn(&f, l0, 0) + gpus_in_sn(&f, l1, 1), 128);
+    sn_sched_clear_decisions(f.s);
+    struct sn_job_spec js = job(128, 8);
+    js.priority = 1;
+    js.xsn_bytes_per_s = 10e9;
+    uint32_t h = submit(&f, js);
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, h), SN_JOB_PENDING);
+    assert_int_equal(reason(&f, h), SN_PENDING_BANDWIDTH);
+    assert_int_equal(job_state(&f, l0), SN_JOB_RUNNING);
+    assert_int_equal(job_state(&f, l1), SN_JOB_RUNNING);
+    size_t n;
+    sn_sched_decisions(f.s, &n);
+    assert_int_equal(n, 0);
+    struct sn_sched_stats st;
+    sn_sched_stats(f.s, &st);
+    assert_int_equal(st.preemptions, 0);
+    assert_int_equal(sn_sched_cancel(f.s, h, NULL), SN_OK);
+    js.xsn_bytes_per_s = 5e9;
+    h = submit(&f, js);
+    pass(&f, 2000);
+    assert_int_equal(job_state(&f, h), SN_JOB_RUNNING);
+    assert_int_equal(job_state(&f, l0), SN_JOB_PENDING);
+    assert_int_equal(job_state(&f, l1), SN_JOB_PENDING);
+    double cap;
+    uint32_t leaf0 = f.model->supernodes[0].first_leaf;
+    assert_near(sn_sched_leaf_load(f.s, leaf0, &cap), 160e9, 1);
+    fx_close(&f);
+}
+
 /* Preemption with borrowing (Kueue's defaults: reclaimWithinCohort Any,
  * borrowWithinCohort Never). sn0 is a dedicated pool (priority 2), sn1 a
  * mixed one (priority 1); each may borrow the other. Mixed M1 runs on sn1,
@@ -1189,6 +1238,7 @@ int main(void)
         cmocka_unit_test(preemption_picks_domain),
         cmocka_unit_test(preemption_multi_supernode),
         cmocka_unit_test(preemption_respects_borrowing),
+        cmocka_unit_test(preemption_checks_bandwidth_first),
         cmocka_unit_test(failures_and_repair),
         cmocka_unit_test(spare_replacement),
         cmocka_unit_test(cpu_memory_oversell),
