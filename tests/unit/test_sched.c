@@ -170,6 +170,43 @@ static void fewest_supernodes(void **state)
     fx_close(&f);
 }
 
+/* Pod first on a 3-tier fabric. 18 supernodes of 64 GPUs, 2 leaves each;
+ * 64-port spines at 1:1 take 32 leaves: pod 0 is sn0..sn15, pod 1 sn16
+ * and sn17. Free (the rest cordoned): 48 in each of pod 0, 64 in sn16, 56
+ * in sn17. A 96-GPU job (groups of 8) needs two supernodes anywhere; both
+ * pods can do it with two, the tie goes to pod 0: the largest (sn0) and
+ * the smallest covering the remaining 48 (sn15). Cluster-wide largest
+ * first would take sn16 and then sn15, across the core. A 112-GPU job
+ * needs three supernodes of pod 0 but two of pod 1: it takes sn16 and
+ * sn17 (the first pod that suffices would have given three). */
+static void pod_first_three_tier(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 18;
+    sh.core = true;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    for (uint32_t sn = 0; sn < 18; sn++) {
+        assert_int_equal(sn_sched_supernode_pod(f.s, sn), sn < 16 ? 0 : 1);
+        cordon_first(&f, sn, sn < 16 ? 16 : sn == 16 ? 0 : 8);
+    }
+    uint32_t a = submit(&f, job(96, 8));
+    assert_true(place(&f, a));
+    assert_int_equal(gpus_in_sn(&f, a, 0), 48);
+    assert_int_equal(gpus_in_sn(&f, a, 15), 48);
+    struct sn_job_info info;
+    sn_sched_job_info(f.s, a, &info);
+    assert_int_equal(info.n_supernodes, 2);
+    assert_int_equal(sn_sched_finish(f.s, a, 1, NULL), SN_OK);
+    uint32_t b = submit(&f, job(112, 8));
+    assert_true(place(&f, b));
+    assert_int_equal(gpus_in_sn(&f, b, 16), 64);
+    assert_int_equal(gpus_in_sn(&f, b, 17), 48);
+    fx_close(&f);
+}
+
 /* Servers of sn0 with 3, 4 and 8 usable GPUs (the others cordoned): a
  * 4-GPU group goes to the server with exactly 4 (packing); an 8-GPU group
  * never splits, so with no 8-GPU server left and 7 GPUs free it waits. */
@@ -1224,6 +1261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(best_fit_supernode),
         cmocka_unit_test(fewest_supernodes),
+        cmocka_unit_test(pod_first_three_tier),
         cmocka_unit_test(groups_pack_servers),
         cmocka_unit_test(group_never_spans_supernodes),
         cmocka_unit_test(spread_power_domains),
