@@ -401,9 +401,13 @@ static void pools_preemption_bounded(void **state)
 
 /* The Crux topology on the real file (/work/shared/traces/README.md): 847
  * hosts, 3 PSWs, 119 ToR groups (68 of 8 hosts). PSW ToR counts are P10 48,
- * P12 42, P8 29; pods are the largest (48) leaves, so pod 0 is exactly
- * P10's ToR groups. The cluster: 119 supernodes, 6,776 GPUs, a 3-tier
- * fabric; a 64-GPU job runs in one ToR group (8 hosts) in the simulator. */
+ * P12 42, P8 29, hosts 362, 306, 179 (awk over the PSW column). Pods are
+ * 48 leaves; P12 splits 6 of its ToR groups and P8 19 into two leaves, so
+ * 144 leaves make 3 pods and each pod is exactly one PSW's ToR groups; at
+ * 1:1 a pod's spine-to-core capacity is its hosts' NICs: 362 x 8 x 50 GB/s
+ * = 144.8 TB/s, 306 x 400 = 122.4 TB/s, 179 x 400 = 71.6 TB/s. The
+ * cluster: 119 supernodes, 6,776 GPUs, a 3-tier fabric; a 64-GPU job runs
+ * in one ToR group (8 hosts) in the simulator. */
 static void crux_topology(void **state)
 {
     (void)state;
@@ -436,9 +440,16 @@ static void crux_topology(void **state)
     struct sn_sched_config sc;
     sn_sched_config_defaults(&sc);
     assert_int_equal(sn_sched_create(c.model, &sc, &s, &err), SN_OK);
-    for (uint32_t sn = 0; sn < 48; sn++)
-        assert_int_equal(sn_sched_supernode_pod(s, sn), 0);
-    assert_int_equal(sn_sched_supernode_pod(s, 48), 1);
+    assert_int_equal(sn_model_domain_count(c.model, SN_DOMAIN_LEAF), 144);
+    for (uint32_t sn = 0; sn < crux.tors; sn++)
+        assert_int_equal(sn_sched_supernode_pod(s, sn), crux.tor_psw[sn]);
+    const double pod_cap[3] = {144.8e12, 122.4e12, 71.6e12};
+    for (uint32_t p = 0; p < 3; p++) {
+        double cap;
+        sn_sched_pod_load(s, p, &cap);
+        assert_rel(cap, pod_cap[p], 1e-12);
+    }
+    assert_int_equal(sn_sched_supernode_pod(s, 119), SN_NONE);
     sn_sched_destroy(s);
     struct sn_sim_job job = {.submit_s = 0, .duration_s = 3600, .gpus = 64, .group_gpus = 8};
     struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
