@@ -29,9 +29,9 @@ struct sched_job {
     uint32_t n_sn;
     uint32_t n_pods; /* spine pods spanned */
     uint32_t preemptions, interruptions;
-    uint32_t window_count; /* preemptions in the current window */
-    double window_start_s;
+    uint32_t window_count;  /* preemptions in the current window */
     uint32_t holdoff_pools; /* pools that reclaimed capacity from it: not borrowed again */
+    double window_start_s;
     double holdoff_until_s; /* ... before this time */
     double start_s;
 };
