@@ -5,18 +5,18 @@
  * of files) and builds a spec in memory.
  *
  * Mapping (docs/simulator.md): each ToR group, a distinct (PSW, ASW) pair,
- * is one supernode with one leaf; each host is an 8-GPU server with
- * 8 x 400 Gb/s NICs, all on the group's leaf, 1:1; PSWs are the spines and
- * the DSW the core of a 3-tier fabric. Supernodes are ordered by PSW then
- * ASW (names sorted), so each PSW's ToR groups are contiguous. The model's
- * builder wires pods of a fixed number of leaves, set to the largest PSW's
- * ToR count P. So that every PSW fills exactly one pod, a PSW with T < P
- * ToR groups splits P - T of them (the first, by ASW name; P mod T get
- * one more leaf when P > 2T) into two or more leaves, the hosts' 8 NICs
- * alternating over them (rail attach, a dual-plane ToR): capacity per GPU
- * and per ToR group are unchanged. This needs P <= 8T (8 NICs per host);
- * otherwise that PSW keeps 8 leaves per group and pods stop matching from
- * it on. Invariant: every host row is one server.
+ * is one supernode; each host is an 8-GPU server with 8 x 400 Gb/s NICs on
+ * the group's leaves, 1:1; PSWs are the spines and the DSW the core of a
+ * 3-tier fabric. Supernodes are ordered by PSW then ASW (names sorted), so
+ * each PSW's ToR groups are contiguous. The model's builder wires pods of
+ * a fixed number of leaves, set to the largest PSW's ToR count P. So that
+ * every PSW fills exactly one pod, each of a PSW's T ToR groups gets
+ * floor(P / T) leaves and the first P mod T (by ASW name) one more, the
+ * hosts' NICs alternating over them (rail attach, a dual-plane ToR):
+ * capacity per GPU and per ToR group are those of one leaf. This needs
+ * P <= 8T (8 NICs per host); otherwise that PSW keeps 8 leaves per group
+ * and pods stop matching from it on. Invariant: every host row is one
+ * server.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,11 +239,24 @@ static void crux_template(struct crux_arena *a, uint32_t hosts, uint32_t leaves)
     t->cooling_loops = &a->loop;
 }
 
-/* Leaves per ToR group so that each PSW's ToR groups hold exactly pod
- * leaves (see the top): a PSW's T groups share pod leaves, the first
- * pod mod T of them one more, at most CRUX_MAX_LEAVES each. */
-static void tor_leaves(const struct sn_sim_crux *c, uint32_t pod, uint32_t *leaves)
+/* The largest PSW's ToR group count: the pod size in leaves. */
+static uint32_t largest_psw(const struct sn_sim_crux *c)
 {
+    uint32_t pod = 0, run = 0;
+    for (uint32_t t = 0; t < c->tors; t++) {
+        run = t > 0 && c->tor_psw[t] == c->tor_psw[t - 1] ? run + 1 : 1;
+        pod = run > pod ? run : pod;
+    }
+    return pod;
+}
+
+/* Supernode groups, one run of equal templates at a time, with the leaves
+ * per ToR group that make each PSW hold exactly pod leaves (see the top):
+ * a PSW's T groups share pod leaves, the first pod mod T of them one more,
+ * at most CRUX_MAX_LEAVES each. Returns the number of groups. */
+static uint32_t crux_groups(struct crux_arena *a, const struct sn_sim_crux *c, uint32_t pod)
+{
+    uint32_t ng = 0;
     for (uint32_t first = 0, last; first < c->tors; first = last) {
         last = first;
         while (last < c->tors && c->tor_psw[last] == c->tor_psw[first])
@@ -251,9 +264,15 @@ static void tor_leaves(const struct sn_sim_crux *c, uint32_t pod, uint32_t *leav
         uint32_t n = last - first, base = pod / n, extra = pod % n;
         for (uint32_t t = first; t < last; t++) {
             uint32_t l = base + (t - first < extra);
-            leaves[t] = l < CRUX_MAX_LEAVES ? l : CRUX_MAX_LEAVES;
+            uint32_t h = tmpl_index(c->tor_hosts[t], l < CRUX_MAX_LEAVES ? l : CRUX_MAX_LEAVES);
+            if (ng > 0 && a->groups[ng - 1].template_index == h)
+                a->groups[ng - 1].count++;
+            else
+                a->groups[ng++] = (struct sn_supernode_group){
+                    .prefix = "tor", .template_index = h, .count = 1, .pool = SN_NONE};
         }
     }
+    return ng;
 }
 
 enum sn_err sn_sim_crux_build(const struct sn_sim_crux *c, struct sn_spec **spec_out,
@@ -268,18 +287,7 @@ enum sn_err sn_sim_crux_build(const struct sn_sim_crux *c, struct sn_spec **spec
         free(a);
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the Crux cluster");
     }
-    uint32_t pod = 0, run = 0;
-    for (uint32_t t = 0; t < c->tors; t++) {
-        run = t > 0 && c->tor_psw[t] == c->tor_psw[t - 1] ? run + 1 : 1;
-        pod = run > pod ? run : pod;
-    }
-    uint32_t *leaves = calloc(c->tors + 1, sizeof(uint32_t));
-    if (!leaves) {
-        free(a->groups);
-        free(a);
-        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the Crux cluster");
-    }
-    tor_leaves(c, pod, leaves);
+    uint32_t pod = largest_psw(c);
     a->spec.arena = a;
     a->spec.file = "<crux>";
     a->spec.name = "crux";
@@ -294,17 +302,7 @@ enum sn_err sn_sim_crux_build(const struct sn_sim_crux *c, struct sn_spec **spec
             crux_template(a, h, l);
     a->spec.n_templates = CRUX_TEMPLATES;
     a->spec.templates = a->tmpl;
-    uint32_t ng = 0;
-    for (uint32_t t = 0; t < c->tors; t++) {
-        uint32_t h = tmpl_index(c->tor_hosts[t], leaves[t]);
-        if (ng > 0 && a->groups[ng - 1].template_index == h)
-            a->groups[ng - 1].count++;
-        else
-            a->groups[ng++] = (struct sn_supernode_group){
-                .prefix = "tor", .template_index = h, .count = 1, .pool = SN_NONE};
-    }
-    free(leaves);
-    a->spec.n_groups = ng;
+    a->spec.n_groups = crux_groups(a, c, pod);
     a->spec.groups = a->groups;
     a->spec.fabric.present = true;
     a->spec.fabric.tiers = 3;
