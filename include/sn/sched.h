@@ -31,7 +31,10 @@
  *  - Preemption moves whole gangs, picks the supernode where the preemptor
  *    would fit at the lowest cost (work lost since each victim's last
  *    checkpoint plus its restart cost, in GPU-seconds), and is bounded by a
- *    minimum runtime and K preemptions per job per window.
+ *    minimum runtime and K preemptions per job per window. A job preempts
+ *    only on supernodes of its own pool (never on borrowed capacity): there
+ *    it evicts lower priorities and any job borrowing them (reclaim); a
+ *    reclaimed job may not borrow that pool again for reclaim_holdoff_s.
  *
  * Invariants (sn_sched_check_invariants): no GPU is allocated twice; every
  * counter equals its recomputation; every quota holds; no group spans
@@ -147,8 +150,9 @@ struct sn_sched_config {
     double min_runtime_s;               /* before a job may be preempted */
     uint32_t max_preemptions;           /* K: per job per window */
     double preemption_window_s;
-    uint32_t max_jobs;  /* hard cap on submitted jobs; 0 = default */
-    uint32_t n_tenants; /* at least 1 */
+    double reclaim_holdoff_s; /* a job reclaimed from a pool may not borrow it for this long */
+    uint32_t max_jobs;        /* hard cap on submitted jobs; 0 = default */
+    uint32_t n_tenants;       /* at least 1 */
     const struct sn_sched_tenant *tenants;
     uint32_t n_pools; /* 0: one mixed pool for every supernode */
     const struct sn_sched_pool *pools;
@@ -156,9 +160,9 @@ struct sn_sched_config {
 
 /* Defaults: supernode-first, health exclusion, bandwidth admission,
  * backfill and preemption on; cordon below 0.5; min runtime 600 s; K = 2
- * per 3600 s; no spares (replacement in place on once there are); CPU and
- * memory not oversold (ratio 1); no tenant cap; one tenant and one mixed
- * pool. */
+ * per 3600 s; reclaim hold-off 3600 s; no spares (replacement in place on
+ * once there are); CPU and memory not oversold (ratio 1); no tenant cap;
+ * one tenant and one mixed pool. */
 void sn_sched_config_defaults(struct sn_sched_config *config);
 
 struct sn_job_spec {

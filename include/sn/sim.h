@@ -76,8 +76,9 @@ SN_MUST_CHECK enum sn_err sn_sim_crux_parse(const char *name, const char *buf, s
 SN_MUST_CHECK enum sn_err sn_sim_crux_load(const char *path, struct sn_sim_crux *out,
                                            struct sn_error *err);
 void sn_sim_crux_free(struct sn_sim_crux *crux);
-/* The cluster (docs/simulator.md): a supernode of one leaf per ToR group,
- * an 8-GPU server per host, PSWs as spines, the DSW as core. Free with
+/* The cluster (docs/simulator.md): a supernode per ToR group (with one
+ * leaf, or more so that each PSW fills exactly one spine pod), an 8-GPU
+ * server per host, PSWs as spines, the DSW as core. Free with
  * sn_sim_crux_spec_free(). */
 SN_MUST_CHECK enum sn_err sn_sim_crux_build(const struct sn_sim_crux *crux, struct sn_spec **spec,
                                             struct sn_model **model, struct sn_error *err);

@@ -29,8 +29,10 @@ struct sched_job {
     uint32_t n_sn;
     uint32_t n_pods; /* spine pods spanned */
     uint32_t preemptions, interruptions;
-    uint32_t window_count; /* preemptions in the current window */
+    uint32_t window_count;  /* preemptions in the current window */
+    uint32_t holdoff_pools; /* pools that reclaimed capacity from it: not borrowed again */
     double window_start_s;
+    double holdoff_until_s; /* ... before this time */
     double start_s;
 };
 
@@ -40,6 +42,7 @@ struct sn_sched {
     struct sn_sched_tenant *tenants;
     struct sn_sched_pool *pools;
     uint8_t cordon_u8; /* cordon_below scaled to 0..255 */
+    double now_s;      /* time of the pass or placement under way (borrowing hold-offs) */
 
     /* per GPU */
     uint32_t *gpu_owner;
@@ -111,6 +114,10 @@ struct place_mode {
 uint32_t sn__sched_srv_room(const struct sn_sched *s, uint32_t srv, const struct sched_job *j);
 void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double now);
 void sn__sched_release(struct sn_sched *s, uint32_t job);
+/* Lifts (on = false) a running job's GPUs, quotas, host use and uplink
+ * loads as if released, or puts them back (on = true); the job keeps its
+ * state, lists and GPU list. Used to try a placement before preempting. */
+void sn__sched_hold(struct sn_sched *s, uint32_t job, bool on);
 void sn__sched_requeue(struct sn_sched *s, uint32_t job, enum sn_decision_kind why, uint32_t cause);
 void sn__sched_decide(struct sn_sched *s, enum sn_decision_kind kind, uint32_t job, uint32_t cause);
 bool sn__sched_gpu_usable(const struct sn_sched *s, uint32_t gpu, const struct sched_job *j,
@@ -126,6 +133,8 @@ void sn__sched_sort(uint32_t *a, size_t n, int (*cmp)(const void *ctx, uint32_t 
 /* Tries to place job j with its policy; on success commits and returns
  * SN_PENDING_NONE, otherwise returns the reason and changes nothing. */
 enum sn_pending_reason sn__sched_place(struct sn_sched *s, uint32_t job, double now);
+/* The same search without committing: the placement is left in pick. */
+enum sn_pending_reason sn__sched_plan(struct sn_sched *s, uint32_t job);
 /* GPUs job j could take in supernode sn (a multiple of its group). */
 uint32_t sn__sched_sn_capacity(const struct sn_sched *s, uint32_t sn, const struct sched_job *j,
                                const struct place_mode *mode);

@@ -15,12 +15,25 @@
  * potential is what it could hold with every eligible victim gone, and the
  * fewest supernodes whose potentials cover the job (within one spine pod
  * when one suffices; ties to the cheaper) are chosen; then the cheapest
- * victims in that set, one whole gang at a time, until the job fits there. The first such job still
- * waiting is the head and gets an EASY reservation: the shadow time is the earliest
- * walltime-estimated end of running jobs at which the free GPUs of its pools (counted, not placed)
- * reach its size; extra is what is left over then. A later job may start only when it ends before
- * the shadow time or uses at most extra GPUs (extra then shrinks). Failures of one (tenant, pool,
- * group, constraints) signature hold for larger jobs of the same signature for the rest of the pass
+ * victims in that set, one whole gang at a time, until the job fits there.
+ * Either way the preemptor's placement is first searched with the victims
+ * lifted (bandwidth admission included): a preemptor that would be refused
+ * evicts nobody.
+ *
+ * Victims sit on supernodes of the preemptor's own pool only (Kueue's
+ * borrowWithinCohort: Never): there a job of lower priority, or of another
+ * pool (a borrower: reclaim), may go; a reclaimed victim may not borrow the
+ * reclaiming pool for reclaim_holdoff_s. Priority preemption on borrowed
+ * capacity made owner and borrower evict each other in turn
+ * (docs/scheduler.md).
+ *
+ * The first job still waiting is the head and gets an EASY reservation:
+ * the shadow time is the earliest walltime-estimated end of running jobs
+ * at which the free GPUs of its pools (counted, not placed) reach its
+ * size; extra is what is left over then. A later job may start only when
+ * it ends before the shadow time or uses at most extra GPUs (extra then
+ * shrinks). Failures of one (tenant, pool, group, constraints) signature
+ * hold for larger jobs of the same signature for the rest of the pass
  * (placements only take GPUs), which keeps a 10,000-job pass cheap.
  */
 #include <math.h>
@@ -96,6 +109,8 @@ static void sig_add(struct pass *p, const struct sched_job *j, enum sn_pending_r
 {
     if (p->n_sigs == MAX_FAIL_SIGS || (why != SN_PENDING_NO_FIT && why != SN_PENDING_HEALTH))
         return;
+    if (j->holdoff_pools && p->now < j->holdoff_until_s)
+        return; /* it sees fewer supernodes than others of its signature */
     p->sigs[p->n_sigs++] = (struct fail_sig){
         j->spec.tenant, j->spec.pool,          j->spec.group_gpus,   j->spec.gpus,
         j->health_min,  j->spec.one_supernode, j->spec.spread_power, (uint8_t)why};
@@ -111,8 +126,9 @@ static bool victim_ok(const struct sn_sched *s, const struct sched_job *pre, uin
     bool window_open = now - v->window_start_s >= s->cfg.preemption_window_s;
     if (!window_open && v->window_count >= s->cfg.max_preemptions)
         return false;
-    bool reclaim =
-        v->borrowed && s->sn_pool[sn] == pre->spec.pool && v->spec.pool != pre->spec.pool;
+    if (s->sn_pool[sn] != pre->spec.pool)
+        return false; /* no preemption on borrowed capacity (Kueue borrowWithinCohort: Never) */
+    bool reclaim = v->spec.pool != pre->spec.pool; /* v borrows sn from pre's pool */
     return v->prio < pre->prio || reclaim;
 }
 
@@ -215,10 +231,28 @@ static uint32_t plan_victims(struct sn_sched *s, uint32_t sn, const struct sched
     return fits ? k : 0;
 }
 
-/* Requeues victims[0..nv) for job (window accounting), then places job. */
+/* Whether job would be placed, and admitted (bandwidth included), with
+ * victims[0..nv) gone: they are lifted for the search and put back, so a
+ * refused preemptor evicts nobody (its reason is then the refusal's). */
+static bool would_place(struct sn_sched *s, uint32_t job, const uint32_t *victims, uint32_t nv)
+{
+    for (uint32_t i = 0; i < nv; i++)
+        sn__sched_hold(s, victims[i], false);
+    enum sn_pending_reason why = sn__sched_plan(s, job);
+    for (uint32_t i = nv; i-- > 0;)
+        sn__sched_hold(s, victims[i], true);
+    if (why != SN_PENDING_NONE)
+        s->jobs[job].reason = (uint8_t)why;
+    return why == SN_PENDING_NONE;
+}
+
+/* Requeues victims[0..nv) for job (window accounting), then places job;
+ * nothing happens unless the placement is known to succeed. */
 static bool evict_and_place(struct sn_sched *s, uint32_t job, const uint32_t *victims, uint32_t nv,
                             double now)
 {
+    if (!would_place(s, job, victims, nv))
+        return false;
     for (uint32_t i = 0; i < nv; i++) {
         struct sched_job *v = &s->jobs[victims[i]];
         if (now - v->window_start_s >= s->cfg.preemption_window_s) {
@@ -226,6 +260,12 @@ static bool evict_and_place(struct sn_sched *s, uint32_t job, const uint32_t *vi
             v->window_count = 0;
         }
         v->window_count++;
+        if (v->spec.pool != s->jobs[job].spec.pool) { /* reclaimed: hold off re-borrowing */
+            if (now >= v->holdoff_until_s)
+                v->holdoff_pools = 0;
+            v->holdoff_pools |= 1u << s->jobs[job].spec.pool;
+            v->holdoff_until_s = now + s->cfg.reclaim_holdoff_s;
+        }
         sn__sched_requeue(s, victims[i], SN_DECISION_PREEMPT, job);
     }
     return sn__sched_place(s, job, now) == SN_PENDING_NONE;
@@ -517,6 +557,7 @@ static void run_queue(struct pass *p, uint32_t *order, uint32_t n)
 enum sn_err sn__sched_pass(struct sn_sched *s, double now, struct sn_error *err)
 {
     struct pass p = {.s = s, .now = now};
+    s->now_s = now;
     uint32_t n = s->n_pending;
     p.fs = malloc(s->cfg.n_tenants * sizeof(double));
     uint32_t *order = malloc((n + 1) * sizeof(uint32_t));

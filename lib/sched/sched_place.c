@@ -477,24 +477,36 @@ static enum sn_pending_reason place_snf(struct sn_sched *s, const struct sched_j
     return diagnose(s, j, mode);
 }
 
+/* Searches a placement for job j with its policy into pick[0..*np). */
+static enum sn_pending_reason plan(struct sn_sched *s, const struct sched_job *j, uint32_t *np)
+{
+    const struct sn_sched_tenant *t = &s->tenants[j->spec.tenant];
+    s->n_attempts++;
+    *np = 0;
+    if (t->quota_gpus && s->tenant_gpus[j->spec.tenant] + j->spec.gpus > t->quota_gpus)
+        return SN_PENDING_QUOTA;
+    if (s->cfg.policy == SN_SCHED_SUPERNODE_FIRST) {
+        struct place_mode mode = {s->cfg.health_exclusion, true, false, false};
+        return place_snf(s, j, &mode, np);
+    }
+    struct place_mode mode = {false, true, false, false};
+    bool ok = s->cfg.policy == SN_SCHED_FIRST_FIT ? place_first_fit(s, j, &mode, np)
+                                                  : place_tree(s, j, &mode, np);
+    return ok ? SN_PENDING_NONE : diagnose(s, j, &mode);
+}
+
+enum sn_pending_reason sn__sched_plan(struct sn_sched *s, uint32_t job)
+{
+    uint32_t np;
+    enum sn_pending_reason why = plan(s, &s->jobs[job], &np);
+    return why == SN_PENDING_NONE && np != s->jobs[job].spec.gpus ? SN_PENDING_NO_FIT : why;
+}
+
 enum sn_pending_reason sn__sched_place(struct sn_sched *s, uint32_t job, double now)
 {
     struct sched_job *j = &s->jobs[job];
-    const struct sn_sched_tenant *t = &s->tenants[j->spec.tenant];
-    s->n_attempts++;
-    if (t->quota_gpus && s->tenant_gpus[j->spec.tenant] + j->spec.gpus > t->quota_gpus)
-        return SN_PENDING_QUOTA;
-    uint32_t np = 0;
-    enum sn_pending_reason why = SN_PENDING_NONE;
-    if (s->cfg.policy == SN_SCHED_SUPERNODE_FIRST) {
-        struct place_mode mode = {s->cfg.health_exclusion, true, false, false};
-        why = place_snf(s, j, &mode, &np);
-    } else {
-        struct place_mode mode = {false, true, false, false};
-        bool ok = s->cfg.policy == SN_SCHED_FIRST_FIT ? place_first_fit(s, j, &mode, &np)
-                                                      : place_tree(s, j, &mode, &np);
-        why = ok ? SN_PENDING_NONE : diagnose(s, j, &mode);
-    }
+    uint32_t np;
+    enum sn_pending_reason why = plan(s, j, &np);
     if (why != SN_PENDING_NONE)
         return why;
     uint32_t *gpus = malloc((size_t)np * sizeof(uint32_t));
@@ -511,6 +523,7 @@ bool sn_sched_try_place(struct sn_sched *s, uint32_t job, double now)
 {
     if (job >= s->n_jobs || s->jobs[job].state != SN_JOB_PENDING)
         return false;
+    s->now_s = now;
     enum sn_pending_reason why = sn__sched_place(s, job, now);
     if (why != SN_PENDING_NONE)
         s->jobs[job].reason = (uint8_t)why;

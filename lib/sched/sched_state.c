@@ -58,6 +58,7 @@ void sn_sched_config_defaults(struct sn_sched_config *c)
     c->min_runtime_s = 600;
     c->max_preemptions = 2;
     c->preemption_window_s = 3600;
+    c->reclaim_holdoff_s = 3600;
     c->replace_in_place = true;
     c->cpu_oversell = 1;
     c->memory_oversell = 1;
@@ -135,7 +136,9 @@ bool sn__sched_sn_allowed(const struct sn_sched *s, uint32_t sn, const struct sc
                           bool use_sn_quota)
 {
     uint32_t pool = s->sn_pool[sn];
-    if (pool != j->spec.pool && !(s->pools[j->spec.pool].borrow_mask & (1u << pool)))
+    if (pool != j->spec.pool &&
+        (!(s->pools[j->spec.pool].borrow_mask & (1u << pool)) ||
+         ((j->holdoff_pools & (1u << pool)) && s->now_s < j->holdoff_until_s)))
         return false;
     if (s->pools[pool].kind == SN_POOL_DEDICATED)
         return s->sn_owner[sn] == SN_NONE || s->sn_owner[sn] == j->spec.tenant;
@@ -290,6 +293,25 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
     j->n_sn = 0;
     j->n_pods = 0;
     j->split = j->cross = j->borrowed = j->degraded = false;
+}
+
+void sn__sched_hold(struct sn_sched *s, uint32_t job, bool on)
+{
+    struct sched_job *j = &s->jobs[job];
+    if (!on)
+        leaf_add(s, j, -1);
+    for (uint32_t i = 0; i < j->spec.gpus; i++) {
+        uint32_t g = j->gpus[i];
+        if (on)
+            gpu_contrib(s, g, -1);
+        s->gpu_owner[g] = on ? job : SN_NONE;
+        if (!on)
+            gpu_contrib(s, g, +1);
+        tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], on ? +1 : -1);
+        host_add(s, s->m->gpu_server[g], j, on ? +1 : -1);
+    }
+    if (on)
+        leaf_add(s, j, +1);
 }
 
 void sn__sched_requeue(struct sn_sched *s, uint32_t job, enum sn_decision_kind why, uint32_t cause)

@@ -5,13 +5,18 @@
  * of files) and builds a spec in memory.
  *
  * Mapping (docs/simulator.md): each ToR group, a distinct (PSW, ASW) pair,
- * is one supernode with one leaf; each host is an 8-GPU server with
- * 8 x 400 Gb/s NICs, all on the group's leaf, 1:1; PSWs are the spines and
- * the DSW the core of a 3-tier fabric. Supernodes are ordered by PSW then
- * ASW (names sorted), so each PSW's ToR groups are contiguous; the model's
- * builder wires pods of a fixed size, set to the largest PSW's ToR count,
- * so pods coincide with PSWs only when every PSW has that many ToR groups
- * (the documented approximation). Invariant: every host row is one server.
+ * is one supernode; each host is an 8-GPU server with 8 x 400 Gb/s NICs on
+ * the group's leaves, 1:1; PSWs are the spines and the DSW the core of a
+ * 3-tier fabric. Supernodes are ordered by PSW then ASW (names sorted), so
+ * each PSW's ToR groups are contiguous. The model's builder wires pods of
+ * a fixed number of leaves, set to the largest PSW's ToR count P. So that
+ * every PSW fills exactly one pod, each of a PSW's T ToR groups gets
+ * floor(P / T) leaves and the first P mod T (by ASW name) one more, the
+ * hosts' NICs alternating over them (rail attach, a dual-plane ToR):
+ * capacity per GPU and per ToR group are those of one leaf. This needs
+ * P <= 8T (8 NICs per host); otherwise that PSW keeps 8 leaves per group
+ * and pods stop matching from it on. Invariant: every host row is one
+ * server.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,9 @@
 #define CRUX_MAX_NAME 32
 #define CRUX_GPUS 8
 #define CRUX_MAX_TOR 16 /* hosts in one ToR group (the dataset has at most 8) */
+#define CRUX_NICS 8
+#define CRUX_MAX_LEAVES CRUX_NICS /* leaves of one ToR group (one NIC of each host at least) */
+#define CRUX_TEMPLATES (CRUX_MAX_TOR * CRUX_MAX_LEAVES)
 
 struct crux_host {
     char psw[CRUX_MAX_NAME], asw[CRUX_MAX_NAME];
@@ -32,9 +40,9 @@ struct crux_arena {
     struct sn_spec spec;
     struct sn_gpu_model gpu;
     struct sn_server_model server;
-    struct sn_switch_model switches[3];    /* leaf, spine, core */
-    struct sn_template tmpl[CRUX_MAX_TOR]; /* [h - 1]: ToR groups of h hosts */
-    char tmpl_names[CRUX_MAX_TOR][16];
+    struct sn_switch_model switches[3];      /* leaf, spine, core */
+    struct sn_template tmpl[CRUX_TEMPLATES]; /* [(l - 1) x 16 + h - 1]: h hosts, l leaves */
+    char tmpl_names[CRUX_TEMPLATES][24];
     struct sn_power_domain_spec pd;
     struct sn_cooling_loop_spec loop;
     struct sn_supernode_group *groups;
@@ -178,7 +186,7 @@ static void crux_catalog(struct crux_arena *a, uint32_t pod)
                                          .cpus = 2,
                                          .cpu_cores = 112,
                                          .memory_bytes = 2e12,
-                                         .nics = 8,
+                                         .nics = CRUX_NICS,
                                          .nic_bytes_per_s = 50e9,
                                          .feeds = 1,
                                          .rack_units = 8,
@@ -201,17 +209,23 @@ static void crux_catalog(struct crux_arena *a, uint32_t pod)
     a->spec.switch_models = a->switches;
 }
 
-static void crux_template(struct crux_arena *a, uint32_t hosts)
+static uint32_t tmpl_index(uint32_t hosts, uint32_t leaves)
 {
-    struct sn_template *t = &a->tmpl[hosts - 1];
-    snprintf(a->tmpl_names[hosts - 1], sizeof(a->tmpl_names[hosts - 1]), "tor%u", hosts);
-    t->name = a->tmpl_names[hosts - 1];
+    return (leaves - 1) * CRUX_MAX_TOR + hosts - 1;
+}
+
+static void crux_template(struct crux_arena *a, uint32_t hosts, uint32_t leaves)
+{
+    uint32_t i = tmpl_index(hosts, leaves);
+    struct sn_template *t = &a->tmpl[i];
+    snprintf(a->tmpl_names[i], sizeof(a->tmpl_names[i]), "tor%ux%u", hosts, leaves);
+    t->name = a->tmpl_names[i];
     t->servers = hosts;
     t->scaleup.domain = SN_SCALEUP_SERVER;
     t->scaleup.switch_model = SN_NONE;
     t->scaleup.cabling = (struct sn_cabling){SN_NONE, SN_NONE};
     t->leaves = (struct sn_leaves_spec){.switch_model = 0,
-                                        .count = 1,
+                                        .count = leaves,
                                         .attach = SN_LEAF_ATTACH_RAIL,
                                         .oversubscription = 1.0,
                                         .cabling = {SN_NONE, SN_NONE}};
@@ -223,6 +237,42 @@ static void crux_template(struct crux_arena *a, uint32_t hosts)
     t->power_domains = &a->pd;
     t->n_cooling_loops = 1;
     t->cooling_loops = &a->loop;
+}
+
+/* The largest PSW's ToR group count: the pod size in leaves. */
+static uint32_t largest_psw(const struct sn_sim_crux *c)
+{
+    uint32_t pod = 0, run = 0;
+    for (uint32_t t = 0; t < c->tors; t++) {
+        run = t > 0 && c->tor_psw[t] == c->tor_psw[t - 1] ? run + 1 : 1;
+        pod = run > pod ? run : pod;
+    }
+    return pod;
+}
+
+/* Supernode groups, one run of equal templates at a time, with the leaves
+ * per ToR group that make each PSW hold exactly pod leaves (see the top):
+ * a PSW's T groups share pod leaves, the first pod mod T of them one more,
+ * at most CRUX_MAX_LEAVES each. Returns the number of groups. */
+static uint32_t crux_groups(struct crux_arena *a, const struct sn_sim_crux *c, uint32_t pod)
+{
+    uint32_t ng = 0;
+    for (uint32_t first = 0, last; first < c->tors; first = last) {
+        last = first;
+        while (last < c->tors && c->tor_psw[last] == c->tor_psw[first])
+            last++;
+        uint32_t n = last - first, base = pod / n, extra = pod % n;
+        for (uint32_t t = first; t < last; t++) {
+            uint32_t l = base + (t - first < extra);
+            uint32_t h = tmpl_index(c->tor_hosts[t], l < CRUX_MAX_LEAVES ? l : CRUX_MAX_LEAVES);
+            if (ng > 0 && a->groups[ng - 1].template_index == h)
+                a->groups[ng - 1].count++;
+            else
+                a->groups[ng++] = (struct sn_supernode_group){
+                    .prefix = "tor", .template_index = h, .count = 1, .pool = SN_NONE};
+        }
+    }
+    return ng;
 }
 
 enum sn_err sn_sim_crux_build(const struct sn_sim_crux *c, struct sn_spec **spec_out,
@@ -237,11 +287,7 @@ enum sn_err sn_sim_crux_build(const struct sn_sim_crux *c, struct sn_spec **spec
         free(a);
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the Crux cluster");
     }
-    uint32_t pod = 0, run = 0;
-    for (uint32_t t = 0; t < c->tors; t++) {
-        run = t > 0 && c->tor_psw[t] == c->tor_psw[t - 1] ? run + 1 : 1;
-        pod = run > pod ? run : pod;
-    }
+    uint32_t pod = largest_psw(c);
     a->spec.arena = a;
     a->spec.file = "<crux>";
     a->spec.name = "crux";
@@ -251,20 +297,12 @@ enum sn_err sn_sim_crux_build(const struct sn_sim_crux *c, struct sn_spec **spec
         (struct sn_power_domain_spec){.name = "A", .capacity_w = 1e6, .redundant_with = SN_NONE};
     a->loop =
         (struct sn_cooling_loop_spec){.name = "L1", .kind = SN_COOLING_AIR, .capacity_w = 1e7};
-    for (uint32_t h = 1; h <= CRUX_MAX_TOR; h++)
-        crux_template(a, h);
-    a->spec.n_templates = CRUX_MAX_TOR;
+    for (uint32_t l = 1; l <= CRUX_MAX_LEAVES; l++)
+        for (uint32_t h = 1; h <= CRUX_MAX_TOR; h++)
+            crux_template(a, h, l);
+    a->spec.n_templates = CRUX_TEMPLATES;
     a->spec.templates = a->tmpl;
-    uint32_t ng = 0;
-    for (uint32_t t = 0; t < c->tors; t++) {
-        uint32_t h = c->tor_hosts[t] - 1;
-        if (ng > 0 && a->groups[ng - 1].template_index == h)
-            a->groups[ng - 1].count++;
-        else
-            a->groups[ng++] = (struct sn_supernode_group){
-                .prefix = "tor", .template_index = h, .count = 1, .pool = SN_NONE};
-    }
-    a->spec.n_groups = ng;
+    a->spec.n_groups = crux_groups(a, c, pod);
     a->spec.groups = a->groups;
     a->spec.fabric.present = true;
     a->spec.fabric.tiers = 3;

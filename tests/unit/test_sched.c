@@ -170,6 +170,43 @@ static void fewest_supernodes(void **state)
     fx_close(&f);
 }
 
+/* Pod first on a 3-tier fabric. 18 supernodes of 64 GPUs, 2 leaves each;
+ * 64-port spines at 1:1 take 32 leaves: pod 0 is sn0..sn15, pod 1 sn16
+ * and sn17. Free (the rest cordoned): 48 in each of pod 0, 64 in sn16, 56
+ * in sn17. A 96-GPU job (groups of 8) needs two supernodes anywhere; both
+ * pods can do it with two, the tie goes to pod 0: the largest (sn0) and
+ * the smallest covering the remaining 48 (sn15). Cluster-wide largest
+ * first would take sn16 and then sn15, across the core. A 112-GPU job
+ * needs three supernodes of pod 0 but two of pod 1: it takes sn16 and
+ * sn17 (the first pod that suffices would have given three). */
+static void pod_first_three_tier(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 18;
+    sh.core = true;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    for (uint32_t sn = 0; sn < 18; sn++) {
+        assert_int_equal(sn_sched_supernode_pod(f.s, sn), sn < 16 ? 0 : 1);
+        cordon_first(&f, sn, sn < 16 ? 16 : sn == 16 ? 0 : 8);
+    }
+    uint32_t a = submit(&f, job(96, 8));
+    assert_true(place(&f, a));
+    assert_int_equal(gpus_in_sn(&f, a, 0), 48);
+    assert_int_equal(gpus_in_sn(&f, a, 15), 48);
+    struct sn_job_info info;
+    sn_sched_job_info(f.s, a, &info);
+    assert_int_equal(info.n_supernodes, 2);
+    assert_int_equal(sn_sched_finish(f.s, a, 1, NULL), SN_OK);
+    uint32_t b = submit(&f, job(112, 8));
+    assert_true(place(&f, b));
+    assert_int_equal(gpus_in_sn(&f, b, 16), 64);
+    assert_int_equal(gpus_in_sn(&f, b, 17), 48);
+    fx_close(&f);
+}
+
 /* Servers of sn0 with 3, 4 and 8 usable GPUs (the others cordoned): a
  * 4-GPU group goes to the server with exactly 4 (packing); an 8-GPU group
  * never splits, so with no 8-GPU server left and 7 GPUs free it waits. */
@@ -535,6 +572,125 @@ static void pools_dedicated_and_borrowing(void **state)
     assert_int_equal(job_state(&f, m), SN_JOB_RUNNING);
     assert_int_equal(job_state(&f, e2), SN_JOB_PENDING);
     assert_int_equal(job_state(&f, e1), SN_JOB_RUNNING);
+    fx_close(&f);
+}
+
+/* Bandwidth admission comes before eviction. 2 supernodes of 64 GPUs, 2
+ * leaves each with 32 GPUs below and, at 8:1, 4 uplinks of 50 GB/s:
+ * 200 GB/s (bandwidth_admission above). L0 and L1 (64 GPUs, priority 0)
+ * fill sn0 and sn1. H (128 GPUs in groups of 8, priority 1) needs both
+ * supernodes: at 10 GB/s per GPU a leaf would carry 32 x 10 = 320 GB/s >
+ * 200: refused, so nobody is evicted and H waits for bandwidth (before,
+ * L0 and L1 were evicted and H stayed pending anyway). At 5 GB/s (160
+ * GB/s per leaf) H evicts both and runs. */
+static void preemption_checks_bandwidth_first(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 2;
+    sh.oversubscription = 8;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    uint32_t l0 = submit(&f, job(64, 8)), l1 = submit(&f, job(64, 8));
+    pass(&f, 0);
+    assert_int_equal(gpus_in_sn(&f, l0, 0) + gpus_in_sn(&f, l1, 1), 128);
+    sn_sched_clear_decisions(f.s);
+    struct sn_job_spec js = job(128, 8);
+    js.priority = 1;
+    js.xsn_bytes_per_s = 10e9;
+    uint32_t h = submit(&f, js);
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, h), SN_JOB_PENDING);
+    assert_int_equal(reason(&f, h), SN_PENDING_BANDWIDTH);
+    assert_int_equal(job_state(&f, l0), SN_JOB_RUNNING);
+    assert_int_equal(job_state(&f, l1), SN_JOB_RUNNING);
+    size_t n;
+    sn_sched_decisions(f.s, &n);
+    assert_int_equal(n, 0);
+    struct sn_sched_stats st;
+    sn_sched_stats(f.s, &st);
+    assert_int_equal(st.preemptions, 0);
+    assert_int_equal(sn_sched_cancel(f.s, h, NULL), SN_OK);
+    js.xsn_bytes_per_s = 5e9;
+    h = submit(&f, js);
+    pass(&f, 2000);
+    assert_int_equal(job_state(&f, h), SN_JOB_RUNNING);
+    assert_int_equal(job_state(&f, l0), SN_JOB_PENDING);
+    assert_int_equal(job_state(&f, l1), SN_JOB_PENDING);
+    double cap;
+    uint32_t leaf0 = f.model->supernodes[0].first_leaf;
+    assert_near(sn_sched_leaf_load(f.s, leaf0, &cap), 160e9, 1);
+    fx_close(&f);
+}
+
+/* Preemption with borrowing (Kueue's defaults: reclaimWithinCohort Any,
+ * borrowWithinCohort Never). sn0 is a dedicated pool (priority 2), sn1 a
+ * mixed one (priority 1); each may borrow the other. Mixed M1 runs on sn1,
+ * dedicated D1 on sn0. Dedicated D2 (64 GPUs) outranks M1 but may not evict
+ * it from M1's own pool: it waits (it used to preempt M1, and M1 then
+ * reclaimed sn1 from it: the churn of 61,531 preemptions for 3,000 ITP
+ * jobs). When M1 ends, D2 borrows sn1; mixed M2 reclaims sn1 whatever D2's
+ * priority; for the hold-off (3,600 s) D2 may not borrow sn1 again, even
+ * though sn1 is idle; afterwards it may. */
+static void preemption_respects_borrowing(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 2;
+    sh.n_groups = 2;
+    sh.groups[0].count = 1;
+    sh.groups[0].kind = SN_POOL_DEDICATED;
+    sh.groups[1].count = 1;
+    sh.groups[1].kind = SN_POOL_MIXED;
+    struct sn_sched_pool pools[2] = {{SN_POOL_DEDICATED, 2, 1u << 1}, {SN_POOL_MIXED, 1, 1u << 0}};
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.n_pools = 2;
+    cfg.pools = pools;
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    assert_near(cfg.reclaim_holdoff_s, 3600, 0);
+    struct sn_job_spec js = job(64, 8);
+    js.pool = 1;
+    uint32_t m1 = submit(&f, js);
+    js.pool = 0;
+    uint32_t d1 = submit(&f, js);
+    pass(&f, 0);
+    assert_int_equal(gpus_in_sn(&f, m1, 1), 64);
+    assert_int_equal(gpus_in_sn(&f, d1, 0), 64);
+    uint32_t d2 = submit(&f, js);
+    pass(&f, 1000);
+    assert_int_equal(job_state(&f, d2), SN_JOB_PENDING);
+    assert_int_equal(job_state(&f, m1), SN_JOB_RUNNING);
+    assert_int_equal(reason(&f, d2), SN_PENDING_NO_FIT);
+    assert_int_equal(sn_sched_finish(f.s, m1, 1100, NULL), SN_OK);
+    pass(&f, 1100);
+    struct sn_job_info info;
+    sn_sched_job_info(f.s, d2, &info);
+    assert_int_equal(info.state, SN_JOB_RUNNING);
+    assert_true(info.borrowed);
+    sn_sched_clear_decisions(f.s);
+    js.pool = 1;
+    uint32_t m2 = submit(&f, js);
+    pass(&f, 2000); /* D2 ran 900 s >= min runtime 600 s */
+    assert_int_equal(job_state(&f, m2), SN_JOB_RUNNING);
+    assert_int_equal(job_state(&f, d2), SN_JOB_PENDING);
+    size_t n;
+    const struct sn_decision *d = sn_sched_decisions(f.s, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(d[0].kind, SN_DECISION_PREEMPT);
+    assert_int_equal(d[0].job, d2);
+    assert_int_equal(d[0].cause, m2);
+    assert_int_equal(sn_sched_finish(f.s, m2, 2100, NULL), SN_OK);
+    pass(&f, 2100);
+    assert_int_equal(job_state(&f, d2), SN_JOB_PENDING); /* held off until 5,600 */
+    pass(&f, 5599);
+    assert_int_equal(job_state(&f, d2), SN_JOB_PENDING);
+    pass(&f, 5600);
+    assert_int_equal(job_state(&f, d2), SN_JOB_RUNNING);
+    assert_int_equal(gpus_in_sn(&f, d2, 1), 64);
     fx_close(&f);
 }
 
@@ -1105,6 +1261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(best_fit_supernode),
         cmocka_unit_test(fewest_supernodes),
+        cmocka_unit_test(pod_first_three_tier),
         cmocka_unit_test(groups_pack_servers),
         cmocka_unit_test(group_never_spans_supernodes),
         cmocka_unit_test(spread_power_domains),
@@ -1118,6 +1275,8 @@ int main(void)
         cmocka_unit_test(preemption_cheapest_bounded),
         cmocka_unit_test(preemption_picks_domain),
         cmocka_unit_test(preemption_multi_supernode),
+        cmocka_unit_test(preemption_respects_borrowing),
+        cmocka_unit_test(preemption_checks_bandwidth_first),
         cmocka_unit_test(failures_and_repair),
         cmocka_unit_test(spare_replacement),
         cmocka_unit_test(cpu_memory_oversell),
