@@ -639,6 +639,20 @@ bool sn_telem_bus_parse(const char *text, size_t len, uint64_t *out)
     return true;
 }
 
+uint64_t sn_telem_host_digest(const char *host, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)host[i]) * 1099511628211ULL;
+    /* splitmix64's finaliser, so that sums of digests do not cancel easily */
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
 char *sn_telem_bus_format(uint64_t bus, char *buf, size_t len)
 {
     if (bus == SN_TELEM_BUS_NONE)
