@@ -21,6 +21,7 @@
 #include <sn/spec.h>
 
 #include "health/health_int.h"
+#include "health/ingest_int.h"
 #include "sn_test.h"
 
 /* ---- fixture ------------------------------------------------------------------ */
@@ -1208,6 +1209,33 @@ static void test_name_index(void **state)
     sn__name_index_release(&feeds);
 }
 
+/* The CSV reader parses only the fraction when a row's timestamp shares the
+ * previous one's second: the result must be the very double a full parse
+ * gives, across seconds, days and a time with a zone (never cached). */
+static void test_csv_time_fast_path(void **state)
+{
+    struct fx *f = *state;
+    static const char *const ts[] = {"2024/05/01 12:00:00.100", "2024/05/01 12:00:00.250",
+                                     "2024/05/01 12:00:00.9",   "2024/05/01 12:00:01.003",
+                                     "2024/05/02 00:00:00.5",   "2024-05-02T00:00:00.75Z",
+                                     "2024/05/02 00:00:00.125"};
+    char buf[1024];
+    size_t at = (size_t)snprintf(buf, sizeof(buf), "timestamp, index, temperature.gpu\n");
+    for (unsigned k = 0; k < sizeof(ts) / sizeof(ts[0]); k++) /* one parser: rows share state */
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s, %u, 60\n", ts[k], k);
+    feed(f, SN_TELEM_FMT_SMI_CSV, "t.csv", "sn00-t00", buf);
+    for (unsigned k = 0; k < sizeof(ts) / sizeof(ts[0]); k++) {
+        uint32_t id;
+        struct sn_telem_gpu_ref ref = {"sn00-t00", (int)k, NULL, SN_TELEM_BUS_NONE};
+        assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+        double want;
+        assert_true(sn__telem_time_parse(ts[k], strlen(ts[k]), &want));
+        assert_true(sn_telem_store_gpu(f->store, id)->m[SN_METRIC_TEMP_GPU].time_s == want);
+    }
+    /* 2024-05-01T12:00:00.25Z = 1714564800.25 (date -d) */
+    assert_true(sn_telem_store_gpu(f->store, 1)->m[SN_METRIC_TEMP_GPU].time_s == 1714564800.25);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1240,6 +1268,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unidentified_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_facility_not_in_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_name_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_csv_time_fast_path, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
