@@ -330,6 +330,10 @@ static void print_findings(const struct ctx *c, const struct sn_health_report *r
                sn_detector_info(f->detector)->name, name, sn_health_action_name(f->action),
                f->evidence);
     }
+    if (r->n_skips)
+        printf("\nnot in the model, not judged: %u\n", r->n_skips);
+    for (uint32_t i = 0; i < r->n_skips; i++)
+        printf("  %s\n", r->skips[i].detail);
 }
 
 static void print_scores(const struct ctx *c, const struct sn_health_report *r)
@@ -428,6 +432,13 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
                                   (json_int_t)r->by_severity[SN_HEALTH_SEV_INFO], "unmapped_gpus",
                                   (json_int_t)r->unmapped_gpus));
     json_object_set_new(root, "findings", fs);
+    json_t *sk = json_array();
+    for (uint32_t i = 0; i < r->n_skips; i++)
+        json_array_append_new(sk, json_pack("{s:s, s:s, s:s, s:s}", "kind",
+                                            sn_health_entity_name(r->skips[i].entity), "name",
+                                            r->skips[i].name, "where", r->skips[i].where, "detail",
+                                            r->skips[i].detail));
+    json_object_set_new(root, "skipped", sk);
     json_object_set_new(root, "gpus", gpus);
     json_object_set_new(root, "servers", servers);
     json_object_set_new(root, "links", links);
@@ -713,6 +724,14 @@ static int follow_poll(struct ctx *c, struct follow *w, const struct in_file *in
     return SN_EXIT_OK;
 }
 
+/* Waits interval_ms, or less when SIGUSR1 arrives (or was sent during the
+ * poll) or SIGINT/SIGTERM interrupt the wait. */
+static void wait_next_poll(long interval_ms, const sigset_t *usr1)
+{
+    struct timespec ts = {interval_ms / 1000, (interval_ms % 1000) * 1000000L};
+    (void)sigtimedwait(usr1, NULL, &ts);
+}
+
 static int verb_watch(struct ctx *c)
 {
     struct follow w[MAX_FILES] = {0};
@@ -726,6 +745,12 @@ static int verb_watch(struct ctx *c)
             rc = fail_usage(c, "cannot read '%s'", c->files[i].path);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    /* SIGUSR1 asks for the next poll now. It stays blocked and is taken by
+     * sigtimedwait() between polls, so one sent during a poll is not lost. */
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     uint32_t last_findings = UINT32_MAX, last_excluded = UINT32_MAX;
     for (long poll = 0; rc == SN_EXIT_OK && !stop_flag && (c->polls == 0 || poll < c->polls);
          poll++) {
@@ -758,10 +783,8 @@ static int verb_watch(struct ctx *c)
             last_excluded = ex;
         }
         sn_health_report_free(r);
-        if (c->interval_ms > 0 && (c->polls == 0 || poll + 1 < c->polls)) {
-            struct timespec ts = {c->interval_ms / 1000, (c->interval_ms % 1000) * 1000000L};
-            nanosleep(&ts, NULL);
-        }
+        if (c->interval_ms > 0 && (c->polls == 0 || poll + 1 < c->polls))
+            wait_next_poll(c->interval_ms, &usr1);
     }
     for (unsigned i = 0; i < c->n_files; i++) {
         sn_telem_parser_free(w[i].p);

@@ -400,9 +400,11 @@ struct sn_health_series {
     char key[160];
     uint32_t total; /* points ever added; the ring holds min(total, KEEP) */
     double t[SN_HEALTH_SERIES_KEEP], v[SN_HEALTH_SERIES_KEEP];
-    uint32_t nhosts; /* nccl: hosts of the run */
-    uint32_t line;   /* of the latest point */
-    uint16_t source; /* store source id of the latest point */
+    uint32_t nhosts;       /* nccl: hosts of the run */
+    uint64_t hosts_digest; /* nccl: sn_telem_host_digest() sum of those hosts, 0 unknown */
+    uint32_t same_hosts;   /* nccl: newest points in a row from runs over those hosts */
+    uint32_t line;         /* of the latest point */
+    uint16_t source;       /* store source id of the latest point */
 };
 uint32_t sn_health_history_series_count(const struct sn_health_history *h);
 const struct sn_health_series *sn_health_history_series(const struct sn_health_history *h,
@@ -490,6 +492,16 @@ struct sn_health_finding {
     char evidence[SN_HEALTH_EVIDENCE_MAX]; /* "file:line: what was seen" */
 };
 
+/* An input the pass could not attach to the model: a facility reading whose
+ * cooling loop or power feed name is not a model loop or power domain. One
+ * per (entity kind, name), citing the latest reading of its first series. */
+struct sn_health_skip {
+    enum sn_health_entity entity; /* SN_HEALTH_ENT_LOOP or _FEED */
+    char name[SN_TELEM_NAME_MAX]; /* the name the input used */
+    char where[160];              /* "facility.csv:12" */
+    char detail[200];             /* what was found and what was expected */
+};
+
 /* A scored entity (links: only those with findings). */
 struct sn_health_score {
     enum sn_health_entity entity;
@@ -509,7 +521,9 @@ struct sn_health_report {
     struct sn_health_score *servers; /* n_servers */
     struct sn_health_score *links;   /* links with findings, by link index */
     uint32_t n_links;
-    uint32_t unmapped_gpus; /* store GPUs whose host or index is not in the model */
+    uint32_t unmapped_gpus;       /* store GPUs whose host or index is not in the model */
+    struct sn_health_skip *skips; /* sorted by entity kind, name */
+    uint32_t n_skips;
     /* exclude[i]: model GPUs whose score is below cfg->thresholds[i]. */
     double thresholds[SN_HEALTH_THRESHOLDS_MAX];
     struct sn_bitset exclude[SN_HEALTH_THRESHOLDS_MAX];
@@ -562,7 +576,9 @@ char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, 
     X(P1_HBM, "p1-hbm", "every GPU's HBM bandwidth within slow_floor of the baseline (or peers)")  \
     X(P1_NVLINK, "p1-nvlink", "single-node all_reduce busbw >= baseline; no inactive NVLink")      \
     X(P1_HEALTH, "p1-health", "no critical finding on the node or its GPUs")                       \
-    X(P2_ROUNDS, "p2-rounds", "the supernode ran >= accept_rounds all_reduce and all_gather")      \
+    X(P2_ROUNDS, "p2-rounds",                                                                      \
+      "the supernode ran >= accept_rounds all_reduce or all_gather rounds spanning all its "       \
+      "servers and GPUs")                                                                          \
     X(P2_STABLE, "p2-stable", "busbw coefficient of variation <= accept_cv over the rounds")       \
     X(P3_INTERFERENCE, "p3-interference",                                                          \
       "GEMM under mixed load within accept_interference of GEMM alone")

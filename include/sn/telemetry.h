@@ -427,7 +427,16 @@ struct sn_telem_nccl_row {
     const char *redop; /* "sum", "none", ...; "" in the layout without it */
     int root;          /* -1 if none */
     struct sn_telem_nccl_result oop, ip;
+    /* The distinct hosts of the preamble as one sn_telem_hosts_digest() sum;
+     * 0 when unknown (no preamble, or more hosts than the parser keeps). */
+    uint64_t hosts_digest;
 };
+
+/* A digest of one host name; the digest of a set of distinct hosts is the
+ * sum (mod 2^64) of its members' digests, so it does not depend on order.
+ * Lets a reader check that an nccl-tests run covered exactly a given set of
+ * servers without keeping the set. Never 0 for one host. */
+uint64_t sn_telem_host_digest(const char *host, size_t len);
 
 /* The end of one nccl-tests run: the footer, or an abort/end of input. */
 struct sn_telem_nccl_summary {

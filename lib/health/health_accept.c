@@ -7,9 +7,14 @@
  * of its peers), the node's single-host all_reduce busbw at or above the
  * busbw baseline, no inactive NVLink and no critical finding. Phase 2 (inside
  * each supernode): at least accept_rounds runs of all_reduce or all_gather
- * whose rank 0 is in the supernode, each (collective, ranks, size) series
- * with a coefficient of variation <= accept_cv; a failure rejects every node
- * of the supernode. Phase 3 (mixed load): GEMM under concurrent
+ * that span the whole supernode, each (collective, ranks, size) series with
+ * a coefficient of variation <= accept_cv over those rounds; a failure
+ * rejects every node of the supernode. A run spans supernode S when its rank
+ * count is the number of GPUs of S's servers (per the model) and its hosts
+ * are exactly S's servers: as many distinct hosts as S has servers, with the
+ * same order-independent digest of names (sn_telem_host_digest()) as the
+ * model's server names of S. A run with rank 0 in S that covers only part
+ * of it (one node, some nodes) does not count. Phase 3 (mixed load): GEMM under concurrent
  * communication within accept_interference of GEMM alone, per GPU.
  *
  * Grey release: from the events of a period, MTBF in node-hours (period x
@@ -109,26 +114,29 @@ static void phase3(const struct sn_health_input *in, struct sn_accept_report *a)
     }
 }
 
-/* Mean and coefficient of variation of a series' kept points. */
-static double series_cv(const struct sn_health_series *s)
+/* Coefficient of variation of the newest n kept points of a series. */
+static double series_cv(const struct sn_health_series *s, uint32_t n)
 {
-    uint32_t n = sn_health_series_kept(s);
+    uint32_t kept = sn_health_series_kept(s);
     double sum = 0, sq = 0, t, v;
-    for (uint32_t i = 0; i < n; i++) {
+    if (n > kept)
+        n = kept;
+    for (uint32_t i = kept - n; i < kept; i++) {
         sn_health_series_point(s, i, &t, &v);
         sum += v;
     }
     double mean = sum / n;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = kept - n; i < kept; i++) {
         sn_health_series_point(s, i, &t, &v);
         sq += (v - mean) * (v - mean);
     }
     return n > 1 && mean > 0 ? sqrt(sq / (n - 1)) / mean : 0;
 }
 
-/* Series key "nccl/<coll>/<n>/<size>/<host>": the collective and host. */
-static bool nccl_key(const char *key, char *coll, size_t cl, const char **host, char *rest,
-                     size_t rl)
+/* Series key "nccl/<coll>/<n>/<size>/<host>": the collective, rank count
+ * and host. */
+static bool nccl_key(const char *key, char *coll, size_t cl, unsigned *nranks, const char **host,
+                     char *rest, size_t rl)
 {
     const char *h = strrchr(key, '/');
     if (strncmp(key, "nccl/", 5) != 0 || !h)
@@ -136,64 +144,114 @@ static bool nccl_key(const char *key, char *coll, size_t cl, const char **host, 
     size_t n = strcspn(key + 5, "/");
     snprintf(coll, cl, "%.*s", (int)n, key + 5);
     snprintf(rest, rl, "%.*s", (int)(h - key - 5), key + 5);
+    *nranks = (unsigned)strtoul(key + 5 + n + (key[5 + n] == '/'), NULL, 10);
     *host = h + 1;
     return true;
+}
+
+/* What a supernode is, for checking that a run spans it. */
+struct span {
+    uint32_t servers, gpus;
+    uint64_t digest; /* of the model's server names */
+};
+
+static bool spans_new(const struct sn_model *m, struct span **out)
+{
+    struct span *sp = calloc(m->n_supernodes + 1, sizeof(*sp));
+    if (!sp)
+        return false;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        char name[96];
+        struct span *x = &sp[m->server_supernode[sv]];
+        sn_model_server_name(m, sv, name, sizeof(name));
+        x->servers++;
+        x->gpus += sn_model_server_spec(m, sv)->gpus;
+        x->digest += sn_telem_host_digest(name, strlen(name));
+    }
+    *out = sp;
+    return true;
+}
+
+static bool spans(const struct span *x, const struct sn_health_series *s, unsigned nranks)
+{
+    return s->hosts_digest != 0 && s->nhosts == x->servers && nranks == x->gpus &&
+           s->hosts_digest == x->digest;
+}
+
+/* Phase 1's single-node all_reduce check on one series. */
+static void p1_nvlink(const struct sn_health_input *in, struct sn_accept_report *a, uint32_t sv,
+                      const struct sn_health_series *s, const char *key)
+{
+    const struct sn_baseline_entry *b = sn_baseline_find(in->baseline, SN_BASELINE_BUSBW, key);
+    double t, last;
+    sn_health_series_point(s, sn_health_series_kept(s) - 1, &t, &last);
+    a->nodes[sv].tested = true;
+    double need = b ? (!isnan(b->min_ok) ? b->min_ok : in->cfg->busbw_floor * b->median) : NAN;
+    if (last < need)
+        fail(&a->nodes[sv], SN_ACCEPT_P1_NVLINK, "%s busbw %.1f GB/s < %.1f GB/s", key, last / 1e9,
+             need / 1e9);
+}
+
+struct p2 {
+    uint32_t rounds, partial, unstable;
+    double cv;
+};
+
+static void p2_verdict(const struct sn_health_input *in, struct sn_accept_report *a,
+                       const struct p2 *p, const struct span *sp)
+{
+    const struct sn_model *m = in->model;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        uint32_t sn = m->server_supernode[sv];
+        if (p[sn].rounds < in->cfg->accept_rounds)
+            fail(&a->nodes[sv], SN_ACCEPT_P2_ROUNDS,
+                 "%u rounds span all %u servers/%u GPUs, %u needed (%u partial)", p[sn].rounds,
+                 sp[sn].servers, sp[sn].gpus, in->cfg->accept_rounds, p[sn].partial);
+        if (p[sn].unstable)
+            fail(&a->nodes[sv], SN_ACCEPT_P2_STABLE,
+                 "busbw varies %.1f%% over the rounds (limit %.1f%%)", 100 * p[sn].cv,
+                 100 * in->cfg->accept_cv);
+    }
 }
 
 static void phase2_and_nvlink(const struct sn_health_input *in, struct sn_accept_report *a)
 {
     const struct sn_model *m = in->model;
-    uint32_t *rounds = calloc(m->n_supernodes + 1, sizeof(uint32_t));
-    uint32_t *unstable = calloc(m->n_supernodes + 1, sizeof(uint32_t));
-    double *cv = calloc(m->n_supernodes + 1, sizeof(double));
-    if (!rounds || !unstable || !cv)
+    struct p2 *p = calloc(m->n_supernodes + 1, sizeof(*p));
+    struct span *sp = NULL;
+    if (!p || !spans_new(m, &sp))
         goto out;
     for (uint32_t i = 0; i < sn_health_history_series_count(in->history); i++) {
         const struct sn_health_series *s = sn_health_history_series(in->history, i);
         char coll[32], key[96];
         const char *host;
-        if (!nccl_key(s->key, coll, sizeof(coll), &host, key, sizeof(key)))
+        unsigned nranks;
+        if (!nccl_key(s->key, coll, sizeof(coll), &nranks, &host, key, sizeof(key)))
             continue;
         uint32_t sv = sn_model_find_server(m, host);
         if (sv == SN_NONE)
             continue;
         uint32_t sn = m->server_supernode[sv];
-        double t, last;
-        sn_health_series_point(s, sn_health_series_kept(s) - 1, &t, &last);
-        const struct sn_baseline_entry *b = sn_baseline_find(in->baseline, SN_BASELINE_BUSBW, key);
-        if (s->nhosts == 1 && strcmp(coll, "all_reduce") == 0) {
-            a->nodes[sv].tested = true;
-            double need =
-                b ? (!isnan(b->min_ok) ? b->min_ok : in->cfg->busbw_floor * b->median) : NAN;
-            if (last < need)
-                fail(&a->nodes[sv], SN_ACCEPT_P1_NVLINK, "%s busbw %.1f GB/s < %.1f GB/s", key,
-                     last / 1e9, need / 1e9);
-        }
+        if (s->nhosts == 1 && strcmp(coll, "all_reduce") == 0)
+            p1_nvlink(in, a, sv, s, key);
         if (strcmp(coll, "all_reduce") != 0 && strcmp(coll, "all_gather") != 0)
             continue;
-        if (s->total > rounds[sn])
-            rounds[sn] = s->total;
-        double c = series_cv(s);
-        if (c > in->cfg->accept_cv && c > cv[sn]) {
-            cv[sn] = c;
-            unstable[sn]++;
+        if (!spans(&sp[sn], s, nranks)) {
+            p[sn].partial += s->total;
+            continue;
+        }
+        if (s->same_hosts > p[sn].rounds)
+            p[sn].rounds = s->same_hosts;
+        double c = series_cv(s, s->same_hosts);
+        if (c > in->cfg->accept_cv && c > p[sn].cv) {
+            p[sn].cv = c;
+            p[sn].unstable++;
         }
     }
-    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
-        uint32_t sn = m->server_supernode[sv];
-        if (rounds[sn] < in->cfg->accept_rounds)
-            fail(&a->nodes[sv], SN_ACCEPT_P2_ROUNDS, "%u rounds in the supernode, %u needed",
-                 rounds[sn], in->cfg->accept_rounds);
-        if (unstable[sn])
-            fail(&a->nodes[sv], SN_ACCEPT_P2_STABLE,
-                 "busbw varies %.1f%% over the rounds "
-                 "(limit %.1f%%)",
-                 100 * cv[sn], 100 * in->cfg->accept_cv);
-    }
+    p2_verdict(in, a, p, sp);
 out:
-    free(rounds);
-    free(unstable);
-    free(cv);
+    free(p);
+    free(sp);
 }
 
 static void phase1_health(const struct sn_health_input *in, const struct sn_health_report *r,

@@ -388,11 +388,44 @@ out:
 
 /* ---- the pass ------------------------------------------------------------------ */
 
+void sn__health_skip(struct sn__health_ctx *c, enum sn_health_entity e, const char *name,
+                     const char *where, const char *fmt, ...)
+{
+    if (c->n_skips == c->cap_skips) {
+        uint32_t cap = c->cap_skips ? c->cap_skips * 2 : 16;
+        struct sn_health_skip *s =
+            c->n_skips < SN_HEALTH_FINDINGS_MAX ? realloc(c->skips, cap * sizeof(*s)) : NULL;
+        if (!s) {
+            c->full = true;
+            return;
+        }
+        c->skips = s;
+        c->cap_skips = cap;
+    }
+    struct sn_health_skip *k = &c->skips[c->n_skips++];
+    k->entity = e;
+    snprintf(k->name, sizeof(k->name), "%s", name);
+    snprintf(k->where, sizeof(k->where), "%s", where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->detail, sizeof(k->detail), fmt, ap);
+    va_end(ap);
+}
+
+static int cmp_skip(const void *a, const void *b)
+{
+    const struct sn_health_skip *x = a, *y = b;
+    if (x->entity != y->entity)
+        return x->entity < y->entity ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
 void sn_health_report_free(struct sn_health_report *r)
 {
     if (!r)
         return;
     free(r->findings);
+    free(r->skips);
     free(r->gpus);
     free(r->servers);
     free(r->links);
@@ -463,11 +496,17 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
         r->n_findings = c.n;
         c.f = NULL;
         r->unmapped_gpus = unmapped;
+        if (c.n_skips)
+            qsort(c.skips, c.n_skips, sizeof(*c.skips), cmp_skip);
+        r->skips = c.skips;
+        r->n_skips = c.n_skips;
+        c.skips = NULL;
         for (uint32_t i = 0; i < r->n_findings; i++)
             r->by_severity[r->findings[i].severity]++;
         rc = score_all(&c, r, state, err);
     }
     free(c.f);
+    free(c.skips);
     free(c.store_to_model);
     free(c.host_server);
     free(c.model_to_store);

@@ -519,20 +519,44 @@ const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu)
     return g && g->name ? g->name : "unknown";
 }
 
-uint32_t sn__health_find_loop(const struct sn_model *m, const char *name)
+static int cmp_name(const void *a, const void *b)
 {
-    char buf[128];
-    for (uint32_t i = 0; i < m->n_cooling_loops; i++)
-        if (strcmp(sn_model_cooling_loop_name(m, i, buf, sizeof(buf)), name) == 0)
-            return i;
-    return SN_NONE;
+    return strcmp(((const struct sn__name_entry *)a)->name,
+                  ((const struct sn__name_entry *)b)->name);
 }
 
-uint32_t sn__health_find_feed(const struct sn_model *m, const char *name)
+bool sn__name_index_build(struct sn__name_index *x, const struct sn_model *m, bool feeds)
 {
-    char buf[128];
-    for (uint32_t i = 0; i < m->n_power_domains; i++)
-        if (strcmp(sn_model_power_domain_name(m, i, buf, sizeof(buf)), name) == 0)
-            return i;
-    return SN_NONE;
+    uint32_t n = feeds ? m->n_power_domains : m->n_cooling_loops;
+    x->n = 0;
+    x->e = malloc(((size_t)n + 1) * sizeof(*x->e));
+    if (!x->e)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (feeds)
+            sn_model_power_domain_name(m, i, x->e[i].name, sizeof(x->e[i].name));
+        else
+            sn_model_cooling_loop_name(m, i, x->e[i].name, sizeof(x->e[i].name));
+        x->e[i].id = i;
+    }
+    x->n = n;
+    qsort(x->e, n, sizeof(*x->e), cmp_name);
+    return true;
+}
+
+void sn__name_index_release(struct sn__name_index *x)
+{
+    free(x->e);
+    x->e = NULL;
+    x->n = 0;
+}
+
+uint32_t sn__name_index_find(const struct sn__name_index *x, const char *name)
+{
+    struct sn__name_entry k;
+    if (!x->n || strlen(name) >= sizeof(k.name))
+        return SN_NONE;
+    snprintf(k.name, sizeof(k.name), "%s", name);
+    const struct sn__name_entry *e = bsearch(&k, x->e, x->n, sizeof(k), cmp_name);
+    return e ? e->id : SN_NONE;
 }

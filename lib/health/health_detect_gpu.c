@@ -8,10 +8,15 @@
  * Attachment: a store GPU that maps to a model GPU gets GPU findings; one
  * whose host is a model server but whose index is unknown (a kernel log
  * naming only a bus id that no other input tied to an index) gets the
- * finding on its server. Store GPUs on hosts outside the model are counted
- * as unmapped by the pass and judged no further.
+ * finding on its server, and its evidence starts by saying that the GPU
+ * could not be identified and which bus id was left unresolved (the model
+ * has no PCI bus ids: an input from the same host that names both index and
+ * bus, such as nvidia-smi --query-gpu=index,pci.bus_id, resolves it; see
+ * docs/health.md). Store GPUs on hosts outside the model are counted as
+ * unmapped by the pass and judged no further.
  */
 #include "health/health_int.h"
+#include "health/ingest_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,13 +41,34 @@ static bool target(const struct sn__health_ctx *c, uint32_t i, enum sn_health_en
     return true;
 }
 
-#define ADD(c, det, value, expected, ...)                                                          \
-    sn__health_add(c, det, t.e, t.id, t.gpu, t.server, value, expected, __VA_ARGS__)
-
 struct tgt {
     enum sn_health_entity e;
     uint32_t id, gpu, server;
 };
+
+/* A finding about a GPU the inputs name only by bus id lands on its server:
+ * say so first in the evidence, with the unresolved bus id. */
+static void mark_unidentified(const struct sn_telem_gpu *g, struct tgt t,
+                              struct sn_health_finding *f)
+{
+    if (!f || t.gpu != SN_NONE)
+        return;
+    char bus[32], ev[SN_HEALTH_EVIDENCE_MAX];
+    memcpy(ev, f->evidence, sizeof(ev));
+    int k;
+    if (g->index < 0 && g->bus != SN_TELEM_BUS_NONE)
+        k = snprintf(f->evidence, sizeof(f->evidence),
+                     "GPU not identified (bus %s tied to no index by any input): ",
+                     sn_telem_bus_format(g->bus, bus, sizeof(bus)));
+    else
+        k = snprintf(f->evidence, sizeof(f->evidence), "GPU not identified (index %d): ", g->index);
+    if (k > 0 && (size_t)k < sizeof(f->evidence))
+        sn__telem_copy(f->evidence + k, sizeof(f->evidence) - (size_t)k, ev, strlen(ev));
+}
+
+#define ADD(c, det, value, expected, ...)                                                          \
+    mark_unidentified(                                                                             \
+        g, t, sn__health_add(c, det, t.e, t.id, t.gpu, t.server, value, expected, __VA_ARGS__))
 
 static bool reading_ok(const struct sn_telem_reading *r)
 {

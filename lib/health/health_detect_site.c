@@ -7,8 +7,12 @@
  *
  * Facility readings are matched to the model by name: a loop series named
  * "sn00-loopL1" is that model cooling loop, a feed "sn00-pdA" that power
- * domain; readings naming neither are not judged (and not yet reported).
- * Series are walked in a sorted order, so findings are deterministic.
+ * domain. The model's loop and domain names are indexed once per pass
+ * (sorted, binary search), so a lookup costs O(log n), never a scan of the
+ * model per reading. A loop or feed name that is not in the model is not
+ * judged: it is reported once as a skip of the report with its name and the
+ * file:line of its latest reading. Series are walked in a sorted order, so
+ * findings and skips are deterministic.
  */
 #include "health/health_int.h"
 
@@ -380,10 +384,43 @@ static bool parse_fseries(const struct sn_health_series *s, struct fseries *out)
     return out->feed || strcmp(kind, "loop") == 0;
 }
 
+/* A group of series whose loop or feed name is not in the model. */
+static void not_in_model(struct sn__health_ctx *c, const struct fseries *f)
+{
+    char w[160];
+    sn__health_where(c->st, f->s->source, f->s->line, w, sizeof(w));
+    sn__health_skip(c, f->feed ? SN_HEALTH_ENT_FEED : SN_HEALTH_ENT_LOOP, f->name, w,
+                    "%s: %s '%s' is not in the model (expected a name such as %s): its readings "
+                    "are not judged",
+                    w, f->feed ? "power feed" : "cooling loop", f->name,
+                    f->feed ? "sn00-pdA" : "sn00-loopL1");
+}
+
+static void facility_groups(struct sn__health_ctx *c, struct fseries *fs, uint32_t n,
+                            const struct sn__name_index *loops, const struct sn__name_index *feeds)
+{
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i;
+        while (j < n && fs[j].feed == fs[i].feed && strcmp(fs[j].name, fs[i].name) == 0)
+            j++;
+        uint32_t id = sn__name_index_find(fs[i].feed ? feeds : loops, fs[i].name);
+        if (id == SN_NONE) {
+            not_in_model(c, &fs[i]);
+        } else if (fs[i].feed) {
+            feed(c, fs, i, j, id);
+        } else {
+            loop_flow(c, fs, i, j, id);
+            loop_sensors(c, fs, i, j, id);
+        }
+        i = j;
+    }
+}
+
 void sn__health_detect_facility(struct sn__health_ctx *c)
 {
     const struct sn_health_history *h = c->in->history;
     uint32_t ns = sn_health_history_series_count(h), n = 0;
+    struct sn__name_index loops = {0}, feeds = {0};
     struct fseries *fs = malloc(((size_t)ns + 1) * sizeof(*fs));
     if (!fs) {
         c->full = true;
@@ -393,24 +430,17 @@ void sn__health_detect_facility(struct sn__health_ctx *c)
         if (sn_health_history_series(h, i)->total &&
             parse_fseries(sn_health_history_series(h, i), &fs[n]))
             n++;
-    qsort(fs, n, sizeof(*fs), cmp_fseries);
-    for (uint32_t i = 0; i < n;) {
-        uint32_t j = i;
-        while (j < n && fs[j].feed == fs[i].feed && strcmp(fs[j].name, fs[i].name) == 0)
-            j++;
-        if (fs[i].feed) {
-            uint32_t pd = sn__health_find_feed(c->m, fs[i].name);
-            if (pd != SN_NONE)
-                feed(c, fs, i, j, pd);
-        } else {
-            uint32_t loop = sn__health_find_loop(c->m, fs[i].name);
-            if (loop != SN_NONE) {
-                loop_flow(c, fs, i, j, loop);
-                loop_sensors(c, fs, i, j, loop);
-            }
-        }
-        i = j;
+    if (n == 0)
+        goto out; /* no facility input: nothing to index */
+    if (!sn__name_index_build(&loops, c->m, false) || !sn__name_index_build(&feeds, c->m, true)) {
+        c->full = true;
+        goto out;
     }
+    qsort(fs, n, sizeof(*fs), cmp_fseries);
+    facility_groups(c, fs, n, &loops, &feeds);
+out:
+    sn__name_index_release(&loops);
+    sn__name_index_release(&feeds);
     free(fs);
 }
 

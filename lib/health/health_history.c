@@ -202,8 +202,12 @@ static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
              r->size_bytes, r->host);
     series_add(h, key, r->at.time_s, bw, r->at.line, r->at.source);
     struct sn_health_series *s = series_get(h, key);
-    if (s)
+    if (s) {
+        bool same = s->total > 1 && s->hosts_digest == r->hosts_digest && s->nhosts == r->nhosts;
+        s->same_hosts = same ? s->same_hosts + 1 : 1;
         s->nhosts = r->nhosts;
+        s->hosts_digest = r->hosts_digest;
+    }
 }
 
 /* Plain forwarding for the other record kinds. */

@@ -30,7 +30,30 @@ struct sn__health_ctx {
     bool full;       /* the findings cap was reached */
     double *scratch; /* n_gpus + store GPUs doubles for medians */
     size_t scratch_cap;
+    struct sn_health_skip *skips; /* inputs not attached to the model */
+    uint32_t n_skips, cap_skips;
 };
+
+/* Records an input not attached to the model (at most one per facility
+ * series group; capped like the findings). */
+void sn__health_skip(struct sn__health_ctx *c, enum sn_health_entity e, const char *name,
+                     const char *where, const char *fmt, ...) SN_PRINTF(5, 6);
+
+/* Model names of one entity kind, sorted once per pass for lookups by name
+ * (O(log n) per lookup instead of formatting every name per reading). */
+struct sn__name_index {
+    struct sn__name_entry {
+        char name[96];
+        uint32_t id;
+    } * e;
+    uint32_t n;
+};
+/* Indexes the cooling loops (feeds false) or power domains (feeds true);
+ * false when out of memory. Release with sn__name_index_release(). */
+bool sn__name_index_build(struct sn__name_index *x, const struct sn_model *m, bool feeds);
+void sn__name_index_release(struct sn__name_index *x);
+/* The ID of name, or SN_NONE. */
+uint32_t sn__name_index_find(const struct sn__name_index *x, const char *name);
 
 /* Adds a finding with the detector row's defaults; fmt is the evidence.
  * Returns the finding (NULL when out of memory or at the cap: the context
@@ -62,8 +85,5 @@ void sn__health_detect_config(struct sn__health_ctx *c);   /* software drift */
 uint32_t sn__health_model_gpu(const struct sn_model *m, const char *host, int index);
 /* The model's GPU catalogue name of a model GPU ("unknown" if none). */
 const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu);
-/* Model loop or power domain by generated name, SN_NONE if none. */
-uint32_t sn__health_find_loop(const struct sn_model *m, const char *name);
-uint32_t sn__health_find_feed(const struct sn_model *m, const char *name);
 
 #endif

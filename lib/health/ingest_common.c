@@ -277,27 +277,22 @@ bool sn__telem_number(const char *s, size_t len, double *out, size_t *used)
     bool neg = false;
     if (i < len && (s[i] == '-' || s[i] == '+'))
         neg = s[i++] == '-';
+    /* Every digit goes into mant; more than 15 of them (leading zeros
+     * included) takes the slow path, so mant never overflows here. */
     uint64_t mant = 0;
-    unsigned digits = 0, frac = 0;
-    bool any = false;
-    while (i < len && s[i] >= '0' && s[i] <= '9') {
-        if (digits < 19)
-            mant = mant * 10 + (uint64_t)(s[i] - '0');
-        if (mant)
-            digits++;
-        i++, any = true;
-    }
+    unsigned d;
+    size_t b = i;
+    while (i < len && (d = (unsigned)(unsigned char)s[i] - '0') <= 9)
+        mant = mant * 10 + d, i++;
+    size_t digits = i - b, frac = 0;
     if (i < len && s[i] == '.') {
-        i++;
-        while (i < len && s[i] >= '0' && s[i] <= '9') {
-            if (digits < 19)
-                mant = mant * 10 + (uint64_t)(s[i] - '0'), frac++;
-            if (mant)
-                digits++;
-            i++, any = true;
-        }
+        size_t f = ++i;
+        while (i < len && (d = (unsigned)(unsigned char)s[i] - '0') <= 9)
+            mant = mant * 10 + d, i++;
+        frac = i - f;
+        digits += frac;
     }
-    if (!any)
+    if (!digits)
         return false;
     bool has_exp =
         i < len && (s[i] == 'e' || s[i] == 'E') && i + 1 < len &&
@@ -312,6 +307,19 @@ bool sn__telem_number(const char *s, size_t len, double *out, size_t *used)
     return true;
 }
 
+/* A hex digit's value plus one; 0 for anything else (no locale, no calls). */
+static const unsigned char hex_plus1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+/* The value of hex digit c, or a number > 15 when c is not one. */
+static unsigned hexval(char c)
+{
+    return (unsigned)hex_plus1[(unsigned char)c] - 1u;
+}
+
 bool sn__telem_uint(const char *s, size_t len, unsigned long long *out)
 {
     unsigned long long v = 0;
@@ -321,10 +329,10 @@ bool sn__telem_uint(const char *s, size_t len, unsigned long long *out)
         if (len - 2 > 16)
             return false;
         for (size_t i = 2; i < len; i++) {
-            if (!isxdigit((unsigned char)s[i]))
+            unsigned d = hexval(s[i]);
+            if (d > 15)
                 return false;
-            int c = tolower((unsigned char)s[i]);
-            v = v * 16 + (unsigned long long)(c <= '9' ? c - '0' : c - 'a' + 10);
+            v = v * 16 + d;
         }
         *out = v;
         return true;
@@ -595,9 +603,9 @@ static bool hex_field(const char *s, size_t len, size_t *i, unsigned maxd, unsig
 {
     unsigned long v = 0;
     size_t b = *i;
-    while (*i < len && isxdigit((unsigned char)s[*i]) && *i - b < maxd) {
-        int c = tolower((unsigned char)s[*i]);
-        v = v * 16 + (unsigned long)(c <= '9' ? c - '0' : c - 'a' + 10);
+    unsigned d;
+    while (*i < len && *i - b < maxd && (d = hexval(s[*i])) <= 15) {
+        v = v * 16 + d;
         (*i)++;
     }
     *out = v;
@@ -637,6 +645,20 @@ bool sn_telem_bus_parse(const char *text, size_t len, uint64_t *out)
         return false;
     *out = ((uint64_t)dom << 16) | ((uint64_t)bus << 8) | ((uint64_t)dev << 3) | fn;
     return true;
+}
+
+uint64_t sn_telem_host_digest(const char *host, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)host[i]) * 1099511628211ULL;
+    /* splitmix64's finaliser, so that sums of digests do not cancel easily */
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h ? h : 1;
 }
 
 char *sn_telem_bus_format(uint64_t bus, char *buf, size_t len)

@@ -42,6 +42,7 @@ struct nccl_state {
     enum sn_nccl_coll coll;
     unsigned nranks, nhosts, rows, ntok;
     char hosts[HOSTS_KEPT][SN_TELEM_HOST_MAX];
+    uint64_t hosts_digest; /* sum of the kept hosts' digests */
     bool hosts_over;
     bool have_layout, run_open, warned_factor;
     int i_size, i_count, i_type, i_redop, i_root;
@@ -72,6 +73,7 @@ static unsigned split(const char *s, size_t n, struct tok *t, unsigned max)
 static void reset_run(struct nccl_state *st)
 {
     st->nranks = st->nhosts = st->rows = 0;
+    st->hosts_digest = 0;
     st->hosts_over = st->warned_factor = false;
     st->have_layout = false;
     st->avg_busbw = NAN;
@@ -135,9 +137,11 @@ static void add_host(struct nccl_state *st, const struct tok *h)
     for (unsigned i = 0; i < st->nhosts && i < HOSTS_KEPT; i++)
         if (sn__telem_eq(h->s, h->n, st->hosts[i]))
             return;
-    if (st->nhosts < HOSTS_KEPT)
+    if (st->nhosts < HOSTS_KEPT) {
         sn__telem_copy(st->hosts[st->nhosts], SN_TELEM_HOST_MAX, h->s, h->n);
-    else
+        st->hosts_digest +=
+            sn_telem_host_digest(st->hosts[st->nhosts], strlen(st->hosts[st->nhosts]));
+    } else
         st->hosts_over = true;
     st->nhosts++;
 }
@@ -342,7 +346,8 @@ static void data_row(struct sn_telem_parser *p, struct nccl_state *st, struct to
                                     redop,
                                     (int)root,
                                     {0},
-                                    {0}};
+                                    {0},
+                                    st->hosts_over ? 0 : st->hosts_digest};
     group_values(p, st, &st->oop, t, size, factor, &rec.oop);
     if (st->ip.time >= 0)
         group_values(p, st, &st->ip, t, size, factor, &rec.ip);

@@ -116,6 +116,12 @@ struct csv_state {
     char last_ts[40];
     size_t last_ts_len;
     double last_ts_value;
+    /* "2024/05/01 12:00:00" of the last timestamp with a ".fff" fraction and
+     * no zone, and its day and second of the day: rows of one loop differ in
+     * the fraction only. */
+    char ts_prefix[24];
+    size_t ts_prefix_len;
+    double ts_day_s, ts_sec_s;
     struct cell cells[SN_TELEM_COLUMNS_MAX];
     /* compute-apps snapshots: the last (host, timestamp) seen per slot */
     char snap_host[16][SN_TELEM_HOST_MAX];
@@ -315,7 +321,8 @@ static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col,
     enum sn_metric m = (enum sn_metric)col->arg;
     v->metric = m;
     v->value = NAN;
-    v->status = sn__telem_status_of(s, n);
+    /* Statuses start with a letter or '['; numbers (most cells) skip the table. */
+    v->status = n && (unsigned char)(s[0] - '0') <= 9 ? SN_TELEM_OK : sn__telem_status_of(s, n);
     if (v->status != SN_TELEM_OK)
         return true;
     if (col->kind == V_PSTATE && n >= 2 && s[0] == 'P') {
@@ -386,6 +393,60 @@ struct row {
     size_t ts_len;
 };
 
+/* Length of "<date> hh:mm:ss" when s is that followed by '.' and digits only
+ * (nvidia-smi's local time, no zone); 0 otherwise. */
+static size_t ts_second_prefix(const char *s, size_t n)
+{
+    size_t dot = n;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '.') {
+            dot = i;
+            break;
+        }
+    if (dot == n || dot + 1 == n || dot < 19 || dot >= sizeof(((struct csv_state *)0)->ts_prefix))
+        return 0;
+    for (size_t i = dot + 1; i < n; i++)
+        if ((unsigned char)(s[i] - '0') > 9)
+            return 0;
+    return dot;
+}
+
+/* After a full parse of s: remember its date and second when it has the
+ * "<prefix>.fff" form, so that the next rows parse their fraction only. */
+static void time_remember_second(struct csv_state *st, const char *s, size_t n)
+{
+    size_t k = ts_second_prefix(s, n);
+    double whole;
+    st->ts_prefix_len = 0;
+    if (!k || !sn__telem_time_parse(s, k, &whole) || !(whole >= 0))
+        return;
+    memcpy(st->ts_prefix, s, k);
+    st->ts_prefix_len = k;
+    /* sn__telem_time_parse() computes day * 86400 + (second of day + fraction)
+     * with the fraction added last; keep both parts to repeat that exactly. */
+    double sec = fmod(whole, 86400.0);
+    st->ts_day_s = whole - sec;
+    st->ts_sec_s = sec;
+}
+
+/* The time of s when it shares the remembered prefix and only its fraction
+ * differs; same arithmetic as sn__telem_time_parse(), so the same double. */
+static bool time_same_second(const struct csv_state *st, const char *s, size_t n, double *out)
+{
+    size_t k = st->ts_prefix_len;
+    if (!k || n <= k + 1 || s[k] != '.' || memcmp(s, st->ts_prefix, k) != 0)
+        return false;
+    double frac = 0, scale = 0.1;
+    for (size_t i = k + 1; i < n; i++) {
+        if ((unsigned char)(s[i] - '0') > 9)
+            return false;
+        frac += scale * (s[i] - '0');
+        scale /= 10;
+    }
+    *out = st->ts_day_s + (st->ts_sec_s + frac);
+    return true;
+}
+
 static void identity_cell(struct sn_telem_parser *p, struct csv_state *st, unsigned c,
                           const char *s, size_t n, struct row *r)
 {
@@ -414,10 +475,13 @@ static void identity_cell(struct sn_telem_parser *p, struct csv_state *st, unsig
         r->ts = s, r->ts_len = n;
         if (n == st->last_ts_len && memcmp(s, st->last_ts, n) == 0)
             r->time_s = st->last_ts_value;
+        else if (time_same_second(st, s, n, &r->time_s))
+            break;
         else if (sn__telem_time_parse(s, n, &r->time_s) && n < sizeof(st->last_ts)) {
             sn__telem_copy(st->last_ts, sizeof(st->last_ts), s, n);
             st->last_ts_len = n;
             st->last_ts_value = r->time_s;
+            time_remember_second(st, s, n);
         } else if (isnan(r->time_s))
             sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a timestamp", (int)n,
                            s);
@@ -540,6 +604,44 @@ static void emit_row(struct sn_telem_parser *p, struct csv_state *st, struct row
     }
 }
 
+/* Cuts s at commas into st->cells (the first SN_TELEM_COLUMNS_MAX) and
+ * returns the number of cells. Eight bytes at a time: a word without a comma
+ * costs a few operations instead of eight compares (the "has zero byte"
+ * test of Mycroft, on the word xor ',,,,,,,,'). */
+static unsigned split_commas(struct csv_state *st, const char *s, size_t len)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    const uint64_t commas = ones * (unsigned char)',';
+    unsigned cells = 0;
+    size_t b = 0, e = 0;
+    for (;;) {
+        while (e + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, s + e, 8);
+            w ^= commas;
+            uint64_t hit = (w - ones) & ~w & highs;
+            if (hit) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                /* the lowest flagged byte is the first comma exactly */
+                e += (size_t)__builtin_ctzll(hit) / 8;
+#endif
+                break;
+            }
+            e += 8;
+        }
+        while (e < len && s[e] != ',')
+            e++;
+        if (cells < SN_TELEM_COLUMNS_MAX) {
+            st->cells[cells].off = (uint32_t)b;
+            st->cells[cells].len = (uint32_t)(e - b);
+        }
+        cells++;
+        if (e == len)
+            return cells;
+        b = ++e;
+    }
+}
+
 static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
 {
     struct csv_state *st = p->state;
@@ -565,21 +667,7 @@ static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
     r.time_s = NAN;
     r.pid = -1;
     r.pused = NAN;
-    /* One pass over the line: cells are short, a plain loop beats memchr. */
-    unsigned cells = 0;
-    size_t b = 0;
-    for (size_t e = 0;; e++) {
-        if (e < len && s[e] != ',')
-            continue;
-        if (cells < SN_TELEM_COLUMNS_MAX) {
-            st->cells[cells].off = (uint32_t)b;
-            st->cells[cells].len = (uint32_t)(e - b);
-        }
-        cells++;
-        if (e == len)
-            break;
-        b = e + 1;
-    }
+    unsigned cells = split_commas(st, s, len);
     if (cells != st->ncols) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_COLUMNS, "row has %u cells, the header has %u", cells,
                        st->ncols);
@@ -588,7 +676,10 @@ static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
     for (unsigned c = 0; c < cells; c++) {
         const char *cell = s + st->cells[c].off;
         size_t n = st->cells[c].len;
-        sn__telem_trim(&cell, &n);
+        while (n && (*cell == ' ' || *cell == '\t'))
+            cell++, n--;
+        while (n && (cell[n - 1] == ' ' || cell[n - 1] == '\t' || cell[n - 1] == '\r'))
+            n--;
         data_cell(p, st, c, cell, n, &r);
     }
     emit_row(p, st, &r);

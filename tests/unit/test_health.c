@@ -20,6 +20,8 @@
 #include <sn/health.h>
 #include <sn/spec.h>
 
+#include "health/health_int.h"
+#include "health/ingest_int.h"
 #include "sn_test.h"
 
 /* ---- fixture ------------------------------------------------------------------ */
@@ -478,21 +480,23 @@ static void test_topology(void **state)
                      sn_model_find_server(f->model, "sn00-t02"));
 }
 
-/* all_reduce_perf -b 16G -e 16G -g 1 over 8 ranks of one host; times from
- * busbw = 2(n-1)/n x size/time: 470.00 GB/s at 63968 us, 380.00 at 79118 us. */
-static void nccl_16g(struct fx *f, const char *host, const char *time_us, const char *algbw,
-                     const char *busbw)
+/* all_reduce_perf -b 16G -e 16G -g 1 over 8 ranks on each of n hosts; times
+ * from busbw = 2(r-1)/r x size/time for r ranks. One host (r = 8, factor
+ * 1.75): 470.00 GB/s at 63968 us, 380.00 at 79118 us. Four hosts (r = 32,
+ * factor 1.9375): 16 GiB / 71583 us = 240.00 GB/s algbw, 465.00 busbw. */
+static void nccl_hosts(struct fx *f, const char *const *hosts, unsigned n, const char *time_us,
+                       const char *algbw, const char *busbw)
 {
-    char buf[4096];
+    char buf[16384];
     size_t at = (size_t)snprintf(buf, sizeof(buf),
                                  "# nThread 1 nGpus 1 minBytes 17179869184 maxBytes 17179869184 "
                                  "step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
                                  "validation: 1 graph: 0\n#\n# Using devices\n");
-    for (unsigned r = 0; r < 8; r++)
+    for (unsigned r = 0; r < 8 * n; r++)
         at += (size_t)snprintf(buf + at, sizeof(buf) - at,
                                "#  Rank %2u Group  0 Pid  4010%u on %s device  %u [0x%02x] "
                                "NVIDIA H100 80GB HBM3\n",
-                               r, r, host, r, bus_of[r]);
+                               r, r, hosts[r / 8], r % 8, bus_of[r % 8]);
     snprintf(buf + at, sizeof(buf) - at,
              "#\n#                                                              out-of-place      "
              "                 in-place\n"
@@ -505,6 +509,12 @@ static void nccl_16g(struct fx *f, const char *host, const char *time_us, const 
              "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %s\n#\n",
              time_us, algbw, busbw, time_us, algbw, busbw, busbw);
     feed(f, SN_TELEM_FMT_NCCL, "all_reduce_perf.log", NULL, buf);
+}
+
+static void nccl_16g(struct fx *f, const char *host, const char *time_us, const char *algbw,
+                     const char *busbw)
+{
+    nccl_hosts(f, &host, 1, time_us, algbw, busbw);
 }
 
 static void test_busbw_declared_baseline(void **state)
@@ -934,9 +944,10 @@ static void test_accept(void **state)
     at += (size_t)snprintf(buf + at, sizeof(buf) - at, "sn01-t00,0,gemm_mixed,%.1f,TFLOP/s\n",
                            0.82 * 700.0);
     facts(f, SN_FACTS_BENCH, buf);
-    /* phase 2: 10 rounds of all_reduce over sn00 (rank 0 on sn00-t00), stable */
+    /* phase 2: 10 rounds of all_reduce over all of sn00 (4 hosts x 8 GPUs), stable */
+    static const char *const sn00[] = {"sn00-t00", "sn00-t01", "sn00-t02", "sn00-t03"};
     for (unsigned k = 0; k < 10; k++)
-        nccl_16g(f, "sn00-t00", "63968", "268.57", "470.00");
+        nccl_hosts(f, sn00, 4, "71583", "240.00", "465.00");
     facts(f, SN_FACTS_EVENTS,
           "time,kind,host,job\n"
           "2024-05-01T00:00:00Z,job_start,,j1\n"
@@ -972,6 +983,259 @@ static void test_accept(void **state)
     sn_accept_report_free(a);
 }
 
+/* Phase 2 needs rounds that span the whole supernode: rank 0 inside it is
+ * not enough. */
+static uint32_t accept_p2_failed(struct fx *f, const char *server)
+{
+    struct sn_error err = {0};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, NOW0};
+    struct sn_accept_report *a = NULL;
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(sn_health_accept(&in, r, &a, &err), SN_OK);
+    uint32_t s = sn_model_find_server(f->model, server);
+    uint32_t failed = a->nodes[s].failed & (1u << SN_ACCEPT_P2_ROUNDS);
+    if (failed)
+        assert_non_null(strstr(a->nodes[s].detail[SN_ACCEPT_P2_ROUNDS], "servers/32 GPUs"));
+    sn_accept_report_free(a);
+    return failed;
+}
+
+static void test_accept_p2_span(void **state)
+{
+    struct fx *f = *state;
+    static const char *const half[] = {"sn00-t00", "sn00-t01"};
+    static const char *const mixed[] = {"sn00-t00", "sn00-t01", "sn00-t02", "sn01-t03"};
+    static const char *const sn00[] = {"sn00-t00", "sn00-t01", "sn00-t02", "sn00-t03"};
+    fleet(f, T0, NULL);
+    /* 10 single-node rounds with rank 0 on sn00-t00: not phase 2 */
+    for (unsigned k = 0; k < 10; k++)
+        nccl_16g(f, "sn00-t00", "63968", "268.57", "470.00");
+    assert_true(accept_p2_failed(f, "sn00-t00"));
+    assert_true(accept_p2_failed(f, "sn00-t03"));
+    /* 10 rounds over half the supernode (16 ranks; busbw factor 1.875,
+     * 16 GiB / 71583 us = 240.00 GB/s algbw, 450.00 busbw): still not */
+    for (unsigned k = 0; k < 10; k++)
+        nccl_hosts(f, half, 2, "71583", "240.00", "450.00");
+    assert_true(accept_p2_failed(f, "sn00-t00"));
+    /* 32 ranks on 4 hosts, but one of them in sn01: the counts match, the
+     * hosts do not */
+    for (unsigned k = 0; k < 10; k++)
+        nccl_hosts(f, mixed, 4, "71583", "240.00", "465.00");
+    assert_true(accept_p2_failed(f, "sn00-t02"));
+    /* 9 spanning rounds: one short */
+    for (unsigned k = 0; k < 9; k++)
+        nccl_hosts(f, sn00, 4, "71583", "240.00", "465.00");
+    assert_true(accept_p2_failed(f, "sn00-t00"));
+    /* the 10th: phase 2 passes for every node of sn00, not for sn01 */
+    nccl_hosts(f, sn00, 4, "71583", "240.00", "465.00");
+    assert_false(accept_p2_failed(f, "sn00-t00"));
+    assert_false(accept_p2_failed(f, "sn00-t03"));
+    assert_true(accept_p2_failed(f, "sn01-t03"));
+}
+
+/* ---- Xid 154 asks for a reboot ------------------------------------------------------ */
+
+static void test_xid_reboot(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    /* GPU recovery action 0x0 (None): informational, quiet */
+    feed(f, SN_TELEM_FMT_KMSG, "dmesg.txt", "sn00-t02",
+         "[ 200.0] NVRM: Xid (PCI:0000:9a:00): 154, GPU recovery action changed from 0x0 "
+         "(None) to 0x0 (None)\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(r->n_findings, 0);
+    /* 0x2 (Node Reboot Required) on gpu4 (bus 0x9a) */
+    feed(f, SN_TELEM_FMT_KMSG, "dmesg.txt", "sn00-t02",
+         "[ 201.0] NVRM: Xid (PCI:0000:9a:00): 154, GPU recovery action changed from 0x0 "
+         "(None) to 0x2 (Node Reboot Required)\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_XID_REBOOT, gpu(f, "sn00-t02-gpu4")), 1);
+    assert_int_equal(r->n_findings, 1);
+    assert_int_equal(first(r, SN_DET_XID_REBOOT)->action, SN_HEALTH_ACT_REBOOT);
+    assert_int_equal(r->gpus[gpu(f, "sn00-t02-gpu4")].action, SN_HEALTH_ACT_REBOOT);
+}
+
+/* ---- near misses of the dropped-GPU and row-remap detectors ------------------------- */
+
+static void mod_na_and_gone(unsigned s, unsigned g, struct row *r)
+{
+    if (s == 2 && g == 3) /* every reading unavailable, none an error */
+        r->raw = "[N/A], [N/A], [N/A], [Not Supported], [N/A], 5, 5, 16, 16, [Not Supported], "
+                 "[N/A], [N/A], [N/A], [N/A]";
+    if (s == 6) /* a whole server out of this enumeration */
+        r->skip = true;
+}
+
+static void test_dropped_gpu_near_misses(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, mod_na_and_gone);
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    /* [N/A] and [Not Supported] are not ERR!: the GPU answers, so it is
+     * neither unreadable nor missing; a host absent altogether has no
+     * enumeration to miss a GPU from. */
+    assert_int_equal(count(r, SN_DET_GPU_UNREADABLE, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_GPU_MISSING, SN_NONE), 0);
+    /* dcgm-exporter's last Xid 74 on sn00-t02 gpu3, and a kernel Xid 74 on
+     * gpu2: NVLink errors, not off the bus */
+    feed(f, SN_TELEM_FMT_PROM, "dcgm.prom", NULL,
+         "DCGM_FI_DEV_XID_ERRORS{gpu=\"3\",UUID=\"GPU-00000000-0000-0000-0000-000000002003\","
+         "pci_bus_id=\"00000000:5D:00.0\",Hostname=\"sn00-t02\"} 74\n");
+    feed(f, SN_TELEM_FMT_KMSG, "kern.log", NULL,
+         "May  1 12:01:02 sn00-t02 kernel: [ 8123.4] NVRM: Xid (PCI:0000:3a:00): 74, pid=0, "
+         "name=, NVLink: fatal error detected on link 7\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_XID_RESET, gpu(f, "sn00-t02-gpu2")), 1);
+    /* the same exporter field at 79 fires */
+    feed(f, SN_TELEM_FMT_PROM, "dcgm.prom", NULL,
+         "DCGM_FI_DEV_XID_ERRORS{gpu=\"3\",UUID=\"GPU-00000000-0000-0000-0000-000000002003\","
+         "pci_bus_id=\"00000000:5D:00.0\",Hostname=\"sn00-t02\"} 79\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, gpu(f, "sn00-t02-gpu3")), 1);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, SN_NONE), 1);
+}
+
+static void test_remap_near_miss(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    /* rows remapped in the past (correctable 5), nothing pending or failed:
+     * the remapper did its job, quiet */
+    feed(f, SN_TELEM_FMT_SMI_CSV, "remap.csv", "sn00-t02",
+         "index, pci.bus_id, remapped_rows.correctable, remapped_rows.uncorrectable, "
+         "remapped_rows.pending, remapped_rows.failure\n"
+         "5, 00000000:AB:00.0, 5, 0, No, No\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_REMAP_PENDING, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_REMAP_FAILED, SN_NONE), 0);
+    assert_int_equal(r->n_findings, 0);
+    /* Xid 62 (micro-controller halt) is not a remap event; Xid 63 and 64 are */
+    feed(f, SN_TELEM_FMT_KMSG, "dmesg.txt", "sn00-t02",
+         "[ 300.0] NVRM: Xid (PCI:0000:ab:00): 62, pid='<unknown>', name=<unknown>, 0000\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_REMAP_PENDING, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_REMAP_FAILED, SN_NONE), 0);
+    feed(f, SN_TELEM_FMT_KMSG, "dmesg.txt", "sn00-t02",
+         "[ 301.0] NVRM: Xid (PCI:0000:ab:00): 63, pid='<unknown>', name=<unknown>, Row "
+         "Remapper: New row marked for remapping, reset gpu to activate.\n"
+         "[ 302.0] NVRM: Xid (PCI:0000:ba:00): 64, pid='<unknown>', name=<unknown>, Row "
+         "Remapper Error: Remapping failed\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_REMAP_PENDING, gpu(f, "sn00-t02-gpu5")), 1);
+    assert_int_equal(count(r, SN_DET_REMAP_FAILED, gpu(f, "sn00-t02-gpu6")), 1);
+    assert_int_equal(r->gpus[gpu(f, "sn00-t02-gpu6")].action, SN_HEALTH_ACT_SERVICE);
+}
+
+/* ---- a GPU named only by a bus id no input ties to an index --------------------------- */
+
+static void test_unidentified_gpu(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL); /* sn00-t00's GPUs are at buses 0x18 ... 0xdb */
+    feed(f, SN_TELEM_FMT_KMSG, "kern.log", NULL,
+         "May  1 12:01:02 sn00-t00 kernel: [ 8123.4] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+         "name=, GPU has fallen off the bus.\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, SN_NONE), 1);
+    const struct sn_health_finding *x = first(r, SN_DET_GPU_OFF_BUS);
+    assert_int_equal(x->entity, SN_HEALTH_ENT_SERVER);
+    assert_int_equal(x->id, sn_model_find_server(f->model, "sn00-t00"));
+    assert_int_equal(x->gpu, SN_NONE);
+    assert_string_equal(x->evidence,
+                        "GPU not identified (bus 0000:3b:00.0 tied to no index by any input): "
+                        "kern.log:1: Xid 79 (GPU has fallen off the bus), 1 time");
+    /* A bus id the CSV tied to index 2 lands on that GPU, without the note. */
+    feed(f, SN_TELEM_FMT_KMSG, "kern.log", NULL,
+         "May  1 12:01:03 sn00-t01 kernel: [ 8124.4] NVRM: Xid (PCI:0000:3a:00): 79, pid=0, "
+         "name=, GPU has fallen off the bus.\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, gpu(f, "sn00-t01-gpu2")), 1);
+    for (uint32_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].gpu != SN_NONE)
+            assert_null(strstr(r->findings[i].evidence, "not identified"));
+}
+
+/* ---- facility readings outside the model ------------------------------------------- */
+
+static void test_facility_not_in_model(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_FACILITY_CSV, "site.csv", NULL,
+         "time,kind,name,part,metric,value,unit\n"
+         "2024-05-01T12:00:00Z,loop,cdu-7,branch-1,flow,3.0,L/min\n"
+         "2024-05-01T12:00:00Z,loop,cdu-7,branch-2,flow,30.0,L/min\n"
+         "2024-05-01T12:00:00Z,loop,cdu-7,branch-3,flow,30.0,L/min\n"
+         "2024-05-01T12:00:00Z,feed,pdu-r12-a,L1,current,100,A\n"
+         "2024-05-01T12:00:00Z,feed,pdu-r12-a,L2,current,40,A\n"
+         "2024-05-01T12:00:00Z,loop,sn00-loopL1,branch-1,flow,22.5,L/min\n"
+         "2024-05-01T12:05:00Z,feed,pdu-r12-a,L1,current,101,A\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    /* cdu-7 branch-1 is 90% below its peers and pdu-r12-a is unbalanced, but
+     * neither is in the model: not judged, reported */
+    assert_int_equal(r->n_findings, 0);
+    assert_int_equal(r->n_skips, 2);
+    assert_int_equal(r->skips[0].entity, SN_HEALTH_ENT_LOOP);
+    assert_string_equal(r->skips[0].name, "cdu-7");
+    assert_string_equal(r->skips[0].where, "site.csv:2");
+    assert_non_null(strstr(r->skips[0].detail, "cooling loop 'cdu-7' is not in the model"));
+    assert_int_equal(r->skips[1].entity, SN_HEALTH_ENT_FEED);
+    assert_string_equal(r->skips[1].name, "pdu-r12-a");
+    assert_string_equal(r->skips[1].where, "site.csv:8"); /* its latest L1 reading */
+}
+
+static void test_name_index(void **state)
+{
+    struct fx *f = *state;
+    struct sn__name_index loops = {0}, feeds = {0};
+    char name[96];
+    assert_true(sn__name_index_build(&loops, f->model, false));
+    assert_true(sn__name_index_build(&feeds, f->model, true));
+    assert_int_equal(loops.n, f->model->n_cooling_loops);
+    assert_int_equal(feeds.n, f->model->n_power_domains);
+    for (uint32_t i = 0; i < f->model->n_cooling_loops; i++)
+        assert_int_equal(sn__name_index_find(
+                             &loops, sn_model_cooling_loop_name(f->model, i, name, sizeof(name))),
+                         i);
+    for (uint32_t i = 0; i < f->model->n_power_domains; i++)
+        assert_int_equal(sn__name_index_find(
+                             &feeds, sn_model_power_domain_name(f->model, i, name, sizeof(name))),
+                         i);
+    assert_int_equal(sn__name_index_find(&loops, "sn00-loopL9"), SN_NONE);
+    assert_int_equal(sn__name_index_find(&feeds, "sn00-loopL1"), SN_NONE);
+    assert_int_equal(sn__name_index_find(&feeds, "sn01-pdB"), 3);
+    sn__name_index_release(&loops);
+    sn__name_index_release(&feeds);
+}
+
+/* The CSV reader parses only the fraction when a row's timestamp shares the
+ * previous one's second: the result must be the very double a full parse
+ * gives, across seconds, days and a time with a zone (never cached). */
+static void test_csv_time_fast_path(void **state)
+{
+    struct fx *f = *state;
+    static const char *const ts[] = {"2024/05/01 12:00:00.100", "2024/05/01 12:00:00.250",
+                                     "2024/05/01 12:00:00.9",   "2024/05/01 12:00:01.003",
+                                     "2024/05/02 00:00:00.5",   "2024-05-02T00:00:00.75Z",
+                                     "2024/05/02 00:00:00.125"};
+    char buf[1024];
+    size_t at = (size_t)snprintf(buf, sizeof(buf), "timestamp, index, temperature.gpu\n");
+    for (unsigned k = 0; k < sizeof(ts) / sizeof(ts[0]); k++) /* one parser: rows share state */
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s, %u, 60\n", ts[k], k);
+    feed(f, SN_TELEM_FMT_SMI_CSV, "t.csv", "sn00-t00", buf);
+    for (unsigned k = 0; k < sizeof(ts) / sizeof(ts[0]); k++) {
+        uint32_t id;
+        struct sn_telem_gpu_ref ref = {"sn00-t00", (int)k, NULL, SN_TELEM_BUS_NONE};
+        assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+        double want;
+        assert_true(sn__telem_time_parse(ts[k], strlen(ts[k]), &want));
+        assert_true(sn_telem_store_gpu(f->store, id)->m[SN_METRIC_TEMP_GPU].time_s == want);
+    }
+    /* 2024-05-01T12:00:00.25Z = 1714564800.25 (date -d) */
+    assert_true(sn_telem_store_gpu(f->store, 1)->m[SN_METRIC_TEMP_GPU].time_s == 1714564800.25);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -997,6 +1261,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_baseline_learn_and_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_facts_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_accept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_accept_p2_span, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_xid_reboot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_gpu_near_misses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remap_near_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unidentified_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_facility_not_in_model, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_csv_time_fast_path, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
