@@ -41,4 +41,7 @@ int cmd_tenants(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
+/* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
+int cmd_demo(int argc, char **argv);
+
 #endif

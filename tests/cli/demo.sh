@@ -1,0 +1,71 @@
+#!/bin/sh
+# End-to-end test of sn demo (docs/cmd-demo.md): a bounded run of the live
+# system (snd, 16 simulated agents, 120 jobs of ITP cluster04, a slow GPU,
+# a power-domain failure and its repair) with --json. Asserts from the
+# summary that jobs were submitted and finished, that the power-domain
+# failure interrupted running jobs and requeued them (the demo compares
+# each job's requeues before and after, and snd's
+# sn_scheduler_interruptions_total rose), that the domain was repaired, and
+# that no process the demo started outlives it. Whether the slow GPU was
+# cordoned is reported, not asserted (automatic cordon is snd's health
+# wiring). Bad flags exit 2 before anything starts.
+# Skips (exit 0) when the ITP trace is absent (../shared/traces).
+set -u
+SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+TRACE=../shared/traces/microsoft-itp/cluster04.csv
+if [ ! -r "$TRACE" ]; then
+    echo "demo: skipped (no $TRACE)"
+    exit 0
+fi
+D=$(mktemp -d "${TMPDIR:-/tmp}/sn-demo-test-XXXXXX")
+trap 'rm -rf "$D"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# Bad input: exit 2, nothing started.
+"$SN" demo --duration soon >/dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "--duration soon: exit $rc, want 2"
+mkdir "$D/full" && touch "$D/full/x"
+out=$("$SN" demo --state "$D/full" --duration 5 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "--state of a non-empty directory: exit $rc, want 2"
+echo "$out" | grep -q "must be new or empty" || fail "no 'must be new or empty' in: $out"
+
+"$SN" demo --duration 25 --json --port 0 --jobs 120 --speed 20000 --trace "itp:$TRACE" \
+    --state "$D/run" >"$D/summary.json" 2>"$D/status.txt"
+rc=$?
+cat "$D/status.txt"
+[ "$rc" = 0 ] || fail "sn demo exited $rc, want 0"
+
+# field KEY: the value of the first line "KEY": VALUE of the summary.
+field() { sed -n "s/^ *\"$1\": \\([^,]*\\),*\$/\\1/p" "$D/summary.json" | head -n 1; }
+num() { v=$(field "$1"); case $v in '' | *[!0-9.]*) echo -1 ;; *) echo "${v%%.*}" ;; esac; }
+submitted=$(num jobs_submitted) finished=$(num jobs_finished)
+interrupted=$(num interrupted_jobs) requeued=$(num jobs_requeued)
+before=$(num interruptions_metric_before) after=$(num interruptions_metric_after)
+[ "$submitted" -gt 0 ] || fail "jobs_submitted $submitted, want > 0"
+[ "$finished" -gt 0 ] || fail "jobs_finished $finished, want > 0"
+[ "$interrupted" -gt 0 ] || fail "interrupted_jobs $interrupted, want > 0"
+[ "$requeued" -ge "$interrupted" ] || fail "jobs_requeued $requeued < interrupted $interrupted"
+[ "$after" -ge $((before + interrupted)) ] ||
+    fail "sn_scheduler_interruptions_total $before -> $after, want +$interrupted or more"
+grep -q '^    "failed": true,$' "$D/summary.json" || fail "the power domain was not failed"
+grep -q '^    "repaired": true,$' "$D/summary.json" || fail "the power domain was not repaired"
+grep -q "FAULT power domain .* failed: " "$D/status.txt" || fail "no FAULT line in the status"
+grep -q "REPAIR power domain" "$D/status.txt" || fail "no REPAIR line in the status"
+grep -q "jobs .* submitted: .* running" "$D/status.txt" || fail "no status line"
+
+# Every process the demo started (snd, agents, their jobs) is gone.
+for c in /proc/[0-9]*/cmdline; do
+    if tr '\0' ' ' <"$c" 2>/dev/null | grep -q "$D/run"; then
+        fail "still running: $(tr '\0' ' ' <"$c")"
+    fi
+done
+
+if [ "$(field cordoned)" = true ]; then
+    echo "demo: the slow GPU was cordoned"
+else
+    echo "demo: note: the slow GPU was not cordoned (no automatic cordon in this snd yet)"
+fi
+echo "demo: submitted $submitted, finished $finished, interrupted and requeued $interrupted"
+[ "$fails" = 0 ] || { cat "$D/summary.json"; exit 1; }
+echo "demo: ok"
