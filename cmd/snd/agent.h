@@ -16,13 +16,19 @@
 #include "http.h"
 
 /* agent_routes.c */
-enum MHD_Result snd_agent_heartbeat(struct snd *d, struct snd_req *r);
+/* The agent's part of POST /v1/nodes/{node}/heartbeat: decodes the body
+ * (every field optional: boot, backend, interval_ms, running_jobs, seq) and
+ * records it for server s. *applied_seq: the highest telemetry batch
+ * applied for the body's boot (0: none). On a bad body answers r (*ret)
+ * and returns false. */
+bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *applied_seq,
+                    enum MHD_Result *ret);
+/* Counts an agent's exit report (sn_job_exits_total). */
+void snd_agent_count_exit(void);
 enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r);
-enum MHD_Result snd_agent_assignments(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r);
-enum MHD_Result snd_agent_job_exit(struct snd *d, struct snd_req *r);
 
 /* The latest-value telemetry store, keyed like the model (store GPU id ==
  * model GPU id); created on first use; NULL when out of memory. */

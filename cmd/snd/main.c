@@ -81,7 +81,8 @@ int snd_random_hex(char *out, size_t bytes)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]\n"
-                 "           [--set KEY=VALUE]... [--ready-fd N]\n\n"
+                 "           [--set KEY=VALUE]... [--ready-fd N]\n"
+                 "       snd --routes    (the route table: METHOD PATTERN lines)\n\n"
                  "The Supernode control-plane daemon.\n\n"
                  "configuration keys (--config FILE lines 'key = value', or --set):\n");
     for (size_t i = 0; i < N_KEYS; i++)
@@ -143,6 +144,20 @@ static int load_config(struct snd_config *cfg, const char *path, struct sn_error
     return rc;
 }
 
+/* --routes: the route table, one "METHOD PATTERN" line per row ({} is one
+ * path segment); exit 3 when a method and pattern repeat (a bug). */
+static int print_routes(void)
+{
+    for (size_t i = 0; i < snd_n_routes; i++)
+        printf("%s %s\n", snd_routes[i].method, snd_routes[i].pattern);
+    size_t dup = snd_routes_duplicate(snd_routes, snd_n_routes);
+    if (dup == snd_n_routes)
+        return 0;
+    fprintf(stderr, "snd: route %s %s is in the table twice\n", snd_routes[dup].method,
+            snd_routes[dup].pattern);
+    return 3;
+}
+
 /* Parses the command line; returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, struct args *a, struct snd_config *cfg)
 {
@@ -164,6 +179,8 @@ static int parse_args(int argc, char **argv, struct args *a, struct snd_config *
             usage_markdown();
             return 0;
         }
+        if (strcmp(o, "--routes") == 0)
+            return print_routes();
         if (i + 1 >= argc) {
             fprintf(stderr, "snd: option '%s' needs a value or is unknown\n", o);
             return 2;
@@ -348,6 +365,12 @@ int main(int argc, char **argv)
 {
     struct args a = {.ready_fd = -1};
     static struct snd d;
+    size_t dup = snd_routes_duplicate(snd_routes, snd_n_routes);
+    if (dup != snd_n_routes) {
+        fprintf(stderr, "snd: route %s %s is in the table twice\n", snd_routes[dup].method,
+                snd_routes[dup].pattern);
+        return 3;
+    }
     int rc = parse_args(argc, argv, &a, &d.cfg);
     if (rc >= 0)
         return rc;

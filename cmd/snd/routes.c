@@ -1020,7 +1020,7 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/nodes", SN_SCOPE_CLUSTER_READ, get_nodes, "servers with admin state, paged"},
     {"GET", "/v1/nodes/{}", SN_SCOPE_CLUSTER_READ, get_node, "one server"},
     {"POST", "/v1/nodes/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_post_heartbeat,
-     "agents: heartbeat; answers the jobs to run on the node"},
+     "agents: heartbeat (marks the node alive); answers the ranks to run there"},
     {"POST", "/v1/nodes/{}/{}", SN_SCOPE_NODES_WRITE, post_node_action,
      "cordon, drain, fail or resume a server"},
     {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus, "GPUs with admin state, paged"},
@@ -1029,11 +1029,7 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/audit", SN_SCOPE_ADMIN, get_audit, "the audit log, paged by sequence"},
     {"POST", "/v1/tokens", SN_SCOPE_ADMIN, post_token, "issue a tenant or agent token"},
     {"POST", "/v1/tokens/{}/revoke", SN_SCOPE_ADMIN, revoke_token, "revoke a token by id"},
-    /* Node agents (agent_routes.c, docs/agent.md). */
-    {"POST", "/v1/agents/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_agent_heartbeat,
-     "an agent's heartbeat"},
-    {"GET", "/v1/agents/{}/assignments", SN_SCOPE_TELEMETRY_WRITE, snd_agent_assignments,
-     "running jobs an agent must run, with their rank layout"},
+    /* Node agents (agent_routes.c, docs/agent.md); their heartbeat and exit routes are above. */
     {"GET", "/v1/agents", SN_SCOPE_CLUSTER_READ, snd_agent_list, "agents seen, paged"},
     {"GET", "/v1/agents/{}", SN_SCOPE_CLUSTER_READ, snd_agent_get,
      "one agent: heartbeat and telemetry sequence state"},
@@ -1041,8 +1037,6 @@ const struct snd_route snd_routes[] = {
      "a telemetry batch (dcgm-exporter, nvidia-smi-csv or facility-csv text)"},
     {"GET", "/v1/telemetry/gpus/{}", SN_SCOPE_CLUSTER_READ, snd_agent_gpu_telemetry,
      "a GPU's latest telemetry and findings"},
-    {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_agent_job_exit,
-     "an agent reports a rank's exit (recorded as a job event)"},
     /* The dashboard (dashboard.c, docs/dashboard.md). */
     {"GET", "/", NO_AUTH, snd_dashboard_index, "the dashboard page"},
     {"GET", "/dashboard/{}", NO_AUTH, snd_dashboard_asset, "the dashboard's script and style"},

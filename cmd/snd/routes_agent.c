@@ -1,11 +1,14 @@
 /*
  * The routes node agents call (docs/api.md, "Agents"):
  *
- *   POST /v1/nodes/{node}/heartbeat   body {} (or none)
- *     Records that the node's agent is alive (a node silent for
+ *   POST /v1/nodes/{node}/heartbeat   body {} (or none), or the agent's
+ *     {"boot", "backend", "interval_ms", "running_jobs", "seq"} (each optional)
+ *     The one heartbeat of the agents. Records that the node's agent is
+ *     alive (agent_routes.c keeps what the body says; a node silent for
  *     heartbeat_timeout_s is marked down and its jobs requeued; one marked
  *     down that way comes back with its next heartbeat) and answers the
- *     jobs the node must run now: for each, its ranks on this node with
+ *     jobs the node must run now: for each, its run (requeues so far: a
+ *     requeued job placed again is a new run), its ranks on this node with
  *     their GPUs, the world size and rank 0's node (the master address).
  *     A job missing from the answer must not run there (cancelled,
  *     finished, requeued): the agent kills what it still runs of it.
@@ -20,6 +23,7 @@
  * node: another node's heartbeat, or the exit of a rank placed elsewhere,
  * is refused with 403 and audited. Admin tokens may call both.
  */
+#include "agent.h"
 #include "http.h"
 
 #include <stdio.h>
@@ -54,9 +58,9 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
                                         (json_int_t)sn_model_gpu_index_in_server(m, j->alloc[r]),
                                         "exited", done));
     }
-    json_t *o =
-        json_pack("{s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "tenant", j->tenant,
-                  "world_size", (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
+    json_t *o = json_pack("{s:I,s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "run",
+                          (json_int_t)j->requeues, "tenant", j->tenant, "world_size",
+                          (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
     const char *keys[] = {"name", "command", "data_path", "checkpoint_path", "time_limit_s"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j->spec, keys[i]);
@@ -75,14 +79,10 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
     if (!speaks_for(r, d, s))
         return snd_refuse(d, r, 403, "forbidden", NULL, "heartbeat for another node",
                           "an agent token speaks only for its own node");
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    char unused = 0;
-    if (sn_api_decode(NULL, 0, r->len ? r->body : "{}", r->len ? r->len : 2,
-                      (size_t)d->cfg.body_max_bytes, &unused, &present, field, &err) != SN_OK)
-        return snd_error(d, r, 400, field[0] ? "invalid_field" : "invalid_body", field, "%s",
-                         err.message);
+    int64_t applied_seq = 0;
+    enum MHD_Result ret;
+    if (!snd_agent_beat(d, r, s, &applied_seq, &ret))
+        return ret;
     snd_sched_heartbeat(d, s);
     json_t *jobs = json_array();
     int64_t last = 0;
@@ -103,11 +103,12 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
         last = id;
     }
     const struct snd_admin *a = &d->nodes[s];
-    return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:s,s:s?,s:I,s:o}", "node", r->params[0], "state",
-                               snd_admin_state_name((enum snd_admin_state)a->state), "reason",
-                               a->reason, "heartbeat_timeout_s",
-                               (json_int_t)d->cfg.heartbeat_timeout_s, "jobs", jobs));
+    return snd_reply(
+        d, r, 200,
+        json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:o}", "node", r->params[0], "state",
+                  snd_admin_state_name((enum snd_admin_state)a->state), "reason", a->reason,
+                  "heartbeat_timeout_s", (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
+                  (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq, "jobs", jobs));
 }
 
 struct exit_body {
@@ -191,6 +192,7 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
                           "an agent token reports only ranks placed on its own node");
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
         return snd_reply(d, r, 200, snd_job_json(d, j)); /* a repeat */
+    snd_agent_count_exit();
     if (b.status != 0) {
         char detail[120];
         snprintf(detail, sizeof(detail), "rank %u exited with status %lld", rank,
