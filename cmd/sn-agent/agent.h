@@ -96,6 +96,11 @@ SN_MUST_CHECK enum sn_err backend_open(struct backend *b, struct sn_error *err);
 SN_MUST_CHECK enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
                                          struct sn_error *err);
 void backend_close(struct backend *b);
+/* Runs the health benchmarks the server asked for: sn-bench v1 CSV
+ * (host,gpu,test,value,unit) in *out (malloc'd). Only sim answers;
+ * SN_ERR_USAGE for the others. */
+SN_MUST_CHECK enum sn_err backend_bench(struct backend *b, char **out, size_t *len,
+                                        struct sn_error *err);
 
 /* ---- jobs.c: job processes ----------------------------------------------- */
 

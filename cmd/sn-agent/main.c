@@ -45,7 +45,7 @@ struct agent {
     int64_t seq, acked_seq;
     uint32_t failures; /* consecutive failed sends */
     int64_t retry_at_ms;
-    uint64_t sent, rejected, sample_errors;
+    uint64_t sent, rejected, sample_errors, bench_errors, benchmarks;
     bool connected;
 };
 
@@ -225,6 +225,26 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
     }
 }
 
+/* Runs the benchmarks the heartbeat's answer asked for and posts them. */
+static void benchmarks(struct agent *a)
+{
+    char *csv = NULL, path[128];
+    size_t len = 0;
+    struct sn_error err = {0};
+    if (backend_bench(&a->be, &csv, &len, &err) != SN_OK) {
+        if (a->bench_errors++ % 60 == 0)
+            fprintf(stderr, "sn-agent: benchmarks: %s\n", err.message);
+        return;
+    }
+    snprintf(path, sizeof(path), "/v1/nodes/%s/benchmarks", a->node);
+    int st = call(a, "POST", path, csv, len, "text/csv", NULL);
+    if (st != 200)
+        fprintf(stderr, "sn-agent: benchmark results refused with %d\n", st);
+    else
+        a->benchmarks++;
+    free(csv);
+}
+
 /* The one heartbeat: tells the server the node is alive (its heartbeat-loss
  * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
@@ -253,7 +273,10 @@ static void heartbeat(struct agent *a)
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }
+    bool bench = st == 200 && json_is_true(json_object_get(j, "benchmark"));
     json_decref(j);
+    if (bench)
+        benchmarks(a);
 }
 
 static void on_exit_report(void *ctx, const struct job_proc *p, int status)
@@ -284,10 +307,11 @@ static void write_status(struct agent *a)
     fprintf(f,
             "{\"node\":\"%s\",\"boot\":\"%s\",\"seq\":%lld,\"acked_seq\":%lld,\"buffered\":%u,"
             "\"dropped\":%llu,\"rejected\":%llu,\"sent\":%llu,\"failures\":%u,"
-            "\"connected\":%s,\"running_jobs\":%u}\n",
+            "\"connected\":%s,\"running_jobs\":%u,\"benchmarks\":%llu}\n",
             a->node, a->boot, (long long)a->seq, (long long)a->acked_seq, a->out.count,
             (unsigned long long)a->out.dropped, (unsigned long long)a->rejected,
-            (unsigned long long)a->sent, a->failures, a->connected ? "true" : "false", a->jobs.n);
+            (unsigned long long)a->sent, a->failures, a->connected ? "true" : "false", a->jobs.n,
+            (unsigned long long)a->benchmarks);
     if (fclose(f) == 0)
         rename(tmp, a->status_path);
 }

@@ -76,6 +76,8 @@ static bool agents_init(struct snd *d)
         if (sn_telem_store_add_gpu(ag.telem, &ref, &id, &err) != SN_OK || id != g)
             goto fail;
     }
+    if (snd_health_attach(d, ag.telem, &err) != SN_OK)
+        goto fail;
     ag.window_start_ms = snd_now_ms();
     return true;
 fail:
@@ -387,7 +389,7 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
                                    "applied_seq", (json_int_t)n->last_seq));
     }
-    struct ingest in = {.store = sn_telem_store_sink(ag.telem), .host = node};
+    struct ingest in = {.store = snd_health_sink(), .host = node};
     struct sn_telem_sink sink = {.ctx = &in,
                                  .samples = on_samples,
                                  .attr = on_attr,
@@ -492,6 +494,7 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
                   "agent", agent_state(&ag.nodes[s], snd_now_s()));
     json_object_set_new(o, "metrics", readings_json(g));
     json_object_set_new(o, "findings", findings_json(d, gpu, g));
+    json_object_set_new(o, "health", snd_health_gpu_json(d, gpu));
     return snd_reply(d, r, 200, o);
 }
 
@@ -549,17 +552,11 @@ int snd_agent_gpu_health(struct snd *d, uint32_t gpu)
     bool seen = false;
     for (int k = 0; k < SN_METRIC_COUNT && !seen; k++)
         seen = g->m[k].status != SN_TELEM_ABSENT;
-    int level = d->gpus[gpu].state != SND_ADMIN_UP ? 1 : 0;
-    if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
-        return 2;
-    unsigned long kept = g->xid_total < SN_TELEM_XID_KEEP ? g->xid_total : SN_TELEM_XID_KEEP;
-    for (unsigned long i = 0; g->xids && i < kept; i++)
-        if (g->xids[(g->xid_total - kept + i) % SN_TELEM_XID_KEEP].fatal > 0)
-            return 2;
-    for (unsigned i = 0; g->diag && i < g->n_diag; i++)
-        if (g->diag[i].result == SN_DIAG_FAIL)
-            return 2;
-    if (g->xid_total)
-        level = 1;
-    return seen || level ? level : -1;
+    double score = snd_health_gpu_score(gpu);
+    if (score < 0 || (!seen && score >= 100))
+        return -1;
+    /* Critical below the cordon threshold, warning below 90 (the engine's
+     * first exclusion threshold, docs/health.md). */
+    double crit = d->cfg.health_cordon_below > 0 ? (double)d->cfg.health_cordon_below : 60;
+    return score < crit ? 2 : score < 90 ? 1 : 0;
 }

@@ -84,6 +84,7 @@ enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
 
 /* routes_agent.c: the routes node agents call. */
 enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_benchmarks(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */

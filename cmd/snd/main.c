@@ -27,6 +27,7 @@
 
 #include <sn/conf.h>
 
+#include "agent.h"
 #include "http.h"
 
 #define C(f) offsetof(struct snd_config, f)
@@ -60,6 +61,13 @@ static const struct sn_conf_key config_keys[] = {
     {"sched_event_delay_ms", SN_CONF_INT, "5", 0, 60000, C(sched_event_delay_ms),
      "after an event (submit, cancel, exit, node change) a pass runs within this delay; "
      "events in between share it"},
+    {"health_interval_ms", SN_CONF_INT, "10000", 100, 3600000, C(health_interval_ms),
+     "the health engine analyses the agents' telemetry and benchmarks this often"},
+    {"health_cordon_below", SN_CONF_INT, "60", 0, 100, C(health_cordon_below),
+     "a GPU whose health score falls below this is cordoned by snd:health (0: never)"},
+    {"health_bench_interval_s", SN_CONF_INT, "3600", 0, 31622400, C(health_bench_interval_s),
+     "a node's agent is asked (heartbeat answer) to run the health benchmarks this often (0: "
+     "never)"},
     {"heartbeat_timeout_s", SN_CONF_INT, "30", 1, 86400, C(heartbeat_timeout_s),
      "a node whose agent has sent heartbeats and then stays silent this long is marked down "
      "and its jobs requeued"},
@@ -331,6 +339,8 @@ static int serve(struct snd *d, const sigset_t *set)
 {
     for (;;) {
         int64_t wait_ms = snd_sched_tick(d);
+        int64_t health_ms = snd_health_tick(d);
+        wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
         snd_http_run(wait_ms > 100 ? 100 : wait_ms);
         struct timespec zero = {0, 0};
         int sig = sigtimedwait(set, NULL, &zero);

@@ -810,9 +810,31 @@ static enum MHD_Result get_gpus(struct snd *d, struct snd_req *r)
         json_t *o =
             admin_json(&d->gpus[g], sn_model_gpu_name(d->model, (uint32_t)g, name, sizeof(name)));
         json_object_set_new(o, "id", json_integer(g));
+        double score = snd_health_gpu_score((uint32_t)g);
+        json_object_set_new(o, "health_score", score >= 0 ? json_real(score) : json_null());
         json_array_append_new(items, o);
     }
     return snd_reply(d, r, 200, page(items, next));
+}
+
+/* One GPU: admin state, node, and the health engine's score and findings. */
+static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
+{
+    uint32_t g = sn_model_find_gpu(d->model, r->params[0]);
+    if (g == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
+    json_t *o = admin_json(&d->gpus[g], r->params[0]);
+    char node[64];
+    sn_model_server_name(d->model, d->model->gpu_server[g], node, sizeof(node));
+    json_object_set_new(o, "id", json_integer(g));
+    json_object_set_new(o, "node", json_string(node));
+    json_object_set_new(o, "allocated", json_boolean(snd_sched_busy(d, g, 1)));
+    json_t *h = snd_health_gpu_json(d, g);
+    json_object_set(o, "health_score", json_object_get(h, "score"));
+    json_object_set(o, "health_action", json_object_get(h, "action"));
+    json_object_set(o, "findings", json_object_get(h, "findings"));
+    json_decref(h);
+    return snd_reply(d, r, 200, o);
 }
 
 struct action_body {
@@ -1021,9 +1043,14 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/nodes/{}", SN_SCOPE_CLUSTER_READ, get_node, "one server"},
     {"POST", "/v1/nodes/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_post_heartbeat,
      "agents: heartbeat (marks the node alive); answers the ranks to run there"},
+    {"POST", "/v1/nodes/{}/benchmarks", SN_SCOPE_TELEMETRY_WRITE, snd_post_benchmarks,
+     "agents: the node's health benchmark results (sn-bench CSV)"},
     {"POST", "/v1/nodes/{}/{}", SN_SCOPE_NODES_WRITE, post_node_action,
      "cordon, drain, fail or resume a server"},
-    {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus, "GPUs with admin state, paged"},
+    {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus,
+     "GPUs with admin state and health score, paged"},
+    {"GET", "/v1/gpus/{}", SN_SCOPE_CLUSTER_READ, get_gpu,
+     "one GPU: admin state, health score and findings"},
     {"POST", "/v1/gpus/{}/{}", SN_SCOPE_NODES_WRITE, post_gpu_action,
      "cordon, drain, fail or resume a GPU"},
     {"GET", "/v1/audit", SN_SCOPE_ADMIN, get_audit, "the audit log, paged by sequence"},

@@ -103,12 +103,40 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
         last = id;
     }
     const struct snd_admin *a = &d->nodes[s];
+    int64_t every = d->cfg.health_bench_interval_s, age = snd_health_bench_age_s(d, s);
+    int bench = every > 0 && (age < 0 || age >= every);
+    return snd_reply(d, r, 200,
+                     json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:b,s:o}", "node", r->params[0], "state",
+                               snd_admin_state_name((enum snd_admin_state)a->state), "reason",
+                               a->reason, "heartbeat_timeout_s",
+                               (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
+                               (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq,
+                               "benchmark", bench, "jobs", jobs));
+}
+
+/* POST /v1/nodes/{node}/benchmarks: the node's health benchmark results,
+ * sn-bench v1 CSV (host,gpu,test,value,unit; rows for this node only). They
+ * replace the node's previous results and feed the next health pass. */
+enum MHD_Result snd_post_benchmarks(struct snd *d, struct snd_req *r)
+{
+    uint32_t s = sn_model_find_server(d->model, r->params[0]);
+    if (s == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no node '%s'", r->params[0]);
+    if (!speaks_for(r, d, s))
+        return snd_refuse(d, r, 403, "forbidden", NULL, "benchmarks for another node",
+                          "an agent token speaks only for its own node");
+    if (!snd_agent_telemetry_store(d))
+        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+    struct sn_error err = {0};
+    enum sn_err rc = snd_health_bench(d, s, r->len ? r->body : "", r->len, &err);
+    if (rc == SN_ERR_LIMIT)
+        return snd_error(d, r, 413, "body_too_large", NULL, "%s", err.message);
+    if (rc == SN_ERR_NOMEM || rc == SN_ERR_INTERNAL)
+        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    if (rc != SN_OK)
+        return snd_error(d, r, 400, "invalid_body", NULL, "%s", err.message);
     return snd_reply(
-        d, r, 200,
-        json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:o}", "node", r->params[0], "state",
-                  snd_admin_state_name((enum snd_admin_state)a->state), "reason", a->reason,
-                  "heartbeat_timeout_s", (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
-                  (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq, "jobs", jobs));
+        d, r, 200, json_pack("{s:s,s:I}", "node", r->params[0], "time_s", (json_int_t)snd_now_s()));
 }
 
 struct exit_body {

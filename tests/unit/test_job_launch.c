@@ -38,8 +38,9 @@ static const char *built(const char *name)
     return path;
 }
 
-/* Starts an agent for node unless one runs there already. */
-static void agent_on(struct daemon *d, struct agents *a, const char *node)
+/* Starts an agent for node unless one runs there already; fault: a
+ * --fault argument or NULL. */
+static void agent_fault(struct daemon *d, struct agents *a, const char *node, const char *fault)
 {
     for (int i = 0; i < a->n; i++)
         if (strcmp(a->node[i], node) == 0)
@@ -63,12 +64,18 @@ static void agent_on(struct daemon *d, struct agents *a, const char *node)
         dup2(fd, 2);
         execl(built("sn-agent"), "sn-agent", "--server", server, "--token", path, "--node", node,
               "--backend", "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work,
-              "--seed", "3", "--backoff-max", "0.3", (char *)NULL);
+              "--seed", "3", "--backoff-max", "0.3", fault ? "--fault" : (char *)NULL, fault,
+              (char *)NULL);
         _exit(127);
     }
     track(pid, true);
     snprintf(a->node[a->n], sizeof(a->node[0]), "%s", node);
     a->pid[a->n++] = pid;
+}
+
+static void agent_on(struct daemon *d, struct agents *a, const char *node)
+{
+    agent_fault(d, a, node, NULL);
 }
 
 static void agents_stop(struct agents *a)
@@ -296,11 +303,141 @@ static void cancel_and_requeue_kill(void **state)
     assert_int_equal(system(rm), 0);
 }
 
+/* Stops the agents (SIGTERM: they kill their jobs' process groups) and
+ * the daemon a failed test left running. */
+static int reap_all(void **state)
+{
+    for (int i = 0; i < 8; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGTERM);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+    return reap_daemons(state);
+}
+
+static json_t *get(struct daemon *d, const char *path)
+{
+    json_t *j = NULL;
+    int st = call(d, "GET", path, d->admin, NULL, NULL, &j);
+    if (st != 200)
+        fail_msg("GET %s: %d", path, st);
+    return j;
+}
+
+/* Polls GET /v1/gpus/NAME until its state is want (up to 20 s). */
+static json_t *wait_gpu(struct daemon *d, const char *name, const char *want)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/gpus/%s", name);
+    for (int i = 0; i < 1000; i++) {
+        json_t *j = get(d, path);
+        const char *st = json_string_value(json_object_get(j, "state"));
+        if (st && strcmp(st, want) == 0)
+            return j;
+        json_decref(j);
+        poll(NULL, 0, 20);
+    }
+    fail_msg("gpu %s never became %s", name, want);
+    return NULL;
+}
+
+static bool has_finding(json_t *gpu, const char *detector)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(gpu, "findings"), i, f)
+    {
+        const char *det = json_string_value(json_object_get(f, "detector"));
+        if (det && strcmp(det, detector) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Health in the daemon: a sim agent with a slow GPU answers the benchmarks
+ * the heartbeat asks for; the engine finds slow-gpu and clock-event and
+ * snd:health cordons the GPU. A dropped GPU is marked down and the job
+ * that ran on it is requeued (run 1) and placed again without it. */
+static void health_cordon_and_requeue(void **state)
+{
+    (void)state;
+    struct daemon d;
+    struct agents a = {0};
+    make_dir(&d);
+    const char *const sets[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
+                                "health_interval_ms=200", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    long long id = submit(&d, 8, "sleep 300");
+    json_t *j = wait_state(&d, id, "running");
+    char node[16], other[16], name[48];
+    snprintf(node, sizeof(node), "%s",
+             json_string_value(json_array_get(json_object_get(j, "nodes"), 0)));
+    json_decref(j);
+    snprintf(other, sizeof(other), "%s", strcmp(node, "sn00-t07") ? "sn00-t07" : "sn00-t06");
+    agent_fault(&d, &a, other, "slow-gpu=3");
+    /* Slow GPU: score 100 - 40 (slow-gpu) - 15 (clock-event) = 45, the
+     * weights of the detector table (include/sn/health.h), below the
+     * default health_cordon_below of 60. */
+    snprintf(name, sizeof(name), "%s-gpu3", other);
+    j = wait_gpu(&d, name, "cordoned");
+    assert_string_equal(json_string_value(json_object_get(j, "by")), "snd:health");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "reason")), "slow-gpu"));
+    assert_true(has_finding(j, "slow-gpu"));
+    assert_true(has_finding(j, "clock-event"));
+    assert_near(json_number_value(json_object_get(j, "health_score")), 45, 0.5);
+    json_decref(j);
+    snprintf(name, sizeof(name), "%s-gpu0", other);
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/gpus/%s", name);
+    j = get(&d, path);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "up");
+    assert_near(json_number_value(json_object_get(j, "health_score")), 100, 0.5);
+    json_decref(j);
+    /* The score is in /metrics. */
+    struct sn_httpc_request req = {.method = "GET", .path = "/metrics", .timeout_ms = 5000};
+    struct sn_httpc_response resp;
+    assert_int_equal(sn_httpc_do("127.0.0.1", d.port, &req, &resp, NULL), SN_OK);
+    char line[96];
+    snprintf(line, sizeof(line), "snd_gpu_health_score{gpu=\"%s-gpu3\"} 45.0\n", other);
+    assert_non_null(strstr(resp.body, line));
+    sn_httpc_response_release(&resp);
+    /* Dropped GPU 2 of the job's node: down, and the job requeued. */
+    agent_fault(&d, &a, node, "drop-gpu=2");
+    snprintf(name, sizeof(name), "%s-gpu2", node);
+    j = wait_gpu(&d, name, "down");
+    long long dropped = json_integer_value(json_object_get(j, "id"));
+    assert_string_equal(json_string_value(json_object_get(j, "by")), "snd:health");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "reason")), "gpu-missing"));
+    json_decref(j);
+    j = NULL;
+    for (int i = 0; i < 1000; i++) {
+        json_decref(j);
+        j = wait_state(&d, id, "running");
+        if (json_integer_value(json_object_get(j, "requeues")) == 1)
+            break;
+        poll(NULL, 0, 20);
+    }
+    assert_int_equal(json_integer_value(json_object_get(j, "requeues")), 1);
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(j, "allocation"), i, g)
+        assert_int_not_equal(json_integer_value(g), dropped);
+    json_decref(j);
+    agents_stop(&a);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(ranks_and_completion, reap_daemons),
-        cmocka_unit_test_teardown(cancel_and_requeue_kill, reap_daemons),
+        cmocka_unit_test_teardown(ranks_and_completion, reap_all),
+        cmocka_unit_test_teardown(cancel_and_requeue_kill, reap_all),
+        cmocka_unit_test_teardown(health_cordon_and_requeue, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
