@@ -493,8 +493,19 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
                   node, "state", snd_admin_state_name((enum snd_admin_state)d->gpus[gpu].state),
                   "agent", agent_state(&ag.nodes[s], snd_now_s()));
     json_object_set_new(o, "metrics", readings_json(g));
-    json_object_set_new(o, "findings", findings_json(d, gpu, g));
-    json_object_set_new(o, "health", snd_health_gpu_json(d, gpu));
+    json_t *findings = findings_json(d, gpu, g), *health = snd_health_gpu_json(d, gpu);
+    /* The engine's findings join the list the dashboard shows. */
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(health, "findings"), i, f)
+    {
+        json_array_append_new(findings,
+                              json_pack("{s:O,s:O,s:O}", "kind", json_object_get(f, "detector"),
+                                        "severity", json_object_get(f, "severity"), "message",
+                                        json_object_get(f, "evidence")));
+    }
+    json_object_set_new(o, "findings", findings);
+    json_object_set_new(o, "health", health);
     return snd_reply(d, r, 200, o);
 }
 

@@ -119,6 +119,9 @@ async function main() {
     await page.waitForFunction((n) => document.querySelector("#detail h2") &&
       document.querySelector("#detail h2").textContent === "GPU " + n, gpuName(1));
     check((await page.textContent("#detail")).includes("92 C"), "hot GPU shows its 92 C reading");
+    await page.waitForFunction(() => document.querySelector("#findings") &&
+      document.querySelector("#findings").textContent.includes("clock-event"), null, { timeout: 10000 });
+    check(true, "hot GPU shows the engine's clock-event finding");
     // Health colours come from the health engine's scores: the hot GPU's
     // clock event (sw thermal slowdown, weight 15 in include/sn/health.h)
     // scores 85, below 90: a warning.
