@@ -96,31 +96,43 @@ SN_MUST_CHECK enum sn_err backend_open(struct backend *b, struct sn_error *err);
 SN_MUST_CHECK enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
                                          struct sn_error *err);
 void backend_close(struct backend *b);
+/* Runs the health benchmarks the server asked for: sn-bench v1 CSV
+ * (host,gpu,test,value,unit) in *out (malloc'd). Only sim answers;
+ * SN_ERR_USAGE for the others. */
+SN_MUST_CHECK enum sn_err backend_bench(struct backend *b, char **out, size_t *len,
+                                        struct sn_error *err);
 
 /* ---- jobs.c: job processes ----------------------------------------------- */
 
+/* A process is one rank of one run of a job: (job_id, run, rank). */
 struct job_proc {
-    int64_t job_id;
+    int64_t job_id, run;
     pid_t pgid; /* the process group; 0 once reaped */
     uint32_t rank;
     char gpus[256];
     int64_t stop_deadline_ms; /* SIGKILL after this, once SIGTERMed; 0: running */
 };
 
+struct rank_key {
+    int64_t job_id, run;
+    uint32_t rank;
+};
+
 struct jobs {
     struct job_proc procs[64];
     uint32_t n;
-    int64_t finished[256]; /* ids of jobs whose process ended here (not restarted) */
-    uint32_t n_finished;
+    struct rank_key finished[256]; /* ranks whose process ended here (not restarted): a ring */
+    uint32_t n_finished;           /* ever recorded; the ring holds the last 256 */
     const char *node;
     const char *work_dir;
 };
 
-/* One assignment from GET /v1/agents/{node}/assignments. */
+/* One rank to run, from the heartbeat's answer (POST /v1/nodes/{node}/heartbeat). */
 struct assignment {
-    int64_t job_id;
-    uint32_t rank, world_size;
+    int64_t job_id, run;
+    uint32_t rank, world_size, local_rank, local_world_size;
     const char *tenant, *command, *master_addr, *gpus;
+    char gpus_text[16]; /* where gpus points when built from one GPU index */
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL
@@ -128,7 +140,8 @@ struct assignment {
 void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_t now_ms,
                     int64_t grace_ms);
 /* Escalates overdue stops and reaps ended processes; calls exited() for
- * each with its status (exit code, or 128 + signal). */
+ * each that ended on its own (not stopped here) with its status (exit
+ * code, or 128 + signal). */
 void jobs_reap(struct jobs *j, int64_t now_ms,
                void (*exited)(void *ctx, const struct job_proc *p, int status), void *ctx);
 /* Kills every job (SIGKILL to its group) and reaps them. */

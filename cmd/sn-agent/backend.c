@@ -333,6 +333,47 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
     return SN_OK;
 }
 
+/* Simulated benchmark results, sn-bench v1 (docs/health.md): a dense BF16
+ * GEMM reaching SIM_GEMM_FRAC of the catalogue's peak and an HBM copy
+ * reaching SIM_HBM_FRAC of its bandwidth. These fractions are the
+ * simulator's assumptions, not measurements. A slow GPU's GEMM scales with
+ * its clock (1095 / 1980 MHz); a dropped GPU gives no rows. A +-0.2 % step
+ * per GPU keeps the peers' spread non-zero. */
+#define SIM_GEMM_FRAC 0.70
+#define SIM_HBM_FRAC 0.90
+
+enum sn_err backend_bench(struct backend *b, char **out, size_t *len, struct sn_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    if (b->kind != BACKEND_SIM)
+        return sn_error_set(err, SN_ERR_USAGE,
+                            "no benchmark runner for the %s backend (only sim answers)",
+                            b->kind == BACKEND_SMI ? "nvidia-smi" : "nvml");
+    const struct sn_model *m = b->model;
+    uint32_t first = m->server_first_gpu[b->server];
+    uint32_t n = sn_model_server_spec(m, b->server)->gpus;
+    const struct sn_gpu_model *gm = sn_model_gpu_spec(m, first);
+    struct text t = {0};
+    put(&t, "host,gpu,test,value,unit\n");
+    for (uint32_t i = 0; i < n; i++) {
+        if ((int)i == b->faults.dropped_gpu)
+            continue;
+        double step = 1 + 0.002 * (double)((int)(i % 5) - 2);
+        double clock =
+            (int)i == b->faults.slow_gpu ? (double)SIM_SLOW_CLOCK_MHZ / SIM_CLOCK_MHZ : 1;
+        put(&t, "%s,%u,gemm,%.3f,TFLOP/s\n", b->node, i,
+            gm->dense_bf16_flops * SIM_GEMM_FRAC * clock * step / 1e12);
+        put(&t, "%s,%u,hbm,%.4f,TB/s\n", b->node, i,
+            gm->hbm_bytes_per_s * SIM_HBM_FRAC * step / 1e12);
+    }
+    if (!t.buf)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    *out = t.buf;
+    *len = t.len;
+    return SN_OK;
+}
+
 void backend_close(struct backend *b)
 {
     if (b && b->nvml)

@@ -1,11 +1,15 @@
 /*
- * Job processes: each assignment runs as `sh -c COMMAND` in its own process
- * group, with the rank layout in its environment (SN_JOB_ID, RANK,
- * WORLD_SIZE, MASTER_ADDR, CUDA_VISIBLE_DEVICES, SN_NODE, SN_TENANT), its
- * output in WORK_DIR/job-ID.log. A job no longer assigned (cancelled,
- * preempted) gets SIGTERM on its group, then SIGKILL after the grace time.
- * Invariant: a job id is started at most once per agent run (a finished
- * job still listed by the server is not restarted).
+ * Job processes: each assigned rank (one per GPU) runs as `sh -c COMMAND`
+ * in its own process group, with the rank layout in its environment
+ * (SN_JOB_ID, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+ * CUDA_VISIBLE_DEVICES: its GPU's index in the node, SN_NODE, SN_TENANT),
+ * its output in WORK_DIR/job-ID-RANK.log. A rank no longer assigned
+ * (cancelled, preempted, requeued, failed elsewhere) gets SIGTERM on its
+ * group, then SIGKILL after the grace time; its exit is not reported.
+ * Invariant: a (job, run, rank) is started at most once per agent run, as
+ * long as it is among the last 256 ended here (a finished rank still listed
+ * by the server is not restarted; the server lists ranks it recorded as
+ * exited with "exited": true, which are never started).
  */
 #include "agent.h"
 
@@ -18,19 +22,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct job_proc *find(struct jobs *j, int64_t id)
+#define FINISHED_KEEP (sizeof(((struct jobs *)0)->finished) / sizeof(struct rank_key))
+
+static bool same(const struct job_proc *p, const struct assignment *a)
+{
+    return p->job_id == a->job_id && p->run == a->run && p->rank == a->rank;
+}
+
+static struct job_proc *find(struct jobs *j, const struct assignment *a)
 {
     for (uint32_t i = 0; i < j->n; i++)
-        if (j->procs[i].job_id == id)
+        if (same(&j->procs[i], a))
             return &j->procs[i];
     return NULL;
 }
 
-static bool finished(const struct jobs *j, int64_t id)
+static bool finished(const struct jobs *j, const struct assignment *a)
 {
-    for (uint32_t i = 0; i < j->n_finished; i++)
-        if (j->finished[i] == id)
+    uint32_t kept = j->n_finished < FINISHED_KEEP ? j->n_finished : (uint32_t)FINISHED_KEEP;
+    for (uint32_t i = 0; i < kept; i++) {
+        const struct rank_key *k = &j->finished[i];
+        if (k->job_id == a->job_id && k->run == a->run && k->rank == a->rank)
             return true;
+    }
     return false;
 }
 
@@ -42,14 +56,17 @@ static void child(const struct jobs *j, const struct assignment *a)
     setenv("SN_JOB_ID", v, 1);
     snprintf(v, sizeof(v), "%u", a->rank);
     setenv("RANK", v, 1);
-    setenv("NODE_RANK", v, 1);
     snprintf(v, sizeof(v), "%u", a->world_size);
     setenv("WORLD_SIZE", v, 1);
+    snprintf(v, sizeof(v), "%u", a->local_rank);
+    setenv("LOCAL_RANK", v, 1);
+    snprintf(v, sizeof(v), "%u", a->local_world_size);
+    setenv("LOCAL_WORLD_SIZE", v, 1);
     setenv("MASTER_ADDR", a->master_addr, 1);
     setenv("CUDA_VISIBLE_DEVICES", a->gpus, 1);
     setenv("SN_NODE", j->node, 1);
     setenv("SN_TENANT", a->tenant, 1);
-    snprintf(path, sizeof(path), "%s/job-%lld.log", j->work_dir, (long long)a->job_id);
+    snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     int null = open("/dev/null", O_RDONLY);
     if (fd >= 0) {
@@ -77,7 +94,7 @@ static void start(struct jobs *j, const struct assignment *a)
         child(j, a);
     setpgid(pid, pid); /* also in the child: whichever runs first */
     struct job_proc *p = &j->procs[j->n++];
-    *p = (struct job_proc){.job_id = a->job_id, .pgid = pid, .rank = a->rank};
+    *p = (struct job_proc){.job_id = a->job_id, .run = a->run, .pgid = pid, .rank = a->rank};
     snprintf(p->gpus, sizeof(p->gpus), "%s", a->gpus);
     fprintf(stderr, "sn-agent: job %lld rank %u started (pid %d, GPUs %s)\n", (long long)a->job_id,
             a->rank, (int)pid, a->gpus);
@@ -87,18 +104,18 @@ void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_
                     int64_t grace_ms)
 {
     for (size_t i = 0; i < n; i++)
-        if (!find(j, a[i].job_id) && !finished(j, a[i].job_id) && a[i].command[0])
+        if (!find(j, &a[i]) && !finished(j, &a[i]) && a[i].command[0])
             start(j, &a[i]);
     for (uint32_t i = 0; i < j->n; i++) {
         struct job_proc *p = &j->procs[i];
         bool assigned = false;
         for (size_t k = 0; k < n && !assigned; k++)
-            assigned = a[k].job_id == p->job_id;
+            assigned = same(p, &a[k]);
         if (!assigned && !p->stop_deadline_ms) {
             kill(-p->pgid, SIGTERM);
             p->stop_deadline_ms = now_ms + grace_ms;
-            fprintf(stderr, "sn-agent: job %lld no longer assigned: stopping\n",
-                    (long long)p->job_id);
+            fprintf(stderr, "sn-agent: job %lld rank %u no longer assigned: stopping\n",
+                    (long long)p->job_id, p->rank);
         }
     }
 }
@@ -118,9 +135,10 @@ void jobs_reap(struct jobs *j, int64_t now_ms,
         kill(-p->pgid, SIGKILL); /* what the leader left behind */
         fprintf(stderr, "sn-agent: job %lld rank %u exited with status %d\n", (long long)p->job_id,
                 p->rank, status);
-        exited(ctx, p, status);
-        if (j->n_finished < sizeof(j->finished) / sizeof(j->finished[0]))
-            j->finished[j->n_finished++] = p->job_id;
+        if (!p->stop_deadline_ms) /* a stopped rank's job is no longer running */
+            exited(ctx, p, status);
+        j->finished[j->n_finished++ % FINISHED_KEEP] =
+            (struct rank_key){.job_id = p->job_id, .run = p->run, .rank = p->rank};
         j->procs[i--] = j->procs[--j->n];
     }
 }

@@ -7,9 +7,10 @@
  *            [--smi-command CMD]
  *
  * Every interval it samples telemetry into the outbox as numbered batches,
- * sends a heartbeat, sends what the outbox holds (in order, each removed
- * once the server answered), polls its job assignments and reconciles the
- * job processes. While the server is away the outbox keeps up to --buffer
+ * sends its heartbeat (POST /v1/nodes/NODE/heartbeat: the node is alive,
+ * and the answer lists the ranks to run there, with which it reconciles the
+ * job processes), and sends what the outbox holds (in order, each removed
+ * once the server answered). While the server is away the outbox keeps up to --buffer
  * batches and sending backs off exponentially with jitter (the RNG is seeded
  * by --seed). SIGTERM or SIGINT: the job processes are killed and it exits.
  */
@@ -44,7 +45,7 @@ struct agent {
     int64_t seq, acked_seq;
     uint32_t failures; /* consecutive failed sends */
     int64_t retry_at_ms;
-    uint64_t sent, rejected, sample_errors;
+    uint64_t sent, rejected, sample_errors, bench_errors, benchmarks;
     bool connected;
 };
 
@@ -186,10 +187,70 @@ static void sample(struct agent *a)
     }
 }
 
+/* Collects the ranks of one job entry of the heartbeat's answer that are
+ * still to run (not "exited") into as[*n]. */
+static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
+{
+    const char *cmd = json_string_value(json_object_get(job, "command"));
+    const char *ten = json_string_value(json_object_get(job, "tenant"));
+    const char *mas = json_string_value(json_object_get(job, "master_addr"));
+    json_t *ranks = json_object_get(job, "ranks");
+    if (!cmd || !ten || !mas || !json_is_array(ranks))
+        return;
+    uint32_t local = 0, n_local = (uint32_t)json_array_size(ranks);
+    size_t i;
+    json_t *r;
+    json_array_foreach(ranks, i, r)
+    {
+        json_t *gpu = json_object_get(r, "local_index");
+        if (*n == cap || !json_is_integer(gpu)) {
+            local++;
+            continue;
+        }
+        struct assignment *x = &as[*n];
+        *x = (struct assignment){
+            .job_id = json_integer_value(json_object_get(job, "id")),
+            .run = json_integer_value(json_object_get(job, "run")),
+            .rank = (uint32_t)json_integer_value(json_object_get(r, "rank")),
+            .world_size = (uint32_t)json_integer_value(json_object_get(job, "world_size")),
+            .local_rank = local++,
+            .local_world_size = n_local,
+            .tenant = ten,
+            .command = cmd,
+            .master_addr = mas};
+        snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
+        x->gpus = x->gpus_text;
+        if (!json_is_true(json_object_get(r, "exited")))
+            (*n)++;
+    }
+}
+
+/* Runs the benchmarks the heartbeat's answer asked for and posts them. */
+static void benchmarks(struct agent *a)
+{
+    char *csv = NULL, path[128];
+    size_t len = 0;
+    struct sn_error err = {0};
+    if (backend_bench(&a->be, &csv, &len, &err) != SN_OK) {
+        if (a->bench_errors++ % 60 == 0)
+            fprintf(stderr, "sn-agent: benchmarks: %s\n", err.message);
+        return;
+    }
+    snprintf(path, sizeof(path), "/v1/nodes/%s/benchmarks", a->node);
+    int st = call(a, "POST", path, csv, len, "text/csv", NULL);
+    if (st != 200)
+        fprintf(stderr, "sn-agent: benchmark results refused with %d\n", st);
+    else
+        a->benchmarks++;
+    free(csv);
+}
+
+/* The one heartbeat: tells the server the node is alive (its heartbeat-loss
+ * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
 {
     char path[128], body[256];
-    snprintf(path, sizeof(path), "/v1/agents/%s/heartbeat", a->node);
+    snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
     int n = snprintf(body, sizeof(body),
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
                      "\"running_jobs\":%u,\"seq\":%lld}",
@@ -198,11 +259,24 @@ static void heartbeat(struct agent *a)
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
                                                  : "nvml",
                      (long long)a->interval_ms, a->jobs.n, (long long)a->seq);
-    int st = call(a, "POST", path, body, (size_t)n, NULL, NULL);
+    json_t *j = NULL;
+    int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
+    json_t *jobs = json_object_get(j, "jobs");
     if (st < 0 || st == 429 || st >= 500)
         backoff(a);
-    else if (st != 200)
+    else if (st != 200 || !json_is_array(jobs))
         fprintf(stderr, "sn-agent: heartbeat refused with %d\n", st);
+    if (st == 200 && json_is_array(jobs)) {
+        static struct assignment as[64];
+        size_t k = 0, i;
+        json_t *job;
+        json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
+        jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
+    }
+    bool bench = st == 200 && json_is_true(json_object_get(j, "benchmark"));
+    json_decref(j);
+    if (bench)
+        benchmarks(a);
 }
 
 static void on_exit_report(void *ctx, const struct job_proc *p, int status)
@@ -211,8 +285,7 @@ static void on_exit_report(void *ctx, const struct job_proc *p, int status)
     struct outbox_item it = {.kind = OUTBOX_EXIT};
     snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/exit", (long long)p->job_id);
     char body[160];
-    int n = snprintf(body, sizeof(body), "{\"rank\":%u,\"status\":%d,\"node\":\"%s\"}", p->rank,
-                     status, a->node);
+    int n = snprintf(body, sizeof(body), "{\"rank\":%u,\"status\":%d}", p->rank, status);
     it.body = strdup(body);
     it.len = (size_t)n;
     if (!it.body || outbox_push(&a->out, &it) != 0) {
@@ -220,41 +293,6 @@ static void on_exit_report(void *ctx, const struct job_proc *p, int status)
         fprintf(stderr, "sn-agent: exit of job %lld not reported: outbox full\n",
                 (long long)p->job_id);
     }
-}
-
-/* Polls the assignment feed and reconciles the job processes with it. */
-static void assignments(struct agent *a)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/agents/%s/assignments", a->node);
-    json_t *j = NULL;
-    int st = call(a, "GET", path, NULL, 0, NULL, &j);
-    json_t *items = json_object_get(j, "items");
-    if (st != 200 || !json_is_array(items)) {
-        json_decref(j);
-        return;
-    }
-    struct assignment as[64];
-    size_t n = 0;
-    for (size_t i = 0; i < json_array_size(items) && n < 64; i++) {
-        json_t *o = json_array_get(items, i);
-        const char *cmd = json_string_value(json_object_get(o, "command"));
-        const char *ten = json_string_value(json_object_get(o, "tenant"));
-        const char *mas = json_string_value(json_object_get(o, "master_addr"));
-        const char *gpu = json_string_value(json_object_get(o, "cuda_visible_devices"));
-        if (!cmd || !ten || !mas || !gpu)
-            continue;
-        as[n++] = (struct assignment){
-            .job_id = json_integer_value(json_object_get(o, "job_id")),
-            .rank = (uint32_t)json_integer_value(json_object_get(o, "rank")),
-            .world_size = (uint32_t)json_integer_value(json_object_get(o, "world_size")),
-            .tenant = ten,
-            .command = cmd,
-            .master_addr = mas,
-            .gpus = gpu};
-    }
-    jobs_reconcile(&a->jobs, as, n, now_ms(), 10000);
-    json_decref(j);
 }
 
 static void write_status(struct agent *a)
@@ -269,10 +307,11 @@ static void write_status(struct agent *a)
     fprintf(f,
             "{\"node\":\"%s\",\"boot\":\"%s\",\"seq\":%lld,\"acked_seq\":%lld,\"buffered\":%u,"
             "\"dropped\":%llu,\"rejected\":%llu,\"sent\":%llu,\"failures\":%u,"
-            "\"connected\":%s,\"running_jobs\":%u}\n",
+            "\"connected\":%s,\"running_jobs\":%u,\"benchmarks\":%llu}\n",
             a->node, a->boot, (long long)a->seq, (long long)a->acked_seq, a->out.count,
             (unsigned long long)a->out.dropped, (unsigned long long)a->rejected,
-            (unsigned long long)a->sent, a->failures, a->connected ? "true" : "false", a->jobs.n);
+            (unsigned long long)a->sent, a->failures, a->connected ? "true" : "false", a->jobs.n,
+            (unsigned long long)a->benchmarks);
     if (fclose(f) == 0)
         rename(tmp, a->status_path);
 }
@@ -289,8 +328,6 @@ static void run(struct agent *a)
                 next_sample = now + a->interval_ms; /* fell behind: skip, do not burst */
             if (now >= a->retry_at_ms)
                 heartbeat(a);
-            if (now_ms() >= a->retry_at_ms)
-                assignments(a);
         }
         flush(a);
         jobs_reap(&a->jobs, now_ms(), on_exit_report, a);

@@ -16,13 +16,19 @@
 #include "http.h"
 
 /* agent_routes.c */
-enum MHD_Result snd_agent_heartbeat(struct snd *d, struct snd_req *r);
+/* The agent's part of POST /v1/nodes/{node}/heartbeat: decodes the body
+ * (every field optional: boot, backend, interval_ms, running_jobs, seq) and
+ * records it for server s. *applied_seq: the highest telemetry batch
+ * applied for the body's boot (0: none). On a bad body answers r (*ret)
+ * and returns false. */
+bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *applied_seq,
+                    enum MHD_Result *ret);
+/* Counts an agent's exit report (sn_job_exits_total). */
+void snd_agent_count_exit(void);
 enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r);
-enum MHD_Result snd_agent_assignments(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r);
-enum MHD_Result snd_agent_job_exit(struct snd *d, struct snd_req *r);
 
 /* The latest-value telemetry store, keyed like the model (store GPU id ==
  * model GPU id); created on first use; NULL when out of memory. */
@@ -31,13 +37,39 @@ const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d);
 int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server);
 /* Agents up and down (never seen: neither). */
 void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down);
-/* A GPU's health level from its findings (agent_routes.c): -1 no
- * telemetry yet, 0 no finding, 1 warning (not up, Xid events), 2 critical
- * (lost, fatal Xid, failed diag). */
+/* A GPU's health level from the health engine's last score (agent_routes.c):
+ * -1 no telemetry or no analysis yet, 0 score >= 90, 1 warning (below 90),
+ * 2 critical (below health_cordon_below, 60 when that is 0). */
 int snd_agent_gpu_health(struct snd *d, uint32_t gpu);
 /* Agent and telemetry ingest metric families, as one malloc'd text (or
  * NULL) for /metrics. */
 char *snd_agent_metrics_text(struct snd *d);
+
+/* health.c: the health engine in the daemon (see there). */
+/* Creates the history over the agents' store (agent_routes.c calls it once
+ * the store exists) and the state carried between passes. */
+enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struct sn_error *err);
+/* The sink telemetry batches are parsed into (history, then the store). */
+struct sn_telem_sink snd_health_sink(void);
+/* Checks a server's sn-bench CSV (rows for that host only) and keeps it as
+ * its latest benchmark results; the next pass runs at once. */
+enum sn_err snd_health_bench(struct snd *d, uint32_t server, const char *csv, size_t len,
+                             struct sn_error *err);
+/* Seconds since server's last benchmark results; -1: none. */
+int64_t snd_health_bench_age_s(const struct snd *d, uint32_t server);
+/* Runs the analysis when due (health_interval_ms) and acts on it; returns
+ * the milliseconds until the next. */
+int64_t snd_health_tick(struct snd *d);
+/* The next tick analyses at once. */
+void snd_health_poke(void);
+/* A GPU's score from the last pass; -1 before the first. */
+double snd_health_gpu_score(uint32_t gpu);
+/* {"score", "action", "excluded", "findings": [...]} of a GPU (score null
+ * before the first pass). */
+json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu);
+/* The health families of /metrics (snd_gpu_health_score per GPU), one
+ * malloc'd text or NULL. */
+char *snd_health_metrics_text(const struct snd *d);
 
 /* dashboard.c */
 enum MHD_Result snd_dashboard_index(struct snd *d, struct snd_req *r);

@@ -1,7 +1,8 @@
 /*
- * The node agents' routes (docs/agent.md): heartbeats, telemetry batches,
- * the assignment feed agents poll, job exit reports, and reads of what the
- * agents sent. Runs on the state thread, like every handler.
+ * The node agents' state (docs/agent.md): what their heartbeats say (the
+ * heartbeat route itself, with the ranks it answers, and the exit route are
+ * in routes_agent.c), telemetry batches, and reads of what the agents sent.
+ * Runs on the state thread, like every handler.
  *
  * Invariants:
  *  - an agent token acts only for the node named by its subject (admin
@@ -75,6 +76,8 @@ static bool agents_init(struct snd *d)
         if (sn_telem_store_add_gpu(ag.telem, &ref, &id, &err) != SN_OK || id != g)
             goto fail;
     }
+    if (snd_health_attach(d, ag.telem, &err) != SN_OK)
+        goto fail;
     ag.window_start_ms = snd_now_ms();
     return true;
 fail:
@@ -156,9 +159,9 @@ struct heartbeat_body {
     int64_t seq;
 };
 static const struct sn_api_field heartbeat_fields[] = {
-    {"boot", SN_API_STRING, true, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
-    {"backend", SN_API_NAME, true, 1, 15, offsetof(struct heartbeat_body, backend)},
-    {"interval_ms", SN_API_INT, true, 1, 3600000, offsetof(struct heartbeat_body, interval_ms)},
+    {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
+    {"backend", SN_API_NAME, false, 1, 15, offsetof(struct heartbeat_body, backend)},
+    {"interval_ms", SN_API_INT, false, 1, 3600000, offsetof(struct heartbeat_body, interval_ms)},
     {"running_jobs", SN_API_INT, false, 0, 1 << 20, offsetof(struct heartbeat_body, running_jobs)},
     {"seq", SN_API_INT, false, 0, INT64_MAX, offsetof(struct heartbeat_body, seq)},
 };
@@ -172,12 +175,13 @@ static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc
                      "%s", err->message);
 }
 
-enum MHD_Result snd_agent_heartbeat(struct snd *d, struct snd_req *r)
+bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *applied_seq,
+                    enum MHD_Result *ret)
 {
-    enum MHD_Result ret;
-    uint32_t s = node_of(d, r, r->params[0], &ret);
-    if (s == SN_NONE)
-        return ret;
+    if (!agents_init(d)) {
+        *ret = snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+        return false;
+    }
     struct heartbeat_body b = {0};
     uint32_t present;
     char field[SN_API_FIELD_MAX];
@@ -185,8 +189,10 @@ enum MHD_Result snd_agent_heartbeat(struct snd *d, struct snd_req *r)
     enum sn_err rc =
         sn_api_decode(heartbeat_fields, 5, r->len ? r->body : "{}", r->len ? r->len : 2,
                       (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return bad_body(d, r, rc, field, &err);
+    if (rc != SN_OK) {
+        *ret = bad_body(d, r, rc, field, &err);
+        return false;
+    }
     struct agent_node *n = &ag.nodes[s];
     n->heartbeat_s = snd_now_s();
     n->interval_ms = b.interval_ms;
@@ -194,10 +200,13 @@ enum MHD_Result snd_agent_heartbeat(struct snd *d, struct snd_req *r)
     n->heartbeats++;
     snprintf(n->backend, sizeof(n->backend), "%s", b.backend);
     ag.heartbeats_total++;
-    return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:I,s:I}", "node", r->params[0], "time_s",
-                               (json_int_t)n->heartbeat_s, "applied_seq",
-                               (json_int_t)(strcmp(n->boot, b.boot) ? 0 : n->last_seq)));
+    *applied_seq = b.boot[0] && strcmp(n->boot, b.boot) == 0 ? n->last_seq : 0;
+    return true;
+}
+
+void snd_agent_count_exit(void)
+{
+    ag.exits_total++;
 }
 
 static json_t *agent_json(struct snd *d, uint32_t s)
@@ -380,7 +389,7 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
                                    "applied_seq", (json_int_t)n->last_seq));
     }
-    struct ingest in = {.store = sn_telem_store_sink(ag.telem), .host = node};
+    struct ingest in = {.store = snd_health_sink(), .host = node};
     struct sn_telem_sink sink = {.ctx = &in,
                                  .samples = on_samples,
                                  .attr = on_attr,
@@ -416,141 +425,6 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                "samples", (json_int_t)in.samples, "skipped",
                                (json_int_t)(skipped + in.foreign), "applied_seq",
                                (json_int_t)n->last_seq));
-}
-
-/* ---- assignments and exits ------------------------------------------ */
-
-/* The rank layout of a running job on server s: one process per server,
- * ranks in the order of the job's servers by first allocated GPU. Returns
- * false when the job has no GPU on s. */
-struct layout {
-    uint32_t rank, world, master;
-    char visible[256]; /* CUDA_VISIBLE_DEVICES: indices within the server */
-};
-
-static bool job_layout(const struct sn_model *m, const struct snd_job *j, uint32_t s,
-                       struct layout *l)
-{
-    uint32_t seen[64];
-    uint32_t n_seen = 0;
-    bool mine = false;
-    size_t len = 0;
-    *l = (struct layout){.master = SN_NONE};
-    for (uint32_t k = 0; k < j->n_alloc; k++) {
-        uint32_t g = j->alloc[k], srv = m->gpu_server[g];
-        bool known = false;
-        for (uint32_t i = 0; i < n_seen && !known; i++)
-            known = seen[i] == srv;
-        if (!known) {
-            if (srv == s)
-                l->rank = l->world;
-            if (l->world == 0)
-                l->master = srv;
-            if (n_seen < 64)
-                seen[n_seen++] = srv;
-            l->world++;
-        }
-        if (srv == s) {
-            int w = snprintf(l->visible + len, sizeof(l->visible) - len, "%s%u", mine ? "," : "",
-                             sn_model_gpu_index_in_server(m, g));
-            if (w > 0 && (size_t)w < sizeof(l->visible) - len)
-                len += (size_t)w;
-            mine = true;
-        }
-    }
-    return mine;
-}
-
-/* Running jobs with GPUs on the node: what its agent must be running. The
- * agent starts those it does not run and stops (process group) those it
- * runs that are no longer listed (cancelled, preempted, finished). */
-enum MHD_Result snd_agent_assignments(struct snd *d, struct snd_req *r)
-{
-    enum MHD_Result ret;
-    uint32_t s = node_of(d, r, r->params[0], &ret);
-    if (s == SN_NONE)
-        return ret;
-    json_t *items = json_array();
-    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
-        const struct snd_job *j = d->jobs[i];
-        struct layout l;
-        if (!j || !j->durable || j->state != SND_JOB_RUNNING || !job_layout(d->model, j, s, &l))
-            continue;
-        char master[64];
-        sn_model_server_name(d->model, l.master, master, sizeof(master));
-        const char *cmd = json_string_value(json_object_get(j->spec, "command"));
-        json_array_append_new(items, json_pack("{s:I,s:s,s:s,s:I,s:I,s:s,s:s}", "job_id",
-                                               (json_int_t)j->id, "tenant", j->tenant, "command",
-                                               cmd ? cmd : "", "rank", (json_int_t)l.rank,
-                                               "world_size", (json_int_t)l.world, "master_addr",
-                                               master, "cuda_visible_devices", l.visible));
-    }
-    return snd_reply(d, r, 200, json_pack("{s:s,s:o}", "node", r->params[0], "items", items));
-}
-
-struct exit_body {
-    int64_t rank;
-    int64_t status;
-    char node[64];
-};
-static const struct sn_api_field exit_fields[] = {
-    {"rank", SN_API_INT, true, 0, 1 << 22, offsetof(struct exit_body, rank)},
-    {"status", SN_API_INT, true, -255, 255, offsetof(struct exit_body, status)},
-    {"node", SN_API_NAME, true, 1, 63, offsetof(struct exit_body, node)},
-};
-
-static enum MHD_Result exit_done(struct snd *d, struct snd_req *r)
-{
-    if (r->store_rc != SN_OK) {
-        if (r->store_rc == SN_ERR_IO)
-            atomic_store(&d->fatal, true);
-        return snd_error(d, r, 503, r->store_rc == SN_ERR_LIMIT ? "busy" : "store_failed", NULL,
-                         "the exit could not be recorded");
-    }
-    ag.exits_total++;
-    json_t *body = r->reply;
-    r->reply = NULL;
-    return snd_reply(d, r, 200, body);
-}
-
-/* Records a rank's exit as a durable job event ("exit"). The job state
- * change belongs to the scheduler wiring (docs/agent.md). */
-enum MHD_Result snd_agent_job_exit(struct snd *d, struct snd_req *r)
-{
-    struct exit_body b = {0};
-    uint32_t present;
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    enum sn_err rc = sn_api_decode(exit_fields, 3, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return bad_body(d, r, rc, field, &err);
-    enum MHD_Result ret;
-    uint32_t s = node_of(d, r, b.node, &ret);
-    if (s == SN_NONE)
-        return ret;
-    char *end = NULL;
-    long long id = strtoll(r->params[0], &end, 10);
-    const struct snd_job *j = *end || id < 1 ? NULL : snd_job_get(d, id);
-    if (!j || !j->durable)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
-    struct layout l;
-    if (j->state != SND_JOB_RUNNING || !job_layout(d->model, j, s, &l))
-        return snd_error(d, r, 409, "not_placed", "node", "job %lld is not running on node '%s'",
-                         id, b.node);
-    if (b.rank != l.rank)
-        return snd_error(d, r, 409, "not_placed", "rank", "job %lld has rank %u on '%s', not %lld",
-                         id, l.rank, b.node, (long long)b.rank);
-    char msg[160], target[32];
-    snprintf(msg, sizeof(msg), "rank %lld on %s exited with status %lld", (long long)b.rank, b.node,
-             (long long)b.status);
-    snprintf(target, sizeof(target), "job/%lld", id);
-    struct sn_store_write w = {
-        .kind = SN_STORE_ADD_EVENT, .text = {"exit", msg}, .num = {id, snd_now_s()}};
-    r->reply_status = 200;
-    r->reply = json_pack("{s:I,s:I,s:I,s:s}", "job_id", (json_int_t)id, "rank", (json_int_t)b.rank,
-                         "status", (json_int_t)b.status, "recorded", "event");
-    return snd_commit(d, r, &w, 1, target, exit_done);
 }
 
 /* ---- reads ------------------------------------------------------------ */
@@ -619,7 +493,19 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
                   node, "state", snd_admin_state_name((enum snd_admin_state)d->gpus[gpu].state),
                   "agent", agent_state(&ag.nodes[s], snd_now_s()));
     json_object_set_new(o, "metrics", readings_json(g));
-    json_object_set_new(o, "findings", findings_json(d, gpu, g));
+    json_t *findings = findings_json(d, gpu, g), *health = snd_health_gpu_json(d, gpu);
+    /* The engine's findings join the list the dashboard shows. */
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(health, "findings"), i, f)
+    {
+        json_array_append_new(findings,
+                              json_pack("{s:O,s:O,s:O}", "kind", json_object_get(f, "detector"),
+                                        "severity", json_object_get(f, "severity"), "message",
+                                        json_object_get(f, "evidence")));
+    }
+    json_object_set_new(o, "findings", findings);
+    json_object_set_new(o, "health", health);
     return snd_reply(d, r, 200, o);
 }
 
@@ -677,17 +563,11 @@ int snd_agent_gpu_health(struct snd *d, uint32_t gpu)
     bool seen = false;
     for (int k = 0; k < SN_METRIC_COUNT && !seen; k++)
         seen = g->m[k].status != SN_TELEM_ABSENT;
-    int level = d->gpus[gpu].state != SND_ADMIN_UP ? 1 : 0;
-    if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
-        return 2;
-    unsigned long kept = g->xid_total < SN_TELEM_XID_KEEP ? g->xid_total : SN_TELEM_XID_KEEP;
-    for (unsigned long i = 0; g->xids && i < kept; i++)
-        if (g->xids[(g->xid_total - kept + i) % SN_TELEM_XID_KEEP].fatal > 0)
-            return 2;
-    for (unsigned i = 0; g->diag && i < g->n_diag; i++)
-        if (g->diag[i].result == SN_DIAG_FAIL)
-            return 2;
-    if (g->xid_total)
-        level = 1;
-    return seen || level ? level : -1;
+    double score = snd_health_gpu_score(gpu);
+    if (score < 0 || (!seen && score >= 100))
+        return -1;
+    /* Critical below the cordon threshold, warning below 90 (the engine's
+     * first exclusion threshold, docs/health.md). */
+    double crit = d->cfg.health_cordon_below > 0 ? (double)d->cfg.health_cordon_below : 60;
+    return score < crit ? 2 : score < 90 ? 1 : 0;
 }

@@ -313,6 +313,15 @@ static enum MHD_Result busy(struct snd *d, struct snd_req *r)
     return ret;
 }
 
+size_t snd_routes_duplicate(const struct snd_route *t, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(t[i].method, t[k].method) == 0 && strcmp(t[i].pattern, t[k].pattern) == 0)
+                return i;
+    return n;
+}
+
 static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
 {
     if (r->too_large)

@@ -47,6 +47,9 @@ struct snd_route {
 };
 extern const struct snd_route snd_routes[];
 extern const size_t snd_n_routes;
+/* Index of the first row repeating the method and pattern of an earlier
+ * one, or n when there is none (checked at startup and by `snd --routes`). */
+size_t snd_routes_duplicate(const struct snd_route *t, size_t n);
 
 /* Responses. Every error body is {"error":{"code","message","field"}}. */
 enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *body);
@@ -81,6 +84,7 @@ enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
 
 /* routes_agent.c: the routes node agents call. */
 enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_benchmarks(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */

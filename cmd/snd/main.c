@@ -27,6 +27,7 @@
 
 #include <sn/conf.h>
 
+#include "agent.h"
 #include "http.h"
 
 #define C(f) offsetof(struct snd_config, f)
@@ -60,6 +61,13 @@ static const struct sn_conf_key config_keys[] = {
     {"sched_event_delay_ms", SN_CONF_INT, "5", 0, 60000, C(sched_event_delay_ms),
      "after an event (submit, cancel, exit, node change) a pass runs within this delay; "
      "events in between share it"},
+    {"health_interval_ms", SN_CONF_INT, "10000", 100, 3600000, C(health_interval_ms),
+     "the health engine analyses the agents' telemetry and benchmarks this often"},
+    {"health_cordon_below", SN_CONF_INT, "60", 0, 100, C(health_cordon_below),
+     "a GPU whose health score falls below this is cordoned by snd:health (0: never)"},
+    {"health_bench_interval_s", SN_CONF_INT, "3600", 0, 31622400, C(health_bench_interval_s),
+     "a node's agent is asked (heartbeat answer) to run the health benchmarks this often (0: "
+     "never)"},
     {"heartbeat_timeout_s", SN_CONF_INT, "30", 1, 86400, C(heartbeat_timeout_s),
      "a node whose agent has sent heartbeats and then stays silent this long is marked down "
      "and its jobs requeued"},
@@ -81,7 +89,8 @@ int snd_random_hex(char *out, size_t bytes)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]\n"
-                 "           [--set KEY=VALUE]... [--ready-fd N]\n\n"
+                 "           [--set KEY=VALUE]... [--ready-fd N]\n"
+                 "       snd --routes    (the route table: METHOD PATTERN lines)\n\n"
                  "The Supernode control-plane daemon.\n\n"
                  "configuration keys (--config FILE lines 'key = value', or --set):\n");
     for (size_t i = 0; i < N_KEYS; i++)
@@ -143,6 +152,20 @@ static int load_config(struct snd_config *cfg, const char *path, struct sn_error
     return rc;
 }
 
+/* --routes: the route table, one "METHOD PATTERN" line per row ({} is one
+ * path segment); exit 3 when a method and pattern repeat (a bug). */
+static int print_routes(void)
+{
+    for (size_t i = 0; i < snd_n_routes; i++)
+        printf("%s %s\n", snd_routes[i].method, snd_routes[i].pattern);
+    size_t dup = snd_routes_duplicate(snd_routes, snd_n_routes);
+    if (dup == snd_n_routes)
+        return 0;
+    fprintf(stderr, "snd: route %s %s is in the table twice\n", snd_routes[dup].method,
+            snd_routes[dup].pattern);
+    return 3;
+}
+
 /* Parses the command line; returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, struct args *a, struct snd_config *cfg)
 {
@@ -164,6 +187,8 @@ static int parse_args(int argc, char **argv, struct args *a, struct snd_config *
             usage_markdown();
             return 0;
         }
+        if (strcmp(o, "--routes") == 0)
+            return print_routes();
         if (i + 1 >= argc) {
             fprintf(stderr, "snd: option '%s' needs a value or is unknown\n", o);
             return 2;
@@ -314,6 +339,8 @@ static int serve(struct snd *d, const sigset_t *set)
 {
     for (;;) {
         int64_t wait_ms = snd_sched_tick(d);
+        int64_t health_ms = snd_health_tick(d);
+        wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
         snd_http_run(wait_ms > 100 ? 100 : wait_ms);
         struct timespec zero = {0, 0};
         int sig = sigtimedwait(set, NULL, &zero);
@@ -348,6 +375,12 @@ int main(int argc, char **argv)
 {
     struct args a = {.ready_fd = -1};
     static struct snd d;
+    size_t dup = snd_routes_duplicate(snd_routes, snd_n_routes);
+    if (dup != snd_n_routes) {
+        fprintf(stderr, "snd: route %s %s is in the table twice\n", snd_routes[dup].method,
+                snd_routes[dup].pattern);
+        return 3;
+    }
     int rc = parse_args(argc, argv, &a, &d.cfg);
     if (rc >= 0)
         return rc;

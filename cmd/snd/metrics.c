@@ -132,5 +132,9 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     if (agents)
         put(&o, "%s", agents);
     free(agents);
+    char *health = snd_health_metrics_text(d);
+    if (health)
+        put(&o, "%s", health);
+    free(health);
     return snd_reply_text(d, r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf);
 }

@@ -810,9 +810,31 @@ static enum MHD_Result get_gpus(struct snd *d, struct snd_req *r)
         json_t *o =
             admin_json(&d->gpus[g], sn_model_gpu_name(d->model, (uint32_t)g, name, sizeof(name)));
         json_object_set_new(o, "id", json_integer(g));
+        double score = snd_health_gpu_score((uint32_t)g);
+        json_object_set_new(o, "health_score", score >= 0 ? json_real(score) : json_null());
         json_array_append_new(items, o);
     }
     return snd_reply(d, r, 200, page(items, next));
+}
+
+/* One GPU: admin state, node, and the health engine's score and findings. */
+static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
+{
+    uint32_t g = sn_model_find_gpu(d->model, r->params[0]);
+    if (g == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
+    json_t *o = admin_json(&d->gpus[g], r->params[0]);
+    char node[64];
+    sn_model_server_name(d->model, d->model->gpu_server[g], node, sizeof(node));
+    json_object_set_new(o, "id", json_integer(g));
+    json_object_set_new(o, "node", json_string(node));
+    json_object_set_new(o, "allocated", json_boolean(snd_sched_busy(d, g, 1)));
+    json_t *h = snd_health_gpu_json(d, g);
+    json_object_set(o, "health_score", json_object_get(h, "score"));
+    json_object_set(o, "health_action", json_object_get(h, "action"));
+    json_object_set(o, "findings", json_object_get(h, "findings"));
+    json_decref(h);
+    return snd_reply(d, r, 200, o);
 }
 
 struct action_body {
@@ -1020,20 +1042,21 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/nodes", SN_SCOPE_CLUSTER_READ, get_nodes, "servers with admin state, paged"},
     {"GET", "/v1/nodes/{}", SN_SCOPE_CLUSTER_READ, get_node, "one server"},
     {"POST", "/v1/nodes/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_post_heartbeat,
-     "agents: heartbeat; answers the jobs to run on the node"},
+     "agents: heartbeat (marks the node alive); answers the ranks to run there"},
+    {"POST", "/v1/nodes/{}/benchmarks", SN_SCOPE_TELEMETRY_WRITE, snd_post_benchmarks,
+     "agents: the node's health benchmark results (sn-bench CSV)"},
     {"POST", "/v1/nodes/{}/{}", SN_SCOPE_NODES_WRITE, post_node_action,
      "cordon, drain, fail or resume a server"},
-    {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus, "GPUs with admin state, paged"},
+    {"GET", "/v1/gpus", SN_SCOPE_CLUSTER_READ, get_gpus,
+     "GPUs with admin state and health score, paged"},
+    {"GET", "/v1/gpus/{}", SN_SCOPE_CLUSTER_READ, get_gpu,
+     "one GPU: admin state, health score and findings"},
     {"POST", "/v1/gpus/{}/{}", SN_SCOPE_NODES_WRITE, post_gpu_action,
      "cordon, drain, fail or resume a GPU"},
     {"GET", "/v1/audit", SN_SCOPE_ADMIN, get_audit, "the audit log, paged by sequence"},
     {"POST", "/v1/tokens", SN_SCOPE_ADMIN, post_token, "issue a tenant or agent token"},
     {"POST", "/v1/tokens/{}/revoke", SN_SCOPE_ADMIN, revoke_token, "revoke a token by id"},
-    /* Node agents (agent_routes.c, docs/agent.md). */
-    {"POST", "/v1/agents/{}/heartbeat", SN_SCOPE_TELEMETRY_WRITE, snd_agent_heartbeat,
-     "an agent's heartbeat"},
-    {"GET", "/v1/agents/{}/assignments", SN_SCOPE_TELEMETRY_WRITE, snd_agent_assignments,
-     "running jobs an agent must run, with their rank layout"},
+    /* Node agents (agent_routes.c, docs/agent.md); their heartbeat and exit routes are above. */
     {"GET", "/v1/agents", SN_SCOPE_CLUSTER_READ, snd_agent_list, "agents seen, paged"},
     {"GET", "/v1/agents/{}", SN_SCOPE_CLUSTER_READ, snd_agent_get,
      "one agent: heartbeat and telemetry sequence state"},
@@ -1041,8 +1064,6 @@ const struct snd_route snd_routes[] = {
      "a telemetry batch (dcgm-exporter, nvidia-smi-csv or facility-csv text)"},
     {"GET", "/v1/telemetry/gpus/{}", SN_SCOPE_CLUSTER_READ, snd_agent_gpu_telemetry,
      "a GPU's latest telemetry and findings"},
-    {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_agent_job_exit,
-     "an agent reports a rank's exit (recorded as a job event)"},
     /* The dashboard (dashboard.c, docs/dashboard.md). */
     {"GET", "/", NO_AUTH, snd_dashboard_index, "the dashboard page"},
     {"GET", "/dashboard/{}", NO_AUTH, snd_dashboard_asset, "the dashboard's script and style"},

@@ -1,11 +1,14 @@
 /*
  * The routes node agents call (docs/api.md, "Agents"):
  *
- *   POST /v1/nodes/{node}/heartbeat   body {} (or none)
- *     Records that the node's agent is alive (a node silent for
+ *   POST /v1/nodes/{node}/heartbeat   body {} (or none), or the agent's
+ *     {"boot", "backend", "interval_ms", "running_jobs", "seq"} (each optional)
+ *     The one heartbeat of the agents. Records that the node's agent is
+ *     alive (agent_routes.c keeps what the body says; a node silent for
  *     heartbeat_timeout_s is marked down and its jobs requeued; one marked
  *     down that way comes back with its next heartbeat) and answers the
- *     jobs the node must run now: for each, its ranks on this node with
+ *     jobs the node must run now: for each, its run (requeues so far: a
+ *     requeued job placed again is a new run), its ranks on this node with
  *     their GPUs, the world size and rank 0's node (the master address).
  *     A job missing from the answer must not run there (cancelled,
  *     finished, requeued): the agent kills what it still runs of it.
@@ -20,6 +23,7 @@
  * node: another node's heartbeat, or the exit of a rank placed elsewhere,
  * is refused with 403 and audited. Admin tokens may call both.
  */
+#include "agent.h"
 #include "http.h"
 
 #include <stdio.h>
@@ -54,9 +58,9 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
                                         (json_int_t)sn_model_gpu_index_in_server(m, j->alloc[r]),
                                         "exited", done));
     }
-    json_t *o =
-        json_pack("{s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "tenant", j->tenant,
-                  "world_size", (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
+    json_t *o = json_pack("{s:I,s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "run",
+                          (json_int_t)j->requeues, "tenant", j->tenant, "world_size",
+                          (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
     const char *keys[] = {"name", "command", "data_path", "checkpoint_path", "time_limit_s"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j->spec, keys[i]);
@@ -75,14 +79,10 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
     if (!speaks_for(r, d, s))
         return snd_refuse(d, r, 403, "forbidden", NULL, "heartbeat for another node",
                           "an agent token speaks only for its own node");
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    char unused = 0;
-    if (sn_api_decode(NULL, 0, r->len ? r->body : "{}", r->len ? r->len : 2,
-                      (size_t)d->cfg.body_max_bytes, &unused, &present, field, &err) != SN_OK)
-        return snd_error(d, r, 400, field[0] ? "invalid_field" : "invalid_body", field, "%s",
-                         err.message);
+    int64_t applied_seq = 0;
+    enum MHD_Result ret;
+    if (!snd_agent_beat(d, r, s, &applied_seq, &ret))
+        return ret;
     snd_sched_heartbeat(d, s);
     json_t *jobs = json_array();
     int64_t last = 0;
@@ -103,11 +103,40 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
         last = id;
     }
     const struct snd_admin *a = &d->nodes[s];
+    int64_t every = d->cfg.health_bench_interval_s, age = snd_health_bench_age_s(d, s);
+    int bench = every > 0 && (age < 0 || age >= every);
     return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:s,s:s?,s:I,s:o}", "node", r->params[0], "state",
+                     json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:b,s:o}", "node", r->params[0], "state",
                                snd_admin_state_name((enum snd_admin_state)a->state), "reason",
                                a->reason, "heartbeat_timeout_s",
-                               (json_int_t)d->cfg.heartbeat_timeout_s, "jobs", jobs));
+                               (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
+                               (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq,
+                               "benchmark", bench, "jobs", jobs));
+}
+
+/* POST /v1/nodes/{node}/benchmarks: the node's health benchmark results,
+ * sn-bench v1 CSV (host,gpu,test,value,unit; rows for this node only). They
+ * replace the node's previous results and feed the next health pass. */
+enum MHD_Result snd_post_benchmarks(struct snd *d, struct snd_req *r)
+{
+    uint32_t s = sn_model_find_server(d->model, r->params[0]);
+    if (s == SN_NONE)
+        return snd_error(d, r, 404, "not_found", NULL, "no node '%s'", r->params[0]);
+    if (!speaks_for(r, d, s))
+        return snd_refuse(d, r, 403, "forbidden", NULL, "benchmarks for another node",
+                          "an agent token speaks only for its own node");
+    if (!snd_agent_telemetry_store(d))
+        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
+    struct sn_error err = {0};
+    enum sn_err rc = snd_health_bench(d, s, r->len ? r->body : "", r->len, &err);
+    if (rc == SN_ERR_LIMIT)
+        return snd_error(d, r, 413, "body_too_large", NULL, "%s", err.message);
+    if (rc == SN_ERR_NOMEM || rc == SN_ERR_INTERNAL)
+        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    if (rc != SN_OK)
+        return snd_error(d, r, 400, "invalid_body", NULL, "%s", err.message);
+    return snd_reply(
+        d, r, 200, json_pack("{s:s,s:I}", "node", r->params[0], "time_s", (json_int_t)snd_now_s()));
 }
 
 struct exit_body {
@@ -191,6 +220,7 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
                           "an agent token reports only ranks placed on its own node");
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
         return snd_reply(d, r, 200, snd_job_json(d, j)); /* a repeat */
+    snd_agent_count_exit();
     if (b.status != 0) {
         char detail[120];
         snprintf(detail, sizeof(detail), "rank %u exited with status %lld", rank,

@@ -45,6 +45,9 @@ struct snd_config {
     int64_t sched_event_delay_ms;
     int64_t heartbeat_timeout_s;
     int64_t default_walltime_s;
+    int64_t health_interval_ms;
+    int64_t health_cordon_below;
+    int64_t health_bench_interval_s;
     char sched_policy[32];
 };
 

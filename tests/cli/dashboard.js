@@ -25,7 +25,7 @@ function startSnd() {
   const ready = path.join(dir, "ready");
   const fd = fs.openSync(ready, "w");
   const p = spawn(path.join(bin, "snd"), ["--cluster", spec, "--state", path.join(dir, "state"),
-    "--listen", "127.0.0.1:0", "--ready-fd", "3"], { stdio: ["ignore", "ignore", "ignore", fd] });
+    "--listen", "127.0.0.1:0", "--ready-fd", "3", "--set", "health_interval_ms=200"], { stdio: ["ignore", "ignore", "ignore", fd] });
   fs.closeSync(fd);
   procs.push(p);
   return new Promise((resolve, reject) => {
@@ -119,12 +119,20 @@ async function main() {
     await page.waitForFunction((n) => document.querySelector("#detail h2") &&
       document.querySelector("#detail h2").textContent === "GPU " + n, gpuName(1));
     check((await page.textContent("#detail")).includes("92 C"), "hot GPU shows its 92 C reading");
+    await page.waitForFunction(() => document.querySelector("#findings") &&
+      document.querySelector("#findings").textContent.includes("clock-event"), null, { timeout: 10000 });
+    check(true, "hot GPU shows the engine's clock-event finding");
+    // Health colours come from the health engine's scores: the hot GPU's
+    // clock event (sw thermal slowdown, weight 15 in include/sn/health.h)
+    // scores 85, below 90: a warning.
     await page.selectOption("#mode", "health");
     await page.waitForFunction((n) => {
       const t = document.querySelector(".gpu[data-gpu='" + n + "']");
       return t && getComputedStyle(t).backgroundColor === "rgb(224, 160, 48)";
-    }, gpuName(2));
-    check(true, "health mode colours the cordoned GPU as a warning");
+    }, gpuName(1));
+    const hot = await api("GET", "/v1/gpus/" + gpuName(1));
+    check(hot.health_score === 85 && hot.findings.some((f) => f.detector === "clock-event"),
+      "health mode colours the hot GPU (engine score 85, clock-event) as a warning");
     const shot = path.join(bin, "dashboard.png");
     await page.screenshot({ path: shot, fullPage: true });
     check(fs.statSync(shot).size > 10000, "screenshot saved to " + shot);

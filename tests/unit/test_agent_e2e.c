@@ -394,7 +394,7 @@ static void telemetry_route(void **state)
     assert_int_equal(call(&e, "POST", "/v1/telemetry?node=" NODE "&format=dcgm-exporter&boot=ab",
                           tok, batch, NULL),
                      400);
-    assert_int_equal(call(&e, "POST", "/v1/agents/sn00-t01/heartbeat", tok,
+    assert_int_equal(call(&e, "POST", "/v1/nodes/sn00-t01/heartbeat", tok,
                           "{\"boot\":\"ab\",\"backend\":\"sim\",\"interval_ms\":100}", NULL),
                      403);
     cleanup(&e);

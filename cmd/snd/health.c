@@ -1,0 +1,294 @@
+/*
+ * Health in the daemon: the agents' telemetry goes through one health
+ * history (lib/health, the same engine `sn health analyze` runs) into the
+ * latest-value store of agent_routes.c; every health_interval_ms the state
+ * thread runs sn_health_analyze() over it, with the agents' latest
+ * benchmark results as facts, and acts on the report:
+ *  - a GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
+ *    gpu-unreadable) is marked down by "snd:health": the scheduler wiring
+ *    interrupts and requeues its jobs;
+ *  - a GPU whose score falls below health_cordon_below is cordoned by
+ *    "snd:health" with the score and the finding that set its action.
+ * Each action writes the GPU's admin row and an audit entry (the event)
+ * through the outbox, in order with the scheduler's rows. snd never
+ * resumes a GPU by itself: an operator resumes it (a GPU still scoring
+ * below the threshold is cordoned again by the next pass).
+ *
+ * Invariants: the report is the last completed pass (NULL before the
+ * first); its GPU scores are indexed by model GPU id; the benchmark texts
+ * are one per server (the latest), each at most BENCH_MAX_BYTES. State is
+ * file-scope, owned by the state thread, like agent_routes.c's.
+ */
+#include "agent.h"
+#include "http.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sn/health.h>
+
+#define BENCH_MAX_BYTES (64u << 10)
+
+static struct {
+    struct sn_health_history *hist;
+    struct sn_health_state *state;
+    struct sn_health_report *report;
+    char **bench;          /* by server: its latest sn-bench CSV, or NULL */
+    int64_t *bench_time_s; /* by server: when it arrived */
+    int64_t next_ms;
+    uint64_t passes, cordons, fails, bench_results;
+    double last_pass_s; /* duration of the last analysis */
+} hl;
+
+enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struct sn_error *err)
+{
+    if (sn_health_history_new(store, NULL, &hl.hist, err) != SN_OK ||
+        sn_health_state_new(d->model, &hl.state, err) != SN_OK)
+        return err->code;
+    hl.bench = calloc(d->model->n_servers ? d->model->n_servers : 1, sizeof(*hl.bench));
+    hl.bench_time_s = calloc(d->model->n_servers ? d->model->n_servers : 1, sizeof(int64_t));
+    if (!hl.bench || !hl.bench_time_s)
+        return sn_error_set(err, SN_ERR_NOMEM, "health state: out of memory");
+    return SN_OK;
+}
+
+struct sn_telem_sink snd_health_sink(void)
+{
+    return sn_health_history_sink(hl.hist);
+}
+
+enum sn_err snd_health_bench(struct snd *d, uint32_t server, const char *csv, size_t len,
+                             struct sn_error *err)
+{
+    if (!hl.bench)
+        return sn_error_set(err, SN_ERR_INTERNAL, "health state not allocated");
+    if (len > BENCH_MAX_BYTES)
+        return sn_error_set(err, SN_ERR_LIMIT, "benchmark results: %zu bytes, at most %u", len,
+                            BENCH_MAX_BYTES);
+    /* Checked now, so that a bad document is refused to its sender. */
+    struct sn_health_facts f;
+    sn_health_facts_init(&f);
+    char source[96];
+    sn_model_server_name(d->model, server, source, sizeof(source));
+    enum sn_err rc = sn_health_facts_read(&f, SN_FACTS_BENCH, csv, len, source, err);
+    for (uint32_t i = 0; rc == SN_OK && i < f.n_bench; i++)
+        if (strcmp(f.bench[i].host, source) != 0)
+            rc = sn_error_set(err, SN_ERR_INVALID, "%s:%u: host '%s': expected '%s'", source,
+                              f.bench[i].line, f.bench[i].host, source);
+    uint32_t rows = f.n_bench;
+    sn_health_facts_release(&f);
+    if (rc != SN_OK)
+        return rc;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return sn_error_set(err, SN_ERR_NOMEM, "benchmark results: out of memory");
+    memcpy(copy, csv, len);
+    copy[len] = '\0';
+    free(hl.bench[server]);
+    hl.bench[server] = copy;
+    hl.bench_time_s[server] = snd_now_s();
+    hl.bench_results += rows;
+    snd_health_poke();
+    return SN_OK;
+}
+
+int64_t snd_health_bench_age_s(const struct snd *d, uint32_t server)
+{
+    if (!hl.bench_time_s || server >= d->model->n_servers || !hl.bench_time_s[server])
+        return -1;
+    return snd_now_s() - hl.bench_time_s[server];
+}
+
+void snd_health_poke(void)
+{
+    hl.next_ms = 0;
+}
+
+/* The benchmark texts of every server as facts. */
+static void bench_facts(const struct snd *d, struct sn_health_facts *f)
+{
+    sn_health_facts_init(f);
+    for (uint32_t s = 0; hl.bench && s < d->model->n_servers; s++) {
+        if (!hl.bench[s])
+            continue;
+        char source[96];
+        struct sn_error err = {0};
+        sn_model_server_name(d->model, s, source, sizeof(source));
+        if (sn_health_facts_read(f, SN_FACTS_BENCH, hl.bench[s], strlen(hl.bench[s]), source,
+                                 &err) != SN_OK)
+            fprintf(stderr, "snd: health: %s\n", err.message);
+    }
+}
+
+static bool gone(enum sn_detector det)
+{
+    return det == SN_DET_GPU_MISSING || det == SN_DET_GPU_OFF_BUS || det == SN_DET_GPU_UNREADABLE;
+}
+
+/* Moves GPU g to state `to` as snd:health, with its row and audit entry. */
+static void act(struct snd *d, uint32_t g, enum snd_admin_state to, const char *reason)
+{
+    char name[64], action[48];
+    sn_model_gpu_name(d->model, g, name, sizeof(name));
+    struct snd_admin *a = &d->gpus[g];
+    uint8_t old = a->state;
+    int64_t now = snd_now_s();
+    snd_admin_set(a, to, reason, "snd:health", now);
+    snprintf(action, sizeof(action), "health %s gpu", to == SND_ADMIN_DOWN ? "fail" : "cordon");
+    struct sn_store_write w[2] = {
+        {.kind = SN_STORE_PUT_ADMIN,
+         .text = {"gpu", name, snd_admin_state_name(to), reason, "snd:health"},
+         .num = {now}},
+        {.kind = SN_STORE_ADD_AUDIT,
+         .text = {"snd:health", action, name, reason},
+         .num = {now, 200}},
+    };
+    snd_outbox_add(d, w, 2);
+    fprintf(stderr, "snd: health: %s %s: %s\n", to == SND_ADMIN_DOWN ? "failed" : "cordoned", name,
+            reason);
+    if (to == SND_ADMIN_DOWN)
+        hl.fails++;
+    else
+        hl.cordons++;
+    snd_sched_admin_changed(d, false, g, old);
+}
+
+static void act_on(struct snd *d, const struct sn_health_report *rep)
+{
+    const struct sn_model *m = d->model;
+    for (uint32_t i = 0; i < rep->n_findings; i++) {
+        const struct sn_health_finding *f = &rep->findings[i];
+        if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||
+            d->gpus[f->gpu].state == SND_ADMIN_DOWN)
+            continue;
+        char reason[256];
+        snprintf(reason, sizeof(reason), "health: %s: %s", sn_detector_info(f->detector)->name,
+                 f->evidence);
+        act(d, f->gpu, SND_ADMIN_DOWN, reason);
+    }
+    double below = (double)d->cfg.health_cordon_below;
+    for (uint32_t g = 0; below > 0 && g < rep->n_gpus && g < m->n_gpus; g++) {
+        const struct sn_health_score *s = &rep->gpus[g];
+        if (!(s->score < below) || d->gpus[g].state != SND_ADMIN_UP)
+            continue;
+        char reason[256];
+        const struct sn_health_finding *f =
+            s->reason < rep->n_findings ? &rep->findings[s->reason] : NULL;
+        snprintf(reason, sizeof(reason), "health: score %.0f below %.0f%s%s%s", s->score, below,
+                 f ? " (" : "", f ? sn_detector_info(f->detector)->name : "", f ? ")" : "");
+        act(d, g, SND_ADMIN_CORDONED, reason);
+    }
+}
+
+/* One analysis pass; keeps the previous report when it fails. */
+static void analyze(struct snd *d)
+{
+    const struct sn_telem_store *store = snd_agent_telemetry_store(d);
+    if (!store || !hl.hist)
+        return;
+    struct sn_health_facts facts;
+    bench_facts(d, &facts);
+    struct sn_health_input in = {.model = d->model,
+                                 .store = store,
+                                 .history = hl.hist,
+                                 .facts = &facts,
+                                 .now_s = (double)snd_now_s()};
+    struct sn_health_report *rep = NULL;
+    struct sn_error err = {0};
+    int64_t t0 = snd_now_ms();
+    enum sn_err rc = sn_health_analyze(&in, hl.state, &rep, &err);
+    sn_health_facts_release(&facts);
+    if (rc != SN_OK) {
+        fprintf(stderr, "snd: health analysis: %s\n", err.message);
+        return;
+    }
+    hl.last_pass_s = (double)(snd_now_ms() - t0) / 1000.0;
+    hl.passes++;
+    sn_health_report_free(hl.report);
+    hl.report = rep;
+    act_on(d, rep);
+}
+
+int64_t snd_health_tick(struct snd *d)
+{
+    int64_t now = snd_now_ms();
+    if (now >= hl.next_ms) {
+        analyze(d);
+        hl.next_ms = now + d->cfg.health_interval_ms;
+    }
+    return hl.next_ms - now;
+}
+
+double snd_health_gpu_score(uint32_t gpu)
+{
+    if (!hl.report || gpu >= hl.report->n_gpus)
+        return -1;
+    return hl.report->gpus[gpu].score;
+}
+
+json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)
+{
+    json_t *findings = json_array();
+    const struct sn_health_report *rep = hl.report;
+    if (!rep || gpu >= rep->n_gpus)
+        return json_pack("{s:n,s:n,s:b,s:o}", "score", "action", "excluded", 0, "findings",
+                         findings);
+    for (uint32_t i = 0; i < rep->n_findings; i++) {
+        const struct sn_health_finding *f = &rep->findings[i];
+        if (f->gpu != gpu)
+            continue;
+        char label[160];
+        sn_health_entity_label(d->model, f->entity, f->id, label, sizeof(label));
+        json_array_append_new(
+            findings, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s}", "detector",
+                                sn_detector_info(f->detector)->name, "severity",
+                                sn_health_severity_name(f->severity), "action",
+                                sn_health_action_name(f->action), "entity", label, "value",
+                                isfinite(f->value) ? json_real(f->value) : json_null(), "expected",
+                                isfinite(f->expected) ? json_real(f->expected) : json_null(),
+                                "evidence", f->evidence));
+    }
+    const struct sn_health_score *s = &rep->gpus[gpu];
+    return json_pack("{s:f,s:s,s:b,s:o}", "score", s->score, "action",
+                     sn_health_action_name(s->action), "excluded", s->excluded, "findings",
+                     findings);
+}
+
+char *snd_health_metrics_text(const struct snd *d)
+{
+    const struct sn_model *m = d->model;
+    size_t cap = 1024 + (size_t)m->n_gpus * 64, len = 0;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    int n = snprintf(t, cap,
+                     "# HELP snd_health_passes_total Health analyses run.\n"
+                     "# TYPE snd_health_passes_total counter\nsnd_health_passes_total %llu\n"
+                     "# HELP snd_health_actions_total GPUs cordoned or failed by snd:health.\n"
+                     "# TYPE snd_health_actions_total counter\n"
+                     "snd_health_actions_total{action=\"cordon\"} %llu\n"
+                     "snd_health_actions_total{action=\"fail\"} %llu\n"
+                     "# HELP snd_health_benchmark_results_total Benchmark rows from agents.\n"
+                     "# TYPE snd_health_benchmark_results_total counter\n"
+                     "snd_health_benchmark_results_total %llu\n"
+                     "# HELP snd_health_pass_seconds Duration of the last health analysis.\n"
+                     "# TYPE snd_health_pass_seconds gauge\nsnd_health_pass_seconds %.6f\n"
+                     "# HELP snd_gpu_health_score Health score of a GPU (0-100) from the last "
+                     "analysis.\n# TYPE snd_gpu_health_score gauge\n",
+                     (unsigned long long)hl.passes, (unsigned long long)hl.cordons,
+                     (unsigned long long)hl.fails, (unsigned long long)hl.bench_results,
+                     hl.last_pass_s);
+    len = n > 0 ? (size_t)n : 0;
+    for (uint32_t g = 0; hl.report && g < hl.report->n_gpus && g < m->n_gpus; g++) {
+        char name[64];
+        sn_model_gpu_name(m, g, name, sizeof(name));
+        n = snprintf(t + len, cap - len, "snd_gpu_health_score{gpu=\"%s\"} %.1f\n", name,
+                     hl.report->gpus[g].score);
+        if (n < 0 || (size_t)n >= cap - len)
+            break;
+        len += (size_t)n;
+    }
+    return t;
+}
