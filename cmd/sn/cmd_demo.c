@@ -159,11 +159,40 @@ static void event(const struct demo *d, const char *fmt, ...)
 
 /* ---- HTTP ---------------------------------------------------------------- */
 
+static int call_once(struct demo *d, const char *method, const char *path, json_t *body,
+                     const char *header, json_t **out, char **text);
+
 /* One request to snd with the admin token. Returns the HTTP status, or -1
  * when snd cannot be reached. *out (when out is not NULL) gets the parsed
- * JSON body or NULL; *text (when not NULL) the raw body (caller frees). */
+ * JSON body or NULL; *text (when not NULL) the raw body (caller frees).
+ * snd answers 503 "busy" to writes, before doing anything, while its
+ * scheduler's writes wait for the store: those are retried with a growing
+ * pause, for up to about 10 s. */
 static int call(struct demo *d, const char *method, const char *path, json_t *body,
                 const char *header, json_t **out, char **text)
+{
+    int status = -1;
+    for (int attempt = 1; attempt <= 40; attempt++) {
+        status = call_once(d, method, path, body, header, out, text);
+        if (status != 503)
+            break;
+        if (out) {
+            json_decref(*out);
+            *out = NULL;
+        }
+        if (text) {
+            free(*text);
+            *text = NULL;
+        }
+        long ms = attempt < 10 ? 20L * attempt : 250L;
+        struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    return status;
+}
+
+static int call_once(struct demo *d, const char *method, const char *path, json_t *body,
+                     const char *header, json_t **out, char **text)
 {
     char *b = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct sn_httpc_request req = {.method = method,
