@@ -397,9 +397,10 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .xid = on_xid,
                                  .facility = on_facility,
                                  .skipped = on_skipped};
-    char source[96];
-    snprintf(source, sizeof(source), "%s#%lld", node, (long long)seq);
-    struct sn_telem_opts o = {.source = source, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
+    /* The source is the node: the store keeps a bounded table of sources
+     * (4096), so one per batch ("node#seq") filled it within minutes and
+     * then made every record scan the full table. */
+    struct sn_telem_opts o = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
     struct sn_telem_parser_stats st;
     struct sn_error err = {0};
     enum sn_err rc = sn_telem_parse_buffer(f, &o, &sink, r->len ? r->body : "", r->len, &st, &err);
