@@ -986,6 +986,7 @@ struct tally {
     json_t *cordoned; /* names */
     double slow_clock_mhz;
     long long slow_findings;
+    double goodput; /* snd's latest sample: 1 - lost / allocated GPU-seconds; NaN if none */
 };
 
 static const char *const job_states[] = {"pending", "running",   "completed",
@@ -1048,6 +1049,22 @@ static json_t *victims_json(const struct demo *d, bool requeued_only)
     return a;
 }
 
+/* The dashboard summary's latest goodput sample, NaN when there is none. */
+static double latest_goodput(struct demo *d)
+{
+    json_t *sum = NULL;
+    double g = NAN;
+    if (call(d, "GET", "/v1/dashboard/summary", NULL, NULL, &sum, NULL) == 200 && sum) {
+        json_t *hist = json_object_get(sum, "history");
+        json_t *last = json_array_get(hist, json_array_size(hist) - 1);
+        json_t *v = json_object_get(last, "goodput");
+        if (json_is_number(v))
+            g = json_number_value(v);
+    }
+    json_decref(sum);
+    return g;
+}
+
 static void print_json(const struct demo *d, const struct tally *t, double ran_s)
 {
     json_t *states = json_object();
@@ -1073,6 +1090,7 @@ static void print_json(const struct demo *d, const struct tally *t, double ran_s
         "jobs_interrupted_requeued", victims_json(d, true), "interruptions_metric_before",
         d->interruptions_before, "interruptions_metric_after", d->interruptions_after);
     json_object_set_new(o, "power_failure", pf);
+    json_object_set_new(o, "goodput", isnan(t->goodput) ? json_null() : json_real(t->goodput));
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     if (s)
         printf("%s\n", s);
@@ -1091,6 +1109,9 @@ static void print_human(const struct demo *d, const struct tally *t, double ran_
             ran_s, (unsigned long long)d->submitted, d->n_jobs, t->by_state[2], t->agent_completed,
             (unsigned long long)d->clock_exits, t->by_state[3], t->by_state[1], t->by_state[0],
             t->by_state[5], t->requeued_jobs, t->requeues);
+    if (!isnan(t->goodput))
+        fprintf(out, "goodput %.1f%%: GPU-time not lost to interrupted or preempted runs\n",
+                100 * t->goodput);
     if (d->failed && d->pd != SN_NONE)
         fprintf(out,
                 "power domain %s: failed at %.0f s, %s; %u of %u job(s) there interrupted "
@@ -1232,6 +1253,7 @@ int cmd_demo(int argc, char **argv)
         struct tally t = {0};
         tally_jobs(&d, &t);
         tally_gpus(&d, &t);
+        t.goodput = latest_goodput(&d);
         check_slow_gpu(&d);
         if (d.o.json)
             print_json(&d, &t, ran_s);

@@ -30,6 +30,7 @@ struct history_point {
     int64_t time_s;
     double allocated_fraction; /* allocated GPUs / GPUs */
     double util_mean;          /* mean util_gpu (%) of GPUs reporting it, NaN if none */
+    double goodput;            /* 1 - lost / allocated GPU-seconds since start, NaN before any */
     uint32_t reporting;
 };
 
@@ -261,10 +262,12 @@ static void sample_history(struct snd *d, const uint32_t *owner)
             reporting++;
         }
     }
+    double goodput = snd_goodput(d, now);
     dash.hist[dash.next_hist] = (struct history_point){
         .time_s = now,
         .allocated_fraction = d->model->n_gpus ? (double)alloc / d->model->n_gpus : 0,
         .util_mean = reporting ? util / reporting : NAN,
+        .goodput = goodput,
         .reporting = reporting};
     dash.next_hist = (dash.next_hist + 1) % HISTORY_MAX;
     if (dash.n_hist < HISTORY_MAX)
@@ -317,9 +320,11 @@ static json_t *history_json(void)
     for (uint32_t k = 0; k < dash.n_hist; k++) {
         const struct history_point *p =
             &dash.hist[(dash.next_hist + HISTORY_MAX - dash.n_hist + k) % HISTORY_MAX];
-        json_array_append_new(a, json_pack("{s:I,s:f,s:o,s:I}", "time_s", (json_int_t)p->time_s,
-                                           "allocated_fraction", p->allocated_fraction,
-                                           "util_mean_pct", num_or_null(p->util_mean), "reporting",
+        json_array_append_new(a, json_pack("{s:I,s:f,s:o,s:o,s:I}", "time_s",
+                                           (json_int_t)p->time_s, "allocated_fraction",
+                                           p->allocated_fraction, "util_mean_pct",
+                                           num_or_null(p->util_mean), "goodput",
+                                           num_or_null(p->goodput), "reporting",
                                            (json_int_t)p->reporting));
     }
     return a;

@@ -8,6 +8,7 @@
  */
 #include "snd.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,9 +396,26 @@ static void settle_drains(struct snd *d, const uint32_t *gpus, uint32_t n)
     }
 }
 
+double snd_goodput(const struct snd *d, int64_t now_s)
+{
+    double busy = d->busy_gpu_s;
+    for (int64_t id = 1; id < d->next_job_id && id <= d->n_jobs_cap; id++) {
+        const struct snd_job *j = d->jobs[id - 1];
+        if (j && j->n_alloc && j->start_s > 0 && now_s > j->start_s)
+            busy += (double)j->n_alloc * (double)(now_s - j->start_s);
+    }
+    if (busy <= 0)
+        return NAN;
+    double goodput = 1.0 - d->lost_gpu_s / busy;
+    return goodput < 0 ? 0 : goodput;
+}
+
 static void release_alloc(struct snd *d, struct snd_job *j)
 {
     uint32_t *gpus = j->alloc, n = j->n_alloc;
+    int64_t now_s = snd_now_s();
+    if (j->start_s > 0 && now_s > j->start_s)
+        d->busy_gpu_s += (double)n * (double)(now_s - j->start_s);
     j->alloc = NULL;
     j->n_alloc = 0;
     free(j->ranks_done);
@@ -453,6 +471,8 @@ static void on_requeue(struct snd *d, const struct sn_decision *dec, double now)
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
     else
         snprintf(msg, sizeof(msg), "interrupted: a GPU or server it used went down");
+    if (j->start_s > 0 && now > (double)j->start_s)
+        d->lost_gpu_s += (double)j->n_alloc * (now - (double)j->start_s);
     snd_job_set_state(d, j, SND_JOB_REQUEUED);
     j->requeues++;
     j->updated_s = (int64_t)now;

@@ -152,6 +152,10 @@ struct snd {
     struct snd_job **jobs; /* index id - 1 */
     int64_t n_jobs_cap, next_job_id;
     uint64_t jobs_by_state[SND_JOB_STATE_COUNT];
+    /* Goodput since this daemon started (snd_goodput): GPU-seconds of runs
+     * that ended, and of those lost to interruption or preemption (from the
+     * run's start: snd does not see checkpoints). */
+    double busy_gpu_s, lost_gpu_s;
     struct snd_idem *idem;
     struct snd_named *tenants, *pools, *classes;
     uint32_t n_tenants, n_pools, n_classes;
@@ -174,6 +178,9 @@ struct snd {
 int snd_state_load(struct snd *d, struct sn_error *err);
 int snd_state_verify(const struct snd *d, struct sn_error *err);
 struct snd_job *snd_job_get(const struct snd *d, int64_t id);
+/* 1 - lost / allocated GPU-seconds since start (running jobs counted up to
+ * now), or NaN before any GPU was allocated. */
+double snd_goodput(const struct snd *d, int64_t now_s);
 int64_t snd_idem_find(const struct snd *d, const char *tenant, const char *key);
 enum sn_err snd_job_insert(struct snd *d, struct snd_job *job, struct sn_error *err);
 void snd_job_remove(struct snd *d, int64_t id);

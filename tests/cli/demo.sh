@@ -46,6 +46,12 @@ before=$(num interruptions_metric_before) after=$(num interruptions_metric_after
 [ "$finished" -gt 0 ] || fail "jobs_finished $finished, want > 0"
 [ "$interrupted" -gt 0 ] || fail "interrupted_jobs $interrupted, want > 0"
 [ "$requeued" -ge "$interrupted" ] || fail "jobs_requeued $requeued < interrupted $interrupted"
+# Interrupted runs lose GPU-time, so the daemon's goodput falls below 1.
+goodput=$(field goodput)
+case $goodput in
+0.* | 0) ;;
+*) fail "goodput '$goodput' after interruptions, want a value below 1" ;;
+esac
 [ "$after" -ge $((before + interrupted)) ] ||
     fail "sn_scheduler_interruptions_total $before -> $after, want +$interrupted or more"
 grep -q '^    "failed": true,$' "$D/summary.json" || fail "the power domain was not failed"

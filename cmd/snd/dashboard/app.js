@@ -216,6 +216,7 @@ function drawChart(hist) {
   };
   line(hist.map((p) => p.allocated_fraction * 100), "#4aa3ff");
   line(hist.map((p) => p.util_mean_pct), "#5fd38d");
+  line(hist.map((p) => (p.goodput === null ? null : p.goodput * 100)), "#f0c050");
 }
 
 async function refresh() {
