@@ -3,7 +3,7 @@
 # they are missing: with apt-get when run as root, otherwise it prints the
 # exact command to run. Sourced or run by scripts/run and scripts/test.
 set -eu
-SN_PACKAGES="build-essential cmake pkg-config clang libclang-rt-14-dev libfyaml-dev libjansson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev libssl-dev chromium prometheus"
+SN_PACKAGES="build-essential cmake pkg-config clang libclang-rt-14-dev libfyaml-dev libjansson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev libgnutls28-dev gnutls-bin libssl-dev libcurl4-openssl-dev libpq-dev postgresql slurmctld slurmd slurm-client munge chromium prometheus"
 missing=""
 for p in $SN_PACKAGES; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
