@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include <sn/chart.h>
 #include <sn/health.h>
 
 #include "cli.h"
@@ -474,6 +475,16 @@ static int write_svg(const struct ctx *c, const struct sn_health_report *r)
         if (m->supernodes[s].n_servers > max_servers)
             max_servers = m->supernodes[s].n_servers;
     int cell = 44, w = 90 + (int)max_servers * (cell + 4), h = 30 + (int)m->n_supernodes * 60;
+    char *scale = NULL;
+    struct sn_error err = {0};
+    if (w < 440)
+        w = 440;
+    if (sn_chart_scale_svg(90, h + 6, 200, "GPU health score (0-100)", 0, 100, 20, score_color,
+                           &scale, &err) != SN_OK) {
+        fclose(f);
+        return fail_usage(c, "cannot write '%s': %s", c->svg, err.message);
+    }
+    h += 48;
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
             "font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"4\" y=\"16\">GPU health "
@@ -506,7 +517,8 @@ static int write_svg(const struct ctx *c, const struct sn_health_report *r)
             }
         }
     }
-    fprintf(f, "</svg>\n");
+    fprintf(f, "%s</svg>\n", scale);
+    free(scale);
     return fclose(f) == 0 ? SN_EXIT_OK : fail_usage(c, "cannot write '%s'", c->svg);
 }
 

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include <sn/chart.h>
 #include <sn/sim.h>
 #include <sn/units.h>
 
@@ -472,79 +473,172 @@ static void print_json(const struct opts *o, const struct sn_model *m,
 
 /* ---- SVG ----------------------------------------------------------------- */
 
-static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c"};
-
-static FILE *svg_open(const char *dir, const char *name, const char *title)
+/* Every chart goes through lib/chart, so each has axes with ticks and units
+ * and a legend naming the policies. */
+static int write_text(const char *dir, const char *name, const char *text)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *f = fopen(path, "w");
-    if (!f) {
+    if (!f || fputs(text, f) == EOF || fclose(f) != 0) {
         fprintf(stderr, "sn sim: %s: %s\n", path, strerror(errno));
-        return NULL;
+        if (f)
+            fclose(f);
+        return SN_EXIT_USAGE;
+    }
+    return SN_EXIT_OK;
+}
+
+static int write_chart(const char *dir, const char *name, const struct sn_chart *chart,
+                       const struct sn_chart_series *series, uint32_t n)
+{
+    char *svg = NULL;
+    struct sn_error err = {0};
+    if (sn_chart_line_svg(chart, series, n, &svg, NULL, &err) != SN_OK) {
+        fprintf(stderr, "sn sim: %s: %s\n", name, err.message);
+        return SN_EXIT_USAGE;
+    }
+    int rc = write_text(dir, name, svg);
+    free(svg);
+    return rc;
+}
+
+/* Utilisation (%) against hours since the first submission, one line per
+ * policy. */
+static int write_utilisation(const char *dir, double sample_s, const enum sn_sched_policy *pol,
+                             struct sn_sim_result *const *res, int n)
+{
+    struct sn_chart_series series[3];
+    double *buf[3] = {0};
+    int rc = SN_EXIT_USAGE;
+    for (int p = 0; p < n; p++) {
+        uint32_t k = res[p]->n_samples;
+        if (!(buf[p] = malloc((2 * (size_t)k + 1) * sizeof(double))))
+            goto out;
+        for (uint32_t i = 0; i < k; i++) {
+            buf[p][i] = i * sample_s / 3600;
+            buf[p][k + i] = 100 * res[p]->samples[i];
+        }
+        series[p] = (struct sn_chart_series){sn_sched_policy_name(pol[p]), buf[p], buf[p] + k, k};
+    }
+    struct sn_chart chart = {"GPU utilisation over time",
+                             {"time since the first submission (h)", 0, 0, 0},
+                             {"GPUs busy (%)", 0, 100, 0},
+                             0,
+                             0};
+    rc = write_chart(dir, "utilisation.svg", &chart, series, (uint32_t)n);
+out:
+    for (int p = 0; p < n; p++)
+        free(buf[p]);
+    return rc;
+}
+
+/* The CDF of job completion times on a log axis, one line per policy. */
+static int write_jct_cdf(const char *dir, const enum sn_sched_policy *pol,
+                         struct sn_sim_result *const *res, int n)
+{
+    struct sn_chart_series series[3];
+    double *buf[3] = {0};
+    int rc = SN_EXIT_USAGE;
+    for (int p = 0; p < n; p++) {
+        uint32_t k = res[p]->n_jct;
+        if (!(buf[p] = malloc((2 * (size_t)k + 1) * sizeof(double))))
+            goto out;
+        for (uint32_t i = 0; i < k; i++) {
+            buf[p][i] = res[p]->jct_sorted[i] > 1 ? res[p]->jct_sorted[i] : 1;
+            buf[p][k + i] = 100.0 * (i + 1) / k;
+        }
+        series[p] = (struct sn_chart_series){sn_sched_policy_name(pol[p]), buf[p], buf[p] + k, k};
+    }
+    struct sn_chart chart = {"Job completion time, cumulative",
+                             {"job completion time (s, log scale)", 0, 0, 1},
+                             {"finished jobs (%)", 0, 100, 0},
+                             0,
+                             0};
+    rc = write_chart(dir, "jct-cdf.svg", &chart, series, (uint32_t)n);
+out:
+    for (int p = 0; p < n; p++)
+        free(buf[p]);
+    return rc;
+}
+
+/* White (idle) to blue (every GPU busy). */
+static void busy_colour(double share_pct, char *buf, size_t len)
+{
+    double t = share_pct < 0 ? 0 : share_pct > 100 ? 1 : share_pct / 100;
+    snprintf(buf, len, "rgb(%d,%d,255)", (int)(255 * (1 - t)), (int)(255 * (1 - t)));
+}
+
+/* One tile per supernode at the snapshot of the first policy's run, with a
+ * colour scale and a swatch legend for the outline. */
+static int write_occupancy(const char *dir, const enum sn_sched_policy *pol,
+                           const struct sn_sim_result *r)
+{
+    uint32_t cols = r->n_supernodes < 20 ? (r->n_supernodes ? r->n_supernodes : 1) : 20;
+    uint32_t rows = (r->n_supernodes + cols - 1) / cols;
+    int w = 60 + (int)cols * 28 + 220, h = 90 + (int)rows * 28 + 60;
+    if (w < 520)
+        w = 520;
+    char *buf = NULL, *scale = NULL, *swatches = NULL;
+    size_t len = 0;
+    struct sn_error err = {0};
+    static const char *const names[] = {"grey outline: no GPU down",
+                                        "red outline: some GPUs down"};
+    static const char *const outline[] = {"grey", "red"};
+    if (sn_chart_scale_svg(60 + cols * 28.0 + 20, 80, 160, "GPUs busy (%)", 0, 100, 20,
+                           busy_colour, &scale, &err) != SN_OK ||
+        sn_chart_swatches_svg(60 + cols * 28.0 + 20, 140, names, outline, 2, &swatches, &err) !=
+            SN_OK) {
+        fprintf(stderr, "sn sim: occupancy.svg: %s\n", err.message);
+        free(scale);
+        return SN_EXIT_USAGE;
+    }
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        free(scale);
+        free(swatches);
+        return SN_EXIT_USAGE;
     }
     fprintf(f,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"360\">\n"
-            "<rect width=\"640\" height=\"360\" fill=\"white\"/>\n"
-            "<text x=\"320\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">%s</text>\n"
-            "<line x1=\"50\" y1=\"320\" x2=\"620\" y2=\"320\" stroke=\"black\"/>\n"
-            "<line x1=\"50\" y1=\"40\" x2=\"50\" y2=\"320\" stroke=\"black\"/>\n",
-            title);
-    return f;
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
+            "<text class=\"chart-title\" x=\"%d\" y=\"22\" text-anchor=\"middle\" "
+            "font-size=\"15\">Supernode occupancy at %.1f h (%s)</text>\n"
+            "<text class=\"axis-title\" x=\"60\" y=\"64\" font-size=\"12\">one tile per "
+            "supernode, %u per row, in model order</text>\n",
+            w, h, w, h, w / 2, r->snapshot_at_s / 3600, sn_sched_policy_name(pol[0]), cols);
+    for (uint32_t sn = 0; sn < r->n_supernodes; sn++) {
+        double busy = r->snap_gpus[sn] ? 100.0 * r->snap_busy[sn] / r->snap_gpus[sn] : 0;
+        char col[32];
+        busy_colour(busy, col, sizeof(col));
+        fprintf(f,
+                "<rect x=\"%u\" y=\"%u\" width=\"26\" height=\"26\" fill=\"%s\" "
+                "stroke=\"%s\"><title>sn %u: %u busy, %u down of %u</title></rect>\n",
+                60 + (sn % cols) * 28, 80 + (sn / cols) * 28, col,
+                r->snap_down[sn] ? "red" : "grey", sn, r->snap_busy[sn], r->snap_down[sn],
+                r->snap_gpus[sn]);
+    }
+    fprintf(f, "%s%s</svg>\n", scale, swatches);
+    free(scale);
+    free(swatches);
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        return SN_EXIT_USAGE;
+    }
+    int rc = write_text(dir, "occupancy.svg", buf);
+    free(buf);
+    return rc;
 }
 
-static void svg_legend(FILE *f, const enum sn_sched_policy *pol, int n)
-{
-    for (int p = 0; p < n; p++)
-        fprintf(f, "<text x=\"60\" y=\"%d\" fill=\"%s\" font-size=\"12\">%s</text>\n", 50 + 15 * p,
-                colours[p], sn_sched_policy_name(pol[p]));
-    fprintf(f, "</svg>\n");
-}
-
-static int write_svgs(const char *dir, const enum sn_sched_policy *pol,
+static int write_svgs(const char *dir, double sample_s, const enum sn_sched_policy *pol,
                       struct sn_sim_result *const *res, int n)
 {
-    FILE *f = svg_open(dir, "utilisation.svg", "GPU utilisation over time (0..1)");
-    if (!f)
-        return SN_EXIT_USAGE;
-    for (int p = 0; p < n; p++) {
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" points=\"", colours[p]);
-        uint32_t ns = res[p]->n_samples ? res[p]->n_samples : 1;
-        for (uint32_t i = 0; i < res[p]->n_samples; i++)
-            fprintf(f, "%.1f,%.1f ", 50 + 570.0 * i / ns, 320 - 280 * res[p]->samples[i]);
-        fprintf(f, "\"/>\n");
-    }
-    svg_legend(f, pol, n);
-    fclose(f);
-    if (!(f = svg_open(dir, "jct-cdf.svg", "JCT CDF (log10 seconds, 1 s .. 10^7 s)")))
-        return SN_EXIT_USAGE;
-    for (int p = 0; p < n; p++) {
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" points=\"", colours[p]);
-        uint32_t k = res[p]->n_jct, step = k > 500 ? k / 500 : 1;
-        for (uint32_t i = 0; i < k; i += step) {
-            double x = log10(res[p]->jct_sorted[i] > 1 ? res[p]->jct_sorted[i] : 1) / 7;
-            fprintf(f, "%.1f,%.1f ", 50 + 570 * (x < 1 ? x : 1), 320 - 280.0 * (i + 1) / k);
-        }
-        fprintf(f, "\"/>\n");
-    }
-    svg_legend(f, pol, n);
-    fclose(f);
-    if (!(f = svg_open(dir, "occupancy.svg", "Supernode occupancy (busy, down) at the snapshot")))
-        return SN_EXIT_USAGE;
-    const struct sn_sim_result *r = res[0];
-    uint32_t cols = 20;
-    for (uint32_t sn = 0; sn < r->n_supernodes; sn++) {
-        double busy = r->snap_gpus[sn] ? (double)r->snap_busy[sn] / r->snap_gpus[sn] : 0;
-        fprintf(f,
-                "<rect x=\"%u\" y=\"%u\" width=\"26\" height=\"26\" fill=\"rgb(%d,%d,255)\" "
-                "stroke=\"%s\"><title>sn %u: %u busy, %u down of %u</title></rect>\n",
-                60 + (sn % cols) * 28, 80 + (sn / cols) * 28, (int)(255 * (1 - busy)),
-                (int)(255 * (1 - busy)), r->snap_down[sn] ? "red" : "grey", sn, r->snap_busy[sn],
-                r->snap_down[sn], r->snap_gpus[sn]);
-    }
-    svg_legend(f, pol, 1);
-    fclose(f);
-    return SN_EXIT_OK;
+    int rc = write_utilisation(dir, sample_s, pol, res, n);
+    if (rc == SN_EXIT_OK)
+        rc = write_jct_cdf(dir, pol, res, n);
+    if (rc == SN_EXIT_OK)
+        rc = write_occupancy(dir, pol, res[0]);
+    return rc;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -593,7 +687,7 @@ int cmd_sim(int argc, char **argv)
         else
             print_table(&o, pol, res, n);
         if (o.svg_dir)
-            rc = write_svgs(o.svg_dir, pol, res, n);
+            rc = write_svgs(o.svg_dir, o.cfg.sample_s, pol, res, n);
     }
     for (int p = 0; p < n; p++)
         sn_sim_result_free(res[p]);
