@@ -6,6 +6,7 @@
 #include "agent.h"
 #include "http.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,11 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "sn_store_write_failures_total %llu\n", (unsigned long long)st.failures);
     family(&o, "sn_store_queue_depth", "gauge", "Store submissions waiting for a commit.");
     put(&o, "sn_store_queue_depth %llu\n", (unsigned long long)st.queue_depth);
+    double goodput = snd_goodput(d, snd_now_s());
+    family(&o, "sn_goodput_ratio", "gauge",
+           "Goodput since start: 1 - lost / allocated GPU-seconds (absent before any run).");
+    if (!isnan(goodput))
+        put(&o, "sn_goodput_ratio %.6f\n", goodput);
     char *agents = snd_agent_metrics_text(d);
     if (agents)
         put(&o, "%s", agents);
