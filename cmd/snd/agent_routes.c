@@ -421,6 +421,7 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
     ag.foreign_total += in.foreign;
     ag.window_samples += in.samples;
     roll_rate(snd_now_ms());
+    snd_dashboard_record_node(d, s);
     return snd_reply(d, r, 200,
                      json_pack("{s:I,s:b,s:I,s:I,s:I}", "seq", (json_int_t)seq, "duplicate", 0,
                                "samples", (json_int_t)in.samples, "skipped",

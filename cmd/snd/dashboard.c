@@ -81,7 +81,7 @@ enum MHD_Result snd_dashboard_asset(struct snd *d, struct snd_req *r)
 /* ---- the map ------------------------------------------------------------ */
 
 /* owner[g] = index into d->jobs + 1 of the running job holding GPU g. */
-static uint32_t *gpu_owners(const struct snd *d)
+uint32_t *snd_dashboard_gpu_owners(const struct snd *d)
 {
     uint32_t *owner = calloc(d->model->n_gpus ? d->model->n_gpus : 1, sizeof(*owner));
     for (int64_t i = 0; owner && i < d->n_jobs_cap; i++) {
@@ -198,7 +198,7 @@ enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r)
     if (want && s == SN_NONE)
         return snd_error(d, r, 404, "not_found", "supernode", "no supernode '%s'", want);
     const struct sn_telem_store *t = snd_agent_telemetry_store(d);
-    uint32_t *owner = gpu_owners(d);
+    uint32_t *owner = snd_dashboard_gpu_owners(d);
     if (!t || !owner) {
         free(owner);
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
@@ -332,7 +332,7 @@ static json_t *history_json(void)
 
 enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
 {
-    uint32_t *owner = gpu_owners(d);
+    uint32_t *owner = snd_dashboard_gpu_owners(d);
     if (!owner)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     catch_up_events(d);

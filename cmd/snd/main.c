@@ -73,6 +73,12 @@ static const struct sn_conf_key config_keys[] = {
      "and its jobs requeued"},
     {"default_walltime_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(default_walltime_s),
      "walltime estimate for backfill of jobs without time_limit_s"},
+    {"gpu_history_samples", SN_CONF_INT, "60", 1, 100000, C(gpu_history_samples),
+     "telemetry samples kept per GPU for the dashboard's time series (16 bytes each, only for "
+     "GPUs that report)"},
+    {"gpu_history_step_s", SN_CONF_INT, "60", 1, 86400, C(gpu_history_step_s),
+     "seconds between two kept telemetry samples of a GPU (samples x step = the history's "
+     "span)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -1064,6 +1064,8 @@ const struct snd_route snd_routes[] = {
      "a telemetry batch (dcgm-exporter, nvidia-smi-csv or facility-csv text)"},
     {"GET", "/v1/telemetry/gpus/{}", SN_SCOPE_CLUSTER_READ, snd_agent_gpu_telemetry,
      "a GPU's latest telemetry and findings"},
+    {"GET", "/v1/telemetry/gpus/{}/history", SN_SCOPE_CLUSTER_READ, snd_dashboard_gpu_history,
+     "a GPU's telemetry time series (the last gpu_history_samples samples) with its job"},
     /* The dashboard (dashboard.c, docs/dashboard.md). */
     {"GET", "/", NO_AUTH, snd_dashboard_index, "the dashboard page"},
     {"GET", "/dashboard/{}", NO_AUTH, snd_dashboard_asset, "the dashboard's script and style"},
@@ -1071,5 +1073,9 @@ const struct snd_route snd_routes[] = {
      "the supernode map: aggregates, or one supernode's GPUs"},
     {"GET", "/v1/dashboard/summary", SN_SCOPE_CLUSTER_READ, snd_dashboard_summary,
      "counts, queue, recent events and utilisation history"},
+    {"GET", "/v1/dashboard/layout", SN_SCOPE_CLUSTER_READ, snd_dashboard_layout,
+     "the cluster's pods, supernodes and servers in model order (parallel arrays)"},
+    {"GET", "/v1/dashboard/gpus", SN_SCOPE_CLUSTER_READ, snd_dashboard_gpus,
+     "every GPU's state, job, health score and one telemetry metric (parallel arrays)"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

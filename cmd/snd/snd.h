@@ -49,6 +49,8 @@ struct snd_config {
     int64_t health_cordon_below;
     int64_t health_bench_interval_s;
     char sched_policy[32];
+    int64_t gpu_history_samples;
+    int64_t gpu_history_step_s;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
