@@ -1,8 +1,9 @@
 #!/bin/sh
 # End-to-end test of the dashboard in headless Chromium (playwright-core):
 # tests/cli/dashboard.js starts snd (from the directory of the sn binary,
-# $1) on 127.0.0.1 with a simulated agent, loads the page, checks the map's
-# counts, clicks a GPU and saves dashboard.png in the build directory.
+# $1) on 127.0.0.1 at 128 and at 131,072 GPUs with a simulated agent, loads
+# the page, checks the map, search, the GPU and job panels and their charts,
+# and saves dashboard-*.png in the build directory (docs/dashboard.md).
 # Skips (exit 0) when Chromium or node_modules/playwright-core is absent.
 set -eu
 bin=$(dirname "$1")
