@@ -4,7 +4,8 @@
  * waiting jobs), refreshed every --interval. On a terminal it redraws in
  * place and quits on q or Ctrl-C, restoring the terminal; --once prints one
  * frame and exits (for scripts and pipes); otherwise, when stdout is not a
- * terminal, frames follow one another until interrupted.
+ * terminal, frames follow one another until interrupted. With -o json each
+ * frame is one line of JSON (the same figures), never a redraw.
  */
 #include <errno.h>
 #include <poll.h>
@@ -40,39 +41,53 @@ static long long metric(const char *text, const char *name, const char *label)
     return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
-static void gpu_line(const char *m)
-{
-    const char *st[] = {"allocated", "free", "cordoned", "down"};
-    printf("GPUs   ");
-    for (int i = 0; i < 4; i++) {
-        char l[64];
-        snprintf(l, sizeof(l), "state=\"%s\"", st[i]);
-        printf(" %s %lld", st[i], metric(m, "sn_gpus_scheduler", l));
-    }
-    printf("\n");
-}
+static const char *const gpu_states[] = {"allocated", "free", "cordoned", "down"};
+static const char *const job_states[] = {"pending", "requeued", "running",
+                                         "completed", "failed", "cancelled"};
+static const char *const node_states[] = {"up", "cordoned", "draining", "drained", "down"};
+static const char *const reasons[] = {"none",      "quota",  "quota-supernode", "no-supernode-fits",
+                                      "bandwidth", "health", "priority",        "reservation"};
 
-static void count_line(const char *m, const char *title, const char *name, const char *label,
-                       const char *const *values, int n, bool skip_zero)
+/* {value: count} of one labelled metric family, for each of values. */
+static json_t *counts(const char *m, const char *name, const char *label,
+                      const char *const *values, int n)
 {
-    printf("%-7s", title);
+    json_t *o = json_object();
     for (int i = 0; i < n; i++) {
         char l[96];
         snprintf(l, sizeof(l), "%s=\"%s\"", label, values[i]);
-        long long v = metric(m, name, l);
+        json_object_set_new(o, values[i], json_integer(metric(m, name, l)));
+    }
+    return o;
+}
+
+static void count_line(json_t *o, const char *title, const char *const *values, int n,
+                       bool skip_zero)
+{
+    printf("%-7s", title);
+    for (int i = 0; i < n; i++) {
+        long long v = (long long)json_integer_value(json_object_get(o, values[i]));
         if (!skip_zero || v > 0)
             printf(" %s %lld", values[i], v);
     }
     printf("\n");
 }
 
-static int jobs_section(struct client *c, const char *state, const char *title, int rows)
+static int jobs_page(struct client *c, const char *state, int rows, json_t **items)
 {
     json_t *page = NULL;
     int rc = client_call(c, "GET", NULL, NULL, &page, "/v1/jobs?state=%s&limit=%d", state, rows);
     if (rc != SN_EXIT_OK)
         return rc;
-    json_t *items = json_object_get(page, "items");
+    *items = json_incref(json_object_get(page, "items"));
+    if (!*items)
+        *items = json_array();
+    json_decref(page);
+    return SN_EXIT_OK;
+}
+
+static void jobs_section(json_t *items, const char *state, const char *title)
+{
     printf("\n%s (%zu shown)\n%7s %-10s %-16s %6s %s\n", title, json_array_size(items), "JOBID",
            "TENANT", "NAME", "GPUS", strcmp(state, "running") ? "REASON" : "NODES");
     size_t i;
@@ -91,13 +106,14 @@ static int jobs_section(struct client *c, const char *state, const char *title, 
                client_str(j, "name"), (long long)json_integer_value(json_object_get(j, "gpus")),
                where);
     }
-    json_decref(page);
-    return SN_EXIT_OK;
 }
 
-/* Draws one frame; returns an exit status (0 to go on). */
-static int frame(struct client *c, bool tty)
+/* One frame as JSON: the cluster, the time, GPUs by scheduler state, jobs and
+ * nodes by state, waiting jobs by reason, and the first running and pending
+ * jobs. *out is NULL on failure (the exit status says why). */
+static int frame_json(struct client *c, json_t **out)
 {
+    *out = NULL;
     json_t *cluster = NULL;
     int rc = client_call(c, "GET", NULL, NULL, &cluster, "/v1/cluster");
     if (rc != SN_EXIT_OK)
@@ -109,36 +125,76 @@ static int frame(struct client *c, bool tty)
         fprintf(stderr, "sn top: /metrics cannot be read\n");
         return SN_EXIT_UNAVAILABLE;
     }
-    if (tty)
-        printf("\033[H\033[2J");
     time_t now = time(NULL);
     struct tm tm;
     char when[32];
     strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&now, &tm));
-    printf("sn top - %s: %lld supernodes, %lld nodes, %lld GPUs - %s%s\n",
-           client_str(cluster, "name"),
-           (long long)json_integer_value(json_object_get(cluster, "supernodes")),
-           (long long)json_integer_value(json_object_get(cluster, "servers")),
-           (long long)json_integer_value(json_object_get(cluster, "gpus")), when,
-           tty ? "  (q quits)" : "");
-    json_decref(cluster);
     const char *m = resp.body;
-    gpu_line(m);
-    const char *js[] = {"pending", "requeued", "running", "completed", "failed", "cancelled"};
-    count_line(m, "Jobs", "sn_jobs", "state", js, 6, false);
-    const char *ns[] = {"up", "cordoned", "draining", "drained", "down"};
-    count_line(m, "Nodes", "sn_nodes", "state", ns, 5, false);
-    const char *rs[] = {"none",      "quota",  "quota-supernode", "no-supernode-fits",
-                        "bandwidth", "health", "priority",        "reservation"};
-    count_line(m, "Waiting", "sn_jobs_pending_reason", "reason", rs, 8, true);
+    json_t *f = json_pack("{s:s,s:O,s:O,s:O,s:s,s:I}", "cluster", client_str(cluster, "name"),
+                          "supernodes", json_object_get(cluster, "supernodes"), "servers",
+                          json_object_get(cluster, "servers"), "gpus_total",
+                          json_object_get(cluster, "gpus"), "time", when, "time_s",
+                          (json_int_t)now);
+    json_decref(cluster);
+    json_object_set_new(f, "gpus", counts(m, "sn_gpus_scheduler", "state", gpu_states, 4));
+    json_object_set_new(f, "jobs", counts(m, "sn_jobs", "state", job_states, 6));
+    json_object_set_new(f, "nodes", counts(m, "sn_nodes", "state", node_states, 5));
+    json_object_set_new(f, "waiting", counts(m, "sn_jobs_pending_reason", "reason", reasons, 8));
     sn_httpc_response_release(&resp);
-    rc = jobs_section(c, "running", "Running", 10);
+    json_t *running = NULL, *pending = NULL;
+    rc = jobs_page(c, "running", 10, &running);
     if (rc == SN_EXIT_OK)
-        rc = jobs_section(c, "pending", "Pending", 10);
+        rc = jobs_page(c, "pending", 10, &pending);
+    json_object_set_new(f, "running", running ? running : json_array());
+    json_object_set_new(f, "pending", pending ? pending : json_array());
+    if (rc != SN_EXIT_OK) {
+        json_decref(f);
+        return rc;
+    }
+    *out = f;
+    return SN_EXIT_OK;
+}
+
+/* Draws one frame (text, or one line of JSON with -o json); returns an exit
+ * status (0 to go on). */
+static int frame(struct client *c, bool tty)
+{
+    json_t *f = NULL;
+    int rc = frame_json(c, &f);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    if (c->json) {
+        char *text = json_dumps(f, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (text)
+            printf("%s\n", text);
+        free(text);
+        json_decref(f);
+        fflush(stdout);
+        return SN_EXIT_OK;
+    }
+    if (tty)
+        printf("\033[H\033[2J");
+    printf("sn top - %s: %lld supernodes, %lld nodes, %lld GPUs - %s%s\n", client_str(f, "cluster"),
+           (long long)json_integer_value(json_object_get(f, "supernodes")),
+           (long long)json_integer_value(json_object_get(f, "servers")),
+           (long long)json_integer_value(json_object_get(f, "gpus_total")), client_str(f, "time"),
+           tty ? "  (q quits)" : "");
+    json_t *g = json_object_get(f, "gpus");
+    printf("GPUs   ");
+    for (int i = 0; i < 4; i++)
+        printf(" %s %lld", gpu_states[i],
+               (long long)json_integer_value(json_object_get(g, gpu_states[i])));
+    printf("\n");
+    count_line(json_object_get(f, "jobs"), "Jobs", job_states, 6, false);
+    count_line(json_object_get(f, "nodes"), "Nodes", node_states, 5, false);
+    count_line(json_object_get(f, "waiting"), "Waiting", reasons, 8, true);
+    jobs_section(json_object_get(f, "running"), "running", "Running");
+    jobs_section(json_object_get(f, "pending"), "pending", "Pending");
+    json_decref(f);
     if (!tty)
         printf("\n");
     fflush(stdout);
-    return rc;
+    return SN_EXIT_OK;
 }
 
 /* Waits interval_ms for q or a signal; true to quit. */
@@ -164,7 +220,7 @@ int cmd_top(int argc, char **argv)
     };
     struct client c;
     int rc =
-        client_init(&c, "sn top", "usage: sn top [--once] [--interval 2s]", argc, argv, o, 2, 0, 0);
+        client_init(&c, "sn top", "usage: sn top [--once] [--interval 2s] [-o json]", argc, argv, o, 2, 0, 0);
     if (rc >= 0)
         return rc;
     double interval = 2;
@@ -177,7 +233,7 @@ int cmd_top(int argc, char **argv)
     }
     if (o[0].value)
         return frame(&c, false);
-    bool tty = isatty(1), keys = isatty(0);
+    bool tty = isatty(1) && !c.json, keys = isatty(0) && !c.json;
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);

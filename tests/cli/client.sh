@@ -116,6 +116,30 @@ rc=$?
 [ $rc = 0 ] || fail "sn top after SIGINT: exit $rc"
 [ "$(grep -c '^sn top' "$D/top.out")" -ge 2 ] || fail "sn top did not refresh: $(cat "$D/top.out")"
 
+# -o json on every client command: each prints one JSON document.
+json_ok() {
+    if command -v node >/dev/null 2>&1; then
+        node -e 'JSON.parse(require("fs").readFileSync(0, "utf8"))'
+    elif command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import json, sys; json.load(sys.stdin)'
+    else
+        cat >/dev/null
+    fi
+}
+for c in "tenants" "jobs" "jobs --state pending" "job show 1" "nodes" "top --once" \
+    "cordon sn00-t06 --reason json-check" "drain sn00-t06 --reason json-check" \
+    "resume sn00-t06" "token create --tenant acme"; do
+    # shellcheck disable=SC2086
+    out=$("$SN" $c -o json 2>&1) || fail "sn $c -o json: exit $?: $out"
+    printf '%s' "$out" | json_ok 2>/dev/null || fail "sn $c -o json is not JSON: $out"
+done
+"$SN" top --once -o json | grep -q '"waiting":{"none":' || fail "sn top -o json lacks waiting counts"
+out=$("$SN" submit --tenant acme --name json --gpus 8 -o json)
+printf '%s' "$out" | json_ok 2>/dev/null || fail "sn submit -o json is not JSON: $out"
+id=$(printf '%s' "$out" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p' | head -n 1)
+out=$("$SN" cancel "$id" -o json 2>&1) || fail "sn cancel $id -o json: $out"
+printf '%s' "$out" | json_ok 2>/dev/null || fail "sn cancel -o json is not JSON: $out"
+
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
     exit 1
