@@ -134,6 +134,9 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
            "Goodput since start: 1 - lost / allocated GPU-seconds (absent before any run).");
     if (!isnan(goodput))
         put(&o, "sn_goodput_ratio %.6f\n", goodput);
+    family(&o, "snd_gpu_history_bytes", "gauge",
+           "Bytes held by the per-GPU telemetry history (the dashboard's time series).");
+    put(&o, "snd_gpu_history_bytes %zu\n", snd_dashboard_history_bytes());
     char *agents = snd_agent_metrics_text(d);
     if (agents)
         put(&o, "%s", agents);
