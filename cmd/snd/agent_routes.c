@@ -61,6 +61,9 @@ static bool agents_init(struct snd *d)
     const struct sn_model *m = d->model;
     struct sn_telem_store_limits lim = {.gpus = m->n_gpus ? m->n_gpus : 1,
                                         .hosts = m->n_servers ? m->n_servers : 1,
+                                        /* one source name per node (the store caps it
+                                         * at 65,535) */
+                                        .sources = m->n_servers + 64,
                                         .inventory_only = true};
     struct sn_error err = {0};
     ag.nodes = calloc(m->n_servers ? m->n_servers : 1, sizeof(*ag.nodes));

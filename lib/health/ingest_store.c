@@ -45,6 +45,7 @@ struct sn_telem_store {
     struct idx by_host;
     char **sources;
     uint16_t n_sources;
+    struct idx by_source; /* source names, so a lookup costs one hash at any count */
     uint16_t last_source; /* cache of the last lookup */
     uint32_t last_host;   /* cache of the last lookup, valid when n_hosts */
     struct sn_telem_nccl_entry *nccl;
@@ -229,28 +230,43 @@ static uint64_t rh_host(const struct sn_telem_store *s, uint32_t id)
 
 /* ---- skips ----------------------------------------------------------------- */
 
+static bool eq_source(const struct sn_telem_store *s, uint32_t id, const void *k)
+{
+    return strcmp(s->sources[id], k) == 0;
+}
+static uint64_t rh_source(const struct sn_telem_store *s, uint32_t id)
+{
+    return hash_str(s->sources[id], strlen(s->sources[id]), 3);
+}
+
+/* The id of source name src, added when new. Indexed: a daemon that names
+ * each node's batches by the node has one source per server (16,384 at
+ * 131,072 GPUs), and a linear scan of them per record was the ingest's
+ * bottleneck (docs/PERFORMANCE.md). */
 static uint16_t source_id(struct sn_telem_store *s, const char *src)
 {
     if (s->n_sources && strcmp(s->sources[s->last_source], src) == 0)
         return s->last_source;
-    uint16_t id = 0;
-    bool found = false;
-    for (uint16_t i = 0; i < s->n_sources; i++) {
-        if (strcmp(s->sources[i], src) == 0) {
-            id = i, found = true;
-            break;
-        }
+    uint64_t h = hash_str(src, strlen(src), 3);
+    uint32_t found;
+    if (idx_find(s, &s->by_source, h, eq_source, src, &found)) {
+        s->last_source = (uint16_t)found;
+        return s->last_source;
     }
-    if (!found) {
-        size_t n = strlen(src) + 1;
-        char *copy = s->n_sources < s->lim.sources ? malloc(n) : NULL;
-        if (!copy)
-            return 0; /* over the cap: attributed to the first source */
-        memcpy(copy, src, n);
-        s->bytes += n;
-        id = s->n_sources;
-        s->sources[s->n_sources++] = copy;
+    size_t n = strlen(src) + 1;
+    char *copy = s->n_sources < s->lim.sources ? malloc(n) : NULL;
+    if (!copy)
+        return 0; /* over the cap: attributed to the first source */
+    memcpy(copy, src, n);
+    uint16_t id = s->n_sources;
+    s->sources[id] = copy;
+    if (!idx_insert(s, &s->by_source, h, id, rh_source)) {
+        free(copy);
+        s->sources[id] = NULL;
+        return 0;
     }
+    s->bytes += n;
+    s->n_sources++;
     s->last_source = id;
     return id;
 }
@@ -788,6 +804,7 @@ void sn_telem_store_free(struct sn_telem_store *s)
         free(s->sources[i]);
     free(s->gpus);
     free(s->gpu_next);
+    free(s->by_source.slot);
     free(s->by_uuid.slot);
     free(s->by_bus.slot);
     free(s->by_index.slot);
