@@ -54,5 +54,7 @@ void sn__json_string(FILE *out, const char *s);
 enum sn_err sn__export_dot(FILE *out, const struct sn_model *m, struct sn_error *err);
 enum sn_err sn__export_cables(FILE *out, const struct sn_model *m, struct sn_error *err);
 enum sn_err sn__export_json(FILE *out, const struct sn_model *m, struct sn_error *err);
+enum sn_err sn__export_slurm_conf(FILE *out, const struct sn_model *m, struct sn_error *err);
+enum sn_err sn__export_slurm_gres(FILE *out, const struct sn_model *m, struct sn_error *err);
 
 #endif

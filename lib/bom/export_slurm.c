@@ -1,0 +1,166 @@
+/*
+ * Slurm node configuration from the model: the NodeName and PartitionName
+ * lines of slurm.conf (format slurm-conf) and gres.conf (format slurm-gres).
+ * With topology.conf (slurm-tree, or slurm-block for Slurm >= 23.11) they
+ * are what a Slurm cluster needs to know of the machines; tests/cli/
+ * slurm_conf.sh loads all three into a real slurmctld and slurmd (Debian's
+ * Slurm 22.05) and reads them back with scontrol and sinfo.
+ *
+ * Choices (docs/export.md):
+ *  - one NodeName line per server, since Features differ per server: the
+ *    supernode, the power domains feeding it (pd-<name>), its first NIC's
+ *    leaf, its rack and its pool;
+ *  - Sockets and cores from the server model (cpus = sockets, cpu_cores in
+ *    all), one thread per core, RealMemory in MiB less 5 % for the OS
+ *    (Slurm drains a node whose memory is below its RealMemory);
+ *  - Gres=gpu:<type>:<n> with the type from the GPU model's name, lowered,
+ *    anything but [a-z0-9_] made '_' (Slurm's GRES types are identifiers);
+ *  - one partition per pool holding its supernodes' servers (the first is
+ *    Default=YES); without pools one partition "all";
+ *  - gres.conf: per server model, File=/dev/nvidia[0-N], Cores= the
+ *    socket's cores each GPU sits on (GPUs split evenly over sockets, in
+ *    order, as on HGX boards), and Links= for NVLink peers: every GPU of a
+ *    scale-up domain reaches every other of its server (-1 is the GPU
+ *    itself, as in Slurm's gres.conf(5)).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export_int.h"
+
+/* The GRES type of a GPU model ("H100-SXM5-80GB" -> "h100_sxm5_80gb"). */
+static void gres_type(const char *model, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (; model && *model && o + 1 < len; model++)
+        buf[o++] = isalnum((unsigned char)*model) ? (char)tolower((unsigned char)*model) : '_';
+    buf[o] = '\0';
+    if (!o)
+        snprintf(buf, len, "gpu");
+}
+
+static void feature(FILE *out, bool *first, const char *prefix, const char *name)
+{
+    fprintf(out, "%s%s%s", *first ? "" : ",", prefix, name);
+    *first = false;
+}
+
+static void node_line(FILE *out, const struct sn_model *m, uint32_t sv)
+{
+    char name[SN__EXPORT_NAME_LEN], type[96];
+    const struct sn_server_model *sm = sn_model_server_spec(m, sv);
+    uint32_t sockets = sm->cpus ? sm->cpus : 1, cores = sm->cpu_cores ? sm->cpu_cores : sockets;
+    unsigned long long mib = (unsigned long long)(sm->memory_bytes / 1048576.0 * 0.95);
+    gres_type(m->spec->gpu_models[sm->gpu_model].name, type, sizeof(type));
+    fprintf(out,
+            "NodeName=%s CPUs=%u Boards=1 SocketsPerBoard=%u CoresPerSocket=%u ThreadsPerCore=1 "
+            "RealMemory=%llu Gres=gpu:%s:%u Features=",
+            sn_model_server_name(m, sv, name, sizeof(name)), cores, sockets, cores / sockets,
+            mib ? mib : 1, type, sm->gpus);
+    bool first = true;
+    uint32_t sn = m->server_supernode[sv];
+    feature(out, &first, "", sn_model_supernode_name(m, sn, name, sizeof(name)));
+    for (int f = 0; f < 2; f++)
+        if (m->server_power[f][sv] != SN_NONE)
+            feature(out, &first, "pd-",
+                    sn_model_power_domain_name(m, m->server_power[f][sv], name, sizeof(name)));
+    uint32_t leaf = m->gpu_leaf[m->server_first_gpu[sv]];
+    if (leaf != SN_NONE)
+        feature(out, &first, "", sn_model_switch_name(m, leaf, name, sizeof(name)));
+    if (m->server_rack[sv] != SN_NONE)
+        feature(out, &first, "", sn_model_rack_name(m, m->server_rack[sv], name, sizeof(name)));
+    if (m->supernodes[sn].pool != SN_NONE)
+        feature(out, &first, "pool-", m->spec->pools[m->supernodes[sn].pool].name);
+    fputs(" State=UNKNOWN\n", out);
+}
+
+static void partition(FILE *out, const struct sn_model *m, const char *name, uint32_t pool,
+                      bool dflt)
+{
+    char host[SN__EXPORT_NAME_LEN];
+    struct sn__hostlist h;
+    fprintf(out, "PartitionName=%s Nodes=", name);
+    sn__hostlist_begin(&h, out);
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        const struct sn_supernode *s = &m->supernodes[sn];
+        if (pool != SN_NONE && s->pool != pool)
+            continue;
+        for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++)
+            sn__hostlist_add(&h, sn_model_server_name(m, sv, host, sizeof(host)));
+    }
+    sn__hostlist_end(&h);
+    fprintf(out, " Default=%s MaxTime=INFINITE State=UP\n", dflt ? "YES" : "NO");
+}
+
+enum sn_err sn__export_slurm_conf(FILE *out, const struct sn_model *m, struct sn_error *err)
+{
+    (void)err;
+    fprintf(out,
+            "# Slurm node and partition configuration for cluster '%s': %u supernodes, %u nodes, "
+            "%u GPUs;\n# written by sn design export --format slurm-conf. Include it from "
+            "slurm.conf\n# (Include /etc/slurm/nodes.conf) with GresTypes=gpu and "
+            "TopologyPlugin=topology/tree\n# (topology.conf: --format slurm-tree), gres.conf: "
+            "--format slurm-gres. Slurm >= 20.11.\n",
+            m->spec->name ? m->spec->name : "", m->n_supernodes, m->n_servers, m->n_gpus);
+    for (uint32_t sv = 0; sv < m->n_servers; sv++)
+        node_line(out, m, sv);
+    if (m->spec->n_pools == 0) {
+        partition(out, m, "all", SN_NONE, true);
+        return SN_OK;
+    }
+    for (uint32_t p = 0; p < m->spec->n_pools; p++) {
+        bool used = false;
+        for (uint32_t sn = 0; sn < m->n_supernodes && !used; sn++)
+            used = m->supernodes[sn].pool == p;
+        if (used)
+            partition(out, m, m->spec->pools[p].name, p, p == 0);
+    }
+    return SN_OK;
+}
+
+/* gres.conf lines of the servers of one server model, in hostlist runs. */
+static void gres_model(FILE *out, const struct sn_model *m, uint32_t model)
+{
+    const struct sn_server_model *sm = &m->spec->server_models[model];
+    char type[96], host[SN__EXPORT_NAME_LEN];
+    gres_type(m->spec->gpu_models[sm->gpu_model].name, type, sizeof(type));
+    uint32_t sockets = sm->cpus ? sm->cpus : 1, cores = sm->cpu_cores ? sm->cpu_cores : sockets;
+    uint32_t per_socket = cores / sockets;
+    for (uint32_t g = 0; g < sm->gpus; g++) {
+        struct sn__hostlist h;
+        fputs("NodeName=", out);
+        sn__hostlist_begin(&h, out);
+        for (uint32_t sv = 0; sv < m->n_servers; sv++)
+            if (m->server_model[sv] == model)
+                sn__hostlist_add(&h, sn_model_server_name(m, sv, host, sizeof(host)));
+        sn__hostlist_end(&h);
+        uint32_t socket = (uint32_t)((unsigned long long)g * sockets / sm->gpus);
+        fprintf(out, " Name=gpu Type=%s File=/dev/nvidia%u Cores=%u-%u", type, g,
+                socket * per_socket, socket * per_socket + per_socket - 1);
+        if (sm->gpus > 1 && m->spec->gpu_models[sm->gpu_model].scaleup_links) {
+            fputs(" Links=", out);
+            for (uint32_t k = 0; k < sm->gpus; k++)
+                fprintf(out, "%s%d", k ? "," : "", k == g ? -1 : 1);
+        }
+        fputc('\n', out);
+    }
+}
+
+enum sn_err sn__export_slurm_gres(FILE *out, const struct sn_model *m, struct sn_error *err)
+{
+    (void)err;
+    fprintf(out,
+            "# Slurm gres.conf for cluster '%s', written by sn design export --format "
+            "slurm-gres:\n# one line per GPU of each server model; Cores= the socket the GPU "
+            "sits on;\n# Links= NVLink peers (-1: the GPU itself).\n",
+            m->spec->name ? m->spec->name : "");
+    for (uint32_t model = 0; model < m->spec->n_server_models; model++) {
+        bool used = false;
+        for (uint32_t sv = 0; sv < m->n_servers && !used; sv++)
+            used = m->server_model[sv] == model;
+        if (used)
+            gres_model(out, m, model);
+    }
+    return SN_OK;
+}
