@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sn/export.h>
@@ -15,10 +16,15 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: sn design export SPEC --format F [-o FILE]\n\n"
+    fprintf(out, "usage: sn design export SPEC --format F [--slurm-version V] [-o FILE]\n\n"
                  "Writes the expanded cluster model for another tool (docs/export.md).\n\n"
                  "options:\n"
-                 "  --format F, -f F  one of the formats below\n"
+                 "  --format F, -f F  one of the formats below, or slurm-topology: the\n"
+                 "                    topology.conf the Slurm of --slurm-version reads\n"
+                 "                    (slurm-block from 23.11, else slurm-tree)\n"
+                 "  --slurm-version V the target Slurm, MAJOR.MINOR (22.05 is Debian 12's);\n"
+                 "                    slurm-block is refused for one before 23.11, and\n"
+                 "                    slurm-topology without it is slurm-tree\n"
                  "  -o FILE           write to FILE instead of standard output\n"
                  "  -h, --help        this text\n\nformats:\n");
     for (int f = 0; f < SN_EXPORT_FORMAT_COUNT; f++)
@@ -27,8 +33,22 @@ static void usage(FILE *out)
 }
 
 struct args {
-    const char *path, *format, *output;
+    const char *path, *format, *output, *slurm_version;
 };
+
+/* MAJOR.MINOR as MAJOR * 100 + MINOR ("22.05" -> 2205); -1 when malformed. */
+static int slurm_version(const char *text)
+{
+    char *end;
+    long major = strtol(text, &end, 10);
+    if (end == text || *end != '.' || major < 14 || major > 99)
+        return -1;
+    const char *m = end + 1;
+    long minor = strtol(m, &end, 10);
+    if (end == m || (*end != '\0' && *end != '.') || minor < 0 || minor > 99)
+        return -1;
+    return (int)(major * 100 + minor);
+}
 
 /* Returns -1 when the arguments are good, else the exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
@@ -39,14 +59,16 @@ static int parse_args(int argc, char **argv, struct args *a)
             usage(stdout);
             return SN_EXIT_OK;
         }
-        bool takes =
-            strcmp(arg, "--format") == 0 || strcmp(arg, "-f") == 0 || strcmp(arg, "-o") == 0;
+        bool takes = strcmp(arg, "--format") == 0 || strcmp(arg, "-f") == 0 ||
+                     strcmp(arg, "-o") == 0 || strcmp(arg, "--slurm-version") == 0;
         if (takes && i + 1 >= argc) {
             fprintf(stderr, "sn design export: option '%s' needs a value\n", arg);
             return SN_EXIT_USAGE;
         }
         if (strcmp(arg, "-o") == 0)
             a->output = argv[++i];
+        else if (strcmp(arg, "--slurm-version") == 0)
+            a->slurm_version = argv[++i];
         else if (takes)
             a->format = argv[++i];
         else if (strncmp(arg, "--format=", 9) == 0)
@@ -97,8 +119,25 @@ int cmd_design_export(int argc, char **argv)
         return status;
     struct sn_error err = {0};
     enum sn_export_format format;
-    if (sn_export_format_parse(a.format, &format, &err) != SN_OK) {
+    int version = a.slurm_version ? slurm_version(a.slurm_version) : 0; /* 0: not given */
+    if (version < 0) {
+        fprintf(stderr,
+                "sn design export: --slurm-version: '%s' is not a Slurm version (expected "
+                "MAJOR.MINOR, e.g. 22.05 or 23.11)\n",
+                a.slurm_version);
+        return SN_EXIT_USAGE;
+    }
+    if (strcmp(a.format, "slurm-topology") == 0)
+        format = version >= 2311 ? SN_EXPORT_SLURM_BLOCK : SN_EXPORT_SLURM_TREE;
+    else if (sn_export_format_parse(a.format, &format, &err) != SN_OK) {
         fprintf(stderr, "sn design export: --format: %s\n", err.message);
+        return SN_EXIT_USAGE;
+    }
+    if (format == SN_EXPORT_SLURM_BLOCK && version && version < 2311) {
+        fprintf(stderr,
+                "sn design export: slurm-block (topology/block) needs Slurm 23.11 or later; the "
+                "target is %d.%02d (--slurm-version): use --format slurm-tree\n",
+                version / 100, version % 100);
         return SN_EXIT_USAGE;
     }
     struct sn_spec *spec;
