@@ -31,7 +31,8 @@
     X(CABLES, "cables", "cable ledger CSV: label,from,to,type,length class, tier")                 \
     X(JSON, "json", "the full model as JSON (schema supernode.model/1), streamed")                 \
     X(SLURM_CONF, "slurm-conf", "slurm.conf NodeName and PartitionName lines (Slurm >= 20.11)")   \
-    X(SLURM_GRES, "slurm-gres", "gres.conf: GPU device files, CPU affinity and NVLink peers")
+    X(SLURM_GRES, "slurm-gres", "gres.conf: GPU device files, CPU affinity and NVLink peers")      \
+    X(SLURM_JOB_SUBMIT, "slurm-job-submit", "job_submit.lua: one supernode per job, TP rounding")
 enum sn_export_format {
 #define SN_X(name, text, summary) SN_EXPORT_##name,
     SN_EXPORT_FORMAT_LIST(SN_X)

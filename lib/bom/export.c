@@ -49,7 +49,7 @@ enum sn_err sn_export_format_parse(const char *name, enum sn_export_format *out,
         }
     return sn_error_set(err, SN_ERR_INVALID,
                         "unknown export format '%s' (expected slurm-tree, slurm-block, volcano, "
-                        "k8s-labels, dot, cables, json, slurm-conf or slurm-gres)",
+                        "k8s-labels, dot, cables, json, slurm-conf, slurm-gres or slurm-job-submit)",
                         name);
 }
 
@@ -492,6 +492,9 @@ enum sn_err sn_export_write(FILE *out, const struct sn_model *m, enum sn_export_
         break;
     case SN_EXPORT_SLURM_GRES:
         rc = sn__export_slurm_gres(out, m, err);
+        break;
+    case SN_EXPORT_SLURM_JOB_SUBMIT:
+        rc = sn__export_slurm_job_submit(out, m, err);
         break;
     case SN_EXPORT_FORMAT_COUNT:
         return sn_error_set(err, SN_ERR_INVALID, "unknown export format %d", (int)format);

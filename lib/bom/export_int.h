@@ -56,5 +56,7 @@ enum sn_err sn__export_cables(FILE *out, const struct sn_model *m, struct sn_err
 enum sn_err sn__export_json(FILE *out, const struct sn_model *m, struct sn_error *err);
 enum sn_err sn__export_slurm_conf(FILE *out, const struct sn_model *m, struct sn_error *err);
 enum sn_err sn__export_slurm_gres(FILE *out, const struct sn_model *m, struct sn_error *err);
+enum sn_err sn__export_slurm_job_submit(FILE *out, const struct sn_model *m,
+                                        struct sn_error *err);
 
 #endif

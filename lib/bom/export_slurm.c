@@ -164,3 +164,94 @@ enum sn_err sn__export_slurm_gres(FILE *out, const struct sn_model *m, struct sn
     }
     return SN_OK;
 }
+
+/* ---- job_submit.lua -------------------------------------------------------- */
+
+/* A job_submit/lua script (Slurm's JobSubmitPlugins=lua) holding two of
+ * Supernode's rules as far as Slurm can express them (docs/slurm.md):
+ *  - a job whose GPUs fit in the largest supernode is kept in one: it gets
+ *    --switches=1@<wait> (one level-0 switch of the slurm-tree topology,
+ *    which is a supernode);
+ *  - a job that declares its tensor-parallel size in its comment
+ *    ("sn:tp=8") has its GPU count rounded up to whole groups, and a group
+ *    larger than a server also keeps the job in one supernode.
+ * Per-supernode tenant quotas need snd: Slurm's QOS and association limits
+ * count GPUs per partition, not per switch. */
+enum sn_err sn__export_slurm_job_submit(FILE *out, const struct sn_model *m, struct sn_error *err)
+{
+    (void)err;
+    uint32_t max_gpus = 0, node_gpus = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
+        if (m->supernodes[sn].n_gpus > max_gpus)
+            max_gpus = m->supernodes[sn].n_gpus;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++)
+        if (sn_model_server_spec(m, sv)->gpus > node_gpus)
+            node_gpus = sn_model_server_spec(m, sv)->gpus;
+    fprintf(out,
+            "-- Slurm job_submit.lua for cluster '%s', written by sn design export --format\n"
+            "-- slurm-job-submit (docs/slurm.md). Install it beside slurm.conf with\n"
+            "-- JobSubmitPlugins=lua and TopologyPlugin=topology/tree (sn design export\n"
+            "-- --format slurm-tree: its level-0 switches are the supernodes).\n"
+            "--   * a job whose GPUs fit in one supernode (%u GPUs) is kept in one:\n"
+            "--     --switches=1@SN_SWITCH_WAIT (it waits that long for one to free up)\n"
+            "--   * --comment=sn:tp=N rounds the GPU count up to whole groups of N; a group\n"
+            "--     larger than a server (%u GPUs) also keeps the job in one supernode.\n"
+            "-- Slurm >= 20.11 (tested with 22.05).\n\n",
+            m->spec->name ? m->spec->name : "", max_gpus, node_gpus);
+    fprintf(out,
+            "local SUPERNODE_GPUS = %u\n"
+            "local NODE_GPUS = %u\n"
+            "local SN_SWITCH_WAIT = 300 -- seconds a job waits for one supernode\n\n",
+            max_gpus, node_gpus);
+    fputs("-- The GPU count in a TRES string (\"gres:gpu:16\", \"gres/gpu:h100:8\"), or nil.\n"
+          "local function gpus_in(tres)\n"
+          "   if tres == nil then return nil end\n"
+          "   for item in string.gmatch(tres, \"[^,]+\") do\n"
+          "      local n = string.match(item, \"^gres[:/]gpu:(%d+)$\") or\n"
+          "                string.match(item, \"^gres[:/]gpu:[^:]+:(%d+)$\")\n"
+          "      if n then return tonumber(n) end\n"
+          "   end\n"
+          "   return nil\n"
+          "end\n\n"
+          "-- Replaces the GPU count of a TRES string, keeping its type if any.\n"
+          "local function with_gpus(tres, n)\n"
+          "   local out = string.gsub(tres, \"(gres[:/]gpu:[^:,]*:?)%d+\", \"%1\" .. n, 1)\n"
+          "   return out\n"
+          "end\n\n"
+          "function slurm_job_submit(job_desc, part_list, submit_uid)\n"
+          "   local nodes = job_desc.min_nodes\n"
+          "   if nodes == nil or nodes == slurm.NO_VAL or nodes < 1 then nodes = 1 end\n"
+          "   local per_job = gpus_in(job_desc.tres_per_job)\n"
+          "   local per_node = gpus_in(job_desc.tres_per_node)\n"
+          "   local total = per_job or (per_node and per_node * nodes)\n"
+          "   local tp = job_desc.comment and tonumber(string.match(job_desc.comment, \"sn:tp=(%d+)\"))\n"
+          "   if tp and tp > 0 and total then\n"
+          "      local want = math.ceil(total / tp) * tp\n"
+          "      if want ~= total then\n"
+          "         if per_job then\n"
+          "            job_desc.tres_per_job = with_gpus(job_desc.tres_per_job, want)\n"
+          "         else\n"
+          "            local node_want = math.ceil(per_node / math.min(tp, NODE_GPUS)) * math.min(tp, NODE_GPUS)\n"
+          "            job_desc.tres_per_node = with_gpus(job_desc.tres_per_node, node_want)\n"
+          "            want = node_want * nodes\n"
+          "         end\n"
+          "         slurm.log_info(\"sn: job %s: %d GPUs rounded to %d (tp %d)\", tostring(job_desc.name), total, want, tp)\n"
+          "         total = want\n"
+          "      end\n"
+          "   end\n"
+          "   local one = total and total <= SUPERNODE_GPUS\n"
+          "   if tp and tp > NODE_GPUS and tp <= SUPERNODE_GPUS then one = true end\n"
+          "   if one and (job_desc.req_switch == nil or job_desc.req_switch == slurm.NO_VAL or job_desc.req_switch == 0) then\n"
+          "      job_desc.req_switch = 1\n"
+          "      job_desc.wait4switch = SN_SWITCH_WAIT\n"
+          "      slurm.log_info(\"sn: job %s: %s GPUs kept in one supernode\", tostring(job_desc.name), tostring(total))\n"
+          "   end\n"
+          "   return slurm.SUCCESS\n"
+          "end\n\n"
+          "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n"
+          "   return slurm.SUCCESS\n"
+          "end\n\n"
+          "return slurm.SUCCESS\n",
+          out);
+    return SN_OK;
+}

@@ -12,98 +12,22 @@
 set -u
 SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SPEC=examples/demo-cluster.yaml
-for b in slurmctld slurmd munged mungekey scontrol sinfo; do
-    if ! command -v "$b" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$b" ]; then
-        echo "slurm_conf: skipped (no $b; scripts/deps.sh installs slurmctld, slurmd, slurm-client and munge)"
-        exit 0
-    fi
-done
-if [ "$(id -u)" != 0 ]; then
-    echo "slurm_conf: skipped (slurmd runs as root)"
-    exit 0
-fi
-PATH=$PATH:/usr/sbin
-D=$(mktemp -d "${TMPDIR:-/tmp}/sn-slurm-XXXXXX")
-chmod 755 "$D"
-cleanup() {
-    for p in slurmd.pid slurmctld.pid munged.pid; do
-        [ -s "$D/$p" ] && kill "$(cat "$D/$p")" 2>/dev/null
-    done
-    sleep 0.5
-    rm -rf "$D"
-}
-trap cleanup EXIT
+. tests/cli/slurm.inc
+slurm_check_or_skip slurm_conf
+slurm_init
+trap slurm_cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# Two free loopback ports for slurmctld and slurmd.
-ports=$(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))' 2>/dev/null)
-[ -n "$ports" ] || ports="$((20000 + $$ % 20000)) $((20001 + $$ % 20000))"
-set -- $ports
-CTLD_PORT=$1 SLURMD_PORT=$2
 
 "$SN" design export --format slurm-conf "$SPEC" >"$D/nodes.conf" || fail "export slurm-conf"
 "$SN" design export --format slurm-gres "$SPEC" >"$D/gres.conf" || fail "export slurm-gres"
 "$SN" design export --format slurm-tree "$SPEC" >"$D/topology.conf" || fail "export slurm-tree"
-# The one node with a slurmd answers on loopback; its GPUs are files here.
-mkdir -p "$D/dev" "$D/state" "$D/spool" "$D/log"
-# slurmd wants character devices: the major and minor of /dev/null.
-for i in 0 1 2 3 4 5 6 7; do mknod "$D/dev/nvidia$i" c 1 3 || fail "mknod"; done
-# The spec's names do not resolve here: every node's address is loopback
-# (only sn00-t00 runs a slurmd).
-sed -i "s|^NodeName=\([^ ]*\) |NodeName=\1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$SLURMD_PORT |" "$D/nodes.conf"
+# The spec's names do not resolve here: every node answers on loopback (only
+# sn00-t00 runs a slurmd); the GPUs are the character devices of slurm.inc.
+slurm_nodes "$D/nodes.conf"
 sed -i "s|File=/dev/nvidia|File=$D/dev/nvidia|" "$D/gres.conf"
-cat >"$D/slurm.conf" <<CONF
-ClusterName=sntest
-SlurmctldHost=localhost
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$D/munge.sock
-CredType=cred/munge
-SlurmctldPort=$CTLD_PORT
-SlurmdPort=$SLURMD_PORT
-StateSaveLocation=$D/state
-SlurmdSpoolDir=$D/spool/%n
-SlurmctldPidFile=$D/slurmctld.pid
-SlurmdPidFile=$D/slurmd.pid
-SlurmctldLogFile=$D/log/slurmctld.log
-SlurmdLogFile=$D/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-TopologyPlugin=topology/tree
-GresTypes=gpu
-MpiDefault=none
-ReturnToService=2
-SlurmdParameters=config_overrides
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-Include $D/nodes.conf
-CONF
-export SLURM_CONF="$D/slurm.conf"
-
-mungekey -c -k "$D/munge.key" -b 1024 >/dev/null 2>&1 ||
-    dd if=/dev/urandom of="$D/munge.key" bs=1024 count=1 2>/dev/null
-chmod 600 "$D/munge.key"
-munged -f --key-file="$D/munge.key" --socket="$D/munge.sock" --pid-file="$D/munged.pid" \
-    --log-file="$D/munged.log" --seed-file="$D/munged.seed" || { fail "munged did not start"; exit 1; }
-slurmctld -f "$D/slurm.conf" -i >"$D/log/slurmctld.out" 2>&1 || true
-i=0
-until scontrol ping 2>/dev/null | grep -q "UP"; do
-    i=$((i + 1))
-    if [ $i -gt 300 ]; then
-        cat "$D/log/slurmctld.log" "$D/log/slurmctld.out" 2>/dev/null | tail -20
-        fail "slurmctld did not come up"
-        exit 1
-    fi
-    sleep 0.1
-done
-mkdir -p "$D/spool/sn00-t00"
-slurmd -N sn00-t00 -f "$D/slurm.conf" >"$D/log/slurmd.out" 2>&1 || fail "slurmd did not start"
+slurm_start "" || { fail "munged or slurmctld did not start"; exit 1; }
+slurm_slurmd sn00-t00 || fail "slurmd did not start"
 
 # topology.conf: one switch per supernode with its 4 servers, and the top.
 topo=$(scontrol show topology)
@@ -129,18 +53,9 @@ feat=$(sinfo -h -N -o '%N %f' | grep -c 'pd-sn0[0-3]-pd[AB]')
 [ "$feat" -ge 16 ] || fail "every node names its power domain in Features: $feat"
 
 # gres.conf through a real slurmd: sn00-t00 registers idle with its 8 GPUs.
-i=0
-until scontrol show node sn00-t00 | grep -q "State=IDLE"; do
-    i=$((i + 1))
-    if [ $i -gt 300 ]; then
-        tail -20 "$D/log/slurmd.log" 2>/dev/null
-        fail "sn00-t00 did not register: $(scontrol show node sn00-t00 | grep State)"
-        break
-    fi
-    sleep 0.1
-done
+slurm_wait_idle sn00-t00 || fail "sn00-t00 did not register"
 scontrol show node sn00-t00 | grep -q "Gres=gpu:h100_sxm5_80gb:8" || fail "slurmd's GRES: $(scontrol show node sn00-t00 | grep Gres)"
-grep -qi "error.*gres" "$D/log/slurmd.log" && fail "slurmd complained of gres.conf: $(grep -i 'error.*gres' "$D/log/slurmd.log")"
+grep -qi "error.*gres" "$D/log/slurmd-sn00-t00.log" && fail "slurmd complained of gres.conf: $(grep -i 'error.*gres' "$D/log/slurmd-sn00-t00.log")"
 grep -qi "error.*topology\|error.*switch" "$D/log/slurmctld.log" && fail "slurmctld complained of topology.conf"
 
 if [ $fails -ne 0 ]; then
