@@ -75,6 +75,9 @@ struct ctx {
     struct sn_health_facts facts;
     struct sn_baseline base;
     struct sn_health_config cfg;
+    struct sn_inventory *inv; /* from the spec's inventory section, NULL without one */
+    /* Inputs fed: with at least one record, with none (every line skipped). */
+    unsigned inputs_read, inputs_empty;
 };
 
 static int fail_usage(const struct ctx *c, const char *fmt, ...) SN_PRINTF(2, 3);
@@ -89,7 +92,9 @@ static int fail_usage(const struct ctx *c, const char *fmt, ...)
     return SN_EXIT_USAGE;
 }
 
-/* Reads a whole file (at most 256 MiB). */
+/* Reads a whole small file (facts, baseline, inventory: at most 256 MiB;
+ * telemetry inputs are streamed by feed_file()). NULL when it cannot be
+ * read or is larger. */
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -110,6 +115,10 @@ static char *slurp(const char *path, size_t *len)
         }
         buf = nb;
         cap *= 2;
+    }
+    if (buf && n == cap && fgetc(f) != EOF) { /* larger than the cap: refuse, never cut */
+        free(buf);
+        buf = NULL;
     }
     fclose(f);
     if (buf) {
@@ -218,31 +227,108 @@ static void host_of(const char *path, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)strcspn(base, "."), base);
 }
 
-/* Feeds data of one input into the history through a fresh parser. */
+#define FEED_CHUNK (1u << 16)
+
+/* Streams one input (a file, or stdin for "-") into the history through a
+ * fresh parser, FEED_CHUNK bytes at a time: memory stays bounded by the
+ * parser's line cap whatever the input's size. The format is detected from
+ * the first chunk. */
 static int feed_file(struct ctx *c, const struct in_file *f)
 {
-    size_t len;
-    char *data = slurp(f->path, &len);
-    if (!data)
+    bool is_stdin = strcmp(f->path, "-") == 0;
+    FILE *in = is_stdin ? stdin : fopen(f->path, "rb");
+    if (!in)
         return fail_usage(c, "cannot read '%s'", f->path);
+    char *buf = malloc(FEED_CHUNK);
+    if (!buf) {
+        if (!is_stdin)
+            fclose(in);
+        return fail_usage(c, "%s: out of memory", f->path);
+    }
+    size_t n = fread(buf, 1, FEED_CHUNK, in);
     struct sn_error err = {0};
+    int rc = SN_EXIT_OK;
+    struct sn_telem_parser *p = NULL;
     enum sn_telem_format fmt = (enum sn_telem_format)f->fmt;
-    if (f->fmt < 0 && sn_telem_format_detect(data, len, &fmt, &err) != SN_OK) {
-        free(data);
+    const char *source = is_stdin ? "<stdin>" : f->path;
+    if (f->fmt < 0 && sn_telem_format_detect(buf, n, &fmt, &err) != SN_OK) {
         fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
-                f->path, err.message);
-        return SN_EXIT_USAGE;
+                source, err.message);
+        rc = SN_EXIT_USAGE;
+        goto out;
     }
-    char host[SN_TELEM_HOST_MAX];
-    host_of(f->path, host, sizeof(host));
-    struct sn_telem_opts o = {.source = f->path, .host = host};
+    char host[SN_TELEM_HOST_MAX] = "";
+    if (!is_stdin)
+        host_of(f->path, host, sizeof(host));
+    struct sn_telem_opts o = {.source = source, .host = host};
     struct sn_telem_sink sink = sn_health_history_sink(c->hist);
-    enum sn_err rc = sn_telem_parse_buffer(fmt, &o, &sink, data, len, NULL, &err);
-    free(data);
-    if (rc != SN_OK) {
-        fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
-        return SN_EXIT_USAGE;
+    enum sn_err e = sn_telem_parser_new(fmt, &o, &sink, &p, &err);
+    while (e == SN_OK && n > 0) {
+        e = sn_telem_parser_feed(p, buf, n, &err);
+        n = e == SN_OK ? fread(buf, 1, FEED_CHUNK, in) : 0;
     }
+    if (e == SN_OK && ferror(in)) {
+        fprintf(stderr, "sn health %s: %s: read error\n", c->verb, source);
+        rc = SN_EXIT_USAGE;
+        goto out;
+    }
+    if (e == SN_OK)
+        e = sn_telem_parser_finish(p, &err);
+    if (e != SN_OK) {
+        fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
+        rc = SN_EXIT_USAGE;
+        goto out;
+    }
+    if (sn_telem_parser_stats(p)->records)
+        c->inputs_read++;
+    else
+        c->inputs_empty++;
+out:
+    sn_telem_parser_free(p);
+    free(buf);
+    if (!is_stdin)
+        fclose(in);
+    return rc;
+}
+
+/* The spec's inventory section: name patterns and the inventory CSV (its
+ * path relative to the spec's directory). */
+static int load_inventory(struct ctx *c)
+{
+    const struct sn_inventory_spec *is = &c->spec->inventory;
+    if (!is->hosts && !is->ips && !is->file)
+        return SN_EXIT_OK;
+    struct sn_error err = {0};
+    if (sn_inventory_new(c->model, &c->inv, &err) != SN_OK)
+        return fail_usage(c, "%s", err.message);
+    const char *pat[2] = {is->hosts, is->ips};
+    const struct sn_src_loc *loc[2] = {&is->hosts_loc, &is->ips_loc};
+    for (int k = 0; k < 2; k++) {
+        char where[600];
+        snprintf(where, sizeof(where), "%s:%u:%u", c->cluster, loc[k]->line, loc[k]->column);
+        if (pat[k] && sn_inventory_add_pattern(c->inv, pat[k], where, &err) != SN_OK)
+            return fail_usage(c, "%s", err.message);
+    }
+    if (is->file) {
+        char path[1024];
+        const char *slash = strrchr(c->cluster, '/');
+        if (is->file[0] == '/' || !slash)
+            snprintf(path, sizeof(path), "%s", is->file);
+        else
+            snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - c->cluster), c->cluster,
+                     is->file);
+        size_t len;
+        char *data = slurp(path, &len);
+        if (!data)
+            return fail_usage(c, "%s:%u:%u: cannot read the inventory file '%s'", c->cluster,
+                              is->file_loc.line, is->file_loc.column, path);
+        enum sn_err rc = sn_inventory_read_csv(c->inv, data, len, path, &err);
+        free(data);
+        if (rc != SN_OK)
+            return fail_usage(c, "%s", err.message);
+    }
+    if (sn_inventory_seal(c->inv, &err) != SN_OK)
+        return fail_usage(c, "%s", err.message);
     return SN_EXIT_OK;
 }
 
@@ -253,6 +339,8 @@ static int setup(struct ctx *c, bool need_cluster)
         return fail_usage(c, "%s", "--cluster SPEC is required (the inventory)");
     if (c->cluster) {
         int rc = sn_cli_load(c->cluster, &c->spec, &c->model);
+        if (rc == SN_EXIT_OK)
+            rc = load_inventory(c);
         if (rc != SN_EXIT_OK)
             return rc;
     }
@@ -273,6 +361,7 @@ static void teardown(struct ctx *c)
     sn_telem_store_free(c->store);
     sn_health_facts_release(&c->facts);
     sn_baseline_release(&c->base);
+    sn_inventory_free(c->inv);
     sn_model_free(c->model);
     sn_spec_free(c->spec);
 }
@@ -311,6 +400,25 @@ static bool parse_time(const char *text, double *out)
 
 /* ---- output ---------------------------------------------------------------------- */
 
+/* Host names of the input that name no server: never dropped silently. */
+static void print_unresolved(const struct sn_health_report *r)
+{
+    if (!r->n_unresolved)
+        return;
+    printf("\nhosts not resolved to the cluster, not judged: %u (declare them in the spec's "
+           "inventory)\n",
+           r->n_unresolved);
+    for (uint32_t i = 0; i < r->n_unresolved; i++) {
+        const struct sn_health_unresolved *u = &r->unresolved[i];
+        printf("  %s", u->name);
+        if (u->gpus)
+            printf(" (%u GPU%s)", u->gpus, u->gpus == 1 ? "" : "s");
+        if (u->where[0])
+            printf(" at %s", u->where);
+        printf("\n");
+    }
+}
+
 static void print_findings(const struct ctx *c, const struct sn_health_report *r)
 {
     printf("findings: %u (critical %u, warning %u, info %u)", r->n_findings,
@@ -332,6 +440,7 @@ static void print_findings(const struct ctx *c, const struct sn_health_report *r
     }
     if (r->n_skips)
         printf("\nnot in the model, not judged: %u\n", r->n_skips);
+    print_unresolved(r);
     for (uint32_t i = 0; i < r->n_skips; i++)
         printf("  %s\n", r->skips[i].detail);
 }
@@ -439,6 +548,14 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
                                             r->skips[i].name, "where", r->skips[i].where, "detail",
                                             r->skips[i].detail));
     json_object_set_new(root, "skipped", sk);
+    json_t *un = json_array();
+    for (uint32_t i = 0; i < r->n_unresolved; i++) {
+        const struct sn_health_unresolved *u = &r->unresolved[i];
+        json_array_append_new(un, json_pack("{s:s, s:i, s:o}", "name", u->name, "gpus",
+                                            (json_int_t)u->gpus, "where",
+                                            u->where[0] ? json_string(u->where) : json_null()));
+    }
+    json_object_set_new(root, "unresolved", un);
     json_object_set_new(root, "gpus", gpus);
     json_object_set_new(root, "servers", servers);
     json_object_set_new(root, "links", links);
@@ -515,7 +632,8 @@ static int write_svg(const struct ctx *c, const struct sn_health_report *r)
 static int run_analysis(struct ctx *c, struct sn_health_state *state, double now,
                         struct sn_health_report **out)
 {
-    struct sn_health_input in = {c->model, c->store, c->hist, &c->base, &c->facts, &c->cfg, now};
+    struct sn_health_input in = {c->model,  c->store, c->hist, &c->base,
+                                 &c->facts, &c->cfg,  now,     c->inv};
     struct sn_error err = {0};
     if (sn_health_analyze(&in, state, out, &err) != SN_OK) {
         fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
@@ -661,7 +779,8 @@ static int verb_accept(struct ctx *c)
         rc = run_analysis(c, NULL, now, &r);
     if (rc != SN_EXIT_OK)
         return rc;
-    struct sn_health_input in = {c->model, c->store, c->hist, &c->base, &c->facts, &c->cfg, now};
+    struct sn_health_input in = {c->model,  c->store, c->hist, &c->base,
+                                 &c->facts, &c->cfg,  now,     c->inv};
     struct sn_accept_report *a = NULL;
     struct sn_error err = {0};
     if (sn_health_accept(&in, r, &a, &err) != SN_OK) {

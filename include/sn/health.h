@@ -36,6 +36,7 @@
 
 #include <sn/bitset.h>
 #include <sn/error.h>
+#include <sn/inventory.h>
 #include <sn/model.h>
 #include <sn/telemetry.h>
 
@@ -502,6 +503,15 @@ struct sn_health_skip {
     char detail[200];             /* what was found and what was expected */
 };
 
+/* A host name of the input that names no model server (through the
+ * inventory or the model's own names): its data was not judged. One per
+ * name, sorted by name. */
+struct sn_health_unresolved {
+    char name[SN_TELEM_HOST_MAX]; /* as the input spelled it */
+    uint32_t gpus;                /* store GPUs of that host */
+    char where[160];              /* "fleet.csv:12", a place that names it */
+};
+
 /* A scored entity (links: only those with findings). */
 struct sn_health_score {
     enum sn_health_entity entity;
@@ -530,6 +540,8 @@ struct sn_health_report {
     unsigned n_thresholds;
     struct sn_bitset excluded; /* the hysteretic set (state), else score < exclude_below */
     uint32_t by_severity[SN_HEALTH_SEV_COUNT];
+    struct sn_health_unresolved *unresolved; /* host names not resolved, sorted */
+    uint32_t n_unresolved;
 };
 void sn_health_report_free(struct sn_health_report *r);
 
@@ -556,6 +568,7 @@ struct sn_health_input {
     const struct sn_health_facts *facts;     /* NULL: none */
     const struct sn_health_config *cfg;      /* NULL: defaults */
     double now_s;                            /* the clock, from the caller */
+    const struct sn_inventory *inventory;    /* NULL: model names only (sn/inventory.h) */
 };
 
 /* Runs every detector and scores the result. state may be NULL (no decay,

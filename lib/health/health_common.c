@@ -505,12 +505,11 @@ enum sn_err sn_health_facts_read(struct sn_health_facts *f, enum sn_facts_kind k
 
 /* ---- model lookups ---------------------------------------------------------- */
 
-uint32_t sn__health_model_gpu(const struct sn_model *m, const char *host, int index)
+uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,
+                              const char *host, int index)
 {
-    uint32_t server = sn_model_find_server(m, host);
-    if (server == SN_NONE || index < 0 || (uint32_t)index >= sn_model_server_spec(m, server)->gpus)
-        return SN_NONE;
-    return m->server_first_gpu[server] + (uint32_t)index;
+    uint32_t server = sn_inventory_server(inv, m, host);
+    return sn_inventory_gpu(inv, m, server, NULL, SN_TELEM_BUS_NONE, index);
 }
 
 const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu)

@@ -26,7 +26,7 @@
 static void busbw_check(struct sn__health_ctx *c, const char *key, const char *host, double bw,
                         const char *where)
 {
-    uint32_t server = sn_model_find_server(c->m, host);
+    uint32_t server = sn__health_server(c, host, where, 0);
     const struct sn_baseline_entry *e = sn_baseline_find(c->in->baseline, SN_BASELINE_BUSBW, key);
     if (server == SN_NONE || !e)
         return;
@@ -140,7 +140,7 @@ static void slow_nodes(struct sn__health_ctx *c)
     for (size_t i = 0; i < (size_t)ns * SN_NODE_COUNT; i++)
         v[i] = NAN;
     for (uint32_t i = 0; i < f->n_node; i++) {
-        uint32_t s = sn_model_find_server(c->m, f->node[i].host);
+        uint32_t s = sn__health_server(c, f->node[i].host, "", 0);
         if (s != SN_NONE) {
             v[(size_t)f->node[i].metric * ns + s] = f->node[i].value;
             if (f->node[i].metric == SN_NODE_BUSBW)
@@ -490,7 +490,7 @@ void sn__health_detect_config(struct sn__health_ctx *c)
     majorities(f, sorted, major, count, total);
     for (uint32_t i = 0; i < f->n_software; i++) {
         const struct sn_sw_row *r = &f->software[i];
-        uint32_t server = sn_model_find_server(c->m, r->host);
+        uint32_t server = sn__health_server(c, r->host, "", 0);
         if (server == SN_NONE)
             continue;
         bool locked = false, allowed = false;

@@ -88,7 +88,8 @@ static void facts(struct fx *f, enum sn_facts_kind k, const char *text)
 
 static const struct sn_health_report *analyze(struct fx *f, double now, struct sn_health_state *s)
 {
-    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, now};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base,
+                                 &f->facts, &f->cfg,  now,     NULL};
     struct sn_error err = {0};
     sn_health_report_free(f->rep);
     f->rep = NULL;
@@ -958,7 +959,8 @@ static void test_accept(void **state)
           "2024-05-03T00:00:00Z,interruption,sn00-t01,j1\n"
           "2024-05-05T00:00:00Z,preemption,,j4\n");
     const struct sn_health_report *r = analyze(f, NOW0, NULL);
-    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, NOW0};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base,
+                                 &f->facts, &f->cfg,  NOW0,    NULL};
     struct sn_accept_report *a = NULL;
     assert_int_equal(sn_health_accept(&in, r, &a, &err), SN_OK);
     assert_int_equal(a->n_nodes, 8);
@@ -988,7 +990,8 @@ static void test_accept(void **state)
 static uint32_t accept_p2_failed(struct fx *f, const char *server)
 {
     struct sn_error err = {0};
-    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, NOW0};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base,
+                                 &f->facts, &f->cfg,  NOW0,    NULL};
     struct sn_accept_report *a = NULL;
     const struct sn_health_report *r = analyze(f, NOW0, NULL);
     assert_int_equal(sn_health_accept(&in, r, &a, &err), SN_OK);
