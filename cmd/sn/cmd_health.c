@@ -419,14 +419,28 @@ static void print_unresolved(const struct sn_health_report *r)
     }
 }
 
+/* The report opens with what it rests on: entities with evidence, and the
+ * inputs read, without readings and unresolved. */
+static void print_coverage(const struct ctx *c, const struct sn_health_report *r)
+{
+    const struct sn_health_coverage *v = &r->coverage;
+    printf("coverage: GPUs with evidence %u of %u (fresh %u, stale %u, none %u); servers %u of "
+           "%u; NVLink ports with a reading %u of %u\n",
+           r->n_gpus - v->gpus[SN_HEALTH_EV_NONE], r->n_gpus, v->gpus[SN_HEALTH_EV_FRESH],
+           v->gpus[SN_HEALTH_EV_STALE], v->gpus[SN_HEALTH_EV_NONE],
+           r->n_servers - v->servers[SN_HEALTH_EV_NONE], r->n_servers, v->nvlink_ports_seen,
+           v->nvlink_ports);
+    printf("inputs: %u read, %u without readings; hosts unresolved %u; GPUs not in the cluster "
+           "%u\n",
+           c->inputs_read, c->inputs_empty, r->n_unresolved, r->unmapped_gpus);
+}
+
 static void print_findings(const struct ctx *c, const struct sn_health_report *r)
 {
-    printf("findings: %u (critical %u, warning %u, info %u)", r->n_findings,
+    print_coverage(c, r);
+    printf("findings: %u (critical %u, warning %u, info %u)\n", r->n_findings,
            r->by_severity[SN_HEALTH_SEV_CRIT], r->by_severity[SN_HEALTH_SEV_WARN],
            r->by_severity[SN_HEALTH_SEV_INFO]);
-    if (r->unmapped_gpus)
-        printf("; %u GPUs of the input are not in the cluster", r->unmapped_gpus);
-    printf("\n");
     if (r->n_findings)
         printf("\n%-8s  %-20s  %-28s  %-9s  %s\n", "SEVERITY", "DETECTOR", "ENTITY", "ACTION",
                "EVIDENCE");
@@ -445,12 +459,31 @@ static void print_findings(const struct ctx *c, const struct sn_health_report *r
         printf("  %s\n", r->skips[i].detail);
 }
 
+/* Servers none of whose GPUs has evidence, by name (the first 32). */
+static void print_unknown_servers(const struct ctx *c, const struct sn_health_report *r)
+{
+    uint32_t n = 0;
+    for (uint32_t sv = 0; sv < r->n_servers; sv++) {
+        if (r->servers[sv].evidence != SN_HEALTH_EV_NONE)
+            continue;
+        char name[96];
+        if (n < 32)
+            printf("%s%s", n ? " " : "servers without evidence (score unknown): ",
+                   sn_model_server_name(c->model, sv, name, sizeof(name)));
+        n++;
+    }
+    if (n > 32)
+        printf(" and %u more", n - 32);
+    if (n)
+        printf("\n");
+}
+
 static void print_scores(const struct ctx *c, const struct sn_health_report *r)
 {
     bool head = false;
     for (uint32_t g = 0; g < r->n_gpus; g++) {
         const struct sn_health_score *s = &r->gpus[g];
-        if (s->score >= 100 && s->action == SN_HEALTH_ACT_NONE)
+        if (isnan(s->score) || (s->score >= 100 && s->action == SN_HEALTH_ACT_NONE))
             continue;
         if (!head)
             printf("\n%-20s  %5s  %-9s  %-8s  %s\n", "GPU", "SCORE", "ACTION", "EXCLUDED",
@@ -462,14 +495,25 @@ static void print_scores(const struct ctx *c, const struct sn_health_report *r)
                s->reason == UINT32_MAX ? "-"
                                        : sn_detector_info(r->findings[s->reason].detector)->name);
     }
-    uint32_t full = 0;
-    for (uint32_t g = 0; g < r->n_gpus; g++)
+    uint32_t full = 0, unknown = 0, stale = 0;
+    for (uint32_t g = 0; g < r->n_gpus; g++) {
         full += r->gpus[g].score >= 100;
-    printf("\nGPUs scoring 100: %u of %u; excluded (below %.0f): %u\n", full, r->n_gpus,
-           c->cfg.exclude_below, sn_bitset_count(&r->excluded));
+        unknown += isnan(r->gpus[g].score) != 0;
+        stale += r->gpus[g].evidence == SN_HEALTH_EV_STALE;
+    }
+    printf("\nGPUs scoring 100: %u of %u with a score; unknown (no evidence): %u; on stale "
+           "evidence: %u; excluded (below %.0f): %u\n",
+           full, r->n_gpus - unknown, unknown, stale, c->cfg.exclude_below,
+           sn_bitset_count(&r->excluded));
+    print_unknown_servers(c, r);
     for (unsigned t = 0; t < r->n_thresholds; t++)
         printf("exclusion set score < %.0f: %u GPUs\n", r->thresholds[t],
                sn_bitset_count(&r->exclude[t]));
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
 }
 
 static json_t *score_json(const struct ctx *c, const struct sn_health_report *r,
@@ -477,17 +521,14 @@ static json_t *score_json(const struct ctx *c, const struct sn_health_report *r,
 {
     char name[160];
     sn_health_entity_label(c->model, s->entity, s->id, name, sizeof(name));
-    return json_pack("{s:i, s:s, s:f, s:s, s:o, s:b}", "id", (json_int_t)s->id, "name", name,
-                     "score", s->score, "action", sn_health_action_name(s->action), "reason",
+    return json_pack("{s:i, s:s, s:o, s:s, s:o, s:b, s:s, s:o}", "id", (json_int_t)s->id,
+                     "name", name, "score", num(s->score), "action",
+                     sn_health_action_name(s->action), "reason",
                      s->reason == UINT32_MAX
                          ? json_null()
                          : json_string(sn_detector_info(r->findings[s->reason].detector)->name),
-                     "excluded", s->excluded);
-}
-
-static json_t *num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
+                     "excluded", s->excluded, "evidence", sn_health_evidence_name(s->evidence),
+                     "age_s", num(s->age_s));
 }
 
 static json_t *report_json(const struct ctx *c, const struct sn_health_report *r)
@@ -512,11 +553,12 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
             "expected", num(f->expected), "evidence", f->evidence);
         json_array_append_new(fs, o);
     }
+    /* Listed: every GPU and server below 100, with an action, or unknown. */
     for (uint32_t g = 0; g < r->n_gpus; g++)
-        if (r->gpus[g].score < 100 || r->gpus[g].action != SN_HEALTH_ACT_NONE)
+        if (!(r->gpus[g].score >= 100) || r->gpus[g].action != SN_HEALTH_ACT_NONE)
             json_array_append_new(gpus, score_json(c, r, &r->gpus[g]));
     for (uint32_t s = 0; s < r->n_servers; s++)
-        if (r->servers[s].score < 100 || r->servers[s].action != SN_HEALTH_ACT_NONE)
+        if (!(r->servers[s].score >= 100) || r->servers[s].action != SN_HEALTH_ACT_NONE)
             json_array_append_new(servers, score_json(c, r, &r->servers[s]));
     for (uint32_t l = 0; l < r->n_links; l++)
         json_array_append_new(links, score_json(c, r, &r->links[l]));
@@ -540,6 +582,24 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
                                   (json_int_t)r->by_severity[SN_HEALTH_SEV_WARN], "info",
                                   (json_int_t)r->by_severity[SN_HEALTH_SEV_INFO], "unmapped_gpus",
                                   (json_int_t)r->unmapped_gpus));
+    const struct sn_health_coverage *v = &r->coverage;
+    json_t *cov = json_object();
+    const uint32_t *by[2] = {v->gpus, v->servers};
+    for (int k = 0; k < 2; k++) {
+        json_t *o = json_object();
+        for (int e = SN_HEALTH_EV_COUNT - 1; e >= 0; e--)
+            json_object_set_new(o, sn_health_evidence_name((enum sn_health_evidence)e),
+                                json_integer(by[k][e]));
+        json_object_set_new(cov, k ? "servers" : "gpus", o);
+    }
+    json_object_set_new(cov, "nvlink_ports",
+                        json_pack("{s:i, s:i}", "seen", (json_int_t)v->nvlink_ports_seen, "total",
+                                  (json_int_t)v->nvlink_ports));
+    json_object_set_new(cov, "inputs",
+                        json_pack("{s:i, s:i}", "read", (json_int_t)c->inputs_read,
+                                  "without_readings", (json_int_t)c->inputs_empty));
+    json_object_set_new(cov, "unresolved_hosts", json_integer(r->n_unresolved));
+    json_object_set_new(root, "coverage", cov);
     json_object_set_new(root, "findings", fs);
     json_t *sk = json_array();
     for (uint32_t i = 0; i < r->n_skips; i++)
@@ -576,6 +636,10 @@ static void dump_json(json_t *root)
 /* Red (0) to green (100). */
 static void score_color(double s, char *buf, size_t len)
 {
+    if (isnan(s)) { /* unknown: grey */
+        snprintf(buf, len, "#9a9a9a");
+        return;
+    }
     double t = s < 0 ? 0 : s > 100 ? 1 : s / 100;
     snprintf(buf, len, "#%02x%02x40", (unsigned)(220 * (1 - t) + 20), (unsigned)(40 + 160 * t));
 }
@@ -661,10 +725,24 @@ static int now_of(struct ctx *c, double *now)
     return SN_EXIT_OK;
 }
 
+/* Nothing to judge: no input gave a reading and no facts were given. */
+static int no_input(struct ctx *c)
+{
+    bool facts = c->facts.n_bench || c->facts.n_node || c->facts.n_software || c->facts.n_events;
+    if (c->inputs_read || facts)
+        return SN_EXIT_OK;
+    return fail_usage(c,
+                      "no readable input: %u file%s, none gave a reading (expected telemetry "
+                      "FILEs or facts; nothing is reported healthy without evidence)",
+                      c->n_files, c->n_files == 1 ? "" : "s");
+}
+
 static int verb_analyze(struct ctx *c)
 {
     double now;
     int rc = feed_all(c);
+    if (rc == SN_EXIT_OK)
+        rc = no_input(c);
     if (rc == SN_EXIT_OK)
         rc = now_of(c, &now);
     struct sn_health_report *r = NULL;
@@ -681,6 +759,11 @@ static int verb_analyze(struct ctx *c)
     if (c->svg)
         rc = write_svg(c, r);
     bool bad = r->by_severity[SN_HEALTH_SEV_WARN] + r->by_severity[SN_HEALTH_SEV_CRIT] > 0;
+    if (rc == SN_EXIT_OK && !bad && r->coverage.gpus[SN_HEALTH_EV_NONE] == r->n_gpus &&
+        r->coverage.servers[SN_HEALTH_EV_NONE] == r->n_servers)
+        rc = fail_usage(c, "no input resolved to the cluster: nothing judged (%u hosts "
+                           "unresolved; declare them in the spec's inventory)",
+                        r->n_unresolved);
     sn_health_report_free(r);
     return rc != SN_EXIT_OK ? rc : bad ? SN_EXIT_FINDINGS : SN_EXIT_OK;
 }
@@ -772,6 +855,8 @@ static int verb_accept(struct ctx *c)
 {
     double now;
     int rc = feed_all(c);
+    if (rc == SN_EXIT_OK)
+        rc = no_input(c);
     if (rc == SN_EXIT_OK)
         rc = now_of(c, &now);
     struct sn_health_report *r = NULL;

@@ -223,8 +223,8 @@ int64_t snd_health_tick(struct snd *d)
 
 double snd_health_gpu_score(uint32_t gpu)
 {
-    if (!hl.report || gpu >= hl.report->n_gpus)
-        return -1;
+    if (!hl.report || gpu >= hl.report->n_gpus || isnan(hl.report->gpus[gpu].score))
+        return -1; /* no pass yet, or unknown: no evidence */
     return hl.report->gpus[gpu].score;
 }
 
@@ -251,9 +251,10 @@ json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)
                                 "evidence", f->evidence));
     }
     const struct sn_health_score *s = &rep->gpus[gpu];
-    return json_pack("{s:f,s:s,s:b,s:o}", "score", s->score, "action",
-                     sn_health_action_name(s->action), "excluded", s->excluded, "findings",
-                     findings);
+    return json_pack("{s:o,s:s,s:b,s:s,s:o}", "score",
+                     isfinite(s->score) ? json_real(s->score) : json_null(), "action",
+                     sn_health_action_name(s->action), "excluded", s->excluded, "evidence",
+                     sn_health_evidence_name(s->evidence), "findings", findings);
 }
 
 char *snd_health_metrics_text(const struct snd *d)
@@ -282,6 +283,8 @@ char *snd_health_metrics_text(const struct snd *d)
                      hl.last_pass_s);
     len = n > 0 ? (size_t)n : 0;
     for (uint32_t g = 0; hl.report && g < hl.report->n_gpus && g < m->n_gpus; g++) {
+        if (isnan(hl.report->gpus[g].score))
+            continue; /* unknown: no evidence, no sample */
         char name[64];
         sn_model_gpu_name(m, g, name, sizeof(name));
         n = snprintf(t + len, cap - len, "snd_gpu_health_score{gpu=\"%s\"} %.1f\n", name,

@@ -122,7 +122,8 @@ const char *sn_health_action_name(enum sn_health_action a);
       "nvidia-smi topo -m: a GPU pair not joined by NV# as the design says")                       \
     X(GPU_OFF_BUS, "gpu-off-bus", GPU, CRIT, 100, REBOOT, "Xid 79 (GPU has fallen off the bus)")   \
     X(GPU_MISSING, "gpu-missing", GPU, CRIT, 100, REBOOT,                                          \
-      "a GPU of the inventory absent from its host's enumeration")                                 \
+      "a GPU of the inventory absent from its host's enumeration, or one that stopped reporting " \
+      "(newest reading > stale_s older than its host's newest)")                                   \
     X(GPU_UNREADABLE, "gpu-unreadable", GPU, CRIT, 80, RESET_GPU,                                  \
       "ERR! / [GPU is lost] readings, or nvidia-smi cannot reach it")                              \
     X(ECC_DBE, "ecc-dbe", GPU, CRIT, 80, RESET_GPU,                                                \
@@ -212,6 +213,10 @@ struct sn_health_config {
     unsigned accept_rounds;     /* phase 2 rounds needed, 10 */
     double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
     double accept_interference; /* phase 3 slowdown limit, 0.10 */
+    /* Coverage: evidence older than this (s before now) is stale, 900; a GPU
+     * whose newest reading is this much older than its host's newest one
+     * stopped reporting (gpu-missing). */
+    double stale_s;
 };
 
 /* The defaults listed above. */
@@ -512,14 +517,36 @@ struct sn_health_unresolved {
     char where[160];              /* "fleet.csv:12", a place that names it */
 };
 
+/* What an entity's score rests on (docs/health.md "Coverage"). */
+#define SN_HEALTH_EVIDENCE_LIST(X)                                                                 \
+    X(NONE, "none")   /* no reading, benchmark or finding names it */                             \
+    X(STALE, "stale") /* the newest reading is older than stale_s */                               \
+    X(FRESH, "fresh") /* readings within stale_s of now (or without a time) */
+enum sn_health_evidence {
+#define SN_X(id, name) SN_HEALTH_EV_##id,
+    SN_HEALTH_EVIDENCE_LIST(SN_X)
+#undef SN_X
+        SN_HEALTH_EV_COUNT
+};
+const char *sn_health_evidence_name(enum sn_health_evidence e);
+
 /* A scored entity (links: only those with findings). */
 struct sn_health_score {
     enum sn_health_entity entity;
     uint32_t id;
-    double score;                 /* 0-100 */
+    double score;                 /* 0-100; NaN "unknown": no evidence and no finding */
     enum sn_health_action action; /* of the remediation chain */
     uint32_t reason;              /* index of the finding that set the action, UINT32_MAX */
     bool excluded;                /* in the hysteretic exclusion set */
+    enum sn_health_evidence evidence;
+    double age_s; /* now - the newest reading; NaN when none or without a time */
+};
+
+/* How much of the cluster the report rests on. */
+struct sn_health_coverage {
+    uint32_t gpus[SN_HEALTH_EV_COUNT];    /* model GPUs by evidence state */
+    uint32_t servers[SN_HEALTH_EV_COUNT]; /* model servers by evidence state */
+    uint32_t nvlink_ports, nvlink_ports_seen; /* GPU scale-up ports; those with a link reading */
 };
 
 struct sn_health_report {
@@ -542,6 +569,7 @@ struct sn_health_report {
     uint32_t by_severity[SN_HEALTH_SEV_COUNT];
     struct sn_health_unresolved *unresolved; /* host names not resolved, sorted */
     uint32_t n_unresolved;
+    struct sn_health_coverage coverage;
 };
 void sn_health_report_free(struct sn_health_report *r);
 

@@ -320,7 +320,8 @@ static void score_gpus(struct sn__health_ctx *c, struct sn_health_report *r,
         }
         struct sn_health_score *s = &r->gpus[g];
         *s = (struct sn_health_score){SN_HEALTH_ENT_GPU,  g,          100 - pen,
-                                      SN_HEALTH_ACT_NONE, UINT32_MAX, false};
+                                      SN_HEALTH_ACT_NONE, UINT32_MAX, false,
+                                      SN_HEALTH_EV_NONE,  NAN};
         choose_action(s, r->findings, k, idx, gs);
         if (gs) {
             gs->penalty = pen;
@@ -359,7 +360,7 @@ static void score_servers(struct sn_health_report *r, const struct sn_model *m,
         struct sn_health_score *s = &r->servers[sv];
         *s = (struct sn_health_score){
             SN_HEALTH_ENT_SERVER, sv,         100 - (own > 100 ? 100 : own),
-            SN_HEALTH_ACT_NONE,   UINT32_MAX, false};
+            SN_HEALTH_ACT_NONE,   UINT32_MAX, false, SN_HEALTH_EV_NONE, NAN};
         choose_action(s, r->findings, k, idx, NULL);
         uint32_t ng = sn_model_server_spec(m, sv)->gpus;
         for (uint32_t g = m->server_first_gpu[sv]; g < m->server_first_gpu[sv] + ng; g++) {
@@ -398,7 +399,8 @@ static enum sn_err score_links(struct sn_health_report *r, struct sn_error *err)
         } else {
             s = &r->links[r->n_links++];
             *s = (struct sn_health_score){SN_HEALTH_ENT_LINK, f->id,      100,
-                                          SN_HEALTH_ACT_NONE, UINT32_MAX, false};
+                                          SN_HEALTH_ACT_NONE, UINT32_MAX, false,
+                                          SN_HEALTH_EV_FRESH, NAN};
         }
         s->score -= sn_detector_info(f->detector)->weight;
         if (s->score < 0)
@@ -409,6 +411,78 @@ static enum sn_err score_links(struct sn_health_report *r, struct sn_error *err)
         }
     }
     return SN_OK;
+}
+
+/* The newest reading time of a store GPU: NaN when its readings carry no
+ * time; -inf when it has no reading at all. */
+static double gpu_newest(const struct sn_telem_gpu *g)
+{
+    double t = -INFINITY;
+    bool any = g->n_nvlinks > 0 || g->xid_total > 0 || g->n_diag > 0;
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++) {
+        if (g->m[m].status == SN_TELEM_ABSENT)
+            continue;
+        any = true;
+        if (g->m[m].time_s > t)
+            t = g->m[m].time_s;
+    }
+    if (!any)
+        return -INFINITY;
+    return t == -INFINITY ? NAN : t;
+}
+
+/* Evidence of every GPU (store readings, benchmark rows) and server, the
+ * unknown scores (no evidence, no finding: NaN, never 100) and the coverage
+ * counts (docs/health.md "Coverage"). */
+static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
+                     const uint32_t *srv_count)
+{
+    const struct sn_model *m = c->m;
+    struct sn_health_coverage *cv = &r->coverage;
+    const struct sn_health_facts *f = c->in->facts;
+    for (uint32_t i = 0; f && i < f->n_bench; i++) {
+        uint32_t g = sn__health_model_gpu(m, c->in->inventory, f->bench[i].host, f->bench[i].gpu);
+        if (g != SN_NONE)
+            r->gpus[g].evidence = SN_HEALTH_EV_FRESH;
+    }
+    for (uint32_t g = 0; g < r->n_gpus; g++) {
+        struct sn_health_score *s = &r->gpus[g];
+        uint32_t ports = sn_model_gpu_spec(m, g) ? sn_model_gpu_spec(m, g)->scaleup_links : 0;
+        cv->nvlink_ports += ports;
+        s->age_s = NAN;
+        uint32_t k = c->model_to_store[g];
+        const struct sn_telem_gpu *tg = k != UINT32_MAX ? sn_telem_store_gpu(c->st, k) : NULL;
+        double t = tg ? gpu_newest(tg) : -INFINITY;
+        if (tg)
+            cv->nvlink_ports_seen += tg->n_nvlinks < ports ? tg->n_nvlinks : ports;
+        if (t != -INFINITY) {
+            s->age_s = isnan(t) ? NAN : r->now_s - t;
+            s->evidence = !isnan(t) && s->age_s > c->cfg->stale_s ? SN_HEALTH_EV_STALE
+                                                                  : SN_HEALTH_EV_FRESH;
+        }
+        if (s->evidence == SN_HEALTH_EV_NONE && s->score >= 100 && s->reason == UINT32_MAX) {
+            s->score = NAN; /* unknown: nothing read about it */
+            s->excluded = sn_bitset_test(&r->excluded, g);
+        }
+        cv->gpus[s->evidence]++;
+    }
+    for (uint32_t sv = 0; sv < r->n_servers; sv++) {
+        struct sn_health_score *s = &r->servers[sv];
+        s->age_s = NAN;
+        s->evidence = srv_count[sv] ? SN_HEALTH_EV_FRESH : SN_HEALTH_EV_NONE;
+        uint32_t ng = sn_model_server_spec(m, sv)->gpus, known = 0;
+        for (uint32_t g = m->server_first_gpu[sv]; g < m->server_first_gpu[sv] + ng; g++) {
+            const struct sn_health_score *gs = &r->gpus[g];
+            if (gs->evidence > s->evidence)
+                s->evidence = gs->evidence;
+            if (!isnan(gs->age_s) && (isnan(s->age_s) || gs->age_s < s->age_s))
+                s->age_s = gs->age_s;
+            known += !isnan(gs->score);
+        }
+        if (!known && !srv_count[sv])
+            s->score = NAN;
+        cv->servers[s->evidence]++;
+    }
 }
 
 /* Findings on each GPU (GPU and link findings of that GPU) and server: the
@@ -460,6 +534,7 @@ static enum sn_err score_all(struct sn__health_ctx *c, struct sn_health_report *
         }
     }
     score_servers(r, c->m, srv_first, srv_count);
+    evidence(c, r, srv_count);
     rc = score_links(r, err);
 out:
     free(gpu_first);

@@ -37,6 +37,8 @@ NAME_FN(sn_health_severity_name, enum sn_health_severity, SN_HEALTH_SEV_COUNT,
         SN_HEALTH_SEVERITY_LIST, PICK2)
 NAME_FN(sn_health_action_name, enum sn_health_action, SN_HEALTH_ACT_COUNT, SN_HEALTH_ACTION_LIST,
         PICK2)
+NAME_FN(sn_health_evidence_name, enum sn_health_evidence, SN_HEALTH_EV_COUNT,
+        SN_HEALTH_EVIDENCE_LIST, PICK2)
 NAME_FN(sn_bench_test_name, enum sn_bench_test, SN_BENCH_COUNT, SN_BENCH_TEST_LIST, PICK3)
 NAME_FN(sn_node_metric_name, enum sn_node_metric, SN_NODE_COUNT, SN_NODE_METRIC_LIST, PICK3)
 NAME_FN(sn_sw_component_name, enum sn_sw_component, SN_SW_COUNT, SN_SW_COMPONENT_LIST, PICK2)
@@ -109,6 +111,7 @@ void sn_health_config_default(struct sn_health_config *c)
         .accept_rounds = 10,
         .accept_cv = 0.05,
         .accept_interference = 0.10,
+        .stale_s = 900,
     };
 }
 
