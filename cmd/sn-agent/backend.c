@@ -54,8 +54,9 @@ static void put(struct text *t, const char *fmt, ...)
 
 /* Nominal SM clock of the simulated GPUs: 1980 MHz, the H100 SXM5 maximum
  * boost clock (NVIDIA H100 Tensor Core GPU datasheet); a slow GPU runs at
- * 1095 MHz with the hardware slowdown reason (0x8, nvml.h). A hot GPU reads
- * 92 C with sw_thermal_slowdown (0x20). */
+ * 1095 MHz with no clock event reason, so that only the slow-GPU rule (its
+ * benchmark below its peers') can find it. A hot GPU reads 92 C with
+ * sw_thermal_slowdown (0x20). */
 #define SIM_CLOCK_MHZ 1980
 #define SIM_SLOW_CLOCK_MHZ 1095
 #define SIM_HOT_C 92
@@ -111,7 +112,7 @@ static void sim_gpus(struct backend *b, struct text *t)
                 v = gm->hbm_bytes / 1048576.0;
                 break;
             default:
-                v = slow ? 0x8 : hot ? 0x20 : busy ? 0 : 0x1;
+                v = hot ? 0x20 : busy ? 0 : 0x1; /* a slow GPU shows no clock event */
                 break;
             }
             prom_line(t, fields[f], b->node, i, first + i, gm->name, v);

@@ -95,30 +95,36 @@ const char *sn_health_action_name(enum sn_health_action a);
 /*
  * The detector table: X(ID, name, entity, severity, weight, action, method).
  * weight is the score penalty (0-100) of one finding; severity and action
- * are the defaults of the row. The thresholds are fields of struct
+ * are the defaults of the row. Policy (docs/health.md "Score policy"): a
+ * performance finding (a GPU, link or node measurably slower than its peers,
+ * its baseline or its design: slow-gpu, thermal-throttle, busbw-low,
+ * nvlink-downgraded, pcie-degraded, topo-not-nvlink, slow-node) weighs
+ * 100 - 50: alone it takes the GPU below exclude_below (60) and snd's
+ * health_cordon_below (60), so a slow GPU leaves scheduling at once, as the
+ * design rule "slow nodes are removed automatically" says. The thresholds are fields of struct
  * sn_health_config; docs/health.md gives each with its source.
  * Codes are append-only.
  */
 #define SN_DETECTOR_LIST(X)                                                                        \
-    X(SLOW_GPU, "slow-gpu", GPU, WARN, 40, DRAIN,                                                  \
+    X(SLOW_GPU, "slow-gpu", GPU, WARN, 50, DRAIN,                                                  \
       "GEMM or HBM result: robust z < -slow_z among same-model peers of the same test, and "       \
       "slow_floor below their median (or below the baseline)")                                     \
-    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 25, MONITOR,                                \
+    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 50, DRAIN,                                \
       "temperature >= throttle_temp_c with SM clock < throttle_clock_frac of busy same-model "     \
       "peers' median")                                                                             \
     X(CLOCK_EVENT, "clock-event", GPU, WARN, 15, MONITOR,                                          \
       "clock event reasons HW slowdown, SW/HW thermal or HW power brake active")                   \
-    X(BUSBW_LOW, "busbw-low", SERVER, WARN, 40, DRAIN,                                             \
+    X(BUSBW_LOW, "busbw-low", SERVER, WARN, 50, DRAIN,                                             \
       "nccl-tests busbw below busbw_floor of the learned baseline, or below a declared minimum")   \
     X(NVLINK_INACTIVE, "nvlink-inactive", LINK, CRIT, 50, RESET_GPU,                               \
       "an NVLink reported inactive while others of the GPU are up")                                \
-    X(NVLINK_DOWNGRADED, "nvlink-downgraded", LINK, WARN, 30, DRAIN,                               \
+    X(NVLINK_DOWNGRADED, "nvlink-downgraded", LINK, WARN, 50, DRAIN,                               \
       "an NVLink speed below link_speed_frac of the peers' median")                                \
-    X(PCIE_DEGRADED, "pcie-degraded", GPU, WARN, 30, DRAIN,                                        \
+    X(PCIE_DEGRADED, "pcie-degraded", GPU, WARN, 50, DRAIN,                                        \
       "PCIe width below its maximum, or generation below its maximum while busy")                  \
     X(LINK_ERRORS, "link-errors", GPU, WARN, 20, MONITOR,                                          \
       "PCIe replay or NVLink CRC/replay/recovery counters rising by > link_error_rise")            \
-    X(TOPO_NOT_NVLINK, "topo-not-nvlink", SERVER, WARN, 40, DRAIN,                                 \
+    X(TOPO_NOT_NVLINK, "topo-not-nvlink", SERVER, WARN, 50, DRAIN,                                 \
       "nvidia-smi topo -m: a GPU pair not joined by NV# as the design says")                       \
     X(GPU_OFF_BUS, "gpu-off-bus", GPU, CRIT, 100, REBOOT, "Xid 79 (GPU has fallen off the bus)")   \
     X(GPU_MISSING, "gpu-missing", GPU, CRIT, 100, REBOOT,                                          \
@@ -160,7 +166,7 @@ const char *sn_health_action_name(enum sn_health_action a);
       "driver, CUDA, NCCL, kernel, firmware or MTU not in the locked compatibility matrix")        \
     X(CONFIG_MAJORITY, "config-drift", SERVER, WARN, 20, DRAIN,                                    \
       "a component differs from the majority of the fleet (no matrix row for it)")                 \
-    X(SLOW_NODE, "slow-node", SERVER, WARN, 40, DRAIN,                                             \
+    X(SLOW_NODE, "slow-node", SERVER, WARN, 50, DRAIN,                                             \
       "end-to-end bandwidth low vs peers (robust z < -slow_z and slow_floor below the median); "   \
       "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")
 enum sn_detector {

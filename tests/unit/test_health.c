@@ -357,8 +357,9 @@ static void test_throttle_and_clock_events(void **state)
     assert_int_equal(count(r, SN_DET_CLOCK_EVENT, SN_NONE), 1);
     assert_int_equal(count(r, SN_DET_CLOCK_EVENT, gpu(f, "sn00-t00-gpu4")), 1);
     assert_non_null(strstr(first(r, SN_DET_CLOCK_EVENT)->evidence, "hw_slowdown,hw_thermal"));
-    /* 100 - 25 - 15 */
-    assert_near(r->gpus[gpu(f, "sn00-t00-gpu4")].score, 60, 0);
+    /* 100 - 50 - 15: held below its peers' clocks while hot, it is excluded */
+    assert_near(r->gpus[gpu(f, "sn00-t00-gpu4")].score, 35, 0);
+    assert_true(r->gpus[gpu(f, "sn00-t00-gpu4")].excluded);
 }
 
 /* ---- links ----------------------------------------------------------------------------- */
@@ -534,9 +535,9 @@ static void test_busbw_declared_baseline(void **state)
     assert_int_equal(x->id, sn_model_find_server(f->model, "sn01-t03"));
     assert_near(x->value, 380e9, 1);
     assert_near(x->expected, 431e9, 1);
-    /* server finding: every GPU of the server scores 100 - 40 */
-    assert_near(r->gpus[gpu(f, "sn01-t03-gpu5")].score, 60, 0);
-    assert_near(r->servers[x->id].score, 60, 0);
+    /* server finding: every GPU of the server scores 100 - 50 */
+    assert_near(r->gpus[gpu(f, "sn01-t03-gpu5")].score, 50, 0);
+    assert_near(r->servers[x->id].score, 50, 0);
 }
 
 /* ---- dcgmi diag ------------------------------------------------------------------------ */

@@ -1,12 +1,15 @@
 /*
- * Property tests of coverage in the health engine (lib/health/
- * health_analyze.c "evidence"): analysis over no input, an empty input or
+ * Property tests of coverage and of the score policy in the health engine
+ * (lib/health/health_analyze.c "evidence", SN_DETECTOR_LIST). Coverage: analysis over no input, an empty input or
  * garbage in every telemetry format never reports a GPU "healthy" (score
  * 100) without evidence: such GPUs score unknown (NaN), are in no exclusion
  * set, and the coverage counts say how many GPUs and servers had evidence.
  * Also: a GPU that reported and then stopped while its host kept reporting
- * is flagged gpu-missing; evidence older than stale_s is stale. The cluster
- * is examples/good-64.yaml (8 servers x 8 GPUs).
+ * is flagged gpu-missing; evidence older than stale_s is stale. Policy:
+ * every performance finding alone takes its GPU below exclude_below with a
+ * drain action, and the table in docs/health.md "Detectors" gives the same
+ * weight and action as the code for every detector. The cluster is
+ * examples/good-64.yaml (8 servers x 8 GPUs).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -183,12 +186,119 @@ static void stopped_and_stale(void **state)
     sn_health_report_free(r);
 }
 
+/* The performance class of docs/health.md "Score policy". */
+static const enum sn_detector performance[] = {
+    SN_DET_SLOW_GPU,         SN_DET_THERMAL_THROTTLE, SN_DET_BUSBW_LOW, SN_DET_NVLINK_DOWNGRADED,
+    SN_DET_PCIE_DEGRADED,    SN_DET_TOPO_NOT_NVLINK,  SN_DET_SLOW_NODE,
+};
+
+static void performance_findings_exclude(void **state)
+{
+    (void)state;
+    struct sn_health_config cfg;
+    sn_health_config_default(&cfg);
+    for (size_t i = 0; i < sizeof(performance) / sizeof(performance[0]); i++) {
+        const struct sn_detector_info *d = sn_detector_info(performance[i]);
+        assert_int_equal(d->severity, SN_HEALTH_SEV_WARN);
+        /* one finding alone: score 100 - weight, below the exclusion and
+         * snd's default cordon threshold (60) */
+        assert_true(100.0 - d->weight < cfg.exclude_below);
+        assert_true(100.0 - d->weight < 60);
+        assert_true(d->action >= SN_HEALTH_ACT_DRAIN);
+    }
+}
+
+/* One cell of a Markdown table row: the text between the k-th and the
+ * (k+1)-th '|', trimmed, backquotes removed. */
+static void cell(const char *row, int k, char *out, size_t len)
+{
+    const char *p = row;
+    for (int i = 0; i < k && p; i++)
+        p = strchr(p + 1, '|');
+    const char *e = p ? strchr(p + 1, '|') : NULL;
+    size_t n = 0;
+    for (const char *q = p ? p + 1 : ""; p && e && q < e && n + 1 < len; q++)
+        if (*q != '`')
+            out[n++] = *q;
+    out[n] = '\0';
+    while (n && out[n - 1] == ' ')
+        out[--n] = '\0';
+    size_t b = 0;
+    while (out[b] == ' ')
+        b++;
+    memmove(out, out + b, n - b + 1);
+}
+
+/* The i-th " / "-separated part of text. */
+static void part(const char *text, int i, char *out, size_t len)
+{
+    const char *p = text;
+    for (int k = 0; k < i && p; k++) {
+        p = strstr(p, " / ");
+        p = p ? p + 3 : NULL;
+    }
+    if (!p) {
+        p = text; /* one value shared by every name of the row */
+    }
+    size_t n = strcspn(p, " ");
+    snprintf(out, len, "%.*s", (int)n, p);
+}
+
+static void docs_table_matches_detectors(void **state)
+{
+    (void)state;
+    char path[512], line[4096];
+    FILE *f = fopen(sn_test_path(path, sizeof(path), "docs/health.md"), "r");
+    assert_non_null(f);
+    bool in = false, seen[SN_DET_COUNT] = {0};
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "## ", 3) == 0)
+            in = strncmp(line, "## Detectors", 12) == 0;
+        if (!in || strncmp(line, "| `", 3) != 0)
+            continue;
+        char names[256], weights[64], actions[128];
+        cell(line, 0, names, sizeof(names));
+        cell(line, 3, weights, sizeof(weights));
+        cell(line, 4, actions, sizeof(actions));
+        for (int i = 0; i < 4; i++) {
+            char name[64], w[16], a[32];
+            const char *p = names;
+            for (int k = 0; k < i && p; k++)
+                p = (p = strstr(p, " / ")) ? p + 3 : NULL;
+            if (!p)
+                break;
+            snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, " "), p);
+            part(weights, i, w, sizeof(w));
+            part(actions, i, a, sizeof(a));
+            int d = -1;
+            for (int k = 0; k < SN_DET_COUNT; k++)
+                if (strcmp(sn_detector_info((enum sn_detector)k)->name, name) == 0)
+                    d = k;
+            if (d < 0)
+                fail_msg("docs/health.md: detector '%s' is not in SN_DETECTOR_LIST", name);
+            const struct sn_detector_info *x = sn_detector_info((enum sn_detector)d);
+            if (strtol(w, NULL, 10) != (long)x->weight ||
+                strcmp(a, sn_health_action_name(x->action)) != 0)
+                fail_msg("docs/health.md: '%s' says weight %s, action %s; the code says %u, %s",
+                         name, w, a, x->weight, sn_health_action_name(x->action));
+            seen[d] = true;
+        }
+    }
+    fclose(f);
+    for (int k = 0; k < SN_DET_COUNT; k++)
+        if (!seen[k])
+            fail_msg("docs/health.md: no row for detector '%s'",
+                     sn_detector_info((enum sn_detector)k)->name);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(no_input_is_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(empty_and_garbage_never_healthy, setup, teardown),
         cmocka_unit_test_setup_teardown(stopped_and_stale, setup, teardown),
+        cmocka_unit_test(performance_findings_exclude),
+        cmocka_unit_test(docs_table_matches_detectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
