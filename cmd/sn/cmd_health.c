@@ -35,6 +35,8 @@ static const char usage_text[] =
     "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
     "CSV/JSON. The format is detected; '-f FMT' before files forces it. The host of\n"
     "single-host outputs is the file name up to its first dot (sn00-t03.topo.txt).\n"
+    "Host names resolve through the spec's inventory (real names, FQDNs, IPs, GPU\n"
+    "UUIDs and bus ids; docs/spec.md); '-' reads stdin. Inputs are streamed.\n"
     "\n"
     "  --cluster SPEC     the cluster spec: the inventory (required but for baseline)\n"
     "  --baseline FILE    baseline JSON from 'sn health baseline'\n"
@@ -149,7 +151,7 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             c->json = true, takes = false;
         } else if (strcmp(a, "--declared") == 0) {
             c->declared = true, takes = false;
-        } else if (a[0] == '-' && !v) {
+        } else if (a[0] == '-' && a[1] && !v) {
             return fail_usage(c, "%s needs a value", a);
         } else if (k >= 0) {
             c->facts_path[k] = v;

@@ -6,7 +6,8 @@
  * benchmark results as facts, and acts on the report:
  *  - a GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
  *    gpu-unreadable) is marked down by "snd:health": the scheduler wiring
- *    interrupts and requeues its jobs;
+ *    interrupts and requeues its jobs. gpu-missing includes a GPU whose agent
+ *    keeps reporting its peers but has not reported it for health_stale_s;
  *  - a GPU whose score falls below health_cordon_below is cordoned by
  *    "snd:health" with the score and the finding that set its action.
  * Each action writes the GPU's admin row and an audit entry (the event)
@@ -190,10 +191,14 @@ static void analyze(struct snd *d)
         return;
     struct sn_health_facts facts;
     bench_facts(d, &facts);
+    struct sn_health_config cfg;
+    sn_health_config_default(&cfg);
+    cfg.stale_s = (double)d->cfg.health_stale_s;
     struct sn_health_input in = {.model = d->model,
                                  .store = store,
                                  .history = hl.hist,
                                  .facts = &facts,
+                                 .cfg = &cfg,
                                  .now_s = (double)snd_now_s()};
     struct sn_health_report *rep = NULL;
     struct sn_error err = {0};

@@ -73,6 +73,9 @@ static const struct sn_conf_key config_keys[] = {
      "and its jobs requeued"},
     {"default_walltime_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(default_walltime_s),
      "walltime estimate for backfill of jobs without time_limit_s"},
+    {"health_stale_s", SN_CONF_INT, "900", 1, 31622400, C(health_stale_s),
+     "telemetry older than this is stale evidence; a GPU whose agent keeps reporting its "
+     "peers but not it for this long is gpu-missing and marked down"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -49,6 +49,7 @@ struct snd_config {
     int64_t health_cordon_below;
     int64_t health_bench_interval_s;
     char sched_policy[32];
+    int64_t health_stale_s;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \

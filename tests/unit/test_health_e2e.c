@@ -5,7 +5,11 @@
  *  - a slow GPU (--fault slow-gpu=3: its GEMM at 1095/1980 of its peers',
  *    no clock event) is cordoned by snd:health through the slow-GPU rule
  *    alone (weight 50: score 50 < health_cordon_below 60), while its
- *    healthy peers stay up.
+ *    healthy peers stay up;
+ *  - a GPU that stops reporting while its agent keeps heartbeating and
+ *    reporting its peers (--fault stop-gpu=5: in the first sample only) is
+ *    found gpu-missing ("stopped reporting") after health_stale_s and marked
+ *    down by snd:health.
  * Waits poll the daemon with a deadline of tens of seconds (the machine may
  * be loaded); the only fixed pauses are the 100 ms steps of those polls.
  */
@@ -126,6 +130,37 @@ static void slow_gpu_is_cordoned(void **state)
     cleanup(&d);
 }
 
+static void stopped_gpu_is_marked_down(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", "health_stale_s=2", NULL};
+    start(&d, sets);
+    start_agent(&d, "stop-gpu=5");
+    char st[32] = "", reason[300] = "";
+    for (int i = 0; i < 600; i++) { /* 60 s */
+        gpu_state(&d, NODE "-gpu5", st, sizeof(st), reason, sizeof(reason));
+        if (strcmp(st, "up") != 0)
+            break;
+        pause_ms(100);
+    }
+    assert_string_equal(st, "down");
+    assert_non_null(strstr(reason, "gpu-missing"));
+    assert_non_null(strstr(reason, "stopped reporting"));
+    /* its peers keep reporting and stay up */
+    gpu_state(&d, NODE "-gpu4", st, sizeof(st), reason, sizeof(reason));
+    assert_string_equal(st, "up");
+    stop_agent();
+    stop(&d, SIGTERM);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/agent.token", d.dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/agent-work", d.dir);
+    rmdir(path);
+    cleanup(&d);
+}
+
 static int teardown(void **state)
 {
     stop_agent();
@@ -136,6 +171,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(slow_gpu_is_cordoned, teardown),
+        cmocka_unit_test_teardown(stopped_gpu_is_marked_down, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
