@@ -223,10 +223,29 @@ struct sn_health_config {
      * whose newest reading is this much older than its host's newest one
      * stopped reporting (gpu-missing). */
     double stale_s;
+    /* busbw floor from the model when the baseline has no entry for a run
+     * (docs/health.md "Bus-bandwidth floor"): this fraction of the GPU's
+     * scale-up bandwidth per direction inside a scale-up domain, 0.80, and
+     * of each GPU's share of its server's NIC line rate across servers, 0.80. */
+    double busbw_eff_scaleup;
+    double busbw_eff_network;
 };
 
 /* The defaults listed above. */
 void sn_health_config_default(struct sn_health_config *cfg);
+
+/* The busbw floor of an nccl-tests run of nranks ranks over nhosts hosts
+ * whose rank 0 runs on model server `server`, from the model: inside the
+ * server's scale-up domain (one server for an HGX, the supernode for an
+ * NVL72-style domain when the run fits in it) busbw_eff_scaleup x the GPU's
+ * scale-up links x link bandwidth (per direction); across servers otherwise
+ * busbw_eff_network x the server's NIC line rate / its GPUs. NaN when the
+ * model gives no figure (no scale-up switch on one server, no NICs). why
+ * (may be NULL) gets a short text naming the figure ("0.80 x 18 x 25.0 GB/s
+ * NVLink"). cfg NULL: defaults. */
+double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
+                             uint32_t server, unsigned nranks, unsigned nhosts, char *why,
+                             size_t why_len);
 
 /* ---- facts: the small documented inputs ----------------------------------- */
 

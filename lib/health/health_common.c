@@ -112,7 +112,45 @@ void sn_health_config_default(struct sn_health_config *c)
         .accept_cv = 0.05,
         .accept_interference = 0.10,
         .stale_s = 900,
+        .busbw_eff_scaleup = 0.80,
+        .busbw_eff_network = 0.80,
     };
+}
+
+double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
+                             uint32_t server, unsigned nranks, unsigned nhosts, char *why,
+                             size_t why_len)
+{
+    struct sn_health_config def;
+    if (!cfg) {
+        sn_health_config_default(&def);
+        cfg = &def;
+    }
+    if (why && why_len)
+        why[0] = '\0';
+    if (server >= m->n_servers || nranks < 2)
+        return NAN;
+    uint32_t sn = m->server_supernode[server];
+    const struct sn_template *tp = sn_model_supernode_template(m, sn);
+    const struct sn_server_model *sm = sn_model_server_spec(m, server);
+    const struct sn_gpu_model *g = sn_model_gpu_spec(m, m->server_first_gpu[server]);
+    bool has_switch = tp->scaleup.switch_model != SN_NONE;
+    bool inside = nhosts <= 1 ||
+                  (tp->scaleup.domain == SN_SCALEUP_SUPERNODE &&
+                   nhosts <= m->supernodes[sn].n_servers &&
+                   nranks <= m->supernodes[sn].n_servers * sm->gpus);
+    if (inside && has_switch && g && g->scaleup_links && g->scaleup_link_bytes_per_s > 0) {
+        if (why)
+            snprintf(why, why_len, "%.2f x %u x %.1f GB/s scale-up (model)",
+                     cfg->busbw_eff_scaleup, g->scaleup_links, g->scaleup_link_bytes_per_s / 1e9);
+        return cfg->busbw_eff_scaleup * g->scaleup_links * g->scaleup_link_bytes_per_s;
+    }
+    if (inside || !sm->nics || !(sm->nic_bytes_per_s > 0) || !sm->gpus)
+        return NAN;
+    if (why)
+        snprintf(why, why_len, "%.2f x %u x %.1f GB/s NICs / %u GPUs (model)",
+                 cfg->busbw_eff_network, sm->nics, sm->nic_bytes_per_s / 1e9, sm->gpus);
+    return cfg->busbw_eff_network * sm->nics * sm->nic_bytes_per_s / sm->gpus;
 }
 
 /* ---- facts ---------------------------------------------------------------- */

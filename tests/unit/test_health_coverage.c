@@ -8,8 +8,10 @@
  * is flagged gpu-missing; evidence older than stale_s is stale. Policy:
  * every performance finding alone takes its GPU below exclude_below with a
  * drain action, and the table in docs/health.md "Detectors" gives the same
- * weight and action as the code for every detector. The cluster is
- * examples/good-64.yaml (8 servers x 8 GPUs).
+ * weight and action as the code for every detector. Bus-bandwidth floor
+ * from the model for an 8 x H100 HGX (examples/good-64.yaml, the cluster of
+ * the other cases: 8 servers x 8 GPUs) and a GB200 NVL72
+ * (examples/gb200-nvl72.yaml).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -291,6 +293,96 @@ static void docs_table_matches_detectors(void **state)
                      sn_detector_info((enum sn_detector)k)->name);
 }
 
+/* ---- bus-bandwidth floor from the model ------------------------------------------ */
+
+static struct sn_model *load(const char *spec_path, struct sn_spec **spec)
+{
+    char path[512];
+    struct sn_error err = {0};
+    struct sn_model *m = NULL;
+    assert_int_equal(sn_spec_parse_file(sn_test_path(path, sizeof(path), spec_path), spec, &err),
+                     SN_OK);
+    assert_int_equal(sn_model_build(*spec, &m, &err), SN_OK);
+    return m;
+}
+
+/* 8 x H100 HGX (good-64): NVLink 4, 18 links x 25 GB/s per direction; 8 NICs
+ * of 400 Gb/s for 8 GPUs. */
+static void busbw_floor_hgx_h100(void **state)
+{
+    struct fx *f = *state;
+    char why[96];
+    uint32_t sv = sn_model_find_server(f->model, "sn00-t01");
+    assert_near(sn_health_busbw_floor(f->model, NULL, sv, 8, 1, why, sizeof(why)),
+                0.80 * 18 * 25e9, 1);
+    assert_string_equal(why, "0.80 x 18 x 25.0 GB/s scale-up (model)");
+    /* 16 ranks over 2 HGX servers: the scale-out NICs, 50 GB/s per GPU */
+    assert_near(sn_health_busbw_floor(f->model, NULL, sv, 16, 2, why, sizeof(why)),
+                0.80 * 8 * 50e9 / 8, 1);
+    assert_string_equal(why, "0.80 x 8 x 50.0 GB/s NICs / 8 GPUs (model)");
+    /* through the engine, without any baseline: 300 GB/s fires, 400 does not */
+    static const char fmt[] =
+        "# Using devices\n"
+        "#  Rank  0 Group  0 Pid  1 on sn00-t01 device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  1 Group  0 Pid  2 on sn00-t01 device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  2 Group  0 Pid  3 on sn00-t01 device  2 [0x3a] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  3 Group  0 Pid  4 on sn00-t01 device  3 [0x5d] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  4 Group  0 Pid  5 on sn00-t01 device  4 [0x9a] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  5 Group  0 Pid  6 on sn00-t01 device  5 [0xab] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  6 Group  0 Pid  7 on sn00-t01 device  6 [0xba] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  7 Group  0 Pid  8 on sn00-t01 device  7 [0xdb] NVIDIA H100 80GB HBM3\n"
+        "#\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong "
+        "    time   algbw   busbw #wrong\n"
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+        "     (us)  (GB/s)  (GB/s)       \n"
+        " 17179869184    4294967296     float     sum      -1   100000  %6.2f  %6.2f      0   "
+        "100000  %6.2f  %6.2f      0\n";
+    static const double busbw[2] = {300, 400};
+    for (int k = 0; k < 2; k++) {
+        char text[4096];
+        double alg = busbw[k] / 1.75;
+        int n = snprintf(text, sizeof(text), fmt, alg, busbw[k], alg, busbw[k]);
+        struct sn_health_report *r = pass(f, SN_TELEM_FMT_NCCL, text, (size_t)n, 1.7e9);
+        uint32_t hits = 0;
+        for (uint32_t i = 0; i < r->n_findings; i++)
+            if (r->findings[i].detector == SN_DET_BUSBW_LOW) {
+                hits++;
+                assert_int_equal(r->findings[i].id, sv);
+                assert_near(r->findings[i].expected, 360e9, 1);
+                assert_non_null(strstr(r->findings[i].evidence, "scale-up (model)"));
+            }
+        assert_int_equal(hits, k == 0 ? 1 : 0);
+        sn_health_report_free(r);
+    }
+}
+
+/* GB200 NVL72: one NVLink 5 domain of 72 GPUs in 18 trays of 4; 18 links x
+ * 50 GB/s per direction; 4 NICs of 400 Gb/s per tray of 4 GPUs. */
+static void busbw_floor_nvl72(void **state)
+{
+    (void)state;
+    struct sn_spec *spec = NULL;
+    struct sn_model *m = load("examples/gb200-nvl72.yaml", &spec);
+    char why[96];
+    assert_int_equal(m->n_gpus, 72);
+    /* 72 ranks over the 18 trays: inside the scale-up domain */
+    assert_near(sn_health_busbw_floor(m, NULL, 0, 72, 18, why, sizeof(why)), 0.80 * 18 * 50e9,
+                1);
+    assert_string_equal(why, "0.80 x 18 x 50.0 GB/s scale-up (model)");
+    assert_near(sn_health_busbw_floor(m, NULL, 0, 8, 2, why, sizeof(why)), 0.80 * 18 * 50e9, 1);
+    /* more ranks than the domain holds: across racks, over the NICs */
+    assert_near(sn_health_busbw_floor(m, NULL, 0, 144, 36, why, sizeof(why)),
+                0.80 * 4 * 50e9 / 4, 1);
+    /* a declared efficiency in the config moves the floor */
+    struct sn_health_config cfg;
+    sn_health_config_default(&cfg);
+    cfg.busbw_eff_scaleup = 0.5;
+    assert_near(sn_health_busbw_floor(m, &cfg, 0, 72, 18, NULL, 0), 0.5 * 18 * 50e9, 1);
+    sn_model_free(m);
+    sn_spec_free(spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +391,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(stopped_and_stale, setup, teardown),
         cmocka_unit_test(performance_findings_exclude),
         cmocka_unit_test(docs_table_matches_detectors),
+        cmocka_unit_test_setup_teardown(busbw_floor_hgx_h100, setup, teardown),
+        cmocka_unit_test(busbw_floor_nvl72),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
