@@ -114,7 +114,8 @@ int main(int argc, char **argv)
     char report[1 << 16];
     size_t got = 0;
     ssize_t r;
-    while (got + 1 < sizeof(report) && (r = read(out[0], report + got, sizeof(report) - 1 - got)) > 0)
+    while (got + 1 < sizeof(report) &&
+           (r = read(out[0], report + got, sizeof(report) - 1 - got)) > 0)
         got += (size_t)r;
     report[got] = '\0';
     char sink[4096];
@@ -126,7 +127,8 @@ int main(int argc, char **argv)
     double dt = now_s() - t0;
     bool found = strstr(report, "ecc-dbe") && strstr(report, "sn01-t03-gpu7");
     printf("fed %llu bytes (%.2f GiB), %llu rows in %.2f s: %.3f M rows/s, %.0f MB/s\n", bytes,
-           (double)bytes / 1073741824.0, rows, dt, (double)rows / dt / 1e6, (double)bytes / dt / 1e6);
+           (double)bytes / 1073741824.0, rows, dt, (double)rows / dt / 1e6,
+           (double)bytes / dt / 1e6);
     printf("sn health analyze: exit %d, peak RSS %.1f MiB, user %.2f s, system %.2f s\n",
            WIFEXITED(status) ? WEXITSTATUS(status) : -1, (double)ru.ru_maxrss / 1024.0,
            (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,

@@ -37,10 +37,10 @@
 #include <sn/error.h>
 #include <sn/model.h>
 
-#define SN_INVENTORY_NAMES_MAX (1u << 22)   /* names (hosts, aliases, IPs) in one inventory */
-#define SN_INVENTORY_NAME_MAX 64u           /* bytes of one name, NUL included */
-#define SN_INVENTORY_PATTERN_RANGES 4u      /* {a..b} ranges in one pattern */
-#define SN_INVENTORY_CSV_MAX (256u << 20)   /* bytes of one inventory CSV */
+#define SN_INVENTORY_NAMES_MAX (1u << 22) /* names (hosts, aliases, IPs) in one inventory */
+#define SN_INVENTORY_NAME_MAX 64u         /* bytes of one name, NUL included */
+#define SN_INVENTORY_PATTERN_RANGES 4u    /* {a..b} ranges in one pattern */
+#define SN_INVENTORY_CSV_MAX (256u << 20) /* bytes of one inventory CSV */
 
 struct sn_inventory;
 
@@ -87,8 +87,8 @@ uint32_t sn_inventory_server(const struct sn_inventory *inv, const struct sn_mod
  * inventory, else by bus id (SN_TELEM_BUS_NONE none) among the slots of
  * server, else by index (< 0 none) in server. inv may be NULL (index only).
  * SN_NONE when nothing matches. */
-uint32_t sn_inventory_gpu(const struct sn_inventory *inv, const struct sn_model *m,
-                          uint32_t server, const char *uuid, uint64_t bus, int index);
+uint32_t sn_inventory_gpu(const struct sn_inventory *inv, const struct sn_model *m, uint32_t server,
+                          const char *uuid, uint64_t bus, int index);
 
 /* The first inventory host name of a server (NULL if none). */
 const char *sn_inventory_host(const struct sn_inventory *inv, uint32_t server);

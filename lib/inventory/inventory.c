@@ -16,8 +16,8 @@
 #include <sn/telemetry.h>
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,8 +155,8 @@ static const char *where_of(const struct sn_inventory *inv, uint16_t src, uint32
     return buf;
 }
 
-static enum sn_err add_name(struct sn_inventory *inv, const char *name, size_t len,
-                            uint32_t server, uint16_t src, uint32_t line, struct sn_error *err)
+static enum sn_err add_name(struct sn_inventory *inv, const char *name, size_t len, uint32_t server,
+                            uint16_t src, uint32_t line, struct sn_error *err)
 {
     if (inv->n_names == SN_INVENTORY_NAMES_MAX)
         return sn_error_set(err, SN_ERR_LIMIT, "%s:%u: more than %u inventory names",
@@ -293,8 +293,8 @@ enum sn_err sn_inventory_add_pattern(struct sn_inventory *inv, const char *patte
 /* ---- CSV ---------------------------------------------------------------------- */
 
 enum { COL_SERVER, COL_HOST, COL_ALIASES, COL_IP, COL_GPU, COL_UUID, COL_SERIAL, COL_BUS, NCOLS };
-static const char *const col_names[NCOLS] = {"server", "host",   "aliases", "ip",
-                                             "gpu",    "uuid",   "serial",  "bus_id"};
+static const char *const col_names[NCOLS] = {"server", "host", "aliases", "ip",
+                                             "gpu",    "uuid", "serial",  "bus_id"};
 #define CELLS_MAX 16u
 
 struct csv_line {
@@ -349,8 +349,8 @@ static enum sn_err csv_fail(struct csv_ctx *x, unsigned col, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return sn_error_set_at(x->err, SN_ERR_INVALID, x->line, col, "%s:%u:%u: %s", x->source,
-                           x->line, col, msg);
+    return sn_error_set_at(x->err, SN_ERR_INVALID, x->line, col, "%s:%u:%u: %s", x->source, x->line,
+                           col, msg);
 }
 
 static enum sn_err csv_header(struct csv_ctx *x, const struct csv_line *l)
@@ -486,8 +486,9 @@ static enum sn_err csv_row(struct csv_ctx *x, const struct csv_line *l)
     int si = x->map[COL_SERVER];
     char name[SN_INVENTORY_NAME_MAX];
     if (l->len[si] == 0 || l->len[si] >= sizeof(name))
-        return csv_fail(x, l->col[si], "%s", "empty or overlong server (expected a model server "
-                                             "name such as sn00-t00)");
+        return csv_fail(x, l->col[si], "%s",
+                        "empty or overlong server (expected a model server "
+                        "name such as sn00-t00)");
     memcpy(name, l->cell[si], l->len[si]);
     name[l->len[si]] = '\0';
     uint32_t server = sn_model_find_server(x->inv->m, name);
@@ -606,17 +607,15 @@ static enum sn_err build_ids(struct sn_inventory *inv, bool serial, struct sn_er
         if (strcmp(a->id, b->id) != 0)
             continue;
         char wa[200], wb[200], ga[96], gb[96];
-        return sn_error_set(err, SN_ERR_INVALID,
-                            "%s: %s '%s' given to both %s and %s (also at %s; expected one GPU "
-                            "per %s)",
-                            where_of(inv, inv->gpu_src[b->gpu], inv->gpu_line[b->gpu], wb,
-                                     sizeof(wb)),
-                            serial ? "serial" : "uuid", b->id,
-                            sn_model_gpu_name(inv->m, a->gpu, ga, sizeof(ga)),
-                            sn_model_gpu_name(inv->m, b->gpu, gb, sizeof(gb)),
-                            where_of(inv, inv->gpu_src[a->gpu], inv->gpu_line[a->gpu], wa,
-                                     sizeof(wa)),
-                            serial ? "serial" : "uuid");
+        return sn_error_set(
+            err, SN_ERR_INVALID,
+            "%s: %s '%s' given to both %s and %s (also at %s; expected one GPU "
+            "per %s)",
+            where_of(inv, inv->gpu_src[b->gpu], inv->gpu_line[b->gpu], wb, sizeof(wb)),
+            serial ? "serial" : "uuid", b->id, sn_model_gpu_name(inv->m, a->gpu, ga, sizeof(ga)),
+            sn_model_gpu_name(inv->m, b->gpu, gb, sizeof(gb)),
+            where_of(inv, inv->gpu_src[a->gpu], inv->gpu_line[a->gpu], wa, sizeof(wa)),
+            serial ? "serial" : "uuid");
     }
     return SN_OK;
 }
@@ -653,7 +652,7 @@ enum sn_err sn_inventory_seal(struct sn_inventory *inv, struct sn_error *err)
     if (inv->sealed)
         return SN_OK;
     /* Keep the first host per server by input order before sorting. */
-    char (*first)[SN_INVENTORY_NAME_MAX] = NULL;
+    char(*first)[SN_INVENTORY_NAME_MAX] = NULL;
     uint32_t ns = inv->m->n_servers;
     first = calloc((size_t)ns + 1, sizeof(*first));
     if (!first)
@@ -779,8 +778,8 @@ static int cmp_idkey(const void *k, const void *e)
     return strcmp((const char *)k, ((const struct id_ent *)e)->id);
 }
 
-uint32_t sn_inventory_gpu(const struct sn_inventory *inv, const struct sn_model *m,
-                          uint32_t server, const char *uuid, uint64_t bus, int index)
+uint32_t sn_inventory_gpu(const struct sn_inventory *inv, const struct sn_model *m, uint32_t server,
+                          const char *uuid, uint64_t bus, int index)
 {
     if (inv && inv->sealed && uuid && *uuid && inv->n_uuids) {
         char low[UUID_LEN];

@@ -1,17 +1,14 @@
 /*
  * Property tests of coverage and of the score policy in the health engine
- * (lib/health/health_analyze.c "evidence", SN_DETECTOR_LIST). Coverage: analysis over no input, an empty input or
- * garbage in every telemetry format never reports a GPU "healthy" (score
- * 100) without evidence: such GPUs score unknown (NaN), are in no exclusion
- * set, and the coverage counts say how many GPUs and servers had evidence.
- * Also: a GPU that reported and then stopped while its host kept reporting
- * is flagged gpu-missing; evidence older than stale_s is stale. Policy:
- * every performance finding alone takes its GPU below exclude_below with a
- * drain action, and the table in docs/health.md "Detectors" gives the same
- * weight and action as the code for every detector. Bus-bandwidth floor
- * from the model for an 8 x H100 HGX (examples/good-64.yaml, the cluster of
- * the other cases: 8 servers x 8 GPUs) and a GB200 NVL72
- * (examples/gb200-nvl72.yaml).
+ * (lib/health/health_analyze.c "evidence", SN_DETECTOR_LIST). Coverage: analysis over no input, an
+ * empty input or garbage in every telemetry format never reports a GPU "healthy" (score 100)
+ * without evidence: such GPUs score unknown (NaN), are in no exclusion set, and the coverage counts
+ * say how many GPUs and servers had evidence. Also: a GPU that reported and then stopped while its
+ * host kept reporting is flagged gpu-missing; evidence older than stale_s is stale. Policy: every
+ * performance finding alone takes its GPU below exclude_below with a drain action, and the table in
+ * docs/health.md "Detectors" gives the same weight and action as the code for every detector.
+ * Bus-bandwidth floor from the model for an 8 x H100 HGX (examples/good-64.yaml, the cluster of the
+ * other cases: 8 servers x 8 GPUs) and a GB200 NVL72 (examples/gb200-nvl72.yaml).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -161,9 +158,9 @@ static void stopped_and_stale(void **state)
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 8; i++)
             if (i != 7 || t == 0)
-                n += (size_t)snprintf(text + n, sizeof(text) - n,
-                                      "2024/05/01 %s.000, %d, NVIDIA H100 80GB HBM3, 60, 1980 MHz\n",
-                                      times[t], i);
+                n += (size_t)snprintf(
+                    text + n, sizeof(text) - n,
+                    "2024/05/01 %s.000, %d, NVIDIA H100 80GB HBM3, 60, 1980 MHz\n", times[t], i);
     double t13 = 1714568400; /* 2024-05-01T13:00:00Z */
     struct sn_health_report *r = pass(f, SN_TELEM_FMT_SMI_CSV, text, n, t13);
     check_never_healthy_blind(r);
@@ -190,8 +187,8 @@ static void stopped_and_stale(void **state)
 
 /* The performance class of docs/health.md "Score policy". */
 static const enum sn_detector performance[] = {
-    SN_DET_SLOW_GPU,         SN_DET_THERMAL_THROTTLE, SN_DET_BUSBW_LOW, SN_DET_NVLINK_DOWNGRADED,
-    SN_DET_PCIE_DEGRADED,    SN_DET_TOPO_NOT_NVLINK,  SN_DET_SLOW_NODE,
+    SN_DET_SLOW_GPU,      SN_DET_THERMAL_THROTTLE, SN_DET_BUSBW_LOW, SN_DET_NVLINK_DOWNGRADED,
+    SN_DET_PCIE_DEGRADED, SN_DET_TOPO_NOT_NVLINK,  SN_DET_SLOW_NODE,
 };
 
 static void performance_findings_exclude(void **state)
@@ -313,8 +310,8 @@ static void busbw_floor_hgx_h100(void **state)
     struct fx *f = *state;
     char why[96];
     uint32_t sv = sn_model_find_server(f->model, "sn00-t01");
-    assert_near(sn_health_busbw_floor(f->model, NULL, sv, 8, 1, why, sizeof(why)),
-                0.80 * 18 * 25e9, 1);
+    assert_near(sn_health_busbw_floor(f->model, NULL, sv, 8, 1, why, sizeof(why)), 0.80 * 18 * 25e9,
+                1);
     assert_string_equal(why, "0.80 x 18 x 25.0 GB/s scale-up (model)");
     /* 16 ranks over 2 HGX servers: the scale-out NICs, 50 GB/s per GPU */
     assert_near(sn_health_busbw_floor(f->model, NULL, sv, 16, 2, why, sizeof(why)),
@@ -367,13 +364,12 @@ static void busbw_floor_nvl72(void **state)
     char why[96];
     assert_int_equal(m->n_gpus, 72);
     /* 72 ranks over the 18 trays: inside the scale-up domain */
-    assert_near(sn_health_busbw_floor(m, NULL, 0, 72, 18, why, sizeof(why)), 0.80 * 18 * 50e9,
-                1);
+    assert_near(sn_health_busbw_floor(m, NULL, 0, 72, 18, why, sizeof(why)), 0.80 * 18 * 50e9, 1);
     assert_string_equal(why, "0.80 x 18 x 50.0 GB/s scale-up (model)");
     assert_near(sn_health_busbw_floor(m, NULL, 0, 8, 2, why, sizeof(why)), 0.80 * 18 * 50e9, 1);
     /* more ranks than the domain holds: across racks, over the NICs */
-    assert_near(sn_health_busbw_floor(m, NULL, 0, 144, 36, why, sizeof(why)),
-                0.80 * 4 * 50e9 / 4, 1);
+    assert_near(sn_health_busbw_floor(m, NULL, 0, 144, 36, why, sizeof(why)), 0.80 * 4 * 50e9 / 4,
+                1);
     /* a declared efficiency in the config moves the floor */
     struct sn_health_config cfg;
     sn_health_config_default(&cfg);

@@ -103,10 +103,8 @@ static void pattern_in_model_order(void **state)
     assert_int_equal(sn_inventory_server(f->inv, f->model, "gpu-node-017.example.net"),
                      server(f, "sn01-t03"));
     /* short name vs FQDN, both ways, and case */
-    assert_int_equal(sn_inventory_server(f->inv, f->model, "gpu-node-017"),
-                     server(f, "sn01-t03"));
-    assert_int_equal(sn_inventory_server(f->inv, f->model, "GPU-NODE-013"),
-                     server(f, "sn00-t03"));
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "gpu-node-017"), server(f, "sn01-t03"));
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "GPU-NODE-013"), server(f, "sn00-t03"));
     /* the last range varies fastest: 10.1.0.1-4 then 10.1.1.1-4 */
     assert_int_equal(sn_inventory_server(f->inv, f->model, "10.1.0.4"), server(f, "sn00-t03"));
     assert_int_equal(sn_inventory_server(f->inv, f->model, "10.1.1.1"), server(f, "sn01-t00"));
@@ -128,9 +126,9 @@ static void pattern_errors(void **state)
 {
     struct fx *f = *state;
     struct sn_error err = {0};
-    assert_int_equal(sn_inventory_add_pattern(f->inv, "gpu-node-{001..009}", "spec.yaml:40:10",
-                                              &err),
-                     SN_ERR_INVALID);
+    assert_int_equal(
+        sn_inventory_add_pattern(f->inv, "gpu-node-{001..009}", "spec.yaml:40:10", &err),
+        SN_ERR_INVALID);
     assert_string_equal(err.message,
                         "spec.yaml:40:10: inventory pattern 'gpu-node-{001..009}' gives 9 names, "
                         "the model has 8 servers (expected one name per server, in model order)");
@@ -169,8 +167,8 @@ static void csv_identities(void **state)
     assert_int_equal(sn_inventory_gpu(f->inv, f->model, t1, "", bus, 1), first + 5);
     /* a UUID names its GPU whatever the host (and case) */
     assert_int_equal(sn_inventory_gpu(f->inv, f->model, SN_NONE,
-                                      "gpu-abcd0000-0000-0000-0000-000000000003",
-                                      SN_TELEM_BUS_NONE, -1),
+                                      "gpu-abcd0000-0000-0000-0000-000000000003", SN_TELEM_BUS_NONE,
+                                      -1),
                      first + 3);
     /* otherwise the index */
     assert_int_equal(sn_inventory_gpu(f->inv, f->model, t1, "", SN_TELEM_BUS_NONE, 7), first + 7);
@@ -214,9 +212,7 @@ static void duplicates(void **state)
     sn_inventory_free(f->inv);
     assert_int_equal(sn_inventory_new(f->model, &f->inv, &err), SN_OK);
     struct sn_error e2 = {0};
-    assert_string_equal(csv_err(f,
-                                "server,gpu,uuid\nsn00-t00,0,GPU-X\nsn00-t00,1,gpu-x\n",
-                                &e2),
+    assert_string_equal(csv_err(f, "server,gpu,uuid\nsn00-t00,0,GPU-X\nsn00-t00,1,gpu-x\n", &e2),
                         "inv.csv:3: uuid 'gpu-x' given to both sn00-t00-gpu0 and sn00-t00-gpu1 "
                         "(also at inv.csv:2; expected one GPU per uuid)");
     sn_inventory_free(f->inv);
@@ -243,8 +239,7 @@ static void duplicates(void **state)
     csv_ok(f, "server,host\nsn00-t00,n1.a.example\nsn00-t01,n1.b.example\n");
     seal(f);
     assert_int_equal(sn_inventory_server(f->inv, f->model, "n1"), SN_NONE);
-    assert_int_equal(sn_inventory_server(f->inv, f->model, "n1.b.example"),
-                     server(f, "sn00-t01"));
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "n1.b.example"), server(f, "sn00-t01"));
 }
 
 /* ---- through the health engine ------------------------------------------------- */
@@ -273,8 +268,7 @@ static const char nccl_017[] =
     "# Avg bus bandwidth    : 15.00\n";
 
 static const struct sn_health_report *run(struct fx *f, const struct sn_inventory *inv,
-                                          struct sn_telem_store **st,
-                                          struct sn_health_history **h,
+                                          struct sn_telem_store **st, struct sn_health_history **h,
                                           struct sn_baseline *b)
 {
     struct sn_error err = {0};
@@ -282,9 +276,9 @@ static const struct sn_health_report *run(struct fx *f, const struct sn_inventor
     assert_int_equal(sn_health_history_new(*st, NULL, h, &err), SN_OK);
     struct sn_telem_opts o = {.source = "all_reduce_perf.log"};
     struct sn_telem_sink sink = sn_health_history_sink(*h);
-    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, &o, &sink, nccl_017,
-                                           strlen(nccl_017), NULL, &err),
-                     SN_OK);
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, &o, &sink, nccl_017, strlen(nccl_017), NULL, &err),
+        SN_OK);
     sn_baseline_init(b);
     assert_int_equal(sn_baseline_add_declared(b, &err), SN_OK);
     struct sn_health_input in = {.model = f->model,
