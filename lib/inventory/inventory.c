@@ -660,7 +660,8 @@ enum sn_err sn_inventory_seal(struct sn_inventory *inv, struct sn_error *err)
     for (uint32_t s = 0; s < ns; s++)
         if (inv->first_host[s] != UINT32_MAX)
             snprintf(first[s], sizeof(first[s]), "%s", inv->names[inv->first_host[s]].name);
-    qsort(inv->names, inv->n_names, sizeof(*inv->names), cmp_name);
+    if (inv->n_names) /* names is NULL until the first */
+        qsort(inv->names, inv->n_names, sizeof(*inv->names), cmp_name);
     enum sn_err rc = SN_OK;
     uint32_t w = 0;
     for (uint32_t i = 0; i < inv->n_names && rc == SN_OK; i++) {
