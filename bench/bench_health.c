@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     for (uint32_t g = 0; g < want; g++)
         feed_gpu(&sink, m, g);
     double feed_s = now_s(CLOCK_MONOTONIC) - t0;
-    struct sn_health_input in = {m, st, h, NULL, NULL, NULL, 1714564800.0};
+    struct sn_health_input in = {m, st, h, NULL, NULL, NULL, 1714564800.0, NULL};
     double wall[64], cpu[64], wall_state[64];
     uint32_t findings = 0, excluded = 0;
     for (unsigned p = 0; p < passes; p++) {

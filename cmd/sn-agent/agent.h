@@ -66,6 +66,7 @@ enum backend_kind {
 /* Faults the sim backend injects (docs/agent.md). */
 struct sim_faults {
     int slow_gpu, dropped_gpu, hot_gpu; /* GPU index in the node, -1: none */
+    int stopped_gpu; /* reported in the first sample only, then never again; -1: none */
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
 };
 

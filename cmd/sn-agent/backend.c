@@ -54,22 +54,26 @@ static void put(struct text *t, const char *fmt, ...)
 
 /* Nominal SM clock of the simulated GPUs: 1980 MHz, the H100 SXM5 maximum
  * boost clock (NVIDIA H100 Tensor Core GPU datasheet); a slow GPU runs at
- * 1095 MHz with the hardware slowdown reason (0x8, nvml.h). A hot GPU reads
- * 92 C with sw_thermal_slowdown (0x20). */
+ * 1095 MHz with no clock event reason, so that only the slow-GPU rule (its
+ * benchmark below its peers') can find it. A hot GPU reads 92 C with
+ * sw_thermal_slowdown (0x20). */
 #define SIM_CLOCK_MHZ 1980
 #define SIM_SLOW_CLOCK_MHZ 1095
 #define SIM_HOT_C 92
 
+/* One dcgm-exporter line, with the sample time (ms) as its timestamp, so
+ * that snd can tell fresh readings from old ones (a GPU that stopped
+ * reporting). */
 static void prom_line(struct text *t, const char *field, const char *node, uint32_t idx,
-                      uint32_t gpu_id, const char *model, double value)
+                      uint32_t gpu_id, const char *model, double value, int64_t now_s)
 {
     put(t,
         "%s{gpu=\"%u\",UUID=\"GPU-00000000-0000-4000-8000-%012x\",device=\"nvidia%u\","
-        "modelName=\"%s\",Hostname=\"%s\"} %.6g\n",
-        field, idx, gpu_id, idx, model, node, value);
+        "modelName=\"%s\",Hostname=\"%s\"} %.6g %lld\n",
+        field, idx, gpu_id, idx, model, node, value, (long long)now_s * 1000);
 }
 
-static void sim_gpus(struct backend *b, struct text *t)
+static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
 {
     const struct sn_model *m = b->model;
     uint32_t first = m->server_first_gpu[b->server];
@@ -87,6 +91,8 @@ static void sim_gpus(struct backend *b, struct text *t)
         for (uint32_t i = 0; i < n; i++) {
             if ((int)i == b->faults.dropped_gpu)
                 continue; /* fell off the bus: dcgm-exporter no longer lists it */
+            if ((int)i == b->faults.stopped_gpu && b->tick > 1)
+                continue; /* reported once, then silent while its peers report */
             bool busy = i < 64 && (b->busy_mask >> i & 1);
             double util = busy ? 97 - (double)((b->tick + i) % 5) : 0;
             bool slow = (int)i == b->faults.slow_gpu, hot = (int)i == b->faults.hot_gpu;
@@ -111,10 +117,10 @@ static void sim_gpus(struct backend *b, struct text *t)
                 v = gm->hbm_bytes / 1048576.0;
                 break;
             default:
-                v = slow ? 0x8 : hot ? 0x20 : busy ? 0 : 0x1;
+                v = hot ? 0x20 : busy ? 0 : 0x1; /* a slow GPU shows no clock event */
                 break;
             }
-            prom_line(t, fields[f], b->node, i, first + i, gm->name, v);
+            prom_line(t, fields[f], b->node, i, first + i, gm->name, v, now_s);
         }
     }
 }
@@ -308,7 +314,7 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
     enum sn_err rc = SN_OK;
     b->tick++;
     if (b->kind == BACKEND_SIM) {
-        sim_gpus(b, &t);
+        sim_gpus(b, now_s, &t);
         sim_facility(b, now_s, &f);
         out->format[0] = "dcgm-exporter";
     } else if (b->kind == BACKEND_SMI) {

@@ -352,8 +352,9 @@ static void usage(FILE *out)
             "  --interval S      sampling and heartbeat interval: seconds (0.5) or a duration\n"
             "                    with a unit (30s, 2min); default 5\n"
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
-            "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I (GPU index in\n"
-            "                    the node), flow-drop[=F] (fraction of the loop's flow, 0.6)\n"
+            "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I (GPU\n"
+            "                    index in the node; stop-gpu: reported once, then never),\n"
+            "                    flow-drop[=F] (fraction of the loop's flow, 0.6)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -398,12 +399,13 @@ static int parse_fault(struct sim_faults *f, const char *v)
     int *slot = klen == 8 && strncmp(v, "slow-gpu", 8) == 0   ? &f->slow_gpu
                 : klen == 8 && strncmp(v, "drop-gpu", 8) == 0 ? &f->dropped_gpu
                 : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
+                : klen == 8 && strncmp(v, "stop-gpu", 8) == 0 ? &f->stopped_gpu
                                                               : NULL;
     long g = eq ? strtol(eq + 1, &end, 10) : -1;
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
-                "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I or "
-                "flow-drop[=F]\n",
+                "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I "
+                "or flow-drop[=F]\n",
                 v);
         return -1;
     }
@@ -544,7 +546,8 @@ static int load_cluster(struct agent *a, const char *path, struct sn_spec **spec
 int main(int argc, char **argv)
 {
     static struct agent a = {.interval_ms = 5000, .backoff_max_ms = 30000};
-    a.be.faults = (struct sim_faults){.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1};
+    a.be.faults = (struct sim_faults){
+        .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";
     struct args g = {0};
     struct sn_spec *spec = NULL;

@@ -887,25 +887,33 @@ static void fail_domain(struct demo *d, json_t *running)
           list, d->n_victims);
 }
 
-/* After the failure: which of the jobs that ran there were requeued. */
-static void check_victims(struct demo *d)
+/* After the failure: which of the jobs that ran there were requeued.
+ * Polled from 1.5 s after the failure until every one was, or until
+ * `final` (10 s after it): on a loaded machine the scheduler's requeue can
+ * take longer than one look allows. Reports once, when done. */
+static void check_victims(struct demo *d, bool final)
 {
-    d->checked = true;
     d->interruptions_after = scrape(d, "sn_scheduler_interruptions_total");
-    char ids[512] = "";
     for (uint32_t k = 0; k < d->n_victims; k++) {
         char path[64];
         json_t *job = NULL;
         snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)d->victims[k]);
-        if (call(d, "GET", path, NULL, NULL, &job, NULL) == 200 &&
+        if (!d->victim_requeued[k] && call(d, "GET", path, NULL, NULL, &job, NULL) == 200 &&
             json_integer_value(json_object_get(job, "requeues")) > d->victim_requeues[k]) {
             d->victim_requeued[k] = true;
             d->n_requeued++;
-            size_t len = strlen(ids);
-            snprintf(ids + len, sizeof(ids) - len, "%s%lld", len ? " " : "",
-                     (long long)d->victims[k]);
         }
         json_decref(job);
+    }
+    if (d->n_requeued < d->n_victims && !final)
+        return;
+    d->checked = true;
+    char ids[512] = "";
+    for (uint32_t k = 0; k < d->n_victims; k++) {
+        size_t len = strlen(ids);
+        if (d->victim_requeued[k])
+            snprintf(ids + len, sizeof(ids) - len, "%s%lld", len ? " " : "",
+                     (long long)d->victims[k]);
     }
     event(d,
           "power domain %s: %u of %u job(s) interrupted and requeued (ids: %s); "
@@ -1185,7 +1193,8 @@ static int run_loop(struct demo *d)
             next_poll = now + 1;
         }
         if (d->failed && !d->checked && now >= d->failed_at_s + 1.5)
-            check_victims(d);
+            check_victims(d, now >= d->failed_at_s + 10 ||
+                                 (d->o.duration_s > 0 && now + 1 >= d->o.duration_s));
         if (d->failed && !d->repaired && d->pd != SN_NONE && now >= d->repair_at_s)
             repair_domain(d);
         if (now >= next_status) {

@@ -36,6 +36,8 @@ static const char usage_text[] =
     "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
     "CSV/JSON. The format is detected; '-f FMT' before files forces it. The host of\n"
     "single-host outputs is the file name up to its first dot (sn00-t03.topo.txt).\n"
+    "Host names resolve through the spec's inventory (real names, FQDNs, IPs, GPU\n"
+    "UUIDs and bus ids; docs/spec.md); '-' reads stdin. Inputs are streamed.\n"
     "\n"
     "  --cluster SPEC     the cluster spec: the inventory (required but for baseline)\n"
     "  --baseline FILE    baseline JSON from 'sn health baseline'\n"
@@ -76,6 +78,9 @@ struct ctx {
     struct sn_health_facts facts;
     struct sn_baseline base;
     struct sn_health_config cfg;
+    struct sn_inventory *inv; /* from the spec's inventory section, NULL without one */
+    /* Inputs fed: with at least one record, with none (every line skipped). */
+    unsigned inputs_read, inputs_empty;
 };
 
 static int fail_usage(const struct ctx *c, const char *fmt, ...) SN_PRINTF(2, 3);
@@ -90,7 +95,9 @@ static int fail_usage(const struct ctx *c, const char *fmt, ...)
     return SN_EXIT_USAGE;
 }
 
-/* Reads a whole file (at most 256 MiB). */
+/* Reads a whole small file (facts, baseline, inventory: at most 256 MiB;
+ * telemetry inputs are streamed by feed_file()). NULL when it cannot be
+ * read or is larger. */
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -111,6 +118,10 @@ static char *slurp(const char *path, size_t *len)
         }
         buf = nb;
         cap *= 2;
+    }
+    if (buf && n == cap && fgetc(f) != EOF) { /* larger than the cap: refuse, never cut */
+        free(buf);
+        buf = NULL;
     }
     fclose(f);
     if (buf) {
@@ -141,7 +152,7 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             c->json = true, takes = false;
         } else if (strcmp(a, "--declared") == 0) {
             c->declared = true, takes = false;
-        } else if (a[0] == '-' && !v) {
+        } else if (a[0] == '-' && a[1] && !v) {
             return fail_usage(c, "%s needs a value", a);
         } else if (k >= 0) {
             c->facts_path[k] = v;
@@ -219,31 +230,108 @@ static void host_of(const char *path, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)strcspn(base, "."), base);
 }
 
-/* Feeds data of one input into the history through a fresh parser. */
+#define FEED_CHUNK (1u << 16)
+
+/* Streams one input (a file, or stdin for "-") into the history through a
+ * fresh parser, FEED_CHUNK bytes at a time: memory stays bounded by the
+ * parser's line cap whatever the input's size. The format is detected from
+ * the first chunk. */
 static int feed_file(struct ctx *c, const struct in_file *f)
 {
-    size_t len;
-    char *data = slurp(f->path, &len);
-    if (!data)
+    bool is_stdin = strcmp(f->path, "-") == 0;
+    FILE *in = is_stdin ? stdin : fopen(f->path, "rb");
+    if (!in)
         return fail_usage(c, "cannot read '%s'", f->path);
+    char *buf = malloc(FEED_CHUNK);
+    if (!buf) {
+        if (!is_stdin)
+            fclose(in);
+        return fail_usage(c, "%s: out of memory", f->path);
+    }
+    size_t n = fread(buf, 1, FEED_CHUNK, in);
     struct sn_error err = {0};
+    int rc = SN_EXIT_OK;
+    struct sn_telem_parser *p = NULL;
     enum sn_telem_format fmt = (enum sn_telem_format)f->fmt;
-    if (f->fmt < 0 && sn_telem_format_detect(data, len, &fmt, &err) != SN_OK) {
-        free(data);
+    const char *source = is_stdin ? "<stdin>" : f->path;
+    if (f->fmt < 0 && sn_telem_format_detect(buf, n, &fmt, &err) != SN_OK) {
         fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
-                f->path, err.message);
-        return SN_EXIT_USAGE;
+                source, err.message);
+        rc = SN_EXIT_USAGE;
+        goto out;
     }
-    char host[SN_TELEM_HOST_MAX];
-    host_of(f->path, host, sizeof(host));
-    struct sn_telem_opts o = {.source = f->path, .host = host};
+    char host[SN_TELEM_HOST_MAX] = "";
+    if (!is_stdin)
+        host_of(f->path, host, sizeof(host));
+    struct sn_telem_opts o = {.source = source, .host = host};
     struct sn_telem_sink sink = sn_health_history_sink(c->hist);
-    enum sn_err rc = sn_telem_parse_buffer(fmt, &o, &sink, data, len, NULL, &err);
-    free(data);
-    if (rc != SN_OK) {
-        fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
-        return SN_EXIT_USAGE;
+    enum sn_err e = sn_telem_parser_new(fmt, &o, &sink, &p, &err);
+    while (e == SN_OK && n > 0) {
+        e = sn_telem_parser_feed(p, buf, n, &err);
+        n = e == SN_OK ? fread(buf, 1, FEED_CHUNK, in) : 0;
     }
+    if (e == SN_OK && ferror(in)) {
+        fprintf(stderr, "sn health %s: %s: read error\n", c->verb, source);
+        rc = SN_EXIT_USAGE;
+        goto out;
+    }
+    if (e == SN_OK)
+        e = sn_telem_parser_finish(p, &err);
+    if (e != SN_OK) {
+        fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
+        rc = SN_EXIT_USAGE;
+        goto out;
+    }
+    if (sn_telem_parser_stats(p)->records)
+        c->inputs_read++;
+    else
+        c->inputs_empty++;
+out:
+    sn_telem_parser_free(p);
+    free(buf);
+    if (!is_stdin)
+        fclose(in);
+    return rc;
+}
+
+/* The spec's inventory section: name patterns and the inventory CSV (its
+ * path relative to the spec's directory). */
+static int load_inventory(struct ctx *c)
+{
+    const struct sn_inventory_spec *is = &c->spec->inventory;
+    if (!is->hosts && !is->ips && !is->file)
+        return SN_EXIT_OK;
+    struct sn_error err = {0};
+    if (sn_inventory_new(c->model, &c->inv, &err) != SN_OK)
+        return fail_usage(c, "%s", err.message);
+    const char *pat[2] = {is->hosts, is->ips};
+    const struct sn_src_loc *loc[2] = {&is->hosts_loc, &is->ips_loc};
+    for (int k = 0; k < 2; k++) {
+        char where[600];
+        snprintf(where, sizeof(where), "%s:%u:%u", c->cluster, loc[k]->line, loc[k]->column);
+        if (pat[k] && sn_inventory_add_pattern(c->inv, pat[k], where, &err) != SN_OK)
+            return fail_usage(c, "%s", err.message);
+    }
+    if (is->file) {
+        char path[1024];
+        const char *slash = strrchr(c->cluster, '/');
+        if (is->file[0] == '/' || !slash)
+            snprintf(path, sizeof(path), "%s", is->file);
+        else
+            snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - c->cluster), c->cluster,
+                     is->file);
+        size_t len;
+        char *data = slurp(path, &len);
+        if (!data)
+            return fail_usage(c, "%s:%u:%u: cannot read the inventory file '%s'", c->cluster,
+                              is->file_loc.line, is->file_loc.column, path);
+        enum sn_err rc = sn_inventory_read_csv(c->inv, data, len, path, &err);
+        free(data);
+        if (rc != SN_OK)
+            return fail_usage(c, "%s", err.message);
+    }
+    if (sn_inventory_seal(c->inv, &err) != SN_OK)
+        return fail_usage(c, "%s", err.message);
     return SN_EXIT_OK;
 }
 
@@ -254,6 +342,8 @@ static int setup(struct ctx *c, bool need_cluster)
         return fail_usage(c, "%s", "--cluster SPEC is required (the inventory)");
     if (c->cluster) {
         int rc = sn_cli_load(c->cluster, &c->spec, &c->model);
+        if (rc == SN_EXIT_OK)
+            rc = load_inventory(c);
         if (rc != SN_EXIT_OK)
             return rc;
     }
@@ -274,6 +364,7 @@ static void teardown(struct ctx *c)
     sn_telem_store_free(c->store);
     sn_health_facts_release(&c->facts);
     sn_baseline_release(&c->base);
+    sn_inventory_free(c->inv);
     sn_model_free(c->model);
     sn_spec_free(c->spec);
 }
@@ -312,14 +403,47 @@ static bool parse_time(const char *text, double *out)
 
 /* ---- output ---------------------------------------------------------------------- */
 
+/* Host names of the input that name no server: never dropped silently. */
+static void print_unresolved(const struct sn_health_report *r)
+{
+    if (!r->n_unresolved)
+        return;
+    printf("\nhosts not resolved to the cluster, not judged: %u (declare them in the spec's "
+           "inventory)\n",
+           r->n_unresolved);
+    for (uint32_t i = 0; i < r->n_unresolved; i++) {
+        const struct sn_health_unresolved *u = &r->unresolved[i];
+        printf("  %s", u->name);
+        if (u->gpus)
+            printf(" (%u GPU%s)", u->gpus, u->gpus == 1 ? "" : "s");
+        if (u->where[0])
+            printf(" at %s", u->where);
+        printf("\n");
+    }
+}
+
+/* The report opens with what it rests on: entities with evidence, and the
+ * inputs read, without readings and unresolved. */
+static void print_coverage(const struct ctx *c, const struct sn_health_report *r)
+{
+    const struct sn_health_coverage *v = &r->coverage;
+    printf("coverage: GPUs with evidence %u of %u (fresh %u, stale %u, none %u); servers %u of "
+           "%u; NVLink ports with a reading %u of %u\n",
+           r->n_gpus - v->gpus[SN_HEALTH_EV_NONE], r->n_gpus, v->gpus[SN_HEALTH_EV_FRESH],
+           v->gpus[SN_HEALTH_EV_STALE], v->gpus[SN_HEALTH_EV_NONE],
+           r->n_servers - v->servers[SN_HEALTH_EV_NONE], r->n_servers, v->nvlink_ports_seen,
+           v->nvlink_ports);
+    printf("inputs: %u read, %u without readings; hosts unresolved %u; GPUs not in the cluster "
+           "%u\n",
+           c->inputs_read, c->inputs_empty, r->n_unresolved, r->unmapped_gpus);
+}
+
 static void print_findings(const struct ctx *c, const struct sn_health_report *r)
 {
-    printf("findings: %u (critical %u, warning %u, info %u)", r->n_findings,
+    print_coverage(c, r);
+    printf("findings: %u (critical %u, warning %u, info %u)\n", r->n_findings,
            r->by_severity[SN_HEALTH_SEV_CRIT], r->by_severity[SN_HEALTH_SEV_WARN],
            r->by_severity[SN_HEALTH_SEV_INFO]);
-    if (r->unmapped_gpus)
-        printf("; %u GPUs of the input are not in the cluster", r->unmapped_gpus);
-    printf("\n");
     if (r->n_findings)
         printf("\n%-8s  %-20s  %-28s  %-9s  %s\n", "SEVERITY", "DETECTOR", "ENTITY", "ACTION",
                "EVIDENCE");
@@ -333,8 +457,28 @@ static void print_findings(const struct ctx *c, const struct sn_health_report *r
     }
     if (r->n_skips)
         printf("\nnot in the model, not judged: %u\n", r->n_skips);
+    print_unresolved(r);
     for (uint32_t i = 0; i < r->n_skips; i++)
         printf("  %s\n", r->skips[i].detail);
+}
+
+/* Servers none of whose GPUs has evidence, by name (the first 32). */
+static void print_unknown_servers(const struct ctx *c, const struct sn_health_report *r)
+{
+    uint32_t n = 0;
+    for (uint32_t sv = 0; sv < r->n_servers; sv++) {
+        if (r->servers[sv].evidence != SN_HEALTH_EV_NONE)
+            continue;
+        char name[96];
+        if (n < 32)
+            printf("%s%s", n ? " " : "servers without evidence (score unknown): ",
+                   sn_model_server_name(c->model, sv, name, sizeof(name)));
+        n++;
+    }
+    if (n > 32)
+        printf(" and %u more", n - 32);
+    if (n)
+        printf("\n");
 }
 
 static void print_scores(const struct ctx *c, const struct sn_health_report *r)
@@ -342,7 +486,7 @@ static void print_scores(const struct ctx *c, const struct sn_health_report *r)
     bool head = false;
     for (uint32_t g = 0; g < r->n_gpus; g++) {
         const struct sn_health_score *s = &r->gpus[g];
-        if (s->score >= 100 && s->action == SN_HEALTH_ACT_NONE)
+        if (isnan(s->score) || (s->score >= 100 && s->action == SN_HEALTH_ACT_NONE))
             continue;
         if (!head)
             printf("\n%-20s  %5s  %-9s  %-8s  %s\n", "GPU", "SCORE", "ACTION", "EXCLUDED",
@@ -354,14 +498,25 @@ static void print_scores(const struct ctx *c, const struct sn_health_report *r)
                s->reason == UINT32_MAX ? "-"
                                        : sn_detector_info(r->findings[s->reason].detector)->name);
     }
-    uint32_t full = 0;
-    for (uint32_t g = 0; g < r->n_gpus; g++)
+    uint32_t full = 0, unknown = 0, stale = 0;
+    for (uint32_t g = 0; g < r->n_gpus; g++) {
         full += r->gpus[g].score >= 100;
-    printf("\nGPUs scoring 100: %u of %u; excluded (below %.0f): %u\n", full, r->n_gpus,
-           c->cfg.exclude_below, sn_bitset_count(&r->excluded));
+        unknown += isnan(r->gpus[g].score) != 0;
+        stale += r->gpus[g].evidence == SN_HEALTH_EV_STALE;
+    }
+    printf("\nGPUs scoring 100: %u of %u with a score; unknown (no evidence): %u; on stale "
+           "evidence: %u; excluded (below %.0f): %u\n",
+           full, r->n_gpus - unknown, unknown, stale, c->cfg.exclude_below,
+           sn_bitset_count(&r->excluded));
+    print_unknown_servers(c, r);
     for (unsigned t = 0; t < r->n_thresholds; t++)
         printf("exclusion set score < %.0f: %u GPUs\n", r->thresholds[t],
                sn_bitset_count(&r->exclude[t]));
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
 }
 
 static json_t *score_json(const struct ctx *c, const struct sn_health_report *r,
@@ -369,17 +524,14 @@ static json_t *score_json(const struct ctx *c, const struct sn_health_report *r,
 {
     char name[160];
     sn_health_entity_label(c->model, s->entity, s->id, name, sizeof(name));
-    return json_pack("{s:i, s:s, s:f, s:s, s:o, s:b}", "id", (json_int_t)s->id, "name", name,
-                     "score", s->score, "action", sn_health_action_name(s->action), "reason",
+    return json_pack("{s:i, s:s, s:o, s:s, s:o, s:b, s:s, s:o}", "id", (json_int_t)s->id,
+                     "name", name, "score", num(s->score), "action",
+                     sn_health_action_name(s->action), "reason",
                      s->reason == UINT32_MAX
                          ? json_null()
                          : json_string(sn_detector_info(r->findings[s->reason].detector)->name),
-                     "excluded", s->excluded);
-}
-
-static json_t *num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
+                     "excluded", s->excluded, "evidence", sn_health_evidence_name(s->evidence),
+                     "age_s", num(s->age_s));
 }
 
 static json_t *report_json(const struct ctx *c, const struct sn_health_report *r)
@@ -404,11 +556,12 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
             "expected", num(f->expected), "evidence", f->evidence);
         json_array_append_new(fs, o);
     }
+    /* Listed: every GPU and server below 100, with an action, or unknown. */
     for (uint32_t g = 0; g < r->n_gpus; g++)
-        if (r->gpus[g].score < 100 || r->gpus[g].action != SN_HEALTH_ACT_NONE)
+        if (!(r->gpus[g].score >= 100) || r->gpus[g].action != SN_HEALTH_ACT_NONE)
             json_array_append_new(gpus, score_json(c, r, &r->gpus[g]));
     for (uint32_t s = 0; s < r->n_servers; s++)
-        if (r->servers[s].score < 100 || r->servers[s].action != SN_HEALTH_ACT_NONE)
+        if (!(r->servers[s].score >= 100) || r->servers[s].action != SN_HEALTH_ACT_NONE)
             json_array_append_new(servers, score_json(c, r, &r->servers[s]));
     for (uint32_t l = 0; l < r->n_links; l++)
         json_array_append_new(links, score_json(c, r, &r->links[l]));
@@ -432,6 +585,24 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
                                   (json_int_t)r->by_severity[SN_HEALTH_SEV_WARN], "info",
                                   (json_int_t)r->by_severity[SN_HEALTH_SEV_INFO], "unmapped_gpus",
                                   (json_int_t)r->unmapped_gpus));
+    const struct sn_health_coverage *v = &r->coverage;
+    json_t *cov = json_object();
+    const uint32_t *by[2] = {v->gpus, v->servers};
+    for (int k = 0; k < 2; k++) {
+        json_t *o = json_object();
+        for (int e = SN_HEALTH_EV_COUNT - 1; e >= 0; e--)
+            json_object_set_new(o, sn_health_evidence_name((enum sn_health_evidence)e),
+                                json_integer(by[k][e]));
+        json_object_set_new(cov, k ? "servers" : "gpus", o);
+    }
+    json_object_set_new(cov, "nvlink_ports",
+                        json_pack("{s:i, s:i}", "seen", (json_int_t)v->nvlink_ports_seen, "total",
+                                  (json_int_t)v->nvlink_ports));
+    json_object_set_new(cov, "inputs",
+                        json_pack("{s:i, s:i}", "read", (json_int_t)c->inputs_read,
+                                  "without_readings", (json_int_t)c->inputs_empty));
+    json_object_set_new(cov, "unresolved_hosts", json_integer(r->n_unresolved));
+    json_object_set_new(root, "coverage", cov);
     json_object_set_new(root, "findings", fs);
     json_t *sk = json_array();
     for (uint32_t i = 0; i < r->n_skips; i++)
@@ -440,6 +611,14 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
                                             r->skips[i].name, "where", r->skips[i].where, "detail",
                                             r->skips[i].detail));
     json_object_set_new(root, "skipped", sk);
+    json_t *un = json_array();
+    for (uint32_t i = 0; i < r->n_unresolved; i++) {
+        const struct sn_health_unresolved *u = &r->unresolved[i];
+        json_array_append_new(un, json_pack("{s:s, s:i, s:o}", "name", u->name, "gpus",
+                                            (json_int_t)u->gpus, "where",
+                                            u->where[0] ? json_string(u->where) : json_null()));
+    }
+    json_object_set_new(root, "unresolved", un);
     json_object_set_new(root, "gpus", gpus);
     json_object_set_new(root, "servers", servers);
     json_object_set_new(root, "links", links);
@@ -460,6 +639,10 @@ static void dump_json(json_t *root)
 /* Red (0) to green (100). */
 static void score_color(double s, char *buf, size_t len)
 {
+    if (isnan(s)) { /* unknown: grey */
+        snprintf(buf, len, "#9a9a9a");
+        return;
+    }
     double t = s < 0 ? 0 : s > 100 ? 1 : s / 100;
     snprintf(buf, len, "#%02x%02x40", (unsigned)(220 * (1 - t) + 20), (unsigned)(40 + 160 * t));
 }
@@ -527,7 +710,8 @@ static int write_svg(const struct ctx *c, const struct sn_health_report *r)
 static int run_analysis(struct ctx *c, struct sn_health_state *state, double now,
                         struct sn_health_report **out)
 {
-    struct sn_health_input in = {c->model, c->store, c->hist, &c->base, &c->facts, &c->cfg, now};
+    struct sn_health_input in = {c->model,  c->store, c->hist, &c->base,
+                                 &c->facts, &c->cfg,  now,     c->inv};
     struct sn_error err = {0};
     if (sn_health_analyze(&in, state, out, &err) != SN_OK) {
         fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
@@ -555,10 +739,24 @@ static int now_of(struct ctx *c, double *now)
     return SN_EXIT_OK;
 }
 
+/* Nothing to judge: no input gave a reading and no facts were given. */
+static int no_input(struct ctx *c)
+{
+    bool facts = c->facts.n_bench || c->facts.n_node || c->facts.n_software || c->facts.n_events;
+    if (c->inputs_read || facts)
+        return SN_EXIT_OK;
+    return fail_usage(c,
+                      "no readable input: %u file%s, none gave a reading (expected telemetry "
+                      "FILEs or facts; nothing is reported healthy without evidence)",
+                      c->n_files, c->n_files == 1 ? "" : "s");
+}
+
 static int verb_analyze(struct ctx *c)
 {
     double now;
     int rc = feed_all(c);
+    if (rc == SN_EXIT_OK)
+        rc = no_input(c);
     if (rc == SN_EXIT_OK)
         rc = now_of(c, &now);
     struct sn_health_report *r = NULL;
@@ -575,6 +773,11 @@ static int verb_analyze(struct ctx *c)
     if (c->svg)
         rc = write_svg(c, r);
     bool bad = r->by_severity[SN_HEALTH_SEV_WARN] + r->by_severity[SN_HEALTH_SEV_CRIT] > 0;
+    if (rc == SN_EXIT_OK && !bad && r->coverage.gpus[SN_HEALTH_EV_NONE] == r->n_gpus &&
+        r->coverage.servers[SN_HEALTH_EV_NONE] == r->n_servers)
+        rc = fail_usage(c, "no input resolved to the cluster: nothing judged (%u hosts "
+                           "unresolved; declare them in the spec's inventory)",
+                        r->n_unresolved);
     sn_health_report_free(r);
     return rc != SN_EXIT_OK ? rc : bad ? SN_EXIT_FINDINGS : SN_EXIT_OK;
 }
@@ -667,13 +870,16 @@ static int verb_accept(struct ctx *c)
     double now;
     int rc = feed_all(c);
     if (rc == SN_EXIT_OK)
+        rc = no_input(c);
+    if (rc == SN_EXIT_OK)
         rc = now_of(c, &now);
     struct sn_health_report *r = NULL;
     if (rc == SN_EXIT_OK)
         rc = run_analysis(c, NULL, now, &r);
     if (rc != SN_EXIT_OK)
         return rc;
-    struct sn_health_input in = {c->model, c->store, c->hist, &c->base, &c->facts, &c->cfg, now};
+    struct sn_health_input in = {c->model,  c->store, c->hist, &c->base,
+                                 &c->facts, &c->cfg,  now,     c->inv};
     struct sn_accept_report *a = NULL;
     struct sn_error err = {0};
     if (sn_health_accept(&in, r, &a, &err) != SN_OK) {

@@ -6,7 +6,8 @@
  * benchmark results as facts, and acts on the report:
  *  - a GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
  *    gpu-unreadable) is marked down by "snd:health": the scheduler wiring
- *    interrupts and requeues its jobs;
+ *    interrupts and requeues its jobs. gpu-missing includes a GPU whose agent
+ *    keeps reporting its peers but has not reported it for health_stale_s;
  *  - a GPU whose score falls below health_cordon_below is cordoned by
  *    "snd:health" with the score and the finding that set its action.
  * Each action writes the GPU's admin row and an audit entry (the event)
@@ -190,10 +191,14 @@ static void analyze(struct snd *d)
         return;
     struct sn_health_facts facts;
     bench_facts(d, &facts);
+    struct sn_health_config cfg;
+    sn_health_config_default(&cfg);
+    cfg.stale_s = (double)d->cfg.health_stale_s;
     struct sn_health_input in = {.model = d->model,
                                  .store = store,
                                  .history = hl.hist,
                                  .facts = &facts,
+                                 .cfg = &cfg,
                                  .now_s = (double)snd_now_s()};
     struct sn_health_report *rep = NULL;
     struct sn_error err = {0};
@@ -223,8 +228,8 @@ int64_t snd_health_tick(struct snd *d)
 
 double snd_health_gpu_score(uint32_t gpu)
 {
-    if (!hl.report || gpu >= hl.report->n_gpus)
-        return -1;
+    if (!hl.report || gpu >= hl.report->n_gpus || isnan(hl.report->gpus[gpu].score))
+        return -1; /* no pass yet, or unknown: no evidence */
     return hl.report->gpus[gpu].score;
 }
 
@@ -251,9 +256,10 @@ json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)
                                 "evidence", f->evidence));
     }
     const struct sn_health_score *s = &rep->gpus[gpu];
-    return json_pack("{s:f,s:s,s:b,s:o}", "score", s->score, "action",
-                     sn_health_action_name(s->action), "excluded", s->excluded, "findings",
-                     findings);
+    return json_pack("{s:o,s:s,s:b,s:s,s:o}", "score",
+                     isfinite(s->score) ? json_real(s->score) : json_null(), "action",
+                     sn_health_action_name(s->action), "excluded", s->excluded, "evidence",
+                     sn_health_evidence_name(s->evidence), "findings", findings);
 }
 
 char *snd_health_metrics_text(const struct snd *d)
@@ -282,6 +288,8 @@ char *snd_health_metrics_text(const struct snd *d)
                      hl.last_pass_s);
     len = n > 0 ? (size_t)n : 0;
     for (uint32_t g = 0; hl.report && g < hl.report->n_gpus && g < m->n_gpus; g++) {
+        if (isnan(hl.report->gpus[g].score))
+            continue; /* unknown: no evidence, no sample */
         char name[64];
         sn_model_gpu_name(m, g, name, sizeof(name));
         n = snprintf(t + len, cap - len, "snd_gpu_health_score{gpu=\"%s\"} %.1f\n", name,

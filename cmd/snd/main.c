@@ -79,6 +79,9 @@ static const struct sn_conf_key config_keys[] = {
     {"gpu_history_step_s", SN_CONF_INT, "60", 1, 86400, C(gpu_history_step_s),
      "seconds between two kept telemetry samples of a GPU (samples x step = the history's "
      "span)"},
+    {"health_stale_s", SN_CONF_INT, "900", 1, 31622400, C(health_stale_s),
+     "telemetry older than this is stale evidence; a GPU whose agent keeps reporting its "
+     "peers but not it for this long is gpu-missing and marked down"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -51,6 +51,7 @@ struct snd_config {
     char sched_policy[32];
     int64_t gpu_history_samples;
     int64_t gpu_history_step_s;
+    int64_t health_stale_s;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \

@@ -36,6 +36,7 @@
 
 #include <sn/bitset.h>
 #include <sn/error.h>
+#include <sn/inventory.h>
 #include <sn/model.h>
 #include <sn/telemetry.h>
 
@@ -94,34 +95,41 @@ const char *sn_health_action_name(enum sn_health_action a);
 /*
  * The detector table: X(ID, name, entity, severity, weight, action, method).
  * weight is the score penalty (0-100) of one finding; severity and action
- * are the defaults of the row. The thresholds are fields of struct
+ * are the defaults of the row. Policy (docs/health.md "Score policy"): a
+ * performance finding (a GPU, link or node measurably slower than its peers,
+ * its baseline or its design: slow-gpu, thermal-throttle, busbw-low,
+ * nvlink-downgraded, pcie-degraded, topo-not-nvlink, slow-node) weighs
+ * 100 - 50: alone it takes the GPU below exclude_below (60) and snd's
+ * health_cordon_below (60), so a slow GPU leaves scheduling at once, as the
+ * design rule "slow nodes are removed automatically" says. The thresholds are fields of struct
  * sn_health_config; docs/health.md gives each with its source.
  * Codes are append-only.
  */
 #define SN_DETECTOR_LIST(X)                                                                        \
-    X(SLOW_GPU, "slow-gpu", GPU, WARN, 40, DRAIN,                                                  \
+    X(SLOW_GPU, "slow-gpu", GPU, WARN, 50, DRAIN,                                                  \
       "GEMM or HBM result: robust z < -slow_z among same-model peers of the same test, and "       \
       "slow_floor below their median (or below the baseline)")                                     \
-    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 25, MONITOR,                                \
+    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 50, DRAIN,                                \
       "temperature >= throttle_temp_c with SM clock < throttle_clock_frac of busy same-model "     \
       "peers' median")                                                                             \
     X(CLOCK_EVENT, "clock-event", GPU, WARN, 15, MONITOR,                                          \
       "clock event reasons HW slowdown, SW/HW thermal or HW power brake active")                   \
-    X(BUSBW_LOW, "busbw-low", SERVER, WARN, 40, DRAIN,                                             \
+    X(BUSBW_LOW, "busbw-low", SERVER, WARN, 50, DRAIN,                                             \
       "nccl-tests busbw below busbw_floor of the learned baseline, or below a declared minimum")   \
     X(NVLINK_INACTIVE, "nvlink-inactive", LINK, CRIT, 50, RESET_GPU,                               \
       "an NVLink reported inactive while others of the GPU are up")                                \
-    X(NVLINK_DOWNGRADED, "nvlink-downgraded", LINK, WARN, 30, DRAIN,                               \
+    X(NVLINK_DOWNGRADED, "nvlink-downgraded", LINK, WARN, 50, DRAIN,                               \
       "an NVLink speed below link_speed_frac of the peers' median")                                \
-    X(PCIE_DEGRADED, "pcie-degraded", GPU, WARN, 30, DRAIN,                                        \
+    X(PCIE_DEGRADED, "pcie-degraded", GPU, WARN, 50, DRAIN,                                        \
       "PCIe width below its maximum, or generation below its maximum while busy")                  \
     X(LINK_ERRORS, "link-errors", GPU, WARN, 20, MONITOR,                                          \
       "PCIe replay or NVLink CRC/replay/recovery counters rising by > link_error_rise")            \
-    X(TOPO_NOT_NVLINK, "topo-not-nvlink", SERVER, WARN, 40, DRAIN,                                 \
+    X(TOPO_NOT_NVLINK, "topo-not-nvlink", SERVER, WARN, 50, DRAIN,                                 \
       "nvidia-smi topo -m: a GPU pair not joined by NV# as the design says")                       \
     X(GPU_OFF_BUS, "gpu-off-bus", GPU, CRIT, 100, REBOOT, "Xid 79 (GPU has fallen off the bus)")   \
     X(GPU_MISSING, "gpu-missing", GPU, CRIT, 100, REBOOT,                                          \
-      "a GPU of the inventory absent from its host's enumeration")                                 \
+      "a GPU of the inventory absent from its host's enumeration, or one that stopped reporting " \
+      "(newest reading > stale_s older than its host's newest)")                                   \
     X(GPU_UNREADABLE, "gpu-unreadable", GPU, CRIT, 80, RESET_GPU,                                  \
       "ERR! / [GPU is lost] readings, or nvidia-smi cannot reach it")                              \
     X(ECC_DBE, "ecc-dbe", GPU, CRIT, 80, RESET_GPU,                                                \
@@ -158,7 +166,7 @@ const char *sn_health_action_name(enum sn_health_action a);
       "driver, CUDA, NCCL, kernel, firmware or MTU not in the locked compatibility matrix")        \
     X(CONFIG_MAJORITY, "config-drift", SERVER, WARN, 20, DRAIN,                                    \
       "a component differs from the majority of the fleet (no matrix row for it)")                 \
-    X(SLOW_NODE, "slow-node", SERVER, WARN, 40, DRAIN,                                             \
+    X(SLOW_NODE, "slow-node", SERVER, WARN, 50, DRAIN,                                             \
       "end-to-end bandwidth low vs peers (robust z < -slow_z and slow_floor below the median); "   \
       "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")
 enum sn_detector {
@@ -211,10 +219,33 @@ struct sn_health_config {
     unsigned accept_rounds;     /* phase 2 rounds needed, 10 */
     double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
     double accept_interference; /* phase 3 slowdown limit, 0.10 */
+    /* Coverage: evidence older than this (s before now) is stale, 900; a GPU
+     * whose newest reading is this much older than its host's newest one
+     * stopped reporting (gpu-missing). */
+    double stale_s;
+    /* busbw floor from the model when the baseline has no entry for a run
+     * (docs/health.md "Bus-bandwidth floor"): this fraction of the GPU's
+     * scale-up bandwidth per direction inside a scale-up domain, 0.80, and
+     * of each GPU's share of its server's NIC line rate across servers, 0.80. */
+    double busbw_eff_scaleup;
+    double busbw_eff_network;
 };
 
 /* The defaults listed above. */
 void sn_health_config_default(struct sn_health_config *cfg);
+
+/* The busbw floor of an nccl-tests run of nranks ranks over nhosts hosts
+ * whose rank 0 runs on model server `server`, from the model: inside the
+ * server's scale-up domain (one server for an HGX, the supernode for an
+ * NVL72-style domain when the run fits in it) busbw_eff_scaleup x the GPU's
+ * scale-up links x link bandwidth (per direction); across servers otherwise
+ * busbw_eff_network x the server's NIC line rate / its GPUs. NaN when the
+ * model gives no figure (no scale-up switch on one server, no NICs). why
+ * (may be NULL) gets a short text naming the figure ("0.80 x 18 x 25.0 GB/s
+ * NVLink"). cfg NULL: defaults. */
+double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
+                             uint32_t server, unsigned nranks, unsigned nhosts, char *why,
+                             size_t why_len);
 
 /* ---- facts: the small documented inputs ----------------------------------- */
 
@@ -502,14 +533,45 @@ struct sn_health_skip {
     char detail[200];             /* what was found and what was expected */
 };
 
+/* A host name of the input that names no model server (through the
+ * inventory or the model's own names): its data was not judged. One per
+ * name, sorted by name. */
+struct sn_health_unresolved {
+    char name[SN_TELEM_HOST_MAX]; /* as the input spelled it */
+    uint32_t gpus;                /* store GPUs of that host */
+    char where[160];              /* "fleet.csv:12", a place that names it */
+};
+
+/* What an entity's score rests on (docs/health.md "Coverage"). */
+#define SN_HEALTH_EVIDENCE_LIST(X)                                                                 \
+    X(NONE, "none")   /* no reading, benchmark or finding names it */                             \
+    X(STALE, "stale") /* the newest reading is older than stale_s */                               \
+    X(FRESH, "fresh") /* readings within stale_s of now (or without a time) */
+enum sn_health_evidence {
+#define SN_X(id, name) SN_HEALTH_EV_##id,
+    SN_HEALTH_EVIDENCE_LIST(SN_X)
+#undef SN_X
+        SN_HEALTH_EV_COUNT
+};
+const char *sn_health_evidence_name(enum sn_health_evidence e);
+
 /* A scored entity (links: only those with findings). */
 struct sn_health_score {
     enum sn_health_entity entity;
     uint32_t id;
-    double score;                 /* 0-100 */
+    double score;                 /* 0-100; NaN "unknown": no evidence and no finding */
     enum sn_health_action action; /* of the remediation chain */
     uint32_t reason;              /* index of the finding that set the action, UINT32_MAX */
     bool excluded;                /* in the hysteretic exclusion set */
+    enum sn_health_evidence evidence;
+    double age_s; /* now - the newest reading; NaN when none or without a time */
+};
+
+/* How much of the cluster the report rests on. */
+struct sn_health_coverage {
+    uint32_t gpus[SN_HEALTH_EV_COUNT];    /* model GPUs by evidence state */
+    uint32_t servers[SN_HEALTH_EV_COUNT]; /* model servers by evidence state */
+    uint32_t nvlink_ports, nvlink_ports_seen; /* GPU scale-up ports; those with a link reading */
 };
 
 struct sn_health_report {
@@ -530,6 +592,9 @@ struct sn_health_report {
     unsigned n_thresholds;
     struct sn_bitset excluded; /* the hysteretic set (state), else score < exclude_below */
     uint32_t by_severity[SN_HEALTH_SEV_COUNT];
+    struct sn_health_unresolved *unresolved; /* host names not resolved, sorted */
+    uint32_t n_unresolved;
+    struct sn_health_coverage coverage;
 };
 void sn_health_report_free(struct sn_health_report *r);
 
@@ -556,6 +621,7 @@ struct sn_health_input {
     const struct sn_health_facts *facts;     /* NULL: none */
     const struct sn_health_config *cfg;      /* NULL: defaults */
     double now_s;                            /* the clock, from the caller */
+    const struct sn_inventory *inventory;    /* NULL: model names only (sn/inventory.h) */
 };
 
 /* Runs every detector and scores the result. state may be NULL (no decay,

@@ -361,6 +361,15 @@ struct sn_review_config {
 };
 void sn_review_config_defaults(struct sn_review_config *config);
 
+/* Real identities of the servers (docs/spec.md, "inventory"): name patterns
+ * expanded in model order (sn/inventory.h) and an inventory CSV, relative to
+ * the spec's directory. Each string is NULL when absent. */
+struct sn_inventory_spec {
+    struct sn_src_loc loc;
+    const char *hosts, *ips, *file;
+    struct sn_src_loc hosts_loc, ips_loc, file_loc; /* of each value */
+};
+
 
 struct sn_spec {
     const char *file;         /* as given to the parser, for messages */
@@ -393,6 +402,7 @@ struct sn_spec {
     struct sn_layout_spec *layouts;
     struct sn_expect_spec expect;
     struct sn_review_config review;
+    struct sn_inventory_spec inventory;
 
     void *arena; /* private: owns every allocation above */
 };

@@ -59,7 +59,7 @@ static double reference(const struct sn_health_input *in, enum sn_bench_test tes
     size_t n = 0;
     for (uint32_t i = 0; i < in->facts->n_bench; i++) {
         const struct sn_bench_row *r = &in->facts->bench[i];
-        uint32_t g = sn__health_model_gpu(in->model, r->host, r->gpu);
+        uint32_t g = sn__health_model_gpu(in->model, in->inventory, r->host, r->gpu);
         if (r->test == test && g != SN_NONE && gpu_model_of(in->model, g) == model)
             scratch[n++] = r->value;
     }
@@ -77,7 +77,7 @@ static void phase1_bench(const struct sn_health_input *in, struct sn_accept_repo
             double ref = NAN;
             for (uint32_t i = 0; i < f->n_bench; i++) {
                 const struct sn_bench_row *r = &f->bench[i];
-                uint32_t g = sn__health_model_gpu(m, r->host, r->gpu);
+                uint32_t g = sn__health_model_gpu(m, in->inventory, r->host, r->gpu);
                 if ((int)r->test != test || g == SN_NONE || gpu_model_of(m, g) != model)
                     continue;
                 if (isnan(ref))
@@ -99,7 +99,7 @@ static void phase3(const struct sn_health_input *in, struct sn_accept_report *a)
         const struct sn_bench_row *x = &f->bench[i];
         if (x->test != SN_BENCH_GEMM_MIXED)
             continue;
-        uint32_t g = sn__health_model_gpu(in->model, x->host, x->gpu);
+        uint32_t g = sn__health_model_gpu(in->model, in->inventory, x->host, x->gpu);
         for (uint32_t j = 0; g != SN_NONE && j < f->n_bench; j++) {
             const struct sn_bench_row *y = &f->bench[j];
             if (y->test != SN_BENCH_GEMM || y->gpu != x->gpu || strcmp(y->host, x->host) != 0)
@@ -228,7 +228,7 @@ static void phase2_and_nvlink(const struct sn_health_input *in, struct sn_accept
         unsigned nranks;
         if (!nccl_key(s->key, coll, sizeof(coll), &nranks, &host, key, sizeof(key)))
             continue;
-        uint32_t sv = sn_model_find_server(m, host);
+        uint32_t sv = sn_inventory_server(in->inventory, m, host);
         if (sv == SN_NONE)
             continue;
         uint32_t sn = m->server_supernode[sv];

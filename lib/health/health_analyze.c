@@ -153,32 +153,115 @@ char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, 
 
 /* ---- mapping ----------------------------------------------------------------- */
 
+uint32_t sn__health_server(struct sn__health_ctx *c, const char *host, const char *where,
+                           uint32_t gpus)
+{
+    uint32_t server = sn_inventory_server(c->in->inventory, c->m, host);
+    if (server != SN_NONE || !host || !*host)
+        return server;
+    if (c->n_unres == c->cap_unres) {
+        uint32_t cap = c->cap_unres ? c->cap_unres * 2 : 16;
+        struct sn_health_unresolved *u =
+            c->n_unres < SN_HEALTH_FINDINGS_MAX ? realloc(c->unres, cap * sizeof(*u)) : NULL;
+        if (!u) {
+            c->full = true;
+            return SN_NONE;
+        }
+        c->unres = u;
+        c->cap_unres = cap;
+    }
+    struct sn_health_unresolved *u = &c->unres[c->n_unres++];
+    snprintf(u->name, sizeof(u->name), "%s", host);
+    snprintf(u->where, sizeof(u->where), "%s", where ? where : "");
+    u->gpus = gpus;
+    return SN_NONE;
+}
+
+static int cmp_unres(const void *a, const void *b)
+{
+    return strcmp(((const struct sn_health_unresolved *)a)->name,
+                  ((const struct sn_health_unresolved *)b)->name);
+}
+
+/* Sorts the unresolved names and merges repeats (GPU counts add up, the
+ * first place with one is kept). */
+static void unres_merge(struct sn__health_ctx *c)
+{
+    if (!c->n_unres)
+        return;
+    qsort(c->unres, c->n_unres, sizeof(*c->unres), cmp_unres);
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < c->n_unres; i++) {
+        struct sn_health_unresolved *u = &c->unres[i];
+        if (w && strcmp(c->unres[w - 1].name, u->name) == 0) {
+            c->unres[w - 1].gpus += u->gpus;
+            if (!c->unres[w - 1].where[0])
+                memcpy(c->unres[w - 1].where, u->where, sizeof(u->where));
+            continue;
+        }
+        c->unres[w++] = *u;
+    }
+    c->n_unres = w;
+}
+
+/* A place that names store GPU g: its first reading's file:line. */
+static const char *gpu_where(const struct sn__health_ctx *c, const struct sn_telem_gpu *g,
+                             char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++)
+        if (g->m[m].line)
+            return sn__health_where(c->st, g->m[m].source, g->m[m].line, buf, len);
+    return buf;
+}
+
+/* Resolves every store host and GPU once (sn/inventory.h). Hosts that name
+ * no server are recorded as unresolved with their GPU counts. */
 static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struct sn_error *err)
 {
     uint32_t ng = sn_telem_store_gpu_count(c->st), nh = sn_telem_store_host_count(c->st);
+    const struct sn_inventory *inv = c->in->inventory;
     c->store_to_model = malloc(((size_t)ng + 1) * sizeof(uint32_t));
     c->host_server = malloc(((size_t)nh + 1) * sizeof(uint32_t));
     c->model_to_store = malloc(((size_t)c->m->n_gpus + 1) * sizeof(uint32_t));
+    uint32_t *host_gpus = calloc((size_t)nh + 1, sizeof(uint32_t));
+    uint32_t *host_first = malloc(((size_t)nh + 1) * sizeof(uint32_t));
     c->scratch_cap = (size_t)c->m->n_gpus + ng + 64;
     c->scratch = malloc(c->scratch_cap * sizeof(double));
-    if (!c->store_to_model || !c->host_server || !c->model_to_store || !c->scratch)
+    if (!c->store_to_model || !c->host_server || !c->model_to_store || !c->scratch ||
+        !host_gpus || !host_first) {
+        free(host_gpus);
+        free(host_first);
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
-    for (uint32_t h = 0; h < nh; h++)
-        c->host_server[h] = sn_model_find_server(c->m, sn_telem_store_host_name(c->st, h));
+    }
+    for (uint32_t h = 0; h < nh; h++) {
+        c->host_server[h] = sn_inventory_server(inv, c->m, sn_telem_store_host_name(c->st, h));
+        host_first[h] = UINT32_MAX;
+    }
     memset(c->model_to_store, 0xff, (size_t)c->m->n_gpus * sizeof(uint32_t));
     *unmapped = 0;
     for (uint32_t i = 0; i < ng; i++) {
         const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
-        uint32_t server = c->host_server[g->host], gpu = SN_NONE;
-        if (server != SN_NONE && g->index >= 0 &&
-            (uint32_t)g->index < sn_model_server_spec(c->m, server)->gpus)
-            gpu = c->m->server_first_gpu[server] + (uint32_t)g->index;
+        uint32_t server = c->host_server[g->host];
+        uint32_t gpu = sn_inventory_gpu(inv, c->m, server, g->uuid, g->bus, g->index);
         c->store_to_model[i] = gpu;
-        if (gpu == SN_NONE)
+        if (gpu == SN_NONE) {
             (*unmapped)++;
-        else
+            if (server == SN_NONE && host_gpus[g->host]++ == 0)
+                host_first[g->host] = i;
+        } else {
             c->model_to_store[gpu] = i;
+        }
     }
+    for (uint32_t h = 0; h < nh; h++) {
+        if (!host_gpus[h])
+            continue;
+        char w[160];
+        gpu_where(c, sn_telem_store_gpu(c->st, host_first[h]), w, sizeof(w));
+        (void)sn__health_server(c, sn_telem_store_host_name(c->st, h), w, host_gpus[h]);
+    }
+    free(host_gpus);
+    free(host_first);
     return SN_OK;
 }
 
@@ -237,7 +320,8 @@ static void score_gpus(struct sn__health_ctx *c, struct sn_health_report *r,
         }
         struct sn_health_score *s = &r->gpus[g];
         *s = (struct sn_health_score){SN_HEALTH_ENT_GPU,  g,          100 - pen,
-                                      SN_HEALTH_ACT_NONE, UINT32_MAX, false};
+                                      SN_HEALTH_ACT_NONE, UINT32_MAX, false,
+                                      SN_HEALTH_EV_NONE,  NAN};
         choose_action(s, r->findings, k, idx, gs);
         if (gs) {
             gs->penalty = pen;
@@ -276,7 +360,7 @@ static void score_servers(struct sn_health_report *r, const struct sn_model *m,
         struct sn_health_score *s = &r->servers[sv];
         *s = (struct sn_health_score){
             SN_HEALTH_ENT_SERVER, sv,         100 - (own > 100 ? 100 : own),
-            SN_HEALTH_ACT_NONE,   UINT32_MAX, false};
+            SN_HEALTH_ACT_NONE,   UINT32_MAX, false, SN_HEALTH_EV_NONE, NAN};
         choose_action(s, r->findings, k, idx, NULL);
         uint32_t ng = sn_model_server_spec(m, sv)->gpus;
         for (uint32_t g = m->server_first_gpu[sv]; g < m->server_first_gpu[sv] + ng; g++) {
@@ -315,7 +399,8 @@ static enum sn_err score_links(struct sn_health_report *r, struct sn_error *err)
         } else {
             s = &r->links[r->n_links++];
             *s = (struct sn_health_score){SN_HEALTH_ENT_LINK, f->id,      100,
-                                          SN_HEALTH_ACT_NONE, UINT32_MAX, false};
+                                          SN_HEALTH_ACT_NONE, UINT32_MAX, false,
+                                          SN_HEALTH_EV_FRESH, NAN};
         }
         s->score -= sn_detector_info(f->detector)->weight;
         if (s->score < 0)
@@ -326,6 +411,78 @@ static enum sn_err score_links(struct sn_health_report *r, struct sn_error *err)
         }
     }
     return SN_OK;
+}
+
+/* The newest reading time of a store GPU: NaN when its readings carry no
+ * time; -inf when it has no reading at all. */
+static double gpu_newest(const struct sn_telem_gpu *g)
+{
+    double t = -INFINITY;
+    bool any = g->n_nvlinks > 0 || g->xid_total > 0 || g->n_diag > 0;
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++) {
+        if (g->m[m].status == SN_TELEM_ABSENT)
+            continue;
+        any = true;
+        if (g->m[m].time_s > t)
+            t = g->m[m].time_s;
+    }
+    if (!any)
+        return -INFINITY;
+    return t == -INFINITY ? NAN : t;
+}
+
+/* Evidence of every GPU (store readings, benchmark rows) and server, the
+ * unknown scores (no evidence, no finding: NaN, never 100) and the coverage
+ * counts (docs/health.md "Coverage"). */
+static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
+                     const uint32_t *srv_count)
+{
+    const struct sn_model *m = c->m;
+    struct sn_health_coverage *cv = &r->coverage;
+    const struct sn_health_facts *f = c->in->facts;
+    for (uint32_t i = 0; f && i < f->n_bench; i++) {
+        uint32_t g = sn__health_model_gpu(m, c->in->inventory, f->bench[i].host, f->bench[i].gpu);
+        if (g != SN_NONE)
+            r->gpus[g].evidence = SN_HEALTH_EV_FRESH;
+    }
+    for (uint32_t g = 0; g < r->n_gpus; g++) {
+        struct sn_health_score *s = &r->gpus[g];
+        uint32_t ports = sn_model_gpu_spec(m, g) ? sn_model_gpu_spec(m, g)->scaleup_links : 0;
+        cv->nvlink_ports += ports;
+        s->age_s = NAN;
+        uint32_t k = c->model_to_store[g];
+        const struct sn_telem_gpu *tg = k != UINT32_MAX ? sn_telem_store_gpu(c->st, k) : NULL;
+        double t = tg ? gpu_newest(tg) : -INFINITY;
+        if (tg)
+            cv->nvlink_ports_seen += tg->n_nvlinks < ports ? tg->n_nvlinks : ports;
+        if (t != -INFINITY) {
+            s->age_s = isnan(t) ? NAN : r->now_s - t;
+            s->evidence = !isnan(t) && s->age_s > c->cfg->stale_s ? SN_HEALTH_EV_STALE
+                                                                  : SN_HEALTH_EV_FRESH;
+        }
+        if (s->evidence == SN_HEALTH_EV_NONE && s->score >= 100 && s->reason == UINT32_MAX) {
+            s->score = NAN; /* unknown: nothing read about it */
+            s->excluded = sn_bitset_test(&r->excluded, g);
+        }
+        cv->gpus[s->evidence]++;
+    }
+    for (uint32_t sv = 0; sv < r->n_servers; sv++) {
+        struct sn_health_score *s = &r->servers[sv];
+        s->age_s = NAN;
+        s->evidence = srv_count[sv] ? SN_HEALTH_EV_FRESH : SN_HEALTH_EV_NONE;
+        uint32_t ng = sn_model_server_spec(m, sv)->gpus, known = 0;
+        for (uint32_t g = m->server_first_gpu[sv]; g < m->server_first_gpu[sv] + ng; g++) {
+            const struct sn_health_score *gs = &r->gpus[g];
+            if (gs->evidence > s->evidence)
+                s->evidence = gs->evidence;
+            if (!isnan(gs->age_s) && (isnan(s->age_s) || gs->age_s < s->age_s))
+                s->age_s = gs->age_s;
+            known += !isnan(gs->score);
+        }
+        if (!known && !srv_count[sv])
+            s->score = NAN;
+        cv->servers[s->evidence]++;
+    }
 }
 
 /* Findings on each GPU (GPU and link findings of that GPU) and server: the
@@ -377,6 +534,7 @@ static enum sn_err score_all(struct sn__health_ctx *c, struct sn_health_report *
         }
     }
     score_servers(r, c->m, srv_first, srv_count);
+    evidence(c, r, srv_count);
     rc = score_links(r, err);
 out:
     free(gpu_first);
@@ -426,6 +584,7 @@ void sn_health_report_free(struct sn_health_report *r)
         return;
     free(r->findings);
     free(r->skips);
+    free(r->unresolved);
     free(r->gpus);
     free(r->servers);
     free(r->links);
@@ -501,12 +660,17 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
         r->skips = c.skips;
         r->n_skips = c.n_skips;
         c.skips = NULL;
+        unres_merge(&c);
+        r->unresolved = c.unres;
+        r->n_unresolved = c.n_unres;
+        c.unres = NULL;
         for (uint32_t i = 0; i < r->n_findings; i++)
             r->by_severity[r->findings[i].severity]++;
         rc = score_all(&c, r, state, err);
     }
     free(c.f);
     free(c.skips);
+    free(c.unres);
     free(c.store_to_model);
     free(c.host_server);
     free(c.model_to_store);

@@ -214,7 +214,7 @@ static const char *bench_gpu_model(const struct sn_model *model, const struct sn
                                    const struct sn_bench_row *r)
 {
     if (model) {
-        uint32_t g = sn__health_model_gpu(model, r->host, r->gpu);
+        uint32_t g = sn__health_model_gpu(model, NULL, r->host, r->gpu);
         if (g != SN_NONE)
             return sn__health_gpu_model_name(model, g);
     }

@@ -37,6 +37,8 @@ NAME_FN(sn_health_severity_name, enum sn_health_severity, SN_HEALTH_SEV_COUNT,
         SN_HEALTH_SEVERITY_LIST, PICK2)
 NAME_FN(sn_health_action_name, enum sn_health_action, SN_HEALTH_ACT_COUNT, SN_HEALTH_ACTION_LIST,
         PICK2)
+NAME_FN(sn_health_evidence_name, enum sn_health_evidence, SN_HEALTH_EV_COUNT,
+        SN_HEALTH_EVIDENCE_LIST, PICK2)
 NAME_FN(sn_bench_test_name, enum sn_bench_test, SN_BENCH_COUNT, SN_BENCH_TEST_LIST, PICK3)
 NAME_FN(sn_node_metric_name, enum sn_node_metric, SN_NODE_COUNT, SN_NODE_METRIC_LIST, PICK3)
 NAME_FN(sn_sw_component_name, enum sn_sw_component, SN_SW_COUNT, SN_SW_COMPONENT_LIST, PICK2)
@@ -109,7 +111,46 @@ void sn_health_config_default(struct sn_health_config *c)
         .accept_rounds = 10,
         .accept_cv = 0.05,
         .accept_interference = 0.10,
+        .stale_s = 900,
+        .busbw_eff_scaleup = 0.80,
+        .busbw_eff_network = 0.80,
     };
+}
+
+double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
+                             uint32_t server, unsigned nranks, unsigned nhosts, char *why,
+                             size_t why_len)
+{
+    struct sn_health_config def;
+    if (!cfg) {
+        sn_health_config_default(&def);
+        cfg = &def;
+    }
+    if (why && why_len)
+        why[0] = '\0';
+    if (server >= m->n_servers || nranks < 2)
+        return NAN;
+    uint32_t sn = m->server_supernode[server];
+    const struct sn_template *tp = sn_model_supernode_template(m, sn);
+    const struct sn_server_model *sm = sn_model_server_spec(m, server);
+    const struct sn_gpu_model *g = sn_model_gpu_spec(m, m->server_first_gpu[server]);
+    bool has_switch = tp->scaleup.switch_model != SN_NONE;
+    bool inside = nhosts <= 1 ||
+                  (tp->scaleup.domain == SN_SCALEUP_SUPERNODE &&
+                   nhosts <= m->supernodes[sn].n_servers &&
+                   nranks <= m->supernodes[sn].n_servers * sm->gpus);
+    if (inside && has_switch && g && g->scaleup_links && g->scaleup_link_bytes_per_s > 0) {
+        if (why)
+            snprintf(why, why_len, "%.2f x %u x %.1f GB/s scale-up (model)",
+                     cfg->busbw_eff_scaleup, g->scaleup_links, g->scaleup_link_bytes_per_s / 1e9);
+        return cfg->busbw_eff_scaleup * g->scaleup_links * g->scaleup_link_bytes_per_s;
+    }
+    if (inside || !sm->nics || !(sm->nic_bytes_per_s > 0) || !sm->gpus)
+        return NAN;
+    if (why)
+        snprintf(why, why_len, "%.2f x %u x %.1f GB/s NICs / %u GPUs (model)",
+                 cfg->busbw_eff_network, sm->nics, sm->nic_bytes_per_s / 1e9, sm->gpus);
+    return cfg->busbw_eff_network * sm->nics * sm->nic_bytes_per_s / sm->gpus;
 }
 
 /* ---- facts ---------------------------------------------------------------- */
@@ -505,12 +546,11 @@ enum sn_err sn_health_facts_read(struct sn_health_facts *f, enum sn_facts_kind k
 
 /* ---- model lookups ---------------------------------------------------------- */
 
-uint32_t sn__health_model_gpu(const struct sn_model *m, const char *host, int index)
+uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,
+                              const char *host, int index)
 {
-    uint32_t server = sn_model_find_server(m, host);
-    if (server == SN_NONE || index < 0 || (uint32_t)index >= sn_model_server_spec(m, server)->gpus)
-        return SN_NONE;
-    return m->server_first_gpu[server] + (uint32_t)index;
+    uint32_t server = sn_inventory_server(inv, m, host);
+    return sn_inventory_gpu(inv, m, server, NULL, SN_TELEM_BUS_NONE, index);
 }
 
 const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu)

@@ -286,6 +286,57 @@ static void missing(struct sn__health_ctx *c)
     }
 }
 
+/* The newest timed reading of a store GPU (-inf when none), with where. */
+static double newest_reading(const struct sn_telem_gpu *g, const struct sn_telem_reading **at)
+{
+    double t = -INFINITY;
+    *at = NULL;
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++)
+        if (g->m[m].status != SN_TELEM_ABSENT && g->m[m].time_s > t) {
+            t = g->m[m].time_s;
+            *at = &g->m[m];
+        }
+    return t;
+}
+
+/* GPUs that reported and then stopped while their host kept reporting: the
+ * newest reading of the GPU is more than stale_s older than the newest of
+ * any other GPU of its server (time-stamped inputs only). */
+static void stopped(struct sn__health_ctx *c)
+{
+    const struct sn_model *m = c->m;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        uint32_t first = m->server_first_gpu[sv], ng = sn_model_server_spec(m, sv)->gpus;
+        double host = -INFINITY;
+        const struct sn_telem_reading *at;
+        for (uint32_t g = first; g < first + ng; g++) {
+            uint32_t s = c->model_to_store[g];
+            double t = s != UINT32_MAX ? newest_reading(sn_telem_store_gpu(c->st, s), &at)
+                                       : -INFINITY;
+            if (t > host)
+                host = t;
+        }
+        if (!isfinite(host))
+            continue;
+        for (uint32_t g = first; g < first + ng; g++) {
+            uint32_t s = c->model_to_store[g];
+            if (s == UINT32_MAX)
+                continue;
+            double t = newest_reading(sn_telem_store_gpu(c->st, s), &at);
+            if (!isfinite(t) || host - t <= c->cfg->stale_s)
+                continue;
+            char name[96], w[160];
+            sn_model_server_name(m, sv, name, sizeof(name));
+            sn__health_add(c, SN_DET_GPU_MISSING, SN_HEALTH_ENT_GPU, g, g, sv, host - t,
+                           c->cfg->stale_s,
+                           "%s: gpu%u stopped reporting: last reading %.0f s before %s's newest "
+                           "(> %.0f s)",
+                           sn__health_where(c->st, at->source, at->line, w, sizeof(w)),
+                           g - first, host - t, name, c->cfg->stale_s);
+        }
+    }
+}
+
 void sn__health_detect_gpu(struct sn__health_ctx *c)
 {
     uint32_t n = sn_telem_store_gpu_count(c->st);
@@ -307,4 +358,5 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
         phantom(c, i, g, t);
     }
     missing(c);
+    stopped(c);
 }

@@ -36,7 +36,7 @@ static void slow_group(struct sn__health_ctx *c, enum sn_bench_test test, uint16
     size_t n = 0;
     for (uint32_t i = 0; i < f->n_bench && n < c->scratch_cap; i++) {
         const struct sn_bench_row *r = &f->bench[i];
-        uint32_t g = sn__health_model_gpu(c->m, r->host, r->gpu);
+        uint32_t g = sn__health_model_gpu(c->m, c->in->inventory, r->host, r->gpu);
         if (r->test == test && g != SN_NONE && gpu_model_of(c->m, g) == model)
             v[n++] = r->value;
     }
@@ -53,7 +53,7 @@ static void slow_group(struct sn__health_ctx *c, enum sn_bench_test test, uint16
     double scale = test == SN_BENCH_HBM ? 1e9 : 1e12;
     for (uint32_t i = 0; i < f->n_bench; i++) {
         const struct sn_bench_row *r = &f->bench[i];
-        uint32_t g = sn__health_model_gpu(c->m, r->host, r->gpu);
+        uint32_t g = sn__health_model_gpu(c->m, c->in->inventory, r->host, r->gpu);
         if (r->test != test || g == SN_NONE || gpu_model_of(c->m, g) != model)
             continue;
         double z = sn__health_robust_z(r->value, med, mad);

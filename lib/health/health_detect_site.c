@@ -23,13 +23,34 @@
 
 /* ---- fabric bandwidth ------------------------------------------------------- */
 
-static void busbw_check(struct sn__health_ctx *c, const char *key, const char *host, double bw,
-                        const char *where)
+/* Without a baseline entry for the run: the floor from the model. */
+static void busbw_model(struct sn__health_ctx *c, const char *key, uint32_t server,
+                        unsigned nhosts, double bw, const char *where)
 {
-    uint32_t server = sn_model_find_server(c->m, host);
-    const struct sn_baseline_entry *e = sn_baseline_find(c->in->baseline, SN_BASELINE_BUSBW, key);
-    if (server == SN_NONE || !e)
+    unsigned nranks = 0;
+    const char *slash = strchr(key, '/');
+    if (slash)
+        nranks = (unsigned)strtoul(slash + 1, NULL, 10);
+    char why[96];
+    double floor = sn_health_busbw_floor(c->m, c->cfg, server, nranks, nhosts, why, sizeof(why));
+    if (isnan(floor) || !(bw < floor))
         return;
+    sn__health_add(c, SN_DET_BUSBW_LOW, SN_HEALTH_ENT_SERVER, server, SN_NONE, server, bw, floor,
+                   "%s: %s busbw %.1f GB/s < %.1f GB/s (%s)", where, key, bw / 1e9, floor / 1e9,
+                   why);
+}
+
+static void busbw_check(struct sn__health_ctx *c, const char *key, const char *host,
+                        unsigned nhosts, double bw, const char *where)
+{
+    uint32_t server = sn__health_server(c, host, where, 0);
+    const struct sn_baseline_entry *e = sn_baseline_find(c->in->baseline, SN_BASELINE_BUSBW, key);
+    if (server == SN_NONE)
+        return;
+    if (!e || (isnan(e->median) && isnan(e->min_ok))) {
+        busbw_model(c, key, server, nhosts, bw, where);
+        return;
+    }
     double learned = c->cfg->busbw_floor * e->median;
     bool low_learned = !isnan(e->median) && bw < learned;
     bool low_declared = !isnan(e->min_ok) && bw < e->min_ok;
@@ -55,7 +76,8 @@ static void busbw(struct sn__health_ctx *c)
         snprintf(key, sizeof(key), "%.*s", (int)(host - s->key - 5), s->key + 5);
         double t, v;
         sn_health_series_point(s, sn_health_series_kept(s) - 1, &t, &v);
-        busbw_check(c, key, host + 1, v, sn__health_where(c->st, s->source, s->line, w, sizeof(w)));
+        busbw_check(c, key, host + 1, s->nhosts, v,
+                    sn__health_where(c->st, s->source, s->line, w, sizeof(w)));
     }
     if (h)
         return;
@@ -67,7 +89,7 @@ static void busbw(struct sn__health_ctx *c)
         double bw = isnan(e->oop.busbw_bytes_per_s) ? e->oop.calc_busbw_bytes_per_s
                                                     : e->oop.busbw_bytes_per_s;
         if (e->host != UINT32_MAX && !isnan(bw))
-            busbw_check(c, key, sn_telem_store_host_name(c->st, e->host), bw,
+            busbw_check(c, key, sn_telem_store_host_name(c->st, e->host), e->nhosts, bw,
                         sn__health_where(c->st, e->source, e->line, w, sizeof(w)));
     }
 }
@@ -140,7 +162,7 @@ static void slow_nodes(struct sn__health_ctx *c)
     for (size_t i = 0; i < (size_t)ns * SN_NODE_COUNT; i++)
         v[i] = NAN;
     for (uint32_t i = 0; i < f->n_node; i++) {
-        uint32_t s = sn_model_find_server(c->m, f->node[i].host);
+        uint32_t s = sn__health_server(c, f->node[i].host, "", 0);
         if (s != SN_NONE) {
             v[(size_t)f->node[i].metric * ns + s] = f->node[i].value;
             if (f->node[i].metric == SN_NODE_BUSBW)
@@ -490,7 +512,7 @@ void sn__health_detect_config(struct sn__health_ctx *c)
     majorities(f, sorted, major, count, total);
     for (uint32_t i = 0; i < f->n_software; i++) {
         const struct sn_sw_row *r = &f->software[i];
-        uint32_t server = sn_model_find_server(c->m, r->host);
+        uint32_t server = sn__health_server(c, r->host, "", 0);
         if (server == SN_NONE)
             continue;
         bool locked = false, allowed = false;

@@ -32,7 +32,15 @@ struct sn__health_ctx {
     size_t scratch_cap;
     struct sn_health_skip *skips; /* inputs not attached to the model */
     uint32_t n_skips, cap_skips;
+    struct sn_health_unresolved *unres; /* host names not resolved (unsorted, may repeat) */
+    uint32_t n_unres, cap_unres;
 };
+
+/* The model server of a host name an input used, through the one resolution
+ * function (sn_inventory_server()); a name that resolves to none is
+ * recorded as unresolved with where (may be "") and gpus. */
+uint32_t sn__health_server(struct sn__health_ctx *c, const char *host, const char *where,
+                           uint32_t gpus);
 
 /* Records an input not attached to the model (at most one per facility
  * series group; capped like the findings). */
@@ -81,8 +89,9 @@ void sn__health_detect_fabric(struct sn__health_ctx *c);   /* busbw, topology, s
 void sn__health_detect_facility(struct sn__health_ctx *c); /* cooling, power */
 void sn__health_detect_config(struct sn__health_ctx *c);   /* software drift */
 
-/* The model GPU of a (host, index) name, or SN_NONE. */
-uint32_t sn__health_model_gpu(const struct sn_model *m, const char *host, int index);
+/* The model GPU of a (host, index) name, or SN_NONE; inv may be NULL. */
+uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,
+                              const char *host, int index);
 /* The model's GPU catalogue name of a model GPU ("unknown" if none). */
 const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu);
 

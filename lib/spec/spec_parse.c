@@ -355,12 +355,36 @@ enum {
     TOP_LAYOUTS,
     TOP_EXPECT,
     TOP_REVIEW,
+    TOP_INVENTORY,
     TOP_KEYS
 };
 static const char *const top_keys[TOP_KEYS] = {
     "version", "name",  "description", "catalog", "templates", "supernodes",
     "fabric",  "pools", "storage",     "layouts", "expect",    "review",
+    "inventory",
 };
+
+enum { INV_HOSTS, INV_IPS, INV_FILE, INV_KEYS };
+static const char *const inventory_keys[INV_KEYS] = {"hosts", "ips", "file"};
+
+/* The inventory section: strings only here; the patterns are expanded
+ * against the model and the file is read by the program (sn/inventory.h). */
+static enum sn_err parse_inventory(struct sn__spec_ctx *c, struct fy_node *node,
+                                   struct sn_src_loc loc)
+{
+    struct sn_inventory_spec *x = &c->spec->inventory;
+    const char **field[INV_KEYS] = {&x->hosts, &x->ips, &x->file};
+    struct sn_src_loc *at[INV_KEYS] = {&x->hosts_loc, &x->ips_loc, &x->file_loc};
+    struct sn__spec_map m;
+    x->loc = loc;
+    enum sn_err rc = sn__spec_bind(c, node, loc, "inventory", inventory_keys, INV_KEYS, &m);
+    for (unsigned k = 0; rc == SN_OK && k < INV_KEYS; k++) {
+        *at[k] = sn__spec_value_loc(&m, k);
+        if (m.present[k])
+            rc = sn__spec_get_string(c, &m, k, NULL, field[k]);
+    }
+    return rc;
+}
 
 static enum sn_err parse_header(struct sn__spec_ctx *c, const struct sn__spec_map *m)
 {
@@ -402,6 +426,8 @@ static enum sn_err parse_root(struct sn__spec_ctx *c, struct fy_node *root)
         rc = parse_expect(c, m.value[TOP_EXPECT], m.key_loc[TOP_EXPECT]);
     if (rc == SN_OK && m.present[TOP_REVIEW])
         rc = parse_review(c, m.value[TOP_REVIEW], m.key_loc[TOP_REVIEW]);
+    if (rc == SN_OK && m.present[TOP_INVENTORY])
+        rc = parse_inventory(c, m.value[TOP_INVENTORY], m.key_loc[TOP_INVENTORY]);
     return rc;
 }
 

@@ -88,7 +88,8 @@ static void facts(struct fx *f, enum sn_facts_kind k, const char *text)
 
 static const struct sn_health_report *analyze(struct fx *f, double now, struct sn_health_state *s)
 {
-    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, now};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base,
+                                 &f->facts, &f->cfg,  now,     NULL};
     struct sn_error err = {0};
     sn_health_report_free(f->rep);
     f->rep = NULL;
@@ -356,8 +357,9 @@ static void test_throttle_and_clock_events(void **state)
     assert_int_equal(count(r, SN_DET_CLOCK_EVENT, SN_NONE), 1);
     assert_int_equal(count(r, SN_DET_CLOCK_EVENT, gpu(f, "sn00-t00-gpu4")), 1);
     assert_non_null(strstr(first(r, SN_DET_CLOCK_EVENT)->evidence, "hw_slowdown,hw_thermal"));
-    /* 100 - 25 - 15 */
-    assert_near(r->gpus[gpu(f, "sn00-t00-gpu4")].score, 60, 0);
+    /* 100 - 50 - 15: held below its peers' clocks while hot, it is excluded */
+    assert_near(r->gpus[gpu(f, "sn00-t00-gpu4")].score, 35, 0);
+    assert_true(r->gpus[gpu(f, "sn00-t00-gpu4")].excluded);
 }
 
 /* ---- links ----------------------------------------------------------------------------- */
@@ -533,9 +535,9 @@ static void test_busbw_declared_baseline(void **state)
     assert_int_equal(x->id, sn_model_find_server(f->model, "sn01-t03"));
     assert_near(x->value, 380e9, 1);
     assert_near(x->expected, 431e9, 1);
-    /* server finding: every GPU of the server scores 100 - 40 */
-    assert_near(r->gpus[gpu(f, "sn01-t03-gpu5")].score, 60, 0);
-    assert_near(r->servers[x->id].score, 60, 0);
+    /* server finding: every GPU of the server scores 100 - 50 */
+    assert_near(r->gpus[gpu(f, "sn01-t03-gpu5")].score, 50, 0);
+    assert_near(r->servers[x->id].score, 50, 0);
 }
 
 /* ---- dcgmi diag ------------------------------------------------------------------------ */
@@ -958,7 +960,8 @@ static void test_accept(void **state)
           "2024-05-03T00:00:00Z,interruption,sn00-t01,j1\n"
           "2024-05-05T00:00:00Z,preemption,,j4\n");
     const struct sn_health_report *r = analyze(f, NOW0, NULL);
-    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, NOW0};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base,
+                                 &f->facts, &f->cfg,  NOW0,    NULL};
     struct sn_accept_report *a = NULL;
     assert_int_equal(sn_health_accept(&in, r, &a, &err), SN_OK);
     assert_int_equal(a->n_nodes, 8);
@@ -988,7 +991,8 @@ static void test_accept(void **state)
 static uint32_t accept_p2_failed(struct fx *f, const char *server)
 {
     struct sn_error err = {0};
-    struct sn_health_input in = {f->model, f->store, f->hist, &f->base, &f->facts, &f->cfg, NOW0};
+    struct sn_health_input in = {f->model, f->store, f->hist, &f->base,
+                                 &f->facts, &f->cfg,  NOW0,    NULL};
     struct sn_accept_report *a = NULL;
     const struct sn_health_report *r = analyze(f, NOW0, NULL);
     assert_int_equal(sn_health_accept(&in, r, &a, &err), SN_OK);

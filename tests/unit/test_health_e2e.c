@@ -1,0 +1,177 @@
+/*
+ * End-to-end tests of the health policy through the real daemon and agent
+ * (both built, $SN_BUILD_DIR; 127.0.0.1 only): snd with a short
+ * health_interval_ms and one sn-agent with the sim backend.
+ *  - a slow GPU (--fault slow-gpu=3: its GEMM at 1095/1980 of its peers',
+ *    no clock event) is cordoned by snd:health through the slow-GPU rule
+ *    alone (weight 50: score 50 < health_cordon_below 60), while its
+ *    healthy peers stay up;
+ *  - a GPU that stops reporting while its agent keeps heartbeating and
+ *    reporting its peers (--fault stop-gpu=5: in the first sample only) is
+ *    found gpu-missing ("stopped reporting") after health_stale_s and marked
+ *    down by snd:health.
+ * Waits poll the daemon with a deadline of tens of seconds (the machine may
+ * be loaded); the only fixed pauses are the 100 ms steps of those polls.
+ */
+#include "snd_harness.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#define NODE "sn00-t00"
+
+static pid_t agent;
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static const char *agent_path(void)
+{
+    static char path[1024];
+    const char *b = getenv("SN_BUILD_DIR");
+    snprintf(path, sizeof(path), "%s/sn-agent", b ? b : "..");
+    return path;
+}
+
+/* Starts sn-agent (sim) for NODE with one fault. */
+static void start_agent(struct daemon *d, const char *fault)
+{
+    char spec[1024], server[64], token[SN_AUTH_TOKEN_MAX], tpath[300], work[300];
+    sn_test_path(spec, sizeof(spec), harness_spec);
+    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"kind\":\"agent\",\"subject\":\"%s\",\"scopes\":\"telemetry:write,"
+             "cluster:read\",\"ttl_s\":3600}",
+             NODE);
+    json_t *j = NULL;
+    assert_int_equal(call(d, "POST", "/v1/tokens", d->admin, body, NULL, &j), 201);
+    snprintf(token, sizeof(token), "%s", json_string_value(json_object_get(j, "token")));
+    json_decref(j);
+    snprintf(tpath, sizeof(tpath), "%s/agent.token", d->dir);
+    FILE *f = fopen(tpath, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", token);
+    fclose(f);
+    snprintf(work, sizeof(work), "%s/agent-work", d->dir);
+    agent = fork();
+    if (agent == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execl(agent_path(), "sn-agent", "--server", server, "--token", tpath, "--node", NODE,
+              "--cluster", spec, "--backend", "sim", "--interval", "0.1", "--work-dir", work,
+              "--fault", fault, (char *)NULL);
+        _exit(127);
+    }
+    track(agent, true);
+}
+
+static void stop_agent(void)
+{
+    if (agent > 0) {
+        kill(agent, SIGTERM);
+        waitpid(agent, NULL, 0);
+        track(agent, false);
+        agent = 0;
+    }
+}
+
+/* GET /v1/gpus/NAME: its admin state and reason into the buffers. */
+static void gpu_state(struct daemon *d, const char *gpu, char *state, size_t slen, char *reason,
+                      size_t rlen)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/gpus/%s", gpu);
+    json_t *j = NULL;
+    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
+    const char *s = json_string_value(json_object_get(j, "state"));
+    const char *r = json_string_value(json_object_get(j, "reason"));
+    snprintf(state, slen, "%s", s ? s : "");
+    snprintf(reason, rlen, "%s", r ? r : "");
+    json_decref(j);
+}
+
+static void slow_gpu_is_cordoned(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", NULL};
+    start(&d, sets);
+    start_agent(&d, "slow-gpu=3");
+    char st[32] = "", reason[300] = "";
+    for (int i = 0; i < 600; i++) { /* 60 s */
+        gpu_state(&d, NODE "-gpu3", st, sizeof(st), reason, sizeof(reason));
+        if (strcmp(st, "up") != 0)
+            break;
+        pause_ms(100);
+    }
+    assert_string_equal(st, "cordoned");
+    assert_non_null(strstr(reason, "slow-gpu"));
+    /* the peers, benchmarked in the same run, stay in service */
+    for (int g = 0; g < 8; g++) {
+        if (g == 3)
+            continue;
+        char name[32];
+        snprintf(name, sizeof(name), NODE "-gpu%d", g);
+        gpu_state(&d, name, st, sizeof(st), reason, sizeof(reason));
+        assert_string_equal(st, "up");
+    }
+    stop_agent();
+    stop(&d, SIGTERM);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/agent.token", d.dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/agent-work", d.dir);
+    rmdir(path);
+    cleanup(&d);
+}
+
+static void stopped_gpu_is_marked_down(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", "health_stale_s=2", NULL};
+    start(&d, sets);
+    start_agent(&d, "stop-gpu=5");
+    char st[32] = "", reason[300] = "";
+    for (int i = 0; i < 600; i++) { /* 60 s */
+        gpu_state(&d, NODE "-gpu5", st, sizeof(st), reason, sizeof(reason));
+        if (strcmp(st, "up") != 0)
+            break;
+        pause_ms(100);
+    }
+    assert_string_equal(st, "down");
+    assert_non_null(strstr(reason, "gpu-missing"));
+    assert_non_null(strstr(reason, "stopped reporting"));
+    /* its peers keep reporting and stay up */
+    gpu_state(&d, NODE "-gpu4", st, sizeof(st), reason, sizeof(reason));
+    assert_string_equal(st, "up");
+    stop_agent();
+    stop(&d, SIGTERM);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/agent.token", d.dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/agent-work", d.dir);
+    rmdir(path);
+    cleanup(&d);
+}
+
+static int teardown(void **state)
+{
+    stop_agent();
+    return reap_daemons(state);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(slow_gpu_is_cordoned, teardown),
+        cmocka_unit_test_teardown(stopped_gpu_is_marked_down, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
