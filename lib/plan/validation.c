@@ -78,7 +78,7 @@ static const struct run_row runs[] = {
      .metric = SN_PLAN_METRIC_HFU_FLOPS, .published = 126e12, .bound = 0.35},
     {.name = "MT-NLG 530B, 420 DGX A100",
      .source = "Smith et al. 2022, Table 1 (113 TFLOP/s per GPU, 44.4 s per iteration)",
-     .note = "as above on 3,360 GPUs (DP 12); the same explanation", .model = "megatron-530b",
+     .note = "as above on 3,360 GPUs (DP 12). Error explained: as for 280 nodes", .model = "megatron-530b",
      .gpu = "a100", .gpus = 3360, .tp = 8, .pp = 35, .cp = 1, .ep = 1, .vpp = 1, .zero = 1,
      .micro_batch = 1, .global_batch = 1920, .recompute = SN_RECOMPUTE_FULL,
      .precision = SN_PRECISION_BF16, .unfused_attention = true,

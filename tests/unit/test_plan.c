@@ -615,6 +615,250 @@ static void sweep_invariants(void **state)
     assert_int_equal(sn_plan_sweep_run(&in, 0, &sweep, &err), SN_ERR_INVALID);
 }
 
+/* ---- the predictor ---------------------------------------------------- */
+
+/* The smoothed roofline: 1/sqrt(2) at the ridge, -> 1 far above it,
+ * -> intensity/ridge far below it; a GEMM's efficiency grows with M. */
+static void roofline_curve(void **state)
+{
+    (void)state;
+    /* H100: ridge 989e12 / 3.35e12 = 295 FLOP/byte */
+    assert_near(sn_plan_roofline(295.2e12, 1e12, 989e12, 3.35e12), 1 / sqrt(2), 1e-3);
+    assert_true(sn_plan_roofline(1e15, 1e9, 989e12, 3.35e12) > 0.9999);
+    assert_near(sn_plan_roofline(1e12, 1e12, 989e12, 3.35e12), 1 / 295.2, 1e-4);
+    double prev = 0;
+    for (double m = 128; m <= 16384; m *= 2) {
+        double e = sn_plan_gemm_efficiency(m, 2048, 16384, 2, 989e12, 3.35e12);
+        assert_true(e > prev);
+        prev = e;
+    }
+    /* M = 512: AI 400, 0.80; M = 8192: AI 1494, 0.98 */
+    assert_near(sn_plan_gemm_efficiency(512, 2048, 16384, 2, 989e12, 3.35e12), 0.80, 0.01);
+    assert_near(sn_plan_gemm_efficiency(8192, 2048, 16384, 2, 989e12, 3.35e12), 0.98, 0.01);
+}
+
+/* The validation table: at least 10 published runs from at least 6
+ * papers, each recomputed here and held to its bound: 15% unless the row
+ * explains a larger error. */
+static void validation_table(void **state)
+{
+    (void)state;
+    size_t n = sn_plan_validation_count();
+    assert_true(n >= 10);
+    const char *sources[32];
+    size_t n_sources = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct sn_plan_validation v;
+        struct sn_error err = {0};
+        if (sn_plan_validation_run(i, &v, &err) != SN_OK)
+            fail_msg("run %zu: %s", i, err.message);
+        if (!(fabs(v.error) <= v.bound))
+            fail_msg("%s: predicted %g, published %g: error %+.1f%% beyond %.0f%%", v.name,
+                     v.predicted, v.published, 100 * v.error, 100 * v.bound);
+        if (v.bound > 0.15)
+            assert_non_null(strstr(v.note, "Error explained"));
+        assert_true(v.published > 0 && v.predicted > 0);
+        bool seen = false;
+        for (size_t k = 0; k < n_sources; k++)
+            seen = seen || strncmp(sources[k], v.source, 12) == 0;
+        if (!seen && n_sources < 32)
+            sources[n_sources++] = v.source;
+    }
+    assert_true(n_sources >= 6);
+    struct sn_plan_validation v;
+    assert_int_equal(sn_plan_validation_run(n, &v, NULL), SN_ERR_NOTFOUND);
+}
+
+/* Calibration: MegaScale's 175B step of 6.3 s (55.2% MFU on 12,288
+ * A100s; 6N tokens / (MFU x peak) = 6.24 s) is fitted exactly; a step
+ * faster than full efficiency allows leaves a residual. */
+static void calibration(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("gpt3-175b");
+    (void)sn_plan_gpu_preset("a100", &in.hw);
+    struct sn_plan_train *t = &in.train;
+    t->gpus = 12288;
+    t->tp = 8;
+    t->pp = 8;
+    t->dp = 192;
+    t->vpp = 6;
+    t->global_batch = 6144;
+    t->zero = 1;
+    t->seq_parallel = true;
+    assert_rel(sn_plan_step_from_mfu(&in, 0.552), 6.24, 0.005);
+    struct sn_plan_calibration cal;
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_calibrate(&in, 6.3, &cal, &err), SN_OK);
+    assert_true(cal.predicted_step_s > 6.3); /* the defaults are pessimistic here */
+    assert_rel(cal.fitted_step_s, 6.3, 1e-6);
+    assert_near(cal.residual, 0, 1e-6);
+    assert_near(in.hw.compute_efficiency, cal.compute_efficiency, 0);
+    assert_true(cal.compute_efficiency > 0.66 && cal.compute_efficiency < 1);
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_rel(r.perf.step_s, 6.3, 1e-6);
+    /* 1 s is beyond reach: efficiency 1, positive residual */
+    assert_int_equal(sn_plan_calibrate(&in, 1.0, &cal, &err), SN_OK);
+    assert_near(cal.compute_efficiency, 1, 1e-12);
+    assert_true(cal.residual > 1);
+    assert_int_equal(sn_plan_calibrate(&in, 0, &cal, &err), SN_ERR_INVALID);
+}
+
+/* ---- the sweep's acceptance ------------------------------------------- */
+
+/* Llama 3 405B on 16,384 H100s at 8K, 16M tokens per batch: Meta ran TP 8,
+ * PP 16, no CP (Llama 3 paper, Table 4). The sweep's first layout uses
+ * TP 8, PP <= 16 and no CP; the top three all use TP 8 and PP <= 16, and
+ * any with CP is within 1% of the first (below the model's resolution). */
+static void sweep_llama405(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("llama3-405b");
+    in.train.gpus = 16384;
+    in.train.global_batch = 2048;
+    static struct sn_plan_sweep sweep;
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_sweep_run(&in, 5, &sweep, &err), SN_OK);
+    assert_true(sweep.n_top >= 3);
+    const struct sn_plan_train *w = &sweep.top[0].train;
+    assert_int_equal(w->tp, 8);
+    assert_true(w->pp <= 16);
+    assert_int_equal(w->cp, 1);
+    for (uint32_t i = 0; i < 3; i++) {
+        const struct sn_plan_sweep_entry *e = &sweep.top[i];
+        assert_int_equal(e->train.tp, 8);
+        assert_true(e->train.pp <= 16);
+        if (e->train.cp > 1)
+            assert_true(e->result.perf.step_s <= 1.01 * sweep.top[0].result.perf.step_s);
+        assert_true(e->result.memory.fits);
+    }
+    char buf[320];
+    sn_plan_sweep_explain(&sweep, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "#1 (tp 8"));
+    assert_non_null(strstr(buf, "beats #2"));
+}
+
+/* An 8B model on 64 GPUs: the first layout is data-parallel dominant
+ * (the issue's old answer was tp 1 pp 8 cp 8 dp 1). */
+static void sweep_8b(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("llama3-8b");
+    in.train.gpus = 64;
+    in.train.global_batch = 256;
+    static struct sn_plan_sweep sweep;
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_sweep_run(&in, 3, &sweep, &err), SN_OK);
+    const struct sn_plan_train *w = &sweep.top[0].train;
+    assert_true(w->dp >= 32);
+    assert_true(w->dp > w->tp * w->pp * w->cp);
+    assert_int_equal(w->cp, 1);
+}
+
+/* ---- inputs that catch mistakes --------------------------------------- */
+
+/* DeepSeek-V3 (Section 1): 671B total, 37B activated, with MLA, 1 shared
+ * and 256 routed experts (8 per token) and 3 dense first layers; the
+ * multi-token-prediction module is not part of the 671B. */
+static void deepseek_v3(void **state)
+{
+    (void)state;
+    struct sn_plan_model m = preset("deepseek-v3");
+    assert_rel(sn_plan_params(&m), 671e9, 0.002);
+    assert_rel(sn_plan_params_active(&m), 37e9, 0.02);
+    /* without the shared expert or the dense layers the count moves */
+    struct sn_plan_model x = m;
+    x.shared_experts = 0;
+    assert_true(sn_plan_params(&m) - sn_plan_params(&x) > 2.5e9);
+    x = m;
+    x.kv_lora_rank = 0; /* plain MHA of h = 7168: a different model */
+    assert_true(fabs(sn_plan_params(&x) - 671e9) > 1e9);
+    /* on 2,048 H800s in FP8: the worst stage is an all-expert one */
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = m;
+    (void)sn_plan_gpu_preset("h800", &in.hw);
+    struct sn_plan_train *t = &in.train;
+    t->gpus = 2048;
+    t->pp = 16;
+    t->dp = 128;
+    t->ep = 64;
+    t->zero = 1;
+    t->global_batch = 15360;
+    t->precision = SN_PRECISION_FP8;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_true(r.memory.worst_stage >= 1);
+    assert_true(r.comm.dim[SN_PLAN_DIM_EP].bytes > 0);
+    /* FP8 GEMMs are faster than bf16 ones, memory is the same */
+    struct sn_plan_result bf;
+    t->precision = SN_PRECISION_BF16;
+    evaluate_ok(&in, &bf);
+    assert_true(r.compute.compute_s < bf.compute.compute_s);
+    assert_true(r.compute.compute_s > 0.5 * bf.compute.compute_s);
+    assert_near(r.memory.total_bytes, bf.memory.total_bytes, 0);
+    t->ep = 3; /* does not divide 256 experts */
+    expect_error(&in, "ep 3");
+}
+
+/* Presets: A100 at 200 Gb/s per GPU (DGX A100), the new GPUs, and the
+ * sparse figures recognised. */
+static void presets_and_peaks(void **state)
+{
+    (void)state;
+    struct sn_plan_hardware hw = {0};
+    assert_true(sn_plan_gpu_preset("a100", &hw));
+    assert_near(hw.scaleout_bytes_per_s, 25e9, 0);
+    assert_true(sn_plan_gpu_preset("h800", &hw));
+    assert_near(hw.scaleup_bytes_per_s, 200e9, 0);
+    assert_near(hw.peak_fp8_flops, 1979e12, 0);
+    assert_true(sn_plan_gpu_preset("mi300x", &hw));
+    assert_near(hw.peak_flops, 1307.4e12, 0);
+    assert_true(sn_plan_gpu_preset("b200", &hw));
+    assert_near(hw.peak_fp8_flops, 4.5e15, 0);
+    assert_true(sn_plan_gpu_preset("gb200", &hw));
+    assert_int_equal(hw.scaleup_gpus, 72);
+    assert_non_null(sn_plan_sparse_peak(1979e12));
+    assert_non_null(strstr(sn_plan_sparse_peak(1979e12), "h100"));
+    assert_non_null(sn_plan_sparse_peak(624e12));
+    assert_null(sn_plan_sparse_peak(989e12));
+    assert_null(sn_plan_sparse_peak(312e12));
+}
+
+/* A zero failure rate is allowed: no checkpoint need from failures;
+ * checkpoint bytes per parameter can be stated. */
+static void failures_and_ckpt_bytes(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    llama405_input(&in);
+    in.hw.mtbf_gpu_s = in.hw.mtbf_server_s = in.hw.mtbf_leaf_s = in.hw.mtbf_power_domain_s = 0;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_true(r.ckpt.no_failures);
+    assert_true(isinf(r.ckpt.job_mtbf_s));
+    double c = r.ckpt.tier[r.ckpt.tier_used].write_s;
+    assert_rel(r.ckpt.goodput, 1800 / (1800 + c), 1e-12);
+    assert_near(r.ckpt.daly_s, 0, 0);
+    in.hw.mtbf_gpu_s = -1;
+    expect_error(&in, "must not be negative");
+    llama405_input(&in);
+    in.opt.ckpt_bytes_per_param = 16.8;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 16.8 * sn_plan_params(&in.model), 1e-12);
+    assert_near(r.ckpt.bytes_per_param_weights, 2, 0);
+    assert_near(r.ckpt.bytes_per_param_optimizer, 14.8, 1e-12);
+    in.opt.ckpt_bytes_per_param = 100;
+    expect_error(&in, "bytes per parameter");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -635,6 +879,14 @@ int main(void)
         cmocka_unit_test(input_conflicts),
         cmocka_unit_test(hardware_from_spec),
         cmocka_unit_test(sweep_invariants),
+        cmocka_unit_test(roofline_curve),
+        cmocka_unit_test(validation_table),
+        cmocka_unit_test(calibration),
+        cmocka_unit_test(sweep_llama405),
+        cmocka_unit_test(sweep_8b),
+        cmocka_unit_test(deepseek_v3),
+        cmocka_unit_test(presets_and_peaks),
+        cmocka_unit_test(failures_and_ckpt_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
