@@ -137,6 +137,18 @@ static void stage_memory(const struct sn_plan_input *in, uint32_t k, struct sn_p
     model_states(t, dense, nd, mem);
     if (expert > 0)
         model_states(t, expert, nd / t->ep, mem);
+    if (t->zero >= 3) {
+        /* ZeRO-3 gathers a whole layer's weights before using it and its
+         * gradients before reducing them: the largest one (a layer, or the
+         * embedding) in 16 bits twice, DeepSpeed's largest_layer_memory =
+         * 4 x largest_layer_params (estimate_zero3_model_states_mem_needs) */
+        double layer = (sn__plan_layer_attn(m) + sn__plan_mlp(m) *
+                                                     (m->experts > 1 ? (double)m->experts / t->ep
+                                                                     : 1)) /
+                       t->tp;
+        double vh = (double)m->vocab * m->hidden / t->tp;
+        mem->weights_bytes += 2 * elem_bytes(t) * (layer > vh ? layer : vh);
+    }
 
     bool sp = t->seq_parallel && t->tp > 1;
     double scale = elem_bytes(t) / 2; /* the formulas assume 16-bit activations */
