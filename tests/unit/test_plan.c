@@ -174,6 +174,33 @@ static void zero_example(void **state)
     }
 }
 
+/* The last stage holds the output layer and the loss: with a large
+ * vocabulary it is the worst stage, and its logits (bf16 plus the fp32
+ * copy of the cross-entropy, 6 b s V / t bytes) are counted. */
+static void last_stage_worst(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("llama3-8b");
+    in.model.name = "wide-vocab";
+    in.model.layers = 4;
+    in.model.vocab = 256000;
+    struct sn_plan_train *t = &in.train;
+    t->gpus = t->pp = 2;
+    t->global_batch = 2;
+    t->recompute = SN_RECOMPUTE_FULL;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    assert_int_equal(r.memory.worst_stage, 1);
+    assert_int_equal(r.memory.inflight, 1);
+    double sbh = 8192.0 * 4096, logits = 6.0 * 8192 * 256000;
+    /* 2 layers x 1 in flight x 2 s b h (full recompute) + the layer being
+     * recomputed (selective-mode bytes) + the logits */
+    double layer = sn_plan_act_per_layer(&in.model, 1, 1, 1, false, SN_RECOMPUTE_SELECTIVE);
+    assert_rel(r.memory.activations_bytes, 2 * 2 * sbh + layer + logits, 1e-12);
+}
+
 /* ZeRO-3's model states against DeepSpeed's own estimator
  * (estimate_zero3_model_states_mem_needs: largest_layer_memory + 18 x
  * params / GPUs; for Llama 3 8B on 8 GPUs 2.10 GB + 18.07 GB = 20.2 GB):
@@ -908,6 +935,7 @@ int main(void)
         cmocka_unit_test(sweep_invariants),
         cmocka_unit_test(roofline_curve),
         cmocka_unit_test(zero3_deepspeed),
+        cmocka_unit_test(last_stage_worst),
         cmocka_unit_test(validation_table),
         cmocka_unit_test(calibration),
         cmocka_unit_test(sweep_llama405),
