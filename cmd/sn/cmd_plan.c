@@ -69,6 +69,8 @@
     X(TRAIN, NO_SP, "no-sp", NULL, "no sequence parallelism")                                      \
     X(TRAIN, PRECISION, "precision", "P",                                                          \
       "bf16 (mixed, default), fp32, or fp8 (FP8 GEMMs, bf16 weights)")                             \
+    X(TRAIN, CAPACITY, "capacity-factor", "F",                                                     \
+      "MoE expert capacity over the even share: padded compute and all-to-all (1)")               \
     X(TRAIN, UNFUSED_ATTN, "unfused-attention", NULL,                                              \
       "attention writes its s x s scores (no FlashAttention, as in 2021)")                         \
     X(TRAIN, OPTIMIZER, "optimizer", "O", "adam (default) or sgd")                                 \
@@ -445,6 +447,8 @@ static int apply_train(struct ctx *c, enum flag_id id, const char *v)
     case FLAG_UNFUSED_ATTN:
         t->unfused_attention = true;
         return 0;
+    case FLAG_CAPACITY:
+        return parse_number(f, v, 1, 16, &t->capacity_factor);
     case FLAG_OPTIMIZER:
         if (parse_enum(f, v, SN_OPTIMIZER_COUNT, sn_optimizer_from_name(v), "adam or sgd", &e))
             return -1;
@@ -829,6 +833,11 @@ static void print_header(const struct sn_plan_input *in)
            sn_optimizer_name(t->optimizer));
     printf("  batch       %llu sequences x %u tokens, micro-batch %u\n",
            (unsigned long long)t->global_batch, m->seq, t->micro_batch);
+    if (m->experts > 1)
+        printf("  experts     %u routed (top-%u) + %u shared, %u dense first layers; capacity factor "
+               "%g\n",
+               m->experts, m->top_k, m->shared_experts, m->dense_layers,
+               t->capacity_factor > 1 ? t->capacity_factor : 1);
 }
 
 static void print_memory(const struct sn_plan_input *in, const struct sn_plan_result *r)
@@ -1041,6 +1050,7 @@ static json_t *json_layout(const struct sn_plan_train *t)
     js(o, "optimizer", sn_optimizer_name(t->optimizer));
     ji(o, "micro_batch", t->micro_batch);
     ji(o, "global_batch", t->global_batch);
+    jr(o, "capacity_factor", t->capacity_factor > 1 ? t->capacity_factor : 1);
     return o;
 }
 

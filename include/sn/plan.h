@@ -136,6 +136,7 @@ struct sn_plan_train {
     enum sn_optimizer optimizer;
     double train_tokens; /* T, for the time-to-train figure */
     bool unfused_attention; /* s x s scores written to HBM (before FlashAttention, 2022) */
+    double capacity_factor; /* MoE expert capacity / even share (GShard); 0 or 1: dropless */
 };
 
 /* A storage tier for checkpoints. per_server: the figures are per server

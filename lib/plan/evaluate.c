@@ -246,7 +246,9 @@ static void layer_forward(const struct sn_plan_input *in, bool moe_layer, struct
     lt->linear_s = gemm_s(hw, peak, eb, M, attn / (h * tp), h);
     if (moe_layer) {
         double e = m->experts, ep = t->ep, f = m->ffn;
-        double me = M * ep * m->top_k / e, local = e / ep;
+        /* every expert computes its full capacity: cf x its even share */
+        double cf = t->capacity_factor > 1 ? t->capacity_factor : 1;
+        double me = cf * M * ep * m->top_k / e, local = e / ep;
         lt->linear_s += local * (gemm_s(hw, peak, eb, me, up * f / tp, h) +
                                  gemm_s(hw, peak, eb, me, h, f / tp));
         if (m->shared_experts) {
@@ -431,7 +433,8 @@ static void eval_comm(const struct sn_plan_input *in, const struct sn_plan_memor
     if (m->experts > 1 && sn__plan_moe_layers(m) < moe_layers)
         moe_layers = sn__plan_moe_layers(m);
     double tokens = t->micro_batch * (m->seq / cp) / (t->seq_parallel ? tp : 1);
-    double a2a = tokens * m->top_k * m->hidden * e * (t->ep - 1.0) / t->ep;
+    double cf = t->capacity_factor > 1 ? t->capacity_factor : 1; /* padded to capacity */
+    double a2a = cf * tokens * m->top_k * m->hidden * e * (t->ep - 1.0) / t->ep;
     double ep_ops = mbs * moe_layers * (full ? 6 : 4);
     set_dim(in, &c->dim[SN_PLAN_DIM_EP], moe ? t->ep : 1,
             crosses((uint64_t)t->tp * t->cp, t->ep, u), ep_ops * a2a, ep_ops, 1);

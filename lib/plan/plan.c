@@ -154,6 +154,11 @@ static enum sn_err check_layout(const struct sn_plan_model *m, const struct sn_p
     if (m->seq % t->cp)
         return sn_error_set(err, SN_ERR_INVALID, "cp %u does not divide the sequence length %u",
                             t->cp, m->seq);
+    if (!(t->capacity_factor >= 0) || t->capacity_factor > 16 ||
+        (t->capacity_factor > 0 && t->capacity_factor < 1))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "capacity factor %g: expected 1 to 16 (0: dropless, as 1)",
+                            t->capacity_factor);
     if (t->ep > 1 && (m->experts % t->ep || t->dp % t->ep))
         return sn_error_set(err, SN_ERR_INVALID, "ep %u must divide both the %u experts and dp %u",
                             t->ep, m->experts, t->dp);

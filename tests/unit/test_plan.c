@@ -858,6 +858,16 @@ static void deepseek_v3(void **state)
     assert_true(r.compute.compute_s < bf.compute.compute_s);
     assert_true(r.compute.compute_s > 0.5 * bf.compute.compute_s);
     assert_near(r.memory.total_bytes, bf.memory.total_bytes, 0);
+    /* a capacity factor of 1.25 pads every expert: 1.25x the all-to-all */
+    t->precision = SN_PRECISION_FP8;
+    t->capacity_factor = 1.25;
+    struct sn_plan_result cf;
+    evaluate_ok(&in, &cf);
+    assert_rel(cf.comm.dim[SN_PLAN_DIM_EP].bytes, 1.25 * r.comm.dim[SN_PLAN_DIM_EP].bytes, 1e-12);
+    assert_true(cf.compute.compute_s > r.compute.compute_s);
+    t->capacity_factor = 0.5;
+    expect_error(&in, "capacity factor");
+    t->capacity_factor = 0;
     t->ep = 3; /* does not divide 256 experts */
     expect_error(&in, "ep 3");
 }
