@@ -43,6 +43,14 @@
     X(MODEL, SEQ, "seq", "N", "sequence length")                                                   \
     X(MODEL, EXPERTS, "experts", "N", "MoE experts per layer (1: dense)")                          \
     X(MODEL, TOP_K, "top-k", "N", "experts per token")                                             \
+    X(MODEL, SHARED_EXPERTS, "shared-experts", "N", "MoE experts every token visits (0)")          \
+    X(MODEL, DENSE_LAYERS, "dense-layers", "N", "first layers with a dense MLP in a MoE model (0)") \
+    X(MODEL, DENSE_FFN, "dense-ffn", "N", "MLP inner size of those dense layers (default ffn)")    \
+    X(MODEL, Q_LORA, "q-lora-rank", "N", "MLA query compression rank (0: none)")                   \
+    X(MODEL, KV_LORA, "kv-lora-rank", "N", "MLA key/value compression rank (0: no MLA)")           \
+    X(MODEL, QK_NOPE, "qk-nope-dim", "N", "MLA per-head query/key dimension without RoPE")         \
+    X(MODEL, QK_ROPE, "qk-rope-dim", "N", "MLA per-head RoPE dimension")                           \
+    X(MODEL, V_DIM, "v-dim", "N", "MLA per-head value dimension")                                  \
     X(TRAIN, GPUS, "gpus", "N", "GPUs in the job (default tp x pp x dp x cp)")                     \
     X(TRAIN, GLOBAL_BATCH, "global-batch", "N", "sequences per step (required)")                   \
     X(TRAIN, GLOBAL_TOKENS, "global-batch-tokens", "N",                                            \
@@ -59,16 +67,22 @@
     X(TRAIN, RECOMPUTE, "recompute", "MODE", "activation recompute: none, selective, full")        \
     X(TRAIN, SP, "sp", NULL, "sequence parallelism (default when tp > 1)")                         \
     X(TRAIN, NO_SP, "no-sp", NULL, "no sequence parallelism")                                      \
-    X(TRAIN, PRECISION, "precision", "P", "bf16 (mixed, default) or fp32")                         \
+    X(TRAIN, PRECISION, "precision", "P",                                                          \
+      "bf16 (mixed, default), fp32, or fp8 (FP8 GEMMs, bf16 weights)")                             \
+    X(TRAIN, CAPACITY, "capacity-factor", "F",                                                     \
+      "MoE expert capacity over the even share: padded compute and all-to-all (1)")               \
+    X(TRAIN, UNFUSED_ATTN, "unfused-attention", NULL,                                              \
+      "attention writes its s x s scores (no FlashAttention, as in 2021)")                         \
     X(TRAIN, OPTIMIZER, "optimizer", "O", "adam (default) or sgd")                                 \
     X(TRAIN, TRAIN_TOKENS, "train-tokens", "N", "tokens to train on, for the time to train")       \
-    X(HW, GPU, "gpu", "NAME", "GPU preset: a100 h100 h200 b200 gb200 (default h100)")              \
+    X(HW, GPU, "gpu", "NAME", "GPU preset: a100 h100 h200 h800 b200 gb200 mi300x (default h100)")   \
     X(HW, SPEC, "spec", "FILE", "take the hardware from a cluster spec (after --gpu, before the rest)") \
     X(HW, TEMPLATE, "template", "NAME", "supernode template of --spec (default: its only one)")     \
     X(HW, SPEC_STORAGE, "spec-storage", "NAME", "storage tier of --spec (default: all its tiers)") \
     X(HW, PEAK, "peak", "FLOP/S", "dense BF16 peak per GPU, e.g. 989TFLOP/s (no sparsity)")        \
     X(HW, HBM, "hbm", "SIZE", "HBM per GPU, e.g. 80GiB")                                           \
-    X(HW, HBM_RESERVE, "hbm-reserve", "SIZE", "HBM kept free for context and buffers (0)")         \
+    X(HW, PEAK_FP8, "peak-fp8", "FLOP/S", "dense FP8 peak per GPU (default: the preset's, or 2x peak)") \
+    X(HW, HBM_RESERVE, "hbm-reserve", "SIZE", "HBM kept free for context and buffers (2GiB)")      \
     X(HW, GPUS_PER_SERVER, "gpus-per-server", "N", "GPUs per server")                              \
     X(HW, SERVERS_PER_SN, "servers-per-supernode", "N", "servers per supernode")                   \
     X(HW, SCALEUP_GPUS, "scaleup-gpus", "N", "GPUs per scale-up (NVLink) domain")                  \
@@ -83,14 +97,19 @@
       "(400Gb/s)")                                                                                 \
     X(HW, SCALEUP_EFF, "scaleup-eff", "F", "scale-up bus-bandwidth efficiency (80%)")              \
     X(HW, SCALEOUT_EFF, "scaleout-eff", "F", "scale-out bus-bandwidth efficiency (75%)")           \
-    X(HW, COMPUTE_EFF, "compute-eff", "F", "achieved fraction of peak while computing (50%)")      \
-    X(HW, OVERLAP, "overlap", "F", "fraction of DP and CP communication hidden (0%)")              \
+    X(HW, COMPUTE_EFF, "compute-eff", "F", "fraction of peak a large GEMM reaches (66%)")          \
+    X(HW, OVERLAP, "overlap", "F", "fraction of DP and CP communication hidden (80%)")             \
+    X(HW, EP_OVERLAP, "ep-overlap", "F", "fraction of EP all-to-all hidden (0%)")                  \
+    X(HW, LAT_BASE, "latency-base", "TIME", "fixed cost of one collective (8.4us)")                \
+    X(HW, LAT_UP, "latency-scaleup", "TIME", "latency per ring step in a scale-up domain (3.4us)") \
+    X(HW, LAT_OUT, "latency-scaleout", "TIME", "latency per hop across scale-out (10us)")          \
+    X(HW, KERNEL_OVERHEAD, "kernel-overhead", "TIME", "fixed cost of one GEMM kernel (4us)")       \
     X(HW, STORAGE, "storage", "NAME,W,R[,per-server]",                                             \
       "a checkpoint tier with write and read "                                                     \
       "bandwidth; repeat for more (the first "                                                     \
       "replaces the default parallel-fs,"                                                          \
       "100GB/s,200GB/s)")                                                                          \
-    X(HW, GPU_MTBF, "gpu-mtbf", "TIME", "MTBF of one GPU")                                         \
+    X(HW, GPU_MTBF, "gpu-mtbf", "TIME", "MTBF of one GPU (0: never fails; likewise below)")        \
     X(HW, GPU_AFR, "gpu-afr", "F", "annual failure rate of one GPU (instead of the MTBF)")         \
     X(HW, SERVER_MTBF, "server-mtbf", "TIME", "MTBF of one server (GPUs excluded)")                \
     X(HW, SERVER_AFR, "server-afr", "F", "annual failure rate of one server")                      \
@@ -115,10 +134,19 @@
       "time to restart after a failure, before reading the "                                       \
       "checkpoint (10min)")                                                                        \
     X(RULES, CKPT_TIER, "ckpt-tier", "NAME", "tier for the intervals (default: fastest write)")    \
+    X(RULES, CKPT_BYTES, "ckpt-bytes-per-param", "N",                                              \
+      "checkpoint bytes per parameter (default: weights + optimizer, 14 for bf16 Adam)")           \
+    X(RULES, LOCAL_CKPT, "local-ckpt", NULL,                                                       \
+      "allow per-server tiers to hold checkpoints (lost with their server)")                       \
+    X(RULES, CALIBRATE, "calibrate", "step=TIME",                                                  \
+      "fit the compute efficiency to a measured step time and report the residual")                \
+    X(RULES, MEASURED_MFU, "measured-mfu", "F", "fit the compute efficiency to a measured MFU")    \
     X(OUTPUT, SWEEP, "sweep", NULL, "enumerate layouts for --gpus and rank them")                  \
     X(OUTPUT, TOP, "top", "N", "layouts shown by --sweep (10, at most 64)")                        \
     X(OUTPUT, JSON, "json", NULL, "JSON output (schema in docs/cmd-plan.md)")                      \
     X(OUTPUT, LIST, "list", NULL, "list the model and GPU presets")                                \
+    X(OUTPUT, VALIDATE, "validate", NULL,                                                          \
+      "predict the published runs of the validation table (docs/planner.md) and compare")          \
     X(OUTPUT, HELP, "help", NULL, "this help")
 
 enum flag_id {
@@ -150,7 +178,8 @@ struct ctx {
     struct sn_plan_input in;
     bool have_model, custom_arch_llama, json, sweep, list, help, sp_set, sp;
     bool layout_flag; /* a tp/pp/dp/cp flag, which --sweep chooses itself */
-    bool storage_set;
+    bool storage_set, validate;
+    double calibrate_step_s, measured_mfu;
     uint32_t top;
     uint64_t global_tokens;
     const char *ckpt_tier;
@@ -267,6 +296,21 @@ static int parse_unit(const char *flag, const char *text, enum sn_unit_kind kind
     return 0;
 }
 
+/* A plain number in [lo, hi], such as bytes per parameter. */
+static int parse_number(const char *flag, const char *text, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "'%s' is not a number from %g to %g", text, lo, hi);
+        return bad_flag(flag, msg);
+    }
+    *out = v;
+    return 0;
+}
+
 /* An annual failure rate p as an MTBF under exponential failures:
  * p = 1 - exp(-year / MTBF). */
 static int parse_afr(const char *flag, const char *text, double *mtbf_s)
@@ -274,9 +318,9 @@ static int parse_afr(const char *flag, const char *text, double *mtbf_s)
     double p;
     if (parse_unit(flag, text, SN_UNIT_FRACTION, &p))
         return -1;
-    if (!(p > 0 && p < 1))
-        return bad_flag(flag, "an annual failure rate must be between 0% and 100%");
-    *mtbf_s = -SECONDS_PER_YEAR / log1p(-p);
+    if (!(p >= 0 && p < 1))
+        return bad_flag(flag, "an annual failure rate must be at least 0% and below 100%");
+    *mtbf_s = p == 0 ? 0 : -SECONDS_PER_YEAR / log1p(-p); /* 0: never fails */
     return 0;
 }
 
@@ -343,6 +387,10 @@ static int apply_model(struct ctx *c, enum flag_id id, const char *v)
         [FLAG_LAYERS] = &m->layers,     [FLAG_HIDDEN] = &m->hidden,   [FLAG_HEADS] = &m->heads,
         [FLAG_KV_HEADS] = &m->kv_heads, [FLAG_FFN] = &m->ffn,         [FLAG_VOCAB] = &m->vocab,
         [FLAG_SEQ] = &m->seq,           [FLAG_EXPERTS] = &m->experts, [FLAG_TOP_K] = &m->top_k,
+        [FLAG_SHARED_EXPERTS] = &m->shared_experts, [FLAG_DENSE_LAYERS] = &m->dense_layers,
+        [FLAG_DENSE_FFN] = &m->dense_ffn,           [FLAG_Q_LORA] = &m->q_lora_rank,
+        [FLAG_KV_LORA] = &m->kv_lora_rank,          [FLAG_QK_NOPE] = &m->qk_nope_dim,
+        [FLAG_QK_ROPE] = &m->qk_rope_dim,           [FLAG_V_DIM] = &m->v_dim,
     };
     if ((size_t)id < sizeof(field) / sizeof(field[0]) && field[id])
         return parse_u32(f, v, field[id]);
@@ -391,10 +439,16 @@ static int apply_train(struct ctx *c, enum flag_id id, const char *v)
         c->sp = id == FLAG_SP;
         return 0;
     case FLAG_PRECISION:
-        if (parse_enum(f, v, SN_PRECISION_COUNT, sn_precision_from_name(v), "bf16 or fp32", &e))
+        if (parse_enum(f, v, SN_PRECISION_COUNT, sn_precision_from_name(v), "bf16, fp32 or fp8",
+                       &e))
             return -1;
         t->precision = (enum sn_precision)e;
         return 0;
+    case FLAG_UNFUSED_ATTN:
+        t->unfused_attention = true;
+        return 0;
+    case FLAG_CAPACITY:
+        return parse_number(f, v, 1, 16, &t->capacity_factor);
     case FLAG_OPTIMIZER:
         if (parse_enum(f, v, SN_OPTIMIZER_COUNT, sn_optimizer_from_name(v), "adam or sgd", &e))
             return -1;
@@ -436,6 +490,18 @@ static int apply_hw(struct ctx *c, enum flag_id id, const char *v)
         return 0; /* taken in the first pass */
     case FLAG_PEAK:
         return parse_unit(f, v, SN_UNIT_FLOPS, &hw->peak_flops);
+    case FLAG_PEAK_FP8:
+        return parse_unit(f, v, SN_UNIT_FLOPS, &hw->peak_fp8_flops);
+    case FLAG_EP_OVERLAP:
+        return parse_unit(f, v, SN_UNIT_FRACTION, &hw->ep_overlap);
+    case FLAG_LAT_BASE:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->latency_base_s);
+    case FLAG_LAT_UP:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->latency_scaleup_s);
+    case FLAG_LAT_OUT:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->latency_scaleout_s);
+    case FLAG_KERNEL_OVERHEAD:
+        return parse_unit(f, v, SN_UNIT_TIME, &hw->kernel_overhead_s);
     case FLAG_HBM:
         return parse_unit(f, v, SN_UNIT_BYTES, &hw->hbm_bytes);
     case FLAG_HBM_RESERVE:
@@ -501,6 +567,25 @@ static int apply_rules(struct ctx *c, enum flag_id id, const char *v)
         return parse_unit(f, v, SN_UNIT_TIME, &o->ckpt_window_s);
     case FLAG_RESTART:
         return parse_unit(f, v, SN_UNIT_TIME, &o->restart_s);
+    case FLAG_CKPT_BYTES:
+        return parse_number(f, v, 1, 64, &o->ckpt_bytes_per_param);
+    case FLAG_LOCAL_CKPT:
+        o->local_ckpt = true;
+        return 0;
+    case FLAG_CALIBRATE:
+        if (strncmp(v, "step=", 5) != 0)
+            return bad_flag(f, "expected step=TIME, e.g. step=6.3s");
+        if (parse_unit(f, v + 5, SN_UNIT_TIME, &c->calibrate_step_s))
+            return -1;
+        if (!(c->calibrate_step_s > 0))
+            return bad_flag(f, "the measured step time must be positive");
+        return 0;
+    case FLAG_MEASURED_MFU:
+        if (parse_unit(f, v, SN_UNIT_FRACTION, &c->measured_mfu))
+            return -1;
+        if (!(c->measured_mfu > 0 && c->measured_mfu <= 1))
+            return bad_flag(f, "an MFU must be in (0%, 100%]");
+        return 0;
     default:
         c->ckpt_tier = v;
         return 0;
@@ -520,6 +605,9 @@ static int apply_output(struct ctx *c, enum flag_id id, const char *v)
         return 0;
     case FLAG_LIST:
         c->list = true;
+        return 0;
+    case FLAG_VALIDATE:
+        c->validate = true;
         return 0;
     default:
         c->help = true;
@@ -618,7 +706,8 @@ static int apply_presets(struct ctx *c, int argc, char **argv)
             c->in.model = *m;
             c->have_model = true;
         } else if (k == FLAG_GPU && !sn_plan_gpu_preset(v, &c->in.hw)) {
-            return bad_flag("gpu", "unknown preset: expected a100, h100, h200, b200 or gb200");
+            return bad_flag("gpu", "unknown preset: expected a100, h100, h200, h800, b200, gb200 "
+                                   "or mi300x");
         } else if (k == FLAG_SPEC) {
             c->spec_path = v;
         } else if (k == FLAG_TEMPLATE) {
@@ -715,7 +804,7 @@ static int parse_args(struct ctx *c, int argc, char **argv)
         if (k < 0 || apply(c, (enum flag_id)k, v))
             return -1;
     }
-    if (c->help || c->list)
+    if (c->help || c->list || c->validate)
         return 0;
     return finish_input(c);
 }
@@ -744,14 +833,20 @@ static void print_header(const struct sn_plan_input *in)
            sn_optimizer_name(t->optimizer));
     printf("  batch       %llu sequences x %u tokens, micro-batch %u\n",
            (unsigned long long)t->global_batch, m->seq, t->micro_batch);
+    if (m->experts > 1)
+        printf("  experts     %u routed (top-%u) + %u shared, %u dense first layers; capacity factor "
+               "%g\n",
+               m->experts, m->top_k, m->shared_experts, m->dense_layers,
+               t->capacity_factor > 1 ? t->capacity_factor : 1);
 }
 
 static void print_memory(const struct sn_plan_input *in, const struct sn_plan_result *r)
 {
     const struct sn_plan_memory *mem = &r->memory;
     const struct sn_plan_train *t = &in->train;
-    printf("\nmemory per GPU (first pipeline stage: %u layers; micro-batches in flight: %u)\n",
-           mem->stage_layers, mem->inflight);
+    printf("\nmemory per GPU (worst pipeline stage, %u of %u: %u layers; micro-batches in flight: "
+           "%u)\n",
+           mem->worst_stage + 1, t->pp, mem->stage_layers, mem->inflight);
     printf("  parameters      %.4g B total, %.4g B active per token, %.4g B on this GPU\n",
            mem->params_total / 1e9, mem->params_active / 1e9, mem->params_per_gpu / 1e9);
     printf("  weights         %s%s\n", B(mem->weights_bytes),
@@ -782,9 +877,14 @@ static void print_compute(const struct sn_plan_input *in, const struct sn_plan_r
     printf("  model FLOPs     %.4g FLOP (Megatron count, no recompute)\n", c->model_flops);
     printf("  hardware FLOPs  %.4g FLOP (with %s recompute: HFU basis)\n", c->hardware_flops,
            sn_recompute_name(in->train.recompute));
-    printf("  compute time    %s at %.0f%% of %s\n", S(c->compute_s),
-           100 * in->hw.compute_efficiency,
-           sn_units_format(in->hw.peak_flops, SN_UNIT_FLOPS, peak, sizeof(peak)));
+    printf("  compute time    %s at %.1f%% of %s%s (GEMM roofline; a large GEMM reaches %.0f%%)\n",
+           S(c->compute_s), 100 * c->efficiency,
+           sn_units_format(in->train.precision == SN_PRECISION_FP8 && in->hw.peak_fp8_flops > 0
+                               ? in->hw.peak_fp8_flops
+                           : in->train.precision == SN_PRECISION_FP8 ? 2 * in->hw.peak_flops
+                                                                      : in->hw.peak_flops,
+                           SN_UNIT_FLOPS, peak, sizeof(peak)),
+           in->train.precision == SN_PRECISION_FP8 ? " FP8" : "", 100 * in->hw.compute_efficiency);
     printf("  pipeline bubble %s ((p - 1) / (v m) = %u / (%u x %llu) = %.1f%%)\n", S(c->bubble_s),
            in->train.pp - 1, in->train.vpp, (unsigned long long)c->microbatches,
            100 * c->bubble_fraction);
@@ -845,8 +945,14 @@ static void print_perf(const struct sn_plan_input *in, const struct sn_plan_resu
            S(p->step_s), S(r->compute.compute_s), S(r->compute.bubble_s), S(r->comm.exposed_s));
     printf("  throughput      %.4g tokens/s; MFU %.1f%%, HFU %.1f%%\n", p->tokens_per_s,
            100 * p->mfu, 100 * p->hfu);
-    if (p->train_s > 0)
-        printf("  time to train   %s for %.4g tokens\n", S(p->train_s), in->train.train_tokens);
+    if (p->train_s > 0) {
+        double x = r->compute.hardware_flops / (p->step_s * in->train.gpus);
+        printf("  time to train   %s for %.4g tokens (Narayanan et al.'s 8TP/(nX) at the predicted "
+               "X = %.4g TFLOP/s: %s)\n",
+               S(p->train_s), in->train.train_tokens, x / 1e12,
+               S(sn_plan_train_time_megatron(in->train.train_tokens, r->memory.params_total,
+                                             in->train.gpus, x)));
+    }
     printf("\nplacement (scale-up domain: %u GPUs)\n", in->hw.scaleup_gpus);
     printf("  smallest domain keeping inside: tp %u GPUs, tp x cp %u, one pipeline stage "
            "(tp x cp x dp) %u\n",
@@ -867,13 +973,28 @@ static void print_ckpt(const struct sn_plan_input *in, const struct sn_plan_resu
     printf("  tier            write       read        window\n");
     for (uint32_t i = 0; i < in->hw.n_storage; i++)
         printf("  %-15s %-11s %-11s %s%s\n", in->hw.storage[i].name, S(k->tier[i].write_s),
-               S(k->tier[i].read_s), k->tier[i].meets_window ? "ok" : "TOO SLOW",
+               S(k->tier[i].read_s),
+               !k->tier[i].usable         ? "not used: per-server storage dies with its server "
+                                            "(--local-ckpt to allow)"
+               : k->tier[i].meets_window ? "ok"
+                                         : "TOO SLOW",
                i == k->tier_used ? " (used below)" : "");
     printf("  footprint       %u GPUs, %u servers, %u supernodes, %u leaves, %u power domains\n",
            in->train.gpus, k->servers, k->supernodes, k->leaves, k->power_domains);
-    printf("  job MTBF        %s\n", S(k->job_mtbf_s));
-    if (k->tier_used == SN_PLAN_NO_TIER)
+    if (k->no_failures) {
+        printf("  job MTBF        infinite: every failure rate is 0, so failures need no "
+               "checkpoints;\n"
+               "                  the planned interval only bounds the work a restart loses\n");
+        if (k->tier_used != SN_PLAN_NO_TIER)
+            printf("  goodput         %.1f%% of wall time (writes every %s)\n", 100 * k->goodput,
+                   S(k->interval_s));
         return;
+    }
+    printf("  job MTBF        %s\n", S(k->job_mtbf_s));
+    if (k->tier_used == SN_PLAN_NO_TIER) {
+        printf("  no durable shared tier: no checkpoint interval\n");
+        return;
+    }
     printf("  interval        Young sqrt(2CM) %s; Daly %s (C = %s, M = %s)\n", S(k->young_s),
            S(k->daly_s), S(k->tier[k->tier_used].write_s), S(k->job_mtbf_s));
     printf("  per failure     %s lost (restart %s + read + half an interval and a write)\n",
@@ -885,15 +1006,16 @@ static bool plan_holds(const struct sn_plan_input *in, const struct sn_plan_resu
 {
     bool any_tier = in->hw.n_storage == 0;
     for (uint32_t i = 0; i < in->hw.n_storage; i++)
-        any_tier = any_tier || r->ckpt.tier[i].meets_window;
+        any_tier = any_tier || (r->ckpt.tier[i].meets_window && r->ckpt.tier[i].usable);
     return r->memory.fits && r->bandwidth.scaleup_ok && r->bandwidth.scaleout_ok && any_tier;
 }
 
 /* ---- JSON output ------------------------------------------------------ */
 
+/* A real, or null where it is not finite (an infinite MTBF). */
 static void jr(json_t *o, const char *key, double v)
 {
-    json_object_set_new(o, key, json_real(v));
+    json_object_set_new(o, key, isfinite(v) ? json_real(v) : json_null());
 }
 
 static void ji(json_t *o, const char *key, uint64_t v)
@@ -928,6 +1050,7 @@ static json_t *json_layout(const struct sn_plan_train *t)
     js(o, "optimizer", sn_optimizer_name(t->optimizer));
     ji(o, "micro_batch", t->micro_batch);
     ji(o, "global_batch", t->global_batch);
+    jr(o, "capacity_factor", t->capacity_factor > 1 ? t->capacity_factor : 1);
     return o;
 }
 
@@ -969,6 +1092,7 @@ static json_t *json_memory(const struct sn_plan_memory *m)
 {
     json_t *o = json_object();
     jr(o, "params_per_gpu", m->params_per_gpu);
+    ji(o, "worst_stage", m->worst_stage);
     ji(o, "stage_layers", m->stage_layers);
     ji(o, "inflight_microbatches", m->inflight);
     jr(o, "act_per_layer_bytes", m->act_per_layer_bytes);
@@ -994,6 +1118,8 @@ static json_t *json_compute(const struct sn_plan_compute *c, const struct sn_pla
     jr(o, "compute_s", c->compute_s);
     jr(o, "bubble_fraction", c->bubble_fraction);
     jr(o, "bubble_s", c->bubble_s);
+    jr(o, "efficiency", c->efficiency);
+    jr(o, "microbatch_s", c->microbatch_s);
     jr(o, "step_s", p->step_s);
     jr(o, "tokens_per_s", p->tokens_per_s);
     jr(o, "mfu", p->mfu);
@@ -1065,6 +1191,7 @@ static json_t *json_ckpt(const struct sn_plan_input *in, const struct sn_plan_ch
         jr(t, "write_s", k->tier[i].write_s);
         jr(t, "read_s", k->tier[i].read_s);
         jb(t, "meets_window", k->tier[i].meets_window);
+        jb(t, "usable", k->tier[i].usable);
         jb(t, "used", i == k->tier_used);
         json_array_append_new(tiers, t);
     }
@@ -1078,6 +1205,7 @@ static json_t *json_ckpt(const struct sn_plan_input *in, const struct sn_plan_ch
     jr(o, "daly_s", k->daly_s);
     jr(o, "lost_per_failure_s", k->lost_per_failure_s);
     jr(o, "goodput", k->goodput);
+    jb(o, "no_failures", k->no_failures);
     return o;
 }
 
@@ -1094,7 +1222,8 @@ static int print_json(json_t *root)
     return 0;
 }
 
-static int plan_json(const struct sn_plan_input *in, const struct sn_plan_result *r)
+static int plan_json(const struct sn_plan_input *in, const struct sn_plan_result *r,
+                     const struct sn_plan_calibration *cal)
 {
     json_t *root = json_object();
     js(root, "schema", "sn-plan/1");
@@ -1107,6 +1236,16 @@ static int plan_json(const struct sn_plan_input *in, const struct sn_plan_result
     json_object_set_new(root, "bandwidth", json_bandwidth(&r->bandwidth));
     json_object_set_new(root, "placement", json_placement(&r->placement));
     json_object_set_new(root, "checkpoint", json_ckpt(in, &r->ckpt));
+    if (cal) {
+        json_t *o = json_object();
+        jr(o, "measured_step_s", cal->measured_step_s);
+        jr(o, "predicted_step_s", cal->predicted_step_s);
+        jr(o, "error_before", cal->error_before);
+        jr(o, "compute_efficiency", cal->compute_efficiency);
+        jr(o, "fitted_step_s", cal->fitted_step_s);
+        jr(o, "residual", cal->residual);
+        json_object_set_new(root, "calibration", o);
+    }
     jb(root, "holds", plan_holds(in, r));
     return print_json(root);
 }
@@ -1124,6 +1263,71 @@ static void print_drop_example(enum sn_plan_drop d, const struct sn_plan_sweep *
     printf(")\n");
 }
 
+/* ---- calibration and validation --------------------------------------- */
+
+static void print_calibration(const struct sn_plan_calibration *cal)
+{
+    printf("calibration: measured step %s; predicted %s at the given efficiency (%+.1f%%)\n",
+           S(cal->measured_step_s), S(cal->predicted_step_s), 100 * cal->error_before);
+    printf("  fitted large-GEMM efficiency %.1f%%: predicted step %s, residual %+.2f%%%s\n\n",
+           100 * cal->compute_efficiency, S(cal->fitted_step_s), 100 * cal->residual,
+           fabs(cal->residual) > 0.01 ? " (the fit hit a bound: communication or the bubble, "
+                                        "not compute, sets this step)"
+                                      : "");
+}
+
+static void print_metric(enum sn_plan_metric metric, double v)
+{
+    switch (metric) {
+    case SN_PLAN_METRIC_MFU:
+        printf("%.1f%%", 100 * v);
+        break;
+    case SN_PLAN_METRIC_STEP_S:
+        printf("%.2f s", v);
+        break;
+    case SN_PLAN_METRIC_GPU_HOURS_PER_T:
+        printf("%.0fK GPU h", v / 1e3);
+        break;
+    default:
+        printf("%.0f TFLOP/s", v / 1e12);
+        break;
+    }
+}
+
+/* The validation table as Markdown (docs/planner.md includes it as
+ * printed); exit 1 when a run leaves its bound. */
+static int run_validate(void)
+{
+    int rc = SN_EXIT_OK;
+    printf("| # | run | metric | published | predicted | error | bound | source |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    size_t n = sn_plan_validation_count();
+    for (size_t i = 0; i < n; i++) {
+        struct sn_plan_validation v;
+        struct sn_error err = {0};
+        if (sn_plan_validation_run(i, &v, &err) != SN_OK) {
+            fprintf(stderr, "sn plan: validation run %zu: %s\n", i + 1, err.message);
+            return SN_EXIT_INTERNAL;
+        }
+        bool ok = fabs(v.error) <= v.bound;
+        if (!ok)
+            rc = SN_EXIT_FINDINGS;
+        printf("| %zu | %s | %s | ", i + 1, v.name, sn_plan_metric_name(v.metric));
+        print_metric(v.metric, v.published);
+        printf(" | ");
+        print_metric(v.metric, v.predicted);
+        printf(" | %+.1f%% | %s%.0f%%%s | %s |\n", 100 * v.error, ok ? "" : "**", 100 * v.bound,
+               ok ? "" : " EXCEEDED**", v.source);
+    }
+    printf("\nAssumptions per run:\n\n");
+    for (size_t i = 0; i < n; i++) {
+        struct sn_plan_validation v;
+        if (sn_plan_validation_run(i, &v, NULL) == SN_OK)
+            printf("%zu. %s: %s.\n", i + 1, v.name, v.note);
+    }
+    return rc;
+}
+
 static void sweep_text(const struct sn_plan_input *in, const struct sn_plan_sweep *s)
 {
     printf("sweep: %s on %u x %s, %llu sequences x %u tokens; strict TP rule %s\n", in->model.name,
@@ -1137,17 +1341,20 @@ static void sweep_text(const struct sn_plan_input *in, const struct sn_plan_swee
         if (s->dropped[d])
             print_drop_example((enum sn_plan_drop)d, s);
     printf("  (tp, pp and batch rules prune a whole (tp, pp, cp) prefix, counted once)\n");
-    printf("\n  #   tp  pp  dp     cp  mb  zero  recompute  memory     step       tokens/s    "
-           "MFU    why not first\n");
+    printf("\n  #   tp  pp  v  dp     cp  ep  mb  zero  recompute  memory     step       "
+           "tokens/s    MFU    why not first\n");
     for (uint32_t i = 0; i < s->n_top; i++) {
         const struct sn_plan_train *t = &s->top[i].train;
         const struct sn_plan_result *r = &s->top[i].result;
         char why[96];
-        printf("  %-3u %-3u %-3u %-6u %-3u %-3u %-5u %-10s %-10s %-10s %-11.4g %-6.1f %s\n", i + 1,
-               t->tp, t->pp, t->dp, t->cp, t->micro_batch, t->zero, sn_recompute_name(t->recompute),
-               B(r->memory.total_bytes), S(r->perf.step_s), r->perf.tokens_per_s, 100 * r->perf.mfu,
+        printf("  %-3u %-3u %-3u %-2u %-6u %-3u %-3u %-3u %-5u %-10s %-10s %-10s %-11.4g %-6.1f %s\n",
+               i + 1, t->tp, t->pp, t->vpp, t->dp, t->cp, t->ep, t->micro_batch, t->zero,
+               sn_recompute_name(t->recompute), B(r->memory.total_bytes), S(r->perf.step_s),
+               r->perf.tokens_per_s, 100 * r->perf.mfu,
                sn_plan_sweep_reason(s, i, why, sizeof(why)));
     }
+    char explain[320];
+    printf("\nwinner vs runner-up: %s\n", sn_plan_sweep_explain(s, explain, sizeof(explain)));
 }
 
 static int sweep_json(const struct sn_plan_input *in, const struct sn_plan_sweep *s)
@@ -1174,6 +1381,8 @@ static int sweep_json(const struct sn_plan_input *in, const struct sn_plan_sweep
         json_array_append_new(top, e);
     }
     json_object_set_new(root, "top", top);
+    char explain[320];
+    js(root, "winner_vs_runner_up", sn_plan_sweep_explain(s, explain, sizeof(explain)));
     return print_json(root);
 }
 
@@ -1227,18 +1436,38 @@ static int plan_main(struct ctx *cp, int argc, char **argv)
         list_presets();
         return SN_EXIT_OK;
     }
+    if (cp->validate)
+        return run_validate();
+    const char *sparse = sn_plan_sparse_peak(cp->in.hw.peak_flops);
+    if (sparse)
+        fprintf(stderr,
+                "sn plan: warning: a peak of %.4g TFLOP/s is the %s datasheet figure, twice the "
+                "dense one; the planner needs the dense peak (--peak)\n",
+                cp->in.hw.peak_flops / 1e12, sparse);
     if (cp->sweep)
         return run_sweep(cp);
     struct sn_plan_result r;
     struct sn_error err = {0};
+    struct sn_plan_calibration cal;
+    bool calibrated = cp->calibrate_step_s > 0 || cp->measured_mfu > 0;
+    if (calibrated) {
+        double measured = cp->calibrate_step_s > 0 ? cp->calibrate_step_s
+                                                   : sn_plan_step_from_mfu(&cp->in, cp->measured_mfu);
+        if (sn_plan_calibrate(&cp->in, measured, &cal, &err) != SN_OK) {
+            fprintf(stderr, "sn plan: %s\n", err.message);
+            return SN_EXIT_USAGE;
+        }
+    }
     if (sn_plan_evaluate(&cp->in, &r, &err) != SN_OK) {
         fprintf(stderr, "sn plan: %s\n", err.message);
         return SN_EXIT_USAGE;
     }
     if (cp->json) {
-        if (plan_json(&cp->in, &r))
+        if (plan_json(&cp->in, &r, calibrated ? &cal : NULL))
             return SN_EXIT_INTERNAL;
     } else {
+        if (calibrated)
+            print_calibration(&cal);
         print_header(&cp->in);
         print_memory(&cp->in, &r);
         print_compute(&cp->in, &r);

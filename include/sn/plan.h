@@ -30,6 +30,13 @@
 
 struct sn_spec;
 
+/* Defaults of the predictor (docs/planner.md, "Step time", says where
+ * each comes from). */
+#define SN_PLAN_DEFAULT_GEMM_EFFICIENCY 0.66
+#define SN_PLAN_DEFAULT_OVERLAP 0.80         /* of DP and CP communication hidden */
+#define SN_PLAN_DEFAULT_KERNEL_OVERHEAD 4e-6 /* seconds per GEMM kernel */
+#define SN_PLAN_DEFAULT_HBM_RESERVE (2.0 * 1073741824.0) /* CUDA context, NCCL, workspaces */
+
 /* Hard caps. */
 #define SN_PLAN_MAX_TIERS 8 /* storage tiers in one plan */
 #define SN_PLAN_MAX_TOP 64  /* layouts kept by a sweep */
@@ -51,7 +58,8 @@ enum sn_recompute sn_recompute_from_name(const char *name);
 
 #define SN_PRECISION_LIST(X)                                                                       \
     X(BF16, "bf16") /* mixed precision: 16-bit weights, grads, activations */                      \
-    X(FP32, "fp32") /* full precision */
+    X(FP32, "fp32") /* full precision */                                                           \
+    X(FP8, "fp8")   /* FP8 GEMMs (Transformer Engine), bf16 weights and grads, fp32 master */
 enum sn_precision {
 #define SN_X(name, text) SN_PRECISION_##name,
     SN_PRECISION_LIST(SN_X)
@@ -102,6 +110,16 @@ struct sn_plan_model {
     bool tied_embeddings; /* output layer shares the input embedding */
     bool learned_pos;     /* learned position embedding (s x h) */
     bool dropout;         /* dropout masks stored (1 byte per element) */
+    /* MoE details (DeepSeek-V3, DeepSeek-AI 2024, Section 2 and 4.2). */
+    uint32_t shared_experts; /* experts every token visits, besides top_k routed ones */
+    uint32_t dense_layers;   /* the first layers are dense MLPs (of dense_ffn) */
+    uint32_t dense_ffn;      /* MLP inner size of those layers; 0: ffn */
+    /* Multi-head latent attention (MLA; DeepSeek-V2/V3); kv_lora_rank 0: ordinary attention. */
+    uint32_t q_lora_rank;  /* query compression; 0: no query compression */
+    uint32_t kv_lora_rank; /* key/value compression dimension */
+    uint32_t qk_nope_dim;  /* per-head query/key dimension without RoPE */
+    uint32_t qk_rope_dim;  /* per-head decoupled RoPE dimension (key shared by the heads) */
+    uint32_t v_dim;        /* per-head value dimension */
 };
 
 /* The training configuration and parallel layout. */
@@ -117,6 +135,8 @@ struct sn_plan_train {
     enum sn_precision precision;
     enum sn_optimizer optimizer;
     double train_tokens; /* T, for the time-to-train figure */
+    bool unfused_attention; /* s x s scores written to HBM (before FlashAttention, 2022) */
+    double capacity_factor; /* MoE expert capacity / even share (GShard); 0 or 1: dropless */
 };
 
 /* A storage tier for checkpoints. per_server: the figures are per server
@@ -150,11 +170,21 @@ struct sn_plan_hardware {
     double hbm_reserve_bytes;    /* kept free (CUDA context, buffers), 0 */
     uint32_t n_storage;
     struct sn_plan_storage storage[SN_PLAN_MAX_TIERS];
-    /* Mean time between failures of one component, seconds. */
+    /* Mean time between failures of one component, seconds; 0 (or
+     * infinity): that component is taken never to fail. */
     double mtbf_gpu_s;
     double mtbf_server_s;
     double mtbf_leaf_s;
     double mtbf_power_domain_s;
+    /* The predictor (docs/planner.md, "Step time"). compute_efficiency
+     * above is the fraction of peak a large, compute-bound GEMM reaches;
+     * smaller GEMMs lose more on the roofline. */
+    double peak_fp8_flops;     /* dense FP8 per GPU; 0: twice peak_flops */
+    double latency_base_s;     /* fixed cost of one collective, 8.4 us */
+    double latency_scaleup_s;  /* per ring step inside a scale-up domain, 3.4 us */
+    double latency_scaleout_s; /* per hop across the scale-out fabric, 10 us */
+    double kernel_overhead_s;  /* fixed cost of one GEMM kernel, 4 us */
+    double ep_overlap;         /* fraction of EP all-to-all hidden, 0 */
 };
 
 /* Planning options: the spec's rules and what-ifs. */
@@ -167,6 +197,8 @@ struct sn_plan_options {
     double ckpt_window_s;   /* write must finish within; 0: I / 6 */
     double restart_s;       /* time to restart a job after a failure, 10 min */
     uint32_t ckpt_tier;     /* storage tier for Young/Daly; UINT32_MAX: best */
+    double ckpt_bytes_per_param; /* checkpoint size; 0: weights + optimizer state */
+    bool local_ckpt;             /* per-server tiers may hold checkpoints (risky) */
 };
 
 struct sn_plan_input {
@@ -193,6 +225,7 @@ struct sn_plan_memory {
     double hbm_bytes;
     double free_bytes; /* hbm - reserve - total; < 0: short by */
     bool fits;
+    uint32_t worst_stage; /* the pipeline stage these figures are for */
 };
 
 struct sn_plan_compute {
@@ -204,6 +237,8 @@ struct sn_plan_compute {
     double compute_s;       /* per GPU at peak x efficiency */
     double bubble_fraction; /* (p - 1) / (v m) */
     double bubble_s;
+    double efficiency;     /* achieved / peak while computing (the GEMM model's result) */
+    double microbatch_s;   /* forward + backward of one micro-batch on the slowest stage */
 };
 
 struct sn_plan_comm_dim {
@@ -255,6 +290,7 @@ struct sn_plan_ckpt_tier {
     double write_s;
     double read_s;
     bool meets_window;
+    bool usable; /* durable shared storage, or a local tier with opt.local_ckpt */
 };
 
 struct sn_plan_checkpoint {
@@ -273,6 +309,7 @@ struct sn_plan_checkpoint {
     double daly_s;
     double lost_per_failure_s; /* restart + half an interval + write */
     double goodput;            /* useful fraction of wall time at Daly */
+    bool no_failures;          /* every MTBF infinite: no checkpoint need from failures */
 };
 #define SN_PLAN_NO_TIER UINT32_MAX
 
@@ -400,9 +437,10 @@ struct sn_plan_sweep {
     struct sn_plan_sweep_entry top[SN_PLAN_MAX_TOP]; /* fastest first */
 };
 
-/* Enumerates valid (tp, pp, dp, cp, micro-batch, ZeRO, recompute) layouts
- * of in->train.gpus GPUs (ep, vpp, precision and optimizer as in the
- * input), evaluates each with sn_plan_evaluate()'s own functions, drops
+/* Enumerates valid (tp, pp, dp, cp, ep, interleaving, micro-batch, ZeRO,
+ * recompute) layouts of in->train.gpus GPUs (precision and optimizer as
+ * in the input; ep over the divisors of the experts that divide dp,
+ * interleaving over 1, 2, 3, 4, 6 and 8), evaluates each with sn_plan_evaluate()'s own functions, drops
  * those that do not fit or break a rule, and keeps the top_n (at most
  * SN_PLAN_MAX_TOP) fastest by step time, ties broken by less memory, then
  * by enumeration order. */
@@ -413,5 +451,88 @@ SN_MUST_CHECK enum sn_err sn_plan_sweep_run(const struct sn_plan_input *in, uint
  * grew most (compute, bubble, or a dimension's exposed communication).
  * Writes a short phrase into buf and returns buf. */
 char *sn_plan_sweep_reason(const struct sn_plan_sweep *sweep, uint32_t i, char *buf, size_t len);
+
+/* Why the winner beats the runner-up: both layouts, the step-time gap,
+ * and the (up to three) components that differ most, as the runner-up's
+ * excess (compute, bubble, a dimension's exposed communication). Writes
+ * into buf (truncated to len) and returns buf. */
+char *sn_plan_sweep_explain(const struct sn_plan_sweep *sweep, char *buf, size_t len);
+
+/* ---- the predictor ---------------------------------------------------- */
+
+/* Fraction of the compute peak that an operation of `flops` FLOPs moving
+ * `bytes` bytes through HBM reaches on the roofline (Williams, Waterman
+ * and Patterson 2009), smoothed: 1 / sqrt(1 + (ridge / intensity)^2), with
+ * ridge = peak / HBM bandwidth and intensity = flops / bytes. 1 for a
+ * compute-bound operation far above the ridge, intensity / ridge far
+ * below it. */
+double sn_plan_roofline(double flops, double bytes, double peak_flops, double hbm_bytes_per_s);
+/* The same for a GEMM of an m x k by a k x n matrix with elements of
+ * elem_bytes: flops 2 m n k, bytes elem (m k + k n + m n). */
+double sn_plan_gemm_efficiency(double m, double n, double k, double elem_bytes, double peak_flops,
+                               double hbm_bytes_per_s);
+
+/* A fit of the compute efficiency to a measured run. */
+struct sn_plan_calibration {
+    double measured_step_s;
+    double predicted_step_s;      /* with the input's efficiency */
+    double error_before;          /* predicted / measured - 1 */
+    double compute_efficiency;    /* the fitted large-GEMM efficiency */
+    double fitted_step_s;         /* predicted with the fitted efficiency */
+    double residual;              /* fitted / measured - 1; 0 unless the fit hit a bound */
+};
+
+/* Fits hw.compute_efficiency of *in (in (0, 1]) so that the predicted
+ * step time equals measured_step_s (bisection on the monotone step time),
+ * writes the fit into *out and the fitted efficiency into
+ * in->hw.compute_efficiency. A measured MFU converts to a step time with
+ * sn_plan_step_from_mfu(). Errors: the input's own (SN_ERR_INVALID), a
+ * non-positive measurement. */
+SN_MUST_CHECK enum sn_err sn_plan_calibrate(struct sn_plan_input *in, double measured_step_s,
+                                            struct sn_plan_calibration *out, struct sn_error *err);
+/* Step time that gives MFU `mfu` on the 6N basis for the input's model,
+ * batch and GPUs (0 when the input is incomplete). */
+double sn_plan_step_from_mfu(const struct sn_plan_input *in, double mfu);
+
+/* A dense peak stated for a known GPU that is in fact its sparse (2:4)
+ * datasheet figure: the name of that GPU, or NULL when peak_flops is not
+ * a known sparse figure (within 1%). */
+const char *sn_plan_sparse_peak(double peak_flops);
+
+/* ---- validation against published runs -------------------------------- */
+
+#define SN_PLAN_METRIC_LIST(X)                                                                     \
+    X(HFU_FLOPS, "TFLOP/s per GPU (Megatron count, with recompute)")                               \
+    X(MFU, "MFU (6N tokens)")                                                                      \
+    X(MFU_FLOPS, "TFLOP/s per GPU (model FLOPs, causal attention, no recompute)")                                                  \
+    X(STEP_S, "step time")                                                                         \
+    X(GPU_HOURS_PER_T, "GPU hours per trillion tokens")
+enum sn_plan_metric {
+#define SN_X(name, text) SN_PLAN_METRIC_##name,
+    SN_PLAN_METRIC_LIST(SN_X)
+#undef SN_X
+        SN_PLAN_METRIC_COUNT
+};
+const char *sn_plan_metric_name(enum sn_plan_metric metric);
+
+struct sn_plan_validation {
+    const char *name;    /* the run */
+    const char *source;  /* paper, table or section of the published figure */
+    const char *note;    /* assumptions, and the reason when the error is large */
+    enum sn_plan_metric metric;
+    double published;    /* in the metric's unit (TFLOP/s, fraction, s, h) */
+    double predicted;
+    double error;        /* predicted / published - 1 */
+    double bound;        /* |error| must stay within this (0.15 unless explained) */
+    struct sn_plan_input input;
+};
+
+/* Number of published runs in the validation table. */
+size_t sn_plan_validation_count(void);
+/* Builds run i's input from its published configuration, evaluates it and
+ * fills *out. SN_ERR_NOTFOUND past the end; the planner's own errors
+ * otherwise (which would be a bug in the table). */
+SN_MUST_CHECK enum sn_err sn_plan_validation_run(size_t i, struct sn_plan_validation *out,
+                                                 struct sn_error *err);
 
 #endif /* SN_PLAN_H */

@@ -12,30 +12,60 @@
 #include "plan_int.h"
 
 /* Linear-layer weights of attention: Q and the output projection are
- * h x h; K and V are h x (kv_heads x head_dim). */
+ * h x h; K and V are h x (kv_heads x head_dim). Multi-head latent
+ * attention (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", Section
+ * 2.1.1; the dimensions of its Section 4.2) compresses queries to
+ * q_lora_rank and keys and values to kv_lora_rank: W_DQ h x r_q, W_UQ
+ * r_q x a (d_nope + d_rope), W_DKV with the shared RoPE key h x (r_kv +
+ * d_rope), W_UKV r_kv x a (d_nope + d_v), W_O a d_v x h. */
 static double attn_weights(const struct sn_plan_model *m)
 {
-    double h = m->hidden, kvdim = (double)m->kv_heads * (h / m->heads);
+    double h = m->hidden, a = m->heads;
+    if (m->kv_lora_rank) {
+        double qk = (double)m->qk_nope_dim + m->qk_rope_dim;
+        double q = m->q_lora_rank ? h * m->q_lora_rank + (double)m->q_lora_rank * a * qk : h * a * qk;
+        double kv = h * ((double)m->kv_lora_rank + m->qk_rope_dim) +
+                    (double)m->kv_lora_rank * a * ((double)m->qk_nope_dim + m->v_dim);
+        return q + kv + a * m->v_dim * h;
+    }
+    double kvdim = (double)m->kv_heads * (h / m->heads);
     return h * (h + 2 * kvdim) + h * h;
 }
 
 static double attn_biases(const struct sn_plan_model *m)
 {
     double h = m->hidden, kvdim = (double)m->kv_heads * (h / m->heads);
-    return m->biases ? (h + 2 * kvdim) + h : 0;
+    double mla_norms = m->kv_lora_rank ? (double)m->q_lora_rank + m->kv_lora_rank : 0;
+    return (m->biases ? (h + 2 * kvdim) + h : 0) + mla_norms;
+}
+
+static double mlp_weights_f(const struct sn_plan_model *m, double f)
+{
+    return (m->gated_mlp ? 3 : 2) * (double)m->hidden * f;
 }
 
 static double mlp_weights(const struct sn_plan_model *m)
 {
-    return (m->gated_mlp ? 3 : 2) * (double)m->hidden * m->ffn;
+    return mlp_weights_f(m, m->ffn);
 }
 
-/* One expert's (or the dense) MLP, weights and biases. */
+/* One MLP of inner size f, weights and biases. */
+static double mlp_params_f(const struct sn_plan_model *m, double f)
+{
+    double h = m->hidden;
+    double b = m->biases ? (m->gated_mlp ? 2 * f : f) + h : 0;
+    return mlp_weights_f(m, f) + b;
+}
+
+/* One expert's (or the dense) MLP. */
 static double mlp_params(const struct sn_plan_model *m)
 {
-    double h = m->hidden, f = m->ffn;
-    double b = m->biases ? (m->gated_mlp ? 2 * f : f) + h : 0;
-    return mlp_weights(m) + b;
+    return mlp_params_f(m, m->ffn);
+}
+
+static double dense_ffn(const struct sn_plan_model *m)
+{
+    return m->dense_ffn ? m->dense_ffn : m->ffn;
 }
 
 static double norm_params(const struct sn_plan_model *m)
@@ -48,14 +78,31 @@ static double router_params(const struct sn_plan_model *m)
     return m->experts > 1 ? (double)m->hidden * m->experts : 0;
 }
 
+uint32_t sn__plan_moe_layers(const struct sn_plan_model *m)
+{
+    if (m->experts <= 1)
+        return 0;
+    return m->dense_layers < m->layers ? m->layers - m->dense_layers : 0;
+}
+
 double sn__plan_layer_attn(const struct sn_plan_model *m)
 {
     return attn_weights(m) + attn_biases(m) + 2 * norm_params(m) + router_params(m);
 }
 
+double sn__plan_attn_only(const struct sn_plan_model *m)
+{
+    return attn_weights(m) + attn_biases(m) + 2 * norm_params(m);
+}
+
 double sn__plan_mlp(const struct sn_plan_model *m)
 {
     return mlp_params(m);
+}
+
+double sn__plan_dense_mlp(const struct sn_plan_model *m)
+{
+    return mlp_params_f(m, dense_ffn(m));
 }
 
 double sn__plan_norm(const struct sn_plan_model *m)
@@ -65,23 +112,23 @@ double sn__plan_norm(const struct sn_plan_model *m)
 
 double sn__plan_layer_linear_flops(const struct sn_plan_model *m)
 {
-    return 2 * (attn_weights(m) + m->top_k * mlp_weights(m) + router_params(m));
+    double moe = sn__plan_moe_layers(m), dense = m->layers - moe;
+    double per_moe = attn_weights(m) + (m->top_k + m->shared_experts) * mlp_weights(m) +
+                     router_params(m);
+    double per_dense = attn_weights(m) + mlp_weights_f(m, m->experts > 1 ? dense_ffn(m) : m->ffn);
+    return 2 * (moe * per_moe + dense * per_dense) / m->layers;
 }
 
 double sn__plan_layer_core_flops(const struct sn_plan_model *m)
 {
+    if (m->kv_lora_rank) /* QK^T over d_nope + d_rope, attention over V of d_v */
+        return 2.0 * m->seq * m->heads * ((double)m->qk_nope_dim + m->qk_rope_dim + m->v_dim);
     return 4.0 * m->seq * m->hidden;
 }
 
 double sn__plan_logit_flops(const struct sn_plan_model *m)
 {
     return 2.0 * m->hidden * m->vocab;
-}
-
-/* Parameters of one layer with `experts` MLPs (the router only for MoE). */
-static double layer_params(const struct sn_plan_model *m, double experts)
-{
-    return sn__plan_layer_attn(m) + experts * mlp_params(m);
 }
 
 static double embedding_params(const struct sn_plan_model *m)
@@ -91,14 +138,25 @@ static double embedding_params(const struct sn_plan_model *m)
     return (m->tied_embeddings ? vh : 2 * vh) + pos + norm_params(m); /* + final norm */
 }
 
+/* All layers with `experts` MLPs in each MoE layer (the router only
+ * there), plus the dense layers. */
+static double layers_params(const struct sn_plan_model *m, double experts)
+{
+    double moe = sn__plan_moe_layers(m), dense = m->layers - moe;
+    if (m->experts <= 1)
+        return m->layers * (sn__plan_attn_only(m) + mlp_params(m));
+    return moe * (sn__plan_layer_attn(m) + (experts + m->shared_experts) * mlp_params(m)) +
+           dense * (sn__plan_attn_only(m) + sn__plan_dense_mlp(m));
+}
+
 double sn_plan_params(const struct sn_plan_model *m)
 {
-    return m->layers * layer_params(m, m->experts) + embedding_params(m);
+    return layers_params(m, m->experts) + embedding_params(m);
 }
 
 double sn_plan_params_active(const struct sn_plan_model *m)
 {
-    return m->layers * layer_params(m, m->top_k) + embedding_params(m);
+    return layers_params(m, m->top_k) + embedding_params(m);
 }
 
 double sn_plan_params_megatron(double layers, double hidden, double vocab, double seq)

@@ -83,6 +83,18 @@ static enum sn_err check_model(const struct sn_plan_model *m, struct sn_error *e
     if (m->experts < 1 || m->top_k < 1 || m->top_k > m->experts)
         return sn_error_set(err, SN_ERR_INVALID, "top-k %u must be between 1 and the %u experts",
                             m->top_k, m->experts);
+    if (m->experts == 1 && (m->shared_experts || m->dense_layers))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "shared experts and dense first layers need a MoE model (experts > 1)");
+    if (m->dense_layers >= m->layers && m->experts > 1)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "dense layers %u: a MoE model needs fewer than its %u layers",
+                            m->dense_layers, m->layers);
+    if (m->kv_lora_rank && (!m->qk_nope_dim || !m->qk_rope_dim || !m->v_dim))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "multi-head latent attention (kv-lora-rank %u) needs the qk-nope, "
+                            "qk-rope and v head dimensions",
+                            m->kv_lora_rank);
     return SN_OK;
 }
 
@@ -129,9 +141,9 @@ static enum sn_err check_layout(const struct sn_plan_model *m, const struct sn_p
     if (t->pp > m->layers)
         return sn_error_set(err, SN_ERR_INVALID, "pp %u is larger than the %u layers", t->pp,
                             m->layers);
-    if (t->vpp > 1 && (t->pp < 2 || m->layers % (t->pp * t->vpp)))
+    if (t->vpp > 1 && (t->pp < 2 || (uint64_t)t->pp * t->vpp > m->layers))
         return sn_error_set(err, SN_ERR_INVALID,
-                            "interleave %u needs pp > 1 and pp x interleave dividing the %u "
+                            "interleave %u needs pp > 1 and pp x interleave at most the %u "
                             "layers",
                             t->vpp, m->layers);
     if (t->vpp > 1 && (t->global_batch / ((uint64_t)t->micro_batch * t->dp)) % t->pp)
@@ -142,6 +154,11 @@ static enum sn_err check_layout(const struct sn_plan_model *m, const struct sn_p
     if (m->seq % t->cp)
         return sn_error_set(err, SN_ERR_INVALID, "cp %u does not divide the sequence length %u",
                             t->cp, m->seq);
+    if (!(t->capacity_factor >= 0) || t->capacity_factor > 16 ||
+        (t->capacity_factor > 0 && t->capacity_factor < 1))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "capacity factor %g: expected 1 to 16 (0: dropless, as 1)",
+                            t->capacity_factor);
     if (t->ep > 1 && (m->experts % t->ep || t->dp % t->ep))
         return sn_error_set(err, SN_ERR_INVALID, "ep %u must divide both the %u experts and dp %u",
                             t->ep, m->experts, t->dp);
@@ -172,9 +189,17 @@ static enum sn_err check_hardware(const struct sn_plan_hardware *hw, const struc
         return sn_error_set(err, SN_ERR_INVALID, "%u gpus do not fit in %u supernodes of %u GPUs",
                             t->gpus, hw->supernodes,
                             hw->servers_per_supernode * hw->gpus_per_server);
-    if (!(hw->mtbf_gpu_s > 0) || !(hw->mtbf_server_s > 0) || !(hw->mtbf_leaf_s > 0) ||
-        !(hw->mtbf_power_domain_s > 0))
-        return sn_error_set(err, SN_ERR_INVALID, "every MTBF must be positive");
+    if (!(hw->mtbf_gpu_s >= 0) || !(hw->mtbf_server_s >= 0) || !(hw->mtbf_leaf_s >= 0) ||
+        !(hw->mtbf_power_domain_s >= 0))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "an MTBF must not be negative (0 or infinite: never fails)");
+    if (!(hw->latency_base_s >= 0) || !(hw->latency_scaleup_s >= 0) ||
+        !(hw->latency_scaleout_s >= 0) || !(hw->kernel_overhead_s >= 0) ||
+        !(hw->hbm_bytes_per_s >= 0) || !(hw->peak_fp8_flops >= 0) ||
+        !(hw->hbm_reserve_bytes >= 0) || !(hw->hbm_reserve_bytes < hw->hbm_bytes))
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "latencies, kernel overhead, HBM bandwidth and FP8 peak must not be "
+                            "negative, and the HBM reserve must be below the HBM");
     if (hw->n_storage > SN_PLAN_MAX_TIERS)
         return sn_error_set(err, SN_ERR_LIMIT, "%u storage tiers: at most %u", hw->n_storage,
                             SN_PLAN_MAX_TIERS);
@@ -188,7 +213,8 @@ static enum sn_err check_hardware(const struct sn_plan_hardware *hw, const struc
     if ((rc = check_fraction("scale-up efficiency", hw->scaleup_efficiency, false, err)) ||
         (rc = check_fraction("scale-out efficiency", hw->scaleout_efficiency, false, err)) ||
         (rc = check_fraction("compute efficiency", hw->compute_efficiency, false, err)) ||
-        (rc = check_fraction("overlap", hw->overlap, true, err)))
+        (rc = check_fraction("overlap", hw->overlap, true, err)) ||
+        (rc = check_fraction("ep overlap", hw->ep_overlap, true, err)))
         return rc;
     return SN_OK;
 }
@@ -223,6 +249,18 @@ static enum sn_err check_options(const struct sn_plan_input *in, struct sn_error
     if (o->ckpt_tier != SN_PLAN_NO_TIER && o->ckpt_tier >= in->hw.n_storage)
         return sn_error_set(err, SN_ERR_INVALID, "checkpoint tier %u: only %u tiers", o->ckpt_tier,
                             in->hw.n_storage);
+    if (o->ckpt_tier != SN_PLAN_NO_TIER && in->hw.storage[o->ckpt_tier].per_server &&
+        !o->local_ckpt)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "checkpoint tier '%s' is per-server storage, which dies with its "
+                            "server: checkpoints go to durable shared storage unless local tiers "
+                            "are allowed (--local-ckpt)",
+                            in->hw.storage[o->ckpt_tier].name ? in->hw.storage[o->ckpt_tier].name
+                                                              : "?");
+    if (!(o->ckpt_bytes_per_param >= 0) || o->ckpt_bytes_per_param > 64)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "checkpoint bytes per parameter %g: expected 0 (derived) to 64",
+                            o->ckpt_bytes_per_param);
     return SN_OK;
 }
 

@@ -11,11 +11,18 @@
 /* Attention weights and biases, both norms and the MoE router of one
  * layer: the part of a layer outside the MLP. */
 double sn__plan_layer_attn(const struct sn_plan_model *m);
+/* The same without the router (a dense layer of a MoE model). */
+double sn__plan_attn_only(const struct sn_plan_model *m);
+/* Layers with routed experts: layers - dense_layers for MoE, else 0. */
+uint32_t sn__plan_moe_layers(const struct sn_plan_model *m);
+/* Weights and biases of a dense layer's MLP (dense_ffn) of a MoE model. */
+double sn__plan_dense_mlp(const struct sn_plan_model *m);
 /* Weights and biases of one MLP (one expert). */
 double sn__plan_mlp(const struct sn_plan_model *m);
 /* Norm parameters of one norm layer. */
 double sn__plan_norm(const struct sn_plan_model *m);
-/* Forward FLOPs per token of one layer: the linear layers (top_k experts)
+/* Forward FLOPs per token of one layer, averaged over the layers: the
+ * linear layers (top_k routed and the shared experts, or the dense MLP)
  * and the attention core (QK^T and attention over V, 4 s h). */
 double sn__plan_layer_linear_flops(const struct sn_plan_model *m);
 double sn__plan_layer_core_flops(const struct sn_plan_model *m);

@@ -105,10 +105,11 @@ static const struct rule_row rules[] = {
       "Effective scale-out bandwidth meets the planned need with headroom.",
       "RoCE and InfiniBand deliver a fraction of line rate; plans need slack for bursts.",
       "When the fabric states `per_gpu_need`: for each supernode, the per-GPU scale-out "
-      "bandwidth (NIC bandwidth / GPUs, each NIC at the slower of NIC and leaf port, divided "
-      "by the worst leaf and spine oversubscription on its path) x `efficiency` must be >= "
-      "need x (1 + `bandwidth_headroom`).",
-      "bandwidth_headroom (and fabric efficiency, per_gpu_need)", "r10-bandwidth-headroom"},
+      "line rate (NIC bandwidth / GPUs, each NIC at the slower of NIC and leaf port, divided "
+      "by the worst leaf and spine oversubscription on its path) must be >= need x (1 + "
+      "`bandwidth_headroom`): the specification's 30% is the allowance for protocol and "
+      "congestion, the same test as `sn plan` (include/sn/headroom.h).",
+      "bandwidth_headroom (and per_gpu_need)", "r10-bandwidth-headroom"},
      sn__check_headroom},
     {{"R11", "cable-reach", SN_SEVERITY_ERROR, "Every link's cable reaches its length class.",
       "A 3 m DAC cannot join racks 10 m apart; the mistake shows only at installation.",

@@ -72,7 +72,7 @@ static void put_defaults(struct doc *d)
         sn__fmt(a, sizeof(a), def.air_cooling_limit_w, SN_UNIT_POWER));
     put(d, "| `cooling_margin` | %g | loop capacity >= margin x heat load (R06) |\n",
         def.cooling_margin);
-    put(d, "| `bandwidth_headroom` | %g | effective bandwidth >= need x (1 + headroom) (R10) |\n",
+    put(d, "| `bandwidth_headroom` | %g | line rate >= need x (1 + headroom) (R10, sn plan) |\n",
         def.bandwidth_headroom);
     put(d, "| `memory_wall` | %g | minimum HBM bytes per dense BF16 FLOP (R12) |\n\n",
         def.memory_wall_bytes_per_flop);

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sn/headroom.h>
+
 #include "review/review_int.h"
 
 #define EPS 1e-9
@@ -584,17 +586,16 @@ static void headroom_supernode(struct sn__review_ctx *c, uint32_t sn)
     }
     double per_gpu = nic / s->n_gpus;
     double oversub = leaf_worst * fb->spine_max;
-    double effective = per_gpu / oversub * fs->efficiency;
-    double need = fs->per_gpu_need_bytes_per_s * (1 + c->cfg->bandwidth_headroom);
-    if (effective + EPS >= need)
+    double effective = per_gpu / oversub; /* line rate: the headroom is the wire's allowance */
+    double need = sn_headroom_provision(fs->per_gpu_need_bytes_per_s, c->cfg->bandwidth_headroom);
+    if (sn_headroom_ok(effective, fs->per_gpu_need_bytes_per_s, c->cfg->bandwidth_headroom))
         return;
     char a[32], b[32], d[32], e[32], r[32];
     ratio_text(r, sizeof(r), oversub);
     struct sn_finding *f = sn__finding(
         c, SN_SEVERITY_ERROR, 0,
-        "per-GPU scale-out %s / oversubscription %s x efficiency %g = %s < need %s x (1 + "
-        "headroom %g) = %s",
-        sn__fmt(a, sizeof(a), per_gpu, SN_UNIT_BANDWIDTH), r, fs->efficiency,
+        "per-GPU scale-out %s / oversubscription %s = %s < need %s x (1 + headroom %g) = %s",
+        sn__fmt(a, sizeof(a), per_gpu, SN_UNIT_BANDWIDTH), r,
         sn__fmt(b, sizeof(b), effective, SN_UNIT_BANDWIDTH),
         sn__fmt(d, sizeof(d), fs->per_gpu_need_bytes_per_s, SN_UNIT_BANDWIDTH),
         c->cfg->bandwidth_headroom, sn__fmt(e, sizeof(e), need, SN_UNIT_BANDWIDTH));

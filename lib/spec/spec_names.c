@@ -8,6 +8,8 @@
  */
 #include <string.h>
 
+#include <sn/headroom.h>
+
 #include "spec/spec_int.h"
 
 #define NAME_TABLE(list, table) static const char *const table[] = {list(SN_X)};
@@ -80,7 +82,7 @@ void sn_review_config_defaults(struct sn_review_config *config)
     config->survivor_fraction = 0.5;
     config->air_cooling_limit_w = 40e3;
     config->cooling_margin = 1.2;
-    config->bandwidth_headroom = 0.3;
+    config->bandwidth_headroom = SN_BANDWIDTH_HEADROOM; /* sn/headroom.h, shared with sn plan */
     config->memory_wall_bytes_per_flop = 0.003;
 }
 

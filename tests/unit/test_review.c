@@ -221,8 +221,8 @@ static const struct rule_case cases[] = {
     {"r09-oversub", "R09", SN_SEVERITY_ERROR, "sn00-leaf0",
      "training pool 'training': 2 of 2 leaves oversubscribed (worst 2:1)", ""},
     {"r10-headroom", "R10", SN_SEVERITY_ERROR, "sn00",
-     "per-GPU scale-out 400 Gb/s / oversubscription 1:1 x efficiency 0.75 = 300 Gb/s < need "
-     "300 Gb/s x (1 + headroom 0.3) = 390 Gb/s",
+     "per-GPU scale-out 400 Gb/s / oversubscription 1:1 = 400 Gb/s < need "
+     "320 Gb/s x (1 + headroom 0.3) = 416 Gb/s",
      ""},
     {"r11-reach", "R11", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
      "64 node-leaf links use cable 'dac-400g' (dac, reach 3 m) for length class "
@@ -299,9 +299,13 @@ static void test_thresholds(void **state)
     expect_finding(r, "R06", SN_SEVERITY_ERROR, "sn00-loopL1", "x 1.5 = 66.73 kW > capacity 60 kW");
     sn_review_free(r);
     cfg = l.spec->review;
-    cfg.bandwidth_headroom = 0.6; /* 200 x 1.6 = 320 Gb/s > 300 Gb/s */
+    cfg.bandwidth_headroom = 1.0; /* 200 x 2 = 400 Gb/s passes; 1.01: 402 Gb/s > 400 */
     r = review(&l, &cfg, rule_bit("R10"));
-    expect_finding(r, "R10", SN_SEVERITY_ERROR, "sn00", "= 320 Gb/s");
+    assert_int_equal(r->by_severity[SN_SEVERITY_ERROR], 0);
+    sn_review_free(r);
+    cfg.bandwidth_headroom = 1.01;
+    r = review(&l, &cfg, rule_bit("R10"));
+    expect_finding(r, "R10", SN_SEVERITY_ERROR, "sn00", "= 402 Gb/s");
     sn_review_free(r);
     cfg = l.spec->review;
     cfg.air_cooling_limit_w = 60e3; /* the air rack of r05-air passes under 60 kW */
