@@ -8,7 +8,8 @@
  * is refused; an sn-agent with one heartbeats), and the connection
  * defences: a slowloris of 4x connection_limit from eight 127.0.0.x source
  * addresses while four agents heartbeat on the same listener marks no node
- * down, and an idle connection is closed after header_timeout_s.
+ * down, and an idle connection is closed after header_timeout_s. Also
+ * the dashboard's security headers and the optional /metrics token.
  * The TLS cases skip (cmocka SKIPPED) when certtool is not installed.
  */
 #include "snd_harness.h"
@@ -569,6 +570,65 @@ static void idle_connection_closed_after_header_timeout(void **state)
     cleanup(&d);
 }
 
+/* The response head of a raw GET path (Connection: close), in out. */
+static void raw_head(uint16_t port, const char *path, char *out, size_t len)
+{
+    int fd = connect_from(0, port);
+    assert_true(fd >= 0);
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    assert_int_equal(poll(&p, 1, 15000), 1);
+    char req[256];
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+                     path);
+    assert_int_equal(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+    size_t got = 0;
+    p.events = POLLIN;
+    while (got < len - 1 && poll(&p, 1, 15000) == 1) {
+        ssize_t r = recv(fd, out + got, len - 1 - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    out[got] = '\0';
+    char *end = strstr(out, "\r\n\r\n");
+    if (end)
+        *end = '\0';
+    close(fd);
+}
+
+static void dashboard_headers_and_metrics_token(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, NULL);
+    char head[8192];
+    const char *paths[] = {"/", "/dashboard/app.js", "/v1/cluster"};
+    for (size_t i = 0; i < 3; i++) {
+        raw_head(d.port, paths[i], head, sizeof(head));
+        if (!strstr(head, "\r\nContent-Security-Policy: default-src 'self'; ") ||
+            !strstr(head, "frame-ancestors 'none'") ||
+            !strstr(head, "\r\nX-Content-Type-Options: nosniff") ||
+            !strstr(head, "\r\nReferrer-Policy: no-referrer"))
+            fail_msg("GET %s: security headers missing in:\n%s", paths[i], head);
+    }
+    /* /metrics is open by default (Prometheus scrapes it without a token). */
+    expect(&d, 200, "GET", "/metrics", NULL, NULL);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    const char *sets[] = {"metrics_require_token=true", NULL};
+    start(&d, sets);
+    raw_head(d.port, "/metrics", head, sizeof(head));
+    assert_true(strncmp(head, "HTTP/1.1 401", 12) == 0);
+    struct sn_httpc_request req = {.method = "GET", .path = "/metrics", .token = d.admin};
+    struct sn_httpc_response resp;
+    assert_int_equal(sn_httpc_do("127.0.0.1", d.port, &req, &resp, NULL), SN_OK);
+    assert_int_equal(resp.status, 200);
+    assert_non_null(strstr(resp.body, "sn_http_connections_shut_total"));
+    sn_httpc_response_release(&resp);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +637,7 @@ int main(void)
         cmocka_unit_test_teardown(mtls_agent_listener, reap_daemons),
         cmocka_unit_test_teardown(slowloris_while_agents_heartbeat, reap_daemons),
         cmocka_unit_test_teardown(idle_connection_closed_after_header_timeout, reap_daemons),
+        cmocka_unit_test_teardown(dashboard_headers_and_metrics_token, reap_daemons),
     };
     return cmocka_run_group_tests(tests, make_pki, drop_pki);
 }
