@@ -44,7 +44,8 @@ static void usage(FILE *out, const char *usage_text, const struct client_opt *op
     fprintf(out, "  --%-18s %s\n", "server URL", "snd's address (default http://127.0.0.1:7070)");
     fprintf(out, "  --%-18s %s\n", "token TEXT", "bearer token");
     fprintf(out, "  --%-18s %s\n", "token-file PATH", "read the token from a file");
-    fprintf(out, "  --%-18s %s\n", "cacert FILE", "CA certificates (PEM) to verify an https server");
+    fprintf(out, "  --%-18s %s\n", "cacert FILE",
+            "CA certificates (PEM) to verify an https server");
     fprintf(out, "  --%-18s %s\n", "cert FILE", "client certificate (PEM) for mutual TLS");
     fprintf(out, "  --%-18s %s\n", "key FILE", "key (PEM) of --cert");
     fprintf(out, "  -o %-18s %s\n", "json|table", "output format (default table)");

@@ -52,10 +52,10 @@
 struct snd_conn {
     struct MHD_Connection *conn;
     struct snd_listener *l;
-    int64_t since_ms; /* accepted, or its last request answered */
-    bool in_request;  /* headers of a request arrived; not answered yet */
-    bool authed;      /* a request on it passed a token or certificate check */
-    bool shut;        /* shut down by a defence; closing */
+    int64_t since_ms;             /* accepted, or its last request answered */
+    bool in_request;              /* headers of a request arrived; not answered yet */
+    bool authed;                  /* a request on it passed a token or certificate check */
+    bool shut;                    /* shut down by a defence; closing */
     struct snd_conn *prev, *next; /* the listener's connections, oldest first */
 };
 
@@ -630,22 +630,27 @@ static enum sn_err read_pem(const char *key, const char *path, char **out, struc
     fclose(f);
     if (!buf || n == 0 || n > PEM_MAX_BYTES || !strstr(buf, "-----BEGIN ")) {
         free(buf);
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected a PEM file under %u bytes",
-                            key, path, PEM_MAX_BYTES);
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected a PEM file under %u bytes", key,
+                            path, PEM_MAX_BYTES);
     }
     buf[n] = '\0';
     *out = buf;
     return SN_OK;
 }
 
-static bool is_loopback(const struct sockaddr *sa)
+static bool is_loopback(const struct sockaddr_storage *ss)
 {
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family != AF_INET6)
+    if (ss->ss_family == AF_INET) {
+        struct sockaddr_in a;
+        memcpy(&a, ss, sizeof(a));
+        return (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family != AF_INET6)
         return false;
-    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    struct sockaddr_in6 a;
+    memcpy(&a, ss, sizeof(a));
+    return IN6_IS_ADDR_LOOPBACK(&a.sin6_addr) ||
+           (IN6_IS_ADDR_V4MAPPED(&a.sin6_addr) && a.sin6_addr.s6_addr[12] == 127);
 }
 
 /* Resolves "HOST:PORT" or "[V6]:PORT" (HOST a name or a literal) to the
@@ -670,8 +675,8 @@ static enum sn_err resolve(const char *key, const char *addr, struct sockaddr_st
     char host[256], *end = NULL;
     long p = colon ? strtol(colon + 1, &end, 10) : -1;
     if (!colon || hl == 0 || hl >= sizeof(host))
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected HOST:PORT or [IPv6]:PORT",
-                            key, addr);
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected HOST:PORT or [IPv6]:PORT", key,
+                            addr);
     if (end == colon + 1 || *end || p < 0 || p > 65535)
         return sn_error_set(err, SN_ERR_INVALID, "%s '%s': port must be 0 to 65535", key, addr);
     snprintf(host, sizeof(host), "%.*s", (int)hl, h);
@@ -691,15 +696,15 @@ static enum sn_err resolve(const char *key, const char *addr, struct sockaddr_st
     return SN_OK;
 }
 
-static enum sn_err start_listener(struct snd *d, struct snd_listener *l, const char *key,
-                                  const char *addr, bool mtls, struct sn_error *err)
+/* Resolves addr and applies the plain-HTTP and TLS-key rules. */
+static enum sn_err check_listener(const struct snd *d, const char *key, const char *addr, bool mtls,
+                                  struct sockaddr_storage *ss, struct sn_error *err)
 {
-    struct sockaddr_storage ss;
-    enum sn_err rc = resolve(key, addr, &ss, err);
+    enum sn_err rc = resolve(key, addr, ss, err);
     if (rc != SN_OK)
         return rc;
     bool tls = d->cfg.tls_cert[0] != '\0';
-    if (!tls && !is_loopback((struct sockaddr *)&ss) && !d->cfg.allow_plain_http)
+    if (!tls && !is_loopback(ss) && !d->cfg.allow_plain_http)
         return sn_error_set(err, SN_ERR_INVALID,
                             "%s '%s': refusing plain HTTP on a non-loopback address (tokens "
                             "would cross the network in clear); set tls_cert and tls_key, or "
@@ -709,6 +714,28 @@ static enum sn_err start_listener(struct snd *d, struct snd_listener *l, const c
         return sn_error_set(err, SN_ERR_INVALID, "tls_cert and tls_key go together");
     if (mtls && !tls)
         return sn_error_set(err, SN_ERR_INVALID, "tls_client_ca needs tls_cert and tls_key");
+    return SN_OK;
+}
+
+int snd_http_check(const struct snd *d, struct sn_error *err)
+{
+    struct sockaddr_storage ss;
+    bool agent = d->cfg.agent_listen[0] != '\0';
+    bool mtls = d->cfg.tls_client_ca[0] != '\0';
+    enum sn_err rc = check_listener(d, "listen", d->cfg.listen, mtls && !agent, &ss, err);
+    if (rc == SN_OK && agent)
+        rc = check_listener(d, "agent_listen", d->cfg.agent_listen, mtls, &ss, err);
+    return rc;
+}
+
+static enum sn_err start_listener(struct snd *d, struct snd_listener *l, const char *key,
+                                  const char *addr, bool mtls, struct sn_error *err)
+{
+    struct sockaddr_storage ss;
+    enum sn_err rc = check_listener(d, key, addr, mtls, &ss, err);
+    if (rc != SN_OK)
+        return rc;
+    bool tls = d->cfg.tls_cert[0] != '\0';
     *l = (struct snd_listener){.d = d, .name = key, .mtls = mtls};
     if (tls && (rc = read_pem("tls_cert", d->cfg.tls_cert, &l->pem[0], err)) == SN_OK)
         rc = read_pem("tls_key", d->cfg.tls_key, &l->pem[1], err);
@@ -754,11 +781,10 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
 {
     bool agent = d->cfg.agent_listen[0] != '\0';
     bool mtls = d->cfg.tls_client_ca[0] != '\0';
-    enum sn_err rc = start_listener(d, &listeners[L_API], "listen", d->cfg.listen,
-                                    mtls && !agent, err);
+    enum sn_err rc =
+        start_listener(d, &listeners[L_API], "listen", d->cfg.listen, mtls && !agent, err);
     if (rc == SN_OK && agent) {
-        rc = start_listener(d, &listeners[L_AGENT], "agent_listen", d->cfg.agent_listen, mtls,
-                            err);
+        rc = start_listener(d, &listeners[L_AGENT], "agent_listen", d->cfg.agent_listen, mtls, err);
         listeners[L_AGENT].agent_only = true;
     }
     if (rc != SN_OK)

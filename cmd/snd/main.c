@@ -431,7 +431,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     uint16_t port = 0;
     rc = 0;
-    if (!d.rate || open_state(&d, a.state, &err) != SN_OK ||
+    if (!d.rate || snd_http_check(&d, &err) != SN_OK || open_state(&d, a.state, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
         rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3
@@ -442,8 +442,8 @@ int main(int argc, char **argv)
                 model->n_gpus, d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.listen, port,
                 a.state);
         if (agent_port)
-            fprintf(stderr, "snd: agents on %s%s (port %u)\n", d.cfg.tls_cert[0] ? "https://" : "http://",
-                    d.cfg.agent_listen, agent_port);
+            fprintf(stderr, "snd: agents on %s%s (port %u)\n",
+                    d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.agent_listen, agent_port);
         if (a.ready_fd >= 0) {
             /* "PORT\n", or "PORT AGENT_PORT\n" with an agent listener. */
             char line[16];

@@ -51,7 +51,7 @@ struct snd_config {
     int64_t health_bench_interval_s;
     char sched_policy[32];
     /* Listeners and TLS (http.c). */
-    char agent_listen[64];     /* "" : agents use the API listener */
+    char agent_listen[64]; /* "" : agents use the API listener */
     char tls_cert[SN_CONF_STRING_MAX], tls_key[SN_CONF_STRING_MAX];
     char tls_client_ca[SN_CONF_STRING_MAX];
     bool allow_plain_http;
@@ -222,6 +222,9 @@ int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_
                       int64_t burst);
 
 /* http.c */
+/* Checks the listeners' addresses and TLS keys without binding (before the
+ * state is opened, so a bad listener config touches nothing). */
+int snd_http_check(const struct snd *d, struct sn_error *err);
 int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err);
 /* The agent listener's bound port, 0 when there is none. */
 uint16_t snd_http_agent_port(void);

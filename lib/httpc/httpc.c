@@ -50,8 +50,7 @@ static bool url_part(CURLU *u, CURLUPart what, char *out, size_t len)
            rc == CURLUE_NO_PASSWORD || rc == CURLUE_NO_FRAGMENT || rc == CURLUE_NO_OPTIONS;
 }
 
-enum sn_err sn_httpc_normalize(const char *server, char out[SN_HTTPC_URL_MAX],
-                               struct sn_error *err)
+enum sn_err sn_httpc_normalize(const char *server, char out[SN_HTTPC_URL_MAX], struct sn_error *err)
 {
     static const char want[] = "expected HOST:PORT, [IPv6]:PORT, http://HOST[:PORT] or "
                                "https://HOST[:PORT]";
@@ -79,8 +78,7 @@ enum sn_err sn_httpc_normalize(const char *server, char out[SN_HTTPC_URL_MAX],
         !url_part(u, CURLUPART_USER, user, sizeof(user)) || !host[0])
         rc = sn_error_set(err, SN_ERR_INVALID, "server '%s': %s", server, want);
     else if (!has_scheme && !port[0])
-        rc = sn_error_set(err, SN_ERR_INVALID, "server '%s': a port is needed (%s)", server,
-                          want);
+        rc = sn_error_set(err, SN_ERR_INVALID, "server '%s': a port is needed (%s)", server, want);
     else if ((path[0] && strcmp(path, "/") != 0) || query[0] || user[0])
         rc = sn_error_set(err, SN_ERR_INVALID,
                           "server '%s': no path, query or credentials allowed (%s)", server, want);
@@ -307,8 +305,8 @@ static enum sn_err set_request(struct sn_httpc *c, const struct sn_httpc_request
     set_tls(c);
     bool get = strcmp(req->method, "GET") == 0;
     if (req->body || !get) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(req->body ? req->body_len
-                                                                               : 0));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)(req->body ? req->body_len : 0));
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
     }
     if (strcmp(req->method, "POST") != 0 && !get)
@@ -358,8 +356,7 @@ enum sn_err sn_httpc_do(const char *host, uint16_t port, const struct sn_httpc_r
     memset(resp, 0, sizeof(*resp));
     char server[320];
     bool v6 = strchr(host, ':') != NULL;
-    int n = snprintf(server, sizeof(server), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
-                     port);
+    int n = snprintf(server, sizeof(server), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
     if (n < 0 || (size_t)n >= sizeof(server))
         return sn_error_set(err, SN_ERR_INVALID, "host '%.64s' too long", host);
     struct sn_httpc *c = NULL;

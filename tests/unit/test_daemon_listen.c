@@ -78,7 +78,7 @@ static int drop_pki(void **state)
 #define NEED_CERTTOOL()                                                                            \
     do {                                                                                           \
         if (!certs[0]) {                                                                           \
-            print_message("certtool not installed: TLS case skipped\n");                          \
+            print_message("certtool not installed: TLS case skipped\n");                           \
             skip();                                                                                \
         }                                                                                          \
     } while (0)
@@ -220,6 +220,9 @@ static void plain_http_rule(void **state)
     if (!file_has(errpath, "listen '0.0.0.0:0': refusing plain HTTP on a non-loopback address") ||
         !file_has(errpath, "allow_plain_http = true"))
         fail_msg("no reason in snd's stderr");
+    char token_path[400];
+    snprintf(token_path, sizeof(token_path), "%s/admin.token", d.dir);
+    assert_int_not_equal(access(token_path, F_OK), 0); /* refused before the state is touched */
     const char *allow[] = {"allow_plain_http=true", NULL};
     assert_int_equal(run_snd(&d, "0.0.0.0:0", allow, errpath, &pid, ready, sizeof(ready)), 0);
     kill(pid, SIGTERM);
@@ -241,8 +244,7 @@ static void plain_http_rule(void **state)
         struct sn_httpc_response resp;
         struct sn_error err = {0};
         unsigned port = (unsigned)strtoul(ready, NULL, 10);
-        if (sn_httpc_do(i == 0 ? "localhost" : "::1", (uint16_t)port, &req, &resp, &err) !=
-            SN_OK)
+        if (sn_httpc_do(i == 0 ? "localhost" : "::1", (uint16_t)port, &req, &resp, &err) != SN_OK)
             fail_msg("listen %s: %s", good[i], err.message);
         assert_int_equal(resp.status, 200);
         sn_httpc_response_release(&resp);
@@ -281,10 +283,23 @@ static pid_t start_agent(struct daemon *d, const char *node, const char *server,
     agent_token(d, node, tok);
     pid_t pid = fork();
     if (pid == 0) {
-        const char *argv[32] = {built("sn-agent"), "--server",  server,     "--token", tok,
-                                "--node",          node,        "--cluster", spec,      "--backend",
-                                "sim",             "--work-dir", work,       "--interval", "1",
-                                "--backoff-max",   "1"};
+        const char *argv[32] = {built("sn-agent"),
+                                "--server",
+                                server,
+                                "--token",
+                                tok,
+                                "--node",
+                                node,
+                                "--cluster",
+                                spec,
+                                "--backend",
+                                "sim",
+                                "--work-dir",
+                                work,
+                                "--interval",
+                                "1",
+                                "--backoff-max",
+                                "1"};
         int n = 17;
         for (int i = 0; extra && extra[i] && n < 30; i++)
             argv[n++] = extra[i];
@@ -348,8 +363,7 @@ static void mtls_agent_listener(void **state)
     struct sn_httpc *api = client_of("https://localhost", d.port, pem("ca.pem"), NULL, NULL);
     assert_int_equal(tls_call(api, "GET", "/healthz", NULL, NULL, NULL, &err), 200);
     /* The agent listener: without a certificate, refused. */
-    struct sn_httpc *anon =
-        client_of("https://localhost", d.agent_port, pem("ca.pem"), NULL, NULL);
+    struct sn_httpc *anon = client_of("https://localhost", d.agent_port, pem("ca.pem"), NULL, NULL);
     json_t *j = NULL;
     int s = tls_call(anon, "POST", "/v1/nodes/sn00-t00/heartbeat", d.admin, "{}", &j, &err);
     if (s != -1) { /* the handshake may pass; then the request is refused */
@@ -360,7 +374,7 @@ static void mtls_agent_listener(void **state)
     sn_httpc_free(anon);
     /* With one: served, but only the agents' routes. */
     struct sn_httpc *ag = client_of("https://localhost", d.agent_port, pem("ca.pem"),
-                                 pem("client.pem"), pem("client.key"));
+                                    pem("client.pem"), pem("client.key"));
     assert_int_equal(tls_call(ag, "GET", "/healthz", NULL, NULL, NULL, &err), 200);
     j = NULL;
     assert_int_equal(tls_call(ag, "GET", "/v1/cluster", d.admin, NULL, &j, &err), 404);
@@ -371,8 +385,8 @@ static void mtls_agent_listener(void **state)
      * talks plain HTTP, so the checks go through the TLS client. */
     char server[64];
     snprintf(server, sizeof(server), "https://localhost:%u", d.agent_port);
-    const char *tls_flags[] = {"--cacert", pem("ca.pem"), "--cert", pem("client.pem"), "--key",
-                               pem("client.key"), NULL};
+    const char *tls_flags[] = {"--cacert", pem("ca.pem"),     "--cert", pem("client.pem"),
+                               "--key",    pem("client.key"), NULL};
     /* Tokens are issued over the API listener (TLS). */
     char tok[400];
     snprintf(tok, sizeof(tok), "%s/sn00-t00.token", d.dir);
@@ -392,10 +406,28 @@ static void mtls_agent_listener(void **state)
     snprintf(work, sizeof(work), "%s/work-sn00-t00", d.dir);
     pid_t pid = fork();
     if (pid == 0) {
-        const char *argv[] = {built("sn-agent"), "--server", server, "--token", tok, "--node",
-                              "sn00-t00", "--cluster", spec, "--backend", "sim", "--work-dir",
-                              work, "--interval", "0.5", tls_flags[0], tls_flags[1],
-                              tls_flags[2], tls_flags[3], tls_flags[4], tls_flags[5], NULL};
+        const char *argv[] = {built("sn-agent"),
+                              "--server",
+                              server,
+                              "--token",
+                              tok,
+                              "--node",
+                              "sn00-t00",
+                              "--cluster",
+                              spec,
+                              "--backend",
+                              "sim",
+                              "--work-dir",
+                              work,
+                              "--interval",
+                              "0.5",
+                              tls_flags[0],
+                              tls_flags[1],
+                              tls_flags[2],
+                              tls_flags[3],
+                              tls_flags[4],
+                              tls_flags[5],
+                              NULL};
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 2);
         execv(argv[0], (char *const *)argv);
@@ -554,8 +586,7 @@ static void idle_connection_closed_after_header_timeout(void **state)
     int64_t waited = now_ms() - t0;
     assert_true(closed_by_peer(fd));
     close(fd);
-    print_message("idle connection closed after %lld ms (header_timeout_s=2)\n",
-                  (long long)waited);
+    print_message("idle connection closed after %lld ms (header_timeout_s=2)\n", (long long)waited);
     assert_true(waited >= 1500);
     assert_true(waited < 30000); /* far below connection_timeout_s=120 */
     /* An authenticated keep-alive connection is not cut by the header timeout. */
@@ -578,8 +609,8 @@ static void raw_head(uint16_t port, const char *path, char *out, size_t len)
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     assert_int_equal(poll(&p, 1, 15000), 1);
     char req[256];
-    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-                     path);
+    int n =
+        snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
     assert_int_equal(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
     size_t got = 0;
     p.events = POLLIN;

@@ -7,8 +7,8 @@
  * TLS is tested through the real daemon (test_daemon_tls.c).
  */
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -290,8 +290,7 @@ static void keep_alive(void **state)
 {
     (void)state;
     struct server s;
-    assert_true(
-        server_start_on(&s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", AF_INET, 2));
+    assert_true(server_start_on(&s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", AF_INET, 2));
     char server[64];
     snprintf(server, sizeof(server), "http://127.0.0.1:%u/", s.port);
     struct sn_httpc *c = NULL;
@@ -330,11 +329,16 @@ static void urls(void **state)
             fail_msg("'%s': %s", good[i].in, err.message);
         assert_string_equal(out, good[i].out);
     }
-    const char *bad[] = {"localhost",          "",
-                         "ftp://1.2.3.4:5",    "http://127.0.0.1:0",
-                         "http://127.0.0.1:65536", "http://127.0.0.1:80/v1",
-                         "http://u:p@host:1",  "http://host:1/?q=1",
-                         "::1:7070",           "http://"};
+    const char *bad[] = {"localhost",
+                         "",
+                         "ftp://1.2.3.4:5",
+                         "http://127.0.0.1:0",
+                         "http://127.0.0.1:65536",
+                         "http://127.0.0.1:80/v1",
+                         "http://u:p@host:1",
+                         "http://host:1/?q=1",
+                         "::1:7070",
+                         "http://"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sn_error err = {0};
         if (sn_httpc_normalize(bad[i], out, &err) != SN_ERR_INVALID)
