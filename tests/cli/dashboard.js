@@ -84,6 +84,16 @@ async function main() {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
+    // page.waitForFunction polls by evaluating a string inside the page, which
+    // the page's Content-Security-Policy (no 'unsafe-eval') forbids; poll with
+    // page.evaluate instead, so the page runs under its real policy.
+    const waitUntil = async (fn, arg, ms = 10000) => {
+      for (let t = 0; t < ms; t += 100) {
+        if (await page.evaluate(fn, arg)) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error("timed out after " + ms + " ms waiting for " + fn);
+    };
     await page.goto(base + "/#token=" + encodeURIComponent(admin));
     await page.waitForSelector("body[data-ready='1']", { timeout: 10000 });
     const tiles = await page.$$eval(".sn", (ts) => ts.map((t) => Number(t.dataset.gpus)));
@@ -116,17 +126,17 @@ async function main() {
     check((await page.textContent("#findings")).includes("fan noise reported by ops"),
       "clicked GPU shows its cordon finding");
     await page.click(".gpu[data-gpu='" + gpuName(1) + "']");
-    await page.waitForFunction((n) => document.querySelector("#detail h2") &&
+    await waitUntil((n) => document.querySelector("#detail h2") &&
       document.querySelector("#detail h2").textContent === "GPU " + n, gpuName(1));
     check((await page.textContent("#detail")).includes("92 C"), "hot GPU shows its 92 C reading");
-    await page.waitForFunction(() => document.querySelector("#findings") &&
-      document.querySelector("#findings").textContent.includes("clock-event"), null, { timeout: 10000 });
+    await waitUntil(() => document.querySelector("#findings") &&
+      document.querySelector("#findings").textContent.includes("clock-event"), null);
     check(true, "hot GPU shows the engine's clock-event finding");
     // Health colours come from the health engine's scores: the hot GPU's
     // clock event (sw thermal slowdown, weight 15 in include/sn/health.h)
     // scores 85, below 90: a warning.
     await page.selectOption("#mode", "health");
-    await page.waitForFunction((n) => {
+    await waitUntil((n) => {
       const t = document.querySelector(".gpu[data-gpu='" + n + "']");
       return t && getComputedStyle(t).backgroundColor === "rgb(224, 160, 48)";
     }, gpuName(1));
