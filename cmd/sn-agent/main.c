@@ -4,8 +4,11 @@
  *   sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim
  *            [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]
  *            [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]
- *            [--smi-command CMD]
+ *            [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]
  *
+ * The server is HOST:PORT, [IPv6]:PORT or an http:// or https:// URL: snd's
+ * agent listener where it has one (agent_listen), else its API listener.
+ * One kept-alive connection (lib/httpc on libcurl) carries every request.
  * Every interval it samples telemetry into the outbox as numbered batches,
  * sends its heartbeat (POST /v1/nodes/NODE/heartbeat: the node is alive,
  * and the answer lists the ranks to run there, with which it reconciles the
@@ -31,8 +34,7 @@
 #include "agent.h"
 
 struct agent {
-    char host[16];
-    uint16_t port;
+    struct sn_httpc *http;
     const char *token_path, *status_path;
     char token[1024];
     const char *node;
@@ -115,14 +117,14 @@ static int call(struct agent *a, const char *method, const char *path, const cha
                                    .timeout_ms = 5000};
     struct sn_httpc_response resp;
     struct sn_error err = {0};
-    if (sn_httpc_do(a->host, a->port, &req, &resp, &err) != SN_OK) {
+    if (sn_httpc_send(a->http, &req, &resp, &err) != SN_OK) {
         if (a->connected)
             fprintf(stderr, "sn-agent: server unreachable: %s\n", err.message);
         a->connected = false;
         return -1;
     }
     if (!a->connected)
-        fprintf(stderr, "sn-agent: connected to %s:%u\n", a->host, a->port);
+        fprintf(stderr, "sn-agent: connected to %s\n", sn_httpc_url(a->http));
     a->connected = true;
     if (out)
         *out = json_loads(resp.body, 0, NULL);
@@ -348,7 +350,13 @@ static void usage(FILE *out)
             "usage: sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim\n"
             "                [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]\n"
             "                [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]\n"
-            "                [--smi-command CMD]\n\n"
+            "                [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]\n\n"
+            "  --server URL      snd's agent listener: HOST:PORT, [IPv6]:PORT, http://... or\n"
+            "                    https://...\n"
+            "  --cacert FILE     PEM CA certificates to verify an https server with; default\n"
+            "                    the system store\n"
+            "  --cert FILE       PEM client certificate for mutual TLS (with --key)\n"
+            "  --key FILE        PEM key of --cert\n"
             "  --interval S      sampling and heartbeat interval: seconds (0.5) or a duration\n"
             "                    with a unit (30s, 2min); default 5\n"
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
@@ -415,6 +423,7 @@ static int parse_fault(struct sim_faults *f, const char *v)
 
 struct args {
     const char *server, *backend, *cluster, *work_dir, *buffer, *seed;
+    struct sn_httpc_options tls;
 };
 
 static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
@@ -450,6 +459,12 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             g->buffer = v;
         else if (strcmp(o, "--seed") == 0)
             g->seed = v;
+        else if (strcmp(o, "--cacert") == 0)
+            g->tls.ca_file = v;
+        else if (strcmp(o, "--cert") == 0)
+            g->tls.cert_file = v;
+        else if (strcmp(o, "--key") == 0)
+            g->tls.key_file = v;
         else if (strcmp(o, "--interval") == 0) {
             if (parse_seconds(o, v, 0.01, &a->interval_ms) != 0)
                 return 2;
@@ -476,7 +491,11 @@ static int configure(struct agent *a, struct args *g)
         usage(stderr);
         return 2;
     }
-    if (sn_httpc_parse_url(g->server, a->host, &a->port, &err) != SN_OK) {
+    if (!g->tls.cert_file != !g->tls.key_file) {
+        fprintf(stderr, "sn-agent: --cert and --key go together\n");
+        return 2;
+    }
+    if (sn_httpc_new(g->server, &g->tls, &a->http, &err) != SN_OK) {
         fprintf(stderr, "sn-agent: --server: %s\n", err.message);
         return 2;
     }
@@ -580,14 +599,15 @@ int main(int argc, char **argv)
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
         signal(SIGPIPE, SIG_IGN);
-        fprintf(stderr, "sn-agent: node %s, backend %s, server %s:%u, boot %s\n", a.node, g.backend,
-                a.host, a.port, a.boot);
+        fprintf(stderr, "sn-agent: node %s, backend %s, server %s, boot %s\n", a.node, g.backend,
+                sn_httpc_url(a.http), a.boot);
         run(&a);
         jobs_kill_all(&a.jobs);
         write_status(&a);
         rc = 0;
     }
     backend_close(&a.be);
+    sn_httpc_free(a.http);
     outbox_release(&a.out);
     sn_model_free(model);
     sn_spec_free(spec);

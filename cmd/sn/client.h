@@ -11,6 +11,9 @@
  * --token-file), SN_SERVER / SN_TOKEN, then the config file ($SN_CONFIG or
  * ~/.config/supernode/client.conf, lines "server = URL", "token = TEXT",
  * "token_file = PATH"). The default server is http://127.0.0.1:7070.
+ * The server may be HOST:PORT, [IPv6]:PORT or an http(s):// URL; TLS
+ * options come from --cacert / --cert / --key, SN_CACERT / SN_CERT /
+ * SN_KEY, then the config keys ca_file, cert_file, key_file.
  */
 #ifndef SN_CMD_CLIENT_H
 #define SN_CMD_CLIENT_H
@@ -20,6 +23,7 @@
 #include <stddef.h>
 
 #include <sn/error.h>
+#include <sn/httpc.h>
 
 enum {
     SN_EXIT_REFUSED = 1,
@@ -41,8 +45,7 @@ struct client_opt {
 
 struct client {
     const char *cmd; /* "sn jobs" */
-    char server_host[16];
-    unsigned short server_port;
+    struct sn_httpc *http; /* the server's client (client_common.c frees it at exit) */
     char token[1024];
     bool json; /* -o json */
     const char *args[CLIENT_MAX_ARGS];

@@ -16,6 +16,25 @@
 #include "commands.h"
 
 #define CONFIG_MAX_BYTES 65536
+#define PATH_MAX_BYTES 1024
+
+/* The common settings, from flags, environment and the config file. */
+struct common {
+    char server[256];
+    char token[1024];
+    char tls[3][PATH_MAX_BYTES]; /* ca_file, cert_file, key_file */
+};
+static const char *const tls_keys[3] = {"ca_file", "cert_file", "key_file"};
+static const char *const tls_env[3] = {"SN_CACERT", "SN_CERT", "SN_KEY"};
+
+/* The process's one server connection; freed at exit. */
+static struct sn_httpc *shared_http;
+
+static void free_shared_http(void)
+{
+    sn_httpc_free(shared_http);
+    shared_http = NULL;
+}
 
 static void usage(FILE *out, const char *usage_text, const struct client_opt *opts, size_t n)
 {
@@ -25,6 +44,10 @@ static void usage(FILE *out, const char *usage_text, const struct client_opt *op
     fprintf(out, "  --%-18s %s\n", "server URL", "snd's address (default http://127.0.0.1:7070)");
     fprintf(out, "  --%-18s %s\n", "token TEXT", "bearer token");
     fprintf(out, "  --%-18s %s\n", "token-file PATH", "read the token from a file");
+    fprintf(out, "  --%-18s %s\n", "cacert FILE",
+            "CA certificates (PEM) to verify an https server");
+    fprintf(out, "  --%-18s %s\n", "cert FILE", "client certificate (PEM) for mutual TLS");
+    fprintf(out, "  --%-18s %s\n", "key FILE", "key (PEM) of --cert");
     fprintf(out, "  -o %-18s %s\n", "json|table", "output format (default table)");
 }
 
@@ -51,11 +74,14 @@ static char *trim(char *s)
     return s;
 }
 
-/* Applies "server", "token" and "token_file" from the config file where
- * flags and environment left them unset. A missing default file is fine; a
- * missing $SN_CONFIG file is an error. */
-static int read_config(const char *cmd, char *server, size_t slen, char *token, size_t tlen)
+/* Applies "server", "token", "token_file", "ca_file", "cert_file" and
+ * "key_file" from the config file where flags and environment left them
+ * unset. A missing default file is fine; a missing $SN_CONFIG file is an
+ * error. */
+static int read_config(const char *cmd, struct common *cm)
 {
+    char *server = cm->server, *token = cm->token;
+    size_t slen = sizeof(cm->server), tlen = sizeof(cm->token);
     char path[1024];
     const char *env = getenv("SN_CONFIG"), *home = getenv("HOME");
     if (env)
@@ -86,7 +112,14 @@ static int read_config(const char *cmd, char *server, size_t slen, char *token, 
         }
         *eq = '\0';
         char *key = trim(l), *val = trim(eq + 1);
-        if (strcmp(key, "server") == 0 && !server[0])
+        int tls = -1;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(key, tls_keys[k]) == 0)
+                tls = k;
+        if (tls >= 0) {
+            if (!cm->tls[tls][0])
+                snprintf(cm->tls[tls], sizeof(cm->tls[tls]), "%s", val);
+        } else if (strcmp(key, "server") == 0 && !server[0])
             snprintf(server, slen, "%s", val);
         else if (strcmp(key, "token") == 0 && !token[0])
             snprintf(token, tlen, "%s", val);
@@ -95,7 +128,9 @@ static int read_config(const char *cmd, char *server, size_t slen, char *token, 
                     strerror(errno));
             rc = SN_EXIT_USAGE;
         } else if (strcmp(key, "server") && strcmp(key, "token") && strcmp(key, "token_file")) {
-            fprintf(stderr, "%s: %s:%d: unknown key '%s' (expected server, token, token_file)\n",
+            fprintf(stderr,
+                    "%s: %s:%d: unknown key '%s' (expected server, token, token_file, ca_file, "
+                    "cert_file, key_file)\n",
                     cmd, path, lineno, key);
             rc = SN_EXIT_USAGE;
         }
@@ -105,32 +140,50 @@ static int read_config(const char *cmd, char *server, size_t slen, char *token, 
 }
 
 static int set_common(struct client *c, const char *server, const char *token,
-                      const char *token_file)
+                      const char *token_file, const char *const tls_flag[3])
 {
-    char srv[256] = "", tok[sizeof(c->token)] = "";
+    static struct common cm;
+    memset(&cm, 0, sizeof(cm));
+    char *srv = cm.server, *tok = cm.token;
+    for (int k = 0; k < 3; k++) {
+        const char *v = tls_flag[k] ? tls_flag[k] : getenv(tls_env[k]);
+        if (v)
+            snprintf(cm.tls[k], sizeof(cm.tls[k]), "%s", v);
+    }
     if (server)
-        snprintf(srv, sizeof(srv), "%s", server);
+        snprintf(srv, sizeof(cm.server), "%s", server);
     else if (getenv("SN_SERVER"))
-        snprintf(srv, sizeof(srv), "%s", getenv("SN_SERVER"));
+        snprintf(srv, sizeof(cm.server), "%s", getenv("SN_SERVER"));
     if (token)
-        snprintf(tok, sizeof(tok), "%s", token);
-    else if (token_file && read_line(token_file, tok, sizeof(tok)) != 0) {
+        snprintf(tok, sizeof(cm.token), "%s", token);
+    else if (token_file && read_line(token_file, tok, sizeof(cm.token)) != 0) {
         fprintf(stderr, "%s: --token-file '%s': %s\n", c->cmd, token_file, strerror(errno));
         return SN_EXIT_USAGE;
     } else if (!token_file && getenv("SN_TOKEN"))
-        snprintf(tok, sizeof(tok), "%s", getenv("SN_TOKEN"));
-    int rc = read_config(c->cmd, srv, sizeof(srv), tok, sizeof(tok));
+        snprintf(tok, sizeof(cm.token), "%s", getenv("SN_TOKEN"));
+    int rc = read_config(c->cmd, &cm);
     if (rc)
         return rc;
     if (!srv[0])
-        snprintf(srv, sizeof(srv), "http://127.0.0.1:7070");
-    struct sn_error err = {0};
-    uint16_t port = 0;
-    if (sn_httpc_parse_url(srv, c->server_host, &port, &err) != SN_OK) {
-        fprintf(stderr, "%s: server: %s\n", c->cmd, err.message);
+        snprintf(srv, sizeof(cm.server), "http://127.0.0.1:7070");
+    if (!cm.tls[1][0] != !cm.tls[2][0]) {
+        fprintf(stderr, "%s: a client certificate and its key go together (--cert, --key)\n",
+                c->cmd);
         return SN_EXIT_USAGE;
     }
-    c->server_port = port;
+    struct sn_httpc_options o = {.ca_file = cm.tls[0][0] ? cm.tls[0] : NULL,
+                                 .cert_file = cm.tls[1][0] ? cm.tls[1] : NULL,
+                                 .key_file = cm.tls[2][0] ? cm.tls[2] : NULL};
+    struct sn_error err = {0};
+    free_shared_http();
+    if (sn_httpc_new(srv, &o, &shared_http, &err) != SN_OK) {
+        fprintf(stderr, "%s: %s\n", c->cmd, err.message);
+        return SN_EXIT_USAGE;
+    }
+    static bool registered;
+    if (!registered)
+        registered = atexit(free_shared_http) == 0;
+    c->http = shared_http;
     snprintf(c->token, sizeof(c->token), "%s", tok);
     return -1;
 }
@@ -140,7 +193,7 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
 {
     memset(c, 0, sizeof(*c));
     c->cmd = cmd;
-    const char *server = NULL, *token = NULL, *token_file = NULL;
+    const char *server = NULL, *token = NULL, *token_file = NULL, *tls[3] = {NULL, NULL, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -166,7 +219,8 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
         }
         bool common = strcmp(name, "server") == 0 || strcmp(name, "token") == 0 ||
                       strcmp(name, "token-file") == 0 || strcmp(a, "-o") == 0 ||
-                      strcmp(name, "output") == 0;
+                      strcmp(name, "output") == 0 || strcmp(name, "cacert") == 0 ||
+                      strcmp(name, "cert") == 0 || strcmp(name, "key") == 0;
         if (!o && !common) {
             fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, a, cmd);
             return SN_EXIT_USAGE;
@@ -184,6 +238,12 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
             token = v;
         else if (strcmp(name, "token-file") == 0)
             token_file = v;
+        else if (strcmp(name, "cacert") == 0)
+            tls[0] = v;
+        else if (strcmp(name, "cert") == 0)
+            tls[1] = v;
+        else if (strcmp(name, "key") == 0)
+            tls[2] = v;
         else if (strcmp(v, "json") == 0 || strcmp(v, "table") == 0)
             c->json = strcmp(v, "json") == 0;
         else {
@@ -196,7 +256,7 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
         usage(stderr, usage_text, opts, n_opts);
         return SN_EXIT_USAGE;
     }
-    return set_common(c, server, token, token_file);
+    return set_common(c, server, token, token_file, tls);
 }
 
 static int exit_for(int status)
@@ -226,8 +286,8 @@ int client_call(struct client *c, const char *method, const char *body, const ch
                                    .body_len = body ? strlen(body) : 0};
     struct sn_httpc_response resp;
     struct sn_error err = {0};
-    if (sn_httpc_do(c->server_host, c->server_port, &req, &resp, &err) != SN_OK) {
-        fprintf(stderr, "%s: %s:%u: %s\n", c->cmd, c->server_host, c->server_port, err.message);
+    if (sn_httpc_send(c->http, &req, &resp, &err) != SN_OK) {
+        fprintf(stderr, "%s: %s\n", c->cmd, err.message);
         return SN_EXIT_UNAVAILABLE;
     }
     json_t *j = json_loads(resp.body, 0, NULL);

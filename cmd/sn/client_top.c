@@ -118,9 +118,10 @@ static int frame_json(struct client *c, json_t **out)
     int rc = client_call(c, "GET", NULL, NULL, &cluster, "/v1/cluster");
     if (rc != SN_EXIT_OK)
         return rc;
-    struct sn_httpc_request req = {.method = "GET", .path = "/metrics"};
+    struct sn_httpc_request req = {
+        .method = "GET", .path = "/metrics", .token = c->token[0] ? c->token : NULL};
     struct sn_httpc_response resp;
-    if (sn_httpc_do(c->server_host, c->server_port, &req, &resp, NULL) != SN_OK) {
+    if (sn_httpc_send(c->http, &req, &resp, NULL) != SN_OK) {
         json_decref(cluster);
         fprintf(stderr, "sn top: /metrics cannot be read\n");
         return SN_EXIT_UNAVAILABLE;

@@ -10,19 +10,84 @@
  * route is matched (404/405), the bearer token is verified (401 for none,
  * malformed, forged, expired or revoked; 403 for a missing scope; both
  * audited) and the token's bucket is charged (429 with Retry-After).
+ *
+ * Listeners: the API listener (listen) and, when agent_listen is set, the
+ * agent listener, which serves only the agents' routes (scope
+ * telemetry_write) and the unauthenticated ones, so tenant traffic cannot
+ * take the agents' connection slots. Each may speak TLS (tls_cert,
+ * tls_key; MHD with GnuTLS); with tls_client_ca the agent listener (or the
+ * API listener when there is no agent listener) requires a client
+ * certificate signed by that CA. Plain HTTP is refused on a non-loopback
+ * address unless allow_plain_http is set.
+ *
+ * Connection defences, per listener: at most connection_limit connections
+ * (ours, in accept_policy) and connection_per_ip_limit per source address
+ * (MHD's); a connection that has not authenticated (no request of it
+ * passed a token check or a client-certificate check) must send complete
+ * headers within header_timeout_s of its accept or of its last answer,
+ * else it is shut down; such connections may hold at most
+ * unauth_connection_pct of the slots: past that, the oldest of them is
+ * shut down for the newcomer, so the rest stay for authenticated ones.
+ * MHD's connection_timeout_s still bounds an idle or slow connection.
  */
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
-static struct MHD_Daemon *mhd;
-static unsigned open_connections; /* MHD thread only */
+#define PEM_MAX_BYTES (1u << 20)
+
+/* One open connection of a listener (MHD thread only). */
+struct snd_conn {
+    struct MHD_Connection *conn;
+    struct snd_listener *l;
+    int64_t since_ms;             /* accepted, or its last request answered */
+    bool in_request;              /* headers of a request arrived; not answered yet */
+    bool authed;                  /* a request on it passed a token or certificate check */
+    bool shut;                    /* shut down by a defence; closing */
+    struct snd_conn *prev, *next; /* the listener's connections, oldest first */
+};
+
+struct snd_listener {
+    struct MHD_Daemon *mhd;
+    struct snd *d;
+    const char *name; /* "listen" or "agent_listen": its config key */
+    bool agent_only;  /* serves the agents' routes only */
+    bool mtls;        /* client certificates required */
+    unsigned open, unauth;
+    struct snd_conn *head, *tail;
+    char *pem[3]; /* cert, key, client CA: MHD keeps pointers into them */
+};
+
+enum { L_API, L_AGENT, L_COUNT };
+static struct snd_listener listeners[L_COUNT];
+static int64_t last_sweep_ms;
+
+static unsigned unauth_cap(const struct snd *d)
+{
+    int64_t cap = d->cfg.connection_limit * d->cfg.unauth_connection_pct / 100;
+    return cap < 1 ? 1u : (unsigned)cap;
+}
+
+static void shut(struct snd_conn *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!c->shut && ci)
+        shutdown(ci->connect_fd, SHUT_RDWR); /* MHD sees EOF and closes it */
+    c->shut = true;
+}
 
 /* The connection limit, enforced here: with libmicrohttpd 0.9.75 its own
  * MHD_OPTION_CONNECTION_LIMIT closed the limit-th connection (one early) in
@@ -31,20 +96,87 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
 {
     (void)addr;
     (void)len;
-    const struct snd *d = cls;
-    return open_connections < (unsigned)d->cfg.connection_limit ? MHD_YES : MHD_NO;
+    const struct snd_listener *l = cls;
+    return l->open < (unsigned)l->d->cfg.connection_limit ? MHD_YES : MHD_NO;
+}
+
+static void set_authed(struct snd_conn *c)
+{
+    if (c && !c->authed) {
+        c->authed = true;
+        c->l->unauth--;
+    }
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)cls;
-    (void)conn;
-    (void)socket_ctx;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
-        open_connections++;
-    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && open_connections > 0)
-        open_connections--;
+    struct snd_listener *l = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct snd_conn *c = calloc(1, sizeof(*c));
+        *socket_ctx = c;
+        l->open++;
+        if (!c)
+            return; /* counted; closed normally, never tracked */
+        if (l->unauth >= unauth_cap(l->d)) {
+            struct snd_conn *o = l->head;
+            while (o && (o->authed || o->shut || o->in_request))
+                o = o->next;
+            if (o) {
+                shut(o);
+                l->d->http_evicted++;
+            }
+        }
+        *c = (struct snd_conn){.conn = conn, .l = l, .since_ms = snd_now_ms(), .prev = l->tail};
+        if (l->tail)
+            l->tail->next = c;
+        else
+            l->head = c;
+        l->tail = c;
+        l->unauth++;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct snd_conn *c = *socket_ctx;
+        if (l->open > 0)
+            l->open--;
+        if (!c)
+            return;
+        if (!c->authed)
+            l->unauth--;
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            l->head = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        else
+            l->tail = c->prev;
+        free(c);
+        *socket_ctx = NULL;
+    }
+}
+
+static struct snd_conn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Shuts down connections that have not authenticated and sent no complete
+ * headers within header_timeout_s; runs at most four times a second. */
+static void sweep(struct snd *d)
+{
+    int64_t now = snd_now_ms();
+    if (now - last_sweep_ms < 250)
+        return;
+    last_sweep_ms = now;
+    int64_t limit_ms = d->cfg.header_timeout_s * 1000;
+    for (int i = 0; i < L_COUNT; i++)
+        for (struct snd_conn *c = listeners[i].head; c; c = c->next)
+            if (!c->authed && !c->in_request && !c->shut && now - c->since_ms >= limit_ms) {
+                shut(c);
+                d->http_header_timeouts++;
+            }
 }
 
 int64_t snd_now_s(void)
@@ -68,6 +200,19 @@ static void count_status(struct snd *d, int status)
         d->http_requests[cls]++;
 }
 
+/* On every answer of snd_reply_text (the dashboard's page and files, and
+ * the API's JSON): the page loads only its own files, is never framed, and
+ * no type is sniffed or referrer sent. The page sets styles through the
+ * CSSOM only, which style-src 'self' allows. */
+static const char *const security_headers[][2] = {
+    {"Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; "
+                                "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
+                                "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"X-Frame-Options", "DENY"},
+};
+
 enum MHD_Result snd_reply_text(struct snd *d, struct snd_req *r, int status, const char *type,
                                char *text)
 {
@@ -75,6 +220,8 @@ enum MHD_Result snd_reply_text(struct snd *d, struct snd_req *r, int status, con
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(resp, "Content-Type", type);
+    for (size_t i = 0; i < sizeof(security_headers) / sizeof(security_headers[0]); i++)
+        MHD_add_response_header(resp, security_headers[i][0], security_headers[i][1]);
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -197,7 +344,9 @@ enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const c
     r->reply_status = status;
     r->reply =
         json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", message, "field", field);
-    snprintf(r->audit_detail, sizeof(r->audit_detail), "%s", detail);
+    /* Cut to the field on purpose (a long token error, say). */
+    snprintf(r->audit_detail, sizeof(r->audit_detail), "%.*s", (int)sizeof(r->audit_detail) - 1,
+             detail);
     return snd_commit(d, r, NULL, 0, "", refusal_done);
 }
 
@@ -232,8 +381,7 @@ static bool match(const char *pattern, const char *path, struct snd_req *r)
 }
 
 /* Returns true when the request may go on; else *ret holds the answer. */
-static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_route *route,
-                         enum MHD_Result *ret)
+static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_Result *ret)
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
     if (!h || strncmp(h, "Bearer ", 7) != 0) {
@@ -254,10 +402,11 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
         return false;
     }
     snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind), r->tok.subject);
-    if (!sn_auth_allows(&r->tok, (enum sn_auth_scope)route->scope)) {
+    set_authed(conn_of(r->conn)); /* a valid token: no longer an anonymous connection */
+    if (!sn_auth_allows(&r->tok, (enum sn_auth_scope)scope)) {
         char msg[128];
         snprintf(msg, sizeof(msg), "this token lacks the scope '%s'",
-                 sn_auth_scope_name((enum sn_auth_scope)route->scope));
+                 sn_auth_scope_name((enum sn_auth_scope)scope));
         *ret = snd_refuse(d, r, 403, "forbidden", NULL, "missing scope", msg);
         return false;
     }
@@ -322,8 +471,31 @@ size_t snd_routes_duplicate(const struct snd_route *t, size_t n)
     return n;
 }
 
+/* With mTLS: whether the peer sent a certificate that tls_client_ca
+ * signed (GnuTLS verifies the chain, the dates and the key usage). */
+static bool peer_verified(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned status = 1;
+    if (!ci || !ci->tls_session)
+        return false;
+    return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) ==
+               GNUTLS_E_SUCCESS &&
+           status == 0;
+}
+
 static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
 {
+    struct snd_conn *c = conn_of(r->conn);
+    if (c && c->l->mtls && !c->authed) {
+        if (!peer_verified(r->conn))
+            return snd_error(d, r, 403, "client_certificate_required", NULL,
+                             "the %s listener requires a client certificate signed by "
+                             "tls_client_ca",
+                             c->l->name);
+        set_authed(c);
+    }
     if (r->too_large)
         return snd_error(d, r, 413, "body_too_large", NULL, "request body over %lld bytes",
                          (long long)d->cfg.body_max_bytes);
@@ -342,10 +514,18 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
         return path_known ? snd_error(d, r, 405, "method_not_allowed", NULL,
                                       "%s is not allowed on %s", r->method, path)
                           : snd_error(d, r, 404, "not_found", NULL, "no route %s", path);
+    if (c && c->l->agent_only && route->scope >= 0 && route->scope != SN_SCOPE_TELEMETRY_WRITE)
+        return snd_error(d, r, 404, "not_found", NULL,
+                         "%s is not served on the agent listener (agent_listen); use the API "
+                         "listener (listen)",
+                         path);
+    int scope = route->scope;
+    if (route->handler == snd_metrics && d->cfg.metrics_require_token)
+        scope = SN_SCOPE_CLUSTER_READ;
     enum MHD_Result ret = MHD_NO;
     if (strcmp(r->method, "GET") != 0 && !store_has_room(d))
         return busy(d, r);
-    if (route->scope >= 0 && !authenticate(d, r, route, &ret))
+    if (scope >= 0 && !authenticate(d, r, scope, &ret))
         return ret;
     return route->handler(d, r);
 }
@@ -367,6 +547,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(r->actor, sizeof(r->actor), "anonymous");
         r->phase = SND_PHASE_BODY;
         *con_cls = r;
+        struct snd_conn *c = conn_of(conn);
+        if (c)
+            c->in_request = true;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > (unsigned long long)d->cfg.body_max_bytes) {
             /* Answer before the body is read; MHD then closes. */
@@ -420,8 +603,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode code)
 {
     (void)cls;
-    (void)conn;
     (void)code;
+    struct snd_conn *c = conn_of(conn);
+    if (c) {
+        c->in_request = false;
+        c->since_ms = snd_now_ms(); /* the next request's headers are due from now */
+    }
     struct snd_req *r = *con_cls;
     if (!r)
         return;
@@ -431,46 +618,222 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
+/* Reads a PEM file (under PEM_MAX_BYTES) for MHD, which wants it in
+ * memory; the caller frees *out. */
+static enum sn_err read_pem(const char *key, const char *path, char **out, struct sn_error *err)
 {
-    char host[64];
-    const char *colon = strrchr(d->cfg.listen, ':');
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    long p = colon ? strtol(colon + 1, NULL, 10) : -1;
-    if (!colon || (size_t)(colon - d->cfg.listen) >= sizeof(host) || p < 0 || p > 65535)
-        return sn_error_set(err, SN_ERR_INVALID, "listen '%s': expected ADDRESS:PORT",
-                            d->cfg.listen);
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - d->cfg.listen), d->cfg.listen);
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return sn_error_set(err, SN_ERR_INVALID, "listen '%s': '%s' is not an IPv4 address",
-                            d->cfg.listen, host);
-    sa.sin_port = htons((uint16_t)p);
-    /* No internal thread: the state thread runs MHD (snd_http_run), so
-     * handlers, completions and scheduler timers share one thread. */
-    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    mhd = MHD_start_daemon(flags, 0, accept_policy, d, on_request, d, MHD_OPTION_NOTIFY_CONNECTION,
-                           on_connection, d, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->cfg.connection_limit + 8,
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout_s,
-                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-                           MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
-                           MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
-    if (!mhd)
-        return sn_error_set(err, SN_ERR_IO, "cannot listen on %s", d->cfg.listen);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
-    *port = info ? info->port : (uint16_t)p;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': %s", key, path, strerror(errno));
+    char *buf = malloc(PEM_MAX_BYTES + 1);
+    size_t n = buf ? fread(buf, 1, PEM_MAX_BYTES + 1, f) : 0;
+    fclose(f);
+    if (!buf || n == 0 || n > PEM_MAX_BYTES || !strstr(buf, "-----BEGIN ")) {
+        free(buf);
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected a PEM file under %u bytes", key,
+                            path, PEM_MAX_BYTES);
+    }
+    buf[n] = '\0';
+    *out = buf;
     return SN_OK;
 }
 
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        struct sockaddr_in a;
+        memcpy(&a, ss, sizeof(a));
+        return (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family != AF_INET6)
+        return false;
+    struct sockaddr_in6 a;
+    memcpy(&a, ss, sizeof(a));
+    return IN6_IS_ADDR_LOOPBACK(&a.sin6_addr) ||
+           (IN6_IS_ADDR_V4MAPPED(&a.sin6_addr) && a.sin6_addr.s6_addr[12] == 127);
+}
+
+/* Resolves "HOST:PORT" or "[V6]:PORT" (HOST a name or a literal) to the
+ * first address getaddrinfo gives. */
+static enum sn_err resolve(const char *key, const char *addr, struct sockaddr_storage *ss,
+                           struct sn_error *err)
+{
+    const char *h = addr, *colon = NULL;
+    size_t hl = 0;
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        h = addr + 1;
+        hl = close ? (size_t)(close - h) : 0;
+        colon = close && close[1] == ':' ? close + 1 : NULL;
+    } else {
+        colon = strrchr(addr, ':');
+        hl = colon ? (size_t)(colon - addr) : 0;
+        if (colon && memchr(addr, ':', hl))
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "%s '%s': write an IPv6 address as [ADDRESS]:PORT", key, addr);
+    }
+    char host[256], *end = NULL;
+    long p = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || hl == 0 || hl >= sizeof(host))
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected HOST:PORT or [IPv6]:PORT", key,
+                            addr);
+    if (end == colon + 1 || *end || p < 0 || p > 65535)
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': port must be 0 to 65535", key, addr);
+    snprintf(host, sizeof(host), "%.*s", (int)hl, h);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    char port[8];
+    snprintf(port, sizeof(port), "%ld", p);
+    int g = getaddrinfo(host, port, &hints, &res);
+    if (g != 0 || !res)
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': cannot resolve '%s': %s", key, addr,
+                            host, gai_strerror(g));
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return SN_OK;
+}
+
+/* Resolves addr and applies the plain-HTTP and TLS-key rules. */
+static enum sn_err check_listener(const struct snd *d, const char *key, const char *addr, bool mtls,
+                                  struct sockaddr_storage *ss, struct sn_error *err)
+{
+    enum sn_err rc = resolve(key, addr, ss, err);
+    if (rc != SN_OK)
+        return rc;
+    bool tls = d->cfg.tls_cert[0] != '\0';
+    if (!tls && !is_loopback(ss) && !d->cfg.allow_plain_http)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "%s '%s': refusing plain HTTP on a non-loopback address (tokens "
+                            "would cross the network in clear); set tls_cert and tls_key, or "
+                            "allow_plain_http = true",
+                            key, addr);
+    if (tls != (d->cfg.tls_key[0] != '\0'))
+        return sn_error_set(err, SN_ERR_INVALID, "tls_cert and tls_key go together");
+    if (mtls && !tls)
+        return sn_error_set(err, SN_ERR_INVALID, "tls_client_ca needs tls_cert and tls_key");
+    return SN_OK;
+}
+
+int snd_http_check(const struct snd *d, struct sn_error *err)
+{
+    struct sockaddr_storage ss;
+    bool agent = d->cfg.agent_listen[0] != '\0';
+    bool mtls = d->cfg.tls_client_ca[0] != '\0';
+    enum sn_err rc = check_listener(d, "listen", d->cfg.listen, mtls && !agent, &ss, err);
+    if (rc == SN_OK && agent)
+        rc = check_listener(d, "agent_listen", d->cfg.agent_listen, mtls, &ss, err);
+    return rc;
+}
+
+static enum sn_err start_listener(struct snd *d, struct snd_listener *l, const char *key,
+                                  const char *addr, bool mtls, struct sn_error *err)
+{
+    struct sockaddr_storage ss;
+    enum sn_err rc = check_listener(d, key, addr, mtls, &ss, err);
+    if (rc != SN_OK)
+        return rc;
+    bool tls = d->cfg.tls_cert[0] != '\0';
+    *l = (struct snd_listener){.d = d, .name = key, .mtls = mtls};
+    if (tls && (rc = read_pem("tls_cert", d->cfg.tls_cert, &l->pem[0], err)) == SN_OK)
+        rc = read_pem("tls_key", d->cfg.tls_key, &l->pem[1], err);
+    if (rc == SN_OK && mtls)
+        rc = read_pem("tls_client_ca", d->cfg.tls_client_ca, &l->pem[2], err);
+    if (rc != SN_OK)
+        return rc;
+    /* No internal thread: the state thread runs MHD (snd_http_run), so
+     * handlers, completions and scheduler timers share one thread. */
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem tls_opts[] = {
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, l->pem[0]},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, l->pem[1]},
+        {mtls ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, l->pem[2]},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    l->mhd = MHD_start_daemon(
+        flags, 0, accept_policy, l, on_request, d, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)d->cfg.connection_limit + 8, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)d->cfg.connection_per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)d->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    if (!l->mhd)
+        return sn_error_set(err, SN_ERR_IO, "cannot listen on %s '%s'%s", key, addr,
+                            tls ? " (or the TLS certificate and key were refused)" : "");
+    return SN_OK;
+}
+
+static uint16_t bound_port(const struct snd_listener *l)
+{
+    const union MHD_DaemonInfo *info =
+        l->mhd ? MHD_get_daemon_info(l->mhd, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+    return info ? info->port : 0;
+}
+
+int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
+{
+    bool agent = d->cfg.agent_listen[0] != '\0';
+    bool mtls = d->cfg.tls_client_ca[0] != '\0';
+    enum sn_err rc =
+        start_listener(d, &listeners[L_API], "listen", d->cfg.listen, mtls && !agent, err);
+    if (rc == SN_OK && agent) {
+        rc = start_listener(d, &listeners[L_AGENT], "agent_listen", d->cfg.agent_listen, mtls, err);
+        listeners[L_AGENT].agent_only = true;
+    }
+    if (rc != SN_OK)
+        return rc;
+    *port = bound_port(&listeners[L_API]);
+    return SN_OK;
+}
+
+uint16_t snd_http_agent_port(void)
+{
+    return bound_port(&listeners[L_AGENT]);
+}
+
+/* Waits up to wait_ms for any listener's epoll set, then runs each. */
 void snd_http_run(int64_t wait_ms)
 {
-    if (mhd)
-        MHD_run_wait(mhd, (int32_t)(wait_ms > 1000 ? 1000 : wait_ms));
+    struct pollfd pfd[L_COUNT];
+    int n = 0;
+    for (int i = 0; i < L_COUNT; i++) {
+        const union MHD_DaemonInfo *info =
+            listeners[i].mhd ? MHD_get_daemon_info(listeners[i].mhd, MHD_DAEMON_INFO_EPOLL_FD)
+                             : NULL;
+        if (info)
+            pfd[n++] = (struct pollfd){.fd = info->epoll_fd, .events = POLLIN};
+    }
+    if (n == 0)
+        return;
+    MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
+    int timeout = (int)(wait_ms > 1000 ? 1000 : wait_ms < 0 ? 0 : wait_ms);
+    for (int i = 0; i < L_COUNT; i++)
+        if (listeners[i].mhd && MHD_get_timeout(listeners[i].mhd, &mhd_ms) == MHD_YES &&
+            mhd_ms < (MHD_UNSIGNED_LONG_LONG)timeout)
+            timeout = (int)mhd_ms;
+    if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+        return;
+    for (int i = 0; i < L_COUNT; i++)
+        if (listeners[i].mhd)
+            MHD_run(listeners[i].mhd);
+    if (listeners[L_API].d)
+        sweep(listeners[L_API].d);
 }
 
 void snd_http_stop(void)
 {
-    if (mhd)
-        MHD_stop_daemon(mhd);
-    mhd = NULL;
+    for (int i = 0; i < L_COUNT; i++) {
+        if (listeners[i].mhd)
+            MHD_stop_daemon(listeners[i].mhd);
+        for (int k = 0; k < 3; k++)
+            free(listeners[i].pem[k]);
+        listeners[i] = (struct snd_listener){0};
+    }
 }

@@ -33,7 +33,8 @@
 #define C(f) offsetof(struct snd_config, f)
 static const struct sn_conf_key config_keys[] = {
     {"listen", SN_CONF_STRING, "127.0.0.1:7070", 3, 63, C(listen),
-     "IPv4 address and port to serve the API on (port 0: any free port)"},
+     "HOST:PORT or [IPv6]:PORT to serve the API on (a name, or an address; port 0: any free "
+     "port)"},
     {"body_max_bytes", SN_CONF_INT, "1048576", 1024, 64 << 20, C(body_max_bytes),
      "largest request body accepted; larger gets 413"},
     {"connection_limit", SN_CONF_INT, "1024", 1, 65536, C(connection_limit),
@@ -82,6 +83,27 @@ static const struct sn_conf_key config_keys[] = {
     {"health_stale_s", SN_CONF_INT, "900", 1, 31622400, C(health_stale_s),
      "telemetry older than this is stale evidence; a GPU whose agent keeps reporting its "
      "peers but not it for this long is gpu-missing and marked down"},
+    {"agent_listen", SN_CONF_STRING, "", 0, 63, C(agent_listen),
+     "HOST:PORT of a second listener for the agents' routes only, with its own connection "
+     "slots (empty: agents use listen)"},
+    {"tls_cert", SN_CONF_STRING, "", 0, 255, C(tls_cert),
+     "PEM certificate (chain) file: every listener speaks HTTPS (empty: plain HTTP)"},
+    {"tls_key", SN_CONF_STRING, "", 0, 255, C(tls_key), "PEM private key file of tls_cert"},
+    {"tls_client_ca", SN_CONF_STRING, "", 0, 255, C(tls_client_ca),
+     "PEM CA file: the agent listener (or listen, without agent_listen) requires client "
+     "certificates it signed (mutual TLS)"},
+    {"allow_plain_http", SN_CONF_BOOL, "false", 0, 1, C(allow_plain_http),
+     "allow plain HTTP on a non-loopback address (refused at start otherwise)"},
+    {"connection_per_ip_limit", SN_CONF_INT, "256", 0, 65536, C(connection_per_ip_limit),
+     "most concurrent connections from one source address per listener (0: no limit)"},
+    {"header_timeout_s", SN_CONF_INT, "10", 1, 3600, C(header_timeout_s),
+     "a connection not yet authenticated must send complete headers this soon after its "
+     "accept or its last answer, else it is closed"},
+    {"unauth_connection_pct", SN_CONF_INT, "75", 1, 100, C(unauth_connection_pct),
+     "unauthenticated connections may hold this share of connection_limit; past it the oldest "
+     "is closed for the newcomer"},
+    {"metrics_require_token", SN_CONF_BOOL, "false", 0, 1, C(metrics_require_token),
+     "/metrics needs a bearer token with cluster_read (off: Prometheus scrapes without one)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -418,17 +440,24 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     uint16_t port = 0;
     rc = 0;
-    if (!d.rate || open_state(&d, a.state, &err) != SN_OK ||
+    if (!d.rate || snd_http_check(&d, &err) != SN_OK || open_state(&d, a.state, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
         rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3
                                                                                               : 2;
     } else {
-        fprintf(stderr, "snd: serving %s (%u GPUs) on %s (port %u), state in %s\n", spec->name,
-                model->n_gpus, d.cfg.listen, port, a.state);
+        uint16_t agent_port = snd_http_agent_port();
+        fprintf(stderr, "snd: serving %s (%u GPUs) on %s%s (port %u), state in %s\n", spec->name,
+                model->n_gpus, d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.listen, port,
+                a.state);
+        if (agent_port)
+            fprintf(stderr, "snd: agents on %s%s (port %u)\n",
+                    d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.agent_listen, agent_port);
         if (a.ready_fd >= 0) {
+            /* "PORT\n", or "PORT AGENT_PORT\n" with an agent listener. */
             char line[16];
-            int n = snprintf(line, sizeof(line), "%u\n", port);
+            int n = agent_port ? snprintf(line, sizeof(line), "%u %u\n", port, agent_port)
+                               : snprintf(line, sizeof(line), "%u\n", port);
             ssize_t w = write(a.ready_fd, line, (size_t)n);
             (void)w;
             close(a.ready_fd);

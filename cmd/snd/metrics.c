@@ -119,6 +119,13 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "sn_auth_failures_total %llu\n", (unsigned long long)d->auth_failures);
     family(&o, "sn_rate_limited_total", "counter", "Requests refused with 429.");
     put(&o, "sn_rate_limited_total %llu\n", (unsigned long long)d->rate_limited);
+    family(&o, "sn_http_connections_shut_total", "counter",
+           "Connections snd shut down: no complete headers within header_timeout_s, or "
+           "unauthenticated and evicted for a newcomer.");
+    put(&o, "sn_http_connections_shut_total{reason=\"header_timeout\"} %llu\n",
+        (unsigned long long)d->http_header_timeouts);
+    put(&o, "sn_http_connections_shut_total{reason=\"evicted\"} %llu\n",
+        (unsigned long long)d->http_evicted);
     struct sn_store_stats st;
     sn_store_stats(d->store, &st);
     family(&o, "sn_store_commits_total", "counter", "Store transactions committed.");

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include <sn/auth.h>
+#include <sn/conf.h>
 #include <sn/model.h>
 #include <sn/spec.h>
 #include <sn/store.h>
@@ -52,6 +53,15 @@ struct snd_config {
     int64_t gpu_history_samples;
     int64_t gpu_history_step_s;
     int64_t health_stale_s;
+    /* Listeners and TLS (http.c). */
+    char agent_listen[64]; /* "" : agents use the API listener */
+    char tls_cert[SN_CONF_STRING_MAX], tls_key[SN_CONF_STRING_MAX];
+    char tls_client_ca[SN_CONF_STRING_MAX];
+    bool allow_plain_http;
+    int64_t connection_per_ip_limit;
+    int64_t header_timeout_s;
+    int64_t unauth_connection_pct;
+    bool metrics_require_token;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -174,6 +184,8 @@ struct snd {
     uint64_t http_requests[6]; /* by status class 1xx..5xx, index 1..5 */
     uint64_t auth_failures;
     uint64_t rate_limited;
+    uint64_t http_header_timeouts; /* connections shut: no headers in header_timeout_s */
+    uint64_t http_evicted;         /* unauthenticated connections shut for a newcomer */
     atomic_bool fatal;
 };
 
@@ -213,7 +225,12 @@ int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_
                       int64_t burst);
 
 /* http.c */
+/* Checks the listeners' addresses and TLS keys without binding (before the
+ * state is opened, so a bad listener config touches nothing). */
+int snd_http_check(const struct snd *d, struct sn_error *err);
 int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err);
+/* The agent listener's bound port, 0 when there is none. */
+uint16_t snd_http_agent_port(void);
 void snd_http_stop(void);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */

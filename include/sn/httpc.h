@@ -1,12 +1,19 @@
 /*
- * sn/httpc.h: a small HTTP/1.1 client for Supernode's own API.
+ * sn/httpc.h: the HTTP client of sn, sn-agent and sn demo, on libcurl.
  *
- * One request per connection ("Connection: close"), bodies framed by
- * Content-Length, an IPv4 literal host (the API is served on loopback or a
- * management address, never through a proxy), hard caps on header and body
- * sizes, and a timeout on every wait (connect, each send, each receive), so
- * a stalled server cannot hang the caller. No TLS, no redirects, no chunked
- * request bodies; a chunked response is refused with a clear error.
+ * A client (struct sn_httpc) is one server and one libcurl easy handle, so
+ * consecutive requests reuse the kept-alive connection (and the TLS
+ * session). The server is given as "host:port", "[v6]:port", or a full
+ * "http://" or "https://" URL (host names, IPv4 and IPv6 literals; a
+ * trailing '/' allowed, no path). https verifies the server's certificate
+ * and host name against ca_file (or the system store when NULL); a client
+ * certificate and key give mutual TLS. Proxies follow libcurl's
+ * environment defaults (http_proxy, https_proxy, no_proxy). Every request
+ * has a connect timeout and a total timeout, and the response body is
+ * capped, so a stalled or hostile server cannot hang or exhaust the caller.
+ * No redirects are followed.
+ *
+ * Not thread-safe per client: one thread uses a client at a time.
  */
 #ifndef SN_HTTPC_H
 #define SN_HTTPC_H
@@ -18,6 +25,7 @@
 
 #define SN_HTTPC_HEADER_MAX_BYTES (16u << 10)
 #define SN_HTTPC_BODY_MAX_BYTES (64u << 20)
+#define SN_HTTPC_URL_MAX 512
 
 struct sn_httpc_request {
     const char *method; /* "GET", "POST", ... */
@@ -27,7 +35,7 @@ struct sn_httpc_request {
     const char *body;   /* or NULL */
     size_t body_len;
     const char *content_type; /* default "application/json" when a body is sent */
-    int timeout_ms;           /* per wait; 0 means 10,000 */
+    int timeout_ms;           /* the whole request, connect included; 0 means 10,000 */
 };
 
 /* body is NUL-terminated and owned: release with sn_httpc_response_release. */
@@ -38,14 +46,49 @@ struct sn_httpc_response {
     char retry_after[16]; /* the Retry-After header, or "" */
 };
 
-/* Parses "http://A.B.C.D:PORT" (a trailing '/' allowed) into host and port. */
-SN_MUST_CHECK enum sn_err sn_httpc_parse_url(const char *url, char host[16], uint16_t *port,
+/* TLS and timeouts of a client; every field may be 0/NULL. The strings
+ * are copied by sn_httpc_new. */
+struct sn_httpc_options {
+    const char *ca_file;    /* PEM CA certificates that sign the server's; NULL: system store */
+    const char *cert_file;  /* PEM client certificate (mutual TLS), or NULL */
+    const char *key_file;   /* PEM key of cert_file (default: cert_file itself) */
+    int connect_timeout_ms; /* 0 means 5,000 (never more than a request's timeout) */
+};
+
+struct sn_httpc;
+
+/* Normalises server ("host:port", "[v6]:port", "http://..." or
+ * "https://...") into a base URL without a trailing '/' in out (at most
+ * SN_HTTPC_URL_MAX bytes with the NUL). Fails with SN_ERR_INVALID naming
+ * the server and what was expected (a port is required without a scheme;
+ * only http and https; no path, query or credentials). */
+SN_MUST_CHECK enum sn_err sn_httpc_normalize(const char *server, char out[SN_HTTPC_URL_MAX],
                                              struct sn_error *err);
 
-/* Sends req to host:port and reads the response into *resp. Fails with
- * SN_ERR_IO (cannot connect, reset, timeout: the message says which),
- * SN_ERR_SYNTAX (not an HTTP/1.x response) or SN_ERR_LIMIT (over a cap).
- * On failure *resp holds nothing to release. */
+/* Creates a client of server (as sn_httpc_normalize) with options o (NULL
+ * for none). Fails with SN_ERR_INVALID for a bad server or an unreadable
+ * CA/certificate/key file, SN_ERR_NOMEM. The caller frees *out with
+ * sn_httpc_free. */
+SN_MUST_CHECK enum sn_err sn_httpc_new(const char *server, const struct sn_httpc_options *o,
+                                       struct sn_httpc **out, struct sn_error *err);
+
+/* The normalised base URL ("https://snd.example:7070"). */
+const char *sn_httpc_url(const struct sn_httpc *c);
+
+/* Sends req and reads the response into *resp. Fails with SN_ERR_IO
+ * (cannot resolve or connect, reset, timeout, TLS handshake or certificate
+ * verification: the message names the server and says which), SN_ERR_SYNTAX
+ * (not an HTTP response) or SN_ERR_LIMIT (over a cap). On failure *resp
+ * holds nothing to release. */
+SN_MUST_CHECK enum sn_err sn_httpc_send(struct sn_httpc *c, const struct sn_httpc_request *req,
+                                        struct sn_httpc_response *resp, struct sn_error *err);
+
+/* Closes the connection and frees c. NULL is allowed. */
+void sn_httpc_free(struct sn_httpc *c);
+
+/* One request to plain http://host:port on a fresh client (host a name
+ * or an IPv4/IPv6 literal), closed afterwards: for tests and one-offs.
+ * Errors as sn_httpc_send. */
 SN_MUST_CHECK enum sn_err sn_httpc_do(const char *host, uint16_t port,
                                       const struct sn_httpc_request *req,
                                       struct sn_httpc_response *resp, struct sn_error *err);

@@ -1,218 +1,352 @@
 /*
- * A small HTTP/1.1 client (sn/httpc.h). The request is written in one
- * buffer; the response is read until the peer closes or Content-Length
- * bytes of body have arrived, whichever is first, never past the caps.
+ * The HTTP client (sn/httpc.h) on libcurl. A client owns one easy handle;
+ * each request resets its options (the connection cache and TLS session
+ * survive curl_easy_reset) and sets them again, so no option of one request
+ * leaks into the next. The body is collected under SN_HTTPC_BODY_MAX_BYTES
+ * and the headers under SN_HTTPC_HEADER_MAX_BYTES; past either, the write
+ * callback stops the transfer and the error says which cap. libcurl's
+ * global state is initialised once (pthread_once) before the first handle.
  */
 #include <sn/httpc.h>
 
-#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-enum sn_err sn_httpc_parse_url(const char *url, char host[16], uint16_t *port, struct sn_error *err)
-{
-    const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
-    const char *colon = p ? strchr(p, ':') : NULL;
-    if (!colon || colon - p >= 16 || colon == p)
-        return sn_error_set(err, SN_ERR_INVALID, "server '%s': expected http://ADDRESS:PORT", url);
-    memcpy(host, p, (size_t)(colon - p));
-    host[colon - p] = '\0';
-    struct in_addr addr;
-    if (inet_pton(AF_INET, host, &addr) != 1)
-        return sn_error_set(err, SN_ERR_INVALID, "server '%s': '%s' is not an IPv4 address", url,
-                            host);
-    char *end = NULL;
-    long v = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || (*end != '\0' && strcmp(end, "/") != 0) || v < 1 || v > 65535)
-        return sn_error_set(err, SN_ERR_INVALID, "server '%s': port must be 1 to 65535", url);
-    *port = (uint16_t)v;
-    return SN_OK;
-}
-
-static enum sn_err wait_fd(int fd, short events, int timeout_ms, const char *what,
-                           struct sn_error *err)
-{
-    struct pollfd pfd = {.fd = fd, .events = events};
-    int r;
-    do
-        r = poll(&pfd, 1, timeout_ms);
-    while (r < 0 && errno == EINTR);
-    if (r == 0)
-        return sn_error_set(err, SN_ERR_IO, "timed out after %d ms %s", timeout_ms, what);
-    if (r < 0)
-        return sn_error_set(err, SN_ERR_IO, "poll: %s", strerror(errno));
-    return SN_OK;
-}
-
-static enum sn_err connect_to(const char *host, uint16_t port, int timeout_ms, int *out,
-                              struct sn_error *err)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return sn_error_set(err, SN_ERR_INVALID, "'%s' is not an IPv4 address", host);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return sn_error_set(err, SN_ERR_IO, "socket: %s", strerror(errno));
-    enum sn_err rc = SN_OK;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        if (errno != EINPROGRESS) {
-            rc = sn_error_set(err, SN_ERR_IO, "cannot connect to %s:%u: %s", host, port,
-                              strerror(errno));
-        } else if ((rc = wait_fd(fd, POLLOUT, timeout_ms, "connecting", err)) == SN_OK) {
-            int so = 0;
-            socklen_t sl = sizeof(so);
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl);
-            if (so != 0)
-                rc = sn_error_set(err, SN_ERR_IO, "cannot connect to %s:%u: %s", host, port,
-                                  strerror(so));
-        }
-    }
-    if (rc != SN_OK) {
-        close(fd);
-        return rc;
-    }
-    *out = fd;
-    return SN_OK;
-}
-
-static enum sn_err send_all(int fd, const char *buf, size_t len, int timeout_ms,
-                            struct sn_error *err)
-{
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
-        if (w > 0) {
-            off += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return sn_error_set(err, SN_ERR_IO, "send: %s", strerror(errno));
-        enum sn_err rc = wait_fd(fd, POLLOUT, timeout_ms, "sending", err);
-        if (rc != SN_OK)
-            return rc;
-    }
-    return SN_OK;
-}
-
-/* Finds header name in the head (NUL-terminated, lines end in CRLF). */
-static const char *find_header(const char *head, const char *name)
-{
-    size_t nl = strlen(name);
-    for (const char *p = strstr(head, "\r\n"); p && p[2]; p = strstr(p + 2, "\r\n")) {
-        const char *line = p + 2;
-        if (strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
-            const char *v = line + nl + 1;
-            while (*v == ' ' || *v == '\t')
-                v++;
-            return v;
-        }
-    }
-    return NULL;
-}
-
-struct rbuf {
-    char *data;
-    size_t len, cap;
+struct sn_httpc {
+    CURL *easy;
+    char url[SN_HTTPC_URL_MAX];
+    char *ca_file, *cert_file, *key_file;
+    int connect_timeout_ms;
 };
 
-static enum sn_err grow(struct rbuf *b, size_t need, struct sn_error *err)
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init(void)
 {
-    if (need <= b->cap)
-        return SN_OK;
-    if (need > SN_HTTPC_HEADER_MAX_BYTES + SN_HTTPC_BODY_MAX_BYTES + 1)
-        return sn_error_set(err, SN_ERR_LIMIT, "response larger than %u bytes",
-                            SN_HTTPC_HEADER_MAX_BYTES + SN_HTTPC_BODY_MAX_BYTES);
-    size_t cap = b->cap ? b->cap : 8192;
-    while (cap < need)
-        cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* The value of URL part what, or "" when absent; false on other errors. */
+static bool url_part(CURLU *u, CURLUPart what, char *out, size_t len)
+{
+    char *v = NULL;
+    CURLUcode rc = curl_url_get(u, what, &v, 0);
+    out[0] = '\0';
+    if (rc == CURLUE_OK) {
+        bool fits = strlen(v) < len;
+        if (fits)
+            snprintf(out, len, "%s", v);
+        curl_free(v);
+        return fits;
+    }
+    return rc == CURLUE_NO_PORT || rc == CURLUE_NO_QUERY || rc == CURLUE_NO_USER ||
+           rc == CURLUE_NO_PASSWORD || rc == CURLUE_NO_FRAGMENT || rc == CURLUE_NO_OPTIONS;
+}
+
+enum sn_err sn_httpc_normalize(const char *server, char out[SN_HTTPC_URL_MAX], struct sn_error *err)
+{
+    static const char want[] = "expected HOST:PORT, [IPv6]:PORT, http://HOST[:PORT] or "
+                               "https://HOST[:PORT]";
+    bool has_scheme = strstr(server, "://") != NULL;
+    if (has_scheme && strncasecmp(server, "http://", 7) != 0 &&
+        strncasecmp(server, "https://", 8) != 0)
+        return sn_error_set(err, SN_ERR_INVALID, "server '%s': only http:// and https:// (%s)",
+                            server, want);
+    char full[SN_HTTPC_URL_MAX + 8];
+    int n = snprintf(full, sizeof(full), "%s%s", has_scheme ? "" : "http://", server);
+    if (n < 0 || (size_t)n >= SN_HTTPC_URL_MAX || !server[0])
+        return sn_error_set(err, SN_ERR_INVALID, "server '%.64s': %s", server,
+                            server[0] ? "too long" : want);
+    CURLU *u = curl_url();
+    if (!u)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
-    b->data = p;
-    b->cap = cap;
-    return SN_OK;
-}
-
-/* Parses the head once it is complete; sets *want to the total length. */
-static enum sn_err parse_head(struct rbuf *b, size_t head_len, struct sn_httpc_response *resp,
-                              size_t *want, struct sn_error *err)
-{
-    b->data[head_len - 2] = '\0'; /* cut at the blank line, keep one CRLF */
-    int minor = 0, status = 0;
-    if (sscanf(b->data, "HTTP/1.%d %3d", &minor, &status) != 2 || status < 100 || status > 599)
-        return sn_error_set(err, SN_ERR_SYNTAX, "not an HTTP/1.x response");
-    resp->status = status;
-    const char *te = find_header(b->data, "Transfer-Encoding");
-    if (te && strncasecmp(te, "identity", 8) != 0)
-        return sn_error_set(err, SN_ERR_SYNTAX, "chunked responses are not supported");
-    const char *ra = find_header(b->data, "Retry-After");
-    if (ra)
-        snprintf(resp->retry_after, sizeof(resp->retry_after), "%.*s", (int)strcspn(ra, "\r"), ra);
-    const char *cl = find_header(b->data, "Content-Length");
-    *want = SIZE_MAX;
-    if (cl) {
-        char *end = NULL;
-        unsigned long long v = strtoull(cl, &end, 10);
-        if (end == cl || v > SN_HTTPC_BODY_MAX_BYTES)
-            return sn_error_set(err, SN_ERR_LIMIT, "response body of %.*s bytes is over the cap",
-                                (int)strcspn(cl, "\r"), cl);
-        *want = head_len + (size_t)v;
-    }
-    return SN_OK;
-}
-
-static enum sn_err read_response(int fd, int timeout_ms, struct sn_httpc_response *resp,
-                                 struct sn_error *err)
-{
-    struct rbuf b = {0};
-    size_t head_len = 0, want = SIZE_MAX;
+    char scheme[8], host[300], port[8], path[SN_HTTPC_URL_MAX], query[8], user[8];
     enum sn_err rc = SN_OK;
-    while (rc == SN_OK && b.len < want) {
-        if ((rc = grow(&b, b.len + 4097, err)) != SN_OK)
-            break;
-        ssize_t r = recv(fd, b.data + b.len, b.cap - b.len - 1, 0);
-        if (r == 0)
-            break;
-        if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                rc = wait_fd(fd, POLLIN, timeout_ms, "waiting for the response", err);
-            else
-                rc = sn_error_set(err, SN_ERR_IO, "recv: %s", strerror(errno));
-            continue;
-        }
-        b.len += (size_t)r;
-        b.data[b.len] = '\0';
-        if (head_len == 0) {
-            char *end = strstr(b.data, "\r\n\r\n");
-            if (end) {
-                head_len = (size_t)(end - b.data) + 4;
-                rc = parse_head(&b, head_len, resp, &want, err);
-            } else if (b.len > SN_HTTPC_HEADER_MAX_BYTES) {
-                rc = sn_error_set(err, SN_ERR_LIMIT, "response header over %u bytes",
-                                  SN_HTTPC_HEADER_MAX_BYTES);
-            }
-        }
+    if (curl_url_set(u, CURLUPART_URL, full, 0) != CURLUE_OK ||
+        !url_part(u, CURLUPART_SCHEME, scheme, sizeof(scheme)) ||
+        !url_part(u, CURLUPART_HOST, host, sizeof(host)) ||
+        !url_part(u, CURLUPART_PORT, port, sizeof(port)) ||
+        !url_part(u, CURLUPART_PATH, path, sizeof(path)) ||
+        !url_part(u, CURLUPART_QUERY, query, sizeof(query)) ||
+        !url_part(u, CURLUPART_USER, user, sizeof(user)) || !host[0])
+        rc = sn_error_set(err, SN_ERR_INVALID, "server '%s': %s", server, want);
+    else if (!has_scheme && !port[0])
+        rc = sn_error_set(err, SN_ERR_INVALID, "server '%s': a port is needed (%s)", server, want);
+    else if ((path[0] && strcmp(path, "/") != 0) || query[0] || user[0])
+        rc = sn_error_set(err, SN_ERR_INVALID,
+                          "server '%s': no path, query or credentials allowed (%s)", server, want);
+    else if (port[0] && (strtol(port, NULL, 10) < 1 || strtol(port, NULL, 10) > 65535))
+        rc = sn_error_set(err, SN_ERR_INVALID, "server '%s': port must be 1 to 65535", server);
+    curl_url_cleanup(u);
+    if (rc == SN_OK)
+        snprintf(out, SN_HTTPC_URL_MAX, "%s://%s%s%s", scheme, host, port[0] ? ":" : "", port);
+    return rc;
+}
+
+static enum sn_err copy_file_option(const char *what, const char *path, char **out,
+                                    struct sn_error *err)
+{
+    if (!path)
+        return SN_OK;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': %s", what, path, strerror(errno));
+    fclose(f);
+    *out = strdup(path);
+    return *out ? SN_OK : sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+}
+
+enum sn_err sn_httpc_new(const char *server, const struct sn_httpc_options *o,
+                         struct sn_httpc **out, struct sn_error *err)
+{
+    *out = NULL;
+    pthread_once(&global_once, global_init);
+    if (global_rc != CURLE_OK)
+        return sn_error_set(err, SN_ERR_INTERNAL, "libcurl: %s", curl_easy_strerror(global_rc));
+    struct sn_httpc *c = calloc(1, sizeof(*c));
+    if (!c)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    enum sn_err rc = sn_httpc_normalize(server, c->url, err);
+    if (rc == SN_OK && o) {
+        rc = copy_file_option("CA file", o->ca_file, &c->ca_file, err);
+        if (rc == SN_OK)
+            rc = copy_file_option("client certificate", o->cert_file, &c->cert_file, err);
+        if (rc == SN_OK)
+            rc = copy_file_option("client key", o->key_file, &c->key_file, err);
+        c->connect_timeout_ms = o->connect_timeout_ms;
     }
-    if (rc == SN_OK && head_len == 0)
-        rc = sn_error_set(err, SN_ERR_IO, "connection closed before a response");
-    if (rc == SN_OK && want != SIZE_MAX && b.len < want)
-        rc = sn_error_set(err, SN_ERR_IO, "connection closed mid-body");
+    if (rc == SN_OK && !(c->easy = curl_easy_init()))
+        rc = sn_error_set(err, SN_ERR_NOMEM, "libcurl: cannot create a handle");
     if (rc != SN_OK) {
-        free(b.data);
+        sn_httpc_free(c);
         return rc;
     }
-    resp->body_len = (want == SIZE_MAX ? b.len : want) - head_len;
-    memmove(b.data, b.data + head_len, resp->body_len);
-    b.data[resp->body_len] = '\0';
-    resp->body = b.data;
+    *out = c;
+    return SN_OK;
+}
+
+const char *sn_httpc_url(const struct sn_httpc *c)
+{
+    return c->url;
+}
+
+void sn_httpc_free(struct sn_httpc *c)
+{
+    if (!c)
+        return;
+    if (c->easy)
+        curl_easy_cleanup(c->easy);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    free(c);
+}
+
+/* What the callbacks collect. */
+struct sink {
+    char *data;
+    size_t len, cap;
+    size_t header_bytes;
+    bool over_body, over_header;
+    struct sn_httpc_response *resp;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct sink *s = userdata;
+    size_t n = size * nmemb;
+    if (s->len + n > SN_HTTPC_BODY_MAX_BYTES) {
+        s->over_body = true;
+        return 0;
+    }
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 8192;
+        while (cap < s->len + n + 1)
+            cap *= 2;
+        char *p = realloc(s->data, cap);
+        if (!p)
+            return 0;
+        s->data = p;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, ptr, n);
+    s->len += n;
+    s->data[s->len] = '\0';
+    return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct sink *s = userdata;
+    size_t n = size * nmemb;
+    s->header_bytes += n;
+    if (s->header_bytes > SN_HTTPC_HEADER_MAX_BYTES) {
+        s->over_header = true;
+        return 0;
+    }
+    if (strncmp(ptr, "HTTP/", 5) == 0) {
+        s->resp->retry_after[0] = '\0'; /* a new response (after 100 Continue) */
+    } else if (n > 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
+        const char *v = ptr + 12;
+        size_t vl = n - 12;
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        snprintf(s->resp->retry_after, sizeof(s->resp->retry_after), "%.*s", (int)vl, v);
+    }
+    return n;
+}
+
+/* A CURLcode as our error, naming the server. */
+static enum sn_err curl_error(const struct sn_httpc *c, CURLcode cc, const char *errbuf,
+                              const struct sink *s, int timeout_ms, struct sn_error *err)
+{
+    const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+    switch (cc) {
+    case CURLE_WRITE_ERROR:
+        if (s->over_body)
+            return sn_error_set(err, SN_ERR_LIMIT, "%s: response body over %u bytes", c->url,
+                                SN_HTTPC_BODY_MAX_BYTES);
+        if (s->over_header)
+            return sn_error_set(err, SN_ERR_LIMIT, "%s: response header over %u bytes", c->url,
+                                SN_HTTPC_HEADER_MAX_BYTES);
+        return sn_error_set(err, SN_ERR_NOMEM, "%s: out of memory for the response", c->url);
+    case CURLE_FILESIZE_EXCEEDED:
+        return sn_error_set(err, SN_ERR_LIMIT, "%s: response body over %u bytes", c->url,
+                            SN_HTTPC_BODY_MAX_BYTES);
+    case CURLE_OPERATION_TIMEDOUT:
+        return sn_error_set(err, SN_ERR_IO, "%s: timed out after %d ms (%s)", c->url, timeout_ms,
+                            why);
+    case CURLE_COULDNT_CONNECT:
+        return sn_error_set(err, SN_ERR_IO, "%s: cannot connect (%s)", c->url, why);
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return sn_error_set(err, SN_ERR_IO, "%s: cannot resolve the host name (%s)", c->url, why);
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return sn_error_set(err, SN_ERR_SYNTAX, "%s: not an HTTP response (%s)", c->url, why);
+    case CURLE_PEER_FAILED_VERIFICATION:
+        return sn_error_set(err, SN_ERR_IO,
+                            "%s: the server's certificate could not be verified (%s); "
+                            "check the CA file and the host name",
+                            c->url, why);
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+        return sn_error_set(err, SN_ERR_IO, "%s: TLS handshake failed (%s)", c->url, why);
+    default:
+        return sn_error_set(err, SN_ERR_IO, "%s: %s", c->url, why);
+    }
+}
+
+static void set_tls(struct sn_httpc *c)
+{
+    CURL *e = c->easy;
+    if (c->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+    if (c->cert_file) {
+        curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+        curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file ? c->key_file : c->cert_file);
+    }
+}
+
+/* Sets every option of one request; *headers is to be freed after it. */
+static enum sn_err set_request(struct sn_httpc *c, const struct sn_httpc_request *req,
+                               struct sink *s, char *errbuf, int timeout_ms,
+                               struct curl_slist **headers, struct sn_error *err)
+{
+    CURL *e = c->easy;
+    char url[SN_HTTPC_URL_MAX + 2048];
+    int n = snprintf(url, sizeof(url), "%s%s", c->url, req->path);
+    if (n < 0 || (size_t)n >= sizeof(url))
+        return sn_error_set(err, SN_ERR_LIMIT, "request path too long");
+    char line[1200];
+    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+    if (h && req->token) {
+        n = snprintf(line, sizeof(line), "Authorization: Bearer %s", req->token);
+        if (n < 0 || (size_t)n >= sizeof(line)) {
+            curl_slist_free_all(h);
+            return sn_error_set(err, SN_ERR_LIMIT, "token too long");
+        }
+        h = curl_slist_append(h, line);
+    }
+    if (h && req->header)
+        h = curl_slist_append(h, req->header);
+    if (h && req->body) {
+        snprintf(line, sizeof(line), "Content-Type: %.200s",
+                 req->content_type ? req->content_type : "application/json");
+        h = curl_slist_append(h, line);
+    }
+    if (!h)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    *headers = h;
+    curl_easy_reset(e);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "sn");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    int ct = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 5000;
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(ct < timeout_ms ? ct : timeout_ms));
+    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)SN_HTTPC_BODY_MAX_BYTES);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, s);
+    set_tls(c);
+    bool get = strcmp(req->method, "GET") == 0;
+    if (req->body || !get) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)(req->body ? req->body_len : 0));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+    }
+    if (strcmp(req->method, "POST") != 0 && !get)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+    return SN_OK;
+}
+
+enum sn_err sn_httpc_send(struct sn_httpc *c, const struct sn_httpc_request *req,
+                          struct sn_httpc_response *resp, struct sn_error *err)
+{
+    memset(resp, 0, sizeof(*resp));
+    int timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : 10000;
+    if (req->body && req->body_len > SN_HTTPC_BODY_MAX_BYTES)
+        return sn_error_set(err, SN_ERR_LIMIT, "request body over %u bytes",
+                            SN_HTTPC_BODY_MAX_BYTES);
+    struct sink s = {.resp = resp};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *headers = NULL;
+    enum sn_err rc = set_request(c, req, &s, errbuf, timeout_ms, &headers, err);
+    if (rc != SN_OK)
+        return rc;
+    CURLcode cc = curl_easy_perform(c->easy);
+    curl_slist_free_all(headers);
+    long status = 0;
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (cc == CURLE_OK && (status < 100 || status > 599))
+        rc = sn_error_set(err, SN_ERR_SYNTAX, "%s: not an HTTP response", c->url);
+    else if (cc != CURLE_OK)
+        rc = curl_error(c, cc, errbuf, &s, timeout_ms, err);
+    if (rc == SN_OK && !s.data && !(s.data = calloc(1, 1)))
+        rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    if (rc != SN_OK) {
+        free(s.data);
+        memset(resp, 0, sizeof(*resp));
+        return rc;
+    }
+    resp->status = (int)status;
+    resp->body = s.data;
+    resp->body_len = s.len;
     return SN_OK;
 }
 
@@ -220,35 +354,16 @@ enum sn_err sn_httpc_do(const char *host, uint16_t port, const struct sn_httpc_r
                         struct sn_httpc_response *resp, struct sn_error *err)
 {
     memset(resp, 0, sizeof(*resp));
-    int timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : 10000;
-    size_t body_len = req->body ? req->body_len : 0;
-    if (body_len > SN_HTTPC_BODY_MAX_BYTES)
-        return sn_error_set(err, SN_ERR_LIMIT, "request body over %u bytes",
-                            SN_HTTPC_BODY_MAX_BYTES);
-    char head[4096];
-    int n = snprintf(head, sizeof(head),
-                     "%s %s HTTP/1.1\r\nHost: %s:%u\r\nConnection: close\r\n"
-                     "User-Agent: sn\r\n%s%s%s%s%s%s%s",
-                     req->method, req->path, host, port, req->token ? "Authorization: Bearer " : "",
-                     req->token ? req->token : "", req->token ? "\r\n" : "",
-                     req->header ? req->header : "", req->header ? "\r\n" : "",
-                     req->body ? "Content-Type: " : "",
-                     req->body ? (req->content_type ? req->content_type : "application/json") : "");
-    if (n > 0 && (size_t)n < sizeof(head))
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "%sContent-Length: %zu\r\n\r\n",
-                      req->body ? "\r\n" : "", body_len);
-    if (n < 0 || (size_t)n >= sizeof(head))
-        return sn_error_set(err, SN_ERR_LIMIT, "request header too long");
-    int fd = -1;
-    enum sn_err rc = connect_to(host, port, timeout_ms, &fd, err);
-    if (rc != SN_OK)
-        return rc;
-    rc = send_all(fd, head, (size_t)n, timeout_ms, err);
-    if (rc == SN_OK && body_len)
-        rc = send_all(fd, req->body, body_len, timeout_ms, err);
+    char server[320];
+    bool v6 = strchr(host, ':') != NULL;
+    int n = snprintf(server, sizeof(server), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    if (n < 0 || (size_t)n >= sizeof(server))
+        return sn_error_set(err, SN_ERR_INVALID, "host '%.64s' too long", host);
+    struct sn_httpc *c = NULL;
+    enum sn_err rc = sn_httpc_new(server, NULL, &c, err);
     if (rc == SN_OK)
-        rc = read_response(fd, timeout_ms, resp, err);
-    close(fd);
+        rc = sn_httpc_send(c, req, resp, err);
+    sn_httpc_free(c);
     return rc;
 }
 

@@ -2,7 +2,8 @@
 # End-to-end test of the sn client against a real snd on 127.0.0.1 (the
 # snd binary sits next to sn in the build directory). Checks each command's
 # output and the exit statuses scripts rely on (docs/cmd-client.md), the
-# server/token lookup (flags, SN_SERVER/SN_TOKEN, the config file), -o json,
+# server/token lookup (flags, SN_SERVER/SN_TOKEN, the config file), server
+# address forms and TLS option errors, -o json,
 # and that sn top exits cleanly on SIGINT and prints one frame with --once.
 set -u
 SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -101,6 +102,19 @@ printf 'colour = blue\n' >"$D/bad.conf"
 check 2 "bad.conf:1: unknown key 'colour'" env SN_CONFIG="$D/bad.conf" "$SN" jobs
 check 2 "config '.*missing.conf'" env SN_CONFIG="$D/missing.conf" "$SN" jobs
 check 6 "cannot connect" "$SN" jobs --server http://127.0.0.1:1
+# Server forms (libcurl): a host name, HOST:PORT without a scheme, and the
+# errors for a missing port, a path, a missing CA file and a lone --cert.
+check 0 "filejob" "$SN" jobs --server "localhost:$PORT"
+check 0 "filejob" "$SN" jobs --server "http://localhost:$PORT/"
+check 2 "server 'localhost': a port is needed" "$SN" jobs --server localhost
+check 2 "no path, query or credentials" "$SN" jobs --server "http://127.0.0.1:$PORT/v1"
+check 2 "CA file '/nonexistent/ca.pem'" "$SN" jobs --server "https://localhost:$PORT" \
+    --cacert /nonexistent/ca.pem
+check 2 "certificate and its key go together" "$SN" jobs --cert "$D/client.conf"
+printf 'ca_file = /nonexistent/ca.pem\n' >"$D/tls.conf"
+check 2 "CA file '/nonexistent/ca.pem'" env SN_CONFIG="$D/tls.conf" "$SN" jobs
+# https to a plain-HTTP port: a TLS error naming the server, exit 6.
+check 6 "https://127.0.0.1:$PORT: " "$SN" jobs --server "https://127.0.0.1:$PORT"
 check 2 "unknown option '--bogus'" "$SN" jobs --bogus
 check 2 "expected json or table" "$SN" jobs -o yaml
 # sn top: one frame with --once; a live one quits on SIGINT with status 0.

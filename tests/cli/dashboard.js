@@ -26,6 +26,18 @@ function check(cond, what) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/* page.waitForFunction evaluates a string inside the page, which the page's
+ * Content-Security-Policy (no 'unsafe-eval') forbids: poll with
+ * page.evaluate, so the page runs under its real policy. */
+async function waitIn(page, fn, arg, ms) {
+  const t0 = Date.now();
+  for (;;) {
+    if (await page.evaluate(fn, arg)) return;
+    if (Date.now() - t0 > (ms || 30000)) throw new Error("timed out waiting for " + fn);
+    await sleep(100);
+  }
+}
+
 function startSnd(dir, spec) {
   const ready = path.join(dir, "ready");
   const fd = fs.openSync(ready, "w");
@@ -132,8 +144,8 @@ async function scenario(browser, spec, jobs) {
     /* Search a GPU: it is selected, with its job and five time series with axes. */
     await page.fill("#search", gpuName(1));
     await page.press("#search", "Enter");
-    await page.waitForFunction((n) => document.querySelector("#detail h2") &&
-      document.querySelector("#detail h2").textContent === "GPU " + n && document.querySelector("#gpu-charts"), gpuName(1), { timeout: 30000 });
+    await waitIn(page, (n) => document.querySelector("#detail h2") &&
+      document.querySelector("#detail h2").textContent === "GPU " + n && document.querySelector("#gpu-charts"), gpuName(1));
     check(true, tag + ": search finds GPU " + gpuName(1));
     const det = await page.textContent("#detail");
     check(det.includes("job " + running[0].id), tag + ": the GPU panel names its job " + running[0].id);
@@ -153,14 +165,14 @@ async function scenario(browser, spec, jobs) {
     const rect = await page.evaluate((g) => { const r = gpuRect(g); return r && { x: r.x + r.c / 2, y: r.y + r.c / 2 }; }, g0 + 3);
     const box = await page.$eval("#map", (c) => { const b = c.getBoundingClientRect(); return { x: b.left, y: b.top }; });
     await page.mouse.click(box.x + rect.x, box.y + rect.y);
-    await page.waitForFunction((n) => document.querySelector("#detail h2") &&
-      document.querySelector("#detail h2").textContent === "GPU " + n, gpuName(3), { timeout: 30000 });
+    await waitIn(page, (n) => document.querySelector("#detail h2") &&
+      document.querySelector("#detail h2").textContent === "GPU " + n, gpuName(3));
     check(true, tag + ": clicking a GPU on the map opens " + gpuName(3));
 
     /* Click its job: exactly the job's GPUs are highlighted. */
     await page.click("#detail button.job");
-    await page.waitForFunction((id) => document.querySelector("#detail").dataset.job === String(id) &&
-      document.querySelector("#timeline"), running[0].id, { timeout: 30000 });
+    await waitIn(page, (id) => document.querySelector("#detail").dataset.job === String(id) &&
+      document.querySelector("#timeline"), running[0].id);
     map = await api("GET", "/v1/dashboard/gpus");
     const want = map.job.filter((j) => j === running[0].id).length;
     const lit = Number(await page.$eval("#map", (c) => c.dataset.highlighted));
@@ -171,7 +183,7 @@ async function scenario(browser, spec, jobs) {
     const other = running[running.length - 1];
     await page.fill("#search", "job " + other.id);
     await page.press("#search", "Enter");
-    await page.waitForFunction((id) => document.querySelector("#detail").dataset.job === String(id), other.id, { timeout: 30000 });
+    await waitIn(page, (id) => document.querySelector("#detail").dataset.job === String(id), other.id);
     check(Number(await page.$eval("#map", (c) => c.dataset.highlighted)) === other.gpus,
       tag + ": search finds job " + other.id + " and highlights its " + other.gpus + " GPUs");
     await page.screenshot({ path: path.join(bin, "dashboard-" + tag + "-job.png") });
@@ -180,7 +192,7 @@ async function scenario(browser, spec, jobs) {
     await page.fill("#search", "");
     await page.press("#search", "Enter");
     await page.selectOption("#mode", "health");
-    await page.waitForFunction(() => document.querySelector("#legend").textContent.includes("health score"));
+    await waitIn(page, () => document.querySelector("#legend").textContent.includes("health score"));
     const hot = await api("GET", "/v1/gpus/" + gpuName(1));
     const px = await page.evaluate((g) => {
       const r = gpuRect(g), c = document.getElementById("map"), k = c.width / c.clientWidth;
@@ -191,7 +203,7 @@ async function scenario(browser, spec, jobs) {
     check(px.score === Math.floor(hot.health_score) && px.got.every((v, i) => Math.abs(v - px.want[i]) <= 2),
       tag + ": health mode draws the hot GPU (score " + px.score + ") in its score's colour");
     await page.selectOption("#mode", "temp");
-    await page.waitForFunction(() => document.querySelector("#legend .tick-label"));
+    await waitIn(page, () => document.querySelector("#legend .tick-label"));
     check(true, tag + ": temperature mode has a scale legend with ticks");
     check(errors.length === 0, tag + ": no page or console errors " + errors.join("; "));
   } finally {

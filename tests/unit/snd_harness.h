@@ -36,6 +36,7 @@ struct daemon {
     uint16_t port;
     char dir[256];
     char admin[SN_AUTH_TOKEN_MAX];
+    uint16_t agent_port; /* the agent listener's, 0 without agent_listen */
 };
 
 /* Daemons started by the running test, killed by its teardown when a
@@ -113,7 +114,9 @@ static inline void start(struct daemon *d, const char *const *sets)
     close(fds[0]);
     if (n <= 0)
         fail_msg("snd did not start (%s)", snd_path());
-    d->port = (uint16_t)strtoul(line, NULL, 10);
+    char *rest = NULL;
+    d->port = (uint16_t)strtoul(line, &rest, 10);
+    d->agent_port = (uint16_t)strtoul(rest, NULL, 10); /* "PORT AGENT_PORT" */
     char path[300];
     snprintf(path, sizeof(path), "%s/admin.token", d->dir);
     FILE *f = fopen(path, "r");

@@ -277,8 +277,12 @@ static void limits(void **state)
     (void)state;
     struct daemon d;
     make_dir(&d);
-    const char *sets[] = {"rate_per_s=1", "rate_burst=3", "connection_limit=2",
-                          "connection_timeout_s=1", NULL};
+    const char *sets[] = {"rate_per_s=1",
+                          "rate_burst=3",
+                          "connection_limit=2",
+                          "connection_timeout_s=1",
+                          "unauth_connection_pct=100",
+                          NULL};
     start(&d, sets);
     /* Rate: a burst of 3, then 429 with Retry-After. */
     for (int i = 0; i < 3; i++)
