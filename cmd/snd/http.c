@@ -14,14 +14,23 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct MHD_Daemon *mhd;
+/* Written by the store's writer thread after it resumes a connection:
+ * libmicrohttpd 0.9.75 signals its own wake-up channel on a resume only
+ * when it runs an internal thread, so without this the state thread slept
+ * out its whole poll wait (100 ms) before answering a committed request. */
+static int wake_fd = -1;
 static unsigned open_connections; /* MHD thread only */
 
 /* The connection limit, enforced here: with libmicrohttpd 0.9.75 its own
@@ -150,6 +159,15 @@ static void commit_done(void *ctx, enum sn_err rc)
     r->store_rc = rc;
     r->phase = SND_PHASE_DONE;
     MHD_resume_connection(r->conn);
+    snd_http_wake();
+}
+
+void snd_http_wake(void)
+{
+    uint64_t one = 1;
+    if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is already set, the loop will wake */
+    }
 }
 
 enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_write *rows, size_t n,
@@ -457,6 +475,9 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
                            MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!mhd)
         return sn_error_set(err, SN_ERR_IO, "cannot listen on %s", d->cfg.listen);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0)
+        return sn_error_set(err, SN_ERR_IO, "eventfd: %s", strerror(errno));
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : (uint16_t)p;
     return SN_OK;
@@ -464,8 +485,30 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
 
 void snd_http_run(int64_t wait_ms)
 {
-    if (mhd)
+    if (!mhd)
+        return;
+    const union MHD_DaemonInfo *ep = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!ep || wake_fd < 0) {
         MHD_run_wait(mhd, (int32_t)(wait_ms > 1000 ? 1000 : wait_ms));
+        return;
+    }
+    /* Wait for the sockets (MHD's epoll set) or a resume (wake_fd), no
+     * longer than MHD's own timers allow; then let MHD work without
+     * blocking, again while it has work ready at once (a resumed
+     * connection is answered on the pass after its resume). */
+    MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
+    if (MHD_get_timeout(mhd, &mhd_ms) == MHD_YES && (int64_t)mhd_ms < wait_ms)
+        wait_ms = (int64_t)mhd_ms;
+    struct pollfd p[2] = {{.fd = ep->epoll_fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+    if (poll(p, 2, (int)(wait_ms < 0 ? 0 : wait_ms > 1000 ? 1000 : wait_ms)) > 0 &&
+        (p[1].revents & POLLIN)) {
+        uint64_t n;
+        ssize_t rd = read(wake_fd, &n, sizeof(n));
+        (void)rd;
+    }
+    MHD_run(mhd);
+    for (int i = 0; i < 8 && MHD_get_timeout(mhd, &mhd_ms) == MHD_YES && mhd_ms == 0; i++)
+        MHD_run(mhd);
 }
 
 void snd_http_stop(void)
@@ -473,4 +516,7 @@ void snd_http_stop(void)
     if (mhd)
         MHD_stop_daemon(mhd);
     mhd = NULL;
+    if (wake_fd >= 0)
+        close(wake_fd);
+    wake_fd = -1;
 }

@@ -89,5 +89,8 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */
 void snd_http_run(int64_t wait_ms);
+/* Wakes snd_http_run() at once; any thread (the store writer after a
+ * commit resumes a connection). */
+void snd_http_wake(void);
 
 #endif

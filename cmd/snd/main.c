@@ -341,6 +341,8 @@ static int serve(struct snd *d, const sigset_t *set)
         int64_t wait_ms = snd_sched_tick(d);
         int64_t health_ms = snd_health_tick(d);
         wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
+        /* A commit wakes the loop at once (snd_http_wake); the 100 ms cap
+         * only bounds how late SIGTERM is noticed. */
         snd_http_run(wait_ms > 100 ? 100 : wait_ms);
         struct timespec zero = {0, 0};
         int sig = sigtimedwait(set, NULL, &zero);
