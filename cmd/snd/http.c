@@ -98,12 +98,15 @@ enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *
     return snd_reply_text(d, r, status, "application/json", text);
 }
 
-/* Rejected mutations are audited: a write request answered 400, 409 or 422
- * before anything was committed for it. */
+/* Audited: every refusal of authentication or authorisation (401, 403, on
+ * any method, counted in sn_auth_failures_total), and a write request
+ * answered 400, 409 or 422 before anything was committed for it. */
 static bool audited_rejection(const struct snd_req *r, int status)
 {
-    return !r->committed && strcmp(r->method, "GET") != 0 &&
-           (status == 400 || status == 409 || status == 422);
+    if (r->committed)
+        return false;
+    return status == 401 || status == 403 ||
+           (strcmp(r->method, "GET") != 0 && (status == 400 || status == 409 || status == 422));
 }
 
 enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
@@ -131,7 +134,8 @@ static void audit_fill(struct sn_store_write *w, const struct snd_req *r, int st
     snprintf(action, len, "%s %s", r->method, r->url);
     *w = (struct sn_store_write){
         .kind = SN_STORE_ADD_AUDIT,
-        .text = {r->actor, action, target ? target : "", detail ? detail : ""},
+        .text = {r->actor, action, target ? target : "", detail ? detail : "", r->source,
+                 r->token_id},
         .num = {snd_now_s(), status}};
 }
 
@@ -196,7 +200,7 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
     return MHD_YES;
 }
 
-static enum MHD_Result refusal_done(struct snd *d, struct snd_req *r)
+enum MHD_Result snd_refusal_done(struct snd *d, struct snd_req *r)
 {
     if (r->store_rc != SN_OK) {
         if (r->store_rc == SN_ERR_IO)
@@ -216,7 +220,7 @@ enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const c
     r->reply =
         json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", message, "field", field);
     snprintf(r->audit_detail, sizeof(r->audit_detail), "%s", detail);
-    return snd_commit(d, r, NULL, 0, "", refusal_done);
+    return snd_commit(d, r, NULL, 0, "", snd_refusal_done);
 }
 
 const char *snd_query(struct snd_req *r, const char *name)
@@ -261,8 +265,15 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
     }
     struct sn_error err = {0};
     enum sn_err rc = sn_auth_verify(d->key, sizeof(d->key), h + 7, snd_now_s(), &r->tok, &err);
+    if (rc == SN_OK || rc == SN_ERR_RANGE)
+        snprintf(r->token_id, sizeof(r->token_id), "%s", r->tok.id);
     if (rc == SN_OK && snd_is_revoked(d, r->tok.id))
         rc = sn_error_set(&err, SN_ERR_DENIED, "token '%s' has been revoked", r->tok.id);
+    if (rc == SN_OK && r->tok.issued_s > snd_now_s() + d->cfg.token_clock_skew_s)
+        rc = sn_error_set(&err, SN_ERR_DENIED,
+                          "token '%s' is issued %lld s in the future (clock skew allowed: %lld s)",
+                          r->tok.id, (long long)(r->tok.issued_s - snd_now_s()),
+                          (long long)d->cfg.token_clock_skew_s);
     if (rc == SN_ERR_RANGE || (rc == SN_ERR_DENIED && r->tok.subject[0]))
         snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind),
                  r->tok.subject);
@@ -368,6 +379,23 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
     return route->handler(d, r);
 }
 
+/* The peer's IP address as text ("" when MHD cannot tell). */
+static void client_address(struct MHD_Connection *conn, char *out, size_t len)
+{
+    out[0] = '\0';
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  (socklen_t)len);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
+                  (socklen_t)len);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -383,6 +411,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(r->method, sizeof(r->method), "%s", method);
         snprintf(r->url, sizeof(r->url), "%s", url);
         snprintf(r->actor, sizeof(r->actor), "anonymous");
+        client_address(conn, r->source, sizeof(r->source));
         r->phase = SND_PHASE_BODY;
         *con_cls = r;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");

@@ -73,6 +73,8 @@ static const struct sn_conf_key config_keys[] = {
      "and its jobs requeued"},
     {"default_walltime_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(default_walltime_s),
      "walltime estimate for backfill of jobs without time_limit_s"},
+    {"token_clock_skew_s", SN_CONF_INT, "60", 0, 3600, C(token_clock_skew_s),
+     "a token issued more than this many seconds in the future is refused (401)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -89,9 +91,12 @@ int snd_random_hex(char *out, size_t bytes)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]\n"
-                 "           [--set KEY=VALUE]... [--ready-fd N]\n"
+                 "           [--set KEY=VALUE]... [--ready-fd N] [--init]\n"
                  "       snd --routes    (the route table: METHOD PATTERN lines)\n\n"
                  "The Supernode control-plane daemon.\n\n"
+                 "--init: start with an empty state.db although token.key exists (without it\n"
+                 "snd refuses, so a lost or deleted state.db cannot silently revive revoked\n"
+                 "tokens).\n\n"
                  "configuration keys (--config FILE lines 'key = value', or --set):\n");
     for (size_t i = 0; i < N_KEYS; i++)
         fprintf(out, "  %-22s %-6s default %-16s %s\n", config_keys[i].name,
@@ -119,6 +124,7 @@ static int parse_fd(const char *v)
 struct args {
     const char *cluster, *state, *config;
     int ready_fd;
+    bool init; /* --init: an empty state beside an existing key is intended */
 };
 
 static int read_file(const char *path, char **out, size_t *len, size_t cap)
@@ -189,6 +195,10 @@ static int parse_args(int argc, char **argv, struct args *a, struct snd_config *
         }
         if (strcmp(o, "--routes") == 0)
             return print_routes();
+        if (strcmp(o, "--init") == 0) {
+            a->init = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "snd: option '%s' needs a value or is unknown\n", o);
             return 2;
@@ -256,7 +266,22 @@ static int write_new_file(const char *path, const void *data, size_t len)
     return rc;
 }
 
-/* The token key: created at first start, then read. */
+/* Refuses a secret file that group or others may read or write. */
+static int check_private(const char *path, int fd, struct sn_error *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return sn_error_set(err, SN_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+    if (st.st_mode & 077)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "'%s' has mode %04o: it must not be accessible to group or others "
+                            "(chmod 600 '%s')",
+                            path, (unsigned)(st.st_mode & 07777), path);
+    return SN_OK;
+}
+
+/* The token key: created at first start, then read (mode 0600 or
+ * stricter, else refused). */
 static int load_key(struct snd *d, const char *dir, struct sn_error *err)
 {
     char path[4096];
@@ -270,6 +295,10 @@ static int load_key(struct snd *d, const char *dir, struct sn_error *err)
     }
     if (fd < 0)
         return sn_error_set(err, SN_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    if (check_private(path, fd, err) != SN_OK) {
+        close(fd);
+        return err ? err->code : SN_ERR_INVALID;
+    }
     ssize_t n = read(fd, d->key, sizeof(d->key));
     close(fd);
     if (n != (ssize_t)sizeof(d->key))
@@ -283,8 +312,12 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/admin.token", dir);
-    if (access(path, F_OK) == 0)
-        return SN_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        enum sn_err rc = check_private(path, fd, err);
+        close(fd);
+        return rc;
+    }
     struct sn_token t = {.kind = SN_AUTH_ADMIN, .scopes = 1u << SN_SCOPE_ADMIN};
     snprintf(t.subject, sizeof(t.subject), "admin");
     if (snd_random_hex(t.id, 16) != 0)
@@ -304,11 +337,35 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
     return SN_OK;
 }
 
-static int open_state(struct snd *d, const char *dir, struct sn_error *err)
+/* A token key without its state: a state.db lost, deleted or emptied
+ * beside the key would start an empty control plane in which revoked
+ * tokens verify again. Refused unless --init says it is meant. */
+static int check_state_present(const char *dir, bool init, struct sn_error *err)
+{
+    char key[4096], db[4096];
+    snprintf(key, sizeof(key), "%s/token.key", dir);
+    snprintf(db, sizeof(db), "%s/state.db", dir);
+    struct stat st;
+    if (init || access(key, F_OK) != 0)
+        return SN_OK;
+    bool missing = stat(db, &st) != 0;
+    if (!missing && st.st_size > 0)
+        return SN_OK;
+    return sn_error_set(err, SN_ERR_INVALID,
+                        "'%s' exists but '%s' is %s: refusing to start an empty control plane "
+                        "beside an existing token key (its revoked tokens would verify again); "
+                        "restore state.db from a backup, or start with --init to begin "
+                        "empty on purpose",
+                        key, db, missing ? "missing" : "empty");
+}
+
+static int open_state(struct snd *d, const char *dir, bool init, struct sn_error *err)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
-    enum sn_err rc = load_key(d, dir, err);
+    enum sn_err rc = check_state_present(dir, init, err);
+    if (rc == SN_OK)
+        rc = load_key(d, dir, err);
     if (rc == SN_OK)
         rc = ensure_admin_token(d, dir, err);
     char path[4096];
@@ -411,7 +468,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     uint16_t port = 0;
     rc = 0;
-    if (!d.rate || open_state(&d, a.state, &err) != SN_OK ||
+    if (!d.rate || open_state(&d, a.state, a.init, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
         rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3

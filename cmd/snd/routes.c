@@ -11,6 +11,7 @@
 #include "agent.h"
 #include "http.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +392,28 @@ static struct snd_job *visible_job(struct snd *d, struct snd_req *r)
     return j;
 }
 
+/* The 404 for a job the caller may not see. When the job exists but is
+ * another tenant's, the answer is the same as for an absent one, and the
+ * refusal is audited (durably, before the answer) and counted in
+ * sn_auth_failures_total. */
+static enum MHD_Result job_not_found(struct snd *d, struct snd_req *r)
+{
+    char *end = NULL;
+    long long id = strtoll(r->params[0], &end, 10);
+    const struct snd_job *j = !*end && id >= 1 ? snd_job_get(d, id) : NULL;
+    char msg[200];
+    snprintf(msg, sizeof(msg), "no job '%.128s'", r->params[0]);
+    if (!j || !j->durable || snd_is_admin(r))
+        return snd_error(d, r, 404, "not_found", NULL, "%s", msg);
+    d->auth_failures++;
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", id);
+    snprintf(r->audit_detail, sizeof(r->audit_detail), "job of another tenant");
+    r->reply_status = 404;
+    r->reply = json_pack("{s:{s:s,s:s}}", "error", "code", "not_found", "message", msg);
+    return snd_commit(d, r, NULL, 0, target, snd_refusal_done);
+}
+
 static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
 {
     json_t *o = json_object();
@@ -630,7 +653,7 @@ static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
 {
     struct snd_job *j = visible_job(d, r);
     if (!j)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+        return job_not_found(d, r);
     return snd_reply(d, r, 200, snd_job_json(d, j));
 }
 
@@ -683,7 +706,7 @@ static enum MHD_Result cancel_job(struct snd *d, struct snd_req *r)
 {
     struct snd_job *j = visible_job(d, r);
     if (!j)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+        return job_not_found(d, r);
     if (!job_live(j))
         return snd_error(d, r, 409, "invalid_transition", "state",
                          "job %lld is %s; only pending, requeued or running jobs can be "
@@ -711,7 +734,7 @@ static enum MHD_Result get_job_events(struct snd *d, struct snd_req *r)
         return ret;
     struct snd_job *j = visible_job(d, r);
     if (!j)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+        return job_not_found(d, r);
     json_t *items = json_array();
     struct sn_error err = {0};
     if (sn_store_query_log(d->store, SN_STORE_LOG_EVENTS, j->id, after, (uint32_t)limit, event_row,
@@ -918,34 +941,109 @@ static enum MHD_Result post_gpu_action(struct snd *d, struct snd_req *r)
 
 /* ---- audit and tokens ---------------------------------------------------- */
 
-static bool audit_row(void *ctx, const struct sn_store_write *row)
+/* GET /v1/audit filters; a row is listed when it matches all given. */
+struct audit_filter {
+    json_t *items;
+    int64_t since_s, until_s; /* time_s in [since_s, until_s]; 0: open */
+    int64_t status;           /* 0: any */
+    const char *token;        /* token id */
+    const char *route;        /* prefix of the action "METHOD /path" */
+    const char *tenant;       /* actor "tenant:<name>" */
+    size_t limit;
+    int64_t last_seq; /* last row read */
+    int64_t read;     /* rows read by the current query */
+};
+
+static bool audit_matches(const struct audit_filter *f, const struct sn_store_write *row)
 {
-    json_array_append_new(ctx,
-                          json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s}", "seq", (json_int_t)row->num[2],
-                                    "time_s", (json_int_t)row->num[0], "actor", row->text[0],
-                                    "action", row->text[1], "target", row->text[2], "status",
-                                    (json_int_t)row->num[1], "detail", row->text[3]));
+    if ((f->since_s && row->num[0] < f->since_s) || (f->until_s && row->num[0] > f->until_s))
+        return false;
+    if (f->status && row->num[1] != f->status)
+        return false;
+    if (f->token && strcmp(row->text[5], f->token) != 0)
+        return false;
+    if (f->route && strncmp(row->text[1], f->route, strlen(f->route)) != 0)
+        return false;
+    if (f->tenant && (strncmp(row->text[0], "tenant:", 7) != 0 ||
+                      strcmp(row->text[0] + 7, f->tenant) != 0))
+        return false;
     return true;
 }
 
+static bool audit_row(void *ctx, const struct sn_store_write *row)
+{
+    struct audit_filter *f = ctx;
+    f->last_seq = row->num[2];
+    f->read++;
+    if (!audit_matches(f, row))
+        return true;
+    json_array_append_new(
+        f->items, json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s,s:s,s:s}", "seq",
+                            (json_int_t)row->num[2], "time_s", (json_int_t)row->num[0], "actor",
+                            row->text[0], "action", row->text[1], "target", row->text[2],
+                            "status", (json_int_t)row->num[1], "detail", row->text[3], "source",
+                            row->text[4], "token_id", row->text[5]));
+    return json_array_size(f->items) < f->limit;
+}
+
+/* An integer query parameter in [min, max]; absent leaves *out. */
+static bool query_int(struct snd *d, struct snd_req *r, const char *name, int64_t min,
+                      int64_t max, int64_t *out, enum MHD_Result *ret)
+{
+    const char *v = snd_query(r, name);
+    if (!v)
+        return true;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    if (*v && !*end && n >= min && n <= max) {
+        *out = n;
+        return true;
+    }
+    *ret = snd_error(d, r, 400, "invalid_query", name, "%s must be an integer from %lld to %lld",
+                     name, (long long)min, (long long)max);
+    return false;
+}
+
+#define AUDIT_SCAN_MAX 100000 /* rows one request reads at most */
+
+/* GET /v1/audit: rows after the cursor matching the filters. A request
+ * reads at most AUDIT_SCAN_MAX rows; next is the last row read whenever the
+ * page is full or the scan stopped there, so a client continues from it. */
 static enum MHD_Result get_audit(struct snd *d, struct snd_req *r)
 {
     int64_t limit, after;
     enum MHD_Result ret;
     if (!page_args(d, r, &limit, &after, &ret))
         return ret;
-    json_t *items = json_array();
+    struct audit_filter f = {.token = snd_query(r, "token"),
+                             .route = snd_query(r, "route"),
+                             .tenant = snd_query(r, "tenant"),
+                             .limit = (size_t)limit,
+                             .last_seq = after};
+    if (!query_int(d, r, "since", 0, INT64_MAX, &f.since_s, &ret) ||
+        !query_int(d, r, "until", 0, INT64_MAX, &f.until_s, &ret) ||
+        !query_int(d, r, "status", 100, 599, &f.status, &ret))
+        return ret;
+    f.items = json_array();
     struct sn_error err = {0};
-    if (sn_store_query_log(d->store, SN_STORE_LOG_AUDIT, 0, after, (uint32_t)limit, audit_row,
-                           items, &err) != SN_OK) {
-        json_decref(items);
-        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    bool more = false;
+    for (int64_t scanned = 0;;) {
+        f.read = 0;
+        if (sn_store_query_log(d->store, SN_STORE_LOG_AUDIT, 0, f.last_seq, 1000, audit_row, &f,
+                               &err) != SN_OK) {
+            json_decref(f.items);
+            return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+        }
+        scanned += f.read;
+        if (json_array_size(f.items) >= f.limit || (f.read == 1000 && scanned >= AUDIT_SCAN_MAX)) {
+            more = true;
+            break;
+        }
+        if (f.read < 1000)
+            break;
     }
-    size_t n = json_array_size(items);
-    int64_t next = (int64_t)n == limit
-                       ? json_integer_value(json_object_get(json_array_get(items, n - 1), "seq"))
-                       : 0;
-    return snd_reply(d, r, 200, page(items, next));
+    int64_t next = more ? f.last_seq : 0;
+    return snd_reply(d, r, 200, page(f.items, next));
 }
 
 struct token_body {

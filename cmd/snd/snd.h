@@ -48,6 +48,7 @@ struct snd_config {
     int64_t health_interval_ms;
     int64_t health_cordon_below;
     int64_t health_bench_interval_s;
+    int64_t token_clock_skew_s;
     char sched_policy[32];
 };
 

@@ -25,7 +25,8 @@
  * Backends implement struct sn_store_ops; the SQLite backend is
  * sn_store_open_sqlite(). The schema is versioned (SN_STORE_SCHEMA_VERSION);
  * an older version is migrated forward in one transaction when opened
- * (version 1 -> 2: job run state and allocations), a newer or unknown one
+ * (version 1 -> 2: job run state and allocations; 2 -> 3: the audit row's
+ * source address and token id), a newer or unknown one
  * is refused, never guessed at.
  */
 #ifndef SN_STORE_H
@@ -37,7 +38,7 @@
 
 #include <sn/error.h>
 
-#define SN_STORE_SCHEMA_VERSION 2
+#define SN_STORE_SCHEMA_VERSION 3
 #define SN_STORE_TEXT_MAX 6                 /* text fields per row */
 #define SN_STORE_NUM_MAX 4                  /* integer fields per row */
 #define SN_STORE_TEXT_MAX_BYTES (64u << 10) /* one text field */
@@ -57,7 +58,9 @@
  *   ADD_EVENT     text: kind, message                num: job id, time_s, [seq]
  *   PUT_ADMIN     text: kind ("node"/"gpu"), name, state, reason, actor
  *                 num: time_s
- *   ADD_AUDIT     text: actor, action, target, detail num: time_s, status, [seq]
+ *   ADD_AUDIT     text: actor, action, target, detail, source (the client's
+ *                       address, may be NULL), token_id (may be NULL)
+ *                 num: time_s, status, [seq]
  *   ADD_REVOKE    text: token id                     num: expires_s, time_s
  *   PUT_ALLOC     text: gpus, ranks_done             num: job id, start_s
  *                 (GPU ids in rank order and the ranks that have exited, both

@@ -64,9 +64,9 @@ static const struct kind_sql kind_sql[SN_STORE_WRITE_KIND_COUNT] = {
                             5, 1, 0,
                             "SELECT kind,name,state,reason,actor,time_s FROM admin_state "
                             "ORDER BY kind,name"},
-    [SN_STORE_ADD_AUDIT] = {"INSERT INTO audit(actor,action,target,detail,time_s,status) "
-                            "VALUES(?1,?2,?3,?4,?5,?6)",
-                            4, 2, 0, NULL},
+    [SN_STORE_ADD_AUDIT] = {"INSERT INTO audit(actor,action,target,detail,source,token_id,time_s,"
+                            "status) VALUES(?1,?2,?3,?4,COALESCE(?5,''),COALESCE(?6,''),?7,?8)",
+                            6, 2, (1u << 4) | (1u << 5), NULL},
     [SN_STORE_ADD_REVOKE] = {"INSERT OR REPLACE INTO revocations(token_id,expires_s,time_s) "
                              "VALUES(?1,?2,?3)",
                              1, 2, 0,
@@ -106,6 +106,9 @@ static const char *const migrations[SN_STORE_SCHEMA_VERSION - 1] = {
     "ALTER TABLE jobs ADD COLUMN run TEXT NOT NULL DEFAULT '{}';"
     "CREATE TABLE allocations(job_id INTEGER PRIMARY KEY, gpus TEXT NOT NULL,"
     " ranks TEXT NOT NULL, start_s INTEGER NOT NULL);",
+    "ALTER TABLE audit ADD COLUMN source TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE audit ADD COLUMN token_id TEXT NOT NULL DEFAULT '';"
+    "CREATE INDEX audit_time ON audit(time_s);",
 };
 
 /* One queued submission; rows and their strings live in the same block. */
@@ -462,7 +465,7 @@ static enum sn_err sqlite_query_log(struct sn_store *s, enum sn_store_log log, i
     const char *sql = log == SN_STORE_LOG_EVENTS
                           ? "SELECT kind,message,job_id,time_s,seq FROM job_events WHERE "
                             "seq>?1 AND (?2=0 OR job_id=?2) ORDER BY seq LIMIT ?3"
-                          : "SELECT actor,action,target,detail,time_s,status,seq FROM audit "
+                          : "SELECT actor,action,target,detail,source,token_id,time_s,status,seq FROM audit "
                             "WHERE seq>?1 AND ?2=?2 ORDER BY seq LIMIT ?3";
     enum sn_store_write_kind kind =
         log == SN_STORE_LOG_EVENTS ? SN_STORE_ADD_EVENT : SN_STORE_ADD_AUDIT;

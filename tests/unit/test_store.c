@@ -327,7 +327,7 @@ static void schema_version_is_checked(void **state)
     struct sn_error err = {0};
     assert_int_equal(sn_store_open_sqlite(t.db, NULL, &s, &err), SN_ERR_INVALID);
     assert_null(s);
-    assert_non_null(strstr(err.message, "schema version 7, this build reads versions 1 to 2"));
+    assert_non_null(strstr(err.message, "schema version 7, this build reads versions 1 to 3"));
     tmpdir_remove(&t);
 }
 
@@ -386,6 +386,26 @@ static void schema_migrates_from_v1(void **state)
     memset(c, 0, sizeof(*c));
     assert_int_equal(sn_store_load(s, collect_row, c, NULL), SN_OK);
     assert_int_equal(c->n, 2);
+    /* Version 3: audit rows carry the client's address and the token id,
+     * both optional (an old row reads back with empty ones). */
+    struct sn_store_write au[2] = {
+        {.kind = SN_STORE_ADD_AUDIT,
+         .text = {"anonymous", "GET /v1/jobs", "", "no bearer token", "127.0.0.1", NULL},
+         .num = {1700000000, 401}},
+        {.kind = SN_STORE_ADD_AUDIT,
+         .text = {"tenant:acme", "GET /v1/jobs/7", "job/7", "job of another tenant", "::1",
+                  "ab12"},
+         .num = {1700000001, 404}},
+    };
+    write_ok(s, au, 2);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(sn_store_query_log(s, SN_STORE_LOG_AUDIT, 0, 0, 10, collect_row, c, NULL),
+                     SN_OK);
+    assert_int_equal(c->n, 2);
+    assert_string_equal(c->lines[0],
+                        "add-audit|anonymous|GET /v1/jobs||no bearer token|127.0.0.1||1700000000|401|1");
+    assert_string_equal(c->lines[1], "add-audit|tenant:acme|GET /v1/jobs/7|job/7|job of another "
+                                     "tenant|::1|ab12|1700000001|404|2");
     sn_store_close(s);
     assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
     sqlite3_stmt *st = NULL;
