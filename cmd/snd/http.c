@@ -253,6 +253,25 @@ static bool match(const char *pattern, const char *path, struct snd_req *r)
     return *pattern == '\0' && *path == '\0';
 }
 
+/* 429 with Retry-After (seconds, rounded up) and an error body. */
+static enum MHD_Result too_many(struct snd *d, struct snd_req *r, int64_t wait_ms,
+                                const char *message)
+{
+    json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message", message);
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    count_status(d, 429);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    char ra[24];
+    snprintf(ra, sizeof(ra), "%lld", (long long)((wait_ms + 999) / 1000));
+    MHD_add_response_header(resp, "Retry-After", ra);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(r->conn, 429, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /* Returns true when the request may go on; else *ret holds the answer. */
 static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_route *route,
                          enum MHD_Result *ret)
@@ -279,6 +298,13 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
                  r->tok.subject);
     if (rc != SN_OK) {
         memset(&r->tok, 0, sizeof(r->tok));
+        int64_t wait_ms = snd_refusals_charge(d, r->source, snd_now_ms());
+        if (wait_ms > 0) {
+            d->auth_failures++;
+            d->rate_limited++;
+            *ret = too_many(d, r, wait_ms, "too many failed authentications from this address");
+            return false;
+        }
         *ret = snd_refuse(d, r, 401, "unauthenticated", NULL, err.message, err.message);
         return false;
     }
@@ -294,20 +320,7 @@ static bool authenticate(struct snd *d, struct snd_req *r, const struct snd_rout
         snd_rate_take(d->rate, r->tok.id, snd_now_ms(), d->cfg.rate_per_s, d->cfg.rate_burst);
     if (wait_ms > 0) {
         d->rate_limited++;
-        char *text = NULL;
-        json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
-                              "too many requests for this token");
-        text = json_dumps(e, JSON_COMPACT);
-        json_decref(e);
-        count_status(d, 429);
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-        char ra[24];
-        snprintf(ra, sizeof(ra), "%lld", (long long)((wait_ms + 999) / 1000));
-        MHD_add_response_header(resp, "Retry-After", ra);
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-        *ret = MHD_queue_response(r->conn, 429, resp);
-        MHD_destroy_response(resp);
+        *ret = too_many(d, r, wait_ms, "too many requests for this token");
         return false;
     }
     return true;
@@ -351,6 +364,16 @@ size_t snd_routes_duplicate(const struct snd_route *t, size_t n)
     return n;
 }
 
+static enum MHD_Result find_control(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    bool *found = cls;
+    if (strchr(key, 0x7f) || (value && strchr(value, 0x7f)))
+        *found = true;
+    return *found ? MHD_NO : MHD_YES;
+}
+
 static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
 {
     if (r->too_large)
@@ -358,6 +381,12 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
                          (long long)d->cfg.body_max_bytes);
     char path[512];
     snprintf(path, sizeof(path), "%s", r->url);
+    bool control = strchr(path, 0x7f) != NULL;
+    if (!control)
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, find_control, &control);
+    if (control)
+        return snd_error(d, r, 400, "invalid_path", NULL,
+                         "the path or query contains an encoded control character");
     const struct snd_route *route = NULL;
     bool path_known = false;
     for (size_t i = 0; i < snd_n_routes && !route; i++) {
@@ -377,6 +406,24 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
     if (route->scope >= 0 && !authenticate(d, r, route, &ret))
         return ret;
     return route->handler(d, r);
+}
+
+/* Percent-decoding of the path and query (MHD's, plus one check): a
+ * component that decodes to a control character (an encoded NUL, CR, LF,
+ * DEL, ...) becomes the single byte 0x7f, which dispatch() refuses with
+ * 400; so "/v1/jobs/1%00" is never read as "/v1/jobs/1". */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *uri)
+{
+    (void)cls;
+    (void)conn;
+    size_t n = MHD_http_unescape(uri);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)uri[i] < 0x20 || uri[i] == 0x7f) {
+            uri[0] = 0x7f;
+            uri[1] = '\0';
+            return 1;
+        }
+    return n;
 }
 
 /* The peer's IP address as text ("" when MHD cannot tell). */
@@ -501,7 +548,8 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->cfg.connection_timeout_s,
                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
-                           MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+                           MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK,
+                           unescape, d, MHD_OPTION_END);
     if (!mhd)
         return sn_error_set(err, SN_ERR_IO, "cannot listen on %s", d->cfg.listen);
     wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

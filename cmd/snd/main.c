@@ -75,6 +75,19 @@ static const struct sn_conf_key config_keys[] = {
      "walltime estimate for backfill of jobs without time_limit_s"},
     {"token_clock_skew_s", SN_CONF_INT, "60", 0, 3600, C(token_clock_skew_s),
      "a token issued more than this many seconds in the future is refused (401)"},
+    {"auth_fail_per_s", SN_CONF_INT, "2", 1, 1000000, C(auth_fail_per_s),
+     "failed authentications per second allowed per source address (bucket refill); beyond "
+     "get 429"},
+    {"auth_fail_burst", SN_CONF_INT, "30", 1, 1000000, C(auth_fail_burst),
+     "failed authentications a source address may make at once (bucket size)"},
+    {"tenant_max_live_jobs", SN_CONF_INT, "100000", 1, 1LL << 32, C(tenant_max_live_jobs),
+     "pending, requeued and running jobs one tenant may have at once; submits beyond get 429"},
+    {"tenant_max_jobs", SN_CONF_INT, "1000000", 1, 1LL << 32, C(tenant_max_jobs),
+     "jobs one tenant may hold in all (finished ones included); submits beyond get 409, so "
+     "one tenant cannot use up the job-id space"},
+    {"audit_flood_interval_s", SN_CONF_INT, "10", 1, 3600, C(audit_flood_interval_s),
+     "rate-limited refusals of one source are audited as one row per this many seconds, with "
+     "their count"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -405,6 +418,7 @@ static int serve(struct snd *d, const sigset_t *set)
         int sig = sigtimedwait(set, NULL, &zero);
         if (sig == SIGTERM || sig == SIGINT)
             return 0;
+        snd_refusals_flush(d, snd_now_ms(), false);
         if (atomic_load(&d->fatal)) {
             fprintf(stderr, "snd: a store write failed; stopping (a restart recovers)\n");
             return 3;
@@ -416,6 +430,8 @@ static void stop(struct snd *d)
 {
     /* Hand the waiting state writes to the store, let queued commits
      * finish, and answer the connections they resume. */
+    if (d->store)
+        snd_refusals_flush(d, snd_now_ms(), true);
     for (int i = 0; i < 500 && d->store; i++) {
         bool flushed = d->outbox ? snd_outbox_flush(d) : true;
         struct sn_store_stats st;
@@ -460,6 +476,7 @@ int main(int argc, char **argv)
     d.spec = spec;
     d.model = model;
     d.rate = snd_rate_new();
+    d.refusals = snd_refusals_new();
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -468,7 +485,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     uint16_t port = 0;
     rc = 0;
-    if (!d.rate || open_state(&d, a.state, a.init, &err) != SN_OK ||
+    if (!d.rate || !d.refusals || open_state(&d, a.state, a.init, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
         rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3
@@ -488,6 +505,7 @@ int main(int argc, char **argv)
     stop(&d);
     snd_sched_stop(&d);
     snd_state_free(&d);
+    snd_refusals_free(d.refusals);
     sn_model_free(model);
     sn_spec_free(spec);
     return rc;

@@ -569,6 +569,20 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     int64_t old = key ? snd_idem_find(d, tenant, key) : 0;
     if (old)
         return replay(d, r, snd_job_get(d, old), spec);
+    const struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, tenant);
+    if (t && t->jobs_live >= (uint64_t)d->cfg.tenant_max_live_jobs) {
+        json_decref(spec);
+        return snd_error(d, r, 429, "tenant_cap", "tenant_max_live_jobs",
+                         "tenant '%s' has %llu live jobs, the cap tenant_max_live_jobs is %lld",
+                         tenant, (unsigned long long)t->jobs_live,
+                         (long long)d->cfg.tenant_max_live_jobs);
+    }
+    if (t && t->jobs_total >= (uint64_t)d->cfg.tenant_max_jobs) {
+        json_decref(spec);
+        return snd_error(d, r, 409, "tenant_cap", "tenant_max_jobs",
+                         "tenant '%s' holds %llu jobs, the cap tenant_max_jobs is %lld", tenant,
+                         (unsigned long long)t->jobs_total, (long long)d->cfg.tenant_max_jobs);
+    }
     struct snd_job *job = calloc(1, sizeof(*job));
     struct sn_error err = {0};
     if (!job) {

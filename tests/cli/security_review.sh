@@ -9,8 +9,11 @@
 # token id and reason. Then the tenant-isolation refusals (another tenant's
 # job read, cancelled or listed, submits for another tenant or outside the
 # prefix), the sn_auth_failures_total counter, `sn audit` and its filters,
-# and the start-up refusals (state.db missing beside token.key, a token.key
-# readable by others). The daemon must stay up throughout.
+# a flood of bad tokens (429, sampled audit rows, bounded store growth),
+# impossible telemetry and sequence numbers, encoded control characters in
+# paths, per-tenant job caps, and the start-up refusals (state.db missing
+# beside token.key, a token.key readable by others). The daemon must stay up
+# throughout.
 set -u
 SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SND=$(dirname "$SN")/snd
@@ -38,7 +41,7 @@ start_snd() {
     [ -n "$PORT" ] || { echo "snd did not start"; cat "$D/snd.log"; exit 1; }
     URL="http://127.0.0.1:$PORT"
 }
-start_snd
+start_snd --set auth_fail_burst=100000
 ADMIN=$(cat "$D/state/admin.token")
 
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
@@ -210,6 +213,104 @@ out=$(SN_TOKEN="$TENANT" "$SN" audit 2>&1); rc=$?
 [ "$rc" != 0 ] && echo "$out" | grep -q 403 || fail "sn audit with a tenant token: $rc $out"
 
 kill -0 "$PID" 2>/dev/null || fail "snd died during the review"
+kill "$PID"; wait "$PID"; PID=
+
+# A flood of bad tokens from one address: its first auth_fail_burst
+# refusals are 401 and audited one by one, the rest 429 with Retry-After and
+# counted in one summary row per source and interval; the audit log and the
+# WAL grow by a bounded amount and good requests are served throughout.
+start_snd --set auth_fail_burst=20 --set auth_fail_per_s=2 --set audit_flood_interval_s=1
+SEQ=$(last_seq)
+size0=$(cat "$D/state/state.db" "$D/state/state.db-wal" 2>/dev/null | wc -c)
+: >"$D/flood.conf"
+i=0
+while [ $i -lt 3000 ]; do
+    printf 'url = "%s/v1/cluster"\nheader = "Authorization: Bearer sn1.flood"\noutput = "/dev/null"\nwrite-out = "%%{http_code} %%header{retry-after}\\n"\nnext\n' "$URL"
+    i=$((i + 1))
+done >>"$D/flood.conf"
+sed -i '$d' "$D/flood.conf"
+t0=$(date +%s)
+curl -s -K "$D/flood.conf" >"$D/flood.got" 2>"$D/flood.err" &
+FLOOD=$!
+good=0
+while kill -0 $FLOOD 2>/dev/null && [ $good -lt 20 ]; do
+    s=$(api GET /v1/jobs "$TENANT")
+    [ "$s" = 200 ] || fail "a good request during the flood: $s $(cat "$D/body")"
+    good=$((good + 1))
+done
+wait $FLOOD
+t1=$(date +%s)
+n401=$(grep -c '^401' "$D/flood.got")
+n429=$(grep -c '^429 [0-9]' "$D/flood.got")
+[ $((n401 + n429)) = 3000 ] || fail "flood: $n401 401s and $n429 429s (with Retry-After) of 3000: $(sort "$D/flood.got" | uniq -c | head)"
+[ "$n401" -le $((20 + 2 * (t1 - t0 + 1) + 1)) ] || fail "flood: $n401 401s in $((t1 - t0)) s"
+[ "$good" -ge 1 ] || fail "no good request ran during the flood"
+# The summary rows arrive within an interval of the flood's end.
+i=0
+while :; do
+    curl -s -H "Authorization: Bearer $ADMIN" "$URL/v1/audit?after=$SEQ&limit=1000" >"$D/rows"
+    summed=$(jq '[.items[] | select(.action == "refusals") | .detail | split(" ")[0] | tonumber] | add // 0' "$D/rows")
+    [ "$summed" = "$n429" ] && break
+    i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+done
+[ "$summed" = "$n429" ] || fail "summary rows count $summed rate-limited refusals, want $n429"
+rows=$(jq '.items | length' "$D/rows")
+summaries=$(jq '[.items[] | select(.action == "refusals")] | length' "$D/rows")
+[ "$rows" = $((n401 + summaries)) ] || fail "flood: $rows audit rows for $n401 401s and $summaries summaries"
+[ "$summaries" -le $((t1 - t0 + 3)) ] || fail "flood: $summaries summary rows in $((t1 - t0)) s"
+jq -e '[.items[] | select(.action == "refusals")][0] | .status == 429 and .source == "127.0.0.1"' "$D/rows" >/dev/null ||
+    fail "summary row: $(jq -c '.items[-1]' "$D/rows")"
+size1=$(cat "$D/state/state.db" "$D/state/state.db-wal" 2>/dev/null | wc -c)
+[ $((size1 - size0)) -lt 1048576 ] || fail "flood grew the store by $((size1 - size0)) bytes"
+echo "flood: 3000 bad-token requests in $((t1 - t0)) s: $n401 audited 401s, $n429 429s in $summaries summary rows, store +$((size1 - size0)) bytes, $good good requests served"
+kill -0 "$PID" 2>/dev/null || fail "snd died during the flood"
+
+# Impossible telemetry is refused per field, naming it and the value; it is
+# not stored. Sequence numbers beyond 2^53 are refused, not clamped.
+tele() { # tele SEQ CSV: posts one nvidia-smi-csv batch for sn00-t00
+    curl -s -o "$D/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $AGENT" \
+        --data-binary "$2" "$URL/v1/telemetry?node=sn00-t00&format=nvidia-smi-csv&boot=ab&seq=$1"
+}
+H='index, temperature.gpu, power.draw [W], utilization.gpu [%], clocks.sm [MHz]'
+check_tele() { # check_tele WHAT SEQ ROW FIELD VALUE_PATTERN
+    s=$(tele "$2" "$(printf '%s\n%s\n' "$H" "$3")")
+    [ "$s" = 400 ] && jq -e ".error.code == \"out_of_range\" and .error.field == \"$4\"" "$D/body" >/dev/null &&
+        jq -r .error.message "$D/body" | grep -Eq -- "$5" || fail "telemetry $1: $s $(cat "$D/body")"
+}
+check_tele "-273 C" 1 "0, -273, 100, 50, 1500" temp_gpu "temp_gpu -273 C"
+check_tele "1e308 C" 1 "0, 1e308, 100, 50, 1500" temp_gpu "1e\\+308"
+check_tele "negative power" 1 "0, 40, -5, 50, 1500" power "power -5 W"
+check_tele "utilisation 101" 1 "0, 40, 100, 101 %, 1500" util_gpu "util_gpu 101"
+check_tele "clock 1e9 MHz" 1 "0, 40, 100, 50, 1000000000" clock_sm "clock_sm 1000000000 MHz"
+[ "$(tele 9223372036854775808 "$(printf '%s\n0, 40, 100, 50, 1500\n' "$H")")" = 400 ] &&
+    jq -e '.error.field == "seq"' "$D/body" >/dev/null || fail "seq 2^63: $(cat "$D/body")"
+[ "$(tele 9007199254740993 "$(printf '%s\n0, 40, 100, 50, 1500\n' "$H")")" = 400 ] || fail "seq 2^53+1"
+[ "$(tele 1 "$(printf '%s\n0, 41, 100, 50, 1500\n' "$H")")" = 200 ] || fail "a good batch: $(cat "$D/body")"
+[ "$(api GET /v1/telemetry/gpus/sn00-t00-gpu0 "$ADMIN")" = 200 ] || fail "gpu telemetry"
+grep -q -- '-273' "$D/body" && fail "an impossible value was stored: $(cat "$D/body")"
+grep -q '41' "$D/body" || fail "the good batch was not stored: $(cat "$D/body")"
+
+# Encoded control characters in the path or query are refused, not cut off.
+for u in "/v1/jobs/$BJ%00" "/v1/jobs/$BJ%0a" "/v1/jobs?tenant=beta%00x"; do
+    [ "$(admin GET "$u")" = 400 ] && jq -e '.error.code == "invalid_path"' "$D/body" >/dev/null ||
+        fail "$u: $(cat "$D/body")"
+done
+[ "$(admin GET "/v1/jobs/$BJ")" = 200 ] || fail "the plain path"
+kill "$PID"; wait "$PID"; PID=
+
+# Per-tenant job caps: live and total, each named in the refusal; another
+# tenant is not held back by them.
+start_snd --set tenant_max_live_jobs=2 --set tenant_max_jobs=3
+sub() { api POST /v1/jobs "$TENANT" '{"name":"c","gpus":1}'; }
+[ "$(sub)" = 201 ] && J1=$(jq .id "$D/body") && [ "$(sub)" = 201 ] || fail "first two submits: $(cat "$D/body")"
+[ "$(sub)" = 429 ] && jq -e '.error.code == "tenant_cap" and .error.field == "tenant_max_live_jobs"' "$D/body" >/dev/null ||
+    fail "third live job: $(cat "$D/body")"
+[ "$(api POST "/v1/jobs/$J1/cancel" "$TENANT")" = 200 ] || fail "cancel: $(cat "$D/body")"
+[ "$(sub)" = 201 ] || fail "submit after a cancel: $(cat "$D/body")"
+[ "$(api POST /v1/jobs/$((J1 + 1))/cancel "$TENANT")" = 200 ] || fail "cancel 2: $(cat "$D/body")"
+[ "$(sub)" = 409 ] && jq -e '.error.code == "tenant_cap" and .error.field == "tenant_max_jobs"' "$D/body" >/dev/null ||
+    fail "fourth job in all: $(cat "$D/body")"
+[ "$(admin POST /v1/jobs '{"name":"b2","gpus":1,"tenant":"beta"}')" = 201 ] || fail "beta held back: $(cat "$D/body")"
 kill "$PID"; wait "$PID"; PID=
 
 # Start-up refusals: a state.db lost beside token.key; a readable key.
