@@ -11,10 +11,14 @@
 #include "agent.h"
 #include "http.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sn/api.h>
 
@@ -1127,6 +1131,51 @@ static enum MHD_Result revoke_token(struct snd *d, struct snd_req *r)
     return snd_commit(d, r, &w, 1, id, done_reply);
 }
 
+/* ---- backup ------------------------------------------------------------ */
+
+struct backup_body {
+    char path[1025];
+};
+static const struct sn_api_field backup_fields[] = {
+    {"path", SN_API_STRING, true, 2, 1024, offsetof(struct backup_body, path)},
+};
+
+/* POST /v1/admin/backup: an online, consistent copy of state.db to a new
+ * file on the snd host (SQLite's backup API, one commit's state), mode
+ * 0600, answered once its audit row is durable. The copy runs on the state
+ * thread: requests wait for it (about a second per GB on a local disk). */
+static enum MHD_Result post_backup(struct snd *d, struct snd_req *r)
+{
+    struct backup_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, backup_fields, 1, &b, &present, &ret))
+        return ret;
+    if (!sn_api_path_within(b.path, b.path)) /* absolute and normalised */
+        return snd_error(d, r, 400, "invalid_field", "path",
+                         "path '%s': expected an absolute, normalised file path", b.path);
+    int fd = open(b.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return snd_error(d, r, errno == EEXIST ? 409 : 422,
+                         errno == EEXIST ? "conflict" : "invalid_field", "path",
+                         "cannot create '%s': %s", b.path, strerror(errno));
+    close(fd);
+    uint64_t pages = 0;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_store_backup(d->store, b.path, &pages, &err);
+    if (rc != SN_OK) {
+        unlink(b.path);
+        return snd_error(d, r, rc == SN_ERR_LIMIT ? 507 : 500,
+                         rc == SN_ERR_LIMIT ? "disk_full" : "internal", NULL, "%s", err.message);
+    }
+    struct stat st;
+    int64_t bytes = stat(b.path, &st) == 0 ? (int64_t)st.st_size : -1;
+    r->reply_status = 200;
+    r->reply = json_pack("{s:s,s:I,s:I}", "path", b.path, "bytes", (json_int_t)bytes, "pages",
+                         (json_int_t)pages);
+    return snd_commit(d, r, NULL, 0, b.path, done_reply);
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 #define NO_AUTH (-1)
@@ -1183,5 +1232,8 @@ const struct snd_route snd_routes[] = {
      "the supernode map: aggregates, or one supernode's GPUs"},
     {"GET", "/v1/dashboard/summary", SN_SCOPE_CLUSTER_READ, snd_dashboard_summary,
      "counts, queue, recent events and utilisation history"},
+    /* Operations (docs/operations.md). */
+    {"POST", "/v1/admin/backup", SN_SCOPE_ADMIN, post_backup,
+     "an online, consistent copy of state.db to a new file on the snd host"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -135,6 +135,8 @@ struct sn_store_ops {
                              struct sn_error *err);
     void (*stats)(struct sn_store *s, struct sn_store_stats *out);
     void (*close)(struct sn_store *s);
+    enum sn_err (*backup)(struct sn_store *s, const char *path, uint64_t *pages,
+                          struct sn_error *err);
 };
 
 /* A store handle: the table plus the backend's private state. */
@@ -182,6 +184,13 @@ SN_MUST_CHECK enum sn_err sn_store_query_log(struct sn_store *s, enum sn_store_l
                                              sn_store_row_fn fn, void *ctx, struct sn_error *err);
 
 void sn_store_stats(struct sn_store *s, struct sn_store_stats *out);
+
+/* Writes a consistent copy of the committed state (one commit's) to path,
+ * a new database file, while writes go on; *pages (may be NULL) gets its
+ * size in pages. Call from the state owner's thread. SN_ERR_LIMIT when the
+ * disk is full, SN_ERR_IO otherwise. */
+SN_MUST_CHECK enum sn_err sn_store_backup(struct sn_store *s, const char *path, uint64_t *pages,
+                                          struct sn_error *err);
 
 /* Drains the queue (every queued submission is committed or failed and its
  * callback run), stops the writer and frees the store. NULL is allowed. */

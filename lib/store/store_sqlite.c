@@ -491,6 +491,34 @@ static void sqlite_stats(struct sn_store *s, struct sn_store_stats *out)
     pthread_mutex_unlock(&st->lock);
 }
 
+/* An online copy through SQLite's backup API from the reader connection:
+ * one read transaction, so the copy is the state of one commit, while the
+ * writer goes on appending to the WAL. */
+static enum sn_err sqlite_backup(struct sn_store *s, const char *path, uint64_t *pages,
+                                 struct sn_error *err)
+{
+    struct sqlite_store *st = s->impl;
+    sqlite3 *dst = NULL;
+    if (sqlite3_open_v2(path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        enum sn_err rc = sn_error_set(err, SN_ERR_IO, "store: backup '%s': %s", path,
+                                      dst ? sqlite3_errmsg(dst) : "cannot open");
+        sqlite3_close(dst);
+        return rc;
+    }
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", st->rdb, "main");
+    int step = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+    if (b && pages)
+        *pages = (uint64_t)sqlite3_backup_pagecount(b);
+    int fin = b ? sqlite3_backup_finish(b) : SQLITE_ERROR;
+    enum sn_err rc = SN_OK;
+    if (step != SQLITE_DONE || fin != SQLITE_OK)
+        rc = sn_error_set(err, (step & 0xff) == SQLITE_FULL ? SN_ERR_LIMIT : SN_ERR_IO,
+                          "store: backup '%s': %s", path, sqlite3_errmsg(dst));
+    sqlite3_close(dst);
+    return rc;
+}
+
 static void sqlite_close(struct sn_store *s)
 {
     struct sqlite_store *st = s->impl;
@@ -518,6 +546,7 @@ static const struct sn_store_ops sqlite_ops = {
     .query_log = sqlite_query_log,
     .stats = sqlite_stats,
     .close = sqlite_close,
+    .backup = sqlite_backup,
 };
 
 static enum sn_err prepare_all(struct sqlite_store *st, struct sn_error *err)

@@ -212,8 +212,28 @@ out=$("$SN" audit --status abc 2>&1); rc=$?
 out=$(SN_TOKEN="$TENANT" "$SN" audit 2>&1); rc=$?
 [ "$rc" != 0 ] && echo "$out" | grep -q 403 || fail "sn audit with a tenant token: $rc $out"
 
+# An online backup (admin only: the route walk above refused every other
+# token), then a restore from it keeps the state of its commit.
+out=$("$SN" admin backup "$D/backup.db" 2>&1) || fail "sn admin backup: $out"
+echo "$out" | grep -Eq "^backup written to $D/backup.db \([0-9]+ bytes\)$" || fail "sn admin backup: $out"
+[ "$(stat -c %a "$D/backup.db")" = 600 ] || fail "backup mode $(stat -c %a "$D/backup.db")"
+out=$("$SN" admin backup "$D/backup.db" 2>&1); rc=$?
+[ "$rc" = 1 ] && echo "$out" | grep -q "409" || fail "backup over an existing file: $rc $out"
+out=$("$SN" admin backup relative.db 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "relative backup path: $rc $out"
+[ "$(admin POST /v1/admin/backup '{"path":"/a/../b"}')" = 400 ] || fail "unnormalised path: $(cat "$D/body")"
+[ "$(admin POST /v1/jobs '{"name":"after-backup","gpus":1,"tenant":"beta"}')" = 201 ] || fail "job after backup"
 kill -0 "$PID" 2>/dev/null || fail "snd died during the review"
 kill "$PID"; wait "$PID"; PID=
+mkdir "$D/restored" && cp -p "$D/state/token.key" "$D/state/admin.token" "$D/restored/" &&
+    cp -p "$D/backup.db" "$D/restored/state.db"
+mv "$D/state" "$D/state.live" && mv "$D/restored" "$D/state"
+start_snd
+[ "$(admin GET "/v1/jobs/$BJ")" = 200 ] || fail "restored backup lacks job $BJ: $(cat "$D/body")"
+[ "$(admin GET "/v1/jobs?tenant=beta")" = 200 ] && ! grep -q after-backup "$D/body" ||
+    fail "restored backup has a job submitted after it: $(cat "$D/body")"
+kill "$PID"; wait "$PID"; PID=
+rm -rf "$D/state" && mv "$D/state.live" "$D/state"
 
 # A flood of bad tokens from one address: its first auth_fail_burst
 # refusals are 401 and audited one by one, the rest 429 with Retry-After and
@@ -310,7 +330,8 @@ sub() { api POST /v1/jobs "$TENANT" '{"name":"c","gpus":1}'; }
 [ "$(api POST /v1/jobs/$((J1 + 1))/cancel "$TENANT")" = 200 ] || fail "cancel 2: $(cat "$D/body")"
 [ "$(sub)" = 409 ] && jq -e '.error.code == "tenant_cap" and .error.field == "tenant_max_jobs"' "$D/body" >/dev/null ||
     fail "fourth job in all: $(cat "$D/body")"
-[ "$(admin POST /v1/jobs '{"name":"b2","gpus":1,"tenant":"beta"}')" = 201 ] || fail "beta held back: $(cat "$D/body")"
+[ "$(admin POST /v1/tenants '{"name":"gamma","prefix":"/data/gamma"}')" = 201 ] || fail "tenant gamma"
+[ "$(admin POST /v1/jobs '{"name":"g","gpus":1,"tenant":"gamma"}')" = 201 ] || fail "gamma held back: $(cat "$D/body")"
 kill "$PID"; wait "$PID"; PID=
 
 # Start-up refusals: a state.db lost beside token.key; a readable key.
