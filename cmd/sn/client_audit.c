@@ -125,9 +125,10 @@ int cmd_audit(int argc, char **argv)
         }
         json_array_extend(all, json_object_get(page, "items"));
         json_t *next = json_object_get(page, "next");
+        bool more = json_is_integer(next);
         after = json_integer_value(next);
         json_decref(page);
-        if (!json_is_integer(next) || after == 0)
+        if (!more || after == 0)
             break;
     }
     if (c.json) {

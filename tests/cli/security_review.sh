@@ -41,6 +41,14 @@ start_snd() {
     [ -n "$PORT" ] || { echo "snd did not start"; cat "$D/snd.log"; exit 1; }
     URL="http://127.0.0.1:$PORT"
 }
+# Stops snd with SIGTERM; it must exit 0 (under ASan: no leak or error report).
+stop_snd() {
+    kill "$PID"
+    wait "$PID"
+    st=$?
+    [ "$st" = 0 ] || fail "snd exited $st on SIGTERM: $(tail -20 "$D/snd.log")"
+    PID=
+}
 start_snd --set auth_fail_burst=100000
 ADMIN=$(cat "$D/state/admin.token")
 
@@ -224,7 +232,7 @@ out=$("$SN" admin backup relative.db 2>&1); rc=$?
 [ "$(admin POST /v1/admin/backup '{"path":"/a/../b"}')" = 400 ] || fail "unnormalised path: $(cat "$D/body")"
 [ "$(admin POST /v1/jobs '{"name":"after-backup","gpus":1,"tenant":"beta"}')" = 201 ] || fail "job after backup"
 kill -0 "$PID" 2>/dev/null || fail "snd died during the review"
-kill "$PID"; wait "$PID"; PID=
+stop_snd
 mkdir "$D/restored" && cp -p "$D/state/token.key" "$D/state/admin.token" "$D/restored/" &&
     cp -p "$D/backup.db" "$D/restored/state.db"
 mv "$D/state" "$D/state.live" && mv "$D/restored" "$D/state"
@@ -232,7 +240,7 @@ start_snd
 [ "$(admin GET "/v1/jobs/$BJ")" = 200 ] || fail "restored backup lacks job $BJ: $(cat "$D/body")"
 [ "$(admin GET "/v1/jobs?tenant=beta")" = 200 ] && ! grep -q after-backup "$D/body" ||
     fail "restored backup has a job submitted after it: $(cat "$D/body")"
-kill "$PID"; wait "$PID"; PID=
+stop_snd
 rm -rf "$D/state" && mv "$D/state.live" "$D/state"
 
 # A flood of bad tokens from one address: its first auth_fail_burst
@@ -316,7 +324,7 @@ for u in "/v1/jobs/$BJ%00" "/v1/jobs/$BJ%0a" "/v1/jobs?tenant=beta%00x"; do
         fail "$u: $(cat "$D/body")"
 done
 [ "$(admin GET "/v1/jobs/$BJ")" = 200 ] || fail "the plain path"
-kill "$PID"; wait "$PID"; PID=
+stop_snd
 
 # Per-tenant job caps: live and total, each named in the refusal; another
 # tenant is not held back by them.
@@ -332,7 +340,7 @@ sub() { api POST /v1/jobs "$TENANT" '{"name":"c","gpus":1}'; }
     fail "fourth job in all: $(cat "$D/body")"
 [ "$(admin POST /v1/tenants '{"name":"gamma","prefix":"/data/gamma"}')" = 201 ] || fail "tenant gamma"
 [ "$(admin POST /v1/jobs '{"name":"g","gpus":1,"tenant":"gamma"}')" = 201 ] || fail "gamma held back: $(cat "$D/body")"
-kill "$PID"; wait "$PID"; PID=
+stop_snd
 
 # Start-up refusals: a state.db lost beside token.key; a readable key.
 mv "$D/state/state.db" "$D/state.db.bak"
