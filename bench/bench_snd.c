@@ -8,10 +8,14 @@
  *      (synchronous=FULL); target >= 2,000/s;
  *   2. GET /v1/jobs/1 requests/s; target >= 20,000/s;
  *   3. memory (VmRSS of snd) at 100,000 GPUs (examples/large-100k.yaml):
- *      after start, and after 100,000 jobs were submitted and scheduled.
+ *      after start, and after 100,000 jobs were submitted and scheduled;
+ *   4. durable submit latency (p50, p99, max) and throughput at 1, 4, 64
+ *      and 256 keep-alive clients, each waiting for its answer before the
+ *      next submit; targets: one client >= 200 submits/s, p99 < 20 ms at 64.
  *
- * usage: bench_snd [--quick] (from the build directory; SN_SOURCE_DIR
- * locates examples/, default ..). --quick runs smaller counts.
+ * usage: bench_snd [--quick | --latency] (from the build directory;
+ * SN_SOURCE_DIR locates examples/, default ..). --quick runs smaller
+ * counts; --latency runs only part 4.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -32,6 +36,24 @@
 #include "snd_load.h"
 
 /* ---- workers ----------------------------------------------------------------- */
+
+/* Latencies of the requests of a load, in seconds (filled when lat is set). */
+struct lat {
+    double *s;
+    long cap;
+    atomic_long n;
+};
+static struct lat *lat_rec; /* the latency load running now, or NULL */
+
+static void lat_add(double secs)
+{
+    if (!lat_rec)
+        return;
+    long i = atomic_fetch_add(&lat_rec->n, 1);
+    if (i < lat_rec->cap)
+        lat_rec->s[i] = secs;
+}
+
 
 struct load {
     struct daemon *d;
@@ -56,8 +78,10 @@ static void *worker(void *arg)
             break;
         char header[64];
         snprintf(header, sizeof(header), "Idempotency-Key: b%ld-%ld", (long)getpid(), i);
+        double t0 = now_s();
         int s = conn_request(c, l->method, l->path, l->d->token, l->unique_key ? header : NULL,
                              "application/json", l->body);
+        lat_add(now_s() - t0);
         if (s == 200 || s == 201) {
             atomic_fetch_add(&l->ok, 1);
         } else {
@@ -108,12 +132,57 @@ static long submit_jobs(struct daemon *d, long n, int gpus, int threads, double 
     return atomic_load(&l.ok);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Part 4: for each client count, submits for secs seconds and prints the
+ * throughput and the latency percentiles of the answered submits. */
+static void latency_table(struct daemon *d, double secs)
+{
+    static const int clients[] = {1, 4, 64, 256};
+    struct lat l = {.cap = 4000000};
+    l.s = malloc((size_t)l.cap * sizeof(double));
+    if (!l.s)
+        return;
+    char body[128];
+    snprintf(body, sizeof(body), "{\"name\":\"lat\",\"gpus\":1,\"tenant\":\"bench\"}");
+    printf("durable submit latency (each client waits for its answer):\n");
+    for (size_t k = 0; k < sizeof(clients) / sizeof(clients[0]); k++) {
+        atomic_store(&l.n, 0);
+        lat_rec = &l;
+        static atomic_long round;
+        struct load ld = {.d = d,
+                          .method = "POST",
+                          .path = "/v1/jobs",
+                          .body = body,
+                          .unique_key = true,
+                          .deadline = now_s() + secs};
+        atomic_store(&ld.next, atomic_fetch_add(&round, 1) * 100000000L);
+        double took = run_load(&ld, clients[k]);
+        lat_rec = NULL;
+        long n = atomic_load(&l.n);
+        n = n > l.cap ? l.cap : n;
+        qsort(l.s, (size_t)n, sizeof(double), cmp_double);
+        double p50 = n ? l.s[n / 2] : 0, p99 = n ? l.s[(long)((double)n * 0.99)] : 0;
+        double mx = n ? l.s[n - 1] : 0;
+        printf("  %3d clients: %7.0f submits/s, p50 %6.2f ms, p99 %6.2f ms, max %7.2f ms "
+               "(%ld answered 201, %ld not)\n",
+               clients[k], (double)atomic_load(&ld.ok) / took, p50 * 1e3, p99 * 1e3, mx * 1e3,
+               atomic_load(&ld.ok), atomic_load(&ld.bad));
+    }
+    free(l.s);
+}
+
 /* snd keeps every job of a run: room for the 100,000 of the memory figure. */
 static const char *const max_jobs[] = {"max_jobs=1000000", NULL};
 
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    bool latency = argc > 1 && strcmp(argv[1], "--latency") == 0;
     signal(SIGPIPE, SIG_IGN);
     const char *src = getenv("SN_SOURCE_DIR") ? getenv("SN_SOURCE_DIR") : "..";
     char small[1024], large[1024];
@@ -125,6 +194,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_snd: cannot start snd (run from the build directory or set SND)\n");
         return 1;
     }
+    if (latency) {
+        latency_table(&d, 3.0);
+        stop(&d);
+        return 0;
+    }
     long n = quick ? 6000 : 20000;
     double secs;
     long ok = submit_jobs(&d, n, 1, 128, &secs);
@@ -135,6 +209,7 @@ int main(int argc, char **argv)
     secs = run_load(&g, 4);
     printf("GET /v1/jobs/1: %ld in %.2f s = %.0f req/s (4 connections), %ld errors\n",
            atomic_load(&g.ok), secs, (double)atomic_load(&g.ok) / secs, atomic_load(&g.bad));
+    latency_table(&d, quick ? 1.0 : 3.0);
     stop(&d);
 
     if (start(&d, large, max_jobs) != 0 || make_tenant(&d) != 0) {

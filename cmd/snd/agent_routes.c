@@ -22,6 +22,7 @@
  */
 #include "agent.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,7 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"backend", SN_API_NAME, false, 1, 15, offsetof(struct heartbeat_body, backend)},
     {"interval_ms", SN_API_INT, false, 1, 3600000, offsetof(struct heartbeat_body, interval_ms)},
     {"running_jobs", SN_API_INT, false, 0, 1 << 20, offsetof(struct heartbeat_body, running_jobs)},
-    {"seq", SN_API_INT, false, 0, INT64_MAX, offsetof(struct heartbeat_body, seq)},
+    {"seq", SN_API_INT, false, 0, SND_JSON_INT_MAX, offsetof(struct heartbeat_body, seq)},
 };
 
 static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc, const char *field,
@@ -268,6 +269,67 @@ enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r)
 
 /* ---- telemetry -------------------------------------------------------- */
 
+/* Physical ranges of readings, by unit (docs/api.md, "Telemetry ranges"). A
+ * batch with a reading outside its range is refused whole (400 naming the
+ * line, metric and value), so impossible data is never stored as "ok". */
+static const struct {
+    const char *unit;
+    double min, max;
+} unit_ranges[] = {
+    {"C", -60, 200},          /* GPU and memory temperature */
+    {"W", 0, 20000},          /* power draw and limit of one GPU or superchip */
+    {"J", 0, 1e18},           /* energy counter */
+    {"MHz", 0, 20000},        /* clocks */
+    {"B", 0, 1125899906842624.0}, /* memory: at most 1 PiB */
+    {"%", 0, 100},            /* utilisation, fan speed */
+    {"state", 0, 15},         /* P-state P0..P15 */
+    {"bool", 0, 1},
+    {"count", 0, 9007199254740992.0}, /* counters: within 2^53 (exact in JSON) */
+    {"bitmask", 0, 9007199254740992.0},
+    {"code", 0, 4294967295.0}, /* Xid */
+    {"gen", 0, 16},            /* PCIe generation */
+    {"lanes", 0, 64},          /* PCIe width */
+};
+
+/* True when v is a possible reading of metric m. */
+static bool in_range(enum sn_metric m, double v, double *min, double *max)
+{
+    const char *unit = sn_metric_unit(m);
+    for (size_t i = 0; i < sizeof(unit_ranges) / sizeof(unit_ranges[0]); i++)
+        if (strcmp(unit_ranges[i].unit, unit) == 0) {
+            *min = unit_ranges[i].min;
+            *max = unit_ranges[i].max;
+            return v >= *min && v <= *max;
+        }
+    *min = -9007199254740992.0;
+    *max = 9007199254740992.0;
+    return v >= *min && v <= *max;
+}
+
+/* The validation pass: the first impossible reading of a batch. */
+struct range_check {
+    bool bad;
+    unsigned line;
+    enum sn_metric metric;
+    double value, min, max;
+};
+
+static void check_samples(void *ctx, const struct sn_telem_samples *rec)
+{
+    struct range_check *c = ctx;
+    for (size_t i = 0; i < rec->n && !c->bad; i++) {
+        const struct sn_telem_sample *s = &rec->v[i];
+        if (s->status != SN_TELEM_OK)
+            continue;
+        if (!in_range(s->metric, s->value, &c->min, &c->max)) {
+            c->bad = true;
+            c->line = rec->at.line;
+            c->metric = s->metric;
+            c->value = s->value;
+        }
+    }
+}
+
 struct ingest {
     struct sn_telem_sink store;
     const char *host;
@@ -353,9 +415,12 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
         return false;
     }
     char *end = NULL;
+    errno = 0;
     *seq = sq ? strtoll(sq, &end, 10) : 0;
-    if (!sq || !*sq || *end || *seq < 1) {
-        *ret = snd_error(d, r, 400, "invalid_query", "seq", "seq must be an integer from 1");
+    if (!sq || !*sq || *end || errno == ERANGE || *seq < 1 || *seq > SND_JSON_INT_MAX) {
+        *ret = snd_error(d, r, 400, "invalid_query", "seq",
+                         "seq '%.40s' must be an integer from 1 to %lld", sq ? sq : "",
+                         (long long)SND_JSON_INT_MAX);
         return false;
     }
     if (!*boot || !**boot || strlen(*boot) >= BOOT_MAX ||
@@ -392,6 +457,22 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
                                    "applied_seq", (json_int_t)n->last_seq));
     }
+    struct sn_telem_opts vo = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
+    struct range_check rcheck = {0};
+    struct sn_telem_sink vsink = {.ctx = &rcheck, .samples = check_samples};
+    struct sn_telem_parser_stats vst;
+    struct sn_error verr = {0};
+    enum sn_err vrc =
+        sn_telem_parse_buffer(f, &vo, &vsink, r->len ? r->body : "", r->len, &vst, &verr);
+    if (vrc != SN_OK && vrc != SN_ERR_SYNTAX)
+        return snd_error(d, r, vrc == SN_ERR_LIMIT ? 413 : 500, "ingest_failed", NULL, "%s",
+                         verr.message);
+    if (rcheck.bad)
+        return snd_error(d, r, 400, "out_of_range", sn_metric_name(rcheck.metric),
+                         "line %u: %s %.17g %s is outside the physical range %.17g to %.17g; "
+                         "the batch is refused",
+                         rcheck.line, sn_metric_name(rcheck.metric), rcheck.value,
+                         sn_metric_unit(rcheck.metric), rcheck.min, rcheck.max);
     struct ingest in = {.store = snd_health_sink(), .host = node};
     struct sn_telem_sink sink = {.ctx = &in,
                                  .samples = on_samples,

@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +74,11 @@ struct snd_listener {
 enum { L_API, L_AGENT, L_COUNT };
 static struct snd_listener listeners[L_COUNT];
 static int64_t last_sweep_ms;
+/* Written by the store's writer thread after it resumes a connection:
+ * libmicrohttpd 0.9.75 signals its own wake-up channel on a resume only
+ * when it runs an internal thread, so without this the state thread slept
+ * out its whole poll wait (100 ms) before answering a committed request. */
+static int wake_fd = -1;
 
 static unsigned unauth_cap(const struct snd *d)
 {
@@ -236,12 +242,15 @@ enum MHD_Result snd_reply(struct snd *d, struct snd_req *r, int status, json_t *
     return snd_reply_text(d, r, status, "application/json", text);
 }
 
-/* Rejected mutations are audited: a write request answered 400, 409 or 422
- * before anything was committed for it. */
+/* Audited: every refusal of authentication or authorisation (401, 403, on
+ * any method, counted in sn_auth_failures_total), and a write request
+ * answered 400, 409 or 422 before anything was committed for it. */
 static bool audited_rejection(const struct snd_req *r, int status)
 {
-    return !r->committed && strcmp(r->method, "GET") != 0 &&
-           (status == 400 || status == 409 || status == 422);
+    if (r->committed)
+        return false;
+    return status == 401 || status == 403 ||
+           (strcmp(r->method, "GET") != 0 && (status == 400 || status == 409 || status == 422));
 }
 
 enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
@@ -269,7 +278,8 @@ static void audit_fill(struct sn_store_write *w, const struct snd_req *r, int st
     snprintf(action, len, "%s %s", r->method, r->url);
     *w = (struct sn_store_write){
         .kind = SN_STORE_ADD_AUDIT,
-        .text = {r->actor, action, target ? target : "", detail ? detail : ""},
+        .text = {r->actor, action, target ? target : "", detail ? detail : "", r->source,
+                 r->token_id},
         .num = {snd_now_s(), status}};
 }
 
@@ -297,6 +307,15 @@ static void commit_done(void *ctx, enum sn_err rc)
     r->store_rc = rc;
     r->phase = SND_PHASE_DONE;
     MHD_resume_connection(r->conn);
+    snd_http_wake();
+}
+
+void snd_http_wake(void)
+{
+    uint64_t one = 1;
+    if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is already set, the loop will wake */
+    }
 }
 
 enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_write *rows, size_t n,
@@ -325,7 +344,7 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
     return MHD_YES;
 }
 
-static enum MHD_Result refusal_done(struct snd *d, struct snd_req *r)
+enum MHD_Result snd_refusal_done(struct snd *d, struct snd_req *r)
 {
     if (r->store_rc != SN_OK) {
         if (r->store_rc == SN_ERR_IO)
@@ -347,7 +366,7 @@ enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const c
     /* Cut to the field on purpose (a long token error, say). */
     snprintf(r->audit_detail, sizeof(r->audit_detail), "%.*s", (int)sizeof(r->audit_detail) - 1,
              detail);
-    return snd_commit(d, r, NULL, 0, "", refusal_done);
+    return snd_commit(d, r, NULL, 0, "", snd_refusal_done);
 }
 
 const char *snd_query(struct snd_req *r, const char *name)
@@ -380,6 +399,25 @@ static bool match(const char *pattern, const char *path, struct snd_req *r)
     return *pattern == '\0' && *path == '\0';
 }
 
+/* 429 with Retry-After (seconds, rounded up) and an error body. */
+static enum MHD_Result too_many(struct snd *d, struct snd_req *r, int64_t wait_ms,
+                                const char *message)
+{
+    json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message", message);
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    count_status(d, 429);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    char ra[24];
+    snprintf(ra, sizeof(ra), "%lld", (long long)((wait_ms + 999) / 1000));
+    MHD_add_response_header(resp, "Retry-After", ra);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(r->conn, 429, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /* Returns true when the request may go on; else *ret holds the answer. */
 static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_Result *ret)
 {
@@ -391,13 +429,27 @@ static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_R
     }
     struct sn_error err = {0};
     enum sn_err rc = sn_auth_verify(d->key, sizeof(d->key), h + 7, snd_now_s(), &r->tok, &err);
+    if (rc == SN_OK || rc == SN_ERR_RANGE)
+        snprintf(r->token_id, sizeof(r->token_id), "%s", r->tok.id);
     if (rc == SN_OK && snd_is_revoked(d, r->tok.id))
         rc = sn_error_set(&err, SN_ERR_DENIED, "token '%s' has been revoked", r->tok.id);
+    if (rc == SN_OK && r->tok.issued_s > snd_now_s() + d->cfg.token_clock_skew_s)
+        rc = sn_error_set(&err, SN_ERR_DENIED,
+                          "token '%s' is issued %lld s in the future (clock skew allowed: %lld s)",
+                          r->tok.id, (long long)(r->tok.issued_s - snd_now_s()),
+                          (long long)d->cfg.token_clock_skew_s);
     if (rc == SN_ERR_RANGE || (rc == SN_ERR_DENIED && r->tok.subject[0]))
         snprintf(r->actor, sizeof(r->actor), "%s:%s", sn_auth_kind_name(r->tok.kind),
                  r->tok.subject);
     if (rc != SN_OK) {
         memset(&r->tok, 0, sizeof(r->tok));
+        int64_t wait_ms = snd_refusals_charge(d, r->source, snd_now_ms());
+        if (wait_ms > 0) {
+            d->auth_failures++;
+            d->rate_limited++;
+            *ret = too_many(d, r, wait_ms, "too many failed authentications from this address");
+            return false;
+        }
         *ret = snd_refuse(d, r, 401, "unauthenticated", NULL, err.message, err.message);
         return false;
     }
@@ -414,20 +466,7 @@ static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_R
         snd_rate_take(d->rate, r->tok.id, snd_now_ms(), d->cfg.rate_per_s, d->cfg.rate_burst);
     if (wait_ms > 0) {
         d->rate_limited++;
-        char *text = NULL;
-        json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
-                              "too many requests for this token");
-        text = json_dumps(e, JSON_COMPACT);
-        json_decref(e);
-        count_status(d, 429);
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-        char ra[24];
-        snprintf(ra, sizeof(ra), "%lld", (long long)((wait_ms + 999) / 1000));
-        MHD_add_response_header(resp, "Retry-After", ra);
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-        *ret = MHD_queue_response(r->conn, 429, resp);
-        MHD_destroy_response(resp);
+        *ret = too_many(d, r, wait_ms, "too many requests for this token");
         return false;
     }
     return true;
@@ -485,6 +524,16 @@ static bool peer_verified(struct MHD_Connection *conn)
            status == 0;
 }
 
+static enum MHD_Result find_control(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    bool *found = cls;
+    if (strchr(key, 0x7f) || (value && strchr(value, 0x7f)))
+        *found = true;
+    return *found ? MHD_NO : MHD_YES;
+}
+
 static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
 {
     struct snd_conn *c = conn_of(r->conn);
@@ -501,6 +550,12 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
                          (long long)d->cfg.body_max_bytes);
     char path[512];
     snprintf(path, sizeof(path), "%s", r->url);
+    bool control = strchr(path, 0x7f) != NULL;
+    if (!control)
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, find_control, &control);
+    if (control)
+        return snd_error(d, r, 400, "invalid_path", NULL,
+                         "the path or query contains an encoded control character");
     const struct snd_route *route = NULL;
     bool path_known = false;
     for (size_t i = 0; i < snd_n_routes && !route; i++) {
@@ -530,6 +585,41 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
     return route->handler(d, r);
 }
 
+/* Percent-decoding of the path and query (MHD's, plus one check): a
+ * component that decodes to a control character (an encoded NUL, CR, LF,
+ * DEL, ...) becomes the single byte 0x7f, which dispatch() refuses with
+ * 400; so "/v1/jobs/1%00" is never read as "/v1/jobs/1". */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *uri)
+{
+    (void)cls;
+    (void)conn;
+    size_t n = MHD_http_unescape(uri);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)uri[i] < 0x20 || uri[i] == 0x7f) {
+            uri[0] = 0x7f;
+            uri[1] = '\0';
+            return 1;
+        }
+    return n;
+}
+
+/* The peer's IP address as text ("" when MHD cannot tell). */
+static void client_address(struct MHD_Connection *conn, char *out, size_t len)
+{
+    out[0] = '\0';
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  (socklen_t)len);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
+                  (socklen_t)len);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -545,6 +635,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         snprintf(r->method, sizeof(r->method), "%s", method);
         snprintf(r->url, sizeof(r->url), "%s", url);
         snprintf(r->actor, sizeof(r->actor), "anonymous");
+        client_address(conn, r->source, sizeof(r->source));
         r->phase = SND_PHASE_BODY;
         *con_cls = r;
         struct snd_conn *c = conn_of(conn);
@@ -763,7 +854,8 @@ static enum sn_err start_listener(struct snd *d, struct snd_listener *l, const c
         (unsigned)d->cfg.connection_per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)d->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, d,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_UNESCAPE_CALLBACK, unescape, d,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (!l->mhd)
         return sn_error_set(err, SN_ERR_IO, "cannot listen on %s '%s'%s", key, addr,
                             tls ? " (or the TLS certificate and key were refused)" : "");
@@ -789,6 +881,9 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err)
     }
     if (rc != SN_OK)
         return rc;
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0)
+        return sn_error_set(err, SN_ERR_IO, "eventfd: %s", strerror(errno));
     *port = bound_port(&listeners[L_API]);
     return SN_OK;
 }
@@ -801,7 +896,7 @@ uint16_t snd_http_agent_port(void)
 /* Waits up to wait_ms for any listener's epoll set, then runs each. */
 void snd_http_run(int64_t wait_ms)
 {
-    struct pollfd pfd[L_COUNT];
+    struct pollfd pfd[L_COUNT + 1];
     int n = 0;
     for (int i = 0; i < L_COUNT; i++) {
         const union MHD_DaemonInfo *info =
@@ -812,6 +907,13 @@ void snd_http_run(int64_t wait_ms)
     }
     if (n == 0)
         return;
+    /* Also wait for a resume from the store writer (wake_fd), no longer
+     * than MHD's own timers allow; then let MHD work without blocking,
+     * again while it has work ready at once (a resumed connection is
+     * answered on the pass after its resume). */
+    int nwake = n;
+    if (wake_fd >= 0)
+        pfd[n++] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
     MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
     int timeout = (int)(wait_ms > 1000 ? 1000 : wait_ms < 0 ? 0 : wait_ms);
     for (int i = 0; i < L_COUNT; i++)
@@ -820,9 +922,20 @@ void snd_http_run(int64_t wait_ms)
             timeout = (int)mhd_ms;
     if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
         return;
-    for (int i = 0; i < L_COUNT; i++)
-        if (listeners[i].mhd)
+    if (nwake < n && (pfd[nwake].revents & POLLIN)) {
+        uint64_t v;
+        ssize_t rd = read(wake_fd, &v, sizeof(v));
+        (void)rd;
+    }
+    for (int i = 0; i < L_COUNT; i++) {
+        if (!listeners[i].mhd)
+            continue;
+        MHD_run(listeners[i].mhd);
+        for (int k = 0; k < 8 && MHD_get_timeout(listeners[i].mhd, &mhd_ms) == MHD_YES &&
+                        mhd_ms == 0;
+             k++)
             MHD_run(listeners[i].mhd);
+    }
     if (listeners[L_API].d)
         sweep(listeners[L_API].d);
 }
@@ -836,4 +949,7 @@ void snd_http_stop(void)
             free(listeners[i].pem[k]);
         listeners[i] = (struct snd_listener){0};
     }
+    if (wake_fd >= 0)
+        close(wake_fd);
+    wake_fd = -1;
 }

@@ -28,6 +28,8 @@ struct snd_req {
     enum snd_phase phase;
     struct sn_token tok;
     char actor[80]; /* "admin:admin", "tenant:acme", "anonymous" */
+    char source[64];                  /* the client's IP address, for the audit log */
+    char token_id[SN_AUTH_ID_MAX];    /* the presented token's id, even when refused ("" none) */
     char params[SND_MAX_PARAMS][128];
     /* Filled before a store submission, read after it commits. */
     snd_complete_fn complete;
@@ -66,6 +68,9 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
  * is durable: refusals of authentication and authorisation. */
 enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const char *code,
                            const char *field, const char *detail, const char *message);
+/* The completion of a refusal's audit entry: answers r->reply_status with
+ * r->reply, or 503 when the entry could not be written. */
+enum MHD_Result snd_refusal_done(struct snd *d, struct snd_req *r);
 /* Records an audit entry without waiting. */
 void snd_audit(struct snd *d, const struct snd_req *r, int status, const char *target,
                const char *detail);
@@ -89,5 +94,8 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */
 void snd_http_run(int64_t wait_ms);
+/* Wakes snd_http_run() at once; any thread (the store writer after a
+ * commit resumes a connection). */
+void snd_http_wake(void);
 
 #endif

@@ -104,6 +104,21 @@ static const struct sn_conf_key config_keys[] = {
      "is closed for the newcomer"},
     {"metrics_require_token", SN_CONF_BOOL, "false", 0, 1, C(metrics_require_token),
      "/metrics needs a bearer token with cluster_read (off: Prometheus scrapes without one)"},
+    {"token_clock_skew_s", SN_CONF_INT, "60", 0, 3600, C(token_clock_skew_s),
+     "a token issued more than this many seconds in the future is refused (401)"},
+    {"auth_fail_per_s", SN_CONF_INT, "2", 1, 1000000, C(auth_fail_per_s),
+     "failed authentications per second allowed per source address (bucket refill); beyond "
+     "get 429"},
+    {"auth_fail_burst", SN_CONF_INT, "30", 1, 1000000, C(auth_fail_burst),
+     "failed authentications a source address may make at once (bucket size)"},
+    {"tenant_max_live_jobs", SN_CONF_INT, "100000", 1, 1LL << 32, C(tenant_max_live_jobs),
+     "pending, requeued and running jobs one tenant may have at once; submits beyond get 429"},
+    {"tenant_max_jobs", SN_CONF_INT, "1000000", 1, 1LL << 32, C(tenant_max_jobs),
+     "jobs one tenant may hold in all (finished ones included); submits beyond get 409, so "
+     "one tenant cannot use up the job-id space"},
+    {"audit_flood_interval_s", SN_CONF_INT, "10", 1, 3600, C(audit_flood_interval_s),
+     "rate-limited refusals of one source are audited as one row per this many seconds, with "
+     "their count"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -120,9 +135,12 @@ int snd_random_hex(char *out, size_t bytes)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]\n"
-                 "           [--set KEY=VALUE]... [--ready-fd N]\n"
+                 "           [--set KEY=VALUE]... [--ready-fd N] [--init]\n"
                  "       snd --routes    (the route table: METHOD PATTERN lines)\n\n"
                  "The Supernode control-plane daemon.\n\n"
+                 "--init: start with an empty state.db although token.key exists (without it\n"
+                 "snd refuses, so a lost or deleted state.db cannot silently revive revoked\n"
+                 "tokens).\n\n"
                  "configuration keys (--config FILE lines 'key = value', or --set):\n");
     for (size_t i = 0; i < N_KEYS; i++)
         fprintf(out, "  %-22s %-6s default %-16s %s\n", config_keys[i].name,
@@ -150,6 +168,7 @@ static int parse_fd(const char *v)
 struct args {
     const char *cluster, *state, *config;
     int ready_fd;
+    bool init; /* --init: an empty state beside an existing key is intended */
 };
 
 static int read_file(const char *path, char **out, size_t *len, size_t cap)
@@ -220,6 +239,10 @@ static int parse_args(int argc, char **argv, struct args *a, struct snd_config *
         }
         if (strcmp(o, "--routes") == 0)
             return print_routes();
+        if (strcmp(o, "--init") == 0) {
+            a->init = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "snd: option '%s' needs a value or is unknown\n", o);
             return 2;
@@ -287,7 +310,22 @@ static int write_new_file(const char *path, const void *data, size_t len)
     return rc;
 }
 
-/* The token key: created at first start, then read. */
+/* Refuses a secret file that group or others may read or write. */
+static int check_private(const char *path, int fd, struct sn_error *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return sn_error_set(err, SN_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+    if (st.st_mode & 077)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "'%s' has mode %04o: it must not be accessible to group or others "
+                            "(chmod 600 '%s')",
+                            path, (unsigned)(st.st_mode & 07777), path);
+    return SN_OK;
+}
+
+/* The token key: created at first start, then read (mode 0600 or
+ * stricter, else refused). */
 static int load_key(struct snd *d, const char *dir, struct sn_error *err)
 {
     char path[4096];
@@ -301,6 +339,10 @@ static int load_key(struct snd *d, const char *dir, struct sn_error *err)
     }
     if (fd < 0)
         return sn_error_set(err, SN_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    if (check_private(path, fd, err) != SN_OK) {
+        close(fd);
+        return err ? err->code : SN_ERR_INVALID;
+    }
     ssize_t n = read(fd, d->key, sizeof(d->key));
     close(fd);
     if (n != (ssize_t)sizeof(d->key))
@@ -314,8 +356,12 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/admin.token", dir);
-    if (access(path, F_OK) == 0)
-        return SN_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        enum sn_err rc = check_private(path, fd, err);
+        close(fd);
+        return rc;
+    }
     struct sn_token t = {.kind = SN_AUTH_ADMIN, .scopes = 1u << SN_SCOPE_ADMIN};
     snprintf(t.subject, sizeof(t.subject), "admin");
     if (snd_random_hex(t.id, 16) != 0)
@@ -335,11 +381,35 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
     return SN_OK;
 }
 
-static int open_state(struct snd *d, const char *dir, struct sn_error *err)
+/* A token key without its state: a state.db lost, deleted or emptied
+ * beside the key would start an empty control plane in which revoked
+ * tokens verify again. Refused unless --init says it is meant. */
+static int check_state_present(const char *dir, bool init, struct sn_error *err)
+{
+    char key[4096], db[4096];
+    snprintf(key, sizeof(key), "%s/token.key", dir);
+    snprintf(db, sizeof(db), "%s/state.db", dir);
+    struct stat st;
+    if (init || access(key, F_OK) != 0)
+        return SN_OK;
+    bool missing = stat(db, &st) != 0;
+    if (!missing && st.st_size > 0)
+        return SN_OK;
+    return sn_error_set(err, SN_ERR_INVALID,
+                        "'%s' exists but '%s' is %s: refusing to start an empty control plane "
+                        "beside an existing token key (its revoked tokens would verify again); "
+                        "restore state.db from a backup, or start with --init to begin "
+                        "empty on purpose",
+                        key, db, missing ? "missing" : "empty");
+}
+
+static int open_state(struct snd *d, const char *dir, bool init, struct sn_error *err)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
-    enum sn_err rc = load_key(d, dir, err);
+    enum sn_err rc = check_state_present(dir, init, err);
+    if (rc == SN_OK)
+        rc = load_key(d, dir, err);
     if (rc == SN_OK)
         rc = ensure_admin_token(d, dir, err);
     char path[4096];
@@ -372,11 +442,14 @@ static int serve(struct snd *d, const sigset_t *set)
         int64_t wait_ms = snd_sched_tick(d);
         int64_t health_ms = snd_health_tick(d);
         wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
+        /* A commit wakes the loop at once (snd_http_wake); the 100 ms cap
+         * only bounds how late SIGTERM is noticed. */
         snd_http_run(wait_ms > 100 ? 100 : wait_ms);
         struct timespec zero = {0, 0};
         int sig = sigtimedwait(set, NULL, &zero);
         if (sig == SIGTERM || sig == SIGINT)
             return 0;
+        snd_refusals_flush(d, snd_now_ms(), false);
         if (atomic_load(&d->fatal)) {
             fprintf(stderr, "snd: a store write failed; stopping (a restart recovers)\n");
             return 3;
@@ -388,6 +461,8 @@ static void stop(struct snd *d)
 {
     /* Hand the waiting state writes to the store, let queued commits
      * finish, and answer the connections they resume. */
+    if (d->store)
+        snd_refusals_flush(d, snd_now_ms(), true);
     for (int i = 0; i < 500 && d->store; i++) {
         bool flushed = d->outbox ? snd_outbox_flush(d) : true;
         struct sn_store_stats st;
@@ -432,6 +507,7 @@ int main(int argc, char **argv)
     d.spec = spec;
     d.model = model;
     d.rate = snd_rate_new();
+    d.refusals = snd_refusals_new();
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -440,7 +516,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     uint16_t port = 0;
     rc = 0;
-    if (!d.rate || snd_http_check(&d, &err) != SN_OK || open_state(&d, a.state, &err) != SN_OK ||
+    if (!d.rate || !d.refusals || snd_http_check(&d, &err) != SN_OK ||
+        open_state(&d, a.state, a.init, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
         rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3
@@ -467,6 +544,7 @@ int main(int argc, char **argv)
     stop(&d);
     snd_sched_stop(&d);
     snd_state_free(&d);
+    snd_refusals_free(d.refusals);
     sn_model_free(model);
     sn_spec_free(spec);
     return rc;

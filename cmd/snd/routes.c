@@ -11,9 +11,14 @@
 #include "agent.h"
 #include "http.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sn/api.h>
 
@@ -391,6 +396,28 @@ static struct snd_job *visible_job(struct snd *d, struct snd_req *r)
     return j;
 }
 
+/* The 404 for a job the caller may not see. When the job exists but is
+ * another tenant's, the answer is the same as for an absent one, and the
+ * refusal is audited (durably, before the answer) and counted in
+ * sn_auth_failures_total. */
+static enum MHD_Result job_not_found(struct snd *d, struct snd_req *r)
+{
+    char *end = NULL;
+    long long id = strtoll(r->params[0], &end, 10);
+    const struct snd_job *j = !*end && id >= 1 ? snd_job_get(d, id) : NULL;
+    char msg[200];
+    snprintf(msg, sizeof(msg), "no job '%.128s'", r->params[0]);
+    if (!j || !j->durable || snd_is_admin(r))
+        return snd_error(d, r, 404, "not_found", NULL, "%s", msg);
+    d->auth_failures++;
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", id);
+    snprintf(r->audit_detail, sizeof(r->audit_detail), "job of another tenant");
+    r->reply_status = 404;
+    r->reply = json_pack("{s:{s:s,s:s}}", "error", "code", "not_found", "message", msg);
+    return snd_commit(d, r, NULL, 0, target, snd_refusal_done);
+}
+
 static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
 {
     json_t *o = json_object();
@@ -546,6 +573,20 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     int64_t old = key ? snd_idem_find(d, tenant, key) : 0;
     if (old)
         return replay(d, r, snd_job_get(d, old), spec);
+    const struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, tenant);
+    if (t && t->jobs_live >= (uint64_t)d->cfg.tenant_max_live_jobs) {
+        json_decref(spec);
+        return snd_error(d, r, 429, "tenant_cap", "tenant_max_live_jobs",
+                         "tenant '%s' has %llu live jobs, the cap tenant_max_live_jobs is %lld",
+                         tenant, (unsigned long long)t->jobs_live,
+                         (long long)d->cfg.tenant_max_live_jobs);
+    }
+    if (t && t->jobs_total >= (uint64_t)d->cfg.tenant_max_jobs) {
+        json_decref(spec);
+        return snd_error(d, r, 409, "tenant_cap", "tenant_max_jobs",
+                         "tenant '%s' holds %llu jobs, the cap tenant_max_jobs is %lld", tenant,
+                         (unsigned long long)t->jobs_total, (long long)d->cfg.tenant_max_jobs);
+    }
     struct snd_job *job = calloc(1, sizeof(*job));
     struct sn_error err = {0};
     if (!job) {
@@ -630,7 +671,7 @@ static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
 {
     struct snd_job *j = visible_job(d, r);
     if (!j)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+        return job_not_found(d, r);
     return snd_reply(d, r, 200, snd_job_json(d, j));
 }
 
@@ -683,7 +724,7 @@ static enum MHD_Result cancel_job(struct snd *d, struct snd_req *r)
 {
     struct snd_job *j = visible_job(d, r);
     if (!j)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+        return job_not_found(d, r);
     if (!job_live(j))
         return snd_error(d, r, 409, "invalid_transition", "state",
                          "job %lld is %s; only pending, requeued or running jobs can be "
@@ -711,7 +752,7 @@ static enum MHD_Result get_job_events(struct snd *d, struct snd_req *r)
         return ret;
     struct snd_job *j = visible_job(d, r);
     if (!j)
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+        return job_not_found(d, r);
     json_t *items = json_array();
     struct sn_error err = {0};
     if (sn_store_query_log(d->store, SN_STORE_LOG_EVENTS, j->id, after, (uint32_t)limit, event_row,
@@ -918,34 +959,109 @@ static enum MHD_Result post_gpu_action(struct snd *d, struct snd_req *r)
 
 /* ---- audit and tokens ---------------------------------------------------- */
 
-static bool audit_row(void *ctx, const struct sn_store_write *row)
+/* GET /v1/audit filters; a row is listed when it matches all given. */
+struct audit_filter {
+    json_t *items;
+    int64_t since_s, until_s; /* time_s in [since_s, until_s]; 0: open */
+    int64_t status;           /* 0: any */
+    const char *token;        /* token id */
+    const char *route;        /* prefix of the action "METHOD /path" */
+    const char *tenant;       /* actor "tenant:<name>" */
+    size_t limit;
+    int64_t last_seq; /* last row read */
+    int64_t read;     /* rows read by the current query */
+};
+
+static bool audit_matches(const struct audit_filter *f, const struct sn_store_write *row)
 {
-    json_array_append_new(ctx,
-                          json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s}", "seq", (json_int_t)row->num[2],
-                                    "time_s", (json_int_t)row->num[0], "actor", row->text[0],
-                                    "action", row->text[1], "target", row->text[2], "status",
-                                    (json_int_t)row->num[1], "detail", row->text[3]));
+    if ((f->since_s && row->num[0] < f->since_s) || (f->until_s && row->num[0] > f->until_s))
+        return false;
+    if (f->status && row->num[1] != f->status)
+        return false;
+    if (f->token && strcmp(row->text[5], f->token) != 0)
+        return false;
+    if (f->route && strncmp(row->text[1], f->route, strlen(f->route)) != 0)
+        return false;
+    if (f->tenant && (strncmp(row->text[0], "tenant:", 7) != 0 ||
+                      strcmp(row->text[0] + 7, f->tenant) != 0))
+        return false;
     return true;
 }
 
+static bool audit_row(void *ctx, const struct sn_store_write *row)
+{
+    struct audit_filter *f = ctx;
+    f->last_seq = row->num[2];
+    f->read++;
+    if (!audit_matches(f, row))
+        return true;
+    json_array_append_new(
+        f->items, json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s,s:s,s:s}", "seq",
+                            (json_int_t)row->num[2], "time_s", (json_int_t)row->num[0], "actor",
+                            row->text[0], "action", row->text[1], "target", row->text[2],
+                            "status", (json_int_t)row->num[1], "detail", row->text[3], "source",
+                            row->text[4], "token_id", row->text[5]));
+    return json_array_size(f->items) < f->limit;
+}
+
+/* An integer query parameter in [min, max]; absent leaves *out. */
+static bool query_int(struct snd *d, struct snd_req *r, const char *name, int64_t min,
+                      int64_t max, int64_t *out, enum MHD_Result *ret)
+{
+    const char *v = snd_query(r, name);
+    if (!v)
+        return true;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    if (*v && !*end && n >= min && n <= max) {
+        *out = n;
+        return true;
+    }
+    *ret = snd_error(d, r, 400, "invalid_query", name, "%s must be an integer from %lld to %lld",
+                     name, (long long)min, (long long)max);
+    return false;
+}
+
+#define AUDIT_SCAN_MAX 100000 /* rows one request reads at most */
+
+/* GET /v1/audit: rows after the cursor matching the filters. A request
+ * reads at most AUDIT_SCAN_MAX rows; next is the last row read whenever the
+ * page is full or the scan stopped there, so a client continues from it. */
 static enum MHD_Result get_audit(struct snd *d, struct snd_req *r)
 {
     int64_t limit, after;
     enum MHD_Result ret;
     if (!page_args(d, r, &limit, &after, &ret))
         return ret;
-    json_t *items = json_array();
+    struct audit_filter f = {.token = snd_query(r, "token"),
+                             .route = snd_query(r, "route"),
+                             .tenant = snd_query(r, "tenant"),
+                             .limit = (size_t)limit,
+                             .last_seq = after};
+    if (!query_int(d, r, "since", 0, INT64_MAX, &f.since_s, &ret) ||
+        !query_int(d, r, "until", 0, INT64_MAX, &f.until_s, &ret) ||
+        !query_int(d, r, "status", 100, 599, &f.status, &ret))
+        return ret;
+    f.items = json_array();
     struct sn_error err = {0};
-    if (sn_store_query_log(d->store, SN_STORE_LOG_AUDIT, 0, after, (uint32_t)limit, audit_row,
-                           items, &err) != SN_OK) {
-        json_decref(items);
-        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    bool more = false;
+    for (int64_t scanned = 0;;) {
+        f.read = 0;
+        if (sn_store_query_log(d->store, SN_STORE_LOG_AUDIT, 0, f.last_seq, 1000, audit_row, &f,
+                               &err) != SN_OK) {
+            json_decref(f.items);
+            return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+        }
+        scanned += f.read;
+        if (json_array_size(f.items) >= f.limit || (f.read == 1000 && scanned >= AUDIT_SCAN_MAX)) {
+            more = true;
+            break;
+        }
+        if (f.read < 1000)
+            break;
     }
-    size_t n = json_array_size(items);
-    int64_t next = (int64_t)n == limit
-                       ? json_integer_value(json_object_get(json_array_get(items, n - 1), "seq"))
-                       : 0;
-    return snd_reply(d, r, 200, page(items, next));
+    int64_t next = more ? f.last_seq : 0;
+    return snd_reply(d, r, 200, page(f.items, next));
 }
 
 struct token_body {
@@ -1015,6 +1131,51 @@ static enum MHD_Result revoke_token(struct snd *d, struct snd_req *r)
     return snd_commit(d, r, &w, 1, id, done_reply);
 }
 
+/* ---- backup ------------------------------------------------------------ */
+
+struct backup_body {
+    char path[1025];
+};
+static const struct sn_api_field backup_fields[] = {
+    {"path", SN_API_STRING, true, 2, 1024, offsetof(struct backup_body, path)},
+};
+
+/* POST /v1/admin/backup: an online, consistent copy of state.db to a new
+ * file on the snd host (SQLite's backup API, one commit's state), mode
+ * 0600, answered once its audit row is durable. The copy runs on the state
+ * thread: requests wait for it (about a second per GB on a local disk). */
+static enum MHD_Result post_backup(struct snd *d, struct snd_req *r)
+{
+    struct backup_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, backup_fields, 1, &b, &present, &ret))
+        return ret;
+    if (!sn_api_path_within(b.path, b.path)) /* absolute and normalised */
+        return snd_error(d, r, 400, "invalid_field", "path",
+                         "path '%s': expected an absolute, normalised file path", b.path);
+    int fd = open(b.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return snd_error(d, r, errno == EEXIST ? 409 : 422,
+                         errno == EEXIST ? "conflict" : "invalid_field", "path",
+                         "cannot create '%s': %s", b.path, strerror(errno));
+    close(fd);
+    uint64_t pages = 0;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_store_backup(d->store, b.path, &pages, &err);
+    if (rc != SN_OK) {
+        unlink(b.path);
+        return snd_error(d, r, rc == SN_ERR_LIMIT ? 507 : 500,
+                         rc == SN_ERR_LIMIT ? "disk_full" : "internal", NULL, "%s", err.message);
+    }
+    struct stat st;
+    int64_t bytes = stat(b.path, &st) == 0 ? (int64_t)st.st_size : -1;
+    r->reply_status = 200;
+    r->reply = json_pack("{s:s,s:I,s:I}", "path", b.path, "bytes", (json_int_t)bytes, "pages",
+                         (json_int_t)pages);
+    return snd_commit(d, r, NULL, 0, b.path, done_reply);
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 #define NO_AUTH (-1)
@@ -1077,5 +1238,8 @@ const struct snd_route snd_routes[] = {
      "the cluster's pods, supernodes and servers in model order (parallel arrays)"},
     {"GET", "/v1/dashboard/gpus", SN_SCOPE_CLUSTER_READ, snd_dashboard_gpus,
      "every GPU's state, job, health score and one telemetry metric (parallel arrays)"},
+    /* Operations (docs/operations.md). */
+    {"POST", "/v1/admin/backup", SN_SCOPE_ADMIN, post_backup,
+     "an online, consistent copy of state.db to a new file on the snd host"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -30,6 +30,10 @@
 
 #include "sched.h"
 
+/* Largest integer a JSON reader keeps exactly (2^53): the ceiling of the
+ * sequence numbers agents send. */
+#define SND_JSON_INT_MAX 9007199254740992LL
+
 struct snd_config {
     char listen[64];
     int64_t body_max_bytes;
@@ -49,6 +53,12 @@ struct snd_config {
     int64_t health_interval_ms;
     int64_t health_cordon_below;
     int64_t health_bench_interval_s;
+    int64_t token_clock_skew_s;
+    int64_t auth_fail_per_s;
+    int64_t auth_fail_burst;
+    int64_t audit_flood_interval_s;
+    int64_t tenant_max_live_jobs;
+    int64_t tenant_max_jobs;
     char sched_policy[32];
     int64_t gpu_history_samples;
     int64_t gpu_history_step_s;
@@ -119,6 +129,7 @@ struct snd_job {
 struct snd_named {
     char name[SN_AUTH_SUBJECT_MAX];
     json_t *doc;
+    uint64_t jobs_live, jobs_total; /* tenants: their jobs held now, live / all (state.c) */
 };
 
 struct snd_quota {
@@ -137,6 +148,7 @@ struct snd_admin {
 struct snd_idem;   /* hash of (tenant, key) -> job id */
 struct snd_rate;   /* token buckets */
 struct snd_outbox; /* state-driven store writes waiting for room (sched.c) */
+struct snd_refusals; /* failed authentications by source address (refusals.c) */
 
 #define SND_CYCLE_BUCKETS 12 /* scheduler cycle-time histogram, see metrics.c */
 
@@ -179,6 +191,7 @@ struct snd {
     char **revoked;
     uint32_t n_revoked;
     struct snd_rate *rate;
+    struct snd_refusals *refusals;
 
     /* Counters for /metrics (state thread only). */
     uint64_t http_requests[6]; /* by status class 1xx..5xx, index 1..5 */
@@ -223,6 +236,18 @@ void snd_rate_free(struct snd_rate *r);
  * milliseconds until one is available. */
 int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_t per_s,
                       int64_t burst);
+
+/* refusals.c: pre-authentication limits per source address. */
+struct snd_refusals *snd_refusals_new(void);
+void snd_refusals_free(struct snd_refusals *t);
+/* Charges one failed authentication of source at now_ms (monotonic).
+ * Returns 0 when it is answered 401 and audited as usual, else the
+ * milliseconds until the source may fail again: answer 429; the refusal is
+ * counted into the source's summary audit row instead. */
+int64_t snd_refusals_charge(struct snd *d, const char *source, int64_t now_ms);
+/* Writes the summary audit row of every source whose counted refusals are
+ * audit_flood_interval_s old (all: every source with a count, at stop). */
+void snd_refusals_flush(struct snd *d, int64_t now_ms, bool all);
 
 /* http.c */
 /* Checks the listeners' addresses and TLS keys without binding (before the

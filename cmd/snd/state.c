@@ -162,6 +162,18 @@ void snd_job_free(struct snd_job *job)
     free(job);
 }
 
+/* Adds delta (1 or -1) of job in state to its tenant's counters. */
+static void tenant_count(struct snd *d, const struct snd_job *job, enum snd_job_state state,
+                         int delta)
+{
+    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, job->tenant);
+    if (!t)
+        return;
+    bool live = state == SND_JOB_PENDING || state == SND_JOB_RUNNING || state == SND_JOB_REQUEUED;
+    t->jobs_live += live ? (uint64_t)(int64_t)delta : 0;
+    t->jobs_total += (uint64_t)(int64_t)delta;
+}
+
 enum sn_err snd_job_insert(struct snd *d, struct snd_job *job, struct sn_error *err)
 {
     if (job->id < 1 || job->id > d->cfg.max_jobs)
@@ -186,6 +198,7 @@ enum sn_err snd_job_insert(struct snd *d, struct snd_job *job, struct sn_error *
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     d->jobs[job->id - 1] = job;
     d->jobs_by_state[job->state]++;
+    tenant_count(d, job, job->state, 1);
     if (job->id >= d->next_job_id)
         d->next_job_id = job->id + 1;
     return SN_OK;
@@ -199,6 +212,7 @@ void snd_job_remove(struct snd *d, int64_t id)
     if (job->idem_key)
         idem_remove(d->idem, job->tenant, job->idem_key, id);
     d->jobs_by_state[job->state]--;
+    tenant_count(d, job, job->state, -1);
     d->jobs[id - 1] = NULL;
     snd_job_free(job);
 }
@@ -206,8 +220,10 @@ void snd_job_remove(struct snd *d, int64_t id)
 void snd_job_set_state(struct snd *d, struct snd_job *job, enum snd_job_state s)
 {
     d->jobs_by_state[job->state]--;
+    tenant_count(d, job, job->state, -1);
     job->state = s;
     d->jobs_by_state[s]++;
+    tenant_count(d, job, s, 1);
 }
 
 json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
@@ -290,8 +306,8 @@ enum sn_err snd_named_put(struct snd_named **list, uint32_t *n, const char *name
     if (!grown)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     *list = grown;
+    grown[*n] = (struct snd_named){.doc = doc};
     snprintf(grown[*n].name, sizeof(grown[*n].name), "%s", name);
-    grown[*n].doc = doc;
     (*n)++;
     return SN_OK;
 }

@@ -25,7 +25,8 @@
  * Backends implement struct sn_store_ops; the SQLite backend is
  * sn_store_open_sqlite(). The schema is versioned (SN_STORE_SCHEMA_VERSION);
  * an older version is migrated forward in one transaction when opened
- * (version 1 -> 2: job run state and allocations), a newer or unknown one
+ * (version 1 -> 2: job run state and allocations; 2 -> 3: the audit row's
+ * source address and token id), a newer or unknown one
  * is refused, never guessed at.
  */
 #ifndef SN_STORE_H
@@ -37,7 +38,7 @@
 
 #include <sn/error.h>
 
-#define SN_STORE_SCHEMA_VERSION 2
+#define SN_STORE_SCHEMA_VERSION 3
 #define SN_STORE_TEXT_MAX 6                 /* text fields per row */
 #define SN_STORE_NUM_MAX 4                  /* integer fields per row */
 #define SN_STORE_TEXT_MAX_BYTES (64u << 10) /* one text field */
@@ -57,7 +58,9 @@
  *   ADD_EVENT     text: kind, message                num: job id, time_s, [seq]
  *   PUT_ADMIN     text: kind ("node"/"gpu"), name, state, reason, actor
  *                 num: time_s
- *   ADD_AUDIT     text: actor, action, target, detail num: time_s, status, [seq]
+ *   ADD_AUDIT     text: actor, action, target, detail, source (the client's
+ *                       address, may be NULL), token_id (may be NULL)
+ *                 num: time_s, status, [seq]
  *   ADD_REVOKE    text: token id                     num: expires_s, time_s
  *   PUT_ALLOC     text: gpus, ranks_done             num: job id, start_s
  *                 (GPU ids in rank order and the ranks that have exited, both
@@ -132,6 +135,8 @@ struct sn_store_ops {
                              struct sn_error *err);
     void (*stats)(struct sn_store *s, struct sn_store_stats *out);
     void (*close)(struct sn_store *s);
+    enum sn_err (*backup)(struct sn_store *s, const char *path, uint64_t *pages,
+                          struct sn_error *err);
 };
 
 /* A store handle: the table plus the backend's private state. */
@@ -179,6 +184,13 @@ SN_MUST_CHECK enum sn_err sn_store_query_log(struct sn_store *s, enum sn_store_l
                                              sn_store_row_fn fn, void *ctx, struct sn_error *err);
 
 void sn_store_stats(struct sn_store *s, struct sn_store_stats *out);
+
+/* Writes a consistent copy of the committed state (one commit's) to path,
+ * a new database file, while writes go on; *pages (may be NULL) gets its
+ * size in pages. Call from the state owner's thread. SN_ERR_LIMIT when the
+ * disk is full, SN_ERR_IO otherwise. */
+SN_MUST_CHECK enum sn_err sn_store_backup(struct sn_store *s, const char *path, uint64_t *pages,
+                                          struct sn_error *err);
 
 /* Drains the queue (every queued submission is committed or failed and its
  * callback run), stops the writer and frees the store. NULL is allowed. */

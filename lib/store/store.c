@@ -81,6 +81,12 @@ enum sn_err sn_store_query_log(struct sn_store *s, enum sn_store_log log, int64_
     return s->ops->query_log(s, log, filter, after_seq, limit, fn, ctx, err);
 }
 
+enum sn_err sn_store_backup(struct sn_store *s, const char *path, uint64_t *pages,
+                            struct sn_error *err)
+{
+    return s->ops->backup(s, path, pages, err);
+}
+
 void sn_store_stats(struct sn_store *s, struct sn_store_stats *out)
 {
     s->ops->stats(s, out);

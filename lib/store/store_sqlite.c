@@ -64,9 +64,9 @@ static const struct kind_sql kind_sql[SN_STORE_WRITE_KIND_COUNT] = {
                             5, 1, 0,
                             "SELECT kind,name,state,reason,actor,time_s FROM admin_state "
                             "ORDER BY kind,name"},
-    [SN_STORE_ADD_AUDIT] = {"INSERT INTO audit(actor,action,target,detail,time_s,status) "
-                            "VALUES(?1,?2,?3,?4,?5,?6)",
-                            4, 2, 0, NULL},
+    [SN_STORE_ADD_AUDIT] = {"INSERT INTO audit(actor,action,target,detail,source,token_id,time_s,"
+                            "status) VALUES(?1,?2,?3,?4,COALESCE(?5,''),COALESCE(?6,''),?7,?8)",
+                            6, 2, (1u << 4) | (1u << 5), NULL},
     [SN_STORE_ADD_REVOKE] = {"INSERT OR REPLACE INTO revocations(token_id,expires_s,time_s) "
                              "VALUES(?1,?2,?3)",
                              1, 2, 0,
@@ -106,6 +106,9 @@ static const char *const migrations[SN_STORE_SCHEMA_VERSION - 1] = {
     "ALTER TABLE jobs ADD COLUMN run TEXT NOT NULL DEFAULT '{}';"
     "CREATE TABLE allocations(job_id INTEGER PRIMARY KEY, gpus TEXT NOT NULL,"
     " ranks TEXT NOT NULL, start_s INTEGER NOT NULL);",
+    "ALTER TABLE audit ADD COLUMN source TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE audit ADD COLUMN token_id TEXT NOT NULL DEFAULT '';"
+    "CREATE INDEX audit_time ON audit(time_s);",
 };
 
 /* One queued submission; rows and their strings live in the same block. */
@@ -462,7 +465,7 @@ static enum sn_err sqlite_query_log(struct sn_store *s, enum sn_store_log log, i
     const char *sql = log == SN_STORE_LOG_EVENTS
                           ? "SELECT kind,message,job_id,time_s,seq FROM job_events WHERE "
                             "seq>?1 AND (?2=0 OR job_id=?2) ORDER BY seq LIMIT ?3"
-                          : "SELECT actor,action,target,detail,time_s,status,seq FROM audit "
+                          : "SELECT actor,action,target,detail,source,token_id,time_s,status,seq FROM audit "
                             "WHERE seq>?1 AND ?2=?2 ORDER BY seq LIMIT ?3";
     enum sn_store_write_kind kind =
         log == SN_STORE_LOG_EVENTS ? SN_STORE_ADD_EVENT : SN_STORE_ADD_AUDIT;
@@ -486,6 +489,34 @@ static void sqlite_stats(struct sn_store *s, struct sn_store_stats *out)
     *out = st->stats;
     out->queue_depth = st->count;
     pthread_mutex_unlock(&st->lock);
+}
+
+/* An online copy through SQLite's backup API from the reader connection:
+ * one read transaction, so the copy is the state of one commit, while the
+ * writer goes on appending to the WAL. */
+static enum sn_err sqlite_backup(struct sn_store *s, const char *path, uint64_t *pages,
+                                 struct sn_error *err)
+{
+    struct sqlite_store *st = s->impl;
+    sqlite3 *dst = NULL;
+    if (sqlite3_open_v2(path, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        enum sn_err rc = sn_error_set(err, SN_ERR_IO, "store: backup '%s': %s", path,
+                                      dst ? sqlite3_errmsg(dst) : "cannot open");
+        sqlite3_close(dst);
+        return rc;
+    }
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", st->rdb, "main");
+    int step = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+    if (b && pages)
+        *pages = (uint64_t)sqlite3_backup_pagecount(b);
+    int fin = b ? sqlite3_backup_finish(b) : SQLITE_ERROR;
+    enum sn_err rc = SN_OK;
+    if (step != SQLITE_DONE || fin != SQLITE_OK)
+        rc = sn_error_set(err, (step & 0xff) == SQLITE_FULL ? SN_ERR_LIMIT : SN_ERR_IO,
+                          "store: backup '%s': %s", path, sqlite3_errmsg(dst));
+    sqlite3_close(dst);
+    return rc;
 }
 
 static void sqlite_close(struct sn_store *s)
@@ -515,6 +546,7 @@ static const struct sn_store_ops sqlite_ops = {
     .query_log = sqlite_query_log,
     .stats = sqlite_stats,
     .close = sqlite_close,
+    .backup = sqlite_backup,
 };
 
 static enum sn_err prepare_all(struct sqlite_store *st, struct sn_error *err)

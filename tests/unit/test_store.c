@@ -313,6 +313,43 @@ static void bad_rows_are_refused(void **state)
     tmpdir_remove(&t);
 }
 
+/* sn_store_backup(): an online copy holds exactly the committed rows of
+ * one moment, opens as a store of the current schema, and refuses a path
+ * it cannot create. */
+static void backup_copies_committed_state(void **state)
+{
+    (void)state;
+    struct tmpdir t, b;
+    tmpdir_make(&t);
+    tmpdir_make(&b);
+    struct sn_store *s = open_store(t.db, NULL);
+    struct sn_store_write w[2] = {
+        {.kind = SN_STORE_PUT_TENANT, .text = {"acme", "{}"}},
+        job_row(1, "acme", "k1", "pending"),
+    };
+    write_ok(s, w, 2);
+    uint64_t pages = 0;
+    struct sn_error err = {0};
+    assert_int_equal(sn_store_backup(s, b.db, &pages, &err), SN_OK);
+    assert_true(pages > 0);
+    struct sn_store_write later = job_row(2, "acme", "k2", "pending");
+    write_ok(s, &later, 1); /* after the copy: not in it */
+    assert_int_equal(sn_store_backup(s, "/nonexistent-dir/x.db", NULL, &err), SN_ERR_IO);
+    assert_non_null(strstr(err.message, "/nonexistent-dir/x.db"));
+    sn_store_close(s);
+    s = open_store(b.db, NULL);
+    struct collect *c = calloc(1, sizeof(*c));
+    assert_int_equal(sn_store_load(s, collect_row, c, NULL), SN_OK);
+    assert_int_equal(c->n, 2);
+    assert_string_equal(c->lines[0], "put-tenant|acme|{}");
+    assert_int_equal(c->n_jobs, 1);
+    assert_int_equal(c->job_ids[0], 1);
+    sn_store_close(s);
+    free(c);
+    tmpdir_remove(&b);
+    tmpdir_remove(&t);
+}
+
 static void schema_version_is_checked(void **state)
 {
     (void)state;
@@ -327,7 +364,7 @@ static void schema_version_is_checked(void **state)
     struct sn_error err = {0};
     assert_int_equal(sn_store_open_sqlite(t.db, NULL, &s, &err), SN_ERR_INVALID);
     assert_null(s);
-    assert_non_null(strstr(err.message, "schema version 7, this build reads versions 1 to 2"));
+    assert_non_null(strstr(err.message, "schema version 7, this build reads versions 1 to 3"));
     tmpdir_remove(&t);
 }
 
@@ -386,6 +423,26 @@ static void schema_migrates_from_v1(void **state)
     memset(c, 0, sizeof(*c));
     assert_int_equal(sn_store_load(s, collect_row, c, NULL), SN_OK);
     assert_int_equal(c->n, 2);
+    /* Version 3: audit rows carry the client's address and the token id,
+     * both optional (an old row reads back with empty ones). */
+    struct sn_store_write au[2] = {
+        {.kind = SN_STORE_ADD_AUDIT,
+         .text = {"anonymous", "GET /v1/jobs", "", "no bearer token", "127.0.0.1", NULL},
+         .num = {1700000000, 401}},
+        {.kind = SN_STORE_ADD_AUDIT,
+         .text = {"tenant:acme", "GET /v1/jobs/7", "job/7", "job of another tenant", "::1",
+                  "ab12"},
+         .num = {1700000001, 404}},
+    };
+    write_ok(s, au, 2);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(sn_store_query_log(s, SN_STORE_LOG_AUDIT, 0, 0, 10, collect_row, c, NULL),
+                     SN_OK);
+    assert_int_equal(c->n, 2);
+    assert_string_equal(c->lines[0],
+                        "add-audit|anonymous|GET /v1/jobs||no bearer token|127.0.0.1||1700000000|401|1");
+    assert_string_equal(c->lines[1], "add-audit|tenant:acme|GET /v1/jobs/7|job/7|job of another "
+                                     "tenant|::1|ab12|1700000001|404|2");
     sn_store_close(s);
     assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
     sqlite3_stmt *st = NULL;
@@ -566,6 +623,7 @@ int main(void)
         cmocka_unit_test(bad_rows_are_refused),
         cmocka_unit_test(schema_version_is_checked),
         cmocka_unit_test(schema_migrates_from_v1),
+        cmocka_unit_test(backup_copies_committed_state),
         cmocka_unit_test(logs_page_by_seq),
         cmocka_unit_test(fault_failing_call),
         cmocka_unit_test(fault_crash),
