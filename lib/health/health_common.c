@@ -109,6 +109,8 @@ void sn_health_config_default(struct sn_health_config *c)
         .accept_rounds = 10,
         .accept_cv = 0.05,
         .accept_interference = 0.10,
+        .busbw_collapse_frac = 0.5,
+        .busbw_collapse_min_bytes = 1024.0 * 1024,
     };
 }
 
