@@ -66,7 +66,7 @@ struct in_file {
     bool fed;                           /* parsed (its format known) */
     enum sn_telem_format used;          /* the format read */
     struct sn_telem_parser_stats stats; /* lines, records, skips by reason */
-    char first_skip[400];               /* "file:line:col: reason: detail", "" if none */
+    char first_skip[600];               /* "file:line:col: reason: detail", "" if none */
 };
 
 struct ctx {
@@ -305,10 +305,11 @@ static int feed_file(struct ctx *c, struct in_file *f)
     struct sn_error err = {0};
     enum sn_telem_format fmt = (enum sn_telem_format)f->fmt;
     if (f->fmt < 0 && sn_telem_format_detect(data, len, &fmt, &err) != SN_OK) {
+        /* An error for this input (nothing read from it); the others count. */
         free(data);
         fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
                 f->path, err.message);
-        return SN_EXIT_USAGE;
+        return c->strict ? SN_EXIT_USAGE : SN_EXIT_OK;
     }
     char host[SN_TELEM_HOST_MAX];
     host_of(f->path, host, sizeof(host));
@@ -318,6 +319,14 @@ static int feed_file(struct ctx *c, struct in_file *f)
     f->first_skip[0] = '\0';
     enum sn_err rc = sn_telem_parse_buffer(fmt, &o, &sink, data, len, &f->stats, &err);
     free(data);
+    if (rc == SN_ERR_SYNTAX && !c->strict) {
+        /* A JSON document that does not parse: nothing read from this input. */
+        f->fed = true;
+        f->used = fmt;
+        f->stats.records = 0;
+        snprintf(f->first_skip, sizeof(f->first_skip), "%.512s", err.message);
+        return SN_EXIT_OK;
+    }
     if (rc != SN_OK) {
         fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
         return SN_EXIT_USAGE;
@@ -357,6 +366,10 @@ static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
         if (problems_only && file_readable(f) &&
             skipped_total(st) == st->skipped[SN_TELEM_SKIP_UNUSED])
             continue;
+        if (!f->fed) {
+            fprintf(out, "input %s: unknown format, not read\n", f->path);
+            continue;
+        }
         fprintf(out, "input %s: %s, %llu lines, %llu records", f->path,
                 sn_telem_format_name(f->used), st->lines, st->records);
         if (!file_readable(f))
@@ -395,7 +408,8 @@ static json_t *inputs_json(const struct ctx *c)
                                               (json_int_t)st->first_column[r]));
         json_array_append_new(
             a, json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "file", f->path, "format",
-                         sn_telem_format_name(f->used), "lines", (json_int_t)st->lines, "records",
+                         f->fed ? sn_telem_format_name(f->used) : "unknown", "lines",
+                         (json_int_t)st->lines, "records",
                          (json_int_t)st->records, "read", file_readable(f), "skipped", sk));
     }
     return a;
@@ -694,6 +708,8 @@ static int feed_all(struct ctx *c)
             readable++;
             continue;
         }
+        if (!f->fed)
+            continue; /* unknown format: said so already */
         if (f->first_skip[0])
             fprintf(stderr, "sn health %s: %s: no record read as %s (first skip %s)\n", c->verb,
                     f->path, sn_telem_format_name(f->used), f->first_skip);
@@ -749,6 +765,25 @@ static int verb_baseline(struct ctx *c)
     if (rc != SN_EXIT_OK)
         return rc;
     print_inputs(c, stderr, false);
+    /* A run with wrong results is no baseline (its bandwidth is not the
+     * fabric's): refuse the whole learning, naming the row. */
+    for (uint32_t i = 0; i < sn_health_history_nccl_run_count(c->hist); i++) {
+        const struct sn_health_nccl_run *r = sn_health_history_nccl_run(c->hist, i);
+        if (r->wrong_rows) {
+            fprintf(stderr,
+                    "sn health baseline: %s: nccl-tests row with #wrong %lld; a run with wrong "
+                    "results is not learned (fix the fabric or drop the file)\n",
+                    r->wrong_where, r->wrong_max);
+            return SN_EXIT_USAGE;
+        }
+        if (r->out_of_bounds > 0) {
+            fprintf(stderr,
+                    "sn health baseline: %s: nccl-tests run with 'Out of bounds values : %lld "
+                    "FAILED'; a run with wrong results is not learned\n",
+                    r->where, r->out_of_bounds);
+            return SN_EXIT_USAGE;
+        }
+    }
     if ((c->declared && sn_baseline_add_declared(&c->base, &err) != SN_OK) ||
         sn_baseline_learn(&c->base, c->model, c->store, c->hist, &c->facts, &err) != SN_OK) {
         fprintf(stderr, "sn health baseline: %s\n", err.message);
