@@ -171,7 +171,10 @@ const char *sn_health_action_name(enum sn_health_action a);
       "the launcher did not give NCCL one communicator)")                                          \
     X(BUSBW_COLLAPSE, "busbw-collapse", SERVER, WARN, 30, DRAIN,                                   \
       "nccl-tests: busbw at the largest size below busbw_collapse_frac of the run's peak at a "   \
-      "smaller size, the largest size >= busbw_collapse_min_bytes")
+      "smaller size, the largest size >= busbw_collapse_min_bytes")                               \
+    X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")              \
+    X(DIAG_SKIP, "diag-skipped", GPU, WARN, 0, MONITOR,                                            \
+      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

@@ -702,12 +702,46 @@ static void test_diag_fail(void **state)
     const struct sn_health_report *r = analyze(f, NOW0, NULL);
     /* PCIe failed on GPU 6; the Deployment "Page Retirement/Row Remap" Fail
      * names GPU 3 in its warning, so the parser puts it there. GPU 2's
-     * Targeted Power "Warn" stays quiet. */
+     * Targeted Power "Warn" is no diag-fail. */
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t01-gpu6")), 1);
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t01-gpu3")), 1);
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t01-gpu2")), 0);
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), 2);
     assert_int_equal(r->gpus[gpu(f, "sn00-t01-gpu6")].action, SN_HEALTH_ACT_DRAIN);
+    /* ... but it is a diag-warn finding. */
+    assert_int_equal(count(r, SN_DET_DIAG_WARN, gpu(f, "sn00-t01-gpu2")), 1);
+}
+
+/* Skip is no pass; "Inforom" is a test, not an "Info" detail row; DCGM's
+ * string "gpu_id". */
+static void test_diag_skip_inforom_string_id(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "diag.txt", "sn00-t02",
+         "+---------------------------+------------------------------------------------+\n"
+         "| Diagnostic                | Result                                         |\n"
+         "+===========================+================================================+\n"
+         "|-----  Metadata  ----------+------------------------------------------------|\n"
+         "| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |\n"
+         "|-----  Deployment  --------+------------------------------------------------|\n"
+         "| Inforom                   | Fail - GPU: 5                                  |\n"
+         "+-----  Integration  -------+------------------------------------------------+\n"
+         "| PCIe                      | Skip - All                                     |\n"
+         "+---------------------------+------------------------------------------------+\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t02-gpu5")), 1);
+    assert_non_null(strstr(first(r, SN_DET_DIAG_FAIL)->evidence, "'Inforom' failed"));
+    assert_int_equal(count(r, SN_DET_DIAG_SKIP, SN_NONE), 8);
+    /* A skipped test costs no score, but it is a warning: the run is no pass. */
+    assert_near(r->gpus[gpu(f, "sn00-t02-gpu1")].score, 100, 0);
+    assert_int_equal(first(r, SN_DET_DIAG_SKIP)->severity, SN_HEALTH_SEV_WARN);
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG_JSON, "diag.json", "sn00-t03",
+         "{\"DCGM GPU Diagnostic\": {\"test_categories\": [{\"category\": \"Hardware\", "
+         "\"tests\": [{\"name\": \"GPU Memory\", \"results\": [{\"gpu_id\": \"4\", "
+         "\"status\": \"Skip\"}]}]}]}}");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_SKIP, gpu(f, "sn00-t03-gpu4")), 1);
 }
 
 /* ---- phantom occupation ---------------------------------------------------------------- */
@@ -1422,6 +1456,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_busbw_collapse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fallen_off_without_xid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topology_truncated_is_quiet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diag_skip_inforom_string_id, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
