@@ -670,6 +670,25 @@ static void test_fallen_off_without_xid(void **state)
     assert_non_null(strstr(first(r, SN_DET_GPU_OFF_BUS)->evidence, "1 time"));
 }
 
+/* dcgm-exporter's Xid series: the last-Xid gauge (with err_code) and the
+ * windowed count per xid label; zero is no event. */
+static void test_prom_xid_series(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_PROM, "metrics.prom", "sn00-t01",
+         "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+         "DCGM_FI_DEV_XID_ERRORS{gpu=\"3\",Hostname=\"sn00-t01\",err_code=\"79\",err_msg=\"GPU "
+         "has fallen off the bus\"} 79\n"
+         "DCGM_FI_DEV_XID_ERRORS{gpu=\"4\",Hostname=\"sn00-t01\"} 0\n"
+         "DCGM_EXP_XID_ERRORS_COUNT{gpu=\"2\",Hostname=\"sn00-t01\",window_size_in_ms=\"300000\","
+         "xid=\"48\"} 1\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, gpu(f, "sn00-t01-gpu3")), 1);
+    assert_int_equal(count(r, SN_DET_ECC_DBE, gpu(f, "sn00-t01-gpu2")), 1);
+    assert_near(r->gpus[gpu(f, "sn00-t01-gpu4")].score, 100, 0);
+}
+
 /* A topo -m cut inside a row: the cells it lost are no evidence. */
 static void test_topology_truncated_is_quiet(void **state)
 {
@@ -1457,6 +1476,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallen_off_without_xid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topology_truncated_is_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diag_skip_inforom_string_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prom_xid_series, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
