@@ -82,13 +82,49 @@ static void take_label(const char *k, size_t kl, const char *v, struct labels *l
         lb->xid = (long)u;
 }
 
+/* The last-Xid gauge keeps its value scrape after scrape (dcgm-exporter
+ * issue 500): per GPU, only a change of code is a new event. */
+#define XID_KEYS 512
+struct prom_state {
+    uint64_t key[XID_KEYS]; /* GPU key + 1, 0 empty */
+    unsigned code[XID_KEYS];
+    unsigned n;
+};
+
+static uint64_t gpu_key(const struct labels *lb, const char *host)
+{
+    uint64_t h = sn_telem_host_digest(host, strlen(host));
+    h = h * 31 + (uint64_t)(lb->index + 1);
+    h = h * 31 + lb->bus;
+    for (const char *u = lb->uuid; *u; u++)
+        h = h * 31 + (unsigned char)*u;
+    return h;
+}
+
+/* True when code is new for the GPU (and records it). */
+static bool last_changed(struct prom_state *ps, uint64_t key, unsigned code)
+{
+    for (unsigned i = 0; i < ps->n; i++)
+        if (ps->key[i] == key + 1) {
+            bool changed = ps->code[i] != code;
+            ps->code[i] = code;
+            return changed;
+        }
+    if (ps->n < XID_KEYS) {
+        ps->key[ps->n] = key + 1;
+        ps->code[ps->n++] = code;
+    }
+    return true;
+}
+
 /*
  * Xid series. DCGM_FI_DEV_XID_ERRORS is a gauge holding the last Xid code
  * (NVIDIA/DCGM issue 227), with an err_code label in dcgm-exporter >= 3.3.6
  * (pull request 309); DCGM_EXP_XID_ERRORS_COUNT counts Xids in a window per
  * "xid" label (pull request 239, whose sample is named
- * DCGM_FI_DEV_XID_ERRORS_ACTIVE). Each non-zero series is one Xid event.
- * Returns false if the name is none of these.
+ * DCGM_FI_DEV_XID_ERRORS_ACTIVE). A non-zero count is one Xid event; the
+ * gauge is one when its code changes. Returns true when the line is done
+ * (the gauge also goes on as the xid_last sample).
  */
 static bool xid_series(struct sn_telem_parser *p, const char *name, size_t nl,
                        const struct labels *lb, double v, double ts)
@@ -98,19 +134,26 @@ static bool xid_series(struct sn_telem_parser *p, const char *name, size_t nl,
         !sn__telem_eq(name, nl, "DCGM_FI_DEV_XID_ERRORS_ACTIVE"))
         return false;
     double code = last ? (lb->xid >= 0 ? (double)lb->xid : v) : (double)lb->xid;
+    struct prom_state *ps = p->state;
     if (!last && lb->xid < 0) {
         sn__telem_skip(p, 1, SN_TELEM_SKIP_BAD_VALUE, "Xid count without an 'xid' label");
         return true;
     }
-    if (!(v > 0) || !(code > 0) || code != (double)(unsigned)code) {
+    struct sn_telem_gpu_ref gpu = {lb->host[0] ? lb->host : p->host, lb->index,
+                                   lb->uuid[0] ? lb->uuid : NULL, lb->bus};
+    bool real = v > 0 && code > 0 && code == (double)(unsigned)code;
+    if (last) {
+        /* The sample path keeps the gauge; an event only when it changes. */
+        if (!last_changed(ps, gpu_key(lb, gpu.host), real ? (unsigned)code : 0) || !real)
+            return false;
+    } else if (!real) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "no Xid (value %g)", v);
         return true;
     }
-    struct sn_telem_gpu_ref gpu = {lb->host[0] ? lb->host : p->host, lb->index,
-                                   lb->uuid[0] ? lb->uuid : NULL, lb->bus};
     if (gpu.index < 0 && !gpu.uuid && gpu.bus == SN_TELEM_BUS_NONE) {
-        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_IDENTITY, "no gpu, UUID or pci_bus_id label");
-        return true;
+        if (!last)
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_IDENTITY, "no gpu, UUID or pci_bus_id label");
+        return !last;
     }
     char msg[64];
     snprintf(msg, sizeof(msg), last ? "last Xid (dcgm-exporter)" : "%g in the window (dcgm-exporter)",
@@ -126,7 +169,7 @@ static bool xid_series(struct sn_telem_parser *p, const char *name, size_t nl,
                                .nvlink = -1,
                                .fatal = -1};
     SN__EMIT(p, xid, &rec);
-    return true;
+    return !last;
 }
 
 /* {k="v",...}: returns the index after '}' or 0 on a syntax error. */
@@ -245,7 +288,7 @@ static void prom_line(struct sn_telem_parser *p, const char *s, size_t n)
 
 const struct sn__telem_ops sn__telem_prom_ops = {
     .fmt = SN_TELEM_FMT_PROM,
-    .state_size = 0,
+    .state_size = sizeof(struct prom_state),
     .allow_prefix = false,
     .line = prom_line,
 };
