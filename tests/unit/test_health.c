@@ -689,6 +689,23 @@ static void test_prom_xid_series(void **state)
     assert_near(r->gpus[gpu(f, "sn00-t01-gpu4")].score, 100, 0);
 }
 
+/* --query-gpu=index,pci.bus_id (identifiers only) ties the bus id of an
+ * Xid to its GPU: the finding lands on that one GPU, not the server. */
+static void test_csv_identity_mapping(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_SMI_CSV, "sn01-t02.map.csv", "sn01-t02",
+         "index, pci.bus_id\n3, 00000000:9B:00.0\n");
+    feed(f, SN_TELEM_FMT_KMSG, "sn01-t02.dmesg", "sn01-t02",
+         "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, "
+         "name=nvidia-smi, Timeout after 6s of waiting for RPC response from GPU4 GSP!\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_XID_RESET, SN_NONE), 1);
+    assert_int_equal(first(r, SN_DET_XID_RESET)->entity, SN_HEALTH_ENT_GPU);
+    assert_int_equal(first(r, SN_DET_XID_RESET)->id, gpu(f, "sn01-t02-gpu3"));
+    assert_near(r->gpus[gpu(f, "sn01-t02-gpu2")].score, 100, 0);
+}
+
 /* A topo -m cut inside a row: the cells it lost are no evidence. */
 static void test_topology_truncated_is_quiet(void **state)
 {
@@ -1477,6 +1494,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_topology_truncated_is_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diag_skip_inforom_string_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prom_xid_series, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_csv_identity_mapping, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
