@@ -706,6 +706,37 @@ static void test_csv_identity_mapping(void **state)
     assert_near(r->gpus[gpu(f, "sn01-t02-gpu2")].score, 100, 0);
 }
 
+/* dcgmi diag results that name no GPU land on the host's GPUs whether the
+ * host's nvidia-smi CSV comes before or after them. */
+static const char node_level_diag[] =
+    "+---------------------------+------------------------------------------------+\n"
+    "| Diagnostic                | Result                                         |\n"
+    "+===========================+================================================+\n"
+    "|-----  Deployment  --------+------------------------------------------------|\n"
+    "| software                  | Fail                                           |\n"
+    "+---------------------------+------------------------------------------------+\n";
+
+static void test_diag_node_level_any_order(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "sn01-t01.diag.txt", "sn01-t01", node_level_diag);
+    fleet(f, T0, NULL); /* the CSV after the diag */
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    unsigned after = count(r, SN_DET_DIAG_FAIL, SN_NONE);
+    assert_int_equal(after, 8);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn01-t01-gpu7")), 1);
+    /* The other order, in a fresh store: the same findings. */
+    sn_health_history_free(f->hist);
+    sn_telem_store_free(f->store);
+    struct sn_error err = {0};
+    assert_int_equal(sn_telem_store_new(NULL, &f->store, &err), SN_OK);
+    assert_int_equal(sn_health_history_new(f->store, &f->cfg, &f->hist, &err), SN_OK);
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "sn01-t01.diag.txt", "sn01-t01", node_level_diag);
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), after);
+}
+
 /* A topo -m cut inside a row: the cells it lost are no evidence. */
 static void test_topology_truncated_is_quiet(void **state)
 {
@@ -1495,6 +1526,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_diag_skip_inforom_string_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prom_xid_series, setup, teardown),
         cmocka_unit_test_setup_teardown(test_csv_identity_mapping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diag_node_level_any_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
