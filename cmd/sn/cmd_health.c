@@ -49,7 +49,10 @@ static const char usage_text[] =
     "  --events FILE      grey-release events (sn-events: time,kind,host,job)\n"
     "  --now TIME         the analysis time, ISO 8601 (default: the newest reading)\n"
     "  -f FMT             format of the FILEs that follow (see docs/health.md)\n"
+    "  --fields LIST      nvidia-smi CSV without a header: the --query-gpu field list of the\n"
+    "                     FILEs that follow (index,pci.bus_id,temperature.gpu)\n"
     "  --declared         baseline: add the declared baselines\n"
+    "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
     "  --interval-ms N    watch: poll period (default 2000)\n"
@@ -61,6 +64,12 @@ static const char usage_text[] =
 struct in_file {
     const char *path;
     int fmt; /* enum sn_telem_format, or -1: detect */
+    const char *fields; /* --fields: the CSV field list of a noheader file, or NULL */
+    /* What reading it gave (feed_file). */
+    bool fed;                           /* parsed (its format known) */
+    enum sn_telem_format used;          /* the format read */
+    struct sn_telem_parser_stats stats; /* lines, records, skips by reason */
+    char first_skip[600];               /* "file:line:col: reason: detail", "" if none */
 };
 
 struct ctx {
@@ -69,7 +78,7 @@ struct ctx {
     const char *facts_path[SN_FACTS_COUNT];
     struct in_file files[MAX_FILES];
     unsigned n_files;
-    bool json, declared;
+    bool json, declared, strict;
     long interval_ms, polls;
     struct sn_spec *spec;
     struct sn_model *model;
@@ -137,6 +146,7 @@ static const char *const facts_flags[SN_FACTS_COUNT] = {"--bench",  "--nodes", "
 static int parse_args(struct ctx *c, int argc, char **argv)
 {
     int fmt = -1;
+    const char *fields = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -152,6 +162,8 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             c->json = true, takes = false;
         } else if (strcmp(a, "--declared") == 0) {
             c->declared = true, takes = false;
+        } else if (strcmp(a, "--strict") == 0) {
+            c->strict = true, takes = false;
         } else if (a[0] == '-' && a[1] && !v) {
             return fail_usage(c, "%s needs a value", a);
         } else if (k >= 0) {
@@ -171,6 +183,8 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             if (*end || errno || n < 0 || end == v)
                 return fail_usage(c, "'%s' is not a non-negative integer", v);
             *(a[2] == 'i' ? &c->interval_ms : &c->polls) = n;
+        } else if (strcmp(a, "--fields") == 0) {
+            fields = v;
         } else if (strcmp(a, "-f") == 0) {
             enum sn_telem_format f;
             struct sn_error err = {0};
@@ -183,7 +197,7 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             takes = false;
             if (c->n_files == MAX_FILES)
                 return fail_usage(c, "more than %s input files", "256");
-            c->files[c->n_files++] = (struct in_file){a, fmt};
+            c->files[c->n_files++] = (struct in_file){.path = a, .fmt = fmt, .fields = fields};
         }
         i += takes;
     }
@@ -230,13 +244,83 @@ static void host_of(const char *path, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)strcspn(base, "."), base);
 }
 
+/* The sink of one input: the history's, with the first skip kept for
+ * --strict. */
+struct file_sink {
+    struct sn_telem_sink inner;
+    struct in_file *f;
+};
+
+static void file_skipped(void *ctx, const struct sn_telem_skip *r)
+{
+    struct file_sink *fs = ctx;
+    if (!fs->f->first_skip[0] && r->reason != SN_TELEM_SKIP_UNUSED)
+        snprintf(fs->f->first_skip, sizeof(fs->f->first_skip), "%s:%u:%u: %s: %s", r->source,
+                 r->line, r->column, sn_telem_skip_name(r->reason), r->detail);
+    if (fs->inner.skipped)
+        fs->inner.skipped(fs->inner.ctx, r);
+}
+
+/* Forwards every record callback to the inner sink. */
+#define FWD(member, type)                                                                          \
+    static void fwd_##member(void *ctx, const type *r)                                             \
+    {                                                                                              \
+        struct file_sink *fs = ctx;                                                                \
+        if (fs->inner.member)                                                                      \
+            fs->inner.member(fs->inner.ctx, r);                                                    \
+    }
+FWD(samples, struct sn_telem_samples)
+FWD(attr, struct sn_telem_attr)
+FWD(nvlink, struct sn_telem_nvlink)
+FWD(process, struct sn_telem_process)
+FWD(xid, struct sn_telem_xid)
+FWD(topo, struct sn_telem_topo)
+FWD(nccl_rank, struct sn_telem_nccl_rank)
+FWD(nccl_row, struct sn_telem_nccl_row)
+FWD(nccl_summary, struct sn_telem_nccl_summary)
+FWD(diag, struct sn_telem_diag)
+FWD(facility, struct sn_telem_facility)
+#undef FWD
+
+static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
+{
+    struct file_sink *fs = ctx;
+    if (fs->inner.snapshot)
+        fs->inner.snapshot(fs->inner.ctx, host, at);
+}
+
+static struct sn_telem_sink file_sink_of(struct file_sink *fs)
+{
+    return (struct sn_telem_sink){.ctx = fs,
+                                  .samples = fwd_samples,
+                                  .attr = fwd_attr,
+                                  .nvlink = fwd_nvlink,
+                                  .snapshot = fwd_snapshot,
+                                  .process = fwd_process,
+                                  .xid = fwd_xid,
+                                  .topo = fwd_topo,
+                                  .nccl_rank = fwd_nccl_rank,
+                                  .nccl_row = fwd_nccl_row,
+                                  .nccl_summary = fwd_nccl_summary,
+                                  .diag = fwd_diag,
+                                  .facility = fwd_facility,
+                                  .skipped = file_skipped};
+}
+
+/* A kernel log without an NVRM Xid line is read (no event), other formats
+ * need one record. */
+static bool file_readable(const struct in_file *f)
+{
+    return f->fed && (f->stats.records > 0 || (f->used == SN_TELEM_FMT_KMSG && f->stats.lines));
+}
+
 #define FEED_CHUNK (1u << 16)
 
 /* Streams one input (a file, or stdin for "-") into the history through a
  * fresh parser, FEED_CHUNK bytes at a time: memory stays bounded by the
  * parser's line cap whatever the input's size. The format is detected from
- * the first chunk. */
-static int feed_file(struct ctx *c, const struct in_file *f)
+ * the first chunk; the input's stats and first skip are kept in f. */
+static int feed_file(struct ctx *c, struct in_file *f)
 {
     bool is_stdin = strcmp(f->path, "-") == 0;
     FILE *in = is_stdin ? stdin : fopen(f->path, "rb");
@@ -255,16 +339,19 @@ static int feed_file(struct ctx *c, const struct in_file *f)
     enum sn_telem_format fmt = (enum sn_telem_format)f->fmt;
     const char *source = is_stdin ? "<stdin>" : f->path;
     if (f->fmt < 0 && sn_telem_format_detect(buf, n, &fmt, &err) != SN_OK) {
+        /* An error for this input (nothing read from it); the others count. */
         fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
                 source, err.message);
-        rc = SN_EXIT_USAGE;
+        rc = c->strict ? SN_EXIT_USAGE : SN_EXIT_OK;
         goto out;
     }
     char host[SN_TELEM_HOST_MAX] = "";
     if (!is_stdin)
         host_of(f->path, host, sizeof(host));
-    struct sn_telem_opts o = {.source = source, .host = host};
-    struct sn_telem_sink sink = sn_health_history_sink(c->hist);
+    struct sn_telem_opts o = {.source = source, .host = host, .fields = f->fields};
+    struct file_sink fs = {sn_health_history_sink(c->hist), f};
+    struct sn_telem_sink sink = file_sink_of(&fs);
+    f->first_skip[0] = '\0';
     enum sn_err e = sn_telem_parser_new(fmt, &o, &sink, &p, &err);
     while (e == SN_OK && n > 0) {
         e = sn_telem_parser_feed(p, buf, n, &err);
@@ -277,15 +364,32 @@ static int feed_file(struct ctx *c, const struct in_file *f)
     }
     if (e == SN_OK)
         e = sn_telem_parser_finish(p, &err);
+    if (p)
+        f->stats = *sn_telem_parser_stats(p);
+    if (e == SN_ERR_SYNTAX && !c->strict) {
+        /* A JSON document that does not parse: nothing read from this input. */
+        f->fed = true;
+        f->used = fmt;
+        f->stats.records = 0;
+        snprintf(f->first_skip, sizeof(f->first_skip), "%.512s", err.message);
+        c->inputs_empty++;
+        goto out;
+    }
     if (e != SN_OK) {
         fprintf(stderr, "sn health %s: %s\n", c->verb, err.message);
         rc = SN_EXIT_USAGE;
         goto out;
     }
-    if (sn_telem_parser_stats(p)->records)
+    f->fed = true;
+    f->used = fmt;
+    if (file_readable(f))
         c->inputs_read++;
     else
         c->inputs_empty++;
+    if (c->strict && f->first_skip[0]) {
+        fprintf(stderr, "sn health %s: %s (--strict)\n", c->verb, f->first_skip);
+        rc = SN_EXIT_USAGE;
+    }
 out:
     sn_telem_parser_free(p);
     free(buf);
@@ -333,6 +437,74 @@ static int load_inventory(struct ctx *c)
     if (sn_inventory_seal(c->inv, &err) != SN_OK)
         return fail_usage(c, "%s", err.message);
     return SN_EXIT_OK;
+}
+
+static unsigned long long skipped_total(const struct sn_telem_parser_stats *st)
+{
+    unsigned long long n = 0;
+    for (int r = 0; r < SN_TELEM_SKIP_COUNT; r++)
+        n += st->skipped[r];
+    return n;
+}
+
+/* Per input: format, lines, records and skips by reason with the first
+ * line of each (problems_only: only inputs with nothing read or a skip other
+ * than "unused"). */
+static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
+{
+    for (unsigned i = 0; i < c->n_files; i++) {
+        const struct in_file *f = &c->files[i];
+        const struct sn_telem_parser_stats *st = &f->stats;
+        if (problems_only && file_readable(f) &&
+            skipped_total(st) == st->skipped[SN_TELEM_SKIP_UNUSED])
+            continue;
+        if (!f->fed) {
+            fprintf(out, "input %s: unknown format, not read\n", f->path);
+            continue;
+        }
+        fprintf(out, "input %s: %s, %llu lines, %llu records", f->path,
+                sn_telem_format_name(f->used), st->lines, st->records);
+        if (!file_readable(f))
+            fprintf(out, ", nothing read");
+        unsigned long long n = skipped_total(st);
+        if (n)
+            fprintf(out, "; skipped %llu:", n);
+        const char *sep = " ";
+        for (int r = 0; r < SN_TELEM_SKIP_COUNT; r++) {
+            if (!st->skipped[r])
+                continue;
+            fprintf(out, "%s%s %llu (first line %u)", sep,
+                    sn_telem_skip_name((enum sn_telem_skip_reason)r), st->skipped[r],
+                    st->first_line[r]);
+            sep = ", ";
+        }
+        fprintf(out, "\n");
+    }
+    if (c->n_files && out == stdout)
+        fprintf(out, "\n");
+}
+
+static json_t *inputs_json(const struct ctx *c)
+{
+    json_t *a = json_array();
+    for (unsigned i = 0; i < c->n_files; i++) {
+        const struct in_file *f = &c->files[i];
+        const struct sn_telem_parser_stats *st = &f->stats;
+        json_t *sk = json_object();
+        for (int r = 0; r < SN_TELEM_SKIP_COUNT; r++)
+            if (st->skipped[r])
+                json_object_set_new(sk, sn_telem_skip_name((enum sn_telem_skip_reason)r),
+                                    json_pack("{s:I, s:i, s:i}", "count",
+                                              (json_int_t)st->skipped[r], "first_line",
+                                              (json_int_t)st->first_line[r], "first_column",
+                                              (json_int_t)st->first_column[r]));
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "file", f->path, "format",
+                         f->fed ? sn_telem_format_name(f->used) : "unknown", "lines",
+                         (json_int_t)st->lines, "records",
+                         (json_int_t)st->records, "read", file_readable(f), "skipped", sk));
+    }
+    return a;
 }
 
 static int setup(struct ctx *c, bool need_cluster)
@@ -619,6 +791,7 @@ static json_t *report_json(const struct ctx *c, const struct sn_health_report *r
                                             u->where[0] ? json_string(u->where) : json_null()));
     }
     json_object_set_new(root, "unresolved", un);
+    json_object_set_new(root, "inputs", inputs_json(c));
     json_object_set_new(root, "gpus", gpus);
     json_object_set_new(root, "servers", servers);
     json_object_set_new(root, "links", links);
@@ -720,25 +893,6 @@ static int run_analysis(struct ctx *c, struct sn_health_state *state, double now
     return SN_EXIT_OK;
 }
 
-static int feed_all(struct ctx *c)
-{
-    for (unsigned i = 0; i < c->n_files; i++) {
-        int rc = feed_file(c, &c->files[i]);
-        if (rc != SN_EXIT_OK)
-            return rc;
-    }
-    return SN_EXIT_OK;
-}
-
-static int now_of(struct ctx *c, double *now)
-{
-    *now = newest(c->store);
-    if (c->now_text && !parse_time(c->now_text, now))
-        return fail_usage(c, "--now '%s': expected an ISO 8601 UTC time (2024-05-01T12:00:00Z)",
-                          c->now_text);
-    return SN_EXIT_OK;
-}
-
 /* Nothing to judge: no input gave a reading and no facts were given. */
 static int no_input(struct ctx *c)
 {
@@ -749,6 +903,39 @@ static int no_input(struct ctx *c)
                       "no readable input: %u file%s, none gave a reading (expected telemetry "
                       "FILEs or facts; nothing is reported healthy without evidence)",
                       c->n_files, c->n_files == 1 ? "" : "s");
+}
+
+/* Feeds every input. An input with nothing readable is an error for that
+ * input (reported, the others still count); exit 2 when no input was and
+ * no facts were given (no_input). */
+static int feed_all(struct ctx *c)
+{
+    for (unsigned i = 0; i < c->n_files; i++) {
+        int rc = feed_file(c, &c->files[i]);
+        if (rc != SN_EXIT_OK)
+            return rc;
+        const struct in_file *f = &c->files[i];
+        if (file_readable(f))
+            continue;
+        if (!f->fed)
+            continue; /* unknown format: said so already */
+        if (f->first_skip[0])
+            fprintf(stderr, "sn health %s: %s: no record read as %s (first skip %s)\n", c->verb,
+                    f->path, sn_telem_format_name(f->used), f->first_skip);
+        else
+            fprintf(stderr, "sn health %s: %s: no record read as %s (%llu lines)\n", c->verb,
+                    f->path, sn_telem_format_name(f->used), f->stats.lines);
+    }
+    return c->n_files ? no_input(c) : SN_EXIT_OK;
+}
+
+static int now_of(struct ctx *c, double *now)
+{
+    *now = newest(c->store);
+    if (c->now_text && !parse_time(c->now_text, now))
+        return fail_usage(c, "--now '%s': expected an ISO 8601 UTC time (2024-05-01T12:00:00Z)",
+                          c->now_text);
+    return SN_EXIT_OK;
 }
 
 static int verb_analyze(struct ctx *c)
@@ -767,6 +954,7 @@ static int verb_analyze(struct ctx *c)
     if (c->json) {
         dump_json(report_json(c, r));
     } else {
+        print_inputs(c, stdout, false);
         print_findings(c, r);
         print_scores(c, r);
     }
@@ -788,6 +976,26 @@ static int verb_baseline(struct ctx *c)
     int rc = feed_all(c);
     if (rc != SN_EXIT_OK)
         return rc;
+    print_inputs(c, stderr, false);
+    /* A run with wrong results is no baseline (its bandwidth is not the
+     * fabric's): refuse the whole learning, naming the row. */
+    for (uint32_t i = 0; i < sn_health_history_nccl_run_count(c->hist); i++) {
+        const struct sn_health_nccl_run *r = sn_health_history_nccl_run(c->hist, i);
+        if (r->wrong_rows) {
+            fprintf(stderr,
+                    "sn health baseline: %s: nccl-tests row with #wrong %lld; a run with wrong "
+                    "results is not learned (fix the fabric or drop the file)\n",
+                    r->wrong_where, r->wrong_max);
+            return SN_EXIT_USAGE;
+        }
+        if (r->out_of_bounds > 0) {
+            fprintf(stderr,
+                    "sn health baseline: %s: nccl-tests run with 'Out of bounds values : %lld "
+                    "FAILED'; a run with wrong results is not learned\n",
+                    r->where, r->out_of_bounds);
+            return SN_EXIT_USAGE;
+        }
+    }
     if ((c->declared && sn_baseline_add_declared(&c->base, &err) != SN_OK) ||
         sn_baseline_learn(&c->base, c->model, c->store, c->hist, &c->facts, &err) != SN_OK) {
         fprintf(stderr, "sn health baseline: %s\n", err.message);
@@ -887,10 +1095,14 @@ static int verb_accept(struct ctx *c)
         fprintf(stderr, "sn health accept: %s\n", err.message);
         return SN_EXIT_INTERNAL;
     }
-    if (c->json)
-        dump_json(accept_json(c, a));
-    else
+    if (c->json) {
+        json_t *root = accept_json(c, a);
+        json_object_set_new(root, "inputs", inputs_json(c));
+        dump_json(root);
+    } else {
+        print_inputs(c, stdout, false);
         print_accept(c, a);
+    }
     rc = a->rejected ? SN_EXIT_FINDINGS : SN_EXIT_OK;
     sn_accept_report_free(a);
     sn_health_report_free(r);
@@ -911,10 +1123,11 @@ struct follow {
     FILE *f;
     struct sn_telem_parser *p;
     long offset;
+    struct file_sink fs; /* the parser's sink context */
 };
 
 /* Feeds what a file gained since the last poll. */
-static int follow_poll(struct ctx *c, struct follow *w, const struct in_file *in)
+static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
 {
     struct sn_error err = {0};
     if (!w->p) {
@@ -927,11 +1140,14 @@ static int follow_poll(struct ctx *c, struct follow *w, const struct in_file *in
             return fail_usage(c, "%s: unknown format; name it with -f", in->path);
         char host[SN_TELEM_HOST_MAX];
         host_of(in->path, host, sizeof(host));
-        struct sn_telem_opts o = {.source = in->path, .host = host};
-        struct sn_telem_sink sink = sn_health_history_sink(c->hist);
+        struct sn_telem_opts o = {.source = in->path, .host = host, .fields = in->fields};
+        w->fs = (struct file_sink){sn_health_history_sink(c->hist), in};
+        struct sn_telem_sink sink = file_sink_of(&w->fs);
         if (sn_telem_parser_new(fmt, &o, &sink, &w->p, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
         fseek(w->f, 0, SEEK_SET);
+        in->fed = true;
+        in->used = fmt;
     }
     char buf[1 << 16];
     size_t n;
@@ -939,6 +1155,9 @@ static int follow_poll(struct ctx *c, struct follow *w, const struct in_file *in
     while ((n = fread(buf, 1, sizeof(buf), w->f)) > 0)
         if (sn_telem_parser_feed(w->p, buf, n, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
+    in->stats = *sn_telem_parser_stats(w->p);
+    if (c->strict && in->first_skip[0])
+        return fail_usage(c, "%s (--strict)", in->first_skip);
     return SN_EXIT_OK;
 }
 
@@ -1004,6 +1223,7 @@ static int verb_watch(struct ctx *c)
         if (c->interval_ms > 0 && (c->polls == 0 || poll + 1 < c->polls))
             wait_next_poll(c->interval_ms, &usr1);
     }
+    print_inputs(c, stderr, true);
     for (unsigned i = 0; i < c->n_files; i++) {
         sn_telem_parser_free(w[i].p);
         if (w[i].f)

@@ -168,7 +168,21 @@ const char *sn_health_action_name(enum sn_health_action a);
       "a component differs from the majority of the fleet (no matrix row for it)")                 \
     X(SLOW_NODE, "slow-node", SERVER, WARN, 50, DRAIN,                                             \
       "end-to-end bandwidth low vs peers (robust z < -slow_z and slow_floor below the median); "   \
-      "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")
+      "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")        \
+    X(NCCL_WRONG, "nccl-wrong-results", SERVER, CRIT, 80, DRAIN,                                   \
+      "nccl-tests: a row with #wrong > 0, or 'Out of bounds values : N FAILED' with N > 0")        \
+    X(NCCL_ABORTED, "nccl-aborted", SERVER, WARN, 30, DRAIN,                                       \
+      "nccl-tests: a run aborted ('Test NCCL failure', a signal), cut off without its footer, or " \
+      "with no data rows")                                                                         \
+    X(NCCL_RANKS, "nccl-ranks-inconsistent", SERVER, WARN, 20, MONITOR,                            \
+      "nccl-tests: a rank number printed by more than one process (every process says Rank 0: "    \
+      "the launcher did not give NCCL one communicator)")                                          \
+    X(BUSBW_COLLAPSE, "busbw-collapse", SERVER, WARN, 30, DRAIN,                                   \
+      "nccl-tests: busbw at the largest size below busbw_collapse_frac of the run's peak at a "   \
+      "smaller size, the largest size >= busbw_collapse_min_bytes")                               \
+    X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")              \
+    X(DIAG_SKIP, "diag-skipped", GPU, WARN, 0, MONITOR,                                            \
+      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -229,6 +243,9 @@ struct sn_health_config {
      * of each GPU's share of its server's NIC line rate across servers, 0.80. */
     double busbw_eff_scaleup;
     double busbw_eff_network;
+    /* nccl-tests verdicts. */
+    double busbw_collapse_frac;      /* largest size's busbw over the run's peak, 0.5 */
+    double busbw_collapse_min_bytes; /* only runs reaching this size, 1 MiB */
 };
 
 /* The defaults listed above. */
@@ -440,6 +457,26 @@ struct sn_health_series {
 uint32_t sn_health_history_series_count(const struct sn_health_history *h);
 const struct sn_health_series *sn_health_history_series(const struct sn_health_history *h,
                                                         uint32_t i);
+/* A nccl-tests run as its summary gave it (sn_telem_nccl_summary), kept for
+ * the nccl-tests detectors and for refusing baselines from wrong runs. At
+ * most SN_HEALTH_NCCL_RUNS_MAX are kept; later ones are counted in
+ * dropped. */
+#define SN_HEALTH_NCCL_RUNS_MAX 4096u
+struct sn_health_nccl_run {
+    char host[SN_TELEM_HOST_MAX];      /* rank-0 host, else the file's host */
+    char line_host[SN_TELEM_HOST_MAX]; /* the host of the log's lines (file name) */
+    char where[160];              /* "file:line" of the run's first line */
+    char wrong_where[160];        /* "file:line" of the first wrong row, "" if none */
+    enum sn_nccl_coll coll;
+    unsigned nranks, rows, wrong_rows, dup_ranks, dup_rank;
+    long long wrong_max, out_of_bounds; /* out_of_bounds -1 if not printed */
+    bool truncated, aborted;
+    double peak_busbw_bytes_per_s, peak_size_bytes, last_busbw_bytes_per_s, last_size_bytes;
+};
+uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h);
+const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_health_history *h,
+                                                            uint32_t i);
+
 /* The i-th kept point, oldest first (i < min(total, KEEP)). */
 void sn_health_series_point(const struct sn_health_series *s, uint32_t i, double *t, double *v);
 uint32_t sn_health_series_kept(const struct sn_health_series *s);

@@ -363,7 +363,8 @@ struct sn_telem_topo {
 /* True when every pair of distinct GPUs is joined by NV<k> with k >=
  * min_nvlinks; otherwise false and *bad_i, *bad_j (either may be NULL) name
  * the first offending pair (device indices). A matrix with fewer than two
- * GPUs is vacuously true. */
+ * GPUs is vacuously true. Cells not read (SN_TOPO_UNKNOWN: rows or cells
+ * missing from a truncated matrix) are no evidence and are passed over. */
 bool sn_telem_topo_all_gpus_nvlink(const struct sn_telem_topo *t, unsigned min_nvlinks,
                                    unsigned *bad_i, unsigned *bad_j);
 
@@ -446,6 +447,18 @@ struct sn_telem_nccl_summary {
     double avg_busbw_bytes_per_s; /* "# Avg bus bandwidth", NaN if absent */
     long long out_of_bounds;      /* "# Out of bounds values", -1 if absent */
     bool truncated;               /* no footer: aborted, hung or cut off */
+    /* Verdict inputs (docs/health.md, nccl-tests detectors). */
+    const char *host;      /* rank-0 host, else the line's host; "" if none */
+    const char *line_host; /* the host of the lines (prefix or file name); "" if none */
+    unsigned first_line;  /* the run's first line */
+    bool aborted;         /* "Test NCCL failure", "NCCL failure", a signal */
+    unsigned wrong_rows;  /* rows with #wrong > 0 in either group */
+    long long wrong_max;  /* the largest #wrong, 0 if none */
+    unsigned wrong_line;  /* the first such row */
+    unsigned dup_ranks;   /* rank lines repeating an earlier rank number */
+    unsigned dup_rank;    /* the first repeated rank number */
+    double peak_busbw_bytes_per_s, peak_size_bytes; /* out-of-place maximum, NaN if none */
+    double last_busbw_bytes_per_s, last_size_bytes; /* the largest size's row */
 };
 
 #define SN_DIAG_RESULT_LIST(X)                                                                     \
@@ -585,6 +598,9 @@ struct sn_telem_parser_stats {
     unsigned long long records; /* records emitted */
     unsigned long long skipped[SN_TELEM_SKIP_COUNT];
     unsigned long long status[SN_TELEM_STATUS_COUNT]; /* readings by status */
+    /* Where the first skip of each reason was (1-based; 0 when none; column
+     * 0 when the whole line). */
+    unsigned first_line[SN_TELEM_SKIP_COUNT], first_column[SN_TELEM_SKIP_COUNT];
 };
 
 struct sn_telem_parser;
@@ -774,6 +790,9 @@ const struct sn_telem_gpu *sn_telem_store_gpu(const struct sn_telem_store *s, ui
 uint32_t sn_telem_store_host_count(const struct sn_telem_store *s);
 const char *sn_telem_store_host_name(const struct sn_telem_store *s, uint32_t host);
 const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t source);
+/* Whether a host holds any record: a GPU, a topo -m matrix or node-level
+ * dcgmi diag results (host-level evidence for coverage). */
+bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t host);
 /* The latest topo -m matrix of a host, NULL if none. */
 const struct sn_telem_topo *sn_telem_store_topo(const struct sn_telem_store *s, uint32_t host);
 

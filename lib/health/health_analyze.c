@@ -466,6 +466,21 @@ static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
         }
         cv->gpus[s->evidence]++;
     }
+    /* Host-level records (a topo -m matrix, node-level diag results) are
+     * evidence for their server even without a GPU reading. */
+    bool *host_ev = calloc((size_t)r->n_servers + 1, sizeof(bool));
+    for (uint32_t h = 0; host_ev && c->host_server && h < sn_telem_store_host_count(c->st); h++)
+        if (c->host_server[h] != SN_NONE && c->host_server[h] < r->n_servers &&
+            sn_telem_store_host_has_records(c->st, h))
+            host_ev[c->host_server[h]] = true;
+    /* So is an nccl-tests row, for its rank 0's server (a run that passed
+     * says something about that server too). */
+    for (uint32_t i = 0; host_ev && c->host_server && i < sn_telem_store_nccl_count(c->st); i++) {
+        uint32_t h = sn_telem_store_nccl(c->st, i)->host;
+        if (h < sn_telem_store_host_count(c->st) && c->host_server[h] != SN_NONE &&
+            c->host_server[h] < r->n_servers)
+            host_ev[c->host_server[h]] = true;
+    }
     for (uint32_t sv = 0; sv < r->n_servers; sv++) {
         struct sn_health_score *s = &r->servers[sv];
         s->age_s = NAN;
@@ -481,8 +496,11 @@ static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
         }
         if (!known && !srv_count[sv])
             s->score = NAN;
+        if (s->evidence == SN_HEALTH_EV_NONE && host_ev && host_ev[sv])
+            s->evidence = SN_HEALTH_EV_FRESH; /* host records, no GPU reading */
         cv->servers[s->evidence]++;
     }
+    free(host_ev);
 }
 
 /* Findings on each GPU (GPU and link findings of that GPU) and server: the

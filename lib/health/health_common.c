@@ -114,6 +114,8 @@ void sn_health_config_default(struct sn_health_config *c)
         .stale_s = 900,
         .busbw_eff_scaleup = 0.80,
         .busbw_eff_network = 0.80,
+        .busbw_collapse_frac = 0.5,
+        .busbw_collapse_min_bytes = 1024.0 * 1024,
     };
 }
 

@@ -219,6 +219,12 @@ static void diag(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct 
         if (d->result == SN_DIAG_FAIL)
             ADD(c, SN_DET_DIAG_FAIL, NAN, NAN, "dcgmi diag line %u: '%s' failed%s%.120s", d->line,
                 d->test, *d->detail ? ": " : "", d->detail);
+        else if (d->result == SN_DIAG_WARN)
+            ADD(c, SN_DET_DIAG_WARN, NAN, NAN, "dcgmi diag line %u: '%s' warned%s%.120s", d->line,
+                d->test, *d->detail ? ": " : "", d->detail);
+        else if (d->result == SN_DIAG_SKIP)
+            ADD(c, SN_DET_DIAG_SKIP, NAN, NAN, "dcgmi diag line %u: '%s' skipped%s%.120s",
+                d->line, d->test, *d->detail ? ": " : "", d->detail);
     }
 }
 

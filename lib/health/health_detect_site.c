@@ -197,9 +197,70 @@ out:
     free(line);
 }
 
+/* ---- nccl-tests verdicts --------------------------------------------------------- */
+
+/* The server of a run: its rank-0 host, else the host of its lines. */
+static uint32_t run_server(const struct sn__health_ctx *c, const struct sn_health_nccl_run *r)
+{
+    uint32_t s = *r->host ? sn_model_find_server(c->m, r->host) : SN_NONE;
+    if (s == SN_NONE && *r->line_host)
+        s = sn_model_find_server(c->m, r->line_host);
+    return s;
+}
+
+static void nccl_run(struct sn__health_ctx *c, const struct sn_health_nccl_run *r, uint32_t sv)
+{
+    const char *coll = sn_nccl_coll_name(r->coll);
+    if (r->wrong_rows)
+        sn__health_add(c, SN_DET_NCCL_WRONG, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
+                       (double)r->wrong_max, 0,
+                       "%s: %s run of %u ranks: %u rows with #wrong > 0 (max %lld)",
+                       r->wrong_where, coll, r->nranks, r->wrong_rows, r->wrong_max);
+    else if (r->out_of_bounds > 0)
+        sn__health_add(c, SN_DET_NCCL_WRONG, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
+                       (double)r->out_of_bounds, 0,
+                       "%s: %s run: Out of bounds values : %lld FAILED", r->where, coll,
+                       r->out_of_bounds);
+    if (r->aborted || r->truncated || r->rows == 0)
+        sn__health_add(c, SN_DET_NCCL_ABORTED, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
+                       (double)r->rows, NAN, "%s: %s run %s after %u data rows", r->where, coll,
+                       r->aborted     ? "aborted"
+                       : r->truncated ? "ended without its footer"
+                                      : "had no data",
+                       r->rows);
+    if (r->dup_ranks)
+        sn__health_add(c, SN_DET_NCCL_RANKS, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
+                       (double)r->dup_ranks, 0,
+                       "%s: %u rank lines repeat a rank (rank %u first): the processes did not "
+                       "form one communicator",
+                       r->where, r->dup_ranks, r->dup_rank);
+    double frac = c->cfg->busbw_collapse_frac;
+    if (!isnan(r->peak_busbw_bytes_per_s) && r->peak_busbw_bytes_per_s > 0 &&
+        r->last_size_bytes > r->peak_size_bytes &&
+        r->last_size_bytes >= c->cfg->busbw_collapse_min_bytes &&
+        r->last_busbw_bytes_per_s < frac * r->peak_busbw_bytes_per_s)
+        sn__health_add(c, SN_DET_BUSBW_COLLAPSE, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
+                       r->last_busbw_bytes_per_s, frac * r->peak_busbw_bytes_per_s,
+                       "%s: %s busbw %.2f GB/s at %.0f B < %.2f x its peak %.2f GB/s at %.0f B",
+                       r->where, coll, r->last_busbw_bytes_per_s / 1e9, r->last_size_bytes, frac,
+                       r->peak_busbw_bytes_per_s / 1e9, r->peak_size_bytes);
+}
+
+static void nccl_runs(struct sn__health_ctx *c)
+{
+    const struct sn_health_history *h = c->in->history;
+    for (uint32_t i = 0; i < sn_health_history_nccl_run_count(h); i++) {
+        const struct sn_health_nccl_run *r = sn_health_history_nccl_run(h, i);
+        uint32_t sv = run_server(c, r);
+        if (sv != SN_NONE)
+            nccl_run(c, r, sv);
+    }
+}
+
 void sn__health_detect_fabric(struct sn__health_ctx *c)
 {
     busbw(c);
+    nccl_runs(c);
     topology(c);
     slow_nodes(c);
 }

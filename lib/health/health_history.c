@@ -32,6 +32,9 @@ struct sn_health_history {
     uint32_t *slot; /* open addressing: series index + 1, 0 empty */
     uint32_t n_slot;
     unsigned long long dropped_series;
+    struct sn_health_nccl_run *runs; /* nccl-tests runs, first-seen order */
+    uint32_t n_runs, cap_runs;
+    unsigned long long dropped_runs;
 };
 
 static const enum sn_metric counter_metric[] = {
@@ -210,6 +213,57 @@ static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
     }
 }
 
+static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
+{
+    struct sn_health_history *h = ctx;
+    if (h->fwd.nccl_summary)
+        h->fwd.nccl_summary(h->fwd.ctx, r);
+    if (h->n_runs == h->cap_runs) {
+        uint32_t cap = h->cap_runs ? h->cap_runs * 2 : 16;
+        struct sn_health_nccl_run *n =
+            cap <= SN_HEALTH_NCCL_RUNS_MAX ? realloc(h->runs, cap * sizeof(*n)) : NULL;
+        if (!n) {
+            h->dropped_runs++;
+            return;
+        }
+        h->runs = n;
+        h->cap_runs = cap;
+    }
+    struct sn_health_nccl_run *u = &h->runs[h->n_runs++];
+    memset(u, 0, sizeof(*u));
+    snprintf(u->host, sizeof(u->host), "%s", r->host ? r->host : "");
+    snprintf(u->line_host, sizeof(u->line_host), "%s", r->line_host ? r->line_host : "");
+    const char *src = r->at.source ? r->at.source : "<input>";
+    snprintf(u->where, sizeof(u->where), "%s:%u", src, r->first_line);
+    if (r->wrong_rows)
+        snprintf(u->wrong_where, sizeof(u->wrong_where), "%s:%u", src, r->wrong_line);
+    u->coll = r->coll;
+    u->nranks = r->nranks;
+    u->rows = r->rows;
+    u->wrong_rows = r->wrong_rows;
+    u->dup_ranks = r->dup_ranks;
+    u->dup_rank = r->dup_rank;
+    u->wrong_max = r->wrong_max;
+    u->out_of_bounds = r->out_of_bounds;
+    u->truncated = r->truncated;
+    u->aborted = r->aborted;
+    u->peak_busbw_bytes_per_s = r->peak_busbw_bytes_per_s;
+    u->peak_size_bytes = r->peak_size_bytes;
+    u->last_busbw_bytes_per_s = r->last_busbw_bytes_per_s;
+    u->last_size_bytes = r->last_size_bytes;
+}
+
+uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h)
+{
+    return h ? h->n_runs : 0;
+}
+
+const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_health_history *h,
+                                                            uint32_t i)
+{
+    return h && i < h->n_runs ? &h->runs[i] : NULL;
+}
+
 /* Plain forwarding for the other record kinds. */
 #define FWD(member, type)                                                                          \
     static void fwd_##member(void *ctx, const type *r)                                             \
@@ -224,7 +278,6 @@ FWD(process, struct sn_telem_process)
 FWD(xid, struct sn_telem_xid)
 FWD(topo, struct sn_telem_topo)
 FWD(nccl_rank, struct sn_telem_nccl_rank)
-FWD(nccl_summary, struct sn_telem_nccl_summary)
 FWD(diag, struct sn_telem_diag)
 FWD(skipped, struct sn_telem_skip)
 
@@ -260,6 +313,7 @@ void sn_health_history_free(struct sn_health_history *h)
     free(h->gpu);
     free(h->series);
     free(h->slot);
+    free(h->runs);
     free(h);
 }
 
@@ -276,7 +330,7 @@ struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h)
         .topo = fwd_topo,
         .nccl_rank = fwd_nccl_rank,
         .nccl_row = on_nccl_row,
-        .nccl_summary = fwd_nccl_summary,
+        .nccl_summary = on_nccl_summary,
         .diag = fwd_diag,
         .facility = on_facility,
         .skipped = fwd_skipped,

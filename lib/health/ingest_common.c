@@ -164,6 +164,8 @@ bool sn_telem_topo_all_gpus_nvlink(const struct sn_telem_topo *t, unsigned min_n
             if (i == j || t->dev[i].gpu_index < 0 || t->dev[j].gpu_index < 0)
                 continue;
             const struct sn_telem_topo_cell *c = &t->cell[i][j];
+            if (c->kind == SN_TOPO_UNKNOWN)
+                continue; /* not read (a truncated matrix): no evidence either way */
             if (c->kind != SN_TOPO_NV || c->nvlinks < min_nvlinks) {
                 if (bad_i)
                     *bad_i = i;
@@ -693,7 +695,10 @@ static void skip_v(struct sn_telem_parser *p, unsigned line, unsigned column,
 {
     char detail[SN_TELEM_TEXT_MAX];
     vsnprintf(detail, sizeof(detail), fmt, ap);
-    p->stats.skipped[r]++;
+    if (p->stats.skipped[r]++ == 0) {
+        p->stats.first_line[r] = line;
+        p->stats.first_column[r] = column;
+    }
     if (p->sink.skipped) {
         struct sn_telem_skip rec = {p->source, line, column, r, detail};
         p->sink.skipped(p->sink.ctx, &rec);
@@ -1063,6 +1068,35 @@ enum sn_err sn_telem_parse_buffer(enum sn_telem_format f, const struct sn_telem_
 
 /* ---- format detection ----------------------------------------------------- */
 
+/* A pasted nccl-tests table without its header: the first line that is not
+ * blank reads "<size> <count> <type> ..." with at least seven cells, the
+ * first two integers and the type a word. */
+static bool nccl_rows_only(const char *d, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (d[i] == '\n' || d[i] == '\r' || d[i] == ' ' || d[i] == '\t'))
+        i++;
+    const char *e = memchr(d + i, '\n', n - i);
+    size_t end = e ? (size_t)(e - d) : n;
+    unsigned cells = 0;
+    while (i < end && cells < 16) {
+        while (i < end && (d[i] == ' ' || d[i] == '\t'))
+            i++;
+        if (i == end)
+            break;
+        size_t b = i;
+        while (i < end && d[i] != ' ' && d[i] != '\t' && d[i] != '\r')
+            i++;
+        unsigned long long v;
+        if (cells < 2 && !sn__telem_uint(d + b, i - b, &v))
+            return false;
+        if (cells == 2 && !isalpha((unsigned char)d[b]))
+            return false;
+        cells++;
+    }
+    return cells >= 7;
+}
+
 enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_format *out,
                                    struct sn_error *err)
 {
@@ -1075,13 +1109,26 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"\"readings\"", SN_TELEM_FMT_FACILITY_JSON},
         {"DCGM_FI_", SN_TELEM_FMT_PROM},
         {"NVRM: Xid", SN_TELEM_FMT_KMSG},
+        {"fallen off the bus", SN_TELEM_FMT_KMSG},
+        {"NVRM: ", SN_TELEM_FMT_KMSG},
         {"out-of-place", SN_TELEM_FMT_NCCL},
         {"# nThread", SN_TELEM_FMT_NCCL},
+        {"nThread ", SN_TELEM_FMT_NCCL},
+        {"Out of bounds values", SN_TELEM_FMT_NCCL},
+        {"Test NCCL failure", SN_TELEM_FMT_NCCL},
+        {"Group  0 Pid", SN_TELEM_FMT_NCCL},
+        {" NCCL INFO ", SN_TELEM_FMT_NCCL},
+        {" NCCL WARN ", SN_TELEM_FMT_NCCL},
         {"| Diagnostic", SN_TELEM_FMT_DCGMI_DIAG},
         {"CPU Affinity", SN_TELEM_FMT_SMI_TOPO},
         {" Link 0: ", SN_TELEM_FMT_SMI_NVLINK},
         {"kind,name,part,metric", SN_TELEM_FMT_FACILITY_CSV},
+        {"GPU UUID  ", SN_TELEM_FMT_SMI_Q},
+        {"Product Name  ", SN_TELEM_FMT_SMI_Q},
         {"pci.bus_id", SN_TELEM_FMT_SMI_CSV},
+        {"utilization.gpu", SN_TELEM_FMT_SMI_CSV},
+        {"temperature.gpu", SN_TELEM_FMT_SMI_CSV},
+        {"memory.used", SN_TELEM_FMT_SMI_CSV},
         {"uuid", SN_TELEM_FMT_SMI_CSV},
         {"index,", SN_TELEM_FMT_SMI_CSV},
         {"index, ", SN_TELEM_FMT_SMI_CSV},
@@ -1093,6 +1140,10 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
             *out = rows[i].f;
             return SN_OK;
         }
+    }
+    if (nccl_rows_only(data, n)) {
+        *out = SN_TELEM_FMT_NCCL;
+        return SN_OK;
     }
     return sn_error_set(err, SN_ERR_NOTFOUND, "input does not look like any telemetry format");
 }

@@ -205,6 +205,13 @@ static void detail_row(struct sn_telem_parser *p, struct pending *t, const char 
     t->last_detail = -2;
 }
 
+/* "Warning", "Info: GPU0", "Error" as a whole word: "Inforom" is a test. */
+static bool detail_word(const char *l, size_t ll, const char *w)
+{
+    size_t n = strlen(w);
+    return sn__telem_starts(l, ll, w) && (ll == n || !isalpha((unsigned char)l[n]));
+}
+
 static void table_row(struct sn_telem_parser *p, struct diag_state *st, const char *l, size_t ll,
                       const char *r, size_t rl)
 {
@@ -219,8 +226,8 @@ static void table_row(struct sn_telem_parser *p, struct diag_state *st, const ch
         }
         return;
     }
-    if (ll && (sn__telem_starts(l, ll, "Warning") || sn__telem_starts(l, ll, "Info") ||
-               sn__telem_starts(l, ll, "Error"))) {
+    if (ll && (detail_word(l, ll, "Warning") || detail_word(l, ll, "Info") ||
+               detail_word(l, ll, "Error"))) {
         if (t->open)
             detail_row(p, t, l, ll, r, rl);
         else

@@ -4,7 +4,7 @@
  * The document holds, under some top-level key ("DCGM GPU Diagnostic" in
  * 3.x, "DCGM Diagnostic" in 4.x) or at the top, "test_categories": an array
  * of {category, tests: [{name, results: [...]}]}. A result names its GPU as
- * "gpu_id" (number), "gpu_ids" (string "0" or "0,1"), or "entity_id" with
+ * "gpu_id" (number, or a string "0" as DCGM prints it), "gpu_ids" (string "0" or "0,1"), or "entity_id" with
  * "entity_group" "GPU" (4.x); a result without one is node-level (index
  * -1). "status" is Pass/Fail/Warn/Skip; "warnings" (strings, or objects with
  * "warning" / "message") and "info" give the detail. Records carry line 0:
@@ -90,6 +90,10 @@ static void result(struct sn_telem_parser *p, const char *cat, const char *test,
     const json_t *grp = json_object_get(res, "entity_group");
     if (!id && ent && (!grp || (json_is_string(grp) && strcmp(json_string_value(grp), "GPU") == 0)))
         id = ent;
+    /* DCGM prints "gpu_id" : "0" (a string; NVIDIA/DCGM issue 139): read as a
+     * one-GPU "gpu_ids". */
+    if (json_is_string(id) && !ids)
+        ids = id, id = NULL;
     if (json_is_integer(id) && json_integer_value(id) >= 0 && json_integer_value(id) < 4096) {
         emit(p, cat, test, (int)json_integer_value(id), r, detail);
     } else if (json_is_string(ids) || json_is_integer(ids)) {

@@ -240,10 +240,131 @@ static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char
         rec->bucket = recovery_bucket(m, ml);
 }
 
+#define OFF_BUS_KEPT 64
+
+struct kmsg_state {
+    /* The last Xid emitted: a line repeating it (same GPU, code, stamp and
+     * pid) is the same event printed again, not a repeat. */
+    bool have_last;
+    uint64_t last_bus;
+    unsigned last_code, last_line;
+    double last_time, last_uptime;
+    long last_pid;
+    /* "The NVIDIA GPU <bus>" of a multi-line "fallen off the bus" message. */
+    uint64_t pending_bus;
+    bool have_pending;
+    /* GPUs already reported fallen off the bus (Xid 79 or the message). */
+    uint64_t off_bus[OFF_BUS_KEPT];
+    unsigned n_off_bus;
+};
+
+static bool same_stamp(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* Xid 79 and its messages without an Xid line are one event per GPU. */
+static bool off_bus_seen(struct kmsg_state *ks, uint64_t bus)
+{
+    for (unsigned i = 0; i < ks->n_off_bus; i++)
+        if (ks->off_bus[i] == bus)
+            return true;
+    if (ks->n_off_bus < OFF_BUS_KEPT)
+        ks->off_bus[ks->n_off_bus++] = bus;
+    return false;
+}
+
+/* The bus id word that starts at s (up to a blank, ':' after the function
+ * or the end). */
+static bool bus_word(const char *s, const char *end, uint64_t *bus)
+{
+    const char *e = s;
+    while (e < end && *e != ' ' && *e != '\t' && *e != ',')
+        e++;
+    if (e > s && e[-1] == '.')
+        e--;
+    if (e > s && e[-1] == ':')
+        e--;
+    if (sn__telem_starts(s, (size_t)(e - s), "PCI:"))
+        s += 4;
+    return e > s && sn_telem_bus_parse(s, (size_t)(e - s), bus);
+}
+
+/*
+ * "GPU has fallen off the bus" printed without an Xid (NVIDIA/NVSentinel
+ * issue 155): "NVRM: GPU at 0000:01:00.0 has fallen off the bus." or "NVRM:
+ * GPU 0000:3a:00.0: GPU has fallen off the bus." on one line, or "NVRM: The NVIDIA GPU 0000:b3:00.0" then continuation lines ending
+ * "NVRM: fallen off the bus and is not responding to commands.". Emitted as
+ * Xid 79 (same meaning, same bucket). Returns true if the line was part of
+ * one.
+ */
+static bool off_bus_line(struct sn_telem_parser *p, const char *s, size_t n)
+{
+    struct kmsg_state *ks = p->state;
+    const char *end = s + n, *g = sn__telem_find(s, n, "NVRM: The NVIDIA GPU ");
+    if (g) {
+        ks->have_pending = bus_word(g + 21, end, &ks->pending_bus);
+        return true;
+    }
+    const char *f = sn__telem_find(s, n, "fallen off the bus");
+    if (!f)
+        return false;
+    uint64_t bus = 0;
+    /* "NVRM: GPU at <bus> has fallen...", "NVRM: GPU <bus>: GPU has fallen...". */
+    const char *at = sn__telem_find(s, n, "NVRM: GPU at ");
+    const char *gb = at ? at + 13 : sn__telem_find(s, n, "NVRM: GPU ");
+    if (gb && !at)
+        gb += 10;
+    bool have = gb ? bus_word(gb, end, &bus) : false;
+    if (!have && ks->have_pending)
+        have = true, bus = ks->pending_bus;
+    ks->have_pending = false;
+    if (!have) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_IDENTITY,
+                       "'fallen off the bus' without the GPU's bus id");
+        return true;
+    }
+    if (off_bus_seen(ks, bus)) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "GPU already reported fallen off the bus");
+        return true;
+    }
+    struct stamp stamp;
+    read_stamp(p, s, (size_t)(f - s), &stamp);
+    struct sn_telem_xid rec = {.gpu = {stamp.host[0] ? stamp.host : p->host, -1, NULL, bus},
+                               .at = {p->source, p->lineno, stamp.time_s},
+                               .uptime_s = stamp.uptime_s,
+                               .code = 79,
+                               .pid = -1,
+                               .name = "",
+                               .message = "GPU has fallen off the bus (message without an Xid line)",
+                               .bucket = sn_xid_bucket(79),
+                               .nvlink = -1,
+                               .fatal = -1};
+    SN__EMIT(p, xid, &rec);
+    return true;
+}
+
+/* Same GPU, code, stamp and pid as the last Xid: one event printed again. */
+static bool repeat_of_last(struct kmsg_state *ks, const struct sn_telem_xid *x)
+{
+    bool same = ks->have_last && ks->last_bus == x->gpu.bus && ks->last_code == x->code &&
+                ks->last_pid == x->pid && same_stamp(ks->last_time, x->at.time_s) &&
+                same_stamp(ks->last_uptime, x->uptime_s) &&
+                !(isnan(x->at.time_s) && isnan(x->uptime_s));
+    ks->have_last = true;
+    ks->last_bus = x->gpu.bus, ks->last_code = x->code, ks->last_pid = x->pid;
+    ks->last_time = x->at.time_s, ks->last_uptime = x->uptime_s;
+    if (!same)
+        ks->last_line = x->at.line;
+    return same;
+}
+
 static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     const char *x = sn__telem_find(s, n, "NVRM: Xid (");
     if (!x) {
+        if (off_bus_line(p, s, n))
+            return;
         if (n)
             sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not an NVRM Xid line");
         return;
@@ -283,12 +404,23 @@ static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
     m += used, ml -= used;
     char name[SN_TELEM_NAME_MAX] = "", msg[SN_TELEM_TEXT_MAX];
     read_fields(m, ml, &rec, name, sizeof(name), msg, sizeof(msg));
+    struct kmsg_state *ks = p->state;
+    if (repeat_of_last(ks, &rec)) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED,
+                       "the Xid %u event of line %u printed again (same GPU, stamp and pid)",
+                       rec.code, ks->last_line);
+        return;
+    }
+    if (rec.code == 79 && off_bus_seen(ks, rec.gpu.bus)) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "GPU already reported fallen off the bus");
+        return;
+    }
     SN__EMIT(p, xid, &rec);
 }
 
 const struct sn__telem_ops sn__telem_kmsg_ops = {
     .fmt = SN_TELEM_FMT_KMSG,
-    .state_size = 0,
+    .state_size = sizeof(struct kmsg_state),
     .allow_prefix = true,
     .line = kmsg_line,
 };

@@ -50,6 +50,12 @@ struct nccl_state {
     double avg_busbw;
     long long oob;
     unsigned run_line;
+    /* Verdict inputs of the open run. */
+    bool aborted, after_abort; /* after_abort: the last run ended in an abort */
+    unsigned wrong_rows, wrong_line, dup_ranks, dup_rank;
+    long long wrong_max;
+    double peak_bw, peak_size, last_bw, last_size;
+    uint64_t ranks_seen[4]; /* bitset of rank numbers < 256 */
 };
 
 static unsigned split(const char *s, size_t n, struct tok *t, unsigned max)
@@ -78,6 +84,11 @@ static void reset_run(struct nccl_state *st)
     st->have_layout = false;
     st->avg_busbw = NAN;
     st->oob = -1;
+    st->aborted = false;
+    st->wrong_rows = st->wrong_line = st->dup_ranks = st->dup_rank = 0;
+    st->wrong_max = 0;
+    st->peak_bw = st->peak_size = st->last_bw = st->last_size = NAN;
+    memset(st->ranks_seen, 0, sizeof(st->ranks_seen));
 }
 
 /* Closes the open run; a truncated one is reported unless the caller did. */
@@ -85,14 +96,29 @@ static void end_run(struct sn_telem_parser *p, struct nccl_state *st, bool trunc
 {
     if (!st->run_open)
         return;
-    struct sn_telem_nccl_summary rec = {{p->source, p->lineno, NAN},
-                                        st->coll,
-                                        st->nranks,
-                                        st->nhosts,
-                                        st->rows,
-                                        st->avg_busbw,
-                                        st->oob,
-                                        truncated};
+    struct sn_telem_nccl_summary rec = {
+        .at = {p->source, p->lineno, NAN},
+        .coll = st->coll,
+        .nranks = st->nranks,
+        .nhosts = st->nhosts,
+        .rows = st->rows,
+        .avg_busbw_bytes_per_s = st->avg_busbw,
+        .out_of_bounds = st->oob,
+        .truncated = truncated,
+        .host = st->nhosts ? st->hosts[0] : p->host,
+        .line_host = p->file_host,
+        .first_line = st->run_line,
+        .aborted = st->aborted,
+        .wrong_rows = st->wrong_rows,
+        .wrong_max = st->wrong_max,
+        .wrong_line = st->wrong_line,
+        .dup_ranks = st->dup_ranks,
+        .dup_rank = st->dup_rank,
+        .peak_busbw_bytes_per_s = st->peak_bw,
+        .peak_size_bytes = st->peak_size,
+        .last_busbw_bytes_per_s = st->last_bw,
+        .last_size_bytes = st->last_size,
+    };
     if (truncated && report)
         sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED,
                        "nccl-tests run from line %u ended without its footer after %u rows",
@@ -107,6 +133,7 @@ static void open_run(struct sn_telem_parser *p, struct nccl_state *st)
     if (!st->run_open) {
         st->run_open = true;
         st->run_line = p->lineno;
+        st->after_abort = false;
     }
 }
 
@@ -157,9 +184,14 @@ static void rank_line(struct sn_telem_parser *p, struct nccl_state *st, struct t
     i++;
     if (sn__telem_eq(t[i].s, t[i].n, "Group"))
         i += 2;
-    if (i + 5 >= k || !sn__telem_eq(t[i].s, t[i].n, "Pid") ||
-        !sn__telem_uint(t[i + 1].s, t[i + 1].n, &pid) ||
-        !sn__telem_eq(t[i + 2].s, t[i + 2].n, "on") ||
+    /* NCCL 1.x tests print no "Pid P". */
+    if (i + 1 < k && sn__telem_eq(t[i].s, t[i].n, "Pid")) {
+        if (!sn__telem_uint(t[i + 1].s, t[i + 1].n, &pid))
+            goto bad;
+        i += 2;
+    }
+    i -= 2; /* t[i + 2] is "on" below */
+    if (i + 5 >= k || !sn__telem_eq(t[i + 2].s, t[i + 2].n, "on") ||
         !sn__telem_eq(t[i + 4].s, t[i + 4].n, "device") ||
         !sn__telem_uint(t[i + 5].s, t[i + 5].n, &dev) || dev > 4095)
         goto bad;
@@ -183,6 +215,14 @@ static void rank_line(struct sn_telem_parser *p, struct nccl_state *st, struct t
         sn__telem_copy(model, sizeof(model), t[i].s, (size_t)(end - t[i].s));
     rec.model = model;
     open_run(p, st);
+    if (rank < 256) {
+        uint64_t bit = 1ull << (rank % 64);
+        if (st->ranks_seen[rank / 64] & bit) {
+            if (st->dup_ranks++ == 0)
+                st->dup_rank = (unsigned)rank;
+        }
+        st->ranks_seen[rank / 64] |= bit;
+    }
     st->nranks++;
     add_host(st, host);
     if (st->hosts_over && st->nhosts == HOSTS_KEPT + 1)
@@ -202,13 +242,13 @@ static void header_line(struct sn_telem_parser *p, struct nccl_state *st, struct
     for (unsigned i = 1; i < k; i++) {
         int at = (int)i - 1; /* index in a data row, which has no '#' */
         const struct tok *c = &t[i];
-        if (sn__telem_eq(c->s, c->n, "size"))
+        if (sn__telem_eq(c->s, c->n, "size") || sn__telem_eq(c->s, c->n, "bytes"))
             st->i_size = at;
-        else if (sn__telem_eq(c->s, c->n, "count"))
+        else if (sn__telem_eq(c->s, c->n, "count") || sn__telem_eq(c->s, c->n, "N"))
             st->i_count = at;
         else if (sn__telem_eq(c->s, c->n, "type"))
             st->i_type = at;
-        else if (sn__telem_eq(c->s, c->n, "redop"))
+        else if (sn__telem_eq(c->s, c->n, "redop") || sn__telem_eq(c->s, c->n, "op"))
             st->i_redop = at;
         else if (sn__telem_eq(c->s, c->n, "root"))
             st->i_root = at;
@@ -222,7 +262,7 @@ static void header_line(struct sn_telem_parser *p, struct nccl_state *st, struct
             g->busbw = at;
         else if (sn__telem_eq(c->s, c->n, "#wrong"))
             g->wrong = at;
-        else if (sn__telem_eq(c->s, c->n, "error"))
+        else if (sn__telem_eq(c->s, c->n, "error") || sn__telem_eq(c->s, c->n, "res"))
             g->error = at;
     }
     st->ntok = k - 1;
@@ -298,9 +338,44 @@ static void group_values(struct sn_telem_parser *p, struct nccl_state *st, const
     (void)st;
 }
 
+static bool alpha_tok(const struct tok *t)
+{
+    return t->n > 0 && isalpha((unsigned char)t->s[0]);
+}
+
+/* Rows without their header (a pasted excerpt): the layout from the row
+ * itself. size count type [redop] [root] then one or two groups of time
+ * algbw busbw and #wrong (layouts with root) or error (older ones). */
+static bool infer_layout(struct sn_telem_parser *p, struct nccl_state *st, struct tok *t,
+                         unsigned k)
+{
+    if (k < 7 || !alpha_tok(&t[2]))
+        return false;
+    unsigned pos = 3;
+    st->i_size = 0, st->i_count = 1, st->i_type = 2, st->i_redop = st->i_root = -1;
+    if (alpha_tok(&t[3]))
+        st->i_redop = 3, pos = 4;
+    if (k - pos == 9 || k - pos == 5)
+        st->i_root = (int)pos++;
+    unsigned groups = (k - pos) / 4;
+    if ((k - pos) % 4 != 0 || groups < 1 || groups > 2)
+        return false;
+    bool wrong = st->i_root >= 0;
+    struct group *g[2] = {&st->oop, &st->ip};
+    st->oop = st->ip = (struct group){-1, -1, -1, -1, -1};
+    for (unsigned i = 0; i < groups; i++, pos += 4) {
+        g[i]->time = (int)pos, g[i]->algbw = (int)pos + 1, g[i]->busbw = (int)pos + 2;
+        *(wrong ? &g[i]->wrong : &g[i]->error) = (int)pos + 3;
+    }
+    st->ntok = k;
+    st->have_layout = true;
+    open_run(p, st);
+    return true;
+}
+
 static void data_row(struct sn_telem_parser *p, struct nccl_state *st, struct tok *t, unsigned k)
 {
-    if (!st->have_layout) {
+    if (!st->have_layout && !infer_layout(p, st, t, k)) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER, "nccl-tests row before any header");
         return;
     }
@@ -351,20 +426,44 @@ static void data_row(struct sn_telem_parser *p, struct nccl_state *st, struct to
     group_values(p, st, &st->oop, t, size, factor, &rec.oop);
     if (st->ip.time >= 0)
         group_values(p, st, &st->ip, t, size, factor, &rec.ip);
+    long long wrong = rec.oop.wrong > rec.ip.wrong ? rec.oop.wrong : rec.ip.wrong;
+    if (wrong > 0) {
+        if (st->wrong_rows++ == 0)
+            st->wrong_line = p->lineno;
+        if (wrong > st->wrong_max)
+            st->wrong_max = wrong;
+    }
+    double bw = rec.oop.busbw_bytes_per_s;
+    if (!isnan(bw) && size > 0) {
+        if (isnan(st->peak_bw) || bw > st->peak_bw)
+            st->peak_bw = bw, st->peak_size = size;
+        if (isnan(st->last_size) || size >= st->last_size)
+            st->last_bw = bw, st->last_size = size;
+    }
     st->rows++;
     SN__EMIT(p, nccl_row, &rec);
 }
 
-static void comment_line(struct sn_telem_parser *p, struct nccl_state *st, const char *s, size_t n)
+/* A "#" line, or (hashless) one of the same lines printed without the '#'
+ * (old nccl-tests, pasted excerpts): t[0] is then a stand-in "#". */
+static void comment_line(struct sn_telem_parser *p, struct nccl_state *st, const char *s, size_t n,
+                         bool hashless)
 {
     struct tok t[TOKS];
-    unsigned k = split(s, n, t, TOKS);
+    unsigned k;
+    if (hashless) {
+        t[0] = (struct tok){"#", 1};
+        k = 1 + split(s, n, t + 1, TOKS - 1);
+    } else {
+        k = split(s, n, t, TOKS);
+    }
     if (k >= 2 && sn__telem_eq(t[1].s, t[1].n, "nThread")) {
         end_run(p, st, true, true);
         open_run(p, st);
     } else if (k >= 3 && sn__telem_eq(t[1].s, t[1].n, "Rank")) {
         rank_line(p, st, t, k, s + n);
-    } else if (k >= 4 && sn__telem_eq(t[1].s, t[1].n, "size")) {
+    } else if (k >= 4 &&
+               (sn__telem_eq(t[1].s, t[1].n, "size") || sn__telem_eq(t[1].s, t[1].n, "bytes"))) {
         header_line(p, st, t, k);
     } else if (sn__telem_find(s, n, "Avg bus bandwidth")) {
         const char *c = memchr(s, ':', n);
@@ -389,6 +488,18 @@ static void comment_line(struct sn_telem_parser *p, struct nccl_state *st, const
     }
 }
 
+/* Preamble, header and footer lines printed without their '#'. */
+static bool hashless_comment(const char *s, size_t n)
+{
+    static const char *const starts[] = {"nThread ", "Rank ",    "size ",       "bytes ",
+                                         "(B) ",     "Using devices", "Out of bounds values",
+                                         "Avg bus bandwidth"};
+    for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++)
+        if (sn__telem_starts(s, n, starts[i]))
+            return true;
+    return sn__telem_starts(s, n, "out-of-place") && sn__telem_find(s, n, "in-place");
+}
+
 static void nccl_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     struct nccl_state *st = p->state;
@@ -398,7 +509,11 @@ static void nccl_line(struct sn_telem_parser *p, const char *s, size_t n)
     if (st->coll == SN_NCCL_UNKNOWN || p->nccl_coll == SN_NCCL_UNKNOWN)
         find_coll(st, s, n);
     if (s[0] == '#') {
-        comment_line(p, st, s, n);
+        comment_line(p, st, s, n, false);
+        return;
+    }
+    if (hashless_comment(s, n)) {
+        comment_line(p, st, s, n, true);
         return;
     }
     if (sn__telem_find(s, n, " NCCL INFO") || sn__telem_find(s, n, " NCCL WARN")) {
@@ -406,10 +521,20 @@ static void nccl_line(struct sn_telem_parser *p, const char *s, size_t n)
         return;
     }
     if (sn__telem_find(s, n, "Test NCCL failure") || sn__telem_find(s, n, "Test CUDA failure") ||
+        sn__telem_starts(s, n, "NCCL failure ") || sn__telem_find(s, n, ": Test failure ") ||
         sn__telem_find(s, n, "*** Process received signal") || sn__telem_find(s, n, "Aborted")) {
+        if (!st->run_open && st->after_abort) {
+            /* More ranks reporting the same abort. */
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "the abort reported again: '%.*s'",
+                           (int)(n > 100 ? 100 : n), s);
+            return;
+        }
         sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED, "run aborted: '%.*s'",
                        (int)(n > 100 ? 100 : n), s);
+        open_run(p, st); /* an abort with no preamble left is still a run */
+        st->aborted = true;
         end_run(p, st, true, false);
+        st->after_abort = true;
         return;
     }
     struct tok t[TOKS];

@@ -12,12 +12,14 @@
  * give the GPU: gpu (index), UUID, pci_bus_id, and Hostname (else the
  * parser's host); modelName and DCGM_FI_DRIVER_VERSION become attributes.
  * Label values are unescaped (\\, \", \n). An optional timestamp (ms) is the
- * sample's time. HELP/TYPE lines are read as comments; other DCGM_FI_ names
- * are reported as unknown fields and non-DCGM series as unused.
+ * sample's time. HELP/TYPE lines are read as comments; the Xid series become
+ * Xid records (xid_series()); other DCGM_FI_ names are reported as unknown
+ * fields and non-DCGM series as unused.
  */
 #include "health/ingest_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define LABEL_MAX 256
@@ -35,6 +37,7 @@ struct labels {
     char driver[SN_TELEM_NAME_MAX];
     int index;
     uint64_t bus;
+    long xid; /* "xid" or "err_code" label, -1 if none */
 };
 
 /* Reads one quoted, escaped label value at s[*i] (after the opening quote). */
@@ -74,6 +77,99 @@ static void take_label(const char *k, size_t kl, const char *v, struct labels *l
         sn__telem_copy(lb->model, sizeof(lb->model), v, strlen(v));
     else if (sn__telem_eq(k, kl, "DCGM_FI_DRIVER_VERSION"))
         sn__telem_copy(lb->driver, sizeof(lb->driver), v, strlen(v));
+    else if ((sn__telem_eq(k, kl, "xid") || sn__telem_eq(k, kl, "err_code")) &&
+             sn__telem_uint(v, strlen(v), &u) && u < 100000)
+        lb->xid = (long)u;
+}
+
+/* The last-Xid gauge keeps its value scrape after scrape (dcgm-exporter
+ * issue 500): per GPU, only a change of code is a new event. */
+#define XID_KEYS 512
+struct prom_state {
+    uint64_t key[XID_KEYS]; /* GPU key + 1, 0 empty */
+    unsigned code[XID_KEYS];
+    unsigned n;
+};
+
+static uint64_t gpu_key(const struct labels *lb, const char *host)
+{
+    uint64_t h = sn_telem_host_digest(host, strlen(host));
+    h = h * 31 + (uint64_t)(lb->index + 1);
+    h = h * 31 + lb->bus;
+    for (const char *u = lb->uuid; *u; u++)
+        h = h * 31 + (unsigned char)*u;
+    return h;
+}
+
+/* True when code is new for the GPU (and records it). */
+static bool last_changed(struct prom_state *ps, uint64_t key, unsigned code)
+{
+    for (unsigned i = 0; i < ps->n; i++)
+        if (ps->key[i] == key + 1) {
+            bool changed = ps->code[i] != code;
+            ps->code[i] = code;
+            return changed;
+        }
+    if (ps->n < XID_KEYS) {
+        ps->key[ps->n] = key + 1;
+        ps->code[ps->n++] = code;
+    }
+    return true;
+}
+
+/*
+ * Xid series. DCGM_FI_DEV_XID_ERRORS is a gauge holding the last Xid code
+ * (NVIDIA/DCGM issue 227), with an err_code label in dcgm-exporter >= 3.3.6
+ * (pull request 309); DCGM_EXP_XID_ERRORS_COUNT counts Xids in a window per
+ * "xid" label (pull request 239, whose sample is named
+ * DCGM_FI_DEV_XID_ERRORS_ACTIVE). A non-zero count is one Xid event; the
+ * gauge is one when its code changes. Returns true when the line is done
+ * (the gauge also goes on as the xid_last sample).
+ */
+static bool xid_series(struct sn_telem_parser *p, const char *name, size_t nl,
+                       const struct labels *lb, double v, double ts)
+{
+    bool last = sn__telem_eq(name, nl, "DCGM_FI_DEV_XID_ERRORS");
+    if (!last && !sn__telem_eq(name, nl, "DCGM_EXP_XID_ERRORS_COUNT") &&
+        !sn__telem_eq(name, nl, "DCGM_FI_DEV_XID_ERRORS_ACTIVE"))
+        return false;
+    double code = last ? (lb->xid >= 0 ? (double)lb->xid : v) : (double)lb->xid;
+    struct prom_state *ps = p->state;
+    if (!last && lb->xid < 0) {
+        sn__telem_skip(p, 1, SN_TELEM_SKIP_BAD_VALUE, "Xid count without an 'xid' label");
+        return true;
+    }
+    struct sn_telem_gpu_ref gpu = {lb->host[0] ? lb->host : p->host, lb->index,
+                                   lb->uuid[0] ? lb->uuid : NULL, lb->bus};
+    bool real = v > 0 && code > 0 && code == (double)(unsigned)code;
+    if (last) {
+        /* The sample path keeps the gauge; an event only when it changes. */
+        if (!last_changed(ps, gpu_key(lb, gpu.host), real ? (unsigned)code : 0) || !real)
+            return false;
+    } else if (!real) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "no Xid (value %g)", v);
+        return true;
+    }
+    if (gpu.index < 0 && !gpu.uuid && gpu.bus == SN_TELEM_BUS_NONE) {
+        if (!last)
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_IDENTITY, "no gpu, UUID or pci_bus_id label");
+        return !last;
+    }
+    char msg[64];
+    snprintf(msg, sizeof(msg), last ? "last Xid (dcgm-exporter)" : "%g in the window (dcgm-exporter)",
+             v);
+    struct sn_telem_xid rec = {.gpu = gpu,
+                               .at = sn__telem_origin(p, ts),
+                               .uptime_s = NAN,
+                               .code = (unsigned)code,
+                               .pid = -1,
+                               .name = "",
+                               .message = msg,
+                               .bucket = sn_xid_bucket((unsigned)code),
+                               .nvlink = -1,
+                               .fatal = -1};
+    SN__EMIT(p, xid, &rec);
+    return !last;
 }
 
 /* {k="v",...}: returns the index after '}' or 0 on a syntax error. */
@@ -152,7 +248,7 @@ static void prom_line(struct sn_telem_parser *p, const char *s, size_t n)
     while (i < n && s[i] != '{' && s[i] != ' ' && s[i] != '\t')
         i++;
     size_t nl = i;
-    struct labels lb = {.index = -1, .bus = SN_TELEM_BUS_NONE};
+    struct labels lb = {.index = -1, .bus = SN_TELEM_BUS_NONE, .xid = -1};
     if (i < n && s[i] == '{' && (i = parse_labels(s, n, i, &lb)) == 0) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "bad label set");
         return;
@@ -178,6 +274,8 @@ static void prom_line(struct sn_telem_parser *p, const char *s, size_t n)
         }
         ts = (double)ms / 1000.0;
     }
+    if (xid_series(p, s, nl, &lb, value, ts))
+        return;
     int m = metric_of(s, nl);
     if (m < 0) {
         bool dcgm = sn__telem_starts(s, nl, "DCGM_FI_");
@@ -190,7 +288,7 @@ static void prom_line(struct sn_telem_parser *p, const char *s, size_t n)
 
 const struct sn__telem_ops sn__telem_prom_ops = {
     .fmt = SN_TELEM_FMT_PROM,
-    .state_size = 0,
+    .state_size = sizeof(struct prom_state),
     .allow_prefix = false,
     .line = prom_line,
 };

@@ -590,7 +590,13 @@ static void emit_row(struct sn_telem_parser *p, struct csv_state *st, struct row
         v->value = r->reason_cells ? (double)r->reasons : NAN;
     }
     struct sn_telem_origin at = sn__telem_origin(p, r->time_s);
-    if (r->n) {
+    bool any_attr = false;
+    for (unsigned a = 0; a < SN_TELEM_ATTR_COUNT; a++)
+        any_attr |= r->attr[a] != NULL;
+    /* A row of identifiers only (--query-gpu=index,pci.bus_id) is still a
+     * record: it ties the GPU's index, UUID and bus id together, so Xids
+     * (bus id) and -q blocks land on that one GPU. */
+    if (r->n || !any_attr) {
         struct sn_telem_samples rec = {r->gpu, at, st->batch, r->n};
         SN__EMIT(p, samples, &rec);
     }

@@ -159,8 +159,14 @@ static void row(struct sn_telem_parser *p, struct topo_state *st, struct tok *tk
         return;
     }
     if (k < 1 + st->n) {
-        sn__telem_skip(p, 0, SN_TELEM_SKIP_COLUMNS, "row '%s' has %u cells, expected %u",
+        /* A row cut short (a pasted excerpt, a truncated file): the cells it
+         * holds count, the missing ones stay unknown. */
+        sn__telem_skip(p, (unsigned)k + 1, SN_TELEM_SKIP_TRUNCATED,
+                       "row '%s' has %u of %u cells; the missing ones are unknown",
                        st->t.dev[r].name, k - 1, st->n);
+        for (unsigned j = 0; j + 1 < k; j++)
+            if (!cell_kind(&tk[1 + j], &st->t.cell[r][j]))
+                st->t.cell[r][j].kind = SN_TOPO_UNKNOWN;
         return;
     }
     for (unsigned j = 0; j < st->n; j++)

@@ -41,6 +41,7 @@ struct sn_telem_store {
     char (*hosts)[SN_TELEM_HOST_MAX];
     uint32_t *host_first_gpu;
     struct sn_telem_topo **host_topo;
+    struct host_diag **host_diag; /* node-level dcgmi diag results, NULL if none */
     uint32_t n_hosts, cap_hosts;
     struct idx by_host;
     char **sources;
@@ -294,6 +295,14 @@ static void sink_skip(void *ctx, const struct sn_telem_skip *r)
 
 /* ---- hosts and GPUs -------------------------------------------------------- */
 
+/* A host's node-level diag results (a test naming no GPU), kept so that a
+ * GPU the store learns later gets them too: the same findings whatever the
+ * order of the inputs. */
+struct host_diag {
+    struct sn_telem_diag_entry e[SN_TELEM_DIAG_KEEP];
+    unsigned n;
+};
+
 static bool host_id(struct sn_telem_store *s, const char *name, bool create, uint32_t *id)
 {
     if (s->n_hosts && strcmp(s->hosts[s->last_host], name) == 0) {
@@ -315,6 +324,9 @@ static bool host_id(struct sn_telem_store *s, const char *name, bool create, uin
         return false;
     cap = s->cap_hosts;
     if (!grow(s, (void **)&s->host_topo, &cap, s->n_hosts + 1, sizeof(*s->host_topo)))
+        return false;
+    cap = s->cap_hosts;
+    if (!grow(s, (void **)&s->host_diag, &cap, s->n_hosts + 1, sizeof(*s->host_diag)))
         return false;
     s->cap_hosts = cap;
     *id = s->n_hosts;
@@ -350,6 +362,11 @@ static bool new_gpu(struct sn_telem_store *s, uint32_t host, uint32_t *id)
     s->gpu_next[s->n_gpus] = s->host_first_gpu[host];
     s->host_first_gpu[host] = s->n_gpus;
     *id = s->n_gpus++;
+    const struct host_diag *hd = s->host_diag[host];
+    if (hd && hd->n && (g->diag = store_calloc(s, SN_TELEM_DIAG_KEEP, sizeof(*g->diag)))) {
+        memcpy(g->diag, hd->e, hd->n * sizeof(*g->diag));
+        g->n_diag = hd->n;
+    }
     return true;
 }
 
@@ -594,6 +611,24 @@ static void sink_topo(void *ctx, const struct sn_telem_topo *r)
     s->stats.records++;
 }
 
+/* Sets test r->test of a list of at most SN_TELEM_DIAG_KEEP entries. */
+static bool set_diag(struct sn_telem_diag_entry *e, unsigned *n, const struct sn_telem_diag *r)
+{
+    unsigned i = 0;
+    while (i < *n && strcmp(e[i].test, r->test) != 0)
+        i++;
+    if (i == SN_TELEM_DIAG_KEEP)
+        return false;
+    if (i == *n) {
+        (*n)++;
+        sn__telem_copy(e[i].test, sizeof(e[i].test), r->test, strlen(r->test));
+    }
+    e[i].result = (uint8_t)r->result;
+    e[i].line = r->at.line;
+    sn__telem_copy(e[i].detail, sizeof(e[i].detail), r->detail, strlen(r->detail));
+    return true;
+}
+
 static void put_diag(struct sn_telem_store *s, struct sn_telem_gpu *g,
                      const struct sn_telem_diag *r)
 {
@@ -628,14 +663,25 @@ static void sink_diag(void *ctx, const struct sn_telem_diag *r)
             put_diag(s, &s->gpus[id], r);
         return;
     }
-    /* A node-level result applies to every GPU the store knows on the host. */
-    if (!host_id(s, r->gpu.host, false, &h) || s->host_first_gpu[h] == UINT32_MAX) {
+    /* A node-level result applies to every GPU the store knows on the host,
+     * and to those it learns later (new_gpu). */
+    if (!host_id(s, r->gpu.host, !s->lim.inventory_only, &h)) {
         store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_UNKNOWN_GPU,
-                   "node-level diag result for a host with no known GPU not kept");
+                   "node-level diag result for a host not in the store not kept");
         return;
     }
+    if (!s->host_diag[h] && !(s->host_diag[h] = store_calloc(s, 1, sizeof(*s->host_diag[h])))) {
+        store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT, "out of memory");
+        return;
+    }
+    if (!set_diag(s->host_diag[h]->e, &s->host_diag[h]->n, r))
+        store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT,
+                   "more node-level diag tests on one host than the store keeps");
+    bool any = false;
     for (uint32_t g = s->host_first_gpu[h]; g != UINT32_MAX; g = s->gpu_next[g])
-        put_diag(s, &s->gpus[g], r);
+        put_diag(s, &s->gpus[g], r), any = true;
+    if (!any)
+        s->stats.records++;
 }
 
 struct nccl_key {
@@ -798,8 +844,10 @@ void sn_telem_store_free(struct sn_telem_store *s)
         free(s->gpus[i].procs);
         free(s->gpus[i].diag);
     }
-    for (uint32_t i = 0; i < s->n_hosts; i++)
+    for (uint32_t i = 0; i < s->n_hosts; i++) {
         free(s->host_topo[i]);
+        free(s->host_diag[i]);
+    }
     for (uint16_t i = 0; i < s->n_sources; i++)
         free(s->sources[i]);
     free(s->gpus);
@@ -811,6 +859,7 @@ void sn_telem_store_free(struct sn_telem_store *s)
     free(s->hosts);
     free(s->host_first_gpu);
     free(s->host_topo);
+    free(s->host_diag);
     free(s->by_host.slot);
     free(s->sources);
     free(s->nccl);
@@ -889,6 +938,14 @@ uint32_t sn_telem_store_host_count(const struct sn_telem_store *s)
 const char *sn_telem_store_host_name(const struct sn_telem_store *s, uint32_t host)
 {
     return host < s->n_hosts ? s->hosts[host] : "";
+}
+
+bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t host)
+{
+    if (host >= s->n_hosts)
+        return false;
+    return s->host_first_gpu[host] != UINT32_MAX || (s->host_topo && s->host_topo[host]) ||
+           (s->host_diag && s->host_diag[host] && s->host_diag[host]->n);
 }
 
 const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t source)

@@ -540,6 +540,222 @@ static void test_busbw_declared_baseline(void **state)
     assert_near(r->servers[x->id].score, 50, 0);
 }
 
+
+/* ---- nccl-tests verdicts ---------------------------------------------------------------- */
+
+/* One all_reduce run on sn00-t01: the rows given, then the footer (oob) or
+ * nothing (footer NULL). */
+static void nccl_run_text(struct fx *f, const char *ranks, const char *rows, const char *footer)
+{
+    char buf[8192];
+    snprintf(buf, sizeof(buf),
+             "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 "
+             "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n%s#\n"
+             "#       size         count      type   redop    root     time   algbw   busbw "
+             "#wrong     time   algbw   busbw #wrong\n"
+             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)     "
+             "       (us)  (GB/s)  (GB/s)\n%s%s",
+             ranks, rows, footer ? footer : "");
+    feed(f, SN_TELEM_FMT_NCCL, "all_reduce_perf.log", "sn00-t01", buf);
+}
+
+static const char two_ranks[] =
+    "#  Rank  0 Group  0 Pid  4010 on sn00-t01 device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  1 Group  0 Pid  4011 on sn00-t01 device  1 [0x2a] NVIDIA H100 80GB HBM3\n";
+static const char good_rows[] =
+    "     1048576        262144     float     sum      -1    20.00   52.43   52.43      0    "
+    "20.00   52.43   52.43      0\n"
+    "    16777216       4194304     float     sum      -1    200.0   83.89   83.89      0    "
+    "200.0   83.89   83.89      0\n";
+static const char ok_footer[] = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 68.16 \n";
+
+static void test_nccl_verdicts_quiet(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    nccl_run_text(f, two_ranks, good_rows, ok_footer);
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_NCCL_WRONG, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_NCCL_ABORTED, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_NCCL_RANKS, SN_NONE), 0);
+    assert_int_equal(count(r, SN_DET_BUSBW_COLLAPSE, SN_NONE), 0);
+    assert_int_equal(sn_health_history_nccl_run_count(f->hist), 1);
+}
+
+static void test_nccl_wrong_and_oob(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    nccl_run_text(f, two_ranks,
+                  "     1048576        262144     float     sum      -1    20.00   52.43   52.43  "
+                  "    0    20.00   52.43   52.43     17\n",
+                  ok_footer);
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_NCCL_WRONG, sn_model_find_server(f->model, "sn00-t01")), 1);
+    assert_near(first(r, SN_DET_NCCL_WRONG)->value, 17, 0);
+    assert_non_null(strstr(first(r, SN_DET_NCCL_WRONG)->evidence, "all_reduce_perf.log:9"));
+    /* "Out of bounds values : N FAILED" alone (old layouts without #wrong). */
+    nccl_run_text(f, two_ranks, good_rows, "# Out of bounds values : 3 FAILED\n# Avg bus bandwidth : 1\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_NCCL_WRONG, SN_NONE), 2);
+}
+
+static void test_nccl_aborted_and_empty(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    nccl_run_text(f, two_ranks, good_rows,
+                  "sn00-t01: Test NCCL failure common.cu:1119 'unhandled system error'\n"
+                  " .. sn00-t01 pid 4010: Test failure common.cu:915\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_NCCL_ABORTED, SN_NONE), 1); /* one run, one abort */
+    assert_non_null(strstr(first(r, SN_DET_NCCL_ABORTED)->evidence, "aborted after 2 data rows"));
+    /* A preamble and header with no row, cut off. */
+    nccl_run_text(f, two_ranks, "", NULL);
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_NCCL_ABORTED, SN_NONE), 2);
+}
+
+static void test_nccl_ranks_inconsistent(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    nccl_run_text(f,
+                  "#  Rank  0 Group  0 Pid  4010 on sn00-t01 device  0 [0x18] NVIDIA H100\n"
+                  "#  Rank  0 Group  0 Pid  4011 on sn00-t01 device  0 [0x18] NVIDIA H100\n",
+                  good_rows, ok_footer);
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_NCCL_RANKS, SN_NONE), 1);
+    assert_near(first(r, SN_DET_NCCL_RANKS)->value, 1, 0);
+}
+
+static void test_busbw_collapse(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    /* 83.89 GB/s at 16 MiB, then 30.00 at 128 MiB: below 0.5 x the peak. */
+    char rows[1024];
+    snprintf(rows, sizeof(rows), "%s%s", good_rows,
+             "   134217728      33554432     float     sum      -1   4473.9   30.00   30.00      0"
+             "   4473.9   30.00   30.00      0\n");
+    nccl_run_text(f, two_ranks, rows, ok_footer);
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_BUSBW_COLLAPSE, SN_NONE), 1);
+    assert_near(first(r, SN_DET_BUSBW_COLLAPSE)->value, 30e9, 1);
+    assert_near(first(r, SN_DET_BUSBW_COLLAPSE)->expected, 0.5 * 83.89e9, 1);
+    /* 50.00 GB/s is above half the peak: quiet. */
+    sn_health_history_free(f->hist);
+    struct sn_error err = {0};
+    assert_int_equal(sn_health_history_new(f->store, &f->cfg, &f->hist, &err), SN_OK);
+    snprintf(rows, sizeof(rows), "%s%s", good_rows,
+             "   134217728      33554432     float     sum      -1   2684.4   50.00   50.00      0"
+             "   2684.4   50.00   50.00      0\n");
+    nccl_run_text(f, two_ranks, rows, ok_footer);
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_BUSBW_COLLAPSE, SN_NONE), 0);
+}
+
+/* "fallen off the bus" without an Xid line is Xid 79; the same GPU's Xid 79
+ * and message are one event. */
+static void test_fallen_off_without_xid(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_KMSG, "kern.log", "sn00-t02",
+         "[ 1843.308145] NVRM: The NVIDIA GPU 0000:3a:00.0\n"
+         "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+         "               NVRM: fallen off the bus and is not responding to commands.\n"
+         "[ 1843.400000] NVRM: Xid (PCI:0000:3a:00): 79, pid='<unknown>', name=<unknown>, GPU "
+         "has fallen off the bus.\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, gpu(f, "sn00-t02-gpu2")), 1);
+    assert_non_null(strstr(first(r, SN_DET_GPU_OFF_BUS)->evidence, "1 time"));
+}
+
+/* dcgm-exporter's Xid series: the last-Xid gauge (with err_code) and the
+ * windowed count per xid label; zero is no event. */
+static void test_prom_xid_series(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_PROM, "metrics.prom", "sn00-t01",
+         "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+         "DCGM_FI_DEV_XID_ERRORS{gpu=\"3\",Hostname=\"sn00-t01\",err_code=\"79\",err_msg=\"GPU "
+         "has fallen off the bus\"} 79\n"
+         "DCGM_FI_DEV_XID_ERRORS{gpu=\"4\",Hostname=\"sn00-t01\"} 0\n"
+         "DCGM_EXP_XID_ERRORS_COUNT{gpu=\"2\",Hostname=\"sn00-t01\",window_size_in_ms=\"300000\","
+         "xid=\"48\"} 1\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_GPU_OFF_BUS, gpu(f, "sn00-t01-gpu3")), 1);
+    assert_int_equal(count(r, SN_DET_ECC_DBE, gpu(f, "sn00-t01-gpu2")), 1);
+    assert_near(r->gpus[gpu(f, "sn00-t01-gpu4")].score, 100, 0);
+}
+
+/* --query-gpu=index,pci.bus_id (identifiers only) ties the bus id of an
+ * Xid to its GPU: the finding lands on that one GPU, not the server. */
+static void test_csv_identity_mapping(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_SMI_CSV, "sn01-t02.map.csv", "sn01-t02",
+         "index, pci.bus_id\n3, 00000000:9B:00.0\n");
+    feed(f, SN_TELEM_FMT_KMSG, "sn01-t02.dmesg", "sn01-t02",
+         "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, "
+         "name=nvidia-smi, Timeout after 6s of waiting for RPC response from GPU4 GSP!\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_XID_RESET, SN_NONE), 1);
+    assert_int_equal(first(r, SN_DET_XID_RESET)->entity, SN_HEALTH_ENT_GPU);
+    assert_int_equal(first(r, SN_DET_XID_RESET)->id, gpu(f, "sn01-t02-gpu3"));
+    /* Its neighbour is not blamed: no finding, not excluded (its score is
+     * unknown: an identity row is no reading). */
+    assert_true(isnan(r->gpus[gpu(f, "sn01-t02-gpu2")].score));
+    assert_false(sn_bitset_test(&r->excluded, gpu(f, "sn01-t02-gpu2")));
+}
+
+/* dcgmi diag results that name no GPU land on the host's GPUs whether the
+ * host's nvidia-smi CSV comes before or after them. */
+static const char node_level_diag[] =
+    "+---------------------------+------------------------------------------------+\n"
+    "| Diagnostic                | Result                                         |\n"
+    "+===========================+================================================+\n"
+    "|-----  Deployment  --------+------------------------------------------------|\n"
+    "| software                  | Fail                                           |\n"
+    "+---------------------------+------------------------------------------------+\n";
+
+static void test_diag_node_level_any_order(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "sn01-t01.diag.txt", "sn01-t01", node_level_diag);
+    fleet(f, T0, NULL); /* the CSV after the diag */
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    unsigned after = count(r, SN_DET_DIAG_FAIL, SN_NONE);
+    assert_int_equal(after, 8);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn01-t01-gpu7")), 1);
+    /* The other order, in a fresh store: the same findings. */
+    sn_health_history_free(f->hist);
+    sn_telem_store_free(f->store);
+    struct sn_error err = {0};
+    assert_int_equal(sn_telem_store_new(NULL, &f->store, &err), SN_OK);
+    assert_int_equal(sn_health_history_new(f->store, &f->cfg, &f->hist, &err), SN_OK);
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "sn01-t01.diag.txt", "sn01-t01", node_level_diag);
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), after);
+}
+
+/* A topo -m cut inside a row: the cells it lost are no evidence. */
+static void test_topology_truncated_is_quiet(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_SMI_TOPO, "sn00-t03.topo.txt", "sn00-t03",
+         "\tGPU0\tGPU1\tGPU2\tCPU Affinity\n"
+         "GPU0\t X \tNV18\tNV18\t0-55\n"
+         "GPU1\tNV18\t X \tNV18\t0-55\n"
+         "GPU2\tNV18");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_TOPO_NOT_NVLINK, SN_NONE), 0);
+}
+
 /* ---- dcgmi diag ------------------------------------------------------------------------ */
 
 static void test_diag_fail(void **state)
@@ -558,12 +774,46 @@ static void test_diag_fail(void **state)
     const struct sn_health_report *r = analyze(f, NOW0, NULL);
     /* PCIe failed on GPU 6; the Deployment "Page Retirement/Row Remap" Fail
      * names GPU 3 in its warning, so the parser puts it there. GPU 2's
-     * Targeted Power "Warn" stays quiet. */
+     * Targeted Power "Warn" is no diag-fail. */
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t01-gpu6")), 1);
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t01-gpu3")), 1);
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t01-gpu2")), 0);
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), 2);
     assert_int_equal(r->gpus[gpu(f, "sn00-t01-gpu6")].action, SN_HEALTH_ACT_DRAIN);
+    /* ... but it is a diag-warn finding. */
+    assert_int_equal(count(r, SN_DET_DIAG_WARN, gpu(f, "sn00-t01-gpu2")), 1);
+}
+
+/* Skip is no pass; "Inforom" is a test, not an "Info" detail row; DCGM's
+ * string "gpu_id". */
+static void test_diag_skip_inforom_string_id(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "diag.txt", "sn00-t02",
+         "+---------------------------+------------------------------------------------+\n"
+         "| Diagnostic                | Result                                         |\n"
+         "+===========================+================================================+\n"
+         "|-----  Metadata  ----------+------------------------------------------------|\n"
+         "| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |\n"
+         "|-----  Deployment  --------+------------------------------------------------|\n"
+         "| Inforom                   | Fail - GPU: 5                                  |\n"
+         "+-----  Integration  -------+------------------------------------------------+\n"
+         "| PCIe                      | Skip - All                                     |\n"
+         "+---------------------------+------------------------------------------------+\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, gpu(f, "sn00-t02-gpu5")), 1);
+    assert_non_null(strstr(first(r, SN_DET_DIAG_FAIL)->evidence, "'Inforom' failed"));
+    assert_int_equal(count(r, SN_DET_DIAG_SKIP, SN_NONE), 8);
+    /* A skipped test costs no score, but it is a warning: the run is no pass. */
+    assert_near(r->gpus[gpu(f, "sn00-t02-gpu1")].score, 100, 0);
+    assert_int_equal(first(r, SN_DET_DIAG_SKIP)->severity, SN_HEALTH_SEV_WARN);
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG_JSON, "diag.json", "sn00-t03",
+         "{\"DCGM GPU Diagnostic\": {\"test_categories\": [{\"category\": \"Hardware\", "
+         "\"tests\": [{\"name\": \"GPU Memory\", \"results\": [{\"gpu_id\": \"4\", "
+         "\"status\": \"Skip\"}]}]}]}}");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_SKIP, gpu(f, "sn00-t03-gpu4")), 1);
 }
 
 /* ---- phantom occupation ---------------------------------------------------------------- */
@@ -1273,6 +1523,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_facility_not_in_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_name_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_csv_time_fast_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_verdicts_quiet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_wrong_and_oob, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_aborted_and_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nccl_ranks_inconsistent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busbw_collapse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fallen_off_without_xid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_topology_truncated_is_quiet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diag_skip_inforom_string_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prom_xid_series, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_csv_identity_mapping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diag_node_level_any_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
