@@ -98,7 +98,10 @@ static const struct rule_row rules[] = {
       "Per tier (leaf, spine) the ratio downlink bandwidth : uplink bandwidth is reported "
       "(min and max over the tier's switches). Every leaf of a supernode in a training pool, "
       "and every spine, must be 1:1 or better when a training pool exists. Several "
-      "supernodes without a spine tier are a warning (they cannot reach each other).",
+      "supernodes without a spine tier are a warning (they cannot reach each other). A "
+      "requested ratio that whole uplinks cannot build exactly (7:1 over 48 downlinks is "
+      "7 uplinks, 6.86:1) is a warning naming the built ratio, once per template (leaves) "
+      "and for the spine tier.",
       "", "r09-oversubscription"},
      sn__check_oversubscription},
     {{"R10", "bandwidth-headroom", SN_SEVERITY_ERROR,
@@ -142,6 +145,20 @@ static const struct rule_row rules[] = {
       "port); an info finding reports the cable count when all hold.",
       "", "r14-cable-ledger"},
      sn__check_cables},
+    {{"R15", "leaf-pair-bandwidth", SN_SEVERITY_ERROR,
+      "Every pair of leaves can use all its uplinks to reach each other.",
+      "A leaf's own ratio hides blocking: when spines get unequal links from the leaves, two "
+      "leaves share fewer uplinks than they have, and a 1:1 fabric blocks.",
+      "From the wired leaf-spine links: for every pair of leaves under the same spines (all "
+      "leaves of a 2-tier fabric, the leaves of one pod of a 3-tier fabric), the shared "
+      "bandwidth is the sum over spines of min(links of a, links of b) x link rate, and the "
+      "true ratio is the smaller downlink bandwidth of the two over it. The worst pair is "
+      "reported (info); it is an error when its true ratio exceeds the leaves' own "
+      "downlink:uplink ratio, or when two leaves share no spine. The default spine count "
+      "(fabric.spines absent) is the smallest that divides every leaf's uplinks, which "
+      "passes; a forced `fabric.spines` that does not divide them is reported here.",
+      "", "r15-leaf-pair-bandwidth"},
+     sn__check_leaf_pairs},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))

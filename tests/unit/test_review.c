@@ -114,7 +114,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 14);
+    assert_int_equal(sn_review_rule_count(), 15);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -130,10 +130,11 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("r04"), 3);
     assert_int_equal(sn_review_find_rule("R14"), 13);
     assert_int_equal(sn_review_find_rule("power-capacity"), 3);
-    assert_int_equal(sn_review_find_rule("R15"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R15"), 14);
+    assert_int_equal(sn_review_find_rule("R16"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(14));
+    assert_null(sn_review_rule(15));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -150,7 +151,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 14) - 1);
+        assert_int_equal(r->rules_run, (1u << 15) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -239,6 +240,13 @@ static const struct rule_case cases[] = {
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "llama3-8b", "ep 3 does not divide dp 4 x cp 1", ""},
     {"r14-ledger", "R14", SN_SEVERITY_ERROR, "sn000",
      "supernodes 0 and 101 (groups 0 and 1) share this name", "R01 R02 R09"},
+    {"r09-rounded", "R09", SN_SEVERITY_WARNING, "sn00-leaf0",
+     "template 'hgx-32' leaves: oversubscription 3:1 requested, built 16:6 = 2.67:1", ""},
+    /* 5 SU forced onto 20 spines: the worst pair shares 24 of 32 uplinks. */
+    {"r15-blocking", "R15", SN_SEVERITY_ERROR, "su00-leaf0",
+     "blocking: the worst leaf pair shares 24 of 32 uplinks through the spines, a true ratio "
+     "of 1.33:1 where the leaves are built 1:1",
+     ""},
 };
 
 static void test_rule_specs(void **state)
@@ -446,6 +454,38 @@ static void test_unreachable_pair(void **state)
     unload(&l);
 }
 
+/* ---- blocking leaf pairs ----------------------------------------------- */
+
+/* The same 5-SU fabric without `spines: 20` gets the default, even spine
+ * count (32) and R15 reports every pair sharing all 32 uplinks. */
+static void test_even_default(void **state)
+{
+    (void)state;
+    char path[512];
+    FILE *f = fopen(sn_test_path(path, sizeof(path), "tests/specs/rules/r15-blocking.yaml"), "rb");
+    assert_non_null(f);
+    char *text = calloc(1, 1 << 16);
+    assert_non_null(text);
+    size_t len = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    char *line = strstr(text, "  spines: 20\n");
+    assert_non_null(line);
+    memmove(line, line + 13, len - (size_t)(line + 13 - text) + 1);
+    struct loaded l = {0};
+    struct sn_error err = {0};
+    assert_int_equal(sn_spec_parse_buffer("even.yaml", text, strlen(text), &l.spec, &err), SN_OK);
+    assert_int_equal(sn_model_build(l.spec, &l.model, &err), SN_OK);
+    assert_int_equal(l.model->n_spines, 32);
+    struct sn_review *r = review(&l, NULL, 0);
+    expect_finding(r, "R15", SN_SEVERITY_INFO, "su00-leaf0",
+                   "worst leaf pair shares 32 of 32 uplinks: true leaf-pair ratio 1:1");
+    assert_int_equal(r->by_severity[SN_SEVERITY_ERROR], 0);
+    assert_int_equal(r->by_severity[SN_SEVERITY_WARNING], 0);
+    sn_review_free(r);
+    unload(&l);
+    free(text);
+}
+
 /* ---- docs/rules.md is the generated catalogue ------------------------- */
 
 static void test_docs_current(void **state)
@@ -482,7 +522,7 @@ int main(void)
         cmocka_unit_test(test_merging),        cmocka_unit_test(test_cap),
         cmocka_unit_test(test_sorted),         cmocka_unit_test(test_labels_unique),
         cmocka_unit_test(test_duplicate_port), cmocka_unit_test(test_unreachable_pair),
-        cmocka_unit_test(test_docs_current),
+        cmocka_unit_test(test_docs_current),   cmocka_unit_test(test_even_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
