@@ -28,8 +28,8 @@ static const struct rule_row rules[] = {
       "repairs it.",
       "Every management link must end on a management switch and no data-plane link may end "
       "on one. `separation: physical` with no management switch is an error; `separation: "
-      "vlan` (management as a VLAN on the data-plane leaves) is a warning; `separation: none` "
-      "is an error. Servers without a management port are a warning.",
+      "vlan` (management as a VLAN on the data-plane leaves) is an error, since a VLAN shares "
+      "the switches it must survive; `separation: none` is an error. Servers without a management port are a warning.",
       "", "r01-planes-separated"},
      sn__check_planes},
     {{"R02", "power-domain-survival", SN_SEVERITY_ERROR,
@@ -62,9 +62,10 @@ static const struct rule_row rules[] = {
     {{"R05", "rack-limits", SN_SEVERITY_ERROR,
       "Racks stay within their power limit; dense racks are liquid-cooled.",
       "A rack over its limit trips its PDUs; air cannot remove more than about 40 kW a rack.",
-      "For each rack: steady draw <= the rack's `power_limit`, and a rack whose steady draw "
+      "For each rack: steady draw <= the rack's `power_limit`, peak draw (GPUs at "
+      "`peak_factor` x TDP) <= the rack's `power_limit`, and a rack whose steady draw "
       "exceeds `air_cooling_limit` must be a liquid rack on a liquid cooling loop.",
-      "air_cooling_limit", "r05-rack-limits"},
+      "air_cooling_limit, peak_factor", "r05-rack-limits"},
      sn__check_racks},
     {{"R06", "cooling-capacity", SN_SEVERITY_ERROR,
       "Each cooling loop removes its heat load with margin.",
@@ -159,6 +160,24 @@ static const struct rule_row rules[] = {
       "passes; a forced `fabric.spines` that does not divide them is reported here.",
       "", "r15-leaf-pair-bandwidth"},
      sn__check_leaf_pairs},
+    {{"R16", "switch-redundancy", SN_SEVERITY_ERROR,
+      "No single switch cuts off a supernode or the fabric.",
+      "One ToR in front of a supernode, or one spine above all leaves, turns a switch failure "
+      "into the loss of everything behind it.",
+      "A supernode with GPUs behind exactly one leaf is an error (all its GPUs lose the "
+      "scale-out fabric with it); a fabric with one spine above several leaves, or one core "
+      "above several spines, is an error. Several rail leaves pass: one failure loses one "
+      "rail.",
+      "", "r16-switch-redundancy"},
+     sn__check_switch_redundancy},
+    {{"R17", "review-thresholds", SN_SEVERITY_WARNING,
+      "Review thresholds are not looser than the specification's.",
+      "A review passed with a 1.1x power margin is not the review the specification asks "
+      "for; looser thresholds are allowed but never silent.",
+      "`power_margin` below 1.5, `peak_factor` below 1.3 and `bandwidth_headroom` below 0.3 "
+      "(the specification's figures) are each a warning naming the key.",
+      "power_margin, peak_factor, bandwidth_headroom", "r17-review-thresholds"},
+     sn__check_thresholds},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))

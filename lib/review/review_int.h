@@ -112,5 +112,7 @@ void sn__check_memory_wall(struct sn__review_ctx *c);
 void sn__check_counts(struct sn__review_ctx *c);
 void sn__check_cables(struct sn__review_ctx *c);
 void sn__check_leaf_pairs(struct sn__review_ctx *c);
+void sn__check_switch_redundancy(struct sn__review_ctx *c);
+void sn__check_thresholds(struct sn__review_ctx *c);
 
 #endif

@@ -51,7 +51,7 @@ static void planes_supernode(struct sn__review_ctx *c, uint32_t sn)
                         "(%u management links on data switches)",
                         p->mgmt_on_data[sn]);
     else if (t->mgmt.separation == SN_MGMT_VLAN)
-        f = sn__finding(c, SN_SEVERITY_WARNING, 0,
+        f = sn__finding(c, SN_SEVERITY_ERROR, 0,
                         "separation: vlan: management is a VLAN on the data-plane leaves (%u "
                         "management links on data switches); physical separation is required "
                         "to survive a data-plane fault",

@@ -337,6 +337,17 @@ static void rack_supernode(struct sn__review_ctx *c, uint32_t sn)
                             sn__fmt(b, sizeof(b), rs->power_limit_w, SN_UNIT_POWER));
             sn__finding_element(f, name);
         }
+        /* Synchronised GPU peaks (peak_factor x TDP) reach the rack's PDUs
+         * too; a rack limit below its peak trips them. */
+        double peak = c->power.rack_peak_w[r];
+        if (rs->power_limit_w > 0 && draw <= rs->power_limit_w && peak > rs->power_limit_w) {
+            struct sn_finding *f = sn__finding(
+                c, SN_SEVERITY_ERROR, key, "peak draw %s (GPUs at %g x TDP) > rack power limit %s",
+                sn__fmt(b, sizeof(b), peak, SN_UNIT_POWER), c->cfg->peak_factor,
+                sn__fmt(a, sizeof(a), rs->power_limit_w, SN_UNIT_POWER));
+            sn__finding_element(f, name);
+            sn__fmt(a, sizeof(a), draw, SN_UNIT_POWER);
+        }
         if (draw <= c->cfg->air_cooling_limit_w)
             continue;
         uint32_t loop = m->rack_cooling_loop[r];

@@ -114,7 +114,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 15);
+    assert_int_equal(sn_review_rule_count(), 17);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -131,10 +131,11 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("R14"), 13);
     assert_int_equal(sn_review_find_rule("power-capacity"), 3);
     assert_int_equal(sn_review_find_rule("R15"), 14);
-    assert_int_equal(sn_review_find_rule("R16"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R17"), 16);
+    assert_int_equal(sn_review_find_rule("R18"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(15));
+    assert_null(sn_review_rule(17));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -151,7 +152,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 15) - 1);
+        assert_int_equal(r->rules_run, (1u << 17) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -183,7 +184,7 @@ struct rule_case {
 };
 
 static const struct rule_case cases[] = {
-    {"r01-vlan", "R01", SN_SEVERITY_WARNING, "sn00",
+    {"r01-vlan", "R01", SN_SEVERITY_ERROR, "sn00",
      "2 supernodes alike (sn00..sn01): separation: vlan: management is a VLAN on the "
      "data-plane leaves (4 management links on data switches)",
      ""},
@@ -201,10 +202,14 @@ static const struct rule_case cases[] = {
      "steady draw 22.24 kW x 1.5 = 33.36 kW > capacity 30 kW", ""},
     /* 2 x (4.6 + 8 x 0.7 x 1.3) + 1.842 = 25.602 kW */
     {"r04-peak", "R04", SN_SEVERITY_ERROR, "sn00-pdA",
-     "peak draw 25.6 kW (GPUs at 1.3 x TDP) > capacity 25 kW", ""},
+     "peak draw 25.6 kW (GPUs at 1.3 x TDP) > capacity 25 kW", "R17"},
+    {"r04-peak", "R17", SN_SEVERITY_WARNING, "review.power_margin",
+     "power_margin 1 is looser than the specification's 1.5 (capacity over steady draw)", "R04"},
     /* 4 x 10.2 + 2 x 1.692 + 2 x 0.15 = 44.484 kW */
     {"r05-rack-limit", "R05", SN_SEVERITY_ERROR, "sn00-rack0",
      "steady draw 44.48 kW > rack power limit 40 kW", ""},
+    {"r05-rack-peak", "R05", SN_SEVERITY_ERROR, "sn00-rack0",
+     "peak draw 49.17 kW (GPUs at 1.3 x TDP) > rack power limit 45 kW", ""},
     {"r05-air", "R05", SN_SEVERITY_ERROR, "sn00-rack0",
      "steady draw 44.48 kW > air-cooling limit 40 kW, but the rack is air-cooled", ""},
     {"r06-cooling", "R06", SN_SEVERITY_ERROR, "sn00-loopL1",
@@ -234,14 +239,18 @@ static const struct rule_case cases[] = {
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "expect.gpus",
      "the spec states gpus 72, the design has 64", ""},
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "expect.spines",
-     "the spec states spines 3, the design has 1", ""},
+     "the spec states spines 3, the design has 2", ""},
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "llama3-8b",
      "tp 8 x pp 1 x cp 1 x dp 4 = 32, but the layout states 64 GPUs", ""},
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "llama3-8b", "ep 3 does not divide dp 4 x cp 1", ""},
     {"r14-ledger", "R14", SN_SEVERITY_ERROR, "sn000",
-     "supernodes 0 and 101 (groups 0 and 1) share this name", "R01 R02 R09"},
+     "supernodes 0 and 101 (groups 0 and 1) share this name", "R01 R02 R09 R16"},
     {"r09-rounded", "R09", SN_SEVERITY_WARNING, "sn00-leaf0",
      "template 'hgx-32' leaves: oversubscription 3:1 requested, built 16:6 = 2.67:1", ""},
+    {"r16-single-leaf", "R16", SN_SEVERITY_ERROR, "sn00-leaf0",
+     "single leaf: its failure cuts all 32 GPUs of the supernode off the scale-out fabric", ""},
+    {"r16-single-spine", "R16", SN_SEVERITY_ERROR, "spine000",
+     "single spine: its failure cuts every path between the 4 leaves", ""},
     /* 5 SU forced onto 20 spines: the worst pair shares 24 of 32 uplinks. */
     {"r15-blocking", "R15", SN_SEVERITY_ERROR, "su00-leaf0",
      "blocking: the worst leaf pair shares 24 of 32 uplinks through the spines, a true ratio "

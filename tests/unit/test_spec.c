@@ -156,7 +156,7 @@ static void std_unit_template(void **state)
     assert_near(t->cooling_loops[0].capacity_w, 120e3, 1e-9);
     assert_near(t->cooling_loops[0].flow_lpm, 180, 1e-12);
     assert_int_equal(t->racks.count, 2);
-    assert_near(t->racks.power_limit_w, 45e3, 1e-9);
+    assert_near(t->racks.power_limit_w, 50e3, 1e-9);
     assert_int_equal(t->racks.cooling, SN_COOLING_LIQUID);
     assert_int_equal(t->racks.loops.count, 1);
     assert_int_equal(t->racks.loops.index[0], 0);
