@@ -262,4 +262,31 @@ char *sn_model_cable_label(const struct sn_model *m, const struct sn_link *link,
 uint32_t sn_model_find_gpu(const struct sn_model *m, const char *name);
 uint32_t sn_model_find_server(const struct sn_model *m, const char *name);
 
+/* Electrical draw of every device, power domain, rack and cooling loop:
+ * the one power computation shared by the design review and the bill of
+ * materials (lib/model/model_power.c; docs/rules.md "Power model"). Watts.
+ * Peaks put the GPUs at peak_factor x TDP. A dual-fed server on two
+ * domains puts half its draw on each in normal operation and all of it on
+ * the survivor when the other fails (the failover figures). */
+struct sn_model_power {
+    double *server_w, *server_peak_w;  /* per server: whole draw, its optics included */
+    double *switch_w;                  /* per switch, optics included; 0: in-server chip */
+    double *pd_w, *pd_peak_w;          /* per power domain, normal operation */
+    double *pd_failover_w, *pd_failover_peak_w; /* with every dual-fed load on it */
+    double *rack_w, *rack_peak_w;      /* per rack */
+    double *loop_w;                    /* heat per cooling loop (steady draw of its racks) */
+    double unplaced_w;                 /* steady draw on no power domain (spine, core) */
+    double optics_w;                   /* every transceiver, 2 per optic or aoc link */
+    double steady_w, peak_w;           /* cluster totals, optics included */
+};
+
+/* Computes *out (overwritten; release with sn_model_power_release()).
+ * Fails only for out of memory, leaving *out released. */
+SN_MUST_CHECK enum sn_err sn_model_power_compute(const struct sn_model *m, double peak_factor,
+                                                 struct sn_model_power *out,
+                                                 struct sn_error *err);
+
+/* Frees the arrays of a power model and zeroes it. NULL is allowed. */
+void sn_model_power_release(struct sn_model_power *p);
+
 #endif /* SN_MODEL_H */

@@ -53,10 +53,11 @@ static const struct rule_row rules[] = {
     {{"R04", "power-capacity", SN_SEVERITY_ERROR,
       "Each power domain covers its load with margin and its peak.",
       "Feeds run cool and never trip at a synchronised GPU power peak.",
-      "For each power domain: capacity >= `power_margin` x steady draw, and capacity >= peak "
-      "draw, where the GPUs draw `peak_factor` x TDP. Draw is the sum over what the domain "
-      "feeds (see the power model below); a dual-fed server loads each of its feeds with its "
-      "full draw. Draw outside every power domain (spine and core switches) is not checked.",
+      "For each power domain: capacity >= `power_margin` x steady draw in normal operation, "
+      "and capacity >= failover peak draw, where the GPUs draw `peak_factor` x TDP and every "
+      "dual-fed server on the domain carries its whole draw (its other feed lost). Draw is "
+      "the sum over what the domain feeds (see the power model below). Draw outside every "
+      "power domain (spine and core switches) is not checked.",
       "power_margin, peak_factor", "r04-power-capacity"},
      sn__check_power_capacity},
     {{"R05", "rack-limits", SN_SEVERITY_ERROR,
@@ -571,7 +572,7 @@ nomem:
     rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory running the design review");
 done:
     if (c) {
-        sn__power_release(&c->power);
+        sn_model_power_release(&c->power);
         free(c->cur);
         free(c->run);
         free(c);
