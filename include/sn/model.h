@@ -231,8 +231,10 @@ const struct sn_cooling_loop_spec *sn_model_cooling_loop_spec(const struct sn_mo
 
 /* Marks in *gpus (sized n_gpus, cleared by the caller) every GPU that is
  * lost when that domain fails: a power domain takes a server only when it
- * feeds all of the server's feeds; a leaf takes the GPUs whose rail it
- * carries. Returns the number of GPUs marked. */
+ * feeds all of the server's feeds, the whole supernode when it feeds all
+ * its scale-up switch trays, and the servers whose NICs all land on leaves
+ * it feeds (a server keeps scale-out while any of its leaves is up); a
+ * leaf takes the GPUs whose rail it carries. Returns the number of GPUs marked. */
 uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind, uint32_t id,
                               struct sn_bitset *gpus);
 

@@ -37,9 +37,13 @@ static const struct rule_row rules[] = {
       "A single feed failure must not take down a whole supernode.",
       "The servers of each supernode must be fed by at least two power domains. For each "
       "power domain, the GPUs lost when it fails are the servers all of whose feeds it "
-      "carries (dual-fed servers on two domains survive), plus the whole supernode when it "
-      "feeds every switch tray of a supernode-wide scale-up fabric. The GPUs left must be at "
-      "least `survivor_fraction` of the supernode.",
+      "carries (dual-fed servers on two domains survive), the servers whose NICs all land "
+      "on leaves it powers (a server keeps scale-out while one of its leaves is up: a single "
+      "ToR on domain A cuts off the servers on B too; a leaf pair or rails split over two "
+      "domains lose nothing), plus the whole supernode when it feeds every switch "
+      "tray of a supernode-wide scale-up fabric (sn_model_domain_gpus, which the BOM's blast "
+      "radius uses too). The GPUs left must be at least `survivor_fraction` of the "
+      "supernode.",
       "survivor_fraction", "r02-power-domain-survival"},
      sn__check_power_domains},
     {{"R03", "redundant-pairs-split", SN_SEVERITY_ERROR,

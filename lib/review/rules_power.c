@@ -19,22 +19,15 @@ void sn__power_compute(struct sn__review_ctx *c)
 
 /* ---- R02: every supernode survives the loss of one power domain -------- */
 
-/* GPUs lost when power domain pd fails: servers all of whose feeds it
- * carries, or the whole supernode when it feeds every switch tray of a
- * supernode-wide scale-up fabric. */
+/* GPUs lost when power domain pd fails: sn_model_domain_gpus() counts the
+ * servers it feeds alone, the switch trays and the leaves it powers. */
 static uint32_t lost_gpus(const struct sn_model *m, uint32_t pd, struct sn_bitset *scratch)
 {
+    uint32_t n = sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, pd, scratch);
     const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[pd]];
-    uint32_t trays = 0, trays_on_pd = 0;
-    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
-        if (m->switch_server[w] != SN_NONE)
-            continue;
-        trays++;
-        trays_on_pd += m->switch_power[w] == pd;
-    }
-    if (trays > 0 && trays_on_pd == trays)
-        return s->n_gpus;
-    return sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, pd, scratch);
+    for (uint32_t g = s->first_gpu; g < s->first_gpu + s->n_gpus; g++)
+        sn_bitset_clear(scratch, g);
+    return n;
 }
 
 struct survival {

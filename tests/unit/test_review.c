@@ -196,7 +196,11 @@ static const struct rule_case cases[] = {
     {"r02-survivors", "R02", SN_SEVERITY_ERROR, "sn00-pdB",
      "stops 16 of 32 GPUs; 16 left (50.0%) < survivor_fraction 0.75 (24 GPUs)", ""},
     {"r03-pair-one-domain", "R03", SN_SEVERITY_ERROR, "sn00-leaf0",
-     "redundant leaf pair: both on one power domain", ""},
+     "redundant leaf pair: both on one power domain", "R02"},
+    /* ... and losing that domain cuts every server off the scale-out
+     * fabric: the 16 GPUs on B lose both their leaves. */
+    {"r03-pair-one-domain", "R02", SN_SEVERITY_ERROR, "sn00-pdA",
+     "losing this domain stops 32 of 32 GPUs; 0 left (0.0%)", "R03"},
     /* 2 x 10.2 kW + 1.5 kW + 16 x 12 W + 150 W = 22.242 kW */
     {"r04-power", "R04", SN_SEVERITY_ERROR, "sn00-pdA",
      "steady draw 22.24 kW x 1.5 = 33.36 kW > capacity 30 kW", ""},
@@ -248,7 +252,12 @@ static const struct rule_case cases[] = {
     {"r09-rounded", "R09", SN_SEVERITY_WARNING, "sn00-leaf0",
      "template 'hgx-32' leaves: oversubscription 3:1 requested, built 16:6 = 2.67:1", ""},
     {"r16-single-leaf", "R16", SN_SEVERITY_ERROR, "sn00-leaf0",
-     "single leaf: its failure cuts all 32 GPUs of the supernode off the scale-out fabric", ""},
+     "single leaf: its failure cuts all 32 GPUs of the supernode off the scale-out fabric",
+     "R02"},
+    /* The single ToR is on domain A: losing A cuts off the 16 GPUs of the
+     * servers on B as well (R02 used to count 16 of 32). */
+    {"r16-single-leaf", "R02", SN_SEVERITY_ERROR, "sn00-pdA",
+     "losing this domain stops 32 of 32 GPUs; 0 left (0.0%)", "R16"},
     {"r16-single-spine", "R16", SN_SEVERITY_ERROR, "spine000",
      "single spine: its failure cuts every path between the 4 leaves", ""},
     /* 5 SU forced onto 20 spines: the worst pair shares 24 of 32 uplinks. */
