@@ -298,6 +298,7 @@ struct sn_supernode_group {
     uint32_t template_index;
     uint32_t count;
     uint32_t pool;            /* index into pools, or SN_NONE */
+    struct sn_src_loc prefix_loc; /* of the prefix value (the entry when absent) */
 };
 
 /* ---- fabric, storage, pools, expectations, review --------------------- */
