@@ -183,6 +183,15 @@ static const struct rule_row rules[] = {
       "(the specification's figures) are each a warning naming the key.",
       "power_margin, peak_factor, bandwidth_headroom", "r17-review-thresholds"},
      sn__check_thresholds},
+    {{"R18", "link-speeds", SN_SEVERITY_ERROR, "Both ends of every scale-out link run at one speed.",
+      "A 400G NIC on a 200G port runs at 200G: half the NIC is paid for and lost, and the "
+      "planner's bandwidth is wrong.",
+      "For the node-leaf, leaf-spine and spine-core links: an end faster than the port it "
+      "plugs into (a NIC faster than its leaf port, a leaf port faster than its spine port) "
+      "is an error; a port faster than the end below it is a warning. One finding per tier "
+      "and kind, with the link count and the first cable label.",
+      "", "r18-link-speeds"},
+     sn__check_speeds},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))

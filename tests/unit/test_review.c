@@ -114,7 +114,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 17);
+    assert_int_equal(sn_review_rule_count(), 18);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -132,10 +132,11 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("power-capacity"), 3);
     assert_int_equal(sn_review_find_rule("R15"), 14);
     assert_int_equal(sn_review_find_rule("R17"), 16);
-    assert_int_equal(sn_review_find_rule("R18"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R18"), 17);
+    assert_int_equal(sn_review_find_rule("R19"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(17));
+    assert_null(sn_review_rule(18));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -152,7 +153,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 17) - 1);
+        assert_int_equal(r->rules_run, (1u << 18) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -260,6 +261,10 @@ static const struct rule_case cases[] = {
      "losing this domain stops 32 of 32 GPUs; 0 left (0.0%)", "R16"},
     {"r16-single-spine", "R16", SN_SEVERITY_ERROR, "spine000",
      "single spine: its failure cuts every path between the 4 leaves", ""},
+    {"r18-speeds", "R18", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
+     "64 node-leaf links: NICs at 400 Gb/s on leaf ports at 200 Gb/s", "R10"},
+    {"r18-speeds", "R18", SN_SEVERITY_WARNING, "sn00-leaf0:p16--spine000:p0",
+     "64 leaf-spine links: leaf ports at 200 Gb/s on spine ports at 400 Gb/s", "R10"},
     /* 5 SU forced onto 20 spines: the worst pair shares 24 of 32 uplinks. */
     {"r15-blocking", "R15", SN_SEVERITY_ERROR, "su00-leaf0",
      "blocking: the worst leaf pair shares 24 of 32 uplinks through the spines, a true ratio "
