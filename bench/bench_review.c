@@ -55,9 +55,10 @@ static int bench(const char *path)
     double load = now_s() - t0;
     uint32_t findings = 0;
     double all = review_s(model, 0, &findings);
-    printf("%s: %u GPUs, %llu links; parse+build %.3f s; review (14 rules, best of 3) %.3f s, "
+    printf("%s: %u GPUs, %llu links; parse+build %.3f s; review (%u rules, best of 3) %.3f s, "
            "%u findings\n",
-           path, model->n_gpus, (unsigned long long)model->n_links, load, all, findings);
+           path, model->n_gpus, (unsigned long long)model->n_links, load, sn_review_rule_count(),
+           all, findings);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         double t = review_s(model, (uint64_t)1 << i, &findings);
         printf("  %s %-22s %.4f s\n", sn_review_rule(i)->id, sn_review_rule(i)->slug, t);

@@ -231,8 +231,10 @@ const struct sn_cooling_loop_spec *sn_model_cooling_loop_spec(const struct sn_mo
 
 /* Marks in *gpus (sized n_gpus, cleared by the caller) every GPU that is
  * lost when that domain fails: a power domain takes a server only when it
- * feeds all of the server's feeds; a leaf takes the GPUs whose rail it
- * carries. Returns the number of GPUs marked. */
+ * feeds all of the server's feeds, the whole supernode when it feeds all
+ * its scale-up switch trays, and the servers whose NICs all land on leaves
+ * it feeds (a server keeps scale-out while any of its leaves is up); a
+ * leaf takes the GPUs whose rail it carries. Returns the number of GPUs marked. */
 uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind, uint32_t id,
                               struct sn_bitset *gpus);
 
@@ -261,5 +263,32 @@ char *sn_model_cable_label(const struct sn_model *m, const struct sn_link *link,
  * none. Cost: O(supernode groups + name length), independent of size. */
 uint32_t sn_model_find_gpu(const struct sn_model *m, const char *name);
 uint32_t sn_model_find_server(const struct sn_model *m, const char *name);
+
+/* Electrical draw of every device, power domain, rack and cooling loop:
+ * the one power computation shared by the design review and the bill of
+ * materials (lib/model/model_power.c; docs/rules.md "Power model"). Watts.
+ * Peaks put the GPUs at peak_factor x TDP. A dual-fed server on two
+ * domains puts half its draw on each in normal operation and all of it on
+ * the survivor when the other fails (the failover figures). */
+struct sn_model_power {
+    double *server_w, *server_peak_w;  /* per server: whole draw, its optics included */
+    double *switch_w;                  /* per switch, optics included; 0: in-server chip */
+    double *pd_w, *pd_peak_w;          /* per power domain, normal operation */
+    double *pd_failover_w, *pd_failover_peak_w; /* with every dual-fed load on it */
+    double *rack_w, *rack_peak_w;      /* per rack */
+    double *loop_w;                    /* heat per cooling loop (steady draw of its racks) */
+    double unplaced_w;                 /* steady draw on no power domain (spine, core) */
+    double optics_w;                   /* every transceiver, 2 per optic or aoc link */
+    double steady_w, peak_w;           /* cluster totals, optics included */
+};
+
+/* Computes *out (overwritten; release with sn_model_power_release()).
+ * Fails only for out of memory, leaving *out released. */
+SN_MUST_CHECK enum sn_err sn_model_power_compute(const struct sn_model *m, double peak_factor,
+                                                 struct sn_model_power *out,
+                                                 struct sn_error *err);
+
+/* Frees the arrays of a power model and zeroes it. NULL is allowed. */
+void sn_model_power_release(struct sn_model_power *p);
 
 #endif /* SN_MODEL_H */

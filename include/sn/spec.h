@@ -298,6 +298,7 @@ struct sn_supernode_group {
     uint32_t template_index;
     uint32_t count;
     uint32_t pool;            /* index into pools, or SN_NONE */
+    struct sn_src_loc prefix_loc; /* of the prefix value (the entry when absent) */
 };
 
 /* ---- fabric, storage, pools, expectations, review --------------------- */
@@ -306,6 +307,7 @@ struct sn_fabric_tier_spec {
     uint32_t switch_model;    /* SN_NONE when the tier is absent */
     double oversubscription;  /* downlinks : uplinks of this tier's switches */
     struct sn_cabling cabling; /* links from the tier below */
+    struct sn_src_loc oversubscription_loc; /* of the key; line 0 when absent */
 };
 
 struct sn_fabric_spec {
@@ -316,6 +318,8 @@ struct sn_fabric_spec {
     double per_gpu_need_bytes_per_s; /* planned per-GPU scale-out need */
     struct sn_fabric_tier_spec spine;
     struct sn_fabric_tier_spec core;
+    uint32_t spines;          /* 2-tier spine count; 0 = auto (smallest even spread) */
+    struct sn_src_loc spines_loc; /* of the key; line 0 when absent */
 };
 
 struct sn_storage_spec {

@@ -215,7 +215,7 @@ static void print_row(FILE *out, enum table t, const struct row *r)
     if (t == T_POWER)
         fprintf(out, "  %-28s %10s %10s %10s %10s %7.2f %7.2f\n", name, a,
                 fmt(r->v[1], SN_UNIT_POWER, b, 32), fmt(r->v[2], SN_UNIT_POWER, c, 32), d,
-                ratio(r->cap, r->v[0]), ratio(r->cap, r->v[1]));
+                ratio(r->cap, r->v[0]), ratio(r->cap, r->v[2]));
     else if (t == T_RACK)
         fprintf(out, "  %-28s %10s %10s %10s %7.2f\n", name, a, fmt(r->v[1], SN_UNIT_POWER, b, 32),
                 d, ratio(r->cap, r->v[1]));
@@ -289,7 +289,7 @@ static void text_power(FILE *out, const struct sn_model *m, const struct sn_bom 
     fprintf(out, "Power (steady: GPUs at TDP; peak: GPUs at %.2f x TDP)\n", pf);
     if (m->n_power_domains > 0) {
         fprintf(out, "  %-28s %10s %10s %10s %10s %7s %7s\n", "power domain", "steady", "peak",
-                "failover", "capacity", "cap/st", "cap/pk");
+                "failover", "capacity", "cap/st", "cap/fo");
         text_table(out, m, bom, T_POWER);
     }
     fprintf(out, "  cluster: steady %s, peak %s (optics %s, outside power domains %s)\n",

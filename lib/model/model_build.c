@@ -13,7 +13,10 @@
  *    leaf, odd to the second);
  *  - GPU i of a server uses NIC i * nics / gpus for scale-out;
  *  - leaf uplinks: ceil(downlinks / oversubscription) when a spine exists;
- *  - two tiers: uplink k (counted over all leaves) goes to spine k mod S;
+ *  - two tiers: S spines (fabric.spines, else the smallest count that
+ *    divides every leaf's uplinks and has ports for them all, else
+ *    ceil(uplinks / ports)); uplink k (counted over all leaves) goes to
+ *    spine k mod S;
  *  - three tiers: leaves form pods of as many leaves as a spine has
  *    downlinks; uplink j of each leaf goes to the pod's spine j; spine j of
  *    every pod uplinks into core group j, spread round-robin.
@@ -249,6 +252,55 @@ static enum sn_err plan_three_tiers(const struct sn_spec *spec, struct fabric_pl
     return check_core_groups(spec, p, ps, pc, err);
 }
 
+static uint32_t gcd32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The smallest spine count >= need that divides every leaf's uplinks, or 0
+ * when there is none. With it the global round-robin gives every leaf the
+ * same number of links to every spine (each leaf's first uplink lands on
+ * spine 0, since all earlier leaves used a multiple of the count), so any
+ * two leaves share all their uplinks: the fabric is as non-blocking as the
+ * leaves. ceil(uplinks / ports) alone leaves unequal links per spine and a
+ * blocking worst leaf pair (B200 at 5 SU: 20 spines, 24 of 32 uplinks
+ * shared). NVIDIA's reference designs add spines the same way: the DGX
+ * B300 SuperPOD has 18 spines at 4 SU and 36 at 8 SU, not 16 and 32. */
+static uint32_t even_spines(const struct fabric_plan *p, uint32_t need)
+{
+    uint32_t g = 0;
+    for (uint32_t l = 0; l < p->n_leaves; l++)
+        g = gcd32(g, p->leaf_up[l]);
+    for (uint32_t s = need ? need : 1; s <= g; s++)
+        if (g % s == 0)
+            return s;
+    return 0;
+}
+
+/* The top tier has no uplinks, so an oversubscription stated on it cannot
+ * be built; refused rather than ignored. */
+static bool top_tier_oversubscribed(const struct sn_fabric_tier_spec *tier)
+{
+    return tier->switch_model != SN_NONE && fabs(tier->oversubscription - 1.0) > 1e-9;
+}
+
+static enum sn_err top_tier_error(const struct sn_spec *spec, const char *tier_name,
+                                  const struct sn_fabric_tier_spec *tier, struct sn_error *err)
+{
+    return sn_error_set(err, SN_ERR_INVALID,
+                        "%s:%u:%u: fabric.%s.oversubscription %.3g:1: the %s is the top tier "
+                        "of this fabric and has no uplinks to oversubscribe: expected 1:1 (or "
+                        "a tier above it)",
+                        spec->file, tier->oversubscription_loc.line,
+                        tier->oversubscription_loc.column, tier_name, tier->oversubscription,
+                        tier_name);
+}
+
 static enum sn_err plan_fabric(const struct sn_spec *spec, const struct sn__model_counts *c,
                                struct fabric_plan *p, struct sn_error *err)
 {
@@ -277,9 +329,22 @@ static enum sn_err plan_fabric(const struct sn_spec *spec, const struct sn__mode
                                 "2-tier fabric cannot connect them all: add a core tier "
                                 "(fabric.core) or use larger spine switches",
                                 spec->file, (unsigned long long)c->leaves, ps);
-        p->n_spines = (uint32_t)((c->leaf_uplinks + ps - 1) / ps);
+        if (top_tier_oversubscribed(&f->spine))
+            return top_tier_error(spec, "spine", &f->spine, err);
+        uint32_t need = (uint32_t)((c->leaf_uplinks + ps - 1) / ps);
+        uint32_t even = even_spines(p, need);
+        p->n_spines = f->spines ? f->spines : even ? even : need;
         return SN_OK;
     }
+    if (f->spines)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "%s:%u:%u: fabric.spines %u: the fabric has 3 tiers (%llu leaves "
+                            "exceed the %u ports of a spine), which wire one spine per leaf "
+                            "uplink in each pod: expected a 2-tier fabric or no spines key",
+                            spec->file, f->spines_loc.line, f->spines_loc.column, f->spines,
+                            (unsigned long long)c->leaves, ps);
+    if (top_tier_oversubscribed(&f->core))
+        return top_tier_error(spec, "core", &f->core, err);
     return plan_three_tiers(spec, p, err);
 }
 

@@ -324,6 +324,42 @@ static uint32_t leaf_switch(const struct sn_model *m, uint32_t leaf_index)
     return SN_NONE;
 }
 
+/* What a power domain cuts off: the servers all of whose feeds it carries;
+ * every GPU when it feeds all the switch trays of a supernode-wide scale-up
+ * fabric; and every server whose NICs all land on leaves it feeds, since a
+ * server keeps its scale-out while any of its leaves is up (traffic of a
+ * GPU whose rail is down crosses NVLink to a NIC on a live rail, as NCCL's
+ * PXN does). So a single ToR on domain A cuts off the servers on B too,
+ * while a leaf pair or rails split over A and B lose nothing. */
+static uint32_t power_domain_gpus(const struct sn_model *m, uint32_t id, struct sn_bitset *gpus)
+{
+    const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[id]];
+    uint32_t trays = 0, trays_on = 0, n = 0;
+    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
+        if (m->switch_server[w] != SN_NONE)
+            continue;
+        trays++;
+        trays_on += m->switch_power[w] == id;
+    }
+    if (trays > 0 && trays_on == trays) {
+        sn_bitset_set_range(gpus, s->first_gpu, s->n_gpus);
+        return s->n_gpus;
+    }
+    for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++) {
+        uint32_t a = m->server_power[0][sv], b = m->server_power[1][sv];
+        uint32_t nics = sn_model_server_spec(m, sv)->nics;
+        bool cut = a == id && (b == SN_NONE || b == id);
+        if (!cut && s->n_leaves > 0 && nics > 0) {
+            cut = true; /* unless one of its leaves stays up */
+            for (uint32_t k = 0; k < nics && k < s->n_leaves && cut; k++)
+                cut = m->switch_power[s->first_leaf + k] == id;
+        }
+        if (cut)
+            n += mark_server(m, sv, gpus);
+    }
+    return n;
+}
+
 uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind, uint32_t id,
                               struct sn_bitset *gpus)
 {
@@ -344,15 +380,8 @@ uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind
                 n += mark_server(m, sv, gpus);
         return n;
     }
-    case SN_DOMAIN_POWER_DOMAIN: {
-        const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[id]];
-        for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++) {
-            uint32_t a = m->server_power[0][sv], b = m->server_power[1][sv];
-            if (a == id && (b == SN_NONE || b == id))
-                n += mark_server(m, sv, gpus);
-        }
-        return n;
-    }
+    case SN_DOMAIN_POWER_DOMAIN:
+        return power_domain_gpus(m, id, gpus);
     case SN_DOMAIN_COOLING_LOOP: {
         const struct sn_supernode *s = &m->supernodes[m->cooling_loop_supernode[id]];
         for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++) {

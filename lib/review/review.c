@@ -28,8 +28,8 @@ static const struct rule_row rules[] = {
       "repairs it.",
       "Every management link must end on a management switch and no data-plane link may end "
       "on one. `separation: physical` with no management switch is an error; `separation: "
-      "vlan` (management as a VLAN on the data-plane leaves) is a warning; `separation: none` "
-      "is an error. Servers without a management port are a warning.",
+      "vlan` (management as a VLAN on the data-plane leaves) is an error, since a VLAN shares "
+      "the switches it must survive; `separation: none` is an error. Servers without a management port are a warning.",
       "", "r01-planes-separated"},
      sn__check_planes},
     {{"R02", "power-domain-survival", SN_SEVERITY_ERROR,
@@ -37,9 +37,13 @@ static const struct rule_row rules[] = {
       "A single feed failure must not take down a whole supernode.",
       "The servers of each supernode must be fed by at least two power domains. For each "
       "power domain, the GPUs lost when it fails are the servers all of whose feeds it "
-      "carries (dual-fed servers on two domains survive), plus the whole supernode when it "
-      "feeds every switch tray of a supernode-wide scale-up fabric. The GPUs left must be at "
-      "least `survivor_fraction` of the supernode.",
+      "carries (dual-fed servers on two domains survive), the servers whose NICs all land "
+      "on leaves it powers (a server keeps scale-out while one of its leaves is up: a single "
+      "ToR on domain A cuts off the servers on B too; a leaf pair or rails split over two "
+      "domains lose nothing), plus the whole supernode when it feeds every switch "
+      "tray of a supernode-wide scale-up fabric (sn_model_domain_gpus, which the BOM's blast "
+      "radius uses too). The GPUs left must be at least `survivor_fraction` of the "
+      "supernode.",
       "survivor_fraction", "r02-power-domain-survival"},
      sn__check_power_domains},
     {{"R03", "redundant-pairs-split", SN_SEVERITY_ERROR,
@@ -53,18 +57,20 @@ static const struct rule_row rules[] = {
     {{"R04", "power-capacity", SN_SEVERITY_ERROR,
       "Each power domain covers its load with margin and its peak.",
       "Feeds run cool and never trip at a synchronised GPU power peak.",
-      "For each power domain: capacity >= `power_margin` x steady draw, and capacity >= peak "
-      "draw, where the GPUs draw `peak_factor` x TDP. Draw is the sum over what the domain "
-      "feeds (see the power model below); a dual-fed server loads each of its feeds with its "
-      "full draw. Draw outside every power domain (spine and core switches) is not checked.",
+      "For each power domain: capacity >= `power_margin` x steady draw in normal operation, "
+      "and capacity >= failover peak draw, where the GPUs draw `peak_factor` x TDP and every "
+      "dual-fed server on the domain carries its whole draw (its other feed lost). Draw is "
+      "the sum over what the domain feeds (see the power model below). Draw outside every "
+      "power domain (spine and core switches) is not checked.",
       "power_margin, peak_factor", "r04-power-capacity"},
      sn__check_power_capacity},
     {{"R05", "rack-limits", SN_SEVERITY_ERROR,
       "Racks stay within their power limit; dense racks are liquid-cooled.",
       "A rack over its limit trips its PDUs; air cannot remove more than about 40 kW a rack.",
-      "For each rack: steady draw <= the rack's `power_limit`, and a rack whose steady draw "
+      "For each rack: steady draw <= the rack's `power_limit`, peak draw (GPUs at "
+      "`peak_factor` x TDP) <= the rack's `power_limit`, and a rack whose steady draw "
       "exceeds `air_cooling_limit` must be a liquid rack on a liquid cooling loop.",
-      "air_cooling_limit", "r05-rack-limits"},
+      "air_cooling_limit, peak_factor", "r05-rack-limits"},
      sn__check_racks},
     {{"R06", "cooling-capacity", SN_SEVERITY_ERROR,
       "Each cooling loop removes its heat load with margin.",
@@ -98,7 +104,10 @@ static const struct rule_row rules[] = {
       "Per tier (leaf, spine) the ratio downlink bandwidth : uplink bandwidth is reported "
       "(min and max over the tier's switches). Every leaf of a supernode in a training pool, "
       "and every spine, must be 1:1 or better when a training pool exists. Several "
-      "supernodes without a spine tier are a warning (they cannot reach each other).",
+      "supernodes without a spine tier are a warning (they cannot reach each other). A "
+      "requested ratio that whole uplinks cannot build exactly (7:1 over 48 downlinks is "
+      "7 uplinks, 6.86:1) is a warning naming the built ratio, once per template (leaves) "
+      "and for the spine tier.",
       "", "r09-oversubscription"},
      sn__check_oversubscription},
     {{"R10", "bandwidth-headroom", SN_SEVERITY_ERROR,
@@ -143,6 +152,47 @@ static const struct rule_row rules[] = {
       "port); an info finding reports the cable count when all hold.",
       "", "r14-cable-ledger"},
      sn__check_cables},
+    {{"R15", "leaf-pair-bandwidth", SN_SEVERITY_ERROR,
+      "Every pair of leaves can use all its uplinks to reach each other.",
+      "A leaf's own ratio hides blocking: when spines get unequal links from the leaves, two "
+      "leaves share fewer uplinks than they have, and a 1:1 fabric blocks.",
+      "From the wired leaf-spine links: for every pair of leaves under the same spines (all "
+      "leaves of a 2-tier fabric, the leaves of one pod of a 3-tier fabric), the shared "
+      "bandwidth is the sum over spines of min(links of a, links of b) x link rate, and the "
+      "true ratio is the smaller downlink bandwidth of the two over it. The worst pair is "
+      "reported (info); it is an error when its true ratio exceeds the leaves' own "
+      "downlink:uplink ratio, or when two leaves share no spine. The default spine count "
+      "(fabric.spines absent) is the smallest that divides every leaf's uplinks, which "
+      "passes; a forced `fabric.spines` that does not divide them is reported here.",
+      "", "r15-leaf-pair-bandwidth"},
+     sn__check_leaf_pairs},
+    {{"R16", "switch-redundancy", SN_SEVERITY_ERROR,
+      "No single switch cuts off a supernode or the fabric.",
+      "One ToR in front of a supernode, or one spine above all leaves, turns a switch failure "
+      "into the loss of everything behind it.",
+      "A supernode with GPUs behind exactly one leaf is an error (all its GPUs lose the "
+      "scale-out fabric with it); a fabric with one spine above several leaves, or one core "
+      "above several spines, is an error. Several rail leaves pass: one failure loses one "
+      "rail.",
+      "", "r16-switch-redundancy"},
+     sn__check_switch_redundancy},
+    {{"R17", "review-thresholds", SN_SEVERITY_WARNING,
+      "Review thresholds are not looser than the specification's.",
+      "A review passed with a 1.1x power margin is not the review the specification asks "
+      "for; looser thresholds are allowed but never silent.",
+      "`power_margin` below 1.5, `peak_factor` below 1.3 and `bandwidth_headroom` below 0.3 "
+      "(the specification's figures) are each a warning naming the key.",
+      "power_margin, peak_factor, bandwidth_headroom", "r17-review-thresholds"},
+     sn__check_thresholds},
+    {{"R18", "link-speeds", SN_SEVERITY_ERROR, "Both ends of every scale-out link run at one speed.",
+      "A 400G NIC on a 200G port runs at 200G: half the NIC is paid for and lost, and the "
+      "planner's bandwidth is wrong.",
+      "For the node-leaf, leaf-spine and spine-core links: an end faster than the port it "
+      "plugs into (a NIC faster than its leaf port, a leaf port faster than its spine port) "
+      "is an error; a port faster than the end below it is a warning. One finding per tier "
+      "and kind, with the link count and the first cable label.",
+      "", "r18-link-speeds"},
+     sn__check_speeds},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))
@@ -536,7 +586,7 @@ nomem:
     rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory running the design review");
 done:
     if (c) {
-        sn__power_release(&c->power);
+        sn_model_power_release(&c->power);
         free(c->cur);
         free(c->run);
         free(c);

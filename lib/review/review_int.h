@@ -26,18 +26,6 @@
  * wide findings that should follow them use keys from SN__KEY_GLOBAL. */
 #define SN__KEY_GLOBAL ((uint64_t)1 << 62)
 
-/* Electrical draw, computed once per review (docs/rules.md "Power model"):
- * steady = base + GPUs x TDP (+ transceivers); peak applies peak_factor to
- * the GPUs only. In-server scale-up chips are part of the server's base
- * power; spine and core switches sit outside every supernode domain. */
-struct sn__power {
-    double *server_w, *server_peak_w; /* per server, one feed's load */
-    double *switch_w;                 /* per switch; 0 for in-server chips */
-    double *pd_w, *pd_peak_w;         /* per power domain */
-    double *rack_w, *rack_peak_w;     /* per rack */
-    double *loop_w;                   /* heat per cooling loop */
-    double unplaced_w;                /* draw outside any power domain */
-};
 
 struct sn__review_ctx {
     const struct sn_model *m;
@@ -50,7 +38,7 @@ struct sn__review_ctx {
     enum sn_severity suppressed_severity;
     uint32_t seq;
     bool nomem;
-    struct sn__power power;
+    struct sn_model_power power; /* computed once per review (sn_model_power_compute) */
     void *user; /* a check's own state while it runs */
 
     /* Per-supernode mode. */
@@ -94,7 +82,6 @@ const char *sn__count(char *buf, size_t len, uint64_t value);
 
 /* Computes c->power; sets c->nomem on failure. */
 void sn__power_compute(struct sn__review_ctx *c);
-void sn__power_release(struct sn__power *p);
 
 /* The checks, one per rule, in rule-table order. */
 void sn__check_planes(struct sn__review_ctx *c);
@@ -111,5 +98,9 @@ void sn__check_reach(struct sn__review_ctx *c);
 void sn__check_memory_wall(struct sn__review_ctx *c);
 void sn__check_counts(struct sn__review_ctx *c);
 void sn__check_cables(struct sn__review_ctx *c);
+void sn__check_leaf_pairs(struct sn__review_ctx *c);
+void sn__check_switch_redundancy(struct sn__review_ctx *c);
+void sn__check_thresholds(struct sn__review_ctx *c);
+void sn__check_speeds(struct sn__review_ctx *c);
 
 #endif

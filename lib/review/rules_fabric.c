@@ -53,7 +53,7 @@ static void planes_supernode(struct sn__review_ctx *c, uint32_t sn)
                         "(%u management links on data switches)",
                         p->mgmt_on_data[sn]);
     else if (t->mgmt.separation == SN_MGMT_VLAN)
-        f = sn__finding(c, SN_SEVERITY_WARNING, 0,
+        f = sn__finding(c, SN_SEVERITY_ERROR, 0,
                         "separation: vlan: management is a VLAN on the data-plane leaves (%u "
                         "management links on data switches); physical separation is required "
                         "to survive a data-plane fault",
@@ -396,6 +396,7 @@ void sn__check_ports(struct sn__review_ctx *c)
 
 struct fabric_bw {
     double *down, *up; /* per switch, bytes/s per direction */
+    uint32_t *n_down, *n_up; /* per switch: scale-out links below and above */
     double spine_max;  /* worst spine ratio (1 when none) */
     uint32_t spine_worst;
 };
@@ -412,7 +413,9 @@ static bool fabric_bw_compute(struct sn__review_ctx *c, struct fabric_bw *fb)
     const struct sn_model *m = c->m;
     fb->down = calloc(m->n_switches + 1, sizeof(double));
     fb->up = calloc(m->n_switches + 1, sizeof(double));
-    if (!fb->down || !fb->up) {
+    fb->n_down = calloc(m->n_switches + 1, sizeof(uint32_t));
+    fb->n_up = calloc(m->n_switches + 1, sizeof(uint32_t));
+    if (!fb->down || !fb->up || !fb->n_down || !fb->n_up) {
         c->nomem = true;
         return false;
     }
@@ -421,9 +424,12 @@ static bool fabric_bw_compute(struct sn__review_ctx *c, struct fabric_bw *fb)
         double a = l->a_kind == SN_END_SERVER ? sn_model_server_spec(m, l->a_id)->nic_bytes_per_s
                                               : port_bw(m, l->a_id);
         double rate = fmin(a, port_bw(m, l->b_id));
-        if (l->a_kind == SN_END_SWITCH)
+        if (l->a_kind == SN_END_SWITCH) {
             fb->up[l->a_id] += rate;
+            fb->n_up[l->a_id]++;
+        }
         fb->down[l->b_id] += rate;
+        fb->n_down[l->b_id]++;
     }
     fb->spine_max = 1;
     fb->spine_worst = SN_NONE;
@@ -441,6 +447,8 @@ static void fabric_bw_release(struct fabric_bw *fb)
 {
     free(fb->down);
     free(fb->up);
+    free(fb->n_down);
+    free(fb->n_up);
 }
 
 static void ratio_text(char *buf, size_t len, double r)
@@ -532,6 +540,58 @@ static void training_supernode(struct sn__review_ctx *c, uint32_t sn)
     sn__finding_element(f, sn_model_switch_name(m, worst, name, sizeof(name)));
 }
 
+/* Uplinks are whole links: a requested ratio that does not divide a
+ * switch's downlinks is built rounded down (7:1 over 48 downlinks is 7
+ * uplinks, 6.86:1). Warned once per template (leaves) and for the spine
+ * tier, with the first switch that differs. */
+static bool rounded(const struct fabric_bw *fb, uint32_t w, double requested)
+{
+    if (fb->n_up[w] == 0 || fb->n_down[w] == 0)
+        return false;
+    double built = (double)fb->n_down[w] / fb->n_up[w];
+    return fabs(built - requested) > 1e-3 * requested;
+}
+
+static void rounding_finding(struct sn__review_ctx *c, const struct fabric_bw *fb, uint32_t w,
+                             const char *what, double requested, uint64_t key)
+{
+    char name[SN_REVIEW_NAME_MAX];
+    struct sn_finding *f = sn__finding_global(
+        c, SN_SEVERITY_WARNING, key,
+        "%s: oversubscription %.3g:1 requested, built %u:%u = %.3g:1 (uplinks are whole links)",
+        what, requested, fb->n_down[w], fb->n_up[w], (double)fb->n_down[w] / fb->n_up[w]);
+    sn__finding_element(f, sn_model_switch_name(c->m, w, name, sizeof(name)));
+}
+
+static void rounding_report(struct sn__review_ctx *c, const struct fabric_bw *fb)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_spec *spec = m->spec;
+    for (uint32_t t = 0; t < spec->n_templates; t++) {
+        double requested = spec->templates[t].leaves.oversubscription;
+        for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+            const struct sn_supernode *s = &m->supernodes[sn];
+            uint32_t hit = SN_NONE;
+            if (s->template_index != t)
+                continue;
+            for (uint32_t w = s->first_leaf; w < s->first_leaf + s->n_leaves && hit == SN_NONE;
+                 w++)
+                hit = rounded(fb, w, requested) ? w : SN_NONE;
+            if (hit != SN_NONE) {
+                char what[96];
+                snprintf(what, sizeof(what), "template '%s' leaves", spec->templates[t].name);
+                rounding_finding(c, fb, hit, what, requested, 4 + t);
+            }
+            break; /* the first supernode stands for its template */
+        }
+    }
+    for (uint32_t w = m->first_spine; m->n_cores > 0 && w < m->first_spine + m->n_spines; w++)
+        if (rounded(fb, w, spec->fabric.spine.oversubscription)) {
+            rounding_finding(c, fb, w, "spine tier", spec->fabric.spine.oversubscription, 3);
+            break;
+        }
+}
+
 void sn__check_oversubscription(struct sn__review_ctx *c)
 {
     const struct sn_model *m = c->m;
@@ -540,6 +600,8 @@ void sn__check_oversubscription(struct sn__review_ctx *c)
         goto out;
     tier_report(c, &fb, SN_ROLE_LEAF, 0);
     tier_report(c, &fb, SN_ROLE_SPINE, 1);
+    if (m->n_spines > 0)
+        rounding_report(c, &fb);
     uint32_t leaves = sn_model_domain_count(m, SN_DOMAIN_LEAF);
     if (m->n_spines == 0 && m->n_supernodes > 1 && leaves > 0)
         sn__finding_global(c, SN_SEVERITY_WARNING, 2,

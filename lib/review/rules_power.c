@@ -1,6 +1,7 @@
 /*
- * Power, failure-domain and cooling rules (R02..R06), and the power model
- * they share (sn__power_compute; docs/rules.md "Power model").
+ * Power, failure-domain and cooling rules (R02..R06). Their draws come
+ * from sn_model_power_compute(), the computation the bill of materials
+ * reads too (docs/rules.md "Power model").
  *
  * All draws are computed once per review in O(servers + switches + links).
  * The checks then run per supernode, so identical supernodes merge.
@@ -10,148 +11,23 @@
 
 #include "review/review_int.h"
 
-void sn__power_release(struct sn__power *p)
-{
-    free(p->server_w);
-    free(p->server_peak_w);
-    free(p->switch_w);
-    free(p->pd_w);
-    free(p->pd_peak_w);
-    free(p->rack_w);
-    free(p->rack_peak_w);
-    free(p->loop_w);
-    memset(p, 0, sizeof(*p));
-}
-
-static double *zeros(uint64_t n, bool *failed)
-{
-    double *p = calloc(n ? n : 1, sizeof(double));
-    if (!p)
-        *failed = true;
-    return p;
-}
-
-/* Adds one transceiver's power to the device at a link end. */
-static void add_optic(struct sn__power *p, const struct sn_model *m, uint8_t kind, uint32_t id,
-                      double w)
-{
-    switch ((enum sn_endpoint_kind)kind) {
-    case SN_END_GPU:
-        p->server_w[m->gpu_server[id]] += w;
-        p->server_peak_w[m->gpu_server[id]] += w;
-        break;
-    case SN_END_SERVER:
-        p->server_w[id] += w;
-        p->server_peak_w[id] += w;
-        break;
-    case SN_END_SWITCH:
-        p->switch_w[id] += w;
-        break;
-    case SN_ENDPOINT_KIND_COUNT:
-        break;
-    }
-}
-
-static void device_draws(struct sn__power *p, const struct sn_model *m, double peak_factor)
-{
-    for (uint32_t s = 0; s < m->n_servers; s++) {
-        const struct sn_server_model *sm = sn_model_server_spec(m, s);
-        double tdp = m->spec->gpu_models[sm->gpu_model].tdp_w;
-        p->server_w[s] = sm->base_power_w + sm->gpus * tdp;
-        p->server_peak_w[s] = sm->base_power_w + sm->gpus * tdp * peak_factor;
-    }
-    for (uint32_t w = 0; w < m->n_switches; w++) {
-        bool in_server = m->switch_role[w] == SN_ROLE_SCALEUP && m->switch_server[w] != SN_NONE;
-        p->switch_w[w] = in_server ? 0 : sn_model_switch_spec(m, w)->power_w;
-    }
-    for (uint64_t i = 0; i < m->n_links; i++) {
-        const struct sn_link *l = &m->links[i];
-        if (l->cable >= m->spec->n_cable_types)
-            continue;
-        const struct sn_cable_type *ct = &m->spec->cable_types[l->cable];
-        if (ct->medium != SN_CABLE_OPTIC || ct->optic_power_w <= 0)
-            continue;
-        add_optic(p, m, l->a_kind, l->a_id, ct->optic_power_w);
-        add_optic(p, m, l->b_kind, l->b_id, ct->optic_power_w);
-    }
-}
-
-static void domain_sums(struct sn__power *p, const struct sn_model *m)
-{
-    for (uint32_t s = 0; s < m->n_servers; s++) {
-        uint32_t a = m->server_power[0][s], b = m->server_power[1][s];
-        if (a != SN_NONE) {
-            p->pd_w[a] += p->server_w[s];
-            p->pd_peak_w[a] += p->server_peak_w[s];
-        }
-        if (b != SN_NONE && b != a) {
-            p->pd_w[b] += p->server_w[s];
-            p->pd_peak_w[b] += p->server_peak_w[s];
-        }
-        if (a == SN_NONE && b == SN_NONE)
-            p->unplaced_w += p->server_w[s];
-        if (m->server_rack[s] != SN_NONE) {
-            p->rack_w[m->server_rack[s]] += p->server_w[s];
-            p->rack_peak_w[m->server_rack[s]] += p->server_peak_w[s];
-        }
-    }
-    for (uint32_t w = 0; w < m->n_switches; w++) {
-        uint32_t pd = m->switch_power[w];
-        if (pd != SN_NONE) {
-            p->pd_w[pd] += p->switch_w[w];
-            p->pd_peak_w[pd] += p->switch_w[w];
-        } else {
-            p->unplaced_w += p->switch_w[w];
-        }
-        if (m->switch_rack[w] != SN_NONE) {
-            p->rack_w[m->switch_rack[w]] += p->switch_w[w];
-            p->rack_peak_w[m->switch_rack[w]] += p->switch_w[w];
-        }
-    }
-    for (uint32_t r = 0; r < m->n_racks; r++)
-        if (m->rack_cooling_loop[r] != SN_NONE)
-            p->loop_w[m->rack_cooling_loop[r]] += p->rack_w[r];
-}
-
 void sn__power_compute(struct sn__review_ctx *c)
 {
-    const struct sn_model *m = c->m;
-    struct sn__power *p = &c->power;
-    bool failed = false;
-    p->server_w = zeros(m->n_servers, &failed);
-    p->server_peak_w = zeros(m->n_servers, &failed);
-    p->switch_w = zeros(m->n_switches, &failed);
-    p->pd_w = zeros(m->n_power_domains, &failed);
-    p->pd_peak_w = zeros(m->n_power_domains, &failed);
-    p->rack_w = zeros(m->n_racks, &failed);
-    p->rack_peak_w = zeros(m->n_racks, &failed);
-    p->loop_w = zeros(m->n_cooling_loops, &failed);
-    if (failed) {
+    if (sn_model_power_compute(c->m, c->cfg->peak_factor, &c->power, NULL) != SN_OK)
         c->nomem = true;
-        return;
-    }
-    device_draws(p, m, c->cfg->peak_factor);
-    domain_sums(p, m);
 }
 
 /* ---- R02: every supernode survives the loss of one power domain -------- */
 
-/* GPUs lost when power domain pd fails: servers all of whose feeds it
- * carries, or the whole supernode when it feeds every switch tray of a
- * supernode-wide scale-up fabric. */
+/* GPUs lost when power domain pd fails: sn_model_domain_gpus() counts the
+ * servers it feeds alone, the switch trays and the leaves it powers. */
 static uint32_t lost_gpus(const struct sn_model *m, uint32_t pd, struct sn_bitset *scratch)
 {
+    uint32_t n = sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, pd, scratch);
     const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[pd]];
-    uint32_t trays = 0, trays_on_pd = 0;
-    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
-        if (m->switch_server[w] != SN_NONE)
-            continue;
-        trays++;
-        trays_on_pd += m->switch_power[w] == pd;
-    }
-    if (trays > 0 && trays_on_pd == trays)
-        return s->n_gpus;
-    return sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, pd, scratch);
+    for (uint32_t g = s->first_gpu; g < s->first_gpu + s->n_gpus; g++)
+        sn_bitset_clear(scratch, g);
+    return n;
 }
 
 struct survival {
@@ -292,7 +168,10 @@ static void capacity_supernode(struct sn__review_ctx *c, uint32_t sn)
     for (uint32_t pd = s->first_power_domain; pd < s->first_power_domain + s->n_power_domains;
          pd++) {
         double capacity = sn_model_power_domain_spec(m, pd)->capacity_w;
-        double steady = c->power.pd_w[pd], peak = c->power.pd_peak_w[pd];
+        /* Normal operation carries the margin; the peak must hold even with
+         * every dual-fed load on this domain (its partner lost). */
+        double steady = c->power.pd_w[pd], peak = c->power.pd_failover_peak_w[pd];
+        bool shared = c->power.pd_failover_peak_w[pd] > c->power.pd_peak_w[pd] + 1e-6;
         double need = c->cfg->power_margin * steady;
         uint32_t key = (pd - s->first_power_domain) * 2;
         sn_model_power_domain_name(m, pd, name, sizeof(name));
@@ -306,8 +185,9 @@ static void capacity_supernode(struct sn__review_ctx *c, uint32_t sn)
         }
         if (capacity < peak) {
             struct sn_finding *f = sn__finding(
-                c, SN_SEVERITY_ERROR, key + 1, "peak draw %s (GPUs at %g x TDP) > capacity %s",
-                sn__fmt(a, sizeof(a), peak, SN_UNIT_POWER), c->cfg->peak_factor, cap);
+                c, SN_SEVERITY_ERROR, key + 1, "peak draw %s (GPUs at %g x TDP%s) > capacity %s",
+                sn__fmt(a, sizeof(a), peak, SN_UNIT_POWER), c->cfg->peak_factor,
+                shared ? ", dual-fed servers all on this feed" : "", cap);
             sn__finding_element(f, name);
         }
     }
@@ -336,6 +216,17 @@ static void rack_supernode(struct sn__review_ctx *c, uint32_t sn)
                 sn__finding(c, SN_SEVERITY_ERROR, key, "steady draw %s > rack power limit %s", a,
                             sn__fmt(b, sizeof(b), rs->power_limit_w, SN_UNIT_POWER));
             sn__finding_element(f, name);
+        }
+        /* Synchronised GPU peaks (peak_factor x TDP) reach the rack's PDUs
+         * too; a rack limit below its peak trips them. */
+        double peak = c->power.rack_peak_w[r];
+        if (rs->power_limit_w > 0 && draw <= rs->power_limit_w && peak > rs->power_limit_w) {
+            struct sn_finding *f = sn__finding(
+                c, SN_SEVERITY_ERROR, key, "peak draw %s (GPUs at %g x TDP) > rack power limit %s",
+                sn__fmt(b, sizeof(b), peak, SN_UNIT_POWER), c->cfg->peak_factor,
+                sn__fmt(a, sizeof(a), rs->power_limit_w, SN_UNIT_POWER));
+            sn__finding_element(f, name);
+            sn__fmt(a, sizeof(a), draw, SN_UNIT_POWER);
         }
         if (draw <= c->cfg->air_cooling_limit_w)
             continue;

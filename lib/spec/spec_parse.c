@@ -12,6 +12,7 @@
  * whatever their order in the file.
  */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,6 +58,8 @@ static enum sn_err parse_tier(struct sn__spec_ctx *c, const struct sn__spec_map 
     if (rc == SN_OK)
         rc = sn__spec_get_quantity(c, &m, TIER_OVERSUB, SN_UNIT_RATIO, false, 1.0,
                                    &tier->oversubscription);
+    if (rc == SN_OK && m.present[TIER_OVERSUB])
+        tier->oversubscription_loc = sn__spec_value_loc(&m, TIER_OVERSUB);
     if (rc == SN_OK)
         rc = sn__spec_get_ref(c, &m, TIER_CABLE, SN__REF_CABLE, NULL, true, &tier->cabling.cable);
     if (rc == SN_OK)
@@ -67,9 +70,9 @@ static enum sn_err parse_tier(struct sn__spec_ctx *c, const struct sn__spec_map 
     return rc;
 }
 
-enum { FAB_TIERS, FAB_RAIL, FAB_EFFICIENCY, FAB_NEED, FAB_SPINE, FAB_CORE, FAB_KEYS };
-static const char *const fabric_keys[FAB_KEYS] = {"tiers",        "rail_optimized", "efficiency",
-                                                  "per_gpu_need", "spine",          "core"};
+enum { FAB_TIERS, FAB_RAIL, FAB_EFFICIENCY, FAB_NEED, FAB_SPINE, FAB_CORE, FAB_SPINES, FAB_KEYS };
+static const char *const fabric_keys[FAB_KEYS] = {
+    "tiers", "rail_optimized", "efficiency", "per_gpu_need", "spine", "core", "spines"};
 
 static enum sn_err parse_tiers(struct sn__spec_ctx *c, const struct sn__spec_map *m,
                                uint32_t *tiers)
@@ -114,6 +117,42 @@ static enum sn_err parse_fabric(struct sn__spec_ctx *c, struct fy_node *node, st
         return sn__spec_fail(c, sn__spec_value_loc(&m, FAB_TIERS),
                              "tiers 3 without a core tier: expected a fabric.core mapping "
                              "(or tiers 2 or auto)");
+    /* The top tier has no uplinks: the core always, the spine when there
+     * is no core or tiers is 2 (auto with a core is settled by the model
+     * build, which refuses it the same way). */
+    const struct sn_fabric_tier_spec *top = NULL;
+    const char *top_name = "core";
+    if (f->core.switch_model != SN_NONE) {
+        top = &f->core;
+    } else if (f->spine.switch_model != SN_NONE) {
+        top = &f->spine;
+        top_name = "spine";
+    }
+    if (rc == SN_OK && f->tiers == 2 && f->spine.switch_model != SN_NONE &&
+        fabs(f->spine.oversubscription - 1.0) > 1e-9) {
+        top = &f->spine;
+        top_name = "spine";
+    }
+    if (rc == SN_OK && top && fabs(top->oversubscription - 1.0) > 1e-9)
+        return sn__spec_fail(c, top->oversubscription_loc,
+                             "fabric.%s.oversubscription %.3g:1: the %s is the top tier of this "
+                             "fabric and has no uplinks to oversubscribe: expected 1:1 (or a "
+                             "tier above it)",
+                             top_name, top->oversubscription, top_name);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, FAB_SPINES, false, 0, 1, 1u << 20, &f->spines);
+    if (rc == SN_OK && m.present[FAB_SPINES]) {
+        f->spines_loc = sn__spec_value_loc(&m, FAB_SPINES);
+        if (f->spine.switch_model == SN_NONE)
+            return sn__spec_fail(c, f->spines_loc,
+                                 "spines %u without a spine tier: expected a fabric.spine "
+                                 "mapping",
+                                 f->spines);
+        if (f->tiers == 3)
+            return sn__spec_fail(c, f->spines_loc,
+                                 "spines applies to a 2-tier fabric (tiers 3 wires one spine "
+                                 "per leaf uplink in each pod): expected tiers 2 or auto");
+    }
     return rc;
 }
 

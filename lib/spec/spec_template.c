@@ -400,6 +400,13 @@ static bool valid_prefix(const char *s)
     return true;
 }
 
+/* Generated spine and core switch names (spine017, core004) and the
+ * exports' fabric groups (spine-group03, core-group1) own these. */
+static bool reserved_prefix(const char *s)
+{
+    return strncmp(s, "spine", 5) == 0 || strncmp(s, "core", 4) == 0;
+}
+
 static enum sn_err parse_group(struct sn__spec_ctx *c, struct fy_node *node,
                                struct sn_src_loc seq_loc, uint32_t i, struct sn_supernode_group *g)
 {
@@ -415,6 +422,13 @@ static enum sn_err parse_group(struct sn__spec_ctx *c, struct fy_node *node,
         rc = sn__spec_get_count(c, &m, GRP_COUNT, true, 0, 1, UINT32_MAX, &g->count);
     if (rc == SN_OK)
         rc = sn__spec_get_string(c, &m, GRP_PREFIX, "sn", &g->prefix);
+    g->prefix_loc = m.present[GRP_PREFIX] ? sn__spec_value_loc(&m, GRP_PREFIX) : g->loc;
+    if (rc == SN_OK && reserved_prefix(g->prefix))
+        return sn__spec_fail(c, g->prefix_loc,
+                             "prefix '%s' is reserved: generated names 'spine017', 'core004', "
+                             "'spine-group03' and 'core-group1' begin with 'spine' and 'core' "
+                             "and would collide: expected another prefix",
+                             g->prefix);
     if (rc == SN_OK && !valid_prefix(g->prefix))
         return sn__spec_fail_value(c, &m, GRP_PREFIX,
                                    "a prefix of lowercase letters, digits and '-', starting "
@@ -448,6 +462,132 @@ static enum sn_err check_gpu_total(struct sn__spec_ctx *c)
                          (unsigned)SN_SPEC_MAX_GPUS);
 }
 
+/* ---- names the exports must accept ---------------------------------------- */
+
+/* Every generated name an export writes must fit its consumer: Kubernetes
+ * node names (DNS-1123 labels) and label values take at most 63
+ * characters (k8s-labels, volcano), Slurm node and switch names 64
+ * (slurm-tree, slurm-block); so all are held to 63. Label values must also
+ * end with a letter or digit. Checked here, at spec time, so that no
+ * export is ever written with a name its consumer truncates or refuses
+ * (docs/export.md). */
+#define EXPORT_NAME_MAX 63u
+
+static uint32_t digits(uint64_t v)
+{
+    uint32_t d = 1;
+    while (v >= 10) {
+        v /= 10;
+        d++;
+    }
+    return d;
+}
+
+static bool ends_alnum(const char *s)
+{
+    size_t n = strlen(s);
+    char e = n ? s[n - 1] : '\0';
+    return (e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9');
+}
+
+static enum sn_err name_too_long(struct sn__spec_ctx *c, const struct sn_supernode_group *g,
+                                 const char *what, const char *example_suffix, uint32_t len)
+{
+    uint32_t rest = len - (uint32_t)strlen(g->prefix);
+    return sn__spec_fail(c, g->prefix_loc,
+                         "prefix '%s' makes the %s names %u characters ('%s%s'), but "
+                         "Kubernetes node names and label values (k8s-labels, volcano) allow "
+                         "%u and Slurm names (slurm-tree, slurm-block) 64: expected a prefix "
+                         "of at most %u characters",
+                         g->prefix, what, len, g->prefix, example_suffix, EXPORT_NAME_MAX,
+                         rest < EXPORT_NAME_MAX ? EXPORT_NAME_MAX - rest : 0);
+}
+
+struct gen_name {
+    const char *what;   /* kind of name, for the message */
+    uint32_t len;       /* characters of the longest such name */
+    const char *suffix; /* what follows the supernode name in it */
+};
+
+static enum sn_err check_group_names(struct sn__spec_ctx *c, const struct sn_supernode_group *g,
+                                     uint64_t prefix_total)
+{
+    const struct sn_template *t = &c->spec->templates[g->template_index];
+    uint32_t plen = (uint32_t)strlen(g->prefix);
+    uint32_t width = digits(prefix_total > 0 ? prefix_total - 1 : 0);
+    width = width < 2 ? 2 : width;
+    uint32_t sn = plen + width;
+    uint32_t sd = digits(t->servers > 0 ? t->servers - 1 : 0);
+    char ex[96];
+    struct gen_name names[5];
+    uint32_t n = 0;
+    names[n++] = (struct gen_name){"supernode", sn, ""};
+    names[n++] = (struct gen_name){"server", sn + 2 + (sd < 2 ? 2 : sd), "-t00"};
+    names[n++] = (struct gen_name){"rack", sn + 5 + digits(t->racks.count ? t->racks.count - 1 : 0),
+                                    "-rack0"};
+    if (t->leaves.switch_model != SN_NONE && t->leaves.count > 0)
+        names[n++] = (struct gen_name){"leaf", sn + 5 + digits(t->leaves.count - 1), "-leaf0"};
+    uint32_t longest = 0;
+    for (uint32_t d = 0; d < t->n_power_domains; d++)
+        longest = strlen(t->power_domains[d].name) > longest
+                      ? (uint32_t)strlen(t->power_domains[d].name)
+                      : longest;
+    for (uint32_t d = 0; d < t->n_cooling_loops; d++)
+        longest = strlen(t->cooling_loops[d].name) + 2 > longest
+                      ? (uint32_t)strlen(t->cooling_loops[d].name) + 2
+                      : longest;
+    names[n++] = (struct gen_name){"power-domain or cooling-loop", sn + 3 + longest, "-pd..."};
+    for (uint32_t i = 0; i < n; i++) {
+        if (names[i].len <= EXPORT_NAME_MAX)
+            continue;
+        snprintf(ex, sizeof(ex), "%0*u%s", (int)width, 0u, names[i].suffix);
+        return name_too_long(c, g, names[i].what, ex, names[i].len);
+    }
+    return SN_OK;
+}
+
+static enum sn_err check_export_names(struct sn__spec_ctx *c)
+{
+    const struct sn_spec *spec = c->spec;
+    for (uint32_t i = 0; i < spec->n_groups; i++) {
+        uint64_t total = 0;
+        for (uint32_t h = 0; h < spec->n_groups; h++)
+            if (strcmp(spec->groups[h].prefix, spec->groups[i].prefix) == 0)
+                total += spec->groups[h].count;
+        enum sn_err rc = check_group_names(c, &spec->groups[i], total);
+        if (rc != SN_OK)
+            return rc;
+    }
+    /* Names that become label values as they are. */
+    for (uint32_t t = 0; t < spec->n_templates; t++) {
+        const struct sn_template *tp = &spec->templates[t];
+        if (!ends_alnum(tp->name))
+            return sn__spec_fail(c, tp->loc,
+                                 "template name '%s' ends with '%c', but it becomes a Kubernetes "
+                                 "label value (k8s-labels), which must end with a letter or digit",
+                                 tp->name, tp->name[strlen(tp->name) - 1]);
+        for (uint32_t d = 0; d < tp->n_power_domains; d++)
+            if (!ends_alnum(tp->power_domains[d].name))
+                return sn__spec_fail(c, tp->power_domains[d].loc,
+                                     "power domain name '%s' must end with a letter or digit: "
+                                     "it ends the 'power-domain' label value (k8s-labels)",
+                                     tp->power_domains[d].name);
+        for (uint32_t d = 0; d < tp->n_cooling_loops; d++)
+            if (!ends_alnum(tp->cooling_loops[d].name))
+                return sn__spec_fail(c, tp->cooling_loops[d].loc,
+                                     "cooling loop name '%s' must end with a letter or digit: "
+                                     "it ends the 'cooling-loop' label value (k8s-labels)",
+                                     tp->cooling_loops[d].name);
+    }
+    for (uint32_t p = 0; p < spec->n_pools; p++)
+        if (!ends_alnum(spec->pools[p].name))
+            return sn__spec_fail(c, spec->pools[p].loc,
+                                 "pool name '%s' must end with a letter or digit: it becomes the "
+                                 "'pool' label value (k8s-labels)",
+                                 spec->pools[p].name);
+    return SN_OK;
+}
+
 enum sn_err sn__spec_parse_groups(struct sn__spec_ctx *c, struct fy_node *node,
                                   struct sn_src_loc loc)
 {
@@ -472,5 +612,8 @@ enum sn_err sn__spec_parse_groups(struct sn__spec_ctx *c, struct fy_node *node,
             return rc;
         spec->n_groups++;
     }
-    return check_gpu_total(c);
+    enum sn_err rc = check_gpu_total(c);
+    if (rc == SN_OK)
+        rc = check_export_names(c);
+    return rc;
 }

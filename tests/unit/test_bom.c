@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include <sn/bom.h>
+#include <sn/review.h>
 
 #include "sn_test.h"
 
@@ -222,10 +223,13 @@ static void test_superpod_figures(void **state)
     /* Dual-fed servers split evenly over A and B: per SU 32 x (4.6 kW +
      * 8 x 700 W) = 326.4 kW, half on each, plus 4 leaves and 1 mgmt switch
      * on each domain; on failover one domain carries all servers at peak
-     * (4.6 kW + 8 x 700 W x 1.3 = 11.88 kW each). */
-    assert_near(bom->power[0].steady_w, 326400.0 / 2 + 4 * 1700 + 150, 1e-6);
-    assert_near(bom->power[0].failover_peak_w, 32 * 11880.0 + 4 * 1700 + 150, 1e-6);
-    assert_near(bom->unassigned_w, 16 * 1700.0, 1e-6); /* the 16 spines */
+     * (4.6 kW + 8 x 700 W x 1.3 = 11.88 kW each). Transceivers draw at the
+     * device they plug into (sn_model_power_compute): 8 x 15 W per server,
+     * 64 x 15 W per leaf and per spine. */
+    assert_near(bom->power[0].steady_w, (326400.0 + 32 * 120) / 2 + 4 * (1700 + 960) + 150, 1e-6);
+    assert_near(bom->power[0].failover_peak_w, 32 * (11880.0 + 120) + 4 * (1700 + 960) + 150,
+                1e-6);
+    assert_near(bom->unassigned_w, 16 * (1700.0 + 960), 1e-6); /* the 16 spines */
     assert_near(bom->dense_bf16_flops, 1024 * 989e12, 1e3);
     /* Blast radius: a server is 8 GPUs, a rack 4 servers, a supernode 256;
      * a single power domain takes nothing (all servers dual-fed); a rail
@@ -241,6 +245,53 @@ static void test_superpod_figures(void **state)
     assert_int_equal(bom->blast[SN_DOMAIN_RACK].max_supernodes, 0);
     release(&b);
     free(text);
+}
+
+/* The bill's margins and rule R04 read one power computation, so they
+ * agree for dual-fed servers: per domain of one SU, normal steady draw is
+ * 175.91 kW (x 1.5 = 263.9 kW) and the failover peak 394.79 kW. At 250 kW
+ * both fail, at 300 kW only the failover peak, at 400 kW neither. */
+static void test_bom_review_agree(void **state)
+{
+    (void)state;
+    static const char *caps[] = {"250 kW", "300 kW", "400 kW"};
+    for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+        char *base = superpod_spec(1);
+        size_t len = strlen(base) + 64;
+        char *text = malloc(len);
+        assert_non_null(text);
+        /* Replace both "capacity: 400 kW" of the power domains. */
+        char *a = strstr(base, "capacity: 400 kW");
+        char *b2 = a ? strstr(a + 1, "capacity: 400 kW") : NULL;
+        assert_non_null(b2);
+        snprintf(text, len, "%.*scapacity: %s%.*scapacity: %s%s", (int)(a - base), base, caps[k],
+                 (int)(b2 - a - 16), a + 16, caps[k], b2 + 16);
+        struct built b;
+        build_text(&b, "agree.yaml", text);
+        struct sn_review *r = NULL;
+        struct sn_error err = {0};
+        assert_int_equal(sn_review_run(b.model, NULL, (uint64_t)1 << sn_review_find_rule("R04"),
+                                       &r, &err),
+                         SN_OK);
+        uint32_t bom_steady = 0, bom_peak = 0, rev_steady = 0, rev_peak = 0;
+        for (uint32_t pd = 0; pd < b.bom.power_domains; pd++) {
+            const struct sn_bom_power *p = &b.bom.power[pd];
+            bom_steady += p->capacity_w < b.spec->review.power_margin * p->steady_w;
+            bom_peak += p->capacity_w < p->failover_peak_w;
+        }
+        for (uint32_t i = 0; i < r->n_findings; i++) {
+            rev_steady += strstr(r->findings[i].message, "steady draw") != NULL;
+            rev_peak += strstr(r->findings[i].message, "peak draw") != NULL;
+        }
+        assert_int_equal(bom_steady, rev_steady);
+        assert_int_equal(bom_peak, rev_peak);
+        assert_int_equal(bom_steady, k == 0 ? 2 : 0);
+        assert_int_equal(bom_peak, k < 2 ? 2 : 0);
+        sn_review_free(r);
+        release(&b);
+        free(text);
+        free(base);
+    }
 }
 
 /* ---- GB200 NVL72 ----------------------------------------------------- */
@@ -268,8 +319,9 @@ static void test_nvl72_rack(void **state)
     assert_near(2 * t->scaleup_gpu_bytes_per_s, 1.8e12, 1);         /* bidirectional */
     assert_near(2 * t->scaleup_supernode_bytes_per_s, 129.6e12, 1); /* ~130 TB/s */
     assert_near(bom->dense_bf16_flops, 180e15, 1e6);
-    /* 18 trays x (1 kW + 4 x 1.2 kW) + 18 x 250 W + 2 x 1.7 kW + 2 x 150 W. */
-    assert_near(bom->rack[0].steady_w, 18 * 5800.0 + 4500 + 3400 + 300, 1e-6);
+    /* 18 trays x (1 kW + 4 x 1.2 kW) + 18 x 250 W + 2 x 1.7 kW + 2 x 150 W,
+     * plus the 144 node-leaf transceivers of 15 W, all in the rack. */
+    assert_near(bom->rack[0].steady_w, 18 * 5800.0 + 4500 + 3400 + 300 + 144 * 15.0, 1e-6);
     assert_near(bom->loop[0].heat_w, bom->rack[0].steady_w, 1e-6);
     /* 72 node-leaf optical links: 144 modules of 15 W. */
     assert_int_equal(bom->optics, 144);
@@ -392,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_superpod_reference_table),
         cmocka_unit_test(test_superpod_every_n),
         cmocka_unit_test(test_superpod_figures),
+        cmocka_unit_test(test_bom_review_agree),
         cmocka_unit_test(test_nvl72_rack),
         cmocka_unit_test(test_std_unit),
         cmocka_unit_test(test_json_round_trip),

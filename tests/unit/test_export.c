@@ -484,6 +484,88 @@ static void test_k8s_labels(void **state)
     release(&b);
 }
 
+/* std-unit-64 with a prefix of n characters; NULL when the spec refuses it. */
+static bool build_prefixed(struct built *b, size_t n)
+{
+    char path[1024];
+    FILE *f = fopen(sn_test_path(path, sizeof(path), "examples/std-unit-64.yaml"), "rb");
+    assert_non_null(f);
+    char *text = calloc(1, 1 << 16);
+    assert_non_null(text);
+    size_t len = fread(text, 1, (1 << 16) - 200, f);
+    fclose(f);
+    char *at = strstr(text, "  - template: hgx-unit\n");
+    assert_non_null(at);
+    at += strlen("  - template: hgx-unit\n");
+    char line[128] = "    prefix: ";
+    size_t o = strlen(line);
+    for (size_t i = 0; i < n; i++)
+        line[o++] = (char)('a' + i % 26);
+    line[o++] = '\n';
+    line[o] = '\0';
+    memmove(at + o, at, len - (size_t)(at - text) + 1);
+    memcpy(at, line, o);
+    struct sn_error err = {0};
+    memset(b, 0, sizeof(*b));
+    enum sn_err rc = sn_spec_parse_buffer("prefixed.yaml", text, strlen(text), &b->spec, &err);
+    free(text);
+    if (rc != SN_OK) {
+        assert_non_null(strstr(err.message, "expected a prefix of at most"));
+        return false;
+    }
+    if (sn_model_build(b->spec, &b->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    return true;
+}
+
+/* Longest token of the export that follows key (up to a space, quote,
+ * comma or newline), over the whole text. */
+static size_t longest_after(const char *text, const char *key)
+{
+    size_t best = 0;
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
+        const char *v = p + strlen(key);
+        size_t n = strcspn(v, " \",\n");
+        best = n > best ? n : best;
+    }
+    return best;
+}
+
+/* The longest prefix the spec accepts yields exports whose every name fits
+ * its consumer: label values and node names of at most 63 characters
+ * (Kubernetes, Volcano), Slurm names of at most 64. One more character is
+ * refused at spec time. */
+static void test_names_fit_consumers(void **state)
+{
+    (void)state;
+    struct built b;
+    size_t n = 63;
+    while (n > 0 && !build_prefixed(&b, n))
+        n--;
+    assert_true(n >= 40);
+    char *k8s = export_text(&b, SN_EXPORT_K8S_LABELS);
+    char *save = NULL;
+    for (char *tok = strtok_r(k8s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+        char *eq = strncmp(tok, "supernode.io/", 13) == 0 ? strchr(tok, '=') : NULL;
+        if (eq && !valid_label_value(eq + 1))
+            fail_msg("label value '%s' (prefix of %zu) is not a valid Kubernetes label value",
+                     eq + 1, n);
+    }
+    char *volcano = export_text(&b, SN_EXPORT_VOLCANO);
+    assert_true(longest_after(volcano, "\"name\": \"") <= 63);
+    char *tree = export_text(&b, SN_EXPORT_SLURM_TREE);
+    assert_true(longest_after(tree, "SwitchName=") <= 64);
+    char server[128];
+    sn_model_server_name(b.model, b.model->n_servers - 1, server, sizeof(server));
+    assert_true(strlen(server) <= 63);
+    free(k8s);
+    free(volcano);
+    free(tree);
+    release(&b);
+    /* The next length up was refused (build_prefixed checked the message). */
+    assert_false(build_prefixed(&b, n + 1));
+}
+
 /* ---- dot ---------------------------------------------------------------- */
 
 /* Checks braces, clusters and that the edge labels add up to want_links. */
@@ -683,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_slurm_block),
         cmocka_unit_test(test_volcano),
         cmocka_unit_test(test_k8s_labels),
+        cmocka_unit_test(test_names_fit_consumers),
         cmocka_unit_test(test_dot),
         cmocka_unit_test(test_cables),
         cmocka_unit_test(test_json_model),

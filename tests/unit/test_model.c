@@ -259,6 +259,179 @@ static void superpod_fabric_counts(void **state)
     unload(&l);
 }
 
+/* Links from leaf to each spine are all equal: every leaf pair shares all
+ * its uplinks. */
+static void assert_even_spread(const struct sn_model *m)
+{
+    uint32_t *cnt = calloc((size_t)m->n_spines + 1, sizeof(uint32_t));
+    uint64_t first = m->tier_first[SN_TIER_LEAF_SPINE], end = m->tier_first[SN_TIER_LEAF_SPINE + 1];
+    for (uint64_t i = first; i < end;) {
+        uint32_t leaf = m->links[i].a_id;
+        memset(cnt, 0, m->n_spines * sizeof(uint32_t));
+        uint32_t up = 0;
+        for (; i < end && m->links[i].a_id == leaf; i++, up++)
+            cnt[m->links[i].b_id - m->first_spine]++;
+        for (uint32_t s = 0; s < m->n_spines; s++)
+            if (cnt[s] != up / m->n_spines)
+                fail_msg("leaf %u: %u links to spine %u, expected %u of %u uplinks", leaf, cnt[s],
+                         s, up / m->n_spines, up);
+    }
+    free(cnt);
+}
+
+/* The default spine count of a 2-tier fabric is the smallest that divides
+ * every leaf's uplinks. B200 (32-node SU, 64-port leaves, 32 uplinks per
+ * leaf): ceil(uplinks / 64) is 4 x SU, which at 3, 5, 6 and 7 SU deals
+ * 32 uplinks unevenly over 12, 20, 24 and 28 spines; the even counts are
+ * 16, 32, 32 and 32. The published rows (2, 4, 8 SU) are unchanged. */
+static void superpod_even_spines(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t su, spines;
+    } table[] = {{1, 4}, {2, 8}, {3, 16}, {4, 16}, {5, 32}, {6, 32}, {7, 32}, {8, 32}};
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        struct loaded l;
+        char *text = superpod_spec(table[i].su, "1");
+        load_text(&l, text);
+        free(text);
+        assert_int_equal(l.model->n_spines, table[i].spines);
+        assert_int_equal(32 % l.model->n_spines, 0);
+        assert_even_spread(l.model);
+        assert_fabric_connected(l.model);
+        unload(&l);
+    }
+}
+
+/* A B300 XDR scalable unit: 72 nodes of 8 GPUs with 8 x 800G NICs, 8 rail
+ * leaves of 144 ports (72 down, 72 up), 2 tiers. */
+static char *b300_spec(uint32_t n, const char *extra)
+{
+    static const char fmt[] =
+        "version: 1\nname: b300\ncatalog:\n"
+        "  gpus:\n    B300: {dense_bf16: 2250 TFLOP/s, hbm: 288 GB, hbm_bandwidth: 8 TB/s,"
+        " tdp: 1100 W, scaleup_links: 18, scaleup_link_bandwidth: 50 GB/s per-direction}\n"
+        "  servers:\n    DGX: {gpu: B300, gpus: 8, nics: 8, nic_speed: 800 Gb/s,"
+        " base_power: 5 kW}\n"
+        "  switches:\n    Q3400: {kind: infiniband, ports: 144, port_speed: 800 Gb/s,"
+        " power: 3 kW}\n"
+        "  cables:\n    f: {medium: optic, reach: 100 m, optic_power: 15 W}\n"
+        "templates:\n  su:\n    server: DGX\n    servers: 72\n"
+        "    leaves: {switch: Q3400, count: 8, attach: rail, cable: f}\n"
+        "    power_domains: {A: {capacity: 2 MW}, B: {capacity: 2 MW}}\n"
+        "    racks: {count: 18, power_limit: 60 kW}\n"
+        "supernodes:\n  - {template: su, count: %u}\n"
+        "fabric:\n  spine: {switch: Q3400, cable: f}\n%s";
+    size_t len = sizeof(fmt) + strlen(extra) + 32;
+    char *text = malloc(len);
+    snprintf(text, len, fmt, n, extra);
+    return text;
+}
+
+/* NVIDIA DGX SuperPOD with DGX B300 (XDR) reference architecture, table 3
+ * "Example Compute Fabric Components": 1, 2, 4, 8 and 18 SU have 4, 8, 18,
+ * 36 and 72 spines (ceil(uplinks / 144) would be 16 at 4 SU and 32 at 8). */
+static void b300_published_spines(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t su, leaves, spines;
+    } table[] = {{1, 8, 4}, {2, 16, 8}, {4, 32, 18}, {8, 64, 36}, {18, 144, 72}};
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        struct loaded l;
+        char *text = b300_spec(table[i].su, "");
+        load_text(&l, text);
+        free(text);
+        assert_int_equal(count_role(l.model, SN_ROLE_LEAF), table[i].leaves);
+        assert_int_equal(l.model->n_spines, table[i].spines);
+        assert_int_equal(tier_links(l.model, SN_TIER_NODE_LEAF), 576 * table[i].su);
+        assert_int_equal(tier_links(l.model, SN_TIER_LEAF_SPINE), 576 * table[i].su);
+        assert_even_spread(l.model);
+        unload(&l);
+    }
+    /* fabric.spines overrides the default. */
+    struct loaded l;
+    char *text = b300_spec(4, "  spines: 16\n");
+    load_text(&l, text);
+    free(text);
+    assert_int_equal(l.model->n_spines, 16);
+    unload(&l);
+}
+
+static void expect_build_error(const char *text, const char *needle)
+{
+    struct sn_spec *spec = NULL;
+    struct sn_model *model = NULL;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_spec_parse_buffer("t.yaml", text, strlen(text), &spec, &err);
+    if (rc == SN_OK)
+        rc = sn_model_build(spec, &model, &err);
+    assert_int_not_equal(rc, SN_OK);
+    assert_null(model);
+    if (!strstr(err.message, needle))
+        fail_msg("message '%s' lacks '%s'", err.message, needle);
+    sn_spec_free(spec);
+}
+
+/* An oversubscription on the top tier cannot be built: refused with its
+ * location, never ignored. */
+static void top_tier_oversubscription_refused(void **state)
+{
+    (void)state;
+    char *text = b300_spec(1, "");
+    char *p = strstr(text, "spine: {switch: Q3400, cable: f}");
+    assert_non_null(p);
+    size_t len = strlen(text) + 64;
+    char *t2 = malloc(len);
+    snprintf(t2, len, "%.*sspine: {switch: Q3400, cable: f, oversubscription: \"2:1\"}\n",
+             (int)(p - text), text);
+    expect_build_error(t2, "t.yaml:22:");
+    expect_build_error(t2, "fabric.spine.oversubscription 2:1: the spine is the top tier");
+    free(t2);
+    free(text);
+    /* 3 tiers: the core is the top. */
+    char *base = superpod_spec(16, "1");
+    char *c = strstr(base, "core: {switch: Q, cable: f}");
+    assert_non_null(c);
+    len = strlen(base) + 64;
+    t2 = malloc(len);
+    snprintf(t2, len, "%.*score: {switch: Q, cable: f, oversubscription: \"2:1\"}\n",
+             (int)(c - base), base);
+    expect_build_error(t2, "fabric.core.oversubscription 2:1: the core is the top tier");
+    free(t2);
+    free(base);
+    /* tiers auto with a core tier, resolved to 2 by the build: the spine is
+     * the top, refused by sn_model_build with the key's location. */
+    base = superpod_spec(2, "1");
+    c = strstr(base, "spine: {switch: Q, cable: f}");
+    assert_non_null(c);
+    len = strlen(base) + 64;
+    t2 = malloc(len);
+    snprintf(t2, len, "%.*sspine: {switch: Q, cable: f, oversubscription: \"2:1\"}\n%s",
+             (int)(c - base), base, strstr(c, "  core:"));
+    {
+        struct sn_spec *spec = NULL;
+        struct sn_model *model = NULL;
+        struct sn_error err = {0};
+        assert_int_equal(sn_spec_parse_buffer("t.yaml", t2, strlen(t2), &spec, &err), SN_OK);
+        assert_int_equal(sn_model_build(spec, &model, &err), SN_ERR_INVALID);
+        if (!strstr(err.message, "t.yaml:22:50:") ||
+            !strstr(err.message, "fabric.spine.oversubscription 2:1: the spine is the top tier"))
+            fail_msg("got '%s'", err.message);
+        sn_spec_free(spec);
+    }
+    free(t2);
+    free(base);
+    base = superpod_spec(16, "1");
+    /* spines on a fabric that resolves to 3 tiers. */
+    len = strlen(base) + 64;
+    t2 = malloc(len);
+    snprintf(t2, len, "%s  spines: 40\n", base);
+    expect_build_error(t2, "fabric.spines 40: the fabric has 3 tiers");
+    free(t2);
+    free(base);
+}
+
 /* Past what the switches can connect the build refuses instead of wiring
  * islands: 512 SUs need 131,072 endpoints, twice the 64^3/4 = 65,536 of a
  * 3-tier 1:1 fat tree of 64-port switches; 2 tiers cannot take more leaves
@@ -357,6 +530,9 @@ int main(void)
         cmocka_unit_test(std_unit_failure_domains),
         cmocka_unit_test(superpod_fabric_counts),
         cmocka_unit_test(fabric_beyond_radix_refused),
+        cmocka_unit_test(superpod_even_spines),
+        cmocka_unit_test(b300_published_spines),
+        cmocka_unit_test(top_tier_oversubscription_refused),
         cmocka_unit_test(dual_feed_servers),
         cmocka_unit_test(verify_catches_corruption),
         cmocka_unit_test(deterministic_ids),

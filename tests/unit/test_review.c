@@ -114,7 +114,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 14);
+    assert_int_equal(sn_review_rule_count(), 18);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -130,10 +130,13 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("r04"), 3);
     assert_int_equal(sn_review_find_rule("R14"), 13);
     assert_int_equal(sn_review_find_rule("power-capacity"), 3);
-    assert_int_equal(sn_review_find_rule("R15"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R15"), 14);
+    assert_int_equal(sn_review_find_rule("R17"), 16);
+    assert_int_equal(sn_review_find_rule("R18"), 17);
+    assert_int_equal(sn_review_find_rule("R19"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(14));
+    assert_null(sn_review_rule(18));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -150,7 +153,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 14) - 1);
+        assert_int_equal(r->rules_run, (1u << 18) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -182,7 +185,7 @@ struct rule_case {
 };
 
 static const struct rule_case cases[] = {
-    {"r01-vlan", "R01", SN_SEVERITY_WARNING, "sn00",
+    {"r01-vlan", "R01", SN_SEVERITY_ERROR, "sn00",
      "2 supernodes alike (sn00..sn01): separation: vlan: management is a VLAN on the "
      "data-plane leaves (4 management links on data switches)",
      ""},
@@ -194,16 +197,24 @@ static const struct rule_case cases[] = {
     {"r02-survivors", "R02", SN_SEVERITY_ERROR, "sn00-pdB",
      "stops 16 of 32 GPUs; 16 left (50.0%) < survivor_fraction 0.75 (24 GPUs)", ""},
     {"r03-pair-one-domain", "R03", SN_SEVERITY_ERROR, "sn00-leaf0",
-     "redundant leaf pair: both on one power domain", ""},
+     "redundant leaf pair: both on one power domain", "R02"},
+    /* ... and losing that domain cuts every server off the scale-out
+     * fabric: the 16 GPUs on B lose both their leaves. */
+    {"r03-pair-one-domain", "R02", SN_SEVERITY_ERROR, "sn00-pdA",
+     "losing this domain stops 32 of 32 GPUs; 0 left (0.0%)", "R03"},
     /* 2 x 10.2 kW + 1.5 kW + 16 x 12 W + 150 W = 22.242 kW */
     {"r04-power", "R04", SN_SEVERITY_ERROR, "sn00-pdA",
      "steady draw 22.24 kW x 1.5 = 33.36 kW > capacity 30 kW", ""},
     /* 2 x (4.6 + 8 x 0.7 x 1.3) + 1.842 = 25.602 kW */
     {"r04-peak", "R04", SN_SEVERITY_ERROR, "sn00-pdA",
-     "peak draw 25.6 kW (GPUs at 1.3 x TDP) > capacity 25 kW", ""},
+     "peak draw 25.6 kW (GPUs at 1.3 x TDP) > capacity 25 kW", "R17"},
+    {"r04-peak", "R17", SN_SEVERITY_WARNING, "review.power_margin",
+     "power_margin 1 is looser than the specification's 1.5 (capacity over steady draw)", "R04"},
     /* 4 x 10.2 + 2 x 1.692 + 2 x 0.15 = 44.484 kW */
     {"r05-rack-limit", "R05", SN_SEVERITY_ERROR, "sn00-rack0",
      "steady draw 44.48 kW > rack power limit 40 kW", ""},
+    {"r05-rack-peak", "R05", SN_SEVERITY_ERROR, "sn00-rack0",
+     "peak draw 49.17 kW (GPUs at 1.3 x TDP) > rack power limit 45 kW", ""},
     {"r05-air", "R05", SN_SEVERITY_ERROR, "sn00-rack0",
      "steady draw 44.48 kW > air-cooling limit 40 kW, but the rack is air-cooled", ""},
     {"r06-cooling", "R06", SN_SEVERITY_ERROR, "sn00-loopL1",
@@ -233,12 +244,32 @@ static const struct rule_case cases[] = {
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "expect.gpus",
      "the spec states gpus 72, the design has 64", ""},
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "expect.spines",
-     "the spec states spines 3, the design has 1", ""},
+     "the spec states spines 3, the design has 2", ""},
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "llama3-8b",
      "tp 8 x pp 1 x cp 1 x dp 4 = 32, but the layout states 64 GPUs", ""},
     {"r13-counts", "R13", SN_SEVERITY_ERROR, "llama3-8b", "ep 3 does not divide dp 4 x cp 1", ""},
     {"r14-ledger", "R14", SN_SEVERITY_ERROR, "sn000",
-     "supernodes 0 and 101 (groups 0 and 1) share this name", "R01 R02 R09"},
+     "supernodes 0 and 101 (groups 0 and 1) share this name", "R01 R02 R09 R16"},
+    {"r09-rounded", "R09", SN_SEVERITY_WARNING, "sn00-leaf0",
+     "template 'hgx-32' leaves: oversubscription 3:1 requested, built 16:6 = 2.67:1", ""},
+    {"r16-single-leaf", "R16", SN_SEVERITY_ERROR, "sn00-leaf0",
+     "single leaf: its failure cuts all 32 GPUs of the supernode off the scale-out fabric",
+     "R02"},
+    /* The single ToR is on domain A: losing A cuts off the 16 GPUs of the
+     * servers on B as well (R02 used to count 16 of 32). */
+    {"r16-single-leaf", "R02", SN_SEVERITY_ERROR, "sn00-pdA",
+     "losing this domain stops 32 of 32 GPUs; 0 left (0.0%)", "R16"},
+    {"r16-single-spine", "R16", SN_SEVERITY_ERROR, "spine000",
+     "single spine: its failure cuts every path between the 4 leaves", ""},
+    {"r18-speeds", "R18", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
+     "64 node-leaf links: NICs at 400 Gb/s on leaf ports at 200 Gb/s", "R10"},
+    {"r18-speeds", "R18", SN_SEVERITY_WARNING, "sn00-leaf0:p16--spine000:p0",
+     "64 leaf-spine links: leaf ports at 200 Gb/s on spine ports at 400 Gb/s", "R10"},
+    /* 5 SU forced onto 20 spines: the worst pair shares 24 of 32 uplinks. */
+    {"r15-blocking", "R15", SN_SEVERITY_ERROR, "su00-leaf0",
+     "blocking: the worst leaf pair shares 24 of 32 uplinks through the spines, a true ratio "
+     "of 1.33:1 where the leaves are built 1:1",
+     ""},
 };
 
 static void test_rule_specs(void **state)
@@ -450,6 +481,38 @@ static void test_unreachable_pair(void **state)
     unload(&l);
 }
 
+/* ---- blocking leaf pairs ----------------------------------------------- */
+
+/* The same 5-SU fabric without `spines: 20` gets the default, even spine
+ * count (32) and R15 reports every pair sharing all 32 uplinks. */
+static void test_even_default(void **state)
+{
+    (void)state;
+    char path[512];
+    FILE *f = fopen(sn_test_path(path, sizeof(path), "tests/specs/rules/r15-blocking.yaml"), "rb");
+    assert_non_null(f);
+    char *text = calloc(1, 1 << 16);
+    assert_non_null(text);
+    size_t len = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    char *line = strstr(text, "  spines: 20\n");
+    assert_non_null(line);
+    memmove(line, line + 13, len - (size_t)(line + 13 - text) + 1);
+    struct loaded l = {0};
+    struct sn_error err = {0};
+    assert_int_equal(sn_spec_parse_buffer("even.yaml", text, strlen(text), &l.spec, &err), SN_OK);
+    assert_int_equal(sn_model_build(l.spec, &l.model, &err), SN_OK);
+    assert_int_equal(l.model->n_spines, 32);
+    struct sn_review *r = review(&l, NULL, 0);
+    expect_finding(r, "R15", SN_SEVERITY_INFO, "su00-leaf0",
+                   "worst leaf pair shares 32 of 32 uplinks: true leaf-pair ratio 1:1");
+    assert_int_equal(r->by_severity[SN_SEVERITY_ERROR], 0);
+    assert_int_equal(r->by_severity[SN_SEVERITY_WARNING], 0);
+    sn_review_free(r);
+    unload(&l);
+    free(text);
+}
+
 /* ---- docs/rules.md is the generated catalogue ------------------------- */
 
 static void test_docs_current(void **state)
@@ -486,7 +549,7 @@ int main(void)
         cmocka_unit_test(test_merging),        cmocka_unit_test(test_cap),
         cmocka_unit_test(test_sorted),         cmocka_unit_test(test_labels_unique),
         cmocka_unit_test(test_duplicate_port), cmocka_unit_test(test_unreachable_pair),
-        cmocka_unit_test(test_docs_current),
+        cmocka_unit_test(test_docs_current),   cmocka_unit_test(test_even_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,7 +156,7 @@ static void std_unit_template(void **state)
     assert_near(t->cooling_loops[0].capacity_w, 120e3, 1e-9);
     assert_near(t->cooling_loops[0].flow_lpm, 180, 1e-12);
     assert_int_equal(t->racks.count, 2);
-    assert_near(t->racks.power_limit_w, 45e3, 1e-9);
+    assert_near(t->racks.power_limit_w, 50e3, 1e-9);
     assert_int_equal(t->racks.cooling, SN_COOLING_LIQUID);
     assert_int_equal(t->racks.loops.count, 1);
     assert_int_equal(t->racks.loops.index[0], 0);
@@ -317,7 +317,10 @@ static void all_keys_rest(void **state)
     assert_int_equal(spec->fabric.spine.switch_model, 2);
     assert_int_equal(spec->fabric.spine.cabling.cable, 2);
     assert_int_equal(spec->fabric.spine.cabling.length_class, length_class(spec, "row"));
-    assert_near(spec->fabric.core.oversubscription, 3.0, 0);
+    assert_near(spec->fabric.spine.oversubscription, 3.0, 0);
+    assert_near(spec->fabric.core.oversubscription, 1.0, 0);
+    assert_int_equal(spec->fabric.spine.oversubscription_loc.line, 95);
+    assert_int_equal(spec->fabric.spines, 0);
     assert_int_equal(spec->fabric.core.cabling.length_class, length_class(spec, "campus"));
     assert_int_equal(spec->pools[1].kind, SN_POOL_ELASTIC);
     assert_false(spec->pools[1].training);
