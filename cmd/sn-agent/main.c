@@ -4,7 +4,8 @@
  *   sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim
  *            [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]
  *            [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]
- *            [--smi-command CMD]
+ *            [--smi-command CMD] [--cgroup-root DIR|none] [--user-map FILE]
+ *            [--unsafe-jobs-as-agent-user] [--address ADDR]
  *
  * Every interval it samples telemetry into the outbox as numbered batches,
  * sends its heartbeat (POST /v1/nodes/NODE/heartbeat: the node is alive,
@@ -13,9 +14,14 @@
  * once the server answered). While the server is away the outbox keeps up to --buffer
  * batches and sending backs off exponentially with jitter (the RNG is seeded
  * by --seed). SIGTERM or SIGINT: the job processes are killed and it exits.
+ * Before its first heartbeat it kills what a previous run of it left
+ * (jobs_recover) and reports those ranks; every heartbeat says which GPUs
+ * still hold job processes ("busy_gpus"), so that snd places nothing there
+ * before they are gone.
  */
 #include <errno.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +53,9 @@ struct agent {
     int64_t retry_at_ms;
     uint64_t sent, rejected, sample_errors, bench_errors, benchmarks;
     bool connected;
+    /* Runtime (appended). */
+    char address[64]; /* reported in heartbeats: MASTER_ADDR when it holds rank 0 */
+    struct user_map users[256];
 };
 
 static volatile sig_atomic_t stopping;
@@ -194,6 +203,11 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
     const char *cmd = json_string_value(json_object_get(job, "command"));
     const char *ten = json_string_value(json_object_get(job, "tenant"));
     const char *mas = json_string_value(json_object_get(job, "master_addr"));
+    json_t *arr = json_object_get(job, "array_task_id");
+    struct job_limits lim = {
+        .cpus = json_integer_value(json_object_get(job, "cpus_per_rank")),
+        .memory_bytes = json_integer_value(json_object_get(job, "memory_bytes_per_rank")),
+        .pids = json_integer_value(json_object_get(job, "pids_per_rank"))};
     json_t *ranks = json_object_get(job, "ranks");
     if (!cmd || !ten || !mas || !json_is_array(ranks))
         return;
@@ -217,7 +231,11 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
             .local_world_size = n_local,
             .tenant = ten,
             .command = cmd,
-            .master_addr = mas};
+            .master_addr = mas,
+            .master_port = json_integer_value(json_object_get(job, "master_port")),
+            .node_rank = json_integer_value(json_object_get(job, "node_rank")),
+            .array_task = json_is_integer(arr) ? json_integer_value(arr) : -1,
+            .limits = lim};
         snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
         x->gpus = x->gpus_text;
         if (!json_is_true(json_object_get(r, "exited")))
@@ -245,20 +263,42 @@ static void benchmarks(struct agent *a)
     free(csv);
 }
 
+/* "0-3,6": the set bits of mask. */
+static void mask_text(uint64_t mask, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int g = 0; g < 64 && len < cap; g++) {
+        if (!(mask >> g & 1))
+            continue;
+        int e = g;
+        while (e + 1 < 64 && (mask >> (e + 1) & 1))
+            e++;
+        int w = e > g ? snprintf(out + len, cap - len, "%s%d-%d", len ? "," : "", g, e)
+                      : snprintf(out + len, cap - len, "%s%d", len ? "," : "", g);
+        len += w > 0 ? (size_t)w : 0;
+        g = e;
+    }
+}
+
 /* The one heartbeat: tells the server the node is alive (its heartbeat-loss
  * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
 {
-    char path[128], body[256];
+    char path[128], body[1024], busy[256], orphans[256];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
+    mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
+    mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
     int n = snprintf(body, sizeof(body),
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
-                     "\"running_jobs\":%u,\"seq\":%lld}",
+                     "\"running_jobs\":%u,\"seq\":%lld,\"busy_gpus\":\"%s\","
+                     "\"orphan_gpus\":\"%s\",\"address\":\"%s\"}",
                      a->boot,
                      a->be.kind == BACKEND_SIM   ? "sim"
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
                                                  : "nvml",
-                     (long long)a->interval_ms, a->jobs.n, (long long)a->seq);
+                     (long long)a->interval_ms, a->jobs.n, (long long)a->seq, busy, orphans,
+                     a->address);
     json_t *j = NULL;
     int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
     json_t *jobs = json_object_get(j, "jobs");
@@ -284,10 +324,15 @@ static void on_exit_report(void *ctx, const struct job_proc *p, int status)
     struct agent *a = ctx;
     struct outbox_item it = {.kind = OUTBOX_EXIT};
     snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/exit", (long long)p->job_id);
-    char body[160];
-    int n = snprintf(body, sizeof(body), "{\"rank\":%u,\"status\":%d}", p->rank, status);
-    it.body = strdup(body);
-    it.len = (size_t)n;
+    json_t *o = json_pack("{s:I,s:i,s:I}", "rank", (json_int_t)p->rank, "status", status, "run",
+                          (json_int_t)p->run);
+    if (o && p->reason[0])
+        json_object_set_new(o, "reason", json_string(p->reason));
+    if (o && p->isolation[0])
+        json_object_set_new(o, "isolation", json_string(p->isolation));
+    it.body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    it.len = it.body ? strlen(it.body) : 0;
     if (!it.body || outbox_push(&a->out, &it) != 0) {
         free(it.body);
         fprintf(stderr, "sn-agent: exit of job %lld not reported: outbox full\n",
@@ -348,7 +393,8 @@ static void usage(FILE *out)
             "usage: sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim\n"
             "                [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]\n"
             "                [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]\n"
-            "                [--smi-command CMD]\n\n"
+            "                [--smi-command CMD] [--cgroup-root DIR|none] [--user-map FILE]\n"
+            "                [--unsafe-jobs-as-agent-user] [--address ADDR]\n\n"
             "  --interval S      sampling and heartbeat interval: seconds (0.5) or a duration\n"
             "                    with a unit (30s, 2min); default 5\n"
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
@@ -359,7 +405,18 @@ static void usage(FILE *out)
             "  --backoff-max S   longest wait between retries; default 30\n"
             "  --status FILE     JSON status written every interval\n"
             "  --work-dir DIR    job logs; default /tmp/sn-agent-NODE\n"
-            "  --smi-command CMD nvidia-smi to run; default nvidia-smi\n");
+            "  --smi-command CMD nvidia-smi to run; default nvidia-smi\n"
+            "  --cgroup-root DIR cgroup v2 directory of the job cgroups (one per rank, with\n"
+            "                    its CPU, memory and PID limits); default\n"
+            "                    /sys/fs/cgroup/supernode/NODE; none: no cgroups. The\n"
+            "                    agent kills what it finds there at start: one per agent\n"
+            "  --user-map FILE   \"TENANT USER\" lines: the Unix user each tenant's jobs run\n"
+            "                    as; a tenant without one is refused, and so is uid 0\n"
+            "  --unsafe-jobs-as-agent-user\n"
+            "                    UNSAFE, for tests and development only: run the jobs of\n"
+            "                    unmapped tenants as the agent's own user (root if it is)\n"
+            "  --address ADDR    this node's address for MASTER_ADDR; default: the host\n"
+            "                    name's first IPv4 address\n");
 }
 
 /* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
@@ -413,6 +470,7 @@ static int parse_fault(struct sim_faults *f, const char *v)
 
 struct args {
     const char *server, *backend, *cluster, *work_dir, *buffer, *seed;
+    const char *cgroup_root, *user_map, *address; /* appended */
 };
 
 static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
@@ -422,6 +480,10 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
         if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             usage(stdout);
             return 0;
+        }
+        if (strcmp(o, "--unsafe-jobs-as-agent-user") == 0) {
+            a->jobs.unsafe_as_agent_user = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "sn-agent: option '%s' needs a value or is unknown\n", o);
@@ -442,6 +504,12 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             a->status_path = v;
         else if (strcmp(o, "--work-dir") == 0)
             g->work_dir = v;
+        else if (strcmp(o, "--cgroup-root") == 0)
+            g->cgroup_root = v;
+        else if (strcmp(o, "--user-map") == 0)
+            g->user_map = v;
+        else if (strcmp(o, "--address") == 0)
+            g->address = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
         else if (strcmp(o, "--buffer") == 0)
@@ -518,6 +586,61 @@ static int configure(struct agent *a, struct args *g)
     return -1;
 }
 
+/* --user-map FILE: "TENANT USER" per line, '#' comments. */
+static int load_users(struct agent *a, const char *path)
+{
+    if (!path)
+        return -1;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "sn-agent: --user-map '%s': %s\n", path, strerror(errno));
+        return 2;
+    }
+    char line[512];
+    int no = 0, rc = -1;
+    while (rc < 0 && fgets(line, sizeof(line), f)) {
+        no++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char t[64], u[64], extra[2];
+        int k = sscanf(line, "%63s %63s %1s", t, u, extra);
+        if (k <= 0)
+            continue;
+        if (k != 2 || a->jobs.n_users == 256) {
+            fprintf(stderr, "%s:%d:1: expected 'TENANT USER' (at most 256 lines)\n", path, no);
+            rc = 2;
+            break;
+        }
+        struct user_map *m = &a->users[a->jobs.n_users++];
+        snprintf(m->tenant, sizeof(m->tenant), "%s", t);
+        snprintf(m->user, sizeof(m->user), "%s", u);
+    }
+    fclose(f);
+    a->jobs.users = a->users;
+    return rc;
+}
+
+/* The node's address for MASTER_ADDR: --address, or the host name's first
+ * IPv4 address, or the host name itself. */
+static void pick_address(struct agent *a, const char *flag)
+{
+    if (flag) {
+        snprintf(a->address, sizeof(a->address), "%s", flag);
+        return;
+    }
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    snprintf(a->address, sizeof(a->address), "%s", host);
+    if (getaddrinfo(host, NULL, &hints, &res) == 0 && res &&
+        getnameinfo(res->ai_addr, res->ai_addrlen, a->address, sizeof(a->address), NULL, 0,
+                    NI_NUMERICHOST) != 0)
+        snprintf(a->address, sizeof(a->address), "%s", host);
+    if (res)
+        freeaddrinfo(res);
+}
+
 /* The sim backend's node in the cluster model. */
 static int load_cluster(struct agent *a, const char *path, struct sn_spec **spec,
                         struct sn_model **model)
@@ -556,6 +679,8 @@ int main(int argc, char **argv)
         rc = load_cluster(&a, g.cluster, &spec, &model);
     if (rc < 0 && read_token(&a) != 0)
         rc = 2;
+    if (rc < 0)
+        rc = load_users(&a, g.user_map);
     char work[600];
     snprintf(work, sizeof(work), "%s%s", g.work_dir ? "" : "/tmp/sn-agent-",
              g.work_dir ? g.work_dir
@@ -574,6 +699,15 @@ int main(int argc, char **argv)
     if (rc < 0) {
         a.jobs.node = a.node;
         a.jobs.work_dir = work;
+        pick_address(&a, g.address);
+        char cg_root[CG_PATH_MAX];
+        snprintf(cg_root, sizeof(cg_root), "/sys/fs/cgroup/supernode/%s", a.node);
+        cg_open(&a.jobs.cg, g.cgroup_root ? g.cgroup_root : cg_root);
+        if (a.jobs.unsafe_as_agent_user)
+            fprintf(stderr, "sn-agent: warning: --unsafe-jobs-as-agent-user: jobs of unmapped "
+                            "tenants run as uid %d\n",
+                    (int)geteuid());
+        jobs_recover(&a.jobs, on_exit_report, &a);
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
         signal(SIGPIPE, SIG_IGN);

@@ -829,6 +829,8 @@ static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
     json_object_set_new(o, "id", json_integer(g));
     json_object_set_new(o, "node", json_string(node));
     json_object_set_new(o, "allocated", json_boolean(snd_sched_busy(d, g, 1)));
+    json_object_set_new(o, "processes",
+                        json_string(snd_sched_gpu_draining(d, g) ? "draining" : "none"));
     json_t *h = snd_health_gpu_json(d, g);
     json_object_set(o, "health_score", json_object_get(h, "score"));
     json_object_set(o, "health_action", json_object_get(h, "action"));

@@ -83,6 +83,13 @@ bool snd_outbox_flush(struct snd *d);
 /* True when outbox entry seq (from d->outbox_seq after its add) committed. */
 bool snd_outbox_durable(const struct snd *d, uint64_t seq);
 
+/* The agent of server s reported (busy: "0-3,6", local GPU indices) which
+ * of its GPUs still hold job processes: GPUs waiting for their processes
+ * to be gone and not listed are released to placement. */
+void snd_sched_procs_report(struct snd *d, uint32_t s, const char *busy);
+/* Whether GPU g waits for its last job's processes to be gone. */
+bool snd_sched_gpu_draining(const struct snd *d, uint32_t g);
+
 /* "0-7,16-23": ascending runs of v (caller frees), and back. */
 char *snd_ranges_format(const uint32_t *v, uint32_t n);
 int snd_ranges_parse(const char *text, uint32_t **out, uint32_t *n, uint32_t max);

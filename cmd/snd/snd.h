@@ -101,6 +101,9 @@ struct snd_job {
     int64_t start_s, end_s;
     int32_t exit_status; /* of the failing rank, when failed by an exit */
     char *detail;        /* why it ended or was requeued, or NULL */
+    /* Runtime (appended; docs/agent.md). */
+    int32_t master_port; /* while running: MASTER_PORT, unique among running jobs; 0: none */
+    char *isolation;     /* the isolation an agent last reported for a rank, or NULL */
 };
 
 struct snd_named {
@@ -172,7 +175,20 @@ struct snd {
     uint64_t auth_failures;
     uint64_t rate_limited;
     atomic_bool fatal;
+
+    /* Job runtime (sched.c; docs/agent.md "Orphans"): by GPU, 1 while the
+     * processes of the job that last held it are not reported gone by its
+     * agent (the GPU is kept out of placement); by server, whether its
+     * agent reports busy GPUs in its heartbeats (only then is a GPU held
+     * back); MASTER_PORT values in use, a bit per port from
+     * SND_MASTER_PORT_BASE. */
+    uint8_t *gpu_procs;
+    bool *agent_reports_procs;
+    uint64_t *master_ports;
 };
+
+#define SND_MASTER_PORT_BASE 29500
+#define SND_MASTER_PORTS 16384
 
 /* state.c */
 int snd_state_load(struct snd *d, struct sn_error *err);

@@ -159,6 +159,7 @@ void snd_job_free(struct snd_job *job)
     free(job->alloc);
     free(job->ranks_done);
     free(job->detail);
+    free(job->isolation);
     free(job);
 }
 
@@ -246,6 +247,10 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
                             ? json_integer(job->exit_status)
                             : json_null());
     json_object_set_new(o, "detail", job->detail ? json_string(job->detail) : json_null());
+    json_object_set_new(o, "master_port",
+                        job->master_port ? json_integer(job->master_port) : json_null());
+    json_object_set_new(o, "isolation",
+                        job->isolation ? json_string(job->isolation) : json_null());
     return o;
 }
 
@@ -254,6 +259,10 @@ char *snd_job_run_text(const struct snd_job *job)
     json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:s?}", "requeues", (json_int_t)job->requeues,
                           "start_s", (json_int_t)job->start_s, "end_s", (json_int_t)job->end_s,
                           "exit_status", (int)job->exit_status, "detail", job->detail);
+    if (o && job->master_port)
+        json_object_set_new(o, "master_port", json_integer(job->master_port));
+    if (o && job->isolation)
+        json_object_set_new(o, "isolation", json_string(job->isolation));
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
@@ -398,6 +407,9 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
     job->end_s = json_integer_value(json_object_get(run, "end_s"));
     job->exit_status = (int32_t)json_integer_value(json_object_get(run, "exit_status"));
     snd_job_set_detail(job, json_string_value(json_object_get(run, "detail")));
+    job->master_port = (int32_t)json_integer_value(json_object_get(run, "master_port"));
+    const char *iso = json_string_value(json_object_get(run, "isolation"));
+    job->isolation = iso ? strdup(iso) : NULL;
     json_decref(run);
     c->rc = snd_job_insert(c->d, job, c->err);
     if (c->rc != SN_OK)

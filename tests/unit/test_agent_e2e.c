@@ -205,8 +205,8 @@ static void start_agent(struct env *e, const char *const *extra)
             built("sn-agent"), "--server",   server,      "--token", e->token_path,
             "--node",          NODE,         "--cluster", spec,      "--status",
             e->status_path,    "--work-dir", work,        "--seed",  "7",
-            "--backoff-max",   "0.4"};
-        int n = 17;
+            "--backoff-max",   "0.4",        "--cgroup-root", "none"};
+        int n = 19;
         for (int i = 0; extra && extra[i] && n < 38; i++)
             argv[n++] = extra[i];
         int null = open("/dev/null", O_WRONLY);
