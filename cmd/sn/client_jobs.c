@@ -167,10 +167,13 @@ int cmd_jobs(int argc, char **argv)
         {"tenant", false, "only this tenant's jobs (admin tokens)", NULL},
         {"pool", false, "only jobs of this pool", NULL},
         {"limit", false, "at most this many jobs (default 1000)", NULL},
+        {"all", true, "every job, also ended ones (default: pending, running and requeued)",
+         NULL},
     };
     struct client c;
-    int rc = client_init(&c, "sn jobs", "usage: sn jobs [--state S] [--tenant T] [--pool P]", argc,
-                         argv, o, 4, 0, 0);
+    int rc = client_init(&c, "sn jobs",
+                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P]", argc,
+                         argv, o, 5, 0, 0);
     if (rc >= 0)
         return rc;
     long long max = o[3].value ? strtoll(o[3].value, NULL, 10) : 1000;
@@ -184,6 +187,9 @@ int cmd_jobs(int argc, char **argv)
         if (o[i].value)
             snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i],
                      o[i].value);
+    if (!o[0].value && !o[4].value) /* active jobs, like squeue */
+        snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
+                 "&state=pending,running,requeued");
     json_t *all = json_array();
     long long after = 0;
     while ((long long)json_array_size(all) < max) {
@@ -222,7 +228,8 @@ static void show_job(json_t *j, json_t *events)
         "id",           "name",          "tenant",         "pool",      "priority_class",
         "gpus",         "state",         "pending_reason", "detail",    "requeues",
         "ranks_exited", "exit_status",   "command",        "data_path", "checkpoint_path",
-        "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s"};
+        "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s", "master_port",
+        "isolation"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j, keys[i]);
         if (!v || json_is_null(v))
@@ -243,6 +250,20 @@ static void show_job(json_t *j, json_t *events)
         json_t *g;
         json_array_foreach(alloc, i, g)
             printf("%s%lld", i ? "," : " ", (long long)json_integer_value(g));
+        printf("\n");
+    }
+    json_t *st = json_object_get(j, "rank_exit_statuses");
+    if (json_array_size(st)) {
+        printf("%-16s", "rank_exits");
+        size_t i;
+        json_t *v;
+        json_array_foreach(st, i, v)
+        {
+            if (json_is_integer(v))
+                printf("%s%lld", i ? "," : " ", (long long)json_integer_value(v));
+            else
+                printf("%s-", i ? "," : " ");
+        }
         printf("\n");
     }
     printf("events:\n");

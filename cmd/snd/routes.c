@@ -581,9 +581,31 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     return ret;
 }
 
-static bool job_matches(const struct snd_job *j, int state, const char *tenant, const char *pool)
+/* A "running,pending" list of states as a bit mask; -1 when a name is
+ * unknown. */
+static int state_mask(const char *text)
 {
-    if (!j || !j->durable || (state >= 0 && (int)j->state != state))
+    int mask = 0;
+    char name[32];
+    for (const char *p = text;;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof(name))
+            return -1;
+        memcpy(name, p, n);
+        name[n] = '\0';
+        int s = snd_job_state_parse(name);
+        if (s < 0)
+            return -1;
+        mask |= 1 << s;
+        if (!p[n])
+            return mask;
+        p += n + 1;
+    }
+}
+
+static bool job_matches(const struct snd_job *j, int states, const char *tenant, const char *pool)
+{
+    if (!j || !j->durable || (states >= 0 && !(states >> j->state & 1)))
         return false;
     if (tenant && strcmp(j->tenant, tenant) != 0)
         return false;
@@ -599,11 +621,11 @@ static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
         return ret;
     const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
     const char *pool = snd_query(r, "pool");
-    int state = st ? snd_job_state_parse(st) : -1;
+    int state = st ? state_mask(st) : -1;
     if (st && state < 0)
         return snd_error(d, r, 400, "invalid_query", "state",
                          "state '%s': expected pending, running, completed, failed, cancelled "
-                         "or requeued",
+                         "or requeued, or a comma-separated list of them",
                          st);
     if (!snd_is_admin(r)) {
         if (tenant && strcmp(tenant, r->tok.subject) != 0)

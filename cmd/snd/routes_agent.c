@@ -10,7 +10,8 @@
  *     jobs the node must run now: for each, its run (requeues so far: a
  *     requeued job placed again is a new run), its ranks on this node with
  *     their GPUs, the world size, rank 0's node address (master_addr: the
- *     address its agent reported, else its name), master_port (unique among
+ *     address its agent reported, else its name; a job is listed only once
+ *     rank 0's agent sent a heartbeat), master_port (unique among
  *     running jobs), this node's node_rank and the rank limits.
  *     A job missing from the answer must not run there (cancelled,
  *     finished, requeued): the agent kills what it still runs of it.
@@ -115,6 +116,10 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
         const struct snd_job *j = snd_job_get(d, id);
         /* GPUs of one job on a server are usually adjacent: skip repeats. */
         if (!j || id == last || j->state != SND_JOB_RUNNING || !snd_outbox_durable(d, j->alloc_seq))
+            continue;
+        /* Every node gets the same MASTER_ADDR: the job is listed once rank
+         * 0's agent has been heard from (its address known, if it sends one). */
+        if (snd_agent_heartbeat_age_s(d, m->gpu_server[j->alloc[0]]) < 0)
             continue;
         bool seen = false;
         size_t i;
@@ -265,6 +270,7 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
         snprintf(detail, sizeof(detail), "rank %u exited with status %lld%s%s", rank,
                  (long long)b.status, b.reason[0] ? ": " : "", b.reason);
         j->exit_status = (int32_t)b.status;
+        j->failed_rank = (int32_t)rank;
         return snd_job_end(d, r, j, SND_JOB_FAILED, "failed", detail, exit_done);
     }
     return rank_done(d, r, j, rank);

@@ -480,6 +480,17 @@ static void release_alloc(struct snd *d, struct snd_job *j)
         }
     master_port_mark(d, j->master_port, false);
     j->master_port = 0;
+    /* The run's record: its GPUs and which ranks exited 0. */
+    free(j->last_alloc);
+    free(j->last_ranks_ok);
+    j->last_alloc = n ? malloc(n * sizeof(*gpus)) : NULL;
+    j->last_ranks_ok = n ? calloc((n + 63) / 64, sizeof(uint64_t)) : NULL;
+    j->n_last_alloc = j->last_alloc && j->last_ranks_ok ? n : 0;
+    if (j->n_last_alloc) {
+        memcpy(j->last_alloc, gpus, n * sizeof(*gpus));
+        if (j->ranks_done)
+            memcpy(j->last_ranks_ok, j->ranks_done, (n + 63) / 64 * sizeof(uint64_t));
+    }
     int64_t now_s = snd_now_s();
     if (j->start_s > 0 && now_s > j->start_s)
         d->busy_gpu_s += (double)n * (double)(now_s - j->start_s);
@@ -515,6 +526,7 @@ static void on_start(struct snd *d, uint32_t sid, double now)
     memcpy(j->alloc, g, n * sizeof(*g));
     j->n_alloc = n;
     j->master_port = master_port_take(d);
+    j->failed_rank = -1;
     snd_job_set_state(d, j, SND_JOB_RUNNING);
     j->start_s = j->updated_s = (int64_t)now;
     snd_job_set_detail(j, NULL);

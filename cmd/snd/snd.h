@@ -104,6 +104,13 @@ struct snd_job {
     /* Runtime (appended; docs/agent.md). */
     int32_t master_port; /* while running: MASTER_PORT, unique among running jobs; 0: none */
     char *isolation;     /* the isolation an agent last reported for a rank, or NULL */
+    /* The record of its last run once it left its GPUs (completed, failed,
+     * cancelled, requeued): GPUs in rank order, ranks that exited 0 (bit
+     * r), the rank whose exit failed it (-1: none). */
+    uint32_t *last_alloc;
+    uint32_t n_last_alloc;
+    uint64_t *last_ranks_ok;
+    int32_t failed_rank;
 };
 
 struct snd_named {

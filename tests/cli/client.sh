@@ -91,6 +91,14 @@ check 0 '"scopes": "telemetry:write"' "$SN" token create --agent sn00-t01 -o jso
 # Cancel: 0, then 1 for a second cancel (409).
 check 0 "cancelled job 1" "$SN" cancel 1
 check 1 "409 job 1 is cancelled" "$SN" cancel 1
+# sn jobs lists active jobs; --all also ended ones. An ended job keeps its
+# record: nodes, placement, times.
+"$SN" jobs | grep -Eq "^ +1 acme" && fail "sn jobs lists the cancelled job 1"
+check 0 "^ +1 acme +llm +cancelled +16 +- sn00-t00,sn00-t01$" "$SN" jobs --all
+check 0 "^ +1 acme +llm +cancelled" "$SN" jobs --state cancelled,completed
+check 1 "400 state 'running,gone'" "$SN" jobs --state running,gone
+check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 0 "^end_time_s +[0-9]+$" "$SN" job show 1
 # Server and token lookup: flag over env over config file.
 printf 'server = http://127.0.0.1:%s\ntoken_file = %s\n' "$PORT" "$D/state/admin.token" >"$D/client.conf"
 check 0 "filejob" env -u SN_SERVER -u SN_TOKEN SN_CONFIG="$D/client.conf" "$SN" jobs

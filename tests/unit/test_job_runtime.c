@@ -445,6 +445,18 @@ static void draining_gpus(void **state)
     }
     expect(&d, 200, "POST", hb, d.admin, "{\"busy_gpus\":\"\"}");
     json_decref(wait_state(&d, b, "running"));
+    /* The cancelled job keeps its record, also across a restart of snd. */
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    start(&d, FAST);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld", a);
+    g = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(g, "state")), "cancelled");
+    assert_int_equal(json_array_size(json_object_get(g, "allocation")), 8);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(g, "nodes"), 0)),
+                        "sn00-t00");
+    assert_int_equal(json_array_size(json_object_get(g, "rank_exit_statuses")), 8);
+    assert_true(json_is_integer(json_object_get(g, "end_time_s")));
+    json_decref(g);
     assert_int_equal(stop(&d, SIGTERM), 0);
     remove_tree(&d);
 }
