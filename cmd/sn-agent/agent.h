@@ -20,7 +20,7 @@
 
 /* ---- outbox.c: requests kept in order until the server takes them ---- */
 
-enum outbox_kind { OUTBOX_TELEMETRY, OUTBOX_EXIT };
+enum outbox_kind { OUTBOX_TELEMETRY, OUTBOX_EXIT, OUTBOX_LOG };
 
 struct outbox_item {
     enum outbox_kind kind;
@@ -157,6 +157,10 @@ struct job_proc {
     int refused_status;           /* pgid 0: the status reported for a rank not started */
     char reason[200];             /* why it was refused or killed, "" otherwise */
     char isolation[160];          /* the rank's isolation note */
+    int log_pipe;                 /* read end of the rank's stdout+stderr, -1: none */
+    int log_file;                 /* WORK_DIR/job-ID-RANK.log, -1: none */
+    int64_t log_bytes;            /* bytes of output kept (and shipped) so far */
+    bool log_capped;              /* past the cap: the rest is dropped */
 };
 
 /* A process group or cgroup of a rank this agent run does not own (found
@@ -192,6 +196,10 @@ struct jobs {
     struct orphan orphans[64];
     uint32_t n_orphans;
     uint64_t orphan_gpus; /* GPUs whose processes were found and killed at start */
+    int64_t log_max;      /* bytes of output kept per rank (--log-max) */
+    /* Ships a chunk of a rank's output at offset off (main.c: the outbox). */
+    void (*ship_log)(void *ctx, const struct job_proc *p, const char *buf, size_t n, int64_t off);
+    void *ship_ctx;
 };
 
 /* One rank to run, from the heartbeat's answer (POST /v1/nodes/{node}/heartbeat). */
@@ -221,6 +229,10 @@ void jobs_reap(struct jobs *j, int64_t now_ms,
  * never started again. What cannot be killed within 5 s stays an orphan. */
 void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_proc *p, int status),
                   void *ctx);
+/* Reads what the ranks printed: each chunk goes to the rank's log file and
+ * ship_log(), up to log_max bytes per rank (then one marker line; the rest
+ * is dropped). Waits up to wait_ms for output first. */
+void jobs_pump_logs(struct jobs *j, int64_t wait_ms);
 /* Kills every job (SIGKILL to its group) and reaps them. */
 void jobs_kill_all(struct jobs *j);
 /* GPUs (index in node) of running jobs, as a bit mask. */

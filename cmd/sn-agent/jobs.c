@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -212,7 +213,7 @@ static void setenv_int(const char *name, long long v)
 }
 
 static _Noreturn void child(const struct jobs *j, const struct assignment *a, const char *leaf,
-                            const struct passwd *pw)
+                            const struct passwd *pw, int out)
 {
     char path[600];
     setpgid(0, 0);
@@ -239,12 +240,10 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a, co
     setenv("CUDA_VISIBLE_DEVICES", a->gpus, 1);
     setenv("SN_NODE", j->node, 1);
     setenv("SN_TENANT", a->tenant, 1);
-    snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     int null = open("/dev/null", O_RDONLY);
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
+    if (out >= 0) { /* the pipe the agent reads (its log) */
+        dup2(out, 1);
+        dup2(out, 2);
     }
     if (null >= 0)
         dup2(null, 0);
@@ -269,8 +268,12 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a, co
 static void refuse(struct jobs *j, const struct assignment *a, int status, const char *why)
 {
     struct job_proc *p = &j->procs[j->n++];
-    *p = (struct job_proc){
-        .job_id = a->job_id, .run = a->run, .rank = a->rank, .refused_status = status};
+    *p = (struct job_proc){.job_id = a->job_id,
+                           .run = a->run,
+                           .rank = a->rank,
+                           .refused_status = status,
+                           .log_pipe = -1,
+                           .log_file = -1};
     snprintf(p->reason, sizeof(p->reason), "%s", why);
     fprintf(stderr, "sn-agent: job %lld rank %u not started: %s\n", (long long)a->job_id, a->rank,
             why);
@@ -292,18 +295,47 @@ static void start(struct jobs *j, const struct assignment *a)
                   sizeof(note)) != 0)
         fprintf(stderr, "sn-agent: warning: job %lld rank %u: %s\n", (long long)a->job_id,
                 a->rank, note);
+    int fds[2] = {-1, -1};
+    char path[700];
+    snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
+    int file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (pipe(fds) != 0 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
+        fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
+        fprintf(stderr, "sn-agent: warning: job %lld rank %u: no output pipe: %s\n",
+                (long long)a->job_id, a->rank, strerror(errno));
+        if (fds[0] >= 0)
+            close(fds[0]);
+        if (fds[1] >= 0)
+            close(fds[1]);
+        fds[0] = fds[1] = -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "sn-agent: fork: %s\n", strerror(errno));
         if (leaf[0])
             cg_remove(leaf);
+        for (int k = 0; k < 2; k++)
+            if (fds[k] >= 0)
+                close(fds[k]);
+        if (file >= 0)
+            close(file);
         return;
     }
-    if (pid == 0)
-        child(j, a, leaf, pw);
+    if (pid == 0) {
+        if (fds[0] >= 0)
+            close(fds[0]);
+        child(j, a, leaf, pw, fds[1]);
+    }
+    if (fds[1] >= 0)
+        close(fds[1]);
     setpgid(pid, pid); /* also in the child: whichever runs first */
     struct job_proc *p = &j->procs[j->n++];
-    *p = (struct job_proc){.job_id = a->job_id, .run = a->run, .pgid = pid, .rank = a->rank};
+    *p = (struct job_proc){.job_id = a->job_id,
+                           .run = a->run,
+                           .pgid = pid,
+                           .rank = a->rank,
+                           .log_pipe = fds[0],
+                           .log_file = file};
     snprintf(p->gpus, sizeof(p->gpus), "%s", a->gpus);
     snprintf(p->cgroup, sizeof(p->cgroup), "%s", leaf);
     snprintf(p->isolation, sizeof(p->isolation), "%s", note);
@@ -384,9 +416,75 @@ static void orphans_reap(struct jobs *j)
     }
 }
 
+/* Reads what is in p's pipe now (all of it when drain). */
+static void pump_one(struct jobs *j, struct job_proc *p, bool drain)
+{
+    char buf[65536];
+    for (int rounds = 0; p->log_pipe >= 0 && (drain || rounds < 4); rounds++) {
+        ssize_t n = read(p->log_pipe, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+            close(p->log_pipe);
+            p->log_pipe = -1;
+            break;
+        }
+        if (n < 0)
+            break;
+        size_t keep = (size_t)n;
+        if (p->log_capped)
+            continue;
+        if (j->log_max > 0 && p->log_bytes + n > j->log_max) {
+            keep = (size_t)(j->log_max - p->log_bytes);
+            p->log_capped = true;
+        }
+        if (keep && p->log_file >= 0 && write(p->log_file, buf, keep) != (ssize_t)keep)
+            fprintf(stderr, "sn-agent: job %lld rank %u: log write: %s\n", (long long)p->job_id,
+                    p->rank, strerror(errno));
+        if (keep && j->ship_log)
+            j->ship_log(j->ship_ctx, p, buf, keep, p->log_bytes);
+        p->log_bytes += (int64_t)keep;
+        if (p->log_capped) {
+            char note[128];
+            int m = snprintf(note, sizeof(note),
+                             "\n[sn-agent: output cap of %lld bytes reached; the rest is "
+                             "dropped]\n",
+                             (long long)j->log_max);
+            if (p->log_file >= 0 && write(p->log_file, note, (size_t)m) != m)
+                fprintf(stderr, "sn-agent: log write: %s\n", strerror(errno));
+            if (j->ship_log)
+                j->ship_log(j->ship_ctx, p, note, (size_t)m, p->log_bytes);
+            p->log_bytes += m;
+        }
+    }
+}
+
+void jobs_pump_logs(struct jobs *j, int64_t wait_ms)
+{
+    struct pollfd fds[64];
+    nfds_t n = 0;
+    for (uint32_t i = 0; i < j->n; i++)
+        if (j->procs[i].log_pipe >= 0)
+            fds[n++] = (struct pollfd){.fd = j->procs[i].log_pipe, .events = POLLIN};
+    if (wait_ms > 0) {
+        if (n)
+            (void)poll(fds, n, (int)(wait_ms > 60000 ? 60000 : wait_ms));
+        else {
+            struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (uint32_t i = 0; i < j->n; i++)
+        pump_one(j, &j->procs[i], false);
+}
+
 static void finish(struct jobs *j, uint32_t i)
 {
     struct job_proc *p = &j->procs[i];
+    if (p->log_pipe >= 0)
+        close(p->log_pipe);
+    if (p->log_file >= 0)
+        close(p->log_file);
     j->finished[j->n_finished++ % FINISHED_KEEP] =
         (struct rank_key){.job_id = p->job_id, .run = p->run, .rank = p->rank};
     j->procs[i] = j->procs[--j->n];
@@ -416,6 +514,9 @@ void jobs_reap(struct jobs *j, int64_t now_ms,
             memcpy(p->reason, why, sizeof(why));
         }
         kill(-p->pgid, SIGKILL); /* what the leader left behind */
+        if (p->cgroup[0])
+            cg_signal(p->cgroup, SIGKILL);
+        pump_one(j, p, true); /* its last output goes before its exit */
         if (p->cgroup[0] && !cg_kill_wait(p->cgroup, 2000) && j->n_orphans < 64) {
             struct orphan *o = &j->orphans[j->n_orphans++];
             *o = (struct orphan){.gpu_mask = gpu_mask(p->gpus)};

@@ -5,7 +5,7 @@
  *            [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]
  *            [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]
  *            [--smi-command CMD] [--cgroup-root DIR|none] [--user-map FILE]
- *            [--unsafe-jobs-as-agent-user] [--address ADDR]
+ *            [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]
  *
  * Every interval it samples telemetry into the outbox as numbered batches,
  * sends its heartbeat (POST /v1/nodes/NODE/heartbeat: the node is alive,
@@ -156,7 +156,7 @@ static void flush(struct agent *a)
 {
     struct outbox_item *it;
     while (!stopping && now_ms() >= a->retry_at_ms && (it = outbox_front(&a->out))) {
-        const char *type = it->kind == OUTBOX_TELEMETRY ? "text/plain" : "application/json";
+        const char *type = it->kind == OUTBOX_EXIT ? "application/json" : "text/plain";
         int st = call(a, "POST", it->path, it->body, it->len, type, NULL);
         if (st < 0 || st == 401 || st == 403 || st == 429 || st >= 500) {
             backoff(a);
@@ -340,6 +340,24 @@ static void on_exit_report(void *ctx, const struct job_proc *p, int status)
     }
 }
 
+/* A chunk of a rank's output, to POST /v1/jobs/ID/log through the outbox
+ * (in order with the rank's exit report, which follows its last chunk). */
+static void on_log_chunk(void *ctx, const struct job_proc *p, const char *buf, size_t n,
+                         int64_t off)
+{
+    struct agent *a = ctx;
+    struct outbox_item it = {.kind = OUTBOX_LOG, .body = malloc(n ? n : 1), .len = n};
+    snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/log?rank=%u&run=%lld&offset=%lld",
+             (long long)p->job_id, p->rank, (long long)p->run, (long long)off);
+    if (it.body)
+        memcpy(it.body, buf, n);
+    if (!it.body || outbox_push(&a->out, &it) != 0) {
+        free(it.body);
+        fprintf(stderr, "sn-agent: output of job %lld rank %u not shipped: outbox full\n",
+                (long long)p->job_id, p->rank);
+    }
+}
+
 static void write_status(struct agent *a)
 {
     if (!a->status_path)
@@ -380,10 +398,7 @@ static void run(struct agent *a)
         int64_t wait = next_sample - now_ms();
         if (a->out.count && a->retry_at_ms - now_ms() < wait)
             wait = a->retry_at_ms - now_ms();
-        if (wait > 0) {
-            struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
-            nanosleep(&ts, NULL);
-        }
+        jobs_pump_logs(&a->jobs, wait); /* waits for job output or the next tick */
     }
 }
 
@@ -394,7 +409,7 @@ static void usage(FILE *out)
             "                [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]\n"
             "                [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]\n"
             "                [--smi-command CMD] [--cgroup-root DIR|none] [--user-map FILE]\n"
-            "                [--unsafe-jobs-as-agent-user] [--address ADDR]\n\n"
+            "                [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]\n\n"
             "  --interval S      sampling and heartbeat interval: seconds (0.5) or a duration\n"
             "                    with a unit (30s, 2min); default 5\n"
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
@@ -416,7 +431,9 @@ static void usage(FILE *out)
             "                    UNSAFE, for tests and development only: run the jobs of\n"
             "                    unmapped tenants as the agent's own user (root if it is)\n"
             "  --address ADDR    this node's address for MASTER_ADDR; default: the host\n"
-            "                    name's first IPv4 address\n");
+            "                    name's first IPv4 address\n"
+            "  --log-max BYTES   output kept per rank (WORK_DIR/job-ID-RANK.log, shipped to\n"
+            "                    snd); default 16777216\n");
 }
 
 /* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
@@ -470,7 +487,7 @@ static int parse_fault(struct sim_faults *f, const char *v)
 
 struct args {
     const char *server, *backend, *cluster, *work_dir, *buffer, *seed;
-    const char *cgroup_root, *user_map, *address; /* appended */
+    const char *cgroup_root, *user_map, *address, *log_max; /* appended */
 };
 
 static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
@@ -510,6 +527,8 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             g->user_map = v;
         else if (strcmp(o, "--address") == 0)
             g->address = v;
+        else if (strcmp(o, "--log-max") == 0)
+            g->log_max = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
         else if (strcmp(o, "--buffer") == 0)
@@ -581,6 +600,12 @@ static int configure(struct agent *a, struct args *g)
     }
     for (int i = 0; i < 16; i++)
         snprintf(a->boot + 2 * i, 3, "%02x", raw[i]);
+    long long log_max = g->log_max ? strtoll(g->log_max, &end, 10) : 16ll << 20;
+    if (g->log_max && (!*g->log_max || *end || log_max < 1024 || log_max > (1ll << 40))) {
+        fprintf(stderr, "sn-agent: --log-max '%s': expected 1024 to 2^40 bytes\n", g->log_max);
+        return 2;
+    }
+    a->jobs.log_max = log_max;
     if (outbox_init(&a->out, (uint32_t)cap) != 0)
         return 3;
     return -1;
@@ -707,6 +732,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "sn-agent: warning: --unsafe-jobs-as-agent-user: jobs of unmapped "
                             "tenants run as uid %d\n",
                     (int)geteuid());
+        a.jobs.ship_log = on_log_chunk;
+        a.jobs.ship_ctx = &a;
         jobs_recover(&a.jobs, on_exit_report, &a);
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);

@@ -1,8 +1,9 @@
 /*
- * sn submit, sn jobs, sn job show, sn cancel: jobs through snd's API
+ * sn submit, sn jobs, sn job show, sn job log, sn cancel: jobs through snd's API
  * (docs/cmd-client.md). Tables follow squeue's columns; -o json prints the
  * API's objects.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,14 +280,82 @@ static void show_job(json_t *j, json_t *events)
     }
 }
 
+static bool job_ended(json_t *j)
+{
+    const char *s = client_str(j, "state");
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0;
+}
+
+/* sn job log ID [--rank R] [--follow]: the rank's output as snd holds it
+ * (pages by byte offset); --follow polls until the job ended and two polls
+ * in a row brought nothing new. */
+static int cmd_job_log(int argc, char **argv)
+{
+    struct client_opt o[] = {
+        {"rank", false, "the rank whose output to print (default 0)", NULL},
+        {"follow", true, "keep printing new output until the job ended", NULL},
+    };
+    struct client c;
+    int rc = client_init(&c, "sn job log", "usage: sn job log ID [--rank R] [--follow]", argc,
+                         argv, o, 2, 1, 1);
+    if (rc >= 0)
+        return rc;
+    char *end = NULL;
+    long long rank = o[0].value ? strtoll(o[0].value, &end, 10) : 0;
+    if (o[0].value && (!*o[0].value || *end || rank < 0)) {
+        fprintf(stderr, "sn job log: --rank '%s': expected a rank (0, 1, ...)\n", o[0].value);
+        return SN_EXIT_USAGE;
+    }
+    long long off = 0;
+    int idle = 0;
+    json_t *all = json_array();
+    for (;;) {
+        json_t *page = NULL;
+        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/jobs/%s/log?rank=%lld&offset=%lld",
+                         c.args[0], rank, off);
+        if (rc != SN_EXIT_OK)
+            break;
+        const char *data = json_string_value(json_object_get(page, "data"));
+        size_t n = json_string_length(json_object_get(page, "data"));
+        long long next = json_integer_value(json_object_get(page, "next"));
+        if (c.json)
+            json_array_append(all, page);
+        else if (n)
+            fwrite(data, 1, n, stdout);
+        fflush(stdout);
+        json_decref(page);
+        bool more = next > off;
+        off = next;
+        if (more)
+            continue;
+        if (!o[1].value)
+            break;
+        json_t *job = NULL;
+        rc = client_call(&c, "GET", NULL, NULL, &job, "/v1/jobs/%s", c.args[0]);
+        bool ended = rc == SN_EXIT_OK && job_ended(job);
+        json_decref(job);
+        if (rc != SN_EXIT_OK || (ended && ++idle >= 2))
+            break;
+        poll(NULL, 0, 500);
+    }
+    if (c.json && rc == SN_EXIT_OK)
+        client_print_json(all);
+    json_decref(all);
+    return rc;
+}
+
 int cmd_job(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "log") == 0)
+        return cmd_job_log(argc - 1, argv + 1);
     struct client c;
-    int rc = client_init(&c, "sn job", "usage: sn job show ID", argc, argv, NULL, 0, 2, 2);
+    int rc = client_init(&c, "sn job", "usage: sn job show ID | sn job log ID [--rank R] [--follow]",
+                         argc, argv, NULL, 0, 2, 2);
     if (rc >= 0)
         return rc;
     if (strcmp(c.args[0], "show") != 0) {
-        fprintf(stderr, "sn job: unknown subcommand '%s' (expected show)\n", c.args[0]);
+        fprintf(stderr, "sn job: unknown subcommand '%s' (expected show or log)\n", c.args[0]);
         return SN_EXIT_USAGE;
     }
     json_t *j = NULL, *ev = NULL;

@@ -18,7 +18,7 @@ static const struct sn_command commands[] = {
     {"health", cmd_health, "analyze telemetry: findings, GPU scores, actions, acceptance"},
     {"submit", cmd_submit, "submit a job to snd (flags or a job file)"},
     {"jobs", cmd_jobs, "list jobs, like squeue"},
-    {"job", cmd_job, "show a job: placement, pending reason, events (sn job show ID)"},
+    {"job", cmd_job, "show a job (sn job show ID) or its output (sn job log ID)"},
     {"cancel", cmd_cancel, "cancel jobs"},
     {"nodes", cmd_nodes, "nodes by supernode and state, like sinfo"},
     {"cordon", cmd_node_action, "keep new work off a node or GPU (--reason)"},

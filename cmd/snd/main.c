@@ -428,6 +428,7 @@ int main(int argc, char **argv)
     }
     stop(&d);
     snd_sched_stop(&d);
+    snd_job_logs_free();
     snd_state_free(&d);
     sn_model_free(model);
     sn_spec_free(spec);

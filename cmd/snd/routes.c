@@ -656,6 +656,15 @@ static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
     return snd_reply(d, r, 200, snd_job_json(d, j));
 }
 
+/* GET /v1/jobs/{id}/log: tenant isolation as for the job itself. */
+static enum MHD_Result get_job_log(struct snd *d, struct snd_req *r)
+{
+    struct snd_job *j = visible_job(d, r);
+    if (!j)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    return snd_get_job_log(d, r, j);
+}
+
 static enum MHD_Result cancel_done(struct snd *d, struct snd_req *r)
 {
     if (r->store_rc != SN_OK)
@@ -1095,5 +1104,10 @@ const struct snd_route snd_routes[] = {
      "the supernode map: aggregates, or one supernode's GPUs"},
     {"GET", "/v1/dashboard/summary", SN_SCOPE_CLUSTER_READ, snd_dashboard_summary,
      "counts, queue, recent events and utilisation history"},
+    /* Job runtime (joblog.c, docs/api.md "Job output"). */
+    {"POST", "/v1/jobs/{}/log", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_log,
+     "agents: a chunk of a rank's output (rank, run, offset; raw body)"},
+    {"GET", "/v1/jobs/{}/log", SN_SCOPE_JOBS_READ, get_job_log,
+     "a rank's output, paged by byte offset"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

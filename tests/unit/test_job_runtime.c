@@ -17,6 +17,10 @@
  *  - snd keeps GPUs whose last job's processes are not reported gone out
  *    of placement (GET /v1/gpus: "processes": "draining") until the
  *    agent's heartbeat no longer lists them in busy_gpus;
+ *  - job output: the agent ships each rank's stdout+stderr to snd, which
+ *    serves it by byte offset (GET /v1/jobs/{id}/log, and `sn job log`,
+ *    also --follow), only to the job's tenant; --log-max caps it per rank
+ *    (file on the node and what snd gets) with a marker line;
  *  - jobs run as the tenant's Unix user from --user-map (a user made with
  *    useradd; root only, else skipped with a message); a tenant without a
  *    user, or mapped to root, fails with a clear reason.
@@ -530,6 +534,90 @@ static void per_tenant_users(void **state)
     remove_tree(&d);
 }
 
+/* Runs `sn job log ...` with the daemon and token; its stdout in out. */
+static int sn_log(struct daemon *d, const char *token, const char *args, char *out, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' job log %s", d->port,
+             token, built("sn"), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void job_output(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    for (int s = 1; s < 8; s++) {
+        char url[64];
+        snprintf(url, sizeof(url), "/v1/nodes/sn00-t%02d/cordon", s);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    const char *const extra[] = {"--cgroup-root", "none", "--unsafe-jobs-as-agent-user",
+                                 "--log-max", "4096", NULL};
+    pid_t agent = agent_start(&d, "sn00-t00", extra);
+    /* Two ranks: each prints its rank on stdout and a line on stderr. */
+    long long id = submit_as(&d, "acme", 2, "echo out $RANK; echo err $RANK >&2; sleep 0.3; "
+                                            "echo done $RANK", NULL);
+    json_decref(wait_state(&d, id, "completed"));
+    char url[96], out[16384];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=1", id);
+    json_t *j = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(j, "data")), "out 1\nerr 1\ndone 1\n");
+    assert_int_equal(json_integer_value(json_object_get(j, "next")), 19);
+    json_decref(j);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=0&offset=6", id);
+    j = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(j, "data")), "err 0\ndone 0\n");
+    json_decref(j);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=2", id);
+    expect_error(&d, 400, "GET", url, d.admin, NULL, "invalid_query", "rank");
+    /* Tenant isolation: beta does not see acme's job or its output. */
+    char acme[SN_AUTH_TOKEN_MAX], beta[SN_AUTH_TOKEN_MAX], args[64];
+    tenant_token(&d, "acme", acme);
+    tenant_token(&d, "beta", beta);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log", id);
+    expect(&d, 200, "GET", url, acme, NULL);
+    expect_error(&d, 404, "GET", url, beta, NULL, "not_found", NULL);
+    snprintf(args, sizeof(args), "%lld --rank 1", id);
+    assert_int_equal(sn_log(&d, acme, args, out, sizeof(out)), 0);
+    assert_string_equal(out, "out 1\nerr 1\ndone 1\n");
+    assert_int_equal(sn_log(&d, beta, args, out, sizeof(out)), 4);
+    /* --follow prints output as it comes and ends with the job. */
+    id = submit_as(&d, "acme", 1, "for i in 1 2 3; do echo line $i; sleep 0.5; done", NULL);
+    json_decref(wait_state(&d, id, "running"));
+    snprintf(args, sizeof(args), "%lld --follow", id);
+    assert_int_equal(sn_log(&d, acme, args, out, sizeof(out)), 0);
+    assert_string_equal(out, "line 1\nline 2\nline 3\n");
+    /* The cap: 4096 bytes kept (on the node and in snd), then a marker. */
+    id = submit_as(&d, "acme", 1, "i=0; while [ $i -lt 1000 ]; do echo 0123456789; i=$((i+1)); done",
+                   NULL);
+    json_decref(wait_state(&d, id, "completed"));
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?limit=1048576", id);
+    j = get(&d, url);
+    const char *data = json_string_value(json_object_get(j, "data"));
+    const char *marker = "\n[sn-agent: output cap of 4096 bytes reached; the rest is dropped]\n";
+    assert_int_equal(strlen(data), 4096 + strlen(marker));
+    assert_string_equal(data + 4096, marker);
+    assert_int_equal(strncmp(data, "0123456789\n0123456789\n", 22), 0);
+    json_decref(j);
+    char file[400];
+    snprintf(file, sizeof(file), "%s/work-sn00-t00/job-%lld-0.log", d.dir, id);
+    struct stat st;
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal((long long)st.st_size, (long long)(4096 + strlen(marker)));
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
 static int reap_all(void **state)
 {
     for (int i = 0; i < 8; i++)
@@ -548,6 +636,7 @@ int main(void)
         cmocka_unit_test_teardown(orphans_with_cgroups, reap_all),
         cmocka_unit_test_teardown(draining_gpus, reap_all),
         cmocka_unit_test_teardown(per_tenant_users, reap_all),
+        cmocka_unit_test_teardown(job_output, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
