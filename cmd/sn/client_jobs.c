@@ -1,5 +1,5 @@
 /*
- * sn submit, sn jobs, sn job show, sn job log, sn cancel: jobs through snd's API
+ * sn submit, sn jobs, sn job show, sn job log, sn cancel, sn acct: jobs through snd's API
  * (docs/cmd-client.md). Tables follow squeue's columns; -o json prints the
  * API's objects.
  */
@@ -401,4 +401,141 @@ int cmd_cancel(int argc, char **argv)
         client_print_json(all);
     json_decref(all);
     return worst;
+}
+
+/* A time for --since/--until: Unix seconds ("@1767000000" or a plain
+ * number), "YYYY-MM-DD[THH:MM[:SS]][Z]" (UTC), or a duration ago ("2h"). */
+static int parse_when(const char *flag, const char *v, long long now, long long *out)
+{
+    char *end = NULL;
+    const char *p = v[0] == '@' ? v + 1 : v;
+    long long x = strtoll(p, &end, 10);
+    if (*p && !*end && x >= 0) {
+        *out = x;
+        return 0;
+    }
+    int y, mo, da, h = 0, mi = 0, se = 0, n = 0;
+    if (sscanf(v, "%4d-%2d-%2d%n", &y, &mo, &da, &n) == 3 &&
+        (v[n] == '\0' || v[n] == 'Z' ||
+         (v[n] == 'T' && (sscanf(v + n, "T%2d:%2d:%2d", &h, &mi, &se) >= 2))) &&
+        mo >= 1 && mo <= 12 && da >= 1 && da <= 31 && h < 24 && mi < 60 && se < 61) {
+        /* Days from the civil date (H. Hinnant's days_from_civil). */
+        long long yy = y - (mo <= 2), era = (yy >= 0 ? yy : yy - 399) / 400;
+        long long yoe = yy - era * 400, mp = (mo + 9) % 12;
+        long long doy = (153 * mp + 2) / 5 + da - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        *out = (era * 146097 + doe - 719468) * 86400 + h * 3600 + mi * 60 + se;
+        return 0;
+    }
+    double s = 0;
+    struct sn_error err = {0};
+    if (sn_units_parse(v, SN_UNIT_TIME, &s, &err) == SN_OK && s >= 0) {
+        *out = now - (long long)s;
+        return 0;
+    }
+    fprintf(stderr,
+            "sn acct: %s '%s': expected Unix seconds, a UTC date (2026-12-01 or "
+            "2026-12-01T10:00:00Z) or a duration ago (2h)\n",
+            flag, v);
+    return -1;
+}
+
+static void acct_row(json_t *j)
+{
+    char el[32], w[60], ex[16] = "-";
+    client_age(json_integer_value(json_object_get(j, "elapsed_s")), el, sizeof(el));
+    json_t *e = json_object_get(j, "exit_status");
+    if (json_is_integer(e))
+        snprintf(ex, sizeof(ex), "%lld", (long long)json_integer_value(e));
+    json_t *nodes = json_object_get(j, "nodes");
+    if (json_array_size(nodes)) {
+        size_t n = 0, i;
+        json_t *v;
+        w[0] = '\0';
+        json_array_foreach(nodes, i, v)
+        {
+            int k = snprintf(w + n, sizeof(w) - n, "%s%s", i ? "," : "", json_string_value(v));
+            if (k < 0 || (size_t)k >= sizeof(w) - n) {
+                snprintf(w + sizeof(w) - 4, 4, "...");
+                break;
+            }
+            n += (size_t)k;
+        }
+    } else {
+        snprintf(w, sizeof(w), "-");
+    }
+    printf("%7lld %-10.10s %-16.16s %-9s %6lld %10s %4s %s\n",
+           (long long)json_integer_value(json_object_get(j, "id")), client_str(j, "tenant"),
+           client_str(j, "name"), client_str(j, "state"),
+           (long long)json_integer_value(json_object_get(j, "gpus")), el, ex, w);
+}
+
+int cmd_acct(int argc, char **argv)
+{
+    struct client_opt o[] = {
+        {"tenant", false, "only this tenant's jobs (admin tokens)", NULL},
+        {"state", false, "states (default completed,failed,cancelled; a comma-separated list)",
+         NULL},
+        {"since", false, "jobs not ended before this time (Unix s, UTC date, or 2h ago)", NULL},
+        {"until", false, "jobs submitted before this time", NULL},
+        {"name", false, "only jobs of this name", NULL},
+        {"limit", false, "at most this many jobs (default 1000)", NULL},
+    };
+    struct client c;
+    int rc = client_init(&c, "sn acct",
+                         "usage: sn acct [--tenant T] [--state S[,S]] [--since T] [--until T] "
+                         "[--name N] [--limit N]",
+                         argc, argv, o, 6, 0, 0);
+    if (rc >= 0)
+        return rc;
+    long long now = (long long)time(NULL), max = 1000;
+    char *end = NULL;
+    if (o[5].value && ((max = strtoll(o[5].value, &end, 10)) < 1 || *end)) {
+        fprintf(stderr, "sn acct: --limit '%s': expected a positive integer\n", o[5].value);
+        return SN_EXIT_USAGE;
+    }
+    char filter[600] = "";
+    const char *names[] = {"tenant", "state", "since", "until", "name"};
+    for (int i = 0; i < 5; i++) {
+        if (!o[i].value)
+            continue;
+        char v[64];
+        long long t;
+        if (i == 2 || i == 3) {
+            if (parse_when(i == 2 ? "--since" : "--until", o[i].value, now, &t) != 0)
+                return SN_EXIT_USAGE;
+            snprintf(v, sizeof(v), "%lld", t);
+        } else {
+            snprintf(v, sizeof(v), "%s", o[i].value);
+        }
+        snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i], v);
+    }
+    json_t *all = json_array();
+    long long after = 0;
+    while ((long long)json_array_size(all) < max) {
+        json_t *page = NULL;
+        long long want = max - (long long)json_array_size(all);
+        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/accounting?limit=%lld&after=%lld%s",
+                         want > 1000 ? 1000 : want, after, filter);
+        if (rc != SN_EXIT_OK) {
+            json_decref(all);
+            return rc;
+        }
+        json_array_extend(all, json_object_get(page, "items"));
+        json_t *next = json_object_get(page, "next");
+        after = json_integer_value(next);
+        json_decref(page);
+        if (!json_is_integer(next))
+            break;
+    }
+    if (c.json) {
+        client_print_json(all);
+    } else {
+        printf("%7s %-10s %-16s %-9s %6s %10s %4s %s\n", "JOBID", "TENANT", "NAME", "STATE",
+               "GPUS", "ELAPSED", "EXIT", "NODES");
+        size_t i;
+        json_t *j;
+        json_array_foreach(all, i, j) acct_row(j);
+    }
+    json_decref(all);
+    return SN_EXIT_OK;
 }

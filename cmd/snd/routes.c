@@ -656,6 +656,77 @@ static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
     return snd_reply(d, r, 200, snd_job_json(d, j));
 }
 
+/* GET /v1/accounting: the job history, like sacct. A job matches the time
+ * window when it was in the system during it (submitted before `until`,
+ * not ended before `since`); by default only ended jobs are listed. */
+static bool query_time(struct snd *d, struct snd_req *r, const char *name, int64_t *out,
+                       enum MHD_Result *ret)
+{
+    const char *v = snd_query(r, name);
+    if (!v)
+        return true;
+    char *end = NULL;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < 0) {
+        *ret = snd_error(d, r, 400, "invalid_query", name, "%s must be Unix seconds", name);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static json_t *acct_json(const struct snd *d, const struct snd_job *j, int64_t now_s)
+{
+    json_t *o = snd_job_json(d, j);
+    int64_t end = j->end_s ? j->end_s : now_s;
+    int64_t elapsed = j->start_s && end > j->start_s ? end - j->start_s : 0;
+    uint32_t gpus = j->n_alloc ? j->n_alloc : j->n_last_alloc;
+    json_object_set_new(o, "elapsed_s", json_integer(elapsed));
+    json_object_set_new(o, "gpu_seconds", json_integer(elapsed * (int64_t)gpus));
+    return o;
+}
+
+static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after, since = 0, until = INT64_MAX;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret) || !query_time(d, r, "since", &since, &ret) ||
+        !query_time(d, r, "until", &until, &ret))
+        return ret;
+    const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
+    const char *name = snd_query(r, "name");
+    int states = st ? state_mask(st)
+                    : (1 << SND_JOB_COMPLETED) | (1 << SND_JOB_FAILED) | (1 << SND_JOB_CANCELLED);
+    if (st && states < 0)
+        return snd_error(d, r, 400, "invalid_query", "state",
+                         "state '%s': expected pending, running, completed, failed, cancelled "
+                         "or requeued, or a comma-separated list of them",
+                         st);
+    if (!snd_is_admin(r)) {
+        if (tenant && strcmp(tenant, r->tok.subject) != 0)
+            return snd_error(d, r, 403, "forbidden", "tenant",
+                             "a tenant token sees only its own jobs' history");
+        tenant = r->tok.subject;
+    }
+    json_t *items = json_array();
+    int64_t next = 0, now = snd_now_s();
+    for (int64_t id = after + 1; id < d->next_job_id; id++) {
+        const struct snd_job *j = snd_job_get(d, id);
+        if (!job_matches(j, states, tenant, NULL) || j->submit_s > until ||
+            (j->end_s && j->end_s < since))
+            continue;
+        const char *jn = json_string_value(json_object_get(j->spec, "name"));
+        if (name && (!jn || strcmp(jn, name) != 0))
+            continue;
+        if ((int64_t)json_array_size(items) == limit) {
+            next = id - 1;
+            break;
+        }
+        json_array_append_new(items, acct_json(d, j, now));
+    }
+    return snd_reply(d, r, 200, page(items, next));
+}
+
 /* GET /v1/jobs/{id}/log: tenant isolation as for the job itself. */
 static enum MHD_Result get_job_log(struct snd *d, struct snd_req *r)
 {
@@ -1109,5 +1180,7 @@ const struct snd_route snd_routes[] = {
      "agents: a chunk of a rank's output (rank, run, offset; raw body)"},
     {"GET", "/v1/jobs/{}/log", SN_SCOPE_JOBS_READ, get_job_log,
      "a rank's output, paged by byte offset"},
+    {"GET", "/v1/accounting", SN_SCOPE_JOBS_READ, get_accounting,
+     "job history like sacct: ended jobs, filtered by tenant, state, time, name; paged"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -84,6 +84,7 @@ check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
 TT=$("$SN" token create --tenant acme --ttl 1h)
 case "$TT" in sn1.*) ;; *) fail "token create printed '$TT'" ;; esac
 check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
+check 5 "403 a tenant token sees only its own" env SN_TOKEN="$TT" "$SN" acct --tenant other
 check 5 "403" env SN_TOKEN="$TT" "$SN" tenants
 check 5 "401" env SN_TOKEN=sn1.bad.bad "$SN" jobs
 check 2 "exactly one of" "$SN" token create
@@ -99,6 +100,17 @@ check 0 "^ +1 acme +llm +cancelled" "$SN" jobs --state cancelled,completed
 check 1 "400 state 'running,gone'" "$SN" jobs --state running,gone
 check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
 check 0 "^end_time_s +[0-9]+$" "$SN" job show 1
+# sn acct: the history of ended jobs, filtered; -o json with GPU-seconds.
+check 0 "JOBID TENANT +NAME +STATE +GPUS +ELAPSED EXIT NODES" "$SN" acct
+check 0 "^ +1 acme +llm +cancelled +16 +[0-9hms]+ +- sn00-t00,sn00-t01$" "$SN" acct
+check 0 "^ +1 acme +llm +cancelled" "$SN" acct --tenant acme --name llm --since 1h
+check 0 '"gpu_seconds": [0-9]+' "$SN" acct -o json
+check 0 '^\[\]$' "$SN" acct --since 2099-01-01 -o json
+check 0 '^\[\]$' "$SN" acct --until 0 -o json
+check 0 '^\[\]$' "$SN" acct --name nosuchjob -o json
+check 0 '"state": "pending"' "$SN" acct --state pending -o json
+check 2 "expected Unix seconds, a UTC date" "$SN" acct --since yesterday
+check 1 "400 state 'over'" "$SN" acct --state over
 # Server and token lookup: flag over env over config file.
 printf 'server = http://127.0.0.1:%s\ntoken_file = %s\n' "$PORT" "$D/state/admin.token" >"$D/client.conf"
 check 0 "filejob" env -u SN_SERVER -u SN_TOKEN SN_CONFIG="$D/client.conf" "$SN" jobs
