@@ -44,7 +44,8 @@ enum {
     S_TIME,
     S_KEY,
     S_FILE,
-    S_F
+    S_F,
+    S_AFTER
 };
 
 int cmd_submit(int argc, char **argv)
@@ -64,10 +65,15 @@ int cmd_submit(int argc, char **argv)
         [S_FILE] = {"file", false, "job file: a JSON object of the API's job fields ('-': stdin)",
                     NULL},
         [S_F] = {"f", false, "same as --file", NULL},
+        [S_AFTER] = {"after-ok", false,
+                     "job ids (3,5-7): start only after each completed; one that failed or was "
+                     "cancelled cancels this job",
+                     NULL},
     };
     struct client c;
     int rc =
-        client_init(&c, "sn submit", "usage: sn submit [--file JOB.json] [--name N] [--gpus G] ...",
+        client_init(&c, "sn submit",
+                    "usage: sn submit [--file JOB.json] [--name N] [--gpus G] [--after-ok IDS] ...",
                     argc, argv, o, sizeof(o) / sizeof(o[0]), 0, 0);
     if (rc >= 0)
         return rc;
@@ -84,6 +90,8 @@ int cmd_submit(int argc, char **argv)
     for (int i = S_NAME; i <= S_CKPT; i++)
         if (keys[i] && o[i].value)
             json_object_set_new(job, keys[i], json_string(o[i].value));
+    if (o[S_AFTER].value)
+        json_object_set_new(job, "after_ok", json_string(o[S_AFTER].value));
     if (o[S_GPUS].value) {
         char *end = NULL;
         long long g = strtoll(o[S_GPUS].value, &end, 10);
@@ -350,8 +358,9 @@ int cmd_job(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "log") == 0)
         return cmd_job_log(argc - 1, argv + 1);
     struct client c;
-    int rc = client_init(&c, "sn job", "usage: sn job show ID | sn job log ID [--rank R] [--follow]",
-                         argc, argv, NULL, 0, 2, 2);
+    int rc = client_init(&c, "sn job",
+                         "usage: sn job show ID | sn job log ID [--rank R] [--follow]", argc, argv,
+                         NULL, 0, 2, 2);
     if (rc >= 0)
         return rc;
     if (strcmp(c.args[0], "show") != 0) {

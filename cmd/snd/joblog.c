@@ -108,7 +108,10 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 {
     if (p[0] < 0x80)
         return 1;
-    size_t want = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    size_t want = (p[0] & 0xe0) == 0xc0   ? 2
+                  : (p[0] & 0xf0) == 0xe0 ? 3
+                  : (p[0] & 0xf8) == 0xf0 ? 4
+                                          : 0;
     if (!want || want > n || p[0] == 0xc0 || p[0] == 0xc1 || p[0] > 0xf4)
         return 0;
     for (size_t i = 1; i < want; i++)
@@ -198,7 +201,8 @@ enum MHD_Result snd_post_job_log(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 400, "invalid_query", "rank", "rank must be 0 to %u of job %lld",
                          n ? n - 1 : 0, (long long)j->id);
     if (!query_int(r, "run", 0, INT32_MAX, true, &run))
-        return snd_error(d, r, 400, "invalid_query", "run", "run must be the job's run (0, 1, ...)");
+        return snd_error(d, r, 400, "invalid_query", "run",
+                         "run must be the job's run (0, 1, ...)");
     if (!query_int(r, "offset", 0, INT64_MAX / 2, true, &off))
         return snd_error(d, r, 400, "invalid_query", "offset",
                          "offset must be the chunk's byte offset in the rank's output");

@@ -454,6 +454,26 @@ static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api
                          (long long)b->gpus, tenant, (long long)q->gpus, b->pool);
         return false;
     }
+    if (b->after_ok[0]) {
+        uint32_t *ids = NULL, n = 0;
+        bool ok = snd_ranges_parse(b->after_ok, &ids, &n, SND_DEPS_MAX) == 0 && n > 0;
+        int64_t badid = 0;
+        for (uint32_t i = 0; ok && i < n; i++) {
+            const struct snd_job *dep = snd_job_get(d, ids[i]);
+            ok = dep && dep->durable && strcmp(dep->tenant, tenant) == 0;
+            badid = ids[i];
+        }
+        free(ids);
+        if (!ok) {
+            *ret = badid ? snd_error(d, r, 422, "unknown_reference", "after_ok",
+                                     "after_ok: no job %lld of tenant '%s'", (long long)badid,
+                                     tenant)
+                         : snd_error(d, r, 400, "invalid_field", "after_ok",
+                                     "after_ok '%.64s': expected job ids (\"3,5-7\"), at most %d",
+                                     b->after_ok, SND_DEPS_MAX);
+            return false;
+        }
+    }
     const char *paths[2] = {b->data_path, b->checkpoint_path};
     const char *names[2] = {"data_path", "checkpoint_path"};
     for (int i = 0; i < 2; i++)
@@ -478,7 +498,10 @@ static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
         return store_failed(d, r);
     }
     job->durable = true;
-    snd_sched_submit(d, job);
+    if (json_object_get(job->spec, "after_ok"))
+        d->deps_dirty = true; /* held until its dependencies end (sched.c) */
+    else
+        snd_sched_submit(d, job);
     return snd_reply(d, r, 201, snd_job_json(d, job));
 }
 

@@ -604,6 +604,7 @@ void snd_sched_submit(struct snd *d, struct snd_job *job)
         snprintf(msg, sizeof(msg), "refused by the scheduler: %.500s", err.message);
         snd_job_set_detail(job, msg);
         job_rows(d, job, "failed", msg);
+        d->deps_dirty = true;
         return;
     }
     job->sched_id = sid;
@@ -625,11 +626,65 @@ void snd_sched_drop(struct snd *d, struct snd_job *job)
     }
     if (job->n_alloc)
         release_alloc(d, job);
+    d->deps_dirty = true;
     snd_sched_poke(d);
+}
+
+int snd_job_deps(const struct snd *d, const struct snd_job *job, int64_t *bad)
+{
+    const char *text = json_string_value(json_object_get(job->spec, "after_ok"));
+    uint32_t *ids = NULL, n = 0;
+    if (!text || snd_ranges_parse(text, &ids, &n, SND_DEPS_MAX) != 0)
+        return 0; /* checked at submit */
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc >= 0; i++) {
+        const struct snd_job *dep = snd_job_get(d, ids[i]);
+        if (dep && dep->state == SND_JOB_COMPLETED)
+            continue;
+        if (!dep || dep->state == SND_JOB_FAILED || dep->state == SND_JOB_CANCELLED) {
+            *bad = ids[i];
+            rc = -1;
+        } else {
+            rc = 1;
+        }
+    }
+    free(ids);
+    return rc;
+}
+
+/* Pending jobs held for their dependencies: handed to the core once they
+ * all completed, cancelled (with the reason) once one did not. */
+static void settle_deps(struct snd *d)
+{
+    d->deps_dirty = false;
+    for (int64_t id = 1; id < d->next_job_id; id++) {
+        struct snd_job *j = snd_job_get(d, id);
+        if (!j || !j->durable || j->state != SND_JOB_PENDING || j->sched_id != SN_NONE ||
+            !json_object_get(j->spec, "after_ok"))
+            continue;
+        int64_t bad = 0;
+        int rc = snd_job_deps(d, j, &bad);
+        if (rc == 0) {
+            snd_sched_submit(d, j);
+        } else if (rc < 0) {
+            const struct snd_job *dep = snd_job_get(d, bad);
+            char msg[160];
+            snprintf(msg, sizeof(msg), "dependency job %lld %s", (long long)bad,
+                     dep ? snd_job_state_name(dep->state) : "does not exist");
+            snd_job_set_state(d, j, SND_JOB_CANCELLED);
+            j->updated_s = j->end_s = snd_now_s();
+            snd_job_set_detail(j, msg);
+            job_rows(d, j, "cancelled", msg);
+            d->deps_dirty = true; /* its own dependents follow */
+        }
+    }
 }
 
 const char *snd_sched_reason(const struct snd *d, const struct snd_job *job)
 {
+    if (job->sched_id == SN_NONE && job->state == SND_JOB_PENDING &&
+        json_object_get(job->spec, "after_ok"))
+        return "dependency";
     if (job->sched_id == SN_NONE || !d->sched)
         return "none";
     struct sn_job_info info;
@@ -724,6 +779,8 @@ int64_t snd_sched_tick(struct snd *d)
         d->sched_dirty = true;
         d->next_timer_ms = now + d->cfg.sched_interval_ms;
     }
+    if (d->deps_dirty)
+        settle_deps(d);
     int64_t wait = d->next_timer_ms - now;
     if (d->sched_dirty) {
         /* Passes after events take at most about a tenth of this thread:
@@ -789,6 +846,12 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
                                 (long long)id, snd_job_state_name(j->state));
         if (!live(j))
             continue;
+        int64_t bad;
+        if (j->state == SND_JOB_PENDING && json_object_get(j->spec, "after_ok") &&
+            snd_job_deps(d, j, &bad) != 0) {
+            d->deps_dirty = true; /* held: settle_deps hands it over or cancels it */
+            continue;
+        }
         struct sn_job_spec js;
         uint32_t sid;
         if (!job_spec(d, j, &js) || sn_sched_submit(d->sched, &js, &sid, err) != SN_OK ||

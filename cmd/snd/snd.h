@@ -192,8 +192,10 @@ struct snd {
     uint8_t *gpu_procs;
     bool *agent_reports_procs;
     uint64_t *master_ports;
+    bool deps_dirty; /* a job ended or a dependent was submitted: settle dependencies */
 };
 
+#define SND_DEPS_MAX 64 /* job ids in a job's after_ok */
 #define SND_MASTER_PORT_BASE 29500
 #define SND_MASTER_PORTS 16384
 

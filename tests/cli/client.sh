@@ -111,6 +111,15 @@ check 0 '^\[\]$' "$SN" acct --name nosuchjob -o json
 check 0 '"state": "pending"' "$SN" acct --state pending -o json
 check 2 "expected Unix seconds, a UTC date" "$SN" acct --since yesterday
 check 1 "400 state 'over'" "$SN" acct --state over
+# --after-ok: held for its dependency; the cancelled job 1 cancels it.
+check 0 "^submitted job [0-9]+ \(pending\)$" "$SN" submit --tenant acme --name dep --gpus 1 --after-ok 1
+check 1 "422 after_ok: no job 99" "$SN" submit --tenant acme --name dep --gpus 1 --after-ok 99
+i=0
+until "$SN" jobs --all | grep -Eq "^ +[0-9]+ acme +dep +cancelled"; do
+    i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05
+done
+check 0 "^ +[0-9]+ acme +dep +cancelled" "$SN" jobs --all
+check 0 "^detail +dependency job 1 cancelled$" "$SN" job show "$("$SN" jobs --all -o json | sed -n 's/^ *"id": \([0-9]*\),*$/\1/p' | tail -n 1)"
 # Server and token lookup: flag over env over config file.
 printf 'server = http://127.0.0.1:%s\ntoken_file = %s\n' "$PORT" "$D/state/admin.token" >"$D/client.conf"
 check 0 "filejob" env -u SN_SERVER -u SN_TOKEN SN_CONFIG="$D/client.conf" "$SN" jobs

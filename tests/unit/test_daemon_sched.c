@@ -125,7 +125,8 @@ static void lifecycle(void **state)
     assert_int_equal(num(j, "ranks_exited"), 16);
     assert_int_equal(num(j, "exit_status"), 0);
     assert_int_equal(json_array_size(json_object_get(j, "rank_exit_statuses")), 16);
-    assert_int_equal(json_integer_value(json_array_get(json_object_get(j, "rank_exit_statuses"), 15)), 0);
+    json_t *statuses = json_object_get(j, "rank_exit_statuses");
+    assert_int_equal(json_integer_value(json_array_get(statuses, 15)), 0);
     assert_true(json_is_integer(json_object_get(j, "start_time_s")));
     assert_true(json_is_integer(json_object_get(j, "end_time_s")));
     json_decref(j);

@@ -21,6 +21,10 @@
  *    serves it by byte offset (GET /v1/jobs/{id}/log, and `sn job log`,
  *    also --follow), only to the job's tenant; --log-max caps it per rank
  *    (file on the node and what snd gets) with a marker line;
+ *  - dependencies (after_ok): a job waits (pending_reason "dependency")
+ *    until its dependency completed and starts after it ended; one whose
+ *    dependency failed is cancelled with the reason, and so is its own
+ *    dependent; after_ok naming another tenant's or no job is 422;
  *  - jobs run as the tenant's Unix user from --user-map (a user made with
  *    useradd; root only, else skipped with a message); a tenant without a
  *    user, or mapped to root, fails with a clear reason.
@@ -63,10 +67,25 @@ static pid_t agent_start(struct daemon *d, const char *node, const char *const *
     if (pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         dup2(fd, 2);
-        const char *argv[40] = {built("sn-agent"), "--server",   server, "--token",   path,
-                                "--node",          node,         "--backend", "sim",  "--cluster",
-                                spec,              "--interval", "0.1",  "--work-dir", work,
-                                "--seed",          "3",          "--backoff-max", "0.3"};
+        const char *argv[40] = {built("sn-agent"),
+                                "--server",
+                                server,
+                                "--token",
+                                path,
+                                "--node",
+                                node,
+                                "--backend",
+                                "sim",
+                                "--cluster",
+                                spec,
+                                "--interval",
+                                "0.1",
+                                "--work-dir",
+                                work,
+                                "--seed",
+                                "3",
+                                "--backoff-max",
+                                "0.3"};
         int n = 19;
         for (int i = 0; extra && extra[i] && n < 38; i++)
             argv[n++] = extra[i];
@@ -538,8 +557,8 @@ static void per_tenant_users(void **state)
 static int sn_log(struct daemon *d, const char *token, const char *args, char *out, size_t cap)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' job log %s", d->port,
-             token, built("sn"), args);
+    snprintf(cmd, sizeof(cmd), "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' job log %s",
+             d->port, token, built("sn"), args);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     size_t n = fread(out, 1, cap - 1, p);
@@ -561,11 +580,13 @@ static void job_output(void **state)
         expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
     }
     const char *const extra[] = {"--cgroup-root", "none", "--unsafe-jobs-as-agent-user",
-                                 "--log-max", "4096", NULL};
+                                 "--log-max",     "4096", NULL};
     pid_t agent = agent_start(&d, "sn00-t00", extra);
     /* Two ranks: each prints its rank on stdout and a line on stderr. */
-    long long id = submit_as(&d, "acme", 2, "echo out $RANK; echo err $RANK >&2; sleep 0.3; "
-                                            "echo done $RANK", NULL);
+    long long id = submit_as(&d, "acme", 2,
+                             "echo out $RANK; echo err $RANK >&2; sleep 0.3; "
+                             "echo done $RANK",
+                             NULL);
     json_decref(wait_state(&d, id, "completed"));
     char url[96], out[16384];
     snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=1", id);
@@ -597,8 +618,8 @@ static void job_output(void **state)
     assert_int_equal(sn_log(&d, acme, args, out, sizeof(out)), 0);
     assert_string_equal(out, "line 1\nline 2\nline 3\n");
     /* The cap: 4096 bytes kept (on the node and in snd), then a marker. */
-    id = submit_as(&d, "acme", 1, "i=0; while [ $i -lt 1000 ]; do echo 0123456789; i=$((i+1)); done",
-                   NULL);
+    id = submit_as(&d, "acme", 1,
+                   "i=0; while [ $i -lt 1000 ]; do echo 0123456789; i=$((i+1)); done", NULL);
     json_decref(wait_state(&d, id, "completed"));
     snprintf(url, sizeof(url), "/v1/jobs/%lld/log?limit=1048576", id);
     j = get(&d, url);
@@ -613,6 +634,69 @@ static void job_output(void **state)
     struct stat st;
     assert_int_equal(stat(file, &st), 0);
     assert_int_equal((long long)st.st_size, (long long)(4096 + strlen(marker)));
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
+static void dependencies(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    for (int s = 1; s < 8; s++) {
+        char url[64];
+        snprintf(url, sizeof(url), "/v1/nodes/sn00-t%02d/cordon", s);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    const char *const extra[] = {"--cgroup-root", "none", "--unsafe-jobs-as-agent-user", NULL};
+    pid_t agent = agent_start(&d, "sn00-t00", extra);
+    long long a = submit_as(&d, "acme", 1, "sleep 1", NULL);
+    char dep[64];
+    snprintf(dep, sizeof(dep), "{\"after_ok\":\"%lld\"}", a);
+    long long b = submit_as(&d, "acme", 1, "true", dep);
+    json_t *j = wait_state(&d, a, "running");
+    json_decref(j);
+    char url[64];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld", b);
+    j = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");
+    assert_string_equal(json_string_value(json_object_get(j, "pending_reason")), "dependency");
+    json_decref(j);
+    json_t *ja = wait_state(&d, a, "completed");
+    json_t *jb = wait_state(&d, b, "completed");
+    assert_true(json_integer_value(json_object_get(jb, "start_time_s")) >=
+                json_integer_value(json_object_get(ja, "end_time_s")));
+    json_decref(ja);
+    json_decref(jb);
+    /* A failed dependency cancels the dependent, and its dependent. */
+    long long c = submit_as(&d, "acme", 1, "exit 3", NULL);
+    snprintf(dep, sizeof(dep), "{\"after_ok\":\"%lld,%lld\"}", a, c);
+    long long e = submit_as(&d, "acme", 1, "true", dep);
+    snprintf(dep, sizeof(dep), "{\"after_ok\":\"%lld\"}", e);
+    long long f = submit_as(&d, "acme", 1, "true", dep);
+    json_decref(wait_state(&d, c, "failed"));
+    j = wait_state(&d, e, "cancelled");
+    char want[64];
+    snprintf(want, sizeof(want), "dependency job %lld failed", c);
+    assert_string_equal(json_string_value(json_object_get(j, "detail")), want);
+    json_decref(j);
+    j = wait_state(&d, f, "cancelled");
+    snprintf(want, sizeof(want), "dependency job %lld cancelled", e);
+    assert_string_equal(json_string_value(json_object_get(j, "detail")), want);
+    json_decref(j);
+    /* Bad references. */
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"after_ok\":\"999\"}",
+                 "unknown_reference", "after_ok");
+    snprintf(url, sizeof(url),
+             "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"beta\",\"after_ok\":\"%lld\"}", a);
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin, url, "unknown_reference", "after_ok");
+    expect_error(&d, 400, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"after_ok\":\"a,b\"}",
+                 "invalid_field", "after_ok");
     agent_stop(agent, SIGTERM);
     assert_int_equal(stop(&d, SIGTERM), 0);
     remove_tree(&d);
@@ -637,6 +721,7 @@ int main(void)
         cmocka_unit_test_teardown(draining_gpus, reap_all),
         cmocka_unit_test_teardown(per_tenant_users, reap_all),
         cmocka_unit_test_teardown(job_output, reap_all),
+        cmocka_unit_test_teardown(dependencies, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
