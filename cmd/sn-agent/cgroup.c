@@ -117,7 +117,7 @@ void cg_open(struct cgroups *c, const char *root)
     char have[256] = "", plus[16];
     enable_below(parent);
     (void)read_text(root, "cgroup.controllers", have, sizeof(have));
-    char missing[64] = "";
+    char missing[32] = "";
     for (int i = 0; i < 3; i++) {
         snprintf(plus, sizeof(plus), "+%s", names[i]);
         *on[i] = has_word(have, names[i]) && write_text(root, "cgroup.subtree_control", plus) == 0;
@@ -128,7 +128,7 @@ void cg_open(struct cgroups *c, const char *root)
     c->on = true;
     if (missing[0])
         snprintf(c->note, sizeof(c->note),
-                 "cgroup v2; limits not applied: no %s controller under '%.80s'", missing, root);
+                 "cgroup v2; limits not applied: no %s controller under '%.64s'", missing, root);
     else
         snprintf(c->note, sizeof(c->note), "cgroup v2 with cpu, memory and pids limits");
     fprintf(stderr, "sn-agent: job cgroups under %s: %s\n", root, c->note);

@@ -654,7 +654,7 @@ static void pick_address(struct agent *a, const char *flag)
         snprintf(a->address, sizeof(a->address), "%s", flag);
         return;
     }
-    char host[256] = "localhost";
+    char host[64] = "localhost";
     gethostname(host, sizeof(host) - 1);
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
     snprintf(a->address, sizeof(a->address), "%s", host);
