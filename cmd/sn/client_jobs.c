@@ -45,8 +45,46 @@ enum {
     S_KEY,
     S_FILE,
     S_F,
-    S_AFTER
+    S_AFTER,
+    S_ARRAY
 };
+
+/* --array "0-99" or "1,3,5": at most 1000 task ids, each 0 to 1000000. */
+static int parse_array(const char *v, long long *tasks, int *n)
+{
+    *n = 0;
+    for (const char *p = v; *p;) {
+        char *end = NULL;
+        long long a = strtoll(p, &end, 10), b = a;
+        if (end == p || a < 0)
+            goto bad;
+        if (*end == '-') {
+            p = end + 1;
+            b = strtoll(p, &end, 10);
+            if (end == p || b < a)
+                goto bad;
+        }
+        if (*end == '%') {
+            fprintf(stderr, "sn submit: --array '%s': throttling (%%N) is not supported\n", v);
+            return SN_EXIT_USAGE;
+        }
+        if (*end && *end != ',')
+            goto bad;
+        if (b > 1000000 || *n + (b - a + 1) > 1000)
+            goto bad;
+        for (long long k = a; k <= b; k++)
+            tasks[(*n)++] = k;
+        p = *end ? end + 1 : end;
+    }
+    if (*n > 0)
+        return SN_EXIT_OK;
+bad:
+    fprintf(stderr,
+            "sn submit: --array '%s': expected task ids like 0-99 or 1,3,5 (at most 1000, each "
+            "0 to 1000000)\n",
+            v);
+    return SN_EXIT_USAGE;
+}
 
 int cmd_submit(int argc, char **argv)
 {
@@ -68,6 +106,10 @@ int cmd_submit(int argc, char **argv)
         [S_AFTER] = {"after-ok", false,
                      "job ids (3,5-7): start only after each completed; one that failed or was "
                      "cancelled cancels this job",
+                     NULL},
+        [S_ARRAY] = {"array", false,
+                     "task ids (0-99, 1,3,5): one job per id, named NAME[ID], with "
+                     "SN_ARRAY_TASK_ID",
                      NULL},
     };
     struct client c;
@@ -114,23 +156,49 @@ int cmd_submit(int argc, char **argv)
         }
         json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
     }
-    char header[200] = "";
-    if (o[S_KEY].value)
-        snprintf(header, sizeof(header), "Idempotency-Key: %s", o[S_KEY].value);
-    char *body = json_dumps(job, JSON_COMPACT);
-    json_decref(job);
-    json_t *out = NULL;
-    rc = client_call(&c, "POST", body, header[0] ? header : NULL, &out, "/v1/jobs");
-    free(body);
-    if (rc != SN_EXIT_OK)
+    long long tasks[1000];
+    int n_tasks = 0;
+    if (o[S_ARRAY].value && (rc = parse_array(o[S_ARRAY].value, tasks, &n_tasks)) != SN_EXIT_OK) {
+        json_decref(job);
         return rc;
-    if (c.json)
-        client_print_json(out);
-    else
-        printf("submitted job %lld (%s)\n",
-               (long long)json_integer_value(json_object_get(out, "id")), client_str(out, "state"));
-    json_decref(out);
-    return SN_EXIT_OK;
+    }
+    if (!o[S_ARRAY].value) {
+        n_tasks = 1;
+        tasks[0] = -1;
+    }
+    json_t *outs = json_array();
+    for (int t = 0; t < n_tasks && rc == SN_EXIT_OK; t++) {
+        char header[200] = "", name[160];
+        json_t *one = json_deep_copy(job);
+        if (tasks[t] >= 0) {
+            snprintf(name, sizeof(name), "%.120s[%lld]", client_str(job, "name"), tasks[t]);
+            if (json_object_get(job, "name")) /* else the server names what is missing */
+                json_object_set_new(one, "name", json_string(name));
+            json_object_set_new(one, "array_task_id", json_integer(tasks[t]));
+        }
+        if (o[S_KEY].value && tasks[t] >= 0)
+            snprintf(header, sizeof(header), "Idempotency-Key: %.100s-%lld", o[S_KEY].value,
+                     tasks[t]);
+        else if (o[S_KEY].value)
+            snprintf(header, sizeof(header), "Idempotency-Key: %s", o[S_KEY].value);
+        char *body = json_dumps(one, JSON_COMPACT);
+        json_decref(one);
+        json_t *out = NULL;
+        rc = client_call(&c, "POST", body, header[0] ? header : NULL, &out, "/v1/jobs");
+        free(body);
+        if (rc != SN_EXIT_OK)
+            break;
+        if (!c.json)
+            printf("submitted job %lld (%s)\n",
+                   (long long)json_integer_value(json_object_get(out, "id")),
+                   client_str(out, "state"));
+        json_array_append_new(outs, out);
+    }
+    json_decref(job);
+    if (c.json && rc == SN_EXIT_OK)
+        client_print_json(n_tasks == 1 && tasks[0] < 0 ? json_array_get(outs, 0) : outs);
+    json_decref(outs);
+    return rc;
 }
 
 /* "sn00-t00,sn00-t01" or "(reason)", at most width characters. */

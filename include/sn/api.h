@@ -68,6 +68,7 @@ struct sn_api_job {
     int64_t memory_bytes_per_rank;
     int64_t pids_per_rank;
     char after_ok[1024]; /* job ids "3,5-7": start only after each completed */
+    int64_t array_task_id; /* an element of a job array (SN_ARRAY_TASK_ID) */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

@@ -25,6 +25,8 @@
  *    until its dependency completed and starts after it ended; one whose
  *    dependency failed is cancelled with the reason, and so is its own
  *    dependent; after_ok naming another tenant's or no job is 422;
+ *  - arrays: `sn submit --array 0-2` submits one job per task id, which
+ *    sees it in SN_ARRAY_TASK_ID; throttling (0-9%2) is refused (exit 2);
  *  - jobs run as the tenant's Unix user from --user-map (a user made with
  *    useradd; root only, else skipped with a message); a tenant without a
  *    user, or mapped to root, fails with a clear reason.
@@ -697,6 +699,39 @@ static void dependencies(void **state)
     expect_error(&d, 400, "POST", "/v1/jobs", d.admin,
                  "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"after_ok\":\"a,b\"}",
                  "invalid_field", "after_ok");
+    /* Arrays: sn submit --array makes one job per task id; each sees its id
+     * in SN_ARRAY_TASK_ID. */
+    char cmd[6000], path[400], text[64];
+    snprintf(cmd, sizeof(cmd),
+             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name arr "
+             "--gpus 1 --array 0-2 --command 'echo $SN_ARRAY_TASK_ID > %s/arr.tmp.$SN_ARRAY_TASK_ID "
+             "&& mv %s/arr.tmp.$SN_ARRAY_TASK_ID %s/arr.$SN_ARRAY_TASK_ID' >/dev/null",
+             d.port, d.admin, built("sn"), d.dir, d.dir, d.dir);
+    assert_int_equal(system(cmd), 0);
+    for (int t = 0; t < 3; t++) {
+        char id_line[8];
+        snprintf(path, sizeof(path), "%s/arr.%d", d.dir, t);
+        wait_file(path, text, sizeof(text));
+        snprintf(id_line, sizeof(id_line), "%d\n", t);
+        assert_string_equal(text, id_line);
+    }
+    j = get(&d, "/v1/jobs?limit=1000");
+    size_t i, names = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(j, "items"), i, it)
+    {
+        const char *nm = json_string_value(json_object_get(it, "name"));
+        names += nm && strncmp(nm, "arr[", 4) == 0 &&
+                 json_integer_value(json_object_get(it, "array_task_id")) == nm[4] - '0';
+    }
+    assert_int_equal(names, 3);
+    json_decref(j);
+    snprintf(cmd, sizeof(cmd),
+             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name arr "
+             "--gpus 1 --array 0-9%%2 >/dev/null 2>&1",
+             d.port, d.admin, built("sn"));
+    int st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), 2);
     agent_stop(agent, SIGTERM);
     assert_int_equal(stop(&d, SIGTERM), 0);
     remove_tree(&d);
