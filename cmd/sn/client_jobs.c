@@ -158,6 +158,7 @@ int cmd_submit(int argc, char **argv)
     }
     long long tasks[1000];
     int n_tasks = 0;
+    rc = SN_EXIT_OK;
     if (o[S_ARRAY].value && (rc = parse_array(o[S_ARRAY].value, tasks, &n_tasks)) != SN_EXIT_OK) {
         json_decref(job);
         return rc;
