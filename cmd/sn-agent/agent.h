@@ -20,7 +20,7 @@
 
 /* ---- outbox.c: requests kept in order until the server takes them ---- */
 
-enum outbox_kind { OUTBOX_TELEMETRY, OUTBOX_EXIT };
+enum outbox_kind { OUTBOX_TELEMETRY, OUTBOX_EXIT, OUTBOX_LOG };
 
 struct outbox_item {
     enum outbox_kind kind;
@@ -105,13 +105,76 @@ SN_MUST_CHECK enum sn_err backend_bench(struct backend *b, char **out, size_t *l
 
 /* ---- jobs.c: job processes ----------------------------------------------- */
 
+/* ---- cgroup.c: cgroup v2 per rank (docs/agent.md, "Isolation") ---------- */
+
+#define CG_PATH_MAX 512
+
+/* A rank's limits, from the job's request; 0: none. */
+struct job_limits {
+    int64_t cpus;         /* CPUs: cpu.max "cpus*100000 100000" */
+    int64_t memory_bytes; /* memory.max */
+    int64_t pids;         /* pids.max */
+};
+
+struct cgroups {
+    char root[CG_PATH_MAX]; /* "" when jobs run without cgroups */
+    bool on;
+    bool cpu, memory, pids; /* controllers enabled for the job cgroups */
+    char note[160];         /* "cgroup v2 ...", or "no cgroup: why" */
+};
+
+/* Checks ROOT (a cgroup2 file system; "none" or NULL: off), creates it and
+ * enables what controllers it can; logs a warning when off. */
+void cg_open(struct cgroups *c, const char *root);
+/* Creates ROOT/job-JOB/run-RUN-rank-RANK with lim into leaf (cap bytes);
+ * note gets the isolation the rank has. leaf is "" without cgroups.
+ * Returns -1 (with the reason in note) when the leaf could not be made. */
+int cg_create(const struct cgroups *c, int64_t job, int64_t run, uint32_t rank,
+              const struct job_limits *lim, char *leaf, size_t cap, char *note, size_t note_cap);
+/* True while a process is in the leaf. */
+bool cg_populated(const char *leaf);
+/* Sends sig to every process of the leaf (SIGKILL: cgroup.kill). */
+void cg_signal(const char *leaf, int sig);
+/* Removes an empty leaf (and its job cgroup once empty); false if busy. */
+bool cg_remove(const char *leaf);
+/* SIGKILLs the leaf until empty, up to timeout_ms, and removes it; false
+ * when processes are still there. */
+bool cg_kill_wait(const char *leaf, int64_t timeout_ms);
+/* Rank leaves found under ROOT (at most cap), for the orphan check. */
+size_t cg_scan(const struct cgroups *c, char (*leaves)[CG_PATH_MAX], size_t cap);
+
+/* ---- jobs.c: job processes ----------------------------------------------- */
+
 /* A process is one rank of one run of a job: (job_id, run, rank). */
 struct job_proc {
     int64_t job_id, run;
-    pid_t pgid; /* the process group; 0 once reaped */
+    pid_t pgid; /* the process group; 0 once reaped, or for a refused rank */
     uint32_t rank;
     char gpus[256];
     int64_t stop_deadline_ms; /* SIGKILL after this, once SIGTERMed; 0: running */
+    /* Runtime (appended). */
+    char cgroup[CG_PATH_MAX];     /* its cgroup leaf, "" without */
+    unsigned long long start_ticks; /* the leader's start time (/proc/PID/stat field 22) */
+    int refused_status;           /* pgid 0: the status reported for a rank not started */
+    char reason[200];             /* why it was refused or killed, "" otherwise */
+    char isolation[160];          /* the rank's isolation note */
+    int log_pipe;                 /* read end of the rank's stdout+stderr, -1: none */
+    int log_file;                 /* WORK_DIR/job-ID-RANK.log, -1: none */
+    int64_t log_bytes;            /* bytes of output kept (and shipped) so far */
+    bool log_capped;              /* past the cap: the rest is dropped */
+};
+
+/* A process group or cgroup of a rank this agent run does not own (found
+ * at start), killed until it is gone. */
+struct orphan {
+    char cgroup[CG_PATH_MAX];
+    pid_t pgid; /* 0: only the cgroup is known */
+    uint64_t gpu_mask;
+};
+
+/* Tenant -> Unix user (--user-map FILE: "TENANT USER" lines). */
+struct user_map {
+    char tenant[64], user[64];
 };
 
 struct rank_key {
@@ -126,6 +189,18 @@ struct jobs {
     uint32_t n_finished;           /* ever recorded; the ring holds the last 256 */
     const char *node;
     const char *work_dir;
+    /* Runtime (appended). */
+    struct cgroups cg;
+    const struct user_map *users;
+    uint32_t n_users;
+    bool unsafe_as_agent_user; /* unmapped tenants run as the agent's user */
+    struct orphan orphans[64];
+    uint32_t n_orphans;
+    uint64_t orphan_gpus; /* GPUs whose processes were found and killed at start */
+    int64_t log_max;      /* bytes of output kept per rank (--log-max) */
+    /* Ships a chunk of a rank's output at offset off (main.c: the outbox). */
+    void (*ship_log)(void *ctx, const struct job_proc *p, const char *buf, size_t n, int64_t off);
+    void *ship_ctx;
 };
 
 /* One rank to run, from the heartbeat's answer (POST /v1/nodes/{node}/heartbeat). */
@@ -134,6 +209,9 @@ struct assignment {
     uint32_t rank, world_size, local_rank, local_world_size;
     const char *tenant, *command, *master_addr, *gpus;
     char gpus_text[16]; /* where gpus points when built from one GPU index */
+    /* Runtime (appended). */
+    int64_t master_port, node_rank, array_task; /* array_task: -1 outside an array */
+    struct job_limits limits;
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL
@@ -145,6 +223,17 @@ void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_
  * code, or 128 + signal). */
 void jobs_reap(struct jobs *j, int64_t now_ms,
                void (*exited)(void *ctx, const struct job_proc *p, int status), void *ctx);
+/* At start, before the first heartbeat: kills the processes of ranks a
+ * previous agent run left (its records in WORK_DIR/run, and the cgroup
+ * leaves under the root), and reports each such rank through exited()
+ * (status 137 and a reason; 255 when it had ended unseen) so that it is
+ * never started again. What cannot be killed within 5 s stays an orphan. */
+void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_proc *p, int status),
+                  void *ctx);
+/* Reads what the ranks printed: each chunk goes to the rank's log file and
+ * ship_log(), up to log_max bytes per rank (then one marker line; the rest
+ * is dropped). Waits up to wait_ms for output first. */
+void jobs_pump_logs(struct jobs *j, int64_t wait_ms);
 /* Kills every job (SIGKILL to its group) and reaps them. */
 void jobs_kill_all(struct jobs *j);
 /* GPUs (index in node) of running jobs, as a bit mask. */

@@ -5,6 +5,8 @@
  *            [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]
  *            [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]
  *            [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]
+ *            [--cgroup-root DIR|none] [--user-map FILE]
+ *            [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]
  *
  * The server is HOST:PORT, [IPv6]:PORT or an http:// or https:// URL: snd's
  * agent listener where it has one (agent_listen), else its API listener.
@@ -16,9 +18,14 @@
  * once the server answered). While the server is away the outbox keeps up to --buffer
  * batches and sending backs off exponentially with jitter (the RNG is seeded
  * by --seed). SIGTERM or SIGINT: the job processes are killed and it exits.
+ * Before its first heartbeat it kills what a previous run of it left
+ * (jobs_recover) and reports those ranks; every heartbeat says which GPUs
+ * still hold job processes ("busy_gpus"), so that snd places nothing there
+ * before they are gone.
  */
 #include <errno.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +56,9 @@ struct agent {
     int64_t retry_at_ms;
     uint64_t sent, rejected, sample_errors, bench_errors, benchmarks;
     bool connected;
+    /* Runtime (appended). */
+    char address[64]; /* reported in heartbeats: MASTER_ADDR when it holds rank 0 */
+    struct user_map users[256];
 };
 
 static volatile sig_atomic_t stopping;
@@ -149,7 +159,7 @@ static void flush(struct agent *a)
 {
     struct outbox_item *it;
     while (!stopping && now_ms() >= a->retry_at_ms && (it = outbox_front(&a->out))) {
-        const char *type = it->kind == OUTBOX_TELEMETRY ? "text/plain" : "application/json";
+        const char *type = it->kind == OUTBOX_EXIT ? "application/json" : "text/plain";
         int st = call(a, "POST", it->path, it->body, it->len, type, NULL);
         if (st < 0 || st == 401 || st == 403 || st == 429 || st >= 500) {
             backoff(a);
@@ -196,6 +206,11 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
     const char *cmd = json_string_value(json_object_get(job, "command"));
     const char *ten = json_string_value(json_object_get(job, "tenant"));
     const char *mas = json_string_value(json_object_get(job, "master_addr"));
+    json_t *arr = json_object_get(job, "array_task_id");
+    struct job_limits lim = {
+        .cpus = json_integer_value(json_object_get(job, "cpus_per_rank")),
+        .memory_bytes = json_integer_value(json_object_get(job, "memory_bytes_per_rank")),
+        .pids = json_integer_value(json_object_get(job, "pids_per_rank"))};
     json_t *ranks = json_object_get(job, "ranks");
     if (!cmd || !ten || !mas || !json_is_array(ranks))
         return;
@@ -219,7 +234,11 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
             .local_world_size = n_local,
             .tenant = ten,
             .command = cmd,
-            .master_addr = mas};
+            .master_addr = mas,
+            .master_port = json_integer_value(json_object_get(job, "master_port")),
+            .node_rank = json_integer_value(json_object_get(job, "node_rank")),
+            .array_task = json_is_integer(arr) ? json_integer_value(arr) : -1,
+            .limits = lim};
         snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
         x->gpus = x->gpus_text;
         if (!json_is_true(json_object_get(r, "exited")))
@@ -247,20 +266,42 @@ static void benchmarks(struct agent *a)
     free(csv);
 }
 
+/* "0-3,6": the set bits of mask. */
+static void mask_text(uint64_t mask, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int g = 0; g < 64 && len < cap; g++) {
+        if (!(mask >> g & 1))
+            continue;
+        int e = g;
+        while (e + 1 < 64 && (mask >> (e + 1) & 1))
+            e++;
+        int w = e > g ? snprintf(out + len, cap - len, "%s%d-%d", len ? "," : "", g, e)
+                      : snprintf(out + len, cap - len, "%s%d", len ? "," : "", g);
+        len += w > 0 ? (size_t)w : 0;
+        g = e;
+    }
+}
+
 /* The one heartbeat: tells the server the node is alive (its heartbeat-loss
  * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
 {
-    char path[128], body[256];
+    char path[128], body[1024], busy[256], orphans[256];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
+    mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
+    mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
     int n = snprintf(body, sizeof(body),
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
-                     "\"running_jobs\":%u,\"seq\":%lld}",
+                     "\"running_jobs\":%u,\"seq\":%lld,\"busy_gpus\":\"%s\","
+                     "\"orphan_gpus\":\"%s\",\"address\":\"%s\"}",
                      a->boot,
                      a->be.kind == BACKEND_SIM   ? "sim"
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
                                                  : "nvml",
-                     (long long)a->interval_ms, a->jobs.n, (long long)a->seq);
+                     (long long)a->interval_ms, a->jobs.n, (long long)a->seq, busy, orphans,
+                     a->address);
     json_t *j = NULL;
     int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
     json_t *jobs = json_object_get(j, "jobs");
@@ -286,14 +327,37 @@ static void on_exit_report(void *ctx, const struct job_proc *p, int status)
     struct agent *a = ctx;
     struct outbox_item it = {.kind = OUTBOX_EXIT};
     snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/exit", (long long)p->job_id);
-    char body[160];
-    int n = snprintf(body, sizeof(body), "{\"rank\":%u,\"status\":%d}", p->rank, status);
-    it.body = strdup(body);
-    it.len = (size_t)n;
+    json_t *o = json_pack("{s:I,s:i,s:I}", "rank", (json_int_t)p->rank, "status", status, "run",
+                          (json_int_t)p->run);
+    if (o && p->reason[0])
+        json_object_set_new(o, "reason", json_string(p->reason));
+    if (o && p->isolation[0])
+        json_object_set_new(o, "isolation", json_string(p->isolation));
+    it.body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    it.len = it.body ? strlen(it.body) : 0;
     if (!it.body || outbox_push(&a->out, &it) != 0) {
         free(it.body);
         fprintf(stderr, "sn-agent: exit of job %lld not reported: outbox full\n",
                 (long long)p->job_id);
+    }
+}
+
+/* A chunk of a rank's output, to POST /v1/jobs/ID/log through the outbox
+ * (in order with the rank's exit report, which follows its last chunk). */
+static void on_log_chunk(void *ctx, const struct job_proc *p, const char *buf, size_t n,
+                         int64_t off)
+{
+    struct agent *a = ctx;
+    struct outbox_item it = {.kind = OUTBOX_LOG, .body = malloc(n ? n : 1), .len = n};
+    snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/log?rank=%u&run=%lld&offset=%lld",
+             (long long)p->job_id, p->rank, (long long)p->run, (long long)off);
+    if (it.body)
+        memcpy(it.body, buf, n);
+    if (!it.body || outbox_push(&a->out, &it) != 0) {
+        free(it.body);
+        fprintf(stderr, "sn-agent: output of job %lld rank %u not shipped: outbox full\n",
+                (long long)p->job_id, p->rank);
     }
 }
 
@@ -337,10 +401,7 @@ static void run(struct agent *a)
         int64_t wait = next_sample - now_ms();
         if (a->out.count && a->retry_at_ms - now_ms() < wait)
             wait = a->retry_at_ms - now_ms();
-        if (wait > 0) {
-            struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
-            nanosleep(&ts, NULL);
-        }
+        jobs_pump_logs(&a->jobs, wait); /* waits for job output or the next tick */
     }
 }
 
@@ -350,7 +411,9 @@ static void usage(FILE *out)
             "usage: sn-agent --server URL --token FILE --node NAME --backend nvml|nvidia-smi|sim\n"
             "                [--interval S] [--cluster SPEC] [--fault KIND[=N]]... [--buffer N]\n"
             "                [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]\n"
-            "                [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]\n\n"
+            "                [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]\n"
+            "                [--cgroup-root DIR|none] [--user-map FILE]\n"
+            "                [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]\n\n"
             "  --server URL      snd's agent listener: HOST:PORT, [IPv6]:PORT, http://... or\n"
             "                    https://...\n"
             "  --cacert FILE     PEM CA certificates to verify an https server with; default\n"
@@ -368,7 +431,20 @@ static void usage(FILE *out)
             "  --backoff-max S   longest wait between retries; default 30\n"
             "  --status FILE     JSON status written every interval\n"
             "  --work-dir DIR    job logs; default /tmp/sn-agent-NODE\n"
-            "  --smi-command CMD nvidia-smi to run; default nvidia-smi\n");
+            "  --smi-command CMD nvidia-smi to run; default nvidia-smi\n"
+            "  --cgroup-root DIR cgroup v2 directory of the job cgroups (one per rank, with\n"
+            "                    its CPU, memory and PID limits); default\n"
+            "                    /sys/fs/cgroup/supernode/NODE; none: no cgroups. The\n"
+            "                    agent kills what it finds there at start: one per agent\n"
+            "  --user-map FILE   \"TENANT USER\" lines: the Unix user each tenant's jobs run\n"
+            "                    as; a tenant without one is refused, and so is uid 0\n"
+            "  --unsafe-jobs-as-agent-user\n"
+            "                    UNSAFE, for tests and development only: run the jobs of\n"
+            "                    unmapped tenants as the agent's own user (root if it is)\n"
+            "  --address ADDR    this node's address for MASTER_ADDR; default: the host\n"
+            "                    name's first IPv4 address\n"
+            "  --log-max BYTES   output kept per rank (WORK_DIR/job-ID-RANK.log, shipped to\n"
+            "                    snd); default 16777216\n");
 }
 
 /* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
@@ -424,6 +500,7 @@ static int parse_fault(struct sim_faults *f, const char *v)
 struct args {
     const char *server, *backend, *cluster, *work_dir, *buffer, *seed;
     struct sn_httpc_options tls;
+    const char *cgroup_root, *user_map, *address, *log_max; /* appended */
 };
 
 static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
@@ -433,6 +510,10 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
         if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             usage(stdout);
             return 0;
+        }
+        if (strcmp(o, "--unsafe-jobs-as-agent-user") == 0) {
+            a->jobs.unsafe_as_agent_user = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "sn-agent: option '%s' needs a value or is unknown\n", o);
@@ -453,6 +534,14 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             a->status_path = v;
         else if (strcmp(o, "--work-dir") == 0)
             g->work_dir = v;
+        else if (strcmp(o, "--cgroup-root") == 0)
+            g->cgroup_root = v;
+        else if (strcmp(o, "--user-map") == 0)
+            g->user_map = v;
+        else if (strcmp(o, "--address") == 0)
+            g->address = v;
+        else if (strcmp(o, "--log-max") == 0)
+            g->log_max = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
         else if (strcmp(o, "--buffer") == 0)
@@ -534,9 +623,70 @@ static int configure(struct agent *a, struct args *g)
     }
     for (int i = 0; i < 16; i++)
         snprintf(a->boot + 2 * i, 3, "%02x", raw[i]);
+    long long log_max = g->log_max ? strtoll(g->log_max, &end, 10) : 16ll << 20;
+    if (g->log_max && (!*g->log_max || *end || log_max < 1024 || log_max > (1ll << 40))) {
+        fprintf(stderr, "sn-agent: --log-max '%s': expected 1024 to 2^40 bytes\n", g->log_max);
+        return 2;
+    }
+    a->jobs.log_max = log_max;
     if (outbox_init(&a->out, (uint32_t)cap) != 0)
         return 3;
     return -1;
+}
+
+/* --user-map FILE: "TENANT USER" per line, '#' comments. */
+static int load_users(struct agent *a, const char *path)
+{
+    if (!path)
+        return -1;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "sn-agent: --user-map '%s': %s\n", path, strerror(errno));
+        return 2;
+    }
+    char line[512];
+    int no = 0, rc = -1;
+    while (rc < 0 && fgets(line, sizeof(line), f)) {
+        no++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char t[64], u[64], extra[2];
+        int k = sscanf(line, "%63s %63s %1s", t, u, extra);
+        if (k <= 0)
+            continue;
+        if (k != 2 || a->jobs.n_users == 256) {
+            fprintf(stderr, "%s:%d:1: expected 'TENANT USER' (at most 256 lines)\n", path, no);
+            rc = 2;
+            break;
+        }
+        struct user_map *m = &a->users[a->jobs.n_users++];
+        snprintf(m->tenant, sizeof(m->tenant), "%s", t);
+        snprintf(m->user, sizeof(m->user), "%s", u);
+    }
+    fclose(f);
+    a->jobs.users = a->users;
+    return rc;
+}
+
+/* The node's address for MASTER_ADDR: --address, or the host name's first
+ * IPv4 address, or the host name itself. */
+static void pick_address(struct agent *a, const char *flag)
+{
+    if (flag) {
+        snprintf(a->address, sizeof(a->address), "%s", flag);
+        return;
+    }
+    char host[64] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    snprintf(a->address, sizeof(a->address), "%s", host);
+    if (getaddrinfo(host, NULL, &hints, &res) == 0 && res &&
+        getnameinfo(res->ai_addr, res->ai_addrlen, a->address, sizeof(a->address), NULL, 0,
+                    NI_NUMERICHOST) != 0)
+        snprintf(a->address, sizeof(a->address), "%s", host);
+    if (res)
+        freeaddrinfo(res);
 }
 
 /* The sim backend's node in the cluster model. */
@@ -578,6 +728,8 @@ int main(int argc, char **argv)
         rc = load_cluster(&a, g.cluster, &spec, &model);
     if (rc < 0 && read_token(&a) != 0)
         rc = 2;
+    if (rc < 0)
+        rc = load_users(&a, g.user_map);
     char work[600];
     snprintf(work, sizeof(work), "%s%s", g.work_dir ? "" : "/tmp/sn-agent-",
              g.work_dir ? g.work_dir
@@ -596,6 +748,17 @@ int main(int argc, char **argv)
     if (rc < 0) {
         a.jobs.node = a.node;
         a.jobs.work_dir = work;
+        pick_address(&a, g.address);
+        char cg_root[CG_PATH_MAX];
+        snprintf(cg_root, sizeof(cg_root), "/sys/fs/cgroup/supernode/%s", a.node);
+        cg_open(&a.jobs.cg, g.cgroup_root ? g.cgroup_root : cg_root);
+        if (a.jobs.unsafe_as_agent_user)
+            fprintf(stderr, "sn-agent: warning: --unsafe-jobs-as-agent-user: jobs of unmapped "
+                            "tenants run as uid %d\n",
+                    (int)geteuid());
+        a.jobs.ship_log = on_log_chunk;
+        a.jobs.ship_ctx = &a;
+        jobs_recover(&a.jobs, on_exit_report, &a);
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
         signal(SIGPIPE, SIG_IGN);

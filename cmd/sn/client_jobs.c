@@ -1,8 +1,9 @@
 /*
- * sn submit, sn jobs, sn job show, sn cancel: jobs through snd's API
+ * sn submit, sn jobs, sn job show, sn job log, sn cancel, sn acct: jobs through snd's API
  * (docs/cmd-client.md). Tables follow squeue's columns; -o json prints the
  * API's objects.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,47 @@ enum {
     S_TIME,
     S_KEY,
     S_FILE,
-    S_F
+    S_F,
+    S_AFTER,
+    S_ARRAY
 };
+
+/* --array "0-99" or "1,3,5": at most 1000 task ids, each 0 to 1000000. */
+static int parse_array(const char *v, long long *tasks, int *n)
+{
+    *n = 0;
+    for (const char *p = v; *p;) {
+        char *end = NULL;
+        long long a = strtoll(p, &end, 10), b = a;
+        if (end == p || a < 0)
+            goto bad;
+        if (*end == '-') {
+            p = end + 1;
+            b = strtoll(p, &end, 10);
+            if (end == p || b < a)
+                goto bad;
+        }
+        if (*end == '%') {
+            fprintf(stderr, "sn submit: --array '%s': throttling (%%N) is not supported\n", v);
+            return SN_EXIT_USAGE;
+        }
+        if (*end && *end != ',')
+            goto bad;
+        if (b > 1000000 || *n + (b - a + 1) > 1000)
+            goto bad;
+        for (long long k = a; k <= b; k++)
+            tasks[(*n)++] = k;
+        p = *end ? end + 1 : end;
+    }
+    if (*n > 0)
+        return SN_EXIT_OK;
+bad:
+    fprintf(stderr,
+            "sn submit: --array '%s': expected task ids like 0-99 or 1,3,5 (at most 1000, each "
+            "0 to 1000000)\n",
+            v);
+    return SN_EXIT_USAGE;
+}
 
 int cmd_submit(int argc, char **argv)
 {
@@ -63,10 +103,19 @@ int cmd_submit(int argc, char **argv)
         [S_FILE] = {"file", false, "job file: a JSON object of the API's job fields ('-': stdin)",
                     NULL},
         [S_F] = {"f", false, "same as --file", NULL},
+        [S_AFTER] = {"after-ok", false,
+                     "job ids (3,5-7): start only after each completed; one that failed or was "
+                     "cancelled cancels this job",
+                     NULL},
+        [S_ARRAY] = {"array", false,
+                     "task ids (0-99, 1,3,5): one job per id, named NAME[ID], with "
+                     "SN_ARRAY_TASK_ID",
+                     NULL},
     };
     struct client c;
     int rc =
-        client_init(&c, "sn submit", "usage: sn submit [--file JOB.json] [--name N] [--gpus G] ...",
+        client_init(&c, "sn submit",
+                    "usage: sn submit [--file JOB.json] [--name N] [--gpus G] [--after-ok IDS] ...",
                     argc, argv, o, sizeof(o) / sizeof(o[0]), 0, 0);
     if (rc >= 0)
         return rc;
@@ -83,6 +132,8 @@ int cmd_submit(int argc, char **argv)
     for (int i = S_NAME; i <= S_CKPT; i++)
         if (keys[i] && o[i].value)
             json_object_set_new(job, keys[i], json_string(o[i].value));
+    if (o[S_AFTER].value)
+        json_object_set_new(job, "after_ok", json_string(o[S_AFTER].value));
     if (o[S_GPUS].value) {
         char *end = NULL;
         long long g = strtoll(o[S_GPUS].value, &end, 10);
@@ -105,23 +156,50 @@ int cmd_submit(int argc, char **argv)
         }
         json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
     }
-    char header[200] = "";
-    if (o[S_KEY].value)
-        snprintf(header, sizeof(header), "Idempotency-Key: %s", o[S_KEY].value);
-    char *body = json_dumps(job, JSON_COMPACT);
-    json_decref(job);
-    json_t *out = NULL;
-    rc = client_call(&c, "POST", body, header[0] ? header : NULL, &out, "/v1/jobs");
-    free(body);
-    if (rc != SN_EXIT_OK)
+    long long tasks[1000];
+    int n_tasks = 0;
+    rc = SN_EXIT_OK;
+    if (o[S_ARRAY].value && (rc = parse_array(o[S_ARRAY].value, tasks, &n_tasks)) != SN_EXIT_OK) {
+        json_decref(job);
         return rc;
-    if (c.json)
-        client_print_json(out);
-    else
-        printf("submitted job %lld (%s)\n",
-               (long long)json_integer_value(json_object_get(out, "id")), client_str(out, "state"));
-    json_decref(out);
-    return SN_EXIT_OK;
+    }
+    if (!o[S_ARRAY].value) {
+        n_tasks = 1;
+        tasks[0] = -1;
+    }
+    json_t *outs = json_array();
+    for (int t = 0; t < n_tasks && rc == SN_EXIT_OK; t++) {
+        char header[200] = "", name[160];
+        json_t *one = json_deep_copy(job);
+        if (tasks[t] >= 0) {
+            snprintf(name, sizeof(name), "%.120s[%lld]", client_str(job, "name"), tasks[t]);
+            if (json_object_get(job, "name")) /* else the server names what is missing */
+                json_object_set_new(one, "name", json_string(name));
+            json_object_set_new(one, "array_task_id", json_integer(tasks[t]));
+        }
+        if (o[S_KEY].value && tasks[t] >= 0)
+            snprintf(header, sizeof(header), "Idempotency-Key: %.100s-%lld", o[S_KEY].value,
+                     tasks[t]);
+        else if (o[S_KEY].value)
+            snprintf(header, sizeof(header), "Idempotency-Key: %s", o[S_KEY].value);
+        char *body = json_dumps(one, JSON_COMPACT);
+        json_decref(one);
+        json_t *out = NULL;
+        rc = client_call(&c, "POST", body, header[0] ? header : NULL, &out, "/v1/jobs");
+        free(body);
+        if (rc != SN_EXIT_OK)
+            break;
+        if (!c.json)
+            printf("submitted job %lld (%s)\n",
+                   (long long)json_integer_value(json_object_get(out, "id")),
+                   client_str(out, "state"));
+        json_array_append_new(outs, out);
+    }
+    json_decref(job);
+    if (c.json && rc == SN_EXIT_OK)
+        client_print_json(n_tasks == 1 && tasks[0] < 0 ? json_array_get(outs, 0) : outs);
+    json_decref(outs);
+    return rc;
 }
 
 /* "sn00-t00,sn00-t01" or "(reason)", at most width characters. */
@@ -167,10 +245,13 @@ int cmd_jobs(int argc, char **argv)
         {"tenant", false, "only this tenant's jobs (admin tokens)", NULL},
         {"pool", false, "only jobs of this pool", NULL},
         {"limit", false, "at most this many jobs (default 1000)", NULL},
+        {"all", true, "every job, also ended ones (default: pending, running and requeued)",
+         NULL},
     };
     struct client c;
-    int rc = client_init(&c, "sn jobs", "usage: sn jobs [--state S] [--tenant T] [--pool P]", argc,
-                         argv, o, 4, 0, 0);
+    int rc = client_init(&c, "sn jobs",
+                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P]", argc,
+                         argv, o, 5, 0, 0);
     if (rc >= 0)
         return rc;
     long long max = o[3].value ? strtoll(o[3].value, NULL, 10) : 1000;
@@ -184,6 +265,9 @@ int cmd_jobs(int argc, char **argv)
         if (o[i].value)
             snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i],
                      o[i].value);
+    if (!o[0].value && !o[4].value) /* active jobs, like squeue */
+        snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
+                 "&state=pending,running,requeued");
     json_t *all = json_array();
     long long after = 0;
     while ((long long)json_array_size(all) < max) {
@@ -222,7 +306,8 @@ static void show_job(json_t *j, json_t *events)
         "id",           "name",          "tenant",         "pool",      "priority_class",
         "gpus",         "state",         "pending_reason", "detail",    "requeues",
         "ranks_exited", "exit_status",   "command",        "data_path", "checkpoint_path",
-        "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s"};
+        "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s", "master_port",
+        "isolation"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j, keys[i]);
         if (!v || json_is_null(v))
@@ -245,6 +330,20 @@ static void show_job(json_t *j, json_t *events)
             printf("%s%lld", i ? "," : " ", (long long)json_integer_value(g));
         printf("\n");
     }
+    json_t *st = json_object_get(j, "rank_exit_statuses");
+    if (json_array_size(st)) {
+        printf("%-16s", "rank_exits");
+        size_t i;
+        json_t *v;
+        json_array_foreach(st, i, v)
+        {
+            if (json_is_integer(v))
+                printf("%s%lld", i ? "," : " ", (long long)json_integer_value(v));
+            else
+                printf("%s-", i ? "," : " ");
+        }
+        printf("\n");
+    }
     printf("events:\n");
     size_t i;
     json_t *e;
@@ -258,14 +357,83 @@ static void show_job(json_t *j, json_t *events)
     }
 }
 
+static bool job_ended(json_t *j)
+{
+    const char *s = client_str(j, "state");
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0;
+}
+
+/* sn job log ID [--rank R] [--follow]: the rank's output as snd holds it
+ * (pages by byte offset); --follow polls until the job ended and two polls
+ * in a row brought nothing new. */
+static int cmd_job_log(int argc, char **argv)
+{
+    struct client_opt o[] = {
+        {"rank", false, "the rank whose output to print (default 0)", NULL},
+        {"follow", true, "keep printing new output until the job ended", NULL},
+    };
+    struct client c;
+    int rc = client_init(&c, "sn job log", "usage: sn job log ID [--rank R] [--follow]", argc,
+                         argv, o, 2, 1, 1);
+    if (rc >= 0)
+        return rc;
+    char *end = NULL;
+    long long rank = o[0].value ? strtoll(o[0].value, &end, 10) : 0;
+    if (o[0].value && (!*o[0].value || *end || rank < 0)) {
+        fprintf(stderr, "sn job log: --rank '%s': expected a rank (0, 1, ...)\n", o[0].value);
+        return SN_EXIT_USAGE;
+    }
+    long long off = 0;
+    int idle = 0;
+    json_t *all = json_array();
+    for (;;) {
+        json_t *page = NULL;
+        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/jobs/%s/log?rank=%lld&offset=%lld",
+                         c.args[0], rank, off);
+        if (rc != SN_EXIT_OK)
+            break;
+        const char *data = json_string_value(json_object_get(page, "data"));
+        size_t n = json_string_length(json_object_get(page, "data"));
+        long long next = json_integer_value(json_object_get(page, "next"));
+        if (c.json)
+            json_array_append(all, page);
+        else if (n)
+            fwrite(data, 1, n, stdout);
+        fflush(stdout);
+        json_decref(page);
+        bool more = next > off;
+        off = next;
+        if (more)
+            continue;
+        if (!o[1].value)
+            break;
+        json_t *job = NULL;
+        rc = client_call(&c, "GET", NULL, NULL, &job, "/v1/jobs/%s", c.args[0]);
+        bool ended = rc == SN_EXIT_OK && job_ended(job);
+        json_decref(job);
+        if (rc != SN_EXIT_OK || (ended && ++idle >= 2))
+            break;
+        poll(NULL, 0, 500);
+    }
+    if (c.json && rc == SN_EXIT_OK)
+        client_print_json(all);
+    json_decref(all);
+    return rc;
+}
+
 int cmd_job(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "log") == 0)
+        return cmd_job_log(argc - 1, argv + 1);
     struct client c;
-    int rc = client_init(&c, "sn job", "usage: sn job show ID", argc, argv, NULL, 0, 2, 2);
+    int rc = client_init(&c, "sn job",
+                         "usage: sn job show ID | sn job log ID [--rank R] [--follow]", argc, argv,
+                         NULL, 0, 2, 2);
     if (rc >= 0)
         return rc;
     if (strcmp(c.args[0], "show") != 0) {
-        fprintf(stderr, "sn job: unknown subcommand '%s' (expected show)\n", c.args[0]);
+        fprintf(stderr, "sn job: unknown subcommand '%s' (expected show or log)\n", c.args[0]);
         return SN_EXIT_USAGE;
     }
     json_t *j = NULL, *ev = NULL;
@@ -311,4 +479,141 @@ int cmd_cancel(int argc, char **argv)
         client_print_json(all);
     json_decref(all);
     return worst;
+}
+
+/* A time for --since/--until: Unix seconds ("@1767000000" or a plain
+ * number), "YYYY-MM-DD[THH:MM[:SS]][Z]" (UTC), or a duration ago ("2h"). */
+static int parse_when(const char *flag, const char *v, long long now, long long *out)
+{
+    char *end = NULL;
+    const char *p = v[0] == '@' ? v + 1 : v;
+    long long x = strtoll(p, &end, 10);
+    if (*p && !*end && x >= 0) {
+        *out = x;
+        return 0;
+    }
+    int y, mo, da, h = 0, mi = 0, se = 0, n = 0;
+    if (sscanf(v, "%4d-%2d-%2d%n", &y, &mo, &da, &n) == 3 &&
+        (v[n] == '\0' || v[n] == 'Z' ||
+         (v[n] == 'T' && (sscanf(v + n, "T%2d:%2d:%2d", &h, &mi, &se) >= 2))) &&
+        mo >= 1 && mo <= 12 && da >= 1 && da <= 31 && h < 24 && mi < 60 && se < 61) {
+        /* Days from the civil date (H. Hinnant's days_from_civil). */
+        long long yy = y - (mo <= 2), era = (yy >= 0 ? yy : yy - 399) / 400;
+        long long yoe = yy - era * 400, mp = (mo + 9) % 12;
+        long long doy = (153 * mp + 2) / 5 + da - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        *out = (era * 146097 + doe - 719468) * 86400 + h * 3600 + mi * 60 + se;
+        return 0;
+    }
+    double s = 0;
+    struct sn_error err = {0};
+    if (sn_units_parse(v, SN_UNIT_TIME, &s, &err) == SN_OK && s >= 0) {
+        *out = now - (long long)s;
+        return 0;
+    }
+    fprintf(stderr,
+            "sn acct: %s '%s': expected Unix seconds, a UTC date (2026-12-01 or "
+            "2026-12-01T10:00:00Z) or a duration ago (2h)\n",
+            flag, v);
+    return -1;
+}
+
+static void acct_row(json_t *j)
+{
+    char el[32], w[60], ex[16] = "-";
+    client_age(json_integer_value(json_object_get(j, "elapsed_s")), el, sizeof(el));
+    json_t *e = json_object_get(j, "exit_status");
+    if (json_is_integer(e))
+        snprintf(ex, sizeof(ex), "%lld", (long long)json_integer_value(e));
+    json_t *nodes = json_object_get(j, "nodes");
+    if (json_array_size(nodes)) {
+        size_t n = 0, i;
+        json_t *v;
+        w[0] = '\0';
+        json_array_foreach(nodes, i, v)
+        {
+            int k = snprintf(w + n, sizeof(w) - n, "%s%s", i ? "," : "", json_string_value(v));
+            if (k < 0 || (size_t)k >= sizeof(w) - n) {
+                snprintf(w + sizeof(w) - 4, 4, "...");
+                break;
+            }
+            n += (size_t)k;
+        }
+    } else {
+        snprintf(w, sizeof(w), "-");
+    }
+    printf("%7lld %-10.10s %-16.16s %-9s %6lld %10s %4s %s\n",
+           (long long)json_integer_value(json_object_get(j, "id")), client_str(j, "tenant"),
+           client_str(j, "name"), client_str(j, "state"),
+           (long long)json_integer_value(json_object_get(j, "gpus")), el, ex, w);
+}
+
+int cmd_acct(int argc, char **argv)
+{
+    struct client_opt o[] = {
+        {"tenant", false, "only this tenant's jobs (admin tokens)", NULL},
+        {"state", false, "states (default completed,failed,cancelled; a comma-separated list)",
+         NULL},
+        {"since", false, "jobs not ended before this time (Unix s, UTC date, or 2h ago)", NULL},
+        {"until", false, "jobs submitted before this time", NULL},
+        {"name", false, "only jobs of this name", NULL},
+        {"limit", false, "at most this many jobs (default 1000)", NULL},
+    };
+    struct client c;
+    int rc = client_init(&c, "sn acct",
+                         "usage: sn acct [--tenant T] [--state S[,S]] [--since T] [--until T] "
+                         "[--name N] [--limit N]",
+                         argc, argv, o, 6, 0, 0);
+    if (rc >= 0)
+        return rc;
+    long long now = (long long)time(NULL), max = 1000;
+    char *end = NULL;
+    if (o[5].value && ((max = strtoll(o[5].value, &end, 10)) < 1 || *end)) {
+        fprintf(stderr, "sn acct: --limit '%s': expected a positive integer\n", o[5].value);
+        return SN_EXIT_USAGE;
+    }
+    char filter[600] = "";
+    const char *names[] = {"tenant", "state", "since", "until", "name"};
+    for (int i = 0; i < 5; i++) {
+        if (!o[i].value)
+            continue;
+        char v[64];
+        long long t;
+        if (i == 2 || i == 3) {
+            if (parse_when(i == 2 ? "--since" : "--until", o[i].value, now, &t) != 0)
+                return SN_EXIT_USAGE;
+            snprintf(v, sizeof(v), "%lld", t);
+        } else {
+            snprintf(v, sizeof(v), "%s", o[i].value);
+        }
+        snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i], v);
+    }
+    json_t *all = json_array();
+    long long after = 0;
+    while ((long long)json_array_size(all) < max) {
+        json_t *page = NULL;
+        long long want = max - (long long)json_array_size(all);
+        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/accounting?limit=%lld&after=%lld%s",
+                         want > 1000 ? 1000 : want, after, filter);
+        if (rc != SN_EXIT_OK) {
+            json_decref(all);
+            return rc;
+        }
+        json_array_extend(all, json_object_get(page, "items"));
+        json_t *next = json_object_get(page, "next");
+        after = json_integer_value(next);
+        json_decref(page);
+        if (!json_is_integer(next))
+            break;
+    }
+    if (c.json) {
+        client_print_json(all);
+    } else {
+        printf("%7s %-10s %-16s %-9s %6s %10s %4s %s\n", "JOBID", "TENANT", "NAME", "STATE",
+               "GPUS", "ELAPSED", "EXIT", "NODES");
+        size_t i;
+        json_t *j;
+        json_array_foreach(all, i, j) acct_row(j);
+    }
+    json_decref(all);
+    return SN_EXIT_OK;
 }

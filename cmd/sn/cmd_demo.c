@@ -684,6 +684,9 @@ static int start_agents(struct demo *d)
                         work,
                         "--status",
                         status,
+                        "--cgroup-root", /* a local demonstration: no cgroups, jobs */
+                        "none",          /* as the user running sn demo */
+                        "--unsafe-jobs-as-agent-user",
                         s == d->slow_server ? "--fault" : NULL,
                         "slow-gpu=3",
                         NULL};

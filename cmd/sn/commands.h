@@ -35,6 +35,7 @@ int cmd_submit(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_acct(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 int cmd_node_action(int argc, char **argv); /* cordon, drain, resume, fail */
 int cmd_tenants(int argc, char **argv);

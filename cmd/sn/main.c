@@ -18,7 +18,7 @@ static const struct sn_command commands[] = {
     {"health", cmd_health, "analyze telemetry: findings, GPU scores, actions, acceptance"},
     {"submit", cmd_submit, "submit a job to snd (flags or a job file)"},
     {"jobs", cmd_jobs, "list jobs, like squeue"},
-    {"job", cmd_job, "show a job: placement, pending reason, events (sn job show ID)"},
+    {"job", cmd_job, "show a job (sn job show ID) or its output (sn job log ID)"},
     {"cancel", cmd_cancel, "cancel jobs"},
     {"nodes", cmd_nodes, "nodes by supernode and state, like sinfo"},
     {"cordon", cmd_node_action, "keep new work off a node or GPU (--reason)"},
@@ -31,6 +31,7 @@ static const struct sn_command commands[] = {
     {"admin", cmd_admin, "admin operations on snd: sn admin backup FILE"},
     {"audit", cmd_audit, "query snd's audit log: refusals, mutations, admin actions (admin)"},
     {"demo", cmd_demo, "run the live system: snd, simulated agents, trace jobs, faults"},
+    {"acct", cmd_acct, "job history: ended jobs with times and exit statuses, like sacct"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -35,6 +35,12 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r);
 const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d);
 /* Seconds since node server's agent last sent a heartbeat; -1: never. */
 int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server);
+/* Job output (joblog.c): agents push chunks, readers page through them. */
+enum MHD_Result snd_post_job_log(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_get_job_log(struct snd *d, struct snd_req *r, struct snd_job *j);
+void snd_job_logs_free(void);
+/* The address server's agent reported for MASTER_ADDR, or NULL. */
+const char *snd_agent_address(struct snd *d, uint32_t server);
 /* Agents up and down (never seen: neither). */
 void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down);
 /* A GPU's health level from the health engine's last score (agent_routes.c):

@@ -42,6 +42,9 @@ struct agent_node {
     char backend[16];
     int64_t first_seq, last_seq; /* applied batches of this boot */
     uint64_t batches, duplicates, gaps, samples, skipped;
+    /* Runtime (appended). */
+    char address[64];      /* the node's address for MASTER_ADDR, "" until reported */
+    char orphan_gpus[256]; /* GPUs whose orphaned job processes its agent killed at start */
 };
 
 static struct agents {
@@ -161,6 +164,9 @@ struct heartbeat_body {
     int64_t interval_ms;
     int64_t running_jobs;
     int64_t seq;
+    char busy_gpus[256]; /* appended: runtime */
+    char orphan_gpus[256];
+    char address[64];
 };
 static const struct sn_api_field heartbeat_fields[] = {
     {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
@@ -168,7 +174,29 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"interval_ms", SN_API_INT, false, 1, 3600000, offsetof(struct heartbeat_body, interval_ms)},
     {"running_jobs", SN_API_INT, false, 0, 1 << 20, offsetof(struct heartbeat_body, running_jobs)},
     {"seq", SN_API_INT, false, 0, SND_JSON_INT_MAX, offsetof(struct heartbeat_body, seq)},
+    {"busy_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, busy_gpus)},
+    {"orphan_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, orphan_gpus)},
+    {"address", SN_API_STRING, false, 0, 63, offsetof(struct heartbeat_body, address)},
 };
+#define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
+
+/* GPU index lists of a heartbeat ("0-3,6"): each below the node's count. */
+static bool gpu_list_ok(const char *text, uint32_t count)
+{
+    uint32_t *v = NULL, n = 0;
+    bool ok = snd_ranges_parse(text, &v, &n, count) == 0;
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = v[i] < count;
+    free(v);
+    return ok;
+}
+
+const char *snd_agent_address(struct snd *d, uint32_t server)
+{
+    return agents_init(d) && server < d->model->n_servers && ag.nodes[server].address[0]
+               ? ag.nodes[server].address
+               : NULL;
+}
 
 static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc, const char *field,
                                 const struct sn_error *err)
@@ -191,18 +219,34 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
     char field[SN_API_FIELD_MAX];
     struct sn_error err = {0};
     enum sn_err rc =
-        sn_api_decode(heartbeat_fields, 5, r->len ? r->body : "{}", r->len ? r->len : 2,
-                      (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
+        sn_api_decode(heartbeat_fields, HEARTBEAT_FIELDS, r->len ? r->body : "{}",
+                      r->len ? r->len : 2, (size_t)d->cfg.body_max_bytes, &b, &present, field,
+                      &err);
     if (rc != SN_OK) {
         *ret = bad_body(d, r, rc, field, &err);
         return false;
     }
+    uint32_t gpus = sn_model_server_spec(d->model, s)->gpus;
+    const char *lists[2] = {b.busy_gpus, b.orphan_gpus}, *names[2] = {"busy_gpus", "orphan_gpus"};
+    for (int i = 0; i < 2; i++)
+        if (!gpu_list_ok(lists[i], gpus)) {
+            *ret = snd_error(d, r, 400, "invalid_field", names[i],
+                             "field '%s': '%.64s' is not a list of GPU indices 0 to %u (\"0-3,6\")",
+                             names[i], lists[i], gpus - 1);
+            return false;
+        }
+    if (present & (1u << 5))
+        snd_sched_procs_report(d, s, b.busy_gpus);
     struct agent_node *n = &ag.nodes[s];
     n->heartbeat_s = snd_now_s();
     n->interval_ms = b.interval_ms;
     n->running_jobs = b.running_jobs;
     n->heartbeats++;
     snprintf(n->backend, sizeof(n->backend), "%s", b.backend);
+    if (present & (1u << 6))
+        snprintf(n->orphan_gpus, sizeof(n->orphan_gpus), "%s", b.orphan_gpus);
+    if (present & (1u << 7))
+        snprintf(n->address, sizeof(n->address), "%s", b.address);
     ag.heartbeats_total++;
     *applied_seq = b.boot[0] && strcmp(n->boot, b.boot) == 0 ? n->last_seq : 0;
     return true;
@@ -218,14 +262,16 @@ static json_t *agent_json(struct snd *d, uint32_t s)
     const struct agent_node *n = &ag.nodes[s];
     char name[64];
     sn_model_server_name(d->model, s, name, sizeof(name));
-    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "node", name,
+    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s}", "node",
+                     name,
                      "state", agent_state(n, snd_now_s()), "heartbeat_s",
                      (json_int_t)n->heartbeat_s, "interval_ms", (json_int_t)n->interval_ms,
                      "heartbeats", (json_int_t)n->heartbeats, "backend", n->backend, "boot",
                      n->boot, "first_seq", (json_int_t)n->first_seq, "last_seq",
                      (json_int_t)n->last_seq, "batches", (json_int_t)n->batches, "duplicates",
                      (json_int_t)n->duplicates, "gaps", (json_int_t)n->gaps, "samples",
-                     (json_int_t)n->samples, "running_jobs", (json_int_t)n->running_jobs);
+                     (json_int_t)n->samples, "running_jobs", (json_int_t)n->running_jobs,
+                     "address", n->address, "orphan_gpus", n->orphan_gpus);
 }
 
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)

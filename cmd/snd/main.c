@@ -543,6 +543,7 @@ int main(int argc, char **argv)
     }
     stop(&d);
     snd_sched_stop(&d);
+    snd_job_logs_free();
     snd_state_free(&d);
     snd_refusals_free(d.refusals);
     sn_model_free(model);

@@ -481,6 +481,26 @@ static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api
                          (long long)b->gpus, tenant, (long long)q->gpus, b->pool);
         return false;
     }
+    if (b->after_ok[0]) {
+        uint32_t *ids = NULL, n = 0;
+        bool ok = snd_ranges_parse(b->after_ok, &ids, &n, SND_DEPS_MAX) == 0 && n > 0;
+        int64_t badid = 0;
+        for (uint32_t i = 0; ok && i < n; i++) {
+            const struct snd_job *dep = snd_job_get(d, ids[i]);
+            ok = dep && dep->durable && strcmp(dep->tenant, tenant) == 0;
+            badid = ids[i];
+        }
+        free(ids);
+        if (!ok) {
+            *ret = badid ? snd_error(d, r, 422, "unknown_reference", "after_ok",
+                                     "after_ok: no job %lld of tenant '%s'", (long long)badid,
+                                     tenant)
+                         : snd_error(d, r, 400, "invalid_field", "after_ok",
+                                     "after_ok '%.64s': expected job ids (\"3,5-7\"), at most %d",
+                                     b->after_ok, SND_DEPS_MAX);
+            return false;
+        }
+    }
     const char *paths[2] = {b->data_path, b->checkpoint_path};
     const char *names[2] = {"data_path", "checkpoint_path"};
     for (int i = 0; i < 2; i++)
@@ -505,7 +525,10 @@ static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
         return store_failed(d, r);
     }
     job->durable = true;
-    snd_sched_submit(d, job);
+    if (json_object_get(job->spec, "after_ok"))
+        d->deps_dirty = true; /* held until its dependencies end (sched.c) */
+    else
+        snd_sched_submit(d, job);
     return snd_reply(d, r, 201, snd_job_json(d, job));
 }
 
@@ -622,9 +645,31 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     return ret;
 }
 
-static bool job_matches(const struct snd_job *j, int state, const char *tenant, const char *pool)
+/* A "running,pending" list of states as a bit mask; -1 when a name is
+ * unknown. */
+static int state_mask(const char *text)
 {
-    if (!j || !j->durable || (state >= 0 && (int)j->state != state))
+    int mask = 0;
+    char name[32];
+    for (const char *p = text;;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof(name))
+            return -1;
+        memcpy(name, p, n);
+        name[n] = '\0';
+        int s = snd_job_state_parse(name);
+        if (s < 0)
+            return -1;
+        mask |= 1 << s;
+        if (!p[n])
+            return mask;
+        p += n + 1;
+    }
+}
+
+static bool job_matches(const struct snd_job *j, int states, const char *tenant, const char *pool)
+{
+    if (!j || !j->durable || (states >= 0 && !(states >> j->state & 1)))
         return false;
     if (tenant && strcmp(j->tenant, tenant) != 0)
         return false;
@@ -640,11 +685,11 @@ static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
         return ret;
     const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
     const char *pool = snd_query(r, "pool");
-    int state = st ? snd_job_state_parse(st) : -1;
+    int state = st ? state_mask(st) : -1;
     if (st && state < 0)
         return snd_error(d, r, 400, "invalid_query", "state",
                          "state '%s': expected pending, running, completed, failed, cancelled "
-                         "or requeued",
+                         "or requeued, or a comma-separated list of them",
                          st);
     if (!snd_is_admin(r)) {
         if (tenant && strcmp(tenant, r->tok.subject) != 0)
@@ -673,6 +718,86 @@ static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
     if (!j)
         return job_not_found(d, r);
     return snd_reply(d, r, 200, snd_job_json(d, j));
+}
+
+/* GET /v1/accounting: the job history, like sacct. A job matches the time
+ * window when it was in the system during it (submitted before `until`,
+ * not ended before `since`); by default only ended jobs are listed. */
+static bool query_time(struct snd *d, struct snd_req *r, const char *name, int64_t *out,
+                       enum MHD_Result *ret)
+{
+    const char *v = snd_query(r, name);
+    if (!v)
+        return true;
+    char *end = NULL;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < 0) {
+        *ret = snd_error(d, r, 400, "invalid_query", name, "%s must be Unix seconds", name);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static json_t *acct_json(const struct snd *d, const struct snd_job *j, int64_t now_s)
+{
+    json_t *o = snd_job_json(d, j);
+    int64_t end = j->end_s ? j->end_s : now_s;
+    int64_t elapsed = j->start_s && end > j->start_s ? end - j->start_s : 0;
+    uint32_t gpus = j->n_alloc ? j->n_alloc : j->n_last_alloc;
+    json_object_set_new(o, "elapsed_s", json_integer(elapsed));
+    json_object_set_new(o, "gpu_seconds", json_integer(elapsed * (int64_t)gpus));
+    return o;
+}
+
+static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after, since = 0, until = INT64_MAX;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret) || !query_time(d, r, "since", &since, &ret) ||
+        !query_time(d, r, "until", &until, &ret))
+        return ret;
+    const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
+    const char *name = snd_query(r, "name");
+    int states = st ? state_mask(st)
+                    : (1 << SND_JOB_COMPLETED) | (1 << SND_JOB_FAILED) | (1 << SND_JOB_CANCELLED);
+    if (st && states < 0)
+        return snd_error(d, r, 400, "invalid_query", "state",
+                         "state '%s': expected pending, running, completed, failed, cancelled "
+                         "or requeued, or a comma-separated list of them",
+                         st);
+    if (!snd_is_admin(r)) {
+        if (tenant && strcmp(tenant, r->tok.subject) != 0)
+            return snd_error(d, r, 403, "forbidden", "tenant",
+                             "a tenant token sees only its own jobs' history");
+        tenant = r->tok.subject;
+    }
+    json_t *items = json_array();
+    int64_t next = 0, now = snd_now_s();
+    for (int64_t id = after + 1; id < d->next_job_id; id++) {
+        const struct snd_job *j = snd_job_get(d, id);
+        if (!job_matches(j, states, tenant, NULL) || j->submit_s > until ||
+            (j->end_s && j->end_s < since))
+            continue;
+        const char *jn = json_string_value(json_object_get(j->spec, "name"));
+        if (name && (!jn || strcmp(jn, name) != 0))
+            continue;
+        if ((int64_t)json_array_size(items) == limit) {
+            next = id - 1;
+            break;
+        }
+        json_array_append_new(items, acct_json(d, j, now));
+    }
+    return snd_reply(d, r, 200, page(items, next));
+}
+
+/* GET /v1/jobs/{id}/log: tenant isolation as for the job itself. */
+static enum MHD_Result get_job_log(struct snd *d, struct snd_req *r)
+{
+    struct snd_job *j = visible_job(d, r);
+    if (!j)
+        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
+    return snd_get_job_log(d, r, j);
 }
 
 static enum MHD_Result cancel_done(struct snd *d, struct snd_req *r)
@@ -870,6 +995,8 @@ static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
     json_object_set_new(o, "id", json_integer(g));
     json_object_set_new(o, "node", json_string(node));
     json_object_set_new(o, "allocated", json_boolean(snd_sched_busy(d, g, 1)));
+    json_object_set_new(o, "processes",
+                        json_string(snd_sched_gpu_draining(d, g) ? "draining" : "none"));
     json_t *h = snd_health_gpu_json(d, g);
     json_object_set(o, "health_score", json_object_get(h, "score"));
     json_object_set(o, "health_action", json_object_get(h, "action"));
@@ -1241,5 +1368,12 @@ const struct snd_route snd_routes[] = {
     /* Operations (docs/operations.md). */
     {"POST", "/v1/admin/backup", SN_SCOPE_ADMIN, post_backup,
      "an online, consistent copy of state.db to a new file on the snd host"},
+    /* Job runtime (joblog.c, docs/api.md "Job output"). */
+    {"POST", "/v1/jobs/{}/log", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_log,
+     "agents: a chunk of a rank's output (rank, run, offset; raw body)"},
+    {"GET", "/v1/jobs/{}/log", SN_SCOPE_JOBS_READ, get_job_log,
+     "a rank's output, paged by byte offset"},
+    {"GET", "/v1/accounting", SN_SCOPE_JOBS_READ, get_accounting,
+     "job history like sacct: ended jobs, filtered by tenant, state, time, name; paged"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

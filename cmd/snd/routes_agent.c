@@ -9,10 +9,16 @@
  *     down that way comes back with its next heartbeat) and answers the
  *     jobs the node must run now: for each, its run (requeues so far: a
  *     requeued job placed again is a new run), its ranks on this node with
- *     their GPUs, the world size and rank 0's node (the master address).
+ *     their GPUs, the world size, rank 0's node address (master_addr: the
+ *     address its agent reported, else its name; a job is listed only once
+ *     rank 0's agent sent a heartbeat), master_port (unique among
+ *     running jobs), this node's node_rank and the rank limits.
  *     A job missing from the answer must not run there (cancelled,
  *     finished, requeued): the agent kills what it still runs of it.
- *   POST /v1/jobs/{id}/exit           body {"rank": R, "status": S}
+ *   POST /v1/jobs/{id}/exit           body {"rank": R, "status": S} and
+ *     optionally "run" (an exit of another run than the current is answered
+ *     200 "stale" and changes nothing), "reason" (why, kept in the job's
+ *     detail) and "isolation" (the rank's cgroup note, kept in the job)
  *     Rank R of a running job exited with status S (the process's exit
  *     code; a negative value -N means killed by signal N). A non-zero
  *     status fails the job at once (the gang stops, its GPUs are freed);
@@ -46,7 +52,19 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
 {
     const struct sn_model *m = d->model;
     char master[64];
-    sn_model_server_name(m, m->gpu_server[j->alloc[0]], master, sizeof(master));
+    uint32_t s0 = m->gpu_server[j->alloc[0]];
+    const char *addr = snd_agent_address((struct snd *)d, s0);
+    if (addr)
+        snprintf(master, sizeof(master), "%s", addr);
+    else
+        sn_model_server_name(m, s0, master, sizeof(master));
+    /* node_rank: the server's place among the job's servers in rank order. */
+    uint32_t node_rank = 0, last = s0;
+    for (uint32_t r = 0; r < j->n_alloc && last != s; r++)
+        if (m->gpu_server[j->alloc[r]] != last) {
+            node_rank++;
+            last = m->gpu_server[j->alloc[r]];
+        }
     json_t *ranks = json_array();
     for (uint32_t r = 0; r < j->n_alloc; r++) {
         if (m->gpu_server[j->alloc[r]] != s)
@@ -61,7 +79,12 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
     json_t *o = json_pack("{s:I,s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "run",
                           (json_int_t)j->requeues, "tenant", j->tenant, "world_size",
                           (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
-    const char *keys[] = {"name", "command", "data_path", "checkpoint_path", "time_limit_s"};
+    json_object_set_new(o, "node_rank", json_integer(node_rank));
+    if (j->master_port)
+        json_object_set_new(o, "master_port", json_integer(j->master_port));
+    const char *keys[] = {"name",          "command",       "data_path",
+                          "checkpoint_path", "time_limit_s", "cpus_per_rank",
+                          "memory_bytes_per_rank", "pids_per_rank", "array_task_id"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j->spec, keys[i]);
         if (v)
@@ -93,6 +116,10 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
         const struct snd_job *j = snd_job_get(d, id);
         /* GPUs of one job on a server are usually adjacent: skip repeats. */
         if (!j || id == last || j->state != SND_JOB_RUNNING || !snd_outbox_durable(d, j->alloc_seq))
+            continue;
+        /* Every node gets the same MASTER_ADDR: the job is listed once rank
+         * 0's agent has been heard from (its address known, if it sends one). */
+        if (snd_agent_heartbeat_age_s(d, m->gpu_server[j->alloc[0]]) < 0)
             continue;
         bool seen = false;
         size_t i;
@@ -142,11 +169,18 @@ enum MHD_Result snd_post_benchmarks(struct snd *d, struct snd_req *r)
 struct exit_body {
     int64_t rank;
     int64_t status;
+    int64_t run; /* appended: runtime */
+    char reason[201];
+    char isolation[161];
 };
 static const struct sn_api_field exit_fields[] = {
     {"rank", SN_API_INT, true, 0, SN_SCHED_MAX_JOB_GPUS - 1, offsetof(struct exit_body, rank)},
     {"status", SN_API_INT, true, -128, 255, offsetof(struct exit_body, status)},
+    {"run", SN_API_INT, false, 0, INT32_MAX, offsetof(struct exit_body, run)},
+    {"reason", SN_API_STRING, false, 1, 200, offsetof(struct exit_body, reason)},
+    {"isolation", SN_API_STRING, false, 1, 160, offsetof(struct exit_body, isolation)},
 };
+#define EXIT_FIELDS (sizeof(exit_fields) / sizeof(exit_fields[0]))
 
 static enum MHD_Result exit_done(struct snd *d, struct snd_req *r)
 {
@@ -201,11 +235,17 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
     char field[SN_API_FIELD_MAX];
     struct sn_error err = {0};
     uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(exit_fields, 2, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
+    enum sn_err rc =
+        sn_api_decode(exit_fields, EXIT_FIELDS, r->len ? r->body : "{}", r->len ? r->len : 2,
+                      (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
     if (rc != SN_OK)
         return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
                          "%s", err.message);
+    if ((present & (1u << 2)) && b.run != (int64_t)j->requeues) {
+        json_t *o = snd_job_json(d, j);
+        json_object_set_new(o, "stale", json_true());
+        return snd_reply(d, r, 200, o); /* an exit of an earlier run: changes nothing */
+    }
     if (j->state != SND_JOB_RUNNING)
         return snd_error(d, r, 409, "invalid_transition", "state",
                          "job %lld is %s; only a running job's ranks exit", (long long)j->id,
@@ -221,11 +261,16 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
         return snd_reply(d, r, 200, snd_job_json(d, j)); /* a repeat */
     snd_agent_count_exit();
+    if (b.isolation[0]) {
+        free(j->isolation);
+        j->isolation = strdup(b.isolation);
+    }
     if (b.status != 0) {
-        char detail[120];
-        snprintf(detail, sizeof(detail), "rank %u exited with status %lld", rank,
-                 (long long)b.status);
+        char detail[360];
+        snprintf(detail, sizeof(detail), "rank %u exited with status %lld%s%s", rank,
+                 (long long)b.status, b.reason[0] ? ": " : "", b.reason);
         j->exit_status = (int32_t)b.status;
+        j->failed_rank = (int32_t)rank;
         return snd_job_end(d, r, j, SND_JOB_FAILED, "failed", detail, exit_done);
     }
     return rank_done(d, r, j, rank);

@@ -410,9 +410,87 @@ double snd_goodput(const struct snd *d, int64_t now_s)
     return goodput < 0 ? 0 : goodput;
 }
 
+/* GPUs out of placement: cordoned, draining or drained (their own admin
+ * state or their server's), or waiting for their last job's processes. */
+static bool held_back(const struct snd *d, uint32_t g)
+{
+    return cordoning(d->nodes[d->model->gpu_server[g]].state) || cordoning(d->gpus[g].state) ||
+           (d->gpu_procs && d->gpu_procs[g]);
+}
+
+bool snd_sched_gpu_draining(const struct snd *d, uint32_t g)
+{
+    return d->gpu_procs && g < d->model->n_gpus && d->gpu_procs[g];
+}
+
+void snd_sched_procs_report(struct snd *d, uint32_t s, const char *busy)
+{
+    const struct sn_model *m = d->model;
+    uint32_t first = m->server_first_gpu[s], count = sn_model_server_spec(m, s)->gpus;
+    uint32_t *idx = NULL, n = 0;
+    if (snd_ranges_parse(busy, &idx, &n, count) != 0)
+        return; /* checked by the caller */
+    d->agent_reports_procs[s] = true;
+    for (uint32_t g = first; g < first + count; g++) {
+        if (!d->gpu_procs[g])
+            continue;
+        bool listed = false;
+        for (uint32_t i = 0; i < n && !listed; i++)
+            listed = idx[i] == g - first;
+        if (listed)
+            continue;
+        d->gpu_procs[g] = 0;
+        sn_sched_cordon(d->sched, g, held_back(d, g));
+        snd_sched_poke(d);
+    }
+    free(idx);
+}
+
+/* MASTER_PORT: the lowest port of the range no running job uses. */
+static int32_t master_port_take(struct snd *d)
+{
+    for (uint32_t i = 0; i < SND_MASTER_PORTS; i++)
+        if (!(d->master_ports[i / 64] >> (i % 64) & 1)) {
+            d->master_ports[i / 64] |= 1ull << (i % 64);
+            return (int32_t)(SND_MASTER_PORT_BASE + i);
+        }
+    return 0;
+}
+
+static void master_port_mark(struct snd *d, int32_t port, bool used)
+{
+    if (port < SND_MASTER_PORT_BASE || port >= SND_MASTER_PORT_BASE + SND_MASTER_PORTS)
+        return;
+    uint32_t i = (uint32_t)(port - SND_MASTER_PORT_BASE);
+    if (used)
+        d->master_ports[i / 64] |= 1ull << (i % 64);
+    else
+        d->master_ports[i / 64] &= ~(1ull << (i % 64));
+}
+
 static void release_alloc(struct snd *d, struct snd_job *j)
 {
     uint32_t *gpus = j->alloc, n = j->n_alloc;
+    /* Its processes may still run (cancel, requeue, a failed rank): the
+     * GPUs wait for the agent to report them gone. */
+    for (uint32_t i = 0; i < n; i++)
+        if (d->agent_reports_procs[d->model->gpu_server[gpus[i]]]) {
+            d->gpu_procs[gpus[i]] = 1;
+            sn_sched_cordon(d->sched, gpus[i], true);
+        }
+    master_port_mark(d, j->master_port, false);
+    j->master_port = 0;
+    /* The run's record: its GPUs and which ranks exited 0. */
+    free(j->last_alloc);
+    free(j->last_ranks_ok);
+    j->last_alloc = n ? malloc(n * sizeof(*gpus)) : NULL;
+    j->last_ranks_ok = n ? calloc((n + 63) / 64, sizeof(uint64_t)) : NULL;
+    j->n_last_alloc = j->last_alloc && j->last_ranks_ok ? n : 0;
+    if (j->n_last_alloc) {
+        memcpy(j->last_alloc, gpus, n * sizeof(*gpus));
+        if (j->ranks_done)
+            memcpy(j->last_ranks_ok, j->ranks_done, (n + 63) / 64 * sizeof(uint64_t));
+    }
     int64_t now_s = snd_now_s();
     if (j->start_s > 0 && now_s > j->start_s)
         d->busy_gpu_s += (double)n * (double)(now_s - j->start_s);
@@ -447,6 +525,8 @@ static void on_start(struct snd *d, uint32_t sid, double now)
     }
     memcpy(j->alloc, g, n * sizeof(*g));
     j->n_alloc = n;
+    j->master_port = master_port_take(d);
+    j->failed_rank = -1;
     snd_job_set_state(d, j, SND_JOB_RUNNING);
     j->start_s = j->updated_s = (int64_t)now;
     snd_job_set_detail(j, NULL);
@@ -524,6 +604,7 @@ void snd_sched_submit(struct snd *d, struct snd_job *job)
         snprintf(msg, sizeof(msg), "refused by the scheduler: %.500s", err.message);
         snd_job_set_detail(job, msg);
         job_rows(d, job, "failed", msg);
+        d->deps_dirty = true;
         return;
     }
     job->sched_id = sid;
@@ -545,11 +626,65 @@ void snd_sched_drop(struct snd *d, struct snd_job *job)
     }
     if (job->n_alloc)
         release_alloc(d, job);
+    d->deps_dirty = true;
     snd_sched_poke(d);
+}
+
+int snd_job_deps(const struct snd *d, const struct snd_job *job, int64_t *bad)
+{
+    const char *text = json_string_value(json_object_get(job->spec, "after_ok"));
+    uint32_t *ids = NULL, n = 0;
+    if (!text || snd_ranges_parse(text, &ids, &n, SND_DEPS_MAX) != 0)
+        return 0; /* checked at submit */
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc >= 0; i++) {
+        const struct snd_job *dep = snd_job_get(d, ids[i]);
+        if (dep && dep->state == SND_JOB_COMPLETED)
+            continue;
+        if (!dep || dep->state == SND_JOB_FAILED || dep->state == SND_JOB_CANCELLED) {
+            *bad = ids[i];
+            rc = -1;
+        } else {
+            rc = 1;
+        }
+    }
+    free(ids);
+    return rc;
+}
+
+/* Pending jobs held for their dependencies: handed to the core once they
+ * all completed, cancelled (with the reason) once one did not. */
+static void settle_deps(struct snd *d)
+{
+    d->deps_dirty = false;
+    for (int64_t id = 1; id < d->next_job_id; id++) {
+        struct snd_job *j = snd_job_get(d, id);
+        if (!j || !j->durable || j->state != SND_JOB_PENDING || j->sched_id != SN_NONE ||
+            !json_object_get(j->spec, "after_ok"))
+            continue;
+        int64_t bad = 0;
+        int rc = snd_job_deps(d, j, &bad);
+        if (rc == 0) {
+            snd_sched_submit(d, j);
+        } else if (rc < 0) {
+            const struct snd_job *dep = snd_job_get(d, bad);
+            char msg[160];
+            snprintf(msg, sizeof(msg), "dependency job %lld %s", (long long)bad,
+                     dep ? snd_job_state_name(dep->state) : "does not exist");
+            snd_job_set_state(d, j, SND_JOB_CANCELLED);
+            j->updated_s = j->end_s = snd_now_s();
+            snd_job_set_detail(j, msg);
+            job_rows(d, j, "cancelled", msg);
+            d->deps_dirty = true; /* its own dependents follow */
+        }
+    }
 }
 
 const char *snd_sched_reason(const struct snd *d, const struct snd_job *job)
 {
+    if (job->sched_id == SN_NONE && job->state == SND_JOB_PENDING &&
+        json_object_get(job->spec, "after_ok"))
+        return "dependency";
     if (job->sched_id == SN_NONE || !d->sched)
         return "none";
     struct sn_job_info info;
@@ -568,8 +703,7 @@ void snd_sched_admin_changed(struct snd *d, bool is_node, uint32_t id, uint8_t o
     uint32_t first = is_node ? m->server_first_gpu[id] : id;
     uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
     for (uint32_t g = first; g < first + count; g++)
-        sn_sched_cordon(d->sched, g,
-                        cordoning(d->nodes[m->gpu_server[g]].state) || cordoning(d->gpus[g].state));
+        sn_sched_cordon(d->sched, g, held_back(d, g));
     if (now_state == SND_ADMIN_DOWN && old_state != SND_ADMIN_DOWN) {
         double now = wall_s();
         rc = sn_sched_fail(d->sched, kind, id, now, NULL);
@@ -645,6 +779,8 @@ int64_t snd_sched_tick(struct snd *d)
         d->sched_dirty = true;
         d->next_timer_ms = now + d->cfg.sched_interval_ms;
     }
+    if (d->deps_dirty)
+        settle_deps(d);
     int64_t wait = d->next_timer_ms - now;
     if (d->sched_dirty) {
         /* Passes after events take at most about a tenth of this thread:
@@ -710,6 +846,12 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
                                 (long long)id, snd_job_state_name(j->state));
         if (!live(j))
             continue;
+        int64_t bad;
+        if (j->state == SND_JOB_PENDING && json_object_get(j->spec, "after_ok") &&
+            snd_job_deps(d, j, &bad) != 0) {
+            d->deps_dirty = true; /* held: settle_deps hands it over or cancels it */
+            continue;
+        }
         struct sn_job_spec js;
         uint32_t sid;
         if (!job_spec(d, j, &js) || sn_sched_submit(d->sched, &js, &sid, err) != SN_OK ||
@@ -720,6 +862,7 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
             enum sn_err rc = restore_running(d, j, err);
             if (rc != SN_OK)
                 return rc;
+            master_port_mark(d, j->master_port, true);
             /* Their agents are expected back within the heartbeat timeout. */
             for (uint32_t i = 0; i < j->n_alloc; i++)
                 if (!d->last_seen_ms[d->model->gpu_server[j->alloc[i]]])
@@ -745,7 +888,7 @@ static enum sn_err build(struct snd *d, struct sn_error *err)
         sn_sched_cordon(d->sched, g, true);
     rc = restore_jobs(d, err);
     for (uint32_t g = 0; g < m->n_gpus; g++)
-        sn_sched_cordon(d->sched, g, false);
+        sn_sched_cordon(d->sched, g, d->gpu_procs[g] != 0);
     if (rc != SN_OK)
         return rc;
     for (uint32_t s = 0; s < m->n_servers; s++)
@@ -763,7 +906,11 @@ enum sn_err snd_sched_start(struct snd *d, struct sn_error *err)
 {
     d->outbox = calloc(1, sizeof(*d->outbox));
     d->last_seen_ms = calloc(d->model->n_servers ? d->model->n_servers : 1, sizeof(int64_t));
-    if (!d->outbox || !d->last_seen_ms)
+    d->gpu_procs = calloc(d->model->n_gpus ? d->model->n_gpus : 1, 1);
+    d->agent_reports_procs = calloc(d->model->n_servers ? d->model->n_servers : 1, sizeof(bool));
+    d->master_ports = calloc(SND_MASTER_PORTS / 64, sizeof(uint64_t));
+    if (!d->outbox || !d->last_seen_ms || !d->gpu_procs || !d->agent_reports_procs ||
+        !d->master_ports)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     d->next_timer_ms = snd_now_ms() + d->cfg.sched_interval_ms;
     return build(d, err);
@@ -792,4 +939,10 @@ void snd_sched_stop(struct snd *d)
     d->outbox = NULL;
     free(d->last_seen_ms);
     d->last_seen_ms = NULL;
+    free(d->gpu_procs);
+    d->gpu_procs = NULL;
+    free(d->agent_reports_procs);
+    d->agent_reports_procs = NULL;
+    free(d->master_ports);
+    d->master_ports = NULL;
 }

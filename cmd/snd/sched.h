@@ -83,6 +83,18 @@ bool snd_outbox_flush(struct snd *d);
 /* True when outbox entry seq (from d->outbox_seq after its add) committed. */
 bool snd_outbox_durable(const struct snd *d, uint64_t seq);
 
+/* The agent of server s reported (busy: "0-3,6", local GPU indices) which
+ * of its GPUs still hold job processes: GPUs waiting for their processes
+ * to be gone and not listed are released to placement. */
+void snd_sched_procs_report(struct snd *d, uint32_t s, const char *busy);
+/* Whether GPU g waits for its last job's processes to be gone. */
+bool snd_sched_gpu_draining(const struct snd *d, uint32_t g);
+
+/* Dependencies (after_ok): 0 when every job the job waits for completed
+ * (or it waits for none), 1 while one has not ended, -1 when one ended
+ * otherwise (*bad gets its id). */
+int snd_job_deps(const struct snd *d, const struct snd_job *job, int64_t *bad);
+
 /* "0-7,16-23": ascending runs of v (caller frees), and back. */
 char *snd_ranges_format(const uint32_t *v, uint32_t n);
 int snd_ranges_parse(const char *text, uint32_t **out, uint32_t *n, uint32_t max);

@@ -124,6 +124,16 @@ struct snd_job {
     int64_t start_s, end_s;
     int32_t exit_status; /* of the failing rank, when failed by an exit */
     char *detail;        /* why it ended or was requeued, or NULL */
+    /* Runtime (appended; docs/agent.md). */
+    int32_t master_port; /* while running: MASTER_PORT, unique among running jobs; 0: none */
+    char *isolation;     /* the isolation an agent last reported for a rank, or NULL */
+    /* The record of its last run once it left its GPUs (completed, failed,
+     * cancelled, requeued): GPUs in rank order, ranks that exited 0 (bit
+     * r), the rank whose exit failed it (-1: none). */
+    uint32_t *last_alloc;
+    uint32_t n_last_alloc;
+    uint64_t *last_ranks_ok;
+    int32_t failed_rank;
 };
 
 struct snd_named {
@@ -200,7 +210,22 @@ struct snd {
     uint64_t http_header_timeouts; /* connections shut: no headers in header_timeout_s */
     uint64_t http_evicted;         /* unauthenticated connections shut for a newcomer */
     atomic_bool fatal;
+
+    /* Job runtime (sched.c; docs/agent.md "Orphans"): by GPU, 1 while the
+     * processes of the job that last held it are not reported gone by its
+     * agent (the GPU is kept out of placement); by server, whether its
+     * agent reports busy GPUs in its heartbeats (only then is a GPU held
+     * back); MASTER_PORT values in use, a bit per port from
+     * SND_MASTER_PORT_BASE. */
+    uint8_t *gpu_procs;
+    bool *agent_reports_procs;
+    uint64_t *master_ports;
+    bool deps_dirty; /* a job ended or a dependent was submitted: settle dependencies */
 };
+
+#define SND_DEPS_MAX 64 /* job ids in a job's after_ok */
+#define SND_MASTER_PORT_BASE 29500
+#define SND_MASTER_PORTS 16384
 
 /* state.c */
 int snd_state_load(struct snd *d, struct sn_error *err);

@@ -159,6 +159,9 @@ void snd_job_free(struct snd_job *job)
     free(job->alloc);
     free(job->ranks_done);
     free(job->detail);
+    free(job->isolation);
+    free(job->last_alloc);
+    free(job->last_ranks_ok);
     free(job);
 }
 
@@ -241,9 +244,14 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
                         waiting ? json_string(snd_sched_reason(d, job)) : json_null());
     json_t *alloc = json_array(), *nodes = json_array();
     uint32_t last_server = SN_NONE;
-    for (uint32_t i = 0; i < job->n_alloc; i++) {
-        json_array_append_new(alloc, json_integer(job->alloc[i]));
-        uint32_t s = d->model->gpu_server[job->alloc[i]];
+    /* An ended job shows its last run's placement (its record). */
+    bool ended = job->state == SND_JOB_COMPLETED || job->state == SND_JOB_FAILED ||
+                 job->state == SND_JOB_CANCELLED;
+    const uint32_t *gpus = ended ? job->last_alloc : job->alloc;
+    uint32_t n_gpus = ended ? job->n_last_alloc : job->n_alloc;
+    for (uint32_t i = 0; i < n_gpus; i++) {
+        json_array_append_new(alloc, json_integer(gpus[i]));
+        uint32_t s = d->model->gpu_server[gpus[i]];
         if (s != last_server) {
             char name[64];
             json_array_append_new(
@@ -253,15 +261,34 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
     }
     json_object_set_new(o, "allocation", alloc);
     json_object_set_new(o, "nodes", nodes);
-    json_object_set_new(o, "ranks_exited", json_integer(job->n_ranks_done));
+    uint32_t exited = job->n_ranks_done;
+    for (uint32_t r = 0; ended && job->last_ranks_ok && r < job->n_last_alloc; r++)
+        exited += (uint32_t)(job->last_ranks_ok[r / 64] >> (r % 64) & 1);
+    json_object_set_new(o, "ranks_exited", json_integer(exited));
     json_object_set_new(o, "requeues", json_integer(job->requeues));
     json_object_set_new(o, "start_time_s", job->start_s ? json_integer(job->start_s) : json_null());
     json_object_set_new(o, "end_time_s", job->end_s ? json_integer(job->end_s) : json_null());
     json_object_set_new(o, "exit_status",
                         job->state == SND_JOB_FAILED && job->exit_status
                             ? json_integer(job->exit_status)
-                            : json_null());
+                        : job->state == SND_JOB_COMPLETED ? json_integer(0)
+                                                          : json_null());
+    /* Per rank of the last run: 0 for a rank that exited 0, the failing
+     * rank's status, null for a rank stopped by the agent (not reported). */
+    json_t *ranks = json_array();
+    for (uint32_t r = 0; ended && r < job->n_last_alloc; r++) {
+        bool ok = job->last_ranks_ok && (job->last_ranks_ok[r / 64] >> (r % 64) & 1);
+        json_array_append_new(ranks, ok ? json_integer(0)
+                                     : (int32_t)r == job->failed_rank
+                                         ? json_integer(job->exit_status)
+                                         : json_null());
+    }
+    json_object_set_new(o, "rank_exit_statuses", ranks);
     json_object_set_new(o, "detail", job->detail ? json_string(job->detail) : json_null());
+    json_object_set_new(o, "master_port",
+                        job->master_port ? json_integer(job->master_port) : json_null());
+    json_object_set_new(o, "isolation",
+                        job->isolation ? json_string(job->isolation) : json_null());
     return o;
 }
 
@@ -270,6 +297,29 @@ char *snd_job_run_text(const struct snd_job *job)
     json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:s?}", "requeues", (json_int_t)job->requeues,
                           "start_s", (json_int_t)job->start_s, "end_s", (json_int_t)job->end_s,
                           "exit_status", (int)job->exit_status, "detail", job->detail);
+    if (o && job->master_port)
+        json_object_set_new(o, "master_port", json_integer(job->master_port));
+    if (o && job->isolation)
+        json_object_set_new(o, "isolation", json_string(job->isolation));
+    if (o && job->n_last_alloc) {
+        uint32_t *ok = malloc(job->n_last_alloc * sizeof(*ok)), k = 0;
+        for (uint32_t r = 0; ok && r < job->n_last_alloc; r++)
+            if (job->last_ranks_ok[r / 64] >> (r % 64) & 1)
+                ok[k++] = r;
+        char *g = snd_ranges_format(job->last_alloc, job->n_last_alloc);
+        char *t = ok ? snd_ranges_format(ok, k) : NULL;
+        free(ok);
+        if (g && t) {
+            json_object_set_new(o, "last_alloc", json_string(g));
+            json_object_set_new(o, "last_ranks_ok", json_string(t));
+            json_object_set_new(o, "failed_rank", json_integer(job->failed_rank));
+        } else {
+            json_decref(o);
+            o = NULL;
+        }
+        free(g);
+        free(t);
+    }
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
@@ -414,6 +464,30 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
     job->end_s = json_integer_value(json_object_get(run, "end_s"));
     job->exit_status = (int32_t)json_integer_value(json_object_get(run, "exit_status"));
     snd_job_set_detail(job, json_string_value(json_object_get(run, "detail")));
+    job->master_port = (int32_t)json_integer_value(json_object_get(run, "master_port"));
+    const char *iso = json_string_value(json_object_get(run, "isolation"));
+    job->isolation = iso ? strdup(iso) : NULL;
+    job->failed_rank = -1;
+    const char *la = json_string_value(json_object_get(run, "last_alloc"));
+    const char *lk = json_string_value(json_object_get(run, "last_ranks_ok"));
+    uint32_t *ok = NULL, n_ok = 0;
+    if (la && lk &&
+        snd_ranges_parse(la, &job->last_alloc, &job->n_last_alloc, c->d->model->n_gpus) == 0 &&
+        snd_ranges_parse(lk, &ok, &n_ok, job->n_last_alloc) == 0) {
+        job->last_ranks_ok = calloc((job->n_last_alloc + 63) / 64 + 1, sizeof(uint64_t));
+        for (uint32_t i = 0; job->last_ranks_ok && i < n_ok; i++)
+            if (ok[i] < job->n_last_alloc)
+                job->last_ranks_ok[ok[i] / 64] |= 1ull << (ok[i] % 64);
+        for (uint32_t i = 0; i < job->n_last_alloc; i++)
+            if (job->last_alloc[i] >= c->d->model->n_gpus)
+                job->n_last_alloc = 0; /* the spec shrank: drop the record */
+        if (!job->last_ranks_ok)
+            job->n_last_alloc = 0;
+        job->failed_rank = (int32_t)json_integer_value(json_object_get(run, "failed_rank"));
+        if (!json_is_integer(json_object_get(run, "failed_rank")))
+            job->failed_rank = -1;
+    }
+    free(ok);
     json_decref(run);
     c->rc = snd_job_insert(c->d, job, c->err);
     if (c->rc != SN_OK)

@@ -63,6 +63,12 @@ struct sn_api_job {
     char data_path[1025];
     char checkpoint_path[1025];
     int64_t time_limit_s;
+    /* Runtime limits of each rank (docs/agent.md, "Isolation"); 0: none. */
+    int64_t cpus_per_rank;
+    int64_t memory_bytes_per_rank;
+    int64_t pids_per_rank;
+    char after_ok[1024]; /* job ids "3,5-7": start only after each completed */
+    int64_t array_task_id; /* an element of a job array (SN_ARRAY_TASK_ID) */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

@@ -22,6 +22,11 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"data_path", SN_API_STRING, false, 1, 1024, JOB(data_path)},
     {"checkpoint_path", SN_API_STRING, false, 1, 1024, JOB(checkpoint_path)},
     {"time_limit_s", SN_API_INT, false, 1, 365LL * 86400, JOB(time_limit_s)},
+    {"cpus_per_rank", SN_API_INT, false, 1, 4096, JOB(cpus_per_rank)},
+    {"memory_bytes_per_rank", SN_API_INT, false, 1 << 20, 1LL << 50, JOB(memory_bytes_per_rank)},
+    {"pids_per_rank", SN_API_INT, false, 1, 1 << 22, JOB(pids_per_rank)},
+    {"after_ok", SN_API_STRING, false, 1, 1023, JOB(after_ok)},
+    {"array_task_id", SN_API_INT, false, 0, 1000000, JOB(array_task_id)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

@@ -85,6 +85,7 @@ check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
 TT=$("$SN" token create --tenant acme --ttl 1h)
 case "$TT" in sn1.*) ;; *) fail "token create printed '$TT'" ;; esac
 check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
+check 5 "403 a tenant token sees only its own" env SN_TOKEN="$TT" "$SN" acct --tenant other
 check 5 "403" env SN_TOKEN="$TT" "$SN" tenants
 check 5 "401" env SN_TOKEN=sn1.bad.bad "$SN" jobs
 check 2 "exactly one of" "$SN" token create
@@ -92,6 +93,34 @@ check 0 '"scopes": "telemetry:write"' "$SN" token create --agent sn00-t01 -o jso
 # Cancel: 0, then 1 for a second cancel (409).
 check 0 "cancelled job 1" "$SN" cancel 1
 check 1 "409 job 1 is cancelled" "$SN" cancel 1
+# sn jobs lists active jobs; --all also ended ones. An ended job keeps its
+# record: nodes, placement, times.
+"$SN" jobs | grep -Eq "^ +1 acme" && fail "sn jobs lists the cancelled job 1"
+check 0 "^ +1 acme +llm +cancelled +16 +- sn00-t00,sn00-t01$" "$SN" jobs --all
+check 0 "^ +1 acme +llm +cancelled" "$SN" jobs --state cancelled,completed
+check 1 "400 state 'running,gone'" "$SN" jobs --state running,gone
+check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 0 "^end_time_s +[0-9]+$" "$SN" job show 1
+# sn acct: the history of ended jobs, filtered; -o json with GPU-seconds.
+check 0 "JOBID TENANT +NAME +STATE +GPUS +ELAPSED EXIT NODES" "$SN" acct
+check 0 "^ +1 acme +llm +cancelled +16 +[0-9hms]+ +- sn00-t00,sn00-t01$" "$SN" acct
+check 0 "^ +1 acme +llm +cancelled" "$SN" acct --tenant acme --name llm --since 1h
+check 0 '"gpu_seconds": [0-9]+' "$SN" acct -o json
+check 0 '^\[\]$' "$SN" acct --since 2099-01-01 -o json
+check 0 '^\[\]$' "$SN" acct --until 0 -o json
+check 0 '^\[\]$' "$SN" acct --name nosuchjob -o json
+check 0 '"state": "pending"' "$SN" acct --state pending -o json
+check 2 "expected Unix seconds, a UTC date" "$SN" acct --since yesterday
+check 1 "400 state 'over'" "$SN" acct --state over
+# --after-ok: held for its dependency; the cancelled job 1 cancels it.
+check 0 "^submitted job [0-9]+ \(pending\)$" "$SN" submit --tenant acme --name dep --gpus 1 --after-ok 1
+check 1 "422 after_ok: no job 99" "$SN" submit --tenant acme --name dep --gpus 1 --after-ok 99
+i=0
+until "$SN" jobs --all | grep -Eq "^ +[0-9]+ acme +dep +cancelled"; do
+    i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05
+done
+check 0 "^ +[0-9]+ acme +dep +cancelled" "$SN" jobs --all
+check 0 "^detail +dependency job 1 cancelled$" "$SN" job show "$("$SN" jobs --all -o json | sed -n 's/^ *"id": \([0-9]*\),*$/\1/p' | tail -n 1)"
 # Server and token lookup: flag over env over config file.
 printf 'server = http://127.0.0.1:%s\ntoken_file = %s\n' "$PORT" "$D/state/admin.token" >"$D/client.conf"
 check 0 "filejob" env -u SN_SERVER -u SN_TOKEN SN_CONFIG="$D/client.conf" "$SN" jobs

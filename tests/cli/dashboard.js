@@ -105,7 +105,8 @@ async function scenario(browser, spec, jobs) {
   fs.writeFileSync(path.join(dir, "agent.token"), tok.token + "\n", { mode: 0o600 });
   const agent = spawn(path.join(bin, "sn-agent"), ["--server", base, "--token",
     path.join(dir, "agent.token"), "--node", node, "--backend", "sim", "--cluster", spec,
-    "--interval", "0.2", "--fault", "hot-gpu=1", "--work-dir", path.join(dir, "work")],
+    "--interval", "0.2", "--fault", "hot-gpu=1", "--work-dir", path.join(dir, "work"),
+    "--unsafe-jobs-as-agent-user", "--cgroup-root", "none"],
   { stdio: ["ignore", "ignore", "ignore"] });
   procs.push(agent);
   await until("three telemetry samples", async () =>

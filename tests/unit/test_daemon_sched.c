@@ -119,8 +119,16 @@ static void lifecycle(void **state)
     for (int r = 1; r < 16; r++)
         exit_rank(&d, d.admin, a, r, 0, 200);
     j = wait_job(&d, a, "completed");
-    assert_int_equal(json_array_size(json_object_get(j, "allocation")), 0);
-    assert_int_equal(num(j, "ranks_exited"), 0);
+    /* A completed job keeps its record: placement, every rank's status. */
+    assert_int_equal(json_array_size(json_object_get(j, "allocation")), 16);
+    assert_int_equal(json_array_size(json_object_get(j, "nodes")), 2);
+    assert_int_equal(num(j, "ranks_exited"), 16);
+    assert_int_equal(num(j, "exit_status"), 0);
+    assert_int_equal(json_array_size(json_object_get(j, "rank_exit_statuses")), 16);
+    json_t *statuses = json_object_get(j, "rank_exit_statuses");
+    assert_int_equal(json_integer_value(json_array_get(statuses, 15)), 0);
+    assert_true(json_is_integer(json_object_get(j, "start_time_s")));
+    assert_true(json_is_integer(json_object_get(j, "end_time_s")));
     json_decref(j);
     char kinds[256];
     event_kinds(&d, a, kinds, sizeof(kinds));
@@ -131,6 +139,10 @@ static void lifecycle(void **state)
     j = wait_job(&d, b, "failed");
     assert_int_equal(num(j, "exit_status"), 137);
     assert_string_equal(str(j, "detail"), "rank 5 exited with status 137");
+    json_t *rs = json_object_get(j, "rank_exit_statuses");
+    assert_int_equal(json_array_size(rs), 64);
+    assert_int_equal(json_integer_value(json_array_get(rs, 5)), 137);
+    assert_true(json_is_null(json_array_get(rs, 0))); /* stopped by its agent */
     json_decref(j);
     /* Cancel of a running job frees its GPUs for the next one. */
     long long c = submit(&d, 64, NULL);

@@ -6,9 +6,11 @@
  *  - a 16-GPU job is placed on two servers; their agents learn its ranks
  *    from the one heartbeat route, launch one process per rank whose
  *    environment holds SN_JOB_ID, RANK, WORLD_SIZE, LOCAL_RANK,
- *    MASTER_ADDR and CUDA_VISIBLE_DEVICES (each process writes them to a
- *    file: checked against the job's allocation), and stream the exits
- *    back: the job completes;
+ *    LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR (the address rank 0's agent
+ *    reported, which resolves), MASTER_PORT (the job's) and
+ *    CUDA_VISIBLE_DEVICES (each process writes them to a file: checked
+ *    against the job's allocation), and stream the exits back: the job
+ *    completes;
  *  - a rank exiting 3 fails its job with exit_status 3;
  *  - cancel kills the running rank's whole process group (a background
  *    child of the command dies too), and so does a requeue (the node is
@@ -18,6 +20,7 @@
 #include "snd_harness.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <sys/stat.h>
 
 #define AGENTS_MAX 7
@@ -64,7 +67,8 @@ static void agent_fault(struct daemon *d, struct agents *a, const char *node, co
         dup2(fd, 2);
         execl(built("sn-agent"), "sn-agent", "--server", server, "--token", path, "--node", node,
               "--backend", "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work,
-              "--seed", "3", "--backoff-max", "0.3", fault ? "--fault" : (char *)NULL, fault,
+              "--seed", "3", "--backoff-max", "0.3", "--cgroup-root", "none",
+              "--unsafe-jobs-as-agent-user", fault ? "--fault" : (char *)NULL, fault,
               (char *)NULL);
         _exit(127);
     }
@@ -193,13 +197,32 @@ static void ranks_and_completion(void **state)
     char cmd[1200];
     snprintf(cmd, sizeof(cmd),
              "echo $SN_JOB_ID $RANK $WORLD_SIZE $LOCAL_RANK $CUDA_VISIBLE_DEVICES $MASTER_ADDR "
+             "$LOCAL_WORLD_SIZE $NODE_RANK $MASTER_PORT "
              "> %s/out.$RANK.tmp && mv %s/out.$RANK.tmp %s/out.$RANK",
              d.dir, d.dir, d.dir);
     long long id = submit(&d, 16, cmd);
     json_t *j = run_with_agents(&d, &a, id);
     assert_int_equal(a.n, 2);
     json_t *alloc = json_object_get(j, "allocation");
-    const char *master = json_string_value(json_array_get(json_object_get(j, "nodes"), 0));
+    const char *node0 = json_string_value(json_array_get(json_object_get(j, "nodes"), 0));
+    long long port = json_integer_value(json_object_get(j, "master_port"));
+    assert_true(port >= 29500 && port < 29500 + 16384);
+    /* MASTER_ADDR: the address rank 0's agent reports, and it resolves. */
+    char apath[96], master[64];
+    snprintf(apath, sizeof(apath), "/v1/agents/%s", node0);
+    json_t *ag = NULL;
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(call(&d, "GET", apath, d.admin, NULL, NULL, &ag), 200);
+        snprintf(master, sizeof(master), "%s",
+                 json_string_value(json_object_get(ag, "address")));
+        json_decref(ag);
+        if (master[0])
+            break;
+        poll(NULL, 0, 20);
+    }
+    struct addrinfo *res = NULL;
+    assert_int_equal(getaddrinfo(master, NULL, NULL, &res), 0);
+    freeaddrinfo(res);
     /* The expected layout, from the allocation: GPU g is index g % 8 of
      * server g / 8 (8 GPUs per server, ids in server order); ranks on a
      * node are numbered locally in rank order. */
@@ -209,8 +232,9 @@ static void ranks_and_completion(void **state)
         snprintf(path, sizeof(path), "%s/out.%d", d.dir, r);
         wait_file(path, got, sizeof(got));
         long long g = json_integer_value(json_array_get(alloc, (size_t)r));
-        snprintf(want, sizeof(want), "%lld %d 16 %d %lld %s\n", id, r, local[g / 8]++, g % 8,
-                 master);
+        long long g0 = json_integer_value(json_array_get(alloc, 0));
+        snprintf(want, sizeof(want), "%lld %d 16 %d %lld %s 8 %d %lld\n", id, r, local[g / 8]++,
+                 g % 8, master, g / 8 == g0 / 8 ? 0 : 1, port);
         assert_string_equal(got, want);
         unlink(path);
     }

@@ -1,0 +1,762 @@
+/*
+ * The job runtime end to end (docs/agent.md, "Isolation", "Orphans",
+ * "Users"): a real snd and real sn-agents (sim backend) on 127.0.0.1, both
+ * built ($SN_BUILD_DIR); the cluster is examples/std-unit-64.yaml.
+ * Covered:
+ *  - kill -9 of an agent mid-job, then a restart: the new agent kills what
+ *    the old one left before its first heartbeat (the process group from
+ *    its record, and with cgroups also a process that left the group with
+ *    setsid), reports the GPU in orphan_gpus and the rank as orphaned, so
+ *    the job fails with that reason and runs once (a marker file counts
+ *    its runs); no process of it survives (checked in /proc); the next job
+ *    runs there. Run without cgroups, and with a cgroup v2 root where this
+ *    host lets the test make one (else that part is skipped with a
+ *    message); with cgroups the rank's cgroup leaf holds its limits when
+ *    the host offers the controllers (else the job's isolation note says
+ *    they were not applied);
+ *  - snd keeps GPUs whose last job's processes are not reported gone out
+ *    of placement (GET /v1/gpus: "processes": "draining") until the
+ *    agent's heartbeat no longer lists them in busy_gpus;
+ *  - job output: the agent ships each rank's stdout+stderr to snd, which
+ *    serves it by byte offset (GET /v1/jobs/{id}/log, and `sn job log`,
+ *    also --follow), only to the job's tenant; --log-max caps it per rank
+ *    (file on the node and what snd gets) with a marker line;
+ *  - dependencies (after_ok): a job waits (pending_reason "dependency")
+ *    until its dependency completed and starts after it ended; one whose
+ *    dependency failed is cancelled with the reason, and so is its own
+ *    dependent; after_ok naming another tenant's or no job is 422;
+ *  - arrays: `sn submit --array 0-2` submits one job per task id, which
+ *    sees it in SN_ARRAY_TASK_ID; throttling (0-9%2) is refused (exit 2);
+ *  - jobs run as the tenant's Unix user from --user-map (a user made with
+ *    useradd; root only, else skipped with a message); a tenant without a
+ *    user, or mapped to root, fails with a clear reason.
+ * Waits poll with deadlines of tens of seconds.
+ */
+#include "snd_harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+static const char *const FAST[] = {"sched_event_delay_ms=0", "sched_interval_ms=50", NULL};
+
+static const char *built(const char *name)
+{
+    static char path[1024];
+    const char *b = getenv("SN_BUILD_DIR");
+    snprintf(path, sizeof(path), "%s/%s", b ? b : "..", name);
+    return path;
+}
+
+/* Starts an agent for node with extra arguments (NULL-terminated). */
+static pid_t agent_start(struct daemon *d, const char *node, const char *const *extra)
+{
+    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300], log[300];
+    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
+    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", tok);
+    fclose(f);
+    sn_test_path(spec, sizeof(spec), "examples/std-unit-64.yaml");
+    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
+    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
+    snprintf(log, sizeof(log), "%s/agent-%s.log", d->dir, node);
+    mkdir(work, 0700);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        dup2(fd, 2);
+        const char *argv[40] = {built("sn-agent"),
+                                "--server",
+                                server,
+                                "--token",
+                                path,
+                                "--node",
+                                node,
+                                "--backend",
+                                "sim",
+                                "--cluster",
+                                spec,
+                                "--interval",
+                                "0.1",
+                                "--work-dir",
+                                work,
+                                "--seed",
+                                "3",
+                                "--backoff-max",
+                                "0.3"};
+        int n = 19;
+        for (int i = 0; extra && extra[i] && n < 38; i++)
+            argv[n++] = extra[i];
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    track(pid, true);
+    return pid;
+}
+
+static void agent_stop(pid_t pid, int sig)
+{
+    kill(pid, sig);
+    waitpid(pid, NULL, 0);
+    track(pid, false);
+}
+
+static long long submit_as(struct daemon *d, const char *tenant, int gpus, const char *command,
+                           const char *extra_json)
+{
+    json_t *body = json_pack("{s:s,s:i,s:s,s:s}", "name", "runtime", "gpus", gpus, "tenant", tenant,
+                             "command", command);
+    if (extra_json) {
+        json_t *x = json_loads(extra_json, 0, NULL);
+        assert_non_null(x);
+        json_object_update(body, x);
+        json_decref(x);
+    }
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_t *j = NULL;
+    int s = call(d, "POST", "/v1/jobs", d->admin, text, NULL, &j);
+    if (s != 201)
+        fail_msg("submit %s: %d", text, s);
+    free(text);
+    long long id = json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    return id;
+}
+
+/* Waits for the job's state (up to 30 s). */
+static json_t *wait_state(struct daemon *d, long long id, const char *want)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+    for (int i = 0; i < 1500; i++) {
+        json_t *j = NULL;
+        assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
+        const char *st = json_string_value(json_object_get(j, "state"));
+        if (st && strcmp(st, want) == 0)
+            return j;
+        json_decref(j);
+        poll(NULL, 0, 20);
+    }
+    fail_msg("job %lld never became %s", id, want);
+    return NULL;
+}
+
+static bool read_text(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(out, 1, len - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    return n > 0 && out[n - 1] == '\n';
+}
+
+static void wait_file(const char *path, char *out, size_t len)
+{
+    for (int i = 0; i < 1500; i++) {
+        if (read_text(path, out, len))
+            return;
+        poll(NULL, 0, 20);
+    }
+    fail_msg("%s never written", path);
+}
+
+static bool gone(pid_t pid)
+{
+    char path[64], stat[1024] = {0};
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *p = strrchr(stat, ')');
+    return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+static void wait_gone(pid_t pid)
+{
+    for (int i = 0; i < 1500; i++) {
+        if (gone(pid))
+            return;
+        poll(NULL, 0, 20);
+    }
+    fail_msg("process %d still runs", (int)pid);
+}
+
+/* Live (not zombie) processes whose command line is "sleep SECONDS". */
+static int count_sleepers(const char *seconds)
+{
+    DIR *dir = opendir("/proc");
+    assert_non_null(dir);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(dir)) != NULL) {
+        char *end = NULL;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64], cmd[256];
+        snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(cmd, 1, sizeof(cmd) - 1, f);
+        fclose(f);
+        cmd[len] = '\0';
+        if (len > 6 && strcmp(cmd, "sleep") == 0 && strcmp(cmd + 6, seconds) == 0 &&
+            !gone((pid_t)pid))
+            n++;
+    }
+    closedir(dir);
+    return n;
+}
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void remove_tree(struct daemon *d)
+{
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d->dir);
+    assert_int_equal(system(rm), 0);
+}
+
+/* A fresh cgroup v2 directory for this test's agents, or "" (with the
+ * reason printed) where this host does not let the test make one. */
+static void test_cgroup_root(char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/mounts", "r");
+    char dev[256], mnt[256], type[64], rest[512];
+    char found[256] = "";
+    while (f && fscanf(f, "%255s %255s %63s %511[^\n]", dev, mnt, type, rest) == 4)
+        if (strcmp(type, "cgroup2") == 0 && !found[0])
+            snprintf(found, sizeof(found), "%s", mnt);
+    if (f)
+        fclose(f);
+    if (!found[0]) {
+        print_message("[ SKIPPED  ] cgroup part: no cgroup2 file system is mounted here\n");
+        return;
+    }
+    snprintf(out, cap, "%s/sn-test-%d", found, (int)getpid());
+    if (mkdir(out, 0755) != 0) {
+        print_message("[ SKIPPED  ] cgroup part: cannot mkdir '%s': %s\n", out, strerror(errno));
+        out[0] = '\0';
+        return;
+    }
+    rmdir(out); /* the agent makes it */
+}
+
+static void remove_cgroup_root(const char *root)
+{
+    if (!root[0])
+        return;
+    char rm[600];
+    /* Only empty cgroup directories remain (rmdir, depth first). */
+    snprintf(rm, sizeof(rm), "find '%s' -depth -type d -exec rmdir {} \\; 2>/dev/null", root);
+    assert_int_equal(system(rm) >= 0, 1);
+}
+
+/* The kill -9 scenario with cgroup root cg ("none": without cgroups). */
+static void crash_and_restart(const char *cg)
+{
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    bool with_cg = strcmp(cg, "none") != 0, limits = false;
+    const char *const extra[] = {"--cgroup-root", cg, "--unsafe-jobs-as-agent-user", NULL};
+    char cmd[4000], path[400], text[256];
+    /* With cgroups a second child leaves the process group (setsid): only
+     * the cgroup still finds it. */
+    snprintf(cmd, sizeof(cmd),
+             "echo run >> %s/marker.$SN_JOB_ID; sleep 31415 & echo $! > %s/c.tmp; "
+             "%s cat /proc/self/cgroup > %s/cg.tmp; mv %s/cg.tmp %s/cg.$SN_JOB_ID; "
+             "mv %s/c.tmp %s/child.$SN_JOB_ID; wait",
+             d.dir, d.dir, with_cg ? "setsid sleep 31416 & " : "", d.dir, d.dir, d.dir, d.dir,
+             d.dir);
+    long long id = submit_as(&d, "acme", 1, cmd,
+                             "{\"cpus_per_rank\":2,\"memory_bytes_per_rank\":1073741824,"
+                             "\"pids_per_rank\":100}");
+    json_t *j = wait_state(&d, id, "running");
+    char node[16];
+    snprintf(node, sizeof(node), "%s",
+             json_string_value(json_array_get(json_object_get(j, "nodes"), 0)));
+    long long gpu = json_integer_value(json_array_get(json_object_get(j, "allocation"), 0));
+    json_decref(j);
+    pid_t agent = agent_start(&d, node, extra);
+    snprintf(path, sizeof(path), "%s/child.%lld", d.dir, id);
+    wait_file(path, text, sizeof(text));
+    pid_t child = (pid_t)strtol(text, NULL, 10);
+    assert_true(child > 0 && !gone(child));
+    snprintf(path, sizeof(path), "%s/cg.%lld", d.dir, id);
+    wait_file(path, text, sizeof(text));
+    if (with_cg) {
+        /* The rank ran in its own leaf, with its limits where offered. */
+        char leaf[64], file[700], got[128];
+        snprintf(leaf, sizeof(leaf), "/job-%lld/run-0-rank-0\n", id);
+        assert_non_null(strstr(text, leaf));
+        snprintf(file, sizeof(file), "%s/job-%lld/run-0-rank-0/cpu.max", cg, id);
+        if (read_text(file, got, sizeof(got))) {
+            limits = true;
+            assert_string_equal(got, "200000 100000\n");
+            snprintf(file, sizeof(file), "%s/job-%lld/run-0-rank-0/memory.max", cg, id);
+            assert_true(read_text(file, got, sizeof(got)));
+            assert_string_equal(got, "1073741824\n");
+            snprintf(file, sizeof(file), "%s/job-%lld/run-0-rank-0/pids.max", cg, id);
+            assert_true(read_text(file, got, sizeof(got)));
+            assert_string_equal(got, "100\n");
+        } else {
+            print_message("[ SKIPPED  ] limits: the cgroup root offers no cpu controller here "
+                          "(the job's isolation note must say so)\n");
+        }
+        assert_int_equal(count_sleepers("31416"), 1);
+    }
+    /* The agent dies without cleaning up: its job keeps running. */
+    agent_stop(agent, SIGKILL);
+    poll(NULL, 0, 300);
+    assert_false(gone(child));
+    agent = agent_start(&d, node, extra);
+    wait_gone(child);
+    j = wait_state(&d, id, "failed");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")), "orphaned"));
+    assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 137);
+    json_decref(j);
+    snprintf(path, sizeof(path), "%s/marker.%lld", d.dir, id);
+    assert_int_equal(count_lines(path), 1);
+    assert_int_equal(count_sleepers("31415"), 0);
+    assert_int_equal(count_sleepers("31416"), 0);
+    /* The agent said which GPU still had processes. */
+    char url[96], want[8];
+    snprintf(url, sizeof(url), "/v1/agents/%s", node);
+    snprintf(want, sizeof(want), "%lld", gpu % 8);
+    for (int i = 0; i < 1500; i++) {
+        assert_int_equal(call(&d, "GET", url, d.admin, NULL, NULL, &j), 200);
+        bool ok = strcmp(json_string_value(json_object_get(j, "orphan_gpus")), want) == 0;
+        json_decref(j);
+        if (ok)
+            break;
+        assert_true(i < 1499);
+        poll(NULL, 0, 20);
+    }
+    /* The node runs the next job; it reports its isolation. */
+    for (int s = 0; s < 8; s++) {
+        char other[16];
+        snprintf(other, sizeof(other), "sn00-t%02d", s);
+        if (strcmp(other, node) == 0)
+            continue;
+        snprintf(url, sizeof(url), "/v1/nodes/%s/cordon", other);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    id = submit_as(&d, "acme", 8, "true", "{\"cpus_per_rank\":1}");
+    j = wait_state(&d, id, "completed");
+    const char *iso = json_string_value(json_object_get(j, "isolation"));
+    assert_non_null(iso);
+    if (with_cg && limits)
+        assert_string_equal(iso, "cgroup v2 with cpu, memory and pids limits");
+    else if (with_cg)
+        assert_non_null(strstr(iso, "cgroup v2; limits not applied: no cpu"));
+    else
+        assert_string_equal(iso, "no cgroup: disabled by --cgroup-root none");
+    json_decref(j);
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
+static void orphans_without_cgroups(void **state)
+{
+    (void)state;
+    crash_and_restart("none");
+}
+
+static void orphans_with_cgroups(void **state)
+{
+    (void)state;
+    char root[300];
+    test_cgroup_root(root, sizeof(root));
+    if (!root[0])
+        return;
+    crash_and_restart(root);
+    remove_cgroup_root(root);
+    struct stat st;
+    assert_int_not_equal(stat(root, &st), 0); /* nothing was left behind */
+}
+
+static json_t *get(struct daemon *d, const char *path)
+{
+    json_t *j = NULL;
+    int st = call(d, "GET", path, d->admin, NULL, NULL, &j);
+    if (st != 200)
+        fail_msg("GET %s: %d", path, st);
+    return j;
+}
+
+static const char *job_state(struct daemon *d, long long id, char *buf, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+    json_t *j = get(d, path);
+    snprintf(buf, cap, "%s", json_string_value(json_object_get(j, "state")));
+    json_decref(j);
+    return buf;
+}
+
+/* snd holds GPUs back until their agent reports the processes gone. */
+static void draining_gpus(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    for (int s = 1; s < 8; s++) {
+        char url[64];
+        snprintf(url, sizeof(url), "/v1/nodes/sn00-t%02d/cordon", s);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    const char *hb = "/v1/nodes/sn00-t00/heartbeat";
+    expect(&d, 200, "POST", hb, d.admin, "{\"busy_gpus\":\"\"}");
+    expect_error(&d, 400, "POST", hb, d.admin, "{\"busy_gpus\":\"8\"}", "invalid_field",
+                 "busy_gpus");
+    expect_error(&d, 400, "POST", hb, d.admin, "{\"busy_gpus\":\"0-x\"}", "invalid_field",
+                 "busy_gpus");
+    long long a = submit_as(&d, "acme", 8, "sleep 100", NULL);
+    json_decref(wait_state(&d, a, "running"));
+    expect(&d, 200, "POST", hb, d.admin, "{\"busy_gpus\":\"0-7\"}");
+    char url[64], st[32];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/cancel", a);
+    expect(&d, 200, "POST", url, d.admin, NULL);
+    json_t *g = get(&d, "/v1/gpus/sn00-t00-gpu0");
+    assert_string_equal(json_string_value(json_object_get(g, "processes")), "draining");
+    assert_false(json_is_true(json_object_get(g, "allocated")));
+    json_decref(g);
+    long long b = submit_as(&d, "acme", 8, "sleep 100", NULL);
+    json_decref(wait_state(&d, b, "pending"));
+    /* Passes run every 50 ms: a second is 20 of them. */
+    for (int i = 0; i < 10; i++) {
+        poll(NULL, 0, 100);
+        assert_string_equal(job_state(&d, b, st, sizeof(st)), "pending");
+    }
+    expect(&d, 200, "POST", hb, d.admin, "{\"busy_gpus\":\"4-7\"}");
+    g = get(&d, "/v1/gpus/sn00-t00-gpu0");
+    assert_string_equal(json_string_value(json_object_get(g, "processes")), "none");
+    json_decref(g);
+    g = get(&d, "/v1/gpus/sn00-t00-gpu5");
+    assert_string_equal(json_string_value(json_object_get(g, "processes")), "draining");
+    json_decref(g);
+    for (int i = 0; i < 5; i++) {
+        poll(NULL, 0, 100);
+        assert_string_equal(job_state(&d, b, st, sizeof(st)), "pending");
+    }
+    expect(&d, 200, "POST", hb, d.admin, "{\"busy_gpus\":\"\"}");
+    json_decref(wait_state(&d, b, "running"));
+    /* The cancelled job keeps its record, also across a restart of snd. */
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    start(&d, FAST);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld", a);
+    g = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(g, "state")), "cancelled");
+    assert_int_equal(json_array_size(json_object_get(g, "allocation")), 8);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(g, "nodes"), 0)),
+                        "sn00-t00");
+    assert_int_equal(json_array_size(json_object_get(g, "rank_exit_statuses")), 8);
+    assert_true(json_is_integer(json_object_get(g, "end_time_s")));
+    json_decref(g);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
+/* Makes the Unix user (root only); false when it cannot. */
+static bool ensure_user(const char *name)
+{
+    if (getpwnam(name))
+        return true;
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "useradd -r -M -d / -s /usr/sbin/nologin %s >/dev/null 2>&1", name);
+    for (int i = 0; i < 5 && !getpwnam(name); i++) {
+        if (system(cmd) != 0)
+            poll(NULL, 0, 200); /* another test holds the passwd lock */
+    }
+    return getpwnam(name) != NULL;
+}
+
+static void per_tenant_users(void **state)
+{
+    (void)state;
+    const char *user = "sn-jobrun-acme";
+    if (geteuid() != 0 || !ensure_user(user)) {
+        print_message("[ SKIPPED  ] per-tenant users: needs root and useradd\n");
+        return;
+    }
+    uid_t uid = getpwnam(user)->pw_uid;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    expect(&d, 201, "POST", "/v1/tenants", d.admin,
+           "{\"name\":\"gamma\",\"prefix\":\"/data/gamma\"}");
+    chmod(d.dir, 0711);
+    char out[400], map[400], cmd[1600], path[500], text[64];
+    snprintf(out, sizeof(out), "%s/out", d.dir);
+    assert_int_equal(mkdir(out, 0777), 0);
+    chmod(out, 0777);
+    snprintf(map, sizeof(map), "%s/users", d.dir);
+    FILE *f = fopen(map, "w");
+    assert_non_null(f);
+    fprintf(f, "# tenant user\nacme %s\nbeta root\n", user);
+    fclose(f);
+    for (int s = 1; s < 8; s++) {
+        char url[64];
+        snprintf(url, sizeof(url), "/v1/nodes/sn00-t%02d/cordon", s);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    const char *const extra[] = {"--cgroup-root", "none", "--user-map", map, NULL};
+    pid_t agent = agent_start(&d, "sn00-t00", extra);
+    snprintf(cmd, sizeof(cmd), "id -u > %s/uid.$SN_JOB_ID.tmp && mv %s/uid.$SN_JOB_ID.tmp %s/uid",
+             out, out, out);
+    long long id = submit_as(&d, "acme", 1, cmd, NULL);
+    json_decref(wait_state(&d, id, "completed"));
+    snprintf(path, sizeof(path), "%s/uid", out);
+    wait_file(path, text, sizeof(text));
+    assert_int_equal(strtol(text, NULL, 10), (long)uid);
+    id = submit_as(&d, "beta", 1, cmd, NULL);
+    json_t *j = wait_state(&d, id, "failed");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")),
+                           "user 'root' is uid 0; jobs never run as root"));
+    assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 126);
+    json_decref(j);
+    id = submit_as(&d, "gamma", 1, cmd, NULL);
+    j = wait_state(&d, id, "failed");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")),
+                           "tenant 'gamma' has no Unix user in the agent's --user-map"));
+    json_decref(j);
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
+/* Runs `sn job log ...` with the daemon and token; its stdout in out. */
+static int sn_log(struct daemon *d, const char *token, const char *args, char *out, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' job log %s",
+             d->port, token, built("sn"), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void job_output(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    for (int s = 1; s < 8; s++) {
+        char url[64];
+        snprintf(url, sizeof(url), "/v1/nodes/sn00-t%02d/cordon", s);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    const char *const extra[] = {"--cgroup-root", "none", "--unsafe-jobs-as-agent-user",
+                                 "--log-max",     "4096", NULL};
+    pid_t agent = agent_start(&d, "sn00-t00", extra);
+    /* Two ranks: each prints its rank on stdout and a line on stderr. */
+    long long id = submit_as(&d, "acme", 2,
+                             "echo out $RANK; echo err $RANK >&2; sleep 0.3; "
+                             "echo done $RANK",
+                             NULL);
+    json_decref(wait_state(&d, id, "completed"));
+    char url[96], out[16384];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=1", id);
+    json_t *j = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(j, "data")), "out 1\nerr 1\ndone 1\n");
+    assert_int_equal(json_integer_value(json_object_get(j, "next")), 19);
+    json_decref(j);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=0&offset=6", id);
+    j = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(j, "data")), "err 0\ndone 0\n");
+    json_decref(j);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?rank=2", id);
+    expect_error(&d, 400, "GET", url, d.admin, NULL, "invalid_query", "rank");
+    /* Tenant isolation: beta does not see acme's job or its output. */
+    char acme[SN_AUTH_TOKEN_MAX], beta[SN_AUTH_TOKEN_MAX], args[64];
+    tenant_token(&d, "acme", acme);
+    tenant_token(&d, "beta", beta);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log", id);
+    expect(&d, 200, "GET", url, acme, NULL);
+    expect_error(&d, 404, "GET", url, beta, NULL, "not_found", NULL);
+    snprintf(args, sizeof(args), "%lld --rank 1", id);
+    assert_int_equal(sn_log(&d, acme, args, out, sizeof(out)), 0);
+    assert_string_equal(out, "out 1\nerr 1\ndone 1\n");
+    assert_int_equal(sn_log(&d, beta, args, out, sizeof(out)), 4);
+    /* --follow prints output as it comes and ends with the job. */
+    id = submit_as(&d, "acme", 1, "for i in 1 2 3; do echo line $i; sleep 0.5; done", NULL);
+    json_decref(wait_state(&d, id, "running"));
+    snprintf(args, sizeof(args), "%lld --follow", id);
+    assert_int_equal(sn_log(&d, acme, args, out, sizeof(out)), 0);
+    assert_string_equal(out, "line 1\nline 2\nline 3\n");
+    /* The cap: 4096 bytes kept (on the node and in snd), then a marker. */
+    id = submit_as(&d, "acme", 1,
+                   "i=0; while [ $i -lt 1000 ]; do echo 0123456789; i=$((i+1)); done", NULL);
+    json_decref(wait_state(&d, id, "completed"));
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/log?limit=1048576", id);
+    j = get(&d, url);
+    const char *data = json_string_value(json_object_get(j, "data"));
+    const char *marker = "\n[sn-agent: output cap of 4096 bytes reached; the rest is dropped]\n";
+    assert_int_equal(strlen(data), 4096 + strlen(marker));
+    assert_string_equal(data + 4096, marker);
+    assert_int_equal(strncmp(data, "0123456789\n0123456789\n", 22), 0);
+    json_decref(j);
+    char file[400];
+    snprintf(file, sizeof(file), "%s/work-sn00-t00/job-%lld-0.log", d.dir, id);
+    struct stat st;
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal((long long)st.st_size, (long long)(4096 + strlen(marker)));
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
+static void dependencies(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    for (int s = 1; s < 8; s++) {
+        char url[64];
+        snprintf(url, sizeof(url), "/v1/nodes/sn00-t%02d/cordon", s);
+        expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"test\"}");
+    }
+    const char *const extra[] = {"--cgroup-root", "none", "--unsafe-jobs-as-agent-user", NULL};
+    pid_t agent = agent_start(&d, "sn00-t00", extra);
+    long long a = submit_as(&d, "acme", 1, "sleep 1", NULL);
+    char dep[64];
+    snprintf(dep, sizeof(dep), "{\"after_ok\":\"%lld\"}", a);
+    long long b = submit_as(&d, "acme", 1, "true", dep);
+    json_t *j = wait_state(&d, a, "running");
+    json_decref(j);
+    char url[64];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld", b);
+    j = get(&d, url);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");
+    assert_string_equal(json_string_value(json_object_get(j, "pending_reason")), "dependency");
+    json_decref(j);
+    json_t *ja = wait_state(&d, a, "completed");
+    json_t *jb = wait_state(&d, b, "completed");
+    assert_true(json_integer_value(json_object_get(jb, "start_time_s")) >=
+                json_integer_value(json_object_get(ja, "end_time_s")));
+    json_decref(ja);
+    json_decref(jb);
+    /* A failed dependency cancels the dependent, and its dependent. */
+    long long c = submit_as(&d, "acme", 1, "exit 3", NULL);
+    snprintf(dep, sizeof(dep), "{\"after_ok\":\"%lld,%lld\"}", a, c);
+    long long e = submit_as(&d, "acme", 1, "true", dep);
+    snprintf(dep, sizeof(dep), "{\"after_ok\":\"%lld\"}", e);
+    long long f = submit_as(&d, "acme", 1, "true", dep);
+    json_decref(wait_state(&d, c, "failed"));
+    j = wait_state(&d, e, "cancelled");
+    char want[64];
+    snprintf(want, sizeof(want), "dependency job %lld failed", c);
+    assert_string_equal(json_string_value(json_object_get(j, "detail")), want);
+    json_decref(j);
+    j = wait_state(&d, f, "cancelled");
+    snprintf(want, sizeof(want), "dependency job %lld cancelled", e);
+    assert_string_equal(json_string_value(json_object_get(j, "detail")), want);
+    json_decref(j);
+    /* Bad references. */
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"after_ok\":\"999\"}",
+                 "unknown_reference", "after_ok");
+    snprintf(url, sizeof(url),
+             "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"beta\",\"after_ok\":\"%lld\"}", a);
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin, url, "unknown_reference", "after_ok");
+    expect_error(&d, 400, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"after_ok\":\"a,b\"}",
+                 "invalid_field", "after_ok");
+    /* Arrays: sn submit --array makes one job per task id; each sees its id
+     * in SN_ARRAY_TASK_ID. */
+    char cmd[6000], path[400], text[64];
+    snprintf(cmd, sizeof(cmd),
+             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name arr "
+             "--gpus 1 --array 0-2 --command 'echo $SN_ARRAY_TASK_ID > %s/arr.tmp.$SN_ARRAY_TASK_ID "
+             "&& mv %s/arr.tmp.$SN_ARRAY_TASK_ID %s/arr.$SN_ARRAY_TASK_ID' >/dev/null",
+             d.port, d.admin, built("sn"), d.dir, d.dir, d.dir);
+    assert_int_equal(system(cmd), 0);
+    for (int t = 0; t < 3; t++) {
+        char id_line[8];
+        snprintf(path, sizeof(path), "%s/arr.%d", d.dir, t);
+        wait_file(path, text, sizeof(text));
+        snprintf(id_line, sizeof(id_line), "%d\n", t);
+        assert_string_equal(text, id_line);
+    }
+    j = get(&d, "/v1/jobs?limit=1000");
+    size_t i, names = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(j, "items"), i, it)
+    {
+        const char *nm = json_string_value(json_object_get(it, "name"));
+        names += nm && strncmp(nm, "arr[", 4) == 0 &&
+                 json_integer_value(json_object_get(it, "array_task_id")) == nm[4] - '0';
+    }
+    assert_int_equal(names, 3);
+    json_decref(j);
+    snprintf(cmd, sizeof(cmd),
+             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name arr "
+             "--gpus 1 --array 0-9%%2 >/dev/null 2>&1",
+             d.port, d.admin, built("sn"));
+    int st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), 2);
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
+static int reap_all(void **state)
+{
+    for (int i = 0; i < 8; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGTERM);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+    return reap_daemons(state);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(orphans_without_cgroups, reap_all),
+        cmocka_unit_test_teardown(orphans_with_cgroups, reap_all),
+        cmocka_unit_test_teardown(draining_gpus, reap_all),
+        cmocka_unit_test_teardown(per_tenant_users, reap_all),
+        cmocka_unit_test_teardown(job_output, reap_all),
+        cmocka_unit_test_teardown(dependencies, reap_all),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
