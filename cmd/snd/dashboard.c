@@ -286,11 +286,12 @@ static json_t *queue_json(struct snd *d, struct snd_req *r)
             continue;
         json_t *full = snd_job_json(d, j);
         json_array_append_new(q,
-                              json_pack("{s:I,s:O,s:s,s:O,s:O,s:I}", "id", (json_int_t)j->id,
-                                        "name", json_object_get(full, "name"), "tenant", j->tenant,
-                                        "gpus", json_object_get(full, "gpus"), "pending_reason",
-                                        json_object_get(full, "pending_reason"), "submit_time_s",
-                                        (json_int_t)j->submit_s));
+                              json_pack("{s:I,s:O,s:s,s:O,s:O,s:I,s:O}", "id",
+                                        (json_int_t)j->id, "name", json_object_get(full, "name"),
+                                        "tenant", j->tenant, "gpus", json_object_get(full, "gpus"),
+                                        "pending_reason", json_object_get(full, "pending_reason"),
+                                        "submit_time_s", (json_int_t)j->submit_s, "shape",
+                                        json_object_get(full, "shape")));
         json_decref(full);
     }
     return q;

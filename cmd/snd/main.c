@@ -73,6 +73,8 @@ static const struct sn_conf_key config_keys[] = {
      "and its jobs requeued"},
     {"default_walltime_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(default_walltime_s),
      "walltime estimate for backfill of jobs without time_limit_s"},
+    {"preempt_min_runtime_s", SN_CONF_INT, "600", 0, 31622400, C(preempt_min_runtime_s),
+     "a running preemptible job may be preempted by a higher priority only after this long"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

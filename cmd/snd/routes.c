@@ -403,6 +403,10 @@ static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
             int64_t v;
             memcpy(&v, p, sizeof(v));
             json_object_set_new(o, f->name, json_integer(v));
+        } else if (f->type == SN_API_BOOL) {
+            bool v;
+            memcpy(&v, p, sizeof(v));
+            json_object_set_new(o, f->name, json_boolean(v));
         } else {
             json_object_set_new(o, f->name, json_string(p));
         }
@@ -411,7 +415,7 @@ static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
 }
 
 /* Checks the references and limits of a decoded job; answers on failure. */
-static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api_job *b,
+static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *b,
                            const char *tenant, enum MHD_Result *ret)
 {
     const char *prefix = tenant_prefix(d, tenant);
@@ -452,6 +456,12 @@ static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api
         *ret = snd_error(d, r, 422, "over_quota", "gpus",
                          "%lld GPUs asked, tenant '%s' has a quota of %lld in pool '%s'",
                          (long long)b->gpus, tenant, (long long)q->gpus, b->pool);
+        return false;
+    }
+    const char *shape_field = NULL;
+    char shape_msg[300];
+    if (!snd_shape_check(d, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+        *ret = snd_error(d, r, 422, "invalid_shape", shape_field, "%s", shape_msg);
         return false;
     }
     const char *paths[2] = {b->data_path, b->checkpoint_path};
@@ -538,6 +548,10 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     }
     if (!job_admissible(d, r, &b, tenant, &ret))
         return ret;
+    /* A bandwidth the planner filled in is recorded in the job. */
+    for (size_t i = 0; b.xsn_bytes_per_s > 0 && i < sn_api_job_field_count; i++)
+        if (strcmp(sn_api_job_fields[i].name, "xsn_bytes_per_s") == 0)
+            present |= 1u << i;
     const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
     if (key && !idem_key_ok(key))
         return snd_error(d, r, 400, "invalid_header", "idempotency_key",

@@ -259,6 +259,7 @@ static bool job_spec(const struct snd *d, const struct snd_job *j, struct sn_job
         js->priority = (int32_t)json_integer_value(json_object_get(c->doc, "priority"));
         js->preemptible = json_is_true(json_object_get(c->doc, "preemptible"));
     }
+    snd_shape_apply(d, j->spec, js);
     return true;
 }
 
@@ -272,6 +273,7 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
                             "sched_policy '%s': expected supernode-first, "
                             "first-fit or tree-best-fit",
                             d->cfg.sched_policy);
+    c.min_runtime_s = (double)d->cfg.preempt_min_runtime_s;
     struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
     d->sched_spec_pools = spec_pools_usable(d);
     d->sched_pools = d->sched_spec_pools ? d->spec->n_pools : 1;

@@ -49,6 +49,8 @@ struct snd_config {
     int64_t health_cordon_below;
     int64_t health_bench_interval_s;
     char sched_policy[32];
+    /* Scheduler policy knobs of the core (shape/quota work). */
+    int64_t preempt_min_runtime_s;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -212,6 +214,19 @@ int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_
 /* http.c */
 int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err);
 void snd_http_stop(void);
+
+/* shape.c: job shape (group, one supernode, power spread, exclusive,
+ * bandwidth, preemptible). */
+struct sn_api_job;
+/* Checks a decoded submission's shape against its pool (b->pool already
+ * defaulted); fills the planner's bandwidth default when b names a model
+ * and no xsn_bytes_per_s. False: *field and msg say what is wrong (422). */
+bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **field, char *msg,
+                     size_t len);
+/* Sets the core's shape fields of js from the stored job spec. */
+void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec *js);
+/* One line naming the job's shape ("16 GPUs in groups of 8, one supernode"). */
+void snd_shape_describe(const json_t *spec, char *out, size_t len);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);

@@ -246,6 +246,9 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
                             ? json_integer(job->exit_status)
                             : json_null());
     json_object_set_new(o, "detail", job->detail ? json_string(job->detail) : json_null());
+    char shape[300];
+    snd_shape_describe(job->spec, shape, sizeof(shape));
+    json_object_set_new(o, "shape", json_string(shape));
     return o;
 }
 

@@ -62,7 +62,15 @@ struct sn_api_job {
     char command[4097];
     char data_path[1025];
     char checkpoint_path[1025];
-    int64_t time_limit_s;
+    int64_t time_limit_s; /* the walltime limit (and the scheduler's estimate) */
+    /* Job shape (docs/scheduler.md, "Job shape in snd"). */
+    int64_t group_gpus;        /* tensor-parallel group; divides gpus; absent = 1 */
+    bool one_supernode;        /* the whole job in one supernode */
+    bool spread_power_domains; /* groups spread over power domains */
+    char exclusive[64];        /* "server" or "supernode"; "" = shared */
+    int64_t xsn_bytes_per_s;   /* per GPU across supernodes, per direction */
+    char model[64];            /* lib/plan model preset for the bandwidth default */
+    bool preemptible;          /* overrides the priority class's */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

@@ -22,6 +22,14 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"data_path", SN_API_STRING, false, 1, 1024, JOB(data_path)},
     {"checkpoint_path", SN_API_STRING, false, 1, 1024, JOB(checkpoint_path)},
     {"time_limit_s", SN_API_INT, false, 1, 365LL * 86400, JOB(time_limit_s)},
+    /* Job shape. */
+    {"group_gpus", SN_API_INT, false, 1, 1 << 22, JOB(group_gpus)},
+    {"one_supernode", SN_API_BOOL, false, 0, 0, JOB(one_supernode)},
+    {"spread_power_domains", SN_API_BOOL, false, 0, 0, JOB(spread_power_domains)},
+    {"exclusive", SN_API_NAME, false, 1, 63, JOB(exclusive)},
+    {"xsn_bytes_per_s", SN_API_INT, false, 0, 1000000000000LL, JOB(xsn_bytes_per_s)},
+    {"model", SN_API_NAME, false, 1, 63, JOB(model)},
+    {"preemptible", SN_API_BOOL, false, 0, 0, JOB(preemptible)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

@@ -115,6 +115,20 @@ wait $TOP
 rc=$?
 [ $rc = 0 ] || fail "sn top after SIGINT: exit $rc"
 [ "$(grep -c '^sn top' "$D/top.out")" -ge 2 ] || fail "sn top did not refresh: $(cat "$D/top.out")"
+# Job shape: flags, the stored fields and the shape line of sn job show.
+check 0 "^submitted job [0-9]+" "$SN" submit --tenant acme --name tp --gpus 8 --group 8 \
+    --exclusive server --xsn-bandwidth 25GB/s --preemptible no --walltime 1h --idempotency-key tp1
+TP=$("$SN" submit --tenant acme --name tp --gpus 8 --group 8 --exclusive server \
+    --xsn-bandwidth 25GB/s --preemptible no --walltime 1h --idempotency-key tp1 | sed 's/^submitted job \([0-9]*\).*/\1/')
+check 0 "^group_gpus +8$" "$SN" job show "$TP"
+check 0 "^xsn_bytes_per_s +25000000000$" "$SN" job show "$TP"
+check 0 "^time_limit_s +3600$" "$SN" job show "$TP"
+check 0 "^preemptible +false$" "$SN" job show "$TP"
+check 0 "^shape +8 GPUs in groups of 8, exclusive server, 25.0 GB/s per GPU across supernodes, not preemptible$" "$SN" job show "$TP"
+check 1 "422 group_gpus 3 does not divide gpus 8 .*field 'group_gpus'" "$SN" submit --tenant acme --name x --gpus 8 --group 3
+check 1 "422 exclusive server with 4 GPUs: a fraction of a server .*field 'exclusive'" "$SN" submit --tenant acme --name x --gpus 4 --exclusive server
+check 2 "expected yes or no" "$SN" submit --tenant acme --name x --gpus 4 --preemptible maybe
+check 2 "--group 'x'" "$SN" submit --gpus 4 --group x
 
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"

@@ -60,7 +60,8 @@ async function main() {
   for (let i = 0; i < 3; i++)
     await api("POST", "/v1/jobs", { name: "train-" + i, gpus: 8 * (i + 1), tenant: "acme" });
   /* The whole cluster: it must wait while the others run, so the queue has a row. */
-  await api("POST", "/v1/jobs", { name: "whole-cluster", gpus: cluster.gpus, tenant: "acme" });
+  await api("POST", "/v1/jobs", { name: "whole-cluster", gpus: cluster.gpus, tenant: "acme",
+    group_gpus: 8 });
   await api("POST", "/v1/gpus/" + gpuName(2) + "/cordon", { reason: "fan noise reported by ops" });
   const tok = await api("POST", "/v1/tokens", { kind: "agent", subject: node.name,
     scopes: "telemetry:write,cluster:read", ttl_s: 3600 });
@@ -107,6 +108,9 @@ async function main() {
     const rows = await page.$$eval("#queue tbody tr", (rs) => rs.map((r) => r.textContent));
     check(pending.every((j) => j.pending_reason && rows.some((r) =>
       r.startsWith(String(j.id)) && r.includes(j.pending_reason))), "queue shows each job's pending reason");
+    check(pending.every((j) => j.shape && rows.some((r) => r.startsWith(String(j.id)) &&
+      r.includes(j.shape))) && rows.some((r) => r.includes("in groups of 8")),
+      "queue shows each job's shape (the whole-cluster job in groups of 8)");
     await page.click(".sn[data-name='" + sn.name + "']");
     await page.waitForSelector(".gpu[data-gpu='" + gpuName(2) + "']", { timeout: 10000 });
     check(await page.$$eval(".server", (s) => s.length) === sn.servers, sn.name + " shows " + sn.servers + " servers");

@@ -185,12 +185,12 @@ function drawQueue(s) {
   tb.textContent = "";
   for (const j of s.queue) {
     const tr = el("tr");
-    for (const v of [j.id, j.name, j.tenant, j.gpus, j.pending_reason || ""]) tr.append(el("td", {}, String(v)));
+    for (const v of [j.id, j.name, j.tenant, j.gpus, j.pending_reason || "", j.shape || ""]) tr.append(el("td", {}, String(v)));
     tb.append(tr);
   }
   if (!s.queue.length) {
     const tr = el("tr");
-    tr.append(el("td", { colspan: 5, class: "hint" }, "no pending jobs"));
+    tr.append(el("td", { colspan: 6, class: "hint" }, "no pending jobs"));
     tb.append(tr);
   }
   const ol = $("events");
