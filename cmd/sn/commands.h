@@ -40,6 +40,7 @@ int cmd_node_action(int argc, char **argv); /* cordon, drain, resume, fail */
 int cmd_tenants(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_admin(int argc, char **argv); /* fence, unfence */
 
 /* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
 int cmd_demo(int argc, char **argv);

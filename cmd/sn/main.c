@@ -29,6 +29,7 @@ static const struct sn_command commands[] = {
     {"token", cmd_token, "issue a tenant or agent token (sn token create)"},
     {"top", cmd_top, "live view of GPUs, jobs, nodes and the queue"},
     {"demo", cmd_demo, "run the live system: snd, simulated agents, trace jobs, faults"},
+    {"admin", cmd_admin, "snd's partition fence: show it, or lift it (sn admin unfence)"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

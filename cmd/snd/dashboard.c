@@ -349,10 +349,10 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
     uint32_t up, down;
     snd_agent_counts(d, &up, &down);
     return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:b}", "cluster",
+                     json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:b,s:o}", "cluster",
                                d->spec->name, "gpus", (json_int_t)d->model->n_gpus, "allocated",
                                (json_int_t)alloc, "jobs", jobs, "agents", "up", (json_int_t)up,
                                "down", (json_int_t)down, "queue", queue_json(d, r), "events",
                                events_json(d, r), "history", history_json(), "scheduler_connected",
-                               d->sched != NULL));
+                               d->sched != NULL, "fence", snd_partition_json(d)));
 }

@@ -75,6 +75,12 @@ static const struct sn_conf_key config_keys[] = {
      "walltime estimate for backfill of jobs without time_limit_s"},
     {"preempt_min_runtime_s", SN_CONF_INT, "600", 0, 31622400, C(preempt_min_runtime_s),
      "a running preemptible job may be preempted by a higher priority only after this long"},
+    {"partition_share_pct", SN_CONF_INT, "10", 0, 100, C(partition_share_pct),
+     "when more than this share of the servers go silent at once, snd fences instead of "
+     "evicting (100: never)"},
+    {"partition_window_s", SN_CONF_INT, "5", 0, 3600, C(partition_window_s),
+     "a silent server is declared down only this long after its heartbeat timeout, so that "
+     "servers going silent together are counted together"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -128,6 +128,14 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "sn_store_write_failures_total %llu\n", (unsigned long long)st.failures);
     family(&o, "sn_store_queue_depth", "gauge", "Store submissions waiting for a commit.");
     put(&o, "sn_store_queue_depth %llu\n", (unsigned long long)st.queue_depth);
+    family(&o, "sn_partition_fenced", "gauge",
+           "1 while snd is fenced: too many servers went silent at once, nothing is evicted.");
+    put(&o, "sn_partition_fenced %d\n", d->fenced ? 1 : 0);
+    family(&o, "sn_partition_silent_nodes", "gauge",
+           "Servers silent past the heartbeat timeout, not declared down.");
+    put(&o, "sn_partition_silent_nodes %u\n", d->n_silent);
+    family(&o, "sn_partition_fences_total", "counter", "Times snd entered the fenced state.");
+    put(&o, "sn_partition_fences_total %llu\n", (unsigned long long)d->fences_total);
     char *agents = snd_agent_metrics_text(d);
     if (agents)
         put(&o, "%s", agents);

@@ -1085,5 +1085,10 @@ const struct snd_route snd_routes[] = {
      "the supernode map: aggregates, or one supernode's GPUs"},
     {"GET", "/v1/dashboard/summary", SN_SCOPE_CLUSTER_READ, snd_dashboard_summary,
      "counts, queue, recent events and utilisation history"},
+    /* Partition safety (partition.c, docs/scheduler.md). */
+    {"POST", "/v1/jobs/{}/progress", SN_SCOPE_JOBS_WRITE, snd_post_job_progress,
+     "a running job reports progress (the second signal of partition safety)"},
+    {"POST", "/v1/cluster/unfence", SN_SCOPE_ADMIN, snd_post_unfence,
+     "lift the fence: silent servers are declared down"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -571,7 +571,8 @@ void snd_sched_admin_changed(struct snd *d, bool is_node, uint32_t id, uint8_t o
     uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
     for (uint32_t g = first; g < first + count; g++)
         sn_sched_cordon(d->sched, g,
-                        cordoning(d->nodes[m->gpu_server[g]].state) || cordoning(d->gpus[g].state));
+                        cordoning(d->nodes[m->gpu_server[g]].state) || cordoning(d->gpus[g].state) ||
+                            (d->silent && d->silent[m->gpu_server[g]]));
     if (now_state == SND_ADMIN_DOWN && old_state != SND_ADMIN_DOWN) {
         double now = wall_s();
         rc = sn_sched_fail(d->sched, kind, id, now, NULL);
@@ -584,6 +585,7 @@ void snd_sched_admin_changed(struct snd *d, bool is_node, uint32_t id, uint8_t o
 void snd_sched_heartbeat(struct snd *d, uint32_t server)
 {
     d->last_seen_ms[server] = snd_now_ms();
+    snd_partition_beat(d, server);
     struct snd_admin *a = &d->nodes[server];
     /* A node marked down for a lost heartbeat comes back with the next one;
      * one marked down by an admin stays down until resumed. */
@@ -594,25 +596,28 @@ void snd_sched_heartbeat(struct snd *d, uint32_t server)
     }
 }
 
-/* Marks down every server whose agent has been silent past the timeout. */
+void snd_sched_node_lost(struct snd *d, uint32_t s, const char *reason, const char *actor)
+{
+    uint8_t old = d->nodes[s].state;
+    if (old == SND_ADMIN_DOWN)
+        return;
+    if (d->silent && d->silent[s]) {
+        d->silent[s] = 0;
+        d->n_silent--;
+    }
+    snd_admin_set(&d->nodes[s], SND_ADMIN_DOWN, reason, actor, snd_now_s());
+    admin_row(d, true, s);
+    char name[64];
+    fprintf(stderr, "snd: node %s marked down: %s\n",
+            sn_model_server_name(d->model, s, name, sizeof(name)), reason);
+    snd_sched_admin_changed(d, true, s, old);
+}
+
+/* Heartbeat loss, with partition safety: partition.c decides which silent
+ * servers are declared down. */
 static void check_heartbeats(struct snd *d, int64_t now_ms)
 {
-    int64_t limit_ms = d->cfg.heartbeat_timeout_s * 1000;
-    for (uint32_t s = 0; s < d->model->n_servers; s++) {
-        if (!d->last_seen_ms[s] || now_ms - d->last_seen_ms[s] <= limit_ms ||
-            d->nodes[s].state == SND_ADMIN_DOWN)
-            continue;
-        char reason[96];
-        snprintf(reason, sizeof(reason), "no heartbeat for %lld s",
-                 (long long)((now_ms - d->last_seen_ms[s]) / 1000));
-        uint8_t old = d->nodes[s].state;
-        snd_admin_set(&d->nodes[s], SND_ADMIN_DOWN, reason, "snd:heartbeat", snd_now_s());
-        admin_row(d, true, s);
-        char name[64];
-        fprintf(stderr, "snd: node %s marked down: %s\n",
-                sn_model_server_name(d->model, s, name, sizeof(name)), reason);
-        snd_sched_admin_changed(d, true, s, old);
-    }
+    snd_partition_check(d, now_ms);
 }
 
 /* Upper bounds (s) of the cycle-time histogram; the last bucket is +Inf. */
@@ -765,7 +770,8 @@ enum sn_err snd_sched_start(struct snd *d, struct sn_error *err)
 {
     d->outbox = calloc(1, sizeof(*d->outbox));
     d->last_seen_ms = calloc(d->model->n_servers ? d->model->n_servers : 1, sizeof(int64_t));
-    if (!d->outbox || !d->last_seen_ms)
+    d->silent = calloc(d->model->n_servers ? d->model->n_servers : 1, 1);
+    if (!d->outbox || !d->last_seen_ms || !d->silent)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     d->next_timer_ms = snd_now_ms() + d->cfg.sched_interval_ms;
     return build(d, err);
@@ -794,4 +800,6 @@ void snd_sched_stop(struct snd *d)
     d->outbox = NULL;
     free(d->last_seen_ms);
     d->last_seen_ms = NULL;
+    free(d->silent);
+    d->silent = NULL;
 }

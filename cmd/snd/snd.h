@@ -51,6 +51,8 @@ struct snd_config {
     char sched_policy[32];
     /* Scheduler policy knobs of the core (shape/quota work). */
     int64_t preempt_min_runtime_s;
+    int64_t partition_share_pct;
+    int64_t partition_window_s;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -103,6 +105,9 @@ struct snd_job {
     int64_t start_s, end_s;
     int32_t exit_status; /* of the failing rank, when failed by an exit */
     char *detail;        /* why it ended or was requeued, or NULL */
+    /* Shape/partition work: the job's own progress reports. */
+    int64_t progress_ms;       /* last POST /v1/jobs/{id}/progress (monotonic), 0 = none */
+    uint64_t progress_reports; /* how many */
 };
 
 struct snd_named {
@@ -169,6 +174,14 @@ struct snd {
     uint32_t n_revoked;
     struct snd_rate *rate;
 
+    /* Partition safety (partition.c): servers silent past the heartbeat
+     * timeout but not declared down (cordoned in the core), and the fence. */
+    uint8_t *silent; /* by server */
+    uint32_t n_silent;
+    bool fenced;
+    int64_t fenced_since_s;
+    uint64_t fences_total;
+
     /* Counters for /metrics (state thread only). */
     uint64_t http_requests[6]; /* by status class 1xx..5xx, index 1..5 */
     uint64_t auth_failures;
@@ -227,6 +240,12 @@ bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **fie
 void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec *js);
 /* One line naming the job's shape ("16 GPUs in groups of 8, one supernode"). */
 void snd_shape_describe(const json_t *spec, char *out, size_t len);
+
+/* partition.c: declares every silent server down and lifts the fence;
+ * returns how many were declared down. */
+uint32_t snd_partition_unfence(struct snd *d, const char *actor);
+/* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
+json_t *snd_partition_json(const struct snd *d);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);
