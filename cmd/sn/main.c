@@ -30,6 +30,8 @@ static const struct sn_command commands[] = {
     {"top", cmd_top, "live view of GPUs, jobs, nodes and the queue"},
     {"demo", cmd_demo, "run the live system: snd, simulated agents, trace jobs, faults"},
     {"admin", cmd_admin, "snd's partition fence: show it, or lift it (sn admin unfence)"},
+    {"quota", cmd_quota, "quotas and limits against usage; set a tenant's limits"},
+    {"pools", cmd_pools, "pools: supernodes, GPUs in use, free and unavailable"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

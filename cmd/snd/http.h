@@ -91,6 +91,9 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_job_progress(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_unfence(struct snd *d, struct snd_req *r);
 
+/* quota.c: PUT /v1/tenants/{t}/limits. */
+enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r);
+
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */
 void snd_http_run(int64_t wait_ms);
 

@@ -81,6 +81,8 @@ static const struct sn_conf_key config_keys[] = {
     {"partition_window_s", SN_CONF_INT, "5", 0, 3600, C(partition_window_s),
      "a silent server is declared down only this long after its heartbeat timeout, so that "
      "servers going silent together are counted together"},
+    {"max_tenants_per_supernode", SN_CONF_INT, "0", 0, 1024, C(max_tenants_per_supernode),
+     "at most this many tenants hold GPUs in one mixed supernode at a time (0: no cap)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -184,6 +184,9 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 507, "limit", "name", "at most %u tenants on this cluster",
                          snd_sched_max_tenants(d));
     json_t *doc = json_pack("{s:s}", "prefix", b.prefix);
+    struct snd_named *prev = snd_named_find(d->tenants, d->n_tenants, b.name);
+    if (prev && json_object_get(prev->doc, "limits")) /* limits are kept (quota.c) */
+        json_object_set(doc, "limits", json_object_get(prev->doc, "limits"));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     struct sn_error err = {0};
     if (snd_named_put(&d->tenants, &d->n_tenants, b.name, json_incref(doc), &err) != SN_OK) {
@@ -288,10 +291,20 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
 static enum MHD_Result get_quotas(struct snd *d, struct snd_req *r)
 {
     json_t *items = json_array();
-    for (uint32_t i = 0; i < d->n_quotas; i++)
-        json_array_append_new(items,
-                              json_pack("{s:s,s:s,s:I}", "tenant", d->quotas[i].tenant, "pool",
-                                        d->quotas[i].pool, "gpus", (json_int_t)d->quotas[i].gpus));
+    for (uint32_t i = 0; i < d->n_quotas; i++) {
+        int64_t used = 0;
+        for (int64_t k = 0; k < d->n_jobs_cap; k++) {
+            const struct snd_job *j = d->jobs[k];
+            const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
+            if (j && j->n_alloc && pool && strcmp(pool, d->quotas[i].pool) == 0 &&
+                strcmp(j->tenant, d->quotas[i].tenant) == 0)
+                used += j->n_alloc;
+        }
+        json_array_append_new(items, json_pack("{s:s,s:s,s:I,s:I}", "tenant", d->quotas[i].tenant,
+                                               "pool", d->quotas[i].pool, "gpus",
+                                               (json_int_t)d->quotas[i].gpus, "used",
+                                               (json_int_t)used));
+    }
     return snd_reply(d, r, 200, page(items, 0));
 }
 
@@ -362,10 +375,26 @@ static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
 {
     json_t *body = named_list(d->pools, d->n_pools);
     json_t *items = json_object_get(body, "items");
-    for (uint32_t i = 0; i < d->spec->n_pools; i++)
-        json_array_append_new(items, json_pack("{s:s,s:s,s:s}", "name", d->spec->pools[i].name,
-                                               "kind", sn_pool_kind_name(d->spec->pools[i].kind),
-                                               "source", "spec"));
+    for (uint32_t i = 0; i < d->spec->n_pools; i++) {
+        uint32_t sns = 0, gpus = 0, used = 0, down = 0;
+        for (uint32_t sn = 0; sn < d->model->n_supernodes; sn++) {
+            const struct sn_supernode *S = &d->model->supernodes[sn];
+            if (S->pool != i)
+                continue;
+            sns++;
+            gpus += S->n_gpus;
+            for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
+                used += sn_sched_gpu_owner(d->sched, g) != SN_NONE;
+                down += sn_sched_gpu_down(d->sched, g);
+            }
+        }
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "name",
+                                               d->spec->pools[i].name, "kind",
+                                               sn_pool_kind_name(d->spec->pools[i].kind), "source",
+                                               "spec", "supernodes", (json_int_t)sns, "gpus",
+                                               (json_int_t)gpus, "used", (json_int_t)used,
+                                               "unavailable", (json_int_t)down));
+    }
     return snd_reply(d, r, 200, body);
 }
 
@@ -462,6 +491,10 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
     char shape_msg[300];
     if (!snd_shape_check(d, b, &shape_field, shape_msg, sizeof(shape_msg))) {
         *ret = snd_error(d, r, 422, "invalid_shape", shape_field, "%s", shape_msg);
+        return false;
+    }
+    if (!snd_quota_check_job(d, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+        *ret = snd_error(d, r, 422, "over_quota", shape_field, "%s", shape_msg);
         return false;
     }
     const char *paths[2] = {b->data_path, b->checkpoint_path};
@@ -1042,6 +1075,8 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/tenants/{}", SN_SCOPE_ADMIN, get_tenant, "one tenant with its quotas"},
     {"PUT", "/v1/tenants/{}/quotas/{}", SN_SCOPE_ADMIN, put_quota, "set a tenant's pool quota"},
     {"GET", "/v1/quotas", SN_SCOPE_ADMIN, get_quotas, "list quotas"},
+    {"PUT", "/v1/tenants/{}/limits", SN_SCOPE_ADMIN, snd_put_tenant_limits,
+     "set a tenant's per-supernode quota and per-job caps"},
     {"GET", "/v1/pools", SN_SCOPE_ADMIN, get_pools, "list pools (spec and API)"},
     {"POST", "/v1/pools", SN_SCOPE_ADMIN, post_pool, "create or update a pool"},
     {"GET", "/v1/priority-classes", SN_SCOPE_ADMIN, get_classes, "list priority classes"},

@@ -294,6 +294,8 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
         if (d->quotas[q].gpus > 0)
             tenants[t * d->sched_pools + p].quota_gpus = (uint32_t)d->quotas[q].gpus;
     }
+    snd_quota_apply(d, tenants, SN_SCHED_MAX_TENANTS);
+    c.max_tenants_per_supernode = (uint32_t)d->cfg.max_tenants_per_supernode;
     c.n_tenants = SN_SCHED_MAX_TENANTS;
     c.tenants = tenants;
     enum sn_err rc = sn_sched_create(d->model, &c, &d->sched, err);

@@ -53,6 +53,7 @@ struct snd_config {
     int64_t preempt_min_runtime_s;
     int64_t partition_share_pct;
     int64_t partition_window_s;
+    int64_t max_tenants_per_supernode;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -246,6 +247,16 @@ void snd_shape_describe(const json_t *spec, char *out, size_t len);
 uint32_t snd_partition_unfence(struct snd *d, const char *actor);
 /* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
 json_t *snd_partition_json(const struct snd *d);
+
+/* quota.c: tenant limits (per-supernode GPUs, per-job caps) onto the
+ * core's tenants[0..n) (tenant x pool pairs); the per-job caps at submit
+ * (false: *field and msg, 422); the detail of a quota pending reason
+ * ("" when there is none to give). */
+void snd_quota_apply(const struct snd *d, struct sn_sched_tenant *tenants, uint32_t n);
+bool snd_quota_check_job(const struct snd *d, const char *tenant, const struct sn_api_job *b,
+                         const char **field, char *msg, size_t len);
+void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, const char *reason,
+                              char *out, size_t len);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);

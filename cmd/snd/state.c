@@ -223,6 +223,10 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
     bool waiting = job->state == SND_JOB_PENDING || job->state == SND_JOB_REQUEUED;
     json_object_set_new(o, "pending_reason",
                         waiting ? json_string(snd_sched_reason(d, job)) : json_null());
+    char detail[300] = "";
+    if (waiting)
+        snd_quota_pending_detail(d, job, snd_sched_reason(d, job), detail, sizeof(detail));
+    json_object_set_new(o, "pending_detail", detail[0] ? json_string(detail) : json_null());
     json_t *alloc = json_array(), *nodes = json_array();
     uint32_t last_server = SN_NONE;
     for (uint32_t i = 0; i < job->n_alloc; i++) {

@@ -1,0 +1,229 @@
+/*
+ * Quotas and limits end to end: a real snd, and a real sn-agent for the job
+ * the quota change lets start, on tests/data/specs/pools-4sn.yaml (sn00,
+ * sn01 in the mixed pool "shared", sn02, sn03 in the dedicated pool
+ * "training"; 32 GPUs per supernode). Covered:
+ *  - a tenant's per-supernode quota (PUT /v1/tenants/acme/limits) holds its
+ *    third job with reason quota-supernode and the detail naming the limit
+ *    ("quota: tenant acme per-supernode 16 of 16 GPUs on sn00"), while
+ *    another tenant still gets room in the same supernodes;
+ *  - the per-job cap refuses a larger job with 422 over_quota naming gpus,
+ *    and the walltime cap names time_limit_s;
+ *  - raising the limit takes effect without a restart: the held job starts
+ *    and its agent launches it;
+ *  - a pool quota (PUT /v1/tenants/acme/quotas/training) holds a job with
+ *    reason quota and its detail; GET /v1/quotas reports the GPUs used;
+ *  - GET /v1/pools reports each pool's supernodes, GPUs and GPUs used;
+ *  - the limits survive a restart of snd.
+ */
+#include "snd_harness.h"
+
+#include <sys/stat.h>
+
+#define SPEC "tests/data/specs/pools-4sn.yaml"
+
+static const char *const FAST[] = {"sched_event_delay_ms=0", "sched_interval_ms=50", NULL};
+
+static const char *built(const char *name)
+{
+    static char path[1024];
+    const char *b = getenv("SN_BUILD_DIR");
+    snprintf(path, sizeof(path), "%s/%s", b ? b : "..", name);
+    return path;
+}
+
+static pid_t agent_on(struct daemon *d, const char *node)
+{
+    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300];
+    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
+    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", tok);
+    fclose(f);
+    sn_test_path(spec, sizeof(spec), SPEC);
+    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
+    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
+    mkdir(work, 0700);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execl(built("sn-agent"), "sn-agent", "--server", server, "--token", path, "--node", node,
+              "--backend", "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work,
+              "--seed", "3", "--backoff-max", "0.3", (char *)NULL);
+        _exit(127);
+    }
+    track(pid, true);
+    return pid;
+}
+
+static int reap_all(void **state)
+{
+    for (int i = 0; i < 8; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGTERM);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+    return reap_daemons(state);
+}
+
+static long long submit(struct daemon *d, const char *tenant, int gpus, const char *pool,
+                        const char *command)
+{
+    char body[1500];
+    snprintf(body, sizeof(body),
+             "{\"name\":\"q\",\"gpus\":%d,\"tenant\":\"%s\",\"pool\":\"%s\",\"group_gpus\":8,\"time_limit_s\":3600,"
+             "\"command\":\"%s\"}",
+             gpus, tenant, pool, command);
+    json_t *j = NULL;
+    int s = call(d, "POST", "/v1/jobs", d->admin, body, NULL, &j);
+    if (s != 201)
+        fail_msg("submit %s: %d", body, s);
+    long long id = json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    return id;
+}
+
+static json_t *get_job(struct daemon *d, long long id)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+    json_t *j = NULL;
+    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
+    return j;
+}
+
+/* Polls until the job is pending with detail want (up to 30 s). */
+static void wait_detail(struct daemon *d, long long id, const char *reason, const char *want)
+{
+    for (int i = 0; i < 1500; i++) {
+        json_t *j = get_job(d, id);
+        const char *r = json_string_value(json_object_get(j, "pending_reason"));
+        const char *x = json_string_value(json_object_get(j, "pending_detail"));
+        bool ok = r && x && strcmp(r, reason) == 0 && strcmp(x, want) == 0;
+        if (i == 1499)
+            fail_msg("job %lld: reason %s detail %s, want %s / %s", id, r ? r : "-", x ? x : "-",
+                     reason, want);
+        json_decref(j);
+        if (ok)
+            return;
+        poll(NULL, 0, 20);
+    }
+}
+
+static const char *first_node(json_t *j)
+{
+    return json_string_value(json_array_get(json_object_get(j, "nodes"), 0));
+}
+
+static void limits_and_quotas(void **state)
+{
+    (void)state;
+    struct daemon d;
+    harness_spec = SPEC;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    expect(&d, 200, "PUT", "/v1/tenants/acme/limits", d.admin,
+           "{\"gpus_per_supernode\":16,\"max_job_gpus\":32,\"max_walltime_s\":7200}");
+    expect_error(&d, 400, "PUT", "/v1/tenants/acme/limits", d.admin, "{\"max_job_gpu\":3}",
+                 "invalid_field", "max_job_gpu");
+    expect_error(&d, 404, "PUT", "/v1/tenants/nobody/limits", d.admin, "{}", "not_found", NULL);
+    long long a1 = submit(&d, "acme", 16, "shared", "sleep 300");
+    json_t *j = wait_job(&d, a1, "running");
+    assert_int_equal(strncmp(first_node(j), "sn00-", 5), 0);
+    json_decref(j);
+    long long a2 = submit(&d, "acme", 16, "shared", "sleep 300");
+    j = wait_job(&d, a2, "running");
+    assert_int_equal(strncmp(first_node(j), "sn01-", 5), 0);
+    json_decref(j);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "echo $SN_NODE > %s/held.$RANK; sleep 300", d.dir);
+    long long held = submit(&d, "acme", 8, "shared", cmd);
+    wait_detail(&d, held, "quota-supernode", "quota: tenant acme per-supernode 16 of 16 GPUs on sn00");
+    /* Another tenant still has room in the same mixed supernodes. */
+    long long b1 = submit(&d, "beta", 16, "shared", "sleep 300");
+    json_decref(wait_job(&d, b1, "running"));
+    /* Per-job caps are refused at submit, naming the field. */
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":40,\"tenant\":\"acme\",\"pool\":\"training\",\"time_limit_s\":60}",
+                 "over_quota", "gpus");
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
+                 "\"time_limit_s\":7201}",
+                 "over_quota", "time_limit_s");
+    /* Lowering a cap below a waiting job is refused and changes nothing. */
+    expect_error(&d, 409, "PUT", "/v1/tenants/acme/limits", d.admin,
+                 "{\"gpus_per_supernode\":16,\"max_job_gpus\":4}", "quota_below_usage", NULL);
+    /* Raising the per-supernode quota takes effect at once: the held job
+     * starts (in sn00, beside acme's first job) and its agent launches it. */
+    expect(&d, 200, "PUT", "/v1/tenants/acme/limits", d.admin,
+           "{\"gpus_per_supernode\":32,\"max_job_gpus\":32,\"max_walltime_s\":7200}");
+    j = wait_job(&d, held, "running");
+    char node[16];
+    snprintf(node, sizeof(node), "%s", first_node(j));
+    json_decref(j);
+    agent_on(&d, node);
+    char path[400], text[64] = "";
+    snprintf(path, sizeof(path), "%s/held.0", d.dir);
+    for (int i = 0; i < 1500 && !strchr(text, '\n'); i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(text, sizeof(text), f))
+                text[0] = '\0';
+            fclose(f);
+        }
+        poll(NULL, 0, 20);
+    }
+    text[strcspn(text, "\n")] = '\0';
+    assert_string_equal(text, node);
+    /* A pool quota holds a job with reason quota. */
+    expect(&d, 200, "PUT", "/v1/tenants/acme/quotas/training", d.admin, "{\"gpus\":16}");
+    long long t1 = submit(&d, "acme", 16, "training", "sleep 300");
+    json_decref(wait_job(&d, t1, "running"));
+    long long t2 = submit(&d, "acme", 16, "training", "sleep 300");
+    wait_detail(&d, t2, "quota", "quota: tenant acme in pool training holds 16 of 16 GPUs");
+    assert_int_equal(call(&d, "GET", "/v1/quotas", d.admin, NULL, NULL, &j), 200);
+    json_t *q = json_array_get(json_object_get(j, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(q, "pool")), "training");
+    assert_int_equal(json_integer_value(json_object_get(q, "used")), 16);
+    json_decref(j);
+    assert_int_equal(call(&d, "GET", "/v1/pools", d.admin, NULL, NULL, &j), 200);
+    size_t i;
+    json_t *p;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "items"), i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        long long used = json_integer_value(json_object_get(p, "used"));
+        assert_int_equal(json_integer_value(json_object_get(p, "supernodes")), 2);
+        assert_int_equal(json_integer_value(json_object_get(p, "gpus")), 64);
+        if (strcmp(name, "shared") == 0)
+            assert_int_equal(used, 16 + 16 + 8 + 16), seen++;
+        if (strcmp(name, "training") == 0)
+            assert_int_equal(used, 16), seen++;
+    }
+    assert_int_equal(seen, 2);
+    json_decref(j);
+    /* The limits survive a restart. */
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    start(&d, FAST);
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":40,\"tenant\":\"acme\",\"pool\":\"training\",\"time_limit_s\":60}",
+                 "over_quota", "gpus");
+    wait_detail(&d, t2, "quota", "quota: tenant acme in pool training holds 16 of 16 GPUs");
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(rm), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(limits_and_quotas, reap_all),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
