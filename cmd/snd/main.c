@@ -83,6 +83,15 @@ static const struct sn_conf_key config_keys[] = {
      "servers going silent together are counted together"},
     {"max_tenants_per_supernode", SN_CONF_INT, "0", 0, 1024, C(max_tenants_per_supernode),
      "at most this many tenants hold GPUs in one mixed supernode at a time (0: no cap)"},
+    {"spare_gpus_per_supernode", SN_CONF_INT, "0", 0, 1 << 20, C(spare_gpus_per_supernode),
+     "GPUs of every supernode kept free as spares for in-place replacement"},
+    {"replace_in_place", SN_CONF_BOOL, "true", 0, 0, C(replace_in_place),
+     "with spares: a job hit by a GPU or server failure swaps the failed GPUs for spares of "
+     "its supernode and restarts in place instead of being requeued"},
+    {"cpu_oversell_pct", SN_CONF_INT, "100", 1, 10000, C(cpu_oversell_pct),
+     "host CPU cores allocatable to jobs, in percent of a server's cores (200: oversold 2:1)"},
+    {"memory_oversell_pct", SN_CONF_INT, "100", 1, 10000, C(memory_oversell_pct),
+     "host memory allocatable to jobs, in percent of a server's memory"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

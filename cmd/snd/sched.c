@@ -274,6 +274,10 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
                             "first-fit or tree-best-fit",
                             d->cfg.sched_policy);
     c.min_runtime_s = (double)d->cfg.preempt_min_runtime_s;
+    c.spare_gpus_per_supernode = (uint32_t)d->cfg.spare_gpus_per_supernode;
+    c.replace_in_place = d->cfg.replace_in_place;
+    c.cpu_oversell = (double)d->cfg.cpu_oversell_pct / 100.0;
+    c.memory_oversell = (double)d->cfg.memory_oversell_pct / 100.0;
     struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
     d->sched_spec_pools = spec_pools_usable(d);
     d->sched_pools = d->sched_spec_pools ? d->spec->n_pools : 1;
@@ -485,6 +489,45 @@ static void on_requeue(struct snd *d, const struct sn_decision *dec, double now)
     job_rows(d, j, dec->kind == SN_DECISION_PREEMPT ? "preempted" : "interrupted", msg);
 }
 
+/* A failure hit the job and the core swapped its failed GPUs for spares
+ * of the same supernode: it keeps running on the new set as a new run (its
+ * agents restart every rank from the checkpoint). */
+static void on_replace(struct snd *d, uint32_t sid, double now)
+{
+    struct snd_job *j = sched_job(d, sid);
+    uint32_t n = 0;
+    const uint32_t *g = sn_sched_job_gpus(d->sched, sid, &n);
+    if (!j || !g || j->state != SND_JOB_RUNNING || n != j->n_alloc)
+        return;
+    if (j->start_s > 0 && now > (double)j->start_s) {
+        d->lost_gpu_s += (double)n * (now - (double)j->start_s);
+        d->busy_gpu_s += (double)n * (now - (double)j->start_s);
+    }
+    uint32_t swapped = 0;
+    for (uint32_t i = 0; i < n; i++)
+        swapped += j->alloc[i] != g[i];
+    uint32_t *old = j->alloc;
+    j->alloc = malloc(n * sizeof(*g));
+    if (!j->alloc) {
+        j->alloc = old;
+        atomic_store(&d->fatal, true);
+        return;
+    }
+    memcpy(j->alloc, g, n * sizeof(*g));
+    memset(j->ranks_done, 0, (n + 63) / 64 * sizeof(uint64_t));
+    j->n_ranks_done = 0;
+    j->requeues++;
+    j->start_s = j->updated_s = (int64_t)now;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "replaced in place: %u failed GPU(s) swapped for spares, run %u",
+             swapped, j->requeues);
+    snd_job_set_detail(j, msg);
+    job_rows(d, j, "replaced", msg);
+    j->alloc_seq = d->outbox_seq;
+    settle_drains(d, old, n);
+    free(old);
+}
+
 static void apply_decisions(struct snd *d, double now)
 {
     size_t n = 0;
@@ -492,6 +535,8 @@ static void apply_decisions(struct snd *d, double now)
     for (size_t i = 0; i < n; i++) {
         if (dec[i].kind == SN_DECISION_START)
             on_start(d, dec[i].job, now);
+        else if (dec[i].kind == SN_DECISION_REPLACE)
+            on_replace(d, dec[i].job, now);
         else
             on_requeue(d, &dec[i], now);
     }
@@ -697,6 +742,10 @@ static enum sn_err restore_running(struct snd *d, struct snd_job *j, struct sn_e
     for (uint32_t i = 0; i < j->n_alloc; i++)
         sn_sched_cordon(d->sched, j->alloc[i], false);
     bool placed = sn_sched_try_place(d->sched, j->sched_id, (double)j->start_s);
+    /* A set from an in-place replacement may split groups: placed as is. */
+    if (!placed && j->detail && strncmp(j->detail, "replaced in place", 17) == 0)
+        placed = sn_sched_restore(d->sched, j->sched_id, j->alloc, j->n_alloc,
+                                  (double)j->start_s, NULL) == SN_OK;
     for (uint32_t i = 0; i < j->n_alloc; i++)
         sn_sched_cordon(d->sched, j->alloc[i], true);
     if (!placed)

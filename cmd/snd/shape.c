@@ -119,19 +119,23 @@ bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **fie
     pool_sizes(d, p, &z);
     uint64_t gpus = (uint64_t)b->gpus, group = b->group_gpus > 0 ? (uint64_t)b->group_gpus : 1;
     const char *where = p == SN_NONE ? "the cluster" : "the pool";
+    /* Spares are kept free in every supernode: what one job may hold there. */
+    uint64_t spares = (uint64_t)d->cfg.spare_gpus_per_supernode;
+    uint32_t usable = z.largest_sn > spares ? (uint32_t)(z.largest_sn - spares) : 0;
     if (gpus % group != 0)
         return fail(field, "group_gpus", msg, len,
                     "group_gpus %llu does not divide gpus %llu (a job is whole groups)",
                     (unsigned long long)group, (unsigned long long)gpus);
-    if (group > z.largest_sn)
+    if (group > usable)
         return fail(field, "group_gpus", msg, len,
                     "group_gpus %llu: a group stays in one supernode, the largest in %s has %u "
-                    "GPUs",
-                    (unsigned long long)group, where, z.largest_sn);
-    if (b->one_supernode && gpus > z.largest_sn)
+                    "GPUs (%llu of them spares)",
+                    (unsigned long long)group, where, z.largest_sn, (unsigned long long)spares);
+    if (b->one_supernode && gpus > usable)
         return fail(field, "one_supernode", msg, len,
-                    "one_supernode with %llu GPUs: the largest supernode in %s has %u",
-                    (unsigned long long)gpus, where, z.largest_sn);
+                    "one_supernode with %llu GPUs: the largest supernode in %s has %u (%llu of "
+                    "them spares)",
+                    (unsigned long long)gpus, where, z.largest_sn, (unsigned long long)spares);
     if (b->exclusive[0]) {
         bool server = strcmp(b->exclusive, "server") == 0;
         if (!server && strcmp(b->exclusive, "supernode") != 0)
@@ -152,6 +156,11 @@ bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **fie
             return fail(field, "group_gpus", msg, len,
                         "group_gpus %llu does not divide the %s's %u GPUs (exclusive %s)",
                         (unsigned long long)group, what, unit, what);
+        if (!server && spares > 0)
+            return fail(field, "exclusive", msg, len,
+                        "exclusive supernode: every supernode keeps %llu spare GPUs "
+                        "(spare_gpus_per_supernode), so none can be held whole",
+                        (unsigned long long)spares);
     }
     if (b->model[0] && b->xsn_bytes_per_s == 0 && !b->one_supernode) {
         double bw = 0;
@@ -177,6 +186,8 @@ void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec
     js->one_supernode = json_is_true(json_object_get(spec, "one_supernode"));
     js->spread_power = json_is_true(json_object_get(spec, "spread_power_domains"));
     js->xsn_bytes_per_s = (double)spec_int(spec, "xsn_bytes_per_s", 0);
+    js->cpu_cores_per_gpu = (double)spec_int(spec, "cpu_cores_per_gpu", 0);
+    js->memory_bytes_per_gpu = (double)spec_int(spec, "memory_bytes_per_gpu", 0);
     const json_t *pre = json_object_get(spec, "preemptible");
     if (json_is_boolean(pre))
         js->preemptible = json_is_true(pre);

@@ -54,6 +54,10 @@ struct snd_config {
     int64_t partition_share_pct;
     int64_t partition_window_s;
     int64_t max_tenants_per_supernode;
+    int64_t spare_gpus_per_supernode;
+    bool replace_in_place;
+    int64_t cpu_oversell_pct;
+    int64_t memory_oversell_pct;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \

@@ -71,6 +71,8 @@ struct sn_api_job {
     int64_t xsn_bytes_per_s;   /* per GPU across supernodes, per direction */
     char model[64];            /* lib/plan model preset for the bandwidth default */
     bool preemptible;          /* overrides the priority class's */
+    int64_t cpu_cores_per_gpu;    /* host cores per GPU (within the oversell ratio) */
+    int64_t memory_bytes_per_gpu; /* host memory per GPU */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

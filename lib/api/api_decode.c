@@ -30,6 +30,8 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"xsn_bytes_per_s", SN_API_INT, false, 0, 1000000000000LL, JOB(xsn_bytes_per_s)},
     {"model", SN_API_NAME, false, 1, 63, JOB(model)},
     {"preemptible", SN_API_BOOL, false, 0, 0, JOB(preemptible)},
+    {"cpu_cores_per_gpu", SN_API_INT, false, 0, 4096, JOB(cpu_cores_per_gpu)},
+    {"memory_bytes_per_gpu", SN_API_INT, false, 0, 1LL << 50, JOB(memory_bytes_per_gpu)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

@@ -14,7 +14,16 @@
  *  - a pool quota (PUT /v1/tenants/acme/quotas/training) holds a job with
  *    reason quota and its detail; GET /v1/quotas reports the GPUs used;
  *  - GET /v1/pools reports each pool's supernodes, GPUs and GPUs used;
- *  - the limits survive a restart of snd.
+ *  - the limits survive a restart of snd;
+ *  - spares: with 8 spare GPUs per supernode a one_supernode job of 32 is
+ *    refused (422 naming one_supernode); a failed GPU of a running job is
+ *    swapped for a spare of the same supernode, the job keeps running as
+ *    run 1 (event "replaced") and the agents launch every rank of it on the
+ *    new set;
+ *  - oversell: a job asking 20 host cores per GPU (160 on a 112-core
+ *    server) waits; with cpu_oversell_pct=200 (snd restarted) it runs, and
+ *    the restart restores the replaced job on its swapped set
+ *    (sn_sched_restore: its group spans servers).
  */
 #include "snd_harness.h"
 
@@ -111,6 +120,21 @@ static void wait_detail(struct daemon *d, long long id, const char *reason, cons
             return;
         poll(NULL, 0, 20);
     }
+}
+
+/* Polls until the job waits with that reason (up to 30 s). */
+static void wait_detail_reason(struct daemon *d, long long id, const char *reason)
+{
+    for (int i = 0; i < 1500; i++) {
+        json_t *j = get_job(d, id);
+        const char *r = json_string_value(json_object_get(j, "pending_reason"));
+        bool ok = r && strcmp(r, reason) == 0;
+        json_decref(j);
+        if (ok)
+            return;
+        poll(NULL, 0, 20);
+    }
+    fail_msg("job %lld never waited for %s", id, reason);
 }
 
 static const char *first_node(json_t *j)
@@ -220,10 +244,112 @@ static void limits_and_quotas(void **state)
     assert_int_equal(system(rm), 0);
 }
 
+static void spares_and_oversell(void **state)
+{
+    (void)state;
+    struct daemon d;
+    harness_spec = SPEC;
+    make_dir(&d);
+    const char *sets[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
+                          "spare_gpus_per_supernode=8", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":32,\"tenant\":\"acme\",\"pool\":\"training\","
+                 "\"one_supernode\":true}",
+                 "invalid_shape", "one_supernode");
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd),
+             "echo $SN_NODE $CUDA_VISIBLE_DEVICES > %s/s.$RANK.tmp && mv %s/s.$RANK.tmp %s/s.$RANK; "
+             "sleep 300",
+             d.dir, d.dir, d.dir);
+    long long id = submit(&d, "acme", 24, "training", cmd);
+    json_t *j = wait_job(&d, id, "running");
+    long long g0 = json_integer_value(json_array_get(json_object_get(j, "allocation"), 0));
+    char url[96];
+    snprintf(url, sizeof(url), "/v1/gpus/%s-gpu%lld/fail", first_node(j), g0 % 8);
+    json_decref(j);
+    expect(&d, 200, "POST", url, d.admin, "{\"reason\":\"xid 79\"}");
+    j = NULL;
+    for (int i = 0; i < 1500; i++) {
+        json_decref(j);
+        j = get_job(&d, id);
+        if (json_integer_value(json_object_get(j, "requeues")) == 1)
+            break;
+        poll(NULL, 0, 20);
+    }
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "running");
+    assert_int_equal(json_integer_value(json_object_get(j, "requeues")), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")), "replaced in place"));
+    json_t *alloc = json_object_get(j, "allocation");
+    long long sn = g0 / 32;
+    size_t i;
+    json_t *g;
+    json_array_foreach(alloc, i, g)
+    {
+        assert_int_not_equal(json_integer_value(g), g0);
+        assert_int_equal(json_integer_value(g) / 32, sn); /* same supernode */
+    }
+    /* The agents of its servers launch run 1 on the new set. */
+    pid_t agents[4];
+    int n_agents = 0;
+    json_array_foreach(json_object_get(j, "nodes"), i, g)
+    {
+        bool seen = false;
+        for (size_t k = 0; k < i; k++)
+            seen |= strcmp(json_string_value(json_array_get(json_object_get(j, "nodes"), k)),
+                           json_string_value(g)) == 0;
+        if (!seen && n_agents < 4)
+            agents[n_agents++] = agent_on(&d, json_string_value(g));
+    }
+    json_array_foreach(alloc, i, g)
+    {
+        long long x = json_integer_value(g);
+        char path[400], want[64], got[64] = "";
+        snprintf(path, sizeof(path), "%s/s.%zu", d.dir, i);
+        snprintf(want, sizeof(want), "sn%02lld-t%02lld %lld\n", x / 32, (x / 8) % 4, x % 8);
+        for (int k = 0; k < 1500 && strcmp(got, want) != 0; k++) {
+            FILE *f = fopen(path, "r");
+            if (f) {
+                if (!fgets(got, sizeof(got), f))
+                    got[0] = '\0';
+                fclose(f);
+            }
+            if (strcmp(got, want) != 0)
+                poll(NULL, 0, 20);
+        }
+        assert_string_equal(got, want);
+    }
+    json_decref(j);
+    /* Oversell: 20 cores per GPU do not fit a 112-core server at 1:1. */
+    const char *heavy_body = "{\"name\":\"heavy\",\"gpus\":8,\"tenant\":\"acme\","
+                             "\"pool\":\"shared\",\"group_gpus\":8,\"time_limit_s\":60,"
+                             "\"cpu_cores_per_gpu\":20,\"command\":\"sleep 300\"}";
+    assert_int_equal(call(&d, "POST", "/v1/jobs", d.admin, heavy_body, NULL, &j), 201);
+    long long heavy = json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    wait_detail_reason(&d, heavy, "no-supernode-fits");
+    for (int k = 0; k < n_agents; k++) {
+        kill(agents[k], SIGTERM);
+        waitpid(agents[k], NULL, 0);
+        track(agents[k], false);
+    }
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    const char *oversold[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
+                              "spare_gpus_per_supernode=8", "cpu_oversell_pct=200", NULL};
+    start(&d, oversold);
+    json_decref(wait_job(&d, heavy, "running"));
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(limits_and_quotas, reap_all),
+        cmocka_unit_test_teardown(spares_and_oversell, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
