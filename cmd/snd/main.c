@@ -92,6 +92,9 @@ static const struct sn_conf_key config_keys[] = {
      "host CPU cores allocatable to jobs, in percent of a server's cores (200: oversold 2:1)"},
     {"memory_oversell_pct", SN_CONF_INT, "100", 1, 10000, C(memory_oversell_pct),
      "host memory allocatable to jobs, in percent of a server's memory"},
+    {"pool_borrow", SN_CONF_STRING, "", 0, 255, C(pool_borrow),
+     "spec pools that may borrow idle supernodes of others, as borrower:lender pairs "
+     "(shared:training,shared:elastic); the lender reclaims them by preemption"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

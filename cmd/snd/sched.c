@@ -263,6 +263,38 @@ static bool job_spec(const struct snd *d, const struct snd_job *j, struct sn_job
     return true;
 }
 
+/* pool_borrow ("borrower:lender,...") into the pools' borrow masks. */
+static enum sn_err borrow_masks(const struct snd *d, struct sn_sched_pool *pools, uint32_t n,
+                                struct sn_error *err)
+{
+    const char *p = d->cfg.pool_borrow;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char pair[128], *colon;
+        if (len >= sizeof(pair))
+            return sn_error_set(err, SN_ERR_INVALID, "pool_borrow: '%.*s' is too long", (int)len,
+                                p);
+        memcpy(pair, p, len);
+        pair[len] = '\0';
+        colon = strchr(pair, ':');
+        if (!colon)
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "pool_borrow: '%s': expected borrower:lender", pair);
+        *colon = '\0';
+        uint32_t b = snd_spec_pool(d, pair), l = snd_spec_pool(d, colon + 1);
+        if (n == 0 || b == SN_NONE || l == SN_NONE || b == l)
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "pool_borrow: '%s:%s': expected two different pools of the "
+                                "spec",
+                                pair, colon + 1);
+        pools[b].borrow_mask |= 1u << l;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return SN_OK;
+}
+
 static enum sn_err make_core(struct snd *d, struct sn_error *err)
 {
     struct sn_sched_config c;
@@ -285,6 +317,9 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
     for (uint32_t i = 0; i < c.n_pools; i++)
         pools[i] = (struct sn_sched_pool){d->spec->pools[i].kind, 0, 0};
     c.pools = pools;
+    enum sn_err brc = borrow_masks(d, pools, c.n_pools, err);
+    if (brc != SN_OK)
+        return brc;
     struct sn_sched_tenant *tenants = calloc(SN_SCHED_MAX_TENANTS, sizeof(*tenants));
     if (!tenants)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");

@@ -58,6 +58,7 @@ struct snd_config {
     bool replace_in_place;
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
+    char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \

@@ -20,6 +20,10 @@
  *    swapped for a spare of the same supernode, the job keeps running as
  *    run 1 (event "replaced") and the agents launch every rank of it on the
  *    new set;
+ *  - borrow and reclaim (pool_borrow=training:shared): with training full
+ *    a preemptible 64-GPU training job runs on shared's two idle (mixed)
+ *    supernodes, and a 32-GPU shared job takes them back (the borrower is
+ *    preempted);
  *  - oversell: a job asking 20 host cores per GPU (160 on a 112-core
  *    server) waits; with cpu_oversell_pct=200 (snd restarted) it runs, and
  *    the restart restores the replaced job on its swapped set
@@ -345,11 +349,53 @@ static void spares_and_oversell(void **state)
     assert_int_equal(system(rm), 0);
 }
 
+/* Borrow and reclaim: training borrows shared's idle supernodes; a shared
+ * job takes them back by preempting the borrower. */
+static void borrow_and_reclaim(void **state)
+{
+    (void)state;
+    struct daemon d;
+    harness_spec = SPEC;
+    make_dir(&d);
+    const char *sets[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
+                          "preempt_min_runtime_s=0", "pool_borrow=training:shared", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    expect(&d, 201, "POST", "/v1/priority-classes", d.admin,
+           "{\"name\":\"low\",\"priority\":0,\"preemptible\":true}");
+    long long a = submit(&d, "acme", 64, "training", "sleep 300");
+    json_decref(wait_job(&d, a, "running"));
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "POST", "/v1/jobs", d.admin,
+                          "{\"name\":\"b\",\"gpus\":64,\"tenant\":\"beta\",\"pool\":\"training\","
+                          "\"group_gpus\":8,\"time_limit_s\":60,\"priority_class\":\"low\"}",
+                          NULL, &j),
+                     201);
+    long long b = json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    j = wait_job(&d, b, "running");
+    const char *node = first_node(j);
+    assert_true(strncmp(node, "sn00-", 5) == 0 || strncmp(node, "sn01-", 5) == 0); /* borrowed */
+    json_decref(j);
+    long long c = submit(&d, "acme", 32, "shared", "sleep 300");
+    json_decref(wait_job(&d, c, "running"));
+    j = wait_job(&d, b, "requeued");
+    char want[64];
+    snprintf(want, sizeof(want), "preempted by job %lld", c);
+    assert_string_equal(json_string_value(json_object_get(j, "detail")), want);
+    json_decref(j);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(limits_and_quotas, reap_all),
         cmocka_unit_test_teardown(spares_and_oversell, reap_all),
+        cmocka_unit_test_teardown(borrow_and_reclaim, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
