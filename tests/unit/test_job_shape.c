@@ -18,7 +18,8 @@
  *  - spread_power_domains: with sn00-t01 cordoned a 16-GPU job in groups
  *    of 4 packs onto t00 and t02 (both domain A); with the flag its groups
  *    are 2 on A and 2 on B (t00 and t03), as the agents launch them;
- *  - exclusive server / supernode take whole servers / supernodes;
+ *  - exclusive server / supernode take whole servers / supernodes, and a
+ *    restart of snd restores every shaped job on the same GPUs;
  *  - cross-supernode bandwidth: a 64-GPU job over two supernodes asking
  *    100 GB/s per GPU would carry 1.6 TB/s on a leaf of 800 GB/s uplinks
  *    and waits with reason bandwidth; at 10 GB/s it runs;
@@ -424,6 +425,24 @@ static void exclusive(void **state)
     nodes_of(j, nodes, sizeof(nodes));
     assert_string_equal(nodes, "sn00-t00");
     json_decref(j);
+    /* A restart restores every shaped job on its GPUs. */
+    long long ids[4] = {small, srv, sn, small2};
+    char *before[4];
+    for (int i = 0; i < 4; i++) {
+        j = wait_state(&d, ids[i], "running");
+        before[i] = json_dumps(json_object_get(j, "allocation"), JSON_COMPACT);
+        json_decref(j);
+    }
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    start(&d, FAST);
+    for (int i = 0; i < 4; i++) {
+        j = wait_state(&d, ids[i], "running");
+        char *after = json_dumps(json_object_get(j, "allocation"), JSON_COMPACT);
+        assert_string_equal(after, before[i]);
+        free(after);
+        free(before[i]);
+        json_decref(j);
+    }
     finish(&d, &a);
 }
 
