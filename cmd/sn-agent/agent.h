@@ -133,6 +133,8 @@ struct assignment {
     uint32_t rank, world_size, local_rank, local_world_size;
     const char *tenant, *command, *master_addr, *gpus;
     char gpus_text[16]; /* where gpus points when built from one GPU index */
+    int64_t checkpoint_interval_s; /* SN_CHECKPOINT_INTERVAL_S when > 0 */
+    const char *resume_from;       /* SN_RESUME_FROM, or NULL */
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL

@@ -66,6 +66,12 @@ static void child(const struct jobs *j, const struct assignment *a)
     setenv("CUDA_VISIBLE_DEVICES", a->gpus, 1);
     setenv("SN_NODE", j->node, 1);
     setenv("SN_TENANT", a->tenant, 1);
+    if (a->checkpoint_interval_s > 0) {
+        snprintf(v, sizeof(v), "%lld", (long long)a->checkpoint_interval_s);
+        setenv("SN_CHECKPOINT_INTERVAL_S", v, 1);
+    }
+    if (a->resume_from)
+        setenv("SN_RESUME_FROM", a->resume_from, 1);
     snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     int null = open("/dev/null", O_RDONLY);

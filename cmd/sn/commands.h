@@ -43,6 +43,7 @@ int cmd_top(int argc, char **argv);
 int cmd_admin(int argc, char **argv); /* fence, unfence */
 int cmd_quota(int argc, char **argv);
 int cmd_pools(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 
 /* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
 int cmd_demo(int argc, char **argv);

@@ -32,6 +32,7 @@ static const struct sn_command commands[] = {
     {"admin", cmd_admin, "snd's partition fence: show it, or lift it (sn admin unfence)"},
     {"quota", cmd_quota, "quotas and limits against usage; set a tenant's limits"},
     {"pools", cmd_pools, "pools: supernodes, GPUs in use, free and unavailable"},
+    {"checkpoint", cmd_checkpoint, "inside a job: report a checkpoint (its resume point)"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

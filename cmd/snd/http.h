@@ -91,6 +91,9 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_job_progress(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_unfence(struct snd *d, struct snd_req *r);
 
+/* checkpoint.c: POST /v1/jobs/{id}/checkpoints. */
+enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r);
+
 /* quota.c: PUT /v1/tenants/{t}/limits. */
 enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r);
 

@@ -1121,6 +1121,8 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/dashboard/summary", SN_SCOPE_CLUSTER_READ, snd_dashboard_summary,
      "counts, queue, recent events and utilisation history"},
     /* Partition safety (partition.c, docs/scheduler.md). */
+    {"POST", "/v1/jobs/{}/checkpoints", SN_SCOPE_JOBS_WRITE, snd_post_checkpoint,
+     "a running job reports a checkpoint (path, step): its resume point"},
     {"POST", "/v1/jobs/{}/progress", SN_SCOPE_JOBS_WRITE, snd_post_job_progress,
      "a running job reports progress (the second signal of partition safety)"},
     {"POST", "/v1/cluster/unfence", SN_SCOPE_ADMIN, snd_post_unfence,

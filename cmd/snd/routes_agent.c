@@ -61,6 +61,7 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
     json_t *o = json_pack("{s:I,s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "run",
                           (json_int_t)j->requeues, "tenant", j->tenant, "world_size",
                           (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
+    snd_ckpt_assignment(j, o);
     const char *keys[] = {"name", "command", "data_path", "checkpoint_path", "time_limit_s"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j->spec, keys[i]);

@@ -493,6 +493,7 @@ static void on_start(struct snd *d, uint32_t sid, double now)
     snd_job_set_state(d, j, SND_JOB_RUNNING);
     j->start_s = j->updated_s = (int64_t)now;
     snd_job_set_detail(j, NULL);
+    snd_ckpt_on_start(d, j);
     struct sn_job_info info;
     sn_sched_job_info(d->sched, sid, &info);
     char first[64], msg[160];
@@ -514,8 +515,10 @@ static void on_requeue(struct snd *d, const struct sn_decision *dec, double now)
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
     else
         snprintf(msg, sizeof(msg), "interrupted: a GPU or server it used went down");
-    if (j->start_s > 0 && now > (double)j->start_s)
-        d->lost_gpu_s += (double)j->n_alloc * (now - (double)j->start_s);
+    /* Work since the run's last checkpoint (or its start) is lost. */
+    double from = snd_ckpt_lost_from_s(j);
+    if (j->start_s > 0 && now > from)
+        d->lost_gpu_s += (double)j->n_alloc * (now - from);
     snd_job_set_state(d, j, SND_JOB_REQUEUED);
     j->requeues++;
     j->updated_s = (int64_t)now;
@@ -535,7 +538,8 @@ static void on_replace(struct snd *d, uint32_t sid, double now)
     if (!j || !g || j->state != SND_JOB_RUNNING || n != j->n_alloc)
         return;
     if (j->start_s > 0 && now > (double)j->start_s) {
-        d->lost_gpu_s += (double)n * (now - (double)j->start_s);
+        double from = snd_ckpt_lost_from_s(j);
+        d->lost_gpu_s += now > from ? (double)n * (now - from) : 0;
         d->busy_gpu_s += (double)n * (now - (double)j->start_s);
     }
     uint32_t swapped = 0;
@@ -813,6 +817,7 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
             enum sn_err rc = restore_running(d, j, err);
             if (rc != SN_OK)
                 return rc;
+            snd_ckpt_on_start(d, j);
             /* Their agents are expected back within the heartbeat timeout. */
             for (uint32_t i = 0; i < j->n_alloc; i++)
                 if (!d->last_seen_ms[d->model->gpu_server[j->alloc[i]]])

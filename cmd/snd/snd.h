@@ -114,6 +114,11 @@ struct snd_job {
     /* Shape/partition work: the job's own progress reports. */
     int64_t progress_ms;       /* last POST /v1/jobs/{id}/progress (monotonic), 0 = none */
     uint64_t progress_reports; /* how many */
+    /* Checkpoints (checkpoint.c). */
+    double ckpt_interval_s; /* Daly interval of the current run, 0 = none */
+    char *ckpt_path;        /* last reported checkpoint, or NULL */
+    int64_t ckpt_time_s, ckpt_step;
+    uint32_t ckpt_count;
 };
 
 struct snd_named {
@@ -262,6 +267,15 @@ bool snd_quota_check_job(const struct snd *d, const char *tenant, const struct s
                          const char **field, char *msg, size_t len);
 void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, const char *reason,
                               char *out, size_t len);
+
+/* checkpoint.c: the Daly interval of a started job (from its footprint);
+ * where its lost work starts counting (the last checkpoint of the run or
+ * its start); the heartbeat answer's checkpoint_interval_s and
+ * resume_from; the job JSON's checkpoint fields. */
+void snd_ckpt_on_start(const struct snd *d, struct snd_job *j);
+double snd_ckpt_lost_from_s(const struct snd_job *j);
+void snd_ckpt_assignment(const struct snd_job *j, json_t *o);
+void snd_ckpt_json(const struct snd_job *j, json_t *o);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);

@@ -159,6 +159,7 @@ void snd_job_free(struct snd_job *job)
     free(job->alloc);
     free(job->ranks_done);
     free(job->detail);
+    free(job->ckpt_path);
     free(job);
 }
 
@@ -253,6 +254,7 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
     char shape[300];
     snd_shape_describe(job->spec, shape, sizeof(shape));
     json_object_set_new(o, "shape", json_string(shape));
+    snd_ckpt_json(job, o);
     return o;
 }
 
@@ -261,6 +263,12 @@ char *snd_job_run_text(const struct snd_job *job)
     json_t *o = json_pack("{s:I,s:I,s:I,s:i,s:s?}", "requeues", (json_int_t)job->requeues,
                           "start_s", (json_int_t)job->start_s, "end_s", (json_int_t)job->end_s,
                           "exit_status", (int)job->exit_status, "detail", job->detail);
+    if (o && job->ckpt_path)
+        json_object_update_new(o, json_pack("{s:s,s:I,s:I,s:I}", "checkpoint_path",
+                                            job->ckpt_path, "checkpoint_time_s",
+                                            (json_int_t)job->ckpt_time_s, "checkpoint_step",
+                                            (json_int_t)job->ckpt_step, "checkpoint_count",
+                                            (json_int_t)job->ckpt_count));
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
@@ -405,6 +413,11 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
     job->end_s = json_integer_value(json_object_get(run, "end_s"));
     job->exit_status = (int32_t)json_integer_value(json_object_get(run, "exit_status"));
     snd_job_set_detail(job, json_string_value(json_object_get(run, "detail")));
+    const char *ckpt = json_string_value(json_object_get(run, "checkpoint_path"));
+    job->ckpt_path = ckpt ? strdup(ckpt) : NULL;
+    job->ckpt_time_s = json_integer_value(json_object_get(run, "checkpoint_time_s"));
+    job->ckpt_step = json_integer_value(json_object_get(run, "checkpoint_step"));
+    job->ckpt_count = (uint32_t)json_integer_value(json_object_get(run, "checkpoint_count"));
     json_decref(run);
     c->rc = snd_job_insert(c->d, job, c->err);
     if (c->rc != SN_OK)

@@ -73,6 +73,7 @@ struct sn_api_job {
     bool preemptible;          /* overrides the priority class's */
     int64_t cpu_cores_per_gpu;    /* host cores per GPU (within the oversell ratio) */
     int64_t memory_bytes_per_gpu; /* host memory per GPU */
+    int64_t checkpoint_write_s;   /* seconds to write one checkpoint (Daly interval) */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

@@ -32,6 +32,7 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"preemptible", SN_API_BOOL, false, 0, 0, JOB(preemptible)},
     {"cpu_cores_per_gpu", SN_API_INT, false, 0, 4096, JOB(cpu_cores_per_gpu)},
     {"memory_bytes_per_gpu", SN_API_INT, false, 0, 1LL << 50, JOB(memory_bytes_per_gpu)},
+    {"checkpoint_write_s", SN_API_INT, false, 1, 86400, JOB(checkpoint_write_s)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

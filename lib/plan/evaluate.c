@@ -268,9 +268,7 @@ static void eval_footprint(const struct sn_plan_input *in, struct sn_plan_checkp
     k->supernodes = (g + per_sn - 1) / per_sn;
     k->leaves = k->supernodes * hw->leaves_per_supernode;
     k->power_domains = k->supernodes * hw->power_domains_per_supernode;
-    double rate = g / hw->mtbf_gpu_s + k->servers / hw->mtbf_server_s +
-                  k->leaves / hw->mtbf_leaf_s + k->power_domains / hw->mtbf_power_domain_s;
-    k->job_mtbf_s = 1 / rate;
+    k->job_mtbf_s = sn_plan_job_mtbf(hw, g, k->servers, k->leaves, k->power_domains);
 }
 
 static void eval_checkpoint(const struct sn_plan_input *in, struct sn_plan_checkpoint *k)
