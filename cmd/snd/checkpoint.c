@@ -56,8 +56,9 @@ void snd_ckpt_on_start(const struct snd *d, struct snd_job *j)
 {
     const struct sn_model *m = d->model;
     j->ckpt_interval_s = 0;
-    if (!j->n_alloc)
-        return;
+    const json_t *cw = json_object_get(j->spec, "checkpoint_write_s");
+    if (!j->n_alloc || (!json_is_integer(cw) && !json_object_get(j->spec, "model")))
+        return; /* no checkpoint cost: no interval */
     struct sn_plan_input in;
     sn_plan_input_defaults(&in);
     uint32_t sn0 = m->gpu_supernode[j->alloc[0]];
