@@ -212,6 +212,8 @@ struct assignment {
     /* Runtime (appended). */
     int64_t master_port, node_rank, array_task; /* array_task: -1 outside an array */
     struct job_limits limits;
+    int64_t checkpoint_interval_s; /* SN_CHECKPOINT_INTERVAL_S when > 0 */
+    const char *resume_from;       /* SN_RESUME_FROM, or NULL */
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL

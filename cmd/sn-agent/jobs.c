@@ -240,6 +240,10 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a, co
     setenv("CUDA_VISIBLE_DEVICES", a->gpus, 1);
     setenv("SN_NODE", j->node, 1);
     setenv("SN_TENANT", a->tenant, 1);
+    if (a->checkpoint_interval_s > 0)
+        setenv_int("SN_CHECKPOINT_INTERVAL_S", a->checkpoint_interval_s);
+    if (a->resume_from)
+        setenv("SN_RESUME_FROM", a->resume_from, 1);
     int null = open("/dev/null", O_RDONLY);
     if (out >= 0) { /* the pipe the agent reads (its log) */
         dup2(out, 1);

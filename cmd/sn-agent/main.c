@@ -238,7 +238,10 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
             .master_port = json_integer_value(json_object_get(job, "master_port")),
             .node_rank = json_integer_value(json_object_get(job, "node_rank")),
             .array_task = json_is_integer(arr) ? json_integer_value(arr) : -1,
-            .limits = lim};
+            .limits = lim,
+            .checkpoint_interval_s =
+                json_integer_value(json_object_get(job, "checkpoint_interval_s")),
+            .resume_from = json_string_value(json_object_get(job, "resume_from"))};
         snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
         x->gpus = x->gpus_text;
         if (!json_is_true(json_object_get(r, "exited")))

@@ -6,6 +6,12 @@
  *                          absolute path that must not exist yet), 0600.
  *
  * Through POST /v1/admin/backup (docs/api.md, docs/operations.md).
+ *
+ * sn admin fence, sn admin unfence: snd's partition-safety fence
+ * (docs/scheduler.md, "Partition safety"). `fence` shows it (fenced or
+ * not, since when, the silent servers); `unfence` lifts it, declaring the
+ * servers still silent down (their jobs are requeued). sn checkpoint: a
+ * job reports a checkpoint (docs/api.md, POST /v1/jobs/{id}/checkpoints).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,14 +51,100 @@ static int admin_backup(struct client *c)
     return SN_EXIT_OK;
 }
 
+static void print_fence(json_t *f)
+{
+    json_t *since = json_object_get(f, "since_s");
+    printf("fenced           %s\n", json_is_true(json_object_get(f, "fenced")) ? "yes" : "no");
+    if (json_is_integer(since))
+        printf("since_s          %lld\n", (long long)json_integer_value(since));
+    printf("silent           %lld\n", (long long)json_integer_value(json_object_get(f, "silent")));
+    printf("share_pct        %lld\n",
+           (long long)json_integer_value(json_object_get(f, "share_pct")));
+    printf("fences_total     %lld\n",
+           (long long)json_integer_value(json_object_get(f, "fences_total")));
+    json_t *down = json_object_get(f, "declared_down");
+    if (json_is_integer(down))
+        printf("declared_down    %lld\n", (long long)json_integer_value(down));
+    size_t i;
+    json_t *n;
+    printf("silent_nodes    ");
+    json_array_foreach(json_object_get(f, "silent_nodes"), i, n)
+        printf("%s%s", i ? "," : " ", json_string_value(n));
+    printf("%s\n", json_array_size(json_object_get(f, "silent_nodes")) ? "" : " -");
+}
+
+/* sn checkpoint --path P [--step N] [--job ID]: inside a job (SN_JOB_ID,
+ * and the client's usual SN_SERVER / SN_TOKEN), report a checkpoint. */
+int cmd_checkpoint(int argc, char **argv)
+{
+    struct client_opt o[] = {
+        {"path", false, "the checkpoint's path (under the tenant's prefix)", NULL},
+        {"step", false, "the training step it holds", NULL},
+        {"job", false, "the job (default: $SN_JOB_ID)", NULL},
+    };
+    struct client c;
+    int rc = client_init(&c, "sn checkpoint", "usage: sn checkpoint --path P [--step N] [--job ID]",
+                         argc, argv, o, 3, 0, 0);
+    if (rc >= 0)
+        return rc;
+    const char *job = o[2].value ? o[2].value : getenv("SN_JOB_ID");
+    if (!o[0].value || !job) {
+        fprintf(stderr, "sn checkpoint: %s is required\n",
+                !o[0].value ? "--path" : "--job (or SN_JOB_ID)");
+        return SN_EXIT_USAGE;
+    }
+    json_t *body = json_pack("{s:s}", "path", o[0].value);
+    if (o[1].value) {
+        char *end = NULL;
+        long long step = strtoll(o[1].value, &end, 10);
+        if (!*o[1].value || *end || step < 0) {
+            fprintf(stderr, "sn checkpoint: --step '%s': expected a non-negative integer\n",
+                    o[1].value);
+            json_decref(body);
+            return SN_EXIT_USAGE;
+        }
+        json_object_set_new(body, "step", json_integer(step));
+    }
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_t *out = NULL;
+    rc = client_call(&c, "POST", text, NULL, &out, "/v1/jobs/%s/checkpoints", job);
+    free(text);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    if (c.json)
+        client_print_json(out);
+    else
+        printf("job %s: checkpoint %s recorded\n", job, o[0].value);
+    json_decref(out);
+    return SN_EXIT_OK;
+}
+
 int cmd_admin(int argc, char **argv)
 {
     struct client c;
-    int rc = client_init(&c, "sn admin", "usage: sn admin backup FILE", argc, argv, NULL, 0, 1, 2);
+    int rc = client_init(&c, "sn admin", "usage: sn admin backup FILE | sn admin fence | sn admin unfence",
+                         argc, argv, NULL, 0, 1, 2);
     if (rc >= 0)
         return rc;
     if (strcmp(c.args[0], "backup") == 0)
         return admin_backup(&c);
-    fprintf(stderr, "sn admin: unknown subcommand '%s' (expected backup)\n", c.args[0]);
-    return SN_EXIT_USAGE;
+    bool unfence = strcmp(c.args[0], "unfence") == 0;
+    if ((!unfence && strcmp(c.args[0], "fence") != 0) || c.n_args != 1) {
+        fprintf(stderr, "sn admin: unknown subcommand '%s' (expected backup FILE, fence or unfence)\n",
+                c.args[0]);
+        return SN_EXIT_USAGE;
+    }
+    json_t *out = NULL;
+    rc = unfence ? client_call(&c, "POST", "{}", NULL, &out, "/v1/cluster/unfence")
+                 : client_call(&c, "GET", NULL, NULL, &out, "/v1/dashboard/summary");
+    if (rc != SN_EXIT_OK)
+        return rc;
+    json_t *f = unfence ? out : json_object_get(out, "fence");
+    if (c.json)
+        client_print_json(f);
+    else
+        print_fence(f);
+    json_decref(out);
+    return SN_EXIT_OK;
 }

@@ -46,7 +46,16 @@ enum {
     S_FILE,
     S_F,
     S_AFTER,
-    S_ARRAY
+    S_ARRAY,
+    /* Job shape. */
+    S_GROUP,
+    S_ONE_SN,
+    S_SPREAD,
+    S_EXCL,
+    S_XSN,
+    S_MODEL,
+    S_PREEMPT,
+    S_WALLTIME
 };
 
 /* --array "0-99" or "1,3,5": at most 1000 task ids, each 0 to 1000000. */
@@ -86,6 +95,49 @@ bad:
     return SN_EXIT_USAGE;
 }
 
+/* Sets the shape fields given as flags; SN_EXIT_USAGE on a bad value. */
+static int shape_flags(const struct client_opt *o, json_t *job)
+{
+    if (o[S_GROUP].value) {
+        char *end = NULL;
+        long long g = strtoll(o[S_GROUP].value, &end, 10);
+        if (!*o[S_GROUP].value || *end || g < 1) {
+            fprintf(stderr, "sn submit: --group '%s': expected a positive integer (the "
+                            "tensor-parallel group)\n",
+                    o[S_GROUP].value);
+            return SN_EXIT_USAGE;
+        }
+        json_object_set_new(job, "group_gpus", json_integer(g));
+    }
+    if (o[S_ONE_SN].value)
+        json_object_set_new(job, "one_supernode", json_true());
+    if (o[S_SPREAD].value)
+        json_object_set_new(job, "spread_power_domains", json_true());
+    if (o[S_EXCL].value)
+        json_object_set_new(job, "exclusive", json_string(o[S_EXCL].value));
+    if (o[S_MODEL].value)
+        json_object_set_new(job, "model", json_string(o[S_MODEL].value));
+    if (o[S_XSN].value) {
+        double bw = 0;
+        struct sn_error err = {0};
+        if (sn_units_parse(o[S_XSN].value, SN_UNIT_BANDWIDTH, &bw, &err) != SN_OK || bw < 0) {
+            fprintf(stderr, "sn submit: --xsn-bandwidth: %s\n",
+                    err.message[0] ? err.message : "expected a bandwidth, e.g. 25GB/s");
+            return SN_EXIT_USAGE;
+        }
+        json_object_set_new(job, "xsn_bytes_per_s", json_integer((json_int_t)bw));
+    }
+    if (o[S_PREEMPT].value) {
+        const char *v = o[S_PREEMPT].value;
+        if (strcmp(v, "yes") && strcmp(v, "no")) {
+            fprintf(stderr, "sn submit: --preemptible '%s': expected yes or no\n", v);
+            return SN_EXIT_USAGE;
+        }
+        json_object_set_new(job, "preemptible", json_boolean(strcmp(v, "yes") == 0));
+    }
+    return SN_EXIT_OK;
+}
+
 int cmd_submit(int argc, char **argv)
 {
     struct client_opt o[] = {
@@ -111,6 +163,16 @@ int cmd_submit(int argc, char **argv)
                      "task ids (0-99, 1,3,5): one job per id, named NAME[ID], with "
                      "SN_ARRAY_TASK_ID",
                      NULL},
+        [S_GROUP] = {"group", false, "tensor-parallel group: GPUs kept in one server", NULL},
+        [S_ONE_SN] = {"one-supernode", true, "the whole job in one supernode", NULL},
+        [S_SPREAD] = {"spread-power-domains", true, "spread the groups over power domains", NULL},
+        [S_EXCL] = {"exclusive", false, "server or supernode: hold them whole", NULL},
+        [S_XSN] = {"xsn-bandwidth", false,
+                   "bandwidth per GPU across supernodes, per direction (25GB/s)", NULL},
+        [S_MODEL] = {"model", false, "planner model preset: xsn bandwidth default (llama3-70b)",
+                     NULL},
+        [S_PREEMPT] = {"preemptible", false, "yes or no (overrides the priority class)", NULL},
+        [S_WALLTIME] = {"walltime", false, "same as --time-limit", NULL},
     };
     struct client c;
     int rc =
@@ -145,10 +207,15 @@ int cmd_submit(int argc, char **argv)
         }
         json_object_set_new(job, "gpus", json_integer(g));
     }
-    if (o[S_TIME].value) {
+    if ((rc = shape_flags(o, job)) != SN_EXIT_OK) {
+        json_decref(job);
+        return rc;
+    }
+    const char *limit = o[S_TIME].value ? o[S_TIME].value : o[S_WALLTIME].value;
+    if (limit) {
         double s = 0;
         struct sn_error err = {0};
-        if (sn_units_parse(o[S_TIME].value, SN_UNIT_TIME, &s, &err) != SN_OK || s < 1) {
+        if (sn_units_parse(limit, SN_UNIT_TIME, &s, &err) != SN_OK || s < 1) {
             fprintf(stderr, "sn submit: --time-limit: %s\n",
                     err.message[0] ? err.message : "expected at least 1 s");
             json_decref(job);
@@ -307,7 +374,7 @@ static void show_job(json_t *j, json_t *events)
         "gpus",         "state",         "pending_reason", "detail",    "requeues",
         "ranks_exited", "exit_status",   "command",        "data_path", "checkpoint_path",
         "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s", "master_port",
-        "isolation"};
+        "isolation",    "group_gpus",    "exclusive",     "xsn_bytes_per_s", "model"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j, keys[i]);
         if (!v || json_is_null(v))
@@ -317,6 +384,14 @@ static void show_job(json_t *j, json_t *events)
         else if (json_is_string(v))
             printf("%-16s %s\n", keys[i], json_string_value(v));
     }
+    const char *flags[] = {"one_supernode", "spread_power_domains", "preemptible"};
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        if (json_is_boolean(json_object_get(j, flags[i])))
+            printf("%-16.16s %s\n", flags[i],
+                   json_is_true(json_object_get(j, flags[i])) ? "true" : "false");
+    const char *shape = json_string_value(json_object_get(j, "shape"));
+    if (shape)
+        printf("%-16s %s\n", "shape", shape);
     char w[4096];
     if (json_array_size(json_object_get(j, "nodes"))) {
         where(j, w, sizeof(w));

@@ -42,7 +42,10 @@ int cmd_tenants(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_audit(int argc, char **argv); /* client_audit.c */
-int cmd_admin(int argc, char **argv); /* client_admin.c */
+int cmd_admin(int argc, char **argv); /* client_admin.c: backup, fence, unfence */
+int cmd_quota(int argc, char **argv);
+int cmd_pools(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 
 /* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
 int cmd_demo(int argc, char **argv);

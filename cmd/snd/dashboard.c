@@ -286,11 +286,13 @@ static json_t *queue_json(struct snd *d, struct snd_req *r)
             continue;
         json_t *full = snd_job_json(d, j);
         json_array_append_new(q,
-                              json_pack("{s:I,s:O,s:s,s:O,s:O,s:I}", "id", (json_int_t)j->id,
-                                        "name", json_object_get(full, "name"), "tenant", j->tenant,
-                                        "gpus", json_object_get(full, "gpus"), "pending_reason",
-                                        json_object_get(full, "pending_reason"), "submit_time_s",
-                                        (json_int_t)j->submit_s));
+                              json_pack("{s:I,s:O,s:s,s:O,s:O,s:I,s:O?,s:O?}", "id",
+                                        (json_int_t)j->id, "name", json_object_get(full, "name"),
+                                        "tenant", j->tenant, "gpus", json_object_get(full, "gpus"),
+                                        "pending_reason", json_object_get(full, "pending_reason"),
+                                        "submit_time_s", (json_int_t)j->submit_s, "shape",
+                                        json_object_get(full, "shape"), "pending_detail",
+                                        json_object_get(full, "pending_detail")));
         json_decref(full);
     }
     return q;
@@ -348,11 +350,11 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
     uint32_t up, down;
     snd_agent_counts(d, &up, &down);
     return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:b,s:I}", "cluster",
+                     json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:b,s:I,s:o}", "cluster",
                                d->spec->name, "gpus", (json_int_t)d->model->n_gpus, "allocated",
                                (json_int_t)alloc, "jobs", jobs, "agents", "up", (json_int_t)up,
                                "down", (json_int_t)down, "queue", queue_json(d, r), "events",
                                events_json(d, r), "history", history_json(), "scheduler_connected",
                                d->sched != NULL, "gpu_history_bytes",
-                               (json_int_t)snd_dashboard_history_bytes()));
+                               (json_int_t)snd_dashboard_history_bytes(), "fence", snd_partition_json(d)));
 }

@@ -92,6 +92,16 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_benchmarks(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r);
 
+/* partition.c: a job's progress report; the operator's unfence. */
+enum MHD_Result snd_post_job_progress(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_unfence(struct snd *d, struct snd_req *r);
+
+/* checkpoint.c: POST /v1/jobs/{id}/checkpoints. */
+enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r);
+
+/* quota.c: PUT /v1/tenants/{t}/limits. */
+enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r);
+
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */
 void snd_http_run(int64_t wait_ms);
 /* Wakes snd_http_run() at once; any thread (the store writer after a

@@ -119,6 +119,28 @@ static const struct sn_conf_key config_keys[] = {
     {"audit_flood_interval_s", SN_CONF_INT, "10", 1, 3600, C(audit_flood_interval_s),
      "rate-limited refusals of one source are audited as one row per this many seconds, with "
      "their count"},
+    {"preempt_min_runtime_s", SN_CONF_INT, "600", 0, 31622400, C(preempt_min_runtime_s),
+     "a running preemptible job may be preempted by a higher priority only after this long"},
+    {"partition_share_pct", SN_CONF_INT, "10", 0, 100, C(partition_share_pct),
+     "when more than this share of the servers go silent at once, snd fences instead of "
+     "evicting (100: never)"},
+    {"partition_window_s", SN_CONF_INT, "5", 0, 3600, C(partition_window_s),
+     "a silent server is declared down only this long after its heartbeat timeout, so that "
+     "servers going silent together are counted together"},
+    {"max_tenants_per_supernode", SN_CONF_INT, "0", 0, 1024, C(max_tenants_per_supernode),
+     "at most this many tenants hold GPUs in one mixed supernode at a time (0: no cap)"},
+    {"spare_gpus_per_supernode", SN_CONF_INT, "0", 0, 1 << 20, C(spare_gpus_per_supernode),
+     "GPUs of every supernode kept free as spares for in-place replacement"},
+    {"replace_in_place", SN_CONF_BOOL, "true", 0, 0, C(replace_in_place),
+     "with spares: a job hit by a GPU or server failure swaps the failed GPUs for spares of "
+     "its supernode and restarts in place instead of being requeued"},
+    {"cpu_oversell_pct", SN_CONF_INT, "100", 1, 10000, C(cpu_oversell_pct),
+     "host CPU cores allocatable to jobs, in percent of a server's cores (200: oversold 2:1)"},
+    {"memory_oversell_pct", SN_CONF_INT, "100", 1, 10000, C(memory_oversell_pct),
+     "host memory allocatable to jobs, in percent of a server's memory"},
+    {"pool_borrow", SN_CONF_STRING, "", 0, 255, C(pool_borrow),
+     "spec pools that may borrow idle supernodes of others, as borrower:lender pairs "
+     "(shared:training,shared:elastic); the lender reclaims them by preemption"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -144,6 +144,14 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     family(&o, "snd_gpu_history_bytes", "gauge",
            "Bytes held by the per-GPU telemetry history (the dashboard's time series).");
     put(&o, "snd_gpu_history_bytes %zu\n", snd_dashboard_history_bytes());
+    family(&o, "sn_partition_fenced", "gauge",
+           "1 while snd is fenced: too many servers went silent at once, nothing is evicted.");
+    put(&o, "sn_partition_fenced %d\n", d->fenced ? 1 : 0);
+    family(&o, "sn_partition_silent_nodes", "gauge",
+           "Servers silent past the heartbeat timeout, not declared down.");
+    put(&o, "sn_partition_silent_nodes %u\n", d->n_silent);
+    family(&o, "sn_partition_fences_total", "counter", "Times snd entered the fenced state.");
+    put(&o, "sn_partition_fences_total %llu\n", (unsigned long long)d->fences_total);
     char *agents = snd_agent_metrics_text(d);
     if (agents)
         put(&o, "%s", agents);

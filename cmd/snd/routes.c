@@ -189,6 +189,9 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 507, "limit", "name", "at most %u tenants on this cluster",
                          snd_sched_max_tenants(d));
     json_t *doc = json_pack("{s:s}", "prefix", b.prefix);
+    struct snd_named *prev = snd_named_find(d->tenants, d->n_tenants, b.name);
+    if (prev && json_object_get(prev->doc, "limits")) /* limits are kept (quota.c) */
+        json_object_set(doc, "limits", json_object_get(prev->doc, "limits"));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     struct sn_error err = {0};
     if (snd_named_put(&d->tenants, &d->n_tenants, b.name, json_incref(doc), &err) != SN_OK) {
@@ -293,10 +296,20 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
 static enum MHD_Result get_quotas(struct snd *d, struct snd_req *r)
 {
     json_t *items = json_array();
-    for (uint32_t i = 0; i < d->n_quotas; i++)
-        json_array_append_new(items,
-                              json_pack("{s:s,s:s,s:I}", "tenant", d->quotas[i].tenant, "pool",
-                                        d->quotas[i].pool, "gpus", (json_int_t)d->quotas[i].gpus));
+    for (uint32_t i = 0; i < d->n_quotas; i++) {
+        int64_t used = 0;
+        for (int64_t k = 0; k < d->n_jobs_cap; k++) {
+            const struct snd_job *j = d->jobs[k];
+            const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
+            if (j && j->n_alloc && pool && strcmp(pool, d->quotas[i].pool) == 0 &&
+                strcmp(j->tenant, d->quotas[i].tenant) == 0)
+                used += j->n_alloc;
+        }
+        json_array_append_new(items, json_pack("{s:s,s:s,s:I,s:I}", "tenant", d->quotas[i].tenant,
+                                               "pool", d->quotas[i].pool, "gpus",
+                                               (json_int_t)d->quotas[i].gpus, "used",
+                                               (json_int_t)used));
+    }
     return snd_reply(d, r, 200, page(items, 0));
 }
 
@@ -367,10 +380,26 @@ static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
 {
     json_t *body = named_list(d->pools, d->n_pools);
     json_t *items = json_object_get(body, "items");
-    for (uint32_t i = 0; i < d->spec->n_pools; i++)
-        json_array_append_new(items, json_pack("{s:s,s:s,s:s}", "name", d->spec->pools[i].name,
-                                               "kind", sn_pool_kind_name(d->spec->pools[i].kind),
-                                               "source", "spec"));
+    for (uint32_t i = 0; i < d->spec->n_pools; i++) {
+        uint32_t sns = 0, gpus = 0, used = 0, down = 0;
+        for (uint32_t sn = 0; sn < d->model->n_supernodes; sn++) {
+            const struct sn_supernode *S = &d->model->supernodes[sn];
+            if (S->pool != i)
+                continue;
+            sns++;
+            gpus += S->n_gpus;
+            for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
+                used += sn_sched_gpu_owner(d->sched, g) != SN_NONE;
+                down += sn_sched_gpu_down(d->sched, g);
+            }
+        }
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "name",
+                                               d->spec->pools[i].name, "kind",
+                                               sn_pool_kind_name(d->spec->pools[i].kind), "source",
+                                               "spec", "supernodes", (json_int_t)sns, "gpus",
+                                               (json_int_t)gpus, "used", (json_int_t)used,
+                                               "unavailable", (json_int_t)down));
+    }
     return snd_reply(d, r, 200, body);
 }
 
@@ -430,6 +459,10 @@ static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
             int64_t v;
             memcpy(&v, p, sizeof(v));
             json_object_set_new(o, f->name, json_integer(v));
+        } else if (f->type == SN_API_BOOL) {
+            bool v;
+            memcpy(&v, p, sizeof(v));
+            json_object_set_new(o, f->name, json_boolean(v));
         } else {
             json_object_set_new(o, f->name, json_string(p));
         }
@@ -438,7 +471,7 @@ static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
 }
 
 /* Checks the references and limits of a decoded job; answers on failure. */
-static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api_job *b,
+static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *b,
                            const char *tenant, enum MHD_Result *ret)
 {
     const char *prefix = tenant_prefix(d, tenant);
@@ -500,6 +533,16 @@ static bool job_admissible(struct snd *d, struct snd_req *r, const struct sn_api
                                      b->after_ok, SND_DEPS_MAX);
             return false;
         }
+    }
+    const char *shape_field = NULL;
+    char shape_msg[300];
+    if (!snd_shape_check(d, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+        *ret = snd_error(d, r, 422, "invalid_shape", shape_field, "%s", shape_msg);
+        return false;
+    }
+    if (!snd_quota_check_job(d, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+        *ret = snd_error(d, r, 422, "over_quota", shape_field, "%s", shape_msg);
+        return false;
     }
     const char *paths[2] = {b->data_path, b->checkpoint_path};
     const char *names[2] = {"data_path", "checkpoint_path"};
@@ -588,6 +631,10 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     }
     if (!job_admissible(d, r, &b, tenant, &ret))
         return ret;
+    /* A bandwidth the planner filled in is recorded in the job. */
+    for (size_t i = 0; b.xsn_bytes_per_s > 0 && i < sn_api_job_field_count; i++)
+        if (strcmp(sn_api_job_fields[i].name, "xsn_bytes_per_s") == 0)
+            present |= 1u << i;
     const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
     if (key && !idem_key_ok(key))
         return snd_error(d, r, 400, "invalid_header", "idempotency_key",
@@ -1316,6 +1363,8 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/tenants/{}", SN_SCOPE_ADMIN, get_tenant, "one tenant with its quotas"},
     {"PUT", "/v1/tenants/{}/quotas/{}", SN_SCOPE_ADMIN, put_quota, "set a tenant's pool quota"},
     {"GET", "/v1/quotas", SN_SCOPE_ADMIN, get_quotas, "list quotas"},
+    {"PUT", "/v1/tenants/{}/limits", SN_SCOPE_ADMIN, snd_put_tenant_limits,
+     "set a tenant's per-supernode quota and per-job caps"},
     {"GET", "/v1/pools", SN_SCOPE_ADMIN, get_pools, "list pools (spec and API)"},
     {"POST", "/v1/pools", SN_SCOPE_ADMIN, post_pool, "create or update a pool"},
     {"GET", "/v1/priority-classes", SN_SCOPE_ADMIN, get_classes, "list priority classes"},
@@ -1375,5 +1424,12 @@ const struct snd_route snd_routes[] = {
      "a rank's output, paged by byte offset"},
     {"GET", "/v1/accounting", SN_SCOPE_JOBS_READ, get_accounting,
      "job history like sacct: ended jobs, filtered by tenant, state, time, name; paged"},
+    /* Partition safety (partition.c, docs/scheduler.md). */
+    {"POST", "/v1/jobs/{}/checkpoints", SN_SCOPE_JOBS_WRITE, snd_post_checkpoint,
+     "a running job reports a checkpoint (path, step): its resume point"},
+    {"POST", "/v1/jobs/{}/progress", SN_SCOPE_JOBS_WRITE, snd_post_job_progress,
+     "a running job reports progress (the second signal of partition safety)"},
+    {"POST", "/v1/cluster/unfence", SN_SCOPE_ADMIN, snd_post_unfence,
+     "lift the fence: silent servers are declared down"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

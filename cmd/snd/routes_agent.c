@@ -82,6 +82,7 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
     json_object_set_new(o, "node_rank", json_integer(node_rank));
     if (j->master_port)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
+    snd_ckpt_assignment(j, o);
     const char *keys[] = {"name",          "command",       "data_path",
                           "checkpoint_path", "time_limit_s", "cpus_per_rank",
                           "memory_bytes_per_rank", "pids_per_rank", "array_task_id"};

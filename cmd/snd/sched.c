@@ -259,7 +259,40 @@ static bool job_spec(const struct snd *d, const struct snd_job *j, struct sn_job
         js->priority = (int32_t)json_integer_value(json_object_get(c->doc, "priority"));
         js->preemptible = json_is_true(json_object_get(c->doc, "preemptible"));
     }
+    snd_shape_apply(d, j->spec, js);
     return true;
+}
+
+/* pool_borrow ("borrower:lender,...") into the pools' borrow masks. */
+static enum sn_err borrow_masks(const struct snd *d, struct sn_sched_pool *pools, uint32_t n,
+                                struct sn_error *err)
+{
+    const char *p = d->cfg.pool_borrow;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char pair[128], *colon;
+        if (len >= sizeof(pair))
+            return sn_error_set(err, SN_ERR_INVALID, "pool_borrow: '%.*s' is too long", (int)len,
+                                p);
+        memcpy(pair, p, len);
+        pair[len] = '\0';
+        colon = strchr(pair, ':');
+        if (!colon)
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "pool_borrow: '%s': expected borrower:lender", pair);
+        *colon = '\0';
+        uint32_t b = snd_spec_pool(d, pair), l = snd_spec_pool(d, colon + 1);
+        if (n == 0 || b == SN_NONE || l == SN_NONE || b == l)
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "pool_borrow: '%s:%s': expected two different pools of the "
+                                "spec",
+                                pair, colon + 1);
+        pools[b].borrow_mask |= 1u << l;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return SN_OK;
 }
 
 static enum sn_err make_core(struct snd *d, struct sn_error *err)
@@ -272,6 +305,11 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
                             "sched_policy '%s': expected supernode-first, "
                             "first-fit or tree-best-fit",
                             d->cfg.sched_policy);
+    c.min_runtime_s = (double)d->cfg.preempt_min_runtime_s;
+    c.spare_gpus_per_supernode = (uint32_t)d->cfg.spare_gpus_per_supernode;
+    c.replace_in_place = d->cfg.replace_in_place;
+    c.cpu_oversell = (double)d->cfg.cpu_oversell_pct / 100.0;
+    c.memory_oversell = (double)d->cfg.memory_oversell_pct / 100.0;
     struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
     d->sched_spec_pools = spec_pools_usable(d);
     d->sched_pools = d->sched_spec_pools ? d->spec->n_pools : 1;
@@ -279,6 +317,9 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
     for (uint32_t i = 0; i < c.n_pools; i++)
         pools[i] = (struct sn_sched_pool){d->spec->pools[i].kind, 0, 0};
     c.pools = pools;
+    enum sn_err brc = borrow_masks(d, pools, c.n_pools, err);
+    if (brc != SN_OK)
+        return brc;
     struct sn_sched_tenant *tenants = calloc(SN_SCHED_MAX_TENANTS, sizeof(*tenants));
     if (!tenants)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
@@ -292,6 +333,8 @@ static enum sn_err make_core(struct snd *d, struct sn_error *err)
         if (d->quotas[q].gpus > 0)
             tenants[t * d->sched_pools + p].quota_gpus = (uint32_t)d->quotas[q].gpus;
     }
+    snd_quota_apply(d, tenants, SN_SCHED_MAX_TENANTS);
+    c.max_tenants_per_supernode = (uint32_t)d->cfg.max_tenants_per_supernode;
     c.n_tenants = SN_SCHED_MAX_TENANTS;
     c.tenants = tenants;
     enum sn_err rc = sn_sched_create(d->model, &c, &d->sched, err);
@@ -530,6 +573,7 @@ static void on_start(struct snd *d, uint32_t sid, double now)
     snd_job_set_state(d, j, SND_JOB_RUNNING);
     j->start_s = j->updated_s = (int64_t)now;
     snd_job_set_detail(j, NULL);
+    snd_ckpt_on_start(d, j);
     struct sn_job_info info;
     sn_sched_job_info(d->sched, sid, &info);
     char first[64], msg[160];
@@ -551,14 +595,56 @@ static void on_requeue(struct snd *d, const struct sn_decision *dec, double now)
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
     else
         snprintf(msg, sizeof(msg), "interrupted: a GPU or server it used went down");
-    if (j->start_s > 0 && now > (double)j->start_s)
-        d->lost_gpu_s += (double)j->n_alloc * (now - (double)j->start_s);
+    /* Work since the run's last checkpoint (or its start) is lost. */
+    double from = snd_ckpt_lost_from_s(j);
+    if (j->start_s > 0 && now > from)
+        d->lost_gpu_s += (double)j->n_alloc * (now - from);
     snd_job_set_state(d, j, SND_JOB_REQUEUED);
     j->requeues++;
     j->updated_s = (int64_t)now;
     snd_job_set_detail(j, msg);
     release_alloc(d, j);
     job_rows(d, j, dec->kind == SN_DECISION_PREEMPT ? "preempted" : "interrupted", msg);
+}
+
+/* A failure hit the job and the core swapped its failed GPUs for spares
+ * of the same supernode: it keeps running on the new set as a new run (its
+ * agents restart every rank from the checkpoint). */
+static void on_replace(struct snd *d, uint32_t sid, double now)
+{
+    struct snd_job *j = sched_job(d, sid);
+    uint32_t n = 0;
+    const uint32_t *g = sn_sched_job_gpus(d->sched, sid, &n);
+    if (!j || !g || j->state != SND_JOB_RUNNING || n != j->n_alloc)
+        return;
+    if (j->start_s > 0 && now > (double)j->start_s) {
+        double from = snd_ckpt_lost_from_s(j);
+        d->lost_gpu_s += now > from ? (double)n * (now - from) : 0;
+        d->busy_gpu_s += (double)n * (now - (double)j->start_s);
+    }
+    uint32_t swapped = 0;
+    for (uint32_t i = 0; i < n; i++)
+        swapped += j->alloc[i] != g[i];
+    uint32_t *old = j->alloc;
+    j->alloc = malloc(n * sizeof(*g));
+    if (!j->alloc) {
+        j->alloc = old;
+        atomic_store(&d->fatal, true);
+        return;
+    }
+    memcpy(j->alloc, g, n * sizeof(*g));
+    memset(j->ranks_done, 0, (n + 63) / 64 * sizeof(uint64_t));
+    j->n_ranks_done = 0;
+    j->requeues++;
+    j->start_s = j->updated_s = (int64_t)now;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "replaced in place: %u failed GPU(s) swapped for spares, run %u",
+             swapped, j->requeues);
+    snd_job_set_detail(j, msg);
+    job_rows(d, j, "replaced", msg);
+    j->alloc_seq = d->outbox_seq;
+    settle_drains(d, old, n);
+    free(old);
 }
 
 static void apply_decisions(struct snd *d, double now)
@@ -568,6 +654,8 @@ static void apply_decisions(struct snd *d, double now)
     for (size_t i = 0; i < n; i++) {
         if (dec[i].kind == SN_DECISION_START)
             on_start(d, dec[i].job, now);
+        else if (dec[i].kind == SN_DECISION_REPLACE)
+            on_replace(d, dec[i].job, now);
         else
             on_requeue(d, &dec[i], now);
     }
@@ -703,7 +791,8 @@ void snd_sched_admin_changed(struct snd *d, bool is_node, uint32_t id, uint8_t o
     uint32_t first = is_node ? m->server_first_gpu[id] : id;
     uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
     for (uint32_t g = first; g < first + count; g++)
-        sn_sched_cordon(d->sched, g, held_back(d, g));
+        sn_sched_cordon(d->sched, g,
+                        held_back(d, g) || (d->silent && d->silent[m->gpu_server[g]]));
     if (now_state == SND_ADMIN_DOWN && old_state != SND_ADMIN_DOWN) {
         double now = wall_s();
         rc = sn_sched_fail(d->sched, kind, id, now, NULL);
@@ -716,6 +805,7 @@ void snd_sched_admin_changed(struct snd *d, bool is_node, uint32_t id, uint8_t o
 void snd_sched_heartbeat(struct snd *d, uint32_t server)
 {
     d->last_seen_ms[server] = snd_now_ms();
+    snd_partition_beat(d, server);
     struct snd_admin *a = &d->nodes[server];
     /* A node marked down for a lost heartbeat comes back with the next one;
      * one marked down by an admin stays down until resumed. */
@@ -726,25 +816,28 @@ void snd_sched_heartbeat(struct snd *d, uint32_t server)
     }
 }
 
-/* Marks down every server whose agent has been silent past the timeout. */
+void snd_sched_node_lost(struct snd *d, uint32_t s, const char *reason, const char *actor)
+{
+    uint8_t old = d->nodes[s].state;
+    if (old == SND_ADMIN_DOWN)
+        return;
+    if (d->silent && d->silent[s]) {
+        d->silent[s] = 0;
+        d->n_silent--;
+    }
+    snd_admin_set(&d->nodes[s], SND_ADMIN_DOWN, reason, actor, snd_now_s());
+    admin_row(d, true, s);
+    char name[64];
+    fprintf(stderr, "snd: node %s marked down: %s\n",
+            sn_model_server_name(d->model, s, name, sizeof(name)), reason);
+    snd_sched_admin_changed(d, true, s, old);
+}
+
+/* Heartbeat loss, with partition safety: partition.c decides which silent
+ * servers are declared down. */
 static void check_heartbeats(struct snd *d, int64_t now_ms)
 {
-    int64_t limit_ms = d->cfg.heartbeat_timeout_s * 1000;
-    for (uint32_t s = 0; s < d->model->n_servers; s++) {
-        if (!d->last_seen_ms[s] || now_ms - d->last_seen_ms[s] <= limit_ms ||
-            d->nodes[s].state == SND_ADMIN_DOWN)
-            continue;
-        char reason[96];
-        snprintf(reason, sizeof(reason), "no heartbeat for %lld s",
-                 (long long)((now_ms - d->last_seen_ms[s]) / 1000));
-        uint8_t old = d->nodes[s].state;
-        snd_admin_set(&d->nodes[s], SND_ADMIN_DOWN, reason, "snd:heartbeat", snd_now_s());
-        admin_row(d, true, s);
-        char name[64];
-        fprintf(stderr, "snd: node %s marked down: %s\n",
-                sn_model_server_name(d->model, s, name, sizeof(name)), reason);
-        snd_sched_admin_changed(d, true, s, old);
-    }
+    snd_partition_check(d, now_ms);
 }
 
 /* Upper bounds (s) of the cycle-time histogram; the last bucket is +Inf. */
@@ -824,6 +917,10 @@ static enum sn_err restore_running(struct snd *d, struct snd_job *j, struct sn_e
     for (uint32_t i = 0; i < j->n_alloc; i++)
         sn_sched_cordon(d->sched, j->alloc[i], false);
     bool placed = sn_sched_try_place(d->sched, j->sched_id, (double)j->start_s);
+    /* A set from an in-place replacement may split groups: placed as is. */
+    if (!placed && j->detail && strncmp(j->detail, "replaced in place", 17) == 0)
+        placed = sn_sched_restore(d->sched, j->sched_id, j->alloc, j->n_alloc,
+                                  (double)j->start_s, NULL) == SN_OK;
     for (uint32_t i = 0; i < j->n_alloc; i++)
         sn_sched_cordon(d->sched, j->alloc[i], true);
     if (!placed)
@@ -863,6 +960,7 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
             if (rc != SN_OK)
                 return rc;
             master_port_mark(d, j->master_port, true);
+            snd_ckpt_on_start(d, j);
             /* Their agents are expected back within the heartbeat timeout. */
             for (uint32_t i = 0; i < j->n_alloc; i++)
                 if (!d->last_seen_ms[d->model->gpu_server[j->alloc[i]]])
@@ -909,8 +1007,9 @@ enum sn_err snd_sched_start(struct snd *d, struct sn_error *err)
     d->gpu_procs = calloc(d->model->n_gpus ? d->model->n_gpus : 1, 1);
     d->agent_reports_procs = calloc(d->model->n_servers ? d->model->n_servers : 1, sizeof(bool));
     d->master_ports = calloc(SND_MASTER_PORTS / 64, sizeof(uint64_t));
+    d->silent = calloc(d->model->n_servers ? d->model->n_servers : 1, 1);
     if (!d->outbox || !d->last_seen_ms || !d->gpu_procs || !d->agent_reports_procs ||
-        !d->master_ports)
+        !d->master_ports || !d->silent)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     d->next_timer_ms = snd_now_ms() + d->cfg.sched_interval_ms;
     return build(d, err);
@@ -945,4 +1044,6 @@ void snd_sched_stop(struct snd *d)
     d->agent_reports_procs = NULL;
     free(d->master_ports);
     d->master_ports = NULL;
+    free(d->silent);
+    d->silent = NULL;
 }

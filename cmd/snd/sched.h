@@ -75,6 +75,15 @@ void snd_sched_poke(struct snd *d);
 /* Records a heartbeat of server at now (monotonic ms). */
 void snd_sched_heartbeat(struct snd *d, uint32_t server);
 
+/* Declares server s down (reason, actor) and applies it to the core: its
+ * jobs are interrupted and requeued. Nothing when it is down already. */
+void snd_sched_node_lost(struct snd *d, uint32_t s, const char *reason, const char *actor);
+
+/* Partition safety (partition.c): runs the heartbeat-loss check at now
+ * (monotonic ms), and notes a heartbeat of server s. */
+void snd_partition_check(struct snd *d, int64_t now_ms);
+void snd_partition_beat(struct snd *d, uint32_t s);
+
 /* Appends rows (strings copied) to the outbox. */
 void snd_outbox_add(struct snd *d, const struct sn_store_write *rows, size_t n);
 bool snd_outbox_empty(const struct snd *d);

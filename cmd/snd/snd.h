@@ -72,6 +72,16 @@ struct snd_config {
     int64_t header_timeout_s;
     int64_t unauth_connection_pct;
     bool metrics_require_token;
+    /* Scheduler policy knobs of the core (shape/quota work). */
+    int64_t preempt_min_runtime_s;
+    int64_t partition_share_pct;
+    int64_t partition_window_s;
+    int64_t max_tenants_per_supernode;
+    int64_t spare_gpus_per_supernode;
+    bool replace_in_place;
+    int64_t cpu_oversell_pct;
+    int64_t memory_oversell_pct;
+    char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -134,6 +144,14 @@ struct snd_job {
     uint32_t n_last_alloc;
     uint64_t *last_ranks_ok;
     int32_t failed_rank;
+    /* Shape/partition work: the job's own progress reports. */
+    int64_t progress_ms;       /* last POST /v1/jobs/{id}/progress (monotonic), 0 = none */
+    uint64_t progress_reports; /* how many */
+    /* Checkpoints (checkpoint.c). */
+    double ckpt_interval_s; /* Daly interval of the current run, 0 = none */
+    char *ckpt_path;        /* last reported checkpoint, or NULL */
+    int64_t ckpt_time_s, ckpt_step;
+    uint32_t ckpt_count;
 };
 
 struct snd_named {
@@ -202,6 +220,14 @@ struct snd {
     uint32_t n_revoked;
     struct snd_rate *rate;
     struct snd_refusals *refusals;
+
+    /* Partition safety (partition.c): servers silent past the heartbeat
+     * timeout but not declared down (cordoned in the core), and the fence. */
+    uint8_t *silent; /* by server */
+    uint32_t n_silent;
+    bool fenced;
+    int64_t fenced_since_s;
+    uint64_t fences_total;
 
     /* Counters for /metrics (state thread only). */
     uint64_t http_requests[6]; /* by status class 1xx..5xx, index 1..5 */
@@ -282,6 +308,44 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err);
 /* The agent listener's bound port, 0 when there is none. */
 uint16_t snd_http_agent_port(void);
 void snd_http_stop(void);
+
+/* shape.c: job shape (group, one supernode, power spread, exclusive,
+ * bandwidth, preemptible). */
+struct sn_api_job;
+/* Checks a decoded submission's shape against its pool (b->pool already
+ * defaulted); fills the planner's bandwidth default when b names a model
+ * and no xsn_bytes_per_s. False: *field and msg say what is wrong (422). */
+bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **field, char *msg,
+                     size_t len);
+/* Sets the core's shape fields of js from the stored job spec. */
+void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec *js);
+/* One line naming the job's shape ("16 GPUs in groups of 8, one supernode"). */
+void snd_shape_describe(const json_t *spec, char *out, size_t len);
+
+/* partition.c: declares every silent server down and lifts the fence;
+ * returns how many were declared down. */
+uint32_t snd_partition_unfence(struct snd *d, const char *actor);
+/* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
+json_t *snd_partition_json(const struct snd *d);
+
+/* quota.c: tenant limits (per-supernode GPUs, per-job caps) onto the
+ * core's tenants[0..n) (tenant x pool pairs); the per-job caps at submit
+ * (false: *field and msg, 422); the detail of a quota pending reason
+ * ("" when there is none to give). */
+void snd_quota_apply(const struct snd *d, struct sn_sched_tenant *tenants, uint32_t n);
+bool snd_quota_check_job(const struct snd *d, const char *tenant, const struct sn_api_job *b,
+                         const char **field, char *msg, size_t len);
+void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, const char *reason,
+                              char *out, size_t len);
+
+/* checkpoint.c: the Daly interval of a started job (from its footprint);
+ * where its lost work starts counting (the last checkpoint of the run or
+ * its start); the heartbeat answer's checkpoint_interval_s and
+ * resume_from; the job JSON's checkpoint fields. */
+void snd_ckpt_on_start(const struct snd *d, struct snd_job *j);
+double snd_ckpt_lost_from_s(const struct snd_job *j);
+void snd_ckpt_assignment(const struct snd_job *j, json_t *o);
+void snd_ckpt_json(const struct snd_job *j, json_t *o);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);

@@ -162,6 +162,7 @@ void snd_job_free(struct snd_job *job)
     free(job->isolation);
     free(job->last_alloc);
     free(job->last_ranks_ok);
+    free(job->ckpt_path);
     free(job);
 }
 
@@ -242,6 +243,10 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
     bool waiting = job->state == SND_JOB_PENDING || job->state == SND_JOB_REQUEUED;
     json_object_set_new(o, "pending_reason",
                         waiting ? json_string(snd_sched_reason(d, job)) : json_null());
+    char detail[300] = "";
+    if (waiting)
+        snd_quota_pending_detail(d, job, snd_sched_reason(d, job), detail, sizeof(detail));
+    json_object_set_new(o, "pending_detail", detail[0] ? json_string(detail) : json_null());
     json_t *alloc = json_array(), *nodes = json_array();
     uint32_t last_server = SN_NONE;
     /* An ended job shows its last run's placement (its record). */
@@ -289,6 +294,10 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
                         job->master_port ? json_integer(job->master_port) : json_null());
     json_object_set_new(o, "isolation",
                         job->isolation ? json_string(job->isolation) : json_null());
+    char shape[300];
+    snd_shape_describe(job->spec, shape, sizeof(shape));
+    json_object_set_new(o, "shape", json_string(shape));
+    snd_ckpt_json(job, o);
     return o;
 }
 
@@ -320,6 +329,12 @@ char *snd_job_run_text(const struct snd_job *job)
         free(g);
         free(t);
     }
+    if (o && job->ckpt_path)
+        json_object_update_new(o, json_pack("{s:s,s:I,s:I,s:I}", "checkpoint_path",
+                                            job->ckpt_path, "checkpoint_time_s",
+                                            (json_int_t)job->ckpt_time_s, "checkpoint_step",
+                                            (json_int_t)job->ckpt_step, "checkpoint_count",
+                                            (json_int_t)job->ckpt_count));
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
@@ -488,6 +503,11 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
             job->failed_rank = -1;
     }
     free(ok);
+    const char *ckpt = json_string_value(json_object_get(run, "checkpoint_path"));
+    job->ckpt_path = ckpt ? strdup(ckpt) : NULL;
+    job->ckpt_time_s = json_integer_value(json_object_get(run, "checkpoint_time_s"));
+    job->ckpt_step = json_integer_value(json_object_get(run, "checkpoint_step"));
+    job->ckpt_count = (uint32_t)json_integer_value(json_object_get(run, "checkpoint_count"));
     json_decref(run);
     c->rc = snd_job_insert(c->d, job, c->err);
     if (c->rc != SN_OK)

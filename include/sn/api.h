@@ -62,13 +62,24 @@ struct sn_api_job {
     char command[4097];
     char data_path[1025];
     char checkpoint_path[1025];
-    int64_t time_limit_s;
+    int64_t time_limit_s; /* the walltime limit (and the scheduler's estimate) */
     /* Runtime limits of each rank (docs/agent.md, "Isolation"); 0: none. */
     int64_t cpus_per_rank;
     int64_t memory_bytes_per_rank;
     int64_t pids_per_rank;
     char after_ok[1024]; /* job ids "3,5-7": start only after each completed */
     int64_t array_task_id; /* an element of a job array (SN_ARRAY_TASK_ID) */
+    /* Job shape (docs/scheduler.md, "Job shape in snd"). */
+    int64_t group_gpus;        /* tensor-parallel group; divides gpus; absent = 1 */
+    bool one_supernode;        /* the whole job in one supernode */
+    bool spread_power_domains; /* groups spread over power domains */
+    char exclusive[64];        /* "server" or "supernode"; "" = shared */
+    int64_t xsn_bytes_per_s;   /* per GPU across supernodes, per direction */
+    char model[64];            /* lib/plan model preset for the bandwidth default */
+    bool preemptible;          /* overrides the priority class's */
+    int64_t cpu_cores_per_gpu;    /* host cores per GPU (within the oversell ratio) */
+    int64_t memory_bytes_per_gpu; /* host memory per GPU */
+    int64_t checkpoint_write_s;   /* seconds to write one checkpoint (Daly interval) */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

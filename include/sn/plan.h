@@ -385,6 +385,11 @@ double sn_plan_young(double ckpt_s, double mtbf_s);
 /* Daly 2006, Section 4 (higher-order estimate): sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C for
  * C < 2M, else M. */
 double sn_plan_daly(double ckpt_s, double mtbf_s);
+/* MTBF of a job's footprint: 1 / (gpus / MTBF_gpu + servers / MTBF_server +
+ * leaves / MTBF_leaf + power_domains / MTBF_pd), the components' failures
+ * independent (hw's mtbf_* fields). Used by the planner and by snd. */
+double sn_plan_job_mtbf(const struct sn_plan_hardware *hw, double gpus, double servers,
+                        double leaves, double power_domains);
 /* Daly 2006 (expected wall time, exponential failures): useful fraction of wall time with
  * interval tau, checkpoint C, restart R and MTBF M:
  * tau / (M e^(R/M) (e^((tau + C)/M) - 1)). */

@@ -246,6 +246,14 @@ SN_MUST_CHECK enum sn_err sn_sched_pass(struct sn_sched *s, double now, struct s
  * preemption); true when it started. Used by benchmarks and tests. */
 bool sn_sched_try_place(struct sn_sched *s, uint32_t job, double now);
 
+/* Places pending job on exactly gpus[0..n) (n = its GPUs, in rank order)
+ * at now, without the placement rules: for a daemon restoring a running
+ * job whose set came from an in-place replacement (its groups may span
+ * servers). The GPUs must be free; quotas and uplinks are counted as for
+ * any placement, and a START decision is recorded. */
+SN_MUST_CHECK enum sn_err sn_sched_restore(struct sn_sched *s, uint32_t job, const uint32_t *gpus,
+                                           uint32_t n, double now, struct sn_error *err);
+
 /* Decisions made since the last sn_sched_clear_decisions(). */
 const struct sn_decision *sn_sched_decisions(const struct sn_sched *s, size_t *count);
 void sn_sched_clear_decisions(struct sn_sched *s);

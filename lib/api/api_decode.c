@@ -27,6 +27,17 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"pids_per_rank", SN_API_INT, false, 1, 1 << 22, JOB(pids_per_rank)},
     {"after_ok", SN_API_STRING, false, 1, 1023, JOB(after_ok)},
     {"array_task_id", SN_API_INT, false, 0, 1000000, JOB(array_task_id)},
+    /* Job shape. */
+    {"group_gpus", SN_API_INT, false, 1, 1 << 22, JOB(group_gpus)},
+    {"one_supernode", SN_API_BOOL, false, 0, 0, JOB(one_supernode)},
+    {"spread_power_domains", SN_API_BOOL, false, 0, 0, JOB(spread_power_domains)},
+    {"exclusive", SN_API_NAME, false, 1, 63, JOB(exclusive)},
+    {"xsn_bytes_per_s", SN_API_INT, false, 0, 1000000000000LL, JOB(xsn_bytes_per_s)},
+    {"model", SN_API_NAME, false, 1, 63, JOB(model)},
+    {"preemptible", SN_API_BOOL, false, 0, 0, JOB(preemptible)},
+    {"cpu_cores_per_gpu", SN_API_INT, false, 0, 4096, JOB(cpu_cores_per_gpu)},
+    {"memory_bytes_per_gpu", SN_API_INT, false, 0, 1LL << 50, JOB(memory_bytes_per_gpu)},
+    {"checkpoint_write_s", SN_API_INT, false, 1, 86400, JOB(checkpoint_write_s)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

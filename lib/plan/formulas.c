@@ -229,6 +229,14 @@ double sn_plan_young(double ckpt_s, double mtbf_s)
     return sqrt(2 * ckpt_s * mtbf_s);
 }
 
+double sn_plan_job_mtbf(const struct sn_plan_hardware *hw, double gpus, double servers,
+                        double leaves, double power_domains)
+{
+    double rate = gpus / hw->mtbf_gpu_s + servers / hw->mtbf_server_s + leaves / hw->mtbf_leaf_s +
+                  power_domains / hw->mtbf_power_domain_s;
+    return 1 / rate;
+}
+
 double sn_plan_daly(double ckpt_s, double mtbf_s)
 {
     if (ckpt_s >= 2 * mtbf_s)

@@ -519,6 +519,28 @@ enum sn_pending_reason sn__sched_place(struct sn_sched *s, uint32_t job, double 
     return SN_PENDING_NONE;
 }
 
+enum sn_err sn_sched_restore(struct sn_sched *s, uint32_t job, const uint32_t *gpus, uint32_t n,
+                             double now, struct sn_error *err)
+{
+    if (job >= s->n_jobs || s->jobs[job].state != SN_JOB_PENDING || n != s->jobs[job].spec.gpus)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "restore: job %u is not pending or does not ask for %u GPUs", job, n);
+    for (uint32_t i = 0; i < n; i++)
+        if (gpus[i] >= s->m->n_gpus || s->gpu_owner[gpus[i]] != SN_NONE)
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "restore: GPU %u of job %u is out of range or allocated", gpus[i],
+                                job);
+    uint32_t *copy = malloc((size_t)n * sizeof(uint32_t));
+    if (!copy)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    memcpy(copy, gpus, (size_t)n * sizeof(uint32_t));
+    s->now_s = now;
+    sn__sched_commit(s, job, copy, now);
+    /* A set that splits groups can only come from a replacement. */
+    s->jobs[job].replaced = s->jobs[job].split;
+    return SN_OK;
+}
+
 bool sn_sched_try_place(struct sn_sched *s, uint32_t job, double now)
 {
     if (job >= s->n_jobs || s->jobs[job].state != SN_JOB_PENDING)

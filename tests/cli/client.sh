@@ -158,6 +158,34 @@ wait $TOP
 rc=$?
 [ $rc = 0 ] || fail "sn top after SIGINT: exit $rc"
 [ "$(grep -c '^sn top' "$D/top.out")" -ge 2 ] || fail "sn top did not refresh: $(cat "$D/top.out")"
+# Job shape: flags, the stored fields and the shape line of sn job show.
+check 0 "^submitted job [0-9]+" "$SN" submit --tenant acme --name tp --gpus 8 --group 8 \
+    --exclusive server --xsn-bandwidth 25GB/s --preemptible no --walltime 1h --idempotency-key tp1
+TP=$("$SN" submit --tenant acme --name tp --gpus 8 --group 8 --exclusive server \
+    --xsn-bandwidth 25GB/s --preemptible no --walltime 1h --idempotency-key tp1 | sed 's/^submitted job \([0-9]*\).*/\1/')
+check 0 "^group_gpus +8$" "$SN" job show "$TP"
+check 0 "^xsn_bytes_per_s +25000000000$" "$SN" job show "$TP"
+check 0 "^time_limit_s +3600$" "$SN" job show "$TP"
+check 0 "^preemptible +false$" "$SN" job show "$TP"
+check 0 "^shape +8 GPUs in groups of 8, exclusive server, 25.0 GB/s per GPU across supernodes, not preemptible$" "$SN" job show "$TP"
+check 1 "422 group_gpus 3 does not divide gpus 8 .*field 'group_gpus'" "$SN" submit --tenant acme --name x --gpus 8 --group 3
+check 1 "422 exclusive server with 4 GPUs: a fraction of a server .*field 'exclusive'" "$SN" submit --tenant acme --name x --gpus 4 --exclusive server
+check 2 "expected yes or no" "$SN" submit --tenant acme --name x --gpus 4 --preemptible maybe
+check 2 "--group 'x'" "$SN" submit --gpus 4 --group x
+# Quotas and pools: limits set without a restart, usage against limits.
+check 0 "^tenant acme: limits set$" "$SN" quota set acme --max-job-gpus 64 --gpus-per-supernode 64 --max-xsn-bandwidth 30GB/s
+check 0 "^acme +64 +64 +- +30000000000$" "$SN" quota
+check 0 '"max_job_gpus": 64' "$SN" quota -o json
+check 1 "409 the limits would break running or waiting jobs: .*'gpus' 64 exceeds" "$SN" quota set acme --max-job-gpus 48
+check 1 "422 quota: 40000000000 bytes/s per GPU across supernodes asked, tenant 'acme' has a per-job cap of 30000000000 .*field 'xsn_bytes_per_s'" "$SN" submit --tenant acme --name x --gpus 8 --xsn-bandwidth 40GB/s
+check 2 "--max-job-gpus 'many'" "$SN" quota set acme --max-job-gpus many
+check 4 "no tenant 'nobody'" "$SN" quota set nobody --max-job-gpus 4
+check 0 "^tenant acme: limits set$" "$SN" quota set acme
+check 0 "^training +dedicated +spec +1 +64 +[0-9]+ +[0-9]+ +[0-9]+$" "$SN" pools
+check 0 '"supernodes": 1' "$SN" pools -o json
+check 0 "^fenced +no$" "$SN" admin fence
+check 0 '"fenced": false' "$SN" admin unfence -o json
+check 2 "unknown subcommand 'x'" "$SN" admin x
 
 # -o json on every client command: each prints one JSON document.
 json_ok() {

@@ -86,7 +86,8 @@ async function scenario(browser, spec, jobs) {
   await api("POST", "/v1/tenants", { name: "acme", prefix: "/data/acme" });
   for (const [name, gpus] of jobs) await api("POST", "/v1/jobs", { name, gpus, tenant: "acme" });
   /* The whole cluster: it must wait while the others run, so the queue has a row. */
-  await api("POST", "/v1/jobs", { name: "whole-cluster", gpus: cluster.gpus, tenant: "acme" });
+  await api("POST", "/v1/jobs", { name: "whole-cluster", gpus: cluster.gpus, tenant: "acme",
+    group_gpus: 8 });
   const running = await until("a running job", async () => {
     const r = (await api("GET", "/v1/jobs?state=running")).items;
     return r.length === jobs.length ? r : null;
@@ -139,6 +140,9 @@ async function scenario(browser, spec, jobs) {
     const rows = await page.$$eval("#queue tbody tr.job-row", (rs) => rs.map((r) => r.textContent));
     check(pending.length >= 1 && pending.every((j) => rows.some((r) => r.startsWith(String(j.id)) && r.includes(j.pending_reason))),
       tag + ": the queue shows each pending job with its reason");
+    check(pending.every((j) => j.shape && rows.some((r) => r.startsWith(String(j.id)) &&
+      r.includes(j.shape))) && rows.some((r) => r.includes("in groups of 8")),
+      tag + ": the queue shows each job's shape (the whole-cluster job in groups of 8)");
     await page.click("#queue tbody tr.job-row details summary");
     check((await page.textContent("#queue tbody tr.job-row .reason")).length > 20, tag + ": a pending reason expands");
 

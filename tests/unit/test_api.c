@@ -39,6 +39,20 @@ static void valid_job(void **state)
     assert_string_equal(job.data_path, "/data/acme/set");
     assert_int_equal(job.time_limit_s, 3600);
     assert_string_equal(field, "");
+    assert_int_equal(decode("{\"name\":\"tp\",\"gpus\":16,\"group_gpus\":8,\"one_supernode\":true,"
+                            "\"spread_power_domains\":true,\"exclusive\":\"server\","
+                            "\"xsn_bytes_per_s\":25000000000,\"model\":\"llama3-8b\","
+                            "\"preemptible\":false}",
+                            &job, field, &err),
+                     SN_OK);
+    assert_int_equal(job.group_gpus, 8);
+    assert_true(job.one_supernode && job.spread_power_domains && !job.preemptible);
+    assert_string_equal(job.exclusive, "server");
+    assert_int_equal(job.xsn_bytes_per_s, 25000000000LL);
+    assert_string_equal(job.model, "llama3-8b");
+    assert_int_equal(decode("{\"name\":\"tp\",\"gpus\":16,\"group_gpus\":0}", &job, field, &err),
+                     SN_ERR_RANGE);
+    assert_string_equal(field, "group_gpus");
 }
 
 static void bad_bodies(void **state)

@@ -685,9 +685,11 @@ function drawCounts(s) {
   const last = s.history.length ? s.history[s.history.length - 1] : null;
   add("goodput", last && last.goodput !== null ? (100 * last.goodput).toFixed(1) + " %" : "-", "goodput");
   $("cluster").textContent = s.cluster;
-  const fenced = s.fenced || (s.partition && s.partition.fenced);
-  $("banner").hidden = !fenced;
-  if (fenced) $("banner").textContent = "snd is fenced: many nodes went silent at once; no node is evicted until an operator acts or heartbeats return";
+  const fence = s.fence || {};
+  $("banner").hidden = !fence.fenced;
+  if (fence.fenced)
+    $("banner").textContent = "snd is fenced: " + (fence.silent || "many") + " servers went silent at once (more than " +
+      fence.share_pct + " %); none is evicted until heartbeats return or an operator runs sn admin unfence";
 }
 
 function drawChart(hist) {
@@ -731,21 +733,22 @@ function drawQueue(s) {
   const tb = $("queue").tBodies[0], f = $("queue-filter").value.trim().toLowerCase();
   tb.textContent = "";
   const k = view.sort.key, dir = view.sort.asc ? 1 : -1;
-  const rows = s.queue.filter((j) => !f || [j.id, j.name, j.tenant, j.pending_reason].join(" ").toLowerCase().includes(f))
+  const rows = s.queue.filter((j) => !f || [j.id, j.name, j.tenant, j.pending_reason, j.shape].join(" ").toLowerCase().includes(f))
     .sort((a, b) => (a[k] < b[k] ? -1 : a[k] > b[k] ? 1 : 0) * dir);
   for (const j of rows) {
     const tr = el("tr", { class: "job-row", "data-job": j.id });
     for (const v of [j.id, j.name, j.tenant, j.gpus]) tr.append(el("td", {}, String(v)));
     const td = el("td"), det = el("details");
-    det.append(el("summary", {}, j.pending_reason || ""), el("div", { class: "hint reason" }, explain(j)));
+    det.append(el("summary", {}, j.pending_reason || ""), el("div", { class: "hint reason" },
+      (j.pending_detail ? j.pending_detail + ". " : "") + explain(j)));
     td.append(det);
-    tr.append(td);
+    tr.append(td, el("td", {}, j.shape || ""));
     tr.addEventListener("click", (e) => { if (!e.target.closest("details")) selectJob(j.id); });
     tb.append(tr);
   }
   if (!rows.length) {
     const tr = el("tr");
-    tr.append(el("td", { colspan: 5, class: "hint" }, s.queue.length ? "no pending job matches" : "no pending jobs"));
+    tr.append(el("td", { colspan: 6, class: "hint" }, s.queue.length ? "no pending job matches" : "no pending jobs"));
     tb.append(tr);
   }
   for (const th of $("queue").tHead.rows[0].cells) {
