@@ -346,6 +346,7 @@ struct sn_bench_row {
     enum sn_bench_test test;
     double value; /* FLOP/s or bytes/s */
     uint32_t line;
+    uint32_t source; /* index into the facts' bench_sources: the input it came from */
 };
 struct sn_node_row {
     char host[SN_TELEM_HOST_MAX];
@@ -385,6 +386,11 @@ struct sn_health_facts {
     struct sn_event_row *events;
     uint32_t n_events;
     char bench_source[128]; /* file name of the last bench input, for evidence */
+    /* The names of every bench input read, in order (a row's source indexes
+     * them), so each row's evidence names its own input: snd reads one per
+     * server. Owned; freed by sn_health_facts_release(). */
+    char **bench_sources;
+    uint32_t n_bench_sources;
 };
 
 /* An empty set of facts (all zero is also empty). */

@@ -172,6 +172,9 @@ void sn_health_facts_release(struct sn_health_facts *f)
     free(f->matrix);
     free(f->jobs);
     free(f->events);
+    for (uint32_t i = 0; i < f->n_bench_sources; i++)
+        free(f->bench_sources[i]);
+    free(f->bench_sources);
     memset(f, 0, sizeof(*f));
 }
 
@@ -211,6 +214,7 @@ static bool split_cells(const char *s, size_t len, struct csv_line *out)
 struct reader {
     enum sn_facts_kind kind;
     const char *source;
+    uint32_t source_id; /* bench: index of source in the facts' bench_sources */
     unsigned line;
     unsigned ncols;
     const char *names[MAX_COLS];
@@ -340,7 +344,7 @@ static const char *const event_names[] = {
 static enum sn_err row_bench(struct sn_health_facts *f, const struct reader *r,
                              const struct csv_line *l, struct sn_error *err)
 {
-    struct sn_bench_row row = {.line = r->line};
+    struct sn_bench_row row = {.line = r->line, .source = r->source_id};
     enum sn_err rc = cell_text(r, l, 0, row.host, sizeof(row.host), err);
     if (rc != SN_OK)
         return rc;
@@ -516,8 +520,24 @@ enum sn_err sn_health_facts_read(struct sn_health_facts *f, enum sn_facts_kind k
         r.ncols++;
         p += n + (p[n] == ',');
     }
-    if (k == SN_FACTS_BENCH)
+    if (k == SN_FACTS_BENCH) {
         snprintf(f->bench_source, sizeof(f->bench_source), "%s", r.source);
+        uint32_t n = f->n_bench_sources;
+        if (!n || strcmp(f->bench_sources[n - 1], r.source) != 0) {
+            char **grown = realloc(f->bench_sources, (n + 1) * sizeof(*grown));
+            char *copy = strdup(r.source);
+            if (!grown || !copy) {
+                free(copy);
+                if (grown)
+                    f->bench_sources = grown;
+                return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+            }
+            f->bench_sources = grown;
+            f->bench_sources[n] = copy;
+            f->n_bench_sources = ++n;
+        }
+        r.source_id = n - 1;
+    }
     while (at < len) {
         size_t end = at;
         while (end < len && data[end] != '\n')

@@ -64,7 +64,9 @@ static void slow_group(struct sn__health_ctx *c, enum sn_bench_test test, uint16
         double expected = peer ? med : base;
         sn__health_add(c, SN_DET_SLOW_GPU, SN_HEALTH_ENT_GPU, g, g, SN_NONE, r->value, expected,
                        "%s:%u: %s %.1f %s vs %s %.1f %s (%+.1f%%, robust z %.1f over %zu peers)",
-                       f->bench_source, r->line, sn_bench_test_name(test), r->value / scale, unit,
+                       r->source < f->n_bench_sources ? f->bench_sources[r->source]
+                                                      : f->bench_source,
+                       r->line, sn_bench_test_name(test), r->value / scale, unit,
                        peer ? "peer median" : "baseline", expected / scale, unit,
                        100 * (r->value / expected - 1), isinf(z) ? -99.9 : z, n);
     }

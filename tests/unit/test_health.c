@@ -338,6 +338,33 @@ static void test_slow_gpu(void **state)
     assert_int_equal(count(r, SN_DET_SLOW_GPU, gpu(f, "sn01-t02-gpu3")), 1);
 }
 
+/* snd reads one benchmark text per server (source: the server's name):
+ * each row's evidence names its own input, not the last one read (the slow
+ * GPU's evidence once named sn01-t03 for a GPU on sn01-t02). */
+static void test_slow_gpu_evidence_source(void **state)
+{
+    struct fx *f = *state;
+    fleet(f, T0, NULL);
+    for (unsigned s = 0; s < 8; s++) {
+        char buf[1024], src[32];
+        size_t at = (size_t)snprintf(buf, sizeof(buf), "host,gpu,test,value,unit\n");
+        for (unsigned g = 0; g < 8; g++)
+            at += (size_t)snprintf(buf + at, sizeof(buf) - at, "sn0%u-t0%u,%u,gemm,%.1f,TFLOP/s\n",
+                                   s / 4, s % 4, g,
+                                   (s == 6 && g == 3) ? 612.0 : 700.0 + (s + g) % 8);
+        snprintf(src, sizeof(src), "sn0%u-t0%u", s / 4, s % 4);
+        struct sn_error err = {0};
+        assert_int_equal(sn_health_facts_read(&f->facts, SN_FACTS_BENCH, buf, at, src, &err),
+                         SN_OK);
+    }
+    assert_int_equal(f->facts.n_bench_sources, 8);
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    const struct sn_health_finding *x = first(r, SN_DET_SLOW_GPU);
+    assert_non_null(x);
+    assert_int_equal(x->id, gpu(f, "sn01-t02-gpu3"));
+    assert_non_null(strstr(x->evidence, "sn01-t02:5: gemm 612.0"));
+}
+
 static void mod_hot(unsigned s, unsigned g, struct row *r)
 {
     if (s == 0 && g == 4)
@@ -1498,6 +1525,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dropped_gpu_detectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_xid_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_gpu_evidence_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttle_and_clock_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pcie, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nvlinks, setup, teardown),
