@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,6 +216,40 @@ static inline void sign(struct daemon *d, enum sn_auth_kind kind, const char *su
     snprintf(t.subject, sizeof(t.subject), "%s", subject);
     assert_int_equal(sn_auth_parse_scopes(scopes, &t.scopes, NULL), SN_OK);
     assert_int_equal(sn_auth_sign(key, 32, &t, out, SN_AUTH_TOKEN_MAX, NULL), SN_OK);
+}
+
+/* Starts a real sn-agent for node: sim backend on spec (a path in the
+ * source tree), 0.1 s interval, an agent token in d->dir, jobs run as the
+ * agent's user without cgroups (the test machine is no GPU host), stderr in
+ * d->dir/agent-NODE.log. The pid is tracked for the teardown's reaping. */
+static inline pid_t spawn_sim_agent(struct daemon *d, const char *node, const char *spec_rel)
+{
+    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300], log[300], bin[1024];
+    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
+    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", tok);
+    fclose(f);
+    sn_test_path(spec, sizeof(spec), spec_rel);
+    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
+    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
+    snprintf(log, sizeof(log), "%s/agent-%s.log", d->dir, node);
+    const char *b = getenv("SN_BUILD_DIR");
+    snprintf(bin, sizeof(bin), "%s/sn-agent", b ? b : "..");
+    mkdir(work, 0700);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(bin, "sn-agent", "--server", server, "--token", path, "--node", node, "--backend",
+              "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work, "--seed", "3",
+              "--backoff-max", "0.3", "--unsafe-jobs-as-agent-user", "--cgroup-root", "none",
+              (char *)NULL);
+        _exit(127);
+    }
+    track(pid, true);
+    return pid;
 }
 
 static inline void tenant_token(struct daemon *d, const char *tenant, char *out)

@@ -32,43 +32,13 @@ struct agents {
     int n;
 };
 
-static const char *built(const char *name)
-{
-    static char path[1024];
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/%s", b ? b : "..", name);
-    return path;
-}
-
 static pid_t agent_on(struct daemon *d, struct agents *a, const char *node)
 {
     for (int i = 0; i < a->n; i++)
         if (strcmp(a->node[i], node) == 0)
             return a->pid[i];
     assert_true(a->n < AGENTS_MAX);
-    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300], log[300];
-    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
-    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", tok);
-    fclose(f);
-    sn_test_path(spec, sizeof(spec), SPEC);
-    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
-    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
-    snprintf(log, sizeof(log), "%s/agent-%s.log", d->dir, node);
-    mkdir(work, 0700);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(built("sn-agent"), "sn-agent", "--server", server, "--token", path, "--node", node,
-              "--backend", "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work,
-              "--seed", "3", "--backoff-max", "0.3", "--unsafe-jobs-as-agent-user",
-              "--cgroup-root", "none", (char *)NULL);
-        _exit(127);
-    }
-    track(pid, true);
+    pid_t pid = spawn_sim_agent(d, node, SPEC);
     snprintf(a->node[a->n], sizeof(a->node[0]), "%s", node);
     a->pid[a->n++] = pid;
     return pid;

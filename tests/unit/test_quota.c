@@ -37,39 +37,9 @@
 
 static const char *const FAST[] = {"sched_event_delay_ms=0", "sched_interval_ms=50", NULL};
 
-static const char *built(const char *name)
-{
-    static char path[1024];
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/%s", b ? b : "..", name);
-    return path;
-}
-
 static pid_t agent_on(struct daemon *d, const char *node)
 {
-    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300];
-    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
-    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", tok);
-    fclose(f);
-    sn_test_path(spec, sizeof(spec), SPEC);
-    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
-    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
-    mkdir(work, 0700);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 2);
-        execl(built("sn-agent"), "sn-agent", "--server", server, "--token", path, "--node", node,
-              "--backend", "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work,
-              "--seed", "3", "--backoff-max", "0.3", "--unsafe-jobs-as-agent-user",
-              "--cgroup-root", "none", (char *)NULL);
-        _exit(127);
-    }
-    track(pid, true);
-    return pid;
+    return spawn_sim_agent(d, node, SPEC);
 }
 
 static int reap_all(void **state)
