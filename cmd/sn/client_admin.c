@@ -7,6 +7,11 @@
  *
  * Through POST /v1/admin/backup (docs/api.md, docs/operations.md).
  *
+ *   sn admin rotate-key    a new current token key (POST
+ *                          /v1/admin/rotate-key): tokens of the previous key
+ *                          verify until key_overlap_s has passed; snd
+ *                          replaces its admin.token with one of the new key.
+ *
  * sn admin fence, sn admin unfence: snd's partition-safety fence
  * (docs/scheduler.md, "Partition safety"). `fence` shows it (fenced or
  * not, since when, the silent servers); `unfence` lifts it, declaring the
@@ -47,6 +52,35 @@ static int admin_backup(struct client *c)
     else
         printf("backup written to %s (%lld bytes)\n", client_str(out, "path"),
                (long long)json_integer_value(json_object_get(out, "bytes")));
+    json_decref(out);
+    return SN_EXIT_OK;
+}
+
+static int admin_rotate_key(struct client *c)
+{
+    if (c->n_args != 1) {
+        fprintf(stderr, "sn admin rotate-key: takes no arguments\n");
+        return SN_EXIT_USAGE;
+    }
+    json_t *out = NULL;
+    int rc = client_call(c, "POST", "{}", NULL, &out, "/v1/admin/rotate-key");
+    if (rc != SN_EXIT_OK)
+        return rc;
+    if (c->json) {
+        client_print_json(out);
+    } else {
+        printf("token key %lld is current; key %lld verifies until %lld (%lld s)\n",
+               (long long)json_integer_value(json_object_get(out, "kid")),
+               (long long)json_integer_value(json_object_get(out, "previous_kid")),
+               (long long)json_integer_value(json_object_get(out, "previous_verifies_until_s")),
+               (long long)json_integer_value(json_object_get(out, "overlap_s")));
+        json_t *gone = json_object_get(out, "retired_kid");
+        if (json_is_integer(gone))
+            printf("key %lld is retired now: its tokens get 401\n",
+                   (long long)json_integer_value(gone));
+        const char *admin = client_str(out, "admin_token");
+        printf("admin token: %s\n", admin && admin[0] ? admin : "not replaced (see snd's log)");
+    }
     json_decref(out);
     return SN_EXIT_OK;
 }
@@ -123,15 +157,19 @@ int cmd_checkpoint(int argc, char **argv)
 int cmd_admin(int argc, char **argv)
 {
     struct client c;
-    int rc = client_init(&c, "sn admin", "usage: sn admin backup FILE | sn admin fence | sn admin unfence",
+    int rc = client_init(&c, "sn admin",
+                         "usage: sn admin backup FILE | sn admin fence | sn admin unfence | "
+                         "sn admin rotate-key",
                          argc, argv, NULL, 0, 1, 2);
     if (rc >= 0)
         return rc;
     if (strcmp(c.args[0], "backup") == 0)
         return admin_backup(&c);
+    if (strcmp(c.args[0], "rotate-key") == 0)
+        return admin_rotate_key(&c);
     bool unfence = strcmp(c.args[0], "unfence") == 0;
     if ((!unfence && strcmp(c.args[0], "fence") != 0) || c.n_args != 1) {
-        fprintf(stderr, "sn admin: unknown subcommand '%s' (expected backup FILE, fence or unfence)\n",
+        fprintf(stderr, "sn admin: unknown subcommand '%s' (expected backup FILE, fence, unfence or rotate-key)\n",
                 c.args[0]);
         return SN_EXIT_USAGE;
     }

@@ -32,6 +32,8 @@
  */
 #include "http.h"
 
+#include "agent.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -366,6 +368,14 @@ enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const c
     /* Cut to the field on purpose (a long token error, say). */
     snprintf(r->audit_detail, sizeof(r->audit_detail), "%.*s", (int)sizeof(r->audit_detail) - 1,
              detail);
+    if (d->disk_full) {
+        /* The audit row waits in the store's queue for space; the answer
+         * does not (a refusal changes nothing). */
+        snd_audit(d, r, status, "", r->audit_detail);
+        json_t *body = r->reply;
+        r->reply = NULL;
+        return snd_reply(d, r, status, body);
+    }
     return snd_commit(d, r, NULL, 0, "", snd_refusal_done);
 }
 
@@ -428,7 +438,8 @@ static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_R
         return false;
     }
     struct sn_error err = {0};
-    enum sn_err rc = sn_auth_verify(d->key, sizeof(d->key), h + 7, snd_now_s(), &r->tok, &err);
+    enum sn_err rc =
+        sn_auth_verify_ring(&d->ring, d->cfg.key_overlap_s, h + 7, snd_now_s(), &r->tok, &err);
     if (rc == SN_OK || rc == SN_ERR_RANGE)
         snprintf(r->token_id, sizeof(r->token_id), "%s", r->tok.id);
     if (rc == SN_OK && snd_is_revoked(d, r->tok.id))
@@ -483,6 +494,55 @@ static bool store_has_room(struct snd *d)
     struct sn_store_stats st;
     sn_store_stats(d->store, &st);
     return st.queue_depth + 4 <= (uint64_t)d->cfg.store_queue;
+}
+
+/* Agents' routes that change only memory (no store row of theirs waits
+ * for a commit): served while the disk is full and whatever the store's
+ * queue holds. State-driven rows they cause go through the outbox. */
+static enum MHD_Result (*const memory_only_handlers[])(struct snd *, struct snd_req *) = {
+    snd_post_heartbeat,
+    snd_agent_telemetry,
+    snd_post_benchmarks,
+    snd_post_job_log,
+};
+
+static bool writes_memory_only(const struct snd_route *route)
+{
+    for (size_t i = 0; i < sizeof(memory_only_handlers) / sizeof(memory_only_handlers[0]); i++)
+        if (route->handler == memory_only_handlers[i])
+            return true;
+    return false;
+}
+
+bool snd_disk_full(struct snd *d)
+{
+    struct sn_store_stats st;
+    sn_store_stats(d->store, &st);
+    bool full = st.disk_full != 0;
+    if (full != d->disk_full)
+        fprintf(stderr,
+                full ? "snd: disk full: a commit to %s/state.db found no space; writes get 507 "
+                       "until space returns (reads and heartbeats go on)\n"
+                     : "snd: disk space returned: the held commit is written; writes resume "
+                       "(%s)\n",
+                d->state_dir);
+    d->disk_full = full;
+    d->disk_full_total = st.disk_full_total;
+    return full;
+}
+
+/* 507 disk_full, not audited (the audit row could not be written now). */
+static enum MHD_Result disk_full(struct snd *d, struct snd_req *r)
+{
+    d->disk_full_refused++;
+    char msg[1400];
+    snprintf(msg, sizeof(msg),
+             "disk full: the state could not be written (no space left on the disk of %.500s); "
+             "nothing was changed: free space on %.500s and retry (reads and heartbeats are "
+             "served meanwhile)",
+             d->state_dir, d->state_dir);
+    json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "disk_full", "message", msg);
+    return snd_reply(d, r, 507, e);
 }
 
 static enum MHD_Result busy(struct snd *d, struct snd_req *r)
@@ -578,10 +638,14 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
     if (route->handler == snd_metrics && d->cfg.metrics_require_token)
         scope = SN_SCOPE_CLUSTER_READ;
     enum MHD_Result ret = MHD_NO;
-    if (strcmp(r->method, "GET") != 0 && !store_has_room(d))
+    bool write = strcmp(r->method, "GET") != 0;
+    bool memory_only = write && writes_memory_only(route);
+    if (write && !memory_only && !store_has_room(d))
         return busy(d, r);
     if (scope >= 0 && !authenticate(d, r, scope, &ret))
         return ret;
+    if (write && !memory_only && snd_disk_full(d))
+        return disk_full(d, r);
     return route->handler(d, r);
 }
 

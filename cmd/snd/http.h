@@ -102,6 +102,14 @@ enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r);
 /* quota.c: PUT /v1/tenants/{t}/limits. */
 enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r);
 
+/* keys.c: POST /v1/admin/rotate-key (a new current key; admin.token
+ * replaced by a token of it). */
+enum MHD_Result snd_post_rotate_key(struct snd *d, struct snd_req *r);
+
+/* http.c: whether the store holds a commit for lack of disk space (and
+ * d->disk_full, with a log line when it changes). State thread. */
+bool snd_disk_full(struct snd *d);
+
 /* http.c: serves requests for up to wait_ms on the calling (state) thread. */
 void snd_http_run(int64_t wait_ms);
 /* Wakes snd_http_run() at once; any thread (the store writer after a

@@ -141,6 +141,9 @@ static const struct sn_conf_key config_keys[] = {
     {"pool_borrow", SN_CONF_STRING, "", 0, 255, C(pool_borrow),
      "spec pools that may borrow idle supernodes of others, as borrower:lender pairs "
      "(shared:training,shared:elastic); the lender reclaims them by preemption"},
+    {"key_overlap_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(key_overlap_s),
+     "after `sn admin rotate-key`, tokens of the previous key still verify this long; then "
+     "they get 401"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -348,11 +351,13 @@ static int check_private(const char *path, int fd, struct sn_error *err)
 
 /* The token key: created at first start, then read (mode 0600 or
  * stricter, else refused). */
-static int load_key(struct snd *d, const char *dir, struct sn_error *err)
+static int load_key(struct snd *d, const char *dir, bool create, struct sn_error *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/token.key", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && !create)
+        return SN_OK;
     if (fd < 0 && errno == ENOENT) {
         if (getrandom(d->key, sizeof(d->key), 0) != (ssize_t)sizeof(d->key) ||
             write_new_file(path, d->key, sizeof(d->key)) != 0)
@@ -391,7 +396,7 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
     t.issued_s = snd_now_s();
     t.expires_s = t.issued_s + d->cfg.admin_token_ttl_s;
     char text[SN_AUTH_TOKEN_MAX + 1];
-    enum sn_err rc = sn_auth_sign(d->key, sizeof(d->key), &t, text, sizeof(text) - 1, err);
+    enum sn_err rc = snd_token_sign(d, &t, text, sizeof(text) - 1, err);
     if (rc != SN_OK)
         return rc;
     size_t n = strlen(text);
@@ -411,8 +416,10 @@ static int check_state_present(const char *dir, bool init, struct sn_error *err)
     char key[4096], db[4096];
     snprintf(key, sizeof(key), "%s/token.key", dir);
     snprintf(db, sizeof(db), "%s/state.db", dir);
+    char ring[4096];
+    snprintf(ring, sizeof(ring), "%s/token.keys", dir);
     struct stat st;
-    if (init || access(key, F_OK) != 0)
+    if (init || (access(key, F_OK) != 0 && access(ring, F_OK) != 0))
         return SN_OK;
     bool missing = stat(db, &st) != 0;
     if (!missing && st.st_size > 0)
@@ -429,19 +436,40 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
+    snprintf(d->state_dir, sizeof(d->state_dir), "%s", dir);
     enum sn_err rc = check_state_present(dir, init, err);
+    char ring[4200];
+    snprintf(ring, sizeof(ring), "%s/token.keys", dir);
+    /* The ring, once made, holds the keys; token.key (key 0's seed) is still
+     * checked while it exists, and created only when there is no ring. */
     if (rc == SN_OK)
-        rc = load_key(d, dir, err);
+        rc = load_key(d, dir, access(ring, F_OK) != 0, err);
+    if (rc == SN_OK)
+        rc = snd_keys_load(d, err);
     if (rc == SN_OK)
         rc = ensure_admin_token(d, dir, err);
     char path[4096];
     snprintf(path, sizeof(path), "%s/state.db", dir);
     struct sn_store_options o = {.queue_cap = (uint32_t)d->cfg.store_queue,
                                  .batch_max = (uint32_t)d->cfg.store_batch};
+    /* Test only (docs/cmd-snd.md "Testing disk full"): the store writes
+     * through the fault VFS, whose writes fail with SQLITE_FULL while the
+     * file this names exists; the held commit is retried every 200 ms. */
+    const char *full_flag = getenv("SND_TEST_DISK_FULL_FLAG");
+    if (rc == SN_OK && full_flag && full_flag[0]) {
+        struct sn_store_faultvfs fv = {.full_flag = full_flag};
+        rc = sn_store_faultvfs_register("snd-test-disk-full", &fv, err);
+        o.vfs = "snd-test-disk-full";
+        o.full_retry_ms = 200;
+        fprintf(stderr, "snd: test mode: the store's disk is full while '%s' exists\n",
+                full_flag);
+    }
     if (rc == SN_OK)
         rc = sn_store_open_sqlite(path, &o, &d->store, err);
     if (rc == SN_OK)
         rc = snd_state_load(d, err);
+    if (rc == SN_OK)
+        rc = snd_revocations_reconcile(d, err);
     if (rc == SN_OK)
         rc = snd_state_verify(d, err);
     if (rc == SN_OK)
@@ -472,6 +500,7 @@ static int serve(struct snd *d, const sigset_t *set)
         if (sig == SIGTERM || sig == SIGINT)
             return 0;
         snd_refusals_flush(d, snd_now_ms(), false);
+        snd_disk_full(d); /* logs when the disk fills or space returns */
         if (atomic_load(&d->fatal)) {
             fprintf(stderr, "snd: a store write failed; stopping (a restart recovers)\n");
             return 3;

@@ -136,6 +136,19 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "sn_store_write_failures_total %llu\n", (unsigned long long)st.failures);
     family(&o, "sn_store_queue_depth", "gauge", "Store submissions waiting for a commit.");
     put(&o, "sn_store_queue_depth %llu\n", (unsigned long long)st.queue_depth);
+    family(&o, "sn_store_disk_full", "gauge",
+           "1 while a commit waits for disk space (writes get 507 disk_full).");
+    put(&o, "sn_store_disk_full %llu\n", (unsigned long long)st.disk_full);
+    family(&o, "sn_store_disk_full_total", "counter", "Times a commit found the disk full.");
+    put(&o, "sn_store_disk_full_total %llu\n", (unsigned long long)st.disk_full_total);
+    family(&o, "sn_http_disk_full_refused_total", "counter",
+           "Write requests answered 507 disk_full.");
+    put(&o, "sn_http_disk_full_refused_total %llu\n", (unsigned long long)d->disk_full_refused);
+    family(&o, "sn_token_key_id", "gauge", "Id of the current token key (sn admin rotate-key).");
+    put(&o, "sn_token_key_id %u\n", d->ring.keys[0].kid);
+    family(&o, "sn_revocation_generation", "counter",
+           "Generation of the revocation list beside the key (one per revocation).");
+    put(&o, "sn_revocation_generation %llu\n", (unsigned long long)d->revocation_generation);
     double goodput = snd_goodput(d, snd_now_s());
     family(&o, "sn_goodput_ratio", "gauge",
            "Goodput since start: 1 - lost / allocated GPU-seconds (absent before any run).");

@@ -1282,7 +1282,7 @@ static enum MHD_Result post_token(struct snd *d, struct snd_req *r)
     t.issued_s = snd_now_s();
     t.expires_s = t.issued_s + b.ttl_s;
     char text[SN_AUTH_TOKEN_MAX];
-    if (sn_auth_sign(d->key, sizeof(d->key), &t, text, sizeof(text), &err) != SN_OK)
+    if (snd_token_sign(d, &t, text, sizeof(text), &err) != SN_OK)
         return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
     /* Issuing writes only the audit entry: tokens are not stored. */
     r->reply_status = 201;
@@ -1297,8 +1297,14 @@ static enum MHD_Result revoke_token(struct snd *d, struct snd_req *r)
     size_t n = strlen(id);
     if (n == 0 || n >= SN_AUTH_ID_MAX || strspn(id, "0123456789abcdef") != n)
         return snd_error(d, r, 400, "invalid_path", "id", "token id '%s' is not hex", id);
-    if (snd_revoke(d, id) != SN_OK)
-        return snd_error(d, r, 507, "limit", NULL, "too many revocations");
+    struct sn_error err = {0};
+    enum sn_err rc = snd_revocation_record(d, id, &err);
+    if (rc != SN_OK) /* nothing changed: the list beside the key was not written */
+        return snd_error(d, r, rc == SN_ERR_LIMIT ? 507 : 500,
+                         strncmp(err.message, "disk full", 9) == 0 ? "disk_full"
+                         : rc == SN_ERR_LIMIT                      ? "limit"
+                                                                   : "internal",
+                         NULL, "%s", err.message);
     struct sn_store_write w = {.kind = SN_STORE_ADD_REVOKE, .text = {id}, .num = {0, snd_now_s()}};
     r->reply_status = 200;
     r->reply = json_pack("{s:s,s:b}", "id", id, "revoked", 1);
@@ -1431,5 +1437,8 @@ const struct snd_route snd_routes[] = {
      "a running job reports progress (the second signal of partition safety)"},
     {"POST", "/v1/cluster/unfence", SN_SCOPE_ADMIN, snd_post_unfence,
      "lift the fence: silent servers are declared down"},
+    /* Token keys (keys.c, docs/operations.md "Token keys"). */
+    {"POST", "/v1/admin/rotate-key", SN_SCOPE_ADMIN, snd_post_rotate_key,
+     "a new current token key; the previous one verifies for key_overlap_s"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -882,7 +882,13 @@ int64_t snd_sched_tick(struct snd *d)
         if (gap < 10 * d->last_cycle_ms)
             gap = 10 * d->last_cycle_ms;
         int64_t due = d->last_pass_ms + gap;
-        if (now >= due) {
+        /* While the disk is full no placement is made (its rows could not
+         * be written); the pass runs once space returns. */
+        if (d->disk_full) {
+            due = now + 100;
+            if (due - now < wait)
+                wait = due - now;
+        } else if (now >= due) {
             run_pass(d);
             d->sched_dirty = false;
             d->last_pass_ms = now;

@@ -82,6 +82,8 @@ struct snd_config {
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
+    /* Token keys (keys.c). */
+    int64_t key_overlap_s; /* a rotated-out key verifies this long after its retirement */
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -247,6 +249,17 @@ struct snd {
     bool *agent_reports_procs;
     uint64_t *master_ports;
     bool deps_dirty; /* a job ended or a dependent was submitted: settle dependencies */
+
+    /* Token keys and revocations (keys.c): the ring (key mirrors its
+     * current key's bytes), the revocation list's generation. */
+    struct sn_auth_ring ring;
+    uint64_t revocation_generation;
+    char state_dir[4096];
+    /* Disk full (http.c, main.c): the store holds its commit for lack of
+     * space; writes are refused with 507 until it commits again. */
+    bool disk_full;
+    uint64_t disk_full_total;   /* times the disk filled */
+    uint64_t disk_full_refused; /* writes answered 507 disk_full */
 };
 
 #define SND_DEPS_MAX 64 /* job ids in a job's after_ok */
@@ -346,6 +359,29 @@ void snd_ckpt_on_start(const struct snd *d, struct snd_job *j);
 double snd_ckpt_lost_from_s(const struct snd_job *j);
 void snd_ckpt_assignment(const struct snd_job *j, json_t *o);
 void snd_ckpt_json(const struct snd_job *j, json_t *o);
+
+/* keys.c: the token key ring and the revocation list beside the key. */
+/* Replaces dir/name with data atomically (temporary file, fsync, rename,
+ * fsync of dir), mode 0600. A full disk is SN_ERR_LIMIT "disk full: ...". */
+enum sn_err snd_file_replace(const char *dir, const char *name, const void *data, size_t len,
+                             struct sn_error *err);
+/* Loads the ring from state_dir/token.keys, or makes it from d->key (read
+ * from token.key) as key 0 and writes it. */
+enum sn_err snd_keys_load(struct snd *d, struct sn_error *err);
+/* A new random current key; the current one becomes the previous, retired
+ * at now_s. The ring file is durable before the ring changes. */
+enum sn_err snd_keys_rotate(struct snd *d, int64_t now_s, struct sn_error *err);
+/* Signs t with the current key (sets t->kid). Every token snd issues is
+ * signed here. */
+enum sn_err snd_token_sign(const struct snd *d, struct sn_token *t, char *out, size_t len,
+                           struct sn_error *err);
+/* Revokes id: the list beside the key gets it with the next generation
+ * (durable) and then memory does; the caller then queues the store row.
+ * An id already revoked is SN_OK without a write. */
+enum sn_err snd_revocation_record(struct snd *d, const char *id, struct sn_error *err);
+/* At start, after the state is loaded: reconciles the list and state.db
+ * (see keys.c). */
+enum sn_err snd_revocations_reconcile(struct snd *d, struct sn_error *err);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);

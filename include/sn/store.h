@@ -101,7 +101,10 @@ struct sn_store_write {
  * rejected by a constraint (SN_ERR_CONFLICT: a job's idempotency key or id
  * is taken; nothing of the submission was applied), or failed (SN_ERR_IO:
  * the commit failed; the submission may or may not survive a restart, and
- * the store refuses further writes). Must not block for long. */
+ * the store refuses further writes). A commit that fails for lack of disk
+ * space is not a failure: it is held and retried (struct sn_store_stats
+ * disk_full) and the callbacks run once it commits, or with SN_ERR_IO when
+ * the store is closed before it could. Must not block for long. */
 typedef void (*sn_store_done_fn)(void *ctx, enum sn_err rc);
 
 /* Called for each row by load and query; returning false stops the walk. */
@@ -120,6 +123,11 @@ struct sn_store_stats {
     uint64_t failures;    /* submissions failed or rejected */
     uint64_t queue_depth; /* submissions waiting now */
     uint64_t max_batch;   /* most submissions in one commit so far */
+    /* Disk full (appended): a commit that failed for lack of space
+     * (SQLITE_FULL) is held, not failed, and retried every full_retry_ms
+     * until it commits; its callbacks run then. */
+    uint64_t disk_full;       /* 1 while a held commit waits for space, else 0 */
+    uint64_t disk_full_total; /* times a commit found the disk full (each full spell once) */
 };
 
 struct sn_store;
@@ -149,6 +157,7 @@ struct sn_store_options {
     const char *vfs;    /* SQLite VFS name, NULL for the default */
     uint32_t queue_cap; /* submissions waiting at most (default 4096) */
     uint32_t batch_max; /* submissions per commit at most (default 512) */
+    uint32_t full_retry_ms; /* disk full: retry the held commit this often (default 1000) */
 };
 
 /* Opens (creating when absent) the SQLite store at path in WAL mode and
@@ -205,11 +214,16 @@ void sn_store_close(struct sn_store *s);
  * every file are dropped or applied, chosen by seed, and that call and every
  * later one fails, as if the machine stopped). fail_at 0 never fires.
  * Registering again with the same name re-arms it and resets the count.
+ * Writes refused for a full disk are not counted.
  */
 struct sn_store_faultvfs {
     uint64_t fail_at;
     bool crash;
     uint64_t seed;
+    /* Disk full: while a file of this path exists, every xWrite returns
+     * SQLITE_FULL (writes held before still reach the file on sync); NULL:
+     * never. The path is copied. */
+    const char *full_flag;
 };
 SN_MUST_CHECK enum sn_err sn_store_faultvfs_register(const char *name,
                                                      const struct sn_store_faultvfs *config,

@@ -11,6 +11,8 @@
  *    dropped (a seeded choice: disks reorder and lose unsynced writes), and
  *    from then on every write, sync, truncate and delete fails, as if the
  *    machine had stopped. Reads still work, so connections can be closed.
+ * And a disk-full mode: while the flag file full_flag exists, every xWrite
+ * returns SQLITE_FULL, as the unix VFS does on ENOSPC.
  * Reopening the database through the default VFS then shows exactly what a
  * disk would hold after the power came back.
  *
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct pending {
     struct pending *next;
@@ -49,6 +52,7 @@ static struct {
     sqlite3_vfs *real;
     char name[64];
     struct sn_store_faultvfs config;
+    char full_flag[4096]; /* "" : no disk-full flag */
     uint64_t calls;
     uint64_t rng;
     bool fired, dead, registered;
@@ -142,7 +146,9 @@ static int f_write(sqlite3_file *file, const void *buf, int amt, sqlite3_int64 o
     struct fault_file *f = (struct fault_file *)file;
     pthread_mutex_lock(&g.lock);
     int rc = SQLITE_OK;
-    if (count_call()) {
+    if (g.full_flag[0] && !g.dead && access(g.full_flag, F_OK) == 0) {
+        rc = SQLITE_FULL; /* as unixWrite on ENOSPC */
+    } else if (count_call()) {
         rc = SQLITE_IOERR_WRITE;
     } else {
         struct pending *p = malloc(sizeof(*p) + (size_t)amt);
@@ -366,6 +372,8 @@ enum sn_err sn_store_faultvfs_register(const char *name, const struct sn_store_f
         g.registered = true;
     }
     g.config = *config;
+    g.config.full_flag = NULL;
+    snprintf(g.full_flag, sizeof(g.full_flag), "%s", config->full_flag ? config->full_flag : "");
     g.rng = config->seed;
     g.calls = 0;
     g.fired = false;

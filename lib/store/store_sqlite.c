@@ -14,6 +14,12 @@
  * the store refuses further writes; a restart recovers from the last durable
  * commit.
  *
+ * Disk full is not fail-stop: a batch whose commit fails with SQLITE_FULL
+ * is rolled back and held (stats disk_full = 1); the writer retries it every
+ * full_retry_ms, and new submissions queue behind it, until it commits
+ * (space returned) or the store is closed (then it fails with SN_ERR_IO).
+ * The owner sees disk_full and refuses new writes meanwhile.
+ *
  * Row kinds map to SQL through one table (kind_sql[]): the statement, the
  * number of text and integer parameters (bound ?1.. texts then integers)
  * and the load query, whose columns come back in the same order.
@@ -30,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct kind_sql {
     const char *write;
@@ -129,13 +136,18 @@ struct sqlite_store {
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t nonempty;
     struct submission **ring;
-    uint32_t cap, head, count, batch_max;
+    uint32_t cap, head, count, batch_max, full_retry_ms;
     bool stopping, failed;
     struct sn_store_stats stats;
 };
 
 static enum sn_err db_fail(struct sn_error *err, sqlite3 *db, const char *what)
 {
+    if (db && (sqlite3_errcode(db) & 0xff) == SQLITE_FULL)
+        return sn_error_set(err, SN_ERR_IO,
+                            "store: disk full: %s: %s (free space on the disk of the state "
+                            "directory and retry)",
+                            what, sqlite3_errmsg(db));
     return sn_error_set(err, SN_ERR_IO, "store: %s: %s", what, db ? sqlite3_errmsg(db) : "?");
 }
 
@@ -239,8 +251,12 @@ static enum sn_err apply_submission(struct sqlite_store *st, struct submission *
     return rc;
 }
 
-/* Commits a batch; sets each submission's rc. Returns false on I/O error. */
-static bool commit_batch(struct sqlite_store *st, struct submission **batch, uint32_t n)
+enum commit_result { COMMIT_OK, COMMIT_FULL, COMMIT_IO };
+
+/* Commits a batch; sets each submission's rc (SN_ERR_IO when it did not
+ * commit). COMMIT_FULL: it failed for lack of space and was rolled back. */
+static enum commit_result commit_batch(struct sqlite_store *st, struct submission **batch,
+                                       uint32_t n)
 {
     bool ok = sqlite3_exec(st->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
     for (uint32_t i = 0; ok && i < n; i++) {
@@ -249,12 +265,42 @@ static bool commit_batch(struct sqlite_store *st, struct submission **batch, uin
     }
     if (ok)
         ok = sqlite3_exec(st->wdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-    if (!ok) {
-        sqlite3_exec(st->wdb, "ROLLBACK", NULL, NULL, NULL);
-        for (uint32_t i = 0; i < n; i++)
-            batch[i]->rc = SN_ERR_IO;
+    if (ok)
+        return COMMIT_OK;
+    bool full = (sqlite3_errcode(st->wdb) & 0xff) == SQLITE_FULL;
+    sqlite3_exec(st->wdb, "ROLLBACK", NULL, NULL, NULL);
+    for (uint32_t i = 0; i < n; i++)
+        batch[i]->rc = SN_ERR_IO;
+    return full ? COMMIT_FULL : COMMIT_IO;
+}
+
+/* Commits a batch, holding it while the disk is full (see the top). */
+static bool commit_or_hold(struct sqlite_store *st, struct submission **batch, uint32_t n)
+{
+    for (;;) {
+        enum commit_result cr = commit_batch(st, batch, n);
+        pthread_mutex_lock(&st->lock);
+        if (cr != COMMIT_FULL || st->stopping) {
+            st->stats.disk_full = 0;
+            pthread_mutex_unlock(&st->lock);
+            return cr == COMMIT_OK;
+        }
+        if (!st->stats.disk_full)
+            st->stats.disk_full_total++;
+        st->stats.disk_full = 1;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += st->full_retry_ms / 1000;
+        until.tv_nsec += (long)(st->full_retry_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        /* Woken early only by close (a submit signals too: then it retries
+         * a little sooner, which is harmless). */
+        pthread_cond_timedwait(&st->nonempty, &st->lock, &until);
+        pthread_mutex_unlock(&st->lock);
     }
-    return ok;
 }
 
 static void account(struct sqlite_store *st, struct submission **batch, uint32_t n, bool ok)
@@ -307,7 +353,7 @@ static void *writer_main(void *arg)
         struct submission **b = batch ? batch : &one;
         bool ok = false;
         if (!failed)
-            ok = commit_batch(st, b, n);
+            ok = commit_or_hold(st, b, n);
         else
             for (uint32_t i = 0; i < n; i++)
                 b[i]->rc = SN_ERR_IO;
@@ -565,16 +611,18 @@ enum sn_err sn_store_open_sqlite(const char *path, const struct sn_store_options
     struct sqlite_store *st = calloc(1, sizeof(*st));
     if (!st)
         return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
-    struct sn_store_options o = {NULL, 4096, 512};
+    struct sn_store_options o = {NULL, 4096, 512, 1000};
     if (options) {
         o.vfs = options->vfs;
         o.queue_cap = options->queue_cap ? options->queue_cap : o.queue_cap;
         o.batch_max = options->batch_max ? options->batch_max : o.batch_max;
+        o.full_retry_ms = options->full_retry_ms ? options->full_retry_ms : o.full_retry_ms;
     }
     st->handle.ops = &sqlite_ops;
     st->handle.impl = st;
     st->cap = o.queue_cap;
     st->batch_max = o.batch_max;
+    st->full_retry_ms = o.full_retry_ms;
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->nonempty, NULL);
     st->ring = calloc(st->cap, sizeof(*st->ring));

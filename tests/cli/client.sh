@@ -83,7 +83,7 @@ check 0 "^acme +/data/acme +-$" "$SN" tenants
 check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
 # Tokens: a tenant token sees only its tenant; bad tokens exit 5.
 TT=$("$SN" token create --tenant acme --ttl 1h)
-case "$TT" in sn1.*) ;; *) fail "token create printed '$TT'" ;; esac
+case "$TT" in sn2.*) ;; *) fail "token create printed '$TT'" ;; esac
 check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
 check 5 "403 a tenant token sees only its own" env SN_TOKEN="$TT" "$SN" acct --tenant other
 check 5 "403" env SN_TOKEN="$TT" "$SN" tenants

@@ -1,7 +1,9 @@
 /*
  * Unit tests of lib/auth: signing against an independently computed token,
  * round trip, expiry, forgery (tampered payload, wrong key, truncated or
- * swapped signature), malformed text, scope lists and names.
+ * swapped signature), malformed text, scope lists and names; key ids (the
+ * sn2 form, sn1 as key 0, a tampered kid), the key ring (rotation, the
+ * overlap window, retired and unknown keys) and its file text.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,15 @@
 static const char known_token[] =
     "sn1.aWQ9MDEyM2FiY2Qma2luZD10ZW5hbnQmc3ViPWFjbWUmc2NvcGVzPWpvYnM6cmVhZCxqb2JzOndyaXRlJmlh"
     "dD0xNzAwMDAwMDAwJmV4cD0xNzAwMDAzNjAw.21xMUahLna71M8OvvpmrPkOkq4_A1-ENLIH8Pd2pl4g";
+
+/* The same claim in the sn2 form (signed: "sn2.<kid>." + b64url(payload)),
+ * computed the same way, with kid 0 and kid 7. */
+static const char known_token2[] =
+    "sn2.0.aWQ9MDEyM2FiY2Qma2luZD10ZW5hbnQmc3ViPWFjbWUmc2NvcGVzPWpvYnM6cmVhZCxqb2JzOndyaXRlJmlh"
+    "dD0xNzAwMDAwMDAwJmV4cD0xNzAwMDAzNjAw.vSdRvOLcBXdtN8QDjTG1jdzQHlFR8rZkFmiOaT_oa1c";
+static const char known_token2_kid7[] =
+    "sn2.7.aWQ9MDEyM2FiY2Qma2luZD10ZW5hbnQmc3ViPWFjbWUmc2NvcGVzPWpvYnM6cmVhZCxqb2JzOndyaXRlJmlh"
+    "dD0xNzAwMDAwMDAwJmV4cD0xNzAwMDAzNjAw.FCaqb5_rcdN-RQ6IO9SPJd21ejIhTvyHjS_TTQSNrUc";
 
 static uint8_t key[32];
 
@@ -50,7 +61,141 @@ static void sign_matches_known_answer(void **state)
     char text[SN_AUTH_TOKEN_MAX];
     struct sn_error err = {0};
     assert_int_equal(sn_auth_sign(key, sizeof(key), &t, text, sizeof(text), &err), SN_OK);
-    assert_string_equal(text, known_token);
+    assert_string_equal(text, known_token2);
+    t.kid = 7;
+    assert_int_equal(sn_auth_sign(key, sizeof(key), &t, text, sizeof(text), &err), SN_OK);
+    assert_string_equal(text, known_token2_kid7);
+    t.kid = SN_AUTH_KID_MAX + 1;
+    assert_int_equal(sn_auth_sign(key, sizeof(key), &t, text, sizeof(text), NULL), SN_ERR_INVALID);
+}
+
+static void kid_is_signed(void **state)
+{
+    (void)state;
+    struct sn_token out;
+    uint32_t kid = 99;
+    assert_int_equal(sn_auth_token_kid(known_token, &kid, NULL), SN_OK);
+    assert_int_equal(kid, 0); /* sn1: key 0 */
+    assert_int_equal(sn_auth_token_kid(known_token2_kid7, &kid, NULL), SN_OK);
+    assert_int_equal(kid, 7);
+    assert_int_equal(sn_auth_verify(key, 32, known_token2_kid7, 1700000001, &out, NULL), SN_OK);
+    assert_int_equal(out.kid, 7);
+    assert_int_equal(sn_auth_verify(key, 32, known_token, 1700000001, &out, NULL), SN_OK);
+    assert_int_equal(out.kid, 0);
+    /* Changing the kid breaks the MAC: it is in the signed part. */
+    char text[sizeof(known_token2_kid7)];
+    memcpy(text, known_token2_kid7, sizeof(text));
+    text[4] = '6';
+    assert_int_equal(sn_auth_verify(key, 32, text, 1700000001, &out, NULL), SN_ERR_DENIED);
+    const char *bad[] = {"sn2..x.y", "sn2.07.x.y", "sn2.1234567890.x.y", "sn2.7x.y", "sn2.-1.x.y",
+                         "sn3.1.x.y"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(sn_auth_token_kid(bad[i], &kid, NULL), SN_ERR_SYNTAX);
+        assert_int_equal(sn_auth_verify(key, 32, bad[i], 0, &out, NULL), SN_ERR_SYNTAX);
+    }
+}
+
+static void ring_rotation_and_overlap(void **state)
+{
+    (void)state;
+    struct sn_auth_ring ring;
+    sn_auth_ring_init(&ring, 0, key);
+    struct sn_token out;
+    struct sn_error err = {0};
+    /* Before any rotation the sn1 token (key 0) verifies. */
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, known_token, 1700000001, &out, &err), SN_OK);
+    uint8_t k1[32], k2[32];
+    memset(k1, 0x11, 32);
+    memset(k2, 0x22, 32);
+    assert_int_equal(sn_auth_ring_rotate(&ring, k1, 1700000010, &err), SN_OK);
+    assert_int_equal(ring.n, 2);
+    assert_int_equal(ring.keys[0].kid, 1);
+    assert_int_equal(ring.keys[1].kid, 0);
+    assert_int_equal(ring.keys[1].retired_s, 1700000010);
+    /* Inside the window (100 s) key 0 still verifies; at its end it does not. */
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, known_token, 1700000109, &out, NULL), SN_OK);
+    err = (struct sn_error){0};
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, known_token, 1700000110, &out, &err),
+                     SN_ERR_DENIED);
+    assert_non_null(strstr(err.message, "key 0, retired at 1700000010"));
+    assert_non_null(strstr(err.message, "overlap window of 100 s ended 0 s ago"));
+    /* A token of the current key. */
+    struct sn_token t = acme_token();
+    t.kid = 1;
+    char text[SN_AUTH_TOKEN_MAX];
+    assert_int_equal(sn_auth_sign(k1, 32, &t, text, sizeof(text), NULL), SN_OK);
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, text, 1700000200, &out, NULL), SN_OK);
+    assert_int_equal(out.kid, 1);
+    /* A second rotation inside the window drops key 0 at once. */
+    assert_int_equal(sn_auth_ring_rotate(&ring, k2, 1700000020, NULL), SN_OK);
+    assert_int_equal(ring.keys[0].kid, 2);
+    assert_int_equal(ring.keys[1].kid, 1);
+    err = (struct sn_error){0};
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, known_token, 1700000021, &out, &err),
+                     SN_ERR_DENIED);
+    assert_non_null(strstr(err.message, "key 0, which is retired"));
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, text, 1700000021, &out, NULL), SN_OK);
+    /* Key 1 signed with key 2's id: MAC mismatch. An unknown kid. */
+    t.kid = 2;
+    assert_int_equal(sn_auth_sign(k1, 32, &t, text, sizeof(text), NULL), SN_OK);
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, text, 1700000021, &out, NULL), SN_ERR_DENIED);
+    t.kid = 9;
+    assert_int_equal(sn_auth_sign(k2, 32, &t, text, sizeof(text), NULL), SN_OK);
+    err = (struct sn_error){0};
+    assert_int_equal(sn_auth_verify_ring(&ring, 100, text, 1700000021, &out, &err), SN_ERR_DENIED);
+    assert_non_null(strstr(err.message, "unknown key 9"));
+    ring.keys[0].kid = SN_AUTH_KID_MAX;
+    assert_int_equal(sn_auth_ring_rotate(&ring, k1, 1700000030, NULL), SN_ERR_LIMIT);
+    assert_int_equal(ring.keys[0].kid, SN_AUTH_KID_MAX);
+}
+
+static void ring_text_round_trip(void **state)
+{
+    (void)state;
+    struct sn_auth_ring ring, back;
+    sn_auth_ring_init(&ring, 4, key);
+    char text[SN_AUTH_RING_TEXT_MAX];
+    size_t n = sn_auth_ring_format(&ring, text, sizeof(text));
+    assert_string_equal(text, "sn-keyring 1\nkey 4 "
+                              "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+                              " current\n");
+    assert_int_equal(sn_auth_ring_parse("k", text, n, &back, NULL), SN_OK);
+    assert_memory_equal(&back, &ring, sizeof(ring));
+    uint8_t k1[32];
+    memset(k1, 0xab, 32);
+    assert_int_equal(sn_auth_ring_rotate(&ring, k1, 1700000000, NULL), SN_OK);
+    n = sn_auth_ring_format(&ring, text, sizeof(text));
+    assert_non_null(strstr(text, "\nkey 4 000102"));
+    assert_non_null(strstr(text, " retired 1700000000\n"));
+    assert_int_equal(sn_auth_ring_parse("k", text, n, &back, NULL), SN_OK);
+    assert_memory_equal(&back, &ring, sizeof(ring));
+    struct {
+        const char *text, *message;
+    } bad[] = {
+        {"", "k:1:1: expected a 'key ... current' line"},
+        {"sn-keyring 2\n", "k:1:1: expected 'sn-keyring 1'"},
+        {"sn-keyring 1\n", "k:2:1: expected a 'key ... current' line"},
+        {"sn-keyring 1\nkey x", "k:2:6: expected a newline"},
+        {"sn-keyring 1\nkey 01 00\n", "k:2:5: expected a key id"},
+        {"sn-keyring 1\nkey 1 00\n", "k:2:9: expected 64 lowercase hex digits"},
+        {"sn-keyring 1\nkey 1 "
+         "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f retired 5\n",
+         "k:2:71: expected 'current'"},
+        {"sn-keyring 1\nkey 1 "
+         "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f current \n",
+         "k:2:79: expected the line's end"},
+        {"sn-keyring 1\nkey 1 "
+         "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f current\nkey 1 "
+         "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f retired 5\n",
+         "k:3:5: the previous key's id 1 must be below the current key's 1"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sn_error err = {0};
+        assert_int_not_equal(
+            sn_auth_ring_parse("k", bad[i].text, strlen(bad[i].text), &back, &err), SN_OK);
+        if (!strstr(err.message, bad[i].message))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.message, bad[i].message);
+    }
 }
 
 static void verify_round_trip(void **state)
@@ -190,7 +335,8 @@ int main(void)
         cmocka_unit_test(sign_matches_known_answer), cmocka_unit_test(verify_round_trip),
         cmocka_unit_test(expired_is_range),          cmocka_unit_test(forged_is_denied),
         cmocka_unit_test(malformed_is_syntax),       cmocka_unit_test(sign_refuses_bad_fields),
-        cmocka_unit_test(scopes_and_names),
+        cmocka_unit_test(scopes_and_names),          cmocka_unit_test(kid_is_signed),
+        cmocka_unit_test(ring_rotation_and_overlap), cmocka_unit_test(ring_text_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
