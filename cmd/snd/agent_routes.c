@@ -503,22 +503,35 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
                                    "applied_seq", (json_int_t)n->last_seq));
     }
-    struct sn_telem_opts vo = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
+    /* One pass: the records are range-checked as they are parsed and
+     * buffered; only a batch without an impossible reading is ingested
+     * (telem_buffer.c). The source is the node: the store keeps a bounded
+     * table of sources (4096), so one per batch ("node#seq") filled it
+     * within minutes and then made every record scan the full table. */
     struct range_check rcheck = {0};
-    struct sn_telem_sink vsink = {.ctx = &rcheck, .samples = check_samples};
-    struct sn_telem_parser_stats vst;
-    struct sn_error verr = {0};
-    enum sn_err vrc =
-        sn_telem_parse_buffer(f, &vo, &vsink, r->len ? r->body : "", r->len, &vst, &verr);
-    if (vrc != SN_OK && vrc != SN_ERR_SYNTAX)
-        return snd_error(d, r, vrc == SN_ERR_LIMIT ? 413 : 500, "ingest_failed", NULL, "%s",
-                         verr.message);
-    if (rcheck.bad)
+    struct sn_telem_sink tap = {.ctx = &rcheck, .samples = check_samples};
+    struct snd_telem_buffer *buf =
+        snd_telem_buffer_new(&tap, 64 * (size_t)d->cfg.body_max_bytes + (1u << 20));
+    if (!buf)
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    struct sn_telem_sink bsink = snd_telem_buffer_sink(buf);
+    struct sn_telem_opts o = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
+    struct sn_telem_parser_stats st;
+    struct sn_error err = {0};
+    enum sn_err rc = sn_telem_parse_buffer(f, &o, &bsink, r->len ? r->body : "", r->len, &st, &err);
+    if ((rc != SN_OK && rc != SN_ERR_SYNTAX) || snd_telem_buffer_failed(buf)) {
+        snd_telem_buffer_free(buf);
+        return snd_error(d, r, rc == SN_ERR_LIMIT || rc == SN_OK ? 413 : 500, "ingest_failed",
+                         NULL, "%s", err.message[0] ? err.message : "the batch is too large to buffer");
+    }
+    if (rcheck.bad) {
+        snd_telem_buffer_free(buf);
         return snd_error(d, r, 400, "out_of_range", sn_metric_name(rcheck.metric),
                          "line %u: %s %.17g %s is outside the physical range %.17g to %.17g; "
                          "the batch is refused",
                          rcheck.line, sn_metric_name(rcheck.metric), rcheck.value,
                          sn_metric_unit(rcheck.metric), rcheck.min, rcheck.max);
+    }
     struct ingest in = {.store = snd_health_sink(), .host = node};
     struct sn_telem_sink sink = {.ctx = &in,
                                  .samples = on_samples,
@@ -527,16 +540,8 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .xid = on_xid,
                                  .facility = on_facility,
                                  .skipped = on_skipped};
-    /* The source is the node: the store keeps a bounded table of sources
-     * (4096), so one per batch ("node#seq") filled it within minutes and
-     * then made every record scan the full table. */
-    struct sn_telem_opts o = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
-    struct sn_telem_parser_stats st;
-    struct sn_error err = {0};
-    enum sn_err rc = sn_telem_parse_buffer(f, &o, &sink, r->len ? r->body : "", r->len, &st, &err);
-    if (rc != SN_OK && rc != SN_ERR_SYNTAX)
-        return snd_error(d, r, rc == SN_ERR_LIMIT ? 413 : 500, "ingest_failed", NULL, "%s",
-                         err.message);
+    snd_telem_buffer_replay(buf, &sink);
+    snd_telem_buffer_free(buf);
     uint64_t skipped = 0;
     for (int k = 0; k < SN_TELEM_SKIP_COUNT; k++)
         skipped += k == SN_TELEM_SKIP_UNUSED ? 0 : st.skipped[k];

@@ -313,9 +313,13 @@ check_tele "clock 1e9 MHz" 1 "0, 40, 100, 50, 1000000000" clock_sm "clock_sm 100
 [ "$(tele 9223372036854775808 "$(printf '%s\n0, 40, 100, 50, 1500\n' "$H")")" = 400 ] &&
     jq -e '.error.field == "seq"' "$D/body" >/dev/null || fail "seq 2^63: $(cat "$D/body")"
 [ "$(tele 9007199254740993 "$(printf '%s\n0, 40, 100, 50, 1500\n' "$H")")" = 400 ] || fail "seq 2^53+1"
+# One pass (cmd/snd/telem_buffer.c): the good rows before the bad one are
+# not stored either.
+check_tele "a good row, then -273 C" 1 "$(printf '0, 55, 100, 50, 1500\n1, -273, 100, 50, 1500')" temp_gpu "line 3: temp_gpu -273 C"
 [ "$(tele 1 "$(printf '%s\n0, 41, 100, 50, 1500\n' "$H")")" = 200 ] || fail "a good batch: $(cat "$D/body")"
 [ "$(api GET /v1/telemetry/gpus/sn00-t00-gpu0 "$ADMIN")" = 200 ] || fail "gpu telemetry"
 grep -q -- '-273' "$D/body" && fail "an impossible value was stored: $(cat "$D/body")"
+grep -q '55' "$D/body" && fail "a row of a refused batch was stored: $(cat "$D/body")"
 grep -q '41' "$D/body" || fail "the good batch was not stored: $(cat "$D/body")"
 
 # Encoded control characters in the path or query are refused, not cut off.
