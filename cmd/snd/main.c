@@ -522,6 +522,19 @@ static void stop(struct snd *d)
             break;
         snd_http_run(10);
     }
+    if (d->store && snd_disk_full(d)) {
+        /* The held commit cannot be written and its connections cannot be
+         * answered or closed cleanly: exit now, nothing of it acknowledged. */
+        struct sn_store_stats st;
+        sn_store_stats(d->store, &st);
+        fprintf(stderr,
+                "snd: stopping with the disk full: the commit held for space and the %llu "
+                "writes queued behind it are lost (none was acknowledged); a restart recovers "
+                "the last commit\n",
+                (unsigned long long)st.queue_depth);
+        fflush(stderr);
+        _exit(3);
+    }
     snd_http_run(0);
     snd_http_stop();
     sn_store_close(d->store);

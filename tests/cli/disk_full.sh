@@ -9,8 +9,9 @@
 # (jobs, nodes, metrics, dashboard, audit) are served, the agent's
 # heartbeats and telemetry go on, a bad token gets its 401 at once, the
 # metric sn_store_disk_full is 1 and snd's log says so; after the flag is
-# removed writes resume by themselves. At start, a full disk stops snd with
-# "disk full" in words and exit 3.
+# removed writes resume by themselves. Stopped while the disk is full, snd
+# exits 3 at once and the held write is lost, never acknowledged. At start,
+# a full disk stops snd with "disk full" in words and exit 3.
 # Not covered: a real full filesystem (making one needs root or a loop
 # mount); the fault VFS fails SQLite's writes as the unix VFS does on ENOSPC.
 set -u
@@ -141,6 +142,30 @@ start_snd
 api GET /v1/jobs "$T" >/dev/null
 [ "$(jq '[.items[].name] | sort | join(",")' "$D/body")" = '"after,before,held"' ] ||
     fail "jobs after a restart: $(jq -c '[.items[].name]' "$D/body")"
+
+# Stopped while the disk is full: exit 3 at once, the held write is lost,
+# never acknowledged (its client gets no 201), and a restart recovers.
+touch "$FLAG"
+curl -s -m 60 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $T" \
+    -H 'Content-Type: application/json' --data-binary '{"name":"lost","gpus":1}' \
+    "$URL/v1/jobs" >"$D/lost.status" &
+WPID=$!
+wait_metric sn_store_disk_full 1
+kill "$PID"
+wait "$PID"
+st=$?
+PID=
+[ "$st" = 3 ] || fail "SIGTERM with the disk full: exit $st"
+grep -q "snd: stopping with the disk full: the commit held for space and the 0 writes queued behind it are lost" "$D/snd.log" ||
+    fail "no lost-writes line: $(tail -3 "$D/snd.log")"
+wait "$WPID"
+WPID=
+[ "$(cat "$D/lost.status")" != 201 ] || fail "the lost submit was answered 201"
+rm -f "$FLAG"
+start_snd
+api GET /v1/jobs "$T" >/dev/null
+[ "$(jq '[.items[].name] | sort | join(",")' "$D/body")" = '"after,before,held"' ] ||
+    fail "jobs after a stop with the disk full: $(jq -c '[.items[].name]' "$D/body")"
 stop_snd
 
 # At start, a full disk: "disk full" in words, exit 3.
