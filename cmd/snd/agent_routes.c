@@ -521,8 +521,8 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
     enum sn_err rc = sn_telem_parse_buffer(f, &o, &bsink, r->len ? r->body : "", r->len, &st, &err);
     if ((rc != SN_OK && rc != SN_ERR_SYNTAX) || snd_telem_buffer_failed(buf)) {
         snd_telem_buffer_free(buf);
-        return snd_error(d, r, rc == SN_ERR_LIMIT || rc == SN_OK ? 413 : 500, "ingest_failed",
-                         NULL, "%s", err.message[0] ? err.message : "the batch is too large to buffer");
+        return snd_error(d, r, rc == SN_ERR_LIMIT || rc == SN_OK ? 413 : 500, "ingest_failed", NULL,
+                         "%s", err.message[0] ? err.message : "the batch is too large to buffer");
     }
     if (rcheck.bad) {
         snd_telem_buffer_free(buf);

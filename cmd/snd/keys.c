@@ -41,7 +41,8 @@
 static enum sn_err file_error(struct sn_error *err, const char *what, const char *path, int e)
 {
     if (e == ENOSPC || e == EDQUOT)
-        return sn_error_set(err, SN_ERR_LIMIT, "disk full: cannot %s '%s' (%s); free space on "
+        return sn_error_set(err, SN_ERR_LIMIT,
+                            "disk full: cannot %s '%s' (%s); free space on "
                             "the state directory's disk and retry",
                             what, path, strerror(e));
     return sn_error_set(err, SN_ERR_IO, "cannot %s '%s': %s", what, path, strerror(e));
@@ -287,8 +288,7 @@ enum MHD_Result snd_post_rotate_key(struct snd *d, struct snd_req *r)
 
 /* The list's text with generation and the ids of d->revoked, plus extra
  * (or NULL). The caller frees. */
-static char *revoked_text(const struct snd *d, uint64_t generation, const char *extra,
-                          size_t *len)
+static char *revoked_text(const struct snd *d, uint64_t generation, const char *extra, size_t *len)
 {
     size_t cap = 64 + ((size_t)d->n_revoked + 1) * SN_AUTH_ID_MAX;
     char *buf = malloc(cap);

@@ -461,8 +461,7 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
         rc = sn_store_faultvfs_register("snd-test-disk-full", &fv, err);
         o.vfs = "snd-test-disk-full";
         o.full_retry_ms = 200;
-        fprintf(stderr, "snd: test mode: the store's disk is full while '%s' exists\n",
-                full_flag);
+        fprintf(stderr, "snd: test mode: the store's disk is full while '%s' exists\n", full_flag);
     }
     if (rc == SN_OK)
         rc = sn_store_open_sqlite(path, &o, &d->store, err);

@@ -124,7 +124,8 @@ static void *copy_rec(struct snd_telem_buffer *b, enum rec_kind kind, const void
     return p;
 }
 
-static void copy_gpu(struct snd_telem_buffer *b, struct sn_telem_gpu_ref *g, struct sn_telem_origin *at)
+static void copy_gpu(struct snd_telem_buffer *b, struct sn_telem_gpu_ref *g,
+                     struct sn_telem_origin *at)
 {
     g->host = copy_str(b, g->host);
     g->uuid = copy_str(b, g->uuid);

@@ -300,8 +300,9 @@ enum sn_err sn_auth_token_kid(const char *text, uint32_t *kid, struct sn_error *
 {
     const char *p64, *dot;
     if (!split_token(text, kid, &p64, &dot))
-        return sn_error_set(err, SN_ERR_SYNTAX,
-                            "not a token (expected sn2.<kid>.<payload>.<mac> or sn1.<payload>.<mac>)");
+        return sn_error_set(
+            err, SN_ERR_SYNTAX,
+            "not a token (expected sn2.<kid>.<payload>.<mac> or sn1.<payload>.<mac>)");
     return SN_OK;
 }
 
@@ -312,8 +313,9 @@ enum sn_err sn_auth_verify(const uint8_t *key, size_t key_len, const char *text,
     uint32_t kid = 0;
     const char *p64 = NULL, *dot = NULL;
     if (!split_token(text, &kid, &p64, &dot))
-        return sn_error_set(err, SN_ERR_SYNTAX,
-                            "not a token (expected sn2.<kid>.<payload>.<mac> or sn1.<payload>.<mac>)");
+        return sn_error_set(
+            err, SN_ERR_SYNTAX,
+            "not a token (expected sn2.<kid>.<payload>.<mac> or sn1.<payload>.<mac>)");
     unsigned char want[MAC_BYTES], got[MAC_BYTES + 3];
     size_t signed_len = (size_t)(dot - text);
     if (b64_decode(dot + 1, strlen(dot + 1), got, sizeof(got)) != MAC_BYTES)
@@ -337,10 +339,10 @@ enum sn_err sn_auth_verify(const uint8_t *key, size_t key_len, const char *text,
     return SN_OK;
 }
 
-
 /* ---- key ring ------------------------------------------------------------ */
 
-void sn_auth_ring_init(struct sn_auth_ring *ring, uint32_t kid, const uint8_t key[SN_AUTH_KEY_BYTES])
+void sn_auth_ring_init(struct sn_auth_ring *ring, uint32_t kid,
+                       const uint8_t key[SN_AUTH_KEY_BYTES])
 {
     memset(ring, 0, sizeof(*ring));
     ring->keys[0].kid = kid;
@@ -480,27 +482,27 @@ static enum sn_err parse_key_line(const char *name, unsigned line, const char *s
                                line, COL);
     if (!take_decimal(&p, end, &kid) || kid > SN_AUTH_KID_MAX || !take_word(&p, end, " "))
         return sn_error_set_at(err, SN_ERR_SYNTAX, line, COL,
-                               "%s:%u:%u: expected a key id (0 to %u) and a space", name, line,
-                               COL, SN_AUTH_KID_MAX);
+                               "%s:%u:%u: expected a key id (0 to %u) and a space", name, line, COL,
+                               SN_AUTH_KID_MAX);
     k->kid = (uint32_t)kid;
     for (int i = 0; i < SN_AUTH_KEY_BYTES; i++) {
         int hi = p + 1 < end ? hex_value(p[0]) : -1, lo = hi >= 0 ? hex_value(p[1]) : -1;
         if (hi < 0 || lo < 0)
             return sn_error_set_at(err, SN_ERR_SYNTAX, line, COL,
-                                   "%s:%u:%u: expected %d lowercase hex digits of key", name,
-                                   line, COL, 2 * SN_AUTH_KEY_BYTES);
+                                   "%s:%u:%u: expected %d lowercase hex digits of key", name, line,
+                                   COL, 2 * SN_AUTH_KEY_BYTES);
         k->key[i] = (uint8_t)(hi << 4 | lo);
         p += 2;
     }
     const char *want = first ? " current" : " retired ";
     if (!take_word(&p, end, want))
-        return sn_error_set_at(err, SN_ERR_SYNTAX, line, COL, "%s:%u:%u: expected '%s'", name,
-                               line, COL, want + 1);
+        return sn_error_set_at(err, SN_ERR_SYNTAX, line, COL, "%s:%u:%u: expected '%s'", name, line,
+                               COL, want + 1);
     k->retired_s = 0;
     if (!first && !take_decimal(&p, end, &k->retired_s))
         return sn_error_set_at(err, SN_ERR_SYNTAX, line, COL,
-                               "%s:%u:%u: expected the retirement time (Unix seconds)", name,
-                               line, COL);
+                               "%s:%u:%u: expected the retirement time (Unix seconds)", name, line,
+                               COL);
     if (p != end)
         return sn_error_set_at(err, SN_ERR_SYNTAX, line, COL, "%s:%u:%u: expected the line's end",
                                name, line, COL);
@@ -592,7 +594,8 @@ enum sn_err sn_auth_revocations_parse(const char *name, const char *text, size_t
         } else {
             char id[SN_AUTH_ID_MAX];
             size_t hex = 0;
-            while (hex < n && ((p[hex] >= '0' && p[hex] <= '9') || (p[hex] >= 'a' && p[hex] <= 'f')))
+            while (hex < n &&
+                   ((p[hex] >= '0' && p[hex] <= '9') || (p[hex] >= 'a' && p[hex] <= 'f')))
                 hex++;
             if (n == 0 || hex != n || n >= SN_AUTH_ID_MAX)
                 return sn_error_set_at(err, SN_ERR_SYNTAX, line, (unsigned)hex + 1,

@@ -87,8 +87,8 @@ static void kid_is_signed(void **state)
     memcpy(text, known_token2_kid7, sizeof(text));
     text[4] = '6';
     assert_int_equal(sn_auth_verify(key, 32, text, 1700000001, &out, NULL), SN_ERR_DENIED);
-    const char *bad[] = {"sn2..x.y", "sn2.07.x.y", "sn2.1234567890.x.y", "sn2.7x.y", "sn2.-1.x.y",
-                         "sn3.1.x.y"};
+    const char *bad[] = {"sn2..x.y", "sn2.07.x.y", "sn2.1234567890.x.y",
+                         "sn2.7x.y", "sn2.-1.x.y", "sn3.1.x.y"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(sn_auth_token_kid(bad[i], &kid, NULL), SN_ERR_SYNTAX);
         assert_int_equal(sn_auth_verify(key, 32, bad[i], 0, &out, NULL), SN_ERR_SYNTAX);
@@ -191,8 +191,8 @@ static void ring_text_round_trip(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sn_error err = {0};
-        assert_int_not_equal(
-            sn_auth_ring_parse("k", bad[i].text, strlen(bad[i].text), &back, &err), SN_OK);
+        assert_int_not_equal(sn_auth_ring_parse("k", bad[i].text, strlen(bad[i].text), &back, &err),
+                             SN_OK);
         if (!strstr(err.message, bad[i].message))
             fail_msg("case %zu: '%s' lacks '%s'", i, err.message, bad[i].message);
     }
