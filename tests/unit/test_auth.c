@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -329,6 +331,63 @@ static void scopes_and_names(void **state)
     assert_true(sn_auth_valid_name(long_name));
 }
 
+static bool collect_id(void *ctx, const char *id)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 200 - n, "%s;", id);
+    return true;
+}
+
+static void revocation_list_text(void **state)
+{
+    (void)state;
+    char ids[200] = "";
+    uint64_t gen = 0;
+    const char ok[] =
+        "sn-revocations 1\ngeneration 12\n0badc0de\nffffffffffffffffffffffffffffffff\n";
+    assert_int_equal(sn_auth_revocations_parse("r", ok, strlen(ok), &gen, collect_id, ids, NULL),
+                     SN_OK);
+    assert_int_equal(gen, 12);
+    assert_string_equal(ids, "0badc0de;ffffffffffffffffffffffffffffffff;");
+    struct {
+        const char *text, *message;
+        enum sn_err code;
+    } bad[] = {
+        {"", "r:1:1: expected 'sn-revocations 1' and a newline", SN_ERR_SYNTAX},
+        {"sn-revocations 2\n", "r:1:1: expected 'sn-revocations 1'", SN_ERR_SYNTAX},
+        {"sn-revocations 1\n", "r:2:1: expected 'generation <N>' and a newline", SN_ERR_SYNTAX},
+        {"sn-revocations 1\ngeneration x\n", "r:2:12: expected 'generation <N>'", SN_ERR_SYNTAX},
+        {"sn-revocations 1\ngeneration 1\nabc", "r:3:4: expected a newline", SN_ERR_SYNTAX},
+        {"sn-revocations 1\ngeneration 1\nABC\n", "r:3:1: expected a token id", SN_ERR_SYNTAX},
+        {"sn-revocations 1\ngeneration 1\n\n", "r:3:1: expected a token id", SN_ERR_SYNTAX},
+        {"sn-revocations 1\ngeneration 1\nab cd\n", "r:3:3: expected a token id", SN_ERR_SYNTAX},
+        {"sn-revocations 1\ngeneration 1\n000000000000000000000000000000000\n",
+         "r:3:34: expected a token id (1 to 32", SN_ERR_SYNTAX},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sn_error err = {0};
+        assert_int_equal(sn_auth_revocations_parse("r", bad[i].text, strlen(bad[i].text), &gen,
+                                                   NULL, NULL, &err),
+                         bad[i].code);
+        if (!strstr(err.message, bad[i].message))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.message, bad[i].message);
+    }
+    /* The cap: SN_AUTH_REVOCATIONS_MAX ids parse, one more is SN_ERR_LIMIT. */
+    size_t cap = 64 + (SN_AUTH_REVOCATIONS_MAX + 1) * 9;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    size_t o = (size_t)snprintf(big, cap, "sn-revocations 1\ngeneration 1\n");
+    for (int i = 0; i < SN_AUTH_REVOCATIONS_MAX; i++)
+        o += (size_t)snprintf(big + o, cap - o, "%08x\n", (unsigned)i);
+    assert_int_equal(sn_auth_revocations_parse("r", big, o, &gen, NULL, NULL, NULL), SN_OK);
+    o += (size_t)snprintf(big + o, cap - o, "ffffffff\n");
+    struct sn_error err = {0};
+    assert_int_equal(sn_auth_revocations_parse("r", big, o, &gen, NULL, NULL, &err), SN_ERR_LIMIT);
+    assert_non_null(strstr(err.message, "r:65539:1: more than 65536 revoked token ids"));
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +396,7 @@ int main(void)
         cmocka_unit_test(malformed_is_syntax),       cmocka_unit_test(sign_refuses_bad_fields),
         cmocka_unit_test(scopes_and_names),          cmocka_unit_test(kid_is_signed),
         cmocka_unit_test(ring_rotation_and_overlap), cmocka_unit_test(ring_text_round_trip),
+        cmocka_unit_test(revocation_list_text),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
