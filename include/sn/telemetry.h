@@ -558,7 +558,9 @@ struct sn_telem_facility {
     X(NCCL_TREES, "nccl_trees", "count")                                                           \
     X(NCCL_WARN, "nccl_warning", "text")    /* NCCL WARN lines (topology detection...) */          \
     X(LINK_FLAP, "link_flap", "state")      /* kernel log: 0 link down, 1 link up */             \
-    X(MSI_IRQ, "msi_irq", "irq")            /* an IRQ of a netdev's PCI device (port: number) */
+    X(MSI_IRQ, "msi_irq", "irq")            /* an IRQ of a netdev's PCI device (port: number) */  \
+    X(CPU_SOFTIRQ_TIME, "cpu_softirq_time", "ticks") /* /proc/stat: one CPU's softirq time */     \
+    X(CPU_TOTAL_TIME, "cpu_total_time", "ticks")     /* /proc/stat: the same CPU's total time */
 enum sn_net_item {
 #define SN_X(id, name, unit) SN_NET_##id,
     SN_NET_ITEM_LIST(SN_X)

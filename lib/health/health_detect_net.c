@@ -408,11 +408,21 @@ static void host_cpu(struct net_pass *np, uint32_t a, uint32_t b)
 {
     struct sn__health_ctx *c = np->c;
     const struct sn_health_net_entry *busy = NULL, *w = NULL;
+    double share = NAN;
     unsigned slow = 0, all = 0;
     for (uint32_t i = a; i < b; i++) {
         const struct sn_health_net_entry *e = np->e[i];
-        if (e->item == SN_NET_SOFTIRQ_SHARE && (!busy || e->last > busy->last))
-            busy = e;
+        if (e->item == SN_NET_SOFTIRQ_SHARE && (!busy || e->last > share))
+            busy = e, share = e->last;
+        /* /proc/stat read twice: softirq ticks over all ticks of the CPU. The
+         * entries of one CPU are adjacent (sorted by device, then item). */
+        if (e->item == SN_NET_CPU_SOFTIRQ_TIME && i + 1 < b &&
+            np->e[i + 1]->item == SN_NET_CPU_TOTAL_TIME &&
+            strcmp(np->e[i + 1]->device, e->device) == 0 && np->e[i + 1]->rise > 0) {
+            double x = e->rise / np->e[i + 1]->rise;
+            if (!busy || x > share)
+                busy = e, share = x;
+        }
         if (e->item != SN_NET_GOVERNOR)
             continue;
         all++;
@@ -420,11 +430,11 @@ static void host_cpu(struct net_pass *np, uint32_t a, uint32_t b)
             slow++, w = w ? w : e;
     }
     uint32_t sv;
-    if (busy && busy->last >= c->cfg->softirq_frac && (sv = server_of(np, busy)) != SN_NONE)
-        sn__health_add(c, SN_DET_SOFTIRQ_SAT, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, busy->last,
+    if (busy && share >= c->cfg->softirq_frac && (sv = server_of(np, busy)) != SN_NONE)
+        sn__health_add(c, SN_DET_SOFTIRQ_SAT, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, share,
                        c->cfg->softirq_frac, "%s: %s spent %.0f%% of its time in softirqs",
                        busy->where, *busy->device ? busy->device : "the busiest CPU",
-                       100 * busy->last);
+                       100 * share);
     if (slow && (sv = server_of(np, w)) != SN_NONE)
         sn__health_add(c, SN_DET_CPU_GOVERNOR, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, slow, 0,
                        "%s: %u of %u CPUs run the '%s' governor (%s)", w->where, slow, all, w->text,

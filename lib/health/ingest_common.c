@@ -1165,6 +1165,7 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"index, ", SN_TELEM_FMT_SMI_CSV},
         {"gpu_uuid", SN_TELEM_FMT_SMI_CSV},
         {"      CPU0 ", SN_TELEM_FMT_INTERRUPTS},
+        {"\ncpu0 ", SN_TELEM_FMT_INTERRUPTS},
         {"      CPU0\n", SN_TELEM_FMT_INTERRUPTS},
     };
     size_t n = len < 65536 ? len : 65536;

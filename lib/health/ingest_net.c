@@ -2,7 +2,8 @@
  * lib/health/ingest_net.c: readers of the host and NIC side of a server
  * (steps 2 and 3 of the slow-node method, docs/health.md "Host and NIC
  * inputs"): ethtool -S, ibstat / ibstatus, perfquery (-x), ibqueryerrors,
- * rdma statistic show, /proc/interrupts and /proc/softirqs, sysfs and procfs
+ * rdma statistic show, /proc/interrupts, /proc/softirqs and the per-CPU
+ * lines of /proc/stat, sysfs and procfs
  * files as `grep . <files>` prints them, NCCL_DEBUG=INFO logs and link
  * up/down lines of kernel logs.
  *
@@ -622,12 +623,57 @@ static void irq_name(const char *d, size_t dl, char *out, size_t cap)
     sn__telem_copy(out, cap, d + b, dl - b);
 }
 
+/* /proc/stat "cpu3 user nice system idle iowait irq softirq steal guest
+ * guest_nice" (USER_HZ ticks, proc(5)): the CPU's softirq time and its total
+ * (user to steal; guest time is inside user). True if the line was one. */
+static bool stat_line(struct sn_telem_parser *p, const char *s, size_t n)
+{
+    if (n < 4 || memcmp(s, "cpu", 3) != 0)
+        return false;
+    if (s[3] == ' ') {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "all CPUs together");
+        return true;
+    }
+    const char *t = s + 3, *end = s + n;
+    while (t < end && isdigit((unsigned char)*t))
+        t++;
+    if (t == s + 3 || t >= end || *t != ' ')
+        return false;
+    char dev[16];
+    sn__telem_copy(dev, sizeof(dev), s, (size_t)(t - s));
+    double f[8] = {0};
+    unsigned k = 0;
+    while (k < 8) {
+        while (t < end && *t == ' ')
+            t++;
+        const char *b = t;
+        while (t < end && *t != ' ')
+            t++;
+        if (t == b || !counter(b, (size_t)(t - b), &f[k]))
+            break;
+        k++;
+    }
+    if (k < 7) {
+        sn__telem_skip(p, (unsigned)(t - s) + 1, SN_TELEM_SKIP_COLUMNS,
+                       "%u time fields, /proc/stat has at least 7", k);
+        return true;
+    }
+    double total = 0;
+    for (unsigned i = 0; i < k; i++)
+        total += f[i];
+    struct net_rec r = {SN_NET_CPU_SOFTIRQ_TIME, dev, -1, -1, f[6], "softirq"};
+    emit(p, NULL, &r, NULL, 0);
+    r.item = SN_NET_CPU_TOTAL_TIME, r.value = total, r.text = "total";
+    emit(p, NULL, &r, NULL, 0);
+    return true;
+}
+
 static void irq_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     struct irq_state *st = p->state;
     if (n == 0)
         return;
-    if (irq_header(st, s, n))
+    if (irq_header(st, s, n) || stat_line(p, s, n))
         return;
     const char *c = memchr(s, ':', n);
     if (!c) {

@@ -380,6 +380,22 @@ static void softirq_saturation(void **state)
     assert_non_null(strstr(ev, "cpu7 spent 45% of its time in softirqs"));
 }
 
+static void softirq_from_proc_stat(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_INTERRUPTS, "sn00-t02",
+         "cpu  10 0 10 100 0 0 10 0 0 0\ncpu0 5 0 5 50 0 0 5 0 0 0\ncpu1 5 0 5 50 0 0 5 0 0 0\n"
+         "intr 123 0 0\nctxt 5\n");
+    assert_int_equal(count(f, SN_DET_SOFTIRQ_SAT, NULL, 0), 0); /* one reading: no share */
+    /* cpu0: +20 softirq of +70 ticks (29%); cpu1: +60 of +100 (60%) */
+    feed(f, SN_TELEM_FMT_INTERRUPTS, "sn00-t02",
+         "cpu  10 0 10 100 0 0 10 0 0 0\ncpu0 25 0 25 60 0 0 25 0 0 0\n"
+         "cpu1 25 0 15 60 0 0 65 0 0 0\n");
+    char ev[256];
+    assert_int_equal(count(f, SN_DET_SOFTIRQ_SAT, ev, sizeof(ev)), 1);
+    assert_non_null(strstr(ev, "cpu1 spent 60% of its time in softirqs"));
+}
+
 static void governor(void **state)
 {
     struct fx *f = *state;
@@ -494,7 +510,7 @@ int main(void)
         T(irq_one_cpu),
         T(irq_off_numa),
         T(softirq_saturation),
-        T(governor),
+        T(softirq_from_proc_stat), T(governor),
         T(nccl_transport),
         T(nccl_shape),
         T(link_flaps),
