@@ -12,7 +12,9 @@
  *     InfiniBand port counters, hw_counters, rate and state, the netdevs'
  *     speed, state, statistics, carrier_down_count, NUMA node and MSI IRQs,
  *     the cpufreq governors, the NUMA nodes' CPU lists and every IRQ's
- *     smp_affinity_list.
+ *     smp_affinity_list;
+ *   - kernel-log: the records of /dev/kmsg since the last collection (link
+ *     up/down lines, and Xids), or of ROOT/dev/kmsg as a file in tests.
  * Every path is read under a root prefix ("/" on a host, a captured tree in
  * tests) and printed without it. An item none of whose files can be read is
  * "not available" (a VM without cpufreq, a host without InfiniBand): it
@@ -21,10 +23,14 @@
  */
 #include "agent.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const item_names[] = {
 #define SN_X(id, name, pattern) name,
@@ -145,25 +151,78 @@ static const struct {
     {HOST_IRQ_AFFINITY, "/proc/irq/[0-9]*/smp_affinity_list"},
 };
 
-enum sn_err host_collect(const char *root, struct host_sample *out, struct sn_error *err)
+/* /dev/kmsg records ("6,1234,5678,-;mlx5_core ...: Link down") one read()
+ * each, without blocking, until none is left; a regular file from the
+ * offset of the last collection. Returns the records read. */
+static unsigned put_kmsg(struct buf *b, const char *root, struct host_kmsg *km)
+{
+    if (!km->tried) {
+        char full[1024];
+        snprintf(full, sizeof(full), "%s/dev/kmsg", root);
+        km->tried = true;
+        km->fd = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        /* a device read gives one record; a file is read on from its offset */
+        km->is_dev = km->fd >= 0 && fstat(km->fd, &st) == 0 && S_ISCHR(st.st_mode);
+    }
+    if (km->fd < 0)
+        return 0;
+    char rec[8192];
+    unsigned n = 0;
+    if (!km->is_dev && lseek(km->fd, (off_t)km->offset, SEEK_SET) < 0)
+        return 0;
+    for (int i = 0; i < 100000; i++) {
+        ssize_t r = read(km->fd, rec, sizeof(rec) - 1);
+        if (r < 0 && errno == EPIPE)
+            continue; /* records overwritten before we read them: go on */
+        if (r <= 0)
+            break;
+        if (!km->is_dev) {
+            km->offset += r;
+            put(b, rec, (size_t)r);
+            n++;
+            continue;
+        }
+        if (rec[r - 1] != '\n')
+            rec[r++] = '\n';
+        put(b, rec, (size_t)r);
+        n++;
+    }
+    return n;
+}
+
+void host_kmsg_close(struct host_kmsg *km)
+{
+    if (km && km->fd >= 0)
+        close(km->fd);
+    if (km)
+        *km = (struct host_kmsg)HOST_KMSG_INIT;
+}
+
+enum sn_err host_collect(const char *root, struct host_kmsg *km, struct host_sample *out,
+                         struct sn_error *err)
 {
     *out = (struct host_sample){0};
     if (!root || strcmp(root, "/") == 0)
         root = "";
-    struct buf p = {0}, s = {0};
+    struct buf p = {0}, s = {0}, k = {0};
     out->files[HOST_INTERRUPTS] = put_file(&p, root, "/proc/interrupts", NULL);
     out->files[HOST_SOFTIRQS] = put_file(&p, root, "/proc/softirqs", NULL);
     out->files[HOST_STAT] = put_file(&p, root, "/proc/stat", "cpu");
     for (size_t i = 0; i < sizeof(sysfs_rows) / sizeof(sysfs_rows[0]); i++)
         out->files[sysfs_rows[i].item] += put_glob(&s, root, sysfs_rows[i].pattern);
-    if ((p.full && !p.len) || (s.full && !s.len)) {
+    if (km)
+        out->files[HOST_KMSG] = put_kmsg(&k, root, km) || km->fd >= 0;
+    if ((p.full && !p.len) || (s.full && !s.len) || (k.full && !k.len)) {
         free(p.p);
         free(s.p);
+        free(k.p);
         return sn_error_set(err, SN_ERR_NOMEM, "host collectors: out of memory");
     }
-    out->truncated = p.full || s.full;
+    out->truncated = p.full || s.full || k.full;
     out->procs = p.p, out->procs_len = p.len;
     out->sysfs = s.p, out->sysfs_len = s.len;
+    out->kmsg = k.p, out->kmsg_len = k.len;
     return SN_OK;
 }
 
@@ -173,5 +232,6 @@ void host_sample_release(struct host_sample *s)
         return;
     free(s->procs);
     free(s->sysfs);
+    free(s->kmsg);
     *s = (struct host_sample){0};
 }

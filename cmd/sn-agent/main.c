@@ -61,6 +61,7 @@ struct agent {
     struct user_map users[256];
     const char *host_root; /* host collectors' root ("/"), NULL: off */
     bool host_reported;    /* the collectors' availability was logged */
+    struct host_kmsg kmsg; /* kernel log kept open between collections */
 };
 
 static volatile sig_atomic_t stopping;
@@ -195,7 +196,7 @@ static void sample_host(struct agent *a)
 {
     struct host_sample h;
     struct sn_error err = {0};
-    if (host_collect(a->host_root, &h, &err) != SN_OK) {
+    if (host_collect(a->host_root, &a->kmsg, &h, &err) != SN_OK) {
         fprintf(stderr, "sn-agent: %s\n", err.message);
         return;
     }
@@ -213,7 +214,9 @@ static void sample_host(struct agent *a)
         push_batch(a, "proc-interrupts", h.procs, h.procs_len);
     if (h.sysfs)
         push_batch(a, "sysfs", h.sysfs, h.sysfs_len);
-    h.procs = h.sysfs = NULL;
+    if (h.kmsg)
+        push_batch(a, "kernel-log", h.kmsg, h.kmsg_len);
+    h.procs = h.sysfs = h.kmsg = NULL;
     host_sample_release(&h);
 }
 
@@ -486,12 +489,13 @@ static void usage(FILE *out)
             "  --log-max BYTES   output kept per rank (WORK_DIR/job-ID-RANK.log, shipped to\n"
             "                    snd); default 16777216\n"
             "  --host-root DIR   root of the host collectors (interrupts, softirqs, CPU time,\n"
-            "                    governor, InfiniBand and netdev counters, IRQ affinity; docs/\n"
-            "                    health.md): sent each interval as proc-interrupts and sysfs\n"
-            "                    batches. Default / with --backend nvml or nvidia-smi, none\n"
-            "                    with sim; a captured tree for tests\n"
-            "  --collect DIR     collect once into DIR/NODE.interrupts.txt and\n"
-            "                    DIR/NODE.sysfs.txt (inputs of 'sn health analyze'), print\n"
+            "                    governor, InfiniBand and netdev counters, IRQ affinity,\n"
+            "                    /dev/kmsg; docs/health.md): sent each interval as\n"
+            "                    proc-interrupts, sysfs and kernel-log batches. Default /\n"
+            "                    with --backend nvml or nvidia-smi, none with sim; a\n"
+            "                    captured tree for tests\n"
+            "  --collect DIR     collect once into DIR/NODE.interrupts.txt, NODE.sysfs.txt\n"
+            "                    and NODE.kmsg.log (inputs of 'sn health analyze'), print\n"
             "                    what was read or not available, and exit\n");
 }
 
@@ -771,8 +775,11 @@ static int collect_once(struct agent *a, const struct args *g)
     const char *root = g->host_root && strcmp(g->host_root, "none") ? g->host_root : "/";
     const char *node = a->node ? a->node : "host";
     struct host_sample h;
+    struct host_kmsg km = HOST_KMSG_INIT;
     struct sn_error err = {0};
-    if (host_collect(root, &h, &err) != SN_OK) {
+    enum sn_err e = host_collect(root, &km, &h, &err);
+    host_kmsg_close(&km);
+    if (e != SN_OK) {
         fprintf(stderr, "sn-agent: %s\n", err.message);
         return 1;
     }
@@ -780,8 +787,10 @@ static int collect_once(struct agent *a, const struct args *g)
     const struct {
         const char *suffix, *text;
         size_t len;
-    } out[2] = {{"interrupts.txt", h.procs, h.procs_len}, {"sysfs.txt", h.sysfs, h.sysfs_len}};
-    for (int k = 0; k < 2; k++) {
+    } out[3] = {{"interrupts.txt", h.procs, h.procs_len},
+                {"sysfs.txt", h.sysfs, h.sysfs_len},
+                {"kmsg.log", h.kmsg, h.kmsg_len}};
+    for (int k = 0; k < 3; k++) {
         char path[1024];
         if (!out[k].len)
             continue; /* nothing read: no file, as the agent sends no batch */
@@ -809,7 +818,8 @@ static int collect_once(struct agent *a, const struct args *g)
 
 int main(int argc, char **argv)
 {
-    static struct agent a = {.interval_ms = 5000, .backoff_max_ms = 30000};
+    static struct agent a = {
+        .interval_ms = 5000, .backoff_max_ms = 30000, .kmsg = HOST_KMSG_INIT};
     a.be.faults = (struct sim_faults){
         .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";
@@ -872,6 +882,7 @@ int main(int argc, char **argv)
         write_status(&a);
         rc = 0;
     }
+    host_kmsg_close(&a.kmsg);
     backend_close(&a.be);
     sn_httpc_free(a.http);
     outbox_release(&a.out);

@@ -473,10 +473,10 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
     if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
         (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV &&
          *f != SN_TELEM_FMT_FACILITY_CSV && *f != SN_TELEM_FMT_INTERRUPTS &&
-         *f != SN_TELEM_FMT_SYSFS)) {
+         *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG)) {
         *ret = snd_error(d, r, 400, "invalid_query", "format",
                          "format '%s': expected dcgm-exporter, nvidia-smi-csv, facility-csv, "
-                         "proc-interrupts or sysfs",
+                         "proc-interrupts, sysfs or kernel-log",
                          fmt ? fmt : "");
         return false;
     }

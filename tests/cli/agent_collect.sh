@@ -60,6 +60,10 @@ for item in interrupts softirqs cpu-time governor numa irq-affinity; do
     grep -q "^$item  *not available$" "$tmp/avail.out" || { cat "$tmp/avail.out"; fail "$item not 'not available' on the captured tree"; }
 done
 grep -q '^infiniband  *86 files$' "$tmp/avail.out" || { cat "$tmp/avail.out"; fail "infiniband files of the tree"; }
+grep -q '^kernel-log  *1 files$' "$tmp/avail.out" || { cat "$tmp/avail.out"; fail "the tree's kernel log"; }
+"$sn" health analyze --cluster examples/good-64.yaml -f kernel-log "$tmp/sn00-t01.kmsg.log" >"$tmp/k.out" 2>&1
+grep -q "^warning   link-flap  *sn00-t01 .*swp1 went down 2 times and up 1 times" "$tmp/k.out" ||
+    { cat "$tmp/k.out"; fail "captured tree: the flapping link was not named"; }
 [ ! -e "$tmp/sn00-t01.interrupts.txt" ] || fail "an interrupts batch without /proc"
 grep -qx '/sys/class/infiniband/mlx5_0/ports/1/rate:25 Gb/sec (1X EDR)' "$tmp/sn00-t01.sysfs.txt" || fail "the tree's path is not stripped of its root"
 "$sn" health analyze --cluster examples/good-64.yaml "$tmp/sn00-t01.sysfs.txt" >"$tmp/b.out" 2>&1
@@ -67,4 +71,4 @@ rc=$?
 [ "$rc" = 1 ] || { cat "$tmp/b.out"; fail "captured tree: exit $rc, want 1 (findings)"; }
 grep -q "^warning   net-link-slow  *sn00-t01 .*mlx4_0 port 1 active at 40 Gb/s, the spec's NIC rate is 400 Gb/s (3 of 3 active ports)" "$tmp/b.out" ||
     { cat "$tmp/b.out"; fail "captured tree: the slow ports were not named"; }
-echo "agent_collect: this machine's interrupts, softirqs, CPU time and governor match /proc; the captured tree's slow ports are found"
+echo "agent_collect: this machine's interrupts, softirqs, CPU time and governor match /proc; the captured tree's slow ports and flapping link are found"
