@@ -103,6 +103,57 @@ void backend_close(struct backend *b);
 SN_MUST_CHECK enum sn_err backend_bench(struct backend *b, char **out, size_t *len,
                                         struct sn_error *err);
 
+/* ---- collect_host.c: host and NIC collectors (docs/health.md) ------------ */
+
+/* What one collection reads: X(ID, name, first path). */
+#define HOST_ITEM_LIST(X)                                                                          \
+    X(INTERRUPTS, "interrupts", "/proc/interrupts")                                                \
+    X(SOFTIRQS, "softirqs", "/proc/softirqs")                                                      \
+    X(STAT, "cpu-time", "/proc/stat")                                                              \
+    X(GOVERNOR, "governor", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")               \
+    X(INFINIBAND, "infiniband", "/sys/class/infiniband/*/ports/*")                                 \
+    X(NET, "net", "/sys/class/net/*")                                                              \
+    X(NUMA, "numa", "/sys/devices/system/node/node*/cpulist")                                      \
+    X(IRQ_AFFINITY, "irq-affinity", "/proc/irq/*/smp_affinity_list")                               \
+    X(KMSG, "kernel-log", "/dev/kmsg")
+enum host_item {
+#define SN_X(id, name, pattern) HOST_##id,
+    HOST_ITEM_LIST(SN_X)
+#undef SN_X
+        HOST_ITEM_COUNT
+};
+const char *host_item_name(enum host_item i);
+
+/* Two batches: procs (format proc-interrupts) and sysfs (format sysfs),
+ * owned, NULL when empty; files[i]: files read for item i (0: not
+ * available). */
+struct host_sample {
+    char *procs, *sysfs;
+    size_t procs_len, sysfs_len;
+    char *kmsg; /* format kernel-log: records since the last collection */
+    size_t kmsg_len;
+    unsigned files[HOST_ITEM_COUNT];
+    bool truncated; /* a batch reached AGENT_BODY_MAX */
+};
+
+/* The kernel log source kept between collections: /dev/kmsg stays open (each
+ * read gives the records after the last one), a regular file (a captured
+ * log) is read from where the last collection stopped. */
+struct host_kmsg {
+    int fd; /* -1: not opened yet or not available */
+    bool tried, is_dev;
+    long long offset;
+};
+#define HOST_KMSG_INIT {-1, false, false, 0}
+
+/* Reads every item under root ("/" or NULL: the host itself); km may be
+ * NULL (no kernel log). SN_ERR_NOMEM only; a missing file is an item not
+ * available, not an error. */
+SN_MUST_CHECK enum sn_err host_collect(const char *root, struct host_kmsg *km,
+                                       struct host_sample *out, struct sn_error *err);
+void host_kmsg_close(struct host_kmsg *km);
+void host_sample_release(struct host_sample *s);
+
 /* ---- jobs.c: job processes ----------------------------------------------- */
 
 /* ---- cgroup.c: cgroup v2 per rank (docs/agent.md, "Isolation") ---------- */

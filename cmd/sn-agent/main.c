@@ -59,6 +59,9 @@ struct agent {
     /* Runtime (appended). */
     char address[64]; /* reported in heartbeats: MASTER_ADDR when it holds rank 0 */
     struct user_map users[256];
+    const char *host_root; /* host collectors' root ("/"), NULL: off */
+    bool host_reported;    /* the collectors' availability was logged */
+    struct host_kmsg kmsg; /* kernel log kept open between collections */
 };
 
 static volatile sig_atomic_t stopping;
@@ -177,26 +180,61 @@ static void flush(struct agent *a)
     }
 }
 
+/* Queues one telemetry batch of format fmt (takes body). */
+static void push_batch(struct agent *a, const char *fmt, char *body, size_t len)
+{
+    struct outbox_item it = {.kind = OUTBOX_TELEMETRY, .seq = ++a->seq, .body = body, .len = len};
+    snprintf(it.path, sizeof(it.path), "/v1/telemetry?node=%s&format=%s&seq=%lld&boot=%s",
+             a->node, fmt, (long long)it.seq, a->boot);
+    if (outbox_push(&a->out, &it) != 0)
+        free(body);
+}
+
+/* The host collectors' batches (proc-interrupts, sysfs); what is not
+ * available is logged once and sent as nothing. */
+static void sample_host(struct agent *a)
+{
+    struct host_sample h;
+    struct sn_error err = {0};
+    if (host_collect(a->host_root, &a->kmsg, &h, &err) != SN_OK) {
+        fprintf(stderr, "sn-agent: %s\n", err.message);
+        return;
+    }
+    if (!a->host_reported) {
+        char line[512];
+        size_t n = 0;
+        for (int i = 0; i < HOST_ITEM_COUNT && n < sizeof(line); i++)
+            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s %s", i ? ", " : "",
+                                  host_item_name((enum host_item)i),
+                                  h.files[i] ? "read" : "not available");
+        fprintf(stderr, "sn-agent: host collectors under %s: %s\n", a->host_root, line);
+        a->host_reported = true;
+    }
+    if (h.procs)
+        push_batch(a, "proc-interrupts", h.procs, h.procs_len);
+    if (h.sysfs)
+        push_batch(a, "sysfs", h.sysfs, h.sysfs_len);
+    if (h.kmsg)
+        push_batch(a, "kernel-log", h.kmsg, h.kmsg_len);
+    h.procs = h.sysfs = h.kmsg = NULL;
+    host_sample_release(&h);
+}
+
 static void sample(struct agent *a)
 {
     struct sample s;
     struct sn_error err = {0};
+    if (a->host_root)
+        sample_host(a);
     a->be.busy_mask = jobs_busy_mask(&a->jobs);
     if (backend_sample(&a->be, time(NULL), &s, &err) != SN_OK) {
         if (a->sample_errors++ % 60 == 0)
             fprintf(stderr, "sn-agent: %s\n", err.message);
         return;
     }
-    for (int k = 0; k < 2; k++) {
-        if (!s.body[k])
-            continue;
-        struct outbox_item it = {
-            .kind = OUTBOX_TELEMETRY, .seq = ++a->seq, .body = s.body[k], .len = s.len[k]};
-        snprintf(it.path, sizeof(it.path), "/v1/telemetry?node=%s&format=%s&seq=%lld&boot=%s",
-                 a->node, s.format[k], (long long)it.seq, a->boot);
-        if (outbox_push(&a->out, &it) != 0)
-            free(s.body[k]);
-    }
+    for (int k = 0; k < 2; k++)
+        if (s.body[k])
+            push_batch(a, s.format[k], s.body[k], s.len[k]);
 }
 
 /* Collects the ranks of one job entry of the heartbeat's answer that are
@@ -416,7 +454,9 @@ static void usage(FILE *out)
             "                [--seed N] [--backoff-max S] [--status FILE] [--work-dir DIR]\n"
             "                [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]\n"
             "                [--cgroup-root DIR|none] [--user-map FILE]\n"
-            "                [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]\n\n"
+            "                [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]\n"
+            "                [--host-root DIR|none]\n"
+            "       sn-agent --collect DIR [--node NAME] [--host-root DIR]\n\n"
             "  --server URL      snd's agent listener: HOST:PORT, [IPv6]:PORT, http://... or\n"
             "                    https://...\n"
             "  --cacert FILE     PEM CA certificates to verify an https server with; default\n"
@@ -447,7 +487,16 @@ static void usage(FILE *out)
             "  --address ADDR    this node's address for MASTER_ADDR; default: the host\n"
             "                    name's first IPv4 address\n"
             "  --log-max BYTES   output kept per rank (WORK_DIR/job-ID-RANK.log, shipped to\n"
-            "                    snd); default 16777216\n");
+            "                    snd); default 16777216\n"
+            "  --host-root DIR   root of the host collectors (interrupts, softirqs, CPU time,\n"
+            "                    governor, InfiniBand and netdev counters, IRQ affinity,\n"
+            "                    /dev/kmsg; docs/health.md): sent each interval as\n"
+            "                    proc-interrupts, sysfs and kernel-log batches. Default /\n"
+            "                    with --backend nvml or nvidia-smi, none with sim; a\n"
+            "                    captured tree for tests\n"
+            "  --collect DIR     collect once into DIR/NODE.interrupts.txt, NODE.sysfs.txt\n"
+            "                    and NODE.kmsg.log (inputs of 'sn health analyze'), print\n"
+            "                    what was read or not available, and exit\n");
 }
 
 /* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
@@ -504,6 +553,7 @@ struct args {
     const char *server, *backend, *cluster, *work_dir, *buffer, *seed;
     struct sn_httpc_options tls;
     const char *cgroup_root, *user_map, *address, *log_max; /* appended */
+    const char *host_root, *collect;
 };
 
 static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
@@ -547,6 +597,10 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             g->log_max = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
+        else if (strcmp(o, "--host-root") == 0)
+            g->host_root = v;
+        else if (strcmp(o, "--collect") == 0)
+            g->collect = v;
         else if (strcmp(o, "--buffer") == 0)
             g->buffer = v;
         else if (strcmp(o, "--seed") == 0)
@@ -715,9 +769,57 @@ static int load_cluster(struct agent *a, const char *path, struct sn_spec **spec
     return -1;
 }
 
+/* --collect DIR: one collection written as two files named for the node. */
+static int collect_once(struct agent *a, const struct args *g)
+{
+    const char *root = g->host_root && strcmp(g->host_root, "none") ? g->host_root : "/";
+    const char *node = a->node ? a->node : "host";
+    struct host_sample h;
+    struct host_kmsg km = HOST_KMSG_INIT;
+    struct sn_error err = {0};
+    enum sn_err e = host_collect(root, &km, &h, &err);
+    host_kmsg_close(&km);
+    if (e != SN_OK) {
+        fprintf(stderr, "sn-agent: %s\n", err.message);
+        return 1;
+    }
+    int rc = 0;
+    const struct {
+        const char *suffix, *text;
+        size_t len;
+    } out[3] = {{"interrupts.txt", h.procs, h.procs_len},
+                {"sysfs.txt", h.sysfs, h.sysfs_len},
+                {"kmsg.log", h.kmsg, h.kmsg_len}};
+    for (int k = 0; k < 3; k++) {
+        char path[1024];
+        if (!out[k].len)
+            continue; /* nothing read: no file, as the agent sends no batch */
+        snprintf(path, sizeof(path), "%s/%s.%s", g->collect, node, out[k].suffix);
+        FILE *f = fopen(path, "w");
+        if (!f || fwrite(out[k].text, 1, out[k].len, f) != out[k].len) {
+            fprintf(stderr, "sn-agent: --collect: cannot write '%s'\n", path);
+            rc = 2;
+        }
+        if (f && fclose(f) != 0)
+            rc = 2;
+    }
+    printf("host collectors under %s\n", root);
+    for (int i = 0; i < HOST_ITEM_COUNT; i++) {
+        if (h.files[i])
+            printf("%-13s %u files\n", host_item_name((enum host_item)i), h.files[i]);
+        else
+            printf("%-13s not available\n", host_item_name((enum host_item)i));
+    }
+    if (h.truncated)
+        printf("truncated at %u bytes\n", AGENT_BODY_MAX);
+    host_sample_release(&h);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    static struct agent a = {.interval_ms = 5000, .backoff_max_ms = 30000};
+    static struct agent a = {
+        .interval_ms = 5000, .backoff_max_ms = 30000, .kmsg = HOST_KMSG_INIT};
     a.be.faults = (struct sim_faults){
         .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";
@@ -725,8 +827,16 @@ int main(int argc, char **argv)
     struct sn_spec *spec = NULL;
     struct sn_model *model = NULL;
     int rc = parse_args(argc, argv, &a, &g);
+    if (rc < 0 && g.collect)
+        return collect_once(&a, &g);
     if (rc < 0)
         rc = configure(&a, &g);
+    if (rc < 0) {
+        bool real = a.be.kind != BACKEND_SIM;
+        a.host_root = g.host_root ? (strcmp(g.host_root, "none") == 0 ? NULL : g.host_root)
+                      : real      ? "/"
+                                  : NULL;
+    }
     if (rc < 0 && a.be.kind == BACKEND_SIM)
         rc = load_cluster(&a, g.cluster, &spec, &model);
     if (rc < 0 && read_token(&a) != 0)
@@ -772,6 +882,7 @@ int main(int argc, char **argv)
         write_status(&a);
         rc = 0;
     }
+    host_kmsg_close(&a.kmsg);
     backend_close(&a.be);
     sn_httpc_free(a.http);
     outbox_release(&a.out);

@@ -34,7 +34,9 @@ static const char usage_text[] =
     "\n"
     "FILEs are telemetry and benchmark outputs: nvidia-smi (CSV, -q, nvlink -s, topo -m),\n"
     "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
-    "CSV/JSON. The format is detected; '-f FMT' before files forces it. The host of\n"
+    "CSV/JSON; host and NIC: ethtool -S, ibstat/ibstatus, perfquery, ibqueryerrors, rdma\n"
+    "statistic, /proc/interrupts and softirqs, sysfs files as 'grep . FILES' prints them,\n"
+    "NCCL_DEBUG=INFO logs. The format is detected; '-f FMT' before files forces it. The host of\n"
     "single-host outputs is the file name up to its first dot (sn00-t03.topo.txt).\n"
     "Host names resolve through the spec's inventory (real names, FQDNs, IPs, GPU\n"
     "UUIDs and bus ids; docs/spec.md); '-' reads stdin. Inputs are streamed.\n"
@@ -280,6 +282,7 @@ FWD(nccl_row, struct sn_telem_nccl_row)
 FWD(nccl_summary, struct sn_telem_nccl_summary)
 FWD(diag, struct sn_telem_diag)
 FWD(facility, struct sn_telem_facility)
+FWD(net, struct sn_telem_net)
 #undef FWD
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
@@ -304,7 +307,8 @@ static struct sn_telem_sink file_sink_of(struct file_sink *fs)
                                   .nccl_summary = fwd_nccl_summary,
                                   .diag = fwd_diag,
                                   .facility = fwd_facility,
-                                  .skipped = file_skipped};
+                                  .skipped = file_skipped,
+                                  .net = fwd_net};
 }
 
 /* A kernel log without an NVRM Xid line is read (no event), other formats

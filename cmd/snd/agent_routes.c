@@ -428,6 +428,24 @@ static void on_facility(void *ctx, const struct sn_telem_facility *rec)
     in->store.facility(in->store.ctx, rec);
 }
 
+/* Host/NIC readings of the node (docs/health.md "Host collectors in
+ * sn-agent"): only the batch's own host, stamped with snd's clock when the
+ * input carries no time, so a counter's rise between batches is a rate. */
+static void on_net(void *ctx, const struct sn_telem_net *rec)
+{
+    struct ingest *in = ctx;
+    if (strcmp(rec->host, in->host) != 0) {
+        in->foreign++;
+        return;
+    }
+    struct sn_telem_net r = *rec;
+    if (r.at.time_s != r.at.time_s)
+        r.at.time_s = (double)snd_now_s();
+    in->samples++;
+    if (in->store.net)
+        in->store.net(in->store.ctx, &r);
+}
+
 static void on_skipped(void *ctx, const struct sn_telem_skip *rec)
 {
     struct ingest *in = ctx;
@@ -454,9 +472,11 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
     struct sn_error err = {0};
     if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
         (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV &&
-         *f != SN_TELEM_FMT_FACILITY_CSV)) {
+         *f != SN_TELEM_FMT_FACILITY_CSV && *f != SN_TELEM_FMT_INTERRUPTS &&
+         *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG)) {
         *ret = snd_error(d, r, 400, "invalid_query", "format",
-                         "format '%s': expected dcgm-exporter, nvidia-smi-csv or facility-csv",
+                         "format '%s': expected dcgm-exporter, nvidia-smi-csv, facility-csv, "
+                         "proc-interrupts, sysfs or kernel-log",
                          fmt ? fmt : "");
         return false;
     }
@@ -539,7 +559,8 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .nvlink = on_nvlink,
                                  .xid = on_xid,
                                  .facility = on_facility,
-                                 .skipped = on_skipped};
+                                 .skipped = on_skipped,
+                                 .net = on_net};
     snd_telem_buffer_replay(buf, &sink);
     snd_telem_buffer_free(buf);
     uint64_t skipped = 0;

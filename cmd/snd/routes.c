@@ -1404,7 +1404,8 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/agents/{}", SN_SCOPE_CLUSTER_READ, snd_agent_get,
      "one agent: heartbeat and telemetry sequence state"},
     {"POST", "/v1/telemetry", SN_SCOPE_TELEMETRY_WRITE, snd_agent_telemetry,
-     "a telemetry batch (dcgm-exporter, nvidia-smi-csv or facility-csv text)"},
+     "a telemetry batch (dcgm-exporter, nvidia-smi-csv, facility-csv, proc-interrupts, sysfs or "
+     "kernel-log text)"},
     {"GET", "/v1/telemetry/gpus/{}", SN_SCOPE_CLUSTER_READ, snd_agent_gpu_telemetry,
      "a GPU's latest telemetry and findings"},
     {"GET", "/v1/telemetry/gpus/{}/history", SN_SCOPE_CLUSTER_READ, snd_dashboard_gpu_history,

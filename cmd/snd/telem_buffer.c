@@ -9,7 +9,7 @@
  * 8-byte aligned) and one array of (kind, record) entries; both under a
  * hard cap (bytes), past which the buffer fails and the batch is refused.
  * Only the kinds the ingest uses are kept: samples, attributes, NVLink
- * states, Xids, facility readings and skipped lines.
+ * states, Xids, facility readings, host/NIC readings and skipped lines.
  */
 #include "agent.h"
 
@@ -18,7 +18,7 @@
 
 #define CHUNK_BYTES (64u << 10)
 
-enum rec_kind { REC_SAMPLES, REC_ATTR, REC_NVLINK, REC_XID, REC_FACILITY, REC_SKIP };
+enum rec_kind { REC_SAMPLES, REC_ATTR, REC_NVLINK, REC_XID, REC_FACILITY, REC_SKIP, REC_NET };
 
 struct entry {
     enum rec_kind kind;
@@ -198,6 +198,22 @@ static void on_skipped(void *ctx, const struct sn_telem_skip *r)
     c->detail = copy_str(b, r->detail);
 }
 
+static void on_net(void *ctx, const struct sn_telem_net *r)
+{
+    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_net *c = copy_rec(b, REC_NET, r, sizeof(*r));
+    if (!c)
+        return;
+    c->host = copy_str(b, r->host);
+    c->at.source = copy_str(b, r->at.source);
+    c->device = copy_str(b, r->device);
+    c->text = copy_str(b, r->text);
+    double *v = r->n_cpu && r->per_cpu ? take(b, r->n_cpu * sizeof(*v)) : NULL;
+    if (v)
+        memcpy(v, r->per_cpu, r->n_cpu * sizeof(*v));
+    c->per_cpu = v;
+}
+
 struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
 {
     return (struct sn_telem_sink){.ctx = b,
@@ -206,7 +222,8 @@ struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
                                   .nvlink = on_nvlink,
                                   .xid = on_xid,
                                   .facility = on_facility,
-                                  .skipped = on_skipped};
+                                  .skipped = on_skipped,
+                                  .net = on_net};
 }
 
 void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_telem_sink *to)
@@ -237,6 +254,10 @@ void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_t
         case REC_SKIP:
             if (to->skipped)
                 to->skipped(to->ctx, r);
+            break;
+        case REC_NET:
+            if (to->net)
+                to->net(to->ctx, r);
             break;
         }
     }

@@ -182,7 +182,32 @@ const char *sn_health_action_name(enum sn_health_action a);
       "smaller size, the largest size >= busbw_collapse_min_bytes")                               \
     X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")              \
     X(DIAG_SKIP, "diag-skipped", GPU, WARN, 0, MONITOR,                                            \
-      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")
+      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")   \
+    X(NET_LINK_SLOW, "net-link-slow", SERVER, WARN, 50, DRAIN,                                     \
+      "an active RDMA port trained below link_speed_frac of the spec's NIC rate, or narrower "     \
+      "than net_link_width lanes")                                                                 \
+    X(NET_ERRORS, "net-errors-rising", SERVER, WARN, 20, MONITOR,                                  \
+      "port error counters (symbol, recovery, receive, discards, CRC) rising between two "         \
+      "readings: more than net_error_ratio of the packets, or net_error_per_hour")                 \
+    X(PFC_STORM, "pfc-pause-storm", SERVER, WARN, 30, DRAIN,                                       \
+      "pause frames rising by more than pfc_pause_frac of the packets, or the mlx5 pause-storm "   \
+      "error counter rising")                                                                      \
+    X(RDMA_RETRANS, "rdma-retransmits", SERVER, WARN, 20, MONITOR,                                 \
+      "RDMA retransmits and out-of-sequence packets rising by more than rdma_retrans_frac of "     \
+      "the RDMA requests, or net_error_per_hour")                                                  \
+    X(IRQ_AFFINITY, "nic-irq-affinity", SERVER, WARN, 20, MONITOR,                                 \
+      "a NIC's interrupts: >= irq_one_cpu_frac on one CPU (>= 2 queues and CPUs), or more than "   \
+      "irq_numa_frac on CPUs off the NIC's NUMA node")                                             \
+    X(SOFTIRQ_SAT, "softirq-saturation", SERVER, WARN, 30, MONITOR,                                \
+      "the busiest CPU spends >= softirq_frac of its time in softirqs")                            \
+    X(CPU_GOVERNOR, "cpu-governor", SERVER, WARN, 10, MONITOR,                                     \
+      "a CPU frequency governor that trades speed for power (powersave, conservative)")            \
+    X(NCCL_SOCKET, "nccl-socket-fallback", SERVER, WARN, 50, DRAIN,                                \
+      "NCCL chose NET/Socket where the spec gives the server RDMA NICs")                           \
+    X(NCCL_GDR_OFF, "nccl-gdr-off", SERVER, WARN, 30, DRAIN,                                       \
+      "NCCL reports GPU Direct RDMA disabled where the spec gives the server RDMA NICs")           \
+    X(LINK_FLAP, "link-flap", SERVER, WARN, 20, MONITOR,                                           \
+      "a NIC link went down >= link_flap_count times (kernel log, sysfs carrier_down_count)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -246,6 +271,15 @@ struct sn_health_config {
     /* nccl-tests verdicts. */
     double busbw_collapse_frac;      /* largest size's busbw over the run's peak, 0.5 */
     double busbw_collapse_min_bytes; /* only runs reaching this size, 1 MiB */
+    /* Host and NIC (steps 2 and 3, docs/health.md "Host and NIC detectors"). */
+    double net_link_width;     /* lanes an RDMA port should train at, 4 (IBA 4X) */
+    double net_error_ratio;    /* error counter rise over packet rise, 1e-6 */
+    double net_error_per_hour; /* error counter rise per hour when readings carry times, 10 */
+    double pfc_pause_frac;     /* pause frames over packets, 0.01 */
+    double rdma_retrans_frac;  /* retransmits + out-of-sequence over RDMA requests, 0.001 */
+    double irq_one_cpu_frac;   /* a NIC's interrupts on its busiest CPU, 0.90 */
+    double irq_numa_frac;      /* a NIC's interrupts off its NUMA node, 0.50 */
+    unsigned link_flap_count;  /* link-down events of one link, 2 */
 };
 
 /* The defaults listed above. */
@@ -482,6 +516,37 @@ struct sn_health_nccl_run {
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h);
 const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_health_history *h,
                                                             uint32_t i);
+
+/* Host and NIC readings (sn_telem_net records), one entry per (host, item,
+ * device, port, priority, counter name) in first-seen order, at most
+ * SN_HEALTH_NET_MAX (later keys are counted, not kept). Counters keep their
+ * rise over every reading (a reading lower than the one before is a reset:
+ * the rise restarts from it), so rates come from two readings, never from
+ * an absolute value. */
+#define SN_HEALTH_NET_MAX 16384u
+struct sn_health_net_entry {
+    char host[SN_TELEM_HOST_MAX];
+    enum sn_net_item item;
+    char device[SN_TELEM_NAME_MAX];
+    char name[SN_TELEM_NAME_MAX]; /* the tool's counter name ("rx_prio3_pause"), "" */
+    int port, prio;
+    uint32_t count;        /* readings */
+    double first, last;    /* values; NaN for text and per-CPU items */
+    double rise;           /* counters: sum of increases between readings */
+    double first_t, last_t; /* epoch s of the first and latest reading with a time, NaN */
+    double rise_t0;        /* time of the reading the rise starts from, NaN */
+    uint32_t downs, ups;   /* LINK_FLAP: link-down and link-up events */
+    char text[128];        /* text items: the latest text */
+    /* Per-CPU items (the latest reading): counts per CPU summarised. */
+    unsigned n_cpu, cpus_used;
+    double cpu_total, cpu_max;
+    int cpu_max_at;
+    uint64_t cpu_set[SN_TELEM_CPU_MAX / 64]; /* CPUs with a non-zero count */
+    char where[160];       /* "file:line" of the latest reading */
+};
+uint32_t sn_health_history_net_count(const struct sn_health_history *h);
+const struct sn_health_net_entry *sn_health_history_net(const struct sn_health_history *h,
+                                                        uint32_t i);
 
 /* The i-th kept point, oldest first (i < min(total, KEEP)). */
 void sn_health_series_point(const struct sn_health_series *s, uint32_t i, double *t, double *v);

@@ -512,6 +512,82 @@ struct sn_telem_facility {
     double value; /* in the metric's unit */
 };
 
+/* ---- host and NIC readings (steps 2 and 3 of the slow-node method) ---------- */
+
+/*
+ * The host/NIC item table: X(ID, name, unit). Counters are cumulative as the
+ * kernel or the HCA keeps them (a detector takes the rise between two
+ * readings, never the absolute value). Per-CPU items carry one count per CPU
+ * (per_cpu); text items carry text. Codes are append-only.
+ */
+#define SN_NET_ITEM_LIST(X)                                                                        \
+    X(LINK_STATE, "link_state", "bool")      /* RDMA port or netdev: 1 active/up, 0 not */         \
+    X(LINK_RATE, "link_rate", "B/s")         /* RDMA port trained rate, per direction */           \
+    X(LINK_WIDTH, "link_width", "lanes")     /* RDMA port width: 1, 2, 4, 8, 12 */                 \
+    X(NET_SPEED, "net_speed", "B/s")         /* netdev speed (ethtool, sysfs), per direction */    \
+    X(SYMBOL_ERRORS, "symbol_errors", "count")                                                     \
+    X(LINK_RECOVERY, "link_error_recovery", "count")                                               \
+    X(LINK_DOWNED, "link_downed", "count")                                                         \
+    X(RCV_ERRORS, "rcv_errors", "count")                                                           \
+    X(RCV_REMOTE_PHYS, "rcv_remote_physical_errors", "count")                                      \
+    X(LINK_INTEGRITY, "local_link_integrity_errors", "count")                                      \
+    X(BUFFER_OVERRUN, "excessive_buffer_overrun_errors", "count")                                  \
+    X(XMIT_DISCARDS, "xmit_discards", "count")                                                     \
+    X(XMIT_WAIT, "xmit_wait", "ticks")                                                             \
+    X(RX_DISCARDS, "rx_discards", "count")     /* rx_discards_phy, out_of_buffer */                \
+    X(RX_CRC_ERRORS, "rx_crc_errors", "count") /* rx_crc_errors_phy, rx_symbol_err_phy */          \
+    X(RX_PAUSE, "rx_pause", "count")           /* PFC/global pause frames received (prio) */       \
+    X(TX_PAUSE, "tx_pause", "count")           /* PFC/global pause frames sent (prio) */           \
+    X(PAUSE_STORM, "pause_storm_errors", "count") /* mlx5 tx_pause_storm_error_events */           \
+    X(OUT_OF_SEQUENCE, "out_of_sequence", "count")                                                 \
+    X(RETRANSMITS, "retransmits", "count") /* packet_seq_err, roce_adp_retrans, ack timeouts */   \
+    X(RX_PACKETS, "rx_packets", "count")                                                           \
+    X(TX_PACKETS, "tx_packets", "count")                                                           \
+    X(RDMA_REQUESTS, "rdma_requests", "count") /* rx read + write requests */                     \
+    X(IRQ, "irq", "count")               /* one interrupt line: per-CPU counts */                  \
+    X(SOFTIRQ, "softirq", "count")       /* NET_RX / NET_TX softirqs: per-CPU counts */            \
+    X(SOFTIRQ_SHARE, "softirq_share", "fraction") /* busiest CPU's softirq time share */         \
+    X(IRQ_AFFINITY, "irq_affinity", "cpus") /* smp_affinity_list: per-CPU 0/1 */                   \
+    X(NUMA_NODE, "numa_node", "node")       /* a NIC's NUMA node (-1 none) */                      \
+    X(NODE_CPUS, "node_cpus", "cpus")       /* a NUMA node's CPU list: per-CPU 0/1 */               \
+    X(GOVERNOR, "cpu_governor", "text")     /* scaling_governor of one CPU */                      \
+    X(NCCL_NET, "nccl_net", "text")         /* transport NCCL chose: "IB", "Socket" */             \
+    X(NCCL_GDR, "nccl_gdr", "bool")         /* GPUDirect RDMA enabled for an HCA */                \
+    X(NCCL_CHANNELS, "nccl_channels", "count")                                                     \
+    X(NCCL_RINGS, "nccl_rings", "count")                                                           \
+    X(NCCL_TREES, "nccl_trees", "count")                                                           \
+    X(NCCL_WARN, "nccl_warning", "text")    /* NCCL WARN lines (topology detection...) */          \
+    X(LINK_FLAP, "link_flap", "state")      /* kernel log: 0 link down, 1 link up */             \
+    X(MSI_IRQ, "msi_irq", "irq")            /* an IRQ of a netdev's PCI device (port: number) */  \
+    X(CPU_SOFTIRQ_TIME, "cpu_softirq_time", "ticks") /* /proc/stat: one CPU's softirq time */     \
+    X(CPU_TOTAL_TIME, "cpu_total_time", "ticks")     /* /proc/stat: the same CPU's total time */
+enum sn_net_item {
+#define SN_X(id, name, unit) SN_NET_##id,
+    SN_NET_ITEM_LIST(SN_X)
+#undef SN_X
+        SN_NET_ITEM_COUNT
+};
+const char *sn_net_item_name(enum sn_net_item i);
+const char *sn_net_item_unit(enum sn_net_item i);
+
+#define SN_TELEM_CPU_MAX 1024u /* CPUs of one per-CPU reading */
+
+/* One host or NIC reading. host is never NULL ("" when the input names
+ * none); device names the NIC, netdev, CPU or IRQ ("mlx5_0", "eth0",
+ * "cpu3", "mlx5_comp0@pci:0000:3b:00.0"), "" when the host as a whole. */
+struct sn_telem_net {
+    const char *host;
+    struct sn_telem_origin at;
+    enum sn_net_item item;
+    const char *device;
+    int port;               /* RDMA port, IRQ number; -1 none */
+    int prio;               /* PFC priority 0-7; -1 none */
+    double value;           /* NaN for per-CPU and text items */
+    const char *text;       /* text items; the counter's own name otherwise; "" */
+    const double *per_cpu;  /* per-CPU items: n_cpu counts (or 0/1), else NULL */
+    unsigned n_cpu;
+};
+
 /* A line or cell that produced no record. */
 struct sn_telem_skip {
     const char *source;
@@ -539,6 +615,7 @@ struct sn_telem_sink {
     void (*diag)(void *ctx, const struct sn_telem_diag *r);
     void (*facility)(void *ctx, const struct sn_telem_facility *r);
     void (*skipped)(void *ctx, const struct sn_telem_skip *r);
+    void (*net)(void *ctx, const struct sn_telem_net *r); /* host and NIC readings */
 };
 
 /* ---- parsers -------------------------------------------------------------- */
@@ -554,7 +631,15 @@ struct sn_telem_sink {
     X(KMSG, "kernel-log")    /* dmesg, journalctl -k, syslog */                                    \
     X(PROM, "dcgm-exporter") /* Prometheus text exposition */                                      \
     X(FACILITY_CSV, "facility-csv")                                                                \
-    X(FACILITY_JSON, "facility-json")
+    X(FACILITY_JSON, "facility-json")                                                              \
+    X(ETHTOOL_S, "ethtool-s")             /* ethtool -S <netdev> */                                \
+    X(IBSTAT, "ibstat")                   /* ibstat and ibstatus */                                \
+    X(PERFQUERY, "perfquery")             /* perfquery, perfquery -x */                            \
+    X(IBQUERYERRORS, "ibqueryerrors")     /* ibqueryerrors (infiniband-diags) */                   \
+    X(RDMA_STAT, "rdma-statistic")        /* rdma statistic show (iproute2) */                     \
+    X(INTERRUPTS, "proc-interrupts")      /* /proc/interrupts and /proc/softirqs */                \
+    X(SYSFS, "sysfs")                     /* grep . /sys/... (path:value lines) */                 \
+    X(NCCL_DEBUG, "nccl-debug")           /* NCCL_DEBUG=INFO log lines */
 enum sn_telem_format {
 #define SN_X(id, text) SN_TELEM_FMT_##id,
     SN_TELEM_FORMAT_LIST(SN_X)

@@ -481,6 +481,13 @@ static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
             c->host_server[h] < r->n_servers)
             host_ev[c->host_server[h]] = true;
     }
+    /* And host/NIC readings (interrupts, link states, NCCL logs...). */
+    for (uint32_t i = 0; host_ev && i < sn_health_history_net_count(c->in->history); i++) {
+        uint32_t sv = sn_inventory_server(c->in->inventory, m,
+                                          sn_health_history_net(c->in->history, i)->host);
+        if (sv < r->n_servers)
+            host_ev[sv] = true;
+    }
     for (uint32_t sv = 0; sv < r->n_servers; sv++) {
         struct sn_health_score *s = &r->servers[sv];
         s->age_s = NAN;
@@ -660,6 +667,7 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
         sn__health_detect_fabric(&c);
         sn__health_detect_facility(&c);
         sn__health_detect_config(&c);
+        sn__health_detect_net(&c);
         if (c.full)
             rc = sn_error_set(err, SN_ERR_LIMIT, "more than %u findings, or out of memory",
                               SN_HEALTH_FINDINGS_MAX);

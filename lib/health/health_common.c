@@ -116,6 +116,14 @@ void sn_health_config_default(struct sn_health_config *c)
         .busbw_eff_network = 0.80,
         .busbw_collapse_frac = 0.5,
         .busbw_collapse_min_bytes = 1024.0 * 1024,
+        .net_link_width = 4, /* IBA vol. 2: 4X is the HCA port width (NDR 400G = 4 x 100G) */
+        .net_error_ratio = 1e-6,
+        .net_error_per_hour = 10,
+        .pfc_pause_frac = 0.01,
+        .rdma_retrans_frac = 0.001,
+        .irq_one_cpu_frac = 0.90,
+        .irq_numa_frac = 0.50,
+        .link_flap_count = 2,
     };
 }
 

@@ -35,6 +35,7 @@ struct sn_health_history {
     struct sn_health_nccl_run *runs; /* nccl-tests runs, first-seen order */
     uint32_t n_runs, cap_runs;
     unsigned long long dropped_runs;
+    struct sn__net_table *net; /* host and NIC readings (health_net.c) */
 };
 
 static const enum sn_metric counter_metric[] = {
@@ -281,6 +282,20 @@ FWD(nccl_rank, struct sn_telem_nccl_rank)
 FWD(diag, struct sn_telem_diag)
 FWD(skipped, struct sn_telem_skip)
 
+/* Host and NIC readings: kept in the net table, then forwarded. Out of
+ * memory is reported like the store's, as a limit skip. */
+static void on_net(void *ctx, const struct sn_telem_net *r)
+{
+    struct sn_health_history *h = ctx;
+    if (!sn__net_table_add(&h->net, r) && h->fwd.skipped) {
+        struct sn_telem_skip sk = {r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT,
+                                   "out of memory for a host/NIC reading"};
+        h->fwd.skipped(h->fwd.ctx, &sk);
+    }
+    if (h->fwd.net)
+        h->fwd.net(h->fwd.ctx, r);
+}
+
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
 {
     struct sn_health_history *h = ctx;
@@ -314,6 +329,7 @@ void sn_health_history_free(struct sn_health_history *h)
     free(h->series);
     free(h->slot);
     free(h->runs);
+    sn__net_table_free(h->net);
     free(h);
 }
 
@@ -334,7 +350,19 @@ struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h)
         .diag = fwd_diag,
         .facility = on_facility,
         .skipped = fwd_skipped,
+        .net = on_net,
     };
+}
+
+uint32_t sn_health_history_net_count(const struct sn_health_history *h)
+{
+    return h ? sn__net_table_count(h->net) : 0;
+}
+
+const struct sn_health_net_entry *sn_health_history_net(const struct sn_health_history *h,
+                                                        uint32_t i)
+{
+    return h ? sn__net_table_entry(h->net, i) : NULL;
 }
 
 const struct sn_health_gpu_history *sn_health_history_gpu(const struct sn_health_history *h,

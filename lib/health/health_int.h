@@ -88,6 +88,15 @@ void sn__health_detect_peers(struct sn__health_ctx *c);    /* slow GPU, throttli
 void sn__health_detect_fabric(struct sn__health_ctx *c);   /* busbw, topology, slow node */
 void sn__health_detect_facility(struct sn__health_ctx *c); /* cooling, power */
 void sn__health_detect_config(struct sn__health_ctx *c);   /* software drift */
+void sn__health_detect_net(struct sn__health_ctx *c);      /* host and NIC (health_detect_net.c) */
+
+/* The host and NIC table of a history (health_net.c). add creates the table
+ * on first use; false only when out of memory. */
+struct sn__net_table;
+bool sn__net_table_add(struct sn__net_table **t, const struct sn_telem_net *r);
+void sn__net_table_free(struct sn__net_table *t);
+uint32_t sn__net_table_count(const struct sn__net_table *t);
+const struct sn_health_net_entry *sn__net_table_entry(const struct sn__net_table *t, uint32_t i);
 
 /* The model GPU of a (host, index) name, or SN_NONE; inv may be NULL. */
 uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,

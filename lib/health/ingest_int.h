@@ -171,6 +171,20 @@ extern const struct sn__telem_ops sn__telem_kmsg_ops;
 extern const struct sn__telem_ops sn__telem_prom_ops;
 extern const struct sn__telem_ops sn__telem_facility_csv_ops;
 extern const struct sn__telem_ops sn__telem_facility_json_ops;
+extern const struct sn__telem_ops sn__telem_ethtool_ops;
+extern const struct sn__telem_ops sn__telem_ibstat_ops;
+extern const struct sn__telem_ops sn__telem_perfquery_ops;
+extern const struct sn__telem_ops sn__telem_ibqe_ops;
+extern const struct sn__telem_ops sn__telem_rdma_ops;
+extern const struct sn__telem_ops sn__telem_irq_ops;
+extern const struct sn__telem_ops sn__telem_sysfs_ops;
+extern const struct sn__telem_ops sn__telem_nccl_debug_ops;
+
+/* Host/NIC lines found inside other formats (ingest_net.c,
+ * ingest_nccl_debug.c): a kernel log's link up/down line, an NCCL INFO or
+ * WARN line. Emit their records and return true if the line was one. */
+bool sn__telem_net_kmsg_line(struct sn_telem_parser *p, const char *s, size_t n);
+bool sn__telem_nccl_debug_line(struct sn_telem_parser *p, const char *s, size_t n);
 
 /* Facility: one reading from its text fields (shared by CSV and JSON).
  * Reports and returns false on a bad field. */

@@ -15,7 +15,8 @@
  * gives the code, bus id, pid and process name when present, the message,
  * and for the NVLink Xids 144-150 the link number, fatal/nonfatal and the
  * register words. Xid 154 carries its own recovery action ("... to 0x2
- * (Node Reboot Required)"), which sets the bucket. Lines without "NVRM:
+ * (Node Reboot Required)"), which sets the bucket. NIC link up/down lines
+ * go to the link-flap reader (ingest_net.c); other lines without "NVRM:
  * Xid" are reported as unused.
  */
 #include "health/ingest_int.h"
@@ -363,7 +364,7 @@ static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     const char *x = sn__telem_find(s, n, "NVRM: Xid (");
     if (!x) {
-        if (off_bus_line(p, s, n))
+        if (off_bus_line(p, s, n) || sn__telem_net_kmsg_line(p, s, n))
             return;
         if (n)
             sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not an NVRM Xid line");

@@ -8,7 +8,8 @@
  * or root), rows, and a footer ("# Out of bounds values", "# Avg bus
  * bandwidth"). Columns are found by name, so every layout reads the same.
  * MPI "[1,0]<stdout>:" tags and host prefixes are stripped by the common
- * layer; NCCL INFO/WARN lines are reported as unused; a row cut short (an
+ * layer; NCCL INFO/WARN lines go to the NCCL debug reader
+ * (ingest_nccl_debug.c: transport, GDR, channels); a row cut short (an
  * abort or hang mid-table) is reported as truncated, and a run that ends
  * without its footer is summarised with truncated set.
  *
@@ -517,7 +518,8 @@ static void nccl_line(struct sn_telem_parser *p, const char *s, size_t n)
         return;
     }
     if (sn__telem_find(s, n, " NCCL INFO") || sn__telem_find(s, n, " NCCL WARN")) {
-        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "NCCL log line");
+        if (!sn__telem_nccl_debug_line(p, s, n))
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "NCCL log line");
         return;
     }
     if (sn__telem_find(s, n, "Test NCCL failure") || sn__telem_find(s, n, "Test CUDA failure") ||
