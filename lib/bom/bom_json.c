@@ -230,6 +230,12 @@ enum sn_err sn_bom_write_json(FILE *out, const struct sn_model *m, const struct 
     put(doc, "cooling_loops", racks_loops_json(m, bom, false));
     put(doc, "blast_radius", blast_storage_json(m, bom, true));
     put(doc, "storage", blast_storage_json(m, bom, false));
+    const struct sn_bom_fabric_blast *fb = &bom->fabric_blast;
+    put(doc, "fabric_blast",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "domains", (json_int_t)fb->domains, "spines",
+                  (json_int_t)fb->spines, "cores", (json_int_t)fb->cores, "max_spines_lost",
+                  (json_int_t)fb->max_spines_lost, "max_cores_lost",
+                  (json_int_t)fb->max_cores_lost, "min_bisection_kept", fb->min_bisection_kept));
     int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(REAL_DIGITS));
     json_decref(doc);
     if (rc != 0 || fputc('\n', out) == EOF || ferror(out))

@@ -186,7 +186,9 @@ static void table_name(const struct sn_model *m, enum table t, uint32_t i, bool 
     uint32_t sn = t == T_POWER  ? m->power_domain_supernode[i]
                   : t == T_RACK ? m->rack_supernode[i]
                                 : m->cooling_loop_supernode[i];
-    const char *tmpl = sn_model_supernode_template(m, sn)->name;
+    if (sn == SN_NONE) /* the fabric's domains and network racks */
+        grouped = false;
+    const char *tmpl = grouped ? sn_model_supernode_template(m, sn)->name : "";
     if (!grouped) {
         if (t == T_POWER)
             sn_model_power_domain_name(m, i, buf, NAME_LEN);
@@ -223,10 +225,39 @@ static void print_row(FILE *out, enum table t, const struct row *r)
         fprintf(out, "  %-28s %10s %10s %7.2f\n", name, a, d, ratio(r->cap, r->v[0]));
 }
 
+/* The fabric's power domains one row each, the network racks as one row
+ * (maxima of draws, minimum of limits). */
+static void print_fabric_rows(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                              enum table t)
+{
+    uint32_t first = t == T_POWER ? m->first_fabric_pd : m->first_net_rack;
+    uint32_t n = t == T_POWER ? m->n_fabric_pds : t == T_RACK ? m->n_net_racks : 0;
+    struct row r = {.instances = 0};
+    for (uint32_t id = first; id < first + n; id++) {
+        struct row one = {.instances = 1};
+        table_values(bom, t, id, &one);
+        table_name(m, t, id, false, one.name);
+        if (t == T_POWER) {
+            print_row(out, t, &one);
+            continue;
+        }
+        if (r.instances++ == 0) {
+            r = one;
+            snprintf(r.name, sizeof(r.name), "net-rack");
+            continue;
+        }
+        for (int k = 0; k < 4; k++)
+            r.v[k] = one.v[k] > r.v[k] ? one.v[k] : r.v[k];
+        r.cap = one.cap < r.cap ? one.cap : r.cap;
+    }
+    if (r.instances > 0)
+        print_row(out, t, &r);
+}
+
 /* Rows grouped by template-local entity: entities of one supernode are
  * contiguous, so local index = id - first id of its supernode. */
-static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
-                          enum table t)
+static void print_supernode_groups(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                                   enum table t)
 {
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
         uint32_t ti = m->supernodes[sn].template_index;
@@ -263,6 +294,13 @@ static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_b
             print_row(out, t, &r);
         }
     }
+}
+
+static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                          enum table t)
+{
+    print_supernode_groups(out, m, bom, t);
+    print_fabric_rows(out, m, bom, t);
 }
 
 static void text_table(FILE *out, const struct sn_model *m, const struct sn_bom *bom, enum table t)
@@ -319,6 +357,13 @@ static void text_blast(FILE *out, const struct sn_bom *bom)
         fprintf(out, "  %-14s %10u %10u %12u\n", sn_domain_kind_name((enum sn_domain_kind)k),
                 b->domains, b->max_gpus, b->max_supernodes);
     }
+    const struct sn_bom_fabric_blast *fb = &bom->fabric_blast;
+    if (fb->domains > 0)
+        fprintf(out,
+                "  fabric power domain (%u): at worst %u of %u spines and %u of %u cores lost; "
+                "the fabric keeps %.0f%% of its bisection\n",
+                fb->domains, fb->max_spines_lost, fb->spines, fb->max_cores_lost, fb->cores,
+                100.0 * fb->min_bisection_kept);
     fprintf(out, "\n");
 }
 

@@ -369,7 +369,9 @@ static void json_domains(FILE *out, const struct sn_model *m)
     for (uint32_t r = 0; r < m->n_racks; r++) {
         fprintf(out, "%s\n    {\"id\": %u, \"name\": ", r ? "," : "", r);
         sn__json_string(out, sn_model_rack_name(m, r, name, sizeof(name)));
-        fprintf(out, ", \"supernode\": %u, \"cooling_loop\": ", m->rack_supernode[r]);
+        fputs(", \"supernode\": ", out);
+        json_id(out, m->rack_supernode[r]);
+        fputs(", \"cooling_loop\": ", out);
         json_id(out, m->rack_cooling_loop[r]);
         fputs("}", out);
     }
@@ -378,8 +380,10 @@ static void json_domains(FILE *out, const struct sn_model *m)
         const struct sn_power_domain_spec *ps = sn_model_power_domain_spec(m, p);
         fprintf(out, "%s\n    {\"id\": %u, \"name\": ", p ? "," : "", p);
         sn__json_string(out, sn_model_power_domain_name(m, p, name, sizeof(name)));
-        fprintf(out, ", \"supernode\": %u, \"kind\": \"%s\", \"capacity_w\": %.17g}",
-                m->power_domain_supernode[p], sn_power_kind_name(ps->kind), ps->capacity_w);
+        fputs(", \"supernode\": ", out);
+        json_id(out, m->power_domain_supernode[p]);
+        fprintf(out, ", \"kind\": \"%s\", \"capacity_w\": %.17g}", sn_power_kind_name(ps->kind),
+                ps->capacity_w);
     }
     fputs("\n  ],\n  \"cooling_loops\": [", out);
     for (uint32_t l = 0; l < m->n_cooling_loops; l++) {
