@@ -316,6 +316,11 @@ SN_MUST_CHECK enum sn_err sn_model_power_compute(const struct sn_model *m, doubl
                                                  struct sn_model_power *out,
                                                  struct sn_error *err);
 
+/* Real power one rack feed delivers at its breaker rating: sqrt(3) x V(line
+ * to line) x I x power factor for 3 phases, V x I x power factor for one
+ * (docs/rules.md, R20). Per phase: the total / phases. */
+double sn_model_feed_capacity_w(const struct sn_feed_spec *feed);
+
 /* Frees the arrays of a power model and zeroes it. NULL is allowed. */
 void sn_model_power_release(struct sn_model_power *p);
 

@@ -176,6 +176,20 @@ struct sn_psu_spec {
     double pulse_s;           /* how long the pulse rating holds */
 };
 
+/* The electrical feeds (circuits) of a rack (docs/spec.md "feed"): count
+ * circuits of voltage (line-to-line for 3 phases), phases and breaker
+ * current. count 0: not stated, rule R20 skips. */
+struct sn_feed_spec {
+    struct sn_src_loc loc;
+    uint32_t count;
+    double voltage_v;         /* line-to-line for 3 phases, line-to-neutral for 1 */
+    uint32_t phases;          /* 1 or 3 */
+    double current_a;         /* breaker rating per phase conductor */
+    double power_factor;      /* real power per volt-ampere, default 1 */
+    double continuous;        /* share of the rating a continuous load may use, 0.8 */
+    enum sn_psu_redundancy redundancy; /* n+n: half the feeds (one side) may fail */
+};
+
 /* ---- catalogues ------------------------------------------------------- */
 
 struct sn_gpu_model {
@@ -290,6 +304,7 @@ struct sn_racks_spec {
     enum sn_cooling_kind cooling;
     struct sn_domain_list loops; /* cooling loop of each rack, cycled */
     struct sn_psu_spec psu;   /* the rack's power shelves, all PSUs together */
+    struct sn_feed_spec feed; /* the rack's circuits */
 };
 
 struct sn_mgmt_spec {

@@ -348,6 +348,45 @@ static void text_power(FILE *out, const struct sn_model *m, const struct sn_bom 
     fprintf(out, "\n");
 }
 
+/* Racks of template t in the model. */
+static uint32_t template_racks(const struct sn_model *m, uint32_t t)
+{
+    uint32_t n = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
+        if (m->supernodes[sn].template_index == t)
+            n += m->supernodes[sn].n_racks;
+    return n;
+}
+
+/* The rack feeds each template states (racks.feed): what to order and
+ * what each circuit carries (sn_model_feed_capacity_w; continuous share
+ * as R20 checks it). */
+static void text_feeds(FILE *out, const struct sn_model *m)
+{
+    const struct sn_spec *spec = m->spec;
+    bool header = false;
+    char v[32], a[32], cap[32], cont[32];
+    for (uint32_t t = 0; t < spec->n_templates; t++) {
+        const struct sn_feed_spec *f = &spec->templates[t].racks.feed;
+        uint32_t racks = template_racks(m, t);
+        if (f->count == 0 || racks == 0)
+            continue;
+        if (!header)
+            fprintf(out, "Feeds (per rack; capacity at the breaker rating)\n");
+        header = true;
+        double w = sn_model_feed_capacity_w(f);
+        fprintf(out, "  %-16s %6u racks x %u feeds of %s %u-phase %s, %s, %s each (%.0f%% "
+                     "continuous: %s)\n",
+                spec->templates[t].name, racks, f->count, fmt(f->voltage_v, SN_UNIT_VOLTAGE, v, 32),
+                f->phases, fmt(f->current_a, SN_UNIT_CURRENT, a, 32),
+                sn_psu_redundancy_name(f->redundancy), fmt(w, SN_UNIT_POWER, cap, 32),
+                100 * f->continuous, fmt(w * f->continuous, SN_UNIT_POWER, cont, 32));
+        fprintf(out, "  %-16s %6u feeds in all\n", "", racks * f->count);
+    }
+    if (header)
+        fprintf(out, "\n");
+}
+
 static void text_blast(FILE *out, const struct sn_bom *bom)
 {
     fprintf(out, "Blast radius (worst single failure)\n  %-14s %10s %10s %12s\n", "domain",
@@ -394,6 +433,7 @@ enum sn_err sn_bom_write_text(FILE *out, const struct sn_model *m, const struct 
     text_cables(out, m, bom);
     text_bandwidth(out, m, bom);
     text_power(out, m, bom);
+    text_feeds(out, m);
     text_blast(out, bom);
     text_storage(out, m, bom);
     if (ferror(out))

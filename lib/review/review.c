@@ -217,6 +217,21 @@ static const struct rule_row rules[] = {
       "warning.",
       "peak_factor, peak_duration", "r19-psu-redundancy"},
      sn__check_psus},
+    {{"R20", "rack-feeds", SN_SEVERITY_ERROR,
+      "Each rack's feeds carry its draw within their rating, phase by phase.",
+      "A breaker loaded past 80 % continuously, or one phase of a 3-phase feed carrying half "
+      "the rack, trips although the rack's total is within its limit.",
+      "For each rack of a template whose `racks.feed` is stated: a feed delivers sqrt(3) x "
+      "V(line to line) x I x power_factor for 3 phases, V x I x power_factor for one, a third "
+      "of it per phase. After the failure its redundancy allows (one side for `n+n`, one feed "
+      "for `n+1`) the surviving feeds carry the rack: the most loaded phase's steady draw must "
+      "be <= `continuous` (80 %: NFPA 70, NEC 210.20(A), breakers rated for 125 % of the "
+      "continuous load) x its capacity, and its peak (GPUs at `peak_factor` x TDP) <= its "
+      "breaker rating. Phase loads: a server whose `psu` count is a multiple of 3 spreads "
+      "evenly over the phases; every other server and switch is one load on the next phase "
+      "in turn. Phases more than 5 % apart are reported (info).",
+      "peak_factor", "r20-rack-feeds"},
+     sn__check_feeds},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))

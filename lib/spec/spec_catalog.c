@@ -168,6 +168,61 @@ enum sn_err sn__spec_parse_psu(struct sn__spec_ctx *c, const struct sn__spec_map
     return rc;
 }
 
+/* ---- rack feeds ------------------------------------------------------------ */
+
+enum { FD_COUNT, FD_VOLTAGE, FD_PHASES, FD_CURRENT, FD_PF, FD_CONTINUOUS, FD_REDUNDANCY, FD_KEYS };
+static const char *const feed_keys[FD_KEYS] = {"count",        "voltage",    "phases",    "current",
+                                               "power_factor", "continuous", "redundancy"};
+
+enum sn_err sn__spec_parse_feed(struct sn__spec_ctx *c, const struct sn__spec_map *pm, unsigned k,
+                                const char *owner, struct sn_feed_spec *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (!pm->present[k])
+        return SN_OK;
+    struct sn__spec_map m;
+    char what[160];
+    snprintf(what, sizeof(what), "feed of %s", owner);
+    f->loc = pm->key_loc[k];
+    int redundancy = 0;
+    enum sn_err rc = sn__spec_bind(c, pm->value[k], pm->key_loc[k], what, feed_keys, FD_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, FD_COUNT, false, 2, 1, 64, &f->count);
+    if (rc == SN_OK)
+        rc = need_positive(c, &m, FD_VOLTAGE, SN_UNIT_VOLTAGE, &f->voltage_v);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, FD_PHASES, false, 1, 1, 3, &f->phases);
+    if (rc == SN_OK && f->phases == 2)
+        return sn__spec_fail_value(c, &m, FD_PHASES, "1 or 3");
+    if (rc == SN_OK)
+        rc = need_positive(c, &m, FD_CURRENT, SN_UNIT_CURRENT, &f->current_a);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, FD_PF, SN_UNIT_FRACTION, false, 1.0, &f->power_factor);
+    if (rc == SN_OK && !(f->power_factor > 0 && f->power_factor <= 1))
+        return sn__spec_fail_value(c, &m, FD_PF, "a fraction above 0 and at most 1");
+    /* NFPA 70 (NEC) 210.20(A): a breaker is rated for 125 % of the
+     * continuous load, so a continuous load may use 80 % of it. */
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, FD_CONTINUOUS, SN_UNIT_FRACTION, false, 0.8,
+                                   &f->continuous);
+    if (rc == SN_OK && !(f->continuous > 0 && f->continuous <= 1))
+        return sn__spec_fail_value(c, &m, FD_CONTINUOUS, "a fraction above 0 and at most 1");
+    int def = f->count >= 2 && f->count % 2 == 0 ? SN_PSU_N_PLUS_N : SN_PSU_NONE;
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, FD_REDUNDANCY, psu_redundancies, SN_PSU_REDUNDANCY_COUNT,
+                               def, &redundancy);
+    f->redundancy = (enum sn_psu_redundancy)redundancy;
+    if (rc == SN_OK && f->redundancy == SN_PSU_N_PLUS_N && f->count % 2 != 0)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, FD_REDUNDANCY),
+                             "feed redundancy n+n with %u feeds: expected an even count (an A "
+                             "and a B side)",
+                             f->count);
+    if (rc == SN_OK && f->redundancy == SN_PSU_N_PLUS_1 && f->count < 2)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, FD_REDUNDANCY),
+                             "feed redundancy n+1 with 1 feed: expected at least 2 feeds");
+    return rc;
+}
+
 static enum sn_err parse_server_io(struct sn__spec_ctx *c, const struct sn__spec_map *m,
                                    struct sn_server_model *s)
 {

@@ -187,6 +187,10 @@ enum sn_err sn__spec_parse_templates(struct sn__spec_ctx *c, struct fy_node *nod
 enum sn_err sn__spec_parse_psu(struct sn__spec_ctx *c, const struct sn__spec_map *m, unsigned k,
                                const char *what, struct sn_psu_spec *out);
 
+/* A rack's `feed` mapping (key k of m) into *out; absent: count 0. */
+enum sn_err sn__spec_parse_feed(struct sn__spec_ctx *c, const struct sn__spec_map *m, unsigned k,
+                                const char *what, struct sn_feed_spec *out);
+
 /* The fabric's power domains (key k_domains of fm) into holder, a template
  * that stands for the fabric (server_model SN_NONE) so that DOMAIN
  * references resolve against it, and its network racks (key k_racks) into

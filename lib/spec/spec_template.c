@@ -292,8 +292,9 @@ static enum sn_err parse_mgmt(struct sn__spec_ctx *c, const struct sn__spec_map 
     return rc;
 }
 
-enum { RK_COUNT, RK_LIMIT, RK_COOLING, RK_LOOPS, RK_PSU, RK_KEYS };
-static const char *const rack_keys[RK_KEYS] = {"count", "power_limit", "cooling", "loops", "psu"};
+enum { RK_COUNT, RK_LIMIT, RK_COOLING, RK_LOOPS, RK_PSU, RK_FEED, RK_KEYS };
+static const char *const rack_keys[RK_KEYS] = {"count", "power_limit", "cooling",
+                                               "loops", "psu",         "feed"};
 
 static enum sn_err parse_racks(struct sn__spec_ctx *c, const struct sn__spec_map *tm, unsigned k,
                                struct sn_template *t)
@@ -319,6 +320,8 @@ static enum sn_err parse_racks(struct sn__spec_ctx *c, const struct sn__spec_map
         rc = sn__spec_get_list(c, &m, RK_LOOPS, SN__REF_LOOP, t, &r->loops);
     if (rc == SN_OK)
         rc = sn__spec_parse_psu(c, &m, RK_PSU, what, &r->psu);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_feed(c, &m, RK_FEED, what, &r->feed);
     return rc;
 }
 

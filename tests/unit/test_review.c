@@ -8,6 +8,7 @@
  * Expected figures are hand-checked in the comments of each spec file
  * (examples/good-64.yaml gives the power arithmetic).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,7 +115,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 19);
+    assert_int_equal(sn_review_rule_count(), 20);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -134,10 +135,11 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("R17"), 16);
     assert_int_equal(sn_review_find_rule("R18"), 17);
     assert_int_equal(sn_review_find_rule("R19"), 18);
-    assert_int_equal(sn_review_find_rule("R20"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R20"), 19);
+    assert_int_equal(sn_review_find_rule("R21"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(19));
+    assert_null(sn_review_rule(20));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -154,7 +156,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 19) - 1);
+        assert_int_equal(r->rules_run, (1u << 20) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -283,6 +285,12 @@ static const struct rule_case cases[] = {
      "6 surviving PSUs' continuous 48 kW but not their pulse rating (120% for 20 ms): a pulse, "
      "not an overload",
      ""},
+    {"r20-feed-phase", "R20", SN_SEVERITY_ERROR, "sn00-rack0",
+     "2 supernodes alike (sn00..sn01): after one side fails, 1 415 V 3-phase 100 A feed: phase "
+     "L1 carries steady 20.55 kW > 80% of the phase's 23.96 kW = 19.17 kW (continuous rating)",
+     ""},
+    {"r20-feed-phase", "R20", SN_SEVERITY_INFO, "sn00-rack0",
+     "phases unbalanced: L1 20.55 kW, L2 12.04 kW, L3 11.89 kW steady", ""},
     /* Both spines on net-pdA: every leaf loses its 16 uplinks. */
     {"r02-spines-one-domain", "R02", SN_SEVERITY_ERROR, "net-pdA",
      "losing this domain stops 2 of 2 spines and 0 of 0 cores: the fabric keeps 0.0% of its "
@@ -391,6 +399,14 @@ static void test_thresholds(void **state)
 static void test_psu_pulse(void **state)
 {
     (void)state;
+    /* Feed capacities (R20): sqrt(3) x 415 V x 63 A = 45.28 kW; 230 V
+     * single-phase 32 A = 7.36 kW; at power factor 0.95, 6.992 kW. */
+    struct sn_feed_spec feed = {.voltage_v = 415, .phases = 3, .current_a = 63, .power_factor = 1};
+    assert_true(fabs(sn_model_feed_capacity_w(&feed) - 45284.47) < 0.01);
+    feed = (struct sn_feed_spec){.voltage_v = 230, .phases = 1, .current_a = 32, .power_factor = 1};
+    assert_true(fabs(sn_model_feed_capacity_w(&feed) - 7360) < 1e-9);
+    feed.power_factor = 0.95;
+    assert_true(fabs(sn_model_feed_capacity_w(&feed) - 6992) < 1e-9);
     struct loaded l = load("tests/specs/rules/r19-psu-peak.yaml");
     struct sn_review_config cfg = l.spec->review;
     cfg.peak_duration_s = 0.005;
