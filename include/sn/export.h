@@ -27,7 +27,7 @@
     X(SLURM_BLOCK, "slurm-block", "topology.conf for Slurm's topology/block plugin")               \
     X(VOLCANO, "volcano", "Volcano HyperNode manifests, tier 1 = supernode")                       \
     X(K8S_LABELS, "k8s-labels", "kubectl label commands for every server")                         \
-    X(DOT, "dot", "Graphviz graph; supernodes as clusters, aggregated at scale")                   \
+    X(DOT, "dot", "Graphviz graph; a summary per spine group at scale (--detail)")                \
     X(CABLES, "cables", "cable ledger CSV: label,from,to,type,length class, tier")                 \
     X(JSON, "json", "the full model as JSON (schema supernode.model/1), streamed")                 \
     X(SLURM_CONF, "slurm-conf", "slurm.conf NodeName and PartitionName lines (Slurm >= 20.11)")   \
