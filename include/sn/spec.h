@@ -239,6 +239,7 @@ struct sn_cable_type {
     enum sn_cable_medium medium;
     double reach_m;
     double optic_power_w;     /* per transceiver; two per optical link */
+    double speed_bytes_per_s; /* per direction; 0: not stated (R18 skips the cable) */
 };
 
 /* A named length class ("in-rack", "row"), the distance a link of that

@@ -95,6 +95,10 @@ static json_t *cables_json(const struct sn_model *m, const struct sn_bom *bom)
         put(o, "links", jint(l->links));
         put(o, "optical_modules", jint(l->optics));
         put(o, "optics_power_w", json_real(l->optics_power_w));
+        put(o, "speed_bytes_per_s",
+            known && spec->cable_types[l->cable].speed_bytes_per_s > 0
+                ? json_real(spec->cable_types[l->cable].speed_bytes_per_s)
+                : json_null());
         json_array_append_new(a, o);
     }
     return a;

@@ -92,9 +92,22 @@ static void text_cables(FILE *out, const struct sn_model *m, const struct sn_bom
                 length_name(spec, l->length_class), (unsigned long long)l->links,
                 (unsigned long long)l->optics, fmt(l->optics_power_w, SN_UNIT_POWER, buf, 32));
     }
-    fprintf(out, "  %-10s %-14s %-8s %-14s %10llu %8llu %10s\n\n", "total", "", "", "",
+    fprintf(out, "  %-10s %-14s %-8s %-14s %10llu %8llu %10s\n", "total", "", "", "",
             (unsigned long long)bom->links, (unsigned long long)bom->optics,
             fmt(bom->optics_power_w, SN_UNIT_POWER, buf, 32));
+    /* Cables to order by type and speed, for the types that state one
+     * (rule R18 checks them against the ports). */
+    for (uint32_t t = 0; t < spec->n_cable_types; t++) {
+        if (spec->cable_types[t].speed_bytes_per_s <= 0)
+            continue;
+        uint64_t links = 0;
+        for (uint32_t i = 0; i < bom->n_cable_lines; i++)
+            links += bom->cable_lines[i].cable == t ? bom->cable_lines[i].links : 0;
+        fprintf(out, "  by speed: %llu x %s at %s\n", (unsigned long long)links,
+                spec->cable_types[t].name,
+                fmt(spec->cable_types[t].speed_bytes_per_s, SN_UNIT_BANDWIDTH, buf, 32));
+    }
+    fprintf(out, "\n");
 }
 
 static void text_templates(FILE *out, const struct sn_model *m, const struct sn_bom *bom)

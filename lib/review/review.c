@@ -198,8 +198,10 @@ static const struct rule_row rules[] = {
       "planner's bandwidth is wrong.",
       "For the node-leaf, leaf-spine and spine-core links: an end faster than the port it "
       "plugs into (a NIC faster than its leaf port, a leaf port faster than its spine port) "
-      "is an error; a port faster than the end below it is a warning. One finding per tier "
-      "and kind, with the link count and the first cable label.",
+      "is an error; a port faster than the end below it is a warning; a cable whose `speed` "
+      "is stated and below the slower end's (a 400G NIC on a 400G port through a 200G cable) "
+      "is an error. One finding per tier and kind, with the link count and the first cable "
+      "label.",
       "", "r18-link-speeds"},
      sn__check_speeds},
     {{"R19", "psu-redundancy", SN_SEVERITY_ERROR,

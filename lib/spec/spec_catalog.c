@@ -310,8 +310,8 @@ static enum sn_err parse_switch(struct sn__spec_ctx *c, const struct sn__spec_en
     return rc;
 }
 
-enum { CBL_MEDIUM, CBL_REACH, CBL_OPTIC_POWER, CBL_KEYS };
-static const char *const cable_keys[CBL_KEYS] = {"medium", "reach", "optic_power"};
+enum { CBL_MEDIUM, CBL_REACH, CBL_OPTIC_POWER, CBL_SPEED, CBL_KEYS };
+static const char *const cable_keys[CBL_KEYS] = {"medium", "reach", "optic_power", "speed"};
 
 static enum sn_err parse_cable(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
                                struct sn_cable_type *t)
@@ -331,6 +331,8 @@ static enum sn_err parse_cable(struct sn__spec_ctx *c, const struct sn__spec_ent
     if (rc == SN_OK)
         rc = sn__spec_get_quantity(c, &m, CBL_OPTIC_POWER, SN_UNIT_POWER, false, 0,
                                    &t->optic_power_w);
+    if (rc == SN_OK && m.present[CBL_SPEED])
+        rc = need_positive(c, &m, CBL_SPEED, SN_UNIT_BANDWIDTH, &t->speed_bytes_per_s);
     return rc;
 }
 

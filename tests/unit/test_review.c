@@ -291,6 +291,10 @@ static const struct rule_case cases[] = {
      ""},
     {"r20-feed-phase", "R20", SN_SEVERITY_INFO, "sn00-rack0",
      "phases unbalanced: L1 20.55 kW, L2 12.04 kW, L3 11.89 kW steady", ""},
+    {"r18-cable-speed", "R18", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
+     "64 node-leaf links: cable aoc-400g at 200 Gb/s between ends at 400 Gb/s: the link runs at "
+     "the cable's speed",
+     ""},
     /* Both spines on net-pdA: every leaf loses its 16 uplinks. */
     {"r02-spines-one-domain", "R02", SN_SEVERITY_ERROR, "net-pdA",
      "losing this domain stops 2 of 2 spines and 0 of 0 cores: the fabric keeps 0.0% of its "
