@@ -16,7 +16,8 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: sn design export SPEC --format F [--slurm-version V] [-o FILE]\n\n"
+    fprintf(out, "usage: sn design export SPEC --format F [--slurm-version V] [--detail D] "
+                 "[-o FILE]\n\n"
                  "Writes the expanded cluster model for another tool (docs/export.md).\n\n"
                  "options:\n"
                  "  --format F, -f F  one of the formats below, or slurm-topology: the\n"
@@ -25,6 +26,11 @@ static void usage(FILE *out)
                  "  --slurm-version V the target Slurm, MAJOR.MINOR (22.05 is Debian 12's);\n"
                  "                    slurm-block is refused for one before 23.11, and\n"
                  "                    slurm-topology without it is slurm-tree\n"
+                 "  --detail D        dot only: summary (one node per spine group's\n"
+                 "                    supernodes), all (one node per supernode), full (every\n"
+                 "                    server and switch) or pod=N (spine group N in full,\n"
+                 "                    the others summarised); default: full up to 128\n"
+                 "                    servers, else summary\n"
                  "  -o FILE           write to FILE instead of standard output\n"
                  "  -h, --help        this text\n\nformats:\n");
     for (int f = 0; f < SN_EXPORT_FORMAT_COUNT; f++)
@@ -33,8 +39,34 @@ static void usage(FILE *out)
 }
 
 struct args {
-    const char *path, *format, *output, *slurm_version;
+    const char *path, *format, *output, *slurm_version, *detail;
 };
+
+/* --detail D into *o; false when D is none of the forms. */
+static bool parse_detail(const char *text, struct sn_export_dot_options *o)
+{
+    static const struct {
+        const char *name;
+        enum sn_export_dot_detail detail;
+    } names[] = {{"auto", SN_DOT_DETAIL_AUTO},
+                 {"summary", SN_DOT_DETAIL_SUMMARY},
+                 {"all", SN_DOT_DETAIL_SUPERNODES},
+                 {"full", SN_DOT_DETAIL_FULL}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(text, names[i].name) == 0) {
+            o->detail = names[i].detail;
+            return true;
+        }
+    if (strncmp(text, "pod=", 4) != 0 || text[4] < '0' || text[4] > '9')
+        return false;
+    char *end;
+    unsigned long pod = strtoul(text + 4, &end, 10);
+    if (*end != '\0' || pod >= UINT32_MAX)
+        return false;
+    o->detail = SN_DOT_DETAIL_POD;
+    o->pod = (uint32_t)pod;
+    return true;
+}
 
 /* MAJOR.MINOR as MAJOR * 100 + MINOR ("22.05" -> 2205); -1 when malformed. */
 static int slurm_version(const char *text)
@@ -60,7 +92,8 @@ static int parse_args(int argc, char **argv, struct args *a)
             return SN_EXIT_OK;
         }
         bool takes = strcmp(arg, "--format") == 0 || strcmp(arg, "-f") == 0 ||
-                     strcmp(arg, "-o") == 0 || strcmp(arg, "--slurm-version") == 0;
+                     strcmp(arg, "-o") == 0 || strcmp(arg, "--slurm-version") == 0 ||
+                     strcmp(arg, "--detail") == 0;
         if (takes && i + 1 >= argc) {
             fprintf(stderr, "sn design export: option '%s' needs a value\n", arg);
             return SN_EXIT_USAGE;
@@ -69,6 +102,8 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->output = argv[++i];
         else if (strcmp(arg, "--slurm-version") == 0)
             a->slurm_version = argv[++i];
+        else if (strcmp(arg, "--detail") == 0)
+            a->detail = argv[++i];
         else if (takes)
             a->format = argv[++i];
         else if (strncmp(arg, "--format=", 9) == 0)
@@ -93,7 +128,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 }
 
 static int write_export(const struct sn_model *model, enum sn_export_format format,
-                        const char *output)
+                        const struct sn_export_dot_options *dot, const char *output)
 {
     struct sn_error err = {0};
     FILE *out = output ? fopen(output, "w") : stdout;
@@ -102,13 +137,14 @@ static int write_export(const struct sn_model *model, enum sn_export_format form
                 strerror(errno));
         return SN_EXIT_USAGE;
     }
-    enum sn_err rc = sn_export_write(out, model, format, &err);
+    enum sn_err rc = format == SN_EXPORT_DOT ? sn_export_dot(out, model, dot, &err)
+                                             : sn_export_write(out, model, format, &err);
     if (output && fclose(out) != 0 && rc == SN_OK)
         rc = sn_error_set(&err, SN_ERR_IO, "cannot write '%s'", output);
     if (rc == SN_OK)
         return SN_EXIT_OK;
     fprintf(stderr, "sn design export: %s\n", err.message);
-    return SN_EXIT_INTERNAL;
+    return rc == SN_ERR_INVALID ? SN_EXIT_USAGE : SN_EXIT_INTERNAL;
 }
 
 int cmd_design_export(int argc, char **argv)
@@ -140,12 +176,24 @@ int cmd_design_export(int argc, char **argv)
                 version / 100, version % 100);
         return SN_EXIT_USAGE;
     }
+    struct sn_export_dot_options dot = {.detail = SN_DOT_DETAIL_AUTO};
+    if (a.detail && format != SN_EXPORT_DOT) {
+        fprintf(stderr, "sn design export: --detail applies to --format dot, not %s\n",
+                sn_export_format_name(format));
+        return SN_EXIT_USAGE;
+    }
+    if (a.detail && !parse_detail(a.detail, &dot)) {
+        fprintf(stderr,
+                "sn design export: --detail: '%s': expected summary, all, full or pod=N\n",
+                a.detail);
+        return SN_EXIT_USAGE;
+    }
     struct sn_spec *spec;
     struct sn_model *model;
     status = sn_cli_load(a.path, &spec, &model);
     if (status != SN_EXIT_OK)
         return status;
-    status = write_export(model, format, a.output);
+    status = write_export(model, format, &dot, a.output);
     sn_model_free(model);
     sn_spec_free(spec);
     return status;

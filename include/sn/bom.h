@@ -100,6 +100,15 @@ struct sn_bom_blast {
     uint32_t max_supernodes_hit; /* most supernodes one failure touches */
 };
 
+/* What one fabric power domain's loss costs the spine-core fabric, worst
+ * case over the domains (sn_model_fabric_loss). */
+struct sn_bom_fabric_blast {
+    uint32_t domains;         /* fabric power domains */
+    uint32_t spines, cores;
+    uint32_t max_spines_lost, max_cores_lost;
+    double min_bisection_kept; /* 1 when there is no fabric domain */
+};
+
 struct sn_bom_storage {
     uint32_t spec_index;
     double capacity_bytes; /* cluster total (local: servers x NVMe) */
@@ -139,6 +148,7 @@ struct sn_bom {
     struct sn_bom_blast blast[SN_DOMAIN_KIND_COUNT];
     uint32_t n_storage;
     struct sn_bom_storage *storage;
+    struct sn_bom_fabric_blast fabric_blast;
 };
 
 /* Computes the bill of materials of a model into *bom (which must be zeroed

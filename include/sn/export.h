@@ -7,7 +7,7 @@
  *   slurm-block  topology.conf for Slurm's topology/block plugin
  *   volcano      Volcano HyperNode manifests (tier 1 = supernode)
  *   k8s-labels   kubectl label commands for every server
- *   dot          Graphviz graph, aggregated at scale
+ *   dot          Graphviz graph, a summary per spine group at scale
  *   cables       the cable ledger, CSV, one row per link
  *   json         the full model, streamed
  * Every writer streams to a FILE * in model ID order, so the same model
@@ -27,7 +27,7 @@
     X(SLURM_BLOCK, "slurm-block", "topology.conf for Slurm's topology/block plugin")               \
     X(VOLCANO, "volcano", "Volcano HyperNode manifests, tier 1 = supernode")                       \
     X(K8S_LABELS, "k8s-labels", "kubectl label commands for every server")                         \
-    X(DOT, "dot", "Graphviz graph; supernodes as clusters, aggregated at scale")                   \
+    X(DOT, "dot", "Graphviz graph; a summary per spine group at scale (--detail)")                \
     X(CABLES, "cables", "cable ledger CSV: label,from,to,type,length class, tier")                 \
     X(JSON, "json", "the full model as JSON (schema supernode.model/1), streamed")                 \
     X(SLURM_CONF, "slurm-conf", "slurm.conf NodeName and PartitionName lines (Slurm >= 20.11)")   \
@@ -55,5 +55,25 @@ SN_MUST_CHECK enum sn_err sn_export_format_parse(const char *name, enum sn_expor
  * fails, SN_ERR_NOMEM when a working table cannot be allocated. */
 SN_MUST_CHECK enum sn_err sn_export_write(FILE *out, const struct sn_model *model,
                                           enum sn_export_format format, struct sn_error *err);
+
+/* How much of the cluster the dot graph draws (`--detail`). */
+enum sn_export_dot_detail {
+    SN_DOT_DETAIL_AUTO,       /* FULL up to 128 servers, else SUMMARY */
+    SN_DOT_DETAIL_SUMMARY,    /* per spine group: its supernodes, its spines; core groups */
+    SN_DOT_DETAIL_SUPERNODES, /* one node per supernode ("all") */
+    SN_DOT_DETAIL_POD,        /* spine group `pod` in full, the others summarised */
+    SN_DOT_DETAIL_FULL,       /* every server and switch */
+};
+
+struct sn_export_dot_options {
+    enum sn_export_dot_detail detail;
+    uint32_t pod; /* for SN_DOT_DETAIL_POD: a spine group index (spine-group<pod>) */
+};
+
+/* The dot export with options (NULL: AUTO). SN_ERR_INVALID names the
+ * spine groups when pod is out of range. */
+SN_MUST_CHECK enum sn_err sn_export_dot(FILE *out, const struct sn_model *model,
+                                        const struct sn_export_dot_options *options,
+                                        struct sn_error *err);
 
 #endif /* SN_EXPORT_H */

@@ -144,7 +144,7 @@ struct sn_model {
     uint8_t *switch_role;       /* enum sn_switch_role */
     uint32_t *switch_supernode; /* SN_NONE for spine and core */
     uint32_t *switch_server;    /* in-server scale-up chips, else SN_NONE */
-    uint32_t *switch_rack;      /* SN_NONE when outside the supernode racks */
+    uint32_t *switch_rack;      /* spine, core: a network rack; SN_NONE when in none */
     uint32_t *switch_power;     /* power domain or SN_NONE */
     uint32_t *switch_peer;      /* redundant partner or SN_NONE */
     uint32_t *switch_ports_used;
@@ -177,6 +177,16 @@ struct sn_model {
     uint32_t *leaf_uplinks;     /* indexed by switch ID, 0 for non-leaves */
 
     size_t memory_bytes;        /* bytes held by all the arrays above */
+
+    /* The network racks and the fabric's power domains (spec fabric.racks
+     * and fabric.power_domains) follow every supernode's in the rack and
+     * power-domain ID spaces: racks [first_net_rack, first_net_rack +
+     * n_net_racks), domains [first_fabric_pd, first_fabric_pd +
+     * n_fabric_pds), with supernode SN_NONE and no cooling loop. They hold
+     * the spine and core switches; both counts are 0 without a spine
+     * tier. */
+    uint32_t first_net_rack, n_net_racks;
+    uint32_t first_fabric_pd, n_fabric_pds;
 };
 
 /* Expands a parsed spec into a model. On failure *out is NULL and err says
@@ -230,7 +240,8 @@ const struct sn_cooling_loop_spec *sn_model_cooling_loop_spec(const struct sn_mo
                                                               uint32_t loop);
 
 /* Marks in *gpus (sized n_gpus, cleared by the caller) every GPU that is
- * lost when that domain fails: a power domain takes a server only when it
+ * lost when that domain fails (none for a network rack or a fabric power
+ * domain: see sn_model_fabric_loss): a power domain takes a server only when it
  * feeds all of the server's feeds, the whole supernode when it feeds all
  * its scale-up switch trays, and the servers whose NICs all land on leaves
  * it feeds (a server keeps scale-out while any of its leaves is up); a
@@ -238,11 +249,28 @@ const struct sn_cooling_loop_spec *sn_model_cooling_loop_spec(const struct sn_mo
 uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind, uint32_t id,
                               struct sn_bitset *gpus);
 
+/* What losing power domain pd costs the spine-core fabric: a link is lost
+ * when a switch at either end is on pd. The worst leaf is the one left with
+ * the smallest share of its spine uplinks; the fabric keeps the smaller of
+ * that share and the share of spine-core links (the bisection a job across
+ * supernodes sees). O(leaf-spine + spine-core links). */
+struct sn_model_fabric_loss {
+    uint32_t spines, spines_lost, cores, cores_lost;
+    uint32_t worst_leaf;               /* switch ID, SN_NONE without uplinks */
+    uint32_t worst_leaf_up, worst_leaf_kept;
+    double leaf_spine_kept;            /* share of leaf-spine links left, 1 when none */
+    double spine_core_kept;            /* share of spine-core links left, 1 when none */
+    double bisection_kept;             /* min(worst leaf's share, spine_core_kept) */
+};
+void sn_model_fabric_loss(const struct sn_model *m, uint32_t pd,
+                          struct sn_model_fabric_loss *out);
+
 /* Number of entities of a domain kind. */
 uint32_t sn_model_domain_count(const struct sn_model *m, enum sn_domain_kind kind);
 
 /* Stable, generated names ("sn03", "sn03-t05", "sn03-t05-gpu2",
- * "sn03-leaf1", "spine017", "sn03-pdA", "sn03-rack2", "sn03-loopL1").
+ * "sn03-leaf1", "spine017", "sn03-pdA", "sn03-rack2", "sn03-loopL1", and
+ * "net-pdA", "net-rack0" for the fabric's domains and network racks).
  * Writes at most len bytes including the NUL and returns buf. */
 char *sn_model_supernode_name(const struct sn_model *m, uint32_t sn, char *buf, size_t len);
 char *sn_model_server_name(const struct sn_model *m, uint32_t server, char *buf, size_t len);
@@ -287,6 +315,11 @@ struct sn_model_power {
 SN_MUST_CHECK enum sn_err sn_model_power_compute(const struct sn_model *m, double peak_factor,
                                                  struct sn_model_power *out,
                                                  struct sn_error *err);
+
+/* Real power one rack feed delivers at its breaker rating: sqrt(3) x V(line
+ * to line) x I x power factor for 3 phases, V x I x power factor for one
+ * (docs/rules.md, R20). Per phase: the total / phases. */
+double sn_model_feed_capacity_w(const struct sn_feed_spec *feed);
 
 /* Frees the arrays of a power model and zeroes it. NULL is allowed. */
 void sn_model_power_release(struct sn_model_power *p);

@@ -151,6 +151,45 @@ enum sn_pool_kind {
 };
 const char *sn_pool_kind_name(enum sn_pool_kind kind);
 
+/* How many power supplies may fail while the rest carry the load. */
+#define SN_PSU_REDUNDANCY_LIST(X)                                             \
+    X(NONE, "none")         /* every PSU is needed */                         \
+    X(N_PLUS_1, "n+1")      /* one PSU may fail */                            \
+    X(N_PLUS_N, "n+n")      /* one side (half the PSUs, one feed) may fail */
+enum sn_psu_redundancy {
+#define SN_X(name, text) SN_PSU_##name,
+    SN_PSU_REDUNDANCY_LIST(SN_X)
+#undef SN_X
+    SN_PSU_REDUNDANCY_COUNT
+};
+const char *sn_psu_redundancy_name(enum sn_psu_redundancy redundancy);
+
+/* The power supplies of a server, or of a rack's power shelves taken
+ * together (docs/spec.md "psu"). count 0: not stated, rule R19 skips. */
+struct sn_psu_spec {
+    struct sn_src_loc loc;
+    uint32_t count;
+    double rating_w;          /* continuous output of one PSU */
+    enum sn_psu_redundancy redundancy;
+    double pulse;             /* short-term rating as a multiple of rating_w
+                               * (1.6 = 160 %); 0: none stated */
+    double pulse_s;           /* how long the pulse rating holds */
+};
+
+/* The electrical feeds (circuits) of a rack (docs/spec.md "feed"): count
+ * circuits of voltage (line-to-line for 3 phases), phases and breaker
+ * current. count 0: not stated, rule R20 skips. */
+struct sn_feed_spec {
+    struct sn_src_loc loc;
+    uint32_t count;
+    double voltage_v;         /* line-to-line for 3 phases, line-to-neutral for 1 */
+    uint32_t phases;          /* 1 or 3 */
+    double current_a;         /* breaker rating per phase conductor */
+    double power_factor;      /* real power per volt-ampere, default 1 */
+    double continuous;        /* share of the rating a continuous load may use, 0.8 */
+    enum sn_psu_redundancy redundancy; /* n+n: half the feeds (one side) may fail */
+};
+
 /* ---- catalogues ------------------------------------------------------- */
 
 struct sn_gpu_model {
@@ -181,6 +220,7 @@ struct sn_server_model {
     double base_power_w;      /* steady draw of everything but the GPUs */
     uint32_t feeds;           /* power feeds: 1, or 2 for dual-corded */
     uint32_t rack_units;
+    struct sn_psu_spec psu;   /* the server's own power supplies */
 };
 
 struct sn_switch_model {
@@ -199,6 +239,7 @@ struct sn_cable_type {
     enum sn_cable_medium medium;
     double reach_m;
     double optic_power_w;     /* per transceiver; two per optical link */
+    double speed_bytes_per_s; /* per direction; 0: not stated (R18 skips the cable) */
 };
 
 /* A named length class ("in-rack", "row"), the distance a link of that
@@ -263,6 +304,8 @@ struct sn_racks_spec {
     double power_limit_w;
     enum sn_cooling_kind cooling;
     struct sn_domain_list loops; /* cooling loop of each rack, cycled */
+    struct sn_psu_spec psu;   /* the rack's power shelves, all PSUs together */
+    struct sn_feed_spec feed; /* the rack's circuits */
 };
 
 struct sn_mgmt_spec {
@@ -308,6 +351,16 @@ struct sn_fabric_tier_spec {
     double oversubscription;  /* downlinks : uplinks of this tier's switches */
     struct sn_cabling cabling; /* links from the tier below */
     struct sn_src_loc oversubscription_loc; /* of the key; line 0 when absent */
+    struct sn_domain_list power; /* fabric power domains cycled over the tier's
+                                  * switches; empty: round-robin over all */
+};
+
+/* The dedicated network racks that hold the spine and core switches. */
+struct sn_fabric_racks_spec {
+    uint32_t count;           /* 0: enough racks for the switches' rack units */
+    uint32_t units;           /* rack units per rack, default 42 */
+    double power_limit_w;     /* 0: not stated (rule R05 skips the limit) */
+    enum sn_cooling_kind cooling;
 };
 
 struct sn_fabric_spec {
@@ -320,6 +373,13 @@ struct sn_fabric_spec {
     struct sn_fabric_tier_spec core;
     uint32_t spines;          /* 2-tier spine count; 0 = auto (smallest even spread) */
     struct sn_src_loc spines_loc; /* of the key; line 0 when absent */
+    /* Power domains of the network racks (fabric.power_domains). Absent
+     * with a spine tier: two domains A and B, redundant with each other,
+     * capacity 0 (not stated: rule R04 warns). */
+    uint32_t n_power_domains;
+    struct sn_power_domain_spec *power_domains;
+    bool power_domains_stated;
+    struct sn_fabric_racks_spec racks;
 };
 
 struct sn_storage_spec {
@@ -362,6 +422,7 @@ struct sn_review_config {
     double cooling_margin;        /* loop capacity >= margin x heat, 1.2 */
     double bandwidth_headroom;    /* 0.3 */
     double memory_wall_bytes_per_flop; /* 0.003 */
+    double peak_duration_s;       /* how long the GPU peak lasts; 0: sustained (R19) */
 };
 void sn_review_config_defaults(struct sn_review_config *config);
 

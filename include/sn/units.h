@@ -32,7 +32,9 @@
     X(FLOW, "flow")                             /* L/min */                   \
     X(TIME, "duration")                         /* s */                       \
     X(RATIO, "ratio")                           /* "3:1" -> 3.0 */            \
-    X(FRACTION, "fraction")                     /* "75%" or "0.75" -> 0.75 */
+    X(FRACTION, "fraction")                     /* "75%" or "0.75" -> 0.75 */ \
+    X(VOLTAGE, "voltage")                       /* V */                       \
+    X(CURRENT, "current")                       /* A */
 enum sn_unit_kind {
 #define SN_X(name, text) SN_UNIT_##name,
     SN_UNIT_KIND_LIST(SN_X)

@@ -285,7 +285,9 @@ static enum sn_err count_power(const struct sn_model *m, struct sn_bom *bom, str
     }
     for (uint32_t r = 0; r < m->n_racks; r++) {
         bom->rack[r].limit_w =
-            sn_model_supernode_template(m, m->rack_supernode[r])->racks.power_limit_w;
+            m->rack_supernode[r] == SN_NONE
+                ? m->spec->fabric.racks.power_limit_w
+                : sn_model_supernode_template(m, m->rack_supernode[r])->racks.power_limit_w;
         bom->rack[r].steady_w = p.rack_w[r];
         bom->rack[r].peak_w = p.rack_peak_w[r];
     }
@@ -350,6 +352,21 @@ static enum sn_err count_blast(const struct sn_model *m, struct sn_bom *bom, str
         blast_one(m, SN_DOMAIN_SUPERNODE, sn, sn, &gpus, &b[SN_DOMAIN_SUPERNODE]);
     }
     sn_bitset_release(&gpus);
+    struct sn_bom_fabric_blast *fb = &bom->fabric_blast;
+    fb->domains = m->n_fabric_pds;
+    fb->spines = m->n_spines;
+    fb->cores = m->n_cores;
+    fb->min_bisection_kept = 1.0;
+    for (uint32_t pd = m->first_fabric_pd; pd < m->first_fabric_pd + m->n_fabric_pds; pd++) {
+        struct sn_model_fabric_loss loss;
+        sn_model_fabric_loss(m, pd, &loss);
+        fb->max_spines_lost = loss.spines_lost > fb->max_spines_lost ? loss.spines_lost
+                                                                     : fb->max_spines_lost;
+        fb->max_cores_lost = loss.cores_lost > fb->max_cores_lost ? loss.cores_lost
+                                                                  : fb->max_cores_lost;
+        if (loss.bisection_kept < fb->min_bisection_kept)
+            fb->min_bisection_kept = loss.bisection_kept;
+    }
     return SN_OK;
 }
 

@@ -95,6 +95,10 @@ static json_t *cables_json(const struct sn_model *m, const struct sn_bom *bom)
         put(o, "links", jint(l->links));
         put(o, "optical_modules", jint(l->optics));
         put(o, "optics_power_w", json_real(l->optics_power_w));
+        put(o, "speed_bytes_per_s",
+            known && spec->cable_types[l->cable].speed_bytes_per_s > 0
+                ? json_real(spec->cable_types[l->cable].speed_bytes_per_s)
+                : json_null());
         json_array_append_new(a, o);
     }
     return a;
@@ -164,6 +168,31 @@ static json_t *power_json(const struct sn_model *m, const struct sn_bom *bom)
     return o;
 }
 
+static json_t *feeds_json(const struct sn_model *m)
+{
+    const struct sn_spec *spec = m->spec;
+    json_t *a = json_array();
+    for (uint32_t t = 0; t < spec->n_templates; t++) {
+        const struct sn_feed_spec *f = &spec->templates[t].racks.feed;
+        uint32_t racks = 0;
+        for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
+            if (m->supernodes[sn].template_index == t)
+                racks += m->supernodes[sn].n_racks;
+        if (f->count == 0 || racks == 0)
+            continue;
+        double w = sn_model_feed_capacity_w(f);
+        json_array_append_new(
+            a, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:f, s:f, s:s}", "template",
+                         spec->templates[t].name, "racks", (json_int_t)racks, "feeds_per_rack",
+                         (json_int_t)f->count, "feeds", (json_int_t)racks * f->count,
+                         "voltage_v", f->voltage_v, "phases", (json_int_t)f->phases, "current_a",
+                         f->current_a, "power_factor", f->power_factor, "capacity_w", w,
+                         "continuous_w", w * f->continuous, "redundancy",
+                         sn_psu_redundancy_name(f->redundancy)));
+    }
+    return a;
+}
+
 static json_t *racks_loops_json(const struct sn_model *m, const struct sn_bom *bom, bool racks)
 {
     char name[NAME_LEN];
@@ -227,9 +256,16 @@ enum sn_err sn_bom_write_json(FILE *out, const struct sn_model *m, const struct 
     put(doc, "bandwidth", bandwidth_json(m, bom));
     put(doc, "power", power_json(m, bom));
     put(doc, "racks", racks_loops_json(m, bom, true));
+    put(doc, "feeds", feeds_json(m));
     put(doc, "cooling_loops", racks_loops_json(m, bom, false));
     put(doc, "blast_radius", blast_storage_json(m, bom, true));
     put(doc, "storage", blast_storage_json(m, bom, false));
+    const struct sn_bom_fabric_blast *fb = &bom->fabric_blast;
+    put(doc, "fabric_blast",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "domains", (json_int_t)fb->domains, "spines",
+                  (json_int_t)fb->spines, "cores", (json_int_t)fb->cores, "max_spines_lost",
+                  (json_int_t)fb->max_spines_lost, "max_cores_lost",
+                  (json_int_t)fb->max_cores_lost, "min_bisection_kept", fb->min_bisection_kept));
     int rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(REAL_DIGITS));
     json_decref(doc);
     if (rc != 0 || fputc('\n', out) == EOF || ferror(out))

@@ -92,9 +92,22 @@ static void text_cables(FILE *out, const struct sn_model *m, const struct sn_bom
                 length_name(spec, l->length_class), (unsigned long long)l->links,
                 (unsigned long long)l->optics, fmt(l->optics_power_w, SN_UNIT_POWER, buf, 32));
     }
-    fprintf(out, "  %-10s %-14s %-8s %-14s %10llu %8llu %10s\n\n", "total", "", "", "",
+    fprintf(out, "  %-10s %-14s %-8s %-14s %10llu %8llu %10s\n", "total", "", "", "",
             (unsigned long long)bom->links, (unsigned long long)bom->optics,
             fmt(bom->optics_power_w, SN_UNIT_POWER, buf, 32));
+    /* Cables to order by type and speed, for the types that state one
+     * (rule R18 checks them against the ports). */
+    for (uint32_t t = 0; t < spec->n_cable_types; t++) {
+        if (spec->cable_types[t].speed_bytes_per_s <= 0)
+            continue;
+        uint64_t links = 0;
+        for (uint32_t i = 0; i < bom->n_cable_lines; i++)
+            links += bom->cable_lines[i].cable == t ? bom->cable_lines[i].links : 0;
+        fprintf(out, "  by speed: %llu x %s at %s\n", (unsigned long long)links,
+                spec->cable_types[t].name,
+                fmt(spec->cable_types[t].speed_bytes_per_s, SN_UNIT_BANDWIDTH, buf, 32));
+    }
+    fprintf(out, "\n");
 }
 
 static void text_templates(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
@@ -186,7 +199,9 @@ static void table_name(const struct sn_model *m, enum table t, uint32_t i, bool 
     uint32_t sn = t == T_POWER  ? m->power_domain_supernode[i]
                   : t == T_RACK ? m->rack_supernode[i]
                                 : m->cooling_loop_supernode[i];
-    const char *tmpl = sn_model_supernode_template(m, sn)->name;
+    if (sn == SN_NONE) /* the fabric's domains and network racks */
+        grouped = false;
+    const char *tmpl = grouped ? sn_model_supernode_template(m, sn)->name : "";
     if (!grouped) {
         if (t == T_POWER)
             sn_model_power_domain_name(m, i, buf, NAME_LEN);
@@ -223,10 +238,39 @@ static void print_row(FILE *out, enum table t, const struct row *r)
         fprintf(out, "  %-28s %10s %10s %7.2f\n", name, a, d, ratio(r->cap, r->v[0]));
 }
 
+/* The fabric's power domains one row each, the network racks as one row
+ * (maxima of draws, minimum of limits). */
+static void print_fabric_rows(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                              enum table t)
+{
+    uint32_t first = t == T_POWER ? m->first_fabric_pd : m->first_net_rack;
+    uint32_t n = t == T_POWER ? m->n_fabric_pds : t == T_RACK ? m->n_net_racks : 0;
+    struct row r = {.instances = 0};
+    for (uint32_t id = first; id < first + n; id++) {
+        struct row one = {.instances = 1};
+        table_values(bom, t, id, &one);
+        table_name(m, t, id, false, one.name);
+        if (t == T_POWER) {
+            print_row(out, t, &one);
+            continue;
+        }
+        if (r.instances++ == 0) {
+            r = one;
+            snprintf(r.name, sizeof(r.name), "net-rack");
+            continue;
+        }
+        for (int k = 0; k < 4; k++)
+            r.v[k] = one.v[k] > r.v[k] ? one.v[k] : r.v[k];
+        r.cap = one.cap < r.cap ? one.cap : r.cap;
+    }
+    if (r.instances > 0)
+        print_row(out, t, &r);
+}
+
 /* Rows grouped by template-local entity: entities of one supernode are
  * contiguous, so local index = id - first id of its supernode. */
-static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
-                          enum table t)
+static void print_supernode_groups(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                                   enum table t)
 {
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
         uint32_t ti = m->supernodes[sn].template_index;
@@ -263,6 +307,13 @@ static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_b
             print_row(out, t, &r);
         }
     }
+}
+
+static void print_grouped(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
+                          enum table t)
+{
+    print_supernode_groups(out, m, bom, t);
+    print_fabric_rows(out, m, bom, t);
 }
 
 static void text_table(FILE *out, const struct sn_model *m, const struct sn_bom *bom, enum table t)
@@ -310,6 +361,45 @@ static void text_power(FILE *out, const struct sn_model *m, const struct sn_bom 
     fprintf(out, "\n");
 }
 
+/* Racks of template t in the model. */
+static uint32_t template_racks(const struct sn_model *m, uint32_t t)
+{
+    uint32_t n = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
+        if (m->supernodes[sn].template_index == t)
+            n += m->supernodes[sn].n_racks;
+    return n;
+}
+
+/* The rack feeds each template states (racks.feed): what to order and
+ * what each circuit carries (sn_model_feed_capacity_w; continuous share
+ * as R20 checks it). */
+static void text_feeds(FILE *out, const struct sn_model *m)
+{
+    const struct sn_spec *spec = m->spec;
+    bool header = false;
+    char v[32], a[32], cap[32], cont[32];
+    for (uint32_t t = 0; t < spec->n_templates; t++) {
+        const struct sn_feed_spec *f = &spec->templates[t].racks.feed;
+        uint32_t racks = template_racks(m, t);
+        if (f->count == 0 || racks == 0)
+            continue;
+        if (!header)
+            fprintf(out, "Feeds (per rack; capacity at the breaker rating)\n");
+        header = true;
+        double w = sn_model_feed_capacity_w(f);
+        fprintf(out, "  %-16s %6u racks x %u feeds of %s %u-phase %s, %s, %s each (%.0f%% "
+                     "continuous: %s)\n",
+                spec->templates[t].name, racks, f->count, fmt(f->voltage_v, SN_UNIT_VOLTAGE, v, 32),
+                f->phases, fmt(f->current_a, SN_UNIT_CURRENT, a, 32),
+                sn_psu_redundancy_name(f->redundancy), fmt(w, SN_UNIT_POWER, cap, 32),
+                100 * f->continuous, fmt(w * f->continuous, SN_UNIT_POWER, cont, 32));
+        fprintf(out, "  %-16s %6u feeds in all\n", "", racks * f->count);
+    }
+    if (header)
+        fprintf(out, "\n");
+}
+
 static void text_blast(FILE *out, const struct sn_bom *bom)
 {
     fprintf(out, "Blast radius (worst single failure)\n  %-14s %10s %10s %12s\n", "domain",
@@ -319,6 +409,13 @@ static void text_blast(FILE *out, const struct sn_bom *bom)
         fprintf(out, "  %-14s %10u %10u %12u\n", sn_domain_kind_name((enum sn_domain_kind)k),
                 b->domains, b->max_gpus, b->max_supernodes);
     }
+    const struct sn_bom_fabric_blast *fb = &bom->fabric_blast;
+    if (fb->domains > 0)
+        fprintf(out,
+                "  fabric power domain (%u): at worst %u of %u spines and %u of %u cores lost; "
+                "the fabric keeps %.0f%% of its bisection\n",
+                fb->domains, fb->max_spines_lost, fb->spines, fb->max_cores_lost, fb->cores,
+                100.0 * fb->min_bisection_kept);
     fprintf(out, "\n");
 }
 
@@ -349,6 +446,7 @@ enum sn_err sn_bom_write_text(FILE *out, const struct sn_model *m, const struct 
     text_cables(out, m, bom);
     text_bandwidth(out, m, bom);
     text_power(out, m, bom);
+    text_feeds(out, m);
     text_blast(out, bom);
     text_storage(out, m, bom);
     if (ferror(out))

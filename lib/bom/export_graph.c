@@ -6,9 +6,12 @@
  * The cable ledger and the JSON model stream one row per entity in ID
  * order, with O(1) memory. The dot graph draws edges between graph nodes
  * that each stand for one or more model entities; parallel links collapse
- * into one edge labelled with their count. In detail (small clusters) a
- * graph node is a server or a switch; aggregated (more than DOT_DETAIL
- * servers) it is a supernode, a spine group or a core group. Edges are
+ * into one edge labelled with their count. In full detail (small clusters,
+ * or one spine group on request) a graph node is a server or a switch; in
+ * a summary (the default past DOT_DETAIL servers) it stands for all the
+ * supernodes of a spine group, a spine group or a core group, so the graph
+ * grows with the spine groups, not the supernodes; `--detail all` draws
+ * one node per supernode. Edges are
  * counted by sorting (node, node) pairs, so memory is one pair per link
  * drawn, capped at DOT_MAX_PAIRS.
  */
@@ -38,8 +41,9 @@ void sn__json_string(FILE *out, const char *s)
 
 /* ---- dot -------------------------------------------------------------- */
 
-/* A graph node: kind in the top bits, ID below. */
-enum gkind { G_SERVER, G_SWITCH, G_NVLINK, G_SUPERNODE, G_POD, G_TOP };
+/* A graph node: kind in the top bits, ID below. G_PODSUM stands for all the
+ * supernodes of one spine group. */
+enum gkind { G_SERVER, G_SWITCH, G_NVLINK, G_SUPERNODE, G_POD, G_TOP, G_PODSUM };
 #define GKEY(kind, id) (((uint64_t)(kind) << 32) | (id))
 
 struct pair {
@@ -54,34 +58,74 @@ static int cmp_pair(const void *pa, const void *pb)
     return a->b < b->b ? -1 : a->b > b->b;
 }
 
-static uint64_t gnode(const struct sn_model *m, const struct sn__fabric_groups *g, bool detail,
-                      uint8_t kind, uint32_t id)
+/* What the graph draws, resolved from the options (AUTO: FULL up to
+ * DOT_DETAIL servers, else SUMMARY). */
+struct dot_view {
+    enum sn_export_dot_detail detail; /* never AUTO */
+    uint32_t pod;                     /* the spine group drawn in full (POD) */
+    const struct sn__fabric_groups *g;
+};
+
+/* Supernode sn drawn server by server. */
+static bool sn_full(const struct dot_view *v, uint32_t sn)
 {
-    if (kind == SN_END_GPU)
-        return detail ? GKEY(G_SERVER, m->gpu_server[id]) : GKEY(G_SUPERNODE, m->gpu_supernode[id]);
-    if (kind == SN_END_SERVER)
-        return detail ? GKEY(G_SERVER, id) : GKEY(G_SUPERNODE, m->server_supernode[id]);
+    return v->detail == SN_DOT_DETAIL_FULL ||
+           (v->detail == SN_DOT_DETAIL_POD && v->g->sn_pod[sn] == v->pod);
+}
+
+/* Supernode sn folded into its spine group's summary node. */
+static bool sn_folded(const struct dot_view *v, uint32_t sn)
+{
+    return (v->detail == SN_DOT_DETAIL_SUMMARY || v->detail == SN_DOT_DETAIL_POD) &&
+           !sn_full(v, sn) && v->g->sn_pod[sn] != SN_NONE;
+}
+
+static uint64_t sn_node(const struct dot_view *v, uint32_t sn)
+{
+    return sn_folded(v, sn) ? GKEY(G_PODSUM, v->g->sn_pod[sn]) : GKEY(G_SUPERNODE, sn);
+}
+
+static uint64_t switch_node(const struct sn_model *m, const struct dot_view *v, uint32_t id)
+{
+    const struct sn__fabric_groups *g = v->g;
     switch ((enum sn_switch_role)m->switch_role[id]) {
     case SN_ROLE_SPINE: {
         uint32_t pod = g->spine_pod[id - m->first_spine];
-        return detail || pod == SN_NONE ? GKEY(G_SWITCH, id) : GKEY(G_POD, pod);
+        bool full = v->detail == SN_DOT_DETAIL_FULL ||
+                    (v->detail == SN_DOT_DETAIL_POD && pod == v->pod);
+        return full || pod == SN_NONE ? GKEY(G_SWITCH, id) : GKEY(G_POD, pod);
     }
     case SN_ROLE_CORE: {
         uint32_t top = g->core_top[id - m->first_core];
-        return detail || top == SN_NONE ? GKEY(G_SWITCH, id) : GKEY(G_TOP, top);
+        return v->detail == SN_DOT_DETAIL_FULL || top == SN_NONE ? GKEY(G_SWITCH, id)
+                                                                 : GKEY(G_TOP, top);
     }
-    case SN_ROLE_SCALEUP:
+    case SN_ROLE_SCALEUP: {
+        uint32_t sn = m->switch_supernode[id];
+        if (!sn_full(v, sn))
+            return sn_node(v, sn);
         if (m->switch_server[id] != SN_NONE)
-            return detail ? GKEY(G_SERVER, m->switch_server[id])
-                          : GKEY(G_SUPERNODE, m->switch_supernode[id]);
-        return detail ? GKEY(G_NVLINK, m->switch_supernode[id])
-                      : GKEY(G_SUPERNODE, m->switch_supernode[id]);
+            return GKEY(G_SERVER, m->switch_server[id]);
+        return GKEY(G_NVLINK, sn);
+    }
     case SN_ROLE_LEAF:
     case SN_ROLE_MGMT:
     case SN_SWITCH_ROLE_COUNT:
         break;
     }
-    return detail ? GKEY(G_SWITCH, id) : GKEY(G_SUPERNODE, m->switch_supernode[id]);
+    uint32_t sn = m->switch_supernode[id];
+    return sn_full(v, sn) ? GKEY(G_SWITCH, id) : sn_node(v, sn);
+}
+
+static uint64_t gnode(const struct sn_model *m, const struct dot_view *v, uint8_t kind,
+                      uint32_t id)
+{
+    if (kind == SN_END_GPU || kind == SN_END_SERVER) {
+        uint32_t server = kind == SN_END_GPU ? m->gpu_server[id] : id;
+        uint32_t sn = m->server_supernode[server];
+        return sn_full(v, sn) ? GKEY(G_SERVER, server) : sn_node(v, sn);
+    }
+    return switch_node(m, v, id);
 }
 
 static char *gname(const struct sn_model *m, const struct sn__fabric_groups *g, uint64_t key,
@@ -103,6 +147,12 @@ static char *gname(const struct sn_model *m, const struct sn__fabric_groups *g, 
         return sn__pod_name(g, id, buf, len);
     case G_TOP:
         return sn__top_name(g, id, buf, len);
+    case G_PODSUM: { /* a space: no generated name has one */
+        char pod[64];
+        sn__pod_name(g, id, pod, sizeof(pod));
+        snprintf(buf, len, "%s supernodes", pod);
+        return buf;
+    }
     }
     return buf;
 }
@@ -132,25 +182,60 @@ static void dot_supernode(FILE *out, const struct sn_model *m, uint32_t sn, bool
     fprintf(out, "  }\n");
 }
 
-static void dot_fabric_nodes(FILE *out, const struct sn_model *m, const struct sn__fabric_groups *g,
-                             bool detail)
+/* One node for the supernodes of each spine group that is not drawn in
+ * full: how many supernodes, GPUs, servers and leaves it holds. */
+static void dot_pod_summaries(FILE *out, const struct sn_model *m, const struct dot_view *v)
 {
+    const struct sn__fabric_groups *g = v->g;
+    char name[SN__EXPORT_NAME_LEN], first[SN__EXPORT_NAME_LEN], last[SN__EXPORT_NAME_LEN];
+    for (uint32_t p = 0; p < g->n_pods; p++) {
+        uint64_t gpus = 0, servers = 0, leaves = 0;
+        uint32_t n = 0, lo = SN_NONE, hi = 0;
+        for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+            if (g->sn_pod[sn] != p || !sn_folded(v, sn))
+                continue;
+            n++;
+            lo = lo == SN_NONE ? sn : lo;
+            hi = sn;
+            gpus += m->supernodes[sn].n_gpus;
+            servers += m->supernodes[sn].n_servers;
+            leaves += m->supernodes[sn].n_leaves;
+        }
+        if (n == 0)
+            continue;
+        gname(m, g, GKEY(G_PODSUM, p), name, sizeof(name));
+        fprintf(out,
+                "  \"%s\" [shape=box3d, label=\"%s\\n%u supernodes (%s..%s)\\n%llu GPUs, %llu "
+                "servers, %llu leaves\"];\n",
+                name, name, n, sn_model_supernode_name(m, lo, first, sizeof(first)),
+                sn_model_supernode_name(m, hi, last, sizeof(last)), (unsigned long long)gpus,
+                (unsigned long long)servers, (unsigned long long)leaves);
+    }
+}
+
+static void dot_fabric_nodes(FILE *out, const struct sn_model *m, const struct dot_view *v)
+{
+    const struct sn__fabric_groups *g = v->g;
     char buf[SN__EXPORT_NAME_LEN];
-    if (detail) {
-        for (uint32_t s = 0; s < m->n_spines; s++)
+    for (uint32_t s = 0; s < m->n_spines; s++)
+        if ((switch_node(m, v, m->first_spine + s) >> 32) == G_SWITCH)
             fprintf(out, "  \"%s\" [shape=ellipse];\n",
                     sn_model_switch_name(m, m->first_spine + s, buf, sizeof(buf)));
-        for (uint32_t c = 0; c < m->n_cores; c++)
+    for (uint32_t c = 0; c < m->n_cores; c++)
+        if ((switch_node(m, v, m->first_core + c) >> 32) == G_SWITCH)
             fprintf(out, "  \"%s\" [shape=ellipse];\n",
                     sn_model_switch_name(m, m->first_core + c, buf, sizeof(buf)));
+    if (v->detail == SN_DOT_DETAIL_FULL)
         return;
-    }
     for (uint32_t p = 0; p < g->n_pods; p++) {
+        if (v->detail == SN_DOT_DETAIL_POD && p == v->pod)
+            continue;
         uint32_t n = 0;
         for (uint32_t s = 0; s < m->n_spines; s++)
             n += g->spine_pod[s] == p;
-        fprintf(out, "  \"%s\" [shape=ellipse, label=\"%s\\n%u spines\"];\n",
-                sn__pod_name(g, p, buf, sizeof(buf)), buf, n);
+        if (n > 0)
+            fprintf(out, "  \"%s\" [shape=ellipse, label=\"%s\\n%u spines\"];\n",
+                    sn__pod_name(g, p, buf, sizeof(buf)), buf, n);
     }
     for (uint32_t t = 0; t < g->n_tops; t++) {
         uint32_t n = 0;
@@ -161,13 +246,17 @@ static void dot_fabric_nodes(FILE *out, const struct sn_model *m, const struct s
     }
 }
 
-static enum sn_err dot_edges(FILE *out, const struct sn_model *m, const struct sn__fabric_groups *g,
-                             bool detail, struct sn_error *err)
+static enum sn_err dot_edges(FILE *out, const struct sn_model *m, const struct dot_view *v,
+                             struct sn_error *err)
 {
-    /* Scale-up links inside a server or a supernode are drawn only in
-     * detail, and only towards shared switch trays (NVL72). */
-    uint64_t first = detail ? 0 : m->tier_first[SN_TIER_LEAF_SPINE];
-    uint64_t last = detail ? m->n_links : m->tier_first[SN_TIER_SPINE_CORE + 1];
+    /* Links inside supernodes are drawn only where a supernode is drawn
+     * in full, and only between different graph nodes (never a GPU to
+     * its own server's NVSwitch). */
+    bool any_full = false;
+    for (uint32_t sn = 0; sn < m->n_supernodes && !any_full; sn++)
+        any_full = sn_full(v, sn);
+    uint64_t first = any_full ? 0 : m->tier_first[SN_TIER_LEAF_SPINE];
+    uint64_t last = any_full ? m->n_links : m->tier_first[SN_TIER_SPINE_CORE + 1];
     if (last - first > DOT_MAX_PAIRS)
         return sn_error_set(err, SN_ERR_LIMIT, "%llu links are too many to draw",
                             (unsigned long long)(last - first));
@@ -177,8 +266,8 @@ static enum sn_err dot_edges(FILE *out, const struct sn_model *m, const struct s
     size_t n = 0;
     for (uint64_t i = first; i < last; i++) {
         const struct sn_link *l = &m->links[i];
-        uint64_t a = gnode(m, g, detail, l->a_kind, l->a_id);
-        uint64_t b = gnode(m, g, detail, l->b_kind, l->b_id);
+        uint64_t a = gnode(m, v, l->a_kind, l->a_id);
+        uint64_t b = gnode(m, v, l->b_kind, l->b_id);
         if (a != b)
             pairs[n++] = (struct pair){a, b};
     }
@@ -189,34 +278,76 @@ static enum sn_err dot_edges(FILE *out, const struct sn_model *m, const struct s
         while (j < n && pairs[j].a == pairs[i].a && pairs[j].b == pairs[i].b)
             j++;
         fprintf(out, "  \"%s\" -- \"%s\" [label=\"%zu\"];\n",
-                gname(m, g, pairs[i].a, an, sizeof(an)), gname(m, g, pairs[i].b, bn, sizeof(bn)),
-                j - i);
+                gname(m, v->g, pairs[i].a, an, sizeof(an)),
+                gname(m, v->g, pairs[i].b, bn, sizeof(bn)), j - i);
         i = j;
     }
     free(pairs);
     return SN_OK;
 }
 
-enum sn_err sn__export_dot(FILE *out, const struct sn_model *m, struct sn_error *err)
+static const char *view_comment(const struct dot_view *v)
+{
+    switch (v->detail) {
+    case SN_DOT_DETAIL_FULL:
+        return "every server and switch";
+    case SN_DOT_DETAIL_SUPERNODES:
+        return "aggregated: supernodes, spine and core groups";
+    case SN_DOT_DETAIL_POD:
+        return "one spine group in full, the others summarised";
+    case SN_DOT_DETAIL_SUMMARY:
+    case SN_DOT_DETAIL_AUTO:
+        break;
+    }
+    return "summary: one node per spine group's supernodes, spine and core groups";
+}
+
+enum sn_err sn_export_dot(FILE *out, const struct sn_model *m,
+                          const struct sn_export_dot_options *opt, struct sn_error *err)
 {
     struct sn__fabric_groups g;
     enum sn_err rc = sn__fabric_groups_build(m, &g, err);
     if (rc != SN_OK)
         return rc;
-    bool detail = m->n_servers <= DOT_DETAIL;
+    struct dot_view v = {.detail = opt ? opt->detail : SN_DOT_DETAIL_AUTO,
+                         .pod = opt ? opt->pod : 0,
+                         .g = &g};
+    if (v.detail == SN_DOT_DETAIL_AUTO)
+        v.detail = m->n_servers <= DOT_DETAIL ? SN_DOT_DETAIL_FULL : SN_DOT_DETAIL_SUMMARY;
+    if (v.detail == SN_DOT_DETAIL_POD && v.pod >= g.n_pods) {
+        if (g.n_pods == 0)
+            rc = sn_error_set(err, SN_ERR_INVALID,
+                              "--detail pod=%u: the fabric has no spine group (no spine tier): "
+                              "use --detail full or all",
+                              v.pod);
+        else
+            rc = sn_error_set(err, SN_ERR_INVALID,
+                              "--detail pod=%u: the fabric has %u spine group%s: expected pod=0"
+                              "%s%.0u",
+                              v.pod, g.n_pods, g.n_pods == 1 ? "" : "s", g.n_pods > 1 ? ".." : "",
+                              g.n_pods > 1 ? g.n_pods - 1 : 0);
+        sn__fabric_groups_release(&g);
+        return rc;
+    }
     fputs("graph ", out);
     sn__json_string(out, m->spec->name ? m->spec->name : "cluster");
-    fprintf(out, " {\n  // %s; edge labels count parallel links\n",
-            detail ? "every server and switch" : "aggregated: supernodes, spine and core groups");
+    fprintf(out, " {\n  // %s; edge labels count parallel links\n", view_comment(&v));
     fprintf(out, "  graph [rankdir=BT, fontname=\"Helvetica\"];\n"
                  "  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n");
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++)
-        dot_supernode(out, m, sn, detail);
-    dot_fabric_nodes(out, m, &g, detail);
-    rc = dot_edges(out, m, &g, detail, err);
+        if (!sn_folded(&v, sn))
+            dot_supernode(out, m, sn, sn_full(&v, sn));
+    dot_pod_summaries(out, m, &v);
+    dot_fabric_nodes(out, m, &v);
+    rc = dot_edges(out, m, &v, err);
     fputs("}\n", out);
     sn__fabric_groups_release(&g);
     return rc;
+}
+
+enum sn_err sn__export_dot(FILE *out, const struct sn_model *m, struct sn_error *err)
+{
+    return sn_export_dot(out, m, NULL, err);
 }
 
 /* ---- cable ledger ------------------------------------------------------ */
@@ -369,7 +500,9 @@ static void json_domains(FILE *out, const struct sn_model *m)
     for (uint32_t r = 0; r < m->n_racks; r++) {
         fprintf(out, "%s\n    {\"id\": %u, \"name\": ", r ? "," : "", r);
         sn__json_string(out, sn_model_rack_name(m, r, name, sizeof(name)));
-        fprintf(out, ", \"supernode\": %u, \"cooling_loop\": ", m->rack_supernode[r]);
+        fputs(", \"supernode\": ", out);
+        json_id(out, m->rack_supernode[r]);
+        fputs(", \"cooling_loop\": ", out);
         json_id(out, m->rack_cooling_loop[r]);
         fputs("}", out);
     }
@@ -378,8 +511,10 @@ static void json_domains(FILE *out, const struct sn_model *m)
         const struct sn_power_domain_spec *ps = sn_model_power_domain_spec(m, p);
         fprintf(out, "%s\n    {\"id\": %u, \"name\": ", p ? "," : "", p);
         sn__json_string(out, sn_model_power_domain_name(m, p, name, sizeof(name)));
-        fprintf(out, ", \"supernode\": %u, \"kind\": \"%s\", \"capacity_w\": %.17g}",
-                m->power_domain_supernode[p], sn_power_kind_name(ps->kind), ps->capacity_w);
+        fputs(", \"supernode\": ", out);
+        json_id(out, m->power_domain_supernode[p]);
+        fprintf(out, ", \"kind\": \"%s\", \"capacity_w\": %.17g}", sn_power_kind_name(ps->kind),
+                ps->capacity_w);
     }
     fputs("\n  ],\n  \"cooling_loops\": [", out);
     for (uint32_t l = 0; l < m->n_cooling_loops; l++) {

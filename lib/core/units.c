@@ -80,6 +80,10 @@ static const struct unit_row unit_table[] = {
     {"h", SN_UNIT_TIME, 3600},
     {"d", SN_UNIT_TIME, 86400},
     {"y", SN_UNIT_TIME, 365.0 * 86400},
+    {"V", SN_UNIT_VOLTAGE, 1},
+    {"kV", SN_UNIT_VOLTAGE, 1e3},
+    {"A", SN_UNIT_CURRENT, 1},
+    {"kA", SN_UNIT_CURRENT, 1e3},
 };
 
 static const char *const kind_names[] = {
@@ -117,6 +121,10 @@ static const char *expected_units(enum sn_unit_kind kind)
         return "a ratio such as '1:1' or '3:1'";
     case SN_UNIT_FRACTION:
         return "a fraction such as '75%' or '0.75'";
+    case SN_UNIT_VOLTAGE:
+        return "a voltage such as '415V' or '230V'";
+    case SN_UNIT_CURRENT:
+        return "a current such as '63A' or '32A'";
     case SN_UNIT_KIND_COUNT:
         break;
     }
@@ -316,6 +324,8 @@ char *sn_units_format(double value, enum sn_unit_kind kind, char *buf, size_t le
     static const struct prefix_row flow[] = {{1, "L/min"}};
     static const struct prefix_row seconds[] = {
         {1e-3, "ms"}, {1, "s"}, {60, "min"}, {3600, "h"}, {86400, "d"}};
+    static const struct prefix_row volts[] = {{1, "V"}, {1e3, "kV"}};
+    static const struct prefix_row amps[] = {{1, "A"}, {1e3, "kA"}};
 #define FMT(rows) format_scaled(value, rows, sizeof(rows) / sizeof(rows[0]), buf, len)
     switch (kind) {
     case SN_UNIT_BANDWIDTH:
@@ -340,6 +350,10 @@ char *sn_units_format(double value, enum sn_unit_kind kind, char *buf, size_t le
     case SN_UNIT_FRACTION:
         snprintf(buf, len, "%.4g%%", value * 100);
         return buf;
+    case SN_UNIT_VOLTAGE:
+        return FMT(volts);
+    case SN_UNIT_CURRENT:
+        return FMT(amps);
     case SN_UNIT_KIND_COUNT:
         break;
     }

@@ -372,6 +372,29 @@ static void *model_alloc(struct builder *b, uint64_t count, size_t size)
     return p;
 }
 
+/* Network racks: fabric.racks.count, else enough racks of `units` rack
+ * units for every spine and core switch (at least one). */
+static void net_rack_count(const struct sn_spec *spec, const struct fabric_plan *p,
+                           uint32_t *racks, uint32_t *pds)
+{
+    const struct sn_fabric_spec *f = &spec->fabric;
+    uint32_t n_spines = p->tiers >= 2 ? p->n_spines : 0, n_cores = p->tiers == 3 ? p->n_cores : 0;
+    *racks = *pds = 0;
+    if (n_spines + n_cores == 0)
+        return;
+    *pds = f->n_power_domains;
+    if (f->racks.count) {
+        *racks = f->racks.count;
+        return;
+    }
+    uint64_t units = (uint64_t)n_spines * spec->switch_models[f->spine.switch_model].rack_units;
+    if (n_cores)
+        units += (uint64_t)n_cores * spec->switch_models[f->core.switch_model].rack_units;
+    uint32_t per = f->racks.units ? f->racks.units : 42;
+    uint64_t n = (units + per - 1) / per;
+    *racks = n ? (uint32_t)n : 1;
+}
+
 static void alloc_arrays(struct builder *b, const struct sn__model_counts *c)
 {
     struct sn_model *m = b->m;
@@ -381,8 +404,11 @@ static void alloc_arrays(struct builder *b, const struct sn__model_counts *c)
     m->n_gpus = (uint32_t)c->gpus;
     m->n_switches =
         (uint32_t)(c->scaleup_chips + c->leaves + c->mgmt_switches) + p->n_spines + p->n_cores;
-    m->n_racks = (uint32_t)c->racks;
-    m->n_power_domains = (uint32_t)c->power_domains;
+    m->first_net_rack = (uint32_t)c->racks;
+    m->first_fabric_pd = (uint32_t)c->power_domains;
+    net_rack_count(b->spec, p, &m->n_net_racks, &m->n_fabric_pds);
+    m->n_racks = (uint32_t)c->racks + m->n_net_racks;
+    m->n_power_domains = (uint32_t)c->power_domains + m->n_fabric_pds;
     m->n_cooling_loops = (uint32_t)c->cooling_loops;
     uint64_t per_tier[SN_LINK_TIER_COUNT];
     memcpy(per_tier, c->links, sizeof(per_tier));
@@ -672,19 +698,64 @@ static void build_supernodes(struct builder *b)
     }
 }
 
+/* Spine and core switches go to the fabric's power domains (the tier's
+ * `power` list cycled, else round-robin: half the spines on A, half on B)
+ * and fill the network racks in order, spines first. */
+static void build_net_racks(struct builder *b)
+{
+    struct sn_model *m = b->m;
+    for (uint32_t r = 0; r < m->n_net_racks; r++) {
+        m->rack_supernode[m->first_net_rack + r] = SN_NONE;
+        m->rack_cooling_loop[m->first_net_rack + r] = SN_NONE;
+    }
+    for (uint32_t i = 0; i < m->n_fabric_pds; i++) {
+        m->power_domain_supernode[m->first_fabric_pd + i] = SN_NONE;
+        m->power_domain_spec_index[m->first_fabric_pd + i] = i;
+    }
+}
+
+static void fabric_place(const struct builder *b, const struct sn_fabric_tier_spec *tier,
+                         uint32_t member, uint64_t k, uint64_t n, uint32_t *rack, uint32_t *pd)
+{
+    const struct sn_model *m = b->m;
+    uint32_t local = domain_pick(&tier->power, member, m->n_fabric_pds);
+    *pd = local == SN_NONE ? SN_NONE : m->first_fabric_pd + local;
+    *rack = m->n_net_racks ? m->first_net_rack + (uint32_t)(k * m->n_net_racks / n) : SN_NONE;
+}
+
 static void build_fabric(struct builder *b)
 {
     struct sn_model *m = b->m;
     const struct fabric_plan *p = b->plan;
     const struct sn_fabric_spec *f = &b->spec->fabric;
+    build_net_racks(b);
     m->first_spine = b->next_switch;
     m->n_spines = p->tiers >= 2 ? p->n_spines : 0;
-    for (uint32_t s = 0; s < m->n_spines; s++)
-        new_switch(b, SN_ROLE_SPINE, f->spine.switch_model, SN_NONE, SN_NONE, SN_NONE);
-    m->first_core = b->next_switch;
     m->n_cores = p->tiers == 3 ? p->n_cores : 0;
-    for (uint32_t c = 0; c < m->n_cores; c++)
-        new_switch(b, SN_ROLE_CORE, f->core.switch_model, SN_NONE, SN_NONE, SN_NONE);
+    uint64_t n_fabric = (uint64_t)m->n_spines + m->n_cores;
+    uint32_t rack, pd, in_pod = 0, group = 0;
+    for (uint32_t s = 0; s < m->n_spines; s++) {
+        /* Three tiers: spine j of every pod on one domain, so that a
+         * domain's loss takes whole core groups, not a share of each. */
+        uint32_t member = s;
+        if (p->tiers == 3) {
+            while (in_pod + 1 < p->n_pods && s >= p->pod_first_spine[in_pod + 1])
+                in_pod++;
+            member = s - p->pod_first_spine[in_pod];
+        }
+        fabric_place(b, &f->spine, member, s, n_fabric, &rack, &pd);
+        new_switch(b, SN_ROLE_SPINE, f->spine.switch_model, SN_NONE, rack, pd);
+    }
+    m->first_core = b->next_switch;
+    for (uint32_t c = 0; c < m->n_cores; c++) {
+        /* A core follows the spines of its group unless core.power says. */
+        while (group + 1 < p->n_groups && c >= p->group_first_core[group + 1])
+            group++;
+        bool own = f->core.power.count > 0;
+        fabric_place(b, own ? &f->core : &f->spine, own ? c : group, (uint64_t)m->n_spines + c,
+                     n_fabric, &rack, &pd);
+        new_switch(b, SN_ROLE_CORE, f->core.switch_model, SN_NONE, rack, pd);
+    }
     if (p->tiers < 2)
         return;
 

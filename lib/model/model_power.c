@@ -14,10 +14,18 @@
  * (failover). Racks and cooling loops sum their devices. O(servers +
  * switches + links).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/model_int.h"
+
+double sn_model_feed_capacity_w(const struct sn_feed_spec *f)
+{
+    double va = f->phases == 3 ? sqrt(3.0) * f->voltage_v * f->current_a
+                               : f->voltage_v * f->current_a;
+    return va * f->power_factor;
+}
 
 void sn_model_power_release(struct sn_model_power *p)
 {

@@ -62,6 +62,8 @@ const struct sn_switch_model *sn_model_switch_spec(const struct sn_model *m, uin
 
 const struct sn_power_domain_spec *sn_model_power_domain_spec(const struct sn_model *m, uint32_t pd)
 {
+    if (m->power_domain_supernode[pd] == SN_NONE)
+        return &m->spec->fabric.power_domains[m->power_domain_spec_index[pd]];
     const struct sn_template *t = sn_model_supernode_template(m, m->power_domain_supernode[pd]);
     return &t->power_domains[m->power_domain_spec_index[pd]];
 }
@@ -140,6 +142,10 @@ char *sn_model_rack_name(const struct sn_model *m, uint32_t rack, char *buf, siz
 {
     char owner[96];
     uint32_t sn = m->rack_supernode[rack];
+    if (sn == SN_NONE) {
+        snprintf(buf, len, "net-rack%u", rack - m->first_net_rack);
+        return buf;
+    }
     sn_model_supernode_name(m, sn, owner, sizeof(owner));
     snprintf(buf, len, "%s-rack%u", owner, rack - m->supernodes[sn].first_rack);
     return buf;
@@ -148,6 +154,10 @@ char *sn_model_rack_name(const struct sn_model *m, uint32_t rack, char *buf, siz
 char *sn_model_power_domain_name(const struct sn_model *m, uint32_t pd, char *buf, size_t len)
 {
     char owner[96];
+    if (m->power_domain_supernode[pd] == SN_NONE) {
+        snprintf(buf, len, "net-pd%s", sn_model_power_domain_spec(m, pd)->name);
+        return buf;
+    }
     sn_model_supernode_name(m, m->power_domain_supernode[pd], owner, sizeof(owner));
     snprintf(buf, len, "%s-pd%s", owner, sn_model_power_domain_spec(m, pd)->name);
     return buf;
@@ -333,6 +343,8 @@ static uint32_t leaf_switch(const struct sn_model *m, uint32_t leaf_index)
  * while a leaf pair or rails split over A and B lose nothing. */
 static uint32_t power_domain_gpus(const struct sn_model *m, uint32_t id, struct sn_bitset *gpus)
 {
+    if (m->power_domain_supernode[id] == SN_NONE)
+        return 0; /* a fabric domain cuts spines and cores, not GPUs */
     const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[id]];
     uint32_t trays = 0, trays_on = 0, n = 0;
     for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
@@ -374,6 +386,8 @@ uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind
         sn_bitset_set_range(gpus, m->supernodes[id].first_gpu, m->supernodes[id].n_gpus);
         return m->supernodes[id].n_gpus;
     case SN_DOMAIN_RACK: {
+        if (m->rack_supernode[id] == SN_NONE)
+            return 0; /* a network rack holds no server */
         const struct sn_supernode *s = &m->supernodes[m->rack_supernode[id]];
         for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers; sv++)
             if (m->server_rack[sv] == id)
@@ -407,6 +421,54 @@ uint32_t sn_model_domain_gpus(const struct sn_model *m, enum sn_domain_kind kind
         break;
     }
     return 0;
+}
+
+/* ---- what a power domain costs the fabric ----------------------------- */
+
+static bool on_pd(const struct sn_model *m, uint32_t sw, uint32_t pd)
+{
+    return m->switch_power[sw] == pd;
+}
+
+void sn_model_fabric_loss(const struct sn_model *m, uint32_t pd, struct sn_model_fabric_loss *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->worst_leaf = SN_NONE;
+    out->spines = m->n_spines;
+    out->cores = m->n_cores;
+    for (uint32_t s = m->first_spine; s < m->first_spine + m->n_spines; s++)
+        out->spines_lost += on_pd(m, s, pd);
+    for (uint32_t s = m->first_core; s < m->first_core + m->n_cores; s++)
+        out->cores_lost += on_pd(m, s, pd);
+    /* Leaf-spine links are wired leaf by leaf: one run per leaf. */
+    uint64_t total = 0, kept = 0;
+    double worst = 1.0;
+    uint64_t i = m->tier_first[SN_TIER_LEAF_SPINE], end = m->tier_first[SN_TIER_LEAF_SPINE + 1];
+    while (i < end) {
+        uint32_t leaf = m->links[i].a_id, up = 0, left = 0;
+        for (; i < end && m->links[i].a_id == leaf; i++) {
+            up++;
+            left += !on_pd(m, leaf, pd) && !on_pd(m, m->links[i].b_id, pd);
+        }
+        total += up;
+        kept += left;
+        double share = (double)left / up;
+        if (out->worst_leaf == SN_NONE || share < worst) {
+            worst = share;
+            out->worst_leaf = leaf;
+            out->worst_leaf_up = up;
+            out->worst_leaf_kept = left;
+        }
+    }
+    out->leaf_spine_kept = total ? (double)kept / (double)total : 1.0;
+    total = kept = 0;
+    for (uint64_t k = m->tier_first[SN_TIER_SPINE_CORE]; k < m->tier_first[SN_TIER_SPINE_CORE + 1];
+         k++) {
+        total++;
+        kept += !on_pd(m, m->links[k].a_id, pd) && !on_pd(m, m->links[k].b_id, pd);
+    }
+    out->spine_core_kept = total ? (double)kept / (double)total : 1.0;
+    out->bisection_kept = worst < out->spine_core_kept ? worst : out->spine_core_kept;
 }
 
 /* ---- invariants ------------------------------------------------------ */

@@ -43,7 +43,12 @@ static const struct rule_row rules[] = {
       "domains lose nothing), plus the whole supernode when it feeds every switch "
       "tray of a supernode-wide scale-up fabric (sn_model_domain_gpus, which the BOM's blast "
       "radius uses too). The GPUs left must be at least `survivor_fraction` of the "
-      "supernode.",
+      "supernode. A fabric power domain (`fabric.power_domains`, the network racks' feeds) "
+      "cuts spine and core switches instead: its loss is reported with the share of the "
+      "fabric's bisection left (the worst leaf's surviving uplinks, and the spine-core links "
+      "with both ends up), an info when it is at least `survivor_fraction` (half the spines "
+      "on one domain halves the bisection) and an error when it is below, or when a leaf "
+      "loses every uplink (all spines on one domain).",
       "survivor_fraction", "r02-power-domain-survival"},
      sn__check_power_domains},
     {{"R03", "redundant-pairs-split", SN_SEVERITY_ERROR,
@@ -60,8 +65,9 @@ static const struct rule_row rules[] = {
       "For each power domain: capacity >= `power_margin` x steady draw in normal operation, "
       "and capacity >= failover peak draw, where the GPUs draw `peak_factor` x TDP and every "
       "dual-fed server on the domain carries its whole draw (its other feed lost). Draw is "
-      "the sum over what the domain feeds (see the power model below). Draw outside every "
-      "power domain (spine and core switches) is not checked.",
+      "the sum over what the domain feeds (see the power model below). The fabric's power "
+      "domains carry the spine and core switches; one whose capacity is not stated (the "
+      "default domains A and B) is a warning naming the draw it carries.",
       "power_margin, peak_factor", "r04-power-capacity"},
      sn__check_power_capacity},
     {{"R05", "rack-limits", SN_SEVERITY_ERROR,
@@ -69,7 +75,10 @@ static const struct rule_row rules[] = {
       "A rack over its limit trips its PDUs; air cannot remove more than about 40 kW a rack.",
       "For each rack: steady draw <= the rack's `power_limit`, peak draw (GPUs at "
       "`peak_factor` x TDP) <= the rack's `power_limit`, and a rack whose steady draw "
-      "exceeds `air_cooling_limit` must be a liquid rack on a liquid cooling loop.",
+      "exceeds `air_cooling_limit` must be a liquid rack on a liquid cooling loop. Network "
+      "racks (`fabric.racks`, holding the spine and core switches) are checked against "
+      "`fabric.racks.power_limit` when stated and against `air_cooling_limit` unless "
+      "`cooling: liquid`.",
       "air_cooling_limit, peak_factor", "r05-rack-limits"},
      sn__check_racks},
     {{"R06", "cooling-capacity", SN_SEVERITY_ERROR,
@@ -189,10 +198,42 @@ static const struct rule_row rules[] = {
       "planner's bandwidth is wrong.",
       "For the node-leaf, leaf-spine and spine-core links: an end faster than the port it "
       "plugs into (a NIC faster than its leaf port, a leaf port faster than its spine port) "
-      "is an error; a port faster than the end below it is a warning. One finding per tier "
-      "and kind, with the link count and the first cable label.",
+      "is an error; a port faster than the end below it is a warning; a cable whose `speed` "
+      "is stated and below the slower end's (a 400G NIC on a 400G port through a 200G cable) "
+      "is an error. One finding per tier and kind, with the link count and the first cable "
+      "label.",
       "", "r18-link-speeds"},
      sn__check_speeds},
+    {{"R19", "psu-redundancy", SN_SEVERITY_ERROR,
+      "Power supplies carry their load after the failure their redundancy allows.",
+      "An N+1 server that needs all its PSUs at peak is not redundant; a PSU rated for a short "
+      "pulse is not overloaded by it, and one rated only continuously is.",
+      "For each server model with a `psu` mapping and each template whose `racks` has one (the "
+      "power shelves): with the largest steady and peak draw of its servers or racks (the "
+      "power model of R04), steady draw <= count x rating; after one PSU fails (`n+1`) or one "
+      "side (`n+n`, half the PSUs), the survivors' count x rating >= steady draw; and they "
+      "carry the peak (GPUs at `peak_factor` x TDP). A peak above the survivors' continuous "
+      "rating passes with an info when the PSUs state a `pulse` rating that covers it "
+      "(rating x pulse >= peak) for at least `review.peak_duration`; with `peak_duration` "
+      "not stated (0) the peak is sustained and it is an error. `redundancy: none` is a "
+      "warning.",
+      "peak_factor, peak_duration", "r19-psu-redundancy"},
+     sn__check_psus},
+    {{"R20", "rack-feeds", SN_SEVERITY_ERROR,
+      "Each rack's feeds carry its draw within their rating, phase by phase.",
+      "A breaker loaded past 80 % continuously, or one phase of a 3-phase feed carrying half "
+      "the rack, trips although the rack's total is within its limit.",
+      "For each rack of a template whose `racks.feed` is stated: a feed delivers sqrt(3) x "
+      "V(line to line) x I x power_factor for 3 phases, V x I x power_factor for one, a third "
+      "of it per phase. After the failure its redundancy allows (one side for `n+n`, one feed "
+      "for `n+1`) the surviving feeds carry the rack: the most loaded phase's steady draw must "
+      "be <= `continuous` (80 %: NFPA 70, NEC 210.20(A), breakers rated for 125 % of the "
+      "continuous load) x its capacity, and its peak (GPUs at `peak_factor` x TDP) <= its "
+      "breaker rating. Phase loads: a server whose `psu` count is a multiple of 3 spreads "
+      "evenly over the phases; every other server and switch is one load on the next phase "
+      "in turn. Phases more than 5 % apart are reported (info).",
+      "peak_factor", "r20-rack-feeds"},
+     sn__check_feeds},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))
@@ -526,7 +567,8 @@ static bool config_valid(const struct sn_review_config *cfg, struct sn_error *er
                         cfg->air_cooling_limit_w,
                         cfg->cooling_margin,
                         cfg->bandwidth_headroom,
-                        cfg->memory_wall_bytes_per_flop};
+                        cfg->memory_wall_bytes_per_flop,
+                        cfg->peak_duration_s};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         if (!isfinite(v[i]) || v[i] < 0) {
             sn_error_set(err, SN_ERR_INVALID,

@@ -74,8 +74,12 @@ static void put_defaults(struct doc *d)
         def.cooling_margin);
     put(d, "| `bandwidth_headroom` | %g | line rate >= need x (1 + headroom) (R10, sn plan) |\n",
         def.bandwidth_headroom);
-    put(d, "| `memory_wall` | %g | minimum HBM bytes per dense BF16 FLOP (R12) |\n\n",
+    put(d, "| `memory_wall` | %g | minimum HBM bytes per dense BF16 FLOP (R12) |\n",
         def.memory_wall_bytes_per_flop);
+    put(d,
+        "| `peak_duration` | %g s | how long the GPU peak lasts; 0: sustained, so no PSU pulse "
+        "rating covers it (R19) |\n\n",
+        def.peak_duration_s);
 }
 
 static void put_intro(struct doc *d)

@@ -102,5 +102,7 @@ void sn__check_leaf_pairs(struct sn__review_ctx *c);
 void sn__check_switch_redundancy(struct sn__review_ctx *c);
 void sn__check_thresholds(struct sn__review_ctx *c);
 void sn__check_speeds(struct sn__review_ctx *c);
+void sn__check_psus(struct sn__review_ctx *c);
+void sn__check_feeds(struct sn__review_ctx *c);
 
 #endif

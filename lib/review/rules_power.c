@@ -79,6 +79,39 @@ static void survival_supernode(struct sn__review_ctx *c, uint32_t sn)
     }
 }
 
+/* A fabric power domain cuts spines and cores, not GPUs: its cost is the
+ * share of the fabric's bisection it takes (sn_model_fabric_loss). Losing
+ * half the spines halves it, which is reported; a leaf cut off every spine
+ * or a fabric left with less than survivor_fraction is an error. */
+static void fabric_survival(struct sn__review_ctx *c)
+{
+    const struct sn_model *m = c->m;
+    char name[SN_REVIEW_NAME_MAX], leaf[SN_REVIEW_NAME_MAX];
+    for (uint32_t pd = m->first_fabric_pd; pd < m->first_fabric_pd + m->n_fabric_pds; pd++) {
+        struct sn_model_fabric_loss l;
+        sn_model_fabric_loss(m, pd, &l);
+        if (l.spines_lost == 0 && l.cores_lost == 0)
+            continue;
+        sn_model_power_domain_name(m, pd, name, sizeof(name));
+        uint64_t key = SN__KEY_GLOBAL | (pd - m->first_fabric_pd);
+        bool cut = l.worst_leaf != SN_NONE && l.worst_leaf_kept == 0;
+        bool low = l.bisection_kept + 1e-9 < c->cfg->survivor_fraction;
+        struct sn_finding *f = sn__finding_global(
+            c, cut || low ? SN_SEVERITY_ERROR : SN_SEVERITY_INFO, key,
+            "losing this domain stops %u of %u spines and %u of %u cores: the fabric keeps "
+            "%.1f%% of its bisection%s%s",
+            l.spines_lost, l.spines, l.cores_lost, l.cores, 100.0 * l.bisection_kept,
+            cut ? "; a leaf loses every uplink and its supernode is cut off the others"
+            : low ? ", below survivor_fraction"
+                  : "",
+            cut || low ? " (spread the spines over the fabric's power domains: fabric.spine.power)"
+                       : "");
+        sn__finding_element(f, name);
+        if (cut || low)
+            sn__finding_element(f, sn_model_switch_name(m, l.worst_leaf, leaf, sizeof(leaf)));
+    }
+}
+
 void sn__check_power_domains(struct sn__review_ctx *c)
 {
     struct survival sv = {0};
@@ -90,6 +123,7 @@ void sn__check_power_domains(struct sn__review_ctx *c)
     sn__each_supernode(c, survival_supernode);
     c->user = NULL;
     sn_bitset_release(&sv.scratch);
+    fabric_survival(c);
 }
 
 /* ---- R03: redundant pairs on different power domains ------------------- */
@@ -193,9 +227,49 @@ static void capacity_supernode(struct sn__review_ctx *c, uint32_t sn)
     }
 }
 
+/* The fabric's domains: same tests; a domain with no stated capacity (the
+ * default A and B) is a warning, so a spine tier's draw is never silent. */
+static void capacity_fabric(struct sn__review_ctx *c)
+{
+    const struct sn_model *m = c->m;
+    char name[SN_REVIEW_NAME_MAX], a[32], b[32], cap[32];
+    for (uint32_t pd = m->first_fabric_pd; pd < m->first_fabric_pd + m->n_fabric_pds; pd++) {
+        double capacity = sn_model_power_domain_spec(m, pd)->capacity_w;
+        double steady = c->power.pd_w[pd], need = c->cfg->power_margin * steady;
+        uint64_t key = SN__KEY_GLOBAL | (uint64_t)(pd - m->first_fabric_pd) * 2;
+        sn_model_power_domain_name(m, pd, name, sizeof(name));
+        sn__fmt(a, sizeof(a), steady, SN_UNIT_POWER);
+        if (capacity <= 0) {
+            if (steady <= 0)
+                continue;
+            struct sn_finding *f = sn__finding_global(
+                c, SN_SEVERITY_WARNING, key,
+                "spine and core switches draw %s on this domain, whose capacity is not stated "
+                "(set fabric.power_domains)",
+                a);
+            sn__finding_element(f, name);
+            continue;
+        }
+        sn__fmt(cap, sizeof(cap), capacity, SN_UNIT_POWER);
+        if (capacity < need) {
+            struct sn_finding *f = sn__finding_global(
+                c, SN_SEVERITY_ERROR, key, "steady draw %s x %g = %s > capacity %s", a,
+                c->cfg->power_margin, sn__fmt(b, sizeof(b), need, SN_UNIT_POWER), cap);
+            sn__finding_element(f, name);
+        }
+        if (capacity < c->power.pd_failover_peak_w[pd]) {
+            struct sn_finding *f = sn__finding_global(
+                c, SN_SEVERITY_ERROR, key + 1, "peak draw %s > capacity %s",
+                sn__fmt(b, sizeof(b), c->power.pd_failover_peak_w[pd], SN_UNIT_POWER), cap);
+            sn__finding_element(f, name);
+        }
+    }
+}
+
 void sn__check_power_capacity(struct sn__review_ctx *c)
 {
     sn__each_supernode(c, capacity_supernode);
+    capacity_fabric(c);
 }
 
 /* ---- R05: rack power limit and air-cooling limit ----------------------- */
@@ -249,9 +323,39 @@ static void rack_supernode(struct sn__review_ctx *c, uint32_t sn)
     }
 }
 
+/* Network racks: the fabric's power limit (when stated) and the
+ * air-cooling limit; switches draw the same steady and peak. */
+static void racks_fabric(struct sn__review_ctx *c)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_fabric_racks_spec *rs = &m->spec->fabric.racks;
+    char name[SN_REVIEW_NAME_MAX], a[32], b[32];
+    for (uint32_t r = m->first_net_rack; r < m->first_net_rack + m->n_net_racks; r++) {
+        double draw = c->power.rack_peak_w[r];
+        uint64_t key = SN__KEY_GLOBAL | (uint64_t)(r - m->first_net_rack) * 2;
+        sn_model_rack_name(m, r, name, sizeof(name));
+        sn__fmt(a, sizeof(a), draw, SN_UNIT_POWER);
+        if (rs->power_limit_w > 0 && draw > rs->power_limit_w) {
+            struct sn_finding *f =
+                sn__finding_global(c, SN_SEVERITY_ERROR, key, "draw %s > rack power limit %s",
+                                   a, sn__fmt(b, sizeof(b), rs->power_limit_w, SN_UNIT_POWER));
+            sn__finding_element(f, name);
+        }
+        if (draw > c->cfg->air_cooling_limit_w && rs->cooling != SN_COOLING_LIQUID) {
+            struct sn_finding *f = sn__finding_global(
+                c, SN_SEVERITY_ERROR, key + 1,
+                "draw %s > air-cooling limit %s, but the network rack is air-cooled (more "
+                "fabric.racks, or cooling: liquid)",
+                a, sn__fmt(b, sizeof(b), c->cfg->air_cooling_limit_w, SN_UNIT_POWER));
+            sn__finding_element(f, name);
+        }
+    }
+}
+
 void sn__check_racks(struct sn__review_ctx *c)
 {
     sn__each_supernode(c, rack_supernode);
+    racks_fabric(c);
 }
 
 /* ---- R06: cooling loop capacity ---------------------------------------- */

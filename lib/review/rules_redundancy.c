@@ -86,11 +86,14 @@ void sn__check_thresholds(struct sn__review_ctx *c)
 
 /* ---- R18: link ends run at the same speed ------------------------------- */
 
-/* Per tier: the first link whose ends differ, and how many do. */
+/* Per tier: the first link whose ends differ, and how many do; and the
+ * links whose cable is slower than both ends' common speed. */
 struct speed_tally {
     uint64_t slower_far, slower_near, first_far, first_near;
     double near_far, near_slow; /* speeds of the first mismatch of each kind */
     double far_fast, far_slow;
+    uint64_t slow_cable, first_cable;
+    double cable_speed, ends_speed; /* of the first slow cable */
 };
 
 static double end_speed(const struct sn_model *m, uint8_t kind, uint32_t id)
@@ -128,6 +131,17 @@ static void speed_report(struct sn__review_ctx *c, enum sn_link_tier tier,
         sn__finding_element(f, sn_model_cable_label(m, &m->links[t->first_near], label,
                                                     sizeof(label)));
     }
+    if (t->slow_cable > 0) {
+        const struct sn_link *l = &m->links[t->first_cable];
+        struct sn_finding *f = sn__finding_global(
+            c, SN_SEVERITY_ERROR, (uint64_t)SN_LINK_TIER_COUNT * 2 + tier,
+            "%s %s links: cable %s at %s between ends at %s: the link runs at the cable's speed",
+            sn__count(n, sizeof(n), t->slow_cable), sn_link_tier_name(tier),
+            m->spec->cable_types[l->cable].name,
+            sn__fmt(a, sizeof(a), t->cable_speed, SN_UNIT_BANDWIDTH),
+            sn__fmt(b, sizeof(b), t->ends_speed, SN_UNIT_BANDWIDTH));
+        sn__finding_element(f, sn_model_cable_label(m, l, label, sizeof(label)));
+    }
 }
 
 void sn__check_speeds(struct sn__review_ctx *c)
@@ -147,6 +161,15 @@ void sn__check_speeds(struct sn__review_ctx *c)
              i++) {
             const struct sn_link *l = &m->links[i];
             double a = end_speed(m, l->a_kind, l->a_id), b = end_speed(m, l->b_kind, l->b_id);
+            double ends = a < b ? a : b;
+            double cable = l->cable < m->spec->n_cable_types
+                               ? m->spec->cable_types[l->cable].speed_bytes_per_s
+                               : 0;
+            if (cable > 0 && cable < ends * (1 - 1e-9) && t.slow_cable++ == 0) {
+                t.first_cable = i;
+                t.cable_speed = cable;
+                t.ends_speed = ends;
+            }
             if (a > b * (1 + 1e-9)) {
                 if (t.slower_far++ == 0) {
                     t.first_far = i;

@@ -9,6 +9,7 @@
  * be above zero.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "spec/spec_int.h"
 
@@ -101,12 +102,126 @@ enum {
     SRV_BASE_POWER,
     SRV_FEEDS,
     SRV_RU,
+    SRV_PSU,
     SRV_KEYS
 };
 static const char *const server_keys[SRV_KEYS] = {
     "gpu",        "gpus", "cpus",      "cpu_cores",  "memory",     "nics",  "nic_speed",
     "mgmt_ports", "nvme", "nvme_read", "nvme_write", "base_power", "feeds", "rack_units",
+    "psu",
 };
+
+/* ---- power supplies (servers here, rack shelves in spec_template.c) ------ */
+
+enum { PSU_COUNT, PSU_RATING, PSU_REDUNDANCY, PSU_PULSE, PSU_PULSE_TIME, PSU_KEYS };
+static const char *const psu_keys[PSU_KEYS] = {"count", "rating", "redundancy", "pulse",
+                                               "pulse_time"};
+#define SN_X(name, text) text,
+static const char *const psu_redundancies[] = {SN_PSU_REDUNDANCY_LIST(SN_X)};
+#undef SN_X
+
+enum sn_err sn__spec_parse_psu(struct sn__spec_ctx *c, const struct sn__spec_map *pm, unsigned k,
+                               const char *owner, struct sn_psu_spec *p)
+{
+    memset(p, 0, sizeof(*p));
+    if (!pm->present[k])
+        return SN_OK;
+    struct sn__spec_map m;
+    char what[160];
+    snprintf(what, sizeof(what), "psu of %s", owner);
+    p->loc = pm->key_loc[k];
+    int redundancy = 0;
+    enum sn_err rc = sn__spec_bind(c, pm->value[k], pm->key_loc[k], what, psu_keys, PSU_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, PSU_COUNT, true, 0, 1, 1024, &p->count);
+    if (rc == SN_OK)
+        rc = need_positive(c, &m, PSU_RATING, SN_UNIT_POWER, &p->rating_w);
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, PSU_REDUNDANCY, psu_redundancies, SN_PSU_REDUNDANCY_COUNT,
+                               SN_PSU_N_PLUS_1, &redundancy);
+    p->redundancy = (enum sn_psu_redundancy)redundancy;
+    if (rc == SN_OK && p->redundancy == SN_PSU_N_PLUS_1 && p->count < 2)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, PSU_COUNT),
+                             "psu count %u with redundancy n+1: expected at least 2 PSUs (or "
+                             "redundancy: none)",
+                             p->count);
+    if (rc == SN_OK && p->redundancy == SN_PSU_N_PLUS_N && p->count % 2 != 0)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, PSU_COUNT),
+                             "psu count %u with redundancy n+n: expected an even count (two "
+                             "sides of count / 2)",
+                             p->count);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, PSU_PULSE, SN_UNIT_FRACTION, false, 0, &p->pulse);
+    if (rc == SN_OK && m.present[PSU_PULSE] && !(p->pulse >= 1 && p->pulse <= 10))
+        return sn__spec_fail_value(c, &m, PSU_PULSE,
+                                   "a multiple of the rating from 100% to 1000% (160% for a "
+                                   "shelf rated 1.6 x for a few ms)");
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, PSU_PULSE_TIME, SN_UNIT_TIME, m.present[PSU_PULSE], 0,
+                                   &p->pulse_s);
+    if (rc == SN_OK && m.present[PSU_PULSE] && !(p->pulse_s > 0))
+        return sn__spec_fail_value(c, &m, PSU_PULSE_TIME, "a duration above zero");
+    if (rc == SN_OK && m.present[PSU_PULSE_TIME] && !m.present[PSU_PULSE])
+        return sn__spec_fail(c, m.key_loc[PSU_PULSE_TIME],
+                             "pulse_time without pulse: expected both (pulse: 160%%, pulse_time: "
+                             "10 ms) or neither");
+    return rc;
+}
+
+/* ---- rack feeds ------------------------------------------------------------ */
+
+enum { FD_COUNT, FD_VOLTAGE, FD_PHASES, FD_CURRENT, FD_PF, FD_CONTINUOUS, FD_REDUNDANCY, FD_KEYS };
+static const char *const feed_keys[FD_KEYS] = {"count",        "voltage",    "phases",    "current",
+                                               "power_factor", "continuous", "redundancy"};
+
+enum sn_err sn__spec_parse_feed(struct sn__spec_ctx *c, const struct sn__spec_map *pm, unsigned k,
+                                const char *owner, struct sn_feed_spec *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (!pm->present[k])
+        return SN_OK;
+    struct sn__spec_map m;
+    char what[160];
+    snprintf(what, sizeof(what), "feed of %s", owner);
+    f->loc = pm->key_loc[k];
+    int redundancy = 0;
+    enum sn_err rc = sn__spec_bind(c, pm->value[k], pm->key_loc[k], what, feed_keys, FD_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, FD_COUNT, false, 2, 1, 64, &f->count);
+    if (rc == SN_OK)
+        rc = need_positive(c, &m, FD_VOLTAGE, SN_UNIT_VOLTAGE, &f->voltage_v);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, FD_PHASES, false, 1, 1, 3, &f->phases);
+    if (rc == SN_OK && f->phases == 2)
+        return sn__spec_fail_value(c, &m, FD_PHASES, "1 or 3");
+    if (rc == SN_OK)
+        rc = need_positive(c, &m, FD_CURRENT, SN_UNIT_CURRENT, &f->current_a);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, FD_PF, SN_UNIT_FRACTION, false, 1.0, &f->power_factor);
+    if (rc == SN_OK && !(f->power_factor > 0 && f->power_factor <= 1))
+        return sn__spec_fail_value(c, &m, FD_PF, "a fraction above 0 and at most 1");
+    /* NFPA 70 (NEC) 210.20(A): a breaker is rated for 125 % of the
+     * continuous load, so a continuous load may use 80 % of it. */
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, FD_CONTINUOUS, SN_UNIT_FRACTION, false, 0.8,
+                                   &f->continuous);
+    if (rc == SN_OK && !(f->continuous > 0 && f->continuous <= 1))
+        return sn__spec_fail_value(c, &m, FD_CONTINUOUS, "a fraction above 0 and at most 1");
+    int def = f->count >= 2 && f->count % 2 == 0 ? SN_PSU_N_PLUS_N : SN_PSU_NONE;
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, FD_REDUNDANCY, psu_redundancies, SN_PSU_REDUNDANCY_COUNT,
+                               def, &redundancy);
+    f->redundancy = (enum sn_psu_redundancy)redundancy;
+    if (rc == SN_OK && f->redundancy == SN_PSU_N_PLUS_N && f->count % 2 != 0)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, FD_REDUNDANCY),
+                             "feed redundancy n+n with %u feeds: expected an even count (an A "
+                             "and a B side)",
+                             f->count);
+    if (rc == SN_OK && f->redundancy == SN_PSU_N_PLUS_1 && f->count < 2)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, FD_REDUNDANCY),
+                             "feed redundancy n+1 with 1 feed: expected at least 2 feeds");
+    return rc;
+}
 
 static enum sn_err parse_server_io(struct sn__spec_ctx *c, const struct sn__spec_map *m,
                                    struct sn_server_model *s)
@@ -157,6 +272,8 @@ static enum sn_err parse_server(struct sn__spec_ctx *c, const struct sn__spec_en
         rc = sn__spec_get_count(c, &m, SRV_FEEDS, false, 1, 1, 2, &s->feeds);
     if (rc == SN_OK)
         rc = sn__spec_get_count(c, &m, SRV_RU, false, 0, 0, UINT32_MAX, &s->rack_units);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_psu(c, &m, SRV_PSU, what, &s->psu);
     return rc;
 }
 
@@ -193,8 +310,8 @@ static enum sn_err parse_switch(struct sn__spec_ctx *c, const struct sn__spec_en
     return rc;
 }
 
-enum { CBL_MEDIUM, CBL_REACH, CBL_OPTIC_POWER, CBL_KEYS };
-static const char *const cable_keys[CBL_KEYS] = {"medium", "reach", "optic_power"};
+enum { CBL_MEDIUM, CBL_REACH, CBL_OPTIC_POWER, CBL_SPEED, CBL_KEYS };
+static const char *const cable_keys[CBL_KEYS] = {"medium", "reach", "optic_power", "speed"};
 
 static enum sn_err parse_cable(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
                                struct sn_cable_type *t)
@@ -214,6 +331,8 @@ static enum sn_err parse_cable(struct sn__spec_ctx *c, const struct sn__spec_ent
     if (rc == SN_OK)
         rc = sn__spec_get_quantity(c, &m, CBL_OPTIC_POWER, SN_UNIT_POWER, false, 0,
                                    &t->optic_power_w);
+    if (rc == SN_OK && m.present[CBL_SPEED])
+        rc = need_positive(c, &m, CBL_SPEED, SN_UNIT_BANDWIDTH, &t->speed_bytes_per_s);
     return rc;
 }
 

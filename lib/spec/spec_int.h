@@ -182,6 +182,23 @@ enum sn_err sn__spec_parse_catalog(struct sn__spec_ctx *c, struct fy_node *node,
                                    struct sn_src_loc loc);
 enum sn_err sn__spec_parse_templates(struct sn__spec_ctx *c, struct fy_node *node,
                                      struct sn_src_loc loc);
+/* A `psu` mapping (key k of m: count, rating, redundancy, pulse,
+ * pulse_time) into *out; absent: count 0. what names the owner. */
+enum sn_err sn__spec_parse_psu(struct sn__spec_ctx *c, const struct sn__spec_map *m, unsigned k,
+                               const char *what, struct sn_psu_spec *out);
+
+/* A rack's `feed` mapping (key k of m) into *out; absent: count 0. */
+enum sn_err sn__spec_parse_feed(struct sn__spec_ctx *c, const struct sn__spec_map *m, unsigned k,
+                                const char *what, struct sn_feed_spec *out);
+
+/* The fabric's power domains (key k_domains of fm) into holder, a template
+ * that stands for the fabric (server_model SN_NONE) so that DOMAIN
+ * references resolve against it, and its network racks (key k_racks) into
+ * *racks. Absent domains with a spine tier: A and B, capacity 0. */
+enum sn_err sn__spec_parse_fabric_power(struct sn__spec_ctx *c, const struct sn__spec_map *fm,
+                                        unsigned k_domains, unsigned k_racks, bool spine_tier,
+                                        struct sn_template *holder,
+                                        struct sn_fabric_racks_spec *racks);
 enum sn_err sn__spec_parse_groups(struct sn__spec_ctx *c, struct fy_node *node,
                                   struct sn_src_loc loc);
 

@@ -24,6 +24,7 @@ NAME_TABLE(SN_LEAF_ATTACH_LIST, leaf_attach_names)
 NAME_TABLE(SN_MGMT_SEPARATION_LIST, mgmt_separation_names)
 NAME_TABLE(SN_STORAGE_KIND_LIST, storage_kind_names)
 NAME_TABLE(SN_POOL_KIND_LIST, pool_kind_names)
+NAME_TABLE(SN_PSU_REDUNDANCY_LIST, psu_redundancy_names)
 #undef SN_X
 
 #define NAME_OF(table, value, count) ((unsigned)(value) < (count) ? table[value] : "unknown")
@@ -73,6 +74,11 @@ const char *sn_pool_kind_name(enum sn_pool_kind kind)
     return NAME_OF(pool_kind_names, kind, SN_POOL_KIND_COUNT);
 }
 
+const char *sn_psu_redundancy_name(enum sn_psu_redundancy redundancy)
+{
+    return NAME_OF(psu_redundancy_names, redundancy, SN_PSU_REDUNDANCY_COUNT);
+}
+
 /* Defaults documented in docs/spec.md (and the rules that use them in
  * docs/rules.md). */
 void sn_review_config_defaults(struct sn_review_config *config)
@@ -84,6 +90,7 @@ void sn_review_config_defaults(struct sn_review_config *config)
     config->cooling_margin = 1.2;
     config->bandwidth_headroom = SN_BANDWIDTH_HEADROOM; /* sn/headroom.h, shared with sn plan */
     config->memory_wall_bytes_per_flop = 0.003;
+    config->peak_duration_s = 0; /* sustained: no pulse rating applies */
 }
 
 uint32_t sn__spec_ref_count(const struct sn_spec *spec, enum sn__spec_ref ref,

@@ -37,11 +37,14 @@ static enum sn_err oom(struct sn__spec_ctx *c)
 
 /* ---- fabric ------------------------------------------------------------------- */
 
-enum { TIER_SWITCH, TIER_OVERSUB, TIER_CABLE, TIER_LENGTH, TIER_KEYS };
-static const char *const tier_keys[TIER_KEYS] = {"switch", "oversubscription", "cable", "length"};
+enum { TIER_SWITCH, TIER_OVERSUB, TIER_CABLE, TIER_LENGTH, TIER_POWER, TIER_KEYS };
+static const char *const tier_keys[TIER_KEYS] = {"switch", "oversubscription", "cable", "length",
+                                                 "power"};
 
+/* holder stands for the fabric's power domains (sn__spec_parse_fabric_power). */
 static enum sn_err parse_tier(struct sn__spec_ctx *c, const struct sn__spec_map *fm, unsigned k,
-                              const char *def_length, struct sn_fabric_tier_spec *tier)
+                              const char *def_length, const struct sn_template *holder,
+                              struct sn_fabric_tier_spec *tier)
 {
     tier->switch_model = SN_NONE;
     tier->oversubscription = 1.0;
@@ -67,12 +70,26 @@ static enum sn_err parse_tier(struct sn__spec_ctx *c, const struct sn__spec_map 
                               &tier->cabling.length_class);
     if (rc == SN_OK && tier->cabling.length_class == SN_NONE)
         tier->cabling.length_class = sn__spec_lookup(c->spec, SN__REF_LENGTH, NULL, def_length);
+    if (rc == SN_OK)
+        rc = sn__spec_get_list(c, &m, TIER_POWER, SN__REF_DOMAIN, holder, &tier->power);
     return rc;
 }
 
-enum { FAB_TIERS, FAB_RAIL, FAB_EFFICIENCY, FAB_NEED, FAB_SPINE, FAB_CORE, FAB_SPINES, FAB_KEYS };
+enum {
+    FAB_TIERS,
+    FAB_RAIL,
+    FAB_EFFICIENCY,
+    FAB_NEED,
+    FAB_SPINE,
+    FAB_CORE,
+    FAB_SPINES,
+    FAB_POWER_DOMAINS,
+    FAB_RACKS,
+    FAB_KEYS
+};
 static const char *const fabric_keys[FAB_KEYS] = {
-    "tiers", "rail_optimized", "efficiency", "per_gpu_need", "spine", "core", "spines"};
+    "tiers", "rail_optimized", "efficiency", "per_gpu_need", "spine", "core", "spines",
+    "power_domains", "racks"};
 
 static enum sn_err parse_tiers(struct sn__spec_ctx *c, const struct sn__spec_map *m,
                                uint32_t *tiers)
@@ -109,10 +126,20 @@ static enum sn_err parse_fabric(struct sn__spec_ctx *c, struct fy_node *node, st
     if (rc == SN_OK)
         rc = sn__spec_get_quantity(c, &m, FAB_NEED, SN_UNIT_BANDWIDTH, false, 0,
                                    &f->per_gpu_need_bytes_per_s);
+    /* The network racks' power domains come first: the tiers' `power`
+     * lists name them. */
+    struct sn_template holder = {.name = "fabric", .server_model = SN_NONE};
     if (rc == SN_OK)
-        rc = parse_tier(c, &m, FAB_SPINE, "row", &f->spine);
+        rc = sn__spec_parse_fabric_power(c, &m, FAB_POWER_DOMAINS, FAB_RACKS,
+                                         m.present[FAB_SPINE] && m.value[FAB_SPINE], &holder,
+                                         &f->racks);
+    f->n_power_domains = holder.n_power_domains;
+    f->power_domains = holder.power_domains;
+    f->power_domains_stated = m.present[FAB_POWER_DOMAINS];
     if (rc == SN_OK)
-        rc = parse_tier(c, &m, FAB_CORE, "hall", &f->core);
+        rc = parse_tier(c, &m, FAB_SPINE, "row", &holder, &f->spine);
+    if (rc == SN_OK)
+        rc = parse_tier(c, &m, FAB_CORE, "hall", &holder, &f->core);
     if (rc == SN_OK && f->tiers == 3 && f->core.switch_model == SN_NONE)
         return sn__spec_fail(c, sn__spec_value_loc(&m, FAB_TIERS),
                              "tiers 3 without a core tier: expected a fabric.core mapping "
@@ -329,11 +356,12 @@ enum {
     RV_COOLING_MARGIN,
     RV_HEADROOM,
     RV_MEMORY_WALL,
+    RV_PEAK_DURATION,
     RV_KEYS
 };
 static const char *const review_keys[RV_KEYS] = {
     "power_margin",   "peak_factor",        "survivor_fraction", "air_cooling_limit",
-    "cooling_margin", "bandwidth_headroom", "memory_wall",
+    "cooling_margin", "bandwidth_headroom", "memory_wall",       "peak_duration",
 };
 
 /* A plain number of key k, kept only when strictly above (or, with
@@ -376,6 +404,11 @@ static enum sn_err parse_review(struct sn__spec_ctx *c, struct fy_node *node, st
         return sn__spec_fail_value(c, &m, RV_HEADROOM, "a fraction from 0 to 1");
     if (rc == SN_OK)
         rc = review_number(c, &m, RV_MEMORY_WALL, 0, false, &r->memory_wall_bytes_per_flop);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, RV_PEAK_DURATION, SN_UNIT_TIME, false, 0,
+                                   &r->peak_duration_s);
+    if (rc == SN_OK && r->peak_duration_s < 0)
+        return sn__spec_fail_value(c, &m, RV_PEAK_DURATION, "a duration of zero or more");
     return rc;
 }
 

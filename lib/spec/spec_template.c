@@ -69,7 +69,10 @@ static enum sn_err parse_domain(struct sn__spec_ctx *c, const struct sn__spec_en
     struct sn_power_domain_spec *d = &t->power_domains[i];
     struct sn__spec_map m;
     char what[160];
-    snprintf(what, sizeof(what), "power domain '%s' of template '%s'", e->name, t->name);
+    if (t->server_model == SN_NONE) /* the fabric's holder */
+        snprintf(what, sizeof(what), "power domain '%s' of the fabric", e->name);
+    else
+        snprintf(what, sizeof(what), "power domain '%s' of template '%s'", e->name, t->name);
     int kind = 0;
     enum sn_err rc = sn__spec_bind(c, e->value, e->loc, what, domain_keys, PD_KEYS, &m);
     if (rc == SN_OK)
@@ -83,8 +86,9 @@ static enum sn_err parse_domain(struct sn__spec_ctx *c, const struct sn__spec_en
     if (rc == SN_OK && d->redundant_with == i)
         return sn__spec_fail(c, sn__spec_value_loc(&m, PD_REDUNDANT),
                              "power domain '%s' redundant with itself: expected another domain "
-                             "of template '%s'",
-                             d->name, t->name);
+                             "of %s '%s'",
+                             d->name, t->server_model == SN_NONE ? "the" : "template",
+                             t->server_model == SN_NONE ? "fabric" : t->name);
     return rc;
 }
 
@@ -101,9 +105,11 @@ static enum sn_err parse_domains(struct sn__spec_ctx *c, const struct sn__spec_m
         return rc;
     if (n == 0)
         return sn__spec_fail(c, tm->key_loc[k],
-                             "no power domains in template '%s': expected 1 "
+                             "no power domains in %s '%s': expected 1 "
                              "to %d",
-                             t->name, SN_SPEC_MAX_DOMAINS_PER_TEMPLATE);
+                             t->server_model == SN_NONE ? "the" : "template",
+                             t->server_model == SN_NONE ? "fabric" : t->name,
+                             SN_SPEC_MAX_DOMAINS_PER_TEMPLATE);
     t->power_domains = sn__arena_array(c->arena, n, sizeof(*t->power_domains));
     if (!t->power_domains)
         return oom(c);
@@ -286,8 +292,9 @@ static enum sn_err parse_mgmt(struct sn__spec_ctx *c, const struct sn__spec_map 
     return rc;
 }
 
-enum { RK_COUNT, RK_LIMIT, RK_COOLING, RK_LOOPS, RK_KEYS };
-static const char *const rack_keys[RK_KEYS] = {"count", "power_limit", "cooling", "loops"};
+enum { RK_COUNT, RK_LIMIT, RK_COOLING, RK_LOOPS, RK_PSU, RK_FEED, RK_KEYS };
+static const char *const rack_keys[RK_KEYS] = {"count", "power_limit", "cooling",
+                                               "loops", "psu",         "feed"};
 
 static enum sn_err parse_racks(struct sn__spec_ctx *c, const struct sn__spec_map *tm, unsigned k,
                                struct sn_template *t)
@@ -311,6 +318,79 @@ static enum sn_err parse_racks(struct sn__spec_ctx *c, const struct sn__spec_map
     r->cooling = (enum sn_cooling_kind)cooling;
     if (rc == SN_OK)
         rc = sn__spec_get_list(c, &m, RK_LOOPS, SN__REF_LOOP, t, &r->loops);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_psu(c, &m, RK_PSU, what, &r->psu);
+    if (rc == SN_OK)
+        rc = sn__spec_parse_feed(c, &m, RK_FEED, what, &r->feed);
+    return rc;
+}
+
+/* ---- the fabric's power domains and network racks ------------------------- */
+
+enum { NR_COUNT, NR_UNITS, NR_LIMIT, NR_COOLING, NR_KEYS };
+static const char *const net_rack_keys[NR_KEYS] = {"count", "units", "power_limit", "cooling"};
+
+static enum sn_err default_fabric_domains(struct sn__spec_ctx *c, struct sn_src_loc loc,
+                                          struct sn_template *holder)
+{
+    static const char *const names[] = {"A", "B"};
+    holder->power_domains = sn__arena_array(c->arena, 2, sizeof(*holder->power_domains));
+    if (!holder->power_domains)
+        return oom(c);
+    for (uint32_t i = 0; i < 2; i++) {
+        struct sn_power_domain_spec *d = &holder->power_domains[i];
+        d->name = names[i];
+        d->loc = loc;
+        d->capacity_w = 0; /* not stated */
+        d->kind = SN_POWER_AC;
+        d->redundant_with = 1 - i;
+    }
+    holder->n_power_domains = 2;
+    return SN_OK;
+}
+
+enum sn_err sn__spec_parse_fabric_power(struct sn__spec_ctx *c, const struct sn__spec_map *fm,
+                                        unsigned k_domains, unsigned k_racks, bool spine_tier,
+                                        struct sn_template *holder,
+                                        struct sn_fabric_racks_spec *racks)
+{
+    enum sn_err rc = SN_OK;
+    racks->count = 0;
+    racks->units = 42;
+    racks->power_limit_w = 0;
+    racks->cooling = SN_COOLING_AIR;
+    if (!spine_tier) {
+        unsigned k = fm->present[k_domains] ? k_domains : k_racks;
+        if (fm->present[k])
+            return sn__spec_fail(c, fm->key_loc[k],
+                                 "fabric.%s without a spine tier: no spine or core switch to "
+                                 "place: expected a fabric.spine mapping",
+                                 fm->keys[k]);
+        return SN_OK;
+    }
+    if (fm->present[k_domains])
+        rc = parse_domains(c, fm, k_domains, holder);
+    else
+        rc = default_fabric_domains(c, fm->loc, holder);
+    if (rc != SN_OK || !fm->present[k_racks])
+        return rc;
+    struct sn__spec_map m;
+    int cooling = 0;
+    rc = sn__spec_bind(c, fm->value[k_racks], fm->key_loc[k_racks], "fabric.racks", net_rack_keys,
+                       NR_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, NR_COUNT, false, 0, 1, SN__SPEC_MAX_LIST, &racks->count);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, NR_UNITS, false, 42, 1, 1000, &racks->units);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, NR_LIMIT, SN_UNIT_POWER, false, 0,
+                                   &racks->power_limit_w);
+    if (rc == SN_OK && m.present[NR_LIMIT] && !(racks->power_limit_w > 0))
+        return sn__spec_fail_value(c, &m, NR_LIMIT, "a power above zero");
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, NR_COOLING, cooling_kinds, SN_COOLING_KIND_COUNT,
+                               SN_COOLING_AIR, &cooling);
+    racks->cooling = (enum sn_cooling_kind)cooling;
     return rc;
 }
 
@@ -400,11 +480,13 @@ static bool valid_prefix(const char *s)
     return true;
 }
 
-/* Generated spine and core switch names (spine017, core004) and the
- * exports' fabric groups (spine-group03, core-group1) own these. */
+/* Generated spine and core switch names (spine017, core004), the
+ * exports' fabric groups (spine-group03, core-group1) and the network
+ * racks and fabric power domains (net-rack0, net-pdA) own these. */
 static bool reserved_prefix(const char *s)
 {
-    return strncmp(s, "spine", 5) == 0 || strncmp(s, "core", 4) == 0;
+    return strncmp(s, "spine", 5) == 0 || strncmp(s, "core", 4) == 0 ||
+           strncmp(s, "net-", 4) == 0;
 }
 
 static enum sn_err parse_group(struct sn__spec_ctx *c, struct fy_node *node,
@@ -426,8 +508,9 @@ static enum sn_err parse_group(struct sn__spec_ctx *c, struct fy_node *node,
     if (rc == SN_OK && reserved_prefix(g->prefix))
         return sn__spec_fail(c, g->prefix_loc,
                              "prefix '%s' is reserved: generated names 'spine017', 'core004', "
-                             "'spine-group03' and 'core-group1' begin with 'spine' and 'core' "
-                             "and would collide: expected another prefix",
+                             "'spine-group03', 'core-group1' and 'net-rack0' begin with "
+                             "'spine', 'core' and 'net-' and would collide: expected another "
+                             "prefix",
                              g->prefix);
     if (rc == SN_OK && !valid_prefix(g->prefix))
         return sn__spec_fail_value(c, &m, GRP_PREFIX,

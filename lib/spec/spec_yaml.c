@@ -600,8 +600,11 @@ static enum sn_err resolve(struct sn__spec_ctx *c, struct fy_node *node, struct 
     if (near)
         return sn__spec_fail(c, loc, "unknown %s '%s' (did you mean '%s'?)", ref_kind_names[ref],
                              name, near);
+    const char *home = ref_homes[ref];
+    if (ref == SN__REF_DOMAIN && tpl && tpl->server_model == SN_NONE)
+        home = "fabric.power_domains"; /* the fabric's holder */
     return sn__spec_fail(c, loc, "unknown %s '%s': expected a name from %s", ref_kind_names[ref],
-                         name, ref_homes[ref]);
+                         name, home);
 }
 
 enum sn_err sn__spec_get_ref(struct sn__spec_ctx *c, const struct sn__spec_map *m, unsigned k,

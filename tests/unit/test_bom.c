@@ -229,7 +229,22 @@ static void test_superpod_figures(void **state)
     assert_near(bom->power[0].steady_w, (326400.0 + 32 * 120) / 2 + 4 * (1700 + 960) + 150, 1e-6);
     assert_near(bom->power[0].failover_peak_w, 32 * (11880.0 + 120) + 4 * (1700 + 960) + 150,
                 1e-6);
-    assert_near(bom->unassigned_w, 16 * (1700.0 + 960), 1e-6); /* the 16 spines */
+    /* The 16 spines sit on the fabric's default domains A and B (capacity
+     * not stated), alternating: 8 on each; none is left outside a domain. */
+    assert_near(bom->unassigned_w, 0, 1e-6);
+    assert_int_equal(b.model->n_fabric_pds, 2);
+    assert_string_equal(b.model->spec->fabric.power_domains[1].name, "B");
+    assert_near(bom->power[b.model->first_fabric_pd].steady_w, 8 * (1700.0 + 960), 1e-6);
+    assert_near(bom->power[b.model->first_fabric_pd + 1].steady_w, 8 * (1700.0 + 960), 1e-6);
+    assert_near(bom->power[b.model->first_fabric_pd].capacity_w, 0, 1e-9);
+    /* One 42 U network rack holds the 16 one-unit spines. */
+    assert_int_equal(b.model->n_net_racks, 1);
+    assert_near(bom->rack[b.model->first_net_rack].steady_w, 16 * (1700.0 + 960), 1e-6);
+    /* Losing a fabric domain stops 8 of 16 spines: every leaf keeps half
+     * its uplinks, the fabric half its bisection. */
+    assert_int_equal(bom->fabric_blast.domains, 2);
+    assert_int_equal(bom->fabric_blast.max_spines_lost, 8);
+    assert_near(bom->fabric_blast.min_bisection_kept, 0.5, 1e-12);
     assert_near(bom->dense_bf16_flops, 1024 * 989e12, 1e3);
     /* Blast radius: a server is 8 GPUs, a rack 4 servers, a supernode 256;
      * a single power domain takes nothing (all servers dual-fed); a rail
@@ -274,7 +289,8 @@ static void test_bom_review_agree(void **state)
                                        &r, &err),
                          SN_OK);
         uint32_t bom_steady = 0, bom_peak = 0, rev_steady = 0, rev_peak = 0;
-        for (uint32_t pd = 0; pd < b.bom.power_domains; pd++) {
+        /* The supernodes' domains (the fabric's have no stated capacity). */
+        for (uint32_t pd = 0; pd < b.model->first_fabric_pd; pd++) {
             const struct sn_bom_power *p = &b.bom.power[pd];
             bom_steady += p->capacity_w < b.spec->review.power_margin * p->steady_w;
             bom_peak += p->capacity_w < p->failover_peak_w;

@@ -57,6 +57,12 @@ static void units_parse_values(void **state)
     assert_near(parse_ok("75%", SN_UNIT_FRACTION), 0.75, 1e-12);
     assert_near(parse_ok("0.75", SN_UNIT_FRACTION), 0.75, 1e-12);
     assert_near(parse_ok("180 L/min", SN_UNIT_FLOW), 180, 1e-12);
+    assert_near(parse_ok("415 V", SN_UNIT_VOLTAGE), 415, 1e-12);
+    assert_near(parse_ok("13.8kV", SN_UNIT_VOLTAGE), 13800, 1e-9);
+    assert_near(parse_ok("63 A", SN_UNIT_CURRENT), 63, 1e-12);
+    char buf[32];
+    assert_string_equal(sn_units_format(415, SN_UNIT_VOLTAGE, buf, sizeof(buf)), "415 V");
+    assert_string_equal(sn_units_format(63, SN_UNIT_CURRENT, buf, sizeof(buf)), "63 A");
 }
 
 static void units_parse_errors(void **state)
@@ -78,6 +84,8 @@ static void units_parse_errors(void **state)
         {"1:0", SN_UNIT_RATIO, "positive"},
         {"", SN_UNIT_TIME, "empty"},
         {"400Gb/s sideways", SN_UNIT_BANDWIDTH, "unknown qualifier"},
+        {"63 A", SN_UNIT_VOLTAGE, "is a current"},
+        {"415", SN_UNIT_VOLTAGE, "missing unit"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct sn_error err = {0};

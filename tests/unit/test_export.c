@@ -568,7 +568,41 @@ static void test_names_fit_consumers(void **state)
 
 /* ---- dot ---------------------------------------------------------------- */
 
-/* Checks braces, clusters and that the edge labels add up to want_links. */
+static char *dot_text(const struct built *b, const struct sn_export_dot_options *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    assert_non_null(out);
+    struct sn_error err = {0};
+    if (sn_export_dot(out, b->model, o, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    fclose(out);
+    return buf;
+}
+
+static unsigned long edge_sum(const char *text)
+{
+    unsigned long n = 0;
+    for (const char *p = text; (p = strstr(p, "\" -- \"")); p++) {
+        const char *lbl = strstr(p, "[label=\"");
+        assert_non_null(lbl);
+        n += strtoul(lbl + 8, NULL, 10);
+    }
+    return n;
+}
+
+static unsigned count_of(const char *text, const char *needle)
+{
+    unsigned n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Checks braces, clusters and that the edge labels add up to want_links.
+ * Aggregated (the default past 128 servers): a summary node per spine
+ * group, so no supernode cluster at all. */
 static void check_dot(const char *rel, bool aggregated)
 {
     struct built b;
@@ -589,7 +623,7 @@ static void check_dot(const char *rel, bool aggregated)
     assert_int_equal(depth, 0);
     for (const char *p = text; (p = strstr(p, "subgraph \"cluster_")); p++)
         clusters++;
-    assert_int_equal(clusters, b.model->n_supernodes);
+    assert_int_equal(clusters, aggregated ? 0 : b.model->n_supernodes);
     unsigned long edge_links = 0;
     for (const char *p = text; (p = strstr(p, "\" -- \"")); p++) {
         const char *lbl = strstr(p, "[label=\"");
@@ -618,6 +652,53 @@ static void test_dot(void **state)
     check_dot("examples/std-unit-64.yaml", false);
     check_dot("tests/specs/bom/superpod-4su.yaml", false);
     check_dot("tests/specs/bom/superpod-16su.yaml", true);
+}
+
+/* --detail: the summary grows with the spine groups, `all` with the
+ * supernodes, pod=N draws one group in full; every level draws every
+ * leaf-spine and spine-core link. */
+static void test_dot_detail(void **state)
+{
+    (void)state;
+    struct built b;
+    build(&b, "examples/large-100k.yaml");
+    const struct sn_model *m = b.model;
+    uint64_t fabric = m->tier_first[SN_TIER_SPINE_CORE + 1] - m->tier_first[SN_TIER_LEAF_SPINE];
+    struct sn_export_dot_options o = {.detail = SN_DOT_DETAIL_AUTO};
+    char *text = dot_text(&b, &o);
+    /* 64 spine groups of 32 supernodes: 64 summary nodes, 64 spine group
+     * nodes, one core group; 64 + 64 edges. */
+    assert_int_equal(count_of(text, "subgraph"), 0);
+    assert_int_equal(count_of(text, "supernodes\\n32 supernodes"), 64);
+    assert_int_equal(count_of(text, "\n"), 262);
+    assert_int_equal(edge_sum(text), fabric);
+    free(text);
+    o.detail = SN_DOT_DETAIL_SUPERNODES;
+    text = dot_text(&b, &o);
+    assert_int_equal(count_of(text, "subgraph \"cluster_"), 2048);
+    assert_int_equal(edge_sum(text), fabric);
+    free(text);
+    o.detail = SN_DOT_DETAIL_POD;
+    o.pod = 3;
+    text = dot_text(&b, &o);
+    /* Spine group 3 (sn0096..sn0127) in full: its 32 supernodes as
+     * clusters with their 256 servers, its 32 spines one by one; the
+     * other 63 groups summarised. Drawn: the fabric plus the group's
+     * node-leaf (256 x 8) and management (256) links. */
+    assert_int_equal(count_of(text, "subgraph \"cluster_"), 32);
+    assert_non_null(strstr(text, "subgraph \"cluster_sn0096\""));
+    assert_null(strstr(text, "subgraph \"cluster_sn0095\""));
+    assert_int_equal(count_of(text, "supernodes\\n32 supernodes"), 63);
+    assert_int_equal(edge_sum(text), fabric + 256 * 8 + 256);
+    free(text);
+    o.pod = 64;
+    struct sn_error err = {0};
+    FILE *null = fopen("/dev/null", "w");
+    assert_non_null(null);
+    assert_int_equal(sn_export_dot(null, m, &o, &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "64 spine groups: expected pod=0..63"));
+    fclose(null);
+    release(&b);
 }
 
 /* ---- cable ledger --------------------------------------------------------- */
@@ -767,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_k8s_labels),
         cmocka_unit_test(test_names_fit_consumers),
         cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_dot_detail),
         cmocka_unit_test(test_cables),
         cmocka_unit_test(test_json_model),
         cmocka_unit_test(test_json_string_escape),

@@ -510,6 +510,63 @@ static void verify_catches_corruption(void **state)
     unload(&l);
 }
 
+/* Spines and cores sit in network racks on the fabric's power domains
+ * (examples/good-64.yaml: two spines, one rack, A and B; large-100k: spine
+ * j of every pod and core group j on one domain). */
+static void fabric_power_domains(void **state)
+{
+    (void)state;
+    struct loaded l;
+    char name[64];
+    load_file(&l, "examples/good-64.yaml");
+    struct sn_model *m = l.model;
+    assert_int_equal(m->n_net_racks, 1);
+    assert_int_equal(m->n_fabric_pds, 2);
+    assert_int_equal(m->first_net_rack, 2);
+    assert_int_equal(m->n_racks, 3);
+    assert_int_equal(m->first_fabric_pd, 4);
+    assert_int_equal(m->rack_supernode[m->first_net_rack], SN_NONE);
+    assert_string_equal(sn_model_rack_name(m, m->first_net_rack, name, sizeof(name)), "net-rack0");
+    assert_string_equal(sn_model_power_domain_name(m, m->first_fabric_pd + 1, name, sizeof(name)),
+                        "net-pdB");
+    assert_near(sn_model_power_domain_spec(m, m->first_fabric_pd)->capacity_w, 5e3, 1e-9);
+    assert_int_equal(m->switch_rack[m->first_spine], m->first_net_rack);
+    assert_int_equal(m->switch_power[m->first_spine], m->first_fabric_pd);
+    assert_int_equal(m->switch_power[m->first_spine + 1], m->first_fabric_pd + 1);
+    /* A fabric domain cuts spines, not GPUs; a network rack holds none. */
+    struct sn_bitset gpus = {0};
+    assert_int_equal(sn_bitset_init(&gpus, m->n_gpus, NULL), SN_OK);
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_POWER_DOMAIN, m->first_fabric_pd, &gpus), 0);
+    assert_int_equal(sn_model_domain_gpus(m, SN_DOMAIN_RACK, m->first_net_rack, &gpus), 0);
+    assert_int_equal(sn_bitset_count(&gpus), 0);
+    sn_bitset_release(&gpus);
+    struct sn_model_fabric_loss loss;
+    sn_model_fabric_loss(m, m->first_fabric_pd, &loss);
+    assert_int_equal(loss.spines_lost, 1);
+    assert_int_equal(loss.spines, 2);
+    assert_int_equal(loss.worst_leaf_up, 16);
+    assert_int_equal(loss.worst_leaf_kept, 8);
+    assert_near(loss.bisection_kept, 0.5, 1e-12);
+    /* A supernode's domain A powers leaf0 (16 uplinks): the worst leaf
+     * keeps none of its uplinks, the others all. */
+    sn_model_fabric_loss(m, m->supernodes[0].first_power_domain, &loss);
+    assert_int_equal(loss.spines_lost, 0);
+    assert_int_equal(loss.worst_leaf_kept, 0);
+    assert_near(loss.leaf_spine_kept, 0.75, 1e-12);
+    unload(&l);
+    /* Three tiers: losing A takes half the spines and half the cores,
+     * whole core groups, so the fabric keeps half (not a quarter). */
+    load_file(&l, "examples/large-100k.yaml");
+    m = l.model;
+    sn_model_fabric_loss(m, m->first_fabric_pd, &loss);
+    assert_int_equal(loss.spines_lost, 1024);
+    assert_int_equal(loss.cores_lost, 512);
+    assert_near(loss.spine_core_kept, 0.5, 1e-12);
+    assert_near(loss.bisection_kept, 0.5, 1e-12);
+    assert_int_equal(m->n_net_racks, 288);
+    unload(&l);
+}
+
 static void deterministic_ids(void **state)
 {
     (void)state;
@@ -536,6 +593,7 @@ int main(void)
         cmocka_unit_test(dual_feed_servers),
         cmocka_unit_test(verify_catches_corruption),
         cmocka_unit_test(deterministic_ids),
+        cmocka_unit_test(fabric_power_domains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
  * Expected figures are hand-checked in the comments of each spec file
  * (examples/good-64.yaml gives the power arithmetic).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,7 +115,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 18);
+    assert_int_equal(sn_review_rule_count(), 20);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -133,10 +134,12 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("R15"), 14);
     assert_int_equal(sn_review_find_rule("R17"), 16);
     assert_int_equal(sn_review_find_rule("R18"), 17);
-    assert_int_equal(sn_review_find_rule("R19"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R19"), 18);
+    assert_int_equal(sn_review_find_rule("R20"), 19);
+    assert_int_equal(sn_review_find_rule("R21"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(18));
+    assert_null(sn_review_rule(20));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -153,7 +156,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 18) - 1);
+        assert_int_equal(r->rules_run, (1u << 20) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -260,11 +263,52 @@ static const struct rule_case cases[] = {
     {"r16-single-leaf", "R02", SN_SEVERITY_ERROR, "sn00-pdA",
      "losing this domain stops 32 of 32 GPUs; 0 left (0.0%)", "R16"},
     {"r16-single-spine", "R16", SN_SEVERITY_ERROR, "spine000",
-     "single spine: its failure cuts every path between the 4 leaves", ""},
+     "single spine: its failure cuts every path between the 4 leaves", "R02"},
+    /* The one spine is on net-pdA: losing the domain cuts every leaf off. */
+    {"r16-single-spine", "R02", SN_SEVERITY_ERROR, "net-pdA",
+     "stops 1 of 1 spines and 0 of 0 cores: the fabric keeps 0.0% of its bisection", "R16"},
     {"r18-speeds", "R18", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
      "64 node-leaf links: NICs at 400 Gb/s on leaf ports at 200 Gb/s", "R10"},
     {"r18-speeds", "R18", SN_SEVERITY_WARNING, "sn00-leaf0:p16--spine000:p0",
      "64 leaf-spine links: leaf ports at 200 Gb/s on spine ports at 400 Gb/s", "R10"},
+    {"r19-psu-steady", "R19", SN_SEVERITY_ERROR, "sn00-t00",
+     "server model HGX-H100-8: after one PSU (n+1) fails, 3 PSUs x 3.3 kW = 9.9 kW < steady "
+     "draw 10.2 kW",
+     ""},
+    {"r19-psu-peak", "R19", SN_SEVERITY_ERROR, "sn00-t00",
+     "server model HGX-H100-8: peak 11.88 kW (GPUs at 1.3 x TDP) > 3 surviving PSUs x 3.5 kW = "
+     "10.5 kW; review.peak_duration is not stated, so the peak is taken as sustained and the "
+     "pulse rating (160% for 10 ms) does not apply",
+     ""},
+    {"r19-shelves", "R19", SN_SEVERITY_INFO, "sn00-rack0",
+     "rack shelves of template hgx-32: peak 51.2 kW (GPUs at 1.3 x TDP for 10 ms) exceeds the "
+     "6 surviving PSUs' continuous 48 kW but not their pulse rating (120% for 20 ms): a pulse, "
+     "not an overload",
+     ""},
+    {"r20-feed-phase", "R20", SN_SEVERITY_ERROR, "sn00-rack0",
+     "2 supernodes alike (sn00..sn01): after one side fails, 1 415 V 3-phase 100 A feed: phase "
+     "L1 carries steady 20.55 kW > 80% of the phase's 23.96 kW = 19.17 kW (continuous rating)",
+     ""},
+    {"r20-feed-phase", "R20", SN_SEVERITY_INFO, "sn00-rack0",
+     "phases unbalanced: L1 20.55 kW, L2 12.04 kW, L3 11.89 kW steady", ""},
+    {"r18-cable-speed", "R18", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
+     "64 node-leaf links: cable aoc-400g at 200 Gb/s between ends at 400 Gb/s: the link runs at "
+     "the cable's speed",
+     ""},
+    /* Both spines on net-pdA: every leaf loses its 16 uplinks. */
+    {"r02-spines-one-domain", "R02", SN_SEVERITY_ERROR, "net-pdA",
+     "losing this domain stops 2 of 2 spines and 0 of 0 cores: the fabric keeps 0.0% of its "
+     "bisection; a leaf loses every uplink",
+     ""},
+    /* Spines alternate over A and B: losing one halves the bisection. */
+    {"r04-fabric-power", "R02", SN_SEVERITY_INFO, "net-pdB",
+     "losing this domain stops 1 of 2 spines and 0 of 0 cores: the fabric keeps 50.0% of its "
+     "bisection",
+     "R04"},
+    {"r04-fabric-power", "R04", SN_SEVERITY_ERROR, "net-pdA",
+     "steady draw 1.884 kW x 1.5 = 2.826 kW > capacity 2.5 kW", ""},
+    {"r05-net-rack", "R05", SN_SEVERITY_ERROR, "net-rack0",
+     "draw 3.768 kW > rack power limit 3 kW", ""},
     /* 5 SU forced onto 20 spines: the worst pair shares 24 of 32 uplinks. */
     {"r15-blocking", "R15", SN_SEVERITY_ERROR, "su00-leaf0",
      "blocking: the worst leaf pair shares 24 of 32 uplinks through the spines, a true ratio "
@@ -350,6 +394,47 @@ static void test_thresholds(void **state)
     struct sn_error err = {0};
     assert_int_equal(sn_review_run(l.model, &cfg, 0, &bad, &err), SN_ERR_INVALID);
     assert_null(bad);
+    unload(&l);
+}
+
+/* A peak above the surviving PSUs' continuous rating is a pulse only when
+ * it is short enough and within the pulse rating (r19-psu-peak: 11.88 kW
+ * on 3 x 3.5 kW, pulse 160% for 10 ms). */
+static void test_psu_pulse(void **state)
+{
+    (void)state;
+    /* Feed capacities (R20): sqrt(3) x 415 V x 63 A = 45.28 kW; 230 V
+     * single-phase 32 A = 7.36 kW; at power factor 0.95, 6.992 kW. */
+    struct sn_feed_spec feed = {.voltage_v = 415, .phases = 3, .current_a = 63, .power_factor = 1};
+    assert_true(fabs(sn_model_feed_capacity_w(&feed) - 45284.47) < 0.01);
+    feed = (struct sn_feed_spec){.voltage_v = 230, .phases = 1, .current_a = 32, .power_factor = 1};
+    assert_true(fabs(sn_model_feed_capacity_w(&feed) - 7360) < 1e-9);
+    feed.power_factor = 0.95;
+    assert_true(fabs(sn_model_feed_capacity_w(&feed) - 6992) < 1e-9);
+    struct loaded l = load("tests/specs/rules/r19-psu-peak.yaml");
+    struct sn_review_config cfg = l.spec->review;
+    cfg.peak_duration_s = 0.005;
+    struct sn_review *r = review(&l, &cfg, rule_bit("R19"));
+    expect_finding(r, "R19", SN_SEVERITY_INFO, "sn00-t00",
+                   "peak 11.88 kW (GPUs at 1.3 x TDP for 5 ms) exceeds the 3 surviving PSUs' "
+                   "continuous 10.5 kW but not their pulse rating (160% for 10 ms)");
+    assert_int_equal(r->by_severity[SN_SEVERITY_ERROR], 0);
+    sn_review_free(r);
+    cfg.peak_duration_s = 0.02;
+    r = review(&l, &cfg, rule_bit("R19"));
+    expect_finding(r, "R19", SN_SEVERITY_ERROR, "sn00-t00",
+                   "the peak lasts 20 ms, longer than the pulse rating's 10 ms");
+    sn_review_free(r);
+    cfg.peak_duration_s = 0.005;
+    cfg.peak_factor = 2.0; /* 4.6 + 11.2 = 15.8 kW: still within 16.8 kW */
+    r = review(&l, &cfg, rule_bit("R19"));
+    assert_int_equal(r->by_severity[SN_SEVERITY_ERROR], 0);
+    sn_review_free(r);
+    cfg.peak_factor = 2.5; /* 18.6 kW > 1.6 x 10.5 kW = 16.8 kW */
+    r = review(&l, &cfg, rule_bit("R19"));
+    expect_finding(r, "R19", SN_SEVERITY_ERROR, "sn00-t00",
+                   "above the pulse rating too (160%, 16.8 kW)");
+    sn_review_free(r);
     unload(&l);
 }
 
@@ -549,7 +634,7 @@ int main(void)
         cmocka_unit_test(test_merging),        cmocka_unit_test(test_cap),
         cmocka_unit_test(test_sorted),         cmocka_unit_test(test_labels_unique),
         cmocka_unit_test(test_duplicate_port), cmocka_unit_test(test_unreachable_pair),
-        cmocka_unit_test(test_docs_current),   cmocka_unit_test(test_even_default),
+        cmocka_unit_test(test_docs_current),   cmocka_unit_test(test_psu_pulse),   cmocka_unit_test(test_even_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,6 +200,8 @@ static void std_unit_rest(void **state)
     assert_int_equal(spec->fabric.core.switch_model, SN_NONE);
     assert_int_equal(spec->fabric.spine.cabling.length_class, length_class(spec, "row"));
     assert_int_equal(spec->fabric.core.cabling.length_class, length_class(spec, "hall"));
+    assert_int_equal(spec->fabric.n_power_domains, 0); /* no spine tier: no network racks */
+    assert_int_equal(spec->fabric.racks.units, 42);
 
     assert_int_equal(sn_spec_find_gpu_model(spec, "H100-SXM5-80GB"), 0);
     assert_int_equal(sn_spec_find_server_model(spec, "HGX-H100-8"), 0);
@@ -319,6 +321,21 @@ static void all_keys_rest(void **state)
     assert_int_equal(spec->fabric.spine.cabling.length_class, length_class(spec, "row"));
     assert_near(spec->fabric.spine.oversubscription, 3.0, 0);
     assert_near(spec->fabric.core.oversubscription, 1.0, 0);
+    /* The network racks and their feeds. */
+    assert_int_equal(spec->fabric.n_power_domains, 2);
+    assert_true(spec->fabric.power_domains_stated);
+    assert_string_equal(spec->fabric.power_domains[0].name, "A");
+    assert_near(spec->fabric.power_domains[0].capacity_w, 80e3, 1e-9);
+    assert_int_equal(spec->fabric.power_domains[0].kind, SN_POWER_HVDC);
+    assert_int_equal(spec->fabric.power_domains[0].redundant_with, 1);
+    assert_int_equal(spec->fabric.power_domains[1].redundant_with, SN_NONE);
+    assert_int_equal(spec->fabric.spine.power.count, 2);
+    assert_int_equal(spec->fabric.spine.power.index[0], 1);
+    assert_int_equal(spec->fabric.core.power.count, 1);
+    assert_int_equal(spec->fabric.racks.count, 3);
+    assert_int_equal(spec->fabric.racks.units, 48);
+    assert_near(spec->fabric.racks.power_limit_w, 30e3, 1e-9);
+    assert_int_equal(spec->fabric.racks.cooling, SN_COOLING_LIQUID);
     assert_int_equal(spec->fabric.spine.oversubscription_loc.line, 95);
     assert_int_equal(spec->fabric.spines, 0);
     assert_int_equal(spec->fabric.core.cabling.length_class, length_class(spec, "campus"));
