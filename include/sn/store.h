@@ -189,6 +189,40 @@ bool sn_store_is_pg(const struct sn_store *s);
 void sn_store_pg_set_epoch(struct sn_store *s, int64_t epoch);
 bool sn_store_pg_fenced(struct sn_store *s);
 
+/*
+ * Leader election on a PostgreSQL store (store_leader.c): an advisory lock
+ * on the election session plus the leader row's epoch (the fencing token
+ * for sn_store_pg_set_epoch), with a lease renewed on the server's clock
+ * so that a paused leader's session is ended by the next candidate.
+ */
+struct sn_leader;
+
+/* Opens an election session on conninfo (a store opened with
+ * sn_store_open_pg() has made the leader row). holder is this instance's
+ * address as clients should reach it (kept in the leader row for
+ * redirects); lease_ms (>= 100) how long leadership lasts unrenewed.
+ * Starts as a candidate. *out: sn_leader_close(). */
+SN_MUST_CHECK enum sn_err sn_leader_open(const char *conninfo, const char *holder,
+                                         uint32_t lease_ms, struct sn_leader **out,
+                                         struct sn_error *err);
+
+/* One step, to call every lease_ms / 4 or so from one thread. A candidate
+ * takes the lock when it is free (and then bumps the epoch: *leading
+ * turns true with the new *epoch), or ends the session of a holder whose
+ * lease has expired. A leader renews its lease. SN_ERR_DENIED: leadership
+ * was held and is lost (the row has a newer epoch, or the session broke);
+ * the caller must stop writing and may campaign again. SN_ERR_IO: the
+ * server cannot be reached (the session is retried on the next step). */
+SN_MUST_CHECK enum sn_err sn_leader_step(struct sn_leader *l, bool *leading, int64_t *epoch,
+                                         struct sn_error *err);
+
+/* The leader row: holder's address, epoch, and whether its lease is live. */
+SN_MUST_CHECK enum sn_err sn_leader_current(struct sn_leader *l, char *holder, size_t cap,
+                                            int64_t *epoch, bool *live, struct sn_error *err);
+
+/* Ends the session (a held lock is released at once). NULL is allowed. */
+void sn_leader_close(struct sn_leader *l);
+
 /* Rows copied by sn_store_copy(), by kind. */
 struct sn_store_copy_counts {
     uint64_t rows, jobs, events, audit, revocations;

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -814,6 +815,71 @@ static void copy_sqlite_to_pg(void **state)
     tmpdir_remove(&t);
 }
 
+/* Steps l until *leading is want (up to about 10 s); returns the epoch. */
+static int64_t step_until(struct sn_leader *l, bool want)
+{
+    bool leading = false;
+    int64_t epoch = 0;
+    for (int i = 0; i < 200; i++) {
+        struct sn_error err = {0};
+        enum sn_err rc = sn_leader_step(l, &leading, &epoch, &err);
+        if (rc != SN_OK && rc != SN_ERR_DENIED)
+            fail_msg("step: %s", err.message);
+        if (leading == want)
+            return epoch;
+        poll(NULL, 0, 50);
+    }
+    fail_msg("leadership never became %d", want);
+    return -1;
+}
+
+/* Election: one leader at a time; a closed leader's lock is free at once
+ * (the next candidate takes over with epoch + 1); a leader that stops
+ * renewing is ended after its lease and learns it lost (DENIED); a store
+ * fenced with the old epoch cannot write. */
+static void pg_leader_election(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_store(t.db, NULL);
+    struct sn_leader *a = NULL, *b = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_leader_open(pg.conninfo, "http://a:1", 300, &a, &err), SN_OK);
+    assert_int_equal(sn_leader_open(pg.conninfo, "http://b:2", 300, &b, &err), SN_OK);
+    assert_int_equal(step_until(a, true), 1);
+    bool leading = true;
+    int64_t epoch = 0;
+    assert_int_equal(sn_leader_step(b, &leading, &epoch, &err), SN_OK);
+    assert_false(leading);
+    char holder[64];
+    bool live = false;
+    assert_int_equal(sn_leader_current(b, holder, sizeof(holder), &epoch, &live, &err), SN_OK);
+    assert_string_equal(holder, "http://a:1");
+    assert_int_equal(epoch, 1);
+    assert_true(live);
+    sn_leader_close(a); /* as a killed leader: its session ends */
+    assert_int_equal(step_until(b, true), 2);
+    /* b is fenced at 2 and writes; then b pauses (stops stepping), a new
+     * candidate c ends its session after the lease and takes epoch 3. */
+    sn_store_pg_set_epoch(s, 2);
+    struct sn_store_write w = job_row(1, "acme", NULL, "pending");
+    write_ok(s, &w, 1);
+    struct sn_leader *c = NULL;
+    assert_int_equal(sn_leader_open(pg.conninfo, "http://c:3", 300, &c, &err), SN_OK);
+    assert_int_equal(step_until(c, true), 3);
+    assert_int_equal(sn_leader_step(b, &leading, &epoch, &err), SN_ERR_DENIED);
+    assert_false(leading);
+    w.num[0] = 2;
+    assert_int_equal(sn_store_write_sync(s, &w, 1, &err), SN_ERR_IO);
+    assert_true(sn_store_pg_fenced(s));
+    sn_store_close(s);
+    assert_int_equal(pg_server_value(&pg, "SELECT count(*) FROM jobs"), 1);
+    sn_leader_close(b);
+    sn_leader_close(c);
+    tmpdir_remove(&t);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest both[] = {
@@ -836,6 +902,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(pg_fencing_refuses_old_epoch),
         cmocka_unit_test(pg_server_crash_loses_no_ack),
         cmocka_unit_test(copy_sqlite_to_pg),
+        cmocka_unit_test(pg_leader_election),
     };
     if (argc > 1 && strcmp(argv[1], "--backend=postgresql") == 0) {
         int rc = pg_server_start(&pg);
