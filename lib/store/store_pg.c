@@ -19,7 +19,8 @@
  * with SN_ERR_IO and the store refuses further writes (a restart recovers
  * from the last durable commit).
  *
- * Fencing: with sn_store_pg_set_epoch(s, e) (e > 0), every write
+ * Fencing: with sn_store_pg_set_epoch(s, e) (e != 0; -1 refuses every
+ * write, for a standby), every write
  * transaction first reads the leader row (sn_leader, see store_leader.c)
  * FOR SHARE and goes on only while its epoch is still e. The row lock
  * orders it against a new leader's epoch bump: either the batch commits
@@ -365,7 +366,7 @@ static bool commit_batch(struct pg_store *st, struct sn__submission **batch, uin
 {
     bool ok = run(st->wdb, "BEGIN");
     int64_t epoch = atomic_load(&st->epoch);
-    if (ok && epoch > 0)
+    if (ok && epoch != 0)
         ok = fence_ok(st, epoch, fenced);
     for (uint32_t i = 0; ok && i < n; i++) {
         batch[i]->rc = apply_submission(st->wdb, batch[i]);
