@@ -69,7 +69,13 @@ static enum sn_err connect_session(struct sn_leader *l, struct sn_error *err)
     if (!l->c || PQstatus(l->c) != CONNECTION_OK)
         return fail(l, err, "cannot connect");
     PQsetNoticeProcessor(l->c, quiet, NULL);
-    return SN_OK;
+    /* No statement of the election waits on a lock longer than a lease. */
+    char sql[64];
+    snprintf(sql, sizeof(sql), "SET lock_timeout=%u", l->lease_ms);
+    PGresult *r = PQexec(l->c, sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    return ok ? SN_OK : fail(l, err, "setting lock_timeout");
 }
 
 /* One row of one column from a parameterised statement; NULL result on
@@ -107,22 +113,50 @@ enum sn_err sn_leader_open(const char *conninfo, const char *holder, uint32_t le
     return SN_OK;
 }
 
-/* With the lock held: the next epoch, our address and session, a lease. */
-static enum sn_err take_over(struct sn_leader *l, struct sn_error *err)
+/* The leader row update of a takeover; *busy when it waited lock_timeout
+ * (SQLSTATE 55P03) for a lock on the row. */
+static PGresult *bump(struct sn_leader *l, bool *busy)
 {
     char lease[24];
     snprintf(lease, sizeof(lease), "%u", l->lease_ms);
     const char *p[2] = {l->holder, lease};
-    PGresult *r = query(l,
-                        "UPDATE sn_leader SET epoch=epoch+1, holder=$1, "
-                        "backend_pid=pg_backend_pid(), lease_until=clock_timestamp() + "
-                        "$2::bigint * interval '1 millisecond' WHERE id=1 RETURNING epoch",
-                        2, p);
-    if (!r || PQntuples(r) != 1) {
+    PGresult *r = PQexecParams(l->c,
+                               "UPDATE sn_leader SET epoch=epoch+1, holder=$1, "
+                               "backend_pid=pg_backend_pid(), lease_until=clock_timestamp() + "
+                               "$2::bigint * interval '1 millisecond' WHERE id=1 RETURNING epoch",
+                               2, NULL, p, NULL, NULL, 0);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    *busy = state && strcmp(state, "55P03") == 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* With the lock held: the next epoch, our address and session, a lease.
+ * A paused old leader may hold the row FOR SHARE in an open write
+ * transaction (its fencing check); after lock_timeout (the lease) its
+ * sessions on the row are ended, which aborts that transaction (nothing of
+ * it was acknowledged), and the update is tried again. */
+static enum sn_err take_over(struct sn_leader *l, struct sn_error *err)
+{
+    bool busy = false;
+    PGresult *r = bump(l, &busy);
+    if (!r && busy) {
+        PGresult *t = query(l,
+                            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE "
+                            "relation='sn_leader'::regclass AND pid <> pg_backend_pid()",
+                            0, NULL);
+        PQclear(t);
+        r = bump(l, &busy);
+    }
+    if (!r) {
         /* Without the row we must not lead: give the lock back. */
-        query(l, "SELECT pg_advisory_unlock_all()", 0, NULL);
-        return fail(l, err, "taking over the leader row");
+        enum sn_err rc = fail(l, err, "taking over the leader row");
+        if (l->c)
+            PQclear(query(l, "SELECT pg_advisory_unlock_all()", 0, NULL));
+        return rc;
     }
     l->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     l->leading = true;
@@ -173,7 +207,7 @@ static enum sn_err renew(struct sn_leader *l, struct sn_error *err)
     PQclear(r);
     if (!ours) {
         l->leading = false;
-        query(l, "SELECT pg_advisory_unlock_all()", 0, NULL);
+        PQclear(query(l, "SELECT pg_advisory_unlock_all()", 0, NULL));
         return sn_error_set(err, SN_ERR_DENIED,
                             "leader: epoch %" PRId64 " lost: a newer leader holds the row",
                             l->epoch);
