@@ -8,21 +8,24 @@
  * transaction, so it replays the state of one commit.
  *
  * Group commit: submissions wait in a bounded ring (queue_cap); the writer
- * takes up to batch_max of them into one transaction. A submission that
- * holds a job row (the only kind with a unique key besides its own primary
- * key: the idempotency key, UNIQUE(tenant, idem_key)) runs inside its own
- * savepoint, so a unique violation (SQLSTATE 23505) rolls back only it; the
- * other kinds are upserts that cannot conflict and skip the two extra round
- * trips. COMMIT returns once the server has flushed its WAL
- * (synchronous_commit=on, set on the session), and only then run the
- * callbacks. Any other error is fail-stop, as in SQLite: the batch fails
- * with SN_ERR_IO and the store refuses further writes (a restart recovers
- * from the last durable commit).
+ * takes up to batch_max of them (at most PIPELINE_MAX) into one
+ * transaction, sent as one libpq pipeline: BEGIN, the fence, every row,
+ * COMMIT and a single sync, so a batch costs one round trip. COMMIT returns
+ * once the server has flushed its WAL (synchronous_commit=on, set on the
+ * session), and only then run the callbacks. When a statement of the
+ * pipeline breaks a constraint (a taken idempotency key, SQLSTATE 23505:
+ * the server aborted the whole transaction), the batch is run again
+ * statement by statement, each submission with a job row (the only kind
+ * with a unique key besides its own primary key) inside a savepoint, so
+ * the conflict rejects only its submission. Any other error is fail-stop,
+ * as in SQLite: the batch fails with SN_ERR_IO and the store refuses
+ * further writes (a restart recovers from the last durable commit).
  *
  * Fencing: with sn_store_pg_set_epoch(s, e) (e != 0; -1 refuses every
  * write, for a standby), every write
- * transaction first reads the leader row (sn_leader, see store_leader.c)
- * FOR SHARE and goes on only while its epoch is still e. The row lock
+ * transaction first calls sn_fence(e), which reads the leader row
+ * (sn_leader, see store_leader.c) FOR SHARE and raises SQLSTATE SN001
+ * (aborting the transaction) unless its epoch is still e. The row lock
  * orders it against a new leader's epoch bump: either the batch commits
  * before the bump, or it sees the new epoch and fails (fail-stop, with the
  * message "fenced"). So a paused old leader never writes after a takeover.
@@ -51,6 +54,12 @@
 /* Advisory lock keys (pg_advisory_*): one for schema changes; the leader
  * lock is SN__PG_LEADER_LOCK (store_int.h). */
 #define SCHEMA_LOCK 0x736e7363 /* "snsc" */
+
+/* Submissions in one pipelined batch at most: the server's answers to one
+ * pipeline (a few tens of bytes per statement) stay well inside a socket
+ * buffer, so the writer, which reads them only after the sync, never
+ * waits on a server that waits on it. */
+#define PIPELINE_MAX 256
 
 struct kind_pg {
     const char *write; /* $1.. texts, then integers */
@@ -135,7 +144,15 @@ static const char leader_sql[] =
     "CREATE TABLE IF NOT EXISTS sn_leader(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " epoch BIGINT NOT NULL, holder TEXT NOT NULL, backend_pid INTEGER NOT NULL,"
     " lease_until TIMESTAMPTZ NOT NULL);"
-    "INSERT INTO sn_leader VALUES(1, 0, '', 0, now()) ON CONFLICT(id) DO NOTHING";
+    "INSERT INTO sn_leader VALUES(1, 0, '', 0, now()) ON CONFLICT(id) DO NOTHING;"
+    /* The fencing check of a write transaction: locks the row FOR SHARE
+     * (a takeover's epoch bump waits for the transaction) and raises
+     * SQLSTATE SN001 unless the epoch is still e, which aborts the
+     * transaction in the server, so it also holds in a pipeline. */
+    "CREATE OR REPLACE FUNCTION sn_fence(e BIGINT) RETURNS VOID LANGUAGE plpgsql AS $$ BEGIN"
+    " PERFORM 1 FROM sn_leader WHERE id=1 AND epoch=e FOR SHARE;"
+    " IF NOT FOUND THEN RAISE EXCEPTION 'fenced: epoch % is not the leader''s', e"
+    " USING ERRCODE='SN001'; END IF; END $$";
 
 /* Steps from version i + 1 to i + 2, the same as SQLite's. */
 static const char *const migrations[SN_STORE_SCHEMA_VERSION - 1] = {
@@ -281,8 +298,7 @@ static enum sn_err prepare_all(PGconn *c, struct sn_error *err)
         if (!ok)
             return conn_fail(err, c, kind_pg[k].write);
     }
-    PGresult *r = PQprepare(c, "fence", "SELECT epoch FROM sn_leader WHERE id=1 FOR SHARE", 0,
-                            NULL);
+    PGresult *r = PQprepare(c, "fence", "SELECT sn_fence($1::bigint)", 0, NULL);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     return ok ? SN_OK : conn_fail(err, c, "preparing the fence");
@@ -301,21 +317,16 @@ static enum sn_err outcome(PGresult *r)
     return SN_ERR_IO;
 }
 
+static int row_params(const struct sn_store_write *row, const char **params,
+                      char nums[SN_STORE_NUM_MAX][24]);
+
 static enum sn_err exec_row(PGconn *c, const struct sn_store_write *row)
 {
-    const struct sn__store_arity *a = &sn__store_arity[row->kind];
     const char *params[SN_STORE_TEXT_MAX + SN_STORE_NUM_MAX];
-    char nums[SN_STORE_NUM_MAX][24];
-    for (unsigned i = 0; i < a->n_text; i++)
-        params[i] = row->text[i];
-    for (unsigned i = 0; i < a->n_num; i++) {
-        snprintf(nums[i], sizeof(nums[i]), "%" PRId64, row->num[i]);
-        params[a->n_text + i] = nums[i];
-    }
-    char name[16];
+    char nums[SN_STORE_NUM_MAX][24], name[16];
+    int np = row_params(row, params, nums);
     snprintf(name, sizeof(name), "w%d", (int)row->kind);
-    PGresult *r =
-        PQexecPrepared(c, name, (int)(a->n_text + a->n_num), params, NULL, NULL, 0);
+    PGresult *r = PQexecPrepared(c, name, np, params, NULL, NULL, 0);
     enum sn_err rc = outcome(r);
     PQclear(r);
     return rc;
@@ -350,22 +361,102 @@ static enum sn_err apply_submission(PGconn *c, struct sn__submission *sub)
  * epoch is the leader row's. */
 static bool fence_ok(struct pg_store *st, int64_t epoch, bool *fenced)
 {
-    PGresult *r = PQexecPrepared(st->wdb, "fence", 0, NULL, NULL, NULL, 0);
-    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
-    if (ok && strtoll(PQgetvalue(r, 0, 0), NULL, 10) != epoch) {
-        ok = false;
+    char e[24];
+    snprintf(e, sizeof(e), "%" PRId64, epoch);
+    const char *p[1] = {e};
+    PGresult *r = PQexecPrepared(st->wdb, "fence", 1, p, NULL, NULL, 0);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (!ok && state && strcmp(state, "SN001") == 0)
         *fenced = true;
-    }
     PQclear(r);
     return ok;
 }
 
-/* Commits a batch; sets each submission's rc. Returns false on failure. */
-static bool commit_batch(struct pg_store *st, struct sn__submission **batch, uint32_t n,
-                         bool *fenced)
+/* A row's parameters as text, into nums (the integers' digits). */
+static int row_params(const struct sn_store_write *row, const char **params,
+                      char nums[SN_STORE_NUM_MAX][24])
+{
+    const struct sn__store_arity *a = &sn__store_arity[row->kind];
+    for (unsigned i = 0; i < a->n_text; i++)
+        params[i] = row->text[i];
+    for (unsigned i = 0; i < a->n_num; i++) {
+        snprintf(nums[i], sizeof(nums[i]), "%" PRId64, row->num[i]);
+        params[a->n_text + i] = nums[i];
+    }
+    return (int)(a->n_text + a->n_num);
+}
+
+static bool send_prepared(PGconn *c, const char *name, int n, const char *const *params)
+{
+    return PQsendQueryPrepared(c, name, n, params, NULL, NULL, 0) == 1;
+}
+
+/* The fast path: the whole batch as one pipeline (BEGIN, the fence, every
+ * row, COMMIT, one sync), so a batch costs one round trip instead of one
+ * per row. Any statement that fails aborts the transaction in the server
+ * (nothing of the batch is committed): SN_ERR_CONFLICT for a constraint,
+ * which the caller retries statement by statement with savepoints;
+ * SN_ERR_IO otherwise (*fenced when the fence refused). */
+static enum sn_err pipeline_batch(struct pg_store *st, struct sn__submission **batch, uint32_t n,
+                                  int64_t epoch, bool *fenced)
+{
+    PGconn *c = st->wdb;
+    if (PQenterPipelineMode(c) != 1)
+        return SN_ERR_IO;
+    bool sent = PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) == 1;
+    char e[24];
+    snprintf(e, sizeof(e), "%" PRId64, epoch);
+    const char *fp[1] = {e};
+    if (sent && epoch != 0)
+        sent = send_prepared(c, "fence", 1, fp);
+    for (uint32_t i = 0; sent && i < n; i++)
+        for (size_t k = 0; sent && k < batch[i]->n; k++) {
+            const struct sn_store_write *row = &batch[i]->rows[k];
+            const char *params[SN_STORE_TEXT_MAX + SN_STORE_NUM_MAX];
+            char nums[SN_STORE_NUM_MAX][24], name[16];
+            int np = row_params(row, params, nums);
+            snprintf(name, sizeof(name), "w%d", (int)row->kind);
+            sent = send_prepared(c, name, np, params);
+        }
+    if (sent)
+        sent = PQsendQueryParams(c, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
+    if (sent)
+        sent = PQpipelineSync(c) == 1;
+    enum sn_err rc = sent ? SN_OK : SN_ERR_IO;
+    /* Results come query by query, each followed by a NULL, until the
+     * sync; a broken connection ends the walk. */
+    for (int nulls = 0; sent;) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            if (PQstatus(c) != CONNECTION_OK || ++nulls > 2) {
+                rc = SN_ERR_IO;
+                break;
+            }
+            continue;
+        }
+        nulls = 0;
+        ExecStatusType s = PQresultStatus(r);
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        if (s == PGRES_FATAL_ERROR && rc == SN_OK) {
+            rc = state && strncmp(state, "23", 2) == 0 ? SN_ERR_CONFLICT : SN_ERR_IO;
+            *fenced = state && strcmp(state, "SN001") == 0;
+        }
+        PQclear(r);
+        if (s == PGRES_PIPELINE_SYNC)
+            break;
+    }
+    if (PQexitPipelineMode(c) != 1)
+        rc = SN_ERR_IO;
+    return rc;
+}
+
+/* The slow path: statement by statement, a savepoint around each
+ * submission with a job row, so a conflict rejects only its submission. */
+static bool serial_batch(struct pg_store *st, struct sn__submission **batch, uint32_t n,
+                         int64_t epoch, bool *fenced)
 {
     bool ok = run(st->wdb, "BEGIN");
-    int64_t epoch = atomic_load(&st->epoch);
     if (ok && epoch != 0)
         ok = fence_ok(st, epoch, fenced);
     for (uint32_t i = 0; ok && i < n; i++) {
@@ -374,6 +465,22 @@ static bool commit_batch(struct pg_store *st, struct sn__submission **batch, uin
     }
     if (ok)
         ok = run(st->wdb, "COMMIT");
+    return ok;
+}
+
+/* Commits a batch; sets each submission's rc. Returns false on failure. */
+static bool commit_batch(struct pg_store *st, struct sn__submission **batch, uint32_t n,
+                         bool *fenced)
+{
+    int64_t epoch = atomic_load(&st->epoch);
+    enum sn_err rc = pipeline_batch(st, batch, n, epoch, fenced);
+    bool ok = rc == SN_OK;
+    if (rc == SN_ERR_CONFLICT) {
+        ok = run(st->wdb, "ROLLBACK") && serial_batch(st, batch, n, epoch, fenced);
+    } else if (ok) {
+        for (uint32_t i = 0; i < n; i++)
+            batch[i]->rc = SN_OK;
+    }
     if (!ok) {
         run(st->wdb, "ROLLBACK");
         for (uint32_t i = 0; i < n; i++)
@@ -637,6 +744,8 @@ enum sn_err sn_store_open_pg(const char *conninfo, const struct sn_store_options
     st->handle.impl = st;
     st->cap = options && options->queue_cap ? options->queue_cap : 4096;
     st->batch_max = options && options->batch_max ? options->batch_max : 512;
+    if (st->batch_max > PIPELINE_MAX)
+        st->batch_max = PIPELINE_MAX;
     atomic_init(&st->epoch, 0);
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->nonempty, NULL);
