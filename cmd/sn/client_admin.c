@@ -7,6 +7,9 @@
  *
  * Through POST /v1/admin/backup (docs/api.md, docs/operations.md).
  *
+ * sn admin migrate --from STORE --to STORE: copies the state between
+ * stores (admin_migrate.c).
+ *
  * sn admin fence, sn admin unfence: snd's partition-safety fence
  * (docs/scheduler.md, "Partition safety"). `fence` shows it (fenced or
  * not, since when, the silent servers); `unfence` lifts it, declaring the
@@ -122,8 +125,10 @@ int cmd_checkpoint(int argc, char **argv)
 
 int cmd_admin(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "migrate") == 0) /* stores, not snd: admin_migrate.c */
+        return sn_admin_migrate(argc - 1, argv + 1);
     struct client c;
-    int rc = client_init(&c, "sn admin", "usage: sn admin backup FILE | sn admin fence | sn admin unfence",
+    int rc = client_init(&c, "sn admin", "usage: sn admin backup FILE | sn admin fence | sn admin unfence | sn admin migrate --from STORE --to STORE",
                          argc, argv, NULL, 0, 1, 2);
     if (rc >= 0)
         return rc;

@@ -19,6 +19,10 @@
  *  - ha_pg_restart_under_load: PostgreSQL restarted (immediate stop, then
  *    start) while clients submit: clients see failures or 503 and retry;
  *    a leader comes back and nothing acknowledged is lost.
+ *  - migrate_live_sqlite: `sn admin migrate` copies the state.db of a
+ *    running SQLite snd into PostgreSQL (verified); an snd started on the
+ *    database serves the same jobs, idempotency keys, cancellation, token
+ *    revocation and audit rows; a second migrate into it is refused.
  */
 #include "snd_harness.h"
 
@@ -544,6 +548,104 @@ static void ha_pg_restart_under_load(void **state)
     free(b);
 }
 
+/* Runs `sn admin migrate --from from --to to`; its exit status, its
+ * stdout in out. */
+static int run_migrate(const char *from, const char *to, char *out, size_t len)
+{
+    char bin[1024];
+    const char *b = getenv("SN_BUILD_DIR");
+    snprintf(bin, sizeof(bin), "%s/sn", b ? b : "..");
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(bin, "sn", "admin", "migrate", "--from", from, "--to", to, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < len && (r = read(fds[0], out + n, len - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = '\0';
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static long long audit_rows(struct daemon *d)
+{
+    json_t *j = NULL;
+    assert_int_equal(call(d, "GET", "/v1/audit?limit=1000", d->admin, NULL, NULL, &j), 200);
+    long long n = (long long)json_array_size(json_object_get(j, "items"));
+    json_decref(j);
+    return n;
+}
+
+static void migrate_live_sqlite(void **state)
+{
+    (void)state;
+    struct daemon d, unused;
+    make_shared_dir(&d, &unused);
+    start(&d, NULL); /* SQLite: DIR/state.db */
+    setup_tenants(&d);
+    long long ids[4];
+    for (int i = 0; i < 4; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "m%d", i);
+        ids[i] = submit(&d, "true", key);
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel", ids[3]);
+    expect(&d, 200, "POST", path, d.admin, NULL);
+    char tok[SN_AUTH_TOKEN_MAX], rpath[128];
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "POST", "/v1/tokens", d.admin,
+                          "{\"kind\":\"tenant\",\"subject\":\"acme\",\"scopes\":"
+                          "\"jobs:read,jobs:write\",\"ttl_s\":3600}",
+                          NULL, &j),
+                     201);
+    snprintf(tok, sizeof(tok), "%s", json_string_value(json_object_get(j, "token")));
+    snprintf(rpath, sizeof(rpath), "/v1/tokens/%s/revoke",
+             json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    assert_int_equal(call(&d, "GET", "/v1/jobs", tok, NULL, NULL, NULL), 200);
+    expect(&d, 200, "POST", rpath, d.admin, NULL);
+    assert_int_equal(call(&d, "GET", "/v1/jobs", tok, NULL, NULL, NULL), 401);
+    long long audit_before = audit_rows(&d);
+    /* While snd runs. */
+    char from[400], out[2048];
+    snprintf(from, sizeof(from), "sqlite:%s/state.db", d.dir);
+    const char *to = store_set + strlen("store=");
+    assert_int_equal(run_migrate(from, to, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "migrated "));
+    assert_non_null(strstr(out, " 4 jobs,"));
+    assert_non_null(strstr(out, " 1 revocations"));
+    assert_non_null(strstr(out, "verified: the counts read back are equal"));
+    assert_int_equal(run_migrate(from, to, out, sizeof(out)), 2); /* not empty any more */
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    char log[300];
+    log_path(&d, "snd-pg", log, sizeof(log));
+    start_on(&d, free_port(), log);
+    wait_leader(&d);
+    for (int i = 0; i < 4; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "m%d", i);
+        if (i < 3)
+            assert_int_equal(submit(&d, "true", key), ids[i]); /* replays */
+    }
+    json_decref(wait_state(&d, ids[3], "cancelled"));
+    assert_int_equal(call(&d, "GET", "/v1/jobs", tok, NULL, NULL, NULL), 401);
+    assert_true(audit_rows(&d) >= audit_before);
+    long long next = submit(&d, "true", "after");
+    assert_int_equal(next, ids[3] + 1);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    pg_rm_tree(d.dir);
+}
+
 static int teardown(void **state)
 {
     for (int i = 0; i < 8; i++)
@@ -566,7 +668,10 @@ int main(void)
         cmocka_unit_test_teardown(ha_kill9_in_burst, teardown),
         cmocka_unit_test_teardown(ha_sigstop_fenced, teardown),
         cmocka_unit_test_teardown(ha_pg_restart_under_load, teardown),
+        cmocka_unit_test_teardown(migrate_live_sqlite, teardown),
     };
+    if (getenv("SN_TEST_FILTER")) /* e.g. SN_TEST_FILTER=migrate* */
+        cmocka_set_test_filter(getenv("SN_TEST_FILTER"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     pg_server_stop(&pg);
     return rc;
