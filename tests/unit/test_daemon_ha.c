@@ -7,6 +7,11 @@
  *    on agents; kill -9 and a restart lose no acknowledged job, and the
  *    running job is re-adopted from the agents' heartbeats (same
  *    allocation, no requeue), then cancelled through the new process.
+ *  - ha_takeover_readopts: two snd, agents with both addresses; the leader
+ *    is killed -9 while a job runs: the standby takes over, the job keeps
+ *    running on the same GPUs (re-adopted, not requeued), and a job
+ *    submitted after the takeover runs to completion, so the agents
+ *    followed the new leader.
  *  - ha_kill9_in_burst: two snd on one database; 4 client threads submit
  *    with idempotency keys through a two-server client list (retrying a
  *    failed request with the same key) while the leader is killed -9,
@@ -247,6 +252,41 @@ static void pg_jobs_survive_kill9(void **state)
         kill_wait(agents[i], SIGTERM);
     assert_int_equal(stop(&d, SIGTERM), 0);
     pg_rm_tree(d.dir);
+}
+
+static void ha_takeover_readopts(void **state)
+{
+    (void)state;
+    struct daemon dm[2];
+    make_shared_dir(&dm[0], &dm[1]);
+    char log[2][300], servers[128];
+    log_path(&dm[0], "snd-a", log[0], sizeof(log[0]));
+    log_path(&dm[1], "snd-b", log[1], sizeof(log[1]));
+    start_on(&dm[0], free_port(), log[0]);
+    wait_leader(&dm[0]);
+    start_on(&dm[1], free_port(), log[1]);
+    setup_tenants(&dm[0]);
+    snprintf(servers, sizeof(servers), "http://127.0.0.1:%u,http://127.0.0.1:%u", dm[0].port,
+             dm[1].port);
+    pid_t agents[8];
+    for (int i = 0; i < 8; i++)
+        agents[i] = agent(&dm[0], NODES[i], servers);
+    long long lng = submit(&dm[0], "sleep 120", "long");
+    json_t *before = wait_state(&dm[0], lng, "running");
+    kill_wait(dm[0].pid, SIGKILL);
+    wait_leader(&dm[1]);
+    long long quick = submit(&dm[1], "true", "after-takeover");
+    json_decref(wait_state(&dm[1], quick, "completed"));
+    json_t *after = wait_state(&dm[1], lng, "running");
+    assert_true(json_equal(json_object_get(before, "allocation"),
+                           json_object_get(after, "allocation")));
+    assert_int_equal(json_integer_value(json_object_get(after, "requeues")), 0);
+    json_decref(before);
+    json_decref(after);
+    for (int i = 0; i < 8; i++)
+        kill_wait(agents[i], SIGTERM);
+    assert_int_equal(stop(&dm[1], SIGTERM), 0);
+    pg_rm_tree(dm[0].dir);
 }
 
 /* ---- submit burst from 4 clients across a takeover ------------------ */
@@ -665,6 +705,7 @@ int main(void)
              pg.dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(pg_jobs_survive_kill9, teardown),
+        cmocka_unit_test_teardown(ha_takeover_readopts, teardown),
         cmocka_unit_test_teardown(ha_kill9_in_burst, teardown),
         cmocka_unit_test_teardown(ha_sigstop_fenced, teardown),
         cmocka_unit_test_teardown(ha_pg_restart_under_load, teardown),
