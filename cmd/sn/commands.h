@@ -50,5 +50,7 @@ int cmd_checkpoint(int argc, char **argv);
 
 /* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
 int cmd_demo(int argc, char **argv);
+/* sn demo --ha (demo_ha.c): PostgreSQL, two snd, agents, a takeover. */
+int sn_demo_ha(int argc, char **argv);
 
 #endif
