@@ -415,11 +415,10 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
 /* A token key without its state: a state.db lost, deleted or emptied
  * beside the key would start an empty control plane in which revoked
  * tokens verify again. Refused unless --init says it is meant. */
-static int check_state_present(const char *dir, bool init, struct sn_error *err)
+static int check_state_present(const char *dir, const char *db, bool init, struct sn_error *err)
 {
-    char key[4096], db[4096];
+    char key[4096];
     snprintf(key, sizeof(key), "%s/token.key", dir);
-    snprintf(db, sizeof(db), "%s/state.db", dir);
     struct stat st;
     if (init || access(key, F_OK) != 0)
         return SN_OK;
@@ -438,15 +437,21 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
-    /* PostgreSQL: the state is in the database, not beside the key. */
+    /* PostgreSQL: the state is in the database, not in a file beside the
+     * key (docs/operations.md: an empty database is not refused). */
     bool pg = sn_store_url_is_pg(d->cfg.store);
-    enum sn_err rc = pg || d->cfg.store[0] ? SN_OK : check_state_present(dir, init, err);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/state.db", dir);
+    const char *db = path;
+    if (strncmp(d->cfg.store, "sqlite:", 7) == 0)
+        db = d->cfg.store + 7;
+    else if (d->cfg.store[0] && !pg)
+        db = d->cfg.store;
+    enum sn_err rc = pg ? SN_OK : check_state_present(dir, db, init, err);
     if (rc == SN_OK)
         rc = load_key(d, dir, err);
     if (rc == SN_OK)
         rc = ensure_admin_token(d, dir, err);
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/state.db", dir);
     struct sn_store_options o = {.queue_cap = (uint32_t)d->cfg.store_queue,
                                  .batch_max = (uint32_t)d->cfg.store_batch};
     if (rc == SN_OK)

@@ -481,8 +481,8 @@ static void ha_kill9_in_burst(void **state)
                   ROUNDS, total_acked(b), CLIENTS, (unsigned long long)b->retries,
                   (unsigned long long)b->unretried, takeover_ms[ROUNDS / 2],
                   takeover_ms[ROUNDS - 1]);
-    for (int i = 0; i < 2; i++)
-        stop(&dm[i], SIGTERM);
+    for (int i = 0; i < 2; i++) /* the leader and the standby stop cleanly */
+        assert_int_equal(stop(&dm[i], SIGTERM), 0);
     pg_rm_tree(dm[0].dir);
     free(b);
 }
