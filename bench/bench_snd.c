@@ -13,9 +13,12 @@
  *      and 256 keep-alive clients, each waiting for its answer before the
  *      next submit; targets: one client >= 200 submits/s, p99 < 20 ms at 64.
  *
- * usage: bench_snd [--quick | --latency] (from the build directory;
- * SN_SOURCE_DIR locates examples/, default ..). --quick runs smaller
- * counts; --latency runs only part 4.
+ * usage: bench_snd [--quick | --latency | --backends] (from the build
+ * directory; SN_SOURCE_DIR locates examples/, default ..). --quick runs
+ * smaller counts; --latency runs only part 4; --backends runs parts 1 and
+ * 4 (at 64 clients) on SQLite and then on a PostgreSQL server it starts
+ * (tests/unit/pg_harness.h: initdb + pg_ctl in a temporary directory, Unix
+ * socket, fsync=on, synchronous_commit=on), and prints them side by side.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tests/unit/pg_harness.h"
 #include "snd_load.h"
 
 /* ---- workers ----------------------------------------------------------------- */
@@ -176,6 +180,87 @@ static void latency_table(struct daemon *d, double secs)
     free(l.s);
 }
 
+/* One client count of part 4: throughput and latency percentiles. */
+static void latency_at(struct daemon *d, int clients, double secs, double *rate, double *p50,
+                       double *p99)
+{
+    struct lat l = {.cap = 4000000};
+    l.s = malloc((size_t)l.cap * sizeof(double));
+    *rate = *p50 = *p99 = 0;
+    if (!l.s)
+        return;
+    const char *body = "{\"name\":\"lat\",\"gpus\":1,\"tenant\":\"bench\"}";
+    lat_rec = &l;
+    struct load ld = {.d = d,
+                      .method = "POST",
+                      .path = "/v1/jobs",
+                      .body = body,
+                      .unique_key = true,
+                      .deadline = now_s() + secs};
+    atomic_store(&ld.next, 900000000L);
+    double took = run_load(&ld, clients);
+    lat_rec = NULL;
+    long n = atomic_load(&l.n);
+    n = n > l.cap ? l.cap : n;
+    qsort(l.s, (size_t)n, sizeof(double), cmp_double);
+    *rate = (double)atomic_load(&ld.ok) / took;
+    *p50 = n ? l.s[n / 2] * 1e3 : 0;
+    *p99 = n ? l.s[(long)((double)n * 0.99)] * 1e3 : 0;
+    free(l.s);
+}
+
+/* The tenant, once snd answers as the leader (a PostgreSQL snd stands by
+ * until it has won the election). */
+static int make_tenant_when_leader(struct daemon *d)
+{
+    for (int i = 0; i < 400; i++) {
+        if (make_tenant(d) == 0)
+            return 0;
+        struct timespec ts = {0, 50000000L};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+/* --backends: the same load on SQLite and on PostgreSQL, in one run. */
+static int backends(const char *spec)
+{
+    struct pg_server pg;
+    int prc = pg_server_start(&pg);
+    if (prc != 0) {
+        fprintf(stderr, "bench_snd: PostgreSQL is not available\n");
+        pg_server_stop(&pg);
+        return prc == PG_SKIP ? 0 : 1;
+    }
+    char store[700];
+    snprintf(store, sizeof(store), "store=postgresql:///postgres?host=%s&user=sn", pg.dir);
+    const char *sqlite_sets[] = {"max_jobs=1000000", NULL};
+    const char *pg_sets[] = {"max_jobs=1000000", store, NULL};
+    const char *const *sets[2] = {sqlite_sets, pg_sets};
+    const char *names[2] = {"SQLite (WAL, synchronous=FULL)",
+                            "PostgreSQL 15 (fsync=on, synchronous_commit=on)"};
+    printf("%-48s %14s %12s %12s %12s\n", "backend", "submits/s", "64 clients/s", "p50 ms",
+           "p99 ms");
+    int rc = 0;
+    for (int b = 0; b < 2 && rc == 0; b++) {
+        struct daemon d;
+        if (start(&d, spec, sets[b]) != 0 || make_tenant_when_leader(&d) != 0) {
+            fprintf(stderr, "bench_snd: cannot start snd on %s\n", names[b]);
+            rc = 1;
+            break;
+        }
+        double secs;
+        long ok = submit_jobs(&d, 20000, 1, 128, &secs);
+        double rate, p50, p99;
+        latency_at(&d, 64, 3.0, &rate, &p50, &p99);
+        printf("%-48s %14.0f %12.0f %12.2f %12.2f\n", names[b], (double)ok / secs, rate, p50,
+               p99);
+        stop(&d);
+    }
+    pg_server_stop(&pg);
+    return rc;
+}
+
 /* snd keeps every job of a run: room for the 100,000 of the memory figure. */
 static const char *const max_jobs[] = {"max_jobs=1000000", NULL};
 
@@ -188,6 +273,8 @@ int main(int argc, char **argv)
     char small[1024], large[1024];
     snprintf(small, sizeof(small), "%s/examples/std-unit-64.yaml", src);
     snprintf(large, sizeof(large), "%s/examples/large-100k.yaml", src);
+    if (argc > 1 && strcmp(argv[1], "--backends") == 0)
+        return backends(small);
 
     struct daemon d;
     if (start(&d, small, max_jobs) != 0 || make_tenant(&d) != 0) {

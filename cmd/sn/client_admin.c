@@ -11,6 +11,8 @@
  *                          /v1/admin/rotate-key): tokens of the previous key
  *                          verify until key_overlap_s has passed; snd
  *                          replaces its admin.token with one of the new key.
+ * sn admin migrate --from STORE --to STORE: copies the state between
+ * stores (admin_migrate.c).
  *
  * sn admin fence, sn admin unfence: snd's partition-safety fence
  * (docs/scheduler.md, "Partition safety"). `fence` shows it (fenced or
@@ -156,10 +158,12 @@ int cmd_checkpoint(int argc, char **argv)
 
 int cmd_admin(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "migrate") == 0) /* stores, not snd: admin_migrate.c */
+        return sn_admin_migrate(argc - 1, argv + 1);
     struct client c;
     int rc = client_init(&c, "sn admin",
                          "usage: sn admin backup FILE | sn admin fence | sn admin unfence | "
-                         "sn admin rotate-key",
+                         "sn admin rotate-key | sn admin migrate --from STORE --to STORE",
                          argc, argv, NULL, 0, 1, 2);
     if (rc >= 0)
         return rc;

@@ -291,7 +291,8 @@ static void usage(FILE *out)
             "  --port P         snd's port on 127.0.0.1 (default 7070; 0: any free port)\n"
             "  --state DIR      a new or empty directory for state and logs (default: a\n"
             "                   new /tmp/sn-demo-XXXXXX, kept)\n"
-            "  --json           status on stderr, a final summary object on stdout\n",
+            "  --json           status on stderr, a final summary object on stdout\n"
+            "  --ha             the high-availability scene instead (sn demo --ha --help)\n",
             DEMO_DEFAULT_TRACE);
 }
 
@@ -1253,6 +1254,9 @@ static int setup(struct demo *d)
 
 int cmd_demo(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the HA scene is its own (demo_ha.c) */
+        if (strcmp(argv[i], "--ha") == 0)
+            return sn_demo_ha(argc, argv);
     struct demo d = {.pd = SN_NONE};
     int rc = parse_opts(argc, argv, &d.o);
     if (rc >= 0)

@@ -43,11 +43,14 @@ int cmd_token(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_audit(int argc, char **argv); /* client_audit.c */
 int cmd_admin(int argc, char **argv); /* client_admin.c: backup, fence, unfence */
+int sn_admin_migrate(int argc, char **argv); /* admin_migrate.c: argv[0] "migrate" */
 int cmd_quota(int argc, char **argv);
 int cmd_pools(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 
 /* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
 int cmd_demo(int argc, char **argv);
+/* sn demo --ha (demo_ha.c): PostgreSQL, two snd, agents, a takeover. */
+int sn_demo_ha(int argc, char **argv);
 
 #endif

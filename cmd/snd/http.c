@@ -634,6 +634,8 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
                          "%s is not served on the agent listener (agent_listen); use the API "
                          "listener (listen)",
                          path);
+    if (d->standby && route->handler != snd_metrics)
+        return snd_ha_redirect(d, r);
     int scope = route->scope;
     if (route->handler == snd_metrics && d->cfg.metrics_require_token)
         scope = SN_SCOPE_CLUSTER_READ;

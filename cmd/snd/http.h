@@ -116,4 +116,8 @@ void snd_http_run(int64_t wait_ms);
  * commit resumes a connection). */
 void snd_http_wake(void);
 
+/* leader.c: the answer to a request while standby: 307 to the leader's
+ * URL, or 503 with Retry-After when none is known. */
+enum MHD_Result snd_ha_redirect(struct snd *d, struct snd_req *r);
+
 #endif

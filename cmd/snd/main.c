@@ -144,6 +144,15 @@ static const struct sn_conf_key config_keys[] = {
     {"key_overlap_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(key_overlap_s),
      "after `sn admin rotate-key`, tokens of the previous key still verify this long; then "
      "they get 401"},
+    {"store", SN_CONF_STRING, "", 0, 255, C(store),
+     "where the state lives: empty for DIR/state.db (SQLite), sqlite:PATH, or a PostgreSQL "
+     "URI postgresql://... (several snd on one database elect a leader; the others stand by)"},
+    {"leader_lease_ms", SN_CONF_INT, "3000", 300, 600000, C(leader_lease_ms),
+     "PostgreSQL: a leader that stops renewing (paused, cut off) loses leadership after this "
+     "long; a standby then takes over"},
+    {"advertise_url", SN_CONF_STRING, "", 0, 255, C(advertise_url),
+     "PostgreSQL: this snd's URL as clients reach it, given to them in redirects while it "
+     "leads (empty: http(s)://listen with the bound port)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -411,11 +420,10 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
 /* A token key without its state: a state.db lost, deleted or emptied
  * beside the key would start an empty control plane in which revoked
  * tokens verify again. Refused unless --init says it is meant. */
-static int check_state_present(const char *dir, bool init, struct sn_error *err)
+static int check_state_present(const char *dir, const char *db, bool init, struct sn_error *err)
 {
-    char key[4096], db[4096];
+    char key[4096];
     snprintf(key, sizeof(key), "%s/token.key", dir);
-    snprintf(db, sizeof(db), "%s/state.db", dir);
     char ring[4096];
     snprintf(ring, sizeof(ring), "%s/token.keys", dir);
     struct stat st;
@@ -437,7 +445,17 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
     snprintf(d->state_dir, sizeof(d->state_dir), "%s", dir);
-    enum sn_err rc = check_state_present(dir, init, err);
+    /* PostgreSQL: the state is in the database, not in a file beside the
+     * key (docs/operations.md: an empty database is not refused). */
+    bool pg = sn_store_url_is_pg(d->cfg.store);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/state.db", dir);
+    const char *db = path;
+    if (strncmp(d->cfg.store, "sqlite:", 7) == 0)
+        db = d->cfg.store + 7;
+    else if (d->cfg.store[0] && !pg)
+        db = d->cfg.store;
+    enum sn_err rc = pg ? SN_OK : check_state_present(dir, db, init, err);
     char ring[4200];
     snprintf(ring, sizeof(ring), "%s/token.keys", dir);
     /* The ring, once made, holds the keys; token.key (key 0's seed) is still
@@ -448,8 +466,6 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
         rc = snd_keys_load(d, err);
     if (rc == SN_OK)
         rc = ensure_admin_token(d, dir, err);
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/state.db", dir);
     struct sn_store_options o = {.queue_cap = (uint32_t)d->cfg.store_queue,
                                  .batch_max = (uint32_t)d->cfg.store_batch};
     /* Test only (docs/cmd-snd.md "Testing disk full"): the store writes
@@ -464,7 +480,14 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
         fprintf(stderr, "snd: test mode: the store's disk is full while '%s' exists\n", full_flag);
     }
     if (rc == SN_OK)
-        rc = sn_store_open_sqlite(path, &o, &d->store, err);
+        rc = sn_store_open_url(d->cfg.store[0] ? d->cfg.store : path, &o, &d->store, err);
+    /* PostgreSQL: the state is restored when this snd wins the election
+     * (leader.c), after its listener is up as a standby. */
+    if (rc == SN_OK && pg) {
+        sn_store_pg_set_epoch(d->store, -1); /* no write before the election */
+        d->standby = true;
+        return SN_OK;
+    }
     if (rc == SN_OK)
         rc = snd_state_load(d, err);
     if (rc == SN_OK)
@@ -483,14 +506,40 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
     return rc;
 }
 
+/* PostgreSQL: this snd's URL for redirects (advertise_url, else the
+ * listen address with the bound port) and the election. */
+static int start_election(struct snd *d, uint16_t port, struct sn_error *err)
+{
+    if (!d->standby)
+        return SN_OK;
+    char holder[SN_CONF_STRING_MAX + 16];
+    if (d->cfg.advertise_url[0]) {
+        snprintf(holder, sizeof(holder), "%s", d->cfg.advertise_url);
+    } else {
+        const char *colon = strrchr(d->cfg.listen, ':');
+        int host_len = colon ? (int)(colon - d->cfg.listen) : (int)strlen(d->cfg.listen);
+        snprintf(holder, sizeof(holder), "%s%.*s:%u", d->cfg.tls_cert[0] ? "https://" : "http://",
+                 host_len, d->cfg.listen, port);
+    }
+    return snd_ha_start(d, holder, err);
+}
+
 /* The state thread's loop: serves HTTP, runs the scheduler's timers and
  * flushes its writes, until SIGTERM/SIGINT or a fatal store failure. */
 static int serve(struct snd *d, const sigset_t *set)
 {
     for (;;) {
-        int64_t wait_ms = snd_sched_tick(d);
-        int64_t health_ms = snd_health_tick(d);
-        wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
+        struct sn_error err = {0};
+        if (snd_ha_poll(d, &err) != SN_OK) {
+            fprintf(stderr, "snd: %s\n", err.message);
+            return 3;
+        }
+        int64_t wait_ms = 50; /* a standby only answers and watches the election */
+        if (!d->standby) {
+            wait_ms = snd_sched_tick(d);
+            int64_t health_ms = snd_health_tick(d);
+            wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
+        }
         /* A commit wakes the loop at once (snd_http_wake); the 100 ms cap
          * only bounds how late SIGTERM is noticed. */
         snd_http_run(wait_ms > 100 ? 100 : wait_ms);
@@ -498,10 +547,12 @@ static int serve(struct snd *d, const sigset_t *set)
         int sig = sigtimedwait(set, NULL, &zero);
         if (sig == SIGTERM || sig == SIGINT)
             return 0;
-        snd_refusals_flush(d, snd_now_ms(), false);
+        if (!d->standby)
+            snd_refusals_flush(d, snd_now_ms(), false);
         snd_disk_full(d); /* logs when the disk fills or space returns */
         if (atomic_load(&d->fatal)) {
-            fprintf(stderr, "snd: a store write failed; stopping (a restart recovers)\n");
+            fprintf(stderr, "snd: a store write failed%s; stopping (a restart recovers)\n",
+                    sn_store_pg_fenced(d->store) ? " (fenced: a newer leader took over)" : "");
             return 3;
         }
     }
@@ -511,7 +562,7 @@ static void stop(struct snd *d)
 {
     /* Hand the waiting state writes to the store, let queued commits
      * finish, and answer the connections they resume. */
-    if (d->store)
+    if (d->store && !d->standby)
         snd_refusals_flush(d, snd_now_ms(), true);
     for (int i = 0; i < 500 && d->store; i++) {
         bool flushed = d->outbox ? snd_outbox_flush(d) : true;
@@ -536,6 +587,7 @@ static void stop(struct snd *d)
     }
     snd_http_run(0);
     snd_http_stop();
+    snd_ha_stop(d);
     sn_store_close(d->store);
     d->store = NULL;
 }
@@ -581,15 +633,16 @@ int main(int argc, char **argv)
     rc = 0;
     if (!d.rate || !d.refusals || snd_http_check(&d, &err) != SN_OK ||
         open_state(&d, a.state, a.init, &err) != SN_OK ||
-        snd_http_start(&d, &port, &err) != SN_OK) {
+        snd_http_start(&d, &port, &err) != SN_OK || start_election(&d, port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
         rc = err.code == SN_ERR_IO || err.code == SN_ERR_NOMEM || err.code == SN_ERR_INTERNAL ? 3
                                                                                               : 2;
     } else {
         uint16_t agent_port = snd_http_agent_port();
-        fprintf(stderr, "snd: serving %s (%u GPUs) on %s%s (port %u), state in %s\n", spec->name,
-                model->n_gpus, d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.listen, port,
-                a.state);
+        fprintf(stderr, "snd: serving %s (%u GPUs) on %s%s (port %u), state in %s%s\n",
+                spec->name, model->n_gpus, d.cfg.tls_cert[0] ? "https://" : "http://",
+                d.cfg.listen, port, d.standby ? "PostgreSQL" : a.state,
+                d.standby ? " (standby until elected leader)" : "");
         if (agent_port)
             fprintf(stderr, "snd: agents on %s%s (port %u)\n",
                     d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.agent_listen, agent_port);

@@ -53,6 +53,13 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     if (!o.buf)
         return MHD_NO;
     o.buf[0] = '\0';
+    if (d->standby) { /* nothing of the state is loaded: only the election */
+        char *ha = snd_ha_metrics_text(d);
+        if (ha)
+            put(&o, "%s", ha);
+        free(ha);
+        return snd_reply_text(d, r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf);
+    }
     family(&o, "sn_jobs", "gauge", "Jobs by state.");
     for (int s = 0; s < SND_JOB_STATE_COUNT; s++)
         put(&o, "sn_jobs{state=\"%s\"} %llu\n", snd_job_state_name((enum snd_job_state)s),
@@ -173,5 +180,9 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     if (health)
         put(&o, "%s", health);
     free(health);
+    char *ha = snd_ha_metrics_text(d);
+    if (ha)
+        put(&o, "%s", ha);
+    free(ha);
     return snd_reply_text(d, r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf);
 }

@@ -84,6 +84,9 @@ struct snd_config {
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
     /* Token keys (keys.c). */
     int64_t key_overlap_s; /* a rotated-out key verifies this long after its retirement */
+    char store[SN_CONF_STRING_MAX];         /* "": DIR/state.db; sqlite:PATH; postgresql://... */
+    int64_t leader_lease_ms;                /* PostgreSQL: leadership unrenewed lasts this */
+    char advertise_url[SN_CONF_STRING_MAX]; /* "": http(s)://listen; written for redirects */
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -260,6 +263,11 @@ struct snd {
     bool disk_full;
     uint64_t disk_full_total;   /* times the disk filled */
     uint64_t disk_full_refused; /* writes answered 507 disk_full */
+    /* High availability on PostgreSQL (leader.c): NULL on SQLite. While
+     * standby, the state is not loaded and requests get 307 to the leader
+     * (or 503); the state thread takes over when the election says so. */
+    struct snd_ha *ha;
+    bool standby;
 };
 
 #define SND_DEPS_MAX 64 /* job ids in a job's after_ok */
@@ -312,6 +320,19 @@ int64_t snd_refusals_charge(struct snd *d, const char *source, int64_t now_ms);
 /* Writes the summary audit row of every source whose counted refusals are
  * audit_flood_interval_s old (all: every source with a count, at stop). */
 void snd_refusals_flush(struct snd *d, int64_t now_ms, bool all);
+
+/* leader.c: election on a PostgreSQL store. snd_ha_start() opens the
+ * election session (holder: this instance's URL) and starts its thread;
+ * snd_ha_poll() runs on the state thread each loop: takes over when the
+ * election is won (fencing epoch, restore, verify, scheduler: returns an
+ * error when that fails) and returns SN_ERR_DENIED once leadership is
+ * lost (snd must stop: a restart makes it a standby again). */
+int snd_ha_start(struct snd *d, const char *holder, struct sn_error *err);
+int snd_ha_poll(struct snd *d, struct sn_error *err);
+void snd_ha_stop(struct snd *d);
+/* /metrics lines of the election (sn_leader, sn_leader_epoch,
+ * sn_leader_takeovers_total); caller frees. NULL without HA. */
+char *snd_ha_metrics_text(struct snd *d);
 
 /* http.c */
 /* Checks the listeners' addresses and TLS keys without binding (before the

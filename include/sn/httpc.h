@@ -11,7 +11,16 @@
  * environment defaults (http_proxy, https_proxy, no_proxy). Every request
  * has a connect timeout and a total timeout, and the response body is
  * capped, so a stalled or hostile server cannot hang or exhaust the caller.
- * No redirects are followed.
+ * No redirects are followed, except between the servers of a list:
+ *
+ * Several servers, comma-separated ("http://a:7070,http://b:7070": snd
+ * instances on one PostgreSQL store): a request goes to the current one;
+ * a connection that cannot be made moves to the next and the request is
+ * tried there (once around); a 307 whose Location is a listed server is
+ * followed there; a 503 "no_leader" (a standby during a takeover) tries
+ * the next, and is returned when all say so. A failure after the request
+ * may have been sent is returned (the caller retries, with an idempotency
+ * key), and the next request starts at the next server.
  *
  * Not thread-safe per client: one thread uses a client at a time.
  */
@@ -26,6 +35,7 @@
 #define SN_HTTPC_HEADER_MAX_BYTES (16u << 10)
 #define SN_HTTPC_BODY_MAX_BYTES (64u << 20)
 #define SN_HTTPC_URL_MAX 512
+#define SN_HTTPC_SERVERS_MAX 8 /* servers in a comma-separated list */
 
 struct sn_httpc_request {
     const char *method; /* "GET", "POST", ... */
@@ -65,14 +75,15 @@ struct sn_httpc;
 SN_MUST_CHECK enum sn_err sn_httpc_normalize(const char *server, char out[SN_HTTPC_URL_MAX],
                                              struct sn_error *err);
 
-/* Creates a client of server (as sn_httpc_normalize) with options o (NULL
+/* Creates a client of server (as sn_httpc_normalize; or a comma-separated
+ * list of at most SN_HTTPC_SERVERS_MAX of them) with options o (NULL
  * for none). Fails with SN_ERR_INVALID for a bad server or an unreadable
  * CA/certificate/key file, SN_ERR_NOMEM. The caller frees *out with
  * sn_httpc_free. */
 SN_MUST_CHECK enum sn_err sn_httpc_new(const char *server, const struct sn_httpc_options *o,
                                        struct sn_httpc **out, struct sn_error *err);
 
-/* The normalised base URL ("https://snd.example:7070"). */
+/* The normalised base URL of the current server ("https://snd.example:7070"). */
 const char *sn_httpc_url(const struct sn_httpc *c);
 
 /* Sends req and reads the response into *resp. Fails with SN_ERR_IO

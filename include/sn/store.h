@@ -168,6 +168,85 @@ SN_MUST_CHECK enum sn_err sn_store_open_sqlite(const char *path,
                                                const struct sn_store_options *options,
                                                struct sn_store **out, struct sn_error *err);
 
+/* Opens the PostgreSQL store at conninfo (a libpq connection string or
+ * URI, "postgresql://..." or "host=/tmp dbname=sn"), creating the schema
+ * in an empty database or migrating an older one (under an advisory lock,
+ * so concurrent openers do not race), and starts its writer thread.
+ * options->vfs is ignored. Semantics as the SQLite store's: group commit
+ * in one transaction per batch, an acknowledged write is durable
+ * (synchronous_commit=on), fail-stop on a failed commit. Text must be
+ * valid UTF-8: a row that is not is refused at submit (SN_ERR_INVALID).
+ * SN_ERR_IO when the server cannot be reached. */
+SN_MUST_CHECK enum sn_err sn_store_open_pg(const char *conninfo,
+                                           const struct sn_store_options *options,
+                                           struct sn_store **out, struct sn_error *err);
+
+/* Opens the store a configuration names: "postgresql://..." or
+ * "postgres://..." (sn_store_open_pg), "sqlite:PATH" or a plain PATH
+ * (sn_store_open_sqlite). */
+SN_MUST_CHECK enum sn_err sn_store_open_url(const char *url, const struct sn_store_options *options,
+                                            struct sn_store **out, struct sn_error *err);
+/* True when url names a PostgreSQL store. */
+bool sn_store_url_is_pg(const char *url);
+/* True when s is a PostgreSQL store (NULL: false). */
+bool sn_store_is_pg(const struct sn_store *s);
+
+/* Fencing (PostgreSQL only; a no-op on others): from now on every write
+ * transaction of s checks, under a row lock, that the leader row's epoch
+ * is still epoch; when a newer leader has taken over the batch fails
+ * (SN_ERR_IO, fail-stop) and sn_store_pg_fenced() turns true. 0: off. */
+void sn_store_pg_set_epoch(struct sn_store *s, int64_t epoch);
+bool sn_store_pg_fenced(struct sn_store *s);
+
+/*
+ * Leader election on a PostgreSQL store (store_leader.c): an advisory lock
+ * on the election session plus the leader row's epoch (the fencing token
+ * for sn_store_pg_set_epoch), with a lease renewed on the server's clock
+ * so that a paused leader's session is ended by the next candidate.
+ */
+struct sn_leader;
+
+/* Opens an election session on conninfo (a store opened with
+ * sn_store_open_pg() has made the leader row). holder is this instance's
+ * address as clients should reach it (kept in the leader row for
+ * redirects); lease_ms (>= 100) how long leadership lasts unrenewed.
+ * Starts as a candidate. *out: sn_leader_close(). */
+SN_MUST_CHECK enum sn_err sn_leader_open(const char *conninfo, const char *holder,
+                                         uint32_t lease_ms, struct sn_leader **out,
+                                         struct sn_error *err);
+
+/* One step, to call every lease_ms / 4 or so from one thread. A candidate
+ * takes the lock when it is free (and then bumps the epoch: *leading
+ * turns true with the new *epoch), or ends the session of a holder whose
+ * lease has expired. A leader renews its lease. SN_ERR_DENIED: leadership
+ * was held and is lost (the row has a newer epoch, or the session broke);
+ * the caller must stop writing and may campaign again. SN_ERR_IO: the
+ * server cannot be reached (the session is retried on the next step). */
+SN_MUST_CHECK enum sn_err sn_leader_step(struct sn_leader *l, bool *leading, int64_t *epoch,
+                                         struct sn_error *err);
+
+/* The leader row: holder's address, epoch, and whether its lease is live. */
+SN_MUST_CHECK enum sn_err sn_leader_current(struct sn_leader *l, char *holder, size_t cap,
+                                            int64_t *epoch, bool *live, struct sn_error *err);
+
+/* Ends the session (a held lock is released at once). NULL is allowed. */
+void sn_leader_close(struct sn_leader *l);
+
+/* Rows copied by sn_store_copy(), by kind. */
+struct sn_store_copy_counts {
+    uint64_t rows, jobs, events, audit, revocations;
+};
+
+/* Copies every current row (sn_store_load) and both logs, oldest first,
+ * from one store into another (normally empty: logs are appended, keys
+ * upserted). Log rows get the destination's sequence numbers, in the same
+ * order. counts (may be NULL) gets what was copied. Waits for every
+ * commit of the destination. Call with no writer on from, or accept that
+ * rows committed during the copy may be missed. */
+SN_MUST_CHECK enum sn_err sn_store_copy(struct sn_store *from, struct sn_store *to,
+                                        struct sn_store_copy_counts *counts,
+                                        struct sn_error *err);
+
 /* Queues rows (1..SN_STORE_SUBMIT_MAX_WRITES) as one atomic submission;
  * done(ctx, rc) is called later, exactly once, on the writer thread. Returns
  * SN_ERR_LIMIT without queueing when the queue is full, SN_ERR_IO when the

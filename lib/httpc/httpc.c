@@ -6,6 +6,18 @@
  * and the headers under SN_HTTPC_HEADER_MAX_BYTES; past either, the write
  * callback stops the transfer and the error says which cap. libcurl's
  * global state is initialised once (pthread_once) before the first handle.
+ *
+ * Several servers (a comma-separated list: snd instances on one PostgreSQL
+ * store, one leading): requests go to the current one. A connection that
+ * cannot be made (refused, unreachable: nothing was sent) moves to the next
+ * and the request is tried there, once around the list. A 307 whose
+ * Location is one of the listed servers moves there and the request is
+ * repeated; a Location elsewhere is not followed (a token is never sent to
+ * a server the caller did not name). A 503 from a standby that knows no
+ * leader ("no_leader") tries the next server, and comes back when all say
+ * so. Any other failure (the server died mid-request: the request may have
+ * been applied) is returned, and the next request starts at the next
+ * server. With one server nothing of this applies: no redirect is followed.
  */
 #include <sn/httpc.h>
 
@@ -20,7 +32,9 @@
 
 struct sn_httpc {
     CURL *easy;
-    char url[SN_HTTPC_URL_MAX];
+    char url[SN_HTTPC_URL_MAX]; /* the current server's */
+    char urls[SN_HTTPC_SERVERS_MAX][SN_HTTPC_URL_MAX];
+    unsigned n_urls, cur;
     char *ca_file, *cert_file, *key_file;
     int connect_timeout_ms;
 };
@@ -119,7 +133,27 @@ enum sn_err sn_httpc_new(const char *server, const struct sn_httpc_options *o,
     struct sn_httpc *c = calloc(1, sizeof(*c));
     if (!c)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
-    enum sn_err rc = sn_httpc_normalize(server, c->url, err);
+    enum sn_err rc = SN_OK;
+    for (const char *p = server; rc == SN_OK;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char one[SN_HTTPC_URL_MAX];
+        if (c->n_urls == SN_HTTPC_SERVERS_MAX)
+            rc = sn_error_set(err, SN_ERR_INVALID, "server list '%s': at most %d servers", server,
+                              SN_HTTPC_SERVERS_MAX);
+        else if (len == 0 || len >= sizeof(one))
+            rc = sn_error_set(err, SN_ERR_INVALID, "server list '%s': an empty or too long entry",
+                              server);
+        else {
+            snprintf(one, sizeof(one), "%.*s", (int)len, p);
+            rc = sn_httpc_normalize(one, c->urls[c->n_urls++], err);
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    if (rc == SN_OK)
+        snprintf(c->url, sizeof(c->url), "%s", c->urls[0]);
     if (rc == SN_OK && o) {
         rc = copy_file_option("CA file", o->ca_file, &c->ca_file, err);
         if (rc == SN_OK)
@@ -162,6 +196,7 @@ struct sink {
     size_t header_bytes;
     bool over_body, over_header;
     struct sn_httpc_response *resp;
+    char location[SN_HTTPC_URL_MAX + 2048]; /* a Location header, or "" */
 };
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -207,6 +242,15 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
         while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
             vl--;
         snprintf(s->resp->retry_after, sizeof(s->resp->retry_after), "%.*s", (int)vl, v);
+    } else if (n > 9 && strncasecmp(ptr, "Location:", 9) == 0) {
+        const char *v = ptr + 9;
+        size_t vl = n - 9;
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        if (vl < sizeof(s->location))
+            snprintf(s->location, sizeof(s->location), "%.*s", (int)vl, v);
     }
     return n;
 }
@@ -320,40 +364,99 @@ static enum sn_err set_request(struct sn_httpc *c, const struct sn_httpc_request
     return SN_OK;
 }
 
-enum sn_err sn_httpc_send(struct sn_httpc *c, const struct sn_httpc_request *req,
-                          struct sn_httpc_response *resp, struct sn_error *err)
+/* One request to the current server; *cc gets libcurl's outcome. */
+static enum sn_err send_once(struct sn_httpc *c, const struct sn_httpc_request *req,
+                             struct sn_httpc_response *resp, struct sink *s, CURLcode *cc,
+                             struct sn_error *err)
 {
     memset(resp, 0, sizeof(*resp));
+    *cc = CURLE_OK;
     int timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : 10000;
     if (req->body && req->body_len > SN_HTTPC_BODY_MAX_BYTES)
         return sn_error_set(err, SN_ERR_LIMIT, "request body over %u bytes",
                             SN_HTTPC_BODY_MAX_BYTES);
-    struct sink s = {.resp = resp};
+    *s = (struct sink){.resp = resp};
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *headers = NULL;
-    enum sn_err rc = set_request(c, req, &s, errbuf, timeout_ms, &headers, err);
+    enum sn_err rc = set_request(c, req, s, errbuf, timeout_ms, &headers, err);
     if (rc != SN_OK)
         return rc;
-    CURLcode cc = curl_easy_perform(c->easy);
+    *cc = curl_easy_perform(c->easy);
     curl_slist_free_all(headers);
     long status = 0;
-    if (cc == CURLE_OK)
+    if (*cc == CURLE_OK)
         curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (cc == CURLE_OK && (status < 100 || status > 599))
+    if (*cc == CURLE_OK && (status < 100 || status > 599))
         rc = sn_error_set(err, SN_ERR_SYNTAX, "%s: not an HTTP response", c->url);
-    else if (cc != CURLE_OK)
-        rc = curl_error(c, cc, errbuf, &s, timeout_ms, err);
-    if (rc == SN_OK && !s.data && !(s.data = calloc(1, 1)))
+    else if (*cc != CURLE_OK)
+        rc = curl_error(c, *cc, errbuf, s, timeout_ms, err);
+    if (rc == SN_OK && !s->data && !(s->data = calloc(1, 1)))
         rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     if (rc != SN_OK) {
-        free(s.data);
+        free(s->data);
         memset(resp, 0, sizeof(*resp));
         return rc;
     }
     resp->status = (int)status;
-    resp->body = s.data;
-    resp->body_len = s.len;
+    resp->body = s->data;
+    resp->body_len = s->len;
     return SN_OK;
+}
+
+static void use_server(struct sn_httpc *c, unsigned i)
+{
+    c->cur = i % c->n_urls;
+    snprintf(c->url, sizeof(c->url), "%s", c->urls[c->cur]);
+}
+
+/* The listed server a Location names (its origin), or n_urls. */
+static unsigned listed(const struct sn_httpc *c, const char *location)
+{
+    for (unsigned i = 0; i < c->n_urls; i++) {
+        size_t n = strlen(c->urls[i]);
+        if (strncasecmp(location, c->urls[i], n) == 0 &&
+            (location[n] == '/' || location[n] == '\0'))
+            return i;
+    }
+    return c->n_urls;
+}
+
+enum sn_err sn_httpc_send(struct sn_httpc *c, const struct sn_httpc_request *req,
+                          struct sn_httpc_response *resp, struct sn_error *err)
+{
+    struct sink s;
+    CURLcode cc;
+    if (c->n_urls <= 1)
+        return send_once(c, req, resp, &s, &cc, err);
+    /* At most twice around the list: a redirect may point back. */
+    for (unsigned attempt = 0;; attempt++) {
+        bool last = attempt + 1 >= 2 * c->n_urls;
+        struct sn_error e = {0};
+        enum sn_err rc = send_once(c, req, resp, &s, &cc, &e);
+        if (rc != SN_OK) {
+            bool unsent = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST;
+            use_server(c, c->cur + 1);
+            if (unsent && !last && attempt + 1 < c->n_urls)
+                continue;
+            if (err && !err->code)
+                *err = e;
+            return rc;
+        }
+        if (last)
+            return SN_OK;
+        if (resp->status == 307 && listed(c, s.location) < c->n_urls) {
+            use_server(c, listed(c, s.location));
+            sn_httpc_response_release(resp);
+            continue;
+        }
+        if (resp->status == 503 && strstr(resp->body, "\"no_leader\"") &&
+            attempt + 1 < c->n_urls) {
+            use_server(c, c->cur + 1);
+            sn_httpc_response_release(resp);
+            continue;
+        }
+        return SN_OK;
+    }
 }
 
 enum sn_err sn_httpc_do(const char *host, uint16_t port, const struct sn_httpc_request *req,

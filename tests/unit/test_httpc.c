@@ -353,6 +353,101 @@ static void urls(void **state)
     assert_null(c);
 }
 
+/* A server list: a refused first server moves the request to the next;
+ * a 307 to a listed server is followed, one elsewhere is not; a 503
+ * "no_leader" tries the next; a bad entry is refused. */
+/* A loopback port nothing listens on (bound, then closed). */
+static uint16_t closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    socklen_t sl = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sl), 0);
+    getsockname(fd, (struct sockaddr *)&a, &sl);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void server_lists(void **state)
+{
+    (void)state;
+    struct server b;
+    struct {
+        uint16_t port;
+    } dead = {closed_port()};
+    server_start(&b, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    char list[128];
+    snprintf(list, sizeof(list), "127.0.0.1:%u,http://127.0.0.1:%u", dead.port, b.port);
+    struct sn_httpc *c = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_httpc_new(list, NULL, &c, &err), SN_OK);
+    struct sn_httpc_request req = {.method = "POST", .path = "/v1/jobs?x=1", .body = "{}",
+                                   .body_len = 2};
+    struct sn_httpc_response resp;
+    assert_int_equal(sn_httpc_send(c, &req, &resp, &err), SN_OK);
+    server_stop(&b);
+    assert_int_equal(resp.status, 200);
+    const char *line = "POST /v1/jobs?x=1 HTTP/1.1\r\n";
+    assert_true(strncmp(b.request, line, strlen(line)) == 0);
+    char want[64];
+    snprintf(want, sizeof(want), "http://127.0.0.1:%u", b.port);
+    assert_string_equal(sn_httpc_url(c), want);
+    sn_httpc_response_release(&resp);
+    sn_httpc_free(c);
+
+    /* A standby's 307 to the other listed server is followed. */
+    struct server standby, leader;
+    server_start(&leader, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}");
+    char redirect[256];
+    snprintf(redirect, sizeof(redirect),
+             "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:%u/v1/jobs\r\n"
+             "Content-Length: 0\r\n\r\n",
+             leader.port);
+    server_start(&standby, redirect);
+    snprintf(list, sizeof(list), "127.0.0.1:%u,127.0.0.1:%u", standby.port, leader.port);
+    assert_int_equal(sn_httpc_new(list, NULL, &c, &err), SN_OK);
+    assert_int_equal(sn_httpc_send(c, &req, &resp, &err), SN_OK);
+    server_stop(&standby);
+    server_stop(&leader);
+    assert_int_equal(resp.status, 201);
+    assert_non_null(strstr(leader.request, "\r\n\r\n{}"));
+    sn_httpc_response_release(&resp);
+    sn_httpc_free(c);
+
+    /* A redirect to a server not in the list comes back as it is. */
+    struct server other;
+    server_start(&other, "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://evil.example:1/"
+                         "\r\nContent-Length: 0\r\n\r\n");
+    dead.port = closed_port();
+    snprintf(list, sizeof(list), "127.0.0.1:%u,127.0.0.1:%u", other.port, dead.port);
+    assert_int_equal(sn_httpc_new(list, NULL, &c, &err), SN_OK);
+    assert_int_equal(sn_httpc_send(c, &req, &resp, &err), SN_OK);
+    server_stop(&other);
+    assert_int_equal(resp.status, 307);
+    sn_httpc_response_release(&resp);
+    sn_httpc_free(c);
+
+    /* 503 no_leader: the next server answers. */
+    struct server s1, s2;
+    server_start(&s1, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 29\r\n\r\n"
+                      "{\"error\":{\"code\":\"no_leader\"}}");
+    server_start(&s2, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    snprintf(list, sizeof(list), "127.0.0.1:%u,127.0.0.1:%u", s1.port, s2.port);
+    assert_int_equal(sn_httpc_new(list, NULL, &c, &err), SN_OK);
+    assert_int_equal(sn_httpc_send(c, &req, &resp, &err), SN_OK);
+    server_stop(&s1);
+    server_stop(&s2);
+    assert_int_equal(resp.status, 200);
+    sn_httpc_response_release(&resp);
+    sn_httpc_free(c);
+
+    assert_int_equal(sn_httpc_new("127.0.0.1:1,,127.0.0.1:2", NULL, &c, &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "an empty or too long entry"));
+    sn_error_clear(&err);
+    assert_int_equal(sn_httpc_new("127.0.0.1:1,ftp://x:2", NULL, &c, &err), SN_ERR_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +460,7 @@ int main(void)
         cmocka_unit_test(names_and_ipv6),
         cmocka_unit_test(keep_alive),
         cmocka_unit_test(urls),
+        cmocka_unit_test(server_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,16 @@
 /*
- * Unit tests of lib/store: the SQLite backend (round trip of every row kind,
- * restart, idempotency keys unique per tenant, group commit, log paging,
- * schema versioning) and fault injection through the test VFS (a failing
- * write or sync, and a simulated crash at every write and sync call of a
- * workload): no acknowledged write is lost and the database stays intact.
+ * Unit tests of lib/store, run on both backends: round trip of every row
+ * kind, restart, idempotency keys unique per tenant, group commit, log
+ * paging, schema versioning, backup. On SQLite (no argument) also fault
+ * injection through the test VFS (a failing write or sync, and a simulated
+ * crash at every write and sync call of a workload): no acknowledged write
+ * is lost and the database stays intact.
+ *
+ * `test_store --backend=postgresql` runs the same suite on a real
+ * PostgreSQL server the test starts (pg_harness.h), plus what only it has:
+ * UTF-8 refusal, fencing by epoch, and a server killed under a commit
+ * (fail-stop; a reopened store holds every acknowledged write). Exit 77
+ * (skipped) when PostgreSQL is not installed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -20,7 +28,12 @@
 
 #include <sn/store.h>
 
+#include "pg_harness.h"
 #include "sn_test.h"
+
+/* The backend under test: SQLite files, or the PostgreSQL server pg. */
+static bool use_pg;
+static struct pg_server pg;
 
 struct tmpdir {
     char dir[256];
@@ -33,6 +46,8 @@ static void tmpdir_make(struct tmpdir *t)
     snprintf(t->dir, sizeof(t->dir), "%s/sn-store-XXXXXX", base ? base : "/tmp");
     assert_non_null(mkdtemp(t->dir));
     snprintf(t->db, sizeof(t->db), "%s/state.db", t->dir);
+    if (use_pg)
+        assert_int_equal(pg_server_reset(&pg), 0);
 }
 
 static void tmpdir_remove(struct tmpdir *t)
@@ -46,12 +61,21 @@ static void tmpdir_remove(struct tmpdir *t)
     rmdir(t->dir);
 }
 
+/* Opens the backend under test: the SQLite file db, or the server. */
+static enum sn_err open_backend(const char *db, const struct sn_store_options *o,
+                                struct sn_store **s, struct sn_error *err)
+{
+    if (use_pg)
+        return sn_store_open_pg(pg.conninfo, o, s, err);
+    return sn_store_open_sqlite(db, o, s, err);
+}
+
 static struct sn_store *open_store(const char *db, const char *vfs)
 {
     struct sn_error err = {0};
     struct sn_store *s = NULL;
     struct sn_store_options o = {.vfs = vfs};
-    if (sn_store_open_sqlite(db, &o, &s, &err) != SN_OK)
+    if (open_backend(db, &o, &s, &err) != SN_OK)
         fail_msg("open: %s", err.message);
     return s;
 }
@@ -258,7 +282,7 @@ static void queue_is_bounded(void **state)
     struct sn_error err = {0};
     struct sn_store *s = NULL;
     struct sn_store_options o = {.queue_cap = 4};
-    assert_int_equal(sn_store_open_sqlite(t.db, &o, &s, &err), SN_OK);
+    assert_int_equal(open_backend(t.db, &o, &s, &err), SN_OK);
     struct gate g = {.open = false};
     pthread_mutex_init(&g.lock, NULL);
     pthread_cond_init(&g.cond, NULL);
@@ -336,8 +360,12 @@ static void backup_copies_committed_state(void **state)
     write_ok(s, &later, 1); /* after the copy: not in it */
     assert_int_equal(sn_store_backup(s, "/nonexistent-dir/x.db", NULL, &err), SN_ERR_IO);
     assert_non_null(strstr(err.message, "/nonexistent-dir/x.db"));
+    /* PostgreSQL's copy refuses to overwrite a file. */
+    if (use_pg)
+        assert_int_equal(sn_store_backup(s, b.db, NULL, &err), SN_ERR_IO);
     sn_store_close(s);
-    s = open_store(b.db, NULL);
+    /* The copy is a SQLite file on either backend. */
+    assert_int_equal(sn_store_open_sqlite(b.db, NULL, &s, &err), SN_OK);
     struct collect *c = calloc(1, sizeof(*c));
     assert_int_equal(sn_store_load(s, collect_row, c, NULL), SN_OK);
     assert_int_equal(c->n, 2);
@@ -356,13 +384,17 @@ static void schema_version_is_checked(void **state)
     struct tmpdir t;
     tmpdir_make(&t);
     sn_store_close(open_store(t.db, NULL));
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    if (use_pg) {
+        assert_int_equal(pg_server_exec(&pg, "UPDATE sn_schema SET version=7"), 0);
+    } else {
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+    }
     struct sn_store *s = NULL;
     struct sn_error err = {0};
-    assert_int_equal(sn_store_open_sqlite(t.db, NULL, &s, &err), SN_ERR_INVALID);
+    assert_int_equal(open_backend(t.db, NULL, &s, &err), SN_ERR_INVALID);
     assert_null(s);
     assert_non_null(strstr(err.message, "schema version 7, this build reads versions 1 to 3"));
     tmpdir_remove(&t);
@@ -394,6 +426,30 @@ static const char v1_schema[] =
     "INSERT INTO jobs VALUES(7,'acme','k7','running','{\"gpus\":8}',1007,2007);"
     "PRAGMA user_version=1;";
 
+/* The version 1 schema in PostgreSQL types (store_pg.c's, as a fixture). */
+static const char pg_v1_schema[] =
+    "CREATE TABLE tenants(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE quotas(tenant TEXT NOT NULL, pool TEXT NOT NULL, gpus BIGINT NOT NULL,"
+    " PRIMARY KEY(tenant,pool));"
+    "CREATE TABLE pools(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE classes(name TEXT PRIMARY KEY, doc TEXT NOT NULL, priority BIGINT NOT NULL);"
+    "CREATE TABLE jobs(id BIGINT PRIMARY KEY, tenant TEXT NOT NULL, idem_key TEXT,"
+    " state TEXT NOT NULL, doc TEXT NOT NULL, submit_s BIGINT NOT NULL,"
+    " updated_s BIGINT NOT NULL, UNIQUE(tenant,idem_key));"
+    "CREATE TABLE job_events(seq BIGSERIAL PRIMARY KEY, job_id BIGINT NOT NULL,"
+    " time_s BIGINT NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);"
+    "CREATE TABLE admin_state(kind TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
+    " reason TEXT NOT NULL, actor TEXT NOT NULL, time_s BIGINT NOT NULL,"
+    " PRIMARY KEY(kind,name));"
+    "CREATE TABLE audit(seq BIGSERIAL PRIMARY KEY, time_s BIGINT NOT NULL,"
+    " actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, status BIGINT NOT NULL,"
+    " detail TEXT NOT NULL);"
+    "CREATE TABLE revocations(token_id TEXT PRIMARY KEY, expires_s BIGINT NOT NULL,"
+    " time_s BIGINT NOT NULL);"
+    "CREATE TABLE sn_schema(version INTEGER NOT NULL); INSERT INTO sn_schema VALUES(1);"
+    "INSERT INTO tenants VALUES('acme','{}');"
+    "INSERT INTO jobs VALUES(7,'acme','k7','running','{\"gpus\":8}',1007,2007);";
+
 /* A version 1 database is migrated: its rows stay, job run state defaults
  * to "{}", and allocations can be written and read back. */
 static void schema_migrates_from_v1(void **state)
@@ -402,9 +458,13 @@ static void schema_migrates_from_v1(void **state)
     struct tmpdir t;
     tmpdir_make(&t);
     sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    if (use_pg) {
+        assert_int_equal(pg_server_exec(&pg, pg_v1_schema), 0);
+    } else {
+        assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+    }
     struct sn_store *s = open_store(t.db, NULL);
     struct sn_store_write a = {
         .kind = SN_STORE_PUT_ALLOC, .text = {"0-7", "1,3"}, .num = {7, 3000}};
@@ -444,6 +504,13 @@ static void schema_migrates_from_v1(void **state)
     assert_string_equal(c->lines[1], "add-audit|tenant:acme|GET /v1/jobs/7|job/7|job of another "
                                      "tenant|::1|ab12|1700000001|404|2");
     sn_store_close(s);
+    free(c);
+    if (use_pg) {
+        assert_int_equal(pg_server_value(&pg, "SELECT version FROM sn_schema"),
+                         SN_STORE_SCHEMA_VERSION);
+        tmpdir_remove(&t);
+        return;
+    }
     assert_int_equal(sqlite3_open(t.db, &db), SQLITE_OK);
     sqlite3_stmt *st = NULL;
     assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
@@ -451,7 +518,6 @@ static void schema_migrates_from_v1(void **state)
     assert_int_equal(sqlite3_column_int(st, 0), SN_STORE_SCHEMA_VERSION);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    free(c);
     tmpdir_remove(&t);
 }
 
@@ -613,9 +679,210 @@ static void fault_crash(void **state)
     fault_every_call(true);
 }
 
-int main(void)
+/* ---- PostgreSQL only ------------------------------------------------- */
+
+/* Bytes PostgreSQL's TEXT refuses are refused at submit, and the store
+ * goes on working (never a failed commit that stops snd). */
+static void pg_utf8_refused(void **state)
 {
-    const struct CMUnitTest tests[] = {
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_store(t.db, NULL);
+    struct sn_error err = {0};
+    struct sn_store_write bad = {.kind = SN_STORE_PUT_TENANT, .text = {"acme", "{\"x\":\"\xff\"}"}};
+    assert_int_equal(sn_store_write_sync(s, &bad, 1, &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "put-tenant text field 1 is not UTF-8"));
+    struct sn_store_write good = {.kind = SN_STORE_PUT_TENANT, .text = {"acme", "{\"x\":\"\xc3\xa9\"}"}};
+    write_ok(s, &good, 1);
+    struct collect c = {0};
+    assert_int_equal(sn_store_load(s, collect_row, &c, &err), SN_OK);
+    assert_int_equal(c.n, 1);
+    assert_string_equal(c.lines[0], "put-tenant|acme|{\"x\":\"\xc3\xa9\"}");
+    sn_store_close(s);
+    tmpdir_remove(&t);
+}
+
+/* Fencing: a store writing under epoch 5 commits while the leader row
+ * says 5; once another session bumps it to 6, its next batch is refused
+ * (fail-stop) and nothing of it reaches the database. */
+static void pg_fencing_refuses_old_epoch(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_store(t.db, NULL);
+    assert_int_equal(pg_server_exec(&pg, "UPDATE sn_leader SET epoch=5"), 0);
+    sn_store_pg_set_epoch(s, 5);
+    struct sn_store_write a = job_row(1, "acme", "k1", "pending");
+    write_ok(s, &a, 1);
+    assert_false(sn_store_pg_fenced(s));
+    assert_int_equal(pg_server_exec(&pg, "UPDATE sn_leader SET epoch=6"), 0);
+    struct sn_store_write b = job_row(2, "acme", "k2", "pending");
+    struct sn_error err = {0};
+    assert_int_equal(sn_store_write_sync(s, &b, 1, &err), SN_ERR_IO);
+    assert_true(sn_store_pg_fenced(s));
+    sn_error_clear(&err);
+    struct sn_store_write c = job_row(3, "acme", "k3", "pending");
+    assert_int_equal(sn_store_write_sync(s, &c, 1, &err), SN_ERR_IO);
+    assert_non_null(strstr(err.message, "fenced"));
+    sn_store_close(s);
+    assert_int_equal(pg_server_value(&pg, "SELECT count(*) FROM jobs"), 1);
+    assert_int_equal(pg_server_value(&pg, "SELECT max(id) FROM jobs"), 1);
+    tmpdir_remove(&t);
+}
+
+/* The server stops (immediate: a crash) under a store: the next commit
+ * fails, the store refuses writes after it, and once the server is back a
+ * reopened store holds every acknowledged write. */
+static void pg_server_crash_loses_no_ack(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_store(t.db, NULL);
+    for (int i = 1; i <= 5; i++) {
+        struct sn_store_write w = job_row(i, "acme", NULL, "pending");
+        write_ok(s, &w, 1);
+    }
+    assert_int_equal(pg_server_halt(&pg), 0);
+    struct sn_store_write w = job_row(6, "acme", NULL, "pending");
+    struct sn_error err = {0};
+    assert_int_equal(sn_store_write_sync(s, &w, 1, &err), SN_ERR_IO);
+    sn_error_clear(&err);
+    w.num[0] = 7;
+    assert_int_equal(sn_store_write_sync(s, &w, 1, &err), SN_ERR_IO);
+    sn_store_close(s);
+    assert_int_equal(pg_server_resume(&pg), 0);
+    s = open_store(t.db, NULL);
+    struct collect c = {0};
+    assert_int_equal(sn_store_load(s, collect_row, &c, &err), SN_OK);
+    assert_int_equal(c.n_jobs, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(c.job_ids[i], i + 1);
+    sn_store_close(s);
+    tmpdir_remove(&t);
+}
+
+/* sn_store_copy() from a SQLite store to the server: every current row and
+ * both logs, in order, with their counts. */
+static void copy_sqlite_to_pg(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *from = NULL, *to = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_store_open_url(t.db, NULL, &from, &err), SN_OK);
+    assert_false(sn_store_is_pg(from));
+    struct sn_store_write rows[] = {
+        {.kind = SN_STORE_PUT_TENANT, .text = {"acme", "{}"}},
+        job_row(1, "acme", "k1", "running"),
+        job_row(2, "acme", NULL, "pending"),
+        {.kind = SN_STORE_PUT_ALLOC, .text = {"0-7", ""}, .num = {1, 3000}},
+        {.kind = SN_STORE_ADD_REVOKE, .text = {"tok1"}, .num = {99, 50}},
+        {.kind = SN_STORE_ADD_EVENT, .text = {"submitted", "a"}, .num = {1, 10}},
+        {.kind = SN_STORE_ADD_EVENT, .text = {"started", "b"}, .num = {1, 11}},
+        {.kind = SN_STORE_ADD_AUDIT, .text = {"admin", "POST", "/v1/jobs", ""}, .num = {5, 201}},
+    };
+    write_ok(from, rows, sizeof(rows) / sizeof(rows[0]));
+    char url[600];
+    snprintf(url, sizeof(url), "postgresql:///postgres?host=%s&user=sn", pg.dir);
+    assert_int_equal(sn_store_open_url(url, NULL, &to, &err), SN_OK);
+    assert_true(sn_store_is_pg(to));
+    struct sn_store_copy_counts n = {0};
+    assert_int_equal(sn_store_copy(from, to, &n, &err), SN_OK);
+    assert_int_equal(n.rows, 8);
+    assert_int_equal(n.jobs, 2);
+    assert_int_equal(n.events, 2);
+    assert_int_equal(n.audit, 1);
+    assert_int_equal(n.revocations, 1);
+    struct collect *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    assert_int_equal(sn_store_load(from, collect_row, a, &err), SN_OK);
+    assert_int_equal(sn_store_query_log(from, SN_STORE_LOG_EVENTS, 0, 0, 10, collect_row, a, &err),
+                     SN_OK);
+    assert_int_equal(sn_store_load(to, collect_row, b, &err), SN_OK);
+    assert_int_equal(sn_store_query_log(to, SN_STORE_LOG_EVENTS, 0, 0, 10, collect_row, b, &err),
+                     SN_OK);
+    assert_int_equal(a->n, 7);
+    assert_int_equal(b->n, a->n);
+    for (int i = 0; i < a->n; i++)
+        assert_string_equal(a->lines[i], b->lines[i]);
+    free(a);
+    free(b);
+    sn_store_close(from);
+    sn_store_close(to);
+    tmpdir_remove(&t);
+}
+
+/* Steps l until *leading is want (up to about 10 s); returns the epoch. */
+static int64_t step_until(struct sn_leader *l, bool want)
+{
+    bool leading = false;
+    int64_t epoch = 0;
+    for (int i = 0; i < 200; i++) {
+        struct sn_error err = {0};
+        enum sn_err rc = sn_leader_step(l, &leading, &epoch, &err);
+        if (rc != SN_OK && rc != SN_ERR_DENIED)
+            fail_msg("step: %s", err.message);
+        if (leading == want)
+            return epoch;
+        poll(NULL, 0, 50);
+    }
+    fail_msg("leadership never became %d", want);
+    return -1;
+}
+
+/* Election: one leader at a time; a closed leader's lock is free at once
+ * (the next candidate takes over with epoch + 1); a leader that stops
+ * renewing is ended after its lease and learns it lost (DENIED); a store
+ * fenced with the old epoch cannot write. */
+static void pg_leader_election(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_store(t.db, NULL);
+    struct sn_leader *a = NULL, *b = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_leader_open(pg.conninfo, "http://a:1", 300, &a, &err), SN_OK);
+    assert_int_equal(sn_leader_open(pg.conninfo, "http://b:2", 300, &b, &err), SN_OK);
+    assert_int_equal(step_until(a, true), 1);
+    bool leading = true;
+    int64_t epoch = 0;
+    assert_int_equal(sn_leader_step(b, &leading, &epoch, &err), SN_OK);
+    assert_false(leading);
+    char holder[64];
+    bool live = false;
+    assert_int_equal(sn_leader_current(b, holder, sizeof(holder), &epoch, &live, &err), SN_OK);
+    assert_string_equal(holder, "http://a:1");
+    assert_int_equal(epoch, 1);
+    assert_true(live);
+    sn_leader_close(a); /* as a killed leader: its session ends */
+    assert_int_equal(step_until(b, true), 2);
+    /* b is fenced at 2 and writes; then b pauses (stops stepping), a new
+     * candidate c ends its session after the lease and takes epoch 3. */
+    sn_store_pg_set_epoch(s, 2);
+    struct sn_store_write w = job_row(1, "acme", NULL, "pending");
+    write_ok(s, &w, 1);
+    struct sn_leader *c = NULL;
+    assert_int_equal(sn_leader_open(pg.conninfo, "http://c:3", 300, &c, &err), SN_OK);
+    assert_int_equal(step_until(c, true), 3);
+    assert_int_equal(sn_leader_step(b, &leading, &epoch, &err), SN_ERR_DENIED);
+    assert_false(leading);
+    w.num[0] = 2;
+    assert_int_equal(sn_store_write_sync(s, &w, 1, &err), SN_ERR_IO);
+    assert_true(sn_store_pg_fenced(s));
+    sn_store_close(s);
+    assert_int_equal(pg_server_value(&pg, "SELECT count(*) FROM jobs"), 1);
+    sn_leader_close(b);
+    sn_leader_close(c);
+    tmpdir_remove(&t);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest both[] = {
         cmocka_unit_test(roundtrip_and_restart),
         cmocka_unit_test(idempotency_key_unique_per_tenant),
         cmocka_unit_test(group_commit),
@@ -625,8 +892,34 @@ int main(void)
         cmocka_unit_test(schema_migrates_from_v1),
         cmocka_unit_test(backup_copies_committed_state),
         cmocka_unit_test(logs_page_by_seq),
+    };
+    const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(fault_failing_call),
         cmocka_unit_test(fault_crash),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest pg_only[] = {
+        cmocka_unit_test(pg_utf8_refused),
+        cmocka_unit_test(pg_fencing_refuses_old_epoch),
+        cmocka_unit_test(pg_server_crash_loses_no_ack),
+        cmocka_unit_test(copy_sqlite_to_pg),
+        cmocka_unit_test(pg_leader_election),
+    };
+    if (argc > 1 && strcmp(argv[1], "--backend=postgresql") == 0) {
+        int rc = pg_server_start(&pg);
+        if (rc != 0) {
+            pg_server_stop(&pg);
+            return rc;
+        }
+        use_pg = true;
+        rc = cmocka_run_group_tests_name("store.postgresql", both, NULL, NULL);
+        rc += cmocka_run_group_tests_name("store.postgresql_only", pg_only, NULL, NULL);
+        pg_server_stop(&pg);
+        return rc;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "usage: test_store [--backend=postgresql]\n");
+        return 2;
+    }
+    int rc = cmocka_run_group_tests_name("store.sqlite", both, NULL, NULL);
+    return rc + cmocka_run_group_tests_name("store.sqlite_only", sqlite_only, NULL, NULL);
 }
