@@ -840,6 +840,7 @@ static void run_pass(struct snd *d)
     d->last_cycle_ms = (int64_t)(dt * 1000);
     d->passes++;
     apply_decisions(d, now);
+    snd_timeline_reasons(d, (int64_t)now);
 }
 
 int64_t snd_sched_tick(struct snd *d)

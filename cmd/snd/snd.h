@@ -155,6 +155,10 @@ struct snd_job {
     uint32_t ckpt_count;
     /* Goodput over all its runs (goodput.c). */
     struct sn_goodput gp;
+    /* Pending reasons over time (timeline.c): the reason last recorded for
+     * wait reason_wait (requeues + 1; 0: none yet), and how many recorded. */
+    uint8_t reason_last;
+    uint32_t reason_wait, reason_events;
 };
 
 struct snd_named {
@@ -356,6 +360,11 @@ void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, cons
 void snd_ckpt_on_start(const struct snd *d, struct snd_job *j);
 void snd_ckpt_assignment(const struct snd_job *j, json_t *o);
 void snd_ckpt_json(const struct snd_job *j, json_t *o);
+
+/* timeline.c: after a pass, a `pending` job event for each waiting job
+ * whose pending reason changed (at most SND_REASON_EVENTS_MAX per job). */
+#define SND_REASON_EVENTS_MAX 32
+void snd_timeline_reasons(struct snd *d, int64_t now_s);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);
