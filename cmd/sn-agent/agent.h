@@ -201,6 +201,7 @@ struct jobs {
     /* Ships a chunk of a rank's output at offset off (main.c: the outbox). */
     void (*ship_log)(void *ctx, const struct job_proc *p, const char *buf, size_t n, int64_t off);
     void *ship_ctx;
+    const char *server_url; /* SN_SERVER of the ranks unless the environment has one */
 };
 
 /* One rank to run, from the heartbeat's answer (POST /v1/nodes/{node}/heartbeat). */
@@ -214,6 +215,7 @@ struct assignment {
     struct job_limits limits;
     int64_t checkpoint_interval_s; /* SN_CHECKPOINT_INTERVAL_S when > 0 */
     const char *resume_from;       /* SN_RESUME_FROM, or NULL */
+    const char *job_token;         /* SN_JOB_TOKEN (this run's checkpoints, progress), or NULL */
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL

@@ -244,6 +244,12 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a, co
         setenv_int("SN_CHECKPOINT_INTERVAL_S", a->checkpoint_interval_s);
     if (a->resume_from)
         setenv("SN_RESUME_FROM", a->resume_from, 1);
+    if (a->job_token) /* `sn checkpoint` inside the job uses it */
+        setenv("SN_JOB_TOKEN", a->job_token, 1);
+    else
+        unsetenv("SN_JOB_TOKEN");
+    if (j->server_url)
+        setenv("SN_SERVER", j->server_url, 0);
     int null = open("/dev/null", O_RDONLY);
     if (out >= 0) { /* the pipe the agent reads (its log) */
         dup2(out, 1);

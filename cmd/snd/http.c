@@ -580,6 +580,13 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
     enum MHD_Result ret = MHD_NO;
     if (strcmp(r->method, "GET") != 0 && !store_has_room(d))
         return busy(d, r);
+    if (scope >= 0 && snd_job_token_presented(r)) /* jobtoken.c: its own job's routes only */
+        return snd_job_token_authenticate(d, r,
+                                          route->handler == snd_post_checkpoint ||
+                                              route->handler == snd_post_job_progress,
+                                          &ret)
+                   ? route->handler(d, r)
+                   : ret;
     if (scope >= 0 && !authenticate(d, r, scope, &ret))
         return ret;
     return route->handler(d, r);
