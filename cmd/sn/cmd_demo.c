@@ -547,6 +547,8 @@ static pid_t spawn(const char *exe, char *const argv[], const char *log, int rea
     if (pid != 0)
         return pid;
     setpgid(0, 0);
+    unsetenv("SN_SERVER"); /* the jobs talk to this snd (their agent's --server) */
+    unsetenv("SN_TOKEN");
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int nul = open("/dev/null", O_RDONLY);
     if (fd < 0 || nul < 0)
@@ -1035,9 +1037,9 @@ static void status_line(struct demo *d)
  * tensor-parallel job kept whole in one supernode; a job spread over power
  * domains that the power-domain failure hits only in part; a job held by its
  * tenant's quota (with the pending reason and detail snd gives); and the
- * spread job's checkpoint, reported while it runs and handed back to its
- * next run as SN_RESUME_FROM (the job prints it; the demo reads the job's
- * log). */
+ * spread job's checkpoint, reported from inside the job (`sn checkpoint`
+ * with its SN_JOB_TOKEN) and handed back to its next run as SN_RESUME_FROM
+ * (the job prints it; the demo reads the job's log). */
 
 #define SCENE_TENANT "research"
 #define SCENE_CLASS "demo-scene"
@@ -1113,18 +1115,24 @@ static void scenes_submit(struct demo *d)
                  json_pack("{s:I,s:I,s:b,s:s,s:s,s:i}", "gpus", 2 * g, "group_gpus", g,
                            "one_supernode", 1, "priority_class", SCENE_CLASS, "command",
                            "sleep 600", "time_limit_s", SCENE_LONG_S + 300));
+    snprintf(d->sc.ckpt_path, sizeof(d->sc.ckpt_path), "/data/language/%s/step-100",
+             scene_names[SCENE_SPREAD]);
+    /* Rank 0 of its first run reports the checkpoint itself (sn checkpoint
+     * with the run's SN_JOB_TOKEN and SN_SERVER from its agent); every run
+     * prints what it resumes from. */
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "if [ -z \"$SN_RESUME_FROM\" ] && [ \"$RANK\" = 0 ]; then '%s/sn' checkpoint --path "
+             "%s --step 100; fi; echo resume_from=${SN_RESUME_FROM:-none}; sleep 600",
+             d->bindir, d->sc.ckpt_path);
     scene_submit(d, SCENE_SPREAD, "language",
                  json_pack("{s:I,s:I,s:b,s:i,s:s,s:s,s:i}", "gpus", 2 * g, "group_gpus", g,
                            "spread_power_domains", 1, "checkpoint_write_s", 30, "priority_class",
-                           SCENE_CLASS, "command",
-                           "echo resume_from=${SN_RESUME_FROM:-none}; sleep 600", "time_limit_s",
-                           SCENE_LONG_S + 300));
+                           SCENE_CLASS, "command", cmd, "time_limit_s", SCENE_LONG_S + 300));
     scene_submit(d, SCENE_QUOTA_HOLDER, SCENE_TENANT,
                  json_pack("{s:I,s:s,s:i}", "gpus", g, "command", "sleep 8", "time_limit_s", 120));
     scene_submit(d, SCENE_QUOTA, SCENE_TENANT,
                  json_pack("{s:I,s:s,s:i}", "gpus", g, "command", "sleep 4", "time_limit_s", 120));
-    snprintf(d->sc.ckpt_path, sizeof(d->sc.ckpt_path), "/data/language/%s/step-100",
-             scene_names[SCENE_SPREAD]);
     event(d, "SCENES submitted: %s %lld, %s %lld, %s %lld, %s %lld", scene_names[0],
           (long long)d->sc.job[0].id, scene_names[1], (long long)d->sc.job[1].id, scene_names[2],
           (long long)d->sc.job[2].id, scene_names[3], (long long)d->sc.job[3].id);
@@ -1209,23 +1217,22 @@ static void scene_spread_started(struct demo *d, json_t *job)
     event(d, "SCENE power spread: job %lld (%s) on %s: power domains %s",
           (long long)d->sc.job[SCENE_SPREAD].id, str_or(json_object_get(job, "shape"), ""),
           d->sc.job[SCENE_SPREAD].nodes, d->sc.spread_domains);
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/jobs/%lld/checkpoints", (long long)d->sc.job[SCENE_SPREAD].id);
-    json_t *ans = NULL;
-    int st = post(d, path, json_pack("{s:s,s:i}", "path", d->sc.ckpt_path, "step", 100), &ans);
-    if (st == 200) {
-        d->sc.ckpt_reported = true;
-        d->sc.ckpt_interval_s = json_integer_value(json_object_get(ans, "checkpoint_interval_s"));
-        event(d,
-              "SCENE checkpoint: job %lld reported checkpoint %s (step 100); its Daly interval "
-              "from its footprint is %lld s",
-              (long long)d->sc.job[SCENE_SPREAD].id, d->sc.ckpt_path,
-              (long long)d->sc.ckpt_interval_s);
-    } else {
-        event(d, "SCENE checkpoint: job %lld: reporting a checkpoint answered HTTP %d",
-              (long long)d->sc.job[SCENE_SPREAD].id, st);
-    }
-    json_decref(ans);
+}
+
+/* The checkpoint its rank 0 reported from inside the job. */
+static void scene_checkpointed(struct demo *d, json_t *job)
+{
+    json_t *last = json_object_get(job, "last_checkpoint");
+    if (strcmp(str_or(json_object_get(last, "path"), ""), d->sc.ckpt_path) != 0)
+        return;
+    d->sc.ckpt_reported = true;
+    d->sc.ckpt_interval_s = json_integer_value(json_object_get(job, "checkpoint_interval_s"));
+    event(d,
+          "SCENE checkpoint: job %lld reported checkpoint %s (step %lld) from inside, with its "
+          "job token; its Daly interval from its footprint is %lld s",
+          (long long)d->sc.job[SCENE_SPREAD].id, d->sc.ckpt_path,
+          (long long)json_integer_value(json_object_get(last, "step")),
+          (long long)d->sc.ckpt_interval_s);
 }
 
 /* A run after the interruption: its rank 0 printed SN_RESUME_FROM. */
@@ -1347,8 +1354,8 @@ static void scenes_poll(struct demo *d, double now)
         bool running = strcmp(s->state, "running") == 0;
         if (k == SCENE_SPREAD && rq > s->requeues && !d->sc.spread_interrupted) {
             d->sc.spread_interrupted = true;
-            event(d, "SCENE power spread: job %lld interrupted and requeued (%s)", (long long)s->id,
-                  str_or(json_object_get(job, "detail"), ""));
+            event(d, "SCENE power spread: job %lld interrupted and requeued (requeues %lld)",
+                  (long long)s->id, (long long)rq);
         }
         s->requeues = rq;
         if (running && !s->seen_running) {
@@ -1359,6 +1366,8 @@ static void scenes_poll(struct demo *d, double now)
             else if (k == SCENE_SPREAD)
                 scene_spread_started(d, job);
         }
+        if (k == SCENE_SPREAD && !d->sc.ckpt_reported)
+            scene_checkpointed(d, job);
         if (k == SCENE_SPREAD && running && rq > 0 && d->sc.ckpt_reported && !d->sc.ckpt_resumed)
             scene_spread_resumed(d);
         if (k == SCENE_QUOTA)
@@ -1638,7 +1647,9 @@ static int run_loop(struct demo *d)
         if (now >= next_poll) {
             scenes_poll(d, now);
             json_t *running = poll_running(d, now);
-            if (!d->failed && now >= d->fail_at_s && running)
+            /* the failure waits (at most 10 s) for the checkpoint scene */
+            bool ready = !d->sc.on || d->sc.ckpt_reported || now >= d->fail_at_s + 10;
+            if (!d->failed && now >= d->fail_at_s && running && ready)
                 fail_domain(d, running);
             json_decref(running);
             next_poll = now + 1;
