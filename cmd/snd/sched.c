@@ -731,7 +731,8 @@ static void settle_deps(struct snd *d)
         int64_t bad = 0;
         int rc = snd_job_deps(d, j, &bad);
         if (rc == 0) {
-            snd_sched_submit(d, j);
+            if (!snd_array_throttled(j)) /* else snd_array_settle, below */
+                snd_sched_submit(d, j);
         } else if (rc < 0) {
             const struct snd_job *dep = snd_job_get(d, bad);
             char msg[160];
@@ -744,10 +745,13 @@ static void settle_deps(struct snd *d)
             d->deps_dirty = true; /* its own dependents follow */
         }
     }
+    snd_array_settle(d);
 }
 
 const char *snd_sched_reason(const struct snd *d, const struct snd_job *job)
 {
+    if (job->sched_id == SN_NONE && snd_array_waiting(d, job))
+        return "array-throttle";
     if (job->sched_id == SN_NONE && job->state == SND_JOB_PENDING &&
         json_object_get(job->spec, "after_ok"))
         return "dependency";
@@ -926,6 +930,10 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
         if (j->state == SND_JOB_PENDING && json_object_get(j->spec, "after_ok") &&
             snd_job_deps(d, j, &bad) != 0) {
             d->deps_dirty = true; /* held: settle_deps hands it over or cancels it */
+            continue;
+        }
+        if (j->state == SND_JOB_PENDING && snd_array_throttled(j)) {
+            d->deps_dirty = true; /* snd_array_settle lets in up to its array's throttle */
             continue;
         }
         struct sn_job_spec js;

@@ -366,6 +366,18 @@ void snd_ckpt_json(const struct snd_job *j, json_t *o);
 #define SND_REASON_EVENTS_MAX 32
 void snd_timeline_reasons(struct snd *d, int64_t now_s);
 
+/* arrays.c: array throttling (`--array 0-99%4`). Whether a job carries a
+ * throttle; the submission check of array_id / array_max_running (false:
+ * *field and msg, 422); whether a pending job is held by the throttle
+ * (pending reason array-throttle); hands held tasks to the core while
+ * fewer than N of their array are there. */
+struct sn_api_job;
+bool snd_array_throttled(const struct snd_job *j);
+bool snd_array_check(const struct snd *d, const char *tenant, const struct sn_api_job *b,
+                     const char **field, char *msg, size_t len);
+bool snd_array_waiting(const struct snd *d, const struct snd_job *j);
+void snd_array_settle(struct snd *d);
+
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);
 

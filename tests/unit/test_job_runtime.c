@@ -25,6 +25,9 @@
  *    until its dependency completed and starts after it ended; one whose
  *    dependency failed is cancelled with the reason, and so is its own
  *    dependent; after_ok naming another tenant's or no job is 422;
+ *  - throttled arrays: `--array 0-3%2` never has more than 2 tasks running,
+ *    has 2 at some point, holds the rest with pending reason array-throttle,
+ *    and completes all 4; bad throttles exit 2 / 422 naming the field;
  *  - arrays: `sn submit --array 0-2` submits one job per task id, which
  *    sees it in SN_ARRAY_TASK_ID; throttling (0-9%2) is refused (exit 2);
  *  - jobs run as the tenant's Unix user from --user-map (a user made with
@@ -726,12 +729,59 @@ static void dependencies(void **state)
     }
     assert_int_equal(names, 3);
     json_decref(j);
+    /* Throttled: --array 0-3%2 runs at most 2 tasks at once (snd holds the
+     * others with pending reason array-throttle) and all of them in the end. */
     snprintf(cmd, sizeof(cmd),
-             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name arr "
-             "--gpus 1 --array 0-9%%2 >/dev/null 2>&1",
+             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name thr "
+             "--gpus 1 --array 0-3%%2 --command 'sleep 2' >/dev/null",
              d.port, d.admin, built("sn"));
-    int st = system(cmd);
-    assert_int_equal(WEXITSTATUS(st), 2);
+    assert_int_equal(system(cmd), 0);
+    int max_running = 0, done = 0;
+    bool throttle_seen = false;
+    for (int k = 0; k < 3000 && done < 4; k++) { /* up to 60 s on a loaded machine */
+        j = get(&d, "/v1/jobs?limit=1000");
+        int running = 0;
+        done = 0;
+        json_array_foreach(json_object_get(j, "items"), i, it)
+        {
+            const char *nm = json_string_value(json_object_get(it, "name"));
+            const char *stt = json_string_value(json_object_get(it, "state"));
+            const char *why = json_string_value(json_object_get(it, "pending_reason"));
+            if (!nm || strncmp(nm, "thr[", 4) != 0)
+                continue;
+            running += strcmp(stt, "running") == 0;
+            done += strcmp(stt, "completed") == 0;
+            throttle_seen = throttle_seen || (why && strcmp(why, "array-throttle") == 0);
+            assert_int_equal(json_integer_value(json_object_get(it, "array_max_running")), 2);
+        }
+        json_decref(j);
+        assert_true(running <= 2);
+        if (running > max_running)
+            max_running = running;
+        poll(NULL, 0, 20);
+    }
+    assert_int_equal(done, 4);
+    assert_int_equal(max_running, 2);
+    assert_true(throttle_seen);
+    /* Bad throttles: exit 2 before anything is sent; the API names the field. */
+    const char *bad[] = {"0-9%0", "0-9%x", "0-9%1001", "0-9%"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(cmd, sizeof(cmd),
+                 "SN_SERVER=http://127.0.0.1:%u SN_TOKEN='%s' '%s' submit --tenant acme --name "
+                 "arr --gpus 1 --array '%s' >/dev/null 2>&1",
+                 d.port, d.admin, built("sn"), bad[k]);
+        int st = system(cmd);
+        assert_int_equal(WEXITSTATUS(st), 2);
+    }
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"array_id\":1}",
+                 "invalid_array", "array_max_running");
+    char body[160];
+    snprintf(body, sizeof(body),
+             "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"array_id\":%lld,"
+             "\"array_max_running\":2}",
+             a);
+    expect_error(&d, 422, "POST", "/v1/jobs", d.admin, body, "invalid_array", "array_id");
     agent_stop(agent, SIGTERM);
     assert_int_equal(stop(&d, SIGTERM), 0);
     remove_tree(&d);
