@@ -143,6 +143,17 @@ bool cg_kill_wait(const char *leaf, int64_t timeout_ms);
 /* Rank leaves found under ROOT (at most cap), for the orphan check. */
 size_t cg_scan(const struct cgroups *c, char (*leaves)[CG_PATH_MAX], size_t cap);
 
+/* cgroup_dev.c: device isolation of a leaf by a BPF_PROG_TYPE_CGROUP_DEVICE
+ * program. cg_dev_program writes the program that denies NVIDIA GPU nodes
+ * (char 195:0-253) other than minors[0..n) and allows everything else into
+ * out (cap instructions, at least n + 12); returns its length, 0 when cap
+ * is too small. cg_devices loads it for the rank's GPUs ("0,3", local
+ * indices) and attaches it to leaf; 0 on success, else -1; note says what
+ * holds either way. */
+struct bpf_insn;
+size_t cg_dev_program(const uint32_t *minors, size_t n, struct bpf_insn *out, size_t cap);
+int cg_devices(const char *leaf, const char *gpus, char *note, size_t cap);
+
 /* ---- jobs.c: job processes ----------------------------------------------- */
 
 /* A process is one rank of one run of a job: (job_id, run, rank). */

@@ -305,6 +305,14 @@ static void start(struct jobs *j, const struct assignment *a)
                   sizeof(note)) != 0)
         fprintf(stderr, "sn-agent: warning: job %lld rank %u: %s\n", (long long)a->job_id,
                 a->rank, note);
+    if (leaf[0]) { /* its GPUs only (cgroup_dev.c); else said in the note */
+        char dev[120];
+        size_t len = strlen(note);
+        if (cg_devices(leaf, a->gpus, dev, sizeof(dev)) != 0)
+            fprintf(stderr, "sn-agent: warning: job %lld rank %u: %s\n", (long long)a->job_id,
+                    a->rank, dev);
+        snprintf(note + len, sizeof(note) - len, "; %s", dev);
+    }
     int fds[2] = {-1, -1};
     char path[700];
     snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
