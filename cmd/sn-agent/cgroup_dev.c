@@ -54,21 +54,22 @@ size_t cg_dev_program(const uint32_t *minors, size_t n, struct bpf_insn *out, si
     if (cap < need)
         return 0;
     size_t allow = need - 4; /* index of "r0 = 1" */
-#define JUMP_TO_ALLOW(at) ((int16_t)(allow - (at) - 1))
+#define JUMP_TO_ALLOW(at) ((int16_t)(allow - (at)-1))
     out[k++] = insn(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_2, BPF_REG_1, 0, 0); /* access_type */
-    out[k++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);   /* its type */
+    out[k++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);    /* its type */
     out[k] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, JUMP_TO_ALLOW(k), BPF_DEVCG_DEV_CHAR);
     k++;
     out[k++] = insn(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_3, BPF_REG_1, 4, 0); /* major */
     out[k] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, JUMP_TO_ALLOW(k), NVIDIA_MAJOR);
     k++;
     out[k++] = insn(BPF_LDX | BPF_W | BPF_MEM, BPF_REG_4, BPF_REG_1, 8, 0); /* minor */
-    out[k] = insn(BPF_JMP | BPF_JGE | BPF_K, BPF_REG_4, 0, JUMP_TO_ALLOW(k),
-                  NVIDIA_FIRST_CONTROL_MINOR);
+    out[k] =
+        insn(BPF_JMP | BPF_JGE | BPF_K, BPF_REG_4, 0, JUMP_TO_ALLOW(k), NVIDIA_FIRST_CONTROL_MINOR);
     k++;
     for (size_t i = 0; i < n; i++, k++)
-        out[k] = insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_4, 0, JUMP_TO_ALLOW(k), (int32_t)minors[i]);
-    out[k++] = insn(BPF_JMP | BPF_JA, 0, 0, 2, 0);                   /* to "r0 = 0" */
+        out[k] =
+            insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_4, 0, JUMP_TO_ALLOW(k), (int32_t)minors[i]);
+    out[k++] = insn(BPF_JMP | BPF_JA, 0, 0, 2, 0);                    /* to "r0 = 0" */
     out[k++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1); /* allow: r0 = 1 */
     out[k++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
     out[k++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0); /* deny: r0 = 0 */

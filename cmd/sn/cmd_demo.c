@@ -311,9 +311,11 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: sn demo [--cluster SPEC] [--trace KIND:PATH] [--jobs N] [--speed X]\n"
             "               [--duration S] [--port P] [--state DIR] [--json]\n\n"
-            "Starts snd on 127.0.0.1 with simulated agents, a stream of trace jobs and\n"
-            "injected faults (a slow GPU; a power-domain failure, then its repair); runs\n"
-            "until Ctrl-C or --duration, then stops everything it started.\n\n"
+            "Starts snd on 127.0.0.1 with simulated agents, four scene jobs (a\n"
+            "tensor-parallel job in one supernode, a job spread over power domains that\n"
+            "checkpoints and resumes, a job held by its quota), a stream of trace jobs\n"
+            "and injected faults (a slow GPU; a power-domain failure, then its repair);\n"
+            "runs until Ctrl-C or --duration, then stops everything it started.\n\n"
             "options:\n"
             "  --cluster SPEC   the cluster (default examples/demo-cluster.yaml)\n"
             "  --trace K:PATH   itp:, helios:, openb: file or synth:N (default\n"
@@ -1068,20 +1070,19 @@ static int scenes_setup(struct demo *d)
         return 0;
     }
     char path[128];
-    int st = post(d, "/v1/tenants",
-                  json_pack("{s:s,s:s}", "name", SCENE_TENANT, "prefix", "/data/" SCENE_TENANT),
-                  NULL);
-    snprintf(path, sizeof(path), "/v1/tenants/%s/quotas/%s", SCENE_TENANT,
-             d->spec->pools[0].name);
+    int st =
+        post(d, "/v1/tenants",
+             json_pack("{s:s,s:s}", "name", SCENE_TENANT, "prefix", "/data/" SCENE_TENANT), NULL);
+    snprintf(path, sizeof(path), "/v1/tenants/%s/quotas/%s", SCENE_TENANT, d->spec->pools[0].name);
     json_t *q = json_pack("{s:I}", "gpus", (json_int_t)g);
     if (st / 100 == 2)
         st = call(d, "PUT", path, q, NULL, NULL, NULL);
     json_decref(q);
     if (st / 100 == 2)
-        st = post(d, "/v1/priority-classes",
-                  json_pack("{s:s,s:i,s:b}", "name", SCENE_CLASS, "priority", 100, "preemptible",
-                            0),
-                  NULL);
+        st =
+            post(d, "/v1/priority-classes",
+                 json_pack("{s:s,s:i,s:b}", "name", SCENE_CLASS, "priority", 100, "preemptible", 0),
+                 NULL);
     if (st / 100 != 2) {
         fprintf(stderr, "sn demo: creating the scenes' tenant and class failed (HTTP %d)\n", st);
         return SN_EXIT_INTERNAL;
@@ -1247,8 +1248,7 @@ static void scene_spread_resumed(struct demo *d)
         snprintf(want, sizeof(want), "resume_from=%s", d->sc.ckpt_path);
         if (d->sc.ckpt_path[0] && strstr(data, want)) {
             d->sc.ckpt_resumed = true;
-            snprintf(d->sc.ckpt_resume_from, sizeof(d->sc.ckpt_resume_from), "%s",
-                     d->sc.ckpt_path);
+            snprintf(d->sc.ckpt_resume_from, sizeof(d->sc.ckpt_resume_from), "%s", d->sc.ckpt_path);
             event(d,
                   "SCENE checkpoint: job %lld resumed from %s after the fault (its log of "
                   "run %lld prints SN_RESUME_FROM)",
@@ -1332,8 +1332,9 @@ static void scene_quota_poll(struct demo *d, json_t *job, double now)
     if (d->sc.quota_held && !d->sc.quota_started && ran) {
         d->sc.quota_started = true;
         d->sc.quota_started_at_s = now;
-        event(d, "SCENE quota: job %lld started once job %lld (%s) left the quota", (long long)q->id,
-              (long long)d->sc.job[SCENE_QUOTA_HOLDER].id, d->sc.job[SCENE_QUOTA_HOLDER].state);
+        event(d, "SCENE quota: job %lld started once job %lld (%s) left the quota",
+              (long long)q->id, (long long)d->sc.job[SCENE_QUOTA_HOLDER].id,
+              d->sc.job[SCENE_QUOTA_HOLDER].state);
     }
 }
 
@@ -1382,35 +1383,35 @@ static json_t *scenes_json(const struct demo *d)
     if (!c->on)
         return json_null();
     json_t *o = json_object();
-    json_object_set_new(
-        o, "tensor_parallel",
-        json_pack("{s:I,s:s,s:s,s:I,s:I,s:I}", "job", (json_int_t)c->job[SCENE_TP].id, "state",
-                  c->job[SCENE_TP].state, "nodes", c->job[SCENE_TP].nodes, "supernodes",
-                  (json_int_t)c->tp_supernodes, "groups", (json_int_t)c->tp_groups,
-                  "groups_in_one_server", (json_int_t)c->tp_groups_whole));
+    json_object_set_new(o, "tensor_parallel",
+                        json_pack("{s:I,s:s,s:s,s:I,s:I,s:I}", "job",
+                                  (json_int_t)c->job[SCENE_TP].id, "state", c->job[SCENE_TP].state,
+                                  "nodes", c->job[SCENE_TP].nodes, "supernodes",
+                                  (json_int_t)c->tp_supernodes, "groups", (json_int_t)c->tp_groups,
+                                  "groups_in_one_server", (json_int_t)c->tp_groups_whole));
     json_object_set_new(
         o, "power_spread",
         json_pack("{s:I,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:b}", "job",
-                  (json_int_t)c->job[SCENE_SPREAD].id, "state", c->job[SCENE_SPREAD].state,
-                  "nodes", c->job[SCENE_SPREAD].nodes, "power_domains", c->spread_domains,
-                  "failed_domain", d->pd == SN_NONE ? "" : d->pd_name, "gpus",
-                  (json_int_t)c->spread_gpus, "gpus_hit", (json_int_t)c->spread_hit_gpus,
-                  "servers", (json_int_t)c->spread_servers, "servers_hit",
-                  (json_int_t)c->spread_hit_servers, "interrupted", c->spread_interrupted));
-    json_object_set_new(
-        o, "quota",
-        json_pack("{s:I,s:I,s:s,s:s,s:b,s:s,s:s,s:b}", "job", (json_int_t)c->job[SCENE_QUOTA].id,
-                  "holder_job", (json_int_t)c->job[SCENE_QUOTA_HOLDER].id, "tenant", SCENE_TENANT,
-                  "state", c->job[SCENE_QUOTA].state, "held", c->quota_held, "pending_reason",
-                  c->quota_reason, "pending_detail", c->quota_detail, "started_after",
-                  c->quota_started));
-    json_object_set_new(
-        o, "checkpoint",
-        json_pack("{s:I,s:s,s:b,s:I,s:I,s:b,s:s}", "job", (json_int_t)c->job[SCENE_SPREAD].id,
-                  "path", c->ckpt_path, "reported", c->ckpt_reported, "interval_s",
-                  (json_int_t)c->ckpt_interval_s, "requeues",
-                  (json_int_t)c->job[SCENE_SPREAD].requeues, "resumed", c->ckpt_resumed,
-                  "resume_from", c->ckpt_resume_from));
+                  (json_int_t)c->job[SCENE_SPREAD].id, "state", c->job[SCENE_SPREAD].state, "nodes",
+                  c->job[SCENE_SPREAD].nodes, "power_domains", c->spread_domains, "failed_domain",
+                  d->pd == SN_NONE ? "" : d->pd_name, "gpus", (json_int_t)c->spread_gpus,
+                  "gpus_hit", (json_int_t)c->spread_hit_gpus, "servers",
+                  (json_int_t)c->spread_servers, "servers_hit", (json_int_t)c->spread_hit_servers,
+                  "interrupted", c->spread_interrupted));
+    json_object_set_new(o, "quota",
+                        json_pack("{s:I,s:I,s:s,s:s,s:b,s:s,s:s,s:b}", "job",
+                                  (json_int_t)c->job[SCENE_QUOTA].id, "holder_job",
+                                  (json_int_t)c->job[SCENE_QUOTA_HOLDER].id, "tenant", SCENE_TENANT,
+                                  "state", c->job[SCENE_QUOTA].state, "held", c->quota_held,
+                                  "pending_reason", c->quota_reason, "pending_detail",
+                                  c->quota_detail, "started_after", c->quota_started));
+    json_object_set_new(o, "checkpoint",
+                        json_pack("{s:I,s:s,s:b,s:I,s:I,s:b,s:s}", "job",
+                                  (json_int_t)c->job[SCENE_SPREAD].id, "path", c->ckpt_path,
+                                  "reported", c->ckpt_reported, "interval_s",
+                                  (json_int_t)c->ckpt_interval_s, "requeues",
+                                  (json_int_t)c->job[SCENE_SPREAD].requeues, "resumed",
+                                  c->ckpt_resumed, "resume_from", c->ckpt_resume_from));
     return o;
 }
 
@@ -1419,10 +1420,12 @@ static void scenes_human(const struct demo *d, FILE *out)
     const struct demo_scenes *c = &d->sc;
     if (!c->on)
         return;
-    fprintf(out, "scene tensor-parallel: job %lld on %s: %u supernode(s), %u of %u groups in one "
-                 "server\n",
-            (long long)c->job[SCENE_TP].id, c->job[SCENE_TP].nodes[0] ? c->job[SCENE_TP].nodes : "-",
-            c->tp_supernodes, c->tp_groups_whole, c->tp_groups);
+    fprintf(out,
+            "scene tensor-parallel: job %lld on %s: %u supernode(s), %u of %u groups in one "
+            "server\n",
+            (long long)c->job[SCENE_TP].id,
+            c->job[SCENE_TP].nodes[0] ? c->job[SCENE_TP].nodes : "-", c->tp_supernodes,
+            c->tp_groups_whole, c->tp_groups);
     fprintf(out, "scene power spread: job %lld over %s; %s hit %u of its %u GPUs; %s\n",
             (long long)c->job[SCENE_SPREAD].id, c->spread_domains[0] ? c->spread_domains : "-",
             d->pd == SN_NONE ? "no failure" : d->pd_name, c->spread_hit_gpus, c->spread_gpus,
@@ -1433,8 +1436,10 @@ static void scenes_human(const struct demo *d, FILE *out)
             c->quota_started ? "; started once the holder left" : "",
             c->quota_held && !c->quota_started ? "; still waiting" : "");
     fprintf(out, "scene checkpoint: job %lld %s%s\n", (long long)c->job[SCENE_SPREAD].id,
-            c->ckpt_resumed ? "resumed from " : c->ckpt_reported ? "checkpointed at " : "did not "
-                                                                                     "checkpoint",
+            c->ckpt_resumed    ? "resumed from "
+            : c->ckpt_reported ? "checkpointed at "
+                               : "did not "
+                                 "checkpoint",
             c->ckpt_reported ? c->ckpt_path : "");
 }
 

@@ -50,16 +50,17 @@ bool snd_array_check(const struct snd *d, const char *tenant, const struct sn_ap
     if (!first || !first->durable || strcmp(first->tenant, tenant) != 0 ||
         !snd_array_throttled(first) || spec_int(first, "array_id") > 0) {
         *field = "array_id";
-        snprintf(msg, len, "array_id: job %lld of tenant '%s' is not the first task of a throttled "
-                           "array",
+        snprintf(msg, len,
+                 "array_id: job %lld of tenant '%s' is not the first task of a throttled "
+                 "array",
                  (long long)b->array_id, tenant);
         return false;
     }
     if (spec_int(first, "array_max_running") != b->array_max_running) {
         *field = "array_max_running";
         snprintf(msg, len, "array_max_running %lld differs from the array's %lld (job %lld)",
-                 (long long)b->array_max_running,
-                 (long long)spec_int(first, "array_max_running"), (long long)b->array_id);
+                 (long long)b->array_max_running, (long long)spec_int(first, "array_max_running"),
+                 (long long)b->array_id);
         return false;
     }
     return true;

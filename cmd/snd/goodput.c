@@ -51,10 +51,9 @@ void snd_goodput_job_json(const struct snd_job *j, int64_t now_s, json_t *o)
     double ratio = sn_goodput_ratio(&g);
     json_object_set_new(o, "goodput", isnan(ratio) ? json_null() : json_real(ratio));
     json_object_set_new(o, "goodput_gpu_s",
-                        json_pack("{s:f,s:f,s:f,s:I,s:I}", "allocated", g.allocated_gpu_s,
-                                  "useful", g.useful_gpu_s, "lost", g.lost_gpu_s, "runs",
-                                  (json_int_t)g.runs, "interrupted_runs",
-                                  (json_int_t)g.interrupted_runs));
+                        json_pack("{s:f,s:f,s:f,s:I,s:I}", "allocated", g.allocated_gpu_s, "useful",
+                                  g.useful_gpu_s, "lost", g.lost_gpu_s, "runs", (json_int_t)g.runs,
+                                  "interrupted_runs", (json_int_t)g.interrupted_runs));
 }
 
 void snd_goodput_run_text(const struct snd_job *j, json_t *run)
@@ -81,8 +80,8 @@ void snd_goodput_load(struct snd_job *j, const json_t *run)
     if (!json_is_object(g))
         return;
     j->gp.allocated_gpu_s = non_negative(json_object_get(g, "allocated_gpu_s"));
-    j->gp.useful_gpu_s = fmin(non_negative(json_object_get(g, "useful_gpu_s")),
-                              j->gp.allocated_gpu_s);
+    j->gp.useful_gpu_s =
+        fmin(non_negative(json_object_get(g, "useful_gpu_s")), j->gp.allocated_gpu_s);
     j->gp.lost_gpu_s = fmin(non_negative(json_object_get(g, "lost_gpu_s")), j->gp.allocated_gpu_s);
     j->gp.runs = (uint64_t)non_negative(json_object_get(g, "runs"));
     j->gp.interrupted_runs = (uint64_t)non_negative(json_object_get(g, "interrupted_runs"));

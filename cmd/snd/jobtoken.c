@@ -32,8 +32,9 @@ static bool mac_hex(const struct snd *d, const struct snd_job *j, char out[65])
                      j->requeues, (long long)j->start_s);
     unsigned char mac[32];
     unsigned int len = 0;
-    if (n < 0 || !HMAC(EVP_sha256(), d->key, (int)sizeof(d->key), (const unsigned char *)msg,
-                       (size_t)n, mac, &len) ||
+    if (n < 0 ||
+        !HMAC(EVP_sha256(), d->key, (int)sizeof(d->key), (const unsigned char *)msg, (size_t)n, mac,
+              &len) ||
         len != 32)
         return false;
     for (int i = 0; i < 32; i++)

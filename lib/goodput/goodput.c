@@ -30,9 +30,9 @@ void sn_goodput_add_wall_run(struct sn_goodput *g, uint32_t gpus, double start_s
                              double last_ckpt_s, bool interrupted)
 {
     double wall = non_negative(end_s - start_s);
-    double kept = !interrupted                                      ? wall
+    double kept = !interrupted                                    ? wall
                   : last_ckpt_s > start_s && last_ckpt_s <= end_s ? last_ckpt_s - start_s
-                                                                    : 0;
+                                                                  : 0;
     sn_goodput_add_run(g, gpus, wall, kept, interrupted);
 }
 

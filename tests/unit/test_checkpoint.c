@@ -261,9 +261,9 @@ static void job_token_scoped(void **state)
     snprintf(url, sizeof(url), "/v1/jobs/%lld", id);
     assert_int_equal(with_token(&d, "GET", url, tok, NULL), 403);
     assert_int_equal(with_token(&d, "GET", "/v1/jobs", tok, NULL), 403);
-    assert_int_equal(with_token(&d, "POST", "/v1/jobs", tok,
-                                "{\"name\":\"x\",\"gpus\":1,\"command\":\"true\"}"),
-                     403);
+    assert_int_equal(
+        with_token(&d, "POST", "/v1/jobs", tok, "{\"name\":\"x\",\"gpus\":1,\"command\":\"true\"}"),
+        403);
     snprintf(url, sizeof(url), "/v1/jobs/%lld/checkpoints", other);
     assert_int_equal(with_token(&d, "POST", url, tok, "{\"path\":\"/data/acme/x\"}"), 403);
     snprintf(url, sizeof(url), "/v1/jobs/%lld/cancel", id);

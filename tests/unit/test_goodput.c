@@ -111,8 +111,8 @@ static void sim_and_snd_agree(void **state)
     /* The same history as snd counts it: runs on the wall clock, each with
      * the last checkpoint its job reported (A reported at 3,600 and 7,200). */
     struct sn_goodput snd = {0};
-    sn_goodput_add_wall_run(&snd, n, 0, 9000, 7200, true);      /* A, preempted */
-    sn_goodput_add_wall_run(&snd, n, 9000, 12600, 0, false);    /* B */
+    sn_goodput_add_wall_run(&snd, n, 0, 9000, 7200, true);       /* A, preempted */
+    sn_goodput_add_wall_run(&snd, n, 9000, 12600, 0, false);     /* B */
     sn_goodput_add_wall_run(&snd, n, 12600, 41400, 7200, false); /* A again */
     assert_near(sn_goodput_ratio(&snd), want, 1e-12);
     assert_near(sn_goodput_ratio(&snd), r->goodput, 1e-9);

@@ -436,8 +436,7 @@ static void device_isolation(void **state)
     for (int g = 0; g < 8; g++) {
         snprintf(path, sizeof(path), "%s/nv%d", d.dir, g);
         if (mknod(path, S_IFCHR | 0666, makedev(195, (unsigned)g)) != 0) {
-            print_message("[ SKIPPED  ] device isolation: mknod '%s': %s\n", path,
-                          strerror(errno));
+            print_message("[ SKIPPED  ] device isolation: mknod '%s': %s\n", path, strerror(errno));
             assert_int_equal(stop(&d, SIGTERM), 0);
             remove_tree(&d);
             return;
@@ -478,7 +477,7 @@ static void device_isolation(void **state)
     } else {
         assert_non_null(strstr(iso, want));
         assert_non_null(strstr(err_other, "not permitted")); /* another job's GPU: EPERM */
-        assert_null(strstr(err_own, "not permitted"));        /* its own: to the driver */
+        assert_null(strstr(err_own, "not permitted"));       /* its own: to the driver */
         assert_non_null(strstr(err_own, "No such device"));
     }
     json_decref(j);
@@ -857,8 +856,8 @@ static void dependencies(void **state)
         assert_int_equal(WEXITSTATUS(st), 2);
     }
     expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
-                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"array_id\":1}",
-                 "invalid_array", "array_max_running");
+                 "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"array_id\":1}", "invalid_array",
+                 "array_max_running");
     char body[160];
     snprintf(body, sizeof(body),
              "{\"name\":\"x\",\"gpus\":1,\"tenant\":\"acme\",\"array_id\":%lld,"

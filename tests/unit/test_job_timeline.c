@@ -31,8 +31,10 @@ static json_t *get(struct daemon *d, const char *suffix, long long id)
 static long long submit(struct daemon *d, const char *name)
 {
     char body[200];
-    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"gpus\":8,\"tenant\":\"acme\",\"command\":"
-                                 "\"sleep 300\"}", name);
+    snprintf(body, sizeof(body),
+             "{\"name\":\"%s\",\"gpus\":8,\"tenant\":\"acme\",\"command\":"
+             "\"sleep 300\"}",
+             name);
     json_t *j = NULL;
     int s = call(d, "POST", "/v1/jobs", d->admin, body, NULL, &j);
     if (s != 201)
@@ -128,8 +130,8 @@ static void pending_reasons_and_goodput(void **state)
     poll(NULL, 0, 500); /* ten more passes: the reason is not recorded again */
     ev = get(&d, "/events?limit=100", b);
     pendings = 0;
-    json_array_foreach(json_object_get(ev, "items"), k, e)
-        pendings += strcmp(json_string_value(json_object_get(e, "kind")), "pending") == 0;
+    json_array_foreach(json_object_get(ev, "items"), k, e) pendings +=
+        strcmp(json_string_value(json_object_get(e, "kind")), "pending") == 0;
     assert_int_equal(pendings, 1);
     json_decref(ev);
 
@@ -157,7 +159,8 @@ static void pending_reasons_and_goodput(void **state)
     snprintf(url, sizeof(url), "/v1/jobs/%lld/checkpoints", b);
     expect(&d, 200, "POST", url, d.admin, "{\"path\":\"/data/acme/b/step-1\",\"step\":1}");
     j = get(&d, "", b);
-    long long ckpt = json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"), "time_s"));
+    long long ckpt =
+        json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"), "time_s"));
     long long start1 = json_integer_value(json_object_get(j, "start_time_s"));
     char node[32];
     snprintf(node, sizeof(node), "%s",
