@@ -1377,6 +1377,25 @@ static void scenes_poll(struct demo *d, double now)
     }
 }
 
+/* At the end (not after Ctrl-C): a last look at the scenes, and while the
+ * interrupted spread job has not shown its resume yet, up to 15 s more (a
+ * loaded machine may place it late); the wait is said in a status line. */
+static void scenes_finish(struct demo *d)
+{
+    scenes_poll(d, elapsed_s(d));
+    if (stop_requested || !d->sc.on || !d->sc.spread_interrupted || d->sc.ckpt_resumed ||
+        !d->sc.ckpt_reported)
+        return;
+    event(d, "SCENE checkpoint: waiting up to 15 s for job %lld's resumed run",
+          (long long)d->sc.job[SCENE_SPREAD].id);
+    double until = elapsed_s(d) + 15;
+    while (!stop_requested && !d->sc.ckpt_resumed && elapsed_s(d) < until) {
+        struct timespec ts = {0, 500 * 1000000L};
+        nanosleep(&ts, NULL);
+        scenes_poll(d, elapsed_s(d));
+    }
+}
+
 static json_t *scenes_json(const struct demo *d)
 {
     const struct demo_scenes *c = &d->sc;
@@ -1728,7 +1747,7 @@ int cmd_demo(int argc, char **argv)
     if (d.snd > 0 && d.port) {
         double ran_s = elapsed_s(&d);
         struct tally t = {0};
-        scenes_poll(&d, ran_s); /* a last look: a resume seen at the very end counts */
+        scenes_finish(&d);
         tally_jobs(&d, &t);
         tally_gpus(&d, &t);
         t.goodput = latest_goodput(&d);
