@@ -913,6 +913,8 @@ static void fail_domain(struct demo *d, json_t *running)
     choose_domain(d, running);
     d->failed = true;
     d->failed_at_s = elapsed_s(d);
+    /* A late failure (a loaded machine) keeps its planned outage. */
+    d->repair_at_s = fmax(d->repair_at_s, d->failed_at_s + (d->repair_at_s - d->fail_at_s));
     if (d->pd == SN_NONE) {
         event(d, "power-domain failure skipped: the cluster has no server fed by one domain");
         return;
@@ -1462,6 +1464,23 @@ static void scenes_human(const struct demo *d, FILE *out)
             c->ckpt_reported ? c->ckpt_path : "");
 }
 
+/* At the end of a --duration run (not after Ctrl-C) on a machine so loaded
+ * that the schedule ran late: the failure's victims are still checked (up
+ * to 10 s) and the domain is still repaired, each with its status line. */
+static void faults_finish(struct demo *d)
+{
+    if (stop_requested || !d->failed || d->pd == SN_NONE)
+        return;
+    for (int i = 0; i < 40 && !d->checked; i++) {
+        struct timespec ts = {0, 250 * 1000000L};
+        nanosleep(&ts, NULL);
+        if (elapsed_s(d) >= d->failed_at_s + 1.5)
+            check_victims(d, i == 39);
+    }
+    if (!d->repaired)
+        repair_domain(d);
+}
+
 /* ---- the summary --------------------------------------------------------- */
 
 struct tally {
@@ -1747,6 +1766,7 @@ int cmd_demo(int argc, char **argv)
     if (d.snd > 0 && d.port) {
         double ran_s = elapsed_s(&d);
         struct tally t = {0};
+        faults_finish(&d);
         scenes_finish(&d);
         tally_jobs(&d, &t);
         tally_gpus(&d, &t);
