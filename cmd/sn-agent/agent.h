@@ -194,6 +194,17 @@ bool cg_kill_wait(const char *leaf, int64_t timeout_ms);
 /* Rank leaves found under ROOT (at most cap), for the orphan check. */
 size_t cg_scan(const struct cgroups *c, char (*leaves)[CG_PATH_MAX], size_t cap);
 
+/* cgroup_dev.c: device isolation of a leaf by a BPF_PROG_TYPE_CGROUP_DEVICE
+ * program. cg_dev_program writes the program that denies NVIDIA GPU nodes
+ * (char 195:0-253) other than minors[0..n) and allows everything else into
+ * out (cap instructions, at least n + 12); returns its length, 0 when cap
+ * is too small. cg_devices loads it for the rank's GPUs ("0,3", local
+ * indices) and attaches it to leaf; 0 on success, else -1; note says what
+ * holds either way. */
+struct bpf_insn;
+size_t cg_dev_program(const uint32_t *minors, size_t n, struct bpf_insn *out, size_t cap);
+int cg_devices(const char *leaf, const char *gpus, char *note, size_t cap);
+
 /* ---- jobs.c: job processes ----------------------------------------------- */
 
 /* A process is one rank of one run of a job: (job_id, run, rank). */
@@ -252,6 +263,7 @@ struct jobs {
     /* Ships a chunk of a rank's output at offset off (main.c: the outbox). */
     void (*ship_log)(void *ctx, const struct job_proc *p, const char *buf, size_t n, int64_t off);
     void *ship_ctx;
+    const char *server_url; /* SN_SERVER of the ranks unless the environment has one */
 };
 
 /* One rank to run, from the heartbeat's answer (POST /v1/nodes/{node}/heartbeat). */
@@ -265,6 +277,7 @@ struct assignment {
     struct job_limits limits;
     int64_t checkpoint_interval_s; /* SN_CHECKPOINT_INTERVAL_S when > 0 */
     const char *resume_from;       /* SN_RESUME_FROM, or NULL */
+    const char *job_token;         /* SN_JOB_TOKEN (this run's checkpoints, progress), or NULL */
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL

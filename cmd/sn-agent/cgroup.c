@@ -5,9 +5,8 @@
  * process group with setsid) stays in it. The leaf gets the rank's limits:
  * cpu.max (CPUs x 100 ms per 100 ms), memory.max (bytes), pids.max. A
  * controller the root does not offer is not applied and says so in the
- * rank's isolation note. Device isolation is not done: cgroup v2 has no
- * device files, it needs a BPF_PROG_TYPE_CGROUP_DEVICE program attached
- * with bpf(2), which sn-agent does not load (docs/agent.md).
+ * rank's isolation note. Device isolation (its GPUs only) is a BPF program
+ * attached to the leaf: cgroup_dev.c.
  *
  * Invariants: ROOT is on a cgroup2 file system (statfs magic checked at
  * open, so a plain directory on a tmpfs is never mistaken for one); a leaf

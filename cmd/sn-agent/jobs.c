@@ -244,6 +244,12 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a, co
         setenv_int("SN_CHECKPOINT_INTERVAL_S", a->checkpoint_interval_s);
     if (a->resume_from)
         setenv("SN_RESUME_FROM", a->resume_from, 1);
+    if (a->job_token) /* `sn checkpoint` inside the job uses it */
+        setenv("SN_JOB_TOKEN", a->job_token, 1);
+    else
+        unsetenv("SN_JOB_TOKEN");
+    if (j->server_url)
+        setenv("SN_SERVER", j->server_url, 0);
     int null = open("/dev/null", O_RDONLY);
     if (out >= 0) { /* the pipe the agent reads (its log) */
         dup2(out, 1);
@@ -299,6 +305,14 @@ static void start(struct jobs *j, const struct assignment *a)
                   sizeof(note)) != 0)
         fprintf(stderr, "sn-agent: warning: job %lld rank %u: %s\n", (long long)a->job_id,
                 a->rank, note);
+    if (leaf[0]) { /* its GPUs only (cgroup_dev.c); else said in the note */
+        char dev[120];
+        size_t len = strlen(note);
+        if (cg_devices(leaf, a->gpus, dev, sizeof(dev)) != 0)
+            fprintf(stderr, "sn-agent: warning: job %lld rank %u: %s\n", (long long)a->job_id,
+                    a->rank, dev);
+        snprintf(note + len, sizeof(note) - len, "; %s", dev);
+    }
     int fds[2] = {-1, -1};
     char path[700];
     snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);

@@ -279,7 +279,8 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
             .limits = lim,
             .checkpoint_interval_s =
                 json_integer_value(json_object_get(job, "checkpoint_interval_s")),
-            .resume_from = json_string_value(json_object_get(job, "resume_from"))};
+            .resume_from = json_string_value(json_object_get(job, "resume_from")),
+            .job_token = json_string_value(json_object_get(job, "job_token"))};
         snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
         x->gpus = x->gpus_text;
         if (!json_is_true(json_object_get(r, "exited")))
@@ -862,6 +863,7 @@ int main(int argc, char **argv)
     if (rc < 0) {
         a.jobs.node = a.node;
         a.jobs.work_dir = work;
+        a.jobs.server_url = g.server;
         pick_address(&a, g.address);
         char cg_root[CG_PATH_MAX];
         snprintf(cg_root, sizeof(cg_root), "/sys/fs/cgroup/supernode/%s", a.node);

@@ -110,7 +110,8 @@ static void print_fence(json_t *f)
 }
 
 /* sn checkpoint --path P [--step N] [--job ID]: inside a job (SN_JOB_ID,
- * and the client's usual SN_SERVER / SN_TOKEN), report a checkpoint. */
+ * SN_SERVER, and the run's SN_JOB_TOKEN from its agent; else the client's
+ * usual token), report a checkpoint. */
 int cmd_checkpoint(int argc, char **argv)
 {
     struct client_opt o[] = {
@@ -123,6 +124,14 @@ int cmd_checkpoint(int argc, char **argv)
                          argc, argv, o, 3, 0, 0);
     if (rc >= 0)
         return rc;
+    /* Inside a job, its own job token (SN_JOB_TOKEN, valid for this run's
+     * checkpoints only) unless a token is given on the command line. */
+    bool flag_token = false;
+    for (int i = 1; i < argc; i++)
+        flag_token = flag_token || strncmp(argv[i], "--token", 7) == 0;
+    const char *job_token = getenv("SN_JOB_TOKEN");
+    if (!flag_token && job_token && job_token[0])
+        snprintf(c.token, sizeof(c.token), "%s", job_token);
     const char *job = o[2].value ? o[2].value : getenv("SN_JOB_ID");
     if (!o[0].value || !job) {
         fprintf(stderr, "sn checkpoint: %s is required\n",

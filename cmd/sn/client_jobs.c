@@ -58,11 +58,32 @@ enum {
     S_WALLTIME
 };
 
-/* --array "0-99" or "1,3,5": at most 1000 task ids, each 0 to 1000000. */
-static int parse_array(const char *v, long long *tasks, int *n)
+/* --array "0-99" or "1,3,5", optionally "%N" at the end (at most N tasks
+ * running at once, 1 to 1000; *throttle 0 without): at most 1000 task ids,
+ * each 0 to 1000000. */
+static int parse_array(const char *v, long long *tasks, int *n, long long *throttle)
 {
     *n = 0;
-    for (const char *p = v; *p;) {
+    *throttle = 0;
+    char ids[256];
+    const char *pct = strchr(v, '%');
+    if (pct) {
+        char *end = NULL;
+        *throttle = strtoll(pct + 1, &end, 10);
+        if (end == pct + 1 || *end || *throttle < 1 || *throttle > 1000 ||
+            (size_t)(pct - v) >= sizeof(ids)) {
+            fprintf(stderr,
+                    "sn submit: --array '%s': expected %%N after the task ids, N from 1 to 1000 "
+                    "(tasks running at once)\n",
+                    v);
+            return SN_EXIT_USAGE;
+        }
+        memcpy(ids, v, (size_t)(pct - v));
+        ids[pct - v] = '\0';
+    } else {
+        snprintf(ids, sizeof(ids), "%s", v);
+    }
+    for (const char *p = ids; *p;) {
         char *end = NULL;
         long long a = strtoll(p, &end, 10), b = a;
         if (end == p || a < 0)
@@ -72,10 +93,6 @@ static int parse_array(const char *v, long long *tasks, int *n)
             b = strtoll(p, &end, 10);
             if (end == p || b < a)
                 goto bad;
-        }
-        if (*end == '%') {
-            fprintf(stderr, "sn submit: --array '%s': throttling (%%N) is not supported\n", v);
-            return SN_EXIT_USAGE;
         }
         if (*end && *end != ',')
             goto bad;
@@ -161,7 +178,7 @@ int cmd_submit(int argc, char **argv)
                      NULL},
         [S_ARRAY] = {"array", false,
                      "task ids (0-99, 1,3,5): one job per id, named NAME[ID], with "
-                     "SN_ARRAY_TASK_ID",
+                     "SN_ARRAY_TASK_ID; 0-99%4: at most 4 running at once",
                      NULL},
         [S_GROUP] = {"group", false, "tensor-parallel group: GPUs kept in one server", NULL},
         [S_ONE_SN] = {"one-supernode", true, "the whole job in one supernode", NULL},
@@ -223,10 +240,11 @@ int cmd_submit(int argc, char **argv)
         }
         json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
     }
-    long long tasks[1000];
+    long long tasks[1000], throttle = 0, array_id = 0;
     int n_tasks = 0;
     rc = SN_EXIT_OK;
-    if (o[S_ARRAY].value && (rc = parse_array(o[S_ARRAY].value, tasks, &n_tasks)) != SN_EXIT_OK) {
+    if (o[S_ARRAY].value &&
+        (rc = parse_array(o[S_ARRAY].value, tasks, &n_tasks, &throttle)) != SN_EXIT_OK) {
         json_decref(job);
         return rc;
     }
@@ -244,6 +262,11 @@ int cmd_submit(int argc, char **argv)
                 json_object_set_new(one, "name", json_string(name));
             json_object_set_new(one, "array_task_id", json_integer(tasks[t]));
         }
+        if (throttle > 0) { /* snd runs at most `throttle` of them at once */
+            json_object_set_new(one, "array_max_running", json_integer(throttle));
+            if (array_id > 0)
+                json_object_set_new(one, "array_id", json_integer(array_id));
+        }
         if (o[S_KEY].value && tasks[t] >= 0)
             snprintf(header, sizeof(header), "Idempotency-Key: %.100s-%lld", o[S_KEY].value,
                      tasks[t]);
@@ -256,6 +279,8 @@ int cmd_submit(int argc, char **argv)
         free(body);
         if (rc != SN_EXIT_OK)
             break;
+        if (t == 0)
+            array_id = json_integer_value(json_object_get(out, "id"));
         if (!c.json)
             printf("submitted job %lld (%s)\n",
                    (long long)json_integer_value(json_object_get(out, "id")),

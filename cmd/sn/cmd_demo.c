@@ -3,7 +3,9 @@
  * snd (found beside the sn binary) on 127.0.0.1 with a fresh state
  * directory and an example cluster, creates tenants, quotas and one agent
  * token per server, starts one sn-agent per server with the sim backend
- * (one with a slow GPU), submits the first N jobs of a real trace with
+ * (one with a slow GPU), submits four scene jobs (a tensor-parallel job, a
+ * job spread over power domains that checkpoints, a quota holding a job:
+ * "Scenes" below) and then the first N jobs of a real trace with
  * arrivals compressed by --speed, injects a power-domain failure and its
  * repair through the admin API, prints a status line every few seconds,
  * and on Ctrl-C or after --duration stops every process it started, by
@@ -89,6 +91,36 @@ struct demo_job {
     bool clock_ended; /* a run of this job was ended by the demo's clock */
 };
 
+/* The scenes (docs/cmd-demo.md "Scenes"): jobs of known shape submitted
+ * before the trace, each watched through the API until it shows its rule. */
+enum { SCENE_TP, SCENE_SPREAD, SCENE_QUOTA_HOLDER, SCENE_QUOTA, SCENE_COUNT };
+struct demo_scene_job {
+    int64_t id; /* 0 until submitted */
+    char state[16];
+    int64_t requeues;
+    bool seen_running;
+    char nodes[512]; /* its servers, "a,b" (first run seen) */
+};
+struct demo_scenes {
+    bool on; /* the tenant, quota and class were made */
+    struct demo_scene_job job[SCENE_COUNT];
+    /* tensor-parallel: the placement of its first run */
+    uint32_t tp_supernodes, tp_groups, tp_groups_whole;
+    /* power spread: its domains and the failure's share of it */
+    char spread_domains[256];
+    uint32_t spread_gpus, spread_hit_gpus, spread_servers, spread_hit_servers;
+    bool spread_interrupted;
+    /* quota: the reason that held the job, and whether it ran afterwards */
+    char quota_reason[32], quota_detail[300];
+    bool quota_held, quota_started;
+    double quota_started_at_s;
+    /* checkpoint: reported by the demo for the spread job, then resumed */
+    char ckpt_path[128];
+    bool ckpt_reported, ckpt_resumed;
+    int64_t ckpt_interval_s;
+    char ckpt_resume_from[160];
+};
+
 struct demo {
     struct demo_opts o;
     struct sn_spec *spec;
@@ -121,6 +153,7 @@ struct demo {
     int64_t victims[256], victim_requeues[256];
     bool victim_requeued[256];
     double interruptions_before, interruptions_after;
+    struct demo_scenes sc;
 };
 
 static const char *str_or(json_t *v, const char *dflt)
@@ -278,9 +311,11 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: sn demo [--cluster SPEC] [--trace KIND:PATH] [--jobs N] [--speed X]\n"
             "               [--duration S] [--port P] [--state DIR] [--json]\n\n"
-            "Starts snd on 127.0.0.1 with simulated agents, a stream of trace jobs and\n"
-            "injected faults (a slow GPU; a power-domain failure, then its repair); runs\n"
-            "until Ctrl-C or --duration, then stops everything it started.\n\n"
+            "Starts snd on 127.0.0.1 with simulated agents, four scene jobs (a\n"
+            "tensor-parallel job in one supernode, a job spread over power domains that\n"
+            "checkpoints and resumes, a job held by its quota), a stream of trace jobs\n"
+            "and injected faults (a slow GPU; a power-domain failure, then its repair);\n"
+            "runs until Ctrl-C or --duration, then stops everything it started.\n\n"
             "options:\n"
             "  --cluster SPEC   the cluster (default examples/demo-cluster.yaml)\n"
             "  --trace K:PATH   itp:, helios:, openb: file or synth:N (default\n"
@@ -515,6 +550,8 @@ static pid_t spawn(const char *exe, char *const argv[], const char *log, int rea
     if (pid != 0)
         return pid;
     setpgid(0, 0);
+    unsetenv("SN_SERVER"); /* the jobs talk to this snd (their agent's --server) */
+    unsetenv("SN_TOKEN");
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int nul = open("/dev/null", O_RDONLY);
     if (fd < 0 || nul < 0)
@@ -803,6 +840,9 @@ static json_t *poll_running(struct demo *d, double now)
 
 /* ---- faults -------------------------------------------------------------- */
 
+static bool scene_spread_on(const struct demo *d, json_t *running, const uint32_t *srv, uint32_t n);
+static void scene_spread_fault(struct demo *d, json_t *running);
+
 /* Servers lost when power domain pd fails (fed only by pd). */
 static uint32_t pd_servers(const struct sn_model *m, uint32_t pd, uint32_t *out, uint32_t cap)
 {
@@ -838,6 +878,8 @@ static void choose_domain(struct demo *d, json_t *running)
         size_t i;
         json_t *job;
         json_array_foreach(running, i, job) hits += n && job_on_servers(d, job, srv, n);
+        if (n && scene_spread_on(d, running, srv, n))
+            hits += 1u << 20; /* aimed at the spread scene's job when it runs */
         if (n && (best == SN_NONE || hits > best_hits))
             best = pd, best_hits = hits;
     }
@@ -872,6 +914,8 @@ static void fail_domain(struct demo *d, json_t *running)
     choose_domain(d, running);
     d->failed = true;
     d->failed_at_s = elapsed_s(d);
+    /* A late failure (a loaded machine) keeps its planned outage. */
+    d->repair_at_s = fmax(d->repair_at_s, d->failed_at_s + (d->repair_at_s - d->fail_at_s));
     if (d->pd == SN_NONE) {
         event(d, "power-domain failure skipped: the cluster has no server fed by one domain");
         return;
@@ -889,6 +933,7 @@ static void fail_domain(struct demo *d, json_t *running)
     }
     event(d, "FAULT power domain %s failed: %s marked down; %u running job(s) there", d->pd_name,
           list, d->n_victims);
+    scene_spread_fault(d, running);
 }
 
 /* After the failure: which of the jobs that ran there were requeued.
@@ -988,6 +1033,453 @@ static void status_line(struct demo *d)
           metric(t, "sn_gpus_scheduler{state=\"down\"}"),
           metric(t, "sn_gpus_scheduler{state=\"cordoned\"}"));
     free(t);
+}
+
+/* ---- scenes (docs/cmd-demo.md "Scenes") ----------------------------------- */
+
+/* Four jobs of known shape, submitted before the trace's, each watched
+ * through the API until it shows its rule in the live system: a
+ * tensor-parallel job kept whole in one supernode; a job spread over power
+ * domains that the power-domain failure hits only in part; a job held by its
+ * tenant's quota (with the pending reason and detail snd gives); and the
+ * spread job's checkpoint, reported from inside the job (`sn checkpoint`
+ * with its SN_JOB_TOKEN) and handed back to its next run as SN_RESUME_FROM
+ * (the job prints it; the demo reads the job's log). */
+
+#define SCENE_TENANT "research"
+#define SCENE_CLASS "demo-scene"
+#define SCENE_LONG_S 600 /* the tensor-parallel and spread jobs outlive the demo */
+
+static const char *const scene_names[SCENE_COUNT] = {"scene-tp", "scene-spread",
+                                                     "scene-quota-holder", "scene-quota-held"};
+
+/* GPUs of one server of the first supernode: the scenes' group size. */
+static uint32_t scene_group(const struct demo *d)
+{
+    const struct sn_model *m = d->model;
+    return m->n_supernodes && m->supernodes[0].n_servers >= 2 && m->n_power_domains >= 2
+               ? sn_model_server_spec(m, m->supernodes[0].first_server)->gpus
+               : 0;
+}
+
+/* The scenes' tenant (quota: one server's GPUs) and their priority class
+ * (above the trace's jobs, so a requeued scene job is placed first). */
+static int scenes_setup(struct demo *d)
+{
+    uint32_t g = scene_group(d);
+    if (!g) {
+        fprintf(stderr, "sn demo: scenes skipped: the cluster needs two servers in its first "
+                        "supernode and two power domains\n");
+        return 0;
+    }
+    char path[128];
+    int st =
+        post(d, "/v1/tenants",
+             json_pack("{s:s,s:s}", "name", SCENE_TENANT, "prefix", "/data/" SCENE_TENANT), NULL);
+    snprintf(path, sizeof(path), "/v1/tenants/%s/quotas/%s", SCENE_TENANT, d->spec->pools[0].name);
+    json_t *q = json_pack("{s:I}", "gpus", (json_int_t)g);
+    if (st / 100 == 2)
+        st = call(d, "PUT", path, q, NULL, NULL, NULL);
+    json_decref(q);
+    if (st / 100 == 2)
+        st =
+            post(d, "/v1/priority-classes",
+                 json_pack("{s:s,s:i,s:b}", "name", SCENE_CLASS, "priority", 100, "preemptible", 0),
+                 NULL);
+    if (st / 100 != 2) {
+        fprintf(stderr, "sn demo: creating the scenes' tenant and class failed (HTTP %d)\n", st);
+        return SN_EXIT_INTERNAL;
+    }
+    d->sc.on = true;
+    return 0;
+}
+
+static void scene_submit(struct demo *d, int k, const char *tenant, json_t *body)
+{
+    char key[80];
+    snprintf(key, sizeof(key), "Idempotency-Key: demo-%s", scene_names[k]);
+    json_object_set_new(body, "name", json_string(scene_names[k]));
+    json_object_set_new(body, "tenant", json_string(tenant));
+    json_t *ans = NULL;
+    int st = call(d, "POST", "/v1/jobs", body, key, &ans, NULL);
+    if (st == 201 || st == 200)
+        d->sc.job[k].id = json_integer_value(json_object_get(ans, "id"));
+    else
+        event(d, "SCENE %s refused with HTTP %d", scene_names[k], st);
+    json_decref(ans);
+    json_decref(body);
+}
+
+static void scenes_submit(struct demo *d)
+{
+    if (!d->sc.on)
+        return;
+    json_int_t g = scene_group(d);
+    scene_submit(d, SCENE_TP, "vision",
+                 json_pack("{s:I,s:I,s:b,s:s,s:s,s:i}", "gpus", 2 * g, "group_gpus", g,
+                           "one_supernode", 1, "priority_class", SCENE_CLASS, "command",
+                           "sleep 600", "time_limit_s", SCENE_LONG_S + 300));
+    snprintf(d->sc.ckpt_path, sizeof(d->sc.ckpt_path), "/data/language/%s/step-100",
+             scene_names[SCENE_SPREAD]);
+    /* Rank 0 of its first run reports the checkpoint itself (sn checkpoint
+     * with the run's SN_JOB_TOKEN and SN_SERVER from its agent); every run
+     * prints what it resumes from. */
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "if [ -z \"$SN_RESUME_FROM\" ] && [ \"$RANK\" = 0 ]; then '%s/sn' checkpoint --path "
+             "%s --step 100; fi; echo resume_from=${SN_RESUME_FROM:-none}; sleep 600",
+             d->bindir, d->sc.ckpt_path);
+    scene_submit(d, SCENE_SPREAD, "language",
+                 json_pack("{s:I,s:I,s:b,s:i,s:s,s:s,s:i}", "gpus", 2 * g, "group_gpus", g,
+                           "spread_power_domains", 1, "checkpoint_write_s", 30, "priority_class",
+                           SCENE_CLASS, "command", cmd, "time_limit_s", SCENE_LONG_S + 300));
+    scene_submit(d, SCENE_QUOTA_HOLDER, SCENE_TENANT,
+                 json_pack("{s:I,s:s,s:i}", "gpus", g, "command", "sleep 8", "time_limit_s", 120));
+    scene_submit(d, SCENE_QUOTA, SCENE_TENANT,
+                 json_pack("{s:I,s:s,s:i}", "gpus", g, "command", "sleep 4", "time_limit_s", 120));
+    event(d, "SCENES submitted: %s %lld, %s %lld, %s %lld, %s %lld", scene_names[0],
+          (long long)d->sc.job[0].id, scene_names[1], (long long)d->sc.job[1].id, scene_names[2],
+          (long long)d->sc.job[2].id, scene_names[3], (long long)d->sc.job[3].id);
+}
+
+/* "a,b,c" of the job's servers. */
+static void scene_nodes(json_t *job, char *out, size_t len)
+{
+    size_t i, n = 0;
+    json_t *v;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(job, "nodes"), i, v)
+    {
+        int w = snprintf(out + n, len - n, "%s%s", i ? "," : "", str_or(v, "?"));
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+    }
+}
+
+/* The tensor-parallel job's first run: supernodes spanned, and groups of
+ * g consecutive ranks each on one server. */
+static void scene_tp_started(struct demo *d, json_t *job)
+{
+    const struct sn_model *m = d->model;
+    json_t *alloc = json_object_get(job, "allocation");
+    uint32_t g = scene_group(d), n = (uint32_t)json_array_size(alloc);
+    uint8_t *sn_seen = calloc(m->n_supernodes, 1);
+    if (!sn_seen)
+        return;
+    d->sc.tp_supernodes = 0;
+    d->sc.tp_groups = g ? n / g : 0;
+    d->sc.tp_groups_whole = 0;
+    for (uint32_t k = 0; k < d->sc.tp_groups; k++) {
+        bool whole = true;
+        uint32_t s0 = SN_NONE;
+        for (uint32_t r = k * g; r < (k + 1) * g; r++) {
+            json_int_t id = json_integer_value(json_array_get(alloc, r));
+            if (id < 0 || (uint64_t)id >= m->n_gpus) {
+                whole = false;
+                continue;
+            }
+            uint32_t s = m->gpu_server[id], sn = m->gpu_supernode[id];
+            whole = whole && (s0 == SN_NONE || s == s0);
+            s0 = s;
+            d->sc.tp_supernodes += !sn_seen[sn];
+            sn_seen[sn] = 1;
+        }
+        d->sc.tp_groups_whole += whole;
+    }
+    free(sn_seen);
+    event(d,
+          "SCENE tensor-parallel: job %lld (%s) on %s: %u supernode(s), %u of %u group(s) of "
+          "%u GPUs each in one server",
+          (long long)d->sc.job[SCENE_TP].id, str_or(json_object_get(job, "shape"), ""),
+          d->sc.job[SCENE_TP].nodes, d->sc.tp_supernodes, d->sc.tp_groups_whole, d->sc.tp_groups,
+          g);
+}
+
+/* The spread job's first run: its power domains; then it reports its
+ * checkpoint (the demo acting as the job's training loop). */
+static void scene_spread_started(struct demo *d, json_t *job)
+{
+    const struct sn_model *m = d->model;
+    size_t i, len = 0;
+    json_t *v;
+    uint8_t seen[256] = {0};
+    d->sc.spread_domains[0] = '\0';
+    json_array_foreach(json_object_get(job, "nodes"), i, v)
+    {
+        uint32_t s = sn_model_find_server(m, str_or(v, ""));
+        uint32_t pd = s == SN_NONE ? SN_NONE : m->server_power[0][s];
+        if (pd == SN_NONE || pd >= 256 || seen[pd])
+            continue;
+        seen[pd] = 1;
+        char name[64];
+        sn_model_power_domain_name(m, pd, name, sizeof(name));
+        snprintf(d->sc.spread_domains + len, sizeof(d->sc.spread_domains) - len, "%s%s",
+                 len ? "," : "", name);
+        len = strlen(d->sc.spread_domains);
+    }
+    event(d, "SCENE power spread: job %lld (%s) on %s: power domains %s",
+          (long long)d->sc.job[SCENE_SPREAD].id, str_or(json_object_get(job, "shape"), ""),
+          d->sc.job[SCENE_SPREAD].nodes, d->sc.spread_domains);
+}
+
+/* The checkpoint its rank 0 reported from inside the job. */
+static void scene_checkpointed(struct demo *d, json_t *job)
+{
+    json_t *last = json_object_get(job, "last_checkpoint");
+    if (strcmp(str_or(json_object_get(last, "path"), ""), d->sc.ckpt_path) != 0)
+        return;
+    d->sc.ckpt_reported = true;
+    d->sc.ckpt_interval_s = json_integer_value(json_object_get(job, "checkpoint_interval_s"));
+    event(d,
+          "SCENE checkpoint: job %lld reported checkpoint %s (step %lld) from inside, with its "
+          "job token; its Daly interval from its footprint is %lld s",
+          (long long)d->sc.job[SCENE_SPREAD].id, d->sc.ckpt_path,
+          (long long)json_integer_value(json_object_get(last, "step")),
+          (long long)d->sc.ckpt_interval_s);
+}
+
+/* A run after the interruption: its rank 0 printed SN_RESUME_FROM. */
+static void scene_spread_resumed(struct demo *d)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/log?rank=0", (long long)d->sc.job[SCENE_SPREAD].id);
+    json_t *log = NULL;
+    if (call(d, "GET", path, NULL, NULL, &log, NULL) == 200) {
+        const char *data = str_or(json_object_get(log, "data"), "");
+        char want[160];
+        snprintf(want, sizeof(want), "resume_from=%s", d->sc.ckpt_path);
+        if (d->sc.ckpt_path[0] && strstr(data, want)) {
+            d->sc.ckpt_resumed = true;
+            snprintf(d->sc.ckpt_resume_from, sizeof(d->sc.ckpt_resume_from), "%s", d->sc.ckpt_path);
+            event(d,
+                  "SCENE checkpoint: job %lld resumed from %s after the fault (its log of "
+                  "run %lld prints SN_RESUME_FROM)",
+                  (long long)d->sc.job[SCENE_SPREAD].id, d->sc.ckpt_path,
+                  (long long)json_integer_value(json_object_get(log, "run")));
+        }
+    }
+    json_decref(log);
+}
+
+/* Called by fail_domain: the share of the spread job on the failed servers. */
+static void scene_spread_fault(struct demo *d, json_t *running)
+{
+    size_t i;
+    json_t *job;
+    json_array_foreach(running, i, job)
+    {
+        if (!d->sc.job[SCENE_SPREAD].id ||
+            json_integer_value(json_object_get(job, "id")) != d->sc.job[SCENE_SPREAD].id)
+            continue;
+        d->sc.spread_gpus = d->sc.spread_hit_gpus = 0;
+        d->sc.spread_servers = d->sc.spread_hit_servers = 0;
+        uint32_t last = SN_NONE;
+        size_t r;
+        json_t *gid;
+        json_array_foreach(json_object_get(job, "allocation"), r, gid)
+        {
+            json_int_t g = json_integer_value(gid);
+            if (g < 0 || (uint64_t)g >= d->model->n_gpus)
+                continue;
+            uint32_t s = d->model->gpu_server[g];
+            bool hit = false;
+            for (uint32_t k = 0; k < d->n_pd_servers; k++)
+                hit = hit || d->pd_servers[k] == s;
+            d->sc.spread_gpus++;
+            d->sc.spread_hit_gpus += hit;
+            if (s != last) {
+                d->sc.spread_servers++;
+                d->sc.spread_hit_servers += hit;
+                last = s;
+            }
+        }
+        event(d,
+              "SCENE power spread: the failure of %s hits job %lld only in part: %u of its %u "
+              "GPUs (%u of %u servers); its servers in the other domains stay up",
+              d->pd_name, (long long)d->sc.job[SCENE_SPREAD].id, d->sc.spread_hit_gpus,
+              d->sc.spread_gpus, d->sc.spread_hit_servers, d->sc.spread_servers);
+    }
+}
+
+/* Whether the servers srv[0..n) hold the running spread job: the failure
+ * is aimed at one of its domains. */
+static bool scene_spread_on(const struct demo *d, json_t *running, const uint32_t *srv, uint32_t n)
+{
+    size_t i;
+    json_t *job;
+    json_array_foreach(running, i, job)
+    {
+        if (d->sc.job[SCENE_SPREAD].id &&
+            json_integer_value(json_object_get(job, "id")) == d->sc.job[SCENE_SPREAD].id)
+            return job_on_servers(d, job, srv, n);
+    }
+    return false;
+}
+
+static void scene_quota_poll(struct demo *d, json_t *job, double now)
+{
+    struct demo_scene_job *q = &d->sc.job[SCENE_QUOTA];
+    const char *reason = str_or(json_object_get(job, "pending_reason"), "");
+    if (!d->sc.quota_held && strcmp(reason, "quota") == 0) {
+        d->sc.quota_held = true;
+        snprintf(d->sc.quota_reason, sizeof(d->sc.quota_reason), "%s", reason);
+        snprintf(d->sc.quota_detail, sizeof(d->sc.quota_detail), "%s",
+                 str_or(json_object_get(job, "pending_detail"), ""));
+        event(d, "SCENE quota: job %lld (%s, %lld GPUs) pending: %s (%s) while job %lld runs",
+              (long long)q->id, SCENE_TENANT,
+              (long long)json_integer_value(json_object_get(job, "gpus")), reason,
+              d->sc.quota_detail, (long long)d->sc.job[SCENE_QUOTA_HOLDER].id);
+    }
+    bool ran = strcmp(q->state, "running") == 0 || strcmp(q->state, "completed") == 0;
+    if (d->sc.quota_held && !d->sc.quota_started && ran) {
+        d->sc.quota_started = true;
+        d->sc.quota_started_at_s = now;
+        event(d, "SCENE quota: job %lld started once job %lld (%s) left the quota",
+              (long long)q->id, (long long)d->sc.job[SCENE_QUOTA_HOLDER].id,
+              d->sc.job[SCENE_QUOTA_HOLDER].state);
+    }
+}
+
+/* Once a second: each scene job's state, and what it shows. */
+static void scenes_poll(struct demo *d, double now)
+{
+    for (int k = 0; d->sc.on && k < SCENE_COUNT; k++) {
+        struct demo_scene_job *s = &d->sc.job[k];
+        char path[64];
+        json_t *job = NULL;
+        snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)s->id);
+        if (!s->id || call(d, "GET", path, NULL, NULL, &job, NULL) != 200 || !job) {
+            json_decref(job);
+            continue;
+        }
+        snprintf(s->state, sizeof(s->state), "%s", str_or(json_object_get(job, "state"), "?"));
+        int64_t rq = json_integer_value(json_object_get(job, "requeues"));
+        bool running = strcmp(s->state, "running") == 0;
+        if (k == SCENE_SPREAD && rq > s->requeues && !d->sc.spread_interrupted) {
+            d->sc.spread_interrupted = true;
+            event(d, "SCENE power spread: job %lld interrupted and requeued (requeues %lld)",
+                  (long long)s->id, (long long)rq);
+        }
+        s->requeues = rq;
+        if (running && !s->seen_running) {
+            s->seen_running = true;
+            scene_nodes(job, s->nodes, sizeof(s->nodes));
+            if (k == SCENE_TP)
+                scene_tp_started(d, job);
+            else if (k == SCENE_SPREAD)
+                scene_spread_started(d, job);
+        }
+        if (k == SCENE_SPREAD && !d->sc.ckpt_reported)
+            scene_checkpointed(d, job);
+        if (k == SCENE_SPREAD && running && rq > 0 && d->sc.ckpt_reported && !d->sc.ckpt_resumed)
+            scene_spread_resumed(d);
+        if (k == SCENE_QUOTA)
+            scene_quota_poll(d, job, now);
+        json_decref(job);
+    }
+}
+
+/* At the end (not after Ctrl-C): a last look at the scenes, and while the
+ * interrupted spread job has not shown its resume yet, up to 15 s more (a
+ * loaded machine may place it late); the wait is said in a status line. */
+static void scenes_finish(struct demo *d)
+{
+    scenes_poll(d, elapsed_s(d));
+    if (stop_requested || !d->sc.on || !d->sc.spread_interrupted || d->sc.ckpt_resumed ||
+        !d->sc.ckpt_reported)
+        return;
+    event(d, "SCENE checkpoint: waiting up to 15 s for job %lld's resumed run",
+          (long long)d->sc.job[SCENE_SPREAD].id);
+    double until = elapsed_s(d) + 15;
+    while (!stop_requested && !d->sc.ckpt_resumed && elapsed_s(d) < until) {
+        struct timespec ts = {0, 500 * 1000000L};
+        nanosleep(&ts, NULL);
+        scenes_poll(d, elapsed_s(d));
+    }
+}
+
+static json_t *scenes_json(const struct demo *d)
+{
+    const struct demo_scenes *c = &d->sc;
+    if (!c->on)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "tensor_parallel",
+                        json_pack("{s:I,s:s,s:s,s:I,s:I,s:I}", "job",
+                                  (json_int_t)c->job[SCENE_TP].id, "state", c->job[SCENE_TP].state,
+                                  "nodes", c->job[SCENE_TP].nodes, "supernodes",
+                                  (json_int_t)c->tp_supernodes, "groups", (json_int_t)c->tp_groups,
+                                  "groups_in_one_server", (json_int_t)c->tp_groups_whole));
+    json_object_set_new(
+        o, "power_spread",
+        json_pack("{s:I,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:b}", "job",
+                  (json_int_t)c->job[SCENE_SPREAD].id, "state", c->job[SCENE_SPREAD].state, "nodes",
+                  c->job[SCENE_SPREAD].nodes, "power_domains", c->spread_domains, "failed_domain",
+                  d->pd == SN_NONE ? "" : d->pd_name, "gpus", (json_int_t)c->spread_gpus,
+                  "gpus_hit", (json_int_t)c->spread_hit_gpus, "servers",
+                  (json_int_t)c->spread_servers, "servers_hit", (json_int_t)c->spread_hit_servers,
+                  "interrupted", c->spread_interrupted));
+    json_object_set_new(o, "quota",
+                        json_pack("{s:I,s:I,s:s,s:s,s:b,s:s,s:s,s:b}", "job",
+                                  (json_int_t)c->job[SCENE_QUOTA].id, "holder_job",
+                                  (json_int_t)c->job[SCENE_QUOTA_HOLDER].id, "tenant", SCENE_TENANT,
+                                  "state", c->job[SCENE_QUOTA].state, "held", c->quota_held,
+                                  "pending_reason", c->quota_reason, "pending_detail",
+                                  c->quota_detail, "started_after", c->quota_started));
+    json_object_set_new(o, "checkpoint",
+                        json_pack("{s:I,s:s,s:b,s:I,s:I,s:b,s:s}", "job",
+                                  (json_int_t)c->job[SCENE_SPREAD].id, "path", c->ckpt_path,
+                                  "reported", c->ckpt_reported, "interval_s",
+                                  (json_int_t)c->ckpt_interval_s, "requeues",
+                                  (json_int_t)c->job[SCENE_SPREAD].requeues, "resumed",
+                                  c->ckpt_resumed, "resume_from", c->ckpt_resume_from));
+    return o;
+}
+
+static void scenes_human(const struct demo *d, FILE *out)
+{
+    const struct demo_scenes *c = &d->sc;
+    if (!c->on)
+        return;
+    fprintf(out,
+            "scene tensor-parallel: job %lld on %s: %u supernode(s), %u of %u groups in one "
+            "server\n",
+            (long long)c->job[SCENE_TP].id,
+            c->job[SCENE_TP].nodes[0] ? c->job[SCENE_TP].nodes : "-", c->tp_supernodes,
+            c->tp_groups_whole, c->tp_groups);
+    fprintf(out, "scene power spread: job %lld over %s; %s hit %u of its %u GPUs; %s\n",
+            (long long)c->job[SCENE_SPREAD].id, c->spread_domains[0] ? c->spread_domains : "-",
+            d->pd == SN_NONE ? "no failure" : d->pd_name, c->spread_hit_gpus, c->spread_gpus,
+            c->spread_interrupted ? "interrupted and requeued" : "not interrupted");
+    fprintf(out, "scene quota: job %lld %s%s%s%s\n", (long long)c->job[SCENE_QUOTA].id,
+            c->quota_held ? "held by " : "never held by its quota",
+            c->quota_held ? c->quota_detail : "",
+            c->quota_started ? "; started once the holder left" : "",
+            c->quota_held && !c->quota_started ? "; still waiting" : "");
+    fprintf(out, "scene checkpoint: job %lld %s%s\n", (long long)c->job[SCENE_SPREAD].id,
+            c->ckpt_resumed    ? "resumed from "
+            : c->ckpt_reported ? "checkpointed at "
+                               : "did not "
+                                 "checkpoint",
+            c->ckpt_reported ? c->ckpt_path : "");
+}
+
+/* At the end of a --duration run (not after Ctrl-C) on a machine so loaded
+ * that the schedule ran late: the failure's victims are still checked (up
+ * to 10 s) and the domain is still repaired, each with its status line. */
+static void faults_finish(struct demo *d)
+{
+    if (stop_requested || !d->failed || d->pd == SN_NONE)
+        return;
+    for (int i = 0; i < 40 && !d->checked; i++) {
+        struct timespec ts = {0, 250 * 1000000L};
+        nanosleep(&ts, NULL);
+        if (elapsed_s(d) >= d->failed_at_s + 1.5)
+            check_victims(d, i == 39);
+    }
+    if (!d->repaired)
+        repair_domain(d);
 }
 
 /* ---- the summary --------------------------------------------------------- */
@@ -1103,6 +1595,7 @@ static void print_json(const struct demo *d, const struct tally *t, double ran_s
         d->interruptions_before, "interruptions_metric_after", d->interruptions_after);
     json_object_set_new(o, "power_failure", pf);
     json_object_set_new(o, "goodput", isnan(t->goodput) ? json_null() : json_real(t->goodput));
+    json_object_set_new(o, "scenes", scenes_json(d));
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     if (s)
         printf("%s\n", s);
@@ -1139,6 +1632,7 @@ static void print_human(const struct demo *d, const struct tally *t, double ran_
                 "this snd does not cordon slow GPUs automatically yet\n",
                 d->slow_gpu, d->slow_state[0] ? d->slow_state : "?", t->slow_clock_mhz,
                 t->slow_findings);
+    scenes_human(d, out);
     fprintf(out, "GPUs cordoned at the end: %lld; state and logs kept in %s\n", t->cordoned_gpus,
             d->dir);
 }
@@ -1182,16 +1676,24 @@ static bool snd_gone(struct demo *d)
 static int run_loop(struct demo *d)
 {
     double next_poll = 0, next_status = DEMO_STATUS_S;
+    bool scenes_sent = false;
     while (!stop_requested) {
         double now = elapsed_s(d);
         if (d->o.duration_s > 0 && now >= d->o.duration_s)
             break;
         if (snd_gone(d))
             return SN_EXIT_INTERNAL;
+        if (!scenes_sent) {
+            scenes_submit(d);
+            scenes_sent = true;
+        }
         submit_due(d, now);
         if (now >= next_poll) {
+            scenes_poll(d, now);
             json_t *running = poll_running(d, now);
-            if (!d->failed && now >= d->fail_at_s && running)
+            /* the failure waits (at most 10 s) for the checkpoint scene */
+            bool ready = !d->sc.on || d->sc.ckpt_reported || now >= d->fail_at_s + 10;
+            if (!d->failed && now >= d->fail_at_s && running && ready)
                 fail_domain(d, running);
             json_decref(running);
             next_poll = now + 1;
@@ -1245,7 +1747,8 @@ static int setup(struct demo *d)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     clock_gettime(CLOCK_MONOTONIC, &d->t0);
-    if ((rc = start_snd(d)) || (rc = make_tenants(d)) || (rc = start_agents(d)))
+    if ((rc = start_snd(d)) || (rc = make_tenants(d)) || (rc = scenes_setup(d)) ||
+        (rc = start_agents(d)))
         return rc;
     clock_gettime(CLOCK_MONOTONIC, &d->t0);
     print_banner(d);
@@ -1267,6 +1770,8 @@ int cmd_demo(int argc, char **argv)
     if (d.snd > 0 && d.port) {
         double ran_s = elapsed_s(&d);
         struct tally t = {0};
+        faults_finish(&d);
+        scenes_finish(&d);
         tally_jobs(&d, &t);
         tally_gpus(&d, &t);
         t.goodput = latest_goodput(&d);

@@ -16,7 +16,8 @@
  *    the last one (path, time, step) with the job's runtime facts;
  *  - a requeued job's next run gets resume_from (the agent sets
  *    SN_RESUME_FROM) and the work lost to the interruption is counted from
- *    the last checkpoint of the run, not from its start (snd_goodput).
+ *    the last checkpoint of the run, not from its start (goodput.c, with
+ *    the definition the simulator shares: sn/goodput.h).
  */
 #include "http.h"
 
@@ -97,11 +98,6 @@ void snd_ckpt_on_start(const struct snd *d, struct snd_job *j)
     double mtbf = sn_plan_job_mtbf(&in.hw, j->n_alloc, servers, leaves, pds);
     double tau = sn_plan_daly(c, mtbf);
     j->ckpt_interval_s = isfinite(tau) && tau > 0 ? tau : 0;
-}
-
-double snd_ckpt_lost_from_s(const struct snd_job *j)
-{
-    return j->ckpt_time_s > j->start_s ? (double)j->ckpt_time_s : (double)j->start_s;
 }
 
 void snd_ckpt_assignment(const struct snd_job *j, json_t *o)

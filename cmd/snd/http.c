@@ -644,6 +644,13 @@ static enum MHD_Result dispatch(struct snd *d, struct snd_req *r)
     bool memory_only = write && writes_memory_only(route);
     if (write && !memory_only && !store_has_room(d))
         return busy(d, r);
+    if (scope >= 0 && snd_job_token_presented(r)) /* jobtoken.c: its own job's routes only */
+        return snd_job_token_authenticate(d, r,
+                                          route->handler == snd_post_checkpoint ||
+                                              route->handler == snd_post_job_progress,
+                                          &ret)
+                   ? route->handler(d, r)
+                   : ret;
     if (scope >= 0 && !authenticate(d, r, scope, &ret))
         return ret;
     if (write && !memory_only && snd_disk_full(d))

@@ -99,6 +99,17 @@ enum MHD_Result snd_post_unfence(struct snd *d, struct snd_req *r);
 /* checkpoint.c: POST /v1/jobs/{id}/checkpoints. */
 enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r);
 
+/* jobtoken.c: the job token of j's current run (false unless running, or
+ * when out is too small; 5 + 20 + 1 + 10 + 1 + 64 + 1 bytes suffice);
+ * whether a request presents a job token; its check (job_route: the route
+ * is the job's checkpoints or progress), which fills r->tok as the job's
+ * tenant with jobs:write, or answers 401/403/429 in *ret. */
+#define SND_JOB_TOKEN_MAX 112
+bool snd_job_token(const struct snd *d, const struct snd_job *j, char *out, size_t len);
+bool snd_job_token_presented(const struct snd_req *r);
+bool snd_job_token_authenticate(struct snd *d, struct snd_req *r, bool job_route,
+                                enum MHD_Result *ret);
+
 /* quota.c: PUT /v1/tenants/{t}/limits. */
 enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r);
 

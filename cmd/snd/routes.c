@@ -536,6 +536,10 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
     }
     const char *shape_field = NULL;
     char shape_msg[300];
+    if (!snd_array_check(d, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+        *ret = snd_error(d, r, 422, "invalid_array", shape_field, "%s", shape_msg);
+        return false;
+    }
     if (!snd_shape_check(d, b, &shape_field, shape_msg, sizeof(shape_msg))) {
         *ret = snd_error(d, r, 422, "invalid_shape", shape_field, "%s", shape_msg);
         return false;
@@ -568,8 +572,8 @@ static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
         return store_failed(d, r);
     }
     job->durable = true;
-    if (json_object_get(job->spec, "after_ok"))
-        d->deps_dirty = true; /* held until its dependencies end (sched.c) */
+    if (json_object_get(job->spec, "after_ok") || snd_array_throttled(job))
+        d->deps_dirty = true; /* held until its dependencies end, or its array has room */
     else
         snd_sched_submit(d, job);
     return snd_reply(d, r, 201, snd_job_json(d, job));

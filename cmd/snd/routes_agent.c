@@ -83,6 +83,9 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
     if (j->master_port)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     snd_ckpt_assignment(j, o);
+    char job_token[SND_JOB_TOKEN_MAX];
+    if (snd_job_token(d, j, job_token, sizeof(job_token)))
+        json_object_set_new(o, "job_token", json_string(job_token));
     const char *keys[] = {"name",          "command",       "data_path",
                           "checkpoint_path", "time_limit_s", "cpus_per_rank",
                           "memory_bytes_per_rank", "pids_per_rank", "array_task_id"};

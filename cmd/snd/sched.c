@@ -439,20 +439,6 @@ static void settle_drains(struct snd *d, const uint32_t *gpus, uint32_t n)
     }
 }
 
-double snd_goodput(const struct snd *d, int64_t now_s)
-{
-    double busy = d->busy_gpu_s;
-    for (int64_t id = 1; id < d->next_job_id && id <= d->n_jobs_cap; id++) {
-        const struct snd_job *j = d->jobs[id - 1];
-        if (j && j->n_alloc && j->start_s > 0 && now_s > j->start_s)
-            busy += (double)j->n_alloc * (double)(now_s - j->start_s);
-    }
-    if (busy <= 0)
-        return NAN;
-    double goodput = 1.0 - d->lost_gpu_s / busy;
-    return goodput < 0 ? 0 : goodput;
-}
-
 /* GPUs out of placement: cordoned, draining or drained (their own admin
  * state or their server's), or waiting for their last job's processes. */
 static bool held_back(const struct snd *d, uint32_t g)
@@ -511,7 +497,9 @@ static void master_port_mark(struct snd *d, int32_t port, bool used)
         d->master_ports[i / 64] &= ~(1ull << (i % 64));
 }
 
-static void release_alloc(struct snd *d, struct snd_job *j)
+/* Frees j's GPUs; its run ends now (interrupted: by a failure or a
+ * preemption, the work after its last checkpoint lost). */
+static void release_alloc(struct snd *d, struct snd_job *j, bool interrupted)
 {
     uint32_t *gpus = j->alloc, n = j->n_alloc;
     /* Its processes may still run (cancel, requeue, a failed rank): the
@@ -534,9 +522,7 @@ static void release_alloc(struct snd *d, struct snd_job *j)
         if (j->ranks_done)
             memcpy(j->last_ranks_ok, j->ranks_done, (n + 63) / 64 * sizeof(uint64_t));
     }
-    int64_t now_s = snd_now_s();
-    if (j->start_s > 0 && now_s > j->start_s)
-        d->busy_gpu_s += (double)n * (double)(now_s - j->start_s);
+    snd_goodput_count_run(d, j, n, (double)snd_now_s(), interrupted);
     j->alloc = NULL;
     j->n_alloc = 0;
     free(j->ranks_done);
@@ -595,15 +581,11 @@ static void on_requeue(struct snd *d, const struct sn_decision *dec, double now)
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
     else
         snprintf(msg, sizeof(msg), "interrupted: a GPU or server it used went down");
-    /* Work since the run's last checkpoint (or its start) is lost. */
-    double from = snd_ckpt_lost_from_s(j);
-    if (j->start_s > 0 && now > from)
-        d->lost_gpu_s += (double)j->n_alloc * (now - from);
     snd_job_set_state(d, j, SND_JOB_REQUEUED);
     j->requeues++;
     j->updated_s = (int64_t)now;
     snd_job_set_detail(j, msg);
-    release_alloc(d, j);
+    release_alloc(d, j, true); /* work since the run's last checkpoint is lost */
     job_rows(d, j, dec->kind == SN_DECISION_PREEMPT ? "preempted" : "interrupted", msg);
 }
 
@@ -617,11 +599,7 @@ static void on_replace(struct snd *d, uint32_t sid, double now)
     const uint32_t *g = sn_sched_job_gpus(d->sched, sid, &n);
     if (!j || !g || j->state != SND_JOB_RUNNING || n != j->n_alloc)
         return;
-    if (j->start_s > 0 && now > (double)j->start_s) {
-        double from = snd_ckpt_lost_from_s(j);
-        d->lost_gpu_s += now > from ? (double)n * (now - from) : 0;
-        d->busy_gpu_s += (double)n * (now - (double)j->start_s);
-    }
+    snd_goodput_count_run(d, j, n, now, true);
     uint32_t swapped = 0;
     for (uint32_t i = 0; i < n; i++)
         swapped += j->alloc[i] != g[i];
@@ -713,7 +691,7 @@ void snd_sched_drop(struct snd *d, struct snd_job *job)
         job->sched_id = SN_NONE;
     }
     if (job->n_alloc)
-        release_alloc(d, job);
+        release_alloc(d, job, false);
     d->deps_dirty = true;
     snd_sched_poke(d);
 }
@@ -753,7 +731,8 @@ static void settle_deps(struct snd *d)
         int64_t bad = 0;
         int rc = snd_job_deps(d, j, &bad);
         if (rc == 0) {
-            snd_sched_submit(d, j);
+            if (!snd_array_throttled(j)) /* else snd_array_settle, below */
+                snd_sched_submit(d, j);
         } else if (rc < 0) {
             const struct snd_job *dep = snd_job_get(d, bad);
             char msg[160];
@@ -766,10 +745,13 @@ static void settle_deps(struct snd *d)
             d->deps_dirty = true; /* its own dependents follow */
         }
     }
+    snd_array_settle(d);
 }
 
 const char *snd_sched_reason(const struct snd *d, const struct snd_job *job)
 {
+    if (job->sched_id == SN_NONE && snd_array_waiting(d, job))
+        return "array-throttle";
     if (job->sched_id == SN_NONE && job->state == SND_JOB_PENDING &&
         json_object_get(job->spec, "after_ok"))
         return "dependency";
@@ -862,6 +844,7 @@ static void run_pass(struct snd *d)
     d->last_cycle_ms = (int64_t)(dt * 1000);
     d->passes++;
     apply_decisions(d, now);
+    snd_timeline_reasons(d, (int64_t)now);
 }
 
 int64_t snd_sched_tick(struct snd *d)
@@ -953,6 +936,10 @@ static enum sn_err restore_jobs(struct snd *d, struct sn_error *err)
         if (j->state == SND_JOB_PENDING && json_object_get(j->spec, "after_ok") &&
             snd_job_deps(d, j, &bad) != 0) {
             d->deps_dirty = true; /* held: settle_deps hands it over or cancels it */
+            continue;
+        }
+        if (j->state == SND_JOB_PENDING && snd_array_throttled(j)) {
+            d->deps_dirty = true; /* snd_array_settle lets in up to its array's throttle */
             continue;
         }
         struct sn_job_spec js;

@@ -24,6 +24,7 @@
 
 #include <sn/auth.h>
 #include <sn/conf.h>
+#include <sn/goodput.h>
 #include <sn/model.h>
 #include <sn/spec.h>
 #include <sn/store.h>
@@ -157,6 +158,12 @@ struct snd_job {
     char *ckpt_path;        /* last reported checkpoint, or NULL */
     int64_t ckpt_time_s, ckpt_step;
     uint32_t ckpt_count;
+    /* Goodput over all its runs (goodput.c). */
+    struct sn_goodput gp;
+    /* Pending reasons over time (timeline.c): the reason last recorded for
+     * wait reason_wait (requeues + 1; 0: none yet), and how many recorded. */
+    uint8_t reason_last;
+    uint32_t reason_wait, reason_events;
 };
 
 struct snd_named {
@@ -210,10 +217,10 @@ struct snd {
     struct snd_job **jobs; /* index id - 1 */
     int64_t n_jobs_cap, next_job_id;
     uint64_t jobs_by_state[SND_JOB_STATE_COUNT];
-    /* Goodput since this daemon started (snd_goodput): GPU-seconds of runs
-     * that ended, and of those lost to interruption or preemption (from the
-     * run's start: snd does not see checkpoints). */
-    double busy_gpu_s, lost_gpu_s;
+    /* Goodput since this daemon started (goodput.c, sn/goodput.h): the runs
+     * that ended; work after a run's last checkpoint lost when it was
+     * interrupted or preempted. */
+    struct sn_goodput goodput;
     struct snd_idem *idem;
     struct snd_named *tenants, *pools, *classes;
     uint32_t n_tenants, n_pools, n_classes;
@@ -278,9 +285,18 @@ struct snd {
 int snd_state_load(struct snd *d, struct sn_error *err);
 int snd_state_verify(const struct snd *d, struct sn_error *err);
 struct snd_job *snd_job_get(const struct snd *d, int64_t id);
-/* 1 - lost / allocated GPU-seconds since start (running jobs counted up to
- * now), or NaN before any GPU was allocated. */
+/* goodput.c: useful / allocated GPU-seconds since start (running jobs
+ * counted up to now, as useful), or NaN before any GPU was allocated. */
 double snd_goodput(const struct snd *d, int64_t now_s);
+/* Counts j's run that ends at now_s on gpus GPUs (interrupted: the work
+ * after its last checkpoint is lost) into the cluster's and j's sums. */
+void snd_goodput_count_run(struct snd *d, struct snd_job *j, uint32_t gpus, double now_s,
+                           bool interrupted);
+/* The job JSON's "goodput" (ratio or null) and "goodput_gpu_s"; the
+ * runtime facts' "goodput" object, and its load. */
+void snd_goodput_job_json(const struct snd_job *j, int64_t now_s, json_t *o);
+void snd_goodput_run_text(const struct snd_job *j, json_t *run);
+void snd_goodput_load(struct snd_job *j, const json_t *run);
 int64_t snd_idem_find(const struct snd *d, const char *tenant, const char *key);
 enum sn_err snd_job_insert(struct snd *d, struct snd_job *job, struct sn_error *err);
 void snd_job_remove(struct snd *d, int64_t id);
@@ -373,11 +389,9 @@ void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, cons
                               char *out, size_t len);
 
 /* checkpoint.c: the Daly interval of a started job (from its footprint);
- * where its lost work starts counting (the last checkpoint of the run or
- * its start); the heartbeat answer's checkpoint_interval_s and
+ * the heartbeat answer's checkpoint_interval_s and
  * resume_from; the job JSON's checkpoint fields. */
 void snd_ckpt_on_start(const struct snd *d, struct snd_job *j);
-double snd_ckpt_lost_from_s(const struct snd_job *j);
 void snd_ckpt_assignment(const struct snd_job *j, json_t *o);
 void snd_ckpt_json(const struct snd_job *j, json_t *o);
 
@@ -403,6 +417,22 @@ enum sn_err snd_revocation_record(struct snd *d, const char *id, struct sn_error
 /* At start, after the state is loaded: reconciles the list and state.db
  * (see keys.c). */
 enum sn_err snd_revocations_reconcile(struct snd *d, struct sn_error *err);
+/* timeline.c: after a pass, a `pending` job event for each waiting job
+ * whose pending reason changed (at most SND_REASON_EVENTS_MAX per job). */
+#define SND_REASON_EVENTS_MAX 32
+void snd_timeline_reasons(struct snd *d, int64_t now_s);
+
+/* arrays.c: array throttling (`--array 0-99%4`). Whether a job carries a
+ * throttle; the submission check of array_id / array_max_running (false:
+ * *field and msg, 422); whether a pending job is held by the throttle
+ * (pending reason array-throttle); hands held tasks to the core while
+ * fewer than N of their array are there. */
+struct sn_api_job;
+bool snd_array_throttled(const struct snd_job *j);
+bool snd_array_check(const struct snd *d, const char *tenant, const struct sn_api_job *b,
+                     const char **field, char *msg, size_t len);
+bool snd_array_waiting(const struct snd *d, const struct snd_job *j);
+void snd_array_settle(struct snd *d);
 
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);

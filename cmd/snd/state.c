@@ -298,6 +298,7 @@ json_t *snd_job_json(const struct snd *d, const struct snd_job *job)
     snd_shape_describe(job->spec, shape, sizeof(shape));
     json_object_set_new(o, "shape", json_string(shape));
     snd_ckpt_json(job, o);
+    snd_goodput_job_json(job, snd_now_s(), o);
     return o;
 }
 
@@ -335,6 +336,8 @@ char *snd_job_run_text(const struct snd_job *job)
                                             (json_int_t)job->ckpt_time_s, "checkpoint_step",
                                             (json_int_t)job->ckpt_step, "checkpoint_count",
                                             (json_int_t)job->ckpt_count));
+    if (o)
+        snd_goodput_run_text(job, o);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
@@ -480,6 +483,7 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
     job->exit_status = (int32_t)json_integer_value(json_object_get(run, "exit_status"));
     snd_job_set_detail(job, json_string_value(json_object_get(run, "detail")));
     job->master_port = (int32_t)json_integer_value(json_object_get(run, "master_port"));
+    snd_goodput_load(job, run);
     const char *iso = json_string_value(json_object_get(run, "isolation"));
     job->isolation = iso ? strdup(iso) : NULL;
     job->failed_rank = -1;

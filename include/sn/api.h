@@ -80,6 +80,11 @@ struct sn_api_job {
     int64_t cpu_cores_per_gpu;    /* host cores per GPU (within the oversell ratio) */
     int64_t memory_bytes_per_gpu; /* host memory per GPU */
     int64_t checkpoint_write_s;   /* seconds to write one checkpoint (Daly interval) */
+    /* Array throttling (`--array 0-99%4`): at most array_max_running tasks
+     * of the array run at once; array_id is the job id of its first task
+     * (absent on that task itself). */
+    int64_t array_id;
+    int64_t array_max_running;
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

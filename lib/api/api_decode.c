@@ -38,6 +38,8 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"cpu_cores_per_gpu", SN_API_INT, false, 0, 4096, JOB(cpu_cores_per_gpu)},
     {"memory_bytes_per_gpu", SN_API_INT, false, 0, 1LL << 50, JOB(memory_bytes_per_gpu)},
     {"checkpoint_write_s", SN_API_INT, false, 1, 86400, JOB(checkpoint_write_s)},
+    {"array_id", SN_API_INT, false, 1, INT64_MAX, JOB(array_id)},
+    {"array_max_running", SN_API_INT, false, 1, 1000, JOB(array_max_running)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sn/goodput.h>
 #include <sn/sim.h>
 
 #define MAX_EVENTS (1u << 24)
@@ -131,7 +132,8 @@ struct sim {
     double *queue_s, *jct_s; /* per job; NAN until known */
     uint8_t *gpu_slow;
     uint32_t next_submit, done, rejected, n_leaves;
-    double now, busy_gpu_s, useful_gpu_s, lost_gpu_s, frag_sum;
+    double now, frag_sum;
+    struct sn_goodput gp; /* allocated, useful and lost GPU-seconds (sn/goodput.h) */
     uint64_t frag_n;
     struct sn_sim_result *r;
     uint32_t cap_samples;
@@ -326,11 +328,8 @@ static void on_stop(struct sim *x, uint32_t id, bool at_checkpoint)
     uint32_t gpus = x->w->jobs[id].gpus;
     double p = progress_at(j, x->now);
     double saved = at_checkpoint ? p : (j->tau > 0 ? floor(p / j->tau + 1e-9) * j->tau : 0);
-    double busy = (x->now - j->run_start) * gpus;
     xs_remove(x, id);
-    x->busy_gpu_s += busy;
-    x->useful_gpu_s += saved * gpus;
-    x->lost_gpu_s += busy - saved * gpus;
+    sn_goodput_add_run(&x->gp, gpus, x->now - j->run_start, saved, true);
     j->remaining -= saved;
     j->gen++;
     double est = j->remaining * (1 + x->cfg->estimate_error * sn_rng_uniform(&x->rng));
@@ -368,9 +367,8 @@ static void on_finish(struct sim *x, uint32_t id)
 {
     struct sim_job *j = &x->jobs[id];
     const struct sn_sim_job *wj = &x->w->jobs[id];
-    x->busy_gpu_s += (x->now - j->run_start) * wj->gpus;
     xs_remove(x, id);
-    x->useful_gpu_s += j->remaining * wj->gpus;
+    sn_goodput_add_run(&x->gp, wj->gpus, x->now - j->run_start, j->remaining, false);
     j->remaining = 0;
     x->jct_s[id] = x->now - wj->submit_s;
     x->done++;
@@ -747,11 +745,11 @@ static enum sn_err finish_results(struct sim *x, struct sn_error *err)
     free(tmp);
     double span = r->makespan_s - w->jobs[0].submit_s;
     r->makespan_s = span > 0 ? span : 0;
-    r->busy_gpu_h = x->busy_gpu_s / 3600;
-    r->useful_gpu_h = x->useful_gpu_s / 3600;
-    r->lost_gpu_h = x->lost_gpu_s / 3600;
-    r->utilisation = span > 0 ? x->busy_gpu_s / (span * x->m->n_gpus) : 0;
-    r->goodput = x->busy_gpu_s > 0 ? x->useful_gpu_s / x->busy_gpu_s : 0;
+    r->busy_gpu_h = x->gp.allocated_gpu_s / 3600;
+    r->useful_gpu_h = x->gp.useful_gpu_s / 3600;
+    r->lost_gpu_h = x->gp.lost_gpu_s / 3600;
+    r->utilisation = span > 0 ? x->gp.allocated_gpu_s / (span * x->m->n_gpus) : 0;
+    r->goodput = x->gp.allocated_gpu_s > 0 ? sn_goodput_ratio(&x->gp) : 0;
     r->ettr = ettr_den > 0 ? ettr_num / ettr_den : 0;
     r->fragmentation = x->frag_n ? x->frag_sum / x->frag_n : 0;
     r->jobs_done = x->done;

@@ -5,7 +5,9 @@
 // error; fill the viewport with a canvas map that draws every GPU; find a GPU
 // and a job by search; on a GPU click show its job and five time series with
 // axes; on a job click highlight exactly its GPUs; colour the hot GPU by the
-// health engine's score; list the queue with reasons. Screenshots go to the
+// health engine's score; list the queue with reasons; on a pending job's click
+// show its pending span with the reason snd recorded, and a running job's
+// goodput to 0.1 %. Screenshots go to the
 // build directory (dashboard-128.png, dashboard-131072.png, ...), which
 // docs/dashboard.md uses. Every process is stopped by its pid.
 "use strict";
@@ -146,6 +148,20 @@ async function scenario(browser, spec, jobs) {
     await page.click("#queue tbody tr.job-row details summary");
     check((await page.textContent("#queue tbody tr.job-row .reason")).length > 20, tag + ": a pending reason expands");
 
+    /* Click a pending job: its timeline shows its pending span with the reason
+     * snd recorded (a `pending` event), and a running job shows its goodput. */
+    const held = pending[0];
+    await until("a pending event of job " + held.id, async () =>
+      (await api("GET", "/v1/jobs/" + held.id + "/events?limit=200")).items.some((e) => e.kind === "pending"));
+    await page.click("#queue tbody tr.job-row[data-job='" + held.id + "'] td");
+    await waitIn(page, (id) => document.querySelector("#detail").dataset.job === String(id) &&
+      document.querySelector("#timeline"), held.id);
+    const spans = await page.$$eval("#timeline .pending-span", (r) => r.map((x) => x.dataset.reason));
+    check(spans.length >= 1 && spans[spans.length - 1] === held.pending_reason,
+      tag + ": job " + held.id + "'s timeline shows a pending span with its reason '" + held.pending_reason + "' (" + spans.join(",") + ")");
+    check((await page.textContent("#job-events")).includes("pending: " + held.pending_reason),
+      tag + ": the job's events list its pending reason");
+
     /* Search a GPU: it is selected, with its job and five time series with axes. */
     await page.fill("#search", gpuName(1));
     await page.press("#search", "Enter");
@@ -183,6 +199,7 @@ async function scenario(browser, spec, jobs) {
     const lit = Number(await page.$eval("#map", (c) => c.dataset.highlighted));
     check(want === running[0].gpus && lit === want, tag + ": job " + running[0].id + " highlights its " + want + " GPUs");
     check(await page.$$eval("#timeline .event-mark", (m) => m.length) >= 2, tag + ": the job's timeline marks its events");
+    check(/goodput\s*100\.0 %/.test(await page.textContent("#detail")), tag + ": job " + running[0].id + " shows its goodput to 0.1 % (100.0 %)");
 
     /* Search a job by id. */
     const other = running[running.length - 1];

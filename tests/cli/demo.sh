@@ -7,8 +7,14 @@
 # each job's requeues before and after, and snd's
 # sn_scheduler_interruptions_total rose), that the domain was repaired, and
 # that no process the demo started outlives it, that the health engine
-# cordoned the slow GPU, and that the interruptions lowered goodput. Bad
-# flags exit 2 before anything starts.
+# cordoned the slow GPU, and that the interruptions lowered goodput; and
+# the scenes (docs/cmd-demo.md "Scenes"), from the summary's "scenes"
+# object (read with jq): the tensor-parallel job in one supernode with each
+# group in one server; the spread job over two power domains, hit only in
+# part by the failure and requeued; the quota job held with reason "quota"
+# and a detail naming the limit; the checkpointed job resumed from its
+# checkpoint (its own log prints SN_RESUME_FROM). Bad flags exit 2 before
+# anything starts.
 # Skips (exit 0) when the ITP trace is absent (../shared/traces).
 set -u
 SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -30,7 +36,7 @@ out=$("$SN" demo --state "$D/full" --duration 5 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "--state of a non-empty directory: exit $rc, want 2"
 echo "$out" | grep -q "must be new or empty" || fail "no 'must be new or empty' in: $out"
 
-"$SN" demo --duration 25 --json --port 0 --jobs 120 --speed 20000 --trace "itp:$TRACE" \
+"$SN" demo --duration 30 --json --port 0 --jobs 120 --speed 20000 --trace "itp:$TRACE" \
     --state "$D/run" >"$D/summary.json" 2>"$D/status.txt"
 rc=$?
 cat "$D/status.txt"
@@ -70,6 +76,38 @@ done
 # The health engine in snd scores the slow GPU from its agent's benchmark
 # and telemetry and cordons it.
 [ "$(field cordoned)" = true ] || fail "the slow GPU was not cordoned by the health engine"
+# The scenes. jq reads the summary; without jq (not in the image) they are
+# skipped with a message.
+if command -v jq >/dev/null 2>&1; then
+    q() { jq -r "$@" "$D/summary.json"; }
+    [ "$(q .scenes.tensor_parallel.supernodes)" = 1 ] ||
+        fail "tensor-parallel scene: $(q .scenes.tensor_parallel.supernodes) supernodes, want 1"
+    groups=$(q .scenes.tensor_parallel.groups)
+    [ "$groups" -ge 2 ] && [ "$(q .scenes.tensor_parallel.groups_in_one_server)" = "$groups" ] ||
+        fail "tensor-parallel scene: groups not each in one server: $(q -c .scenes.tensor_parallel)"
+    case $(q .scenes.power_spread.power_domains) in
+    *,*) ;;
+    *) fail "spread scene: one power domain: $(q .scenes.power_spread.power_domains)" ;;
+    esac
+    hit=$(q .scenes.power_spread.gpus_hit) all=$(q .scenes.power_spread.gpus)
+    [ "$hit" -gt 0 ] && [ "$hit" -lt "$all" ] ||
+        fail "spread scene: the failure hit $hit of $all GPUs, want part of them"
+    [ "$(q .scenes.power_spread.interrupted)" = true ] || fail "spread scene: not interrupted"
+    [ "$(q .scenes.quota.held)" = true ] && [ "$(q .scenes.quota.pending_reason)" = quota ] ||
+        fail "quota scene: not held by its quota: $(q -c .scenes.quota)"
+    q .scenes.quota.pending_detail | grep -q "tenant research in pool training holds 8 of 8 GPUs" ||
+        fail "quota scene: detail '$(q .scenes.quota.pending_detail)'"
+    [ "$(q .scenes.checkpoint.reported)" = true ] || fail "checkpoint scene: no checkpoint"
+    [ "$(q .scenes.checkpoint.resumed)" = true ] &&
+        [ "$(q .scenes.checkpoint.resume_from)" = "$(q .scenes.checkpoint.path)" ] ||
+        fail "checkpoint scene: not resumed from its checkpoint: $(q -c .scenes.checkpoint)"
+    for s in "SCENE tensor-parallel: job" "SCENE power spread: the failure of" "SCENE quota: job" \
+        "SCENE checkpoint: job .* resumed from"; do
+        grep -q "$s" "$D/status.txt" || fail "no status line '$s'"
+    done
+else
+    echo "demo: scenes not checked (no jq)"
+fi
 echo "demo: submitted $submitted, finished $finished, interrupted and requeued $interrupted"
 [ "$fails" = 0 ] || { cat "$D/summary.json"; exit 1; }
 echo "demo: ok"

@@ -10,7 +10,10 @@
  *    tenant's token): the job shows it as last_checkpoint, with an event;
  *    a path outside the tenant's prefix is 403;
  *  - its server fails: the job is requeued and placed again, and the new
- *    run's ranks see SN_RESUME_FROM = the last checkpoint's path.
+ *    run's ranks see SN_RESUME_FROM = the last checkpoint's path;
+ *  - the job token (SN_JOB_TOKEN): `sn checkpoint` inside the job reports
+ *    with it alone; it reaches nothing but its own job's checkpoints and
+ *    progress, and dies with the run.
  */
 #include "snd_harness.h"
 
@@ -193,10 +196,100 @@ static void interval_checkpoint_resume(void **state)
     assert_int_equal(system(rm), 0);
 }
 
+/* POST/GET with a bearer token; the status. */
+static int with_token(struct daemon *d, const char *method, const char *path, const char *tok,
+                      const char *body)
+{
+    return call(d, method, path, tok, body, NULL, NULL);
+}
+
+/* The job token: minted for the running run, passed to its ranks as
+ * SN_JOB_TOKEN (with SN_SERVER) by the agent; `sn checkpoint` inside the
+ * job uses it with no other token in its environment. It reports this
+ * job's checkpoints and progress only: reading any job, submitting, and
+ * another job's checkpoints are 403; once the run ends it is 401. */
+static void job_token_scoped(void **state)
+{
+    (void)state;
+    struct daemon d;
+    harness_spec = SPEC;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    char cmd[3000];
+    snprintf(cmd, sizeof(cmd),
+             "if [ $RANK = 0 ]; then unset SN_TOKEN; printf %%s \"$SN_JOB_TOKEN\" > %s/jt.tmp && "
+             "mv %s/jt.tmp %s/jt; %s checkpoint --path /data/acme/ckpt/jt --step 7 > %s/jt.out "
+             "2>&1; fi; sleep 300",
+             d.dir, d.dir, d.dir, built("sn"), d.dir);
+    long long id = submit(&d, 8, cmd);
+    long long other = submit(&d, 8, "sleep 300");
+    json_t *j = wait_job(&d, id, "running");
+    char node[16];
+    snprintf(node, sizeof(node), "%s", first_node(j));
+    json_decref(j);
+    assert_null(json_object_get(j = get_job(&d, id), "job_token")); /* never in the job's JSON */
+    json_decref(j);
+    agent_on(&d, node);
+    char path[400], tok[200];
+    snprintf(path, sizeof(path), "%s/jt", d.dir);
+    for (int i = 0; i < 3000 && access(path, R_OK) != 0; i++)
+        poll(NULL, 0, 20);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(tok, 1, sizeof(tok) - 1, f);
+    fclose(f);
+    tok[n] = '\0';
+    assert_int_equal(strncmp(tok, "snj1.", 5), 0);
+    /* sn checkpoint inside the job, with the job token alone */
+    const char *last = NULL;
+    for (int i = 0; i < 3000; i++) {
+        j = get_job(&d, id);
+        last = json_string_value(json_object_get(json_object_get(j, "last_checkpoint"), "path"));
+        if (last)
+            break;
+        json_decref(j);
+        j = NULL;
+        poll(NULL, 0, 20);
+    }
+    assert_non_null(last);
+    assert_string_equal(last, "/data/acme/ckpt/jt");
+    json_decref(j);
+    char url[96];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/progress", id);
+    assert_int_equal(with_token(&d, "POST", url, tok, "{}"), 200);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld", id);
+    assert_int_equal(with_token(&d, "GET", url, tok, NULL), 403);
+    assert_int_equal(with_token(&d, "GET", "/v1/jobs", tok, NULL), 403);
+    assert_int_equal(
+        with_token(&d, "POST", "/v1/jobs", tok, "{\"name\":\"x\",\"gpus\":1,\"command\":\"true\"}"),
+        403);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/checkpoints", other);
+    assert_int_equal(with_token(&d, "POST", url, tok, "{\"path\":\"/data/acme/x\"}"), 403);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/cancel", id);
+    assert_int_equal(with_token(&d, "POST", url, tok, NULL), 403);
+    /* a forged MAC is refused */
+    char forged[200];
+    snprintf(forged, sizeof(forged), "%s", tok);
+    forged[strlen(forged) - 1] = forged[strlen(forged) - 1] == '0' ? '1' : '0';
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/checkpoints", id);
+    assert_int_equal(with_token(&d, "POST", url, forged, "{\"path\":\"/data/acme/y\"}"), 401);
+    /* the run ends: the token is dead */
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/cancel", id);
+    expect(&d, 200, "POST", url, d.admin, NULL);
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/checkpoints", id);
+    assert_int_equal(with_token(&d, "POST", url, tok, "{\"path\":\"/data/acme/z\"}"), 401);
+    reap_all(NULL);
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(interval_checkpoint_resume, reap_all),
+        cmocka_unit_test_teardown(job_token_scoped, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

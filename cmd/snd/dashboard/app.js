@@ -538,7 +538,11 @@ async function selectJob(id) {
     row(dl, "on the map", String(view.highlight.reduce((a, v) => a + v, 0)) + " GPUs highlighted");
     if (j.nodes && j.nodes.length) row(dl, "servers", j.nodes.join(", "));
     row(dl, "requeues", String(j.requeues || 0));
-    if (j.goodput !== undefined && j.goodput !== null) row(dl, "goodput", (100 * j.goodput).toFixed(1) + " %");
+    if (j.goodput !== undefined && j.goodput !== null) {
+      const gs = j.goodput_gpu_s || {};
+      row(dl, "goodput", (100 * j.goodput).toFixed(1) + " %" + (gs.lost > 0 ? " (" + (gs.lost / 3600).toFixed(2) +
+        " GPU-h lost in " + gs.interrupted_runs + " interrupted run" + (gs.interrupted_runs === 1 ? "" : "s") + ")" : ""));
+    }
     if (j.detail) row(dl, "detail", j.detail);
     box.append(dl, el("h2", {}, "Timeline"), timeline(j, ev.items || []));
     const ul = el("ul", { id: "job-events" });
@@ -550,7 +554,9 @@ async function selectJob(id) {
   }
 }
 
-/* A job's life on a time axis: one mark per event, the running spans shaded. */
+/* A job's life on a time axis: one mark per event, the running spans shaded
+ * green, the pending spans amber with their reason (events "pending", one
+ * per change of reason) written under them. */
 function timeline(j, events) {
   const W = 420, H = 74, m = { l: 10, r: 10 };
   const svg = svgEl("svg", { width: W, height: H, class: "chart", id: "timeline" });
@@ -566,9 +572,18 @@ function timeline(j, events) {
   }
   axis.append(svgEl("text", { x: W / 2, y: 70, "text-anchor": "middle", class: "axis-title" }, "local time"));
   svg.append(axis);
-  let runStart = null;
-  const colours = { submitted: "#9aa4ae", started: "#009E73", interrupted: "#D55E00", preempted: "#E69F00", requeued: "#E69F00", cancelled: "#CC79A7" };
+  let runStart = null, wait = null;
+  const colours = { submitted: "#9aa4ae", started: "#009E73", interrupted: "#D55E00", preempted: "#E69F00", requeued: "#E69F00", cancelled: "#CC79A7", pending: "#F0E442" };
+  const pendingSpan = (w, t) => {
+    const x0 = X(w.t), wd = Math.max(1, X(t) - x0);
+    const r = svgEl("rect", { x: x0, y: 30, width: wd, height: 8, fill: "#F0E442", stroke: "#8a7d00", "stroke-width": 0.5, class: "pending-span", "data-reason": w.reason });
+    r.append(svgEl("title", {}, "pending: " + w.message));
+    svg.append(r);
+    if (wd > 6 * w.reason.length) svg.append(svgEl("text", { x: x0 + 2, y: 26, class: "pending-reason" }, w.reason));
+  };
   for (const e of events) {
+    if (wait && e.kind !== "checkpoint") { pendingSpan(wait, e.time_s); wait = null; }
+    if (e.kind === "pending") { wait = { t: e.time_s, reason: (e.message || "").split(":")[0], message: e.message || "" }; continue; }
     if (e.kind === "started") runStart = e.time_s;
     else if (runStart !== null && e.kind !== "checkpoint") {
       svg.append(svgEl("rect", { x: X(runStart), y: 30, width: Math.max(1, X(e.time_s) - X(runStart)), height: 8, fill: "#009E7388" }));
@@ -581,6 +596,7 @@ function timeline(j, events) {
   }
   if (runStart !== null)
     svg.append(svgEl("rect", { x: X(runStart), y: 30, width: Math.max(1, X(t1) - X(runStart)), height: 8, fill: "#009E7388" }));
+  if (wait) pendingSpan(wait, t1);
   const lg = svgEl("g", { class: "legend" });
   let x = m.l;
   for (const k of ["submitted", "started", "interrupted", "preempted", "cancelled"]) {
@@ -588,6 +604,8 @@ function timeline(j, events) {
     lg.append(svgEl("text", { x: x + 11, y: 14 }, k));
     x += 16 + 6 * k.length;
   }
+  lg.append(svgEl("rect", { x: x, y: 6, width: 10, height: 8, fill: "#F0E442", stroke: "#8a7d00", "stroke-width": 0.5 }));
+  lg.append(svgEl("text", { x: x + 13, y: 14 }, "pending"));
   svg.append(lg);
   return svg;
 }

@@ -1,0 +1,70 @@
+/*
+ * Pending reasons over time (docs/api.md "Job events"): after every
+ * scheduling pass snd looks at each job waiting in the core (its pending
+ * list: pending or requeued jobs), and when its pending reason differs from the one
+ * last recorded for its current wait, writes a job event `pending` with the
+ * reason and the limit behind it ("quota: tenant acme in pool training holds
+ * 16 of 16 GPUs"), through the outbox like every other job event (durable,
+ * paged by GET /v1/jobs/{id}/events). A job's timeline is thus: submitted,
+ * pending (reason), pending (another reason), ..., started, ...
+ *
+ * Bounds: at most SND_REASON_EVENTS_MAX such events per job and daemon
+ * lifetime (a reason that flips every pass cannot flood the store; the
+ * last one says that later changes are not recorded). A wait is a
+ * (job, requeues) pair: a requeued job's next wait records again. "none"
+ * (not yet considered) is not recorded. After a restart of snd the reason
+ * in force is recorded once more.
+ */
+#include "snd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The reason's code (SN_PENDING_*), or -1 for none / not waiting. */
+static int reason_code(const struct snd *d, const struct snd_job *j)
+{
+    if (j->state != SND_JOB_PENDING && j->state != SND_JOB_REQUEUED)
+        return -1;
+    const char *r = snd_sched_reason(d, j);
+    for (int k = 1; k < SN_PENDING_REASON_COUNT; k++)
+        if (strcmp(r, sn_pending_reason_name((enum sn_pending_reason)k)) == 0)
+            return k;
+    return -1;
+}
+
+static void record(struct snd *d, struct snd_job *j, int code, int64_t now_s)
+{
+    const char *name = sn_pending_reason_name((enum sn_pending_reason)code);
+    char detail[300], msg[400];
+    snd_quota_pending_detail(d, j, name, detail, sizeof(detail));
+    const char *rest = strncmp(detail, "quota: ", 7) == 0 ? detail + 7 : detail;
+    bool last = j->reason_events + 1 == SND_REASON_EVENTS_MAX;
+    snprintf(msg, sizeof(msg), "%s%s%s%s", name, rest[0] ? ": " : "", rest,
+             last ? " (later reason changes are not recorded)" : "");
+    struct sn_store_write w = {
+        .kind = SN_STORE_ADD_EVENT, .text = {"pending", msg}, .num = {j->id, now_s}};
+    snd_outbox_add(d, &w, 1);
+    j->reason_events++;
+}
+
+void snd_timeline_reasons(struct snd *d, int64_t now_s)
+{
+    uint32_t n = 0;
+    const uint32_t *pending = d->sched ? sn_sched_pending(d->sched, &n) : NULL;
+    for (uint32_t i = 0; pending && i < n; i++) {
+        uint32_t sid = pending[i];
+        struct snd_job *j = sid < d->sched_jobs_cap ? snd_job_get(d, d->sched_jobs[sid]) : NULL;
+        if (!j || j->sched_id != sid || !j->durable)
+            continue;
+        int code = reason_code(d, j);
+        if (code < 0)
+            continue;
+        uint32_t wait = j->requeues + 1; /* 0: nothing recorded yet */
+        if (j->reason_wait == wait && j->reason_last == code)
+            continue;
+        j->reason_wait = wait;
+        j->reason_last = (uint8_t)code;
+        if (j->reason_events < SND_REASON_EVENTS_MAX)
+            record(d, j, code, now_s);
+    }
+}
