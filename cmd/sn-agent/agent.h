@@ -241,4 +241,12 @@ void jobs_kill_all(struct jobs *j);
 /* GPUs (index in node) of running jobs, as a bit mask. */
 uint64_t jobs_busy_mask(const struct jobs *j);
 
+/* ---- subcommands (appended) ------------------------------------------------ */
+
+/* Parses one --fault KIND[=N] into f (main.c); -1 with a message on stderr. */
+int agent_parse_fault(struct sim_faults *f, const char *v);
+/* sn-agent health-check ARGS (health_check.c): argv[0] is "health-check".
+ * Returns the exit status. */
+int agent_health_check(int argc, char **argv);
+
 #endif

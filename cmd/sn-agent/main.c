@@ -447,7 +447,9 @@ static void usage(FILE *out)
             "  --address ADDR    this node's address for MASTER_ADDR; default: the host\n"
             "                    name's first IPv4 address\n"
             "  --log-max BYTES   output kept per rank (WORK_DIR/job-ID-RANK.log, shipped to\n"
-            "                    snd); default 16777216\n");
+            "                    snd); default 16777216\n\n"
+            "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
+            "                    this node on a finding (sn-agent health-check --help)\n");
 }
 
 /* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
@@ -470,7 +472,7 @@ static int parse_seconds(const char *flag, const char *v, double min, int64_t *o
     return 0;
 }
 
-static int parse_fault(struct sim_faults *f, const char *v)
+int agent_parse_fault(struct sim_faults *f, const char *v)
 {
     const char *eq = strchr(v, '=');
     size_t klen = eq ? (size_t)(eq - v) : strlen(v);
@@ -564,7 +566,7 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             if (parse_seconds(o, v, 0.01, &a->backoff_max_ms) != 0)
                 return 2;
         } else if (strcmp(o, "--fault") == 0) {
-            if (parse_fault(&a->be.faults, v) != 0)
+            if (agent_parse_fault(&a->be.faults, v) != 0)
                 return 2;
         } else {
             fprintf(stderr, "sn-agent: unknown option '%s'\n", o);
@@ -718,6 +720,8 @@ static int load_cluster(struct agent *a, const char *path, struct sn_spec **spec
 int main(int argc, char **argv)
 {
     static struct agent a = {.interval_ms = 5000, .backoff_max_ms = 30000};
+    if (argc > 1 && strcmp(argv[1], "health-check") == 0)
+        return agent_health_check(argc - 1, argv + 1);
     a.be.faults = (struct sim_faults){
         .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";
