@@ -428,6 +428,36 @@ static void on_facility(void *ctx, const struct sn_telem_facility *rec)
     in->store.facility(in->store.ctx, rec);
 }
 
+/* nccl-tests and dcgmi diag output of the agent's benchmark runners
+ * (sn-agent runners.c) go to the health history as from files. */
+static void on_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.nccl_rank)
+        in->store.nccl_rank(in->store.ctx, rec);
+}
+
+static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.nccl_row)
+        in->store.nccl_row(in->store.ctx, rec);
+}
+
+static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.nccl_summary)
+        in->store.nccl_summary(in->store.ctx, rec);
+}
+
+static void on_diag(void *ctx, const struct sn_telem_diag *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.diag && own_gpu(in, &rec->gpu))
+        in->store.diag(in->store.ctx, rec);
+}
+
 static void on_skipped(void *ctx, const struct sn_telem_skip *rec)
 {
     struct ingest *in = ctx;
@@ -454,9 +484,11 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
     struct sn_error err = {0};
     if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
         (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV &&
-         *f != SN_TELEM_FMT_FACILITY_CSV)) {
+         *f != SN_TELEM_FMT_FACILITY_CSV && *f != SN_TELEM_FMT_NCCL &&
+         *f != SN_TELEM_FMT_DCGMI_DIAG)) {
         *ret = snd_error(d, r, 400, "invalid_query", "format",
-                         "format '%s': expected dcgm-exporter, nvidia-smi-csv or facility-csv",
+                         "format '%s': expected dcgm-exporter, nvidia-smi-csv, facility-csv, "
+                         "nccl-tests or dcgmi-diag",
                          fmt ? fmt : "");
         return false;
     }
@@ -526,7 +558,11 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .nvlink = on_nvlink,
                                  .xid = on_xid,
                                  .facility = on_facility,
-                                 .skipped = on_skipped};
+                                 .skipped = on_skipped,
+                                 .nccl_rank = on_nccl_rank,
+                                 .nccl_row = on_nccl_row,
+                                 .nccl_summary = on_nccl_summary,
+                                 .diag = on_diag};
     /* The source is the node: the store keeps a bounded table of sources
      * (4096), so one per batch ("node#seq") filled it within minutes and
      * then made every record scan the full table. */
