@@ -60,6 +60,23 @@ hc --fault slow-gpu=3 >/dev/null 2>&1
 hc >/dev/null 2>&1
 hc >/dev/null 2>&1
 grep -q "^update" "$T/calls" && fail "touched an admin drain: $(cat "$T/calls")"
+# The nvidia-smi backend on a captured CSV that lists 2 of the node's 8
+# GPUs: gpu-missing (action reboot) drains the node.
+: >"$T/calls"
+echo IDLE >"$T/state"
+: >"$T/reason"
+"$AGENT" health-check --cluster "$SPEC" --node sn00-t00 --backend nvidia-smi \
+    --smi-command "cat tests/data/telemetry/smi_query_units.csv; :" --state-dir "$T/st" \
+    --scontrol "$T/scontrol" >"$T/out" 2>&1 || fail "nvidia-smi check: $(cat "$T/out")"
+grep -q "^update NodeName=sn00-t00 State=DRAIN Reason=sn: gpu-missing sn00-t00-gpu2: sn00-t00 enumerates 2 of 8 GPUs" "$T/calls" ||
+    fail "nvidia-smi backend: $(cat "$T/out") $(cat "$T/calls")"
+# nvidia-smi failing: not checked, nothing changed, status 1.
+: >"$T/calls"
+"$AGENT" health-check --cluster "$SPEC" --node sn00-t00 --backend nvidia-smi \
+    --smi-command "false" --state-dir "$T/st" --scontrol "$T/scontrol" >"$T/out" 2>&1
+[ $? = 1 ] || fail "a failing nvidia-smi should give status 1"
+grep -q "not checked" "$T/out" || fail "failing nvidia-smi message: $(cat "$T/out")"
+grep -q "^update" "$T/calls" && fail "changed Slurm without data: $(cat "$T/calls")"
 # Bad state file: named with its line, nothing changed, status 1.
 printf 'sn-slurm-hc 1\nclean many\n' >"$T/st/sn00-t01.state"
 hc >"$T/out" 2>&1
