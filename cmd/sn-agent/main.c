@@ -880,6 +880,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "sn-agent: node %s, backend %s, server %s, boot %s\n", a.node, g.backend,
                 sn_httpc_url(a.http), a.boot);
         run(&a);
+        if (a.bench_pid > 0) { /* a benchmark runner child still running */
+            kill(-a.bench_pid, SIGKILL);
+            waitpid(a.bench_pid, NULL, 0);
+        }
         jobs_kill_all(&a.jobs);
         write_status(&a);
         rc = 0;
