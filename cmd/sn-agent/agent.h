@@ -305,4 +305,49 @@ void jobs_kill_all(struct jobs *j);
 /* GPUs (index in node) of running jobs, as a bit mask. */
 uint64_t jobs_busy_mask(const struct jobs *j);
 
+/* ---- subcommands (appended) ------------------------------------------------ */
+
+/* Parses one --fault KIND[=N] into f (main.c); -1 with a message on stderr. */
+int agent_parse_fault(struct sim_faults *f, const char *v);
+/* sn-agent health-check ARGS (health_check.c): argv[0] is "health-check".
+ * Returns the exit status. */
+int agent_health_check(int argc, char **argv);
+
+/* ---- runners.c: real benchmark runners (appended) --------------------------- */
+
+enum runner_id { RUNNER_NCCL_ALL_REDUCE, RUNNER_NCCL_ALL_GATHER, RUNNER_DCGM_DIAG, RUNNER_PROBE,
+                 RUNNER_COUNT };
+enum runner_status { RUNNER_NOT_AVAILABLE, RUNNER_OK, RUNNER_FAILED };
+
+struct runner_opts {
+    const char *node;          /* host name for the readers */
+    const char *probe_command; /* GEMM/HBM probe printing sn-bench rows; NULL: none */
+    unsigned gpus;             /* -g of the intra-node nccl-tests runs */
+    unsigned diag_level;       /* dcgmi diag -r, 1 or 2 */
+    int64_t timeout_ms;        /* per tool */
+};
+
+struct runner_result {
+    enum runner_id id;
+    enum runner_status status;
+    char tool[128];
+    char detail[256];  /* why not available or failed; what the reader found */
+    int exit_status;
+    bool timed_out;
+    unsigned rows;     /* records the reader took (nccl rows, diag results, bench rows) */
+    char *output;      /* the tool's stdout+stderr, owned; NULL when not run */
+    size_t len;
+};
+
+const char *runner_name(enum runner_id r);
+/* The reader's format name: "nccl-tests", "dcgmi-diag" or "sn-bench". */
+const char *runner_format(enum runner_id r);
+const char *runner_status_name(enum runner_status s);
+/* Runs one runner (blocking, up to o->timeout_ms) and reads its output. */
+void runner_run(enum runner_id id, const struct runner_opts *o, struct runner_result *r);
+void runner_result_release(struct runner_result *r);
+/* sn-agent bench ARGS: argv[0] is "bench". Returns the exit status. With
+ * --out DIR it also writes DIR/results.tsv: "RUNNER\tSTATUS\tFORMAT" lines. */
+int agent_bench(int argc, char **argv);
+
 #endif

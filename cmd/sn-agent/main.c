@@ -24,6 +24,7 @@
  * before they are gone.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netdb.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +64,10 @@ struct agent {
     const char *host_root; /* host collectors' root ("/"), NULL: off */
     bool host_reported;    /* the collectors' availability was logged */
     struct host_kmsg kmsg; /* kernel log kept open between collections */
+    /* Real benchmark runners (runners.c), run by a child `sn-agent bench`. */
+    pid_t bench_pid;       /* 0: none running */
+    char bench_dir[700];   /* its --out DIR */
+    const char *probe_command;
 };
 
 static volatile sig_atomic_t stopping;
@@ -288,12 +294,106 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
     }
 }
 
+/* Real backends: the runners run in a child (`sn-agent bench --out DIR`),
+ * so that heartbeats go on while nccl-tests or dcgmi run for minutes. */
+static void bench_start(struct agent *a)
+{
+    if (a->bench_pid > 0)
+        return; /* the last round still runs */
+    char self[1024];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        fprintf(stderr, "sn-agent: benchmarks: /proc/self/exe: %s\n", strerror(errno));
+        return;
+    }
+    self[n] = '\0';
+    snprintf(a->bench_dir, sizeof(a->bench_dir), "%s/bench", a->jobs.work_dir);
+    char *argv[] = {self, "bench", "--node", (char *)a->node, "--out", a->bench_dir,
+                    a->probe_command ? "--probe-command" : NULL, (char *)a->probe_command, NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 1);
+        setpgid(0, 0);
+        execv(self, argv);
+        _exit(127);
+    }
+    if (pid < 0)
+        fprintf(stderr, "sn-agent: benchmarks: fork: %s\n", strerror(errno));
+    else
+        a->bench_pid = pid;
+}
+
+/* Ships what the ended runner child found: nccl-tests and dcgmi-diag
+ * outputs as telemetry batches (the outbox, in order), the probe's
+ * sn-bench rows as benchmark results; reports what was not available. */
+static void bench_reap(struct agent *a)
+{
+    int status = 0;
+    if (a->bench_pid <= 0 || waitpid(a->bench_pid, &status, WNOHANG) != a->bench_pid)
+        return;
+    a->bench_pid = 0;
+    char path[800], line[256];
+    snprintf(path, sizeof(path), "%s/results.tsv", a->bench_dir);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "sn-agent: benchmarks: no %s (status %d)\n", path, status);
+        return;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char name[64], st[32], fmt[32];
+        if (sscanf(line, "%63s %31s %31s", name, st, fmt) != 3)
+            continue;
+        if (strcmp(st, "ok") != 0) {
+            if (a->bench_errors++ % 60 == 0)
+                fprintf(stderr, "sn-agent: benchmarks: %s %s (sn-agent bench says why)\n", name,
+                        st);
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s.txt", a->bench_dir, name);
+        FILE *o = fopen(path, "re");
+        char *body = malloc(AGENT_BODY_MAX);
+        size_t len = o && body ? fread(body, 1, AGENT_BODY_MAX, o) : 0;
+        if (o)
+            fclose(o);
+        if (!body || len == 0) {
+            free(body);
+            continue;
+        }
+        if (strcmp(fmt, "sn-bench") == 0) {
+            char p[128];
+            snprintf(p, sizeof(p), "/v1/nodes/%s/benchmarks", a->node);
+            int code = call(a, "POST", p, body, len, "text/csv", NULL);
+            if (code == 200)
+                a->benchmarks++;
+            else
+                fprintf(stderr, "sn-agent: benchmark results refused with %d\n", code);
+            free(body);
+            continue;
+        }
+        struct outbox_item it = {.kind = OUTBOX_TELEMETRY, .seq = ++a->seq, .body = body,
+                                 .len = len};
+        snprintf(it.path, sizeof(it.path), "/v1/telemetry?node=%s&format=%s&seq=%lld&boot=%s",
+                 a->node, fmt, (long long)it.seq, a->boot);
+        if (outbox_push(&a->out, &it) != 0)
+            free(body);
+        else
+            a->benchmarks++;
+    }
+    fclose(f);
+}
+
 /* Runs the benchmarks the heartbeat's answer asked for and posts them. */
 static void benchmarks(struct agent *a)
 {
     char *csv = NULL, path[128];
     size_t len = 0;
     struct sn_error err = {0};
+    if (a->be.kind != BACKEND_SIM) {
+        bench_start(a);
+        return;
+    }
     if (backend_bench(&a->be, &csv, &len, &err) != SN_OK) {
         if (a->bench_errors++ % 60 == 0)
             fprintf(stderr, "sn-agent: benchmarks: %s\n", err.message);
@@ -332,6 +432,7 @@ static void heartbeat(struct agent *a)
 {
     char path[128], body[1024], busy[256], orphans[256];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
+    bench_reap(a);
     mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
     mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
     int n = snprintf(body, sizeof(body),
@@ -498,7 +599,12 @@ static void usage(FILE *out)
             "                    captured tree for tests\n"
             "  --collect DIR     collect once into DIR/NODE.interrupts.txt, NODE.sysfs.txt\n"
             "                    and NODE.kmsg.log (inputs of 'sn health analyze'), print\n"
-            "                    what was read or not available, and exit\n");
+            "                    what was read or not available, and exit\n"
+            "  --probe-command CMD  real backends: the GEMM/HBM probe the benchmark runners\n"
+            "                    run (prints sn-bench rows; sn-agent bench --help)\n\n"
+            "       sn-agent bench ...  runs the benchmark tools this host has (--help)\n"
+            "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
+            "                    this node on a finding (sn-agent health-check --help)\n");
 }
 
 /* Seconds: a plain number, or a duration with a unit ("30s", "2min"). */
@@ -521,7 +627,7 @@ static int parse_seconds(const char *flag, const char *v, double min, int64_t *o
     return 0;
 }
 
-static int parse_fault(struct sim_faults *f, const char *v)
+int agent_parse_fault(struct sim_faults *f, const char *v)
 {
     const char *eq = strchr(v, '=');
     size_t klen = eq ? (size_t)(eq - v) : strlen(v);
@@ -597,6 +703,8 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             g->address = v;
         else if (strcmp(o, "--log-max") == 0)
             g->log_max = v;
+        else if (strcmp(o, "--probe-command") == 0)
+            a->probe_command = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
         else if (strcmp(o, "--host-root") == 0)
@@ -620,7 +728,7 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             if (parse_seconds(o, v, 0.01, &a->backoff_max_ms) != 0)
                 return 2;
         } else if (strcmp(o, "--fault") == 0) {
-            if (parse_fault(&a->be.faults, v) != 0)
+            if (agent_parse_fault(&a->be.faults, v) != 0)
                 return 2;
         } else {
             fprintf(stderr, "sn-agent: unknown option '%s'\n", o);
@@ -822,6 +930,10 @@ int main(int argc, char **argv)
 {
     static struct agent a = {
         .interval_ms = 5000, .backoff_max_ms = 30000, .kmsg = HOST_KMSG_INIT};
+    if (argc > 1 && strcmp(argv[1], "health-check") == 0)
+        return agent_health_check(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "bench") == 0)
+        return agent_bench(argc - 1, argv + 1);
     a.be.faults = (struct sim_faults){
         .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";
@@ -881,6 +993,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "sn-agent: node %s, backend %s, server %s, boot %s\n", a.node, g.backend,
                 sn_httpc_url(a.http), a.boot);
         run(&a);
+        if (a.bench_pid > 0) { /* a benchmark runner child still running */
+            kill(-a.bench_pid, SIGKILL);
+            waitpid(a.bench_pid, NULL, 0);
+        }
         jobs_kill_all(&a.jobs);
         write_status(&a);
         rc = 0;

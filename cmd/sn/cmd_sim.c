@@ -67,6 +67,9 @@ static const char usage_text[] =
     "  --memory-oversell X   host memory allocatable per physical byte (default 1)\n"
     "  --json                print JSON instead of the table\n"
     "  --svg-dir DIR         write utilisation.svg, jct-cdf.svg and occupancy.svg into DIR\n"
+    "  --jobs-csv FILE       write every job's submit, first start, end and first-run\n"
+    "                        servers as CSV ('-': stdout, after the table; the first\n"
+    "                        policy with --compare)\n"
     "  --timing              add the scheduler's wall-clock cost per decision (not\n"
     "                        reproducible, so off by default)\n"
     "  -h, --help            this text\n";
@@ -74,6 +77,7 @@ static const char usage_text[] =
 struct opts {
     const char *cluster, *trace, *svg_dir, *pools;
     enum sn_sched_policy policy;
+    const char *jobs_csv; /* appended */
     bool compare, json, timing;
     uint32_t limit, tenants;
     struct sn_sim_config cfg;
@@ -178,6 +182,8 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
         o->trace = v;
     } else if (strcmp(flag, "--svg-dir") == 0) {
         o->svg_dir = v;
+    } else if (strcmp(flag, "--jobs-csv") == 0) {
+        o->jobs_csv = v;
     } else if (strcmp(flag, "--pools") == 0) {
         o->pools = v;
     } else if (strcmp(flag, "--policy") == 0) {
@@ -641,6 +647,40 @@ static int write_svgs(const char *dir, double sample_s, const enum sn_sched_poli
     return rc;
 }
 
+/* --jobs-csv ('-': stdout): job (workload order, from 0), gpus, submit_s, start_s, end_s
+ * (empty: never), servers (';'-separated model names of the first run). */
+static int write_jobs_csv(const char *path, const struct sn_model *m,
+                          const struct sn_sim_workload *w, const struct sn_sim_result *r)
+{
+    bool is_stdout = strcmp(path, "-") == 0;
+    FILE *f = is_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "sn sim: --jobs-csv '%s': %s\n", path, strerror(errno));
+        return SN_EXIT_USAGE;
+    }
+    fputs("job,gpus,submit_s,start_s,end_s,servers\n", f);
+    for (uint32_t i = 0; i < r->n_jobs && i < w->n_jobs; i++) {
+        fprintf(f, "%u,%u,%.3f,", i, w->jobs[i].gpus, w->jobs[i].submit_s);
+        if (!isnan(r->job_start_s[i]))
+            fprintf(f, "%.3f", r->job_start_s[i]);
+        fputc(',', f);
+        if (!isnan(r->job_end_s[i]))
+            fprintf(f, "%.3f", r->job_end_s[i]);
+        fputc(',', f);
+        for (uint32_t k = r->job_servers_off[i]; k < r->job_servers_off[i + 1]; k++) {
+            char name[64];
+            sn_model_server_name(m, r->job_servers[k], name, sizeof(name));
+            fprintf(f, "%s%s", k > r->job_servers_off[i] ? ";" : "", name);
+        }
+        fputc('\n', f);
+    }
+    if (is_stdout ? fflush(f) != 0 : fclose(f) != 0) {
+        fprintf(stderr, "sn sim: --jobs-csv '%s': write failed\n", path);
+        return SN_EXIT_INTERNAL;
+    }
+    return SN_EXIT_OK;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int cmd_sim(int argc, char **argv)
@@ -688,6 +728,8 @@ int cmd_sim(int argc, char **argv)
             print_table(&o, pol, res, n);
         if (o.svg_dir)
             rc = write_svgs(o.svg_dir, o.cfg.sample_s, pol, res, n);
+        if (rc == SN_EXIT_OK && o.jobs_csv && n > 0)
+            rc = write_jobs_csv(o.jobs_csv, model, &w, res[0]);
     }
     for (int p = 0; p < n; p++)
         sn_sim_result_free(res[p]);

@@ -446,6 +446,36 @@ static void on_net(void *ctx, const struct sn_telem_net *rec)
         in->store.net(in->store.ctx, &r);
 }
 
+/* nccl-tests and dcgmi diag output of the agent's benchmark runners
+ * (sn-agent runners.c) go to the health history as from files. */
+static void on_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.nccl_rank)
+        in->store.nccl_rank(in->store.ctx, rec);
+}
+
+static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.nccl_row)
+        in->store.nccl_row(in->store.ctx, rec);
+}
+
+static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.nccl_summary)
+        in->store.nccl_summary(in->store.ctx, rec);
+}
+
+static void on_diag(void *ctx, const struct sn_telem_diag *rec)
+{
+    struct ingest *in = ctx;
+    if (in->store.diag && own_gpu(in, &rec->gpu))
+        in->store.diag(in->store.ctx, rec);
+}
+
 static void on_skipped(void *ctx, const struct sn_telem_skip *rec)
 {
     struct ingest *in = ctx;
@@ -473,10 +503,11 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
     if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
         (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV &&
          *f != SN_TELEM_FMT_FACILITY_CSV && *f != SN_TELEM_FMT_INTERRUPTS &&
-         *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG)) {
+         *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG && *f != SN_TELEM_FMT_NCCL &&
+         *f != SN_TELEM_FMT_DCGMI_DIAG)) {
         *ret = snd_error(d, r, 400, "invalid_query", "format",
                          "format '%s': expected dcgm-exporter, nvidia-smi-csv, facility-csv, "
-                         "proc-interrupts, sysfs or kernel-log",
+                         "proc-interrupts, sysfs, kernel-log, nccl-tests or dcgmi-diag",
                          fmt ? fmt : "");
         return false;
     }
@@ -560,7 +591,11 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .xid = on_xid,
                                  .facility = on_facility,
                                  .skipped = on_skipped,
-                                 .net = on_net};
+                                 .net = on_net,
+                                 .nccl_rank = on_nccl_rank,
+                                 .nccl_row = on_nccl_row,
+                                 .nccl_summary = on_nccl_summary,
+                                 .diag = on_diag};
     snd_telem_buffer_replay(buf, &sink);
     snd_telem_buffer_free(buf);
     uint64_t skipped = 0;

@@ -153,6 +153,14 @@ static const struct sn_conf_key config_keys[] = {
     {"advertise_url", SN_CONF_STRING, "", 0, 255, C(advertise_url),
      "PostgreSQL: this snd's URL as clients reach it, given to them in redirects while it "
      "leads (empty: http(s)://listen with the bound port)"},
+    {"slurm_mirror", SN_CONF_STRING, "", 0, 15, C(slurm_mirror),
+     "scontrol: mirror node and GPU cordons, drains and failures to Slurm (drain/down with "
+     "Reason=\"sn: snd ...\") and read Slurm's drains back as cordons by actor slurm (empty: "
+     "off; slurmrestd is not implemented)"},
+    {"slurm_mirror_interval_ms", SN_CONF_INT, "10000", 100, 3600000,
+     C(slurm_mirror_interval_ms), "the Slurm mirror reads and reconciles every node this often"},
+    {"slurm_scontrol", SN_CONF_STRING, "scontrol", 1, 255, C(slurm_scontrol),
+     "the scontrol the Slurm mirror runs (a path, or a name looked up in PATH)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -539,6 +547,8 @@ static int serve(struct snd *d, const sigset_t *set)
             wait_ms = snd_sched_tick(d);
             int64_t health_ms = snd_health_tick(d);
             wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
+            int64_t slurm_ms = snd_slurm_mirror_tick(d);
+            wait_ms = slurm_ms < wait_ms ? slurm_ms : wait_ms;
         }
         /* A commit wakes the loop at once (snd_http_wake); the 100 ms cap
          * only bounds how late SIGTERM is noticed. */
@@ -632,6 +642,7 @@ int main(int argc, char **argv)
     uint16_t port = 0;
     rc = 0;
     if (!d.rate || !d.refusals || snd_http_check(&d, &err) != SN_OK ||
+        snd_slurm_mirror_check(&d, &err) != SN_OK ||
         open_state(&d, a.state, a.init, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK || start_election(&d, port, &err) != SN_OK) {
         fprintf(stderr, "snd: %s\n", err.message);
@@ -658,6 +669,7 @@ int main(int argc, char **argv)
         rc = serve(&d, &set);
     }
     stop(&d);
+    snd_slurm_mirror_stop();
     snd_sched_stop(&d);
     snd_job_logs_free();
     snd_state_free(&d);

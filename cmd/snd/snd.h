@@ -88,6 +88,10 @@ struct snd_config {
     char store[SN_CONF_STRING_MAX];         /* "": DIR/state.db; sqlite:PATH; postgresql://... */
     int64_t leader_lease_ms;                /* PostgreSQL: leadership unrenewed lasts this */
     char advertise_url[SN_CONF_STRING_MAX]; /* "": http(s)://listen; written for redirects */
+    /* Slurm mirror (slurm_mirror.c; appended). */
+    char slurm_mirror[16]; /* "" off, "scontrol" */
+    int64_t slurm_mirror_interval_ms;
+    char slurm_scontrol[SN_CONF_STRING_MAX];
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -439,5 +443,14 @@ int snd_random_hex(char *out, size_t bytes);
 
 int64_t snd_now_s(void);
 int64_t snd_now_ms(void);
+
+/* slurm_mirror.c: mirrors snd's node and GPU holds to Slurm and reads
+ * Slurm's drains back as cordons (docs/slurm.md). check validates the
+ * config at start (SN_ERR_INVALID for a mirror other than scontrol); tick
+ * runs from the state loop and returns the milliseconds until it wants to
+ * run again; stop kills a running scontrol and frees the state. */
+enum sn_err snd_slurm_mirror_check(struct snd *d, struct sn_error *err);
+int64_t snd_slurm_mirror_tick(struct snd *d);
+void snd_slurm_mirror_stop(void);
 
 #endif

@@ -9,7 +9,8 @@
  * 8-byte aligned) and one array of (kind, record) entries; both under a
  * hard cap (bytes), past which the buffer fails and the batch is refused.
  * Only the kinds the ingest uses are kept: samples, attributes, NVLink
- * states, Xids, facility readings, host/NIC readings and skipped lines.
+ * states, Xids, facility readings, host/NIC readings, the benchmark
+ * runners' nccl-tests and dcgmi diag records, and skipped lines.
  */
 #include "agent.h"
 
@@ -18,7 +19,8 @@
 
 #define CHUNK_BYTES (64u << 10)
 
-enum rec_kind { REC_SAMPLES, REC_ATTR, REC_NVLINK, REC_XID, REC_FACILITY, REC_SKIP, REC_NET };
+enum rec_kind { REC_SAMPLES, REC_ATTR, REC_NVLINK, REC_XID, REC_FACILITY, REC_SKIP, REC_NET,
+                REC_NCCL_RANK, REC_NCCL_ROW, REC_NCCL_SUMMARY, REC_DIAG };
 
 struct entry {
     enum rec_kind kind;
@@ -214,6 +216,51 @@ static void on_net(void *ctx, const struct sn_telem_net *r)
     c->per_cpu = v;
 }
 
+static void on_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *r)
+{
+    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_nccl_rank *c = copy_rec(b, REC_NCCL_RANK, r, sizeof(*r));
+    if (!c)
+        return;
+    copy_gpu(b, &c->gpu, &c->at);
+    c->model = copy_str(b, r->model);
+}
+
+static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
+{
+    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_nccl_row *c = copy_rec(b, REC_NCCL_ROW, r, sizeof(*r));
+    if (!c)
+        return;
+    c->at.source = copy_str(b, r->at.source);
+    c->host = copy_str(b, r->host);
+    c->type = copy_str(b, r->type);
+    c->redop = copy_str(b, r->redop);
+}
+
+static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
+{
+    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_nccl_summary *c = copy_rec(b, REC_NCCL_SUMMARY, r, sizeof(*r));
+    if (!c)
+        return;
+    c->at.source = copy_str(b, r->at.source);
+    c->host = copy_str(b, r->host);
+    c->line_host = copy_str(b, r->line_host);
+}
+
+static void on_diag(void *ctx, const struct sn_telem_diag *r)
+{
+    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_diag *c = copy_rec(b, REC_DIAG, r, sizeof(*r));
+    if (!c)
+        return;
+    copy_gpu(b, &c->gpu, &c->at);
+    c->category = copy_str(b, r->category);
+    c->test = copy_str(b, r->test);
+    c->detail = copy_str(b, r->detail);
+}
+
 struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
 {
     return (struct sn_telem_sink){.ctx = b,
@@ -223,7 +270,11 @@ struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
                                   .xid = on_xid,
                                   .facility = on_facility,
                                   .skipped = on_skipped,
-                                  .net = on_net};
+                                  .net = on_net,
+                                  .nccl_rank = on_nccl_rank,
+                                  .nccl_row = on_nccl_row,
+                                  .nccl_summary = on_nccl_summary,
+                                  .diag = on_diag};
 }
 
 void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_telem_sink *to)
@@ -258,6 +309,22 @@ void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_t
         case REC_NET:
             if (to->net)
                 to->net(to->ctx, r);
+            break;
+        case REC_NCCL_RANK:
+            if (to->nccl_rank)
+                to->nccl_rank(to->ctx, r);
+            break;
+        case REC_NCCL_ROW:
+            if (to->nccl_row)
+                to->nccl_row(to->ctx, r);
+            break;
+        case REC_NCCL_SUMMARY:
+            if (to->nccl_summary)
+                to->nccl_summary(to->ctx, r);
+            break;
+        case REC_DIAG:
+            if (to->diag)
+                to->diag(to->ctx, r);
             break;
         }
     }

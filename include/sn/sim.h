@@ -303,6 +303,14 @@ struct sn_sim_result {
     double snapshot_at_s;
     uint32_t n_supernodes;
     uint32_t *snap_busy, *snap_down, *snap_gpus;
+    /* Per workload job (appended; `sn sim --jobs-csv`): its first start
+     * and its end (NaN: never started / unfinished), and the model servers
+     * of its first run, ascending, in job_servers[job_servers_off[i] ..
+     * job_servers_off[i + 1]). */
+    uint32_t n_jobs;
+    double *job_start_s, *job_end_s;
+    uint32_t *job_servers_off; /* n_jobs + 1 */
+    uint32_t *job_servers;
 };
 
 /* Runs a workload on a model. *out owns its arrays; free with

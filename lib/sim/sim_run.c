@@ -144,6 +144,10 @@ struct sim {
     uint32_t n_pools;
     uint8_t pool_kind[SN_SCHED_MAX_POOLS];
     bool uplinks_changed;
+    /* (job, server) of every first start, in start order (for the result's
+     * per-job servers); appended. */
+    uint32_t (*first_servers)[2];
+    uint32_t n_first_servers, cap_first_servers;
 };
 
 /* ---- heap -------------------------------------------------------------- */
@@ -300,6 +304,32 @@ static void xs_remove(struct sim *x, uint32_t id)
     x->uplinks_changed = true;
 }
 
+/* Records the distinct servers of job id's first run. */
+static enum sn_err note_first_servers(struct sim *x, uint32_t id, struct sn_error *err)
+{
+    uint32_t n = 0;
+    const uint32_t *gpus = sn_sched_job_gpus(x->s, id, &n);
+    for (uint32_t i = 0; gpus && i < n; i++) {
+        uint32_t srv = x->m->gpu_server[gpus[i]];
+        bool seen = false;
+        for (uint32_t k = x->n_first_servers; k-- > 0 && x->first_servers[k][0] == id;)
+            seen = seen || x->first_servers[k][1] == srv;
+        if (seen)
+            continue;
+        if (x->n_first_servers == x->cap_first_servers) {
+            uint32_t cap = x->cap_first_servers ? x->cap_first_servers * 2 : 1024;
+            void *nb = realloc(x->first_servers, (size_t)cap * sizeof(*x->first_servers));
+            if (!nb)
+                return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
+            x->first_servers = nb;
+            x->cap_first_servers = cap;
+        }
+        x->first_servers[x->n_first_servers][0] = id;
+        x->first_servers[x->n_first_servers++][1] = srv;
+    }
+    return SN_OK;
+}
+
 static enum sn_err on_start(struct sim *x, uint32_t id, struct sn_error *err)
 {
     struct sim_job *j = &x->jobs[id];
@@ -307,6 +337,9 @@ static enum sn_err on_start(struct sim *x, uint32_t id, struct sn_error *err)
     if (isnan(x->queue_s[id])) {
         x->queue_s[id] = x->now - wj->submit_s;
         j->first_start = x->now;
+        enum sn_err rc = note_first_servers(x, id, err);
+        if (rc != SN_OK)
+            return rc;
     }
     j->run_start = x->now;
     j->progress = 0;
@@ -708,6 +741,46 @@ static void dist(double *v, uint32_t n, struct sn_sim_dist *d)
     }
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Per-job first start, end and first-run servers (CSR, servers ascending). */
+static enum sn_err per_job_results(struct sim *x, struct sn_error *err)
+{
+    struct sn_sim_result *r = x->r;
+    uint32_t n = x->w->n_jobs;
+    r->n_jobs = n;
+    r->job_start_s = malloc(n * sizeof(double));
+    r->job_end_s = malloc(n * sizeof(double));
+    r->job_servers_off = calloc((size_t)n + 1, sizeof(uint32_t));
+    r->job_servers = malloc(((size_t)x->n_first_servers + 1) * sizeof(uint32_t));
+    if (!r->job_start_s || !r->job_end_s || !r->job_servers_off || !r->job_servers)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for results");
+    for (uint32_t i = 0; i < n; i++) {
+        r->job_start_s[i] = isnan(x->queue_s[i]) ? NAN : x->jobs[i].first_start;
+        r->job_end_s[i] = isnan(x->jct_s[i]) ? NAN : x->w->jobs[i].submit_s + x->jct_s[i];
+    }
+    for (uint32_t k = 0; k < x->n_first_servers; k++)
+        r->job_servers_off[x->first_servers[k][0] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        r->job_servers_off[i + 1] += r->job_servers_off[i];
+    uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
+    if (!fill)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for results");
+    for (uint32_t k = 0; k < x->n_first_servers; k++) {
+        uint32_t j = x->first_servers[k][0];
+        r->job_servers[r->job_servers_off[j] + fill[j]++] = x->first_servers[k][1];
+    }
+    free(fill);
+    for (uint32_t i = 0; i < n; i++)
+        qsort(r->job_servers + r->job_servers_off[i],
+              r->job_servers_off[i + 1] - r->job_servers_off[i], sizeof(uint32_t), cmp_u32);
+    return SN_OK;
+}
+
 static enum sn_err finish_results(struct sim *x, struct sn_error *err)
 {
     struct sn_sim_result *r = x->r;
@@ -743,6 +816,9 @@ static enum sn_err finish_results(struct sim *x, struct sn_error *err)
                 (w->jobs[i].submit_s + x->jct_s[i] - x->jobs[i].first_start) * w->jobs[i].gpus;
         }
     free(tmp);
+    enum sn_err prc = per_job_results(x, err);
+    if (prc != SN_OK)
+        return prc;
     double span = r->makespan_s - w->jobs[0].submit_s;
     r->makespan_s = span > 0 ? span : 0;
     r->busy_gpu_h = x->gp.allocated_gpu_s / 3600;
@@ -767,6 +843,10 @@ void sn_sim_result_free(struct sn_sim_result *r)
     free(r->snap_busy);
     free(r->snap_down);
     free(r->snap_gpus);
+    free(r->job_start_s);
+    free(r->job_end_s);
+    free(r->job_servers_off);
+    free(r->job_servers);
     free(r);
 }
 
@@ -874,6 +954,7 @@ enum sn_err sn_sim_run(const struct sn_model *m, const struct sn_sim_workload *w
     free(x.xs);
     free(x.xs_pos);
     free(x.hw);
+    free(x.first_servers);
     if (rc != SN_OK) {
         sn_sim_result_free(x.r);
         return rc;

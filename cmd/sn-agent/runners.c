@@ -1,0 +1,445 @@
+/*
+ * Real benchmark runners of sn-agent (docs/agent.md, "Benchmark runners"):
+ * the tools a GPU host has, run as they are and read with the same
+ * lib/health parsers as files (`sn health analyze`) and snd:
+ *  - nccl-all-reduce, nccl-all-gather: nccl-tests all_reduce_perf /
+ *    all_gather_perf -b 8 -e 1G -f 2 -g GPUS (intra-node), nccl-tests format;
+ *  - dcgm-diag: dcgmi diag -r LEVEL (1 or 2), dcgmi-diag format;
+ *  - gemm-hbm-probe: an operator's probe command (--probe-command) that
+ *    prints sn-bench v1 rows (host,gpu,test,value,unit) for GEMM and HBM.
+ * A tool not found in PATH (or no probe command) is reported "not
+ * available" and nothing is made up. A tool that runs but exits non-zero,
+ * runs past the timeout, or prints nothing the parser reads is "failed".
+ * The runner table (runner_defs) is the one place that names the tools.
+ *
+ * Used by `sn-agent bench` (a table on stdout) and by the agent loop when
+ * snd's heartbeat answer asks for benchmarks on a real backend (main.c
+ * ships each output to snd: nccl-tests and dcgmi-diag as telemetry, the
+ * probe's rows as benchmark results).
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sn/health.h>
+#include <sn/telemetry.h>
+
+#define RUN_OUTPUT_MAX (64u << 20) /* bytes of one tool's output kept */
+
+static const struct runner_def {
+    const char *name, *tool, *format;
+} runner_defs[RUNNER_COUNT] = {
+    {"nccl-all-reduce", "all_reduce_perf", "nccl-tests"},
+    {"nccl-all-gather", "all_gather_perf", "nccl-tests"},
+    {"dcgm-diag", "dcgmi", "dcgmi-diag"},
+    {"gemm-hbm-probe", NULL, "sn-bench"},
+};
+
+const char *runner_name(enum runner_id r)
+{
+    return r < RUNNER_COUNT ? runner_defs[r].name : "?";
+}
+
+const char *runner_format(enum runner_id r)
+{
+    return r < RUNNER_COUNT ? runner_defs[r].format : "?";
+}
+
+const char *runner_status_name(enum runner_status s)
+{
+    static const char *const names[] = {"not-available", "ok", "failed"};
+    return s <= RUNNER_FAILED ? names[s] : "?";
+}
+
+/* The executable tool in PATH (into path), or false. */
+static bool find_tool(const char *tool, char *path, size_t cap)
+{
+    if (strchr(tool, '/')) {
+        snprintf(path, cap, "%s", tool);
+        return access(path, X_OK) == 0;
+    }
+    const char *p = getenv("PATH");
+    if (!p)
+        p = "/usr/bin:/bin";
+    while (*p) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        struct stat st;
+        snprintf(path, cap, "%.*s/%s", (int)(n ? n : 1), n ? p : ".", tool);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+            return true;
+        p += n + (e ? 1 : 0);
+    }
+    return false;
+}
+
+/* Runs argv with a deadline; output (stdout+stderr) into r->output.
+ * Returns the exit status, 128 + signal, or -1 (could not run). */
+static int run_tool(char *const argv[], int64_t timeout_ms, struct runner_result *r)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        dup2(pfd[1], 2);
+        close(pfd[0]);
+        close(pfd[1]);
+        setpgid(0, 0);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t cap = 0;
+    bool killed = false;
+    for (;;) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int64_t el = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (el >= timeout_ms && !killed) {
+            kill(-pid, SIGKILL);
+            killed = true;
+        }
+        struct pollfd pf = {.fd = pfd[0], .events = POLLIN};
+        int pr = poll(&pf, 1, 200);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            continue;
+        if (r->len + 65536 > cap && cap < RUN_OUTPUT_MAX) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            char *nb = realloc(r->output, ncap + 1);
+            if (nb) {
+                r->output = nb;
+                cap = ncap;
+            }
+        }
+        char sink[4096];
+        bool room = r->output && r->len < cap;
+        ssize_t n = read(pfd[0], room ? r->output + r->len : sink, room ? cap - r->len : sizeof(sink));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (room)
+            r->len += (size_t)n;
+    }
+    close(pfd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (r->output)
+        r->output[r->len] = '\0';
+    r->timed_out = killed;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct counts {
+    unsigned rows, runs, diag, diag_fail;
+    double peak_busbw;
+};
+
+static void on_row(void *ctx, const struct sn_telem_nccl_row *r)
+{
+    struct counts *c = ctx;
+    c->rows++;
+    double b = r->oop.busbw_bytes_per_s;
+    if (isfinite(b) && b > c->peak_busbw)
+        c->peak_busbw = b;
+}
+
+static void on_summary(void *ctx, const struct sn_telem_nccl_summary *s)
+{
+    (void)s;
+    ((struct counts *)ctx)->runs++;
+}
+
+static void on_diag(void *ctx, const struct sn_telem_diag *d)
+{
+    struct counts *c = ctx;
+    c->diag++;
+    c->diag_fail += d->result == SN_DIAG_FAIL;
+}
+
+/* Reads a tool's output with its parser; fills r->rows and r->detail. */
+static void judge_output(enum runner_id id, const char *node, struct runner_result *r)
+{
+    const struct runner_def *def = &runner_defs[id];
+    struct sn_error err = {0};
+    if (strcmp(def->format, "sn-bench") == 0) {
+        struct sn_health_facts f;
+        sn_health_facts_init(&f);
+        enum sn_err rc = sn_health_facts_read(&f, SN_FACTS_BENCH, r->output ? r->output : "",
+                                              r->len, def->name, &err);
+        r->rows = f.n_bench;
+        if (rc != SN_OK)
+            snprintf(r->detail, sizeof(r->detail), "%.200s", err.message);
+        else
+            snprintf(r->detail, sizeof(r->detail), "%u sn-bench rows", f.n_bench);
+        sn_health_facts_release(&f);
+        if (rc != SN_OK || r->rows == 0)
+            r->status = RUNNER_FAILED;
+        return;
+    }
+    struct counts c = {0};
+    struct sn_telem_sink sink = {
+        .ctx = &c, .nccl_row = on_row, .nccl_summary = on_summary, .diag = on_diag};
+    struct sn_telem_opts o = {.source = def->tool, .host = node};
+    enum sn_telem_format f;
+    if (sn_telem_format_parse(def->format, &f, &err) != SN_OK ||
+        sn_telem_parse_buffer(f, &o, &sink, r->output ? r->output : "", r->len, NULL, &err) !=
+            SN_OK) {
+        if (err.code != SN_ERR_SYNTAX) {
+            r->status = RUNNER_FAILED;
+            snprintf(r->detail, sizeof(r->detail), "%.200s", err.message);
+            return;
+        }
+    }
+    if (f == SN_TELEM_FMT_NCCL) {
+        r->rows = c.rows;
+        snprintf(r->detail, sizeof(r->detail), "%u rows, peak busbw %.2f GB/s", c.rows,
+                 c.peak_busbw / 1e9);
+    } else {
+        r->rows = c.diag;
+        snprintf(r->detail, sizeof(r->detail), "%u test results, %u failed", c.diag,
+                 c.diag_fail);
+    }
+    if (r->rows == 0) {
+        r->status = RUNNER_FAILED;
+        snprintf(r->detail + strlen(r->detail), sizeof(r->detail) - strlen(r->detail),
+                 ": nothing the %s reader takes", def->format);
+    }
+}
+
+void runner_run(enum runner_id id, const struct runner_opts *o, struct runner_result *r)
+{
+    *r = (struct runner_result){.id = id, .status = RUNNER_NOT_AVAILABLE};
+    const struct runner_def *def = &runner_defs[id];
+    char path[1024], gpus[16], level[16];
+    const char *tool = def->tool ? def->tool : o->probe_command;
+    if (!tool || !tool[0]) {
+        snprintf(r->detail, sizeof(r->detail), "no probe command (--probe-command)");
+        return;
+    }
+    snprintf(r->tool, sizeof(r->tool), "%s", tool);
+    if (!find_tool(tool, path, sizeof(path))) {
+        snprintf(r->detail, sizeof(r->detail), "%s not found in PATH", tool);
+        return;
+    }
+    snprintf(gpus, sizeof(gpus), "%u", o->gpus ? o->gpus : 8);
+    snprintf(level, sizeof(level), "%u", o->diag_level ? o->diag_level : 1);
+    char *nccl[] = {path, "-b", "8", "-e", "1G", "-f", "2", "-g", gpus, NULL};
+    char *dcgm[] = {path, "diag", "-r", level, NULL};
+    char *probe[] = {path, (char *)o->node, NULL};
+    char **argv = id == RUNNER_DCGM_DIAG ? dcgm : id == RUNNER_PROBE ? probe : nccl;
+    int st = run_tool(argv, o->timeout_ms > 0 ? o->timeout_ms : 600000, r);
+    r->exit_status = st;
+    r->status = RUNNER_OK;
+    judge_output(id, o->node, r);
+    if (st != 0) {
+        r->status = RUNNER_FAILED;
+        char d[sizeof(r->detail)];
+        snprintf(d, sizeof(d), "%s", r->detail);
+        snprintf(r->detail, sizeof(r->detail), "%s %d; %.200s",
+                 r->timed_out ? "killed after the timeout, status" : "exit status", st, d);
+    }
+}
+
+void runner_result_release(struct runner_result *r)
+{
+    if (r) {
+        free(r->output);
+        r->output = NULL;
+        r->len = 0;
+    }
+}
+
+/* ---- sn-agent bench ------------------------------------------------------- */
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sn-agent bench [--node NAME] [--gpus N] [--diag-level 1|2]\n"
+            "                [--probe-command CMD] [--timeout S] [--out DIR]\n"
+            "                [--cluster SPEC --backend sim [--fault KIND[=N]]...]\n\n"
+            "Runs the benchmark tools this host has and reads their output with the\n"
+            "parsers of 'sn health': nccl-tests all_reduce_perf and all_gather_perf\n"
+            "(-b 8 -e 1G -f 2 -g N), dcgmi diag -r LEVEL, and a GEMM/HBM probe command that\n"
+            "prints sn-bench v1 rows. A tool that is missing is reported not-available.\n\n"
+            "  --node NAME         host name for the readers; default the host name\n"
+            "  --gpus N            GPUs of the intra-node nccl-tests runs; default 8\n"
+            "  --diag-level L      dcgmi diag level, 1 or 2; default 1\n"
+            "  --probe-command CMD the probe (run as CMD NODE); default none\n"
+            "  --timeout S         seconds per tool before it is killed; default 600\n"
+            "  --out DIR           write each tool's output to DIR/RUNNER.txt\n"
+            "  --cluster SPEC --backend sim [--fault ...]\n"
+            "                      also print the sim backend's benchmark rows (the format\n"
+            "                      the probe prints), read back with the same reader\n");
+}
+
+static int bench_sim(const char *cluster, const char *node, const struct sim_faults *faults)
+{
+    struct sn_error err = {0};
+    struct sn_spec *spec = NULL;
+    struct sn_model *model = NULL;
+    int rc = 0;
+    if (sn_spec_parse_file(cluster, &spec, &err) != SN_OK ||
+        sn_model_build(spec, &model, &err) != SN_OK) {
+        fprintf(stderr, "sn-agent bench: %s\n", err.message);
+        rc = 2;
+        goto out;
+    }
+    struct backend be = {.kind = BACKEND_SIM, .node = node, .model = model, .faults = *faults};
+    be.server = sn_model_find_server(model, node);
+    if (be.server == SN_NONE) {
+        fprintf(stderr, "sn-agent bench: --node '%s': no such server in '%s'\n", node, cluster);
+        rc = 2;
+        goto out;
+    }
+    char *csv = NULL;
+    size_t len = 0;
+    struct sn_health_facts f;
+    sn_health_facts_init(&f);
+    if (backend_bench(&be, &csv, &len, &err) != SN_OK ||
+        sn_health_facts_read(&f, SN_FACTS_BENCH, csv, len, "sim", &err) != SN_OK) {
+        fprintf(stderr, "sn-agent bench: sim: %s\n", err.message);
+        rc = 1;
+    } else {
+        printf("%-16s %-16s %-14s %u sn-bench rows\n", "sim-benchmarks", "sim backend", "ok",
+               f.n_bench);
+        fwrite(csv, 1, len, stdout);
+    }
+    sn_health_facts_release(&f);
+    free(csv);
+out:
+    sn_model_free(model);
+    sn_spec_free(spec);
+    return rc;
+}
+
+int agent_bench(int argc, char **argv)
+{
+    static char host[64];
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    struct runner_opts o = {.node = host, .gpus = 8, .diag_level = 1, .timeout_ms = 600000};
+    const char *out_dir = NULL, *cluster = NULL, *backend = NULL;
+    struct sim_faults faults = {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1,
+                                .stopped_gpu = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            bench_usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "sn-agent bench: option '%s' needs a value or is unknown\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+        bool num = *v && !*end;
+        if (strcmp(a, "--node") == 0)
+            o.node = v;
+        else if (strcmp(a, "--probe-command") == 0)
+            o.probe_command = v;
+        else if (strcmp(a, "--out") == 0)
+            out_dir = v;
+        else if (strcmp(a, "--cluster") == 0)
+            cluster = v;
+        else if (strcmp(a, "--backend") == 0)
+            backend = v;
+        else if (strcmp(a, "--fault") == 0) {
+            if (agent_parse_fault(&faults, v) != 0)
+                return 2;
+        } else if (strcmp(a, "--gpus") == 0 && num && n >= 1 && n <= 64)
+            o.gpus = (unsigned)n;
+        else if (strcmp(a, "--diag-level") == 0 && num && (n == 1 || n == 2))
+            o.diag_level = (unsigned)n;
+        else if (strcmp(a, "--timeout") == 0 && num && n >= 1 && n <= 86400)
+            o.timeout_ms = n * 1000;
+        else {
+            fprintf(stderr,
+                    "sn-agent bench: '%s %s': unknown option or bad value (--gpus 1-64, "
+                    "--diag-level 1|2, --timeout 1-86400)\n",
+                    a, v);
+            return 2;
+        }
+    }
+    if (backend && strcmp(backend, "sim") != 0) {
+        fprintf(stderr, "sn-agent bench: --backend '%s': only sim (the real runners need no "
+                        "backend)\n",
+                backend);
+        return 2;
+    }
+    if (!!backend != !!cluster) {
+        fprintf(stderr, "sn-agent bench: --backend sim and --cluster go together\n");
+        return 2;
+    }
+    printf("%-16s %-16s %-14s %s\n", "RUNNER", "TOOL", "STATUS", "DETAIL");
+    int rc = 0;
+    FILE *tsv = NULL;
+    if (out_dir) {
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/results.tsv", out_dir);
+        if (mkdir(out_dir, 0700) != 0 && errno != EEXIST) {
+            fprintf(stderr, "sn-agent bench: --out '%s': %s\n", out_dir, strerror(errno));
+            return 2;
+        }
+        tsv = fopen(path, "w");
+        if (!tsv) {
+            fprintf(stderr, "sn-agent bench: cannot write '%s': %s\n", path, strerror(errno));
+            return 2;
+        }
+    }
+    for (int id = 0; id < RUNNER_COUNT; id++) {
+        struct runner_result r;
+        runner_run((enum runner_id)id, &o, &r);
+        printf("%-16s %-16s %-14s %s\n", runner_name(r.id), r.tool[0] ? r.tool : "-",
+               runner_status_name(r.status), r.detail);
+        if (r.status == RUNNER_FAILED)
+            rc = 1;
+        if (tsv)
+            fprintf(tsv, "%s\t%s\t%s\n", runner_name(r.id), runner_status_name(r.status),
+                    runner_format(r.id));
+        if (out_dir && r.output) {
+            char path[1200];
+            snprintf(path, sizeof(path), "%s/%s.txt", out_dir, runner_name(r.id));
+            FILE *f = fopen(path, "w");
+            if (!f || fwrite(r.output, 1, r.len, f) != r.len) {
+                fprintf(stderr, "sn-agent bench: cannot write '%s': %s\n", path, strerror(errno));
+                rc = 1;
+            }
+            if (f)
+                fclose(f);
+        }
+        runner_result_release(&r);
+    }
+    if (tsv && fclose(tsv) != 0)
+        rc = 1;
+    if (cluster) {
+        int s = bench_sim(cluster, o.node, &faults);
+        rc = s > rc ? s : rc;
+    }
+    return rc;
+}
