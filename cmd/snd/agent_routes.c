@@ -425,6 +425,12 @@ static void on_xid(void *ctx, const struct sn_telem_xid *rec)
 static void on_facility(void *ctx, const struct sn_telem_facility *rec)
 {
     struct ingest *in = ctx;
+    /* A BMC reading speaks for its own server only: an agent cannot trip
+     * another rack's leak detector. */
+    if (rec->kind == SN_FACILITY_KIND_SERVER && strcmp(rec->name, in->host) != 0) {
+        in->foreign++;
+        return;
+    }
     in->store.facility(in->store.ctx, rec);
 }
 
