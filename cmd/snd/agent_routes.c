@@ -432,6 +432,8 @@ static void on_facility(void *ctx, const struct sn_telem_facility *rec)
         return;
     }
     in->store.facility(in->store.ctx, rec);
+    if (rec->metric == SN_FACILITY_LEAK && rec->value >= 1)
+        snd_health_poke(); /* a leak is acted on at once, not at the next interval */
 }
 
 static void on_skipped(void *ctx, const struct sn_telem_skip *rec)

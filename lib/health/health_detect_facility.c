@@ -95,7 +95,7 @@ static void leak(struct sn__health_ctx *c, const struct fac *f)
     if (f->metric != SN_FACILITY_LEAK || !(back(f->s, 0, NULL) >= 1))
         return;
     const struct sn_model *m = c->m;
-    char w[160], name[96];
+    char w[160], name[96], rname[96];
     where(c, f, w, sizeof(w));
     if (f->kind == SN_FACILITY_KIND_SERVER) {
         uint32_t rack = m->server_rack[f->id];
@@ -104,7 +104,7 @@ static void leak(struct sn__health_ctx *c, const struct fac *f)
         sn__health_add(c, SN_DET_LEAK, SN_HEALTH_ENT_RACK, rack, SN_NONE, f->id, 1, 0,
                        "%s: %s leak detector '%s' reports a leak: power off %s", w,
                        sn_model_server_name(m, f->id, name, sizeof(name)), f->part,
-                       sn_model_rack_name(m, rack, name, sizeof(name)));
+                       sn_model_rack_name(m, rack, rname, sizeof(rname)));
         return;
     }
     for (uint32_t r = 0; r < m->n_racks; r++) /* a loop: every rack it cools */

@@ -396,6 +396,8 @@ static void test_leak(void **state)
     assert_int_equal(x->entity, SN_HEALTH_ENT_RACK);
     assert_int_equal(x->action, SN_HEALTH_ACT_POWER_OFF_ZONE);
     assert_int_equal(x->id, f->model->server_rack[sn_model_find_server(f->model, "sn00-t02")]);
+    assert_non_null(strstr(x->evidence, "sn00-t02 leak detector 'Tray' reports a leak: power off "
+                                        "sn00-rack0"));
     /* every GPU of the rack is out, the other supernode's are not judged */
     uint32_t g = sn_model_find_gpu(f->model, "sn00-t00-gpu3");
     assert_true(f->rep->gpus[g].score < f->cfg.exclude_below);
