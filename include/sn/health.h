@@ -208,7 +208,16 @@ const char *sn_health_action_name(enum sn_health_action a);
       "more than power_drift")                                                                     \
     X(INLET_SENSOR_DRIFT, "inlet-sensor-drift", SERVER, WARN, 5, MONITOR,                          \
       "an inlet sensor off its rack neighbours' median by more than inlet_dev_c in each of the "   \
-      "last sensor_points readings")
+      "last sensor_points readings") \
+    X(SWITCH_PORT_ERRORS, "switch-port-errors", LINK, WARN, 20, SERVICE,                           \
+      "a switch port's ifInErrors + ifOutDiscards rising by more than link_error_rise between "    \
+      "walks (the port mapped to its cable by ifName)")                                            \
+    X(ECMP_IMBALANCE, "ecmp-imbalance", SWITCH, WARN, 10, MONITOR,                                 \
+      "a leaf's equal-cost uplinks: (max - min) / mean of their octet deltas between two walks "   \
+      "above ecmp_spread")                                                                         \
+    X(PATH_FAULT, "path-fault", LINK, WARN, 30, SERVICE,                                           \
+      "several slow servers (slow-node, busbw-low): the uplink cable, leaf or spine all their "    \
+      "paths share, ranked by switch-counter evidence, with the evidence for and against")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -284,6 +293,9 @@ struct sn_health_config {
     double power_drift;            /* fraction off the equal-load median, 0.10 */
     double load_tol;               /* load points (%) that count as equal, 5 */
     double inlet_dev_c;            /* inlet sensor off its rack neighbours, 3.0 */
+    /* Switch side (docs/health.md "Switch side and path localisation"). */
+    double ecmp_spread;    /* (max - min) / mean of a leaf's uplink octet deltas, 0.25 */
+    unsigned if_port_base; /* the number of a switch's first port in ifName (swp1), 1 */
 };
 
 /* The defaults listed above. */

@@ -706,6 +706,7 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
         sn__health_detect_fabric(&c);
         sn__health_detect_facility(&c);
         sn__health_detect_site_safety(&c);
+        sn__health_detect_paths(&c);
         sn__health_detect_config(&c);
         if (c.full)
             rc = sn_error_set(err, SN_ERR_LIMIT, "more than %u findings, or out of memory",

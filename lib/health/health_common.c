@@ -128,6 +128,8 @@ void sn_health_config_default(struct sn_health_config *c)
         .power_drift = 0.10,
         .load_tol = 5,
         .inlet_dev_c = 3.0,
+        .ecmp_spread = 0.25,
+        .if_port_base = 1,
     };
 }
 

@@ -89,6 +89,7 @@ void sn__health_detect_fabric(struct sn__health_ctx *c);   /* busbw, topology, s
 void sn__health_detect_facility(struct sn__health_ctx *c); /* cooling, power */
 void sn__health_detect_config(struct sn__health_ctx *c);   /* software drift */
 void sn__health_detect_site_safety(struct sn__health_ctx *c); /* leak, coolant, BMC */
+void sn__health_detect_paths(struct sn__health_ctx *c); /* switch ports, ECMP, localisation */
 
 /* The model GPU of a (host, index) name, or SN_NONE; inv may be NULL. */
 uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,

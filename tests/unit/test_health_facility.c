@@ -576,6 +576,143 @@ static void test_bmc_evidence(void **state)
     assert_string_equal(r->unresolved[0].name, "bmc-unknown");
 }
 
+/* ---- switch side ------------------------------------------------------------------- */
+
+/* Two walks of sn00-leaf0's 16 uplinks (swp17..swp32 = ports p16..p31 on
+ * good-64): every uplink carries 1e12 B in each direction between the walks
+ * but swp18 (p17), which carries short_frac of it and gains errs errors. */
+static void leaf_walks(struct fx *f, double short_frac, unsigned errs)
+{
+    static char buf[1 << 15];
+    size_t at = 0;
+    for (unsigned w = 0; w < 2; w++)
+        for (unsigned i = 0; i < 16; i++) {
+            double d = w ? 1e12 * (i == 1 ? short_frac : 1) + 1e6 * i : 0;
+            at += (size_t)snprintf(buf + at, sizeof(buf) - at,
+                                   "IF-MIB::ifName.%u = STRING: swp%u\n"
+                                   "IF-MIB::ifHCInOctets.%u = Counter64: %.0f\n"
+                                   "IF-MIB::ifHCOutOctets.%u = Counter64: %.0f\n"
+                                   "IF-MIB::ifInErrors.%u = Counter32: %u\n",
+                                   100 + i, 17 + i, 100 + i, 5e11 + d, 100 + i, 4e11 + d, 100 + i,
+                                   w && i == 1 ? 7 + errs : 7);
+        }
+    struct sn_telem_opts o = {.source = "leaf0.txt", .host = "sn00-leaf0"};
+    struct sn_telem_sink sink = sn_health_history_sink(f->hist);
+    struct sn_error err = {0};
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_SNMP_IFMIB, &o, &sink, buf, at, NULL, &err), SN_OK);
+}
+
+static const char *label(struct fx *f, const struct sn_health_finding *x, char *buf, size_t len)
+{
+    return sn_health_entity_label(f->model, x->entity, x->id, buf, len);
+}
+
+static void test_switch_ports(void **state)
+{
+    struct fx *f = *state;
+    char lbl[160];
+    leaf_walks(f, 0.9, 50); /* 10% short, +50 errors: quiet */
+    const struct sn_health_report *r = analyze(f);
+    assert_int_equal(count(r, SN_DET_ECMP_IMBALANCE), 0);
+    assert_int_equal(count(r, SN_DET_SWITCH_PORT_ERRORS), 0);
+    assert_int_equal(r->n_skips, 0);
+    teardown(state);
+    setup(state);
+    f = *state;
+    leaf_walks(f, 0.4, 5000); /* 60% short, +5000 errors */
+    r = analyze(f);
+    assert_int_equal(count(r, SN_DET_ECMP_IMBALANCE), 2); /* in and out */
+    assert_string_equal(label(f, first(r, SN_DET_ECMP_IMBALANCE), lbl, sizeof(lbl)), "sn00-leaf0");
+    /* (1e12 + 15e6 - 0.4e12 - 1e6) / mean 0.9625e12 (+ 7.5e6) */
+    assert_near(first(r, SN_DET_ECMP_IMBALANCE)->value, 0.6234, 0.0005);
+    assert_int_equal(count(r, SN_DET_SWITCH_PORT_ERRORS), 1);
+    assert_string_equal(label(f, first(r, SN_DET_SWITCH_PORT_ERRORS), lbl, sizeof(lbl)),
+                        "sn00-leaf0:p17--spine001:p0");
+    assert_near(first(r, SN_DET_SWITCH_PORT_ERRORS)->value, 5000, 0);
+}
+
+/* A switch and a port not in the model are reported, never judged. */
+static void test_switch_unmapped(void **state)
+{
+    struct fx *f = *state;
+    const char *text = "IF-MIB::ifName.1 = STRING: swp99\nIF-MIB::ifInErrors.1 = Counter32: 1\n"
+                       "IF-MIB::ifName.1 = STRING: swp99\nIF-MIB::ifInErrors.1 = Counter32: 900\n";
+    struct sn_telem_sink sink = sn_health_history_sink(f->hist);
+    struct sn_error err = {0};
+    struct sn_telem_opts o = {.source = "a.txt", .host = "sn00-leaf0"};
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_SNMP_IFMIB, &o, &sink, text, strlen(text), NULL, &err),
+        SN_OK);
+    struct sn_telem_opts o2 = {.source = "b.txt", .host = "core-sw9"};
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_SNMP_IFMIB, &o2, &sink, text, strlen(text), NULL, &err),
+        SN_OK);
+    const struct sn_health_report *r = analyze(f);
+    assert_int_equal(count(r, SN_DET_SWITCH_PORT_ERRORS), 0);
+    assert_int_equal(r->n_skips, 2);
+    assert_int_equal(r->skips[0].entity, SN_HEALTH_ENT_SWITCH);
+    bool port = false, sw = false;
+    for (uint32_t i = 0; i < r->n_skips; i++) {
+        port |= strstr(r->skips[i].detail, "port 'swp99' of sn00-leaf0 is no cable") != NULL;
+        sw |= strstr(r->skips[i].detail, "switch 'core-sw9' is not in the model") != NULL;
+    }
+    assert_true(port);
+    assert_true(sw);
+}
+
+/* Slow servers behind sn00-leaf0 and the leaf's bad uplink: the cable is
+ * named; slow servers spread over both supernodes share only spines, with
+ * more healthy servers on them than slow: nothing is named. */
+static void test_path_fault(void **state)
+{
+    struct fx *f = *state;
+    char lbl[160];
+    struct sn_health_facts facts;
+    sn_health_facts_init(&facts);
+    const char *slow3 = "host,metric,value,unit\nsn00-t00,busbw,27.9,GB/s\nsn00-t01,busbw,28.4,GB/s\n"
+                        "sn00-t02,busbw,27.6,GB/s\nsn00-t03,busbw,46.0,GB/s\nsn01-t00,busbw,46.2,"
+                        "GB/s\nsn01-t01,busbw,45.9,GB/s\nsn01-t02,busbw,46.1,GB/s\nsn01-t03,busbw,"
+                        "46.3,GB/s\n";
+    struct sn_error err = {0};
+    assert_int_equal(
+        sn_health_facts_read(&facts, SN_FACTS_NODE, slow3, strlen(slow3), "nodes.csv", &err), SN_OK);
+    leaf_walks(f, 0.4, 5000);
+    struct sn_health_input in = {f->model, f->store, f->hist, NULL, &facts, &f->cfg, 1.7e9, NULL};
+    assert_int_equal(sn_health_analyze(&in, NULL, &f->rep, &err), SN_OK);
+    assert_int_equal(count(f->rep, SN_DET_SLOW_NODE), 3);
+    assert_int_equal(count(f->rep, SN_DET_PATH_FAULT), 1);
+    const struct sn_health_finding *x = first(f->rep, SN_DET_PATH_FAULT);
+    assert_string_equal(label(f, x, lbl, sizeof(lbl)), "sn00-leaf0:p17--spine001:p0");
+    assert_near(x->value, 3, 0);
+    assert_non_null(strstr(x->evidence, "for: 3/3 slow servers"));
+    assert_non_null(strstr(x->evidence, "against: 1 not slow"));
+    /* without switch counters the common element is the leaf pair's: a leaf */
+    teardown(state);
+    setup(state);
+    f = *state;
+    struct sn_health_input in2 = {f->model, f->store, f->hist, NULL, &facts, &f->cfg, 1.7e9, NULL};
+    assert_int_equal(sn_health_analyze(&in2, NULL, &f->rep, &err), SN_OK);
+    x = first(f->rep, SN_DET_PATH_FAULT);
+    assert_int_equal(x->entity, SN_HEALTH_ENT_SWITCH);
+    assert_string_equal(label(f, x, lbl, sizeof(lbl)), "sn00-leaf0");
+    sn_health_facts_release(&facts);
+    sn_health_report_free(f->rep);
+    f->rep = NULL;
+    /* slow servers on both supernodes: quiet */
+    sn_health_facts_init(&facts);
+    const char *spread = "host,metric,value,unit\nsn00-t00,busbw,27.9,GB/s\nsn00-t01,busbw,46.4,"
+                         "GB/s\nsn00-t02,busbw,46.6,GB/s\nsn00-t03,busbw,46.0,GB/s\nsn01-t00,"
+                         "busbw,27.2,GB/s\nsn01-t01,busbw,45.9,GB/s\nsn01-t02,busbw,46.1,GB/s\n"
+                         "sn01-t03,busbw,46.3,GB/s\n";
+    assert_int_equal(
+        sn_health_facts_read(&facts, SN_FACTS_NODE, spread, strlen(spread), "n.csv", &err), SN_OK);
+    assert_int_equal(sn_health_analyze(&in2, NULL, &f->rep, &err), SN_OK);
+    assert_int_equal(count(f->rep, SN_DET_SLOW_NODE), 2);
+    assert_int_equal(count(f->rep, SN_DET_PATH_FAULT), 0);
+    sn_health_facts_release(&facts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -593,6 +730,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_power_drift, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inlet_sensor_drift, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bmc_evidence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_switch_ports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_switch_unmapped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_fault, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
