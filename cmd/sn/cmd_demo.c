@@ -726,9 +726,12 @@ static void scene_leak(struct demo *d, json_t *running, double now)
         if (d->model->server_rack[s] == leak.rack)
             srv[n++] = s;
     /* Looked at after `running` was fetched: a rack still up now was up
-     * when the list was taken, so the list is of the jobs the leak hits. */
+     * when the list was taken, so the list is of the jobs the leak hits.
+     * Before the leak is due the rack is up: no requests then. */
     char reason[256] = "";
-    uint32_t total, down = leak_gpus_down(d, &total, reason, sizeof(reason));
+    uint32_t total = 0, down = 0;
+    if (leak.watched || now >= leak.leak_at_s - 1)
+        down = leak_gpus_down(d, &total, reason, sizeof(reason));
     bool is_down = total && down == total;
     if (!leak.down && !is_down && running) {
         size_t i;
