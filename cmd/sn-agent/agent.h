@@ -68,6 +68,7 @@ struct sim_faults {
     int slow_gpu, dropped_gpu, hot_gpu; /* GPU index in the node, -1: none */
     int stopped_gpu; /* reported in the first sample only, then never again; -1: none */
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
+    int leak_from; /* the BMC leak detector reports a leak from this sample on (1-based); 0: none */
 };
 
 struct backend {

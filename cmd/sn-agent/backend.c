@@ -146,6 +146,9 @@ static void sim_facility(struct backend *b, int64_t now_s, struct text *t)
         strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
     put(t, "time,kind,name,part,metric,value,unit\n%s,loop,%s,%s,flow,%.3f,L/min\n", stamp, lname,
         rname, ls->flow_lpm * (1 - b->faults.flow_drop));
+    /* The server's BMC leak detector (as a Redfish LeakDetector would say it). */
+    if (b->faults.leak_from > 0 && b->tick >= (uint64_t)b->faults.leak_from)
+        put(t, "%s,server,%s,leak-tray,leak,1,bool\n", stamp, b->node);
 }
 
 /* ---- nvidia-smi ----------------------------------------------------------- */

@@ -571,7 +571,8 @@ static void usage(FILE *out)
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
             "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I (GPU\n"
             "                    index in the node; stop-gpu: reported once, then never),\n"
-            "                    flow-drop[=F] (fraction of the loop's flow, 0.6)\n"
+            "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
+            "                    leak[=N] (the BMC leak detector trips at sample N, 1)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -640,6 +641,17 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
         }
         return 0;
     }
+    if (strncmp(v, "leak", klen) == 0 && klen == 4) {
+        long n = eq ? strtol(eq + 1, &end, 10) : 1;
+        if ((eq && (!eq[1] || *end)) || n < 1 || n > 1000000) {
+            fprintf(stderr, "sn-agent: --fault '%s': leak takes the sample it starts at, 1 or "
+                            "more\n",
+                    v);
+            return -1;
+        }
+        f->leak_from = (int)n;
+        return 0;
+    }
     int *slot = klen == 8 && strncmp(v, "slow-gpu", 8) == 0   ? &f->slow_gpu
                 : klen == 8 && strncmp(v, "drop-gpu", 8) == 0 ? &f->dropped_gpu
                 : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
@@ -649,7 +661,7 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I "
-                "or flow-drop[=F]\n",
+                "flow-drop[=F] or leak[=N]\n",
                 v);
         return -1;
     }

@@ -686,8 +686,135 @@ static int agent_token(struct demo *d, const char *node, const char *path)
     return rc ? SN_EXIT_INTERNAL : 0;
 }
 
+/* ---- scene: a leak ------------------------------------------------------- */
+
+static bool job_on_servers(const struct demo *d, json_t *job, const uint32_t *srv, uint32_t n);
+
+/* The last rack's first server reports a leak from its BMC (sn-agent --fault
+ * leak=N, N samples of 1 s after its start) at leak_at_s: snd's health pass
+ * finds `leak` on the rack (action power-off-zone) and marks its GPUs down;
+ * the jobs that ran there are requeued. The scene reports the rack going
+ * down and the requeues it sees (docs/cmd-demo.md). */
+static struct {
+    uint32_t server, rack; /* SN_NONE: no scene (one rack, or the slow GPU's) */
+    double leak_at_s;
+    char fault[32], node[64], rack_name[64];
+    bool watched, down, reported;
+    int64_t jobs[256], requeues[256];
+    uint32_t n_jobs;
+} leak;
+
+static const char *leak_fault(const struct demo *d, uint32_t s)
+{
+    if (!leak.fault[0]) { /* planned once, on the first call */
+        leak.server = leak.rack = SN_NONE;
+        const struct sn_model *m = d->model;
+        uint32_t rack = m->n_racks > 1 ? m->n_racks - 1 : SN_NONE;
+        for (uint32_t k = 0; rack != SN_NONE && k < m->n_servers && leak.server == SN_NONE; k++)
+            if (m->server_rack[k] == rack && m->server_rack[d->slow_server] != rack)
+                leak.server = k, leak.rack = rack;
+        double dur = d->o.duration_s;
+        leak.leak_at_s = dur > 0 ? fmin(15, 0.3 * dur) : 15;
+        snprintf(leak.fault, sizeof(leak.fault), "leak=%.0f", leak.leak_at_s + 1);
+        if (leak.server != SN_NONE) {
+            sn_model_server_name(m, leak.server, leak.node, sizeof(leak.node));
+            sn_model_rack_name(m, leak.rack, leak.rack_name, sizeof(leak.rack_name));
+        }
+    }
+    return s == leak.server ? leak.fault : NULL;
+}
+
+/* GPUs of the leak's rack down (GET /v1/gpus?node= per server). */
+static uint32_t leak_gpus_down(struct demo *d, uint32_t *total, char *reason, size_t rlen)
+{
+    uint32_t down = 0;
+    *total = 0;
+    for (uint32_t s = 0; s < d->model->n_servers; s++) {
+        if (d->model->server_rack[s] != leak.rack)
+            continue;
+        char node[64], path[128];
+        sn_model_server_name(d->model, s, node, sizeof(node));
+        snprintf(path, sizeof(path), "/v1/gpus?node=%s", node);
+        json_t *page = NULL;
+        if (call(d, "GET", path, NULL, NULL, &page, NULL) == 200) {
+            size_t i;
+            json_t *g;
+            json_array_foreach(json_object_get(page, "items"), i, g)
+            {
+                (*total)++;
+                if (strcmp(str_or(json_object_get(g, "state"), ""), "down") == 0) {
+                    down++;
+                    if (!reason[0])
+                        snprintf(reason, rlen, "%s", str_or(json_object_get(g, "reason"), ""));
+                }
+            }
+        }
+        json_decref(page);
+    }
+    return down;
+}
+
+static void scene_leak(struct demo *d, json_t *running, double now)
+{
+    leak_fault(d, 0);
+    if (leak.server == SN_NONE || leak.reported)
+        return;
+    uint32_t srv[64], n = 0;
+    for (uint32_t s = 0; s < d->model->n_servers && n < 64; s++)
+        if (d->model->server_rack[s] == leak.rack)
+            srv[n++] = s;
+    /* Looked at after `running` was fetched: a rack still up now was up
+     * when the list was taken, so the list is of the jobs the leak hits.
+     * Before the leak is due the rack is up: no requests then. */
+    char reason[256] = "";
+    uint32_t total = 0, down = 0;
+    if (leak.watched || now >= leak.leak_at_s - 1)
+        down = leak_gpus_down(d, &total, reason, sizeof(reason));
+    bool is_down = total && down == total;
+    if (!leak.down && !is_down && running) {
+        size_t i;
+        json_t *job;
+        leak.n_jobs = 0;
+        json_array_foreach(running, i, job) if (leak.n_jobs < 256 &&
+                                                job_on_servers(d, job, srv, n))
+        {
+            leak.jobs[leak.n_jobs] = json_integer_value(json_object_get(job, "id"));
+            leak.requeues[leak.n_jobs++] = json_integer_value(json_object_get(job, "requeues"));
+        }
+    }
+    if (!leak.watched && (now >= leak.leak_at_s || is_down)) {
+        leak.watched = true;
+        event(d, "FAULT leak: %s's BMC leak detector trips at %.0f s (%u job(s) on %s)",
+              leak.node, leak.leak_at_s, leak.n_jobs, leak.rack_name);
+    }
+    if (!leak.watched)
+        return;
+    if (!leak.down && is_down) {
+        leak.down = true;
+        event(d, "LEAK %s powered off by snd:health: %u of %u GPUs down (%s)", leak.rack_name, down,
+              total, reason);
+    }
+    bool final = d->o.duration_s > 0 && now + 1.5 >= d->o.duration_s;
+    uint32_t requeued = 0;
+    for (uint32_t k = 0; k < leak.n_jobs; k++) {
+        char path[64];
+        json_t *job = NULL;
+        snprintf(path, sizeof(path), "/v1/jobs/%lld", (long long)leak.jobs[k]);
+        if (call(d, "GET", path, NULL, NULL, &job, NULL) == 200 &&
+            json_integer_value(json_object_get(job, "requeues")) > leak.requeues[k])
+            requeued++;
+        json_decref(job);
+    }
+    if ((leak.down && requeued == leak.n_jobs) || final) {
+        leak.reported = true;
+        event(d, "leak: %s %s; %u of %u job(s) that ran there interrupted and requeued",
+              leak.rack_name, leak.down ? "powered off" : "NOT powered off", requeued,
+              leak.n_jobs);
+    }
+}
+
 /* One sn-agent per server with the sim backend; the slow server's agent
- * runs with --fault slow-gpu=3. */
+ * runs with --fault slow-gpu=3, the leak scene's with --fault leak=N. */
 static int start_agents(struct demo *d)
 {
     d->agents = calloc(d->model->n_servers, sizeof(*d->agents));
@@ -725,8 +852,8 @@ static int start_agents(struct demo *d)
                         "--cgroup-root", /* a local demonstration: no cgroups, jobs */
                         "none",          /* as the user running sn demo */
                         "--unsafe-jobs-as-agent-user",
-                        s == d->slow_server ? "--fault" : NULL,
-                        "slow-gpu=3",
+                        s == d->slow_server || leak_fault(d, s) ? "--fault" : NULL,
+                        s == d->slow_server ? "slow-gpu=3" : (char *)leak_fault(d, s),
                         NULL};
         d->agents[s] = spawn(exe, argv, log, -1);
         if (d->agents[s] < 0)
@@ -1691,6 +1818,7 @@ static int run_loop(struct demo *d)
         if (now >= next_poll) {
             scenes_poll(d, now);
             json_t *running = poll_running(d, now);
+            scene_leak(d, running, now);
             /* the failure waits (at most 10 s) for the checkpoint scene */
             bool ready = !d->sc.on || d->sc.ckpt_reported || now >= d->fail_at_s + 10;
             if (!d->failed && now >= d->fail_at_s && running && ready)

@@ -425,7 +425,15 @@ static void on_xid(void *ctx, const struct sn_telem_xid *rec)
 static void on_facility(void *ctx, const struct sn_telem_facility *rec)
 {
     struct ingest *in = ctx;
+    /* A BMC reading speaks for its own server only: an agent cannot trip
+     * another rack's leak detector. */
+    if (rec->kind == SN_FACILITY_KIND_SERVER && strcmp(rec->name, in->host) != 0) {
+        in->foreign++;
+        return;
+    }
     in->store.facility(in->store.ctx, rec);
+    if (rec->metric == SN_FACILITY_LEAK && rec->value >= 1)
+        snd_health_poke(); /* a leak is acted on at once, not at the next interval */
 }
 
 /* Host/NIC readings of the node (docs/health.md "Host collectors in

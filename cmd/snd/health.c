@@ -9,7 +9,10 @@
  *    interrupts and requeues its jobs. gpu-missing includes a GPU whose agent
  *    keeps reporting its peers but has not reported it for health_stale_s;
  *  - a GPU whose score falls below health_cordon_below is cordoned by
- *    "snd:health" with the score and the finding that set its action.
+ *    "snd:health" with the score and the finding that set its action;
+ *  - a leak (a rack finding with action power-off-zone) marks every GPU of
+ *    the rack down by "snd:health", the rack named in the reason: its jobs
+ *    are requeued like a failed GPU's.
  * Each action writes the GPU's admin row and an audit entry (the event)
  * through the outbox, in order with the scheduler's rows. snd never
  * resumes a GPU by itself: an operator resumes it (a GPU still scoring
@@ -156,9 +159,28 @@ static void act(struct snd *d, uint32_t g, enum snd_admin_state to, const char *
     snd_sched_admin_changed(d, false, g, old);
 }
 
+/* A leak's power-off zone: every GPU of the rack goes down as snd:health
+ * (its jobs are interrupted and requeued by the scheduler wiring), with the
+ * rack and the evidence in the reason. */
+static void power_off_zone(struct snd *d, const struct sn_health_finding *f)
+{
+    const struct sn_model *m = d->model;
+    char rack[64], reason[256];
+    sn_model_rack_name(m, f->id, rack, sizeof(rack));
+    snprintf(reason, sizeof(reason), "health: power-off-zone %s: %s: %.160s", rack,
+             sn_detector_info(f->detector)->name, f->evidence);
+    for (uint32_t g = 0; g < m->n_gpus; g++)
+        if (m->server_rack[m->gpu_server[g]] == f->id && d->gpus[g].state != SND_ADMIN_DOWN)
+            act(d, g, SND_ADMIN_DOWN, reason);
+}
+
 static void act_on(struct snd *d, const struct sn_health_report *rep)
 {
     const struct sn_model *m = d->model;
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        if (rep->findings[i].action == SN_HEALTH_ACT_POWER_OFF_ZONE &&
+            rep->findings[i].entity == SN_HEALTH_ENT_RACK && rep->findings[i].id < m->n_racks)
+            power_off_zone(d, &rep->findings[i]);
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||

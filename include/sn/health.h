@@ -58,7 +58,9 @@
     X(SERVER, "server")                                                                            \
     X(LINK, "link")         /* a model link (NVLink GPU port to its scale-up chip) */              \
     X(LOOP, "cooling-loop") /* a model cooling loop */                                             \
-    X(FEED, "power-feed")   /* a model power domain */
+    X(FEED, "power-feed")   /* a model power domain */                                             \
+    X(RACK, "rack")         /* a model rack (power-off zone of a leak) */                          \
+    X(SWITCH, "switch")     /* a model switch (leaf, spine, core) */
 enum sn_health_entity {
 #define SN_X(id, name) SN_HEALTH_ENT_##id,
     SN_HEALTH_ENTITY_LIST(SN_X)
@@ -83,7 +85,8 @@ const char *sn_health_severity_name(enum sn_health_severity s);
     X(DRAIN, "drain")         /* no new work; re-test before return */                             \
     X(RESET_GPU, "reset-gpu") /* drain, then nvidia-smi -r */                                      \
     X(REBOOT, "reboot")       /* drain the node, reboot it */                                      \
-    X(SERVICE, "service")     /* field diagnostics, repair or RMA */
+    X(SERVICE, "service")     /* field diagnostics, repair or RMA */                               \
+    X(POWER_OFF_ZONE, "power-off-zone") /* cut power to the rack now; requeue its jobs */
 enum sn_health_action {
 #define SN_X(id, name) SN_HEALTH_ACT_##id,
     SN_HEALTH_ACTION_LIST(SN_X)
@@ -207,7 +210,39 @@ const char *sn_health_action_name(enum sn_health_action a);
     X(NCCL_GDR_OFF, "nccl-gdr-off", SERVER, WARN, 30, DRAIN,                                       \
       "NCCL reports GPU Direct RDMA disabled where the spec gives the server RDMA NICs")           \
     X(LINK_FLAP, "link-flap", SERVER, WARN, 20, MONITOR,                                           \
-      "a NIC link went down >= link_flap_count times (kernel log, sysfs carrier_down_count)")
+      "a NIC link went down >= link_flap_count times (kernel log, sysfs carrier_down_count)") \
+    X(LEAK, "leak", RACK, CRIT, 100, POWER_OFF_ZONE,                                               \
+      "a leak detector reports a leak (Redfish DetectorState Warning/Critical, leak = 1): the "   \
+      "server's rack, or every rack of the cooling loop, is a power-off zone")                    \
+    X(COOLANT_SUPPLY_HIGH, "coolant-supply-high", LOOP, WARN, 20, SERVICE,                         \
+      "coolant supply temperature above coolant_supply_max_c")                                     \
+    X(COOLANT_DP, "coolant-dp-shift", LOOP, WARN, 20, SERVICE,                                     \
+      "pressure differential off the median of its earlier readings by more than dp_dev")         \
+    X(COOLANT_CHEMISTRY, "coolant-chemistry", LOOP, WARN, 20, SERVICE,                             \
+      "conductivity above conductivity_max_us_cm, or pH outside [ph_min, ph_max]")                \
+    X(CONDENSATION, "condensation-risk", LOOP, CRIT, 40, SERVICE,                                  \
+      "dew point (loop or a server of its racks) at or above the loop's coldest supply "           \
+      "temperature minus dew_margin_c")                                                            \
+    X(INLET_CREEP, "inlet-creep", SERVER, WARN, 10, MONITOR,                                       \
+      "inlet temperature trend: least-squares slope over >= inlet_min_span_s above "               \
+      "inlet_slope_c_per_day")                                                                     \
+    X(PSU_EFFICIENCY, "psu-efficiency-drift", SERVER, WARN, 10, SERVICE,                           \
+      "a PSU's output/input below the median of its earlier readings by more than psu_eff_drop")  \
+    X(POWER_DRIFT, "power-drift", SERVER, WARN, 10, MONITOR,                                       \
+      "server power off the median of its earlier readings at equal load (within load_tol) by "    \
+      "more than power_drift")                                                                     \
+    X(INLET_SENSOR_DRIFT, "inlet-sensor-drift", SERVER, WARN, 5, MONITOR,                          \
+      "an inlet sensor off its rack neighbours' median by more than inlet_dev_c in each of the "   \
+      "last sensor_points readings") \
+    X(SWITCH_PORT_ERRORS, "switch-port-errors", LINK, WARN, 20, SERVICE,                           \
+      "a switch port's ifInErrors + ifOutDiscards rising by more than link_error_rise between "    \
+      "walks (the port mapped to its cable by ifName)")                                            \
+    X(ECMP_IMBALANCE, "ecmp-imbalance", SWITCH, WARN, 10, MONITOR,                                 \
+      "a leaf's equal-cost uplinks: (max - min) / mean of their octet deltas between two walks "   \
+      "above ecmp_spread")                                                                         \
+    X(PATH_FAULT, "path-fault", LINK, WARN, 30, SERVICE,                                           \
+      "several slow servers (slow-node, busbw-low): the uplink cable, leaf or spine all their "    \
+      "paths share, ranked by switch-counter evidence, with the evidence for and against")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -280,6 +315,21 @@ struct sn_health_config {
     double irq_one_cpu_frac;   /* a NIC's interrupts on its busiest CPU, 0.90 */
     double irq_numa_frac;      /* a NIC's interrupts off its NUMA node, 0.50 */
     unsigned link_flap_count;  /* link-down events of one link, 2 */
+    /* Facility (docs/health.md "Facility detectors"). */
+    double coolant_supply_max_c;  /* 32 (ASHRAE liquid cooling class W32) */
+    double dp_dev;                /* pressure differential shift, 0.20 */
+    double conductivity_max_us_cm; /* 500 */
+    double ph_min, ph_max;         /* 7.0, 9.0 (ASHRAE TC 9.9 water quality) */
+    double dew_margin_c;           /* supply must stay this far above the dew point, 0 */
+    double inlet_slope_c_per_day;  /* 0.5 */
+    double inlet_min_span_s;       /* a trend needs this much history, 2 days */
+    double psu_eff_drop;           /* absolute efficiency drop, 0.02 */
+    double power_drift;            /* fraction off the equal-load median, 0.10 */
+    double load_tol;               /* load points (%) that count as equal, 5 */
+    double inlet_dev_c;            /* inlet sensor off its rack neighbours, 3.0 */
+    /* Switch side (docs/health.md "Switch side and path localisation"). */
+    double ecmp_spread;    /* (max - min) / mean of a leaf's uplink octet deltas, 0.25 */
+    unsigned if_port_base; /* the number of a switch's first port in ifName (swp1), 1 */
 };
 
 /* The defaults listed above. */

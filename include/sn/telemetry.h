@@ -492,7 +492,25 @@ struct sn_telem_diag {
     X(RETURN_TEMP, "return_temp", "C", "loop")                                                     \
     X(VOLTAGE, "voltage", "V", "feed")                                                             \
     X(CURRENT, "current", "A", "feed")                                                             \
-    X(POWER, "power", "W", "feed")
+    X(POWER, "power", "W", "feed")                                                                 \
+    /* appended for BMC, CDU and switch readers (kind lists every kind a metric fits) */         \
+    X(PRESSURE_DIFF, "pressure_diff", "kPa", "loop")  /* supply - return pressure */               \
+    X(CONDUCTIVITY, "conductivity", "uS/cm", "loop")  /* coolant electrical conductivity */        \
+    X(PH, "ph", "pH", "loop")                         /* coolant pH */                             \
+    X(DEW_POINT, "dew_point", "C", "loop server")     /* air dew point near the loop / chassis */  \
+    X(LEAK, "leak", "bool", "loop server")            /* 1: a leak detector reports a leak */      \
+    X(HUMIDITY, "humidity", "%", "loop server")       /* relative humidity */                      \
+    X(INLET_TEMP, "inlet_temp", "C", "server")        /* chassis air intake */                     \
+    X(TEMP, "temp", "C", "server")                    /* any other BMC temperature */              \
+    X(PSU_INPUT_POWER, "psu_input_power", "W", "server")                                           \
+    X(PSU_OUTPUT_POWER, "psu_output_power", "W", "server")                                         \
+    X(SERVER_POWER, "server_power", "W", "server")    /* whole-chassis input power */              \
+    X(LOAD, "load", "%", "server")                    /* utilisation the power draw is judged at */ \
+    X(IN_OCTETS, "in_octets", "B", "switch")          /* IF-MIB ifHCInOctets (ifInOctets) */        \
+    X(OUT_OCTETS, "out_octets", "B", "switch")        /* IF-MIB ifHCOutOctets (ifOutOctets) */      \
+    X(IN_ERRORS, "in_errors", "count", "switch")      /* IF-MIB ifInErrors */                      \
+    X(OUT_DISCARDS, "out_discards", "count", "switch") /* IF-MIB ifOutDiscards */                  \
+    X(SPEED, "speed", "B/s", "switch")                /* IF-MIB ifHighSpeed, per direction */
 enum sn_facility_metric {
 #define SN_X(id, name, unit, kind) SN_FACILITY_##id,
     SN_FACILITY_METRIC_LIST(SN_X)
@@ -502,14 +520,33 @@ enum sn_facility_metric {
 const char *sn_facility_metric_name(enum sn_facility_metric m);
 const char *sn_facility_metric_unit(enum sn_facility_metric m);
 
-/* One facility reading: a cooling loop branch or a power feed phase. */
+/* What a facility reading is about (appended to the original loop/feed pair:
+ * is_feed stays true exactly for FEED). */
+#define SN_FACILITY_KIND_LIST(X)                                                                   \
+    X(LOOP, "loop")     /* a cooling loop; part = branch */                                        \
+    X(FEED, "feed")     /* a power feed; part = phase */                                           \
+    X(SERVER, "server") /* a server's BMC (Redfish, IPMI); name = host, part = sensor */           \
+    X(SWITCH, "switch") /* a switch port (SNMP IF-MIB); name = switch, part = ifName */
+enum sn_facility_kind {
+#define SN_X(id, name) SN_FACILITY_KIND_##id,
+    SN_FACILITY_KIND_LIST(SN_X)
+#undef SN_X
+        SN_FACILITY_KIND_COUNT
+};
+const char *sn_facility_kind_name(enum sn_facility_kind k);
+/* Whether metric m fits kind k (the metric table's kind column). */
+bool sn_facility_metric_fits(enum sn_facility_metric m, enum sn_facility_kind k);
+
+/* One facility reading: a cooling loop branch, a power feed phase, a BMC
+ * sensor of a server or a switch port counter. */
 struct sn_telem_facility {
     struct sn_telem_origin at;
-    bool is_feed;     /* false: cooling loop */
-    const char *name; /* loop or feed name ("cdu-a", "pdu-r12-a") */
-    const char *part; /* branch or phase ("branch-3", "L1") */
+    bool is_feed;     /* kind == SN_FACILITY_KIND_FEED */
+    const char *name; /* loop, feed, host or switch name ("cdu-a", "pdu-r12-a") */
+    const char *part; /* branch, phase, sensor or port ("branch-3", "L1", "Ethernet1/1") */
     enum sn_facility_metric metric;
-    double value; /* in the metric's unit */
+    double value;               /* in the metric's unit */
+    enum sn_facility_kind kind; /* appended; zero-initialised records are loops */
 };
 
 /* ---- host and NIC readings (steps 2 and 3 of the slow-node method) ---------- */
@@ -639,7 +676,10 @@ struct sn_telem_sink {
     X(RDMA_STAT, "rdma-statistic")        /* rdma statistic show (iproute2) */                     \
     X(INTERRUPTS, "proc-interrupts")      /* /proc/interrupts and /proc/softirqs */                \
     X(SYSFS, "sysfs")                     /* grep . /sys/... (path:value lines) */                 \
-    X(NCCL_DEBUG, "nccl-debug")           /* NCCL_DEBUG=INFO log lines */
+    X(NCCL_DEBUG, "nccl-debug")           /* NCCL_DEBUG=INFO log lines */ \
+    X(REDFISH, "redfish")        /* Redfish JSON: Thermal, Power, Sensor(s), EnvironmentMetrics, ... */ \
+    X(IPMI, "ipmitool")          /* ipmitool sdr [list|elist] / ipmitool sensor */               \
+    X(SNMP_IFMIB, "snmp-if-mib") /* snmpwalk of IF-MIB / IF-MIB::ifXTable */
 enum sn_telem_format {
 #define SN_X(id, text) SN_TELEM_FMT_##id,
     SN_TELEM_FORMAT_LIST(SN_X)
@@ -819,6 +859,7 @@ struct sn_telem_facility_entry {
     double value, time_s;
     uint16_t source;
     uint32_t line;
+    enum sn_facility_kind kind;
 };
 
 struct sn_telem_store_limits {

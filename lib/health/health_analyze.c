@@ -146,6 +146,10 @@ char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, 
                                : (snprintf(buf, len, "link%u", id), buf);
     case SN_HEALTH_ENT_LOOP:
         return sn_model_cooling_loop_name(m, id, buf, len);
+    case SN_HEALTH_ENT_RACK:
+        return sn_model_rack_name(m, id, buf, len);
+    case SN_HEALTH_ENT_SWITCH:
+        return sn_model_switch_name(m, id, buf, len);
     default:
         return sn_model_power_domain_name(m, id, buf, len);
     }
@@ -488,6 +492,15 @@ static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
         if (sv < r->n_servers)
             host_ev[sv] = true;
     }
+    /* And a BMC reading (Redfish, ipmitool) of the server. */
+    for (uint32_t i = 0; host_ev && i < sn_telem_store_facility_count(c->st); i++) {
+        const struct sn_telem_facility_entry *e = sn_telem_store_facility(c->st, i);
+        uint32_t sv = e->kind == SN_FACILITY_KIND_SERVER
+                          ? sn_inventory_server(c->in->inventory, m, e->name)
+                          : SN_NONE;
+        if (sv < r->n_servers)
+            host_ev[sv] = true;
+    }
     for (uint32_t sv = 0; sv < r->n_servers; sv++) {
         struct sn_health_score *s = &r->servers[sv];
         s->age_s = NAN;
@@ -508,6 +521,38 @@ static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
         cv->servers[s->evidence]++;
     }
     free(host_ev);
+}
+
+/* A rack finding (a leak's power-off zone) takes every GPU of the rack with
+ * it: the penalty and the action apply to each, without decay. */
+static void rack_findings(struct sn__health_ctx *c, struct sn_health_report *r,
+                          const struct sn_health_state *st)
+{
+    const struct sn_model *m = c->m;
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        const struct sn_health_finding *f = &r->findings[i];
+        if (f->entity != SN_HEALTH_ENT_RACK)
+            continue;
+        for (uint32_t g = 0; g < r->n_gpus; g++) {
+            if (m->server_rack[m->gpu_server[g]] != f->id)
+                continue;
+            struct sn_health_score *s = &r->gpus[g];
+            s->score -= sn_detector_info(f->detector)->weight;
+            if (s->score < 0)
+                s->score = 0;
+            if (f->action > s->action) {
+                s->action = f->action;
+                s->reason = i;
+            }
+            for (unsigned t = 0; t < r->n_thresholds; t++)
+                if (s->score < r->thresholds[t])
+                    sn_bitset_set(&r->exclude[t], g);
+            if (s->score < c->cfg->exclude_below && !st) {
+                s->excluded = true;
+                sn_bitset_set(&r->excluded, g);
+            }
+        }
+    }
 }
 
 /* Findings on each GPU (GPU and link findings of that GPU) and server: the
@@ -558,6 +603,7 @@ static enum sn_err score_all(struct sn__health_ctx *c, struct sn_health_report *
             sn_bitset_set(&r->excluded, f->gpu);
         }
     }
+    rack_findings(c, r, st);
     score_servers(r, c->m, srv_first, srv_count);
     evidence(c, r, srv_count);
     rc = score_links(r, err);
@@ -666,6 +712,8 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
         sn__health_detect_peers(&c);
         sn__health_detect_fabric(&c);
         sn__health_detect_facility(&c);
+        sn__health_detect_site_safety(&c);
+        sn__health_detect_paths(&c);
         sn__health_detect_config(&c);
         sn__health_detect_net(&c);
         if (c.full)

@@ -124,6 +124,20 @@ void sn_health_config_default(struct sn_health_config *c)
         .irq_one_cpu_frac = 0.90,
         .irq_numa_frac = 0.50,
         .link_flap_count = 2,
+        .coolant_supply_max_c = 32, /* ASHRAE TC 9.9 liquid cooling class W32 */
+        .dp_dev = 0.20,
+        .conductivity_max_us_cm = 500,
+        .ph_min = 7.0, /* ASHRAE TC 9.9 (2011) water quality: pH 7 to 9 */
+        .ph_max = 9.0,
+        .dew_margin_c = 0,
+        .inlet_slope_c_per_day = 0.5,
+        .inlet_min_span_s = 2 * 86400.0,
+        .psu_eff_drop = 0.02,
+        .power_drift = 0.10,
+        .load_tol = 5,
+        .inlet_dev_c = 3.0,
+        .ecmp_spread = 0.25,
+        .if_port_base = 1,
     };
 }
 

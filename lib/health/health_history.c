@@ -186,8 +186,9 @@ static void on_facility(void *ctx, const struct sn_telem_facility *r)
     if (h->fwd.facility)
         h->fwd.facility(h->fwd.ctx, r);
     char key[160];
-    snprintf(key, sizeof(key), "%s/%s/%s/%s", r->is_feed ? "feed" : "loop", r->name, r->part,
-             sn_facility_metric_name(r->metric));
+    snprintf(key, sizeof(key), "%s/%s/%s/%s",
+             sn_facility_kind_name(r->is_feed ? SN_FACILITY_KIND_FEED : r->kind), r->name,
+             r->part, sn_facility_metric_name(r->metric));
     series_add(h, key, r->at.time_s, r->value, r->at.line, r->at.source);
 }
 

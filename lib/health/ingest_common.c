@@ -83,6 +83,31 @@ const char *sn_facility_metric_unit(enum sn_facility_metric m)
     return (unsigned)m < SN_FACILITY_METRIC_COUNT ? facility_units[m] : "";
 }
 
+NAME_FN(sn_facility_kind_name, enum sn_facility_kind, SN_FACILITY_KIND_COUNT,
+        SN_FACILITY_KIND_LIST, TEXT2)
+
+static const char *const facility_kinds[] = {
+#define SN_X(id, name, unit, kind) kind,
+    SN_FACILITY_METRIC_LIST(SN_X)
+#undef SN_X
+};
+
+bool sn_facility_metric_fits(enum sn_facility_metric m, enum sn_facility_kind k)
+{
+    if ((unsigned)m >= SN_FACILITY_METRIC_COUNT || (unsigned)k >= SN_FACILITY_KIND_COUNT)
+        return false;
+    const char *want = sn_facility_kind_name(k), *s = facility_kinds[m];
+    size_t n = strlen(want);
+    while (*s) { /* space-separated words */
+        size_t w = strcspn(s, " ");
+        if (w == n && memcmp(s, want, n) == 0)
+            return true;
+        s += w;
+        s += *s == ' ';
+    }
+    return false;
+}
+
 enum sn_err sn_telem_format_parse(const char *name, enum sn_telem_format *out, struct sn_error *err)
 {
     for (unsigned f = 0; f < SN_TELEM_FORMAT_COUNT; f++) {
@@ -774,6 +799,9 @@ static const struct sn__telem_ops *const ops_table[SN_TELEM_FORMAT_COUNT] = {
     [SN_TELEM_FMT_INTERRUPTS] = &sn__telem_irq_ops,
     [SN_TELEM_FMT_SYSFS] = &sn__telem_sysfs_ops,
     [SN_TELEM_FMT_NCCL_DEBUG] = &sn__telem_nccl_debug_ops,
+    [SN_TELEM_FMT_REDFISH] = &sn__telem_redfish_ops,
+    [SN_TELEM_FMT_IPMI] = &sn__telem_ipmi_ops,
+    [SN_TELEM_FMT_SNMP_IFMIB] = &sn__telem_snmp_ops,
 };
 
 static char *dup_or_null(const char *s)
@@ -1115,6 +1143,20 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"==============NVSMI LOG==============", SN_TELEM_FMT_SMI_Q},
         {"\"test_categories\"", SN_TELEM_FMT_DCGMI_DIAG_JSON},
         {"\"readings\"", SN_TELEM_FMT_FACILITY_JSON},
+        {"\"@odata.", SN_TELEM_FMT_REDFISH},
+        {"\"ReadingCelsius\"", SN_TELEM_FMT_REDFISH},
+        {"\"DetectorState\"", SN_TELEM_FMT_REDFISH},
+        {"IF-MIB::if", SN_TELEM_FMT_SNMP_IFMIB},
+        {".1.3.6.1.2.1.2.2.1.", SN_TELEM_FMT_SNMP_IFMIB},
+        {".1.3.6.1.2.1.31.1.1.1.", SN_TELEM_FMT_SNMP_IFMIB},
+        {"iso.3.6.1.2.1.2.2.1.", SN_TELEM_FMT_SNMP_IFMIB},
+        {"iso.3.6.1.2.1.31.1.1.1.", SN_TELEM_FMT_SNMP_IFMIB},
+        {"SNMPv2-SMI::mib-2.31.1.1.1.", SN_TELEM_FMT_SNMP_IFMIB},
+        {" degrees C ", SN_TELEM_FMT_IPMI},
+        {" degrees C\n", SN_TELEM_FMT_IPMI},
+        {" Watts ", SN_TELEM_FMT_IPMI},
+        {" RPM ", SN_TELEM_FMT_IPMI},
+        {"Sensor ID              :", SN_TELEM_FMT_IPMI},
         {"DCGM_FI_", SN_TELEM_FMT_PROM},
         {"NVRM: Xid", SN_TELEM_FMT_KMSG},
         {"fallen off the bus", SN_TELEM_FMT_KMSG},

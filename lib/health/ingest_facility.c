@@ -34,11 +34,6 @@ enum { C_TIME, C_KIND, C_NAME, C_PART, C_METRIC, C_VALUE, C_UNIT, C_COUNT };
 static const char *const col_names[C_COUNT] = {"time",   "kind",  "name", "part",
                                                "metric", "value", "unit"};
 
-static const char *const metric_kind[] = {
-#define SN_X(id, name, unit, kind) kind,
-    SN_FACILITY_METRIC_LIST(SN_X)
-#undef SN_X
-};
 
 /* Converts value in unit to the metric's unit; false if the unit does not fit. */
 static bool convert(enum sn_facility_metric m, double value, const char *unit, double *out)
@@ -67,10 +62,74 @@ static bool convert(enum sn_facility_metric m, double value, const char *unit, d
         if (strcmp(unit, "A") == 0 || strcmp(unit, "mA") == 0)
             return *out = value * (unit[0] == 'm' ? 1e-3 : 1), true;
         return false;
+    case SN_FACILITY_DEW_POINT:
+    case SN_FACILITY_INLET_TEMP:
+    case SN_FACILITY_TEMP:
+        if (strcmp(unit, "C") == 0)
+            return *out = value, true;
+        if (strcmp(unit, "K") == 0)
+            return *out = value - 273.15, true;
+        if (strcmp(unit, "F") == 0)
+            return *out = (value - 32) * 5 / 9, true;
+        return false;
+    case SN_FACILITY_PSU_INPUT_POWER:
+    case SN_FACILITY_PSU_OUTPUT_POWER:
+    case SN_FACILITY_SERVER_POWER:
+        if (strcmp(unit, "W") == 0 || strcmp(unit, "kW") == 0)
+            return *out = value * (unit[0] == 'k' ? 1e3 : 1), value >= 0;
+        return false;
+    case SN_FACILITY_PRESSURE_DIFF:
+        if (strcmp(unit, "kPa") == 0 || strcmp(unit, "bar") == 0 || strcmp(unit, "psi") == 0)
+            return *out = value * (unit[0] == 'b' ? 100 : unit[0] == 'p' ? 6.894757 : 1), true;
+        return false;
+    case SN_FACILITY_CONDUCTIVITY:
+        if (strcmp(unit, "uS/cm") == 0 || strcmp(unit, "mS/cm") == 0)
+            return *out = value * (unit[0] == 'm' ? 1e3 : 1), value >= 0;
+        return false;
+    case SN_FACILITY_PH:
+        return *out = value, strcmp(unit, "pH") == 0 && value >= 0 && value <= 14;
+    case SN_FACILITY_LEAK:
+        return *out = value, strcmp(unit, "bool") == 0 && (value == 0 || value == 1);
+    case SN_FACILITY_HUMIDITY:
+    case SN_FACILITY_LOAD:
+        return *out = value, strcmp(unit, "%") == 0 && value >= 0 && value <= 100;
+    case SN_FACILITY_IN_OCTETS:
+    case SN_FACILITY_OUT_OCTETS:
+        return *out = value, strcmp(unit, "B") == 0 && value >= 0;
+    case SN_FACILITY_IN_ERRORS:
+    case SN_FACILITY_OUT_DISCARDS:
+        return *out = value, strcmp(unit, "count") == 0 && value >= 0;
+    case SN_FACILITY_SPEED:
+        if (strcmp(unit, "B/s") == 0 || strcmp(unit, "Mb/s") == 0 || strcmp(unit, "Gb/s") == 0)
+            return *out = value * (unit[0] == 'M' ? 1e6 / 8 : unit[0] == 'G' ? 1e9 / 8 : 1),
+                   value >= 0;
+        return false;
     case SN_FACILITY_METRIC_COUNT:
         break;
     }
     return false;
+}
+
+bool sn__telem_facility_put(struct sn_telem_parser *p, unsigned line, double time_s,
+                            enum sn_facility_kind kind, const char *name, const char *part,
+                            enum sn_facility_metric metric, double value)
+{
+    if (!sn_facility_metric_fits(metric, kind))
+        return sn__telem_skip_at(p, line, 0, SN_TELEM_SKIP_UNKNOWN_FIELD,
+                                 "metric '%s' is not one of a %s", sn_facility_metric_name(metric),
+                                 sn_facility_kind_name(kind)),
+               false;
+    if (!name[0] || !part[0])
+        return sn__telem_skip_at(p, line, 0, SN_TELEM_SKIP_NO_IDENTITY, "empty name or part"),
+               false;
+    if (!isfinite(value))
+        return sn__telem_skip_at(p, line, 0, SN_TELEM_SKIP_BAD_VALUE, "%s is not finite",
+                                 sn_facility_metric_name(metric)),
+               false;
+    struct sn_telem_facility rec = {{p->source, line, time_s}, kind == SN_FACILITY_KIND_FEED,
+                                    name, part, metric, value, kind};
+    SN__EMIT(p, facility, &rec);
+    return true;
 }
 
 bool sn__telem_facility_emit(struct sn_telem_parser *p, unsigned line, const char *time,
@@ -78,16 +137,19 @@ bool sn__telem_facility_emit(struct sn_telem_parser *p, unsigned line, const cha
                              const char *metric, double value, const char *unit)
 {
     double t = NAN;
-    bool feed = strcmp(kind, "feed") == 0;
-    if (!feed && strcmp(kind, "loop") != 0)
+    unsigned k = 0;
+    while (k < SN_FACILITY_KIND_COUNT && strcmp(kind, sn_facility_kind_name(k)) != 0)
+        k++;
+    if (k == SN_FACILITY_KIND_COUNT)
         return sn__telem_skip_at(p, line, 0, SN_TELEM_SKIP_BAD_VALUE,
-                                 "kind '%s' is not 'loop' or 'feed'", kind),
+                                 "kind '%s' is not 'loop', 'feed', 'server' or 'switch'", kind),
                false;
     unsigned m = 0;
     while (m < SN_FACILITY_METRIC_COUNT &&
            strcmp(metric, sn_facility_metric_name((enum sn_facility_metric)m)) != 0)
         m++;
-    if (m == SN_FACILITY_METRIC_COUNT || strcmp(metric_kind[m], kind) != 0)
+    if (m == SN_FACILITY_METRIC_COUNT ||
+        !sn_facility_metric_fits((enum sn_facility_metric)m, (enum sn_facility_kind)k))
         return sn__telem_skip_at(p, line, 0, SN_TELEM_SKIP_UNKNOWN_FIELD,
                                  "metric '%s' is not one of a %s", metric, kind),
                false;
@@ -104,10 +166,8 @@ bool sn__telem_facility_emit(struct sn_telem_parser *p, unsigned line, const cha
                                  "unit '%s' does not fit '%s' (expected %s)", unit, metric,
                                  sn_facility_metric_unit((enum sn_facility_metric)m)),
                false;
-    struct sn_telem_facility rec = {{p->source, line, t},       feed, name, part,
-                                    (enum sn_facility_metric)m, v};
-    SN__EMIT(p, facility, &rec);
-    return true;
+    return sn__telem_facility_put(p, line, t, (enum sn_facility_kind)k, name, part,
+                                  (enum sn_facility_metric)m, v);
 }
 
 struct fcsv_state {

@@ -185,11 +185,21 @@ extern const struct sn__telem_ops sn__telem_nccl_debug_ops;
  * WARN line. Emit their records and return true if the line was one. */
 bool sn__telem_net_kmsg_line(struct sn_telem_parser *p, const char *s, size_t n);
 bool sn__telem_nccl_debug_line(struct sn_telem_parser *p, const char *s, size_t n);
+extern const struct sn__telem_ops sn__telem_redfish_ops;
+extern const struct sn__telem_ops sn__telem_ipmi_ops;
+extern const struct sn__telem_ops sn__telem_snmp_ops;
 
 /* Facility: one reading from its text fields (shared by CSV and JSON).
  * Reports and returns false on a bad field. */
 bool sn__telem_facility_emit(struct sn_telem_parser *p, unsigned line, const char *time,
                              const char *kind, const char *name, const char *part,
                              const char *metric, double value, const char *unit);
+
+/* Facility: one reading already in the metric's unit, of an explicit kind
+ * (the BMC and switch readers). Reports and returns false when the metric
+ * does not fit the kind, name or part is empty, or value is not finite. */
+bool sn__telem_facility_put(struct sn_telem_parser *p, unsigned line, double time_s,
+                            enum sn_facility_kind kind, const char *name, const char *part,
+                            enum sn_facility_metric metric, double value);
 
 #endif /* SN_HEALTH_INGEST_INT_H */

@@ -751,26 +751,26 @@ static void sink_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
 }
 
 struct fac_key {
-    bool is_feed;
+    unsigned kind; /* enum sn_facility_kind */
     const char *name, *part;
     enum sn_facility_metric metric;
 };
 
-static uint64_t fac_hash(bool feed, const char *name, const char *part, unsigned metric)
+static uint64_t fac_hash(unsigned kind, const char *name, const char *part, unsigned metric)
 {
-    return mix64(hash_str(name, strlen(name), feed) ^ hash_str(part, strlen(part), 7 + metric));
+    return mix64(hash_str(name, strlen(name), kind) ^ hash_str(part, strlen(part), 7 + metric));
 }
 static bool eq_fac(const struct sn_telem_store *s, uint32_t id, const void *key)
 {
     const struct sn_telem_facility_entry *e = &s->fac[id];
     const struct fac_key *k = key;
-    return e->is_feed == k->is_feed && e->metric == k->metric && strcmp(e->name, k->name) == 0 &&
+    return (unsigned)e->kind == k->kind && e->metric == k->metric && strcmp(e->name, k->name) == 0 &&
            strcmp(e->part, k->part) == 0;
 }
 static uint64_t rh_fac(const struct sn_telem_store *s, uint32_t id)
 {
     const struct sn_telem_facility_entry *e = &s->fac[id];
-    return fac_hash(e->is_feed, e->name, e->part, e->metric);
+    return fac_hash(e->kind, e->name, e->part, e->metric);
 }
 
 static void sink_facility(void *ctx, const struct sn_telem_facility *r)
@@ -779,8 +779,10 @@ static void sink_facility(void *ctx, const struct sn_telem_facility *r)
     struct sn_telem_facility_entry tmp = {0};
     sn__telem_copy(tmp.name, sizeof(tmp.name), r->name, strlen(r->name));
     sn__telem_copy(tmp.part, sizeof(tmp.part), r->part, strlen(r->part));
-    struct fac_key k = {r->is_feed, tmp.name, tmp.part, r->metric};
-    uint64_t h = fac_hash(k.is_feed, k.name, k.part, k.metric);
+    /* Records from older callers set only is_feed (kind 0 is LOOP). */
+    enum sn_facility_kind kind = r->is_feed ? SN_FACILITY_KIND_FEED : r->kind;
+    struct fac_key k = {kind, tmp.name, tmp.part, r->metric};
+    uint64_t h = fac_hash(k.kind, k.name, k.part, k.metric);
     uint32_t id;
     if (!idx_find(s, &s->by_fac, h, eq_fac, &k, &id)) {
         if (s->n_fac >= s->lim.facility ||
@@ -791,6 +793,7 @@ static void sink_facility(void *ctx, const struct sn_telem_facility *r)
         id = s->n_fac;
         s->fac[id] = tmp;
         s->fac[id].is_feed = r->is_feed;
+        s->fac[id].kind = kind;
         s->fac[id].metric = r->metric;
         if (!idx_insert(s, &s->by_fac, h, id, rh_fac)) {
             store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT, "out of memory");

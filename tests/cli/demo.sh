@@ -65,6 +65,16 @@ grep -q '^    "repaired": true,$' "$D/summary.json" || fail "the power domain wa
 grep -q "FAULT power domain .* failed: " "$D/status.txt" || fail "no FAULT line in the status"
 grep -q "REPAIR power domain" "$D/status.txt" || fail "no REPAIR line in the status"
 grep -q "jobs .* submitted: .* running" "$D/status.txt" || fail "no status line"
+# The leak scene: the last rack's BMC leak detector trips; snd powers the
+# rack off (every GPU down, power-off-zone in the reason) and requeues the
+# jobs that ran there.
+grep -q "FAULT leak: .* BMC leak detector trips" "$D/status.txt" || fail "no FAULT leak line"
+grep -q "LEAK .* powered off by snd:health: \([0-9]*\) of \1 GPUs down (health: power-off-zone" \
+    "$D/status.txt" || fail "the leak's rack was not powered off"
+grep -q "leak: .* powered off; [0-9]* of [0-9]* job" "$D/status.txt" || fail "no leak requeue line"
+if grep -q "leak: .* powered off; 0 of [1-9]" "$D/status.txt"; then
+    fail "jobs on the leak's rack were not requeued"
+fi
 
 # Every process the demo started (snd, agents, their jobs) is gone.
 for c in /proc/[0-9]*/cmdline; do
