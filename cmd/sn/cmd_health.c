@@ -50,7 +50,8 @@ static const char usage_text[] =
     "  --now TIME         the analysis time, ISO 8601 (default: the newest reading)\n"
     "  -f FMT             format of the FILEs that follow (see docs/health.md)\n"
     "  --fields LIST      nvidia-smi CSV without a header: the --query-gpu field list of the\n"
-    "                     FILEs that follow (index,pci.bus_id,temperature.gpu)\n"
+    "                     FILEs that follow (index,pci.bus_id,temperature.gpu); for\n"
+    "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
     "  --declared         baseline: add the declared baselines\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
@@ -280,6 +281,7 @@ FWD(nccl_row, struct sn_telem_nccl_row)
 FWD(nccl_summary, struct sn_telem_nccl_summary)
 FWD(diag, struct sn_telem_diag)
 FWD(facility, struct sn_telem_facility)
+FWD(node_check, struct sn_telem_node_check)
 #undef FWD
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
@@ -287,6 +289,13 @@ static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_orig
     struct file_sink *fs = ctx;
     if (fs->inner.snapshot)
         fs->inner.snapshot(fs->inner.ctx, host, at);
+}
+
+static void fwd_excerpt(void *ctx, const char *source, bool on)
+{
+    struct file_sink *fs = ctx;
+    if (fs->inner.excerpt)
+        fs->inner.excerpt(fs->inner.ctx, source, on);
 }
 
 static struct sn_telem_sink file_sink_of(struct file_sink *fs)
@@ -304,7 +313,9 @@ static struct sn_telem_sink file_sink_of(struct file_sink *fs)
                                   .nccl_summary = fwd_nccl_summary,
                                   .diag = fwd_diag,
                                   .facility = fwd_facility,
-                                  .skipped = file_skipped};
+                                  .skipped = file_skipped,
+                                  .node_check = fwd_node_check,
+                                  .excerpt = fwd_excerpt};
 }
 
 /* A kernel log without an NVRM Xid line is read (no event), other formats

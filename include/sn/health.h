@@ -182,7 +182,10 @@ const char *sn_health_action_name(enum sn_health_action a);
       "smaller size, the largest size >= busbw_collapse_min_bytes")                               \
     X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")              \
     X(DIAG_SKIP, "diag-skipped", GPU, WARN, 0, MONITOR,                                            \
-      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")
+      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")    \
+    X(NODE_CHECK, "node-check-failed", SERVER, CRIT, 60, DRAIN,                                    \
+      "a node health check (LBNL/Azure NHC) failed on the server: 'Health check failed' or "       \
+      "'Node Health Checks failed' with the check, its message and the FaultCode")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

@@ -512,6 +512,18 @@ struct sn_telem_facility {
     double value; /* in the metric's unit */
 };
 
+/* One failed node health check (LBNL NHC "ERROR:  nhc:  Health check
+ * failed:  <check>: <message>", Azure HPC NHC with its "FaultCode: NHCnnn"),
+ * about the whole host. */
+struct sn_telem_node_check {
+    const char *host; /* the host the line names, else the line's host */
+    struct sn_telem_origin at;
+    const char *tool;       /* "nhc" or "aznhc" */
+    const char *check;      /* "check_gpu_count", "" when the line names none */
+    const char *message;    /* the rest of the line, "" if none */
+    const char *fault_code; /* "NHC2001", "" if none */
+};
+
 /* A line or cell that produced no record. */
 struct sn_telem_skip {
     const char *source;
@@ -539,6 +551,13 @@ struct sn_telem_sink {
     void (*diag)(void *ctx, const struct sn_telem_diag *r);
     void (*facility)(void *ctx, const struct sn_telem_facility *r);
     void (*skipped)(void *ctx, const struct sn_telem_skip *r);
+    void (*node_check)(void *ctx, const struct sn_telem_node_check *r);
+    /* From now on the samples of source are (on) or are not (off) an
+     * excerpt rather than an enumeration: the input does not list every GPU
+     * of its host (nvidia-smi dmon monitors a selection; a pasted table cut
+     * off or without its header), so the GPUs it omits are not absent.
+     * Sources start as enumerations. */
+    void (*excerpt)(void *ctx, const char *source, bool on);
 };
 
 /* ---- parsers -------------------------------------------------------------- */
@@ -554,7 +573,10 @@ struct sn_telem_sink {
     X(KMSG, "kernel-log")    /* dmesg, journalctl -k, syslog */                                    \
     X(PROM, "dcgm-exporter") /* Prometheus text exposition */                                      \
     X(FACILITY_CSV, "facility-csv")                                                                \
-    X(FACILITY_JSON, "facility-json")
+    X(FACILITY_JSON, "facility-json")                                                              \
+    X(SMI_TABLE, "nvidia-smi-table") /* plain `nvidia-smi`: the boxed table */                     \
+    X(SMI_DMON, "nvidia-smi-dmon")   /* nvidia-smi dmon [-s ...] [-o DT] */                        \
+    X(NHC, "nhc")                    /* LBNL NHC / Azure HPC NHC output */
 enum sn_telem_format {
 #define SN_X(id, text) SN_TELEM_FMT_##id,
     SN_TELEM_FORMAT_LIST(SN_X)
@@ -711,6 +733,13 @@ struct sn_telem_gpu {
     /* Latest diag result per test; NULL until one. */
     struct sn_telem_diag_entry *diag;
     unsigned n_diag;
+    /* Named by samples of an input that enumerates its host's GPUs (not an
+     * excerpt, see struct sn_telem_sink.excerpt): its absent peers are
+     * missing. */
+    bool listed;
+    /* Joined into another GPU once a record tied their keys together (its
+     * index to the other's bus id): empty, pass over it. */
+    bool merged;
 };
 
 /* One nccl-tests row kept by the store (the latest per key). */
@@ -795,6 +824,24 @@ const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t 
 bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t host);
 /* The latest topo -m matrix of a host, NULL if none. */
 const struct sn_telem_topo *sn_telem_store_topo(const struct sn_telem_store *s, uint32_t host);
+
+#define SN_TELEM_CHECK_KEEP 8u /* failed node checks kept per host (the first ones) */
+
+/* A failed node health check (NHC) kept for a host. */
+struct sn_telem_check_entry {
+    char tool[8];
+    char check[SN_TELEM_NAME_MAX];
+    char message[SN_TELEM_TEXT_MAX];
+    char fault_code[16];
+    uint16_t source;
+    uint32_t line;
+    double time_s;
+};
+
+/* The failed node checks of a host (*n of them, at most SN_TELEM_CHECK_KEEP;
+ * later ones are counted as limit skips), NULL when none. */
+const struct sn_telem_check_entry *sn_telem_store_node_checks(const struct sn_telem_store *s,
+                                                              uint32_t host, unsigned *n);
 
 uint32_t sn_telem_store_nccl_count(const struct sn_telem_store *s);
 const struct sn_telem_nccl_entry *sn_telem_store_nccl(const struct sn_telem_store *s, uint32_t i);

@@ -265,19 +265,22 @@ static bool has_readings(const struct sn_telem_gpu *g)
     return false;
 }
 
-/* GPUs of an enumerated server (one with any GPU reporting readings) that
- * report nothing. */
+/* GPUs of an enumerated server (one with any GPU named by an enumerating
+ * input, see struct sn_telem_samples.partial) that report nothing. */
 static void missing(struct sn__health_ctx *c)
 {
     const struct sn_model *m = c->m;
     for (uint32_t sv = 0; sv < m->n_servers; sv++) {
         uint32_t first = m->server_first_gpu[sv], ng = sn_model_server_spec(m, sv)->gpus;
-        uint32_t seen = 0;
+        uint32_t seen = 0, listed = 0;
         for (uint32_t g = first; g < first + ng; g++) {
             uint32_t s = c->model_to_store[g];
             seen += s != UINT32_MAX && has_readings(sn_telem_store_gpu(c->st, s));
+            listed += s != UINT32_MAX && sn_telem_store_gpu(c->st, s)->listed;
         }
-        if (seen == 0 || seen == ng)
+        /* Only an enumeration says a GPU is absent; excerpts (dmon, a cut
+         * table) say nothing about the GPUs they omit. */
+        if (seen == 0 || seen == ng || listed == 0)
             continue;
         for (uint32_t g = first; g < first + ng; g++) {
             uint32_t s = c->model_to_store[g];
@@ -349,7 +352,7 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
     for (uint32_t i = 0; i < n; i++) {
         const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
         struct tgt t;
-        if (!target(c, i, &t.e, &t.id, &t.gpu, &t.server))
+        if (g->merged || !target(c, i, &t.e, &t.id, &t.gpu, &t.server))
             continue;
         unreadable(c, g, t);
         flag_or_xid(c, g, t, SN_DET_GPU_OFF_BUS, SN_METRIC_XID_LAST, false, 79);

@@ -280,6 +280,14 @@ FWD(topo, struct sn_telem_topo)
 FWD(nccl_rank, struct sn_telem_nccl_rank)
 FWD(diag, struct sn_telem_diag)
 FWD(skipped, struct sn_telem_skip)
+FWD(node_check, struct sn_telem_node_check)
+
+static void fwd_excerpt(void *ctx, const char *source, bool on)
+{
+    struct sn_health_history *h = ctx;
+    if (h->fwd.excerpt)
+        h->fwd.excerpt(h->fwd.ctx, source, on);
+}
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
 {
@@ -334,6 +342,8 @@ struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h)
         .diag = fwd_diag,
         .facility = on_facility,
         .skipped = fwd_skipped,
+        .node_check = fwd_node_check,
+        .excerpt = fwd_excerpt,
     };
 }
 

@@ -88,6 +88,7 @@ void sn__health_detect_peers(struct sn__health_ctx *c);    /* slow GPU, throttli
 void sn__health_detect_fabric(struct sn__health_ctx *c);   /* busbw, topology, slow node */
 void sn__health_detect_facility(struct sn__health_ctx *c); /* cooling, power */
 void sn__health_detect_config(struct sn__health_ctx *c);   /* software drift */
+void sn__health_detect_node(struct sn__health_ctx *c);     /* node health checks (NHC) */
 
 /* The model GPU of a (host, index) name, or SN_NONE; inv may be NULL. */
 uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,

@@ -766,6 +766,9 @@ static const struct sn__telem_ops *const ops_table[SN_TELEM_FORMAT_COUNT] = {
     [SN_TELEM_FMT_PROM] = &sn__telem_prom_ops,
     [SN_TELEM_FMT_FACILITY_CSV] = &sn__telem_facility_csv_ops,
     [SN_TELEM_FMT_FACILITY_JSON] = &sn__telem_facility_json_ops,
+    [SN_TELEM_FMT_SMI_TABLE] = &sn__telem_smi_table_ops,
+    [SN_TELEM_FMT_SMI_DMON] = &sn__telem_smi_dmon_ops,
+    [SN_TELEM_FMT_NHC] = &sn__telem_nhc_ops,
 };
 
 static char *dup_or_null(const char *s)
@@ -1107,6 +1110,9 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"==============NVSMI LOG==============", SN_TELEM_FMT_SMI_Q},
         {"\"test_categories\"", SN_TELEM_FMT_DCGMI_DIAG_JSON},
         {"\"readings\"", SN_TELEM_FMT_FACILITY_JSON},
+        {"Health check failed:", SN_TELEM_FMT_NHC},
+        {"Node Health Checks failed", SN_TELEM_FMT_NHC},
+        {"FaultCode: NHC", SN_TELEM_FMT_NHC},
         {"DCGM_FI_", SN_TELEM_FMT_PROM},
         {"NVRM: Xid", SN_TELEM_FMT_KMSG},
         {"fallen off the bus", SN_TELEM_FMT_KMSG},
@@ -1133,6 +1139,12 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"index,", SN_TELEM_FMT_SMI_CSV},
         {"index, ", SN_TELEM_FMT_SMI_CSV},
         {"gpu_uuid", SN_TELEM_FMT_SMI_CSV},
+        {"Pwr:Usage/Cap", SN_TELEM_FMT_SMI_TABLE},
+        {"| NVIDIA-SMI ", SN_TELEM_FMT_SMI_TABLE},
+        {"MiB / ", SN_TELEM_FMT_SMI_TABLE},
+        {"# gpu ", SN_TELEM_FMT_SMI_DMON},
+        {"#Date ", SN_TELEM_FMT_SMI_DMON},
+        {"#Time ", SN_TELEM_FMT_SMI_DMON},
     };
     size_t n = len < 65536 ? len : 65536;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

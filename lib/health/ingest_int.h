@@ -171,6 +171,9 @@ extern const struct sn__telem_ops sn__telem_kmsg_ops;
 extern const struct sn__telem_ops sn__telem_prom_ops;
 extern const struct sn__telem_ops sn__telem_facility_csv_ops;
 extern const struct sn__telem_ops sn__telem_facility_json_ops;
+extern const struct sn__telem_ops sn__telem_smi_table_ops;
+extern const struct sn__telem_ops sn__telem_smi_dmon_ops;
+extern const struct sn__telem_ops sn__telem_nhc_ops;
 
 /* Facility: one reading from its text fields (shared by CSV and JSON).
  * Reports and returns false on a bad field. */
