@@ -555,8 +555,10 @@ struct sn_telem_sink {
     /* From now on the samples of source are (on) or are not (off) an
      * excerpt rather than an enumeration: the input does not list every GPU
      * of its host (nvidia-smi dmon monitors a selection; a pasted table cut
-     * off or without its header), so the GPUs it omits are not absent.
-     * Sources start as enumerations. */
+     * off or without its header; a CSV whose last row is cut), so the GPUs
+     * it omits are not absent. Sources start as enumerations; turning one
+     * into an excerpt also unlists the GPUs that only its earlier samples
+     * listed (a cut found at the end of the input). */
     void (*excerpt)(void *ctx, const char *source, bool on);
 };
 
@@ -740,6 +742,10 @@ struct sn_telem_gpu {
     /* Joined into another GPU once a record tied their keys together (its
      * index to the other's bus id): empty, pass over it. */
     bool merged;
+    /* The first source that listed it, and whether another one did too (an
+     * excerpt declared after its records unlists the GPUs only it listed). */
+    uint16_t listed_source;
+    bool listed_multi;
 };
 
 /* One nccl-tests row kept by the store (the latest per key). */

@@ -441,6 +441,10 @@ static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
         if (g->n_diag < SN_TELEM_DIAG_KEEP)
             g->diag[g->n_diag++] = o->diag[k];
     }
+    if (o->listed && (!g->listed || g->listed_source != o->listed_source))
+        g->listed_multi |= g->listed || o->listed_multi;
+    if (o->listed && !g->listed)
+        g->listed_source = o->listed_source;
     g->listed |= o->listed;
     /* Keys: keep gets drop's, whose index slots now name keep. */
     if (g->index < 0 && o->index >= 0)
@@ -610,7 +614,14 @@ static void sink_samples(void *ctx, const struct sn_telem_samples *r)
         m->line = r->at.line;
         m->source = src;
     }
-    g->listed |= !(s->src_excerpt && s->src_excerpt[src]);
+    if (!(s->src_excerpt && s->src_excerpt[src])) {
+        if (!g->listed) {
+            g->listed = true;
+            g->listed_source = src;
+        } else if (g->listed_source != src) {
+            g->listed_multi = true;
+        }
+    }
     s->stats.records++;
 }
 
@@ -809,8 +820,14 @@ static void sink_excerpt(void *ctx, const char *source, bool on)
     if (!s->src_excerpt && !(s->src_excerpt = store_calloc(s, (size_t)s->lim.sources + 1, 1)))
         return;
     uint16_t src = source_id(s, source);
-    if (src <= s->lim.sources)
-        s->src_excerpt[src] = on;
+    if (src > s->lim.sources)
+        return;
+    s->src_excerpt[src] = on;
+    for (uint32_t i = 0; on && i < s->n_gpus; i++) {
+        struct sn_telem_gpu *g = &s->gpus[i];
+        if (g->listed && !g->listed_multi && g->listed_source == src)
+            g->listed = false;
+    }
 }
 
 /* A failed node check: kept on its host (created unless inventory-only). */
