@@ -98,7 +98,8 @@ const char *sn_health_action_name(enum sn_health_action a);
  * are the defaults of the row. Policy (docs/health.md "Score policy"): a
  * performance finding (a GPU, link or node measurably slower than its peers,
  * its baseline or its design: slow-gpu, thermal-throttle, busbw-low,
- * nvlink-downgraded, pcie-degraded, topo-not-nvlink, slow-node) weighs
+ * busbw-plateau, nvlink-downgraded, pcie-degraded, topo-not-nvlink,
+ * slow-node) weighs
  * 100 - 50: alone it takes the GPU below exclude_below (60) and snd's
  * health_cordon_below (60), so a slow GPU leaves scheduling at once, as the
  * design rule "slow nodes are removed automatically" says. The thresholds are fields of struct
@@ -183,6 +184,9 @@ const char *sn_health_action_name(enum sn_health_action a);
     X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")              \
     X(DIAG_SKIP, "diag-skipped", GPU, WARN, 0, MONITOR,                                            \
       "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")    \
+    X(BUSBW_PLATEAU, "busbw-plateau", SERVER, WARN, 50, DRAIN,                                     \
+      "nccl-tests: busbw flat (within 10%) over >= busbw_plateau_rows of the largest sizes, up "   \
+      "to >= busbw_plateau_min_bytes, below busbw_plateau_frac of the model's floor for the run")  \
     X(NODE_CHECK, "node-check-failed", SERVER, CRIT, 60, DRAIN,                                    \
       "a node health check (LBNL/Azure NHC) failed on the server: 'Health check failed' or "       \
       "'Node Health Checks failed' with the check, its message and the FaultCode")
@@ -249,6 +253,13 @@ struct sn_health_config {
     /* nccl-tests verdicts. */
     double busbw_collapse_frac;      /* largest size's busbw over the run's peak, 0.5 */
     double busbw_collapse_min_bytes; /* only runs reaching this size, 1 MiB */
+    /* busbw-plateau: the curve flat (SN_TELEM_PLATEAU_BAND) over at least
+     * busbw_plateau_rows of the largest sizes, 3, up to at least
+     * busbw_plateau_min_bytes, 64 MiB, at under busbw_plateau_frac of the
+     * model's floor for the run, 0.5. */
+    unsigned busbw_plateau_rows;
+    double busbw_plateau_min_bytes;
+    double busbw_plateau_frac;
 };
 
 /* The defaults listed above. */
@@ -481,6 +492,9 @@ struct sn_health_nccl_run {
     long long wrong_max, out_of_bounds; /* out_of_bounds -1 if not printed */
     bool truncated, aborted;
     double peak_busbw_bytes_per_s, peak_size_bytes, last_busbw_bytes_per_s, last_size_bytes;
+    unsigned nhosts;
+    double plateau_size_bytes; /* see struct sn_telem_nccl_summary */
+    unsigned plateau_rows;
 };
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h);
 const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_health_history *h,

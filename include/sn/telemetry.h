@@ -459,7 +459,15 @@ struct sn_telem_nccl_summary {
     unsigned dup_rank;    /* the first repeated rank number */
     double peak_busbw_bytes_per_s, peak_size_bytes; /* out-of-place maximum, NaN if none */
     double last_busbw_bytes_per_s, last_size_bytes; /* the largest size's row */
+    /* The plateau at the large end of the curve: the smallest size from
+     * which every larger size's out-of-place busbw stays within
+     * SN_TELEM_PLATEAU_BAND of the largest size's (NaN if no rows), and the
+     * rows from it to the end. */
+    double plateau_size_bytes;
+    unsigned plateau_rows;
 };
+
+#define SN_TELEM_PLATEAU_BAND 0.10 /* +-10 % of the largest size's busbw */
 
 #define SN_DIAG_RESULT_LIST(X)                                                                     \
     X(NOT_RUN, "not-run")                                                                          \

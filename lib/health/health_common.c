@@ -116,6 +116,9 @@ void sn_health_config_default(struct sn_health_config *c)
         .busbw_eff_network = 0.80,
         .busbw_collapse_frac = 0.5,
         .busbw_collapse_min_bytes = 1024.0 * 1024,
+        .busbw_plateau_rows = 3,
+        .busbw_plateau_min_bytes = 64.0 * 1024 * 1024,
+        .busbw_plateau_frac = 0.5,
     };
 }
 

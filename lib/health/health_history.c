@@ -251,6 +251,9 @@ static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
     u->peak_size_bytes = r->peak_size_bytes;
     u->last_busbw_bytes_per_s = r->last_busbw_bytes_per_s;
     u->last_size_bytes = r->last_size_bytes;
+    u->nhosts = r->nhosts;
+    u->plateau_size_bytes = r->plateau_size_bytes;
+    u->plateau_rows = r->plateau_rows;
 }
 
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h)

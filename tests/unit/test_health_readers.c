@@ -319,6 +319,45 @@ static void nhc_fault_code(void **state)
     assert_int_equal(f->stats.skipped[SN_TELEM_SKIP_UNUSED], 1);
 }
 
+/* ---- nccl-tests plateau --------------------------------------------------- */
+
+static struct sn_telem_nccl_summary last_summary;
+static void on_summary(void *ctx, const struct sn_telem_nccl_summary *r)
+{
+    (void)ctx;
+    last_summary = *r;
+}
+
+/* The plateau of a real run: 256 MiB..1 GiB within 10% of the 1 GiB row
+ * (25.95 GB/s); the cut 2 GiB row is not one. A rising curve (NCCL issue
+ * 1411) has a plateau of the rows within 10% of its last. */
+static void nccl_plateau(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *rel;
+        double size;
+        unsigned rows;
+    } rows[] = {
+        {"tests/data/real/nccl-tests/sn00-t00.tinygrad36-4090-p2p-plateau-cut.log", 268435456, 3},
+        {"tests/data/real/nccl-tests/sn00-t00.nccl1411-cross-nic-plateau-cut.log", 33554432, 4},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char path[512];
+        static char buf[1 << 14];
+        FILE *in = fopen(sn_test_path(path, sizeof(path), rows[i].rel), "rb");
+        assert_non_null(in);
+        size_t n = fread(buf, 1, sizeof(buf), in);
+        fclose(in);
+        struct sn_telem_sink sink = {.nccl_summary = on_summary};
+        memset(&last_summary, 0, sizeof(last_summary));
+        assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, NULL, &sink, buf, n, NULL, NULL),
+                         SN_OK);
+        assert_near(last_summary.plateau_size_bytes, rows[i].size, 0);
+        assert_int_equal(last_summary.plateau_rows, rows[i].rows);
+    }
+}
+
 /* ---- detection and the store merge ---------------------------------------- */
 
 static void detect_formats(void **state)
@@ -410,6 +449,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(nhc_lbnl_stamp, setup, teardown),
         cmocka_unit_test_setup_teardown(nhc_azhop_host, setup, teardown),
         cmocka_unit_test_setup_teardown(nhc_fault_code, setup, teardown),
+        cmocka_unit_test(nccl_plateau),
         cmocka_unit_test(detect_formats),
         cmocka_unit_test(store_merge),
     };
