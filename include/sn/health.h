@@ -260,6 +260,11 @@ struct sn_health_config {
     unsigned busbw_plateau_rows;
     double busbw_plateau_min_bytes;
     double busbw_plateau_frac;
+    /* Xid cascades (docs/health.md "Xid cascades"): a follower Xid this close
+     * after its cause on the same GPU is the cause's evidence, not a finding
+     * of its own; 300 s. Events without times count when they follow the
+     * cause in the log. */
+    double xid_cascade_s;
 };
 
 /* The defaults listed above. */

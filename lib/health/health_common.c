@@ -119,6 +119,7 @@ void sn_health_config_default(struct sn_health_config *c)
         .busbw_plateau_rows = 3,
         .busbw_plateau_min_bytes = 64.0 * 1024 * 1024,
         .busbw_plateau_frac = 0.5,
+        .xid_cascade_s = 300,
     };
 }
 
