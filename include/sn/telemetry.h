@@ -828,6 +828,10 @@ bool sn_telem_store_find_gpu(const struct sn_telem_store *s, const struct sn_tel
                              uint32_t *id);
 
 uint32_t sn_telem_store_gpu_count(const struct sn_telem_store *s);
+/* The GPU the last samples record given to the store's sink went to; false
+ * when that record was not kept. For sink wrappers (the health history) that
+ * need the id right after forwarding, without resolving the GPU again. */
+bool sn_telem_store_last_samples_gpu(const struct sn_telem_store *s, uint32_t *id);
 /* GPU id < count; ids are assigned in first-seen order. */
 const struct sn_telem_gpu *sn_telem_store_gpu(const struct sn_telem_store *s, uint32_t id);
 uint32_t sn_telem_store_host_count(const struct sn_telem_store *s);

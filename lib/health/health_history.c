@@ -157,7 +157,9 @@ static void on_samples(void *ctx, const struct sn_telem_samples *r)
     if (h->fwd.samples)
         h->fwd.samples(h->fwd.ctx, r);
     uint32_t id;
-    if (!sn_telem_store_find_gpu(h->store, &r->gpu, &id))
+    /* The record just went to the store (h->fwd): take its GPU from there
+     * rather than resolving it a second time (a hash and compares per row). */
+    if (!sn_telem_store_last_samples_gpu(h->store, &id))
         return;
     struct sn_health_gpu_history *g = gpu_hist(h, id);
     const struct sn_telem_gpu *sg = sn_telem_store_gpu(h->store, id);

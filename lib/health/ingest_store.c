@@ -51,6 +51,7 @@ struct sn_telem_store {
     struct idx by_source; /* source names, so a lookup costs one hash at any count */
     uint16_t last_source; /* cache of the last lookup */
     uint32_t last_host;   /* cache of the last lookup, valid when n_hosts */
+    uint32_t last_samples_gpu; /* where the last samples record went, UINT32_MAX if dropped */
     struct sn_telem_nccl_entry *nccl;
     uint32_t n_nccl, cap_nccl;
     struct idx by_nccl;
@@ -599,8 +600,10 @@ static void sink_samples(void *ctx, const struct sn_telem_samples *r)
 {
     struct sn_telem_store *s = ctx;
     uint32_t id;
+    s->last_samples_gpu = UINT32_MAX;
     if (!resolve_rec(s, &r->gpu, &r->at, &id))
         return;
+    s->last_samples_gpu = id;
     uint16_t src = source_id(s, r->at.source);
     struct sn_telem_gpu *g = &s->gpus[id];
     for (size_t i = 0; i < r->n; i++) {
@@ -1001,6 +1004,7 @@ enum sn_err sn_telem_store_new(const struct sn_telem_store_limits *lim, struct s
     s->lim.nccl_rows = s->lim.nccl_rows ? s->lim.nccl_rows : 65536;
     s->lim.facility = s->lim.facility ? s->lim.facility : 65536;
     s->lim.skips = s->lim.skips ? s->lim.skips : 256;
+    s->last_samples_gpu = UINT32_MAX;
     s->bytes = sizeof(*s);
     s->sources = store_calloc(s, s->lim.sources, sizeof(*s->sources));
     s->skips = store_calloc(s, s->lim.skips, sizeof(*s->skips));
@@ -1100,6 +1104,12 @@ bool sn_telem_store_find_gpu(const struct sn_telem_store *s, const struct sn_tel
     if (!idx_find(s, &s->by_host, h, eq_host, ref->host, &k.host))
         return false;
     return find_key(s, &k, id);
+}
+
+bool sn_telem_store_last_samples_gpu(const struct sn_telem_store *s, uint32_t *id)
+{
+    *id = s->last_samples_gpu;
+    return s->last_samples_gpu < s->n_gpus;
 }
 
 uint32_t sn_telem_store_gpu_count(const struct sn_telem_store *s)
