@@ -53,6 +53,7 @@ static const char usage_text[] =
     "                     FILEs that follow (index,pci.bus_id,temperature.gpu); for\n"
     "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
     "  --declared         baseline: add the declared baselines\n"
+    "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -184,6 +185,14 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             if (*end || errno || n < 0 || end == v)
                 return fail_usage(c, "'%s' is not a non-negative integer", v);
             *(a[2] == 'i' ? &c->interval_ms : &c->polls) = n;
+        } else if (strcmp(a, "--rounds") == 0) {
+            char *end;
+            errno = 0;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || errno || n < 1 || n > (long)SN_HEALTH_SERIES_KEEP || end == v)
+                return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
+                                  v ? v : "", SN_HEALTH_SERIES_KEEP);
+            c->cfg.accept_rounds = (unsigned)n;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
         } else if (strcmp(a, "-f") == 0) {

@@ -237,7 +237,7 @@ struct sn_health_config {
     double readmit_at;    /* leave at or above this score after a passed re-test, 80 */
     double thresholds[SN_HEALTH_THRESHOLDS_MAX]; /* exclusion sets; 0 ends: 90, 70, 50 */
     /* Acceptance. */
-    unsigned accept_rounds;     /* phase 2 rounds needed, 10 */
+    unsigned accept_rounds;     /* phase 2 rounds needed, 30 (at most SN_HEALTH_SERIES_KEEP) */
     double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
     double accept_interference; /* phase 3 slowdown limit, 0.10 */
     /* Coverage: evidence older than this (s before now) is stale, 900; a GPU

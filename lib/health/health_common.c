@@ -108,7 +108,7 @@ void sn_health_config_default(struct sn_health_config *c)
         .exclude_below = 60,
         .readmit_at = 80,
         .thresholds = {90, 70, 50, 0},
-        .accept_rounds = 10,
+        .accept_rounds = 30,
         .accept_cv = 0.05,
         .accept_interference = 0.10,
         .stale_s = 900,
