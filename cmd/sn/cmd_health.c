@@ -54,8 +54,10 @@ static const char usage_text[] =
     "  --now TIME         the analysis time, ISO 8601 (default: the newest reading)\n"
     "  -f FMT             format of the FILEs that follow (see docs/health.md)\n"
     "  --fields LIST      nvidia-smi CSV without a header: the --query-gpu field list of the\n"
-    "                     FILEs that follow (index,pci.bus_id,temperature.gpu)\n"
+    "                     FILEs that follow (index,pci.bus_id,temperature.gpu); for\n"
+    "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
     "  --declared         baseline: add the declared baselines\n"
+    "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -187,6 +189,14 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             if (*end || errno || n < 0 || end == v)
                 return fail_usage(c, "'%s' is not a non-negative integer", v);
             *(a[2] == 'i' ? &c->interval_ms : &c->polls) = n;
+        } else if (strcmp(a, "--rounds") == 0) {
+            char *end;
+            errno = 0;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || errno || n < 1 || n > (long)SN_HEALTH_SERIES_KEEP || end == v)
+                return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
+                                  v ? v : "", SN_HEALTH_SERIES_KEEP);
+            c->cfg.accept_rounds = (unsigned)n;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
         } else if (strcmp(a, "-f") == 0) {
@@ -285,6 +295,7 @@ FWD(nccl_summary, struct sn_telem_nccl_summary)
 FWD(diag, struct sn_telem_diag)
 FWD(facility, struct sn_telem_facility)
 FWD(net, struct sn_telem_net)
+FWD(node_check, struct sn_telem_node_check)
 #undef FWD
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
@@ -292,6 +303,13 @@ static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_orig
     struct file_sink *fs = ctx;
     if (fs->inner.snapshot)
         fs->inner.snapshot(fs->inner.ctx, host, at);
+}
+
+static void fwd_excerpt(void *ctx, const char *source, bool on)
+{
+    struct file_sink *fs = ctx;
+    if (fs->inner.excerpt)
+        fs->inner.excerpt(fs->inner.ctx, source, on);
 }
 
 static struct sn_telem_sink file_sink_of(struct file_sink *fs)
@@ -310,7 +328,9 @@ static struct sn_telem_sink file_sink_of(struct file_sink *fs)
                                   .diag = fwd_diag,
                                   .facility = fwd_facility,
                                   .skipped = file_skipped,
-                                  .net = fwd_net};
+                                  .net = fwd_net,
+                                  .node_check = fwd_node_check,
+                                  .excerpt = fwd_excerpt};
 }
 
 /* A kernel log without an NVRM Xid line is read (no event), other formats

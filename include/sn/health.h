@@ -101,7 +101,8 @@ const char *sn_health_action_name(enum sn_health_action a);
  * are the defaults of the row. Policy (docs/health.md "Score policy"): a
  * performance finding (a GPU, link or node measurably slower than its peers,
  * its baseline or its design: slow-gpu, thermal-throttle, busbw-low,
- * nvlink-downgraded, pcie-degraded, topo-not-nvlink, slow-node) weighs
+ * busbw-plateau, nvlink-downgraded, pcie-degraded, topo-not-nvlink,
+ * slow-node) weighs
  * 100 - 50: alone it takes the GPU below exclude_below (60) and snd's
  * health_cordon_below (60), so a slow GPU leaves scheduling at once, as the
  * design rule "slow nodes are removed automatically" says. The thresholds are fields of struct
@@ -242,7 +243,13 @@ const char *sn_health_action_name(enum sn_health_action a);
       "above ecmp_spread")                                                                         \
     X(PATH_FAULT, "path-fault", LINK, WARN, 30, SERVICE,                                           \
       "several slow servers (slow-node, busbw-low): the uplink cable, leaf or spine all their "    \
-      "paths share, ranked by switch-counter evidence, with the evidence for and against")
+      "paths share, ranked by switch-counter evidence, with the evidence for and against") \
+    X(BUSBW_PLATEAU, "busbw-plateau", SERVER, WARN, 50, DRAIN,                                     \
+      "nccl-tests: busbw flat (within 10%) over >= busbw_plateau_rows of the largest sizes, up "   \
+      "to >= busbw_plateau_min_bytes, below busbw_plateau_frac of the model's floor for the run")  \
+    X(NODE_CHECK, "node-check-failed", SERVER, CRIT, 60, DRAIN,                                    \
+      "a node health check (LBNL/Azure NHC) failed on the server: 'Health check failed' or "       \
+      "'Node Health Checks failed' with the check, its message and the FaultCode")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -290,7 +297,7 @@ struct sn_health_config {
     double readmit_at;    /* leave at or above this score after a passed re-test, 80 */
     double thresholds[SN_HEALTH_THRESHOLDS_MAX]; /* exclusion sets; 0 ends: 90, 70, 50 */
     /* Acceptance. */
-    unsigned accept_rounds;     /* phase 2 rounds needed, 10 */
+    unsigned accept_rounds;     /* phase 2 rounds needed, 30 (at most SN_HEALTH_SERIES_KEEP) */
     double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
     double accept_interference; /* phase 3 slowdown limit, 0.10 */
     /* Coverage: evidence older than this (s before now) is stale, 900; a GPU
@@ -330,6 +337,18 @@ struct sn_health_config {
     /* Switch side (docs/health.md "Switch side and path localisation"). */
     double ecmp_spread;    /* (max - min) / mean of a leaf's uplink octet deltas, 0.25 */
     unsigned if_port_base; /* the number of a switch's first port in ifName (swp1), 1 */
+    /* busbw-plateau: the curve flat (SN_TELEM_PLATEAU_BAND) over at least
+     * busbw_plateau_rows of the largest sizes, 3, up to at least
+     * busbw_plateau_min_bytes, 64 MiB, at under busbw_plateau_frac of the
+     * model's floor for the run, 0.5. */
+    unsigned busbw_plateau_rows;
+    double busbw_plateau_min_bytes;
+    double busbw_plateau_frac;
+    /* Xid cascades (docs/health.md "Xid cascades"): a follower Xid this close
+     * after its cause on the same GPU is the cause's evidence, not a finding
+     * of its own; 300 s. Events without times count when they follow the
+     * cause in the log. */
+    double xid_cascade_s;
 };
 
 /* The defaults listed above. */
@@ -562,6 +581,9 @@ struct sn_health_nccl_run {
     long long wrong_max, out_of_bounds; /* out_of_bounds -1 if not printed */
     bool truncated, aborted;
     double peak_busbw_bytes_per_s, peak_size_bytes, last_busbw_bytes_per_s, last_size_bytes;
+    unsigned nhosts;
+    double plateau_size_bytes; /* see struct sn_telem_nccl_summary */
+    unsigned plateau_rows;
 };
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h);
 const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_health_history *h,

@@ -459,7 +459,15 @@ struct sn_telem_nccl_summary {
     unsigned dup_rank;    /* the first repeated rank number */
     double peak_busbw_bytes_per_s, peak_size_bytes; /* out-of-place maximum, NaN if none */
     double last_busbw_bytes_per_s, last_size_bytes; /* the largest size's row */
+    /* The plateau at the large end of the curve: the smallest size from
+     * which every larger size's out-of-place busbw stays within
+     * SN_TELEM_PLATEAU_BAND of the largest size's (NaN if no rows), and the
+     * rows from it to the end. */
+    double plateau_size_bytes;
+    unsigned plateau_rows;
 };
+
+#define SN_TELEM_PLATEAU_BAND 0.10 /* +-10 % of the largest size's busbw */
 
 #define SN_DIAG_RESULT_LIST(X)                                                                     \
     X(NOT_RUN, "not-run")                                                                          \
@@ -625,6 +633,18 @@ struct sn_telem_net {
     unsigned n_cpu;
 };
 
+/* One failed node health check (LBNL NHC "ERROR:  nhc:  Health check
+ * failed:  <check>: <message>", Azure HPC NHC with its "FaultCode: NHCnnn"),
+ * about the whole host. */
+struct sn_telem_node_check {
+    const char *host; /* the host the line names, else the line's host */
+    struct sn_telem_origin at;
+    const char *tool;       /* "nhc" or "aznhc" */
+    const char *check;      /* "check_gpu_count", "" when the line names none */
+    const char *message;    /* the rest of the line, "" if none */
+    const char *fault_code; /* "NHC2001", "" if none */
+};
+
 /* A line or cell that produced no record. */
 struct sn_telem_skip {
     const char *source;
@@ -653,6 +673,15 @@ struct sn_telem_sink {
     void (*facility)(void *ctx, const struct sn_telem_facility *r);
     void (*skipped)(void *ctx, const struct sn_telem_skip *r);
     void (*net)(void *ctx, const struct sn_telem_net *r); /* host and NIC readings */
+    void (*node_check)(void *ctx, const struct sn_telem_node_check *r);
+    /* From now on the samples of source are (on) or are not (off) an
+     * excerpt rather than an enumeration: the input does not list every GPU
+     * of its host (nvidia-smi dmon monitors a selection; a pasted table cut
+     * off or without its header; a CSV whose last row is cut), so the GPUs
+     * it omits are not absent. Sources start as enumerations; turning one
+     * into an excerpt also unlists the GPUs that only its earlier samples
+     * listed (a cut found at the end of the input). */
+    void (*excerpt)(void *ctx, const char *source, bool on);
 };
 
 /* ---- parsers -------------------------------------------------------------- */
@@ -679,7 +708,10 @@ struct sn_telem_sink {
     X(NCCL_DEBUG, "nccl-debug")           /* NCCL_DEBUG=INFO log lines */ \
     X(REDFISH, "redfish")        /* Redfish JSON: Thermal, Power, Sensor(s), EnvironmentMetrics, ... */ \
     X(IPMI, "ipmitool")          /* ipmitool sdr [list|elist] / ipmitool sensor */               \
-    X(SNMP_IFMIB, "snmp-if-mib") /* snmpwalk of IF-MIB / IF-MIB::ifXTable */
+    X(SNMP_IFMIB, "snmp-if-mib") /* snmpwalk of IF-MIB / IF-MIB::ifXTable */ \
+    X(SMI_TABLE, "nvidia-smi-table") /* plain `nvidia-smi`: the boxed table */                     \
+    X(SMI_DMON, "nvidia-smi-dmon")   /* nvidia-smi dmon [-s ...] [-o DT] */                        \
+    X(NHC, "nhc")                    /* LBNL NHC / Azure HPC NHC output */
 enum sn_telem_format {
 #define SN_X(id, text) SN_TELEM_FMT_##id,
     SN_TELEM_FORMAT_LIST(SN_X)
@@ -836,6 +868,17 @@ struct sn_telem_gpu {
     /* Latest diag result per test; NULL until one. */
     struct sn_telem_diag_entry *diag;
     unsigned n_diag;
+    /* Named by samples of an input that enumerates its host's GPUs (not an
+     * excerpt, see struct sn_telem_sink.excerpt): its absent peers are
+     * missing. */
+    bool listed;
+    /* Joined into another GPU once a record tied their keys together (its
+     * index to the other's bus id): empty, pass over it. */
+    bool merged;
+    /* The first source that listed it, and whether another one did too (an
+     * excerpt declared after its records unlists the GPUs only it listed). */
+    uint16_t listed_source;
+    bool listed_multi;
 };
 
 /* One nccl-tests row kept by the store (the latest per key). */
@@ -911,6 +954,10 @@ bool sn_telem_store_find_gpu(const struct sn_telem_store *s, const struct sn_tel
                              uint32_t *id);
 
 uint32_t sn_telem_store_gpu_count(const struct sn_telem_store *s);
+/* The GPU the last samples record given to the store's sink went to; false
+ * when that record was not kept. For sink wrappers (the health history) that
+ * need the id right after forwarding, without resolving the GPU again. */
+bool sn_telem_store_last_samples_gpu(const struct sn_telem_store *s, uint32_t *id);
 /* GPU id < count; ids are assigned in first-seen order. */
 const struct sn_telem_gpu *sn_telem_store_gpu(const struct sn_telem_store *s, uint32_t id);
 uint32_t sn_telem_store_host_count(const struct sn_telem_store *s);
@@ -921,6 +968,24 @@ const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t 
 bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t host);
 /* The latest topo -m matrix of a host, NULL if none. */
 const struct sn_telem_topo *sn_telem_store_topo(const struct sn_telem_store *s, uint32_t host);
+
+#define SN_TELEM_CHECK_KEEP 8u /* failed node checks kept per host (the first ones) */
+
+/* A failed node health check (NHC) kept for a host. */
+struct sn_telem_check_entry {
+    char tool[8];
+    char check[SN_TELEM_NAME_MAX];
+    char message[SN_TELEM_TEXT_MAX];
+    char fault_code[16];
+    uint16_t source;
+    uint32_t line;
+    double time_s;
+};
+
+/* The failed node checks of a host (*n of them, at most SN_TELEM_CHECK_KEEP;
+ * later ones are counted as limit skips), NULL when none. */
+const struct sn_telem_check_entry *sn_telem_store_node_checks(const struct sn_telem_store *s,
+                                                              uint32_t host, unsigned *n);
 
 uint32_t sn_telem_store_nccl_count(const struct sn_telem_store *s);
 const struct sn_telem_nccl_entry *sn_telem_store_nccl(const struct sn_telem_store *s, uint32_t i);

@@ -247,6 +247,10 @@ static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struc
     for (uint32_t i = 0; i < ng; i++) {
         const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
         uint32_t server = c->host_server[g->host];
+        if (g->merged) {
+            c->store_to_model[i] = SN_NONE; /* part of another store GPU */
+            continue;
+        }
         uint32_t gpu = sn_inventory_gpu(inv, c->m, server, g->uuid, g->bus, g->index);
         c->store_to_model[i] = gpu;
         if (gpu == SN_NONE) {
@@ -716,6 +720,7 @@ enum sn_err sn_health_analyze(const struct sn_health_input *in, struct sn_health
         sn__health_detect_paths(&c);
         sn__health_detect_config(&c);
         sn__health_detect_net(&c);
+        sn__health_detect_node(&c);
         if (c.full)
             rc = sn_error_set(err, SN_ERR_LIMIT, "more than %u findings, or out of memory",
                               SN_HEALTH_FINDINGS_MAX);

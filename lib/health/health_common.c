@@ -108,7 +108,7 @@ void sn_health_config_default(struct sn_health_config *c)
         .exclude_below = 60,
         .readmit_at = 80,
         .thresholds = {90, 70, 50, 0},
-        .accept_rounds = 10,
+        .accept_rounds = 30,
         .accept_cv = 0.05,
         .accept_interference = 0.10,
         .stale_s = 900,
@@ -138,6 +138,10 @@ void sn_health_config_default(struct sn_health_config *c)
         .inlet_dev_c = 3.0,
         .ecmp_spread = 0.25,
         .if_port_base = 1,
+        .busbw_plateau_rows = 3,
+        .busbw_plateau_min_bytes = 64.0 * 1024 * 1024,
+        .busbw_plateau_frac = 0.5,
+        .xid_cascade_s = 300,
     };
 }
 

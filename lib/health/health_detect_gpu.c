@@ -81,21 +81,123 @@ static const char *where(const struct sn__health_ctx *c, const struct sn_telem_r
     return sn__health_where(c->st, r->source, r->line, buf, len);
 }
 
-/* Index in g->xids of the newest event with code, or -1; *count gets how
- * many of the kept events have it. */
-static int xid_find(const struct sn_telem_gpu *g, unsigned code, unsigned *count)
+/*
+ * Known Xid cascades: an Xid that an earlier one on the same GPU causes
+ * (NVIDIA's Xid catalogue, docs.nvidia.com/deploy/xid-errors: after Xid 79
+ * the GPU is off the bus and every later access fails, so the applications'
+ * 13/31/43/45 and a spurious 48 follow; a GSP timeout or error (119/120)
+ * stops the channels, 13/31/43/45/62 follow; a contained or uncontained ECC
+ * error (94/95) ends the affected application, 43/45 follow; a
+ * double-bit error (48) leaves a row remapping pending, 63). The follower is
+ * listed as the cause's evidence and judged no further.
+ */
+static const struct {
+    unsigned cause;
+    unsigned followers[8]; /* 0-terminated */
+} xid_cascades[] = {
+    {79, {13, 31, 43, 45, 48, 62, 0}},
+    {119, {13, 31, 43, 45, 62, 0}},
+    {120, {13, 31, 43, 45, 62, 0}},
+    {94, {13, 31, 43, 45, 0}},
+    {95, {13, 31, 43, 45, 0}},
+    {48, {63, 0}},
+};
+
+static bool xid_follows(unsigned cause, unsigned code)
+{
+    for (size_t i = 0; i < sizeof(xid_cascades) / sizeof(xid_cascades[0]); i++)
+        if (xid_cascades[i].cause == cause)
+            for (const unsigned *f = xid_cascades[i].followers; *f; f++)
+                if (*f == code)
+                    return true;
+    return false;
+}
+
+/* Whether b (later in the log) is within window_s after a: wall times when
+ * both have one, else dmesg uptimes, else the order of the log. */
+static bool xid_within(const struct sn_telem_xid_event *a, const struct sn_telem_xid_event *b,
+                       double window_s)
+{
+    if (isfinite(a->time_s) && isfinite(b->time_s))
+        return b->time_s >= a->time_s && b->time_s - a->time_s <= window_s;
+    if (isfinite(a->uptime_s) && isfinite(b->uptime_s))
+        return b->uptime_s >= a->uptime_s && b->uptime_s - a->uptime_s <= window_s;
+    return true;
+}
+
+/* For each kept event (by ring slot): the code of the cause it follows, or
+ * 0. Slots are visited oldest first. */
+static void xid_causes(const struct sn_telem_gpu *g, double window_s,
+                       unsigned cause_of[SN_TELEM_XID_KEEP])
+{
+    unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
+    memset(cause_of, 0, SN_TELEM_XID_KEEP * sizeof(unsigned));
+    for (unsigned k = 0; g->xids && k < kept; k++) {
+        unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        for (unsigned e = 0; e < k && !cause_of[j]; e++) {
+            unsigned i = (unsigned)((g->xid_total - kept + e) % SN_TELEM_XID_KEEP);
+            if (!cause_of[i] && xid_follows(g->xids[i].code, g->xids[j].code) &&
+                xid_within(&g->xids[i], &g->xids[j], window_s))
+                cause_of[j] = g->xids[i].code;
+        }
+    }
+}
+
+/* " (and Xid 45 x2, 13 that it caused: not judged apart)" for the
+ * followers of cause, "" when none. */
+static const char *xid_followers_note(const struct sn_telem_gpu *g, const unsigned *cause_of,
+                                      unsigned cause, char *buf, size_t len)
+{
+    unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
+    unsigned codes[SN_TELEM_XID_KEEP], counts[SN_TELEM_XID_KEEP], n = 0;
+    for (unsigned k = 0; k < kept; k++) {
+        unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        if (cause_of[j] != cause)
+            continue;
+        unsigned c = 0;
+        while (c < n && codes[c] != g->xids[j].code)
+            c++;
+        if (c == n)
+            codes[n] = g->xids[j].code, counts[n++] = 0;
+        counts[c]++;
+    }
+    buf[0] = '\0';
+    if (!n)
+        return buf;
+    size_t o = (size_t)snprintf(buf, len, "; then Xid");
+    for (unsigned c = 0; c < n && o < len; c++) {
+        int w = counts[c] > 1 ? snprintf(buf + o, len - o, "%s %u x%u", c ? "," : "", codes[c],
+                                         counts[c])
+                              : snprintf(buf + o, len - o, "%s %u", c ? "," : "", codes[c]);
+        o += w > 0 ? (size_t)w : 0;
+    }
+    if (o < len)
+        snprintf(buf + o, len - o, " caused by it (cascade, not judged apart)");
+    return buf;
+}
+
+/* Index in g->xids of the newest event with code that follows no cause
+ * (cause_of may be NULL: every event), or -1; *count gets how many of the
+ * kept events have it. */
+static int xid_find_own(const struct sn_telem_gpu *g, unsigned code, unsigned *count,
+                        const unsigned *cause_of)
 {
     unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
     int last = -1;
     *count = 0;
     for (unsigned k = 0; k < kept; k++) {
         unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
-        if (g->xids[j].code == code) {
+        if (g->xids[j].code == code && !(cause_of && cause_of[j])) {
             (*count)++;
             last = (int)j;
         }
     }
     return last;
+}
+
+static int xid_find(const struct sn_telem_gpu *g, unsigned code, unsigned *count)
+{
+    return xid_find_own(g, code, count, NULL);
 }
 
 static void unreadable(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
@@ -125,9 +227,10 @@ static void unreadable(struct sn__health_ctx *c, const struct sn_telem_gpu *g, s
 
 /* A finding from a flag metric (value 1) or an Xid code. */
 static void flag_or_xid(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
-                        enum sn_detector d, enum sn_metric m, bool positive, unsigned code)
+                        enum sn_detector d, enum sn_metric m, bool positive, unsigned code,
+                        const unsigned *cause_of)
 {
-    char w[160];
+    char w[160], note[120];
     const struct sn_telem_reading *r = &g->m[m];
     if (reading_ok(r) && (m == SN_METRIC_XID_LAST ? r->value == code
                           : positive              ? r->value > 0
@@ -137,11 +240,12 @@ static void flag_or_xid(struct sn__health_ctx *c, const struct sn_telem_gpu *g, 
         return;
     }
     unsigned n;
-    int j = g->xids ? xid_find(g, code, &n) : -1;
+    int j = g->xids ? xid_find_own(g, code, &n, cause_of) : -1;
     if (j >= 0)
-        ADD(c, d, n, 0, "%s: Xid %u (%s), %u time%s",
+        ADD(c, d, n, 0, "%s: Xid %u (%s), %u time%s%s",
             sn__health_where(c->st, g->xids[j].source, g->xids[j].line, w, sizeof(w)), code,
-            sn_xid_meaning(code), n, n == 1 ? "" : "s");
+            sn_xid_meaning(code), n, n == 1 ? "" : "s",
+            xid_followers_note(g, cause_of, code, note, sizeof(note)));
 }
 
 static void sbe_rate(struct sn__health_ctx *c, uint32_t i, const struct sn_telem_gpu *g,
@@ -174,15 +278,16 @@ static bool xid_own_detector(unsigned code)
     return code == 48 || code == 63 || code == 64 || code == 79 || code == 92;
 }
 
-static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
+static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
+                 const unsigned *cause_of)
 {
     unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
     for (unsigned k = 0; k < kept; k++) {
         unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
         const struct sn_telem_xid_event *x = &g->xids[j];
         unsigned n;
-        if (xid_own_detector(x->code) || xid_find(g, x->code, &n) != (int)j)
-            continue; /* judged once per code, at its newest event */
+        if (xid_own_detector(x->code) || cause_of[j] || xid_find_own(g, x->code, &n, cause_of) != (int)j)
+            continue; /* judged once per code, at its newest event; followers not at all */
         enum sn_detector d;
         switch ((enum sn_xid_bucket)x->bucket) {
         case SN_XID_APPLICATION:
@@ -203,12 +308,12 @@ static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct 
         default:
             continue; /* informational */
         }
-        char w[160];
+        char w[160], note[120];
         ADD(c, d, n, d == SN_DET_XID_REPEATED ? c->cfg->xid_repeat : NAN,
-            "%s: Xid %u (%s, bucket %s), %u time%s",
+            "%s: Xid %u (%s, bucket %s), %u time%s%s",
             sn__health_where(c->st, x->source, x->line, w, sizeof(w)), x->code,
             sn_xid_meaning(x->code), sn_xid_bucket_name((enum sn_xid_bucket)x->bucket), n,
-            n == 1 ? "" : "s");
+            n == 1 ? "" : "s", xid_followers_note(g, cause_of, x->code, note, sizeof(note)));
     }
 }
 
@@ -265,19 +370,22 @@ static bool has_readings(const struct sn_telem_gpu *g)
     return false;
 }
 
-/* GPUs of an enumerated server (one with any GPU reporting readings) that
- * report nothing. */
+/* GPUs of an enumerated server (one with any GPU named by an enumerating
+ * input, see struct sn_telem_samples.partial) that report nothing. */
 static void missing(struct sn__health_ctx *c)
 {
     const struct sn_model *m = c->m;
     for (uint32_t sv = 0; sv < m->n_servers; sv++) {
         uint32_t first = m->server_first_gpu[sv], ng = sn_model_server_spec(m, sv)->gpus;
-        uint32_t seen = 0;
+        uint32_t seen = 0, listed = 0;
         for (uint32_t g = first; g < first + ng; g++) {
             uint32_t s = c->model_to_store[g];
             seen += s != UINT32_MAX && has_readings(sn_telem_store_gpu(c->st, s));
+            listed += s != UINT32_MAX && sn_telem_store_gpu(c->st, s)->listed;
         }
-        if (seen == 0 || seen == ng)
+        /* Only an enumeration says a GPU is absent; excerpts (dmon, a cut
+         * table) say nothing about the GPUs they omit. */
+        if (seen == 0 || seen == ng || listed == 0)
             continue;
         for (uint32_t g = first; g < first + ng; g++) {
             uint32_t s = c->model_to_store[g];
@@ -349,16 +457,18 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
     for (uint32_t i = 0; i < n; i++) {
         const struct sn_telem_gpu *g = sn_telem_store_gpu(c->st, i);
         struct tgt t;
-        if (!target(c, i, &t.e, &t.id, &t.gpu, &t.server))
+        if (g->merged || !target(c, i, &t.e, &t.id, &t.gpu, &t.server))
             continue;
+        unsigned cause_of[SN_TELEM_XID_KEEP];
+        xid_causes(g, c->cfg->xid_cascade_s, cause_of);
         unreadable(c, g, t);
-        flag_or_xid(c, g, t, SN_DET_GPU_OFF_BUS, SN_METRIC_XID_LAST, false, 79);
-        flag_or_xid(c, g, t, SN_DET_ECC_DBE, SN_METRIC_ECC_DBE_VOL, true, 48);
-        flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, SN_METRIC_REMAP_PENDING, false, 63);
-        flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64);
+        flag_or_xid(c, g, t, SN_DET_GPU_OFF_BUS, SN_METRIC_XID_LAST, false, 79, cause_of);
+        flag_or_xid(c, g, t, SN_DET_ECC_DBE, SN_METRIC_ECC_DBE_VOL, true, 48, cause_of);
+        flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, SN_METRIC_REMAP_PENDING, false, 63, cause_of);
+        flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64, cause_of);
         sbe_rate(c, i, g, t);
         if (g->xids)
-            xids(c, g, t);
+            xids(c, g, t, cause_of);
         if (g->diag)
             diag(c, g, t);
         phantom(c, i, g, t);

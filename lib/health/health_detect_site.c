@@ -208,6 +208,31 @@ static uint32_t run_server(const struct sn__health_ctx *c, const struct sn_healt
     return s;
 }
 
+/* The curve stopped growing well below what the layout should reach: a
+ * bottleneck (a PCIe or socket path instead of NVLink/RDMA, a slow link),
+ * not noise: flat over several doublings of the size. */
+static void busbw_plateau(struct sn__health_ctx *c, const struct sn_health_nccl_run *r,
+                          uint32_t sv)
+{
+    if (r->plateau_rows < c->cfg->busbw_plateau_rows ||
+        !(r->last_size_bytes >= c->cfg->busbw_plateau_min_bytes) ||
+        !(r->last_busbw_bytes_per_s > 0))
+        return;
+    char why[96];
+    double floor =
+        sn_health_busbw_floor(c->m, c->cfg, sv, r->nranks, r->nhosts, why, sizeof(why));
+    double limit = c->cfg->busbw_plateau_frac * floor;
+    if (isnan(floor) || !(r->last_busbw_bytes_per_s < limit))
+        return;
+    sn__health_add(c, SN_DET_BUSBW_PLATEAU, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
+                   r->last_busbw_bytes_per_s, limit,
+                   "%s: %s busbw flat at %.2f GB/s from %.0f B to %.0f B (%u sizes) < %.2f x "
+                   "floor %.1f GB/s (%s)",
+                   r->where, sn_nccl_coll_name(r->coll), r->last_busbw_bytes_per_s / 1e9,
+                   r->plateau_size_bytes, r->last_size_bytes, r->plateau_rows,
+                   c->cfg->busbw_plateau_frac, floor / 1e9, why);
+}
+
 static void nccl_run(struct sn__health_ctx *c, const struct sn_health_nccl_run *r, uint32_t sv)
 {
     const char *coll = sn_nccl_coll_name(r->coll);
@@ -244,6 +269,7 @@ static void nccl_run(struct sn__health_ctx *c, const struct sn_health_nccl_run *
                        "%s: %s busbw %.2f GB/s at %.0f B < %.2f x its peak %.2f GB/s at %.0f B",
                        r->where, coll, r->last_busbw_bytes_per_s / 1e9, r->last_size_bytes, frac,
                        r->peak_busbw_bytes_per_s / 1e9, r->peak_size_bytes);
+    busbw_plateau(c, r, sv);
 }
 
 static void nccl_runs(struct sn__health_ctx *c)

@@ -158,7 +158,9 @@ static void on_samples(void *ctx, const struct sn_telem_samples *r)
     if (h->fwd.samples)
         h->fwd.samples(h->fwd.ctx, r);
     uint32_t id;
-    if (!sn_telem_store_find_gpu(h->store, &r->gpu, &id))
+    /* The record just went to the store (h->fwd): take its GPU from there
+     * rather than resolving it a second time (a hash and compares per row). */
+    if (!sn_telem_store_last_samples_gpu(h->store, &id))
         return;
     struct sn_health_gpu_history *g = gpu_hist(h, id);
     const struct sn_telem_gpu *sg = sn_telem_store_gpu(h->store, id);
@@ -253,6 +255,9 @@ static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
     u->peak_size_bytes = r->peak_size_bytes;
     u->last_busbw_bytes_per_s = r->last_busbw_bytes_per_s;
     u->last_size_bytes = r->last_size_bytes;
+    u->nhosts = r->nhosts;
+    u->plateau_size_bytes = r->plateau_size_bytes;
+    u->plateau_rows = r->plateau_rows;
 }
 
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h)
@@ -282,6 +287,14 @@ FWD(topo, struct sn_telem_topo)
 FWD(nccl_rank, struct sn_telem_nccl_rank)
 FWD(diag, struct sn_telem_diag)
 FWD(skipped, struct sn_telem_skip)
+FWD(node_check, struct sn_telem_node_check)
+
+static void fwd_excerpt(void *ctx, const char *source, bool on)
+{
+    struct sn_health_history *h = ctx;
+    if (h->fwd.excerpt)
+        h->fwd.excerpt(h->fwd.ctx, source, on);
+}
 
 /* Host and NIC readings: kept in the net table, then forwarded. Out of
  * memory is reported like the store's, as a limit skip. */
@@ -352,6 +365,8 @@ struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h)
         .facility = on_facility,
         .skipped = fwd_skipped,
         .net = on_net,
+        .node_check = fwd_node_check,
+        .excerpt = fwd_excerpt,
     };
 }
 

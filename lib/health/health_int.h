@@ -99,6 +99,7 @@ uint32_t sn__net_table_count(const struct sn__net_table *t);
 const struct sn_health_net_entry *sn__net_table_entry(const struct sn__net_table *t, uint32_t i);
 void sn__health_detect_site_safety(struct sn__health_ctx *c); /* leak, coolant, BMC */
 void sn__health_detect_paths(struct sn__health_ctx *c); /* switch ports, ECMP, localisation */
+void sn__health_detect_node(struct sn__health_ctx *c);     /* node health checks (NHC) */
 
 /* The model GPU of a (host, index) name, or SN_NONE; inv may be NULL. */
 uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventory *inv,

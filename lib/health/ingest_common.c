@@ -802,6 +802,9 @@ static const struct sn__telem_ops *const ops_table[SN_TELEM_FORMAT_COUNT] = {
     [SN_TELEM_FMT_REDFISH] = &sn__telem_redfish_ops,
     [SN_TELEM_FMT_IPMI] = &sn__telem_ipmi_ops,
     [SN_TELEM_FMT_SNMP_IFMIB] = &sn__telem_snmp_ops,
+    [SN_TELEM_FMT_SMI_TABLE] = &sn__telem_smi_table_ops,
+    [SN_TELEM_FMT_SMI_DMON] = &sn__telem_smi_dmon_ops,
+    [SN_TELEM_FMT_NHC] = &sn__telem_nhc_ops,
 };
 
 static char *dup_or_null(const char *s)
@@ -1157,6 +1160,9 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {" Watts ", SN_TELEM_FMT_IPMI},
         {" RPM ", SN_TELEM_FMT_IPMI},
         {"Sensor ID              :", SN_TELEM_FMT_IPMI},
+        {"Health check failed:", SN_TELEM_FMT_NHC},
+        {"Node Health Checks failed", SN_TELEM_FMT_NHC},
+        {"FaultCode: NHC", SN_TELEM_FMT_NHC},
         {"DCGM_FI_", SN_TELEM_FMT_PROM},
         {"NVRM: Xid", SN_TELEM_FMT_KMSG},
         {"fallen off the bus", SN_TELEM_FMT_KMSG},
@@ -1209,6 +1215,12 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"      CPU0 ", SN_TELEM_FMT_INTERRUPTS},
         {"\ncpu0 ", SN_TELEM_FMT_INTERRUPTS},
         {"      CPU0\n", SN_TELEM_FMT_INTERRUPTS},
+        {"Pwr:Usage/Cap", SN_TELEM_FMT_SMI_TABLE},
+        {"| NVIDIA-SMI ", SN_TELEM_FMT_SMI_TABLE},
+        {"MiB / ", SN_TELEM_FMT_SMI_TABLE},
+        {"# gpu ", SN_TELEM_FMT_SMI_DMON},
+        {"#Date ", SN_TELEM_FMT_SMI_DMON},
+        {"#Time ", SN_TELEM_FMT_SMI_DMON},
     };
     size_t n = len < 65536 ? len : 65536;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

@@ -188,6 +188,9 @@ bool sn__telem_nccl_debug_line(struct sn_telem_parser *p, const char *s, size_t 
 extern const struct sn__telem_ops sn__telem_redfish_ops;
 extern const struct sn__telem_ops sn__telem_ipmi_ops;
 extern const struct sn__telem_ops sn__telem_snmp_ops;
+extern const struct sn__telem_ops sn__telem_smi_table_ops;
+extern const struct sn__telem_ops sn__telem_smi_dmon_ops;
+extern const struct sn__telem_ops sn__telem_nhc_ops;
 
 /* Facility: one reading from its text fields (shared by CSV and JSON).
  * Reports and returns false on a bad field. */

@@ -39,6 +39,8 @@ struct group {
     int time, algbw, busbw, wrong, error; /* token index, -1 if absent */
 };
 
+#define CURVE_KEPT 64u /* rows of one run's curve kept (-b 8 -e 16G -f 2 prints 32) */
+
 struct nccl_state {
     enum sn_nccl_coll coll;
     unsigned nranks, nhosts, rows, ntok;
@@ -56,6 +58,9 @@ struct nccl_state {
     unsigned wrong_rows, wrong_line, dup_ranks, dup_rank;
     long long wrong_max;
     double peak_bw, peak_size, last_bw, last_size;
+    /* The run's out-of-place curve, in row order, for its plateau. */
+    double curve_size[CURVE_KEPT], curve_bw[CURVE_KEPT];
+    unsigned curve_n;
     uint64_t ranks_seen[4]; /* bitset of rank numbers < 256 */
 };
 
@@ -89,6 +94,7 @@ static void reset_run(struct nccl_state *st)
     st->wrong_rows = st->wrong_line = st->dup_ranks = st->dup_rank = 0;
     st->wrong_max = 0;
     st->peak_bw = st->peak_size = st->last_bw = st->last_size = NAN;
+    st->curve_n = 0;
     memset(st->ranks_seen, 0, sizeof(st->ranks_seen));
 }
 
@@ -97,7 +103,18 @@ static void end_run(struct sn_telem_parser *p, struct nccl_state *st, bool trunc
 {
     if (!st->run_open)
         return;
+    /* Walk back from the largest size while busbw stays in the band. */
+    double plateau = NAN;
+    unsigned prow = 0;
+    for (unsigned i = st->curve_n; i-- > 0;) {
+        if (!(fabs(st->curve_bw[i] - st->last_bw) <= SN_TELEM_PLATEAU_BAND * st->last_bw))
+            break;
+        plateau = st->curve_size[i];
+        prow++;
+    }
     struct sn_telem_nccl_summary rec = {
+        .plateau_size_bytes = plateau,
+        .plateau_rows = prow,
         .at = {p->source, p->lineno, NAN},
         .coll = st->coll,
         .nranks = st->nranks,
@@ -440,6 +457,16 @@ static void data_row(struct sn_telem_parser *p, struct nccl_state *st, struct to
             st->peak_bw = bw, st->peak_size = size;
         if (isnan(st->last_size) || size >= st->last_size)
             st->last_bw = bw, st->last_size = size;
+        /* A curve in increasing sizes; a size going down starts it again. */
+        if (st->curve_n && size <= st->curve_size[st->curve_n - 1])
+            st->curve_n = 0;
+        if (st->curve_n == CURVE_KEPT) {
+            memmove(st->curve_size, st->curve_size + 1, (CURVE_KEPT - 1) * sizeof(double));
+            memmove(st->curve_bw, st->curve_bw + 1, (CURVE_KEPT - 1) * sizeof(double));
+            st->curve_n--;
+        }
+        st->curve_size[st->curve_n] = size;
+        st->curve_bw[st->curve_n++] = bw;
     }
     st->rows++;
     SN__EMIT(p, nccl_row, &rec);

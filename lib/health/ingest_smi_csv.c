@@ -674,10 +674,29 @@ static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
     r.pid = -1;
     r.pused = NAN;
     unsigned cells = split_commas(st, s, len);
-    if (cells != st->ncols) {
-        sn__telem_skip(p, 0, SN_TELEM_SKIP_COLUMNS, "row has %u cells, the header has %u", cells,
-                       st->ncols);
-        return;
+    /* An unterminated last line that ends in an empty cell was cut right
+     * after a comma. */
+    bool cut_after_comma = p->finished && cells == st->ncols && cells > 1 &&
+                           cells <= SN_TELEM_COLUMNS_MAX && st->cells[cells - 1].len <= 1 &&
+                           (st->cells[cells - 1].len == 0 || s[st->cells[cells - 1].off] == ' ');
+    if (cells != st->ncols || cut_after_comma) {
+        /* The input's last line, without its end of line, cut short: read
+         * its whole cells (all but the last, which may be cut), and the
+         * file no longer enumerates its hosts' GPUs (it was cut), so the
+         * GPUs it does not name are not called missing. */
+        if (cut_after_comma ||
+            (p->finished && cells < st->ncols && cells > 1 && cells <= SN_TELEM_COLUMNS_MAX)) {
+            sn__telem_skip(p, st->cells[cells - 1].off + 1, SN_TELEM_SKIP_TRUNCATED,
+                           "last row cut after %u of %u cells; its whole cells are read",
+                           cells - 1, st->ncols);
+            if (p->sink.excerpt)
+                p->sink.excerpt(p->sink.ctx, p->source, true);
+            cells--;
+        } else {
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_COLUMNS, "row has %u cells, the header has %u",
+                           cells, st->ncols);
+            return;
+        }
     }
     for (unsigned c = 0; c < cells; c++) {
         const char *cell = s + st->cells[c].off;

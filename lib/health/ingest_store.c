@@ -42,6 +42,8 @@ struct sn_telem_store {
     uint32_t *host_first_gpu;
     struct sn_telem_topo **host_topo;
     struct host_diag **host_diag; /* node-level dcgmi diag results, NULL if none */
+    struct host_checks **host_check; /* failed node checks (NHC), NULL if none */
+    uint8_t *src_excerpt; /* per source: its samples are an excerpt; NULL until one */
     uint32_t n_hosts, cap_hosts;
     struct idx by_host;
     char **sources;
@@ -49,6 +51,7 @@ struct sn_telem_store {
     struct idx by_source; /* source names, so a lookup costs one hash at any count */
     uint16_t last_source; /* cache of the last lookup */
     uint32_t last_host;   /* cache of the last lookup, valid when n_hosts */
+    uint32_t last_samples_gpu; /* where the last samples record went, UINT32_MAX if dropped */
     struct sn_telem_nccl_entry *nccl;
     uint32_t n_nccl, cap_nccl;
     struct idx by_nccl;
@@ -303,6 +306,11 @@ struct host_diag {
     unsigned n;
 };
 
+struct host_checks {
+    struct sn_telem_check_entry e[SN_TELEM_CHECK_KEEP];
+    unsigned n;
+};
+
 static bool host_id(struct sn_telem_store *s, const char *name, bool create, uint32_t *id)
 {
     if (s->n_hosts && strcmp(s->hosts[s->last_host], name) == 0) {
@@ -327,6 +335,9 @@ static bool host_id(struct sn_telem_store *s, const char *name, bool create, uin
         return false;
     cap = s->cap_hosts;
     if (!grow(s, (void **)&s->host_diag, &cap, s->n_hosts + 1, sizeof(*s->host_diag)))
+        return false;
+    cap = s->cap_hosts;
+    if (!grow(s, (void **)&s->host_check, &cap, s->n_hosts + 1, sizeof(*s->host_check)))
         return false;
     s->cap_hosts = cap;
     *id = s->n_hosts;
@@ -370,6 +381,108 @@ static bool new_gpu(struct sn_telem_store *s, uint32_t host, uint32_t *id)
     return true;
 }
 
+/* Points every slot of x that holds from at to instead (the key stays). */
+static void idx_repoint(struct idx *x, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = 0; i < x->cap; i++)
+        if (x->slot[i] == from + 1)
+            x->slot[i] = to + 1;
+}
+
+static bool reading_newer(const struct sn_telem_reading *a, const struct sn_telem_reading *b)
+{
+    if (a->status == SN_TELEM_ABSENT)
+        return false;
+    return b->status == SN_TELEM_ABSENT || a->time_s > b->time_s;
+}
+
+/* Two GPUs of one host turn out to be one: a record names both the index
+ * of one (known by index only, from dmon or an index-only CSV) and the bus
+ * id of the other (known by bus only, from a kernel log or -q). Whichever
+ * came first, the GPU keeps the union of what both hold, so the order of
+ * the inputs does not decide where an Xid lands. drop is left empty and
+ * marked merged (no keys, no readings; detectors pass over it). */
+static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
+{
+    struct sn_telem_gpu *g = &s->gpus[keep], *o = &s->gpus[drop];
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++)
+        if (reading_newer(&o->m[m], &g->m[m]))
+            g->m[m] = o->m[m];
+    for (unsigned a = 0; a < SN_TELEM_ATTR_COUNT; a++)
+        if (!g->attr[a][0])
+            memcpy(g->attr[a], o->attr[a], SN_TELEM_NAME_MAX);
+    for (unsigned l = 0; l < SN_TELEM_NVLINK_MAX; l++)
+        if (g->nvlink[l].state == SN_LINK_UNKNOWN && o->nvlink[l].state != SN_LINK_UNKNOWN)
+            g->nvlink[l] = o->nvlink[l];
+    if (o->n_nvlinks > g->n_nvlinks)
+        g->n_nvlinks = o->n_nvlinks;
+    unsigned kept = o->xid_total < SN_TELEM_XID_KEEP ? (unsigned)o->xid_total : SN_TELEM_XID_KEEP;
+    if (kept && (g->xids || (g->xids = store_calloc(s, SN_TELEM_XID_KEEP, sizeof(*g->xids))))) {
+        for (unsigned k = 0; k < kept; k++)
+            g->xids[g->xid_total++ % SN_TELEM_XID_KEEP] =
+                o->xids[(o->xid_total - kept + k) % SN_TELEM_XID_KEEP];
+    }
+    for (unsigned k = 0; k < o->n_procs; k++) {
+        unsigned i = 0;
+        while (i < g->n_procs && g->procs[i].pid != o->procs[k].pid)
+            i++;
+        if (i < g->n_procs || (!g->procs && !(g->procs = store_calloc(s, SN_TELEM_PROC_KEEP,
+                                                                      sizeof(*g->procs)))))
+            continue;
+        if (g->n_procs < SN_TELEM_PROC_KEEP)
+            g->procs[g->n_procs++] = o->procs[k];
+    }
+    for (unsigned k = 0; k < o->n_diag; k++) {
+        unsigned i = 0;
+        while (i < g->n_diag && strcmp(g->diag[i].test, o->diag[k].test) != 0)
+            i++;
+        if (i < g->n_diag ||
+            (!g->diag && !(g->diag = store_calloc(s, SN_TELEM_DIAG_KEEP, sizeof(*g->diag)))))
+            continue;
+        if (g->n_diag < SN_TELEM_DIAG_KEEP)
+            g->diag[g->n_diag++] = o->diag[k];
+    }
+    if (o->listed && (!g->listed || g->listed_source != o->listed_source))
+        g->listed_multi |= g->listed || o->listed_multi;
+    if (o->listed && !g->listed)
+        g->listed_source = o->listed_source;
+    g->listed |= o->listed;
+    /* Keys: keep gets drop's, whose index slots now name keep. */
+    if (g->index < 0 && o->index >= 0)
+        g->index = o->index;
+    if (g->bus == SN_TELEM_BUS_NONE && o->bus != SN_TELEM_BUS_NONE)
+        g->bus = o->bus;
+    if (!g->uuid[0] && o->uuid[0])
+        memcpy(g->uuid, o->uuid, sizeof(g->uuid));
+    idx_repoint(&s->by_index, drop, keep);
+    idx_repoint(&s->by_bus, drop, keep);
+    idx_repoint(&s->by_uuid, drop, keep);
+    free(o->xids);
+    free(o->procs);
+    free(o->diag);
+    uint32_t host = o->host;
+    memset(o, 0, sizeof(*o));
+    o->host = host;
+    o->index = -1;
+    o->bus = SN_TELEM_BUS_NONE;
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++) {
+        o->m[m].value = NAN;
+        o->m[m].time_s = NAN;
+        o->m[m].status = SN_TELEM_ABSENT;
+    }
+    o->merged = true;
+}
+
+/* other (found by a key of k) can join g: same host, and no key of one
+ * contradicts the other's. */
+static bool mergeable(const struct sn_telem_gpu *g, const struct sn_telem_gpu *o)
+{
+    return g != o && g->host == o->host &&
+           (g->index < 0 || o->index < 0 || g->index == o->index) &&
+           (g->bus == SN_TELEM_BUS_NONE || o->bus == SN_TELEM_BUS_NONE || g->bus == o->bus) &&
+           (!g->uuid[0] || !o->uuid[0] || strcmp(g->uuid, o->uuid) == 0);
+}
+
 /* Links the keys of k that g lacks; false (conflict) if one names another GPU
  * or differs from what g has. */
 static bool link_keys(struct sn_telem_store *s, uint32_t id, const struct gpu_key *k)
@@ -390,20 +503,30 @@ static bool link_keys(struct sn_telem_store *s, uint32_t id, const struct gpu_ke
         }
     }
     if (k->bus != SN_TELEM_BUS_NONE && g->bus != k->bus) {
-        if (g->bus != SN_TELEM_BUS_NONE ||
-            idx_find(s, &s->by_bus, h_bus(k->host, k->bus), eq_bus, k, &other))
+        if (g->bus != SN_TELEM_BUS_NONE)
             return false;
-        g->bus = k->bus;
-        if (!idx_insert(s, &s->by_bus, h_bus(g->host, g->bus), id, rh_bus))
-            return false;
+        if (idx_find(s, &s->by_bus, h_bus(k->host, k->bus), eq_bus, k, &other)) {
+            if (!mergeable(g, &s->gpus[other]))
+                return false;
+            merge_gpu(s, id, other);
+        } else {
+            g->bus = k->bus;
+            if (!idx_insert(s, &s->by_bus, h_bus(g->host, g->bus), id, rh_bus))
+                return false;
+        }
     }
     if (k->index >= 0 && g->index != k->index) {
-        if (g->index >= 0 ||
-            idx_find(s, &s->by_index, h_index(k->host, k->index), eq_index, k, &other))
+        if (g->index >= 0)
             return false;
-        g->index = k->index;
-        if (!idx_insert(s, &s->by_index, h_index(g->host, g->index), id, rh_index))
-            return false;
+        if (idx_find(s, &s->by_index, h_index(k->host, k->index), eq_index, k, &other)) {
+            if (!mergeable(g, &s->gpus[other]))
+                return false;
+            merge_gpu(s, id, other);
+        } else {
+            g->index = k->index;
+            if (!idx_insert(s, &s->by_index, h_index(g->host, g->index), id, rh_index))
+                return false;
+        }
     }
     return true;
 }
@@ -477,8 +600,10 @@ static void sink_samples(void *ctx, const struct sn_telem_samples *r)
 {
     struct sn_telem_store *s = ctx;
     uint32_t id;
+    s->last_samples_gpu = UINT32_MAX;
     if (!resolve_rec(s, &r->gpu, &r->at, &id))
         return;
+    s->last_samples_gpu = id;
     uint16_t src = source_id(s, r->at.source);
     struct sn_telem_gpu *g = &s->gpus[id];
     for (size_t i = 0; i < r->n; i++) {
@@ -491,6 +616,14 @@ static void sink_samples(void *ctx, const struct sn_telem_samples *r)
         m->time_s = r->at.time_s;
         m->line = r->at.line;
         m->source = src;
+    }
+    if (!(s->src_excerpt && s->src_excerpt[src])) {
+        if (!g->listed) {
+            g->listed = true;
+            g->listed_source = src;
+        } else if (g->listed_source != src) {
+            g->listed_multi = true;
+        }
     }
     s->stats.records++;
 }
@@ -684,6 +817,53 @@ static void sink_diag(void *ctx, const struct sn_telem_diag *r)
         s->stats.records++;
 }
 
+static void sink_excerpt(void *ctx, const char *source, bool on)
+{
+    struct sn_telem_store *s = ctx;
+    if (!s->src_excerpt && !(s->src_excerpt = store_calloc(s, (size_t)s->lim.sources + 1, 1)))
+        return;
+    uint16_t src = source_id(s, source);
+    if (src > s->lim.sources)
+        return;
+    s->src_excerpt[src] = on;
+    for (uint32_t i = 0; on && i < s->n_gpus; i++) {
+        struct sn_telem_gpu *g = &s->gpus[i];
+        if (g->listed && !g->listed_multi && g->listed_source == src)
+            g->listed = false;
+    }
+}
+
+/* A failed node check: kept on its host (created unless inventory-only). */
+static void sink_node_check(void *ctx, const struct sn_telem_node_check *r)
+{
+    struct sn_telem_store *s = ctx;
+    uint32_t h;
+    if (!host_id(s, r->host, !s->lim.inventory_only, &h)) {
+        store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_UNKNOWN_GPU,
+                   "node check for a host not in the store not kept");
+        return;
+    }
+    struct host_checks **hc = &s->host_check[h];
+    if (!*hc && !(*hc = store_calloc(s, 1, sizeof(**hc)))) {
+        store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT, "out of memory");
+        return;
+    }
+    if ((*hc)->n == SN_TELEM_CHECK_KEEP) {
+        store_skip(s, r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT,
+                   "more failed node checks on one host than the store keeps");
+        return;
+    }
+    struct sn_telem_check_entry *e = &(*hc)->e[(*hc)->n++];
+    sn__telem_copy(e->tool, sizeof(e->tool), r->tool, strlen(r->tool));
+    sn__telem_copy(e->check, sizeof(e->check), r->check, strlen(r->check));
+    sn__telem_copy(e->message, sizeof(e->message), r->message, strlen(r->message));
+    sn__telem_copy(e->fault_code, sizeof(e->fault_code), r->fault_code, strlen(r->fault_code));
+    e->source = source_id(s, r->at.source);
+    e->line = r->at.line;
+    e->time_s = r->at.time_s;
+    s->stats.records++;
+}
+
 struct nccl_key {
     enum sn_nccl_coll coll;
     unsigned nranks;
@@ -827,6 +1007,7 @@ enum sn_err sn_telem_store_new(const struct sn_telem_store_limits *lim, struct s
     s->lim.nccl_rows = s->lim.nccl_rows ? s->lim.nccl_rows : 65536;
     s->lim.facility = s->lim.facility ? s->lim.facility : 65536;
     s->lim.skips = s->lim.skips ? s->lim.skips : 256;
+    s->last_samples_gpu = UINT32_MAX;
     s->bytes = sizeof(*s);
     s->sources = store_calloc(s, s->lim.sources, sizeof(*s->sources));
     s->skips = store_calloc(s, s->lim.skips, sizeof(*s->skips));
@@ -850,6 +1031,7 @@ void sn_telem_store_free(struct sn_telem_store *s)
     for (uint32_t i = 0; i < s->n_hosts; i++) {
         free(s->host_topo[i]);
         free(s->host_diag[i]);
+        free(s->host_check[i]);
     }
     for (uint16_t i = 0; i < s->n_sources; i++)
         free(s->sources[i]);
@@ -863,6 +1045,8 @@ void sn_telem_store_free(struct sn_telem_store *s)
     free(s->host_first_gpu);
     free(s->host_topo);
     free(s->host_diag);
+    free(s->host_check);
+    free(s->src_excerpt);
     free(s->by_host.slot);
     free(s->sources);
     free(s->nccl);
@@ -888,6 +1072,8 @@ struct sn_telem_sink sn_telem_store_sink(struct sn_telem_store *s)
         .diag = sink_diag,
         .facility = sink_facility,
         .skipped = sink_skip,
+        .node_check = sink_node_check,
+        .excerpt = sink_excerpt,
     };
     return k;
 }
@@ -923,6 +1109,12 @@ bool sn_telem_store_find_gpu(const struct sn_telem_store *s, const struct sn_tel
     return find_key(s, &k, id);
 }
 
+bool sn_telem_store_last_samples_gpu(const struct sn_telem_store *s, uint32_t *id)
+{
+    *id = s->last_samples_gpu;
+    return s->last_samples_gpu < s->n_gpus;
+}
+
 uint32_t sn_telem_store_gpu_count(const struct sn_telem_store *s)
 {
     return s->n_gpus;
@@ -948,7 +1140,18 @@ bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t ho
     if (host >= s->n_hosts)
         return false;
     return s->host_first_gpu[host] != UINT32_MAX || (s->host_topo && s->host_topo[host]) ||
-           (s->host_diag && s->host_diag[host] && s->host_diag[host]->n);
+           (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
+           (s->host_check && s->host_check[host] && s->host_check[host]->n);
+}
+
+const struct sn_telem_check_entry *sn_telem_store_node_checks(const struct sn_telem_store *s,
+                                                              uint32_t host, unsigned *n)
+{
+    *n = 0;
+    if (host >= s->n_hosts || !s->host_check || !s->host_check[host])
+        return NULL;
+    *n = s->host_check[host]->n;
+    return s->host_check[host]->e;
 }
 
 const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t source)

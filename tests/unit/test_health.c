@@ -1223,9 +1223,9 @@ static void test_accept(void **state)
     at += (size_t)snprintf(buf + at, sizeof(buf) - at, "sn01-t00,0,gemm_mixed,%.1f,TFLOP/s\n",
                            0.82 * 700.0);
     facts(f, SN_FACTS_BENCH, buf);
-    /* phase 2: 10 rounds of all_reduce over all of sn00 (4 hosts x 8 GPUs), stable */
+    /* phase 2: 30 rounds of all_reduce over all of sn00 (4 hosts x 8 GPUs), stable */
     static const char *const sn00[] = {"sn00-t00", "sn00-t01", "sn00-t02", "sn00-t03"};
-    for (unsigned k = 0; k < 10; k++)
+    for (unsigned k = 0; k < 30; k++)
         nccl_hosts(f, sn00, 4, "71583", "240.00", "465.00");
     facts(f, SN_FACTS_EVENTS,
           "time,kind,host,job\n"
@@ -1303,11 +1303,11 @@ static void test_accept_p2_span(void **state)
     for (unsigned k = 0; k < 10; k++)
         nccl_hosts(f, mixed, 4, "71583", "240.00", "465.00");
     assert_true(accept_p2_failed(f, "sn00-t02"));
-    /* 9 spanning rounds: one short */
-    for (unsigned k = 0; k < 9; k++)
+    /* 29 spanning rounds: one short of the default 30 */
+    for (unsigned k = 0; k < 29; k++)
         nccl_hosts(f, sn00, 4, "71583", "240.00", "465.00");
     assert_true(accept_p2_failed(f, "sn00-t00"));
-    /* the 10th: phase 2 passes for every node of sn00, not for sn01 */
+    /* the 30th: phase 2 passes for every node of sn00, not for sn01 */
     nccl_hosts(f, sn00, 4, "71583", "240.00", "465.00");
     assert_false(accept_p2_failed(f, "sn00-t00"));
     assert_false(accept_p2_failed(f, "sn00-t03"));

@@ -188,7 +188,7 @@ static void stopped_and_stale(void **state)
 /* The performance class of docs/health.md "Score policy". */
 static const enum sn_detector performance[] = {
     SN_DET_SLOW_GPU,      SN_DET_THERMAL_THROTTLE, SN_DET_BUSBW_LOW, SN_DET_NVLINK_DOWNGRADED,
-    SN_DET_PCIE_DEGRADED, SN_DET_TOPO_NOT_NVLINK,  SN_DET_SLOW_NODE,
+    SN_DET_PCIE_DEGRADED, SN_DET_TOPO_NOT_NVLINK,  SN_DET_SLOW_NODE,        SN_DET_BUSBW_PLATEAU,
 };
 
 static void performance_findings_exclude(void **state)

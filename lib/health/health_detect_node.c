@@ -1,0 +1,37 @@
+/*
+ * lib/health/health_detect_node.c: node health checks (LBNL NHC and the
+ * Azure HPC NHC built on it). A failed check is the site's own verdict that
+ * the node must not run jobs (NHC marks it offline in Slurm/PBS), so each
+ * failed check of a server is one node-check-failed finding on it, with
+ * the check, its message and Azure's FaultCode as evidence. A host the
+ * inventory does not resolve is reported as unresolved, never dropped.
+ */
+#include "health/health_int.h"
+
+#include <math.h>
+#include <stdio.h>
+
+void sn__health_detect_node(struct sn__health_ctx *c)
+{
+    uint32_t nh = sn_telem_store_host_count(c->st);
+    for (uint32_t h = 0; h < nh; h++) {
+        unsigned n;
+        const struct sn_telem_check_entry *e = sn_telem_store_node_checks(c->st, h, &n);
+        if (!n)
+            continue;
+        char w[160];
+        sn__health_where(c->st, e[0].source, e[0].line, w, sizeof(w));
+        uint32_t sv = c->host_server[h];
+        if (sv == SN_NONE) {
+            (void)sn__health_server(c, sn_telem_store_host_name(c->st, h), w, 0);
+            continue;
+        }
+        for (unsigned k = 0; k < n; k++) {
+            sn__health_where(c->st, e[k].source, e[k].line, w, sizeof(w));
+            sn__health_add(c, SN_DET_NODE_CHECK, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, NAN, NAN,
+                           "%s: %s %s%s%s%s%s", w, e[k].tool, e[k].check[0] ? e[k].check : "check",
+                           e[k].message[0] ? ": " : " failed", e[k].message,
+                           e[k].fault_code[0] ? " FaultCode " : "", e[k].fault_code);
+        }
+    }
+}
