@@ -477,6 +477,13 @@ static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *rec)
         in->store.nccl_summary(in->store.ctx, rec);
 }
 
+static void on_excerpt(void *ctx, const char *source, bool on)
+{
+    struct ingest *in = ctx;
+    if (in->store.excerpt)
+        in->store.excerpt(in->store.ctx, source, on);
+}
+
 static void on_diag(void *ctx, const struct sn_telem_diag *rec)
 {
     struct ingest *in = ctx;
@@ -603,7 +610,8 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .nccl_rank = on_nccl_rank,
                                  .nccl_row = on_nccl_row,
                                  .nccl_summary = on_nccl_summary,
-                                 .diag = on_diag};
+                                 .diag = on_diag,
+                                 .excerpt = on_excerpt};
     snd_telem_buffer_replay(buf, &sink);
     snd_telem_buffer_free(buf);
     uint64_t skipped = 0;

@@ -10,7 +10,8 @@
  * hard cap (bytes), past which the buffer fails and the batch is refused.
  * Only the kinds the ingest uses are kept: samples, attributes, NVLink
  * states, Xids, facility readings, host/NIC readings, the benchmark
- * runners' nccl-tests and dcgmi diag records, and skipped lines.
+ * runners' nccl-tests and dcgmi diag records, excerpt marks (a source
+ * that does not list every GPU of its host) and skipped lines.
  */
 #include "agent.h"
 
@@ -20,7 +21,8 @@
 #define CHUNK_BYTES (64u << 10)
 
 enum rec_kind { REC_SAMPLES, REC_ATTR, REC_NVLINK, REC_XID, REC_FACILITY, REC_SKIP, REC_NET,
-                REC_NCCL_RANK, REC_NCCL_ROW, REC_NCCL_SUMMARY, REC_DIAG };
+                REC_NCCL_RANK, REC_NCCL_ROW, REC_NCCL_SUMMARY, REC_DIAG,
+                REC_EXCERPT };
 
 struct entry {
     enum rec_kind kind;
@@ -261,6 +263,20 @@ static void on_diag(void *ctx, const struct sn_telem_diag *r)
     c->detail = copy_str(b, r->detail);
 }
 
+struct excerpt {
+    const char *source;
+    bool on;
+};
+
+static void on_excerpt(void *ctx, const char *source, bool on)
+{
+    struct snd_telem_buffer *b = ctx;
+    struct excerpt e = {NULL, on};
+    struct excerpt *c = copy_rec(b, REC_EXCERPT, &e, sizeof(e));
+    if (c)
+        c->source = copy_str(b, source);
+}
+
 struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
 {
     return (struct sn_telem_sink){.ctx = b,
@@ -274,7 +290,8 @@ struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
                                   .nccl_rank = on_nccl_rank,
                                   .nccl_row = on_nccl_row,
                                   .nccl_summary = on_nccl_summary,
-                                  .diag = on_diag};
+                                  .diag = on_diag,
+                                  .excerpt = on_excerpt};
 }
 
 void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_telem_sink *to)
@@ -325,6 +342,12 @@ void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_t
         case REC_DIAG:
             if (to->diag)
                 to->diag(to->ctx, r);
+            break;
+        case REC_EXCERPT:
+            if (to->excerpt) {
+                const struct excerpt *e = r;
+                to->excerpt(to->ctx, e->source, e->on);
+            }
             break;
         }
     }
