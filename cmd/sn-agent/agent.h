@@ -115,7 +115,7 @@ SN_MUST_CHECK enum sn_err backend_bench(struct backend *b, char **out, size_t *l
     X(INFINIBAND, "infiniband", "/sys/class/infiniband/*/ports/*")                                 \
     X(NET, "net", "/sys/class/net/*")                                                              \
     X(NUMA, "numa", "/sys/devices/system/node/node*/cpulist")                                      \
-    X(IRQ_AFFINITY, "irq-affinity", "/proc/irq/*/smp_affinity_list")                               \
+    X(IRQ_AFFINITY, "irq-affinity", "/proc/irq/<NIC IRQ>/smp_affinity_list")                       \
     X(KMSG, "kernel-log", "/dev/kmsg")
 enum host_item {
 #define SN_X(id, name, pattern) HOST_##id,

@@ -11,8 +11,8 @@
  *   - sysfs: `<path>:<value>` lines, as `grep . FILES` prints them, of the
  *     InfiniBand port counters, hw_counters, rate and state, the netdevs'
  *     speed, state, statistics, carrier_down_count, NUMA node and MSI IRQs,
- *     the cpufreq governors, the NUMA nodes' CPU lists and every IRQ's
- *     smp_affinity_list;
+ *     the cpufreq governors, the NUMA nodes' CPU lists and the
+ *     smp_affinity_list of the NICs' IRQs;
  *   - kernel-log: the records of /dev/kmsg since the last collection (link
  *     up/down lines, and Xids), or of ROOT/dev/kmsg as a file in tests.
  * Every path is read under a root prefix ("/" on a host, a captured tree in
@@ -148,8 +148,30 @@ static const struct {
     {HOST_NET, "/sys/class/net/*/device/numa_node"},
     {HOST_NET, "/sys/class/net/*/device/msi_irqs/*"},
     {HOST_NUMA, "/sys/devices/system/node/node[0-9]*/cpulist"},
-    {HOST_IRQ_AFFINITY, "/proc/irq/[0-9]*/smp_affinity_list"},
 };
+
+/* smp_affinity_list of the NICs' IRQs only (the msi_irqs lines already in
+ * s): a host has hundreds of other IRQs the detectors do not judge. */
+static unsigned put_nic_affinity(struct buf *s, const char *root)
+{
+    unsigned n = 0;
+    for (const char *l = s->p; l && (l = strstr(l, "/device/msi_irqs/")) != NULL;) {
+        l += 17;
+        char irq[16];
+        size_t k = 0;
+        while (k + 1 < sizeof(irq) && l[k] >= '0' && l[k] <= '9')
+            irq[k] = l[k], k++;
+        irq[k] = '\0';
+        if (!k || l[k] != ':')
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/irq/%s/smp_affinity_list", irq);
+        size_t at = (size_t)(l - s->p); /* put() may move s->p */
+        n += put_glob(s, root, path);
+        l = s->p + at;
+    }
+    return n;
+}
 
 /* /dev/kmsg records ("6,1234,5678,-;mlx5_core ...: Link down") one read()
  * each, without blocking, until none is left; a regular file from the
@@ -211,6 +233,7 @@ enum sn_err host_collect(const char *root, struct host_kmsg *km, struct host_sam
     out->files[HOST_STAT] = put_file(&p, root, "/proc/stat", "cpu");
     for (size_t i = 0; i < sizeof(sysfs_rows) / sizeof(sysfs_rows[0]); i++)
         out->files[sysfs_rows[i].item] += put_glob(&s, root, sysfs_rows[i].pattern);
+    out->files[HOST_IRQ_AFFINITY] = put_nic_affinity(&s, root);
     if (km)
         out->files[HOST_KMSG] = put_kmsg(&k, root, km) || km->fd >= 0;
     if ((p.full && !p.len) || (s.full && !s.len) || (k.full && !k.len)) {

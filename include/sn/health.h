@@ -594,8 +594,11 @@ const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_heal
  * SN_HEALTH_NET_MAX (later keys are counted, not kept). Counters keep their
  * rise over every reading (a reading lower than the one before is a reset:
  * the rise restarts from it), so rates come from two readings, never from
- * an absolute value. */
-#define SN_HEALTH_NET_MAX 16384u
+ * an absolute value. Interrupt rows are kept for NIC queues only (mlx5_comp,
+ * mlx4-, -TxRx-, mlx5_core names); the others of a host share one entry,
+ * device "(other interrupts)", without counts. About 1,000 entries per
+ * 8-NIC server. */
+#define SN_HEALTH_NET_MAX (1u << 18)
 struct sn_health_net_entry {
     char host[SN_TELEM_HOST_MAX];
     enum sn_net_item item;

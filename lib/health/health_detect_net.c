@@ -254,12 +254,6 @@ static void port_counters(struct net_pass *np, uint32_t from, uint32_t to)
 
 /* ---- step 2: interrupts, softirqs, governor --------------------------------------- */
 
-static bool nic_irq(const char *name)
-{
-    return strstr(name, "mlx5_comp") || strstr(name, "mlx4-") || strstr(name, "-TxRx-") ||
-           strstr(name, "mlx5_core");
-}
-
 /* The NIC an interrupt name belongs to: after '@' ("pci:0000:3b:00.0"), else
  * the name up to its queue number. */
 static void irq_nic(const char *name, char *out, size_t len)
@@ -300,7 +294,7 @@ static void irq_one_cpu(struct net_pass *np)
     uint32_t ng = 0, cap = 0;
     for (uint32_t i = 0; i < np->n; i++) {
         const struct sn_health_net_entry *e = np->e[i];
-        if (e->item != SN_NET_IRQ || !nic_irq(e->device) || e->cpu_total <= 0)
+        if (e->item != SN_NET_IRQ || !sn__net_nic_irq(e->device) || e->cpu_total <= 0)
             continue;
         char nic[SN_TELEM_NAME_MAX];
         irq_nic(e->device, nic, sizeof(nic));

@@ -94,6 +94,8 @@ void sn__health_detect_net(struct sn__health_ctx *c);      /* host and NIC (heal
  * on first use; false only when out of memory. */
 struct sn__net_table;
 bool sn__net_table_add(struct sn__net_table **t, const struct sn_telem_net *r);
+/* A NIC queue's interrupt name ("mlx5_comp3@pci:0000:3b:00.0", "i40e-eth0-TxRx-1"). */
+bool sn__net_nic_irq(const char *name);
 void sn__net_table_free(struct sn__net_table *t);
 uint32_t sn__net_table_count(const struct sn__net_table *t);
 const struct sn_health_net_entry *sn__net_table_entry(const struct sn__net_table *t, uint32_t i);

@@ -124,8 +124,24 @@ static void per_cpu(struct sn_health_net_entry *e, const double *v, unsigned n)
     }
 }
 
+/* The interrupt names of NIC queues (the detectors' nic-irq-affinity). */
+bool sn__net_nic_irq(const char *name)
+{
+    return strstr(name, "mlx5_comp") || strstr(name, "mlx4-") || strstr(name, "-TxRx-") ||
+           strstr(name, "mlx5_core");
+}
+
 bool sn__net_table_add(struct sn__net_table **tp, const struct sn_telem_net *r)
 {
+    struct sn_telem_net other;
+    if (r->item == SN_NET_IRQ && r->per_cpu && !sn__net_nic_irq(r->device ? r->device : "")) {
+        /* Not a NIC queue: nothing a detector judges. One entry per host
+         * still says the host's interrupts were read (evidence). */
+        other = *r;
+        other.device = "(other interrupts)", other.port = -1, other.per_cpu = NULL;
+        other.n_cpu = 0, other.value = NAN;
+        r = &other;
+    }
     if (!*tp && !(*tp = calloc(1, sizeof(**tp))))
         return false;
     struct sn__net_table *t = *tp;
