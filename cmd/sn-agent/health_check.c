@@ -492,6 +492,7 @@ int agent_health_check(int argc, char **argv)
            action_name(a), g.dry_run ? " (dry run)" : "");
     if (res.note[0])
         printf("sn-agent health-check: %s: %s\n", g.node, res.note);
+    fflush(stdout); /* the decision is in the log before Slurm shows its effect */
     rc = 0;
     if (g.dry_run)
         goto out;

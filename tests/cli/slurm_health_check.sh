@@ -71,7 +71,8 @@ scontrol update NodeName=sn00-t00 State=DRAIN Reason="admin: fan replacement" ||
 rm -f "$D/faults-sn00-t01"
 resumed() { ! node_state sn00-t01 | grep -q DRAIN; }
 wait_for 120 resumed || fail "sn00-t01 was not resumed after recovering: $(node_state sn00-t01) '$(node_reason sn00-t01)'"
-grep -q "action resume" "$D/log/hc-sn00-t01.log" || fail "the health check log lacks the resume"
+logged_resume() { grep -q "action resume" "$D/log/hc-sn00-t01.log"; }
+wait_for 30 logged_resume || fail "the health check log lacks the resume"
 
 # sn00-t00 stays drained by the admin while the health check keeps running,
 # also once a finding appears on it.
