@@ -275,9 +275,11 @@ static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struc
 
 /* ---- scores ------------------------------------------------------------------ */
 
+/* The chain ends at service: power-off-zone (appended after it) is a leak's
+ * own action, never an escalation of another problem. */
 static enum sn_health_action next_action(enum sn_health_action a)
 {
-    return a + 1 < SN_HEALTH_ACT_COUNT ? a + 1 : a;
+    return a < SN_HEALTH_ACT_SERVICE ? a + 1 : a;
 }
 
 /* Picks the strongest action among the findings on a GPU (idx) and its

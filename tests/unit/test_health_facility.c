@@ -576,6 +576,29 @@ static void test_bmc_evidence(void **state)
     assert_string_equal(r->unresolved[0].name, "bmc-unknown");
 }
 
+/* A service action carried out and the problem persists: still service
+ * (the remediation chain ends there; power-off-zone is no escalation). */
+static void test_service_does_not_escalate(void **state)
+{
+    struct fx *f = *state;
+    char buf[4096];
+    psu_rows(buf, sizeof(buf), 900);
+    rows(f, buf);
+    struct sn_health_state *st;
+    struct sn_error err = {0};
+    assert_int_equal(sn_health_state_new(f->model, &st, &err), SN_OK);
+    uint32_t g = sn_model_find_gpu(f->model, "sn00-t03-gpu0");
+    struct sn_health_input in = {f->model, f->store, f->hist, NULL, NULL, &f->cfg, 1.7e9, NULL};
+    assert_int_equal(sn_health_analyze(&in, st, &f->rep, &err), SN_OK);
+    assert_int_equal(f->rep->gpus[g].action, SN_HEALTH_ACT_SERVICE);
+    sn_health_state_action_done(st, g, SN_HEALTH_ACT_SERVICE, 1.7e9 + 60);
+    sn_health_report_free(f->rep);
+    in.now_s = 1.7e9 + 120;
+    assert_int_equal(sn_health_analyze(&in, st, &f->rep, &err), SN_OK);
+    assert_int_equal(f->rep->gpus[g].action, SN_HEALTH_ACT_SERVICE);
+    sn_health_state_free(st);
+}
+
 /* ---- switch side ------------------------------------------------------------------- */
 
 /* Two walks of sn00-leaf0's 16 uplinks (swp17..swp32 = ports p16..p31 on
@@ -730,6 +753,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_power_drift, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inlet_sensor_drift, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bmc_evidence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_does_not_escalate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_switch_ports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_switch_unmapped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path_fault, setup, teardown),
