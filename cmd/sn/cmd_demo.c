@@ -709,7 +709,9 @@ static const char *leak_fault(const struct demo *d, uint32_t s)
     if (!leak.fault[0]) { /* planned once, on the first call */
         leak.server = leak.rack = SN_NONE;
         const struct sn_model *m = d->model;
-        uint32_t rack = m->n_racks > 1 ? m->n_racks - 1 : SN_NONE;
+        /* The last server's rack: the model's last racks may be network
+         * racks (spines), which hold no server. */
+        uint32_t rack = m->n_racks > 1 && m->n_servers ? m->server_rack[m->n_servers - 1] : SN_NONE;
         for (uint32_t k = 0; rack != SN_NONE && k < m->n_servers && leak.server == SN_NONE; k++)
             if (m->server_rack[k] == rack && m->server_rack[d->slow_server] != rack)
                 leak.server = k, leak.rack = rack;
