@@ -120,6 +120,7 @@ struct sn_store_stats {
     uint64_t failures;    /* submissions failed or rejected */
     uint64_t queue_depth; /* submissions waiting now */
     uint64_t max_batch;   /* most submissions in one commit so far */
+    uint64_t in_flight;   /* submissions taken by the writer whose callback has not returned */
 };
 
 struct sn_store;
