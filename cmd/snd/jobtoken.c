@@ -4,9 +4,12 @@
  * heartbeat's answer), with which the job reports its checkpoints and
  * progress (`sn checkpoint` uses it) and nothing else.
  *
- *     snj1.<job id>.<run>.<64 hex digits: HMAC-SHA256(key, "sn-job-token:v1:<id>:<run>:<start_s>")>
+ *     snj1.<kid>.<job id>.<run>.<64 hex digits: HMAC-SHA256(key of kid,
+ *                                   "sn-job-token:v1:<id>:<run>:<start_s>")>
  *
- * Nothing is stored: snd recomputes the MAC with its token key. The token
+ * Nothing is stored: snd recomputes the MAC with the ring's key of kid
+ * (the current key when issued; the previous one through its overlap
+ * window after a rotation). The token
  * is valid only while that run is the job's current run and the job is
  * running (so it is revoked when the run ends: requeue, exit, cancel), and
  * only on POST /v1/jobs/{its id}/checkpoints and /progress; any other route,
@@ -25,7 +28,7 @@
 
 #define PREFIX "snj1."
 
-static bool mac_hex(const struct snd *d, const struct snd_job *j, char out[65])
+static bool mac_hex(const uint8_t key[SN_AUTH_KEY_BYTES], const struct snd_job *j, char out[65])
 {
     char msg[128];
     int n = snprintf(msg, sizeof(msg), "sn-job-token:v1:%lld:%u:%lld", (long long)j->id,
@@ -33,7 +36,7 @@ static bool mac_hex(const struct snd *d, const struct snd_job *j, char out[65])
     unsigned char mac[32];
     unsigned int len = 0;
     if (n < 0 ||
-        !HMAC(EVP_sha256(), d->key, (int)sizeof(d->key), (const unsigned char *)msg, (size_t)n, mac,
+        !HMAC(EVP_sha256(), key, SN_AUTH_KEY_BYTES, (const unsigned char *)msg, (size_t)n, mac,
               &len) ||
         len != 32)
         return false;
@@ -45,9 +48,11 @@ static bool mac_hex(const struct snd *d, const struct snd_job *j, char out[65])
 bool snd_job_token(const struct snd *d, const struct snd_job *j, char *out, size_t len)
 {
     char hex[65];
-    if (j->state != SND_JOB_RUNNING || !mac_hex(d, j, hex))
+    const struct sn_auth_key *k = &d->ring.keys[0]; /* the current key signs */
+    if (j->state != SND_JOB_RUNNING || !mac_hex(k->key, j, hex))
         return false;
-    int n = snprintf(out, len, PREFIX "%lld.%u.%s", (long long)j->id, j->requeues, hex);
+    int n = snprintf(out, len, PREFIX "%u.%lld.%u.%s", (unsigned)k->kid, (long long)j->id,
+                     j->requeues, hex);
     return n > 0 && (size_t)n < len;
 }
 
@@ -57,10 +62,16 @@ bool snd_job_token_presented(const struct snd_req *r)
     return h && strncmp(h, "Bearer " PREFIX, 7 + strlen(PREFIX)) == 0;
 }
 
-/* Parses "<id>.<run>.<hex>" (after the prefix); false when malformed. */
-static bool parse(const char *t, long long *id, long long *run, const char **hex)
+/* Parses "<kid>.<id>.<run>.<hex>" (after the prefix); false when malformed.
+ * The key id picks the ring's key, so a run's token verifies through a
+ * rotation for as long as the previous key does (key_overlap_s). */
+static bool parse(const char *t, long long *kid, long long *id, long long *run, const char **hex)
 {
     char *end = NULL;
+    *kid = strtoll(t, &end, 10);
+    if (end == t || *end != '.' || *kid < 0 || *kid > (long long)SN_AUTH_KID_MAX)
+        return false;
+    t = end + 1;
     *id = strtoll(t, &end, 10);
     if (end == t || *end != '.' || *id <= 0)
         return false;
@@ -76,15 +87,19 @@ bool snd_job_token_authenticate(struct snd *d, struct snd_req *r, bool job_route
                                 enum MHD_Result *ret)
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization") + 7;
-    long long id = 0, run = 0;
+    long long kid = 0, id = 0, run = 0;
     const char *hex = NULL;
     struct snd_job *j = NULL;
+    const struct sn_auth_key *key = NULL;
+    struct sn_error kerr = {0};
     char want[65];
-    if (parse(h + strlen(PREFIX), &id, &run, &hex))
+    if (parse(h + strlen(PREFIX), &kid, &id, &run, &hex) &&
+        sn_auth_ring_key(&d->ring, (uint32_t)kid, snd_now_s(), d->cfg.key_overlap_s, &key,
+                         &kerr) == SN_OK)
         j = snd_job_get(d, id);
     snprintf(r->actor, sizeof(r->actor), "job:%lld", id);
-    bool valid = j && j->state == SND_JOB_RUNNING && (long long)j->requeues == run &&
-                 mac_hex(d, j, want) && CRYPTO_memcmp(want, hex, 64) == 0;
+    bool valid = j && key && j->state == SND_JOB_RUNNING && (long long)j->requeues == run &&
+                 mac_hex(key->key, j, want) && CRYPTO_memcmp(want, hex, 64) == 0;
     if (!valid) {
         int64_t wait_ms = snd_refusals_charge(d, r->source, snd_now_ms());
         if (wait_ms > 0) {

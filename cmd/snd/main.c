@@ -578,7 +578,10 @@ static void stop(struct snd *d)
         bool flushed = d->outbox ? snd_outbox_flush(d) : true;
         struct sn_store_stats st;
         sn_store_stats(d->store, &st);
-        if (flushed && st.queue_depth == 0)
+        /* Also the batch being committed: its connections are suspended
+         * until its callbacks resume them, and MHD aborts when stopped
+         * with a suspended connection. */
+        if (flushed && st.queue_depth == 0 && st.in_flight == 0)
             break;
         snd_http_run(10);
     }

@@ -128,6 +128,7 @@ struct sn_store_stats {
      * until it commits; its callbacks run then. */
     uint64_t disk_full;       /* 1 while a held commit waits for space, else 0 */
     uint64_t disk_full_total; /* times a commit found the disk full (each full spell once) */
+    uint64_t in_flight;   /* submissions taken by the writer whose callback has not returned */
 };
 
 struct sn_store;

@@ -174,6 +174,7 @@ struct pg_store {
     pthread_cond_t nonempty;
     struct sn__submission **ring;
     uint32_t cap, head, count, batch_max;
+    uint32_t in_flight; /* taken by the writer, callback not yet returned */
     bool stopping, failed, fenced;
     char why[256]; /* the first failure, for sn_store_pg_failure() */
     struct sn_store_stats stats;
@@ -537,6 +538,7 @@ static void *writer_main(void *arg)
             st->count--;
         }
         bool failed = st->failed;
+        st->in_flight = n;
         pthread_mutex_unlock(&st->lock);
         bool ok = false, fenced = false;
         if (!failed)
@@ -548,6 +550,9 @@ static void *writer_main(void *arg)
         for (uint32_t i = 0; i < n; i++) {
             b[i]->done(b[i]->ctx, b[i]->rc);
             free(b[i]);
+            pthread_mutex_lock(&st->lock);
+            st->in_flight--;
+            pthread_mutex_unlock(&st->lock);
         }
     }
     free(batch);
@@ -668,6 +673,7 @@ static void pg_stats(struct sn_store *s, struct sn_store_stats *out)
     pthread_mutex_lock(&st->lock);
     *out = st->stats;
     out->queue_depth = st->count;
+    out->in_flight = st->in_flight;
     pthread_mutex_unlock(&st->lock);
 }
 

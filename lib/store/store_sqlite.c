@@ -137,6 +137,7 @@ struct sqlite_store {
     pthread_cond_t nonempty;
     struct submission **ring;
     uint32_t cap, head, count, batch_max, full_retry_ms;
+    uint32_t in_flight; /* taken by the writer, callback not yet returned */
     bool stopping, failed;
     struct sn_store_stats stats;
 };
@@ -349,6 +350,7 @@ static void *writer_main(void *arg)
             n++;
         }
         bool failed = st->failed;
+        st->in_flight = n;
         pthread_mutex_unlock(&st->lock);
         struct submission **b = batch ? batch : &one;
         bool ok = false;
@@ -361,6 +363,9 @@ static void *writer_main(void *arg)
         for (uint32_t i = 0; i < n; i++) {
             b[i]->done(b[i]->ctx, b[i]->rc);
             free(b[i]);
+            pthread_mutex_lock(&st->lock);
+            st->in_flight--;
+            pthread_mutex_unlock(&st->lock);
         }
     }
     free(batch);
@@ -534,6 +539,7 @@ static void sqlite_stats(struct sn_store *s, struct sn_store_stats *out)
     pthread_mutex_lock(&st->lock);
     *out = st->stats;
     out->queue_depth = st->count;
+    out->in_flight = st->in_flight;
     pthread_mutex_unlock(&st->lock);
 }
 
