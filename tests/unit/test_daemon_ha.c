@@ -433,7 +433,7 @@ static void burst_stop(struct burst *b, pthread_t *th)
         pthread_join(th[c], NULL);
 }
 
-#define ROUNDS 6
+#define ROUNDS 20 /* the issue: 20 rounds of kill -9 in a 4-client burst */
 
 static void ha_kill9_in_burst(void **state)
 {
