@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sn/proc.h>
 #include <sn/health.h>
 #include <sn/slurm.h>
 #include <sn/telemetry.h>
@@ -84,27 +85,10 @@ static void hc_usage(FILE *f)
 static int run_capture(char *const argv[], char **out)
 {
     *out = NULL;
-    int pfd[2];
-    if (pipe(pfd) != 0)
+    int pfd[1];
+    pid_t pid;
+    if (sn_proc_spawn(argv, SN_PROC_SEARCH_PATH, &pid, &pfd[0]) != 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        if (!getenv("PATH"))
-            setenv("PATH", "/usr/bin:/bin:/usr/sbin:/sbin", 1);
-        execvp(argv[0], argv);
-        fprintf(stderr, "cannot run '%s': %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(pfd[1]);
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap + 1);
     for (;;) {

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sn/proc.h>
 #include <sn/health.h>
 #include <sn/telemetry.h>
 
@@ -88,25 +89,10 @@ static bool find_tool(const char *tool, char *path, size_t cap)
  * Returns the exit status, 128 + signal, or -1 (could not run). */
 static int run_tool(char *const argv[], int64_t timeout_ms, struct runner_result *r)
 {
-    int pfd[2];
-    if (pipe(pfd) != 0)
+    int pfd[1];
+    pid_t pid;
+    if (sn_proc_spawn(argv, SN_PROC_OWN_GROUP, &pid, &pfd[0]) != 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        setpgid(0, 0);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(pfd[1]);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t cap = 0;

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sn/proc.h>
 #include <sn/inventory.h>
 #include <sn/slurm.h>
 
@@ -99,34 +100,14 @@ enum sn_err snd_slurm_mirror_check(struct snd *d, struct sn_error *err)
 /* Starts argv with its stdout and stderr on a non-blocking pipe. */
 static int spawn(char *const argv[])
 {
-    int pfd[2];
-    if (pipe(pfd) != 0)
+    pid_t pid;
+    int fd;
+    /* snd blocks SIGTERM for sigtimedwait: the child starts unblocked. */
+    if (sn_proc_spawn(argv, SN_PROC_SEARCH_PATH | SN_PROC_UNBLOCK | SN_PROC_NONBLOCK, &pid,
+                      &fd) != 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL); /* snd blocks SIGTERM for sigtimedwait */
-        execvp(argv[0], argv);
-        static const char msg[] = "cannot run scontrol\n";
-        ssize_t w = write(2, msg, sizeof(msg) - 1);
-        (void)w;
-        _exit(127);
-    }
-    close(pfd[1]);
-    fcntl(pfd[0], F_SETFL, fcntl(pfd[0], F_GETFL) | O_NONBLOCK);
-    fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
     mr.child = pid;
-    mr.fd = pfd[0];
+    mr.fd = fd;
     mr.len = 0;
     mr.child_deadline_ms = snd_now_ms() + MIRROR_CHILD_MS;
     return 0;
