@@ -796,7 +796,7 @@ static unsigned cpu_list(const char *s, size_t n, double *cpu)
 static void sysfs_ib(struct sn_telem_parser *p, const char *path, size_t pl, const char *v,
                      size_t vl)
 {
-    size_t dl, ppl, fl;
+    size_t dl = 0, ppl = 0, fl = 0;
     const char *dev = after(path, pl, "infiniband/", &dl);
     const char *port = after(path, pl, "/ports/", &ppl);
     const char *file = base(path, pl, &fl);
@@ -828,7 +828,7 @@ static void sysfs_ib(struct sn_telem_parser *p, const char *path, size_t pl, con
 static void sysfs_net(struct sn_telem_parser *p, const char *path, size_t pl, const char *v,
                       size_t vl)
 {
-    size_t dl, fl;
+    size_t dl = 0, fl = 0;
     const char *dev = after(path, pl, "class/net/", &dl);
     const char *file = base(path, pl, &fl);
     char d[SN_TELEM_NAME_MAX];
