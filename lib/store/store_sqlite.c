@@ -38,6 +38,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "store_int.h"
+
 struct kind_sql {
     const char *write;
     unsigned n_text, n_num;
@@ -118,15 +120,6 @@ static const char *const migrations[SN_STORE_SCHEMA_VERSION - 1] = {
     "CREATE INDEX audit_time ON audit(time_s);",
 };
 
-/* One queued submission; rows and their strings live in the same block. */
-struct submission {
-    size_t n;
-    sn_store_done_fn done;
-    void *ctx;
-    enum sn_err rc;
-    struct sn_store_write rows[];
-};
-
 struct sqlite_store {
     struct sn_store handle;
     sqlite3 *wdb, *rdb;
@@ -135,7 +128,7 @@ struct sqlite_store {
     bool writer_started;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t nonempty;
-    struct submission **ring;
+    struct sn__submission **ring;
     uint32_t cap, head, count, batch_max, full_retry_ms;
     uint32_t in_flight; /* taken by the writer, callback not yet returned */
     bool stopping, failed;
@@ -227,7 +220,7 @@ static enum sn_err bind_row(sqlite3_stmt *st, const struct sn_store_write *row)
 
 /* Applies one submission inside a savepoint. SN_ERR_CONFLICT leaves the
  * transaction usable; SN_ERR_IO does not. */
-static enum sn_err apply_submission(struct sqlite_store *st, struct submission *sub)
+static enum sn_err apply_submission(struct sqlite_store *st, struct sn__submission *sub)
 {
     if (sqlite3_exec(st->wdb, "SAVEPOINT sub", NULL, NULL, NULL) != SQLITE_OK)
         return SN_ERR_IO;
@@ -256,7 +249,7 @@ enum commit_result { COMMIT_OK, COMMIT_FULL, COMMIT_IO };
 
 /* Commits a batch; sets each submission's rc (SN_ERR_IO when it did not
  * commit). COMMIT_FULL: it failed for lack of space and was rolled back. */
-static enum commit_result commit_batch(struct sqlite_store *st, struct submission **batch,
+static enum commit_result commit_batch(struct sqlite_store *st, struct sn__submission **batch,
                                        uint32_t n)
 {
     bool ok = sqlite3_exec(st->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
@@ -276,7 +269,7 @@ static enum commit_result commit_batch(struct sqlite_store *st, struct submissio
 }
 
 /* Commits a batch, holding it while the disk is full (see the top). */
-static bool commit_or_hold(struct sqlite_store *st, struct submission **batch, uint32_t n)
+static bool commit_or_hold(struct sqlite_store *st, struct sn__submission **batch, uint32_t n)
 {
     for (;;) {
         enum commit_result cr = commit_batch(st, batch, n);
@@ -304,7 +297,7 @@ static bool commit_or_hold(struct sqlite_store *st, struct submission **batch, u
     }
 }
 
-static void account(struct sqlite_store *st, struct submission **batch, uint32_t n, bool ok)
+static void account(struct sqlite_store *st, struct sn__submission **batch, uint32_t n, bool ok)
 {
     pthread_mutex_lock(&st->lock);
     if (!ok)
@@ -327,7 +320,7 @@ static void account(struct sqlite_store *st, struct submission **batch, uint32_t
 static void *writer_main(void *arg)
 {
     struct sqlite_store *st = arg;
-    struct submission **batch = calloc(st->batch_max, sizeof(*batch));
+    struct sn__submission **batch = calloc(st->batch_max, sizeof(*batch));
     for (;;) {
         pthread_mutex_lock(&st->lock);
         while (st->count == 0 && !st->stopping)
@@ -338,9 +331,9 @@ static void *writer_main(void *arg)
         }
         uint32_t n = 0;
         uint32_t max = batch ? st->batch_max : 1;
-        struct submission *one = NULL;
+        struct sn__submission *one = NULL;
         while (st->count > 0 && n < max) {
-            struct submission *sub = st->ring[st->head];
+            struct sn__submission *sub = st->ring[st->head];
             st->head = (st->head + 1) % st->cap;
             st->count--;
             if (batch)
@@ -352,7 +345,7 @@ static void *writer_main(void *arg)
         bool failed = st->failed;
         st->in_flight = n;
         pthread_mutex_unlock(&st->lock);
-        struct submission **b = batch ? batch : &one;
+        struct sn__submission **b = batch ? batch : &one;
         bool ok = false;
         if (!failed)
             ok = commit_or_hold(st, b, n);
@@ -372,75 +365,16 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static enum sn_err check_row(const struct sn_store_write *row, size_t *bytes, struct sn_error *err)
-{
-    if ((unsigned)row->kind >= SN_STORE_WRITE_KIND_COUNT)
-        return sn_error_set(err, SN_ERR_INVALID, "store: unknown row kind %d", (int)row->kind);
-    const struct kind_sql *k = &kind_sql[row->kind];
-    for (unsigned i = 0; i < k->n_text; i++) {
-        if (!row->text[i]) {
-            if (k->optional & (1u << i))
-                continue;
-            return sn_error_set(err, SN_ERR_INVALID, "store: %s row lacks text field %u",
-                                sn_store_write_kind_name(row->kind), i);
-        }
-        size_t len = strlen(row->text[i]);
-        if (len > SN_STORE_TEXT_MAX_BYTES)
-            return sn_error_set(err, SN_ERR_LIMIT,
-                                "store: %s text field %u is %zu bytes, "
-                                "the most is %u",
-                                sn_store_write_kind_name(row->kind), i, len,
-                                SN_STORE_TEXT_MAX_BYTES);
-        *bytes += len + 1;
-    }
-    return SN_OK;
-}
-
-/* Copies rows and their strings into one block. */
-static struct submission *copy_submission(const struct sn_store_write *rows, size_t n, size_t bytes)
-{
-    struct submission *sub = malloc(sizeof(*sub) + n * sizeof(sub->rows[0]) + bytes);
-    if (!sub)
-        return NULL;
-    char *p = (char *)&sub->rows[n];
-    sub->n = n;
-    for (size_t i = 0; i < n; i++) {
-        sub->rows[i] = rows[i];
-        for (unsigned t = 0; t < SN_STORE_TEXT_MAX; t++) {
-            if (t >= kind_sql[rows[i].kind].n_text || !rows[i].text[t]) {
-                sub->rows[i].text[t] = NULL;
-                continue;
-            }
-            size_t len = strlen(rows[i].text[t]) + 1;
-            memcpy(p, rows[i].text[t], len);
-            sub->rows[i].text[t] = p;
-            p += len;
-        }
-    }
-    return sub;
-}
-
 static enum sn_err sqlite_submit(struct sn_store *s, const struct sn_store_write *rows, size_t n,
                                  sn_store_done_fn done, void *ctx, struct sn_error *err)
 {
     struct sqlite_store *st = s->impl;
-    if (n == 0 || n > SN_STORE_SUBMIT_MAX_WRITES || !done)
-        return sn_error_set(err, SN_ERR_INVALID,
-                            "store: a submission has 1 to %u rows and a "
-                            "callback",
-                            SN_STORE_SUBMIT_MAX_WRITES);
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        enum sn_err rc = check_row(&rows[i], &bytes, err);
-        if (rc != SN_OK)
-            return rc;
-    }
-    struct submission *sub = copy_submission(rows, n, bytes);
-    if (!sub)
-        return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
-    sub->done = done;
-    sub->ctx = ctx;
-    sub->rc = SN_OK;
+    struct sn__submission *sub;
+    /* Validated and copied as for every backend (store_common.c); SQLite
+     * TEXT takes any bytes, so UTF-8 is not required here. */
+    enum sn_err crc = sn__store_copy(rows, n, done, ctx, false, &sub, err);
+    if (crc != SN_OK)
+        return crc;
     enum sn_err rc = SN_OK;
     pthread_mutex_lock(&st->lock);
     if (st->failed || st->stopping)
