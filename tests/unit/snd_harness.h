@@ -221,10 +221,13 @@ static inline void sign(struct daemon *d, enum sn_auth_kind kind, const char *su
 /* Starts a real sn-agent for node: sim backend on spec (a path in the
  * source tree), 0.1 s interval, an agent token in d->dir, jobs run as the
  * agent's user without cgroups (the test machine is no GPU host), stderr in
- * d->dir/agent-NODE.log. The pid is tracked for the teardown's reaping. */
-static inline pid_t spawn_sim_agent(struct daemon *d, const char *node, const char *spec_rel)
+ * d->dir/agent-NODE.log, and the NULL-terminated extra arguments (at most
+ * 8, e.g. "--fault", "leak=3"). The pid is tracked for the teardown's
+ * reaping. */
+static inline pid_t spawn_sim_agent_with(struct daemon *d, const char *node,
+                                         const char *spec_rel, const char *const *extra)
 {
-    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300], log[300], bin[1024];
+    char tok[SN_AUTH_TOKEN_MAX], path[512], spec[1024], server[64], work[512], log[512], bin[1024];
     sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
     snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
     FILE *f = fopen(path, "w");
@@ -238,18 +241,61 @@ static inline pid_t spawn_sim_agent(struct daemon *d, const char *node, const ch
     const char *b = getenv("SN_BUILD_DIR");
     snprintf(bin, sizeof(bin), "%s/sn-agent", b ? b : "..");
     mkdir(work, 0700);
+    const char *argv[40] = {"sn-agent",   "--server",  server, "--token",     path,
+                            "--node",     node,        "--backend", "sim",    "--cluster",
+                            spec,         "--interval", "0.1",  "--work-dir", work,
+                            "--seed",     "3",         "--backoff-max", "0.3",
+                            "--unsafe-jobs-as-agent-user", "--cgroup-root", "none"};
+    size_t n = 22;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        assert_true(i < 8);
+        argv[n++] = extra[i];
+    }
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
-        execl(bin, "sn-agent", "--server", server, "--token", path, "--node", node, "--backend",
-              "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work, "--seed", "3",
-              "--backoff-max", "0.3", "--unsafe-jobs-as-agent-user", "--cgroup-root", "none",
-              (char *)NULL);
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
     track(pid, true);
     return pid;
+}
+
+static inline pid_t spawn_sim_agent(struct daemon *d, const char *node, const char *spec_rel)
+{
+    return spawn_sim_agent_with(d, node, spec_rel, NULL);
+}
+
+/* SIGTERM to a tracked agent, reaped; *pid becomes 0. */
+static inline void stop_agent_pid(pid_t *pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGTERM);
+        waitpid(*pid, NULL, 0);
+        track(*pid, false);
+        *pid = 0;
+    }
+}
+
+static inline void pause_ms(int ms)
+{
+    poll(NULL, 0, ms);
+}
+
+/* GET /v1/gpus/NAME: its admin state and reason into the buffers. */
+static inline void gpu_state(struct daemon *d, const char *gpu, char *state, size_t slen,
+                             char *reason, size_t rlen)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/gpus/%s", gpu);
+    json_t *j = NULL;
+    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
+    const char *s = json_string_value(json_object_get(j, "state"));
+    const char *r = json_string_value(json_object_get(j, "reason"));
+    snprintf(state, slen, "%s", s ? s : "");
+    snprintf(reason, rlen, "%s", r ? r : "");
+    json_decref(j);
 }
 
 static inline void tenant_token(struct daemon *d, const char *tenant, char *out)

@@ -16,82 +16,21 @@
 #include "snd_harness.h"
 
 #include <stdio.h>
-#include <time.h>
 
 #define NODE "sn00-t00"
 
 static pid_t agent;
 
-static void pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static const char *agent_path(void)
-{
-    static char path[1024];
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/sn-agent", b ? b : "..");
-    return path;
-}
-
-/* Starts sn-agent (sim) for NODE with one fault. */
+/* sn-agent (sim) for NODE with one fault. */
 static void start_agent(struct daemon *d, const char *fault)
 {
-    char spec[1024], server[64], token[SN_AUTH_TOKEN_MAX], tpath[300], work[300];
-    sn_test_path(spec, sizeof(spec), harness_spec);
-    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
-    char body[256];
-    snprintf(body, sizeof(body),
-             "{\"kind\":\"agent\",\"subject\":\"%s\",\"scopes\":\"telemetry:write,"
-             "cluster:read\",\"ttl_s\":3600}",
-             NODE);
-    json_t *j = NULL;
-    assert_int_equal(call(d, "POST", "/v1/tokens", d->admin, body, NULL, &j), 201);
-    snprintf(token, sizeof(token), "%s", json_string_value(json_object_get(j, "token")));
-    json_decref(j);
-    snprintf(tpath, sizeof(tpath), "%s/agent.token", d->dir);
-    FILE *f = fopen(tpath, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", token);
-    fclose(f);
-    snprintf(work, sizeof(work), "%s/agent-work", d->dir);
-    agent = fork();
-    if (agent == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 2);
-        execl(agent_path(), "sn-agent", "--server", server, "--token", tpath, "--node", NODE,
-              "--cluster", spec, "--backend", "sim", "--interval", "0.1", "--work-dir", work,
-              "--fault", fault, (char *)NULL);
-        _exit(127);
-    }
-    track(agent, true);
+    const char *extra[] = {"--fault", fault, NULL};
+    agent = spawn_sim_agent_with(d, NODE, harness_spec, extra);
 }
 
 static void stop_agent(void)
 {
-    if (agent > 0) {
-        kill(agent, SIGTERM);
-        waitpid(agent, NULL, 0);
-        track(agent, false);
-        agent = 0;
-    }
-}
-
-/* GET /v1/gpus/NAME: its admin state and reason into the buffers. */
-static void gpu_state(struct daemon *d, const char *gpu, char *state, size_t slen, char *reason,
-                      size_t rlen)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/gpus/%s", gpu);
-    json_t *j = NULL;
-    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
-    const char *s = json_string_value(json_object_get(j, "state"));
-    const char *r = json_string_value(json_object_get(j, "reason"));
-    snprintf(state, slen, "%s", s ? s : "");
-    snprintf(reason, rlen, "%s", r ? r : "");
-    json_decref(j);
+    stop_agent_pid(&agent);
 }
 
 static void slow_gpu_is_cordoned(void **state)
@@ -123,9 +62,9 @@ static void slow_gpu_is_cordoned(void **state)
     stop_agent();
     stop(&d, SIGTERM);
     char path[300];
-    snprintf(path, sizeof(path), "%s/agent.token", d.dir);
+    snprintf(path, sizeof(path), "%s/" NODE ".token", d.dir);
     unlink(path);
-    snprintf(path, sizeof(path), "%s/agent-work", d.dir);
+    snprintf(path, sizeof(path), "%s/work-" NODE, d.dir);
     rmdir(path);
     cleanup(&d);
 }
@@ -154,9 +93,9 @@ static void stopped_gpu_is_marked_down(void **state)
     stop_agent();
     stop(&d, SIGTERM);
     char path[300];
-    snprintf(path, sizeof(path), "%s/agent.token", d.dir);
+    snprintf(path, sizeof(path), "%s/" NODE ".token", d.dir);
     unlink(path);
-    snprintf(path, sizeof(path), "%s/agent-work", d.dir);
+    snprintf(path, sizeof(path), "%s/work-" NODE, d.dir);
     rmdir(path);
     cleanup(&d);
 }

@@ -12,85 +12,22 @@
 #include "snd_harness.h"
 
 #include <stdio.h>
-#include <time.h>
 
 #define NODE "sn00-t00"
 
 static pid_t agent;
 
-static void pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static const char *agent_path(void)
-{
-    static char path[1024];
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/sn-agent", b ? b : "..");
-    return path;
-}
-
-/* Starts sn-agent (sim) for NODE with its host collectors on a captured
- * tree (--host-root). */
+/* sn-agent (sim) for NODE with its host collectors on a captured tree
+ * (--host-root). */
 static void start_agent(struct daemon *d, const char *host_root)
 {
-    char spec[1024], server[64], token[SN_AUTH_TOKEN_MAX], tpath[300], work[300];
-    sn_test_path(spec, sizeof(spec), harness_spec);
-    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
-    char body[256];
-    snprintf(body, sizeof(body),
-             "{\"kind\":\"agent\",\"subject\":\"%s\",\"scopes\":\"telemetry:write,"
-             "cluster:read\",\"ttl_s\":3600}",
-             NODE);
-    json_t *j = NULL;
-    assert_int_equal(call(d, "POST", "/v1/tokens", d->admin, body, NULL, &j), 201);
-    snprintf(token, sizeof(token), "%s", json_string_value(json_object_get(j, "token")));
-    json_decref(j);
-    snprintf(tpath, sizeof(tpath), "%s/agent.token", d->dir);
-    FILE *f = fopen(tpath, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", token);
-    fclose(f);
-    snprintf(work, sizeof(work), "%s/agent-work", d->dir);
-    agent = fork();
-    if (agent == 0) {
-        char log[320];
-        snprintf(log, sizeof(log), "%s/agent.log", d->dir);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(agent_path(), "sn-agent", "--server", server, "--token", tpath, "--node", NODE,
-              "--cluster", spec, "--backend", "sim", "--interval", "0.1", "--work-dir", work,
-              "--host-root", host_root, (char *)NULL);
-        _exit(127);
-    }
-    track(agent, true);
+    const char *extra[] = {"--host-root", host_root, NULL};
+    agent = spawn_sim_agent_with(d, NODE, harness_spec, extra);
 }
 
 static void stop_agent(void)
 {
-    if (agent > 0) {
-        kill(agent, SIGTERM);
-        waitpid(agent, NULL, 0);
-        track(agent, false);
-        agent = 0;
-    }
-}
-
-/* GET /v1/gpus/NAME: its admin state and reason into the buffers. */
-static void gpu_state(struct daemon *d, const char *gpu, char *state, size_t slen, char *reason,
-                      size_t rlen)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/gpus/%s", gpu);
-    json_t *j = NULL;
-    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
-    const char *s = json_string_value(json_object_get(j, "state"));
-    const char *r = json_string_value(json_object_get(j, "reason"));
-    snprintf(state, slen, "%s", s ? s : "");
-    snprintf(reason, rlen, "%s", r ? r : "");
-    json_decref(j);
+    stop_agent_pid(&agent);
 }
 
 static void slow_nic_cordons_the_node(void **state)
@@ -115,7 +52,7 @@ static void slow_nic_cordons_the_node(void **state)
     }
     if (strcmp(st, "cordoned") != 0) { /* say why: the agent's and snd's logs */
         char cmd[700];
-        snprintf(cmd, sizeof(cmd), "tail -n 5 %s/agent.log %s/snd.log >&2", d.dir, d.dir);
+        snprintf(cmd, sizeof(cmd), "tail -n 5 %s/agent-" NODE ".log %s/snd.log >&2", d.dir, d.dir);
         if (system(cmd) != 0)
             fprintf(stderr, "no logs in %s\n", d.dir);
     }
@@ -138,12 +75,12 @@ static void slow_nic_cordons_the_node(void **state)
     stop_agent();
     stop(&d, SIGTERM);
     char path[300];
-    snprintf(path, sizeof(path), "%s/agent.token", d.dir);
+    snprintf(path, sizeof(path), "%s/" NODE ".token", d.dir);
     unlink(path);
-    snprintf(path, sizeof(path), "%s/agent-work", d.dir);
+    snprintf(path, sizeof(path), "%s/work-" NODE, d.dir);
     rmdir(path);
     unlink(snd_log);
-    snprintf(path, sizeof(path), "%s/agent.log", d.dir);
+    snprintf(path, sizeof(path), "%s/agent-" NODE ".log", d.dir);
     unlink(path);
     cleanup(&d);
 }

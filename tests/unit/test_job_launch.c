@@ -18,78 +18,26 @@
  * Waits poll with deadlines; the only fixed pauses are the poll steps.
  */
 #include "snd_harness.h"
+#include "job_harness.h"
 
 #include <errno.h>
 #include <netdb.h>
 #include <sys/stat.h>
 
-#define AGENTS_MAX 7
 
 static const char *const FAST[] = {"sched_event_delay_ms=0", "sched_interval_ms=50", NULL};
-
-struct agents {
-    char node[AGENTS_MAX][16];
-    pid_t pid[AGENTS_MAX];
-    int n;
-};
-
-static const char *built(const char *name)
-{
-    static char path[1024];
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/%s", b ? b : "..", name);
-    return path;
-}
 
 /* Starts an agent for node unless one runs there already; fault: a
  * --fault argument or NULL. */
 static void agent_fault(struct daemon *d, struct agents *a, const char *node, const char *fault)
 {
-    for (int i = 0; i < a->n; i++)
-        if (strcmp(a->node[i], node) == 0)
-            return;
-    assert_true(a->n < AGENTS_MAX);
-    char tok[SN_AUTH_TOKEN_MAX], path[300], spec[1024], server[64], work[300], log[300];
-    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
-    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", tok);
-    fclose(f);
-    sn_test_path(spec, sizeof(spec), "examples/std-unit-64.yaml");
-    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
-    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
-    snprintf(log, sizeof(log), "%s/agent-%s.log", d->dir, node);
-    mkdir(work, 0700);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(built("sn-agent"), "sn-agent", "--server", server, "--token", path, "--node", node,
-              "--backend", "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work,
-              "--seed", "3", "--backoff-max", "0.3", "--cgroup-root", "none",
-              "--unsafe-jobs-as-agent-user", fault ? "--fault" : (char *)NULL, fault,
-              (char *)NULL);
-        _exit(127);
-    }
-    track(pid, true);
-    snprintf(a->node[a->n], sizeof(a->node[0]), "%s", node);
-    a->pid[a->n++] = pid;
+    const char *extra[] = {"--fault", fault, NULL};
+    agents_add(d, a, node, "examples/std-unit-64.yaml", fault ? extra : NULL);
 }
 
 static void agent_on(struct daemon *d, struct agents *a, const char *node)
 {
     agent_fault(d, a, node, NULL);
-}
-
-static void agents_stop(struct agents *a)
-{
-    for (int i = 0; i < a->n; i++) {
-        kill(a->pid[i], SIGTERM);
-        waitpid(a->pid[i], NULL, 0);
-        track(a->pid[i], false);
-    }
-    a->n = 0;
 }
 
 static long long submit(struct daemon *d, int gpus, const char *command)
@@ -108,24 +56,6 @@ static long long submit(struct daemon *d, int gpus, const char *command)
     return id;
 }
 
-/* Waits for the job's state (up to 20 s: agents sample every 0.1 s). */
-static json_t *wait_state(struct daemon *d, long long id, const char *want)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
-    for (int i = 0; i < 1000; i++) {
-        json_t *j = NULL;
-        assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
-        const char *st = json_string_value(json_object_get(j, "state"));
-        if (st && strcmp(st, want) == 0)
-            return j;
-        json_decref(j);
-        poll(NULL, 0, 20);
-    }
-    fail_msg("job %lld never became %s", id, want);
-    return NULL;
-}
-
 /* Starts agents on every node of a running job. */
 static json_t *run_with_agents(struct daemon *d, struct agents *a, long long id)
 {
@@ -134,55 +64,6 @@ static json_t *run_with_agents(struct daemon *d, struct agents *a, long long id)
     json_t *n;
     json_array_foreach(json_object_get(j, "nodes"), i, n) agent_on(d, a, json_string_value(n));
     return j;
-}
-
-/* Reads a whole small file into out; false when it is not there (yet). */
-static bool read_text(const char *path, char *out, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(out, 1, len - 1, f);
-    fclose(f);
-    out[n] = '\0';
-    return n > 0 && out[n - 1] == '\n';
-}
-
-static void wait_file(const char *path, char *out, size_t len)
-{
-    for (int i = 0; i < 1000; i++) {
-        if (read_text(path, out, len))
-            return;
-        poll(NULL, 0, 20);
-    }
-    fail_msg("%s never written", path);
-}
-
-/* A process is gone when kill finds nothing or only a zombie is left. */
-static bool gone(pid_t pid)
-{
-    char path[64], stat[1024] = {0};
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return true;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *p = strrchr(stat, ')');
-    return p && p[1] == ' ' && p[2] == 'Z';
-}
-
-static void wait_gone(pid_t pid)
-{
-    for (int i = 0; i < 1000; i++) {
-        if (gone(pid))
-            return;
-        poll(NULL, 0, 20);
-    }
-    fail_msg("process %d still runs", (int)pid);
 }
 
 /* 16 ranks over two nodes: each sees its own layout; all exit 0. */

@@ -39,6 +39,7 @@
  */
 #define _DEFAULT_SOURCE /* mknod(), makedev() */
 #include "snd_harness.h"
+#include "job_harness.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -133,71 +134,6 @@ static long long submit_as(struct daemon *d, const char *tenant, int gpus, const
     long long id = json_integer_value(json_object_get(j, "id"));
     json_decref(j);
     return id;
-}
-
-/* Waits for the job's state (up to 30 s). */
-static json_t *wait_state(struct daemon *d, long long id, const char *want)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
-    for (int i = 0; i < 1500; i++) {
-        json_t *j = NULL;
-        assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
-        const char *st = json_string_value(json_object_get(j, "state"));
-        if (st && strcmp(st, want) == 0)
-            return j;
-        json_decref(j);
-        poll(NULL, 0, 20);
-    }
-    fail_msg("job %lld never became %s", id, want);
-    return NULL;
-}
-
-static bool read_text(const char *path, char *out, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(out, 1, len - 1, f);
-    fclose(f);
-    out[n] = '\0';
-    return n > 0 && out[n - 1] == '\n';
-}
-
-static void wait_file(const char *path, char *out, size_t len)
-{
-    for (int i = 0; i < 1500; i++) {
-        if (read_text(path, out, len))
-            return;
-        poll(NULL, 0, 20);
-    }
-    fail_msg("%s never written", path);
-}
-
-static bool gone(pid_t pid)
-{
-    char path[64], stat[1024] = {0};
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return true;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *p = strrchr(stat, ')');
-    return p && p[1] == ' ' && p[2] == 'Z';
-}
-
-static void wait_gone(pid_t pid)
-{
-    for (int i = 0; i < 1500; i++) {
-        if (gone(pid))
-            return;
-        poll(NULL, 0, 20);
-    }
-    fail_msg("process %d still runs", (int)pid);
 }
 
 /* Live (not zombie) processes whose command line is "sleep SECONDS". */

@@ -30,40 +30,18 @@
  * the poll steps.
  */
 #include "snd_harness.h"
+#include "job_harness.h"
 
 #include <sys/stat.h>
 
-#define AGENTS_MAX 6
 #define SPEC "examples/demo-cluster.yaml"
 
 static const char *const FAST[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
                                    "preempt_min_runtime_s=0", NULL};
 
-struct agents {
-    char node[AGENTS_MAX][16];
-    pid_t pid[AGENTS_MAX];
-    int n;
-};
-
 static void agent_on(struct daemon *d, struct agents *a, const char *node)
 {
-    for (int i = 0; i < a->n; i++)
-        if (strcmp(a->node[i], node) == 0)
-            return;
-    assert_true(a->n < AGENTS_MAX);
-    pid_t pid = spawn_sim_agent(d, node, SPEC);
-    snprintf(a->node[a->n], sizeof(a->node[0]), "%s", node);
-    a->pid[a->n++] = pid;
-}
-
-static void agents_stop(struct agents *a)
-{
-    for (int i = 0; i < a->n; i++) {
-        kill(a->pid[i], SIGTERM);
-        waitpid(a->pid[i], NULL, 0);
-        track(a->pid[i], false);
-    }
-    a->n = 0;
+    agents_add(d, a, node, SPEC, NULL);
 }
 
 static int reap_all(void **state)
@@ -115,24 +93,6 @@ static long long submit(struct daemon *d, int gpus, const char *command, const c
     return id;
 }
 
-/* Polls the job until its state is want (up to 30 s). */
-static json_t *wait_state(struct daemon *d, long long id, const char *want)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
-    for (int i = 0; i < 1500; i++) {
-        json_t *j = NULL;
-        assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
-        const char *st = json_string_value(json_object_get(j, "state"));
-        if (st && strcmp(st, want) == 0)
-            return j;
-        json_decref(j);
-        poll(NULL, 0, 20);
-    }
-    fail_msg("job %lld never became %s", id, want);
-    return NULL;
-}
-
 /* Polls a waiting job until the scheduler gave it a pending reason. */
 static void wait_reason(struct daemon *d, long long id, const char *want)
 {
@@ -178,27 +138,6 @@ static void nodes_of(json_t *j, char *out, size_t len)
         int w = snprintf(out + n, len - n, "%s%s", n ? "," : "", name);
         n += (size_t)w;
     }
-}
-
-static bool read_text(const char *path, char *out, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(out, 1, len - 1, f);
-    fclose(f);
-    out[n] = '\0';
-    return n > 0 && out[n - 1] == '\n';
-}
-
-static void wait_file(const char *path, char *out, size_t len)
-{
-    for (int i = 0; i < 1500; i++) {
-        if (read_text(path, out, len))
-            return;
-        poll(NULL, 0, 20);
-    }
-    fail_msg("%s never written", path);
 }
 
 /* The command each rank runs: writes "node rank cuda_visible_devices". */

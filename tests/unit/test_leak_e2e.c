@@ -19,68 +19,19 @@
 #include "snd_harness.h"
 
 #include <stdio.h>
-#include <time.h>
 
 static pid_t agent;
-
-static void pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* spawn_sim_agent() with one --fault. */
 static void start_agent(struct daemon *d, const char *node, const char *fault)
 {
-    char tok[SN_AUTH_TOKEN_MAX], path[400], spec[1024], server[64], work[400], log[400], bin[1024];
-    sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
-    snprintf(path, sizeof(path), "%s/%s.token", d->dir, node);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", tok);
-    fclose(f);
-    sn_test_path(spec, sizeof(spec), harness_spec);
-    snprintf(server, sizeof(server), "http://127.0.0.1:%u", d->port);
-    snprintf(work, sizeof(work), "%s/work-%s", d->dir, node);
-    snprintf(log, sizeof(log), "%s/agent-%s.log", d->dir, node);
-    const char *b = getenv("SN_BUILD_DIR");
-    snprintf(bin, sizeof(bin), "%s/sn-agent", b ? b : "..");
-    mkdir(work, 0700);
-    agent = fork();
-    if (agent == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(bin, "sn-agent", "--server", server, "--token", path, "--node", node, "--backend",
-              "sim", "--cluster", spec, "--interval", "0.1", "--work-dir", work, "--seed", "3",
-              "--backoff-max", "0.3", "--unsafe-jobs-as-agent-user", "--cgroup-root", "none",
-              "--fault", fault, (char *)NULL);
-        _exit(127);
-    }
-    track(agent, true);
+    const char *extra[] = {"--fault", fault, NULL};
+    agent = spawn_sim_agent_with(d, node, harness_spec, extra);
 }
 
 static void stop_agent(void)
 {
-    if (agent > 0) {
-        kill(agent, SIGTERM);
-        waitpid(agent, NULL, 0);
-        track(agent, false);
-        agent = 0;
-    }
-}
-
-static void gpu_state(struct daemon *d, const char *gpu, char *state, size_t slen, char *reason,
-                      size_t rlen)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/gpus/%s", gpu);
-    json_t *j = NULL;
-    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
-    const char *s = json_string_value(json_object_get(j, "state"));
-    const char *r = json_string_value(json_object_get(j, "reason"));
-    snprintf(state, slen, "%s", s ? s : "");
-    snprintf(reason, rlen, "%s", r ? r : "");
-    json_decref(j);
+    stop_agent_pid(&agent);
 }
 
 static long long num(json_t *j, const char *key)
