@@ -65,6 +65,13 @@ int client_init(struct client *c, const char *cmd, const char *usage, int argc, 
 int client_call(struct client *c, const char *method, const char *body, const char *header,
                 json_t **out, const char *path_fmt, ...) SN_PRINTF(6, 7);
 
+/* GETs every page of a listing route ("/v1/jobs": `items` and a `next`
+ * cursor, at most 1,000 per page) until max items or the last page; filter
+ * is appended to the query ("&state=running" or ""). *out gets the items
+ * (caller decrefs). Returns client_call's exit status. */
+int client_get_pages(struct client *c, const char *route, const char *filter, long long max,
+                     json_t **out);
+
 /* Prints j as indented JSON on stdout. */
 void client_print_json(json_t *j);
 

@@ -112,25 +112,10 @@ int cmd_audit(int argc, char **argv)
             return SN_EXIT_USAGE;
         }
     }
-    json_t *all = json_array();
-    long long after = 0;
-    while ((long long)json_array_size(all) < max) {
-        json_t *page = NULL;
-        long long want = max - (long long)json_array_size(all);
-        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/audit?limit=%lld&after=%lld%s",
-                         want > 1000 ? 1000 : want, after, filter);
-        if (rc != SN_EXIT_OK) {
-            json_decref(all);
-            return rc;
-        }
-        json_array_extend(all, json_object_get(page, "items"));
-        json_t *next = json_object_get(page, "next");
-        bool more = json_is_integer(next);
-        after = json_integer_value(next);
-        json_decref(page);
-        if (!more || after == 0)
-            break;
-    }
+    json_t *all = NULL;
+    rc = client_get_pages(&c, "/v1/audit", filter, max, &all);
+    if (rc != SN_EXIT_OK)
+        return rc;
     if (c.json) {
         client_print_json(all);
     } else {

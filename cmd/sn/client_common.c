@@ -311,6 +311,32 @@ int client_call(struct client *c, const char *method, const char *body, const ch
     return exit_for(status);
 }
 
+int client_get_pages(struct client *c, const char *route, const char *filter, long long max,
+                     json_t **out)
+{
+    json_t *all = json_array();
+    long long after = 0;
+    while ((long long)json_array_size(all) < max) {
+        json_t *page = NULL;
+        long long want = max - (long long)json_array_size(all);
+        int rc = client_call(c, "GET", NULL, NULL, &page, "%s?limit=%lld&after=%lld%s", route,
+                             want > 1000 ? 1000 : want, after, filter);
+        if (rc != SN_EXIT_OK) {
+            json_decref(all);
+            return rc;
+        }
+        json_array_extend(all, json_object_get(page, "items"));
+        json_t *next = json_object_get(page, "next");
+        bool more = json_is_integer(next);
+        after = json_integer_value(next);
+        json_decref(page);
+        if (!more || after == 0)
+            break;
+    }
+    *out = all;
+    return SN_EXIT_OK;
+}
+
 void client_print_json(json_t *j)
 {
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);

@@ -360,24 +360,10 @@ int cmd_jobs(int argc, char **argv)
     if (!o[0].value && !o[4].value) /* active jobs, like squeue */
         snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
                  "&state=pending,running,requeued");
-    json_t *all = json_array();
-    long long after = 0;
-    while ((long long)json_array_size(all) < max) {
-        json_t *page = NULL;
-        long long want = max - (long long)json_array_size(all);
-        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/jobs?limit=%lld&after=%lld%s",
-                         want > 1000 ? 1000 : want, after, filter);
-        if (rc != SN_EXIT_OK) {
-            json_decref(all);
-            return rc;
-        }
-        json_array_extend(all, json_object_get(page, "items"));
-        json_t *next = json_object_get(page, "next");
-        after = json_integer_value(next);
-        json_decref(page);
-        if (!json_is_integer(next))
-            break;
-    }
+    json_t *all = NULL;
+    rc = client_get_pages(&c, "/v1/jobs", filter, max, &all);
+    if (rc != SN_EXIT_OK)
+        return rc;
     if (c.json) {
         client_print_json(all);
     } else {
@@ -687,24 +673,10 @@ int cmd_acct(int argc, char **argv)
         }
         snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i], v);
     }
-    json_t *all = json_array();
-    long long after = 0;
-    while ((long long)json_array_size(all) < max) {
-        json_t *page = NULL;
-        long long want = max - (long long)json_array_size(all);
-        rc = client_call(&c, "GET", NULL, NULL, &page, "/v1/accounting?limit=%lld&after=%lld%s",
-                         want > 1000 ? 1000 : want, after, filter);
-        if (rc != SN_EXIT_OK) {
-            json_decref(all);
-            return rc;
-        }
-        json_array_extend(all, json_object_get(page, "items"));
-        json_t *next = json_object_get(page, "next");
-        after = json_integer_value(next);
-        json_decref(page);
-        if (!json_is_integer(next))
-            break;
-    }
+    json_t *all = NULL;
+    rc = client_get_pages(&c, "/v1/accounting", filter, max, &all);
+    if (rc != SN_EXIT_OK)
+        return rc;
     if (c.json) {
         client_print_json(all);
     } else {
