@@ -37,7 +37,8 @@
     X(LEAF, "leaf")       /* scale-out leaf (ToR, rail switch) */             \
     X(SPINE, "spine")                                                         \
     X(CORE, "core")                                                           \
-    X(MGMT, "mgmt")       /* management (control-plane) switch */
+    X(MGMT, "mgmt")       /* management (control-plane) switch */         \
+    X(SCALEUP_L2, "scaleup-l2") /* L2 switch of a two-level scale-up domain */
 enum sn_switch_role {
 #define SN_X(name, text) SN_ROLE_##name,
     SN_SWITCH_ROLE_LIST(SN_X)
@@ -52,7 +53,8 @@ const char *sn_switch_role_name(enum sn_switch_role role);
     X(NODE_LEAF, "node-leaf")   /* server NIC to leaf */                      \
     X(LEAF_SPINE, "leaf-spine")                                               \
     X(SPINE_CORE, "spine-core")                                               \
-    X(MGMT, "mgmt")             /* server management port to mgmt switch */
+    X(MGMT, "mgmt")             /* server management port to mgmt switch */   \
+    X(SCALEUP_L2, "scaleup-l2") /* L1 scale-up chip to L2 switch (two-level) */
 enum sn_link_tier {
 #define SN_X(name, text) SN_TIER_##name,
     SN_LINK_TIER_LIST(SN_X)
@@ -120,6 +122,9 @@ struct sn_supernode {
     uint32_t first_rack, n_racks;
     uint32_t first_power_domain, n_power_domains;
     uint32_t first_cooling_loop, n_cooling_loops;
+    /* L2 switches of a two-level scale-up domain (switch IDs), right after
+     * the L1 chips [first_scaleup, first_scaleup + n_scaleup); 0 otherwise. */
+    uint32_t first_scaleup_l2, n_scaleup_l2;
 };
 
 struct sn_model {

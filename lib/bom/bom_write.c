@@ -63,12 +63,20 @@ static void text_counts(FILE *out, const struct sn_model *m, const struct sn_bom
 static void text_switches(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
 {
     char buf[32];
-    fprintf(out, "Switches\n  %-8s %-18s %8s %9s %9s %9s %6s %10s\n", "role", "model", "count",
-            "ports", "used", "free", "over", "power");
+    /* Role and model share 27 columns; a longer role name ("scaleup-l2")
+     * takes its extra columns from the model's. */
+    int role_w = 8, model_w = 18;
+    for (uint32_t i = 0; i < bom->n_switch_lines; i++) {
+        int n = (int)strlen(sn_switch_role_name((enum sn_switch_role)bom->switch_lines[i].role));
+        role_w = n > role_w ? n : role_w;
+    }
+    model_w = 26 - role_w;
+    fprintf(out, "Switches\n  %-*s %-*s %8s %9s %9s %9s %6s %10s\n", role_w, "role", model_w,
+            "model", "count", "ports", "used", "free", "over", "power");
     for (uint32_t i = 0; i < bom->n_switch_lines; i++) {
         const struct sn_bom_switches *l = &bom->switch_lines[i];
-        fprintf(out, "  %-8s %-18s %8u %9llu %9llu %9llu %6llu %10s\n",
-                sn_switch_role_name((enum sn_switch_role)l->role),
+        fprintf(out, "  %-*s %-*s %8u %9llu %9llu %9llu %6llu %10s\n", role_w,
+                sn_switch_role_name((enum sn_switch_role)l->role), model_w,
                 m->spec->switch_models[l->model].name, l->count, (unsigned long long)l->ports,
                 (unsigned long long)l->ports_used, (unsigned long long)l->ports_free,
                 (unsigned long long)l->ports_over, fmt(l->power_w, SN_UNIT_POWER, buf, 32));

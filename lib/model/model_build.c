@@ -8,6 +8,10 @@
  * Wiring rules (docs/internals/model.md):
  *  - scale-up: link l of a GPU goes to chip l mod chips of its domain (the
  *    server's chips, or the supernode's); chip ports are taken in order;
+ *  - two-level scale-up: the L1 chips are the server's; L1 chip c belongs to
+ *    plane c mod planes and has `links` uplinks to each L2 switch of its
+ *    plane (after its GPU ports); L2 switch k of plane p is the supernode's
+ *    L2 switch p * per_plane + k, in the L2 racks after the compute racks;
  *  - node-leaf: NIC n of a server goes to leaf n mod leaves of its
  *    supernode ("rail": NIC n is rail n; "pair": even NICs to the first
  *    leaf, odd to the second);
@@ -69,13 +73,19 @@ static void count_group(const struct sn_spec *spec, const struct sn_supernode_gr
     c->supernodes += n;
     c->servers += servers;
     c->gpus += gpus;
-    c->racks += n * t->racks.count;
+    c->racks += n * (t->racks.count + t->scaleup.l2.racks);
     c->power_domains += n * t->n_power_domains;
     c->cooling_loops += n * t->n_cooling_loops;
     if (t->scaleup.switch_model != SN_NONE && t->scaleup.chips > 0) {
-        c->scaleup_chips += t->scaleup.domain == SN_SCALEUP_SERVER ? servers * t->scaleup.chips
-                                                                   : n * t->scaleup.chips;
+        c->scaleup_chips += t->scaleup.domain == SN_SCALEUP_SUPERNODE ? n * t->scaleup.chips
+                                                                      : servers * t->scaleup.chips;
         c->links[SN_TIER_SCALEUP] += gpus * gm->scaleup_links;
+        const struct sn_scaleup_l2_spec *l2 = &t->scaleup.l2;
+        if (t->scaleup.domain == SN_SCALEUP_TWO_LEVEL && l2->switch_model != SN_NONE) {
+            c->scaleup_chips += n * l2->planes * l2->per_plane;
+            c->links[SN_TIER_SCALEUP_L2] +=
+                servers * t->scaleup.chips * (uint64_t)l2->per_plane * l2->links;
+        }
     }
     if (t->leaves.switch_model != SN_NONE && t->leaves.count > 0) {
         c->leaves += n * t->leaves.count;
@@ -510,8 +520,8 @@ static void build_domains(struct builder *b, struct sn_supernode *s, const struc
         m->cooling_loop_spec_index[b->next_loop++] = i;
     }
     s->first_rack = b->next_rack;
-    s->n_racks = t->racks.count;
-    for (uint32_t r = 0; r < t->racks.count; r++) {
+    s->n_racks = t->racks.count + t->scaleup.l2.racks;
+    for (uint32_t r = 0; r < s->n_racks; r++) {
         uint32_t loop = domain_pick(&t->racks.loops, r, t->n_cooling_loops);
         m->rack_supernode[b->next_rack] = sn;
         m->rack_cooling_loop[b->next_rack++] =
@@ -556,6 +566,34 @@ static void build_servers(struct builder *b, struct sn_supernode *s, const struc
     }
 }
 
+/* The L2 switches of a two-level domain and the L1 chips' uplinks to them.
+ * Called after the GPU links, so an L1 chip's GPU ports come first. */
+static void build_scaleup_l2(struct builder *b, struct sn_supernode *s,
+                             const struct sn_template *t, uint32_t sn)
+{
+    struct sn_model *m = b->m;
+    const struct sn_scaleup_l2_spec *l2 = &t->scaleup.l2;
+    if (l2->switch_model == SN_NONE || l2->planes == 0)
+        return;
+    uint32_t n = l2->planes * l2->per_plane;
+    s->first_scaleup_l2 = b->next_switch;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t pd = local_pd(s, domain_pick(&l2->power, i, t->n_power_domains));
+        uint32_t rack = l2->racks ? s->first_rack + t->racks.count + i * l2->racks / n
+                                  : s->first_rack + i % s->n_racks;
+        new_switch(b, SN_ROLE_SCALEUP_L2, l2->switch_model, sn, rack, pd);
+    }
+    s->n_scaleup_l2 = n;
+    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
+        uint32_t plane = (w - s->first_scaleup) % t->scaleup.chips % l2->planes;
+        for (uint32_t k = 0; k < l2->per_plane; k++)
+            for (uint32_t j = 0; j < l2->links; j++)
+                add_link(b, SN_TIER_SCALEUP_L2, SN_END_SWITCH, w,
+                         (uint16_t)m->switch_ports_used[w]++,
+                         s->first_scaleup_l2 + plane * l2->per_plane + k, &l2->cabling);
+    }
+}
+
 static void build_scaleup(struct builder *b, struct sn_supernode *s, const struct sn_template *t,
                           uint32_t sn)
 {
@@ -565,6 +603,8 @@ static void build_scaleup(struct builder *b, struct sn_supernode *s, const struc
     const struct sn_gpu_model *gm = &b->spec->gpu_models[sm->gpu_model];
     s->first_scaleup = b->next_switch;
     s->n_scaleup = 0;
+    s->first_scaleup_l2 = b->next_switch;
+    s->n_scaleup_l2 = 0;
     if (su->switch_model == SN_NONE || su->chips == 0)
         return;
     if (su->domain == SN_SCALEUP_SUPERNODE) {
@@ -586,12 +626,14 @@ static void build_scaleup(struct builder *b, struct sn_supernode *s, const struc
     s->n_scaleup = b->next_switch - s->first_scaleup;
     for (uint32_t g = s->first_gpu; g < s->first_gpu + s->n_gpus; g++) {
         uint32_t first_chip = s->first_scaleup;
-        if (su->domain == SN_SCALEUP_SERVER)
+        if (su->domain != SN_SCALEUP_SUPERNODE)
             first_chip += (m->gpu_server[g] - s->first_server) * su->chips;
         for (uint32_t l = 0; l < gm->scaleup_links; l++)
             add_link(b, SN_TIER_SCALEUP, SN_END_GPU, g, (uint16_t)l, first_chip + l % su->chips,
                      &su->cabling);
     }
+    if (su->domain == SN_SCALEUP_TWO_LEVEL)
+        build_scaleup_l2(b, s, t, sn);
 }
 
 static void build_leaves(struct builder *b, struct sn_supernode *s, const struct sn_template *t,

@@ -96,7 +96,10 @@ static const struct rule_row rules[] = {
       "lands on a switch port within the chips' radix (links = ports used <= ports), a "
       "chip port is at least as fast as a GPU link, the chips' total port bandwidth covers "
       "the GPUs' total link bandwidth, and every GPU pair shares a chip (one switch hop) "
-      "within `hop_limit`.",
+      "within `hop_limit`. A two-level domain (L1 chips in each server under L2 switches) "
+      "also needs `hop_limit` >= 3 (L1, L2, L1), every L1 chip linked to an L2 switch, and "
+      "L1 down : up bandwidth within `l2.oversubscription` (1:1 by default); the per-GPU "
+      "bandwidth across servers and the true ratio are reported.",
       "", "r07-scaleup-nonblocking"},
      sn__check_scaleup},
     {{"R08", "port-budget", SN_SEVERITY_ERROR,
