@@ -103,7 +103,9 @@ struct sn_link {
     uint8_t tier;         /* enum sn_link_tier */
     uint8_t cable;        /* index into spec cable_types; 255 = none */
     uint8_t length_class; /* index into spec length_classes */
-    uint8_t reserved[3];
+    uint8_t b_leg;        /* leg of a breakout cable on the b end's port (0: the
+                           * first leg, or a straight cable) */
+    uint8_t reserved[2];
 };
 
 /* Ranges of one supernode's entities: [first, first + count). */
@@ -192,6 +194,12 @@ struct sn_model {
      * tier. */
     uint32_t first_net_rack, n_net_racks;
     uint32_t first_fabric_pd, n_fabric_pds;
+
+    /* Physical ports used per switch: switch_ports_used counts link ends
+     * (one port number each), while the legs of one breakout cable share a
+     * port (docs/spec.md, cable `breakout`); equal without breakouts. The
+     * port budget (R08) and the BOM count these. */
+    uint32_t *switch_ports_physical;
 };
 
 /* Expands a parsed spec into a model. On failure *out is NULL and err says

@@ -223,6 +223,7 @@ struct sn_server_model {
     uint32_t feeds;           /* power feeds: 1, or 2 for dual-corded */
     uint32_t rack_units;
     struct sn_psu_spec psu;   /* the server's own power supplies */
+    uint32_t nic_lanes;       /* electrical lanes of a NIC port; 0: not stated */
 };
 
 struct sn_switch_model {
@@ -233,6 +234,7 @@ struct sn_switch_model {
     double port_bytes_per_s;  /* per port, per direction */
     double power_w;
     uint32_t rack_units;
+    uint32_t port_lanes;      /* electrical lanes of a port (8 for OSFP 800G); 0: not stated */
 };
 
 struct sn_cable_type {
@@ -241,7 +243,15 @@ struct sn_cable_type {
     enum sn_cable_medium medium;
     double reach_m;
     double optic_power_w;     /* per transceiver; two per optical link */
-    double speed_bytes_per_s; /* per direction; 0: not stated (R18 skips the cable) */
+    double speed_bytes_per_s; /* per direction, the whole cable (all legs); 0: not stated
+                               * (R18 skips the cable) */
+    /* Lanes and breakout (docs/spec.md "catalog.cables"): the trunk end has
+     * `lanes` lanes and plugs into the upper (b) end's port; it splits into
+     * `breakout` legs of lanes / breakout lanes, one per link, at the lower
+     * (a) ends. A breakout shares one switch port among its legs. */
+    uint32_t lanes;           /* 0: not stated */
+    double lane_bytes_per_s;  /* per lane, per direction; 0: not stated */
+    uint32_t breakout;        /* legs, default 1 (a straight cable) */
 };
 
 /* A named length class ("in-rack", "row"), the distance a link of that

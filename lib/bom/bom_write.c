@@ -108,12 +108,21 @@ static void text_cables(FILE *out, const struct sn_model *m, const struct sn_bom
     for (uint32_t t = 0; t < spec->n_cable_types; t++) {
         if (spec->cable_types[t].speed_bytes_per_s <= 0)
             continue;
-        uint64_t links = 0;
-        for (uint32_t i = 0; i < bom->n_cable_lines; i++)
+        const struct sn_cable_type *ct = &spec->cable_types[t];
+        uint64_t cables = 0, links = 0;
+        for (uint32_t i = 0; i < bom->n_cable_lines; i++) {
+            cables += bom->cable_lines[i].cable == t ? bom->cable_lines[i].cables : 0;
             links += bom->cable_lines[i].cable == t ? bom->cable_lines[i].links : 0;
-        fprintf(out, "  by speed: %llu x %s at %s\n", (unsigned long long)links,
-                spec->cable_types[t].name,
-                fmt(spec->cable_types[t].speed_bytes_per_s, SN_UNIT_BANDWIDTH, buf, 32));
+        }
+        fprintf(out, "  by speed: %llu x %s at %s", (unsigned long long)cables, ct->name,
+                fmt(ct->speed_bytes_per_s, SN_UNIT_BANDWIDTH, buf, 32));
+        if (ct->lanes > 0)
+            fprintf(out, ", %u lanes", ct->lanes);
+        if (ct->breakout > 1)
+            fprintf(out, ", breakout %u x %s (%llu legs)", ct->breakout,
+                    fmt(ct->speed_bytes_per_s / ct->breakout, SN_UNIT_BANDWIDTH, buf, 32),
+                    (unsigned long long)links);
+        fputc('\n', out);
     }
     fprintf(out, "\n");
 }

@@ -203,8 +203,12 @@ static const struct rule_row rules[] = {
       "plugs into (a NIC faster than its leaf port, a leaf port faster than its spine port) "
       "is an error; a port faster than the end below it is a warning; a cable whose `speed` "
       "is stated and below the slower end's (a 400G NIC on a 400G port through a 200G cable) "
-      "is an error. One finding per tier and kind, with the link count and the first cable "
-      "label.",
+      "is an error. A breakout cable's legs share the upper port: each gets its speed / "
+      "`breakout`. A cable with `lanes` must match the lanes of the port its trunk plugs into "
+      "(`port_lanes`), each leg's lanes / `breakout` the lower end's (`nic_lanes` or "
+      "`port_lanes`), and its `lane_speed` each end's speed / lanes, where stated; each "
+      "mismatch is an error naming the cable type and where the spec defines it. One finding "
+      "per tier and kind, with the link count and the first cable label.",
       "", "r18-link-speeds"},
      sn__check_speeds},
     {{"R19", "psu-redundancy", SN_SEVERITY_ERROR,

@@ -405,7 +405,7 @@ void sn__check_scaleup(struct sn__review_ctx *c)
 static void overrun_finding(struct sn__review_ctx *c, uint32_t w, uint32_t key)
 {
     const struct sn_model *m = c->m;
-    uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_used[w];
+    uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_physical[w];
     if (used <= ports)
         return;
     char name[SN_REVIEW_NAME_MAX];
@@ -446,7 +446,7 @@ static void ports_report(struct sn__review_ctx *c)
     }
     for (uint32_t w = 0; w < m->n_switches; w++) {
         struct port_stat *p = &st[m->switch_role[w] * n_models + m->switch_model[w]];
-        uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_used[w];
+        uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_physical[w];
         uint32_t free_ports = used < ports ? ports - used : 0;
         p->min_free = p->switches == 0 || free_ports < p->min_free ? free_ports : p->min_free;
         p->max_free = free_ports > p->max_free ? free_ports : p->max_free;

@@ -460,6 +460,57 @@ static void test_two_level_ratio(void **state)
     release(&b);
 }
 
+/* ---- cable lanes and breakouts --------------------------------------- */
+
+/* tests/specs/rules/r18-breakout.yaml: 64 NIC links over 32 OSFP cables split
+ * 2 x 400G, each leaf's 16 legs on 8 physical 800G ports. */
+static void test_breakout_counts(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "tests/specs/rules/r18-breakout.yaml");
+    struct sn_error err = {0};
+    assert_int_equal(sn_model_verify(b.model, &err), SN_OK);
+    const struct sn_model *m = b.model;
+    const struct sn_bom *bom = &b.bom;
+    const struct sn_bom_cables *legs = NULL;
+    for (uint32_t i = 0; i < bom->n_cable_lines; i++)
+        if (bom->cable_lines[i].tier == SN_TIER_NODE_LEAF)
+            legs = &bom->cable_lines[i];
+    assert_non_null(legs);
+    assert_int_equal(legs->links, 64);
+    assert_int_equal(legs->cables, 32);
+    assert_int_equal(legs->optics, 32 * 3); /* a trunk and two legs per cable */
+    assert_near(legs->optics_power_w, 96 * 12.0, 1e-9);
+    /* The power model counts the same transceivers. */
+    struct sn_model_power pw = {0};
+    assert_int_equal(sn_model_power_compute(m, 1.3, &pw, &err), SN_OK);
+    assert_near(pw.optics_w, bom->optics_power_w, 1e-9);
+    sn_model_power_release(&pw);
+    /* Each leaf: 16 legs on 8 ports plus 16 straight uplinks. */
+    const struct sn_supernode *s = &m->supernodes[0];
+    for (uint32_t w = s->first_leaf; w < s->first_leaf + s->n_leaves; w++) {
+        assert_int_equal(m->switch_ports_used[w], 32);
+        assert_int_equal(m->switch_ports_physical[w], 24);
+    }
+    uint64_t first = m->tier_first[SN_TIER_NODE_LEAF];
+    assert_int_equal(m->links[first].b_leg, 0);
+    assert_int_equal(m->links[first + 1].b_leg, 0); /* NIC 1 goes to the other leaf */
+    uint32_t second_leg = 0;
+    for (uint64_t i = first; i < m->tier_first[SN_TIER_NODE_LEAF + 1]; i++)
+        second_leg += m->links[i].b_leg == 1;
+    assert_int_equal(second_leg, 32);
+    /* The leaf-to-NIC speed is the leg's 400G, not the 800G port's. */
+    assert_near(bom->tiers[SN_TIER_NODE_LEAF].link_bytes_per_s, 400e9 / 8, 1);
+    const struct sn_bom_switches *leaf = NULL;
+    for (uint32_t i = 0; i < bom->n_switch_lines; i++)
+        if (bom->switch_lines[i].role == SN_ROLE_LEAF)
+            leaf = &bom->switch_lines[i];
+    assert_non_null(leaf);
+    assert_int_equal(leaf->ports_used, 4 * 24);
+    release(&b);
+}
+
 /* ---- the standard unit ------------------------------------------------ */
 
 static void test_std_unit(void **state)
@@ -580,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_std_unit),
         cmocka_unit_test(test_cloudmatrix_384),
         cmocka_unit_test(test_two_level_ratio),
+        cmocka_unit_test(test_breakout_counts),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_text_output),
         cmocka_unit_test(test_release_null),
