@@ -29,6 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (spec->templates[i].server_model >= spec->n_server_models ||
                 spec->templates[i].leaves.cabling.length_class >= spec->n_length_classes)
                 abort();
+        /* A two-level domain's planes divide its L1 chips (the model's
+         * plane of L1 chip c is c mod planes). */
+        for (uint32_t i = 0; i < spec->n_templates; i++) {
+            const struct sn_scaleup_spec *su = &spec->templates[i].scaleup;
+            if (su->domain == SN_SCALEUP_TWO_LEVEL &&
+                (su->l2.switch_model >= spec->n_switch_models || su->l2.planes == 0 ||
+                 su->chips % su->l2.planes != 0))
+                abort();
+        }
         sn_spec_free(spec);
     } else if (spec || strncmp(err.message, "fuzz.yaml:", 10) != 0) {
         abort();

@@ -45,8 +45,10 @@ struct sn_bom_cables {
     uint8_t cable;        /* spec cable_types index, 255 = none given */
     uint8_t length_class; /* spec length_classes index, 255 = none given */
     uint64_t links;
-    uint64_t optics;       /* pluggable optical modules: 2 per "optic" link */
-    double optics_power_w; /* 2 x optic_power_w per "optic" or "aoc" link */
+    uint64_t optics;       /* pluggable optical modules: 2 per "optic" link; a breakout
+                            * cable of n legs has n + 1 */
+    double optics_power_w; /* optic_power_w per module of an "optic" or "aoc" link */
+    uint64_t cables;       /* physical cables: links, a breakout of n legs counted once */
 };
 
 /* Per link tier: how many links and the bandwidth across the tier. */

@@ -37,7 +37,8 @@
     X(LEAF, "leaf")       /* scale-out leaf (ToR, rail switch) */             \
     X(SPINE, "spine")                                                         \
     X(CORE, "core")                                                           \
-    X(MGMT, "mgmt")       /* management (control-plane) switch */
+    X(MGMT, "mgmt")       /* management (control-plane) switch */         \
+    X(SCALEUP_L2, "scaleup-l2") /* L2 switch of a two-level scale-up domain */
 enum sn_switch_role {
 #define SN_X(name, text) SN_ROLE_##name,
     SN_SWITCH_ROLE_LIST(SN_X)
@@ -52,7 +53,8 @@ const char *sn_switch_role_name(enum sn_switch_role role);
     X(NODE_LEAF, "node-leaf")   /* server NIC to leaf */                      \
     X(LEAF_SPINE, "leaf-spine")                                               \
     X(SPINE_CORE, "spine-core")                                               \
-    X(MGMT, "mgmt")             /* server management port to mgmt switch */
+    X(MGMT, "mgmt")             /* server management port to mgmt switch */   \
+    X(SCALEUP_L2, "scaleup-l2") /* L1 scale-up chip to L2 switch (two-level) */
 enum sn_link_tier {
 #define SN_X(name, text) SN_TIER_##name,
     SN_LINK_TIER_LIST(SN_X)
@@ -101,7 +103,9 @@ struct sn_link {
     uint8_t tier;         /* enum sn_link_tier */
     uint8_t cable;        /* index into spec cable_types; 255 = none */
     uint8_t length_class; /* index into spec length_classes */
-    uint8_t reserved[3];
+    uint8_t b_leg;        /* leg of a breakout cable on the b end's port (0: the
+                           * first leg, or a straight cable) */
+    uint8_t reserved[2];
 };
 
 /* Ranges of one supernode's entities: [first, first + count). */
@@ -120,6 +124,9 @@ struct sn_supernode {
     uint32_t first_rack, n_racks;
     uint32_t first_power_domain, n_power_domains;
     uint32_t first_cooling_loop, n_cooling_loops;
+    /* L2 switches of a two-level scale-up domain (switch IDs), right after
+     * the L1 chips [first_scaleup, first_scaleup + n_scaleup); 0 otherwise. */
+    uint32_t first_scaleup_l2, n_scaleup_l2;
 };
 
 struct sn_model {
@@ -187,6 +194,12 @@ struct sn_model {
      * tier. */
     uint32_t first_net_rack, n_net_racks;
     uint32_t first_fabric_pd, n_fabric_pds;
+
+    /* Physical ports used per switch: switch_ports_used counts link ends
+     * (one port number each), while the legs of one breakout cable share a
+     * port (docs/spec.md, cable `breakout`); equal without breakouts. The
+     * port budget (R08) and the BOM count these. */
+    uint32_t *switch_ports_physical;
 };
 
 /* Expands a parsed spec into a model. On failure *out is NULL and err says

@@ -92,7 +92,9 @@ const char *sn_cooling_kind_name(enum sn_cooling_kind kind);
 /* Where the scale-up switch chips sit. */
 #define SN_SCALEUP_DOMAIN_LIST(X)                                             \
     X(SERVER, "server")       /* NVSwitch inside each server (HGX) */         \
-    X(SUPERNODE, "supernode") /* switch trays shared by the supernode (NVL72) */
+    X(SUPERNODE, "supernode") /* switch trays shared by the supernode (NVL72) */ \
+    X(TWO_LEVEL, "two-level") /* L1 chips in each server under L2 switches   \
+                               * shared by the supernode (CloudMatrix 384) */
 enum sn_scaleup_domain {
 #define SN_X(name, text) SN_SCALEUP_##name,
     SN_SCALEUP_DOMAIN_LIST(SN_X)
@@ -221,6 +223,7 @@ struct sn_server_model {
     uint32_t feeds;           /* power feeds: 1, or 2 for dual-corded */
     uint32_t rack_units;
     struct sn_psu_spec psu;   /* the server's own power supplies */
+    uint32_t nic_lanes;       /* electrical lanes of a NIC port; 0: not stated */
 };
 
 struct sn_switch_model {
@@ -231,6 +234,7 @@ struct sn_switch_model {
     double port_bytes_per_s;  /* per port, per direction */
     double power_w;
     uint32_t rack_units;
+    uint32_t port_lanes;      /* electrical lanes of a port (8 for OSFP 800G); 0: not stated */
 };
 
 struct sn_cable_type {
@@ -239,7 +243,15 @@ struct sn_cable_type {
     enum sn_cable_medium medium;
     double reach_m;
     double optic_power_w;     /* per transceiver; two per optical link */
-    double speed_bytes_per_s; /* per direction; 0: not stated (R18 skips the cable) */
+    double speed_bytes_per_s; /* per direction, the whole cable (all legs); 0: not stated
+                               * (R18 skips the cable) */
+    /* Lanes and breakout (docs/spec.md "catalog.cables"): the trunk end has
+     * `lanes` lanes and plugs into the upper (b) end's port; it splits into
+     * `breakout` legs of lanes / breakout lanes, one per link, at the lower
+     * (a) ends. A breakout shares one switch port among its legs. */
+    uint32_t lanes;           /* 0: not stated */
+    double lane_bytes_per_s;  /* per lane, per direction; 0: not stated */
+    uint32_t breakout;        /* legs, default 1 (a straight cable) */
 };
 
 /* A named length class ("in-rack", "row"), the distance a link of that
@@ -281,13 +293,33 @@ struct sn_domain_list {
     uint32_t *index;
 };
 
+/* The second level of a two-level scale-up domain (scaleup.l2, docs/spec.md):
+ * planes x per_plane L2 switches per supernode. L1 chip c of every server
+ * belongs to plane c mod planes and has `links` links to each L2 switch of
+ * its plane, so every pair of servers meets on every L2 switch of a plane. */
+struct sn_scaleup_l2_spec {
+    struct sn_src_loc loc;    /* of the l2 key; line 0 when absent */
+    uint32_t switch_model;    /* SN_NONE without an l2 block */
+    uint32_t planes;          /* sub-planes; divides the L1 chips per server */
+    uint32_t per_plane;       /* L2 switches in each plane */
+    uint32_t links;           /* links from one L1 chip to one L2 switch, default 1 */
+    double oversubscription;  /* allowed L1 down : up bandwidth, default 1:1 */
+    struct sn_src_loc oversubscription_loc; /* of the key; line 0 when absent */
+    uint32_t racks;           /* racks of the supernode holding only L2 switches
+                               * (after the compute racks); 0: L2 switches cycle
+                               * over the compute racks */
+    struct sn_cabling cabling; /* L1 chip to L2 switch */
+    struct sn_domain_list power; /* template power domains cycled over the L2 switches */
+};
+
 struct sn_scaleup_spec {
     enum sn_scaleup_domain domain;
     uint32_t switch_model;    /* SN_NONE: GPUs joined only through leaves */
-    uint32_t chips;           /* per server (domain server) or per supernode */
+    uint32_t chips;           /* per server (domains server and two-level) or per supernode */
     uint32_t hop_limit;       /* switch hops allowed between any GPU pair */
     struct sn_cabling cabling;
     struct sn_domain_list power; /* for supernode-domain chips */
+    struct sn_scaleup_l2_spec l2; /* domain two-level only */
 };
 
 struct sn_leaves_spec {

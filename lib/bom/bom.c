@@ -77,10 +77,12 @@ static double end_speed(const struct sn_model *m, uint8_t kind, uint32_t id, uin
     return 0;
 }
 
+/* A breakout's legs share the b end's port: each gets port speed / legs. */
 static double link_speed(const struct sn_model *m, const struct sn_link *l)
 {
+    double legs = l->cable < m->spec->n_cable_types ? m->spec->cable_types[l->cable].breakout : 1;
     return min_known(end_speed(m, l->a_kind, l->a_id, l->tier),
-                     end_speed(m, l->b_kind, l->b_id, l->tier));
+                     end_speed(m, l->b_kind, l->b_id, l->tier) / (legs > 1 ? legs : 1));
 }
 
 static int cmp_switch_line(const void *pa, const void *pb)
@@ -127,7 +129,7 @@ static enum sn_err count_switches(const struct sn_model *m, struct sn_bom *bom,
             line->model = model;
         }
         const struct sn_switch_model *sm = sn_model_switch_spec(m, sw);
-        uint32_t used = m->switch_ports_used[sw];
+        uint32_t used = m->switch_ports_physical[sw]; /* a breakout's legs share a port */
         line->count++;
         line->ports += sm->ports;
         line->ports_used += used;
@@ -172,12 +174,16 @@ static enum sn_err count_links(const struct sn_model *m, struct sn_bom *bom, str
         if (!line)
             return sn_error_set(err, SN_ERR_LIMIT, "more than %d kinds of cable", MAX_LINES);
         line->links++;
+        /* A breakout cable is counted once, with its first leg; it has a
+         * transceiver per leg and one at the trunk (model_power.c agrees). */
+        unsigned ends = l->b_leg == 0 ? 2 : 1;
+        line->cables += l->b_leg == 0;
         if (l->cable < spec->n_cable_types) {
             const struct sn_cable_type *ct = &spec->cable_types[l->cable];
             if (ct->medium == SN_CABLE_OPTIC)
-                line->optics += 2;
+                line->optics += ends;
             if (ct->medium == SN_CABLE_OPTIC || ct->medium == SN_CABLE_AOC)
-                line->optics_power_w += 2 * ct->optic_power_w;
+                line->optics_power_w += ends * ct->optic_power_w;
         }
         struct sn_bom_tier *t = &bom->tiers[l->tier < SN_LINK_TIER_COUNT ? l->tier : 0];
         double speed = link_speed(m, l);

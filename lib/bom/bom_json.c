@@ -93,6 +93,9 @@ static json_t *cables_json(const struct sn_model *m, const struct sn_bom *bom)
                 ? json_string(spec->length_classes[l->length_class].name)
                 : json_null());
         put(o, "links", jint(l->links));
+        put(o, "cables", jint(l->cables));
+        put(o, "breakout", jint(known ? spec->cable_types[l->cable].breakout : 1));
+        put(o, "lanes", jint(known ? spec->cable_types[l->cable].lanes : 0));
         put(o, "optical_modules", jint(l->optics));
         put(o, "optics_power_w", json_real(l->optics_power_w));
         put(o, "speed_bytes_per_s",

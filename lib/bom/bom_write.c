@@ -63,12 +63,20 @@ static void text_counts(FILE *out, const struct sn_model *m, const struct sn_bom
 static void text_switches(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
 {
     char buf[32];
-    fprintf(out, "Switches\n  %-8s %-18s %8s %9s %9s %9s %6s %10s\n", "role", "model", "count",
-            "ports", "used", "free", "over", "power");
+    /* Role and model share 27 columns; a longer role name ("scaleup-l2")
+     * takes its extra columns from the model's. */
+    int role_w = 8, model_w = 18;
+    for (uint32_t i = 0; i < bom->n_switch_lines; i++) {
+        int n = (int)strlen(sn_switch_role_name((enum sn_switch_role)bom->switch_lines[i].role));
+        role_w = n > role_w ? n : role_w;
+    }
+    model_w = 26 - role_w;
+    fprintf(out, "Switches\n  %-*s %-*s %8s %9s %9s %9s %6s %10s\n", role_w, "role", model_w,
+            "model", "count", "ports", "used", "free", "over", "power");
     for (uint32_t i = 0; i < bom->n_switch_lines; i++) {
         const struct sn_bom_switches *l = &bom->switch_lines[i];
-        fprintf(out, "  %-8s %-18s %8u %9llu %9llu %9llu %6llu %10s\n",
-                sn_switch_role_name((enum sn_switch_role)l->role),
+        fprintf(out, "  %-*s %-*s %8u %9llu %9llu %9llu %6llu %10s\n", role_w,
+                sn_switch_role_name((enum sn_switch_role)l->role), model_w,
                 m->spec->switch_models[l->model].name, l->count, (unsigned long long)l->ports,
                 (unsigned long long)l->ports_used, (unsigned long long)l->ports_free,
                 (unsigned long long)l->ports_over, fmt(l->power_w, SN_UNIT_POWER, buf, 32));
@@ -100,12 +108,21 @@ static void text_cables(FILE *out, const struct sn_model *m, const struct sn_bom
     for (uint32_t t = 0; t < spec->n_cable_types; t++) {
         if (spec->cable_types[t].speed_bytes_per_s <= 0)
             continue;
-        uint64_t links = 0;
-        for (uint32_t i = 0; i < bom->n_cable_lines; i++)
+        const struct sn_cable_type *ct = &spec->cable_types[t];
+        uint64_t cables = 0, links = 0;
+        for (uint32_t i = 0; i < bom->n_cable_lines; i++) {
+            cables += bom->cable_lines[i].cable == t ? bom->cable_lines[i].cables : 0;
             links += bom->cable_lines[i].cable == t ? bom->cable_lines[i].links : 0;
-        fprintf(out, "  by speed: %llu x %s at %s\n", (unsigned long long)links,
-                spec->cable_types[t].name,
-                fmt(spec->cable_types[t].speed_bytes_per_s, SN_UNIT_BANDWIDTH, buf, 32));
+        }
+        fprintf(out, "  by speed: %llu x %s at %s", (unsigned long long)cables, ct->name,
+                fmt(ct->speed_bytes_per_s, SN_UNIT_BANDWIDTH, buf, 32));
+        if (ct->lanes > 0)
+            fprintf(out, ", %u lanes", ct->lanes);
+        if (ct->breakout > 1)
+            fprintf(out, ", breakout %u x %s (%llu legs)", ct->breakout,
+                    fmt(ct->speed_bytes_per_s / ct->breakout, SN_UNIT_BANDWIDTH, buf, 32),
+                    (unsigned long long)links);
+        fputc('\n', out);
     }
     fprintf(out, "\n");
 }

@@ -108,6 +108,10 @@ static uint64_t switch_node(const struct sn_model *m, const struct dot_view *v, 
             return GKEY(G_SERVER, m->switch_server[id]);
         return GKEY(G_NVLINK, sn);
     }
+    case SN_ROLE_SCALEUP_L2: {
+        uint32_t sn = m->switch_supernode[id];
+        return sn_full(v, sn) ? GKEY(G_NVLINK, sn) : sn_node(v, sn);
+    }
     case SN_ROLE_LEAF:
     case SN_ROLE_MGMT:
     case SN_SWITCH_ROLE_COUNT:
@@ -174,6 +178,9 @@ static void dot_supernode(FILE *out, const struct sn_model *m, uint32_t sn, bool
     if (s->n_scaleup > 0 && m->switch_server[s->first_scaleup] == SN_NONE)
         fprintf(out, "    \"%s-nvlink\" [shape=octagon, label=\"%s-nvlink\\n%u chips\"];\n", name,
                 name, s->n_scaleup);
+    if (s->n_scaleup_l2 > 0) /* the L2 switches of a two-level domain, as one node */
+        fprintf(out, "    \"%s-nvlink\" [shape=octagon, label=\"%s-nvlink\\n%u L2 switches\"];\n",
+                name, name, s->n_scaleup_l2);
     for (uint32_t l = s->first_leaf; l < s->first_leaf + s->n_leaves; l++)
         fprintf(out, "    \"%s\" [shape=ellipse];\n", sn_model_switch_name(m, l, buf, sizeof(buf)));
     for (uint32_t l = s->first_mgmt; l < s->first_mgmt + s->n_mgmt; l++)
@@ -427,11 +434,14 @@ static void json_supernodes(FILE *out, const struct sn_model *m)
         fprintf(out,
                 ", \"servers\": [%u, %u], \"gpus\": [%u, %u], \"scaleup\": [%u, %u], "
                 "\"leaves\": [%u, %u], \"mgmt\": [%u, %u], \"racks\": [%u, %u], "
-                "\"power_domains\": [%u, %u], \"cooling_loops\": [%u, %u]}",
+                "\"power_domains\": [%u, %u], \"cooling_loops\": [%u, %u]",
                 s->first_server, s->n_servers, s->first_gpu, s->n_gpus, s->first_scaleup,
                 s->n_scaleup, s->first_leaf, s->n_leaves, s->first_mgmt, s->n_mgmt, s->first_rack,
                 s->n_racks, s->first_power_domain, s->n_power_domains, s->first_cooling_loop,
                 s->n_cooling_loops);
+        if (s->n_scaleup_l2 > 0) /* two-level scale-up domains only */
+            fprintf(out, ", \"scaleup_l2\": [%u, %u]", s->first_scaleup_l2, s->n_scaleup_l2);
+        fputs("}", out);
     }
     fputs("\n  ],\n", out);
 }

@@ -164,7 +164,7 @@ double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_co
     const struct sn_gpu_model *g = sn_model_gpu_spec(m, m->server_first_gpu[server]);
     bool has_switch = tp->scaleup.switch_model != SN_NONE;
     bool inside = nhosts <= 1 ||
-                  (tp->scaleup.domain == SN_SCALEUP_SUPERNODE &&
+                  (tp->scaleup.domain != SN_SCALEUP_SERVER &&
                    nhosts <= m->supernodes[sn].n_servers &&
                    nranks <= m->supernodes[sn].n_servers * sm->gpus);
     if (inside && has_switch && g && g->scaleup_links && g->scaleup_link_bytes_per_s > 0) {

@@ -8,6 +8,10 @@
  * Wiring rules (docs/internals/model.md):
  *  - scale-up: link l of a GPU goes to chip l mod chips of its domain (the
  *    server's chips, or the supernode's); chip ports are taken in order;
+ *  - two-level scale-up: the L1 chips are the server's; L1 chip c belongs to
+ *    plane c mod planes and has `links` uplinks to each L2 switch of its
+ *    plane (after its GPU ports); L2 switch k of plane p is the supernode's
+ *    L2 switch p * per_plane + k, in the L2 racks after the compute racks;
  *  - node-leaf: NIC n of a server goes to leaf n mod leaves of its
  *    supernode ("rail": NIC n is rail n; "pair": even NICs to the first
  *    leaf, odd to the second);
@@ -69,13 +73,19 @@ static void count_group(const struct sn_spec *spec, const struct sn_supernode_gr
     c->supernodes += n;
     c->servers += servers;
     c->gpus += gpus;
-    c->racks += n * t->racks.count;
+    c->racks += n * (t->racks.count + t->scaleup.l2.racks);
     c->power_domains += n * t->n_power_domains;
     c->cooling_loops += n * t->n_cooling_loops;
     if (t->scaleup.switch_model != SN_NONE && t->scaleup.chips > 0) {
-        c->scaleup_chips += t->scaleup.domain == SN_SCALEUP_SERVER ? servers * t->scaleup.chips
-                                                                   : n * t->scaleup.chips;
+        c->scaleup_chips += t->scaleup.domain == SN_SCALEUP_SUPERNODE ? n * t->scaleup.chips
+                                                                      : servers * t->scaleup.chips;
         c->links[SN_TIER_SCALEUP] += gpus * gm->scaleup_links;
+        const struct sn_scaleup_l2_spec *l2 = &t->scaleup.l2;
+        if (t->scaleup.domain == SN_SCALEUP_TWO_LEVEL && l2->switch_model != SN_NONE) {
+            c->scaleup_chips += n * l2->planes * l2->per_plane;
+            c->links[SN_TIER_SCALEUP_L2] +=
+                servers * t->scaleup.chips * (uint64_t)l2->per_plane * l2->links;
+        }
     }
     if (t->leaves.switch_model != SN_NONE && t->leaves.count > 0) {
         c->leaves += n * t->leaves.count;
@@ -357,6 +367,8 @@ struct builder {
     uint64_t cursor[SN_LINK_TIER_COUNT]; /* next link of each tier */
     uint32_t next_server, next_gpu, next_switch, next_rack, next_pd, next_loop, next_leaf;
     uint32_t role_count[SN_SWITCH_ROLE_COUNT];
+    uint8_t *open_legs;  /* per switch: legs left on its last breakout port */
+    uint8_t *open_cable; /* per switch: the cable type of that port */
     bool failed;
 };
 
@@ -440,6 +452,12 @@ static void alloc_arrays(struct builder *b, const struct sn__model_counts *c)
     m->switch_peer = model_alloc(b, m->n_switches, sizeof(uint32_t));
     m->switch_ports_used = model_alloc(b, m->n_switches, sizeof(uint32_t));
     m->switch_index_in_role = model_alloc(b, m->n_switches, sizeof(uint32_t));
+    m->switch_ports_physical = model_alloc(b, m->n_switches, sizeof(uint32_t));
+    if (!b->failed) {
+        b->open_legs = calloc(m->n_switches + 1, 1);
+        b->open_cable = calloc(m->n_switches + 1, 1);
+        b->failed = !b->open_legs || !b->open_cable;
+    }
     m->leaf_uplinks = model_alloc(b, m->n_switches, sizeof(uint32_t));
     m->rack_supernode = model_alloc(b, m->n_racks, sizeof(uint32_t));
     m->rack_cooling_loop = model_alloc(b, m->n_racks, sizeof(uint32_t));
@@ -462,6 +480,30 @@ static uint8_t length_of(const struct sn_cabling *cabling)
     return cabling->length_class == SN_NONE ? 255 : (uint8_t)cabling->length_class;
 }
 
+/* The next port of switch sw as the a (lower) end of a link: always a port
+ * of its own. */
+static uint16_t a_port_of(struct builder *b, uint32_t sw)
+{
+    b->m->switch_ports_physical[sw]++;
+    b->open_legs[sw] = 0;
+    return (uint16_t)b->m->switch_ports_used[sw]++;
+}
+
+/* The leg of the b end's port a link takes: a breakout cable's legs fill
+ * one physical port before the next is opened. */
+static uint8_t b_leg_of(struct builder *b, uint32_t sw, const struct sn_cabling *cabling)
+{
+    uint32_t legs = cabling->cable < b->spec->n_cable_types
+                        ? b->spec->cable_types[cabling->cable].breakout
+                        : 1;
+    if (legs > 1 && b->open_legs[sw] > 0 && b->open_cable[sw] == cable_of(cabling))
+        return (uint8_t)(legs - b->open_legs[sw]--);
+    b->m->switch_ports_physical[sw]++;
+    b->open_legs[sw] = (uint8_t)(legs > 1 ? legs - 1 : 0);
+    b->open_cable[sw] = cable_of(cabling);
+    return 0;
+}
+
 static void add_link(struct builder *b, enum sn_link_tier tier, uint8_t a_kind, uint32_t a,
                      uint16_t a_port, uint32_t sw, const struct sn_cabling *cabling)
 {
@@ -471,6 +513,7 @@ static void add_link(struct builder *b, enum sn_link_tier tier, uint8_t a_kind, 
     link->a_port = a_port;
     link->b_kind = SN_END_SWITCH;
     link->b_id = sw;
+    link->b_leg = b_leg_of(b, sw, cabling);
     link->b_port = (uint16_t)b->m->switch_ports_used[sw]++;
     link->tier = (uint8_t)tier;
     link->cable = cable_of(cabling);
@@ -510,8 +553,8 @@ static void build_domains(struct builder *b, struct sn_supernode *s, const struc
         m->cooling_loop_spec_index[b->next_loop++] = i;
     }
     s->first_rack = b->next_rack;
-    s->n_racks = t->racks.count;
-    for (uint32_t r = 0; r < t->racks.count; r++) {
+    s->n_racks = t->racks.count + t->scaleup.l2.racks;
+    for (uint32_t r = 0; r < s->n_racks; r++) {
         uint32_t loop = domain_pick(&t->racks.loops, r, t->n_cooling_loops);
         m->rack_supernode[b->next_rack] = sn;
         m->rack_cooling_loop[b->next_rack++] =
@@ -556,6 +599,32 @@ static void build_servers(struct builder *b, struct sn_supernode *s, const struc
     }
 }
 
+/* The L2 switches of a two-level domain and the L1 chips' uplinks to them.
+ * Called after the GPU links, so an L1 chip's GPU ports come first. */
+static void build_scaleup_l2(struct builder *b, struct sn_supernode *s,
+                             const struct sn_template *t, uint32_t sn)
+{
+    const struct sn_scaleup_l2_spec *l2 = &t->scaleup.l2;
+    if (l2->switch_model == SN_NONE || l2->planes == 0)
+        return;
+    uint32_t n = l2->planes * l2->per_plane;
+    s->first_scaleup_l2 = b->next_switch;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t pd = local_pd(s, domain_pick(&l2->power, i, t->n_power_domains));
+        uint32_t rack = l2->racks ? s->first_rack + t->racks.count + i * l2->racks / n
+                                  : s->first_rack + i % s->n_racks;
+        new_switch(b, SN_ROLE_SCALEUP_L2, l2->switch_model, sn, rack, pd);
+    }
+    s->n_scaleup_l2 = n;
+    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
+        uint32_t plane = (w - s->first_scaleup) % t->scaleup.chips % l2->planes;
+        for (uint32_t k = 0; k < l2->per_plane; k++)
+            for (uint32_t j = 0; j < l2->links; j++)
+                add_link(b, SN_TIER_SCALEUP_L2, SN_END_SWITCH, w, a_port_of(b, w),
+                         s->first_scaleup_l2 + plane * l2->per_plane + k, &l2->cabling);
+    }
+}
+
 static void build_scaleup(struct builder *b, struct sn_supernode *s, const struct sn_template *t,
                           uint32_t sn)
 {
@@ -565,6 +634,8 @@ static void build_scaleup(struct builder *b, struct sn_supernode *s, const struc
     const struct sn_gpu_model *gm = &b->spec->gpu_models[sm->gpu_model];
     s->first_scaleup = b->next_switch;
     s->n_scaleup = 0;
+    s->first_scaleup_l2 = b->next_switch;
+    s->n_scaleup_l2 = 0;
     if (su->switch_model == SN_NONE || su->chips == 0)
         return;
     if (su->domain == SN_SCALEUP_SUPERNODE) {
@@ -586,12 +657,14 @@ static void build_scaleup(struct builder *b, struct sn_supernode *s, const struc
     s->n_scaleup = b->next_switch - s->first_scaleup;
     for (uint32_t g = s->first_gpu; g < s->first_gpu + s->n_gpus; g++) {
         uint32_t first_chip = s->first_scaleup;
-        if (su->domain == SN_SCALEUP_SERVER)
+        if (su->domain != SN_SCALEUP_SUPERNODE)
             first_chip += (m->gpu_server[g] - s->first_server) * su->chips;
         for (uint32_t l = 0; l < gm->scaleup_links; l++)
             add_link(b, SN_TIER_SCALEUP, SN_END_GPU, g, (uint16_t)l, first_chip + l % su->chips,
                      &su->cabling);
     }
+    if (su->domain == SN_SCALEUP_TWO_LEVEL)
+        build_scaleup_l2(b, s, t, sn);
 }
 
 static void build_leaves(struct builder *b, struct sn_supernode *s, const struct sn_template *t,
@@ -775,8 +848,8 @@ static void build_fabric(struct builder *b)
                     uint32_t pod = leaf_index / p->pod_size;
                     spine = m->first_spine + p->pod_first_spine[pod] + j;
                 }
-                add_link(b, SN_TIER_LEAF_SPINE, SN_END_SWITCH, leaf,
-                         (uint16_t)m->switch_ports_used[leaf]++, spine, &f->spine.cabling);
+                add_link(b, SN_TIER_LEAF_SPINE, SN_END_SWITCH, leaf, a_port_of(b, leaf), spine,
+                         &f->spine.cabling);
             }
         }
     }
@@ -795,8 +868,8 @@ static void build_fabric(struct builder *b)
                 uint64_t kk = group_cursor[j]++;
                 uint32_t core =
                     m->first_core + p->group_first_core[j] + (uint32_t)(kk % p->group_cores[j]);
-                add_link(b, SN_TIER_SPINE_CORE, SN_END_SWITCH, spine,
-                         (uint16_t)m->switch_ports_used[spine]++, core, &f->core.cabling);
+                add_link(b, SN_TIER_SPINE_CORE, SN_END_SWITCH, spine, a_port_of(b, spine), core,
+                         &f->core.cabling);
             }
         }
     }
@@ -826,6 +899,7 @@ void sn_model_free(struct sn_model *m)
     free(m->switch_peer);
     free(m->switch_ports_used);
     free(m->switch_index_in_role);
+    free(m->switch_ports_physical);
     free(m->leaf_uplinks);
     free(m->rack_supernode);
     free(m->rack_cooling_loop);
@@ -857,12 +931,17 @@ enum sn_err sn_model_build(const struct sn_spec *spec, struct sn_model **out, st
     struct builder b = {.m = m, .spec = spec, .plan = &plan};
     alloc_arrays(&b, &counts);
     if (b.failed) {
+        free(b.open_legs);
+        free(b.open_cable);
         rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory for a model of %u GPUs and %llu links",
                           m->n_gpus, (unsigned long long)m->n_links);
         goto out_model;
     }
     build_supernodes(&b);
     build_fabric(&b);
+    free(b.open_legs);
+    free(b.open_cable);
+    b.open_legs = b.open_cable = NULL;
     if (b.failed) {
         rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory wiring the fabric");
         goto out_model;

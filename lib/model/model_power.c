@@ -91,9 +91,12 @@ static void device_draws(struct sn_model_power *p, const struct sn_model *m, dou
         const struct sn_cable_type *ct = &m->spec->cable_types[l->cable];
         if ((ct->medium != SN_CABLE_OPTIC && ct->medium != SN_CABLE_AOC) || ct->optic_power_w <= 0)
             continue;
+        /* A breakout cable has one transceiver per leg and one at the
+         * trunk, on the shared port: counted with its first leg. */
         add_optic(p, m, l->a_kind, l->a_id, ct->optic_power_w);
-        add_optic(p, m, l->b_kind, l->b_id, ct->optic_power_w);
-        p->optics_w += 2 * ct->optic_power_w;
+        if (l->b_leg == 0)
+            add_optic(p, m, l->b_kind, l->b_id, ct->optic_power_w);
+        p->optics_w += (l->b_leg == 0 ? 2 : 1) * ct->optic_power_w;
     }
 }
 

@@ -125,6 +125,10 @@ char *sn_model_switch_name(const struct sn_model *m, uint32_t sw, char *buf, siz
         sn_model_supernode_name(m, sn, owner, sizeof(owner));
         snprintf(buf, len, "%s-mgmt%u", owner, sw - m->supernodes[sn].first_mgmt);
         return buf;
+    case SN_ROLE_SCALEUP_L2:
+        sn_model_supernode_name(m, sn, owner, sizeof(owner));
+        snprintf(buf, len, "%s-l2sw%03u", owner, sw - m->supernodes[sn].first_scaleup_l2);
+        return buf;
     case SN_ROLE_SPINE:
         snprintf(buf, len, "spine%03u", sw - m->first_spine);
         return buf;
@@ -347,7 +351,11 @@ static uint32_t power_domain_gpus(const struct sn_model *m, uint32_t id, struct 
         return 0; /* a fabric domain cuts spines and cores, not GPUs */
     const struct sn_supernode *s = &m->supernodes[m->power_domain_supernode[id]];
     uint32_t trays = 0, trays_on = 0, n = 0;
-    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++) {
+    /* A two-level domain's L2 switches follow its L1 chips and count as
+     * trays: without them the servers no longer meet over scale-up. */
+    uint32_t end = s->n_scaleup_l2 ? s->first_scaleup_l2 + s->n_scaleup_l2
+                                   : s->first_scaleup + s->n_scaleup;
+    for (uint32_t w = s->first_scaleup; w < end; w++) {
         if (m->switch_server[w] != SN_NONE)
             continue;
         trays++;

@@ -82,7 +82,7 @@ static void take_scaleup(const struct sn_template *tp, const struct sn_server_mo
         return;
     }
     out->scaleup_gpus =
-        tp->scaleup.domain == SN_SCALEUP_SUPERNODE ? srv->gpus * tp->servers : srv->gpus;
+        tp->scaleup.domain == SN_SCALEUP_SERVER ? srv->gpus : srv->gpus * tp->servers;
     if (gpu->scaleup_links && gpu->scaleup_link_bytes_per_s > 0)
         out->scaleup_bytes_per_s = gpu->scaleup_links * gpu->scaleup_link_bytes_per_s;
 }

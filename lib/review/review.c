@@ -96,7 +96,10 @@ static const struct rule_row rules[] = {
       "lands on a switch port within the chips' radix (links = ports used <= ports), a "
       "chip port is at least as fast as a GPU link, the chips' total port bandwidth covers "
       "the GPUs' total link bandwidth, and every GPU pair shares a chip (one switch hop) "
-      "within `hop_limit`.",
+      "within `hop_limit`. A two-level domain (L1 chips in each server under L2 switches) "
+      "also needs `hop_limit` >= 3 (L1, L2, L1), every L1 chip linked to an L2 switch, and "
+      "L1 down : up bandwidth within `l2.oversubscription` (1:1 by default); the per-GPU "
+      "bandwidth across servers and the true ratio are reported.",
       "", "r07-scaleup-nonblocking"},
      sn__check_scaleup},
     {{"R08", "port-budget", SN_SEVERITY_ERROR,
@@ -200,8 +203,12 @@ static const struct rule_row rules[] = {
       "plugs into (a NIC faster than its leaf port, a leaf port faster than its spine port) "
       "is an error; a port faster than the end below it is a warning; a cable whose `speed` "
       "is stated and below the slower end's (a 400G NIC on a 400G port through a 200G cable) "
-      "is an error. One finding per tier and kind, with the link count and the first cable "
-      "label.",
+      "is an error. A breakout cable's legs share the upper port: each gets its speed / "
+      "`breakout`. A cable with `lanes` must match the lanes of the port its trunk plugs into "
+      "(`port_lanes`), each leg's lanes / `breakout` the lower end's (`nic_lanes` or "
+      "`port_lanes`), and its `lane_speed` each end's speed / lanes, where stated; each "
+      "mismatch is an error naming the cable type and where the spec defines it. One finding "
+      "per tier and kind, with the link count and the first cable label.",
       "", "r18-link-speeds"},
      sn__check_speeds},
     {{"R19", "psu-redundancy", SN_SEVERITY_ERROR,

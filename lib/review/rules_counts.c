@@ -169,7 +169,9 @@ static void counts_supernode(struct sn__review_ctx *c, uint32_t sn)
         sn__finding_element(f, c->sn_name);
     }
     uint32_t empty = 0, first_empty = SN_NONE;
-    for (uint32_t r = s->first_rack; r < s->first_rack + s->n_racks; r++) {
+    /* The L2 racks of a two-level scale-up domain hold switches only. */
+    uint32_t server_racks = s->n_racks - t->scaleup.l2.racks;
+    for (uint32_t r = s->first_rack; r < s->first_rack + server_racks; r++) {
         bool any = false;
         for (uint32_t sv = s->first_server; sv < s->first_server + s->n_servers && !any; sv++)
             any = m->server_rack[sv] == r;

@@ -120,6 +120,7 @@ out:
 
 struct scaleup {
     uint64_t cursor;  /* next scale-up link, walked in supernode order */
+    uint64_t up_cursor; /* next L1-L2 link (two-level domains), same order */
     uint64_t *masks;  /* per GPU of a domain: chips it links to */
     size_t masks_cap; /* in words */
 };
@@ -128,6 +129,8 @@ struct su_domain {
     uint32_t first_gpu, n_gpus, first_chip, n_chips;
     uint64_t gpu_links, ports_used, ports;
     bool pairs_ok;
+    uint64_t uplinks;       /* L1 chips' links to L2 switches (two-level) */
+    uint32_t chips_no_up;   /* L1 chips without any (two-level) */
 };
 
 /* Walks the scale-up links of one domain's GPUs: counts them and fills the
@@ -161,6 +164,18 @@ static bool su_walk(struct sn__review_ctx *c, struct scaleup *su, struct su_doma
         d->ports_used += m->switch_ports_used[w];
         d->ports += sn_model_switch_spec(m, w)->ports;
     }
+    /* Uplinks of the chips to L2 switches: chip by chip, in ID order. */
+    uint64_t up_end = m->tier_first[SN_TIER_SCALEUP_L2 + 1];
+    uint32_t last = SN_NONE, chips_up = 0;
+    while (su->up_cursor < up_end && m->links[su->up_cursor].a_id < d->first_chip + d->n_chips) {
+        const struct sn_link *l = &m->links[su->up_cursor++];
+        if (l->a_id < d->first_chip)
+            continue;
+        d->uplinks++;
+        chips_up += l->a_id != last;
+        last = l->a_id;
+    }
+    d->chips_no_up = d->n_chips - chips_up;
     /* Every pair shares a chip: one switch hop (the model has no chip-to-chip
      * links, so a pair without a common chip is unreachable). */
     d->pairs_ok = true;
@@ -175,6 +190,8 @@ static bool su_walk(struct sn__review_ctx *c, struct scaleup *su, struct su_doma
 }
 
 struct su_tally {
+    uint64_t gpu_links, uplinks; /* over all domains (two-level figures) */
+    uint32_t chips_no_up;
     uint32_t domains, overrun, mismatch, unreachable;
     uint32_t first_overrun, first_unreachable; /* domain index */
     struct su_domain worst;                    /* the first overrun domain */
@@ -186,7 +203,7 @@ static void su_report(struct sn__review_ctx *c, const struct sn_template *t, con
     const struct sn_model *m = c->m;
     char name[SN_REVIEW_NAME_MAX], a[32];
     const char *owner = c->sn_name;
-    if (t->scaleup.domain == SN_SCALEUP_SERVER && (y->overrun || y->unreachable))
+    if (t->scaleup.domain != SN_SCALEUP_SUPERNODE && (y->overrun || y->unreachable))
         owner = sn_model_server_name(
             m, first_server + (y->overrun ? y->first_overrun : y->first_unreachable), name,
             sizeof(name));
@@ -212,7 +229,7 @@ static void su_report(struct sn__review_ctx *c, const struct sn_template *t, con
     }
 }
 
-static void su_bandwidth(struct sn__review_ctx *c, uint32_t sn)
+static void su_bandwidth(struct sn__review_ctx *c, uint32_t sn, double uplink_bytes_per_s)
 {
     const struct sn_model *m = c->m;
     const struct sn_supernode *s = &m->supernodes[sn];
@@ -227,11 +244,12 @@ static void su_bandwidth(struct sn__review_ctx *c, uint32_t sn)
             sn__fmt(b, sizeof(b), gm->scaleup_link_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED));
         sn__finding_element(f, sn_model_switch_name(m, s->first_scaleup, name, sizeof(name)));
     }
-    /* Per scale-up domain (all domains of a supernode are alike). */
-    uint32_t domains = t->scaleup.domain == SN_SCALEUP_SERVER ? s->n_servers : 1;
+    /* Per scale-up domain (all domains of a supernode are alike); a
+     * two-level domain's L1 chips keep their uplink ports for L2. */
+    uint32_t domains = t->scaleup.domain == SN_SCALEUP_SUPERNODE ? 1 : s->n_servers;
     double gpus = (double)s->n_gpus / domains, chips = (double)s->n_scaleup / domains;
     double need = gpus * gm->scaleup_links * gm->scaleup_link_bytes_per_s;
-    double have = chips * sw->ports * sw->port_bytes_per_s;
+    double have = chips * sw->ports * sw->port_bytes_per_s - uplink_bytes_per_s;
     if (have + EPS < need) {
         char d[32];
         struct sn_finding *f = sn__finding(
@@ -245,6 +263,69 @@ static void su_bandwidth(struct sn__review_ctx *c, uint32_t sn)
             sn__fmt(d, sizeof(d), need, SN_UNIT_BANDWIDTH_DIRECTED));
         sn__finding_element(f, c->sn_name);
     }
+}
+
+/* A two-level domain: GPUs of different servers meet through L1, L2, L1
+ * (three switch hops), at the bandwidth the L1 uplinks leave them. Every
+ * figure comes from the wired links: the L1 chips' GPU links (down) and
+ * their links to L2 switches (up), each at the slower end's speed. */
+static void su_two_level(struct sn__review_ctx *c, uint32_t sn, const struct su_tally *y)
+{
+    const struct sn_model *m = c->m;
+    const struct sn_supernode *s = &m->supernodes[sn];
+    const struct sn_template *t = sn_model_supernode_template(m, sn);
+    const struct sn_gpu_model *gm = sn_model_gpu_spec(m, s->first_gpu);
+    const struct sn_scaleup_l2_spec *l2 = &t->scaleup.l2;
+    char a[32], b[32], d[32], e[32];
+    if (s->n_servers > 1 && t->scaleup.hop_limit < 3) {
+        struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, 6,
+                                           "hop_limit %u, but GPUs of different servers meet only "
+                                           "through L1, L2 and L1 switches (3 hops)",
+                                           t->scaleup.hop_limit);
+        sn__finding_element(f, c->sn_name);
+    }
+    if (s->n_servers > 1 && (s->n_scaleup_l2 == 0 || y->chips_no_up > 0)) {
+        struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, 7,
+                                           "%u of %u L1 chips have no link to an L2 switch: "
+                                           "their GPUs cannot reach other servers over scale-up",
+                                           s->n_scaleup_l2 ? y->chips_no_up : s->n_scaleup,
+                                           s->n_scaleup);
+        sn__finding_element(f, c->sn_name);
+        return;
+    }
+    if (s->n_scaleup == 0 || y->uplinks == 0)
+        return;
+    double l1_port = sn_model_switch_spec(m, s->first_scaleup)->port_bytes_per_s;
+    double l2_port = sn_model_switch_spec(m, s->first_scaleup_l2)->port_bytes_per_s;
+    double down_link = gm->scaleup_link_bytes_per_s < l1_port ? gm->scaleup_link_bytes_per_s
+                                                               : l1_port;
+    double up_link = l1_port < l2_port ? l1_port : l2_port;
+    double down = (double)y->gpu_links / s->n_scaleup * down_link; /* per L1 chip */
+    double up = (double)y->uplinks / s->n_scaleup * up_link;
+    double ratio = down / up;
+    double per_gpu = gm->scaleup_links * down_link / (ratio > 1 ? ratio : 1);
+    if (ratio > l2->oversubscription + 1e-6) {
+        struct sn_finding *f = sn__finding(
+            c, SN_SEVERITY_ERROR, 8,
+            "L1 to L2 is %.3g:1 (%s down : %s up per L1 chip), blocking beyond the stated "
+            "%.3g:1: a GPU gets %s of its %s across servers (per direction)",
+            ratio, sn__fmt(a, sizeof(a), down, SN_UNIT_BANDWIDTH_DIRECTED),
+            sn__fmt(b, sizeof(b), up, SN_UNIT_BANDWIDTH_DIRECTED), l2->oversubscription,
+            sn__fmt(d, sizeof(d), per_gpu, SN_UNIT_BANDWIDTH_DIRECTED),
+            sn__fmt(e, sizeof(e), gm->scaleup_links * down_link, SN_UNIT_BANDWIDTH_DIRECTED));
+        sn__finding_element(f, c->sn_name);
+        return;
+    }
+    struct sn_finding *f = sn__finding(
+        c, SN_SEVERITY_INFO, 9,
+        "two-level scale-up: %s per GPU across servers (per direction), %u L1 chips (%u per "
+        "server) under %u L2 switches (%u planes of %u), L1 %s down : %s up = %.3g:1, %u switch "
+        "hops",
+        sn__fmt(a, sizeof(a), per_gpu, SN_UNIT_BANDWIDTH_DIRECTED), s->n_scaleup,
+        t->scaleup.chips, s->n_scaleup_l2, l2->planes, l2->per_plane,
+        sn__fmt(b, sizeof(b), down, SN_UNIT_BANDWIDTH_DIRECTED),
+        sn__fmt(d, sizeof(d), up, SN_UNIT_BANDWIDTH_DIRECTED), ratio, 3u);
+    sn__finding_element(f, c->sn_name);
 }
 
 static void scaleup_supernode(struct sn__review_ctx *c, uint32_t sn)
@@ -262,7 +343,7 @@ static void scaleup_supernode(struct sn__review_ctx *c, uint32_t sn)
         }
         return;
     }
-    bool per_server = t->scaleup.domain == SN_SCALEUP_SERVER;
+    bool per_server = t->scaleup.domain != SN_SCALEUP_SUPERNODE;
     struct su_tally y = {0};
     uint32_t domains = per_server ? s->n_servers : 1;
     for (uint32_t i = 0; i < domains && !c->nomem; i++) {
@@ -275,23 +356,32 @@ static void scaleup_supernode(struct sn__review_ctx *c, uint32_t sn)
             d.first_chip = s->first_scaleup + i * t->scaleup.chips;
         } else {
             d = (struct su_domain){s->first_gpu, s->n_gpus, s->first_scaleup, s->n_scaleup, 0, 0, 0,
-                                   false};
+                                   false, 0, 0};
         }
         if (!su_walk(c, su, &d))
             return;
         y.domains++;
-        if (d.gpu_links > d.ports) {
+        y.gpu_links += d.gpu_links;
+        y.uplinks += d.uplinks;
+        y.chips_no_up += d.chips_no_up;
+        if (d.gpu_links + d.uplinks > d.ports) {
             if (y.overrun++ == 0) {
                 y.first_overrun = i;
                 y.worst = d;
             }
         }
-        y.mismatch += d.gpu_links != d.ports_used;
+        y.mismatch += d.gpu_links + d.uplinks != d.ports_used;
         if (!d.pairs_ok && y.unreachable++ == 0)
             y.first_unreachable = i;
     }
     su_report(c, t, per_server ? "servers" : "scale-up domains", &y, s->first_server);
-    su_bandwidth(c, sn);
+    double up_bw = 0; /* per server: the L1 ports taken by uplinks */
+    if (t->scaleup.domain == SN_SCALEUP_TWO_LEVEL && y.domains > 0)
+        up_bw = (double)y.uplinks / y.domains *
+                sn_model_switch_spec(m, s->first_scaleup)->port_bytes_per_s;
+    su_bandwidth(c, sn, up_bw);
+    if (t->scaleup.domain == SN_SCALEUP_TWO_LEVEL)
+        su_two_level(c, sn, &y);
     if (t->scaleup.hop_limit == 0 && s->n_gpus / domains > 1) {
         struct sn_finding *f = sn__finding(c, SN_SEVERITY_ERROR, 5,
                                            "hop_limit 0, but GPUs reach each other only through "
@@ -302,7 +392,8 @@ static void scaleup_supernode(struct sn__review_ctx *c, uint32_t sn)
 
 void sn__check_scaleup(struct sn__review_ctx *c)
 {
-    struct scaleup su = {.cursor = c->m->tier_first[SN_TIER_SCALEUP]};
+    struct scaleup su = {.cursor = c->m->tier_first[SN_TIER_SCALEUP],
+                         .up_cursor = c->m->tier_first[SN_TIER_SCALEUP_L2]};
     c->user = &su;
     sn__each_supernode(c, scaleup_supernode);
     c->user = NULL;
@@ -314,7 +405,7 @@ void sn__check_scaleup(struct sn__review_ctx *c)
 static void overrun_finding(struct sn__review_ctx *c, uint32_t w, uint32_t key)
 {
     const struct sn_model *m = c->m;
-    uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_used[w];
+    uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_physical[w];
     if (used <= ports)
         return;
     char name[SN_REVIEW_NAME_MAX];
@@ -355,7 +446,7 @@ static void ports_report(struct sn__review_ctx *c)
     }
     for (uint32_t w = 0; w < m->n_switches; w++) {
         struct port_stat *p = &st[m->switch_role[w] * n_models + m->switch_model[w]];
-        uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_used[w];
+        uint32_t ports = sn_model_switch_spec(m, w)->ports, used = m->switch_ports_physical[w];
         uint32_t free_ports = used < ports ? ports - used : 0;
         p->min_free = p->switches == 0 || free_ports < p->min_free ? free_ports : p->min_free;
         p->max_free = free_ports > p->max_free ? free_ports : p->max_free;

@@ -10,6 +10,7 @@
  * `review` section or a caller's config) with the specification's own:
  * looser values are allowed but never silent.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -96,6 +97,94 @@ struct speed_tally {
     double cable_speed, ends_speed; /* of the first slow cable */
 };
 
+static double end_speed(const struct sn_model *m, uint8_t kind, uint32_t id);
+
+/* Lanes of a link end's port; 0 when not stated. */
+static uint32_t end_lanes(const struct sn_model *m, uint8_t kind, uint32_t id)
+{
+    if (kind == SN_END_SERVER)
+        return sn_model_server_spec(m, id)->nic_lanes;
+    if (kind == SN_END_SWITCH)
+        return sn_model_switch_spec(m, id)->port_lanes;
+    return 0;
+}
+
+/* Lane mismatches of a tier's cables, each kind with its first link. */
+struct lane_tally {
+    uint64_t trunk, first_trunk;  /* cable lanes != the b port's lanes */
+    uint32_t trunk_cable, trunk_port;
+    uint64_t leg, first_leg;      /* a leg's lanes != the a end's lanes */
+    uint32_t leg_lanes, leg_end;
+    uint64_t speed, first_speed;  /* cable lane speed != an end's lane speed */
+    double lane_cable, lane_end;
+};
+
+static void lane_check(const struct sn_model *m, uint64_t i, struct lane_tally *t)
+{
+    const struct sn_link *l = &m->links[i];
+    const struct sn_cable_type *ct = &m->spec->cable_types[l->cable];
+    uint32_t pa = end_lanes(m, l->a_kind, l->a_id), pb = end_lanes(m, l->b_kind, l->b_id);
+    uint32_t leg = ct->lanes / ct->breakout;
+    if (pb > 0 && ct->lanes != pb && t->trunk++ == 0) {
+        t->first_trunk = i;
+        t->trunk_cable = ct->lanes;
+        t->trunk_port = pb;
+    }
+    if (pa > 0 && leg != pa && t->leg++ == 0) {
+        t->first_leg = i;
+        t->leg_lanes = leg;
+        t->leg_end = pa;
+    }
+    if (ct->lane_bytes_per_s <= 0)
+        return;
+    const uint32_t lanes[2] = {pa, pb};
+    const double speeds[2] = {end_speed(m, l->a_kind, l->a_id), end_speed(m, l->b_kind, l->b_id)};
+    for (int e = 0; e < 2; e++) {
+        double per_lane = lanes[e] ? speeds[e] / lanes[e] : 0;
+        if (per_lane > 0 && fabs(per_lane - ct->lane_bytes_per_s) > 1e-9 * per_lane) {
+            if (t->speed++ == 0) {
+                t->first_speed = i;
+                t->lane_cable = ct->lane_bytes_per_s;
+                t->lane_end = per_lane;
+            }
+            return;
+        }
+    }
+}
+
+static void lane_report(struct sn__review_ctx *c, enum sn_link_tier tier,
+                        const struct lane_tally *t)
+{
+    const struct sn_model *m = c->m;
+    char label[2 * SN_REVIEW_NAME_MAX], n[32], a[32], b[32];
+    const struct {
+        uint64_t count, first;
+    } kinds[3] = {{t->trunk, t->first_trunk}, {t->leg, t->first_leg}, {t->speed, t->first_speed}};
+    for (unsigned k = 0; k < 3; k++) {
+        if (kinds[k].count == 0)
+            continue;
+        const struct sn_link *l = &m->links[kinds[k].first];
+        const struct sn_cable_type *ct = &m->spec->cable_types[l->cable];
+        char what[160];
+        if (k == 0)
+            snprintf(what, sizeof(what), "a %u-lane cable in %u-lane ports", t->trunk_cable,
+                     t->trunk_port);
+        else if (k == 1)
+            snprintf(what, sizeof(what), "%u-lane %s on %u-lane ports",
+                     t->leg_lanes, ct->breakout > 1 ? "breakout legs" : "cable ends", t->leg_end);
+        else
+            snprintf(what, sizeof(what), "lanes at %s where the ports' lanes run at %s",
+                     sn__fmt(a, sizeof(a), t->lane_cable, SN_UNIT_BANDWIDTH),
+                     sn__fmt(b, sizeof(b), t->lane_end, SN_UNIT_BANDWIDTH));
+        struct sn_finding *f = sn__finding_global(
+            c, SN_SEVERITY_ERROR, (uint64_t)SN_LINK_TIER_COUNT * 3 + (uint64_t)tier * 3 + k,
+            "%s %s links: cable type '%s' (%s:%u:%u): %s: the cable does not fit both ends",
+            sn__count(n, sizeof(n), kinds[k].count), sn_link_tier_name(tier), ct->name,
+            m->spec->file, ct->loc.line, ct->loc.column, what);
+        sn__finding_element(f, sn_model_cable_label(m, l, label, sizeof(label)));
+    }
+}
+
 static double end_speed(const struct sn_model *m, uint8_t kind, uint32_t id)
 {
     if (kind == SN_END_SERVER)
@@ -157,14 +246,20 @@ void sn__check_speeds(struct sn__review_ctx *c)
     };
     for (uint32_t k = 0; k < sizeof(tiers) / sizeof(tiers[0]); k++) {
         struct speed_tally t = {0};
+        struct lane_tally lt = {0};
         for (uint64_t i = m->tier_first[tiers[k].tier]; i < m->tier_first[tiers[k].tier + 1];
              i++) {
             const struct sn_link *l = &m->links[i];
-            double a = end_speed(m, l->a_kind, l->a_id), b = end_speed(m, l->b_kind, l->b_id);
+            const struct sn_cable_type *ct =
+                l->cable < m->spec->n_cable_types ? &m->spec->cable_types[l->cable] : NULL;
+            /* A breakout's legs share the b end's port and the cable. */
+            double legs = ct && ct->breakout > 1 ? ct->breakout : 1;
+            double a = end_speed(m, l->a_kind, l->a_id);
+            double b = end_speed(m, l->b_kind, l->b_id) / legs;
             double ends = a < b ? a : b;
-            double cable = l->cable < m->spec->n_cable_types
-                               ? m->spec->cable_types[l->cable].speed_bytes_per_s
-                               : 0;
+            double cable = ct ? ct->speed_bytes_per_s / legs : 0;
+            if (ct && ct->lanes > 0)
+                lane_check(m, i, &lt);
             if (cable > 0 && cable < ends * (1 - 1e-9) && t.slow_cable++ == 0) {
                 t.first_cable = i;
                 t.cable_speed = cable;
@@ -185,5 +280,6 @@ void sn__check_speeds(struct sn__review_ctx *c)
             }
         }
         speed_report(c, tiers[k].tier, &t, tiers[k].near, tiers[k].far);
+        lane_report(c, tiers[k].tier, &lt);
     }
 }

@@ -8,6 +8,7 @@
  * unit of sn/spec.h; required quantities that size or power something must
  * be above zero.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,12 +104,13 @@ enum {
     SRV_FEEDS,
     SRV_RU,
     SRV_PSU,
+    SRV_NIC_LANES,
     SRV_KEYS
 };
 static const char *const server_keys[SRV_KEYS] = {
     "gpu",        "gpus", "cpus",      "cpu_cores",  "memory",     "nics",  "nic_speed",
     "mgmt_ports", "nvme", "nvme_read", "nvme_write", "base_power", "feeds", "rack_units",
-    "psu",
+    "psu",        "nic_lanes",
 };
 
 /* ---- power supplies (servers here, rack shelves in spec_template.c) ------ */
@@ -233,6 +235,8 @@ static enum sn_err parse_server_io(struct sn__spec_ctx *c, const struct sn__spec
         rc = sn__spec_get_quantity(c, m, SRV_NIC_SPEED, SN_UNIT_BANDWIDTH, false, 0,
                                    &s->nic_bytes_per_s);
     if (rc == SN_OK)
+        rc = sn__spec_get_count(c, m, SRV_NIC_LANES, false, 0, 1, 64, &s->nic_lanes);
+    if (rc == SN_OK)
         rc = sn__spec_get_count(c, m, SRV_MGMT, false, 1, 0, UINT32_MAX, &s->mgmt_ports);
     if (rc == SN_OK)
         rc = sn__spec_get_quantity(c, m, SRV_NVME, SN_UNIT_BYTES, false, 0, &s->nvme_bytes);
@@ -279,9 +283,9 @@ static enum sn_err parse_server(struct sn__spec_ctx *c, const struct sn__spec_en
 
 /* ---- switches and cables -------------------------------------------------- */
 
-enum { SW_KIND, SW_PORTS, SW_SPEED, SW_POWER, SW_RU, SW_KEYS };
-static const char *const switch_keys[SW_KEYS] = {"kind", "ports", "port_speed", "power",
-                                                 "rack_units"};
+enum { SW_KIND, SW_PORTS, SW_SPEED, SW_POWER, SW_RU, SW_LANES, SW_KEYS };
+static const char *const switch_keys[SW_KEYS] = {"kind",       "ports",     "port_speed", "power",
+                                                 "rack_units", "port_lanes"};
 
 static enum sn_err parse_switch(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
                                 struct sn_switch_model *s)
@@ -307,11 +311,61 @@ static enum sn_err parse_switch(struct sn__spec_ctx *c, const struct sn__spec_en
         rc = sn__spec_get_quantity(c, &m, SW_POWER, SN_UNIT_POWER, false, 0, &s->power_w);
     if (rc == SN_OK)
         rc = sn__spec_get_count(c, &m, SW_RU, false, 1, 0, UINT32_MAX, &s->rack_units);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, SW_LANES, false, 0, 1, 64, &s->port_lanes);
     return rc;
 }
 
-enum { CBL_MEDIUM, CBL_REACH, CBL_OPTIC_POWER, CBL_SPEED, CBL_KEYS };
-static const char *const cable_keys[CBL_KEYS] = {"medium", "reach", "optic_power", "speed"};
+enum {
+    CBL_MEDIUM,
+    CBL_REACH,
+    CBL_OPTIC_POWER,
+    CBL_SPEED,
+    CBL_LANES,
+    CBL_LANE_SPEED,
+    CBL_BREAKOUT,
+    CBL_KEYS
+};
+static const char *const cable_keys[CBL_KEYS] = {"medium", "reach",      "optic_power", "speed",
+                                                 "lanes",  "lane_speed", "breakout"};
+
+/* lanes, lane_speed and breakout of a cable: a breakout needs lanes it
+ * can split evenly; speed, when stated with both, must be their product. */
+static enum sn_err parse_cable_lanes(struct sn__spec_ctx *c, const struct sn__spec_map *m,
+                                     struct sn_cable_type *t)
+{
+    enum sn_err rc = sn__spec_get_count(c, m, CBL_LANES, false, 0, 1, 64, &t->lanes);
+    if (rc == SN_OK && m->present[CBL_LANE_SPEED])
+        rc = need_positive(c, m, CBL_LANE_SPEED, SN_UNIT_BANDWIDTH, &t->lane_bytes_per_s);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, m, CBL_BREAKOUT, false, 1, 1, 16, &t->breakout);
+    if (rc != SN_OK)
+        return rc;
+    if (t->lane_bytes_per_s > 0 && t->lanes == 0)
+        return sn__spec_fail(c, sn__spec_value_loc(m, CBL_LANE_SPEED),
+                             "lane_speed without lanes: expected the cable's lane count too");
+    if (t->breakout > 1 && t->lanes == 0)
+        return sn__spec_fail(c, sn__spec_value_loc(m, CBL_BREAKOUT),
+                             "breakout %u without lanes: expected the cable's lane count, which "
+                             "the legs share",
+                             t->breakout);
+    if (t->breakout > 1 && t->lanes % t->breakout != 0)
+        return sn__spec_fail(c, sn__spec_value_loc(m, CBL_BREAKOUT),
+                             "breakout %u of a %u-lane cable: expected a count that divides the "
+                             "lanes (each leg takes lanes / breakout)",
+                             t->breakout, t->lanes);
+    double product = t->lanes * t->lane_bytes_per_s;
+    if (product > 0 && t->speed_bytes_per_s > 0 &&
+        fabs(product - t->speed_bytes_per_s) > 1e-9 * product)
+        return sn__spec_fail(c, sn__spec_value_loc(m, CBL_SPEED),
+                             "speed %g Gb/s is not lanes %u x lane_speed %g Gb/s = %g Gb/s: "
+                             "expected one or the other, or both agreeing",
+                             t->speed_bytes_per_s * 8 / 1e9, t->lanes,
+                             t->lane_bytes_per_s * 8 / 1e9, product * 8 / 1e9);
+    if (product > 0 && t->speed_bytes_per_s == 0)
+        t->speed_bytes_per_s = product;
+    return SN_OK;
+}
 
 static enum sn_err parse_cable(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
                                struct sn_cable_type *t)
@@ -333,6 +387,8 @@ static enum sn_err parse_cable(struct sn__spec_ctx *c, const struct sn__spec_ent
                                    &t->optic_power_w);
     if (rc == SN_OK && m.present[CBL_SPEED])
         rc = need_positive(c, &m, CBL_SPEED, SN_UNIT_BANDWIDTH, &t->speed_bytes_per_s);
+    if (rc == SN_OK)
+        rc = parse_cable_lanes(c, &m, t);
     return rc;
 }
 

@@ -174,9 +174,71 @@ static enum sn_err parse_loops(struct sn__spec_ctx *c, const struct sn__spec_map
 
 /* ---- scaleup, leaves, management, racks ------------------------------------ */
 
-enum { SU_DOMAIN, SU_SWITCH, SU_CHIPS, SU_HOPS, SU_CABLE, SU_LENGTH, SU_POWER, SU_KEYS };
+enum {
+    L2_SWITCH,
+    L2_PLANES,
+    L2_PER_PLANE,
+    L2_LINKS,
+    L2_OVERSUB,
+    L2_RACKS,
+    L2_CABLE,
+    L2_LENGTH,
+    L2_POWER,
+    L2_KEYS
+};
+static const char *const l2_keys[L2_KEYS] = {"switch", "planes", "per_plane",
+                                             "links",  "oversubscription", "racks",
+                                             "cable",  "length", "power"};
+
+/* scaleup.l2 of a two-level domain: the L2 switches and their planes. */
+static enum sn_err parse_l2(struct sn__spec_ctx *c, const struct sn__spec_map *sm, unsigned k,
+                            struct sn_template *t)
+{
+    struct sn_scaleup_l2_spec *l2 = &t->scaleup.l2;
+    struct sn__spec_map m;
+    char what[128];
+    snprintf(what, sizeof(what), "scaleup.l2 of template '%s'", t->name);
+    l2->loc = sm->key_loc[k];
+    enum sn_err rc = sn__spec_bind(c, sm->value[k], sm->key_loc[k], what, l2_keys, L2_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_ref(c, &m, L2_SWITCH, SN__REF_SWITCH, NULL, true, &l2->switch_model);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, L2_PLANES, true, 0, 1, SN__SPEC_MAX_CHIPS, &l2->planes);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, L2_PER_PLANE, true, 0, 1, SN__SPEC_MAX_CHIPS,
+                                &l2->per_plane);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, L2_LINKS, false, 1, 1, SN__SPEC_MAX_CHIPS, &l2->links);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, L2_OVERSUB, SN_UNIT_RATIO, false, 1.0,
+                                   &l2->oversubscription);
+    if (rc == SN_OK && m.present[L2_OVERSUB])
+        l2->oversubscription_loc = sn__spec_value_loc(&m, L2_OVERSUB);
+    if (rc == SN_OK && !(l2->oversubscription >= 1.0 - 1e-9))
+        return sn__spec_fail_value(c, &m, L2_OVERSUB, "a ratio of at least 1:1");
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, L2_RACKS, false, 0, 0, SN__SPEC_MAX_CHIPS, &l2->racks);
+    if (rc == SN_OK)
+        rc = get_cabling(c, &m, L2_CABLE, false, L2_LENGTH, "adjacent-rack", &l2->cabling);
+    if (rc == SN_OK)
+        rc = sn__spec_get_list(c, &m, L2_POWER, SN__REF_DOMAIN, t, &l2->power);
+    if (rc == SN_OK && (uint64_t)l2->planes * l2->per_plane > SN__SPEC_MAX_CHIPS)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, L2_PER_PLANE),
+                             "%" PRIu32 " planes x %" PRIu32 " L2 switches: expected at most %u "
+                             "L2 switches per supernode",
+                             l2->planes, l2->per_plane, (unsigned)SN__SPEC_MAX_CHIPS);
+    if (rc == SN_OK && t->scaleup.chips % l2->planes != 0)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, L2_PLANES),
+                             "planes %" PRIu32 " does not divide the %" PRIu32 " L1 chips per "
+                             "server (L1 chip c joins plane c mod planes): expected a divisor "
+                             "of scaleup.chips",
+                             l2->planes, t->scaleup.chips);
+    return rc;
+}
+
+enum { SU_DOMAIN, SU_SWITCH, SU_CHIPS, SU_HOPS, SU_CABLE, SU_LENGTH, SU_POWER, SU_L2, SU_KEYS };
 static const char *const scaleup_keys[SU_KEYS] = {"domain", "switch", "chips", "hop_limit",
-                                                  "cable",  "length", "power"};
+                                                  "cable",  "length", "power", "l2"};
 
 static enum sn_err parse_scaleup(struct sn__spec_ctx *c, const struct sn__spec_map *tm, unsigned k,
                                  struct sn_template *t)
@@ -187,6 +249,7 @@ static enum sn_err parse_scaleup(struct sn__spec_ctx *c, const struct sn__spec_m
     s->hop_limit = 1;
     s->cabling.cable = SN_NONE;
     s->cabling.length_class = sn__spec_lookup(c->spec, SN__REF_LENGTH, NULL, "in-server");
+    s->l2.switch_model = SN_NONE;
     if (!tm->present[k])
         return SN_OK;
     struct sn__spec_map m;
@@ -199,18 +262,32 @@ static enum sn_err parse_scaleup(struct sn__spec_ctx *c, const struct sn__spec_m
         rc = sn__spec_get_enum(c, &m, SU_DOMAIN, scaleup_domains, SN_SCALEUP_DOMAIN_COUNT, -1,
                                &domain);
     s->domain = (enum sn_scaleup_domain)domain;
+    bool two_level = s->domain == SN_SCALEUP_TWO_LEVEL;
     if (rc == SN_OK)
-        rc = sn__spec_get_ref(c, &m, SU_SWITCH, SN__REF_SWITCH, NULL, false, &s->switch_model);
+        rc = sn__spec_get_ref(c, &m, SU_SWITCH, SN__REF_SWITCH, NULL, two_level, &s->switch_model);
     if (rc == SN_OK)
         rc = sn__spec_get_count(c, &m, SU_CHIPS, s->switch_model != SN_NONE, 0,
                                 s->switch_model != SN_NONE ? 1 : 0, SN__SPEC_MAX_CHIPS, &s->chips);
+    /* GPU, L1, L2, L1, GPU: three switch hops between servers. */
     if (rc == SN_OK)
-        rc = sn__spec_get_count(c, &m, SU_HOPS, false, 1, 1, UINT32_MAX, &s->hop_limit);
+        rc = sn__spec_get_count(c, &m, SU_HOPS, false, two_level ? 3 : 1, 1, UINT32_MAX,
+                                &s->hop_limit);
     if (rc == SN_OK)
         rc = get_cabling(c, &m, SU_CABLE, false, SU_LENGTH,
-                         s->domain == SN_SCALEUP_SERVER ? "in-server" : "in-rack", &s->cabling);
+                         s->domain == SN_SCALEUP_SUPERNODE ? "in-rack" : "in-server", &s->cabling);
     if (rc == SN_OK)
         rc = sn__spec_get_list(c, &m, SU_POWER, SN__REF_DOMAIN, t, &s->power);
+    if (rc == SN_OK && two_level && !m.present[SU_L2])
+        return sn__spec_fail(c, sn__spec_value_loc(&m, SU_DOMAIN),
+                             "domain 'two-level' without an l2 block: expected scaleup.l2 with "
+                             "the L2 switch, planes and per_plane");
+    if (rc == SN_OK && !two_level && m.present[SU_L2])
+        return sn__spec_fail(c, m.key_loc[SU_L2],
+                             "l2 in a '%s' scale-up domain: expected domain 'two-level' (or no "
+                             "l2 block)",
+                             sn_scaleup_domain_name(s->domain));
+    if (rc == SN_OK && two_level)
+        rc = parse_l2(c, &m, SU_L2, t);
     return rc;
 }
 

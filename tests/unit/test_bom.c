@@ -8,7 +8,10 @@
  *  - one GB200 NVL72 rack (NVIDIA GB200 NVL72 product page): 72 GPUs,
  *    18 NVLink switch chips, 1.8 TB/s bidirectional per GPU, 130 TB/s
  *    (129.6) per rack; 1,296 GPU-switch links on 18 x 72 ports;
- *  - the standard 64-GPU unit of examples/std-unit-64.yaml, by hand.
+ *  - the standard 64-GPU unit of examples/std-unit-64.yaml, by hand;
+ *  - Huawei CloudMatrix384 (examples/cloudmatrix-384.yaml; P. Zuo et al.,
+ *    arXiv 2506.12708, section 3): 384 NPUs, 48 nodes, 16 racks, 7 L1 chips
+ *    per node, 112 L2 switches, 392 GB/s UB and 400 Gb/s RDMA per NPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -345,6 +348,169 @@ static void test_nvl72_rack(void **state)
     release(&b);
 }
 
+/* ---- CloudMatrix384: a two-level scale-up domain --------------------- */
+
+/* The review's R07 findings of a model, joined, for message checks. */
+static void r07_messages(const struct sn_model *m, char *out, size_t len, uint64_t *errors)
+{
+    struct sn_review *r = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_review_run(m, NULL, (uint64_t)1 << sn_review_find_rule("R07"), &r, &err),
+                     SN_OK);
+    out[0] = '\0';
+    for (uint32_t i = 0; i < r->n_findings; i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s\n", r->findings[i].message);
+    }
+    *errors = r->by_severity[SN_SEVERITY_ERROR];
+    sn_review_free(r);
+}
+
+static void test_cloudmatrix_384(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "examples/cloudmatrix-384.yaml");
+    struct sn_error err = {0};
+    assert_int_equal(sn_model_verify(b.model, &err), SN_OK);
+    const struct sn_bom *bom = &b.bom;
+    /* Published figures, arXiv 2506.12708 section 3 (see the example). */
+    assert_int_equal(bom->gpus, 384);    /* 384 Ascend 910C NPUs */
+    assert_int_equal(bom->servers, 48);  /* 48 compute nodes of 8 NPUs */
+    assert_int_equal(bom->racks, 16);    /* 12 compute racks + 4 communication racks */
+    assert_int_equal(bom->switches_by_role[SN_ROLE_SCALEUP], 48 * 7); /* 7 L1 chips a node */
+    assert_int_equal(bom->switches_by_role[SN_ROLE_SCALEUP_L2], 112); /* 7 planes x 16 */
+    const struct sn_bom_template *t = sn_bom_template(bom, 0);
+    assert_non_null(t);
+    assert_near(t->scaleup_gpu_bytes_per_s, 392e9, 1);    /* 392 GB/s UB, unidirectional */
+    assert_near(t->scaleout_gpu_bytes_per_s, 400e9 / 8, 1); /* 400 Gb/s RDMA per NPU */
+    /* Wiring: each L1 chip has 2 links from each of its node's 8 NPUs and one
+     * link to each of the 16 L2 switches of its plane; each L2 switch one
+     * link from every node. */
+    assert_int_equal(bom->tiers[SN_TIER_SCALEUP].links, 384 * 14);
+    assert_int_equal(bom->tiers[SN_TIER_SCALEUP_L2].links, 48 * 7 * 16);
+    const struct sn_model *m = b.model;
+    const struct sn_supernode *s = &m->supernodes[0];
+    assert_int_equal(s->first_scaleup_l2, s->first_scaleup + s->n_scaleup);
+    assert_int_equal(s->first_leaf, s->first_scaleup_l2 + s->n_scaleup_l2);
+    for (uint32_t w = s->first_scaleup_l2; w < s->first_scaleup_l2 + s->n_scaleup_l2; w++) {
+        assert_int_equal(m->switch_ports_used[w], 48);
+        /* the L2 switches stand in the communication racks 12..15 */
+        assert_true(m->switch_rack[w] >= s->first_rack + 12);
+        assert_true(m->switch_rack[w] < s->first_rack + 16);
+    }
+    for (uint32_t w = s->first_scaleup; w < s->first_scaleup + s->n_scaleup; w++)
+        assert_int_equal(m->switch_ports_used[w], 16 + 16);
+    /* L1 chip c of every node goes to plane c: chip 3 of node 5 to the
+     * L2 switches 48..63. */
+    uint32_t chip = s->first_scaleup + 5 * 7 + 3;
+    for (uint64_t i = m->tier_first[SN_TIER_SCALEUP_L2]; i < m->tier_first[SN_TIER_SCALEUP_L2 + 1];
+         i++)
+        if (m->links[i].a_id == chip) {
+            assert_true(m->links[i].b_id >= s->first_scaleup_l2 + 3 * 16);
+            assert_true(m->links[i].b_id < s->first_scaleup_l2 + 4 * 16);
+        }
+    char name[96];
+    assert_string_equal(sn_model_switch_name(m, s->first_scaleup_l2 + 17, name, sizeof(name)),
+                        "cm00-l2sw017");
+    /* The review: non-blocking, 392 GB/s per NPU across nodes, 3 hops. */
+    char msgs[4096];
+    uint64_t errors = 0;
+    r07_messages(m, msgs, sizeof(msgs), &errors);
+    assert_int_equal(errors, 0);
+    assert_non_null(strstr(msgs, "392 GB/s per GPU across servers"));
+    assert_non_null(strstr(msgs, "under 112 L2 switches (7 planes of 16)"));
+    assert_non_null(strstr(msgs, "= 1:1, 3 switch hops"));
+    release(&b);
+}
+
+/* The example with fewer L2 switches: blocking unless the ratio is stated. */
+static void test_two_level_ratio(void **state)
+{
+    (void)state;
+    char path[1024];
+    FILE *f = fopen(sn_test_path(path, sizeof(path), "examples/cloudmatrix-384.yaml"), "rb");
+    assert_non_null(f);
+    static char text[64 * 1024];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *pp = strstr(text, "per_plane: 16");
+    char *ov = strstr(text, "oversubscription: \"1:1\"");
+    assert_non_null(pp);
+    assert_non_null(ov);
+    memcpy(pp, "per_plane:  8", 13);
+    struct built b;
+    build_text(&b, "cm384-half.yaml", text);
+    char msgs[4096];
+    uint64_t errors = 0;
+    r07_messages(b.model, msgs, sizeof(msgs), &errors);
+    assert_int_equal(errors, 1);
+    assert_non_null(strstr(msgs, "L1 to L2 is 2:1 (448 GB/s down : 224 GB/s up per L1 chip)"));
+    assert_non_null(strstr(msgs, "a GPU gets 196 GB/s of its 392 GB/s across servers"));
+    assert_int_equal(b.bom.switches_by_role[SN_ROLE_SCALEUP_L2], 56);
+    release(&b);
+    /* Stated 2:1, the same wiring passes and reports the true figures. */
+    memcpy(ov, "oversubscription: \"2:1\"", 23);
+    build_text(&b, "cm384-half-stated.yaml", text);
+    r07_messages(b.model, msgs, sizeof(msgs), &errors);
+    assert_int_equal(errors, 0);
+    assert_non_null(strstr(msgs, "196 GB/s per GPU across servers"));
+    assert_non_null(strstr(msgs, "= 2:1, 3 switch hops"));
+    release(&b);
+}
+
+/* ---- cable lanes and breakouts --------------------------------------- */
+
+/* tests/specs/rules/r18-breakout.yaml: 64 NIC links over 32 OSFP cables split
+ * 2 x 400G, each leaf's 16 legs on 8 physical 800G ports. */
+static void test_breakout_counts(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "tests/specs/rules/r18-breakout.yaml");
+    struct sn_error err = {0};
+    assert_int_equal(sn_model_verify(b.model, &err), SN_OK);
+    const struct sn_model *m = b.model;
+    const struct sn_bom *bom = &b.bom;
+    const struct sn_bom_cables *legs = NULL;
+    for (uint32_t i = 0; i < bom->n_cable_lines; i++)
+        if (bom->cable_lines[i].tier == SN_TIER_NODE_LEAF)
+            legs = &bom->cable_lines[i];
+    assert_non_null(legs);
+    assert_int_equal(legs->links, 64);
+    assert_int_equal(legs->cables, 32);
+    assert_int_equal(legs->optics, 32 * 3); /* a trunk and two legs per cable */
+    assert_near(legs->optics_power_w, 96 * 12.0, 1e-9);
+    /* The power model counts the same transceivers. */
+    struct sn_model_power pw = {0};
+    assert_int_equal(sn_model_power_compute(m, 1.3, &pw, &err), SN_OK);
+    assert_near(pw.optics_w, bom->optics_power_w, 1e-9);
+    sn_model_power_release(&pw);
+    /* Each leaf: 16 legs on 8 ports plus 16 straight uplinks. */
+    const struct sn_supernode *s = &m->supernodes[0];
+    for (uint32_t w = s->first_leaf; w < s->first_leaf + s->n_leaves; w++) {
+        assert_int_equal(m->switch_ports_used[w], 32);
+        assert_int_equal(m->switch_ports_physical[w], 24);
+    }
+    uint64_t first = m->tier_first[SN_TIER_NODE_LEAF];
+    assert_int_equal(m->links[first].b_leg, 0);
+    assert_int_equal(m->links[first + 1].b_leg, 0); /* NIC 1 goes to the other leaf */
+    uint32_t second_leg = 0;
+    for (uint64_t i = first; i < m->tier_first[SN_TIER_NODE_LEAF + 1]; i++)
+        second_leg += m->links[i].b_leg == 1;
+    assert_int_equal(second_leg, 32);
+    /* The leaf-to-NIC speed is the leg's 400G, not the 800G port's. */
+    assert_near(bom->tiers[SN_TIER_NODE_LEAF].link_bytes_per_s, 400e9 / 8, 1);
+    const struct sn_bom_switches *leaf = NULL;
+    for (uint32_t i = 0; i < bom->n_switch_lines; i++)
+        if (bom->switch_lines[i].role == SN_ROLE_LEAF)
+            leaf = &bom->switch_lines[i];
+    assert_non_null(leaf);
+    assert_int_equal(leaf->ports_used, 4 * 24);
+    release(&b);
+}
+
 /* ---- the standard unit ------------------------------------------------ */
 
 static void test_std_unit(void **state)
@@ -463,6 +629,9 @@ int main(void)
         cmocka_unit_test(test_bom_review_agree),
         cmocka_unit_test(test_nvl72_rack),
         cmocka_unit_test(test_std_unit),
+        cmocka_unit_test(test_cloudmatrix_384),
+        cmocka_unit_test(test_two_level_ratio),
+        cmocka_unit_test(test_breakout_counts),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_text_output),
         cmocka_unit_test(test_release_null),

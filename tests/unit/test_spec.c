@@ -259,6 +259,73 @@ static void minimal_defaults(void **state)
     sn_spec_free(spec);
 }
 
+/* A two-level scale-up domain and cable lanes: the values and defaults. */
+static void two_level_and_lanes(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "version: 1\n"
+        "name: tl\n"
+        "catalog:\n"
+        "  gpus: { N: {dense_bf16: 1 PFLOP/s, hbm: 64 GB, hbm_bandwidth: 1 TB/s, tdp: 500 W,\n"
+        "              scaleup_links: 4, scaleup_link_bandwidth: 50 GB/s per-direction} }\n"
+        "  servers: { S: {gpu: N, gpus: 4, nics: 4, nic_speed: 400 Gb/s, nic_lanes: 4,\n"
+        "                 base_power: 1 kW} }\n"
+        "  switches:\n"
+        "    L1: {kind: nvlink, ports: 16, port_speed: 50 GB/s per-direction}\n"
+        "    L2: {kind: nvlink, ports: 64, port_speed: 50 GB/s per-direction}\n"
+        "    T: {kind: ethernet, ports: 32, port_speed: 800 Gb/s, port_lanes: 8}\n"
+        "  cables:\n"
+        "    bo: {medium: optic, reach: 30 m, lanes: 8, lane_speed: 100 Gb/s, breakout: 2}\n"
+        "    up: {medium: optic, reach: 30 m}\n"
+        "templates:\n"
+        "  t:\n"
+        "    server: S\n"
+        "    servers: 8\n"
+        "    scaleup:\n"
+        "      domain: two-level\n"
+        "      switch: L1\n"
+        "      chips: 4\n"
+        "      l2: {switch: L2, planes: 2, per_plane: 3, racks: 1, cable: up}\n"
+        "    leaves: {switch: T, count: 2, cable: bo}\n"
+        "    power_domains: {A: {capacity: 100 kW}}\n"
+        "    racks: {count: 2, power_limit: 40 kW}\n"
+        "supernodes: [{template: t, count: 1}]\n";
+    struct sn_spec *spec = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_spec_parse_buffer("tl.yaml", text, strlen(text), &spec, &err), SN_OK);
+    const struct sn_scaleup_spec *su = &spec->templates[0].scaleup;
+    assert_int_equal(su->domain, SN_SCALEUP_TWO_LEVEL);
+    assert_string_equal(sn_scaleup_domain_name(su->domain), "two-level");
+    assert_int_equal(su->hop_limit, 3); /* L1, L2, L1 by default */
+    assert_int_equal(su->cabling.length_class, length_class(spec, "in-server"));
+    assert_int_equal(su->l2.switch_model, 1);
+    assert_int_equal(su->l2.planes, 2);
+    assert_int_equal(su->l2.per_plane, 3);
+    assert_int_equal(su->l2.links, 1);
+    assert_near(su->l2.oversubscription, 1.0, 0);
+    assert_int_equal(su->l2.racks, 1);
+    assert_int_equal(su->l2.cabling.cable, 1);
+    assert_int_equal(su->l2.cabling.length_class, length_class(spec, "adjacent-rack"));
+    assert_int_equal(su->l2.power.count, 0);
+    const struct sn_cable_type *bo = &spec->cable_types[0];
+    assert_int_equal(bo->lanes, 8);
+    assert_int_equal(bo->breakout, 2);
+    assert_near(bo->lane_bytes_per_s, 100e9 / 8, 1e-3);
+    assert_near(bo->speed_bytes_per_s, 800e9 / 8, 1e-3); /* lanes x lane_speed */
+    assert_int_equal(spec->cable_types[1].breakout, 1);
+    assert_int_equal(spec->cable_types[1].lanes, 0);
+    assert_int_equal(spec->switch_models[2].port_lanes, 8);
+    assert_int_equal(spec->switch_models[0].port_lanes, 0);
+    assert_int_equal(spec->server_models[0].nic_lanes, 4);
+    sn_spec_free(spec);
+    /* A server domain has no l2 (std-unit-64 states hop_limit 1). */
+    spec = parse_ok("examples/std-unit-64.yaml");
+    assert_int_equal(spec->templates[0].scaleup.l2.switch_model, SN_NONE);
+    assert_int_equal(spec->templates[0].scaleup.hop_limit, 1);
+    sn_spec_free(spec);
+}
+
 static void all_keys_catalog_template(void **state)
 {
     (void)state;
@@ -560,6 +627,7 @@ int main(void)
         cmocka_unit_test(std_unit_rest),
         cmocka_unit_test(minimal_defaults),
         cmocka_unit_test(all_keys_catalog_template),
+        cmocka_unit_test(two_level_and_lanes),
         cmocka_unit_test(all_keys_rest),
         cmocka_unit_test(every_good_spec_parses),
         cmocka_unit_test(every_bad_spec_fails_where_expected),
