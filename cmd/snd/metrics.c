@@ -143,6 +143,15 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "sn_store_write_failures_total %llu\n", (unsigned long long)st.failures);
     family(&o, "sn_store_queue_depth", "gauge", "Store submissions waiting for a commit.");
     put(&o, "sn_store_queue_depth %llu\n", (unsigned long long)st.queue_depth);
+    family(&o, "sn_store_checkpoints_total", "counter",
+           "SQLite WAL checkpoints, run off the commit path (mode: passive by the "
+           "checkpointer thread, restart by the writer when the WAL reached its bound).");
+    put(&o, "sn_store_checkpoints_total{mode=\"passive\"} %llu\n",
+        (unsigned long long)(st.checkpoints - st.checkpoint_restarts));
+    put(&o, "sn_store_checkpoints_total{mode=\"restart\"} %llu\n",
+        (unsigned long long)st.checkpoint_restarts);
+    family(&o, "sn_store_wal_pages", "gauge", "Frames in the SQLite WAL after the last commit.");
+    put(&o, "sn_store_wal_pages %llu\n", (unsigned long long)st.wal_pages);
     family(&o, "sn_store_disk_full", "gauge",
            "1 while a commit waits for disk space (writes get 507 disk_full).");
     put(&o, "sn_store_disk_full %llu\n", (unsigned long long)st.disk_full);

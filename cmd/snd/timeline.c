@@ -20,16 +20,21 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The reason's code (SN_PENDING_*), or -1 for none / not waiting. */
+/* The reason's code (SN_PENDING_*), or -1 for none / not waiting, of a job
+ * in the core's pending list (sched_id set): the core's own reason, the
+ * one snd_sched_reason() names for such a job. Read as a code, not a name
+ * matched against every reason's: this runs for every waiting job after
+ * every pass, on the thread that answers requests. */
 static int reason_code(const struct snd *d, const struct snd_job *j)
 {
     if (j->state != SND_JOB_PENDING && j->state != SND_JOB_REQUEUED)
         return -1;
-    const char *r = snd_sched_reason(d, j);
-    for (int k = 1; k < SN_PENDING_REASON_COUNT; k++)
-        if (strcmp(r, sn_pending_reason_name((enum sn_pending_reason)k)) == 0)
-            return k;
-    return -1;
+    struct sn_job_info info;
+    sn_sched_job_info(d->sched, j->sched_id, &info);
+    if (info.state != SN_JOB_PENDING || info.reason <= SN_PENDING_NONE ||
+        info.reason >= SN_PENDING_REASON_COUNT)
+        return -1;
+    return (int)info.reason;
 }
 
 static void record(struct snd *d, struct snd_job *j, int code, int64_t now_s)

@@ -129,6 +129,12 @@ struct sn_store_stats {
     uint64_t disk_full;       /* 1 while a held commit waits for space, else 0 */
     uint64_t disk_full_total; /* times a commit found the disk full (each full spell once) */
     uint64_t in_flight;   /* submissions taken by the writer whose callback has not returned */
+    /* WAL checkpoints (appended; SQLite only, 0 elsewhere): run by a
+     * checkpointer thread off the commit path, see sn_store_open_sqlite(). */
+    uint64_t checkpoints;         /* checkpoints run (passive and restarting) */
+    uint64_t checkpoint_restarts; /* of them, RESTART ones for a WAL past wal_max_pages */
+    uint64_t wal_pages;           /* frames in the WAL after the last commit */
+    uint64_t wal_pages_max;       /* the most frames the WAL has held after a commit */
 };
 
 struct sn_store;
@@ -159,10 +165,25 @@ struct sn_store_options {
     uint32_t queue_cap; /* submissions waiting at most (default 4096) */
     uint32_t batch_max; /* submissions per commit at most (default 512) */
     uint32_t full_retry_ms; /* disk full: retry the held commit this often (default 1000) */
+    /* SQLite WAL checkpoints (appended): a passive checkpoint once the WAL
+     * holds checkpoint_pages frames (default 1000, SQLite's own
+     * auto-checkpoint threshold); a RESTART checkpoint, which makes the
+     * writer wait, once it holds wal_max_pages (default 8000, at 4 KiB pages
+     * about 32 MiB), so the WAL cannot grow without bound. A wal_max_pages
+     * at or below checkpoint_pages leaves every checkpoint to the writer. */
+    uint32_t checkpoint_pages;
+    uint32_t wal_max_pages;
 };
 
 /* Opens (creating when absent) the SQLite store at path in WAL mode and
- * starts its writer thread. options may be NULL. A database of another
+ * starts its writer thread and its checkpointer thread. SQLite's
+ * auto-checkpoint is off on the writer's connection: it would copy WAL
+ * pages into the database file and sync it inside a commit, a stall that
+ * every submission of that batch and of the batches queued behind it
+ * waits for. The checkpointer copies them on its own connection instead
+ * (passive: the writer goes on committing meanwhile), woken by the commit
+ * that brings the WAL to checkpoint_pages frames; past wal_max_pages it
+ * restarts the WAL (the writer waits for that one). options may be NULL. A database of another
  * schema version is refused with SN_ERR_INVALID. On success *out is owned by
  * the caller: sn_store_close(). */
 SN_MUST_CHECK enum sn_err sn_store_open_sqlite(const char *path,

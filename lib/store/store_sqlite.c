@@ -20,6 +20,24 @@
  * (space returned) or the store is closed (then it fails with SN_ERR_IO).
  * The owner sees disk_full and refuses new writes meanwhile.
  *
+ * Checkpoints are off the commit path. SQLite's auto-checkpoint would run
+ * inside the COMMIT of whichever batch brings the WAL to 1000 frames: it
+ * copies them into the database file and syncs it, a stall of several
+ * milliseconds (up to tens on a busy disk) that this batch and every one
+ * queued behind it waits for. So the writer's connection has its own WAL
+ * hook instead (which turns the auto-checkpoint off): it records the WAL's
+ * size and, at checkpoint_pages frames, wakes the checkpointer thread,
+ * which runs PASSIVE checkpoints on a third connection while the writer
+ * goes on committing. A passive checkpoint never waits for the writer, so
+ * under a steady load it may not catch up and the WAL could grow without
+ * end; before a batch that finds wal_max_pages frames the writer itself runs
+ * a RESTART checkpoint (waiting at most RESTART_WAIT_MS for the
+ * checkpointer and readers), so the WAL holds at most wal_max_pages frames
+ * and one batch. (When a reader holds on longer, a long backup say, the
+ * next try comes checkpoint_pages frames later.) Checkpoints touch no
+ * committed data (a crash in one leaves the WAL to replay), so durability
+ * is that of the commits.
+ *
  * Row kinds map to SQL through one table (kind_sql[]): the statement, the
  * number of text and integer parameters (bound ?1.. texts then integers)
  * and the load query, whose columns come back in the same order.
@@ -124,16 +142,25 @@ struct sqlite_store {
     struct sn_store handle;
     sqlite3 *wdb, *rdb;
     sqlite3_stmt *stmt[SN_STORE_WRITE_KIND_COUNT]; /* writer's, by kind */
-    pthread_t writer;
-    bool writer_started;
+    sqlite3 *cdb;                                  /* the checkpointer's */
+    pthread_t writer, checkpointer;
+    bool writer_started, checkpointer_started;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t nonempty;
+    pthread_cond_t wal_grown; /* the checkpointer waits on it */
     struct sn__submission **ring;
     uint32_t cap, head, count, batch_max, full_retry_ms;
     uint32_t in_flight; /* taken by the writer, callback not yet returned */
     bool stopping, failed;
+    uint32_t checkpoint_pages, wal_max_pages;
+    uint64_t restart_at;  /* frames at which the writer restarts the WAL */
+    uint64_t wal_commits; /* commits seen by the WAL hook */
+    bool checkpointer_stop;
     struct sn_store_stats stats;
 };
+
+/* The writer waits this long at most for a RESTART checkpoint. */
+enum { RESTART_WAIT_MS = 200 };
 
 static enum sn_err db_fail(struct sn_error *err, sqlite3 *db, const char *what)
 {
@@ -317,6 +344,73 @@ static void account(struct sqlite_store *st, struct sn__submission **batch, uint
     pthread_mutex_unlock(&st->lock);
 }
 
+/* WAL hook of the writer's connection, called after each commit (on the
+ * writer thread) with the frames the WAL holds. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    (void)db;
+    (void)name;
+    struct sqlite_store *st = arg;
+    pthread_mutex_lock(&st->lock);
+    st->stats.wal_pages = (uint64_t)pages;
+    if (st->stats.wal_pages > st->stats.wal_pages_max)
+        st->stats.wal_pages_max = st->stats.wal_pages;
+    st->wal_commits++;
+    if (st->stats.wal_pages >= st->checkpoint_pages)
+        pthread_cond_signal(&st->wal_grown);
+    pthread_mutex_unlock(&st->lock);
+    return SQLITE_OK;
+}
+
+/* Writer thread, between batches: the WAL has reached wal_max_pages, so
+ * checkpoint all of it and start it over (waiting at most RESTART_WAIT_MS
+ * for the checkpointer and readers; when they hold on, it checkpoints what
+ * it can and tries again checkpoint_pages frames later). */
+static void restart_wal(struct sqlite_store *st)
+{
+    int log = -1, done = -1;
+    sqlite3_busy_timeout(st->wdb, RESTART_WAIT_MS);
+    int rc = sqlite3_wal_checkpoint_v2(st->wdb, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+    sqlite3_busy_timeout(st->wdb, 10000);
+    pthread_mutex_lock(&st->lock);
+    st->stats.checkpoints++;
+    if (rc == SQLITE_OK) {
+        st->stats.checkpoint_restarts++;
+        st->stats.wal_pages = 0;
+        st->restart_at = st->wal_max_pages;
+    } else {
+        st->restart_at = st->stats.wal_pages + st->checkpoint_pages;
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* The checkpointer thread: a PASSIVE checkpoint after each commit that
+ * leaves checkpoint_pages frames or more in the WAL. It never waits for the
+ * writer; a failure (busy, disk full, I/O) only leaves the frames for the
+ * next one. */
+static void *checkpointer_main(void *arg)
+{
+    struct sqlite_store *st = arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (!st->checkpointer_stop &&
+               (st->wal_commits == seen || st->stats.wal_pages < st->checkpoint_pages))
+            pthread_cond_wait(&st->wal_grown, &st->lock);
+        if (st->checkpointer_stop)
+            break;
+        seen = st->wal_commits;
+        pthread_mutex_unlock(&st->lock);
+        int log = -1, done = -1;
+        int rc = sqlite3_wal_checkpoint_v2(st->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        pthread_mutex_lock(&st->lock);
+        if (rc == SQLITE_OK)
+            st->stats.checkpoints++;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
 static void *writer_main(void *arg)
 {
     struct sqlite_store *st = arg;
@@ -343,8 +437,11 @@ static void *writer_main(void *arg)
             n++;
         }
         bool failed = st->failed;
+        bool restart = st->stats.wal_pages >= st->restart_at;
         st->in_flight = n;
         pthread_mutex_unlock(&st->lock);
+        if (restart && !failed)
+            restart_wal(st);
         struct sn__submission **b = batch ? batch : &one;
         bool ok = false;
         if (!failed)
@@ -515,11 +612,20 @@ static void sqlite_close(struct sn_store *s)
         pthread_mutex_unlock(&st->lock);
         pthread_join(st->writer, NULL);
     }
+    if (st->checkpointer_started) {
+        pthread_mutex_lock(&st->lock);
+        st->checkpointer_stop = true;
+        pthread_cond_signal(&st->wal_grown);
+        pthread_mutex_unlock(&st->lock);
+        pthread_join(st->checkpointer, NULL);
+    }
     for (int k = 0; k < SN_STORE_WRITE_KIND_COUNT; k++)
         sqlite3_finalize(st->stmt[k]);
+    sqlite3_close(st->cdb);
     sqlite3_close(st->wdb);
     sqlite3_close(st->rdb);
     pthread_cond_destroy(&st->nonempty);
+    pthread_cond_destroy(&st->wal_grown);
     pthread_mutex_destroy(&st->lock);
     free(st->ring);
     free(st);
@@ -551,20 +657,27 @@ enum sn_err sn_store_open_sqlite(const char *path, const struct sn_store_options
     struct sqlite_store *st = calloc(1, sizeof(*st));
     if (!st)
         return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
-    struct sn_store_options o = {NULL, 4096, 512, 1000};
+    struct sn_store_options o = {NULL, 4096, 512, 1000, 1000, 8000};
     if (options) {
         o.vfs = options->vfs;
         o.queue_cap = options->queue_cap ? options->queue_cap : o.queue_cap;
         o.batch_max = options->batch_max ? options->batch_max : o.batch_max;
         o.full_retry_ms = options->full_retry_ms ? options->full_retry_ms : o.full_retry_ms;
+        o.checkpoint_pages =
+            options->checkpoint_pages ? options->checkpoint_pages : o.checkpoint_pages;
+        o.wal_max_pages = options->wal_max_pages ? options->wal_max_pages : o.wal_max_pages;
     }
     st->handle.ops = &sqlite_ops;
     st->handle.impl = st;
     st->cap = o.queue_cap;
     st->batch_max = o.batch_max;
     st->full_retry_ms = o.full_retry_ms;
+    st->checkpoint_pages = o.checkpoint_pages;
+    st->wal_max_pages = o.wal_max_pages;
+    st->restart_at = o.wal_max_pages;
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->nonempty, NULL);
+    pthread_cond_init(&st->wal_grown, NULL);
     st->ring = calloc(st->cap, sizeof(*st->ring));
     enum sn_err rc = st->ring ? SN_OK : sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
     if (rc == SN_OK)
@@ -574,7 +687,17 @@ enum sn_err sn_store_open_sqlite(const char *path, const struct sn_store_options
     if (rc == SN_OK)
         rc = open_conn(path, o.vfs, &st->rdb, err);
     if (rc == SN_OK)
+        rc = open_conn(path, o.vfs, &st->cdb, err);
+    if (rc == SN_OK)
         rc = prepare_all(st, err);
+    if (rc == SN_OK) {
+        /* Replaces SQLite's auto-checkpoint on the writer's connection. */
+        sqlite3_wal_hook(st->wdb, wal_hook, st);
+        if (pthread_create(&st->checkpointer, NULL, checkpointer_main, st) != 0)
+            rc = sn_error_set(err, SN_ERR_INTERNAL, "store: cannot start the checkpointer thread");
+        else
+            st->checkpointer_started = true;
+    }
     if (rc == SN_OK && pthread_create(&st->writer, NULL, writer_main, st) != 0)
         rc = sn_error_set(err, SN_ERR_INTERNAL, "store: cannot start the writer thread");
     if (rc != SN_OK) {

@@ -94,6 +94,17 @@ static void happy_paths(void **state)
     assert_non_null(strstr(resp.body, "sn_nodes{state=\"cordoned\"} 1\n"));
     assert_non_null(strstr(resp.body, "sn_gpus{state=\"drained\"} 1\n"));
     sn_httpc_response_release(&resp);
+    /* A write after the restart: the store's WAL hook saw its commit
+     * (SQLite's auto-checkpoint is off on the writer); far under 1,000
+     * frames, no checkpoint has run. */
+    expect(&d, 201, "POST", "/v1/pools", d.admin, "{\"name\":\"walcheck\",\"kind\":\"mixed\"}");
+    assert_int_equal(sn_httpc_do("127.0.0.1", d.port, &req, &resp, NULL), SN_OK);
+    const char *wal = strstr(resp.body, "\nsn_store_wal_pages ");
+    assert_non_null(wal);
+    assert_true(strtol(wal + 20, NULL, 10) > 0);
+    assert_non_null(strstr(resp.body, "sn_store_checkpoints_total{mode=\"passive\"} 0\n"));
+    assert_non_null(strstr(resp.body, "sn_store_checkpoints_total{mode=\"restart\"} 0\n"));
+    sn_httpc_response_release(&resp);
     assert_int_equal(stop(&d, SIGTERM), 0);
     cleanup(&d);
 }

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sn/store.h>
@@ -679,6 +680,127 @@ static void fault_crash(void **state)
     fault_every_call(true);
 }
 
+/* ---- SQLite WAL checkpoints ---------------------------------------------- */
+
+#define WAL_FRAME_BYTES (4096 + 24) /* a page and its frame header */
+
+static long long file_bytes(const char *db, const char *suffix)
+{
+    char path[320];
+    snprintf(path, sizeof(path), "%s%s", db, suffix);
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/* Writes jobs first..first+n-1 one commit each, with a 6 KB document (two
+ * overflow pages, so each commit appends several WAL frames). */
+static void write_big_jobs(struct sn_store *s, int first, int n)
+{
+    static char doc[6001];
+    memset(doc, 'x', sizeof(doc) - 1);
+    doc[0] = '"';
+    doc[sizeof(doc) - 2] = '"';
+    for (int i = first; i < first + n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "big%d", i);
+        struct sn_store_write w = job_row(i, "acme", key, "pending");
+        w.text[3] = doc;
+        write_ok(s, &w, 1);
+    }
+}
+
+static struct sn_store *open_with(const char *db, uint32_t checkpoint_pages, uint32_t wal_max_pages)
+{
+    struct sn_error err = {0};
+    struct sn_store *s = NULL;
+    struct sn_store_options o = {.checkpoint_pages = checkpoint_pages,
+                                 .wal_max_pages = wal_max_pages};
+    if (sn_store_open_sqlite(db, &o, &s, &err) != SN_OK)
+        fail_msg("open: %s", err.message);
+    return s;
+}
+
+/* A commit never checkpoints: with both thresholds out of reach the WAL
+ * passes SQLite's own auto-checkpoint threshold (1000 frames) and the
+ * database file does not change. (With SQLite's auto-checkpoint on the
+ * writer's connection, the commit at 1000 frames copies them into it.) */
+static void commit_does_not_checkpoint(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_with(t.db, 1000000, 1000000);
+    long long db0 = file_bytes(t.db, "");
+    write_big_jobs(s, 1, 400);
+    struct sn_store_stats st;
+    sn_store_stats(s, &st);
+    assert_true(st.wal_pages > 1000);
+    assert_int_equal(st.checkpoints, 0);
+    assert_int_equal(file_bytes(t.db, ""), db0);
+    sn_store_close(s);
+    /* Nothing was lost: the close checkpoints, a reopen reads all 400. */
+    s = open_store(t.db, NULL);
+    struct collect c = {0};
+    struct sn_error err = {0};
+    assert_int_equal(sn_store_load(s, collect_row, &c, &err), SN_OK);
+    assert_int_equal(c.n_jobs, 400);
+    sn_store_close(s);
+    tmpdir_remove(&t);
+}
+
+/* The checkpointer thread copies the WAL into the database file once it
+ * reaches checkpoint_pages frames, without any restart by the writer. */
+static void checkpointer_copies_the_wal(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    struct sn_store *s = open_with(t.db, 16, 1000000);
+    long long db0 = file_bytes(t.db, "");
+    write_big_jobs(s, 1, 200);
+    struct sn_store_stats st;
+    /* It runs after the commit that woke it: wait for it (up to 30 s). */
+    for (int i = 0; i < 3000; i++) {
+        sn_store_stats(s, &st);
+        if (st.checkpoints > 0 && file_bytes(t.db, "") > db0)
+            break;
+        poll(NULL, 0, 10);
+    }
+    assert_true(st.checkpoints > 0);
+    assert_int_equal(st.checkpoint_restarts, 0);
+    assert_true(file_bytes(t.db, "") > db0 + 100 * 6000);
+    sn_store_close(s);
+    tmpdir_remove(&t);
+}
+
+/* wal_max_pages bounds the WAL: the writer restarts it before a batch that
+ * finds that many frames, so it never holds more than that and one commit,
+ * and its file never grows past that size. Every write survives. */
+static void wal_is_bounded(void **state)
+{
+    (void)state;
+    struct tmpdir t;
+    tmpdir_make(&t);
+    /* No passive checkpoints: every one is the writer's restart. */
+    struct sn_store *s = open_with(t.db, 1000000, 64);
+    write_big_jobs(s, 1, 600);
+    struct sn_store_stats st;
+    sn_store_stats(s, &st);
+    assert_true(st.checkpoint_restarts >= 10);
+    assert_int_equal(st.checkpoints, st.checkpoint_restarts);
+    /* One commit of a job row appends under 16 frames here. */
+    assert_true(st.wal_pages_max >= 64 && st.wal_pages_max < 64 + 16);
+    assert_true(file_bytes(t.db, "-wal") <= 32 + (long long)st.wal_pages_max * WAL_FRAME_BYTES);
+    sn_store_close(s);
+    s = open_store(t.db, NULL);
+    struct collect c = {0};
+    struct sn_error err = {0};
+    assert_int_equal(sn_store_load(s, collect_row, &c, &err), SN_OK);
+    assert_int_equal(c.n_jobs, 600);
+    sn_store_close(s);
+    tmpdir_remove(&t);
+}
+
 /* ---- PostgreSQL only ------------------------------------------------- */
 
 /* Bytes PostgreSQL's TEXT refuses are refused at submit, and the store
@@ -896,6 +1018,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(fault_failing_call),
         cmocka_unit_test(fault_crash),
+        cmocka_unit_test(commit_does_not_checkpoint),
+        cmocka_unit_test(checkpointer_copies_the_wal),
+        cmocka_unit_test(wal_is_bounded),
     };
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test(pg_utf8_refused),
