@@ -58,6 +58,7 @@ static const char usage_text[] =
     "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
     "  --declared         baseline: add the declared baselines\n"
     "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
+    "  --latency-cv X     accept: phase-2 small-message latency cv limit (default 0.10)\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -197,6 +198,15 @@ static int parse_args(struct ctx *c, int argc, char **argv)
                 return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
                                   v ? v : "", SN_HEALTH_SERIES_KEEP);
             c->cfg.accept_rounds = (unsigned)n;
+        } else if (strcmp(a, "--latency-cv") == 0) {
+            char *end;
+            errno = 0;
+            double x = strtod(v, &end);
+            if (*end || errno || end == v || !(x > 0 && x <= 10))
+                return fail_usage(c, "--latency-cv '%s': expected a coefficient of variation "
+                                     "above 0 and at most 10 (0.10 is 10%%)",
+                                  v);
+            c->cfg.accept_lat_cv = x;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
         } else if (strcmp(a, "-f") == 0) {

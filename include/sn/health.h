@@ -45,6 +45,7 @@
 #define SN_HEALTH_FACTS_MAX (1u << 20)    /* rows per facts table */
 #define SN_HEALTH_SERIES_MAX 65536u       /* series kept by a history */
 #define SN_HEALTH_SERIES_KEEP 32u         /* points kept per series (a ring) */
+#define SN_HEALTH_LAT_MAX_BYTES 1048576.0 /* nccl rows kept as latency series: size <= 1 MiB */
 #define SN_HEALTH_FINDINGS_MAX (1u << 20) /* findings in one report */
 #define SN_HEALTH_BASELINE_MAX 65536u     /* baseline entries */
 #define SN_HEALTH_EVIDENCE_MAX 200u       /* bytes of a finding's evidence */
@@ -300,6 +301,9 @@ struct sn_health_config {
     unsigned accept_rounds;     /* phase 2 rounds needed, 30 (at most SN_HEALTH_SERIES_KEEP) */
     double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
     double accept_interference; /* phase 3 slowdown limit, 0.10 */
+    double accept_lat_cv;        /* phase 2 small-message latency cv limit, 0.10 */
+    double accept_lat_max_bytes; /* sizes that count as small messages, 64 KiB
+                                    (at most SN_HEALTH_LAT_MAX_BYTES) */
     /* Coverage: evidence older than this (s before now) is stale, 900; a GPU
      * whose newest reading is this much older than its host's newest one
      * stopped reporting (gpu-missing). */
@@ -552,7 +556,9 @@ const struct sn_health_gpu_history *sn_health_history_gpu(const struct sn_health
 /* A series: the last points of one facility reading or one nccl-tests
  * bandwidth. Keys: "loop/<name>/<part>/<metric>", "feed/<name>/<part>/<metric>",
  * "nccl/<coll>/<nranks>/<size_bytes>/<rank0 host>" (busbw of each run, out of
- * place). */
+ * place), "nccl-time/<coll>/<nranks>/<size_bytes>/<rank0 host>" (rows of at
+ * most SN_HEALTH_LAT_MAX_BYTES: the mean of the out-of-place and in-place
+ * time of each run, in seconds). */
 struct sn_health_series {
     char key[160];
     uint32_t total; /* points ever added; the ring holds min(total, KEEP) */
@@ -830,7 +836,9 @@ char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, 
       "servers and GPUs")                                                                          \
     X(P2_STABLE, "p2-stable", "busbw coefficient of variation <= accept_cv over the rounds")       \
     X(P3_INTERFERENCE, "p3-interference",                                                          \
-      "GEMM under mixed load within accept_interference of GEMM alone")
+      "GEMM under mixed load within accept_interference of GEMM alone")                            \
+    X(P2_LATENCY, "p2-latency-stable",                                                             \
+      "small-message latency coefficient of variation <= accept_lat_cv over the rounds")
 enum sn_accept_rule {
 #define SN_X(id, name, text) SN_ACCEPT_##id,
     SN_ACCEPT_RULE_LIST(SN_X)

@@ -110,6 +110,8 @@ void sn_health_config_default(struct sn_health_config *c)
         .thresholds = {90, 70, 50, 0},
         .accept_rounds = 30,
         .accept_cv = 0.05,
+        .accept_lat_cv = 0.10,
+        .accept_lat_max_bytes = 65536,
         .accept_interference = 0.10,
         .stale_s = 900,
         .busbw_eff_scaleup = 0.80,
