@@ -203,8 +203,9 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             errno = 0;
             double x = strtod(v, &end);
             if (*end || errno || end == v || !(x > 0 && x <= 10))
-                return fail_usage(c, "--latency-cv '%s': expected a coefficient of variation "
-                                     "above 0 and at most 10 (0.10 is 10%%)",
+                return fail_usage(c,
+                                  "--latency-cv '%s': expected a coefficient of variation "
+                                  "above 0 and at most 10 (0.10 is 10%%)",
                                   v);
             c->cfg.accept_lat_cv = x;
         } else if (strcmp(a, "--fields") == 0) {
@@ -1047,6 +1048,39 @@ static int verb_baseline(struct ctx *c)
     return SN_EXIT_OK;
 }
 
+/* Each run against the model's theory of its layout (busbw-theory). */
+static void print_accept_runs(const struct ctx *c, const struct sn_accept_report *a)
+{
+    if (!a->n_runs)
+        return;
+    printf("\n%-14s  %5s  %-12s  %-17s  %10s  %10s  %5s  %-12s  %s\n", "COLLECTIVE", "RANKS",
+           "RANK0", "LAYOUT", "BUSBW", "THEORY", "RATIO", "VERDICT", "RUN");
+    for (uint32_t i = 0; i < a->n_runs; i++) {
+        const struct sn_accept_run *r = &a->runs[i];
+        char name[96], bw[32], th[32], ratio[16];
+        snprintf(bw, sizeof(bw), "%.1f GB/s", r->busbw_bytes_per_s / 1e9);
+        if (isnan(r->theory_bytes_per_s))
+            snprintf(th, sizeof(th), "-");
+        else
+            snprintf(th, sizeof(th), "%.1f GB/s", r->theory_bytes_per_s / 1e9);
+        if (isnan(r->ratio))
+            snprintf(ratio, sizeof(ratio), "-");
+        else
+            snprintf(ratio, sizeof(ratio), "%.2f", r->ratio);
+        printf("%-14s  %5u  %-12s  %-17s  %10s  %10s  %5s  %-12s  %s%s\n",
+               sn_nccl_coll_name(r->coll), r->nranks,
+               sn_model_server_name(c->model, r->server, name, sizeof(name)),
+               sn_busbw_layout_name(r->layout), bw, th, ratio,
+               !r->compared ? "not compared"
+               : r->below   ? "below"
+                            : "ok",
+               r->where, r->hosts_known ? "" : " (layout from counts)");
+    }
+    printf("(theory per direction: docs/health.md \"Measured against theory\"; floor %.2f "
+           "scale-up, %.2f scale-out)\n",
+           c->cfg.busbw_eff_scaleup, c->cfg.busbw_eff_network);
+}
+
 static void print_accept(const struct ctx *c, const struct sn_accept_report *a)
 {
     printf("%-12s  %-9s  %s\n", "NODE", "VERDICT", "FAILED RULES");
@@ -1065,6 +1099,7 @@ static void print_accept(const struct ctx *c, const struct sn_accept_report *a)
             }
         printf("\n");
     }
+    print_accept_runs(c, a);
     printf("\naccepted %u, rejected %u, untested %u\n", a->accepted, a->rejected, a->untested);
     if (a->has_grey)
         printf("grey release over %.1f days: %u failures (MTBF %.0f node-hours), %u jobs, "
@@ -1096,6 +1131,25 @@ static json_t *accept_json(const struct ctx *c, const struct sn_accept_report *a
         json_pack("{s:s, s:i, s:o, s:i, s:i, s:i}", "format", "sn-health-accept", "version", 1,
                   "nodes", nodes, "accepted", (json_int_t)a->accepted, "rejected",
                   (json_int_t)a->rejected, "untested", (json_int_t)a->untested);
+    json_t *runs = json_array();
+    for (uint32_t i = 0; i < a->n_runs; i++) {
+        const struct sn_accept_run *r = &a->runs[i];
+        char name[96];
+        json_array_append_new(
+            runs,
+            json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:f, s:s}", "where",
+                      r->where, "collective", sn_nccl_coll_name(r->coll), "ranks",
+                      (json_int_t)r->nranks, "hosts", (json_int_t)r->nhosts, "rank0",
+                      sn_model_server_name(c->model, r->server, name, sizeof(name)), "layout",
+                      sn_busbw_layout_name(r->layout), "hosts_known", r->hosts_known, "size_bytes",
+                      num(r->size_bytes), "busbw_bytes_per_s", num(r->busbw_bytes_per_s),
+                      "theory_bytes_per_s", num(r->theory_bytes_per_s), "ratio", num(r->ratio),
+                      "floor", r->eff, "verdict",
+                      !r->compared ? "not-compared"
+                      : r->below   ? "below"
+                                   : "ok"));
+    }
+    json_object_set_new(root, "runs", runs);
     if (a->has_grey)
         json_object_set_new(root, "grey_release",
                             json_pack("{s:f, s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "period_s",

@@ -328,6 +328,132 @@ out:
     free(sp);
 }
 
+/* ---- measured against theory (busbw-theory) ---------------------------------------- */
+
+/* A server by the digest of one of its names (model, or as nccl-tests
+ * prints its inventory host), for finding the other host of a pair. */
+struct named {
+    uint64_t digest;
+    uint32_t server;
+};
+
+static int named_cmp(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    return x->digest < y->digest ? -1 : x->digest > y->digest;
+}
+
+static struct named *names_new(const struct sn_model *m, const struct sn_inventory *inv)
+{
+    struct named *t = calloc(2 * (size_t)m->n_servers + 1, sizeof(*t));
+    if (!t)
+        return NULL;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        char name[96];
+        sn_model_server_name(m, sv, name, sizeof(name));
+        t[2 * sv] = (struct named){sn_telem_host_digest(name, strlen(name)), sv};
+        sn__accept_host_name(m, inv, sv, name, sizeof(name));
+        t[2 * sv + 1] = (struct named){sn_telem_host_digest(name, strlen(name)), sv};
+    }
+    qsort(t, 2 * (size_t)m->n_servers, sizeof(*t), named_cmp);
+    return t;
+}
+
+static uint32_t named_find(const struct sn_model *m, const struct named *t, uint64_t d)
+{
+    struct named key = {d, 0};
+    const struct named *x = bsearch(&key, t, 2 * (size_t)m->n_servers, sizeof(*t), named_cmp);
+    return x ? x->server : SN_NONE;
+}
+
+/* The layout of run u with rank 0 on sv: from its hosts where they are
+ * known (one host; exactly the servers of sv's supernode; a pair whose
+ * other host is found by digest), else from its counts. */
+static void run_layout(const struct sn_model *m, const struct span *sp, const struct named *t,
+                       const struct sn_health_nccl_run *u, struct sn_accept_run *r)
+{
+    uint32_t sn = m->server_supernode[r->server];
+    bool wide = sn_model_supernode_template(m, sn)->scaleup.domain == SN_SCALEUP_SUPERNODE;
+    enum sn_busbw_layout inside = wide ? SN_BUSBW_SUPERNODE_SCALEUP : SN_BUSBW_SCALEOUT;
+    r->peer = SN_NONE;
+    r->hosts_known = true;
+    if (u->nhosts <= 1) {
+        r->layout = SN_BUSBW_SERVER;
+        return;
+    }
+    if (u->hosts_digest && u->nhosts == sp[sn].servers &&
+        (u->hosts_digest == sp[sn].digest || u->hosts_digest == sp[sn].host_digest)) {
+        r->layout = inside;
+        return;
+    }
+    if (u->hosts_digest && u->nhosts == 2) {
+        uint32_t o =
+            named_find(m, t, u->hosts_digest - sn_telem_host_digest(u->host, strlen(u->host)));
+        if (o != SN_NONE && o != r->server) {
+            r->peer = o;
+            r->layout = m->server_supernode[o] == sn ? inside : SN_BUSBW_CROSS_SUPERNODE;
+            return;
+        }
+    }
+    r->hosts_known = false;
+    r->layout = sn_health_busbw_layout(m, r->server, u->nranks, u->nhosts);
+}
+
+static void theory_fail(const struct sn_health_input *in, struct sn_accept_report *a,
+                        const struct sn_accept_run *r, const struct span *sp)
+{
+    const struct sn_model *m = in->model;
+    uint32_t sn = m->server_supernode[r->server];
+    bool whole = r->hosts_known && r->nhosts > 2 && r->nhosts == sp[sn].servers;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        if (sv != r->server && sv != r->peer && !(whole && m->server_supernode[sv] == sn))
+            continue;
+        fail(&a->nodes[sv], SN_ACCEPT_BUSBW_THEORY,
+             "%s %s x%u: busbw %.1f GB/s is %.2f of %.1f GB/s (%s), floor %.2f", r->where,
+             sn_nccl_coll_name(r->coll), r->nranks, r->busbw_bytes_per_s / 1e9, r->ratio,
+             r->theory_bytes_per_s / 1e9, sn_busbw_layout_name(r->layout), r->eff);
+    }
+}
+
+static enum sn_err theory(const struct sn_health_input *in, struct sn_accept_report *a)
+{
+    const struct sn_model *m = in->model;
+    uint32_t n = sn_health_history_nccl_run_count(in->history);
+    struct span *sp = NULL;
+    struct named *t = names_new(m, in->inventory);
+    a->runs = calloc((size_t)n + 1, sizeof(*a->runs));
+    if (!t || !a->runs || !spans_new(m, in->inventory, &sp)) {
+        free(t);
+        free(sp);
+        return SN_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sn_health_nccl_run *u = sn_health_history_nccl_run(in->history, i);
+        uint32_t sv = sn_inventory_server(in->inventory, m, u->host);
+        if (sv == SN_NONE || u->nranks < 2 || !(u->peak_busbw_bytes_per_s > 0))
+            continue;
+        struct sn_accept_run *r = &a->runs[a->n_runs++];
+        snprintf(r->where, sizeof(r->where), "%s", u->where);
+        r->coll = u->coll;
+        r->nranks = u->nranks;
+        r->nhosts = u->nhosts ? u->nhosts : 1;
+        r->server = sv;
+        run_layout(m, sp, t, u, r);
+        r->size_bytes = u->peak_size_bytes;
+        r->busbw_bytes_per_s = u->peak_busbw_bytes_per_s;
+        r->theory_bytes_per_s = sn_health_busbw_theory(m, sv, r->layout, NULL, 0);
+        r->eff = sn_health_busbw_eff(in->cfg, r->layout);
+        r->ratio = r->busbw_bytes_per_s / r->theory_bytes_per_s;
+        r->compared = !isnan(r->ratio) && u->last_size_bytes >= in->cfg->busbw_plateau_min_bytes;
+        r->below = r->compared && r->ratio < r->eff;
+        if (r->below)
+            theory_fail(in, a, r, sp);
+    }
+    free(t);
+    free(sp);
+    return SN_OK;
+}
+
 static void phase1_health(const struct sn_health_input *in, const struct sn_health_report *r,
                           struct sn_accept_report *a)
 {
@@ -374,6 +500,7 @@ void sn_accept_report_free(struct sn_accept_report *r)
     if (!r)
         return;
     free(r->nodes);
+    free(r->runs);
     free(r);
 }
 
@@ -409,6 +536,11 @@ enum sn_err sn_health_accept(const struct sn_health_input *in,
     phase1_health(&inp, analysis, a);
     phase3(&inp, a);
     grey(&inp, a);
+    if (theory(&inp, a) != SN_OK) {
+        free(scratch);
+        sn_accept_report_free(a);
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    }
     for (uint32_t s = 0; s < a->n_nodes; s++) {
         struct sn_accept_node *n = &a->nodes[s];
         n->accepted = n->tested && n->failed == 0;

@@ -237,8 +237,8 @@ static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
     /* Small messages: the per-round latency for acceptance's p2-latency-stable. */
     double lat = round_latency_s(r);
     if (r->size_bytes <= SN_HEALTH_LAT_MAX_BYTES && !isnan(lat)) {
-        snprintf(key, sizeof(key), "nccl-time/%s/%u/%.0f/%s", sn_nccl_coll_name(r->coll),
-                 r->nranks, r->size_bytes, r->host);
+        snprintf(key, sizeof(key), "nccl-time/%s/%u/%.0f/%s", sn_nccl_coll_name(r->coll), r->nranks,
+                 r->size_bytes, r->host);
         nccl_point(h, key, r, lat);
     }
 }
@@ -284,6 +284,7 @@ static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
     u->nhosts = r->nhosts;
     u->plateau_size_bytes = r->plateau_size_bytes;
     u->plateau_rows = r->plateau_rows;
+    u->hosts_digest = r->hosts_digest;
 }
 
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h)

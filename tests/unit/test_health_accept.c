@@ -96,11 +96,10 @@ static size_t scaled_row(const char *row, double factor, char *out, size_t len)
         p += w;
     }
     assert_int_equal(n, 13);
-    return (size_t)snprintf(out, len,
-                            "%12s  %12s  %8s  %6s  %6s  %7.2f  %6s  %6s  %6s  %7.2f  %6s  %6s  %6s\n",
-                            tok[0], tok[1], tok[2], tok[3], tok[4], factor * strtod(tok[5], NULL),
-                            tok[6], tok[7], tok[8], factor * strtod(tok[9], NULL), tok[10],
-                            tok[11], tok[12]);
+    return (size_t)snprintf(
+        out, len, "%12s  %12s  %8s  %6s  %6s  %7.2f  %6s  %6s  %6s  %7.2f  %6s  %6s  %6s\n", tok[0],
+        tok[1], tok[2], tok[3], tok[4], factor * strtod(tok[5], NULL), tok[6], tok[7], tok[8],
+        factor * strtod(tok[9], NULL), tok[10], tok[11], tok[12]);
 }
 
 /* One all_reduce round over hosts (8 ranks each): the real rows, the time
@@ -131,9 +130,8 @@ static void round_of(struct fx *f, const char *const *hosts, unsigned nhosts, in
     struct sn_telem_opts o = {.source = "all_reduce_perf.log"};
     struct sn_telem_sink sink = sn_health_history_sink(f->hist);
     struct sn_error err = {0};
-    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, &o, &sink, buf, strlen(buf), NULL,
-                                           &err),
-                     SN_OK);
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, &o, &sink, buf, strlen(buf), NULL, &err), SN_OK);
 }
 
 static struct sn_accept_report *accept(struct fx *f)
@@ -181,7 +179,8 @@ static void test_latency_fires(void **state)
     assert_true(failed(a, f->model, "sn00-t00", SN_ACCEPT_P2_LATENCY));
     assert_true(failed(a, f->model, "sn00-t02", SN_ACCEPT_P2_LATENCY));
     assert_false(failed(a, f->model, "sn01-t00", SN_ACCEPT_P2_LATENCY));
-    const char *d = a->nodes[sn_model_find_server(f->model, "sn00-t00")].detail[SN_ACCEPT_P2_LATENCY];
+    const char *d =
+        a->nodes[sn_model_find_server(f->model, "sn00-t00")].detail[SN_ACCEPT_P2_LATENCY];
     assert_non_null(strstr(d, "all_reduce 16 B: latency cv "));
     assert_non_null(strstr(d, "over 30 rounds (limit 10%)"));
     /* the 16 B row's mean of out-of-place 17.72 and in-place 19.53 us: 18.625;
@@ -212,12 +211,204 @@ static void test_latency_partial_ignored(void **state)
     sn_accept_report_free(a);
 }
 
+/* ---- measured against theory ---------------------------------------------------------- */
+
+/* One all_reduce run: gpus ranks on each of hosts, then rows (header and
+ * footer added). */
+static void run_of(struct fx *f, const char *const *hosts, unsigned nhosts, unsigned gpus,
+                   const char *rows)
+{
+    char buf[32768];
+    size_t at = (size_t)snprintf(buf, sizeof(buf),
+                                 "# nThread 1 nGpus 1 minBytes 536870912 maxBytes 8589934592 "
+                                 "step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+                                 "validation: 1 graph: 0\n#\n# Using devices\n");
+    for (unsigned r = 0; r < gpus * nhosts; r++)
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at,
+                               "#  Rank %2u Group  0 Pid  1484%u on %s device  %u [0x%02x] "
+                               "NVIDIA Graphics Device\n",
+                               r, r, hosts[r / gpus], r % gpus, 1 + r % gpus);
+    snprintf(buf + at, sizeof(buf) - at,
+             "#\n#       size         count      type   redop    root     time   algbw   busbw "
+             "#wrong     time   algbw   busbw #wrong\n"
+             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)     "
+             "       (us)  (GB/s)  (GB/s)\n%s# Out of bounds values : 0 OK\n"
+             "# Avg bus bandwidth    : 0.00\n#\n",
+             rows);
+    struct sn_telem_opts o = {.source = "all_reduce_perf.log"};
+    struct sn_telem_sink sink = sn_health_history_sink(f->hist);
+    struct sn_error err = {0};
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, &o, &sink, buf, strlen(buf), NULL, &err), SN_OK);
+}
+
+/* A 16 GiB all_reduce row of n ranks with busbw b GB/s (time and algbw
+ * consistent with it: algbw = b / (2(n-1)/n)). */
+static void row_16g(char *out, size_t len, unsigned n, double b)
+{
+    double alg = b / (2.0 * (n - 1) / n), t = 17179869184.0 / (alg * 1e3);
+    snprintf(out, len,
+             " 17179869184    4294967296     float     sum      -1  %8.0f  %6.2f  %6.2f      0  "
+             "%8.0f  %6.2f  %6.2f      0\n",
+             t, alg, b, t, alg, b);
+}
+
+static const struct sn_accept_run *run_at(const struct sn_accept_report *a, uint32_t i)
+{
+    assert_true(i < a->n_runs);
+    return &a->runs[i];
+}
+
+/* good-64 (HGX H100: 18 NVLinks x 25 GB/s per direction = 450 GB/s inside
+ * a server; 8 NICs x 400 Gb/s / 8 GPUs = 50 GB/s across servers). */
+static void test_theory_hgx(void **state)
+{
+    struct fx *f = *state;
+    static const char *const one[] = {"sn00-t01"};
+    static const char *const pair[] = {"sn00-t00", "sn00-t02"};
+    static const char *const cross[] = {"sn00-t03", "sn01-t03"};
+    char row[256];
+    row_16g(row, sizeof(row), 8, 405.0); /* 0.90 of 450 */
+    run_of(f, one, 1, 8, row);
+    row_16g(row, sizeof(row), 8, 315.0); /* 0.70 of 450: below 0.80 */
+    run_of(f, one, 1, 8, row);
+    row_16g(row, sizeof(row), 16, 46.0); /* 0.92 of 50 */
+    run_of(f, pair, 2, 8, row);
+    row_16g(row, sizeof(row), 32, 44.0); /* 0.88 of 50 */
+    run_of(f, sn00, 4, 8, row);
+    row_16g(row, sizeof(row), 16, 30.0); /* 0.60 of 50: below */
+    run_of(f, cross, 2, 8, row);
+    struct sn_accept_report *a = accept(f);
+    assert_int_equal(a->n_runs, 5);
+    const struct sn_accept_run *r = run_at(a, 0);
+    assert_int_equal(r->layout, SN_BUSBW_SERVER);
+    assert_true(r->hosts_known);
+    assert_near(r->theory_bytes_per_s, 450e9, 1);
+    assert_near(r->ratio, 0.90, 1e-3);
+    assert_near(r->eff, 0.80, 0);
+    assert_true(r->compared);
+    assert_false(r->below);
+    assert_true(run_at(a, 1)->below);
+    r = run_at(a, 2);
+    assert_int_equal(r->layout, SN_BUSBW_SCALEOUT);
+    assert_int_equal(r->peer, sn_model_find_server(f->model, "sn00-t02"));
+    assert_near(r->theory_bytes_per_s, 50e9, 1);
+    assert_near(r->ratio, 0.92, 1e-3);
+    assert_false(r->below);
+    r = run_at(a, 3);
+    assert_int_equal(r->layout, SN_BUSBW_SCALEOUT);
+    assert_true(r->hosts_known);
+    assert_int_equal(r->peer, SN_NONE);
+    assert_near(r->ratio, 0.88, 1e-3);
+    r = run_at(a, 4);
+    assert_int_equal(r->layout, SN_BUSBW_CROSS_SUPERNODE);
+    assert_int_equal(r->peer, sn_model_find_server(f->model, "sn01-t03"));
+    assert_near(r->ratio, 0.60, 1e-3);
+    assert_true(r->below);
+    /* the verdicts: the slow single-server run on sn00-t01, the slow
+     * cross-supernode pair on both its servers, nobody else */
+    assert_true(failed(a, f->model, "sn00-t01", SN_ACCEPT_BUSBW_THEORY));
+    assert_true(failed(a, f->model, "sn00-t03", SN_ACCEPT_BUSBW_THEORY));
+    assert_true(failed(a, f->model, "sn01-t03", SN_ACCEPT_BUSBW_THEORY));
+    assert_false(failed(a, f->model, "sn00-t00", SN_ACCEPT_BUSBW_THEORY));
+    assert_false(failed(a, f->model, "sn00-t02", SN_ACCEPT_BUSBW_THEORY));
+    assert_false(failed(a, f->model, "sn01-t00", SN_ACCEPT_BUSBW_THEORY));
+    const char *d =
+        a->nodes[sn_model_find_server(f->model, "sn00-t01")].detail[SN_ACCEPT_BUSBW_THEORY];
+    assert_non_null(strstr(d, "all_reduce x8: busbw 315.0 GB/s is 0.70 of 450.0 GB/s (server), "
+                              "floor 0.80"));
+    sn_accept_report_free(a);
+    /* one floor: the efficiency is the config's, as for busbw-low */
+    f->cfg.busbw_eff_scaleup = 0.65;
+    f->cfg.busbw_eff_network = 0.55;
+    a = accept(f);
+    assert_false(failed(a, f->model, "sn00-t01", SN_ACCEPT_BUSBW_THEORY));
+    assert_false(failed(a, f->model, "sn01-t03", SN_ACCEPT_BUSBW_THEORY));
+    sn_accept_report_free(a);
+}
+
+/* A run that stops below busbw_plateau_min_bytes (the latency rounds) is
+ * listed but not compared. */
+static void test_theory_small_runs_not_compared(void **state)
+{
+    struct fx *f = *state;
+    round_of(f, sn00, 4, -1, 1.0);
+    struct sn_accept_report *a = accept(f);
+    assert_int_equal(a->n_runs, 1);
+    assert_false(run_at(a, 0)->compared);
+    assert_false(failed(a, f->model, "sn00-t00", SN_ACCEPT_BUSBW_THEORY));
+    sn_accept_report_free(a);
+}
+
+/* gb200-nvl72: 18 trays x 4 GPUs in one NVLink-5 domain (18 x 50 GB/s per
+ * direction = 900 GB/s). The rows are the real GB200 NVL72 all_reduce of
+ * tests/data/real/nccl-tests/sn00-t00.coreweave43-nvl72.log (peak 846.82 GB/s
+ * in place, 839.16 out of place at 4 GiB: 0.93 of 900); the 72 rank lines
+ * name the model's 18 trays (the real log keeps only its last one). */
+static int setup_nvl72(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    fx_open(f, "examples/gb200-nvl72.yaml");
+    *state = f;
+    return 0;
+}
+
+static void test_theory_nvl72(void **state)
+{
+    struct fx *f = *state;
+    char path[512], line[256], rows[2048] = "";
+    FILE *in = fopen(sn_test_path(path, sizeof(path),
+                                  "tests/data/real/nccl-tests/sn00-t00.coreweave43-nvl72.log"),
+                     "r");
+    assert_non_null(in);
+    size_t at = 0;
+    while (fgets(line, sizeof(line), in))
+        if (line[0] == ' ')
+            at += (size_t)snprintf(rows + at, sizeof(rows) - at, "%s", line);
+    fclose(in);
+    const char *hosts[18];
+    char names[18][16];
+    for (unsigned i = 0; i < 18; i++) {
+        snprintf(names[i], sizeof(names[i]), "nvl00-t%02u", i);
+        hosts[i] = names[i];
+    }
+    assert_int_not_equal(sn_model_find_server(f->model, "nvl00-t17"), SN_NONE);
+    run_of(f, hosts, 18, 4, rows);
+    /* two trays of the rack: still inside the NVLink domain */
+    run_of(f, hosts + 3, 2, 4, rows);
+    struct sn_accept_report *a = accept(f);
+    assert_int_equal(a->n_runs, 2);
+    const struct sn_accept_run *r = run_at(a, 0);
+    assert_int_equal(r->layout, SN_BUSBW_SUPERNODE_SCALEUP);
+    assert_true(r->hosts_known);
+    assert_int_equal(r->nranks, 72);
+    assert_near(r->theory_bytes_per_s, 900e9, 1);
+    assert_near(r->busbw_bytes_per_s, 839.16e9, 1e6);
+    assert_near(r->ratio, 839.16 / 900, 1e-4);
+    assert_true(r->compared);
+    assert_false(r->below);
+    r = run_at(a, 1);
+    assert_int_equal(r->layout, SN_BUSBW_SUPERNODE_SCALEUP);
+    assert_int_equal(r->peer, sn_model_find_server(f->model, "nvl00-t04"));
+    assert_false(failed(a, f->model, "nvl00-t00", SN_ACCEPT_BUSBW_THEORY));
+    sn_accept_report_free(a);
+    /* a floor above 0.93 fails every tray of the rack for the 72-rank run */
+    f->cfg.busbw_eff_scaleup = 0.95;
+    a = accept(f);
+    assert_true(failed(a, f->model, "nvl00-t00", SN_ACCEPT_BUSBW_THEORY));
+    assert_true(failed(a, f->model, "nvl00-t17", SN_ACCEPT_BUSBW_THEORY));
+    sn_accept_report_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_latency_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency_partial_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_theory_hgx, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_theory_small_runs_not_compared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_theory_nvl72, setup_nvl72, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
