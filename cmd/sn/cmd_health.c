@@ -28,9 +28,11 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "health_plan.h"
 
 static const char usage_text[] =
     "usage: sn health analyze|baseline|accept|watch [options] FILE...\n"
+    "       sn health accept --plan --cluster SPEC [--rounds N] [--supernode S] [--round R]\n"
     "\n"
     "FILEs are telemetry and benchmark outputs: nvidia-smi (CSV, -q, nvlink -s, topo -m),\n"
     "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
@@ -59,6 +61,10 @@ static const char usage_text[] =
     "  --declared         baseline: add the declared baselines\n"
     "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
     "  --latency-cv X     accept: phase-2 small-message latency cv limit (default 0.10)\n"
+    "  --plan             accept: print phase 2's test plan (pairwise, cross-supernode and\n"
+    "                     all-node rounds with their mpirun/all_reduce_perf lines); no FILEs\n"
+    "  --supernode S      accept --plan: only supernode S's runs (its name, sn00, or index)\n"
+    "  --round R          accept --plan: only round R\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -85,7 +91,9 @@ struct ctx {
     const char *facts_path[SN_FACTS_COUNT];
     struct in_file files[MAX_FILES];
     unsigned n_files;
-    bool json, declared, strict;
+    bool json, declared, strict, plan;
+    const char *supernode; /* accept --plan --supernode */
+    unsigned round;        /* accept --plan --round, 0 all */
     long interval_ms, polls;
     struct sn_spec *spec;
     struct sn_model *model;
@@ -171,6 +179,8 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             c->declared = true, takes = false;
         } else if (strcmp(a, "--strict") == 0) {
             c->strict = true, takes = false;
+        } else if (strcmp(a, "--plan") == 0) {
+            c->plan = true, takes = false;
         } else if (a[0] == '-' && a[1] && !v) {
             return fail_usage(c, "%s needs a value", a);
         } else if (k >= 0) {
@@ -198,6 +208,15 @@ static int parse_args(struct ctx *c, int argc, char **argv)
                 return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
                                   v ? v : "", SN_HEALTH_SERIES_KEEP);
             c->cfg.accept_rounds = (unsigned)n;
+        } else if (strcmp(a, "--supernode") == 0) {
+            c->supernode = v;
+        } else if (strcmp(a, "--round") == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (*end || errno || end == v || n < 1 || n > 1000000000L)
+                return fail_usage(c, "--round '%s': expected a round number from 1", v);
+            c->round = (unsigned)n;
         } else if (strcmp(a, "--latency-cv") == 0) {
             char *end;
             errno = 0;
@@ -1165,6 +1184,14 @@ static json_t *accept_json(const struct ctx *c, const struct sn_accept_report *a
 
 static int verb_accept(struct ctx *c)
 {
+    if (c->plan) {
+        if (c->n_files)
+            return fail_usage(c, "--plan takes no input files ('%s')", c->files[0].path);
+        struct sn_health_plan_args pa = {c->cfg.accept_rounds, c->supernode, c->round, c->json};
+        return sn_cmd_health_plan(c->model, c->inv, &pa);
+    }
+    if (c->supernode || c->round)
+        return fail_usage(c, "%s", "--supernode and --round go with --plan");
     double now;
     int rc = feed_all(c);
     if (rc == SN_EXIT_OK)

@@ -23,7 +23,9 @@
 
 #include <cmocka.h>
 
+#include <sn/accept_plan.h>
 #include <sn/health.h>
+#include <sn/inventory.h>
 #include <sn/spec.h>
 
 #include "sn_test.h"
@@ -400,6 +402,295 @@ static void test_theory_nvl72(void **state)
     sn_accept_report_free(a);
 }
 
+/* ---- the test plan ---------------------------------------------------------------------- */
+
+/* What the plan's runs did, checked against the promises of
+ * include/sn/accept_plan.h. */
+struct seen {
+    const struct sn_model *m;
+    uint32_t round;
+    uint8_t *used;      /* per server: used in the current round */
+    uint32_t *pair;     /* per server pair (a * n + b): times met in pairwise rounds */
+    uint32_t *sn_pair;  /* per supernode pair: cross runs */
+    uint32_t *all_node; /* per supernode: all-node runs */
+    uint32_t runs, twice, foreign;
+    char first_command[512];
+    const struct sn_inventory *inv;
+};
+
+static void on_plan_run(void *ctx, const struct sn_accept_plan_run *r)
+{
+    struct seen *x = ctx;
+    const struct sn_model *m = x->m;
+    if (r->round != x->round) {
+        memset(x->used, 0, m->n_servers);
+        x->round = r->round;
+    }
+    if (!x->runs++)
+        snprintf(x->first_command, sizeof(x->first_command), "%s", r->command);
+    unsigned gpus = 0;
+    for (uint32_t i = 0; i < r->n_servers; i++) {
+        uint32_t sv = r->servers[i];
+        x->twice += x->used[sv]++ > 0;
+        gpus += sn_model_server_spec(m, sv)->gpus;
+        /* each host is the inventory's, else the model name, and is in the command */
+        char name[96];
+        const char *h = x->inv ? sn_inventory_host(x->inv, sv) : NULL;
+        assert_string_equal(r->hosts[i], h ? h : sn_model_server_name(m, sv, name, sizeof(name)));
+        char slot[128];
+        snprintf(slot, sizeof(slot), "%s:%u", r->hosts[i], sn_model_server_spec(m, sv)->gpus);
+        assert_non_null(strstr(r->command, slot));
+    }
+    char np[32];
+    snprintf(np, sizeof(np), "mpirun -np %u -H ", gpus);
+    assert_ptr_equal(strstr(r->command, np), r->command);
+    assert_non_null(strstr(r->command, " all_reduce_perf -b 8 -e 8G -f 2 -g 1 -w 5 -n 20"));
+    uint32_t a = r->servers[0], b = r->n_servers > 1 ? r->servers[1] : SN_NONE;
+    if (r->kind == SN_PLAN_PAIRWISE) {
+        assert_int_equal(r->n_servers, 2);
+        x->foreign += m->server_supernode[a] != m->server_supernode[b];
+        x->pair[(size_t)a * m->n_servers + b]++;
+        x->pair[(size_t)b * m->n_servers + a]++;
+    } else if (r->kind == SN_PLAN_CROSS) {
+        assert_int_equal(r->n_servers, 2);
+        uint32_t p = m->server_supernode[a], q = m->server_supernode[b];
+        x->foreign += p == q;
+        x->sn_pair[(size_t)p * m->n_supernodes + q]++;
+        x->sn_pair[(size_t)q * m->n_supernodes + p]++;
+    } else {
+        uint32_t sn = r->supernode;
+        assert_int_equal(r->n_servers, m->supernodes[sn].n_servers);
+        for (uint32_t i = 0; i < r->n_servers; i++)
+            x->foreign += m->server_supernode[r->servers[i]] != sn;
+        x->all_node[sn]++;
+    }
+}
+
+/* Runs the whole plan of m and checks: no server twice in a round; every
+ * pair of servers of a supernode exactly once over the pairwise rounds
+ * (and no other pair); every supernode pair once over the cross rounds;
+ * every supernode once per all-node round. */
+static void check_plan(const struct sn_model *m, const struct sn_inventory *inv, unsigned rounds)
+{
+    struct sn_accept_plan_opts o;
+    sn_accept_plan_opts_default(&o);
+    o.all_node_rounds = rounds;
+    struct sn_accept_plan_shape sh;
+    sn_accept_plan_shape(m, &o, &sh);
+    struct seen x = {m,
+                     0,
+                     calloc(m->n_servers, 1),
+                     calloc((size_t)m->n_servers * m->n_servers, sizeof(uint32_t)),
+                     calloc((size_t)m->n_supernodes * m->n_supernodes, sizeof(uint32_t)),
+                     calloc(m->n_supernodes, sizeof(uint32_t)),
+                     0,
+                     0,
+                     0,
+                     "",
+                     inv};
+    struct sn_error err = {0};
+    for (uint32_t r = 1; r <= sh.pairwise + sh.cross + sh.all_node; r++)
+        assert_int_equal(sn_accept_plan_round(m, inv, &o, r, on_plan_run, &x, &err), SN_OK);
+    assert_int_equal(x.twice, 0);
+    assert_int_equal(x.foreign, 0);
+    for (uint32_t a = 0; a < m->n_servers; a++)
+        for (uint32_t b = 0; b < m->n_servers; b++)
+            assert_int_equal(x.pair[(size_t)a * m->n_servers + b],
+                             a != b && m->server_supernode[a] == m->server_supernode[b]);
+    for (uint32_t p = 0; p < m->n_supernodes; p++) {
+        for (uint32_t q = 0; q < m->n_supernodes; q++)
+            assert_int_equal(x.sn_pair[(size_t)p * m->n_supernodes + q], p != q);
+        assert_int_equal(x.all_node[p], rounds);
+    }
+    /* out of range */
+    assert_int_equal(sn_accept_plan_round(m, inv, &o, 0, on_plan_run, &x, &err), SN_ERR_USAGE);
+    assert_int_equal(sn_accept_plan_round(m, inv, &o, sh.pairwise + sh.cross + sh.all_node + 1,
+                                          on_plan_run, &x, &err),
+                     SN_ERR_USAGE);
+    free(x.used);
+    free(x.pair);
+    free(x.sn_pair);
+    free(x.all_node);
+}
+
+/* good-64: 2 supernodes x 4 servers: 3 pairwise rounds of 2 pairs each per
+ * supernode, 1 cross round, then the all-node rounds. */
+static void test_plan_good64(void **state)
+{
+    struct fx *f = *state;
+    struct sn_accept_plan_opts o;
+    sn_accept_plan_opts_default(&o);
+    struct sn_accept_plan_shape sh;
+    sn_accept_plan_shape(f->model, &o, &sh);
+    assert_int_equal(sh.pairwise, 3);
+    assert_int_equal(sh.cross, 1);
+    assert_int_equal(sh.all_node, 30);
+    check_plan(f->model, NULL, 30);
+    /* --supernode 1: sn01's pairs only, and the cross pair it plays */
+    o.supernode = 1;
+    struct seen x = {f->model,
+                     0,
+                     calloc(f->model->n_servers, 1),
+                     calloc(64, sizeof(uint32_t)),
+                     calloc(4, sizeof(uint32_t)),
+                     calloc(2, sizeof(uint32_t)),
+                     0,
+                     0,
+                     0,
+                     "",
+                     NULL};
+    struct sn_error err = {0};
+    for (uint32_t r = 1; r <= 3; r++)
+        assert_int_equal(sn_accept_plan_round(f->model, NULL, &o, r, on_plan_run, &x, &err), SN_OK);
+    assert_int_equal(x.runs, 6);
+    assert_int_equal(x.pair[0 * 8 + 1], 0); /* sn00-t00 + sn00-t01: not sn01's */
+    assert_int_equal(x.pair[4 * 8 + 5], 1);
+    assert_int_equal(sn_accept_plan_round(f->model, NULL, &o, 4, on_plan_run, &x, &err), SN_OK);
+    assert_int_equal(x.runs, 7);
+    assert_int_equal(sn_accept_plan_round(f->model, NULL, &o, 5, on_plan_run, &x, &err), SN_OK);
+    assert_int_equal(x.all_node[0], 0);
+    assert_int_equal(x.all_node[1], 1);
+    o.supernode = 2;
+    assert_int_equal(sn_accept_plan_round(f->model, NULL, &o, 1, on_plan_run, &x, &err),
+                     SN_ERR_USAGE);
+    free(x.used);
+    free(x.pair);
+    free(x.sn_pair);
+    free(x.all_node);
+}
+
+/* tests/data/real/inventory.csv on f's model (good-64-real). */
+static struct sn_inventory *real_inventory(struct fx *f)
+{
+    char path[512];
+    sn_test_path(path, sizeof(path), "tests/data/real/inventory.csv");
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    char csv[4096];
+    size_t len = fread(csv, 1, sizeof(csv), in);
+    fclose(in);
+    struct sn_inventory *inv = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_inventory_new(f->model, &inv, &err), SN_OK);
+    assert_int_equal(sn_inventory_read_csv(inv, csv, len, "inventory.csv", &err), SN_OK);
+    assert_int_equal(sn_inventory_seal(inv, &err), SN_OK);
+    return inv;
+}
+
+/* Runs of the plan name the inventory's hosts; phase 2 counts them as
+ * spanning the supernode (30 rounds over workstation = sn00-t00 and
+ * sn00-t01 ... t03), and a pair run over workstation + axa is
+ * cross-supernode. */
+static void test_p2_inventory_hosts(void **state)
+{
+    (void)state;
+    struct fx *f = calloc(1, sizeof(*f));
+    fx_open(f, "tests/data/real/good-64-real.yaml");
+    struct sn_inventory *inv = real_inventory(f);
+    static const char *const real[] = {"workstation", "sn00-t01", "sn00-t02", "sn00-t03"};
+    static const char *const pair[] = {"workstation", "axa"};
+    for (unsigned k = 0; k < 30; k++)
+        round_of(f, real, 4, -1, 1.0);
+    char row[256];
+    row_16g(row, sizeof(row), 16, 45.0);
+    run_of(f, pair, 2, 8, row);
+    struct sn_health_input in = {f->model, f->store, f->hist, NULL, NULL, &f->cfg, 0, inv};
+    struct sn_accept_report *a = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_health_accept(&in, NULL, &a, &err), SN_OK);
+    assert_false(failed(a, f->model, "sn00-t00", SN_ACCEPT_P2_ROUNDS));
+    assert_false(failed(a, f->model, "sn00-t03", SN_ACCEPT_P2_ROUNDS));
+    assert_true(failed(a, f->model, "sn01-t00", SN_ACCEPT_P2_ROUNDS));
+    assert_int_equal(a->n_runs, 31);
+    assert_int_equal(a->runs[30].layout, SN_BUSBW_CROSS_SUPERNODE);
+    assert_int_equal(a->runs[30].peer, sn_model_find_server(f->model, "sn01-t00"));
+    sn_accept_report_free(a);
+    sn_inventory_free(inv);
+    teardown((void **)&f);
+}
+
+/* The real host names of the inventory (tests/data/real/good-64-real.yaml:
+ * sn00-t00 is "workstation", sn01-t00 "axa"); the others keep model names. */
+static void test_plan_inventory_hosts(void **state)
+{
+    (void)state;
+    struct fx *f = calloc(1, sizeof(*f));
+    fx_open(f, "tests/data/real/good-64-real.yaml");
+    struct sn_inventory *inv = real_inventory(f);
+    struct sn_error err = {0};
+    assert_string_equal(sn_inventory_host(inv, sn_model_find_server(f->model, "sn00-t00")),
+                        "workstation");
+    check_plan(f->model, inv, 2);
+    struct sn_accept_plan_opts o;
+    sn_accept_plan_opts_default(&o);
+    struct seen x = {f->model,
+                     0,
+                     calloc(f->model->n_servers, 1),
+                     calloc(64, sizeof(uint32_t)),
+                     calloc(4, sizeof(uint32_t)),
+                     calloc(2, sizeof(uint32_t)),
+                     0,
+                     0,
+                     0,
+                     "",
+                     inv};
+    assert_int_equal(sn_accept_plan_round(f->model, inv, &o, 4, on_plan_run, &x, &err), SN_OK);
+    assert_string_equal(x.first_command,
+                        "mpirun -np 16 -H workstation:8,axa:8 --map-by ppr:8:node -x "
+                        "NCCL_DEBUG=WARN all_reduce_perf -b 8 -e 8G -f 2 -g 1 -w 5 -n 20");
+    free(x.used);
+    free(x.pair);
+    free(x.sn_pair);
+    free(x.all_node);
+    sn_inventory_free(inv);
+    teardown((void **)&f);
+}
+
+/* gb200-nvl72: one rack of 18 trays: 17 pairwise rounds of 9 pairs (all
+ * 153 pairs), no cross round. */
+static void test_plan_nvl72(void **state)
+{
+    struct fx *f = *state;
+    struct sn_accept_plan_opts o;
+    sn_accept_plan_opts_default(&o);
+    struct sn_accept_plan_shape sh;
+    sn_accept_plan_shape(f->model, &o, &sh);
+    assert_int_equal(sh.pairwise, 17);
+    assert_int_equal(sh.cross, 0);
+    check_plan(f->model, NULL, 3);
+}
+
+/* Odd counts (3 supernodes of 5 servers, from tests/specs/good/minimal.yaml
+ * with those two numbers changed): a bye per round, 5 pairwise rounds of 2
+ * pairs, 3 cross rounds of 1 pair. */
+static void test_plan_odd(void **state)
+{
+    (void)state;
+    static const char spec_text[] =
+        "version: 1\nname: odd\ncatalog:\n  gpus:\n"
+        "    g: { dense_bf16: 1 PFLOP/s, hbm: 96 GB, hbm_bandwidth: 4 TB/s, tdp: 1 kW }\n"
+        "  servers:\n    s: { gpu: g, gpus: 4, base_power: 1 kW }\n"
+        "templates:\n  t:\n    server: s\n    servers: 5\n    power_domains:\n"
+        "      only: { capacity: 20 kW }\n    racks: { count: 1, power_limit: 20 kW }\n"
+        "supernodes:\n  - { template: t, count: 3 }\n";
+    struct sn_spec *spec = NULL;
+    struct sn_model *m = NULL;
+    struct sn_error err = {0};
+    assert_int_equal(sn_spec_parse_buffer("odd.yaml", spec_text, strlen(spec_text), &spec, &err),
+                     SN_OK);
+    assert_int_equal(sn_model_build(spec, &m, &err), SN_OK);
+    assert_int_equal(m->n_supernodes, 3);
+    struct sn_accept_plan_opts o;
+    sn_accept_plan_opts_default(&o);
+    struct sn_accept_plan_shape sh;
+    sn_accept_plan_shape(m, &o, &sh);
+    assert_int_equal(sh.pairwise, 5);
+    assert_int_equal(sh.cross, 3);
+    check_plan(m, NULL, 1);
+    sn_model_free(m);
+    sn_spec_free(spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +700,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_theory_hgx, setup, teardown),
         cmocka_unit_test_setup_teardown(test_theory_small_runs_not_compared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_theory_nvl72, setup_nvl72, teardown),
+        cmocka_unit_test_setup_teardown(test_plan_good64, setup, teardown),
+        cmocka_unit_test(test_plan_inventory_hosts),
+        cmocka_unit_test(test_p2_inventory_hosts),
+        cmocka_unit_test_setup_teardown(test_plan_nvl72, setup_nvl72, teardown),
+        cmocka_unit_test(test_plan_odd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
