@@ -409,9 +409,9 @@ static void theory_fail(const struct sn_health_input *in, struct sn_accept_repor
         if (sv != r->server && sv != r->peer && !(whole && m->server_supernode[sv] == sn))
             continue;
         fail(&a->nodes[sv], SN_ACCEPT_BUSBW_THEORY,
-             "%s %s x%u: busbw %.1f GB/s is %.2f of %.1f GB/s (%s), floor %.2f", r->where,
+             "%s x%u: busbw %.1f GB/s is %.2f of %.1f GB/s (%s), floor %.2f; %s",
              sn_nccl_coll_name(r->coll), r->nranks, r->busbw_bytes_per_s / 1e9, r->ratio,
-             r->theory_bytes_per_s / 1e9, sn_busbw_layout_name(r->layout), r->eff);
+             r->theory_bytes_per_s / 1e9, sn_busbw_layout_name(r->layout), r->eff, r->where);
     }
 }
 
