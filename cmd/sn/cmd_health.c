@@ -28,9 +28,11 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "health_plan.h"
 
 static const char usage_text[] =
     "usage: sn health analyze|baseline|accept|watch [options] FILE...\n"
+    "       sn health accept --plan --cluster SPEC [--rounds N] [--supernode S] [--round R]\n"
     "\n"
     "FILEs are telemetry and benchmark outputs: nvidia-smi (CSV, -q, nvlink -s, topo -m),\n"
     "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
@@ -58,6 +60,11 @@ static const char usage_text[] =
     "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
     "  --declared         baseline: add the declared baselines\n"
     "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
+    "  --latency-cv X     accept: phase-2 small-message latency cv limit (default 0.10)\n"
+    "  --plan             accept: print phase 2's test plan (pairwise, cross-supernode and\n"
+    "                     all-node rounds with their mpirun/all_reduce_perf lines); no FILEs\n"
+    "  --supernode S      accept --plan: only supernode S's runs (its name, sn00, or index)\n"
+    "  --round R          accept --plan: only round R\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -84,7 +91,9 @@ struct ctx {
     const char *facts_path[SN_FACTS_COUNT];
     struct in_file files[MAX_FILES];
     unsigned n_files;
-    bool json, declared, strict;
+    bool json, declared, strict, plan;
+    const char *supernode; /* accept --plan --supernode */
+    unsigned round;        /* accept --plan --round, 0 all */
     long interval_ms, polls;
     struct sn_spec *spec;
     struct sn_model *model;
@@ -170,6 +179,8 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             c->declared = true, takes = false;
         } else if (strcmp(a, "--strict") == 0) {
             c->strict = true, takes = false;
+        } else if (strcmp(a, "--plan") == 0) {
+            c->plan = true, takes = false;
         } else if (a[0] == '-' && a[1] && !v) {
             return fail_usage(c, "%s needs a value", a);
         } else if (k >= 0) {
@@ -197,6 +208,25 @@ static int parse_args(struct ctx *c, int argc, char **argv)
                 return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
                                   v ? v : "", SN_HEALTH_SERIES_KEEP);
             c->cfg.accept_rounds = (unsigned)n;
+        } else if (strcmp(a, "--supernode") == 0) {
+            c->supernode = v;
+        } else if (strcmp(a, "--round") == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (*end || errno || end == v || n < 1 || n > 1000000000L)
+                return fail_usage(c, "--round '%s': expected a round number from 1", v);
+            c->round = (unsigned)n;
+        } else if (strcmp(a, "--latency-cv") == 0) {
+            char *end;
+            errno = 0;
+            double x = strtod(v, &end);
+            if (*end || errno || end == v || !(x > 0 && x <= 10))
+                return fail_usage(c,
+                                  "--latency-cv '%s': expected a coefficient of variation "
+                                  "above 0 and at most 10 (0.10 is 10%%)",
+                                  v);
+            c->cfg.accept_lat_cv = x;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
         } else if (strcmp(a, "-f") == 0) {
@@ -1037,6 +1067,39 @@ static int verb_baseline(struct ctx *c)
     return SN_EXIT_OK;
 }
 
+/* Each run against the model's theory of its layout (busbw-theory). */
+static void print_accept_runs(const struct ctx *c, const struct sn_accept_report *a)
+{
+    if (!a->n_runs)
+        return;
+    printf("\n%-14s  %5s  %-12s  %-17s  %10s  %10s  %5s  %-12s  %s\n", "COLLECTIVE", "RANKS",
+           "RANK0", "LAYOUT", "BUSBW", "THEORY", "RATIO", "VERDICT", "RUN");
+    for (uint32_t i = 0; i < a->n_runs; i++) {
+        const struct sn_accept_run *r = &a->runs[i];
+        char name[96], bw[32], th[32], ratio[16];
+        snprintf(bw, sizeof(bw), "%.1f GB/s", r->busbw_bytes_per_s / 1e9);
+        if (isnan(r->theory_bytes_per_s))
+            snprintf(th, sizeof(th), "-");
+        else
+            snprintf(th, sizeof(th), "%.1f GB/s", r->theory_bytes_per_s / 1e9);
+        if (isnan(r->ratio))
+            snprintf(ratio, sizeof(ratio), "-");
+        else
+            snprintf(ratio, sizeof(ratio), "%.2f", r->ratio);
+        printf("%-14s  %5u  %-12s  %-17s  %10s  %10s  %5s  %-12s  %s%s\n",
+               sn_nccl_coll_name(r->coll), r->nranks,
+               sn_model_server_name(c->model, r->server, name, sizeof(name)),
+               sn_busbw_layout_name(r->layout), bw, th, ratio,
+               !r->compared ? "not compared"
+               : r->below   ? "below"
+                            : "ok",
+               r->where, r->hosts_known ? "" : " (layout from counts)");
+    }
+    printf("(theory per direction: docs/health.md \"Measured against theory\"; floor %.2f "
+           "scale-up, %.2f scale-out)\n",
+           c->cfg.busbw_eff_scaleup, c->cfg.busbw_eff_network);
+}
+
 static void print_accept(const struct ctx *c, const struct sn_accept_report *a)
 {
     printf("%-12s  %-9s  %s\n", "NODE", "VERDICT", "FAILED RULES");
@@ -1055,6 +1118,7 @@ static void print_accept(const struct ctx *c, const struct sn_accept_report *a)
             }
         printf("\n");
     }
+    print_accept_runs(c, a);
     printf("\naccepted %u, rejected %u, untested %u\n", a->accepted, a->rejected, a->untested);
     if (a->has_grey)
         printf("grey release over %.1f days: %u failures (MTBF %.0f node-hours), %u jobs, "
@@ -1086,6 +1150,25 @@ static json_t *accept_json(const struct ctx *c, const struct sn_accept_report *a
         json_pack("{s:s, s:i, s:o, s:i, s:i, s:i}", "format", "sn-health-accept", "version", 1,
                   "nodes", nodes, "accepted", (json_int_t)a->accepted, "rejected",
                   (json_int_t)a->rejected, "untested", (json_int_t)a->untested);
+    json_t *runs = json_array();
+    for (uint32_t i = 0; i < a->n_runs; i++) {
+        const struct sn_accept_run *r = &a->runs[i];
+        char name[96];
+        json_array_append_new(
+            runs,
+            json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:f, s:s}", "where",
+                      r->where, "collective", sn_nccl_coll_name(r->coll), "ranks",
+                      (json_int_t)r->nranks, "hosts", (json_int_t)r->nhosts, "rank0",
+                      sn_model_server_name(c->model, r->server, name, sizeof(name)), "layout",
+                      sn_busbw_layout_name(r->layout), "hosts_known", r->hosts_known, "size_bytes",
+                      num(r->size_bytes), "busbw_bytes_per_s", num(r->busbw_bytes_per_s),
+                      "theory_bytes_per_s", num(r->theory_bytes_per_s), "ratio", num(r->ratio),
+                      "floor", r->eff, "verdict",
+                      !r->compared ? "not-compared"
+                      : r->below   ? "below"
+                                   : "ok"));
+    }
+    json_object_set_new(root, "runs", runs);
     if (a->has_grey)
         json_object_set_new(root, "grey_release",
                             json_pack("{s:f, s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "period_s",
@@ -1101,6 +1184,14 @@ static json_t *accept_json(const struct ctx *c, const struct sn_accept_report *a
 
 static int verb_accept(struct ctx *c)
 {
+    if (c->plan) {
+        if (c->n_files)
+            return fail_usage(c, "--plan takes no input files ('%s')", c->files[0].path);
+        struct sn_health_plan_args pa = {c->cfg.accept_rounds, c->supernode, c->round, c->json};
+        return sn_cmd_health_plan(c->model, c->inv, &pa);
+    }
+    if (c->supernode || c->round)
+        return fail_usage(c, "%s", "--supernode and --round go with --plan");
     double now;
     int rc = feed_all(c);
     if (rc == SN_EXIT_OK)

@@ -45,6 +45,7 @@
 #define SN_HEALTH_FACTS_MAX (1u << 20)    /* rows per facts table */
 #define SN_HEALTH_SERIES_MAX 65536u       /* series kept by a history */
 #define SN_HEALTH_SERIES_KEEP 32u         /* points kept per series (a ring) */
+#define SN_HEALTH_LAT_MAX_BYTES 1048576.0 /* nccl rows kept as latency series: size <= 1 MiB */
 #define SN_HEALTH_FINDINGS_MAX (1u << 20) /* findings in one report */
 #define SN_HEALTH_BASELINE_MAX 65536u     /* baseline entries */
 #define SN_HEALTH_EVIDENCE_MAX 200u       /* bytes of a finding's evidence */
@@ -300,6 +301,9 @@ struct sn_health_config {
     unsigned accept_rounds;     /* phase 2 rounds needed, 30 (at most SN_HEALTH_SERIES_KEEP) */
     double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
     double accept_interference; /* phase 3 slowdown limit, 0.10 */
+    double accept_lat_cv;       /* phase 2 small-message latency cv limit, 0.10 */
+    double accept_lat_max_bytes; /* sizes that count as small messages, 64 KiB
+                                    (at most SN_HEALTH_LAT_MAX_BYTES) */
     /* Coverage: evidence older than this (s before now) is stale, 900; a GPU
      * whose newest reading is this much older than its host's newest one
      * stopped reporting (gpu-missing). */
@@ -366,6 +370,43 @@ void sn_health_config_default(struct sn_health_config *cfg);
 double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
                              uint32_t server, unsigned nranks, unsigned nhosts, char *why,
                              size_t why_len);
+
+/* The layout of an nccl-tests run, which decides its hardware bottleneck
+ * (docs/health.md "Measured against theory"). */
+#define SN_BUSBW_LAYOUT_LIST(X)                                                                    \
+    X(SERVER, "server", "one server: scale-up inside it")                                          \
+    X(SUPERNODE_SCALEUP, "supernode-scaleup",                                                      \
+      "several servers of one supernode in its supernode-wide scale-up domain (NVL72)")            \
+    X(SCALEOUT, "scale-out", "several servers of one supernode joined only by their NICs")         \
+    X(CROSS_SUPERNODE, "cross-supernode", "servers of several supernodes, over scale-out")
+enum sn_busbw_layout {
+#define SN_X(id, name, text) SN_BUSBW_##id,
+    SN_BUSBW_LAYOUT_LIST(SN_X)
+#undef SN_X
+        SN_BUSBW_LAYOUT_COUNT
+};
+const char *sn_busbw_layout_name(enum sn_busbw_layout l);
+
+/* The layout sn_health_busbw_floor() assumes for nranks ranks over nhosts
+ * hosts with rank 0 on `server` when the other hosts are not known: one
+ * host is SERVER; a run that fits in the server's supernode is
+ * SUPERNODE_SCALEUP for a supernode-wide domain, else SCALE-OUT; a run
+ * larger than the supernode is CROSS_SUPERNODE. */
+enum sn_busbw_layout sn_health_busbw_layout(const struct sn_model *m, uint32_t server,
+                                            unsigned nranks, unsigned nhosts);
+
+/* The theoretical bus bandwidth per direction (bytes/s) of a run in layout
+ * l with rank 0 on `server`, from the model: SERVER and SUPERNODE_SCALEUP:
+ * the GPU's scale-up links x link bandwidth per direction (needs a scale-up
+ * switch); SCALEOUT and CROSS_SUPERNODE: the server's NICs x NIC line rate /
+ * its GPUs. NaN when the model gives no figure. why (may be NULL) gets the
+ * formula with its figures ("18 x 25.0 GB/s scale-up (model)"). */
+double sn_health_busbw_theory(const struct sn_model *m, uint32_t server, enum sn_busbw_layout l,
+                              char *why, size_t why_len);
+/* The efficiency floor of a layout: busbw_eff_scaleup for SERVER and
+ * SUPERNODE_SCALEUP, busbw_eff_network otherwise (cfg NULL: defaults).
+ * sn_health_busbw_floor() is this x sn_health_busbw_theory(). */
+double sn_health_busbw_eff(const struct sn_health_config *cfg, enum sn_busbw_layout l);
 
 /* ---- facts: the small documented inputs ----------------------------------- */
 
@@ -552,7 +593,9 @@ const struct sn_health_gpu_history *sn_health_history_gpu(const struct sn_health
 /* A series: the last points of one facility reading or one nccl-tests
  * bandwidth. Keys: "loop/<name>/<part>/<metric>", "feed/<name>/<part>/<metric>",
  * "nccl/<coll>/<nranks>/<size_bytes>/<rank0 host>" (busbw of each run, out of
- * place). */
+ * place), "nccl-time/<coll>/<nranks>/<size_bytes>/<rank0 host>" (rows of at
+ * most SN_HEALTH_LAT_MAX_BYTES: the mean of the out-of-place and in-place
+ * time of each run, in seconds). */
 struct sn_health_series {
     char key[160];
     uint32_t total; /* points ever added; the ring holds min(total, KEEP) */
@@ -584,6 +627,7 @@ struct sn_health_nccl_run {
     unsigned nhosts;
     double plateau_size_bytes; /* see struct sn_telem_nccl_summary */
     unsigned plateau_rows;
+    uint64_t hosts_digest; /* of the run's distinct hosts, 0 unknown (sn_telem_host_digest) */
 };
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h);
 const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_health_history *h,
@@ -830,7 +874,11 @@ char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, 
       "servers and GPUs")                                                                          \
     X(P2_STABLE, "p2-stable", "busbw coefficient of variation <= accept_cv over the rounds")       \
     X(P3_INTERFERENCE, "p3-interference",                                                          \
-      "GEMM under mixed load within accept_interference of GEMM alone")
+      "GEMM under mixed load within accept_interference of GEMM alone")                            \
+    X(P2_LATENCY, "p2-latency-stable",                                                             \
+      "small-message latency coefficient of variation <= accept_lat_cv over the rounds")           \
+    X(BUSBW_THEORY, "busbw-theory",                                                                \
+      "every run's peak busbw >= its layout's efficiency floor x the model's theoretical busbw")
 enum sn_accept_rule {
 #define SN_X(id, name, text) SN_ACCEPT_##id,
     SN_ACCEPT_RULE_LIST(SN_X)
@@ -856,12 +904,33 @@ struct sn_grey_release {
     double preemption_rate;   /* preemptions per job started */
 };
 
+/* One nccl-tests run measured against the model's theoretical busbw of its
+ * layout (docs/health.md "Measured against theory"). */
+struct sn_accept_run {
+    char where[160]; /* "file:line" of the run's first line */
+    enum sn_nccl_coll coll;
+    unsigned nranks, nhosts;
+    uint32_t server; /* rank 0's model server */
+    uint32_t peer;   /* the other server of a two-host run, else SN_NONE */
+    enum sn_busbw_layout layout;
+    bool hosts_known;          /* layout from the run's hosts, not from its counts alone */
+    double size_bytes;         /* the size of the peak */
+    double busbw_bytes_per_s;  /* peak out-of-place busbw */
+    double theory_bytes_per_s; /* sn_health_busbw_theory(), NaN unknown */
+    double eff;                /* the layout's floor, sn_health_busbw_eff() */
+    double ratio;              /* busbw / theory, NaN unknown */
+    bool compared;             /* reached busbw_plateau_min_bytes and has a theory */
+    bool below;                /* compared and ratio < eff */
+};
+
 struct sn_accept_report {
     uint32_t n_nodes;
     struct sn_accept_node *nodes; /* one per model server */
     uint32_t accepted, rejected, untested;
     struct sn_grey_release grey;
     bool has_grey;
+    uint32_t n_runs;            /* at most SN_HEALTH_NCCL_RUNS_MAX */
+    struct sn_accept_run *runs; /* in input order; freed with the report */
 };
 void sn_accept_report_free(struct sn_accept_report *r);
 

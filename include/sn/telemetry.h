@@ -465,6 +465,7 @@ struct sn_telem_nccl_summary {
      * rows from it to the end. */
     double plateau_size_bytes;
     unsigned plateau_rows;
+    uint64_t hosts_digest; /* as struct sn_telem_nccl_row's, 0 unknown */
 };
 
 #define SN_TELEM_PLATEAU_BAND 0.10 /* +-10 % of the largest size's busbw */

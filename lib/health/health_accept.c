@@ -8,8 +8,12 @@
  * busbw baseline, no inactive NVLink and no critical finding. Phase 2 (inside
  * each supernode): at least accept_rounds runs of all_reduce or all_gather
  * that span the whole supernode, each (collective, ranks, size) series with
- * a coefficient of variation <= accept_cv over those rounds; a failure
- * rejects every node of the supernode. A run spans supernode S when its rank
+ * a coefficient of variation <= accept_cv over those rounds, and each
+ * small-message (size <= accept_lat_max_bytes) latency series ("nccl-time/",
+ * the mean of the out-of-place and in-place time per round) with a
+ * coefficient of variation <= accept_lat_cv; a failure rejects every node
+ * of the supernode. Host names match as the model's server names or as the
+ * inventory's hosts (sn__accept_host_name()). A run spans supernode S when its rank
  * count is the number of GPUs of S's servers (per the model) and its hosts
  * are exactly S's servers: as many distinct hosts as S has servers, with the
  * same order-independent digest of names (sn_telem_host_digest()) as the
@@ -133,29 +137,52 @@ static double series_cv(const struct sn_health_series *s, uint32_t n)
     return n > 1 && mean > 0 ? sqrt(sq / (n - 1)) / mean : 0;
 }
 
-/* Series key "nccl/<coll>/<n>/<size>/<host>": the collective, rank count
- * and host. */
-static bool nccl_key(const char *key, char *coll, size_t cl, unsigned *nranks, const char **host,
-                     char *rest, size_t rl)
+/* Series key "<prefix><coll>/<n>/<size>/<host>" (prefix "nccl/" or
+ * "nccl-time/"): the collective, rank count, size and host; rest is
+ * "<coll>/<n>/<size>". */
+struct nkey {
+    char coll[32], rest[96];
+    unsigned nranks;
+    double size_bytes;
+    const char *host;
+};
+
+static bool nccl_key(const char *key, const char *prefix, struct nkey *k)
 {
+    size_t pl = strlen(prefix);
     const char *h = strrchr(key, '/');
-    if (strncmp(key, "nccl/", 5) != 0 || !h)
+    if (strncmp(key, prefix, pl) != 0 || !h || h < key + pl)
         return false;
-    size_t n = strcspn(key + 5, "/");
-    snprintf(coll, cl, "%.*s", (int)n, key + 5);
-    snprintf(rest, rl, "%.*s", (int)(h - key - 5), key + 5);
-    *nranks = (unsigned)strtoul(key + 5 + n + (key[5 + n] == '/'), NULL, 10);
-    *host = h + 1;
+    const char *c = key + pl;
+    size_t n = strcspn(c, "/");
+    snprintf(k->coll, sizeof(k->coll), "%.*s", (int)n, c);
+    snprintf(k->rest, sizeof(k->rest), "%.*s", (int)(h - c), c);
+    char *end;
+    k->nranks = (unsigned)strtoul(c + n + (c[n] == '/'), &end, 10);
+    k->size_bytes = *end == '/' ? strtod(end + 1, NULL) : NAN;
+    k->host = h + 1;
     return true;
+}
+
+char *sn__accept_host_name(const struct sn_model *m, const struct sn_inventory *inv,
+                           uint32_t server, char *buf, size_t len)
+{
+    const char *h = inv ? sn_inventory_host(inv, server) : NULL;
+    if (h && *h)
+        snprintf(buf, len, "%.*s", (int)strcspn(h, "."), h);
+    else
+        sn_model_server_name(m, server, buf, len);
+    return buf;
 }
 
 /* What a supernode is, for checking that a run spans it. */
 struct span {
     uint32_t servers, gpus;
-    uint64_t digest; /* of the model's server names */
+    uint64_t digest;      /* of the model's server names */
+    uint64_t host_digest; /* of the names nccl-tests prints for them (sn__accept_host_name) */
 };
 
-static bool spans_new(const struct sn_model *m, struct span **out)
+static bool spans_new(const struct sn_model *m, const struct sn_inventory *inv, struct span **out)
 {
     struct span *sp = calloc(m->n_supernodes + 1, sizeof(*sp));
     if (!sp)
@@ -167,6 +194,8 @@ static bool spans_new(const struct sn_model *m, struct span **out)
         x->servers++;
         x->gpus += sn_model_server_spec(m, sv)->gpus;
         x->digest += sn_telem_host_digest(name, strlen(name));
+        sn__accept_host_name(m, inv, sv, name, sizeof(name));
+        x->host_digest += sn_telem_host_digest(name, strlen(name));
     }
     *out = sp;
     return true;
@@ -175,7 +204,7 @@ static bool spans_new(const struct sn_model *m, struct span **out)
 static bool spans(const struct span *x, const struct sn_health_series *s, unsigned nranks)
 {
     return s->hosts_digest != 0 && s->nhosts == x->servers && nranks == x->gpus &&
-           s->hosts_digest == x->digest;
+           (s->hosts_digest == x->digest || s->hosts_digest == x->host_digest);
 }
 
 /* Phase 1's single-node all_reduce check on one series. */
@@ -195,7 +224,40 @@ static void p1_nvlink(const struct sn_health_input *in, struct sn_accept_report 
 struct p2 {
     uint32_t rounds, partial, unstable;
     double cv;
+    /* p2-latency-stable: the worst small-message series over its limit */
+    double lat_cv, lat_size, lat_min, lat_med, lat_max;
+    uint32_t lat_rounds;
+    char lat_coll[32];
 };
+
+/* Latency stability of one spanning small-message series: its cv over the
+ * newest n rounds, kept in p when over the limit and worse than before. */
+static void p2_latency(const struct sn_health_input *in, struct p2 *p,
+                       const struct sn_health_series *s, const struct nkey *k, uint32_t n)
+{
+    if (!(k->size_bytes <= in->cfg->accept_lat_max_bytes) || n < 2)
+        return;
+    double c = series_cv(s, n);
+    if (!(c > in->cfg->accept_lat_cv) || c <= p->lat_cv)
+        return;
+    double v[SN_HEALTH_SERIES_KEEP], t;
+    uint32_t kept = sn_health_series_kept(s);
+    n = n > kept ? kept : n;
+    for (uint32_t i = 0; i < n; i++)
+        sn_health_series_point(s, kept - n + i, &t, &v[i]);
+    double lo = v[0], hi = v[0];
+    for (uint32_t i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    p->lat_cv = c;
+    p->lat_size = k->size_bytes;
+    p->lat_min = lo;
+    p->lat_max = hi;
+    p->lat_med = sn__health_median(v, n);
+    p->lat_rounds = n;
+    snprintf(p->lat_coll, sizeof(p->lat_coll), "%s", k->coll);
+}
 
 static void p2_verdict(const struct sn_health_input *in, struct sn_accept_report *a,
                        const struct p2 *p, const struct span *sp)
@@ -211,6 +273,13 @@ static void p2_verdict(const struct sn_health_input *in, struct sn_accept_report
             fail(&a->nodes[sv], SN_ACCEPT_P2_STABLE,
                  "busbw varies %.1f%% over the rounds (limit %.1f%%)", 100 * p[sn].cv,
                  100 * in->cfg->accept_cv);
+        if (p[sn].lat_cv > 0)
+            fail(&a->nodes[sv], SN_ACCEPT_P2_LATENCY,
+                 "%s %.0f B: latency cv %.1f%% over %u rounds (limit %.0f%%), %.2f-%.2f us, "
+                 "median %.2f us",
+                 p[sn].lat_coll, p[sn].lat_size, 100 * p[sn].lat_cv, p[sn].lat_rounds,
+                 100 * in->cfg->accept_lat_cv, 1e6 * p[sn].lat_min, 1e6 * p[sn].lat_max,
+                 1e6 * p[sn].lat_med);
     }
 }
 
@@ -219,24 +288,29 @@ static void phase2_and_nvlink(const struct sn_health_input *in, struct sn_accept
     const struct sn_model *m = in->model;
     struct p2 *p = calloc(m->n_supernodes + 1, sizeof(*p));
     struct span *sp = NULL;
-    if (!p || !spans_new(m, &sp))
+    if (!p || !spans_new(m, in->inventory, &sp))
         goto out;
     for (uint32_t i = 0; i < sn_health_history_series_count(in->history); i++) {
         const struct sn_health_series *s = sn_health_history_series(in->history, i);
-        char coll[32], key[96];
-        const char *host;
-        unsigned nranks;
-        if (!nccl_key(s->key, coll, sizeof(coll), &nranks, &host, key, sizeof(key)))
+        struct nkey k;
+        bool lat = nccl_key(s->key, "nccl-time/", &k);
+        if (!lat && !nccl_key(s->key, "nccl/", &k))
             continue;
-        uint32_t sv = sn_inventory_server(in->inventory, m, host);
+        uint32_t sv = sn_inventory_server(in->inventory, m, k.host);
         if (sv == SN_NONE)
             continue;
         uint32_t sn = m->server_supernode[sv];
-        if (s->nhosts == 1 && strcmp(coll, "all_reduce") == 0)
-            p1_nvlink(in, a, sv, s, key);
-        if (strcmp(coll, "all_reduce") != 0 && strcmp(coll, "all_gather") != 0)
+        if (!lat && s->nhosts == 1 && strcmp(k.coll, "all_reduce") == 0)
+            p1_nvlink(in, a, sv, s, k.rest);
+        if (strcmp(k.coll, "all_reduce") != 0 && strcmp(k.coll, "all_gather") != 0)
             continue;
-        if (!spans(&sp[sn], s, nranks)) {
+        bool whole = spans(&sp[sn], s, k.nranks);
+        if (lat) {
+            if (whole)
+                p2_latency(in, &p[sn], s, &k, s->same_hosts);
+            continue;
+        }
+        if (!whole) {
             p[sn].partial += s->total;
             continue;
         }
@@ -252,6 +326,132 @@ static void phase2_and_nvlink(const struct sn_health_input *in, struct sn_accept
 out:
     free(p);
     free(sp);
+}
+
+/* ---- measured against theory (busbw-theory) ---------------------------------------- */
+
+/* A server by the digest of one of its names (model, or as nccl-tests
+ * prints its inventory host), for finding the other host of a pair. */
+struct named {
+    uint64_t digest;
+    uint32_t server;
+};
+
+static int named_cmp(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    return x->digest < y->digest ? -1 : x->digest > y->digest;
+}
+
+static struct named *names_new(const struct sn_model *m, const struct sn_inventory *inv)
+{
+    struct named *t = calloc(2 * (size_t)m->n_servers + 1, sizeof(*t));
+    if (!t)
+        return NULL;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        char name[96];
+        sn_model_server_name(m, sv, name, sizeof(name));
+        t[2 * sv] = (struct named){sn_telem_host_digest(name, strlen(name)), sv};
+        sn__accept_host_name(m, inv, sv, name, sizeof(name));
+        t[2 * sv + 1] = (struct named){sn_telem_host_digest(name, strlen(name)), sv};
+    }
+    qsort(t, 2 * (size_t)m->n_servers, sizeof(*t), named_cmp);
+    return t;
+}
+
+static uint32_t named_find(const struct sn_model *m, const struct named *t, uint64_t d)
+{
+    struct named key = {d, 0};
+    const struct named *x = bsearch(&key, t, 2 * (size_t)m->n_servers, sizeof(*t), named_cmp);
+    return x ? x->server : SN_NONE;
+}
+
+/* The layout of run u with rank 0 on sv: from its hosts where they are
+ * known (one host; exactly the servers of sv's supernode; a pair whose
+ * other host is found by digest), else from its counts. */
+static void run_layout(const struct sn_model *m, const struct span *sp, const struct named *t,
+                       const struct sn_health_nccl_run *u, struct sn_accept_run *r)
+{
+    uint32_t sn = m->server_supernode[r->server];
+    bool wide = sn_model_supernode_template(m, sn)->scaleup.domain != SN_SCALEUP_SERVER;
+    enum sn_busbw_layout inside = wide ? SN_BUSBW_SUPERNODE_SCALEUP : SN_BUSBW_SCALEOUT;
+    r->peer = SN_NONE;
+    r->hosts_known = true;
+    if (u->nhosts <= 1) {
+        r->layout = SN_BUSBW_SERVER;
+        return;
+    }
+    if (u->hosts_digest && u->nhosts == sp[sn].servers &&
+        (u->hosts_digest == sp[sn].digest || u->hosts_digest == sp[sn].host_digest)) {
+        r->layout = inside;
+        return;
+    }
+    if (u->hosts_digest && u->nhosts == 2) {
+        uint32_t o =
+            named_find(m, t, u->hosts_digest - sn_telem_host_digest(u->host, strlen(u->host)));
+        if (o != SN_NONE && o != r->server) {
+            r->peer = o;
+            r->layout = m->server_supernode[o] == sn ? inside : SN_BUSBW_CROSS_SUPERNODE;
+            return;
+        }
+    }
+    r->hosts_known = false;
+    r->layout = sn_health_busbw_layout(m, r->server, u->nranks, u->nhosts);
+}
+
+static void theory_fail(const struct sn_health_input *in, struct sn_accept_report *a,
+                        const struct sn_accept_run *r, const struct span *sp)
+{
+    const struct sn_model *m = in->model;
+    uint32_t sn = m->server_supernode[r->server];
+    bool whole = r->hosts_known && r->nhosts > 2 && r->nhosts == sp[sn].servers;
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        if (sv != r->server && sv != r->peer && !(whole && m->server_supernode[sv] == sn))
+            continue;
+        fail(&a->nodes[sv], SN_ACCEPT_BUSBW_THEORY,
+             "%s x%u: busbw %.1f GB/s is %.2f of %.1f GB/s (%s), floor %.2f; %s",
+             sn_nccl_coll_name(r->coll), r->nranks, r->busbw_bytes_per_s / 1e9, r->ratio,
+             r->theory_bytes_per_s / 1e9, sn_busbw_layout_name(r->layout), r->eff, r->where);
+    }
+}
+
+static enum sn_err theory(const struct sn_health_input *in, struct sn_accept_report *a)
+{
+    const struct sn_model *m = in->model;
+    uint32_t n = sn_health_history_nccl_run_count(in->history);
+    struct span *sp = NULL;
+    struct named *t = names_new(m, in->inventory);
+    a->runs = calloc((size_t)n + 1, sizeof(*a->runs));
+    if (!t || !a->runs || !spans_new(m, in->inventory, &sp)) {
+        free(t);
+        free(sp);
+        return SN_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sn_health_nccl_run *u = sn_health_history_nccl_run(in->history, i);
+        uint32_t sv = sn_inventory_server(in->inventory, m, u->host);
+        if (sv == SN_NONE || u->nranks < 2 || !(u->peak_busbw_bytes_per_s > 0))
+            continue;
+        struct sn_accept_run *r = &a->runs[a->n_runs++];
+        snprintf(r->where, sizeof(r->where), "%s", u->where);
+        r->coll = u->coll;
+        r->nranks = u->nranks;
+        r->nhosts = u->nhosts ? u->nhosts : 1;
+        r->server = sv;
+        run_layout(m, sp, t, u, r);
+        r->size_bytes = u->peak_size_bytes;
+        r->busbw_bytes_per_s = u->peak_busbw_bytes_per_s;
+        r->theory_bytes_per_s = sn_health_busbw_theory(m, sv, r->layout, NULL, 0);
+        r->eff = sn_health_busbw_eff(in->cfg, r->layout);
+        r->ratio = r->busbw_bytes_per_s / r->theory_bytes_per_s;
+        r->compared = !isnan(r->ratio) && u->last_size_bytes >= in->cfg->busbw_plateau_min_bytes;
+        r->below = r->compared && r->ratio < r->eff;
+        if (r->below)
+            theory_fail(in, a, r, sp);
+    }
+    free(t);
+    free(sp);
+    return SN_OK;
 }
 
 static void phase1_health(const struct sn_health_input *in, const struct sn_health_report *r,
@@ -300,6 +500,7 @@ void sn_accept_report_free(struct sn_accept_report *r)
     if (!r)
         return;
     free(r->nodes);
+    free(r->runs);
     free(r);
 }
 
@@ -335,6 +536,11 @@ enum sn_err sn_health_accept(const struct sn_health_input *in,
     phase1_health(&inp, analysis, a);
     phase3(&inp, a);
     grey(&inp, a);
+    if (theory(&inp, a) != SN_OK) {
+        free(scratch);
+        sn_accept_report_free(a);
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    }
     for (uint32_t s = 0; s < a->n_nodes; s++) {
         struct sn_accept_node *n = &a->nodes[s];
         n->accepted = n->tested && n->failed == 0;

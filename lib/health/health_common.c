@@ -110,6 +110,8 @@ void sn_health_config_default(struct sn_health_config *c)
         .thresholds = {90, 70, 50, 0},
         .accept_rounds = 30,
         .accept_cv = 0.05,
+        .accept_lat_cv = 0.10,
+        .accept_lat_max_bytes = 65536,
         .accept_interference = 0.10,
         .stale_s = 900,
         .busbw_eff_scaleup = 0.80,
@@ -145,40 +147,86 @@ void sn_health_config_default(struct sn_health_config *c)
     };
 }
 
-double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
-                             uint32_t server, unsigned nranks, unsigned nhosts, char *why,
-                             size_t why_len)
+static const char *const layout_names[] = {
+#define SN_X(id, name, text) name,
+    SN_BUSBW_LAYOUT_LIST(SN_X)
+#undef SN_X
+};
+
+const char *sn_busbw_layout_name(enum sn_busbw_layout l)
+{
+    return (unsigned)l < SN_BUSBW_LAYOUT_COUNT ? layout_names[l] : "unknown";
+}
+
+enum sn_busbw_layout sn_health_busbw_layout(const struct sn_model *m, uint32_t server,
+                                            unsigned nranks, unsigned nhosts)
+{
+    if (nhosts <= 1 || server >= m->n_servers)
+        return SN_BUSBW_SERVER;
+    uint32_t sn = m->server_supernode[server];
+    const struct sn_template *tp = sn_model_supernode_template(m, sn);
+    const struct sn_server_model *sm = sn_model_server_spec(m, server);
+    if (nhosts > m->supernodes[sn].n_servers || nranks > m->supernodes[sn].n_servers * sm->gpus)
+        return SN_BUSBW_CROSS_SUPERNODE;
+    return tp->scaleup.domain != SN_SCALEUP_SERVER ? SN_BUSBW_SUPERNODE_SCALEUP
+                                                      : SN_BUSBW_SCALEOUT;
+}
+
+double sn_health_busbw_theory(const struct sn_model *m, uint32_t server, enum sn_busbw_layout l,
+                              char *why, size_t why_len)
+{
+    if (why && why_len)
+        why[0] = '\0';
+    if (server >= m->n_servers)
+        return NAN;
+    const struct sn_template *tp = sn_model_supernode_template(m, m->server_supernode[server]);
+    const struct sn_server_model *sm = sn_model_server_spec(m, server);
+    const struct sn_gpu_model *g = sn_model_gpu_spec(m, m->server_first_gpu[server]);
+    if (l == SN_BUSBW_SERVER || l == SN_BUSBW_SUPERNODE_SCALEUP) {
+        if (tp->scaleup.switch_model == SN_NONE || !g || !g->scaleup_links ||
+            !(g->scaleup_link_bytes_per_s > 0))
+            return NAN;
+        if (why)
+            snprintf(why, why_len, "%u x %.1f GB/s scale-up (model)", g->scaleup_links,
+                     g->scaleup_link_bytes_per_s / 1e9);
+        return g->scaleup_links * g->scaleup_link_bytes_per_s;
+    }
+    if (!sm->nics || !(sm->nic_bytes_per_s > 0) || !sm->gpus)
+        return NAN;
+    if (why)
+        snprintf(why, why_len, "%u x %.1f GB/s NICs / %u GPUs (model)", sm->nics,
+                 sm->nic_bytes_per_s / 1e9, sm->gpus);
+    return sm->nics * sm->nic_bytes_per_s / sm->gpus;
+}
+
+double sn_health_busbw_eff(const struct sn_health_config *cfg, enum sn_busbw_layout l)
 {
     struct sn_health_config def;
     if (!cfg) {
         sn_health_config_default(&def);
         cfg = &def;
     }
+    return l == SN_BUSBW_SERVER || l == SN_BUSBW_SUPERNODE_SCALEUP ? cfg->busbw_eff_scaleup
+                                                                   : cfg->busbw_eff_network;
+}
+
+double sn_health_busbw_floor(const struct sn_model *m, const struct sn_health_config *cfg,
+                             uint32_t server, unsigned nranks, unsigned nhosts, char *why,
+                             size_t why_len)
+{
     if (why && why_len)
         why[0] = '\0';
     if (server >= m->n_servers || nranks < 2)
         return NAN;
-    uint32_t sn = m->server_supernode[server];
-    const struct sn_template *tp = sn_model_supernode_template(m, sn);
-    const struct sn_server_model *sm = sn_model_server_spec(m, server);
-    const struct sn_gpu_model *g = sn_model_gpu_spec(m, m->server_first_gpu[server]);
-    bool has_switch = tp->scaleup.switch_model != SN_NONE;
-    bool inside = nhosts <= 1 ||
-                  (tp->scaleup.domain != SN_SCALEUP_SERVER &&
-                   nhosts <= m->supernodes[sn].n_servers &&
-                   nranks <= m->supernodes[sn].n_servers * sm->gpus);
-    if (inside && has_switch && g && g->scaleup_links && g->scaleup_link_bytes_per_s > 0) {
-        if (why)
-            snprintf(why, why_len, "%.2f x %u x %.1f GB/s scale-up (model)",
-                     cfg->busbw_eff_scaleup, g->scaleup_links, g->scaleup_link_bytes_per_s / 1e9);
-        return cfg->busbw_eff_scaleup * g->scaleup_links * g->scaleup_link_bytes_per_s;
-    }
-    if (inside || !sm->nics || !(sm->nic_bytes_per_s > 0) || !sm->gpus)
+    enum sn_busbw_layout l = sn_health_busbw_layout(m, server, nranks, nhosts);
+    char t[120];
+    double theory = sn_health_busbw_theory(m, server, l, t, sizeof(t));
+    if (isnan(theory))
         return NAN;
+    double eff = sn_health_busbw_eff(cfg, l);
     if (why)
-        snprintf(why, why_len, "%.2f x %u x %.1f GB/s NICs / %u GPUs (model)",
-                 cfg->busbw_eff_network, sm->nics, sm->nic_bytes_per_s / 1e9, sm->gpus);
-    return cfg->busbw_eff_network * sm->nics * sm->nic_bytes_per_s / sm->gpus;
+        snprintf(why, why_len, "%.2f x %s", eff, t);
+    return eff * theory;
 }
 
 /* ---- facts ---------------------------------------------------------------- */

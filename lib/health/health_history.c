@@ -194,6 +194,32 @@ static void on_facility(void *ctx, const struct sn_telem_facility *r)
     series_add(h, key, r->at.time_s, r->value, r->at.line, r->at.source);
 }
 
+/* Adds v to the nccl series key and tracks the run's hosts (same_hosts:
+ * points in a row over the same set of hosts). */
+static void nccl_point(struct sn_health_history *h, const char *key,
+                       const struct sn_telem_nccl_row *r, double v)
+{
+    series_add(h, key, r->at.time_s, v, r->at.line, r->at.source);
+    struct sn_health_series *s = series_get(h, key);
+    if (s) {
+        bool same = s->total > 1 && s->hosts_digest == r->hosts_digest && s->nhosts == r->nhosts;
+        s->same_hosts = same ? s->same_hosts + 1 : 1;
+        s->nhosts = r->nhosts;
+        s->hosts_digest = r->hosts_digest;
+    }
+}
+
+/* A row's latency: the mean of its out-of-place and in-place `time` (each
+ * already an average over the run's iterations), either alone when the
+ * other is N/A; NaN when neither was printed. */
+static double round_latency_s(const struct sn_telem_nccl_row *r)
+{
+    double a = r->oop.present ? r->oop.time_s : NAN, b = r->ip.present ? r->ip.time_s : NAN;
+    if (isnan(a) || !(a > 0))
+        return b > 0 ? b : NAN;
+    return b > 0 ? (a + b) / 2 : a;
+}
+
 static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
 {
     struct sn_health_history *h = ctx;
@@ -207,13 +233,13 @@ static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
     char key[160];
     snprintf(key, sizeof(key), "nccl/%s/%u/%.0f/%s", sn_nccl_coll_name(r->coll), r->nranks,
              r->size_bytes, r->host);
-    series_add(h, key, r->at.time_s, bw, r->at.line, r->at.source);
-    struct sn_health_series *s = series_get(h, key);
-    if (s) {
-        bool same = s->total > 1 && s->hosts_digest == r->hosts_digest && s->nhosts == r->nhosts;
-        s->same_hosts = same ? s->same_hosts + 1 : 1;
-        s->nhosts = r->nhosts;
-        s->hosts_digest = r->hosts_digest;
+    nccl_point(h, key, r, bw);
+    /* Small messages: the per-round latency for acceptance's p2-latency-stable. */
+    double lat = round_latency_s(r);
+    if (r->size_bytes <= SN_HEALTH_LAT_MAX_BYTES && !isnan(lat)) {
+        snprintf(key, sizeof(key), "nccl-time/%s/%u/%.0f/%s", sn_nccl_coll_name(r->coll), r->nranks,
+                 r->size_bytes, r->host);
+        nccl_point(h, key, r, lat);
     }
 }
 
@@ -258,6 +284,7 @@ static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
     u->nhosts = r->nhosts;
     u->plateau_size_bytes = r->plateau_size_bytes;
     u->plateau_rows = r->plateau_rows;
+    u->hosts_digest = r->hosts_digest;
 }
 
 uint32_t sn_health_history_nccl_run_count(const struct sn_health_history *h)

@@ -109,4 +109,10 @@ uint32_t sn__health_model_gpu(const struct sn_model *m, const struct sn_inventor
 /* The model's GPU catalogue name of a model GPU ("unknown" if none). */
 const char *sn__health_gpu_model_name(const struct sn_model *m, uint32_t gpu);
 
+/* The name nccl-tests prints for a server's host (its rank lines): the
+ * inventory's first host name up to its first dot (nccl-tests' getHostName
+ * cuts there), else the model name. inv may be NULL. Returns buf. */
+char *sn__accept_host_name(const struct sn_model *m, const struct sn_inventory *inv,
+                           uint32_t server, char *buf, size_t len);
+
 #endif

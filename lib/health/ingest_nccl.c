@@ -136,6 +136,7 @@ static void end_run(struct sn_telem_parser *p, struct nccl_state *st, bool trunc
         .peak_size_bytes = st->peak_size,
         .last_busbw_bytes_per_s = st->last_bw,
         .last_size_bytes = st->last_size,
+        .hosts_digest = st->hosts_over ? 0 : st->hosts_digest,
     };
     if (truncated && report)
         sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED,
