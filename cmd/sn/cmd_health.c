@@ -76,6 +76,8 @@ struct in_file {
     enum sn_telem_format used;          /* the format read */
     struct sn_telem_parser_stats stats; /* lines, records, skips by reason */
     char first_skip[600];               /* "file:line:col: reason: detail", "" if none */
+    json_t *layout; /* the column layout inferred from header-less rows, NULL if none (owned) */
+    unsigned layout_line;
 };
 
 struct ctx {
@@ -340,6 +342,40 @@ static bool file_readable(const struct in_file *f)
     return f->fed && (f->stats.records > 0 || (f->used == SN_TELEM_FMT_KMSG && f->stats.lines));
 }
 
+/* Keeps the layout the parser inferred (header-less nvidia-smi CSV) as
+ * {"line", "rows", "columns": [{"column", "field", "confidence", "basis"}]},
+ * field null when unassigned. */
+static void keep_layout(struct in_file *f, const struct sn_telem_parser *p)
+{
+    const struct sn_telem_layout *l = sn_telem_parser_layout(p);
+    json_decref(f->layout);
+    f->layout = NULL;
+    if (!l)
+        return;
+    json_t *cols = json_array();
+    for (unsigned i = 0; i < l->ncols; i++) {
+        const struct sn_telem_layout_col *lc = &l->cols[i];
+        json_array_append_new(
+            cols, json_pack("{s:i, s:o, s:s, s:s}", "column", (int)i + 1, "field",
+                            lc->field[0] ? json_string(lc->field) : json_null(), "confidence",
+                            sn_telem_confidence_name(lc->confidence), "basis", lc->basis));
+    }
+    f->layout = json_pack("{s:i, s:i, s:o}", "line", (int)l->line, "rows", (int)l->rows,
+                          "columns", cols);
+    f->layout_line = l->line;
+}
+
+/* --strict: a guessed layout is an error naming its first row. */
+static int strict_layout(const struct ctx *c, const struct in_file *f, const char *source)
+{
+    if (!c->strict || !f->layout)
+        return SN_EXIT_OK;
+    return fail_usage(c,
+                      "%s:%u:1: no header: the column layout was inferred from the rows; pass "
+                      "--fields LIST (the --query-gpu field list) to name them (--strict)",
+                      source, f->layout_line);
+}
+
 #define FEED_CHUNK (1u << 16)
 
 /* Streams one input (a file, or stdin for "-") into the history through a
@@ -390,8 +426,10 @@ static int feed_file(struct ctx *c, struct in_file *f)
     }
     if (e == SN_OK)
         e = sn_telem_parser_finish(p, &err);
-    if (p)
+    if (p) {
         f->stats = *sn_telem_parser_stats(p);
+        keep_layout(f, p);
+    }
     if (e == SN_ERR_SYNTAX && !c->strict) {
         /* A JSON document that does not parse: nothing read from this input. */
         f->fed = true;
@@ -412,7 +450,9 @@ static int feed_file(struct ctx *c, struct in_file *f)
         c->inputs_read++;
     else
         c->inputs_empty++;
-    if (c->strict && f->first_skip[0]) {
+    if (c->strict && f->layout) {
+        rc = strict_layout(c, f, source);
+    } else if (c->strict && f->first_skip[0]) {
         fprintf(stderr, "sn health %s: %s (--strict)\n", c->verb, f->first_skip);
         rc = SN_EXIT_USAGE;
     }
@@ -473,6 +513,32 @@ static unsigned long long skipped_total(const struct sn_telem_parser_stats *st)
     return n;
 }
 
+/* "  inferred layout (no header; 8 rows from line 1): 1 index [rule], 2 ?
+ * [unassigned: MiB: memory.used, ...], ..." */
+static void print_layout(const struct in_file *f, FILE *out)
+{
+    if (!f->layout)
+        return;
+    json_t *cols = json_object_get(f->layout, "columns");
+    fprintf(out,
+            "  inferred layout (no header and no --fields; %d rows from line %d; --fields "
+            "overrides):",
+            (int)json_integer_value(json_object_get(f->layout, "rows")), (int)f->layout_line);
+    size_t i;
+    json_t *col;
+    json_array_foreach(cols, i, col)
+    {
+        const char *field = json_string_value(json_object_get(col, "field"));
+        const char *conf = json_string_value(json_object_get(col, "confidence"));
+        const char *basis = json_string_value(json_object_get(col, "basis"));
+        if (field)
+            fprintf(out, "%s %zu %s [%s]", i ? "," : "", i + 1, field, conf);
+        else
+            fprintf(out, "%s %zu ? [%s: %s]", i ? "," : "", i + 1, conf, basis);
+    }
+    fprintf(out, "\n");
+}
+
 /* Per input: format, lines, records and skips by reason with the first
  * line of each (problems_only: only inputs with nothing read or a skip other
  * than "unused"). */
@@ -481,7 +547,7 @@ static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
     for (unsigned i = 0; i < c->n_files; i++) {
         const struct in_file *f = &c->files[i];
         const struct sn_telem_parser_stats *st = &f->stats;
-        if (problems_only && file_readable(f) &&
+        if (problems_only && file_readable(f) && !f->layout &&
             skipped_total(st) == st->skipped[SN_TELEM_SKIP_UNUSED])
             continue;
         if (!f->fed) {
@@ -505,6 +571,7 @@ static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
             sep = ", ";
         }
         fprintf(out, "\n");
+        print_layout(f, out);
     }
     if (c->n_files && out == stdout)
         fprintf(out, "\n");
@@ -524,11 +591,13 @@ static json_t *inputs_json(const struct ctx *c)
                                               (json_int_t)st->skipped[r], "first_line",
                                               (json_int_t)st->first_line[r], "first_column",
                                               (json_int_t)st->first_column[r]));
-        json_array_append_new(
-            a, json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "file", f->path, "format",
-                         f->fed ? sn_telem_format_name(f->used) : "unknown", "lines",
-                         (json_int_t)st->lines, "records",
-                         (json_int_t)st->records, "read", file_readable(f), "skipped", sk));
+        json_t *in = json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "file", f->path, "format",
+                               f->fed ? sn_telem_format_name(f->used) : "unknown", "lines",
+                               (json_int_t)st->lines, "records", (json_int_t)st->records, "read",
+                               file_readable(f), "skipped", sk);
+        if (f->layout)
+            json_object_set(in, "inferred_layout", f->layout);
+        json_array_append_new(a, in);
     }
     return a;
 }
@@ -558,6 +627,8 @@ static int setup(struct ctx *c, bool need_cluster)
 
 static void teardown(struct ctx *c)
 {
+    for (unsigned i = 0; i < c->n_files; i++)
+        json_decref(c->files[i].layout);
     sn_health_history_free(c->hist);
     sn_telem_store_free(c->store);
     sn_health_facts_release(&c->facts);
@@ -951,6 +1022,7 @@ static int feed_all(struct ctx *c)
         else
             fprintf(stderr, "sn health %s: %s: no record read as %s (%llu lines)\n", c->verb,
                     f->path, sn_telem_format_name(f->used), f->stats.lines);
+        print_layout(f, stderr);
     }
     return c->n_files ? no_input(c) : SN_EXIT_OK;
 }
@@ -1182,6 +1254,9 @@ static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
         if (sn_telem_parser_feed(w->p, buf, n, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
     in->stats = *sn_telem_parser_stats(w->p);
+    keep_layout(in, w->p);
+    if (c->strict && in->layout)
+        return strict_layout(c, in, in->path);
     if (c->strict && in->first_skip[0])
         return fail_usage(c, "%s (--strict)", in->first_skip);
     return SN_EXIT_OK;

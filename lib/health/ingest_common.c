@@ -62,6 +62,8 @@ NAME_FN(sn_telem_status_name, enum sn_telem_status, SN_TELEM_STATUS_COUNT, SN_TE
         TEXT2)
 NAME_FN(sn_telem_skip_name, enum sn_telem_skip_reason, SN_TELEM_SKIP_COUNT, SN_TELEM_SKIP_LIST,
         TEXT2)
+NAME_FN(sn_telem_confidence_name, enum sn_telem_confidence, SN_TELEM_CONF_COUNT,
+        SN_TELEM_CONFIDENCE_LIST, TEXT2)
 NAME_FN(sn_telem_attr_name, enum sn_telem_attr_kind, SN_TELEM_ATTR_COUNT, SN_TELEM_ATTR_LIST, TEXT2)
 NAME_FN(sn_xid_bucket_name, enum sn_xid_bucket, SN_XID_BUCKET_COUNT, SN_XID_BUCKET_LIST, TEXT2)
 NAME_FN(sn_topo_kind_name, enum sn_topo_kind, SN_TOPO_KIND_COUNT, SN_TOPO_KIND_LIST, TEXT2)
@@ -869,6 +871,11 @@ void sn_telem_parser_free(struct sn_telem_parser *p)
     free(p->carry);
     free(p->json);
     free(p);
+}
+
+const struct sn_telem_layout *sn_telem_parser_layout(const struct sn_telem_parser *p)
+{
+    return p && p->ops->layout ? p->ops->layout(p) : NULL;
 }
 
 const struct sn_telem_parser_stats *sn_telem_parser_stats(const struct sn_telem_parser *p)
