@@ -56,6 +56,8 @@ static const char usage_text[] =
     "  --fields LIST      nvidia-smi CSV without a header: the --query-gpu field list of the\n"
     "                     FILEs that follow (index,pci.bus_id,temperature.gpu); for\n"
     "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
+    "                     (without it, header-less nvidia-smi CSV has its layout inferred\n"
+    "                     from the rows and printed; --strict refuses that)\n"
     "  --declared         baseline: add the declared baselines\n"
     "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"

@@ -740,7 +740,9 @@ struct sn_telem_opts {
      * one; NONE never strips. */
     enum sn_telem_prefix prefix;
     /* nvidia-smi CSV with noheader: the --query-gpu/--query-compute-apps
-     * field list ("index,uuid,temperature.gpu"). NULL: a header is needed. */
+     * field list ("index,uuid,temperature.gpu"). NULL: a header names the
+     * columns, else the layout is inferred from the first rows
+     * (sn_telem_parser_layout()). */
     const char *fields;
     /* nccl-tests: the collective when the log does not name it (no
      * "<coll>_perf" in the log or source name). */

@@ -345,6 +345,34 @@ static void nounits_rows(void **state)
     run_free(r);
 }
 
+static char facility_detail[256];
+static void facility_skip(void *ctx, const struct sn_telem_skip *s)
+{
+    (void)ctx;
+    if (!facility_detail[0])
+        snprintf(facility_detail, sizeof(facility_detail), "%u:%u %s", s->line, s->column,
+                 s->detail);
+}
+
+/* facility-csv does not infer: header-less rows are refused one by one at
+ * their lines, naming the header it needs. */
+static void facility_refuses(void **state)
+{
+    (void)state;
+    static const char rows[] = "2024-05-01T12:00:00Z,loop,cdu-a,supply,temp,31.5,C\n"
+                               "2024-05-01T12:00:00Z,loop,cdu-a,return,temp,41.0,C\n";
+    struct sn_telem_sink sink = {.skipped = facility_skip};
+    struct sn_telem_parser_stats st;
+    struct sn_error err = {0};
+    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_FACILITY_CSV, NULL, &sink, rows,
+                                           sizeof(rows) - 1, &st, &err),
+                     SN_OK);
+    assert_int_equal(st.records, 0);
+    assert_int_equal(st.skipped[SN_TELEM_SKIP_NO_HEADER], 2);
+    assert_non_null(strstr(facility_detail, "1:0 reading before a complete header"));
+    assert_non_null(strstr(facility_detail, "time,kind,name,part,metric,value,unit"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +386,7 @@ int main(void)
         cmocka_unit_test(lookahead_bound_and_lines),
         cmocka_unit_test(header_after_rows),
         cmocka_unit_test(nounits_rows),
+        cmocka_unit_test(facility_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
