@@ -60,6 +60,8 @@ static const char usage_text[] =
     "                     from the rows and printed; --strict refuses that)\n"
     "  --declared         baseline: add the declared baselines\n"
     "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
+    "  --net-max N        host/NIC table cap in keys (default 262144); readings of new\n"
+    "                     keys past it are limit skips\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -80,6 +82,10 @@ struct in_file {
     char first_skip[600];               /* "file:line:col: reason: detail", "" if none */
     json_t *layout; /* the column layout inferred from header-less rows, NULL if none (owned) */
     unsigned layout_line;
+    /* Host/NIC readings of this input the history's table had no room for
+     * (counted as limit skips in stats) and the line of the first. */
+    unsigned long long net_dropped;
+    unsigned net_dropped_line;
 };
 
 struct ctx {
@@ -201,6 +207,14 @@ static int parse_args(struct ctx *c, int argc, char **argv)
                 return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
                                   v ? v : "", SN_HEALTH_SERIES_KEEP);
             c->cfg.accept_rounds = (unsigned)n;
+        } else if (strcmp(a, "--net-max") == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (*end || errno || n < 1 || n > (long)SN_HEALTH_NET_MAX || end == v)
+                return fail_usage(c, "--net-max '%s': expected a key count, 1 to %u", v,
+                                  SN_HEALTH_NET_MAX);
+            c->cfg.net_max = (uint32_t)n;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
         } else if (strcmp(a, "-f") == 0) {
@@ -267,6 +281,7 @@ static void host_of(const char *path, char *buf, size_t len)
 struct file_sink {
     struct sn_telem_sink inner;
     struct in_file *f;
+    const struct sn_health_history *hist; /* for its host/NIC table's drops */
 };
 
 static void file_skipped(void *ctx, const struct sn_telem_skip *r)
@@ -298,9 +313,45 @@ FWD(nccl_row, struct sn_telem_nccl_row)
 FWD(nccl_summary, struct sn_telem_nccl_summary)
 FWD(diag, struct sn_telem_diag)
 FWD(facility, struct sn_telem_facility)
-FWD(net, struct sn_telem_net)
 FWD(node_check, struct sn_telem_node_check)
 #undef FWD
+
+/* A host/NIC reading the history could not keep (its table is full) is a
+ * limit skip of this input, counted with the parser's own skips. */
+static void fwd_net(void *ctx, const struct sn_telem_net *r)
+{
+    struct file_sink *fs = ctx;
+    unsigned long long before = sn_health_history_net_dropped(fs->hist);
+    if (fs->inner.net)
+        fs->inner.net(fs->inner.ctx, r);
+    if (sn_health_history_net_dropped(fs->hist) == before)
+        return;
+    struct in_file *f = fs->f;
+    if (f->net_dropped++ == 0)
+        f->net_dropped_line = r->at.line;
+    const char *dev = r->device && r->device[0] ? r->device : NULL;
+    if (!f->first_skip[0])
+        snprintf(f->first_skip, sizeof(f->first_skip),
+                 "%s:%u:0: limit: host/NIC table full (%u keys; --net-max): reading '%s'%s%s%s "
+                 "of host '%s' not kept",
+                 r->at.source ? r->at.source : f->path, r->at.line,
+                 fs->hist ? sn_health_history_net_max(fs->hist) : 0, r->text ? r->text : "",
+                 dev ? " of '" : "", dev ? dev : "", dev ? "'" : "", r->host ? r->host : "");
+}
+
+/* The parser's stats plus this input's host/NIC table drops. */
+static void take_stats(struct in_file *f, const struct sn_telem_parser *p)
+{
+    f->stats = *sn_telem_parser_stats(p);
+    if (!f->net_dropped)
+        return;
+    if (f->stats.skipped[SN_TELEM_SKIP_LIMIT] == 0 ||
+        f->net_dropped_line < f->stats.first_line[SN_TELEM_SKIP_LIMIT]) {
+        f->stats.first_line[SN_TELEM_SKIP_LIMIT] = f->net_dropped_line;
+        f->stats.first_column[SN_TELEM_SKIP_LIMIT] = 0;
+    }
+    f->stats.skipped[SN_TELEM_SKIP_LIMIT] += f->net_dropped;
+}
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
 {
@@ -413,7 +464,8 @@ static int feed_file(struct ctx *c, struct in_file *f)
     if (!is_stdin)
         host_of(f->path, host, sizeof(host));
     struct sn_telem_opts o = {.source = source, .host = host, .fields = f->fields};
-    struct file_sink fs = {sn_health_history_sink(c->hist), f};
+    struct file_sink fs = {sn_health_history_sink(c->hist), f, c->hist};
+    f->net_dropped = 0;
     struct sn_telem_sink sink = file_sink_of(&fs);
     f->first_skip[0] = '\0';
     enum sn_err e = sn_telem_parser_new(fmt, &o, &sink, &p, &err);
@@ -429,7 +481,7 @@ static int feed_file(struct ctx *c, struct in_file *f)
     if (e == SN_OK)
         e = sn_telem_parser_finish(p, &err);
     if (p) {
-        f->stats = *sn_telem_parser_stats(p);
+        take_stats(f, p);
         keep_layout(f, p);
     }
     if (e == SN_ERR_SYNTAX && !c->strict) {
@@ -1241,7 +1293,7 @@ static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
         char host[SN_TELEM_HOST_MAX];
         host_of(in->path, host, sizeof(host));
         struct sn_telem_opts o = {.source = in->path, .host = host, .fields = in->fields};
-        w->fs = (struct file_sink){sn_health_history_sink(c->hist), in};
+        w->fs = (struct file_sink){sn_health_history_sink(c->hist), in, c->hist};
         struct sn_telem_sink sink = file_sink_of(&w->fs);
         if (sn_telem_parser_new(fmt, &o, &sink, &w->p, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
@@ -1255,7 +1307,7 @@ static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
     while ((n = fread(buf, 1, sizeof(buf), w->f)) > 0)
         if (sn_telem_parser_feed(w->p, buf, n, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
-    in->stats = *sn_telem_parser_stats(w->p);
+    take_stats(in, w->p);
     keep_layout(in, w->p);
     if (c->strict && in->layout)
         return strict_layout(c, in, in->path);
