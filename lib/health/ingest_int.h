@@ -54,6 +54,7 @@ struct sn_telem_parser {
     size_t file_host_len;
     char host[SN_TELEM_HOST_MAX]; /* host of the current line */
     size_t host_len;
+    bool host_from_prefix; /* host is the previous line's "host: " prefix, as written */
     unsigned lineno;
     char *carry; /* partial line, SN_TELEM_LINE_MAX + 1 bytes, lazily */
     size_t carry_len;
