@@ -1128,6 +1128,7 @@ enum sn_err sn_telem_store_add_gpu(struct sn_telem_store *s, const struct sn_tel
                                    uint32_t *id, struct sn_error *err)
 {
     enum sn_telem_skip_reason why;
+    s->last_ref.valid = false;
     if (resolve(s, ref, true, id, &why))
         return SN_OK;
     switch (why) {

@@ -345,6 +345,23 @@ static void nounits_rows(void **state)
     run_free(r);
 }
 
+/* The store reuses the last samples record's GPU for the attributes of the
+ * same row; a row whose attributes come without samples (its metric cell is
+ * bad) must still land on its own GPU. */
+static void attr_id_reuse(void **state)
+{
+    (void)state;
+    struct run *r = parse("index, temperature.gpu, name\n0, 45, NVIDIA A\n1, two, NVIDIA B\n"
+                          "2, 47, NVIDIA C\n",
+                          NULL);
+    assert_false(r->layout);
+    assert_string_equal(gpu(r, "h0", 0)->attr[SN_TELEM_ATTR_NAME], "NVIDIA A");
+    assert_string_equal(gpu(r, "h0", 1)->attr[SN_TELEM_ATTR_NAME], "NVIDIA B");
+    assert_string_equal(gpu(r, "h0", 2)->attr[SN_TELEM_ATTR_NAME], "NVIDIA C");
+    assert_true(isnan(gpu(r, "h0", 1)->m[SN_METRIC_TEMP_GPU].value));
+    run_free(r);
+}
+
 static char facility_detail[256];
 static void facility_skip(void *ctx, const struct sn_telem_skip *s)
 {
@@ -387,6 +404,7 @@ int main(void)
         cmocka_unit_test(header_after_rows),
         cmocka_unit_test(nounits_rows),
         cmocka_unit_test(facility_refuses),
+        cmocka_unit_test(attr_id_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
