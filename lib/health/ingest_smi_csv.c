@@ -653,19 +653,21 @@ static void emit_row(struct sn_telem_parser *p, struct csv_state *st, struct row
  * ',,,,,,,,' has a zero byte at each comma, and the exact zero-byte mask
  * (no borrow between bytes: Hacker's Delight 6-1) gives every comma of the
  * word, taken lowest first. */
+/* Ends the cell [*b, e) (kept among the first SN_TELEM_COLUMNS_MAX). */
+static inline void cell_end(struct csv_state *st, unsigned *cells, size_t *b, size_t e)
+{
+    if (*cells < SN_TELEM_COLUMNS_MAX) {
+        st->cells[*cells].off = (uint32_t)*b;
+        st->cells[*cells].len = (uint32_t)(e - *b);
+    }
+    (*cells)++;
+    *b = e + 1;
+}
+
 static unsigned split_commas(struct csv_state *st, const char *s, size_t len)
 {
     unsigned cells = 0;
     size_t b = 0, i = 0;
-#define CELL_END(e)                                                                                \
-    do {                                                                                           \
-        if (cells < SN_TELEM_COLUMNS_MAX) {                                                        \
-            st->cells[cells].off = (uint32_t)b;                                                    \
-            st->cells[cells].len = (uint32_t)((e)-b);                                              \
-        }                                                                                          \
-        cells++;                                                                                   \
-        b = (e) + 1;                                                                               \
-    } while (0)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
     const uint64_t commas = 0x0101010101010101ULL * (unsigned char)',';
@@ -674,18 +676,14 @@ static unsigned split_commas(struct csv_state *st, const char *s, size_t len)
         memcpy(&w, s + i, 8);
         w ^= commas;
         uint64_t hit = ~(((w & low7) + low7) | w | low7);
-        while (hit) {
-            size_t e = i + (size_t)__builtin_ctzll(hit) / 8;
-            CELL_END(e);
-            hit &= hit - 1;
-        }
+        for (; hit; hit &= hit - 1)
+            cell_end(st, &cells, &b, i + (size_t)__builtin_ctzll(hit) / 8);
     }
 #endif
     for (; i < len; i++)
         if (s[i] == ',')
-            CELL_END(i);
-    CELL_END(len);
-#undef CELL_END
+            cell_end(st, &cells, &b, i);
+    cell_end(st, &cells, &b, len);
     return cells;
 }
 
