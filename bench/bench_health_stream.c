@@ -14,8 +14,9 @@
  *
  * Figures in docs/PERFORMANCE.md ("Streaming health inputs").
  */
-#define _DEFAULT_SOURCE /* wait4 */
+#define _GNU_SOURCE /* wait4, F_SETPIPE_SZ */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -85,6 +86,10 @@ int main(int argc, char **argv)
     int in[2], out[2];
     if (pipe(in) || pipe(out))
         return 2;
+    /* A 1 MiB pipe (Linux's default pipe-max-size) instead of 64 KiB: the
+     * generator's writes and the analyzer's reads cost 16 times fewer
+     * wake-ups; the analyzer reads in chunks of that size. Best effort. */
+    (void)fcntl(in[1], F_SETPIPE_SZ, 1 << 20);
     signal(SIGPIPE, SIG_IGN);
     pid_t pid = fork();
     if (pid == 0) {

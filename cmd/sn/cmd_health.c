@@ -58,6 +58,8 @@ static const char usage_text[] =
     "  --fields LIST      nvidia-smi CSV without a header: the --query-gpu field list of the\n"
     "                     FILEs that follow (index,pci.bus_id,temperature.gpu); for\n"
     "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
+    "                     (without it, header-less nvidia-smi CSV has its layout inferred\n"
+    "                     from the rows and printed; --strict refuses that)\n"
     "  --declared         baseline: add the declared baselines\n"
     "  --rounds N         accept: phase-2 rounds a supernode needs (default 30, at most 32)\n"
     "  --latency-cv X     accept: phase-2 small-message latency cv limit (default 0.10)\n"
@@ -65,6 +67,8 @@ static const char usage_text[] =
     "                     all-node rounds with their mpirun/all_reduce_perf lines); no FILEs\n"
     "  --supernode S      accept --plan: only supernode S's runs (its name, sn00, or index)\n"
     "  --round R          accept --plan: only round R\n"
+    "  --net-max N        host/NIC table cap in keys (default 262144); readings of new\n"
+    "                     keys past it are limit skips\n"
     "  --strict           any skipped line or cell is an error (exit 2, file:line:col)\n"
     "  --json             print JSON (schema in docs/cmd-health.md)\n"
     "  --svg FILE         analyze: write a heat map of scores per supernode and server\n"
@@ -83,6 +87,12 @@ struct in_file {
     enum sn_telem_format used;          /* the format read */
     struct sn_telem_parser_stats stats; /* lines, records, skips by reason */
     char first_skip[600];               /* "file:line:col: reason: detail", "" if none */
+    json_t *layout; /* the column layout inferred from header-less rows, NULL if none (owned) */
+    unsigned layout_line;
+    /* Host/NIC readings of this input the history's table had no room for
+     * (counted as limit skips in stats) and the line of the first. */
+    unsigned long long net_dropped;
+    unsigned net_dropped_line;
 };
 
 struct ctx {
@@ -227,6 +237,14 @@ static int parse_args(struct ctx *c, int argc, char **argv)
                                   "above 0 and at most 10 (0.10 is 10%%)",
                                   v);
             c->cfg.accept_lat_cv = x;
+        } else if (strcmp(a, "--net-max") == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (*end || errno || n < 1 || n > (long)SN_HEALTH_NET_MAX || end == v)
+                return fail_usage(c, "--net-max '%s': expected a key count, 1 to %u", v,
+                                  SN_HEALTH_NET_MAX);
+            c->cfg.net_max = (uint32_t)n;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
         } else if (strcmp(a, "-f") == 0) {
@@ -293,6 +311,7 @@ static void host_of(const char *path, char *buf, size_t len)
 struct file_sink {
     struct sn_telem_sink inner;
     struct in_file *f;
+    const struct sn_health_history *hist; /* for its host/NIC table's drops */
 };
 
 static void file_skipped(void *ctx, const struct sn_telem_skip *r)
@@ -324,9 +343,45 @@ FWD(nccl_row, struct sn_telem_nccl_row)
 FWD(nccl_summary, struct sn_telem_nccl_summary)
 FWD(diag, struct sn_telem_diag)
 FWD(facility, struct sn_telem_facility)
-FWD(net, struct sn_telem_net)
 FWD(node_check, struct sn_telem_node_check)
 #undef FWD
+
+/* A host/NIC reading the history could not keep (its table is full) is a
+ * limit skip of this input, counted with the parser's own skips. */
+static void fwd_net(void *ctx, const struct sn_telem_net *r)
+{
+    struct file_sink *fs = ctx;
+    unsigned long long before = sn_health_history_net_dropped(fs->hist);
+    if (fs->inner.net)
+        fs->inner.net(fs->inner.ctx, r);
+    if (sn_health_history_net_dropped(fs->hist) == before)
+        return;
+    struct in_file *f = fs->f;
+    if (f->net_dropped++ == 0)
+        f->net_dropped_line = r->at.line;
+    const char *dev = r->device && r->device[0] ? r->device : NULL;
+    if (!f->first_skip[0])
+        snprintf(f->first_skip, sizeof(f->first_skip),
+                 "%s:%u:0: limit: host/NIC table full (%u keys; --net-max): reading '%s'%s%s%s "
+                 "of host '%s' not kept",
+                 r->at.source ? r->at.source : f->path, r->at.line,
+                 fs->hist ? sn_health_history_net_max(fs->hist) : 0, r->text ? r->text : "",
+                 dev ? " of '" : "", dev ? dev : "", dev ? "'" : "", r->host ? r->host : "");
+}
+
+/* The parser's stats plus this input's host/NIC table drops. */
+static void take_stats(struct in_file *f, const struct sn_telem_parser *p)
+{
+    f->stats = *sn_telem_parser_stats(p);
+    if (!f->net_dropped)
+        return;
+    if (f->stats.skipped[SN_TELEM_SKIP_LIMIT] == 0 ||
+        f->net_dropped_line < f->stats.first_line[SN_TELEM_SKIP_LIMIT]) {
+        f->stats.first_line[SN_TELEM_SKIP_LIMIT] = f->net_dropped_line;
+        f->stats.first_column[SN_TELEM_SKIP_LIMIT] = 0;
+    }
+    f->stats.skipped[SN_TELEM_SKIP_LIMIT] += f->net_dropped;
+}
 
 static void fwd_snapshot(void *ctx, const char *host, const struct sn_telem_origin *at)
 {
@@ -370,12 +425,50 @@ static bool file_readable(const struct in_file *f)
     return f->fed && (f->stats.records > 0 || (f->used == SN_TELEM_FMT_KMSG && f->stats.lines));
 }
 
-#define FEED_CHUNK (1u << 16)
+/* Keeps the layout the parser inferred (header-less nvidia-smi CSV) as
+ * {"line", "rows", "columns": [{"column", "field", "confidence", "basis"}]},
+ * field null when unassigned. */
+static void keep_layout(struct in_file *f, const struct sn_telem_parser *p)
+{
+    const struct sn_telem_layout *l = sn_telem_parser_layout(p);
+    json_decref(f->layout);
+    f->layout = NULL;
+    if (!l)
+        return;
+    json_t *cols = json_array();
+    for (unsigned i = 0; i < l->ncols; i++) {
+        const struct sn_telem_layout_col *lc = &l->cols[i];
+        json_array_append_new(
+            cols, json_pack("{s:i, s:o, s:s, s:s}", "column", (int)i + 1, "field",
+                            lc->field[0] ? json_string(lc->field) : json_null(), "confidence",
+                            sn_telem_confidence_name(lc->confidence), "basis", lc->basis));
+    }
+    f->layout = json_pack("{s:i, s:i, s:o}", "line", (int)l->line, "rows", (int)l->rows,
+                          "columns", cols);
+    f->layout_line = l->line;
+}
+
+/* --strict: a guessed layout is an error naming its first row. */
+static int strict_layout(const struct ctx *c, const struct in_file *f, const char *source)
+{
+    if (!c->strict || !f->layout)
+        return SN_EXIT_OK;
+    return fail_usage(c,
+                      "%s:%u:1: no header: the column layout was inferred from the rows; pass "
+                      "--fields LIST (the --query-gpu field list) to name them (--strict)",
+                      source, f->layout_line);
+}
+
+/* 1 MiB reads: a sixteenth of the read calls (and of the lines carried
+ * across chunk ends) of 64 KiB, still bounded memory; the format is detected
+ * from the first 64 KiB as before. */
+#define FEED_CHUNK (1u << 20)
+#define DETECT_BYTES (1u << 16)
 
 /* Streams one input (a file, or stdin for "-") into the history through a
  * fresh parser, FEED_CHUNK bytes at a time: memory stays bounded by the
  * parser's line cap whatever the input's size. The format is detected from
- * the first chunk; the input's stats and first skip are kept in f. */
+ * the first DETECT_BYTES; the input's stats and first skip are kept in f. */
 static int feed_file(struct ctx *c, struct in_file *f)
 {
     bool is_stdin = strcmp(f->path, "-") == 0;
@@ -394,7 +487,8 @@ static int feed_file(struct ctx *c, struct in_file *f)
     struct sn_telem_parser *p = NULL;
     enum sn_telem_format fmt = (enum sn_telem_format)f->fmt;
     const char *source = is_stdin ? "<stdin>" : f->path;
-    if (f->fmt < 0 && sn_telem_format_detect(buf, n, &fmt, &err) != SN_OK) {
+    if (f->fmt < 0 &&
+        sn_telem_format_detect(buf, n < DETECT_BYTES ? n : DETECT_BYTES, &fmt, &err) != SN_OK) {
         /* An error for this input (nothing read from it); the others count. */
         fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
                 source, err.message);
@@ -405,7 +499,8 @@ static int feed_file(struct ctx *c, struct in_file *f)
     if (!is_stdin)
         host_of(f->path, host, sizeof(host));
     struct sn_telem_opts o = {.source = source, .host = host, .fields = f->fields};
-    struct file_sink fs = {sn_health_history_sink(c->hist), f};
+    struct file_sink fs = {sn_health_history_sink(c->hist), f, c->hist};
+    f->net_dropped = 0;
     struct sn_telem_sink sink = file_sink_of(&fs);
     f->first_skip[0] = '\0';
     enum sn_err e = sn_telem_parser_new(fmt, &o, &sink, &p, &err);
@@ -420,8 +515,10 @@ static int feed_file(struct ctx *c, struct in_file *f)
     }
     if (e == SN_OK)
         e = sn_telem_parser_finish(p, &err);
-    if (p)
-        f->stats = *sn_telem_parser_stats(p);
+    if (p) {
+        take_stats(f, p);
+        keep_layout(f, p);
+    }
     if (e == SN_ERR_SYNTAX && !c->strict) {
         /* A JSON document that does not parse: nothing read from this input. */
         f->fed = true;
@@ -442,7 +539,9 @@ static int feed_file(struct ctx *c, struct in_file *f)
         c->inputs_read++;
     else
         c->inputs_empty++;
-    if (c->strict && f->first_skip[0]) {
+    if (c->strict && f->layout) {
+        rc = strict_layout(c, f, source);
+    } else if (c->strict && f->first_skip[0]) {
         fprintf(stderr, "sn health %s: %s (--strict)\n", c->verb, f->first_skip);
         rc = SN_EXIT_USAGE;
     }
@@ -503,6 +602,32 @@ static unsigned long long skipped_total(const struct sn_telem_parser_stats *st)
     return n;
 }
 
+/* "  inferred layout (no header; 8 rows from line 1): 1 index [rule], 2 ?
+ * [unassigned: MiB: memory.used, ...], ..." */
+static void print_layout(const struct in_file *f, FILE *out)
+{
+    if (!f->layout)
+        return;
+    json_t *cols = json_object_get(f->layout, "columns");
+    fprintf(out,
+            "  inferred layout (no header and no --fields; %d rows from line %d; --fields "
+            "overrides):",
+            (int)json_integer_value(json_object_get(f->layout, "rows")), (int)f->layout_line);
+    size_t i;
+    json_t *col;
+    json_array_foreach(cols, i, col)
+    {
+        const char *field = json_string_value(json_object_get(col, "field"));
+        const char *conf = json_string_value(json_object_get(col, "confidence"));
+        const char *basis = json_string_value(json_object_get(col, "basis"));
+        if (field)
+            fprintf(out, "%s %zu %s [%s]", i ? "," : "", i + 1, field, conf);
+        else
+            fprintf(out, "%s %zu ? [%s: %s]", i ? "," : "", i + 1, conf, basis);
+    }
+    fprintf(out, "\n");
+}
+
 /* Per input: format, lines, records and skips by reason with the first
  * line of each (problems_only: only inputs with nothing read or a skip other
  * than "unused"). */
@@ -511,7 +636,7 @@ static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
     for (unsigned i = 0; i < c->n_files; i++) {
         const struct in_file *f = &c->files[i];
         const struct sn_telem_parser_stats *st = &f->stats;
-        if (problems_only && file_readable(f) &&
+        if (problems_only && file_readable(f) && !f->layout &&
             skipped_total(st) == st->skipped[SN_TELEM_SKIP_UNUSED])
             continue;
         if (!f->fed) {
@@ -535,6 +660,7 @@ static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
             sep = ", ";
         }
         fprintf(out, "\n");
+        print_layout(f, out);
     }
     if (c->n_files && out == stdout)
         fprintf(out, "\n");
@@ -554,11 +680,13 @@ static json_t *inputs_json(const struct ctx *c)
                                               (json_int_t)st->skipped[r], "first_line",
                                               (json_int_t)st->first_line[r], "first_column",
                                               (json_int_t)st->first_column[r]));
-        json_array_append_new(
-            a, json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "file", f->path, "format",
-                         f->fed ? sn_telem_format_name(f->used) : "unknown", "lines",
-                         (json_int_t)st->lines, "records",
-                         (json_int_t)st->records, "read", file_readable(f), "skipped", sk));
+        json_t *in = json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "file", f->path, "format",
+                               f->fed ? sn_telem_format_name(f->used) : "unknown", "lines",
+                               (json_int_t)st->lines, "records", (json_int_t)st->records, "read",
+                               file_readable(f), "skipped", sk);
+        if (f->layout)
+            json_object_set(in, "inferred_layout", f->layout);
+        json_array_append_new(a, in);
     }
     return a;
 }
@@ -588,6 +716,8 @@ static int setup(struct ctx *c, bool need_cluster)
 
 static void teardown(struct ctx *c)
 {
+    for (unsigned i = 0; i < c->n_files; i++)
+        json_decref(c->files[i].layout);
     sn_health_history_free(c->hist);
     sn_telem_store_free(c->store);
     sn_health_facts_release(&c->facts);
@@ -981,6 +1111,7 @@ static int feed_all(struct ctx *c)
         else
             fprintf(stderr, "sn health %s: %s: no record read as %s (%llu lines)\n", c->verb,
                     f->path, sn_telem_format_name(f->used), f->stats.lines);
+        print_layout(f, stderr);
     }
     return c->n_files ? no_input(c) : SN_EXIT_OK;
 }
@@ -1258,7 +1389,7 @@ static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
         char host[SN_TELEM_HOST_MAX];
         host_of(in->path, host, sizeof(host));
         struct sn_telem_opts o = {.source = in->path, .host = host, .fields = in->fields};
-        w->fs = (struct file_sink){sn_health_history_sink(c->hist), in};
+        w->fs = (struct file_sink){sn_health_history_sink(c->hist), in, c->hist};
         struct sn_telem_sink sink = file_sink_of(&w->fs);
         if (sn_telem_parser_new(fmt, &o, &sink, &w->p, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
@@ -1272,7 +1403,10 @@ static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
     while ((n = fread(buf, 1, sizeof(buf), w->f)) > 0)
         if (sn_telem_parser_feed(w->p, buf, n, &err) != SN_OK)
             return fail_usage(c, "%s", err.message);
-    in->stats = *sn_telem_parser_stats(w->p);
+    take_stats(in, w->p);
+    keep_layout(in, w->p);
+    if (c->strict && in->layout)
+        return strict_layout(c, in, in->path);
     if (c->strict && in->first_skip[0])
         return fail_usage(c, "%s (--strict)", in->first_skip);
     return SN_EXIT_OK;

@@ -353,6 +353,9 @@ struct sn_health_config {
      * of its own; 300 s. Events without times count when they follow the
      * cause in the log. */
     double xid_cascade_s;
+    /* Entries of the history's host/NIC table, SN_HEALTH_NET_MAX; 0: that.
+     * A reading of a new key past it is a SN_TELEM_SKIP_LIMIT skip. */
+    uint32_t net_max;
 };
 
 /* The defaults listed above. */
@@ -635,7 +638,8 @@ const struct sn_health_nccl_run *sn_health_history_nccl_run(const struct sn_heal
 
 /* Host and NIC readings (sn_telem_net records), one entry per (host, item,
  * device, port, priority, counter name) in first-seen order, at most
- * SN_HEALTH_NET_MAX (later keys are counted, not kept). Counters keep their
+ * SN_HEALTH_NET_MAX (later keys are counted and reported as limit skips,
+ * not kept). Counters keep their
  * rise over every reading (a reading lower than the one before is a reset:
  * the rise restarts from it), so rates come from two readings, never from
  * an absolute value. Interrupt rows are kept for NIC queues only (mlx5_comp,
@@ -664,6 +668,11 @@ struct sn_health_net_entry {
     char where[160];       /* "file:line" of the latest reading */
 };
 uint32_t sn_health_history_net_count(const struct sn_health_history *h);
+/* Readings not kept because the host/NIC table was full (net_max keys): each
+ * was also reported through the sink's skipped callback as a limit skip. */
+unsigned long long sn_health_history_net_dropped(const struct sn_health_history *h);
+/* The table's cap in keys (the config's net_max, else SN_HEALTH_NET_MAX). */
+uint32_t sn_health_history_net_max(const struct sn_health_history *h);
 const struct sn_health_net_entry *sn_health_history_net(const struct sn_health_history *h,
                                                         uint32_t i);
 

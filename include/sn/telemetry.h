@@ -741,7 +741,9 @@ struct sn_telem_opts {
      * one; NONE never strips. */
     enum sn_telem_prefix prefix;
     /* nvidia-smi CSV with noheader: the --query-gpu/--query-compute-apps
-     * field list ("index,uuid,temperature.gpu"). NULL: a header is needed. */
+     * field list ("index,uuid,temperature.gpu"). NULL: a header names the
+     * columns, else the layout is inferred from the first rows
+     * (sn_telem_parser_layout()). */
     const char *fields;
     /* nccl-tests: the collective when the log does not name it (no
      * "<coll>_perf" in the log or source name). */
@@ -784,6 +786,43 @@ SN_MUST_CHECK enum sn_err sn_telem_parser_feed(struct sn_telem_parser *p, const 
 SN_MUST_CHECK enum sn_err sn_telem_parser_finish(struct sn_telem_parser *p, struct sn_error *err);
 
 const struct sn_telem_parser_stats *sn_telem_parser_stats(const struct sn_telem_parser *p);
+
+/* How a column of an inferred layout was decided: CERTAIN, the values have
+ * a shape only one field prints (a PCI bus id, a GPU UUID, a timestamp, a
+ * pstate, a product name, a driver or VBIOS version); RULE, one of several
+ * candidates chosen by a documented rule (docs/health.md, "Rows without a
+ * header"); UNASSIGNED, not decided: the column's cells are not read. */
+#define SN_TELEM_CONFIDENCE_LIST(X)                                                                \
+    X(CERTAIN, "certain")                                                                          \
+    X(RULE, "rule")                                                                                \
+    X(UNASSIGNED, "unassigned")
+enum sn_telem_confidence {
+#define SN_X(id, text) SN_TELEM_CONF_##id,
+    SN_TELEM_CONFIDENCE_LIST(SN_X)
+#undef SN_X
+        SN_TELEM_CONF_COUNT
+};
+const char *sn_telem_confidence_name(enum sn_telem_confidence c);
+
+struct sn_telem_layout_col {
+    const char *field; /* the field the column is read as; "" when unassigned */
+    enum sn_telem_confidence confidence;
+    const char *basis; /* why: the value shape, the rule, or the candidates */
+};
+
+/* A column layout a reader inferred from rows without a header or field
+ * list (nvidia-smi CSV forced with -f on noheader output). */
+struct sn_telem_layout {
+    unsigned line;  /* the first row it was inferred from (1-based) */
+    unsigned rows;  /* rows looked at (at most SN_TELEM_INFER_ROWS) */
+    unsigned ncols; /* cells per row */
+    const struct sn_telem_layout_col *cols;
+};
+#define SN_TELEM_INFER_ROWS 64u /* look-ahead of the inference, rows */
+
+/* The layout p inferred, NULL when a header or field list named the columns
+ * (or the format never infers). Valid until p is freed. */
+const struct sn_telem_layout *sn_telem_parser_layout(const struct sn_telem_parser *p);
 
 void sn_telem_parser_free(struct sn_telem_parser *p);
 

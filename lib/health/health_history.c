@@ -36,6 +36,7 @@ struct sn_health_history {
     uint32_t n_runs, cap_runs;
     unsigned long long dropped_runs;
     struct sn__net_table *net; /* host and NIC readings (health_net.c) */
+    uint32_t net_max;          /* its cap in keys */
 };
 
 static const enum sn_metric counter_metric[] = {
@@ -323,14 +324,24 @@ static void fwd_excerpt(void *ctx, const char *source, bool on)
         h->fwd.excerpt(h->fwd.ctx, source, on);
 }
 
-/* Host and NIC readings: kept in the net table, then forwarded. Out of
- * memory is reported like the store's, as a limit skip. */
+/* Host and NIC readings: kept in the net table, then forwarded. A new key
+ * past the table's cap, and out of memory, are limit skips (like the
+ * store's), never dropped in silence. */
 static void on_net(void *ctx, const struct sn_telem_net *r)
 {
     struct sn_health_history *h = ctx;
-    if (!sn__net_table_add(&h->net, r) && h->fwd.skipped) {
-        struct sn_telem_skip sk = {r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT,
-                                   "out of memory for a host/NIC reading"};
+    enum sn_err rc = sn__net_table_add(&h->net, r, h->net_max);
+    if (rc != SN_OK && h->fwd.skipped) {
+        char detail[SN_TELEM_TEXT_MAX];
+        const char *dev = r->device && r->device[0] ? r->device : NULL;
+        if (rc == SN_ERR_LIMIT)
+            snprintf(detail, sizeof(detail),
+                     "host/NIC table full (%u keys): reading '%s'%s%s%s of host '%s' not kept",
+                     h->net_max, r->text ? r->text : "", dev ? " of '" : "", dev ? dev : "",
+                     dev ? "'" : "", r->host ? r->host : "");
+        else
+            snprintf(detail, sizeof(detail), "out of memory for a host/NIC reading");
+        struct sn_telem_skip sk = {r->at.source, r->at.line, 0, SN_TELEM_SKIP_LIMIT, detail};
         h->fwd.skipped(h->fwd.ctx, &sk);
     }
     if (h->fwd.net)
@@ -358,6 +369,7 @@ enum sn_err sn_health_history_new(struct sn_telem_store *store, const struct sn_
     h->store = store;
     h->fwd = sn_telem_store_sink(store);
     h->phantom_bytes = cfg ? cfg->phantom_bytes : def.phantom_bytes;
+    h->net_max = cfg && cfg->net_max ? cfg->net_max : SN_HEALTH_NET_MAX;
     *out = h;
     return SN_OK;
 }
@@ -395,6 +407,16 @@ struct sn_telem_sink sn_health_history_sink(struct sn_health_history *h)
         .node_check = fwd_node_check,
         .excerpt = fwd_excerpt,
     };
+}
+
+uint32_t sn_health_history_net_max(const struct sn_health_history *h)
+{
+    return h ? h->net_max : 0;
+}
+
+unsigned long long sn_health_history_net_dropped(const struct sn_health_history *h)
+{
+    return h ? sn__net_table_dropped(h->net) : 0;
 }
 
 uint32_t sn_health_history_net_count(const struct sn_health_history *h)

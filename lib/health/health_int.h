@@ -93,7 +93,11 @@ void sn__health_detect_net(struct sn__health_ctx *c);      /* host and NIC (heal
 /* The host and NIC table of a history (health_net.c). add creates the table
  * on first use; false only when out of memory. */
 struct sn__net_table;
-bool sn__net_table_add(struct sn__net_table **t, const struct sn_telem_net *r);
+/* Adds a reading; SN_OK, SN_ERR_LIMIT when its key is new and the table
+ * holds max keys (counted in dropped), SN_ERR_NOMEM. */
+enum sn_err sn__net_table_add(struct sn__net_table **t, const struct sn_telem_net *r,
+                              uint32_t max);
+unsigned long long sn__net_table_dropped(const struct sn__net_table *t);
 /* A NIC queue's interrupt name ("mlx5_comp3@pci:0000:3b:00.0", "i40e-eth0-TxRx-1"). */
 bool sn__net_nic_irq(const char *name);
 void sn__net_table_free(struct sn__net_table *t);

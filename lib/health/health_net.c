@@ -3,8 +3,9 @@
  * per (host, item, device, port, priority, counter name), in first-seen
  * order, for the detectors of steps 2 and 3 (health_detect_net.c).
  *
- * Invariants: at most SN_HEALTH_NET_MAX entries (later keys are counted in
- * dropped, never stored); a counter's rise only grows, and a reading lower
+ * Invariants: at most max entries (SN_HEALTH_NET_MAX, or the config's
+ * net_max; later keys are counted in dropped and reported by the caller as
+ * limit skips, never stored); a counter's rise only grows, and a reading lower
  * than the one before is a reset (the rise goes on from it); per-CPU items
  * keep a summary of their latest reading, never the row.
  */
@@ -69,8 +70,9 @@ static bool rehash(struct sn__net_table *t, uint32_t n_slot)
     return true;
 }
 
-/* The entry of the key, created when new; NULL at the cap or out of memory. */
-static struct sn_health_net_entry *entry(struct sn__net_table *t, const char *host,
+/* The entry of the key, created when new; NULL at the cap (counted in
+ * dropped) or out of memory. */
+static struct sn_health_net_entry *entry(struct sn__net_table *t, uint32_t max, const char *host,
                                          enum sn_net_item item, const char *dev, int port, int prio,
                                          const char *name)
 {
@@ -79,7 +81,7 @@ static struct sn_health_net_entry *entry(struct sn__net_table *t, const char *ho
         for (uint32_t j = (uint32_t)hv & (t->n_slot - 1); t->slot[j]; j = (j + 1) & (t->n_slot - 1))
             if (same(&t->e[t->slot[j] - 1], host, item, dev, port, prio, name))
                 return &t->e[t->slot[j] - 1];
-    if (t->n >= SN_HEALTH_NET_MAX) {
+    if (t->n >= max) {
         t->dropped++;
         return NULL;
     }
@@ -131,7 +133,8 @@ bool sn__net_nic_irq(const char *name)
            strstr(name, "mlx5_core");
 }
 
-bool sn__net_table_add(struct sn__net_table **tp, const struct sn_telem_net *r)
+enum sn_err sn__net_table_add(struct sn__net_table **tp, const struct sn_telem_net *r,
+                              uint32_t max)
 {
     struct sn_telem_net other;
     if (r->item == SN_NET_IRQ && r->per_cpu && !sn__net_nic_irq(r->device ? r->device : "")) {
@@ -143,14 +146,16 @@ bool sn__net_table_add(struct sn__net_table **tp, const struct sn_telem_net *r)
         r = &other;
     }
     if (!*tp && !(*tp = calloc(1, sizeof(**tp))))
-        return false;
+        return SN_ERR_NOMEM;
     struct sn__net_table *t = *tp;
+    unsigned long long dropped = t->dropped;
     bool text = is_text(r->item);
     const char *name = text || !r->text ? "" : r->text;
-    struct sn_health_net_entry *e = entry(t, r->host ? r->host : "", r->item,
-                                          r->device ? r->device : "", r->port, r->prio, name);
+    struct sn_health_net_entry *e =
+        entry(t, max ? max : SN_HEALTH_NET_MAX, r->host ? r->host : "", r->item,
+              r->device ? r->device : "", r->port, r->prio, name);
     if (!e)
-        return t->dropped > 0; /* at the cap: counted; out of memory: false */
+        return t->dropped > dropped ? SN_ERR_LIMIT : SN_ERR_NOMEM;
     double v = r->value, at = r->at.time_s;
     if (r->per_cpu) {
         per_cpu(e, r->per_cpu, r->n_cpu);
@@ -181,7 +186,7 @@ bool sn__net_table_add(struct sn__net_table **tp, const struct sn_telem_net *r)
         snprintf(e->where, sizeof(e->where), "%s:%u", r->at.source ? r->at.source : "", r->at.line);
     else
         snprintf(e->where, sizeof(e->where), "%s", r->at.source ? r->at.source : "");
-    return true;
+    return SN_OK;
 }
 
 void sn__net_table_free(struct sn__net_table *t)
@@ -191,6 +196,11 @@ void sn__net_table_free(struct sn__net_table *t)
     free(t->e);
     free(t->slot);
     free(t);
+}
+
+unsigned long long sn__net_table_dropped(const struct sn__net_table *t)
+{
+    return t ? t->dropped : 0;
 }
 
 uint32_t sn__net_table_count(const struct sn__net_table *t)

@@ -62,6 +62,8 @@ NAME_FN(sn_telem_status_name, enum sn_telem_status, SN_TELEM_STATUS_COUNT, SN_TE
         TEXT2)
 NAME_FN(sn_telem_skip_name, enum sn_telem_skip_reason, SN_TELEM_SKIP_COUNT, SN_TELEM_SKIP_LIST,
         TEXT2)
+NAME_FN(sn_telem_confidence_name, enum sn_telem_confidence, SN_TELEM_CONF_COUNT,
+        SN_TELEM_CONFIDENCE_LIST, TEXT2)
 NAME_FN(sn_telem_attr_name, enum sn_telem_attr_kind, SN_TELEM_ATTR_COUNT, SN_TELEM_ATTR_LIST, TEXT2)
 NAME_FN(sn_xid_bucket_name, enum sn_xid_bucket, SN_XID_BUCKET_COUNT, SN_XID_BUCKET_LIST, TEXT2)
 NAME_FN(sn_topo_kind_name, enum sn_topo_kind, SN_TOPO_KIND_COUNT, SN_TOPO_KIND_LIST, TEXT2)
@@ -253,27 +255,54 @@ const char *sn__telem_find(const char *s, size_t len, const char *lit)
 
 enum sn_telem_status sn__telem_status_of(const char *s, size_t len)
 {
+    /* Lengths are stored: a name or UUID cell starting with 'N' or 'G'
+     * costs a length compare per row, not a strlen. */
+#define ROW(text, st) {text, sizeof(text) - 1, st}
     static const struct {
         const char *text;
+        size_t len;
         enum sn_telem_status st;
     } rows[] = {
-        {"[N/A]", SN_TELEM_NA},
-        {"N/A", SN_TELEM_NA},
-        {"[Not Supported]", SN_TELEM_NOT_SUPPORTED},
-        {"Not Supported", SN_TELEM_NOT_SUPPORTED},
-        {"[Unknown Error]", SN_TELEM_UNKNOWN_ERROR},
-        {"Unknown Error", SN_TELEM_UNKNOWN_ERROR},
-        {"ERR!", SN_TELEM_ERR},
-        {"[GPU is lost]", SN_TELEM_GPU_LOST},
-        {"GPU is lost", SN_TELEM_GPU_LOST},
-        {"[Insufficient Permissions]", SN_TELEM_NO_PERMISSION},
-        {"Insufficient Permissions", SN_TELEM_NO_PERMISSION},
+        ROW("[N/A]", SN_TELEM_NA),
+        ROW("N/A", SN_TELEM_NA),
+        ROW("[Not Supported]", SN_TELEM_NOT_SUPPORTED),
+        ROW("Not Supported", SN_TELEM_NOT_SUPPORTED),
+        ROW("[Unknown Error]", SN_TELEM_UNKNOWN_ERROR),
+        ROW("Unknown Error", SN_TELEM_UNKNOWN_ERROR),
+        ROW("ERR!", SN_TELEM_ERR),
+        ROW("[GPU is lost]", SN_TELEM_GPU_LOST),
+        ROW("GPU is lost", SN_TELEM_GPU_LOST),
+        ROW("[Insufficient Permissions]", SN_TELEM_NO_PERMISSION),
+        ROW("Insufficient Permissions", SN_TELEM_NO_PERMISSION),
     };
-    if (len == 0 ||
-        !(s[0] == '[' || s[0] == 'N' || s[0] == 'E' || s[0] == 'U' || s[0] == 'G' || s[0] == 'I'))
+#undef ROW
+    /* The rows that can match, by first letter: a cell that starts with
+     * any other byte (digits, most names) is a value. */
+    size_t from, to;
+    switch (len == 0 || len > 26 ? 0 : s[0]) {
+    case '[':
+        from = 0, to = 11;
+        break;
+    case 'N':
+        from = 1, to = 4;
+        break;
+    case 'U':
+        from = 5, to = 6;
+        break;
+    case 'E':
+        from = 6, to = 7;
+        break;
+    case 'G':
+        from = 8, to = 9;
+        break;
+    case 'I':
+        from = 10, to = 11;
+        break;
+    default:
         return SN_TELEM_OK;
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        if (sn__telem_eq(s, len, rows[i].text))
+    }
+    for (size_t i = from; i < to; i++)
+        if (rows[i].len == len && memcmp(s, rows[i].text, len) == 0)
             return rows[i].st;
     return SN_TELEM_OK;
 }
@@ -871,6 +900,11 @@ void sn_telem_parser_free(struct sn_telem_parser *p)
     free(p);
 }
 
+const struct sn_telem_layout *sn_telem_parser_layout(const struct sn_telem_parser *p)
+{
+    return p && p->ops->layout ? p->ops->layout(p) : NULL;
+}
+
 const struct sn_telem_parser_stats *sn_telem_parser_stats(const struct sn_telem_parser *p)
 {
     return &p->stats;
@@ -965,11 +999,21 @@ static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
     if (banner(p, s, len))
         return;
     size_t pre = 0;
-    if (p->prefix != SN_TELEM_PREFIX_NONE &&
-        (p->ops->allow_prefix || p->prefix == SN_TELEM_PREFIX_REQUIRED))
+    bool may_prefix = p->prefix != SN_TELEM_PREFIX_NONE &&
+                      (p->ops->allow_prefix || p->prefix == SN_TELEM_PREFIX_REQUIRED);
+    /* The same "host: " prefix as the line before: already checked (the
+     * checks depend on its text only), and the host is already set. */
+    if (may_prefix && p->host_from_prefix && len > p->host_len + 1 && s[p->host_len] == ':' &&
+        s[p->host_len + 1] == ' ' && memcmp(s, p->host, p->host_len) == 0) {
+        p->ops->line(p, s + p->host_len + 2, len - p->host_len - 2);
+        return;
+    }
+    if (may_prefix)
         pre = host_prefix(s, len);
+    p->host_from_prefix = false;
     if (pre) {
         set_host(p, s, pre - 2);
+        p->host_from_prefix = p->host_len == pre - 2;
     } else {
         if (p->prefix == SN_TELEM_PREFIX_REQUIRED && len) {
             sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "line has no 'host: ' prefix");

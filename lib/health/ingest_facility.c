@@ -219,7 +219,10 @@ static void fcsv_line(struct sn_telem_parser *p, const char *s, size_t n)
         return;
     }
     if (!st->have_header) {
-        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER, "reading before a complete header");
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER,
+                       "reading before a complete header (facility-csv needs its header line "
+                       "'time,kind,name,part,metric,value,unit'; the layout is not inferred and "
+                       "--fields is for nvidia-smi CSV and dmon only)");
         return;
     }
     char cells[C_COUNT][SN_TELEM_NAME_MAX];

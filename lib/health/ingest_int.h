@@ -38,6 +38,8 @@ struct sn__telem_ops {
     /* JSON formats: the whole document at finish. */
     enum sn_err (*document)(struct sn_telem_parser *p, const char *s, size_t len,
                             struct sn_error *err);
+    /* The layout inferred from rows without a header, NULL if none. */
+    const struct sn_telem_layout *(*layout)(const struct sn_telem_parser *p);
 };
 
 struct sn_telem_parser {
@@ -52,6 +54,7 @@ struct sn_telem_parser {
     size_t file_host_len;
     char host[SN_TELEM_HOST_MAX]; /* host of the current line */
     size_t host_len;
+    bool host_from_prefix; /* host is the previous line's "host: " prefix, as written */
     unsigned lineno;
     char *carry; /* partial line, SN_TELEM_LINE_MAX + 1 bytes, lazily */
     size_t carry_len;
@@ -191,6 +194,22 @@ extern const struct sn__telem_ops sn__telem_snmp_ops;
 extern const struct sn__telem_ops sn__telem_smi_table_ops;
 extern const struct sn__telem_ops sn__telem_smi_dmon_ops;
 extern const struct sn__telem_ops sn__telem_nhc_ops;
+
+/* nvidia-smi CSV rows without a header (ingest_smi_infer.c): the first
+ * rows, cut into trimmed cells, row-major (cell[r * ncols + c]), and the
+ * host of each row. Columns past SN__INFER_COLS are not inferred. */
+#define SN__INFER_COLS 128u
+struct sn__infer_cell {
+    const char *s;
+    size_t len;
+};
+struct sn__infer_rows {
+    unsigned nrows, ncols; /* nrows <= SN_TELEM_INFER_ROWS, ncols <= SN__INFER_COLS */
+    const struct sn__infer_cell *cell;
+    const char *const *host;
+};
+/* Decides each column's field (out[0..ncols)); basis strings are static. */
+void sn__smi_csv_infer(const struct sn__infer_rows *in, struct sn_telem_layout_col *out);
 
 /* Facility: one reading from its text fields (shared by CSV and JSON).
  * Reports and returns false on a bad field. */

@@ -8,7 +8,13 @@
  * event reason bit, or a process field; columns we do not know are reported
  * once per header and ignored. A header may repeat anywhere (looped -l
  * output, concatenated logs); an identical one costs one memcmp. With
- * noheader the field list comes from the options. Rows then cost no
+ * noheader the field list comes from the options; with neither (-f on
+ * noheader output), the first rows (at most SN_TELEM_INFER_ROWS, 256 KiB)
+ * are held and the layout is inferred from their values
+ * (ingest_smi_infer.c): columns it cannot decide are reported once and not
+ * read, the layout is exposed by sn_telem_parser_layout(), and the input is
+ * declared an excerpt (a guessed layout does not enumerate GPUs). Rows then
+ * cost no
  * allocation: cells are slices of the line, numbers are read by
  * sn__telem_number() and samples go out in one batch per row, so the sink
  * resolves the GPU once per row.
@@ -128,6 +134,29 @@ struct csv_state {
     char snap_ts[16][40];
     unsigned snap_next;
     struct sn_telem_sample batch[SN_TELEM_COLUMNS_MAX];
+    /* Rows before any header with no field list, held (bounded) until the
+     * layout is inferred from them; allocated only then. */
+    struct infer_buf *infer;
+    bool inferred; /* the columns come from infer->layout */
+};
+
+#define INFER_BYTES (256u << 10) /* bytes of held rows */
+
+struct infer_buf {
+    bool done;
+    unsigned nrows;
+    size_t used;
+    struct {
+        uint32_t off, len;
+        unsigned line;
+        bool last; /* the input's unterminated last line */
+        char host[SN_TELEM_HOST_MAX];
+    } rows[SN_TELEM_INFER_ROWS];
+    const char *hosts[SN_TELEM_INFER_ROWS];
+    struct sn__infer_cell cells[SN_TELEM_INFER_ROWS * SN__INFER_COLS];
+    struct sn_telem_layout layout;
+    struct sn_telem_layout_col cols[SN_TELEM_COLUMNS_MAX];
+    char bytes[INFER_BYTES];
 };
 
 static double default_factor(enum sn_metric m)
@@ -314,6 +343,15 @@ static bool looks_like_header(const char *s, size_t len)
     return all;
 }
 
+/* Equality of two short byte runs (units: "W", "MiB"), without a call. */
+static inline bool same_short(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 /* A metric cell into *v; false (reported) if it is not a valid value. */
 static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col, const char *s,
                          size_t n, struct sn_telem_sample *v)
@@ -360,7 +398,7 @@ static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col,
         size_t ul = n - used;
         sn__telem_trim(&u, &ul);
         enum sn__telem_dim dim;
-        if (ul == col->unit_len && memcmp(u, col->unit, ul) == 0) {
+        if (ul == col->unit_len && same_short(u, col->unit, ul)) {
             factor = col->unit_factor;
         } else if (!sn__telem_unit(u, ul, &dim, &factor) || dim != col->dim) {
             sn__telem_skip(p, c + 1, SN_TELEM_SKIP_BAD_UNIT, "'%.*s' has no %s unit", (int)n, s,
@@ -611,60 +649,49 @@ static void emit_row(struct sn_telem_parser *p, struct csv_state *st, struct row
 }
 
 /* Cuts s at commas into st->cells (the first SN_TELEM_COLUMNS_MAX) and
- * returns the number of cells. Eight bytes at a time: a word without a comma
- * costs a few operations instead of eight compares (the "has zero byte"
- * test of Mycroft, on the word xor ',,,,,,,,'). */
-static unsigned split_commas(struct csv_state *st, const char *s, size_t len)
+ * returns the number of cells. Eight bytes at a time: the word xor
+ * ',,,,,,,,' has a zero byte at each comma, and the exact zero-byte mask
+ * (no borrow between bytes: Hacker's Delight 6-1) gives every comma of the
+ * word, taken lowest first. */
+/* Ends the cell [*b, e) (kept among the first SN_TELEM_COLUMNS_MAX). */
+static inline void cell_end(struct csv_state *st, unsigned *cells, size_t *b, size_t e)
 {
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    const uint64_t commas = ones * (unsigned char)',';
-    unsigned cells = 0;
-    size_t b = 0, e = 0;
-    for (;;) {
-        while (e + 8 <= len) {
-            uint64_t w;
-            memcpy(&w, s + e, 8);
-            w ^= commas;
-            uint64_t hit = (w - ones) & ~w & highs;
-            if (hit) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                /* the lowest flagged byte is the first comma exactly */
-                e += (size_t)__builtin_ctzll(hit) / 8;
-#endif
-                break;
-            }
-            e += 8;
-        }
-        while (e < len && s[e] != ',')
-            e++;
-        if (cells < SN_TELEM_COLUMNS_MAX) {
-            st->cells[cells].off = (uint32_t)b;
-            st->cells[cells].len = (uint32_t)(e - b);
-        }
-        cells++;
-        if (e == len)
-            return cells;
-        b = ++e;
+    if (*cells < SN_TELEM_COLUMNS_MAX) {
+        st->cells[*cells].off = (uint32_t)*b;
+        st->cells[*cells].len = (uint32_t)(e - *b);
     }
+    (*cells)++;
+    *b = e + 1;
 }
 
-static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
+static unsigned split_commas(struct csv_state *st, const char *s, size_t len)
 {
-    struct csv_state *st = p->state;
-    sn__telem_trim(&s, &len);
-    if (len == 0 || sn__telem_lost_line(p, s, len))
-        return;
-    /* Header cells start with a lowercase field name; data rows almost never
-     * do, and the full check runs only for those that do. */
-    if (s[0] >= 'a' && s[0] <= 'z' && looks_like_header(s, len)) {
-        set_header(p, s, len, false);
-        return;
+    unsigned cells = 0;
+    size_t b = 0, i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    const uint64_t commas = 0x0101010101010101ULL * (unsigned char)',';
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        w ^= commas;
+        uint64_t hit = ~(((w & low7) + low7) | w | low7);
+        for (; hit; hit &= hit - 1)
+            cell_end(st, &cells, &b, i + (size_t)__builtin_ctzll(hit) / 8);
     }
-    if (!st->have_header) {
-        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER,
-                       "data before any header (give the --query field list for noheader)");
-        return;
-    }
+#endif
+    for (; i < len; i++)
+        if (s[i] == ',')
+            cell_end(st, &cells, &b, i);
+    cell_end(st, &cells, &b, len);
+    return cells;
+}
+
+/* One data row under the current columns; last: the input's unterminated
+ * last line (it may be cut short). */
+static void csv_row(struct sn_telem_parser *p, struct csv_state *st, const char *s, size_t len,
+                    bool last)
+{
     struct row r;
     memset(&r, 0, sizeof(r));
     r.gpu.host = p->host;
@@ -676,7 +703,7 @@ static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
     unsigned cells = split_commas(st, s, len);
     /* An unterminated last line that ends in an empty cell was cut right
      * after a comma. */
-    bool cut_after_comma = p->finished && cells == st->ncols && cells > 1 &&
+    bool cut_after_comma = last && cells == st->ncols && cells > 1 &&
                            cells <= SN_TELEM_COLUMNS_MAX && st->cells[cells - 1].len <= 1 &&
                            (st->cells[cells - 1].len == 0 || s[st->cells[cells - 1].off] == ' ');
     if (cells != st->ncols || cut_after_comma) {
@@ -685,7 +712,7 @@ static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
          * file no longer enumerates its hosts' GPUs (it was cut), so the
          * GPUs it does not name are not called missing. */
         if (cut_after_comma ||
-            (p->finished && cells < st->ncols && cells > 1 && cells <= SN_TELEM_COLUMNS_MAX)) {
+            (last && cells < st->ncols && cells > 1 && cells <= SN_TELEM_COLUMNS_MAX)) {
             sn__telem_skip(p, st->cells[cells - 1].off + 1, SN_TELEM_SKIP_TRUNCATED,
                            "last row cut after %u of %u cells; its whole cells are read",
                            cells - 1, st->ncols);
@@ -710,10 +737,176 @@ static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
     emit_row(p, st, &r);
 }
 
+
+/* Flags of the columns just set (set_header, apply_layout). */
+static void columns_set(struct csv_state *st)
+{
+    st->apps = st->have_reason_col = st->have_active_col = false;
+    for (unsigned c = 0; c < st->ncols; c++) {
+        enum role r = st->cols[c].role;
+        st->apps |= r == R_PID;
+        st->have_reason_col |= r == R_REASON;
+        st->have_active_col |= r == R_METRIC && st->cols[c].arg == SN_METRIC_CLOCK_EVENT_REASONS;
+    }
+    st->have_header = true;
+}
+
+/* The width most held rows have (the first such on a tie). */
+static unsigned held_width(struct csv_state *st, unsigned *width)
+{
+    struct infer_buf *ib = st->infer;
+    unsigned best = 0, best_n = 0;
+    for (unsigned r = 0; r < ib->nrows; r++)
+        width[r] = split_commas(st, ib->bytes + ib->rows[r].off, ib->rows[r].len);
+    for (unsigned r = 0; r < ib->nrows; r++) {
+        unsigned n = 0;
+        for (unsigned q = 0; q < ib->nrows; q++)
+            n += width[q] == width[r];
+        if (n > best_n)
+            best = width[r], best_n = n;
+    }
+    return best;
+}
+
+/* Infers the columns from the held rows, sets them, reports the columns
+ * left unassigned, and reads the held rows with them. */
+static void infer_run(struct sn_telem_parser *p, struct csv_state *st)
+{
+    struct infer_buf *ib = st->infer;
+    unsigned width[SN_TELEM_INFER_ROWS];
+    ib->done = true;
+    if (ib->nrows == 0)
+        return;
+    unsigned w = held_width(st, width);
+    unsigned ncols = w < SN_TELEM_COLUMNS_MAX ? w : SN_TELEM_COLUMNS_MAX;
+    unsigned icols = ncols < SN__INFER_COLS ? ncols : SN__INFER_COLS;
+    /* The rows of that width, without a last line that may be cut, unless
+     * it is the only one. */
+    unsigned k = 0, first_line = 0;
+    for (int pass = 0; pass < 2 && k == 0; pass++) {
+        for (unsigned r = 0; r < ib->nrows; r++) {
+            if (width[r] != w || (pass == 0 && ib->rows[r].last))
+                continue;
+            const char *row = ib->bytes + ib->rows[r].off;
+            split_commas(st, row, ib->rows[r].len);
+            for (unsigned c = 0; c < icols; c++) {
+                const char *cs = row + st->cells[c].off;
+                size_t cn = st->cells[c].len;
+                sn__telem_trim(&cs, &cn);
+                ib->cells[k * icols + c] = (struct sn__infer_cell){cs, cn};
+            }
+            ib->hosts[k] = ib->rows[r].host;
+            if (k++ == 0)
+                first_line = ib->rows[r].line;
+        }
+    }
+    struct sn__infer_rows in = {k, icols, ib->cells, ib->hosts};
+    sn__smi_csv_infer(&in, ib->cols);
+    for (unsigned c = icols; c < ncols; c++)
+        ib->cols[c] = (struct sn_telem_layout_col){"", SN_TELEM_CONF_UNASSIGNED,
+                                                   "past the columns the inference reads"};
+    ib->layout = (struct sn_telem_layout){first_line, k, ncols, ib->cols};
+    st->ncols = ncols;
+    for (unsigned c = 0; c < ncols; c++) {
+        const struct sn_telem_layout_col *lc = &ib->cols[c];
+        if (lc->field[0]) {
+            header_cell(p, st, c, lc->field, strlen(lc->field));
+            continue;
+        }
+        st->cols[c].role = R_IGNORE;
+        sn__telem_skip_at(p, first_line, c + 1, SN_TELEM_SKIP_UNKNOWN_FIELD,
+                          "no header: column %u left unassigned (%s); its cells are not read "
+                          "(name the columns with --fields)",
+                          c + 1, lc->basis);
+    }
+    columns_set(st);
+    st->inferred = true;
+    /* A guessed layout never claims to enumerate its hosts' GPUs. */
+    if (p->sink.excerpt)
+        p->sink.excerpt(p->sink.ctx, p->source, true);
+    unsigned line = p->lineno;
+    char host[SN_TELEM_HOST_MAX];
+    memcpy(host, p->host, sizeof(host));
+    size_t host_len = p->host_len;
+    for (unsigned r = 0; r < ib->nrows; r++) {
+        p->lineno = ib->rows[r].line;
+        sn__telem_copy(p->host, sizeof(p->host), ib->rows[r].host, strlen(ib->rows[r].host));
+        p->host_len = strlen(p->host);
+        csv_row(p, st, ib->bytes + ib->rows[r].off, ib->rows[r].len, ib->rows[r].last);
+    }
+    p->lineno = line;
+    memcpy(p->host, host, sizeof(host));
+    p->host_len = host_len;
+}
+
+/* Holds a row before any header (no field list); false when it cannot be
+ * held (no memory, or the look-ahead is full: then the layout is inferred
+ * and the caller reads the row with it). */
+static bool infer_hold(struct sn_telem_parser *p, struct csv_state *st, const char *s, size_t len)
+{
+    if (!st->infer && !(st->infer = calloc(1, sizeof(*st->infer))))
+        return false;
+    struct infer_buf *ib = st->infer;
+    if (ib->done)
+        return false;
+    if (ib->nrows == SN_TELEM_INFER_ROWS || len > INFER_BYTES - ib->used) {
+        infer_run(p, st);
+        return false;
+    }
+    memcpy(ib->bytes + ib->used, s, len);
+    ib->rows[ib->nrows].off = (uint32_t)ib->used;
+    ib->rows[ib->nrows].len = (uint32_t)len;
+    ib->rows[ib->nrows].line = p->lineno;
+    ib->rows[ib->nrows].last = p->finished;
+    sn__telem_copy(ib->rows[ib->nrows].host, SN_TELEM_HOST_MAX, p->host, p->host_len);
+    ib->nrows++;
+    ib->used += len;
+    return true;
+}
+
+static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
+{
+    struct csv_state *st = p->state;
+    sn__telem_trim(&s, &len);
+    if (len == 0 || sn__telem_lost_line(p, s, len))
+        return;
+    /* Header cells start with a lowercase field name; data rows almost never
+     * do, and the full check runs only for those that do. */
+    if (s[0] >= 'a' && s[0] <= 'z' && looks_like_header(s, len)) {
+        if (st->infer && !st->infer->done)
+            infer_run(p, st); /* the rows held before it */
+        set_header(p, s, len, false);
+        return;
+    }
+    if (!st->have_header && !p->fields && infer_hold(p, st, s, len))
+        return;
+    if (!st->have_header) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_NO_HEADER,
+                       "data before any header (give the --query field list for noheader)");
+        return;
+    }
+    csv_row(p, st, s, len, p->finished);
+}
+
+/* End of input: rows still held are read with the layout they give. */
+static void csv_flush(struct sn_telem_parser *p, bool final)
+{
+    struct csv_state *st = p->state;
+    if (final && st->infer && !st->infer->done)
+        infer_run(p, st);
+}
+
+static const struct sn_telem_layout *csv_layout(const struct sn_telem_parser *p)
+{
+    const struct csv_state *st = p->state;
+    return st->inferred ? &st->infer->layout : NULL;
+}
+
 static void csv_destroy(struct sn_telem_parser *p)
 {
     struct csv_state *st = p->state;
     free(st->header);
+    free(st->infer);
 }
 
 /* The field list of a noheader input applies from the first line. */
@@ -729,5 +922,7 @@ const struct sn__telem_ops sn__telem_smi_csv_ops = {
     .allow_prefix = true,
     .line = csv_line,
     .init = csv_init,
+    .flush = csv_flush,
     .destroy = csv_destroy,
+    .layout = csv_layout,
 };

@@ -52,6 +52,19 @@ struct sn_telem_store {
     uint16_t last_source; /* cache of the last lookup */
     uint32_t last_host;   /* cache of the last lookup, valid when n_hosts */
     uint32_t last_samples_gpu; /* where the last samples record went, UINT32_MAX if dropped */
+    /* The reference the last samples record resolved, by content: the
+     * attributes of the same row (nvidia-smi CSV emits them right after)
+     * reuse its id instead of hashing the UUID again. Any other resolve
+     * clears it. */
+    struct {
+        bool valid;
+        uint32_t id;
+        int index;
+        uint64_t bus;
+        bool has_uuid;
+        char host[SN_TELEM_HOST_MAX];
+        char uuid[SN_TELEM_UUID_MAX];
+    } last_ref;
     struct sn_telem_nccl_entry *nccl;
     uint32_t n_nccl, cap_nccl;
     struct idx by_nccl;
@@ -584,6 +597,7 @@ static bool resolve_rec(struct sn_telem_store *s, const struct sn_telem_gpu_ref 
                         const struct sn_telem_origin *at, uint32_t *id)
 {
     enum sn_telem_skip_reason why;
+    s->last_ref.valid = false;
     if (resolve(s, ref, !s->lim.inventory_only, id, &why))
         return true;
     char bus[32], detail[160];
@@ -596,6 +610,35 @@ static bool resolve_rec(struct sn_telem_store *s, const struct sn_telem_gpu_ref 
 
 /* ---- sink callbacks -------------------------------------------------------- */
 
+static void remember_ref(struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref, uint32_t id)
+{
+    const char *host = ref->host ? ref->host : "";
+    size_t hl = strlen(host), ul = ref->uuid ? strlen(ref->uuid) : 0;
+    if (hl >= sizeof(s->last_ref.host) || ul >= sizeof(s->last_ref.uuid))
+        return;
+    memcpy(s->last_ref.host, host, hl + 1);
+    if (ref->uuid)
+        memcpy(s->last_ref.uuid, ref->uuid, ul + 1);
+    s->last_ref.has_uuid = ref->uuid != NULL;
+    s->last_ref.index = ref->index;
+    s->last_ref.bus = ref->bus;
+    s->last_ref.id = id;
+    s->last_ref.valid = true;
+}
+
+/* The id of ref when it is, by content, the last samples record's. */
+static bool same_as_last(const struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref,
+                         uint32_t *id)
+{
+    if (!s->last_ref.valid || ref->index != s->last_ref.index || ref->bus != s->last_ref.bus ||
+        (ref->uuid != NULL) != s->last_ref.has_uuid ||
+        strcmp(ref->host ? ref->host : "", s->last_ref.host) != 0 ||
+        (ref->uuid && strcmp(ref->uuid, s->last_ref.uuid) != 0))
+        return false;
+    *id = s->last_ref.id;
+    return true;
+}
+
 static void sink_samples(void *ctx, const struct sn_telem_samples *r)
 {
     struct sn_telem_store *s = ctx;
@@ -604,6 +647,7 @@ static void sink_samples(void *ctx, const struct sn_telem_samples *r)
     if (!resolve_rec(s, &r->gpu, &r->at, &id))
         return;
     s->last_samples_gpu = id;
+    remember_ref(s, &r->gpu, id);
     uint16_t src = source_id(s, r->at.source);
     struct sn_telem_gpu *g = &s->gpus[id];
     for (size_t i = 0; i < r->n; i++) {
@@ -632,7 +676,9 @@ static void sink_attr(void *ctx, const struct sn_telem_attr *r)
 {
     struct sn_telem_store *s = ctx;
     uint32_t id;
-    if ((unsigned)r->kind >= SN_TELEM_ATTR_COUNT || !resolve_rec(s, &r->gpu, &r->at, &id))
+    if ((unsigned)r->kind >= SN_TELEM_ATTR_COUNT)
+        return;
+    if (!same_as_last(s, &r->gpu, &id) && !resolve_rec(s, &r->gpu, &r->at, &id))
         return;
     sn__telem_copy(s->gpus[id].attr[r->kind], SN_TELEM_NAME_MAX, r->text, strlen(r->text));
     s->stats.records++;
@@ -1082,6 +1128,7 @@ enum sn_err sn_telem_store_add_gpu(struct sn_telem_store *s, const struct sn_tel
                                    uint32_t *id, struct sn_error *err)
 {
     enum sn_telem_skip_reason why;
+    s->last_ref.valid = false;
     if (resolve(s, ref, true, id, &why))
         return SN_OK;
     switch (why) {

@@ -500,6 +500,46 @@ static void detection_of_formats(void **state)
     }
 }
 
+/* The net table's cap (cfg.net_max): new keys past it are limit skips with
+ * their line, counted by the history; keys already kept still update. */
+static void net_table_cap(void **state)
+{
+    struct fx *f = *state;
+    struct sn_health_config cfg;
+    sn_health_config_default(&cfg);
+    cfg.net_max = 3;
+    struct sn_error err = {0};
+    sn_health_history_free(f->h);
+    assert_int_equal(sn_health_history_new(f->st, &cfg, &f->h, &err), SN_OK);
+    assert_int_equal(sn_health_history_net_max(f->h), 3);
+    static const char text[] = "NIC statistics:\n     rx_packets: 1000\n     tx_packets: 900\n"
+                               "     rx_prio3_pause: 7\n     tx_prio3_pause: 9\n"
+                               "     rx_discards_phy: 2\n";
+    feed(f, SN_TELEM_FMT_ETHTOOL_S, "sn00-t00", text);
+    assert_int_equal(sn_health_history_net_count(f->h), 3);
+    assert_int_equal(sn_health_history_net_dropped(f->h), 2);
+    const struct sn_telem_store_stats *ss = sn_telem_store_stats(f->st);
+    assert_int_equal(ss->skipped[SN_TELEM_SKIP_LIMIT], 2);
+    bool found = false;
+    for (uint32_t i = 0; i < sn_telem_store_skip_count(f->st); i++) {
+        const struct sn_telem_store_skip *k = sn_telem_store_skip(f->st, i);
+        if (k->reason == SN_TELEM_SKIP_LIMIT && k->line == 5) {
+            assert_non_null(strstr(k->detail, "host/NIC table full (3 keys)"));
+            assert_non_null(strstr(k->detail, "'tx_prio3_pause'"));
+            found = true;
+        }
+    }
+    assert_true(found);
+    /* The same keys again: updated in place, nothing more dropped than the
+     * two new keys of that input. */
+    feed(f, SN_TELEM_FMT_ETHTOOL_S, "sn00-t00", text);
+    assert_int_equal(sn_health_history_net_count(f->h), 3);
+    assert_int_equal(sn_health_history_net_dropped(f->h), 4);
+    const struct sn_health_net_entry *e = entry(f, "sn00-t00", SN_NET_RX_PACKETS, "rx_packets", -1);
+    assert_non_null(e);
+    assert_int_equal(e->count, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +565,7 @@ int main(void)
         T(nccl_shape),
         T(link_flaps),
         T(detection_of_formats),
+        T(net_table_cap),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

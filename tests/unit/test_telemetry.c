@@ -370,11 +370,18 @@ static void smi_csv_noheader_fields(void **state)
     assert_true(isnan(g->m[SN_METRIC_CLOCK_SM].time_s));
     fixture_free(f);
 
-    /* Without a field list, noheader data is reported, never guessed. */
+    /* Without a field list the layout is inferred: index and uuid are
+     * decided, the nounits numbers are not (reported once per column), and
+     * no reading of theirs is kept (test_telemetry_infer.c has the rules). */
     f = fixture_new();
     parse_into(f, SN_TELEM_FMT_SMI_CSV, "smi_noheader_nounits.csv", NULL, 0);
-    assert_int_equal(count_skips(f, SN_TELEM_SKIP_NO_HEADER), 4);
-    assert_int_equal(sn_telem_store_gpu_count(f->store), 0);
+    assert_int_equal(count_skips(f, SN_TELEM_SKIP_NO_HEADER), 0);
+    assert_int_equal(count_skips(f, SN_TELEM_SKIP_UNKNOWN_FIELD), 6);
+    assert_int_equal(sn_telem_store_gpu_count(f->store), 2);
+    g = gpu_by_index(f, "", 1);
+    assert_string_equal(g->uuid, "GPU-5f1c0a6e-8f3d-4b0e-9a7e-0c1d2e3f4a51");
+    assert_true(isnan(MV(g, TEMP_GPU)));
+    assert_true(isnan(MV(g, MEM_USED)));
     fixture_free(f);
 }
 
