@@ -24,6 +24,7 @@ struct sched_job {
     uint8_t health_min; /* spec.health_min scaled to 0..255 */
     bool degraded, split, cross, borrowed;
     bool replaced;     /* GPUs swapped in place since its start (groups may span servers) */
+    bool queued;       /* in queue[] (the pending jobs by priority, then submission) */
     uint32_t list_pos; /* index in pending[] or running[] */
     uint32_t *gpus;    /* when running: spec.gpus IDs, group by group */
     uint32_t n_sn;
@@ -79,6 +80,12 @@ struct sn_sched {
     uint32_t *pending, n_pending;
     uint32_t *running, n_running;
     uint32_t n_done;
+    /* The pending jobs in their static order (priority descending, then
+     * submission time, then ID), kept from pass to pass: a pass drops the
+     * jobs that left, merges the new ones in, and only has to order each
+     * priority by fair share (sched_pass.c). Entries whose job left are
+     * dropped at the next pass. */
+    uint32_t *queue, n_queue;
 
     struct sn_decision *dec;
     size_t n_dec, cap_dec;
@@ -107,6 +114,12 @@ struct place_mode {
     bool use_extra;     /* add srv_extra (a planned preemption) */
     bool own_pool_only; /* no borrowed supernodes */
 };
+
+/* sched_pass.c */
+/* The order a pass tries the pending jobs in (n_pending entries into
+ * order): from s->queue (kept between passes, updated here), or with
+ * reference set by sorting every pending job (the definition, for tests). */
+enum sn_err sn__sched_order(struct sn_sched *s, uint32_t *order, bool reference);
 
 /* sched_state.c */
 /* GPUs job j may still take on server srv for its CPU and memory needs

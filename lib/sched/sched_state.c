@@ -552,7 +552,7 @@ void sn_sched_destroy(struct sn_sched *s)
         s->leaf_load,  s->leaf_cap,   s->leaf_delta,   s->touched,     s->pick,
         s->pod_load,   s->pod_cap,    s->pod_delta,    s->tenant_gpus, s->tenant_sn_gpus,
         s->tenants,    s->pools,      s->jobs,         s->pending,     s->running,
-        s->job_mark,   s->dec,        s->srv_cpu_used, s->srv_cpu_cap, s->srv_mem_used,
+        s->job_mark,   s->queue,      s->dec,        s->srv_cpu_used, s->srv_cpu_cap, s->srv_mem_used,
         s->srv_mem_cap};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
@@ -574,8 +574,8 @@ static enum sn_err grow_jobs(struct sn_sched *s, struct sn_error *err)
     struct sched_job *jobs = realloc(s->jobs, cap * sizeof(*jobs));
     if (jobs)
         s->jobs = jobs;
-    uint32_t *lists[3] = {s->pending, s->running, s->job_mark};
-    for (int i = 0; i < 3 && jobs; i++) {
+    uint32_t *lists[4] = {s->pending, s->running, s->job_mark, s->queue};
+    for (int i = 0; i < 4 && jobs; i++) {
         uint32_t *l = realloc(lists[i], cap * sizeof(uint32_t));
         if (!l)
             jobs = NULL;
@@ -585,6 +585,7 @@ static enum sn_err grow_jobs(struct sn_sched *s, struct sn_error *err)
     s->pending = lists[0];
     s->running = lists[1];
     s->job_mark = lists[2];
+    s->queue = lists[3];
     if (!jobs)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory for %u jobs", cap);
     memset(s->job_mark + s->cap_jobs, 0, (cap - s->cap_jobs) * sizeof(uint32_t));
@@ -931,7 +932,7 @@ void sn_sched_stats(const struct sn_sched *s, struct sn_sched_stats *st)
     st->replacements = s->n_replacements;
     st->placement_attempts = s->n_attempts;
     st->memory_jobs_bytes =
-        (size_t)s->cap_jobs * (sizeof(struct sched_job) + 3 * sizeof(uint32_t)) + s->job_gpu_bytes;
+        (size_t)s->cap_jobs * (sizeof(struct sched_job) + 4 * sizeof(uint32_t)) + s->job_gpu_bytes;
     st->memory_bytes = sizeof(*s) + s->fixed_bytes + st->memory_jobs_bytes +
                        s->cap_dec * sizeof(struct sn_decision);
     st->memory_per_gpu_bytes = m->n_gpus ? (sizeof(*s) + s->fixed_bytes) / m->n_gpus : 0;

@@ -738,6 +738,68 @@ static void queue_order(void **state)
     fx_close(&f);
 }
 
+/* The pass's order kept between passes (s->queue, merged and ordered by
+ * fair share per priority) equals its definition (every pending job sorted
+ * by priority, tenant fair share, submission, ID) through random
+ * submissions (out of time order, 3 priorities, 12 tenants, some with
+ * equal shares), cancellations, starts and finishes; with runs long
+ * enough for the counting sort and short ones for the comparison sort. */
+static void queue_order_kept(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh = one_sn();
+    struct sn_sched_tenant tenants[12];
+    memset(tenants, 0, sizeof(tenants));
+    for (int t = 0; t < 12; t++)
+        tenants[t].share = 1 + t % 3;
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.n_tenants = 12;
+    cfg.tenants = tenants;
+    cfg.preemption = false;
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    uint32_t *kept = malloc(4096 * sizeof(uint32_t)), *ref = malloc(4096 * sizeof(uint32_t));
+    assert_non_null(kept);
+    assert_non_null(ref);
+    uint64_t rng = 7;
+    for (int round = 0; round < 60; round++) {
+        int adds = round % 7 == 0 ? 200 : 25;
+        for (int i = 0; i < adds; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            struct sn_job_spec js = job(8 << (rng >> 62), 8);
+            js.tenant = (uint32_t)(rng >> 33) % 12;
+            js.priority = (int32_t)((rng >> 20) % 3);
+            js.submit_s = (double)((rng >> 40) % 500); /* ties and out of order */
+            submit(&f, js);
+        }
+        uint32_t n;
+        const uint32_t *pend = sn_sched_pending(f.s, &n);
+        for (uint32_t i = 0; i < n && i < 5; i++) { /* cancel a few */
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            if (rng >> 63)
+                assert_int_equal(sn_sched_cancel(f.s, pend[(rng >> 8) % n], NULL), SN_OK);
+            pend = sn_sched_pending(f.s, &n);
+        }
+        assert_int_equal(sn__sched_order(f.s, kept, false), SN_OK);
+        assert_int_equal(sn__sched_order(f.s, ref, true), SN_OK);
+        pend = sn_sched_pending(f.s, &n);
+        assert_true(n <= 4096);
+        for (uint32_t i = 0; i < n; i++)
+            if (kept[i] != ref[i])
+                fail_msg("round %d: position %u of %u: job %u, expected %u", round, i, n,
+                         kept[i], ref[i]);
+        pass(&f, 1000 + round); /* starts some: fair shares move */
+        for (uint32_t j = 0; j < f.s->n_jobs; j++)
+            if (job_state(&f, j) == SN_JOB_RUNNING && (j + round) % 3 == 0)
+                assert_int_equal(sn_sched_finish(f.s, j, 1000 + round, NULL), SN_OK);
+        check(f.s);
+    }
+    free(kept);
+    free(ref);
+    fx_close(&f);
+}
+
 /* EASY: A runs 40 GPUs until t=100 (estimate). Head B needs 48: blocked;
  * shadow = 100, extra = 24 + 40 - 48 = 16. C (24 GPUs, ends at 500) would
  * delay B: reservation. D (24 GPUs, ends at 50) backfills. Without
@@ -1271,6 +1333,7 @@ int main(void)
         cmocka_unit_test(quotas_three_levels),
         cmocka_unit_test(pools_dedicated_and_borrowing),
         cmocka_unit_test(queue_order),
+        cmocka_unit_test(queue_order_kept),
         cmocka_unit_test(easy_backfill),
         cmocka_unit_test(preemption_cheapest_bounded),
         cmocka_unit_test(preemption_picks_domain),
