@@ -326,6 +326,8 @@ struct runner_opts {
     unsigned gpus;             /* -g of the intra-node nccl-tests runs */
     unsigned diag_level;       /* dcgmi diag -r, 1 or 2 */
     int64_t timeout_ms;        /* per tool */
+    /* Appended. */
+    const char *cuda_lib; /* the built-in probe's --cuda-lib DIR; NULL: the default search */
 };
 
 struct runner_result {
@@ -350,5 +352,14 @@ void runner_result_release(struct runner_result *r);
 /* sn-agent bench ARGS: argv[0] is "bench". Returns the exit status. With
  * --out DIR it also writes DIR/results.tsv: "RUNNER\tSTATUS\tFORMAT" lines. */
 int agent_bench(int argc, char **argv);
+
+/* ---- cuda_probe.c: the built-in GEMM/HBM probe (appended) ------------------ */
+
+/* Exit status of `sn-agent gemm-hbm-probe` when CUDA is not available. */
+#define PROBE_EXIT_NOT_AVAILABLE 69
+/* sn-agent gemm-hbm-probe ARGS: argv[0] is "gemm-hbm-probe". Prints
+ * sn-bench v1 rows; returns 0, 1 (a GPU failed), 2 (usage) or
+ * PROBE_EXIT_NOT_AVAILABLE. */
+int agent_gemm_hbm_probe(int argc, char **argv);
 
 #endif

@@ -68,6 +68,7 @@ struct agent {
     pid_t bench_pid;       /* 0: none running */
     char bench_dir[700];   /* its --out DIR */
     const char *probe_command;
+    const char *cuda_lib; /* --cuda-lib DIR of the built-in probe (appended) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -308,8 +309,16 @@ static void bench_start(struct agent *a)
     }
     self[n] = '\0';
     snprintf(a->bench_dir, sizeof(a->bench_dir), "%s/bench", a->jobs.work_dir);
-    char *argv[] = {self, "bench", "--node", (char *)a->node, "--out", a->bench_dir,
-                    a->probe_command ? "--probe-command" : NULL, (char *)a->probe_command, NULL};
+    char *argv[10] = {self, "bench", "--node", (char *)a->node, "--out", a->bench_dir};
+    int k = 6;
+    if (a->probe_command) {
+        argv[k++] = "--probe-command";
+        argv[k++] = (char *)a->probe_command;
+    }
+    if (a->cuda_lib) {
+        argv[k++] = "--cuda-lib";
+        argv[k++] = (char *)a->cuda_lib;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
@@ -602,7 +611,10 @@ static void usage(FILE *out)
             "                    and NODE.kmsg.log (inputs of 'sn health analyze'), print\n"
             "                    what was read or not available, and exit\n"
             "  --probe-command CMD  real backends: the GEMM/HBM probe the benchmark runners\n"
-            "                    run (prints sn-bench rows; sn-agent bench --help)\n\n"
+            "                    run (prints sn-bench rows; sn-agent bench --help); default\n"
+            "                    the built-in one (sn-agent gemm-hbm-probe --help)\n"
+            "  --cuda-lib DIR    where the built-in probe loads libcudart and libcublas from\n\n"
+            "       sn-agent gemm-hbm-probe [--cuda-lib DIR] [NODE]  the built-in probe\n"
             "       sn-agent bench ...  runs the benchmark tools this host has (--help)\n"
             "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
             "                    this node on a finding (sn-agent health-check --help)\n");
@@ -717,6 +729,8 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             g->log_max = v;
         else if (strcmp(o, "--probe-command") == 0)
             a->probe_command = v;
+        else if (strcmp(o, "--cuda-lib") == 0)
+            a->cuda_lib = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
         else if (strcmp(o, "--host-root") == 0)
@@ -946,6 +960,8 @@ int main(int argc, char **argv)
         return agent_health_check(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "bench") == 0)
         return agent_bench(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "gemm-hbm-probe") == 0)
+        return agent_gemm_hbm_probe(argc - 1, argv + 1);
     a.be.faults = (struct sim_faults){
         .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";

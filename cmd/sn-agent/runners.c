@@ -216,14 +216,87 @@ static void judge_output(enum runner_id id, const char *node, struct runner_resu
     }
 }
 
+/* The first line of out starting with prefix, without it, into buf. */
+static bool output_line(const struct runner_result *r, const char *prefix, char *buf, size_t cap)
+{
+    size_t pl = strlen(prefix);
+    for (const char *s = r->output; s && *s;) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n >= pl && memcmp(s, prefix, pl) == 0) {
+            snprintf(buf, cap, "%.*s", (int)(n - pl), s + pl);
+            return true;
+        }
+        s += n + (e ? 1 : 0);
+    }
+    return false;
+}
+
+/* The built-in probe (cuda_probe.c), run as a child `sn-agent
+ * gemm-hbm-probe` so that a GPU that hangs is killed after the timeout
+ * like any tool: not-available when CUDA is missing, failed (with the
+ * first GPU's CUDA error) when a GPU failed; the other GPUs' rows stay in
+ * the output. */
+static void builtin_probe(const struct runner_opts *o, struct runner_result *r)
+{
+    char self[1024];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    snprintf(r->tool, sizeof(r->tool), "built-in");
+    if (n <= 0) {
+        snprintf(r->detail, sizeof(r->detail), "/proc/self/exe: %s", strerror(errno));
+        return;
+    }
+    self[n] = '\0';
+    char *argv[] = {self, "gemm-hbm-probe", "--", (char *)o->node, NULL, NULL, NULL};
+    if (o->cuda_lib) {
+        argv[2] = "--cuda-lib";
+        argv[3] = (char *)o->cuda_lib;
+        argv[4] = "--";
+        argv[5] = (char *)o->node;
+    }
+    int st = run_tool(argv, o->timeout_ms > 0 ? o->timeout_ms : 600000, r);
+    r->exit_status = st;
+    char line[200], gpu_fail[200];
+    if (st == PROBE_EXIT_NOT_AVAILABLE) {
+        if (!output_line(r, "# not available: ", line, sizeof(line)))
+            snprintf(line, sizeof(line), "CUDA");
+        snprintf(r->detail, sizeof(r->detail), "not available: %.200s", line);
+        return;
+    }
+    r->status = RUNNER_OK;
+    judge_output(RUNNER_PROBE, o->node, r);
+    if (st == 0 && r->status == RUNNER_OK)
+        return;
+    snprintf(line, sizeof(line), "%.150s", r->detail);
+    r->status = RUNNER_FAILED;
+    /* The first GPU that failed: its "# gpu N: failed: ..." line. */
+    gpu_fail[0] = '\0';
+    for (const char *s = r->output; s && (s = strstr(s, "# gpu ")); s++) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        snprintf(gpu_fail, sizeof(gpu_fail), "%.*s", (int)(len - 2), s + 2);
+        if (strstr(gpu_fail, ": failed: "))
+            break;
+        gpu_fail[0] = '\0';
+    }
+    if (r->timed_out)
+        snprintf(r->detail, sizeof(r->detail), "killed after the timeout; %s", line);
+    else if (gpu_fail[0])
+        snprintf(r->detail, sizeof(r->detail), "%s; %s", gpu_fail, line);
+    else if (output_line(r, "# failed: ", gpu_fail, sizeof(gpu_fail)))
+        snprintf(r->detail, sizeof(r->detail), "%s; %s", gpu_fail, line);
+    else
+        snprintf(r->detail, sizeof(r->detail), "exit status %d; %s", st, line);
+}
+
 void runner_run(enum runner_id id, const struct runner_opts *o, struct runner_result *r)
 {
     *r = (struct runner_result){.id = id, .status = RUNNER_NOT_AVAILABLE};
     const struct runner_def *def = &runner_defs[id];
     char path[1024], gpus[16], level[16];
     const char *tool = def->tool ? def->tool : o->probe_command;
-    if (!tool || !tool[0]) {
-        snprintf(r->detail, sizeof(r->detail), "no probe command (--probe-command)");
+    if (id == RUNNER_PROBE && (!tool || !tool[0])) {
+        builtin_probe(o, r);
         return;
     }
     snprintf(r->tool, sizeof(r->tool), "%s", tool);
@@ -265,16 +338,20 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: sn-agent bench [--node NAME] [--gpus N] [--diag-level 1|2]\n"
-            "                [--probe-command CMD] [--timeout S] [--out DIR]\n"
+            "                [--probe-command CMD | --cuda-lib DIR] [--timeout S] [--out DIR]\n"
             "                [--cluster SPEC --backend sim [--fault KIND[=N]]...]\n\n"
             "Runs the benchmark tools this host has and reads their output with the\n"
             "parsers of 'sn health': nccl-tests all_reduce_perf and all_gather_perf\n"
             "(-b 8 -e 1G -f 2 -g N), dcgmi diag -r LEVEL, and a GEMM/HBM probe command that\n"
-            "prints sn-bench v1 rows. A tool that is missing is reported not-available.\n\n"
+            "prints sn-bench v1 rows: --probe-command CMD, else the built-in probe\n"
+            "(sn-agent gemm-hbm-probe --help: CUDA runtime and cuBLAS loaded at run time).\n"
+            "A tool that is missing is reported not-available.\n\n"
             "  --node NAME         host name for the readers; default the host name\n"
             "  --gpus N            GPUs of the intra-node nccl-tests runs; default 8\n"
             "  --diag-level L      dcgmi diag level, 1 or 2; default 1\n"
-            "  --probe-command CMD the probe (run as CMD NODE); default none\n"
+            "  --probe-command CMD the probe (run as CMD NODE); default the built-in one\n"
+            "  --cuda-lib DIR      the built-in probe loads libcudart and libcublas from DIR\n"
+            "                      (default $SN_CUDA_LIBRARY_PATH, else the loader's path)\n"
             "  --timeout S         seconds per tool before it is killed; default 600\n"
             "  --out DIR           write each tool's output to DIR/RUNNER.txt\n"
             "  --cluster SPEC --backend sim [--fault ...]\n"
@@ -349,6 +426,8 @@ int agent_bench(int argc, char **argv)
             o.node = v;
         else if (strcmp(a, "--probe-command") == 0)
             o.probe_command = v;
+        else if (strcmp(a, "--cuda-lib") == 0)
+            o.cuda_lib = v;
         else if (strcmp(a, "--out") == 0)
             out_dir = v;
         else if (strcmp(a, "--cluster") == 0)
