@@ -81,7 +81,8 @@ static struct {
     struct round r[ROUNDS_MAX]; /* in submission order */
     uint32_t n;
     int64_t next_id;
-    uint8_t *held; /* by server */
+    uint8_t *held;    /* by server */
+    uint8_t *scratch; /* by server: working flags of one pass */
 } rs;
 
 static bool finished(enum item_state s)
@@ -104,20 +105,22 @@ static void hold(struct snd *d, uint32_t s, bool on)
     snd_sched_hold(d, s, on);
 }
 
-/* Releases every server no unfinished item of r names. */
+/* Releases every server of r that no unfinished item names (one pass
+ * over the items; rs.scratch flags, by server, an unfinished item). */
 static void release_done(struct snd *d, const struct round *r)
 {
-    for (uint32_t i = 0; i < r->n; i++) {
-        const struct round_item *it = &r->items[i];
-        uint32_t ends[2] = {it->a, it->b};
-        for (int e = 0; e < 2; e++) {
-            bool needed = false;
-            for (uint32_t k = 0; k < r->n && !needed; k++)
-                needed = !finished(r->items[k].state) &&
-                         (r->items[k].a == ends[e] || r->items[k].b == ends[e]);
-            if (!needed)
-                hold(d, ends[e], false);
+    for (uint32_t i = 0; i < r->n; i++)
+        rs.scratch[r->items[i].a] = rs.scratch[r->items[i].b] = 0;
+    for (uint32_t i = 0; i < r->n; i++)
+        if (!finished(r->items[i].state)) {
+            rs.scratch[r->items[i].a] = 1;
+            rs.scratch[r->items[i].b] = 1;
         }
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (!rs.scratch[r->items[i].a])
+            hold(d, r->items[i].a, false);
+        if (!rs.scratch[r->items[i].b])
+            hold(d, r->items[i].b, false);
     }
 }
 
@@ -153,6 +156,16 @@ static bool idle(const struct snd *d, uint32_t s, char *why, size_t cap)
     return true;
 }
 
+/* rs.scratch: the servers of r in a running pair (one pair at a time each). */
+static void mark_running(const struct round *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        rs.scratch[r->items[i].a] = rs.scratch[r->items[i].b] = 0;
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->items[i].state == ITEM_RUNNING)
+            rs.scratch[r->items[i].a] = rs.scratch[r->items[i].b] = 1;
+}
+
 /* Moves the active round on: starts it, fails pairs on a down server or
  * past the timeout, asks for pairs whose servers are free, ends it. */
 static void advance(struct snd *d)
@@ -169,6 +182,7 @@ static void advance(struct snd *d)
                 hold(d, r->items[i].b, true);
             }
         }
+        mark_running(r);
         for (uint32_t i = 0; i < r->n; i++) {
             struct round_item *it = &r->items[i];
             char name[64];
@@ -182,6 +196,7 @@ static void advance(struct snd *d)
                     snprintf(msg, sizeof(msg), "server %s is down",
                              server_name(d, ends[e], name, sizeof(name)));
                     item_end(d, r, it, ITEM_FAILED, msg);
+                    mark_running(r);
                     down = true;
                 }
             if (down)
@@ -194,16 +209,11 @@ static void advance(struct snd *d)
                              server_name(d, it->a, name, sizeof(name)),
                              (long long)d->cfg.health_round_timeout_s);
                     item_end(d, r, it, ITEM_FAILED, msg);
+                    mark_running(r);
                 }
                 continue;
             }
-            bool busy = false;
-            for (uint32_t j = 0; j < r->n && !busy; j++) {
-                const struct round_item *o = &r->items[j];
-                busy = j != i && o->state == ITEM_RUNNING &&
-                       (o->a == it->a || o->a == it->b || o->b == it->a || o->b == it->b);
-            }
-            if (busy) {
+            if (rs.scratch[it->a] || rs.scratch[it->b]) {
                 snprintf(it->detail, sizeof(it->detail), "waiting for another pair on its servers");
                 continue;
             }
@@ -212,6 +222,7 @@ static void advance(struct snd *d)
                 continue;
             it->state = ITEM_RUNNING;
             it->asked_s = now;
+            rs.scratch[it->a] = rs.scratch[it->b] = 1;
             snprintf(it->detail, sizeof(it->detail), "asked %s's agent",
                      server_name(d, it->a, name, sizeof(name)));
         }
@@ -274,7 +285,10 @@ static bool parse_pair(const struct snd *d, json_t *p, size_t i, struct round_it
 
 enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r)
 {
-    if (!rs.held && !(rs.held = calloc(d->model->n_servers ? d->model->n_servers : 1, 1)))
+    size_t ns = d->model->n_servers ? d->model->n_servers : 1;
+    if (!rs.held && !(rs.held = calloc(ns, 1)))
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    if (!rs.scratch && !(rs.scratch = calloc(ns, 1)))
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     json_error_t jerr;
     json_t *body = json_loadb(r->len ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &jerr);
@@ -376,7 +390,7 @@ static json_t *round_json(const struct snd *d, const struct round *r)
 
 enum MHD_Result snd_get_health_rounds(struct snd *d, struct snd_req *r)
 {
-    if (rs.held)
+    if (rs.scratch)
         advance(d);
     json_t *list = json_array();
     for (uint32_t k = 0; k < rs.n; k++)
@@ -444,7 +458,7 @@ out:
 
 void snd_rounds_heartbeat(struct snd *d, uint32_t s, json_t *answer)
 {
-    if (!rs.held)
+    if (!rs.scratch)
         return;
     advance(d);
     for (uint32_t k = 0; k < rs.n; k++) {
@@ -487,5 +501,6 @@ void snd_rounds_free(void)
     for (uint32_t k = 0; k < rs.n; k++)
         free(rs.r[k].items);
     free(rs.held);
+    free(rs.scratch);
     memset(&rs, 0, sizeof(rs));
 }
