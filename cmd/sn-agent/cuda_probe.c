@@ -178,14 +178,6 @@ static bool cuda_load(struct cuda_api *c, const char *dir, char *why, size_t cap
     return true;
 }
 
-static void cuda_unload(struct cuda_api *c)
-{
-    if (c->cublas)
-        dlclose(c->cublas);
-    if (c->cudart)
-        dlclose(c->cudart);
-}
-
 /* One GPU's run: the first failure wins (what failed and why). */
 struct gpu_run {
     const struct cuda_api *c;
@@ -438,7 +430,9 @@ int agent_gemm_hbm_probe(int argc, char **argv)
         if (!probe_gpu(&c, d, node))
             rc = PROBE_EXIT_FAILED;
 unload:
+    /* The libraries stay loaded until the process exits, right after: the
+     * CUDA runtime is not made to be unloaded (and unloading it would hide
+     * its own and libstdc++'s allocations from leak checkers). */
     fflush(stdout);
-    cuda_unload(&c);
     return rc;
 }

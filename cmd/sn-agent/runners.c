@@ -282,9 +282,9 @@ static void builtin_probe(const struct runner_opts *o, struct runner_result *r)
     if (r->timed_out)
         snprintf(r->detail, sizeof(r->detail), "killed after the timeout; %s", line);
     else if (gpu_fail[0])
-        snprintf(r->detail, sizeof(r->detail), "%s; %s", gpu_fail, line);
+        snprintf(r->detail, sizeof(r->detail), "%.150s; %.100s", gpu_fail, line);
     else if (output_line(r, "# failed: ", gpu_fail, sizeof(gpu_fail)))
-        snprintf(r->detail, sizeof(r->detail), "%s; %s", gpu_fail, line);
+        snprintf(r->detail, sizeof(r->detail), "%.150s; %.100s", gpu_fail, line);
     else
         snprintf(r->detail, sizeof(r->detail), "exit status %d; %s", st, line);
 }
