@@ -140,30 +140,48 @@ static bool cuda_load(struct cuda_api *c, const char *dir, char *why, size_t cap
                                              "libcublas.so.11", "libcublas.so", NULL};
     c->cudart = open_first(dir, rt_names, c->cudart_name, sizeof(c->cudart_name));
     if (!c->cudart) {
-        snprintf(why, cap, "not available: libcudart.so not found (libcudart.so.13, .12, .11.0 "
-                           "or .so in %s)",
+        snprintf(why, cap,
+                 "not available: libcudart.so not found (libcudart.so.13, .12, .11.0 "
+                 "or .so in %s)",
                  dir ? dir : "the library path or /usr/local/cuda/lib64");
         return false;
     }
     c->cublas = open_first(dir, blas_names, c->cublas_name, sizeof(c->cublas_name));
     if (!c->cublas) {
-        snprintf(why, cap, "not available: libcublas.so not found (libcublas.so.13, .12, .11 or "
-                           ".so in %s)",
+        snprintf(why, cap,
+                 "not available: libcublas.so not found (libcublas.so.13, .12, .11 or "
+                 ".so in %s)",
                  dir ? dir : "the library path or /usr/local/cuda/lib64");
         return false;
     }
-    const char *const rt_syms[] = {
-        "cudaGetDeviceCount", "cudaSetDevice",        "cudaMemGetInfo",
-        "cudaMalloc",         "cudaFree",             "cudaMemset",
-        "cudaMemcpy",         "cudaEventCreate",      "cudaEventRecord",
-        "cudaEventSynchronize", "cudaEventElapsedTime", "cudaEventDestroy",
-        "cudaDeviceSynchronize", "cudaGetErrorString"};
-    void **rt_slots[] = {
-        (void **)&c->get_device_count, (void **)&c->set_device,   (void **)&c->mem_get_info,
-        (void **)&c->malloc_,          (void **)&c->free_,        (void **)&c->memset_,
-        (void **)&c->memcpy_,          (void **)&c->event_create, (void **)&c->event_record,
-        (void **)&c->event_synchronize, (void **)&c->event_elapsed, (void **)&c->event_destroy,
-        (void **)&c->device_synchronize, (void **)&c->error_string};
+    const char *const rt_syms[] = {"cudaGetDeviceCount",
+                                   "cudaSetDevice",
+                                   "cudaMemGetInfo",
+                                   "cudaMalloc",
+                                   "cudaFree",
+                                   "cudaMemset",
+                                   "cudaMemcpy",
+                                   "cudaEventCreate",
+                                   "cudaEventRecord",
+                                   "cudaEventSynchronize",
+                                   "cudaEventElapsedTime",
+                                   "cudaEventDestroy",
+                                   "cudaDeviceSynchronize",
+                                   "cudaGetErrorString"};
+    void **rt_slots[] = {(void **)&c->get_device_count,
+                         (void **)&c->set_device,
+                         (void **)&c->mem_get_info,
+                         (void **)&c->malloc_,
+                         (void **)&c->free_,
+                         (void **)&c->memset_,
+                         (void **)&c->memcpy_,
+                         (void **)&c->event_create,
+                         (void **)&c->event_record,
+                         (void **)&c->event_synchronize,
+                         (void **)&c->event_elapsed,
+                         (void **)&c->event_destroy,
+                         (void **)&c->device_synchronize,
+                         (void **)&c->error_string};
     const char *const blas_syms[] = {"cublasCreate_v2", "cublasDestroy_v2", "cublasGemmEx",
                                      "cublasGetStatusString"};
     void **blas_slots[] = {(void **)&c->blas_create, (void **)&c->blas_destroy,
@@ -291,14 +309,13 @@ static bool run_gemm(struct gpu_run *g, void *ev[2], size_t free_bytes, int *n_o
         !blas_ok(g, "cublasCreate", c->blas_create(&h)))
         goto free_matrices;
     for (int i = 0; i < PROBE_WARMUP + PROBE_ITERS; i++) {
-        if (i == PROBE_WARMUP &&
-            (!cuda_ok(g, "cudaDeviceSynchronize", c->device_synchronize()) ||
-             !cuda_ok(g, "cudaEventRecord", c->event_record(ev[0], NULL))))
+        if (i == PROBE_WARMUP && (!cuda_ok(g, "cudaDeviceSynchronize", c->device_synchronize()) ||
+                                  !cuda_ok(g, "cudaEventRecord", c->event_record(ev[0], NULL))))
             goto free_matrices;
         if (!blas_ok(g, "cublasGemmEx",
                      c->gemm_ex(h, CUBLAS_OP_N_, CUBLAS_OP_N_, n, n, n, &alpha, a, CUDA_R_16BF_, n,
-                                b, CUDA_R_16BF_, n, &beta, cm, CUDA_R_16BF_, n,
-                                CUBLAS_COMPUTE_32F_, CUBLAS_GEMM_DEFAULT_)))
+                                b, CUDA_R_16BF_, n, &beta, cm, CUDA_R_16BF_, n, CUBLAS_COMPUTE_32F_,
+                                CUBLAS_GEMM_DEFAULT_)))
             goto free_matrices;
     }
     ok = cuda_ok(g, "cudaEventRecord", c->event_record(ev[1], NULL)) &&
@@ -337,8 +354,7 @@ static bool probe_gpu(const struct cuda_api *c, int dev, const char *node)
     if (!g.failed[0] && run_gemm(&g, ev, free_bytes, &n, &ms)) {
         printf("# gpu %d: gemm: M=N=K=%d%s, %d GEMMs in %.3f ms\n", dev, n,
                n < PROBE_GEMM_N ? " (bounded by free memory)" : "", PROBE_ITERS, ms);
-        printf("%s,%d,gemm,%.6g,TFLOP/s\n", node, dev,
-               probe_gemm_tflop_per_s(n, PROBE_ITERS, ms));
+        printf("%s,%d,gemm,%.6g,TFLOP/s\n", node, dev, probe_gemm_tflop_per_s(n, PROBE_ITERS, ms));
     }
 report:
     for (int i = 0; i < 2; i++)
@@ -387,8 +403,9 @@ int agent_gemm_hbm_probe(int argc, char **argv)
         } else if (argv[i][0] != '-' && !node) {
             node = argv[i];
         } else {
-            fprintf(stderr, "sn-agent gemm-hbm-probe: '%s': unknown option or extra argument "
-                            "(--help)\n",
+            fprintf(stderr,
+                    "sn-agent gemm-hbm-probe: '%s': unknown option or extra argument "
+                    "(--help)\n",
                     argv[i]);
             return 2;
         }

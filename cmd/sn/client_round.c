@@ -38,8 +38,7 @@ static json_t *pairs_of_list(const char *list)
         size_t n = strcspn(p, ",");
         const char *colon = memchr(p, ':', n);
         if (!colon || colon == p || colon == p + n - 1 || n > 200) {
-            fprintf(stderr, "sn health round: --pairs '%.*s': expected SERVER:SERVER\n", (int)n,
-                    p);
+            fprintf(stderr, "sn health round: --pairs '%.*s': expected SERVER:SERVER\n", (int)n, p);
             json_decref(pairs);
             return NULL;
         }
@@ -70,7 +69,8 @@ static int pairs_of_plan(const char *path, json_t *rounds)
     } else if (json_is_array(list)) {
         size_t i;
         json_t *r;
-        json_array_foreach(list, i, r) {
+        json_array_foreach(list, i, r)
+        {
             json_t *pairs = json_object_get(r, "pairs");
             if (json_is_array(pairs) && json_array_size(pairs) > 0)
                 json_array_append(rounds, pairs);
@@ -78,9 +78,10 @@ static int pairs_of_plan(const char *path, json_t *rounds)
     }
     json_decref(doc);
     if (json_array_size(rounds) == 0) {
-        fprintf(stderr, "sn health round: %s: no \"rounds\" with \"pairs\" and no \"pairs\" "
-                        "(expected sn health accept --plan --json output or {\"pairs\": "
-                        "[[A, B], ...]})\n",
+        fprintf(stderr,
+                "sn health round: %s: no \"rounds\" with \"pairs\" and no \"pairs\" "
+                "(expected sn health accept --plan --json output or {\"pairs\": "
+                "[[A, B], ...]})\n",
                 path);
         return SN_EXIT_USAGE;
     }
@@ -98,21 +99,22 @@ static void print_rounds(json_t *list, const long long *only, size_t n_only)
            "DETAIL");
     size_t i, k;
     json_t *r, *it;
-    json_array_foreach(list, i, r) {
+    json_array_foreach(list, i, r)
+    {
         long long id = (long long)json_integer_value(json_object_get(r, "id"));
         bool shown = n_only == 0;
         for (size_t j = 0; j < n_only && !shown; j++)
             shown = only[j] == id;
         if (!shown)
             continue;
-        json_array_foreach(json_object_get(r, "items"), k, it) {
+        json_array_foreach(json_object_get(r, "items"), k, it)
+        {
             json_t *s = json_object_get(it, "servers");
             char pair[160];
             snprintf(pair, sizeof(pair), "%s:%s", json_string_value(json_array_get(s, 0)),
                      json_string_value(json_array_get(s, 1)));
             printf("%-5lld %-16s %-9s %-36s %-14s %s\n", id, client_str(r, "runner"),
-                   client_str(r, "state"), pair, client_str(it, "state"),
-                   client_str(it, "detail"));
+                   client_str(r, "state"), pair, client_str(it, "state"), client_str(it, "detail"));
         }
     }
 }
@@ -130,7 +132,8 @@ static int wait_rounds(struct client *c, const long long *ids, size_t n, long lo
         json_t *list = json_object_get(body, "rounds");
         size_t open = n, bad = 0, i;
         json_t *r;
-        json_array_foreach(list, i, r) {
+        json_array_foreach(list, i, r)
+        {
             long long id = (long long)json_integer_value(json_object_get(r, "id"));
             for (size_t j = 0; j < n; j++) {
                 if (ids[j] != id)
@@ -164,8 +167,9 @@ int cmd_health_round(int argc, char **argv)
 {
     struct client_opt o[] = {
         {"pairs", false, "A:B,C:D: the pairs of servers (A runs the runner against B)", NULL},
-        {"plan", false, "FILE: sn health accept --plan --json output (one round per plan round) "
-                        "or {\"pairs\": [[A, B], ...]}",
+        {"plan", false,
+         "FILE: sn health accept --plan --json output (one round per plan round) "
+         "or {\"pairs\": [[A, B], ...]}",
          NULL},
         {"runner", false, "nccl-all-reduce (default) or nccl-all-gather", NULL},
         {"wait", true, "follow the submitted rounds (or round ID) until they finish", NULL},
@@ -191,8 +195,7 @@ int cmd_health_round(int argc, char **argv)
         char *end = NULL;
         ids[0] = strtoll(c.args[0], &end, 10);
         if (!o[3].value || *end || ids[0] < 1 || o[0].value || o[1].value) {
-            fprintf(stderr, "sn health round: '%s': a round id goes with --wait only\n",
-                    c.args[0]);
+            fprintf(stderr, "sn health round: '%s': a round id goes with --wait only\n", c.args[0]);
             return SN_EXIT_USAGE;
         }
         n_ids = 1;
@@ -225,7 +228,8 @@ int cmd_health_round(int argc, char **argv)
     }
     size_t i;
     json_t *pairs;
-    json_array_foreach(rounds, i, pairs) {
+    json_array_foreach(rounds, i, pairs)
+    {
         json_t *req = json_pack("{s:s,s:O}", "runner", o[2].value ? o[2].value : "nccl-all-reduce",
                                 "pairs", pairs);
         char *text = json_dumps(req, JSON_COMPACT);

@@ -254,8 +254,8 @@ static bool make_room(void)
 
 /* One pair of the submission: [A, B] or {"servers": [A, B]}; false with
  * the field and message set. */
-static bool parse_pair(const struct snd *d, json_t *p, size_t i, struct round_item *it,
-                       char *field, size_t fcap, char *msg, size_t mcap)
+static bool parse_pair(const struct snd *d, json_t *p, size_t i, struct round_item *it, char *field,
+                       size_t fcap, char *msg, size_t mcap)
 {
     json_t *arr = json_is_object(p) ? json_object_get(p, "servers") : p;
     snprintf(field, fcap, "pairs[%zu]%s", i, json_is_object(p) ? ".servers" : "");
@@ -335,8 +335,11 @@ enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r)
                          "%d rounds are kept and none has finished; wait for one", ROUNDS_MAX);
     }
     struct round *rd = &rs.r[rs.n++];
-    *rd = (struct round){.id = ++rs.next_id, .runner = ri, .submit_s = snd_now_s(),
-                         .items = items, .n = (uint32_t)n};
+    *rd = (struct round){.id = ++rs.next_id,
+                         .runner = ri,
+                         .submit_s = snd_now_s(),
+                         .items = items,
+                         .n = (uint32_t)n};
     snprintf(rd->actor, sizeof(rd->actor), "%s", r->actor);
     json_decref(body);
     char target[64], detail[160];
@@ -362,10 +365,10 @@ static json_t *round_json(const struct snd *d, const struct round *r)
         const struct round_item *it = &r->items[i];
         char a[64], b[64];
         counts[it->state]++;
-        json_t *o = json_pack("{s:I,s:[s,s],s:s,s:s}", "item", (json_int_t)i, "servers",
-                              server_name(d, it->a, a, sizeof(a)),
-                              server_name(d, it->b, b, sizeof(b)), "state",
-                              item_state_names[it->state], "detail", it->detail);
+        json_t *o =
+            json_pack("{s:I,s:[s,s],s:s,s:s}", "item", (json_int_t)i, "servers",
+                      server_name(d, it->a, a, sizeof(a)), server_name(d, it->b, b, sizeof(b)),
+                      "state", item_state_names[it->state], "detail", it->detail);
         if (it->asked_s)
             json_object_set_new(o, "asked_s", json_integer(it->asked_s));
         if (it->ended_s)
@@ -374,8 +377,10 @@ static json_t *round_json(const struct snd *d, const struct round *r)
     }
     json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I}", "id", (json_int_t)r->id, "runner",
                           round_runners[r->runner], "state",
-                          r->end_s ? "finished" : r->start_s ? "running" : "queued", "actor",
-                          r->actor, "submit_s", (json_int_t)r->submit_s);
+                          r->end_s     ? "finished"
+                          : r->start_s ? "running"
+                                       : "queued",
+                          "actor", r->actor, "submit_s", (json_int_t)r->submit_s);
     if (r->start_s)
         json_object_set_new(o, "start_s", json_integer(r->start_s));
     if (r->end_s)
@@ -420,8 +425,10 @@ enum MHD_Result snd_post_health_round_result(struct snd *d, struct snd_req *r)
         goto out;
     }
     if (i < 0 || i >= (json_int_t)rd->n) {
-        ret = snd_error(d, r, 422, "invalid_field", "item", "expected a pair index of round %lld "
-                        "(0 to %u)", id, rd->n - 1);
+        ret = snd_error(d, r, 422, "invalid_field", "item",
+                        "expected a pair index of round %lld "
+                        "(0 to %u)",
+                        id, rd->n - 1);
         goto out;
     }
     struct round_item *it = &rd->items[i];
@@ -432,25 +439,27 @@ enum MHD_Result snd_post_health_round_result(struct snd *d, struct snd_req *r)
         return snd_refuse(d, r, 403, "forbidden", NULL, "a pair result for another node",
                           "an agent token reports only the pairs its node runs");
     }
-    enum item_state st = !status                           ? ITEM_STATE_COUNT
+    enum item_state st = !status                                ? ITEM_STATE_COUNT
                          : strcmp(status, "ok") == 0            ? ITEM_DONE
                          : strcmp(status, "failed") == 0        ? ITEM_FAILED
                          : strcmp(status, "not-available") == 0 ? ITEM_NOT_AVAILABLE
                                                                 : ITEM_STATE_COUNT;
     if (st == ITEM_STATE_COUNT) {
-        ret = snd_error(d, r, 422, "invalid_field", "status",
-                        "expected ok, failed or not-available");
+        ret =
+            snd_error(d, r, 422, "invalid_field", "status", "expected ok, failed or not-available");
         goto out;
     }
     if (it->state != ITEM_RUNNING) {
-        ret = snd_reply(d, r, 200, json_pack("{s:I,s:s,s:b}", "item", (json_int_t)i, "state",
-                                             item_state_names[it->state], "stale", 1));
+        ret = snd_reply(d, r, 200,
+                        json_pack("{s:I,s:s,s:b}", "item", (json_int_t)i, "state",
+                                  item_state_names[it->state], "stale", 1));
         goto out;
     }
     item_end(d, rd, it, st, detail ? detail : "");
     advance(d);
-    ret = snd_reply(d, r, 200, json_pack("{s:I,s:s,s:b}", "item", (json_int_t)i, "state",
-                                         item_state_names[it->state], "stale", 0));
+    ret = snd_reply(d, r, 200,
+                    json_pack("{s:I,s:s,s:b}", "item", (json_int_t)i, "state",
+                              item_state_names[it->state], "stale", 0));
 out:
     json_decref(body);
     return ret;
@@ -476,9 +485,8 @@ void snd_rounds_heartbeat(struct snd *d, uint32_t s, json_t *answer)
             server_name(d, it->b, peer, sizeof(peer));
             json_object_set_new(answer, "pair_benchmark",
                                 json_pack("{s:I,s:I,s:s,s:s,s:s,s:I}", "round", (json_int_t)r->id,
-                                          "item", (json_int_t)i, "runner",
-                                          round_runners[r->runner], "peer", peer, "peer_address",
-                                          addr ? addr : peer, "gpus",
+                                          "item", (json_int_t)i, "runner", round_runners[r->runner],
+                                          "peer", peer, "peer_address", addr ? addr : peer, "gpus",
                                           (json_int_t)(ga < gb ? ga : gb)));
             return; /* one pair at a time per node */
         }

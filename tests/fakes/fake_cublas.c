@@ -62,8 +62,8 @@ int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k, cons
         return 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
     size_t need_a = (size_t)lda * (size_t)k * 2, need_b = (size_t)ldb * (size_t)n * 2,
            need_c = (size_t)ldc * (size_t)n * 2;
-    if (transa != 0 || transb != 0 || m <= 0 || n <= 0 || k <= 0 || lda < m || ldb < k ||
-        ldc < m || Atype != CUDA_R_16BF || Btype != CUDA_R_16BF || Ctype != CUDA_R_16BF ||
+    if (transa != 0 || transb != 0 || m <= 0 || n <= 0 || k <= 0 || lda < m || ldb < k || ldc < m ||
+        Atype != CUDA_R_16BF || Btype != CUDA_R_16BF || Ctype != CUDA_R_16BF ||
         computeType != CUBLAS_COMPUTE_32F || !alpha || !beta || fake_cuda_size(A) < need_a ||
         fake_cuda_size(B) < need_b || fake_cuda_size(C) < need_c)
         return 7; /* CUBLAS_STATUS_INVALID_VALUE */
