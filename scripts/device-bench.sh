@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs sn-agent's real benchmark runners on a GPU host and prints what they
 # found (docs/agent.md, "Benchmark runners"): nccl-tests all_reduce_perf and
-# all_gather_perf over the host's GPUs, dcgmi diag -r 1, and a GEMM/HBM probe
-# when SN_PROBE names one. Each tool's raw output is kept under OUT_DIR (or
+# all_gather_perf over the host's GPUs, dcgmi diag -r 1, and the GEMM/HBM
+# probe: SN_PROBE when it names one, else the built-in one (sn-agent
+# gemm-hbm-probe: CUDA runtime and cuBLAS loaded at run time; SN_CUDA_LIB
+# names their directory), whose rows and comments are printed after the table. Each tool's raw output is kept under OUT_DIR (or
 # $OUT when set, as on the project's device machines) next to the table, so
 # the readers' results can be checked against what the tools printed.
 # A tool the host lacks is reported not-available; nothing is made up.
@@ -31,8 +33,13 @@ command -v nvidia-smi >/dev/null 2>&1 && GPUS=$(nvidia-smi -L 2>/dev/null | grep
 [ "$GPUS" -ge 1 ] 2>/dev/null || GPUS=1
 set -- --node "$(hostname -s)" --gpus "$GPUS" --diag-level 1 --timeout 900 --out "$OUTDIR/runs"
 [ -n "${SN_PROBE:-}" ] && set -- "$@" --probe-command "$SN_PROBE"
+[ -n "${SN_CUDA_LIB:-}" ] && set -- "$@" --cuda-lib "$SN_CUDA_LIB"
 "$AGENT" bench "$@" >"$OUTDIR/bench.txt"
 rc=$?
 cat "$OUTDIR/bench.txt"
+if [ -f "$OUTDIR/runs/gemm-hbm-probe.txt" ]; then
+    echo "gemm-hbm-probe output:"
+    cat "$OUTDIR/runs/gemm-hbm-probe.txt"
+fi
 echo "device-bench: outputs in $OUTDIR (exit $rc)"
 exit $rc

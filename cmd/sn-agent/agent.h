@@ -326,6 +326,8 @@ struct runner_opts {
     unsigned gpus;             /* -g of the intra-node nccl-tests runs */
     unsigned diag_level;       /* dcgmi diag -r, 1 or 2 */
     int64_t timeout_ms;        /* per tool */
+    /* Appended. */
+    const char *cuda_lib; /* the built-in probe's --cuda-lib DIR; NULL: the default search */
 };
 
 struct runner_result {
@@ -347,8 +349,33 @@ const char *runner_status_name(enum runner_status s);
 /* Runs one runner (blocking, up to o->timeout_ms) and reads its output. */
 void runner_run(enum runner_id id, const struct runner_opts *o, struct runner_result *r);
 void runner_result_release(struct runner_result *r);
+
+/* An inter-node pair run (appended): the launcher template's words, each
+ * with {np} (2 x gpus), {self}, {peer}, {gpus} and {tool} (the nccl-tests
+ * binary found in PATH) replaced; no shell is involved. */
+#define RUNNER_MPIRUN_TEMPLATE "mpirun -np {np} -H {self}:{gpus},{peer}:{gpus} {tool} -b 8 -e 1G -f 2 -g 1"
+#define RUNNER_PAIR_ARGS 64
+struct runner_pair {
+    const char *self, *peer;       /* hosts as the launcher knows them */
+    unsigned gpus;                 /* per node */
+    const char *mpirun_template;   /* NULL: RUNNER_MPIRUN_TEMPLATE */
+};
+/* Runs runner id (nccl-all-reduce or nccl-all-gather) across this node and
+ * the peer through the launcher and reads its output: not-available when
+ * the tool or the launcher is not in PATH. */
+void runner_run_pair(enum runner_id id, const struct runner_opts *o, const struct runner_pair *p,
+                     struct runner_result *r);
 /* sn-agent bench ARGS: argv[0] is "bench". Returns the exit status. With
  * --out DIR it also writes DIR/results.tsv: "RUNNER\tSTATUS\tFORMAT" lines. */
 int agent_bench(int argc, char **argv);
+
+/* ---- cuda_probe.c: the built-in GEMM/HBM probe (appended) ------------------ */
+
+/* Exit status of `sn-agent gemm-hbm-probe` when CUDA is not available. */
+#define PROBE_EXIT_NOT_AVAILABLE 69
+/* sn-agent gemm-hbm-probe ARGS: argv[0] is "gemm-hbm-probe". Prints
+ * sn-bench v1 rows; returns 0, 1 (a GPU failed), 2 (usage) or
+ * PROBE_EXIT_NOT_AVAILABLE. */
+int agent_gemm_hbm_probe(int argc, char **argv);
 
 #endif

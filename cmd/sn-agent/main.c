@@ -68,6 +68,13 @@ struct agent {
     pid_t bench_pid;       /* 0: none running */
     char bench_dir[700];   /* its --out DIR */
     const char *probe_command;
+    const char *cuda_lib; /* --cuda-lib DIR of the built-in probe (appended) */
+    /* A health round's pair run (a child `sn-agent bench --pair`; appended). */
+    const char *mpirun_template; /* --mpirun-template; NULL: the default */
+    pid_t pair_pid;              /* 0: none running */
+    char pair_dir[720];
+    int64_t pair_round, pair_item; /* the pair running, or the last one run */
+    char pair_peer[64];
 };
 
 static volatile sig_atomic_t stopping;
@@ -308,8 +315,16 @@ static void bench_start(struct agent *a)
     }
     self[n] = '\0';
     snprintf(a->bench_dir, sizeof(a->bench_dir), "%s/bench", a->jobs.work_dir);
-    char *argv[] = {self, "bench", "--node", (char *)a->node, "--out", a->bench_dir,
-                    a->probe_command ? "--probe-command" : NULL, (char *)a->probe_command, NULL};
+    char *argv[10] = {self, "bench", "--node", (char *)a->node, "--out", a->bench_dir};
+    int k = 6;
+    if (a->probe_command) {
+        argv[k++] = "--probe-command";
+        argv[k++] = (char *)a->probe_command;
+    }
+    if (a->cuda_lib) {
+        argv[k++] = "--cuda-lib";
+        argv[k++] = (char *)a->cuda_lib;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
@@ -384,6 +399,120 @@ static void bench_reap(struct agent *a)
     fclose(f);
 }
 
+/* A health round's pair (the heartbeat answer's "pair_benchmark"): runs
+ * `sn-agent bench --pair PEER --runner R --out WORK_DIR/pair-ROUND-ITEM`
+ * in a child; the same pair is never started twice. */
+static void pair_start(struct agent *a, json_t *pb)
+{
+    int64_t round = json_integer_value(json_object_get(pb, "round")),
+            item = json_integer_value(json_object_get(pb, "item")),
+            gpus = json_integer_value(json_object_get(pb, "gpus"));
+    const char *runner = json_string_value(json_object_get(pb, "runner")),
+               *peer = json_string_value(json_object_get(pb, "peer")),
+               *addr = json_string_value(json_object_get(pb, "peer_address"));
+    if (a->pair_pid > 0 || (round == a->pair_round && item == a->pair_item) || !runner || !peer ||
+        round < 1 || item < 0 || gpus < 1 || gpus > 64)
+        return;
+    char self[1024], g[16];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return;
+    self[n] = '\0';
+    a->pair_round = round;
+    a->pair_item = item;
+    snprintf(a->pair_peer, sizeof(a->pair_peer), "%s", peer);
+    snprintf(a->pair_dir, sizeof(a->pair_dir), "%s/pair-%lld-%lld", a->jobs.work_dir,
+             (long long)round, (long long)item);
+    snprintf(g, sizeof(g), "%lld", (long long)gpus);
+    char *argv[20] = {self, "bench", "--node", (char *)a->node, "--pair",
+                      (char *)(addr ? addr : peer), "--runner", (char *)runner, "--pair-gpus", g,
+                      "--out", a->pair_dir};
+    int k = 12;
+    if (a->address[0]) {
+        argv[k++] = "--self";
+        argv[k++] = a->address;
+    }
+    if (a->mpirun_template) {
+        argv[k++] = "--mpirun-template";
+        argv[k++] = (char *)a->mpirun_template;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 1);
+        setpgid(0, 0);
+        execv(self, argv);
+        _exit(127);
+    }
+    if (pid < 0)
+        fprintf(stderr, "sn-agent: pair benchmark: fork: %s\n", strerror(errno));
+    else
+        a->pair_pid = pid;
+}
+
+/* Ships what the ended pair child found: its nccl-tests output as a
+ * telemetry batch naming the peer, then the pair's result (both through
+ * the outbox, in that order). */
+static void pair_reap(struct agent *a)
+{
+    int status = 0;
+    if (a->pair_pid <= 0 || waitpid(a->pair_pid, &status, WNOHANG) != a->pair_pid)
+        return;
+    a->pair_pid = 0;
+    char path[800], line[600], name[64] = "", st[32] = "failed", fmt[32] = "";
+    char detail[400] = "";
+    snprintf(path, sizeof(path), "%s/results.tsv", a->pair_dir);
+    FILE *f = fopen(path, "re");
+    if (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c[4] = {line, NULL, NULL, NULL};
+        for (int i = 1; i < 4 && c[i - 1]; i++) {
+            char *tab = strchr(c[i - 1], '\t');
+            if (tab) {
+                *tab = '\0';
+                c[i] = tab + 1;
+            }
+        }
+        snprintf(name, sizeof(name), "%.63s", c[0]);
+        snprintf(st, sizeof(st), "%.31s", c[1] ? c[1] : "failed");
+        snprintf(fmt, sizeof(fmt), "%.31s", c[2] ? c[2] : "");
+        snprintf(detail, sizeof(detail), "%.399s", c[3] ? c[3] : "");
+    } else {
+        snprintf(detail, sizeof(detail), "the pair runner left no results.tsv (status %d)",
+                 status);
+    }
+    if (f)
+        fclose(f);
+    if (strcmp(st, "ok") == 0) {
+        snprintf(path, sizeof(path), "%s/%s.txt", a->pair_dir, name);
+        FILE *o = fopen(path, "re");
+        char *body = malloc(AGENT_BODY_MAX);
+        size_t len = o && body ? fread(body, 1, AGENT_BODY_MAX, o) : 0;
+        if (o)
+            fclose(o);
+        struct outbox_item it = {.kind = OUTBOX_TELEMETRY, .seq = ++a->seq, .body = body,
+                                 .len = len};
+        snprintf(it.path, sizeof(it.path),
+                 "/v1/telemetry?node=%s&format=%s&seq=%lld&boot=%s&peer=%s", a->node, fmt,
+                 (long long)it.seq, a->boot, a->pair_peer);
+        if (!body || len == 0 || outbox_push(&a->out, &it) != 0)
+            free(body);
+        else
+            a->benchmarks++;
+    }
+    json_t *res = json_pack("{s:I,s:s,s:s}", "item", (json_int_t)a->pair_item, "status", st,
+                            "detail", detail);
+    char *text = res ? json_dumps(res, JSON_COMPACT) : NULL;
+    json_decref(res);
+    if (!text)
+        return;
+    struct outbox_item it = {.kind = OUTBOX_EXIT, .body = text, .len = strlen(text)};
+    snprintf(it.path, sizeof(it.path), "/v1/health/rounds/%lld/result", (long long)a->pair_round);
+    if (outbox_push(&a->out, &it) != 0)
+        free(text);
+}
+
 /* Runs the benchmarks the heartbeat's answer asked for and posts them. */
 static void benchmarks(struct agent *a)
 {
@@ -433,6 +562,7 @@ static void heartbeat(struct agent *a)
     char path[128], body[1024], busy[256], orphans[256];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
     bench_reap(a);
+    pair_reap(a);
     mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
     mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
     int n = snprintf(body, sizeof(body),
@@ -460,6 +590,9 @@ static void heartbeat(struct agent *a)
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }
     bool bench = st == 200 && json_is_true(json_object_get(j, "benchmark"));
+    json_t *pb = st == 200 ? json_object_get(j, "pair_benchmark") : NULL;
+    if (json_is_object(pb))
+        pair_start(a, pb);
     json_decref(j);
     if (bench)
         benchmarks(a);
@@ -602,7 +735,14 @@ static void usage(FILE *out)
             "                    and NODE.kmsg.log (inputs of 'sn health analyze'), print\n"
             "                    what was read or not available, and exit\n"
             "  --probe-command CMD  real backends: the GEMM/HBM probe the benchmark runners\n"
-            "                    run (prints sn-bench rows; sn-agent bench --help)\n\n"
+            "                    run (prints sn-bench rows; sn-agent bench --help); default\n"
+            "                    the built-in one (sn-agent gemm-hbm-probe --help)\n");
+    fprintf(out,
+            "  --cuda-lib DIR    where the built-in probe loads libcudart and libcublas from\n"
+            "  --mpirun-template T  the launcher of a health round's pair runs (snd asks):\n"
+            "                    words with {np} {self} {peer} {gpus} {tool} replaced; default\n"
+            "                    '" RUNNER_MPIRUN_TEMPLATE "'\n\n"
+            "       sn-agent gemm-hbm-probe [--cuda-lib DIR] [NODE]  the built-in probe\n"
             "       sn-agent bench ...  runs the benchmark tools this host has (--help)\n"
             "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
             "                    this node on a finding (sn-agent health-check --help)\n");
@@ -717,6 +857,10 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             g->log_max = v;
         else if (strcmp(o, "--probe-command") == 0)
             a->probe_command = v;
+        else if (strcmp(o, "--cuda-lib") == 0)
+            a->cuda_lib = v;
+        else if (strcmp(o, "--mpirun-template") == 0)
+            a->mpirun_template = v;
         else if (strcmp(o, "--smi-command") == 0)
             a->be.smi_command = v;
         else if (strcmp(o, "--host-root") == 0)
@@ -946,6 +1090,8 @@ int main(int argc, char **argv)
         return agent_health_check(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "bench") == 0)
         return agent_bench(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "gemm-hbm-probe") == 0)
+        return agent_gemm_hbm_probe(argc - 1, argv + 1);
     a.be.faults = (struct sim_faults){
         .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
     a.be.smi_command = "nvidia-smi";
@@ -1008,6 +1154,10 @@ int main(int argc, char **argv)
         if (a.bench_pid > 0) { /* a benchmark runner child still running */
             kill(-a.bench_pid, SIGKILL);
             waitpid(a.bench_pid, NULL, 0);
+        }
+        if (a.pair_pid > 0) { /* a pair run still running */
+            kill(-a.pair_pid, SIGKILL);
+            waitpid(a.pair_pid, NULL, 0);
         }
         jobs_kill_all(&a.jobs);
         write_status(&a);

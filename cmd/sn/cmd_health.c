@@ -1490,6 +1490,8 @@ int cmd_health(int argc, char **argv)
         fputs(usage_text, argc < 2 ? stderr : stdout);
         return argc < 2 ? SN_EXIT_USAGE : SN_EXIT_OK;
     }
+    if (strcmp(argv[1], "round") == 0)
+        return cmd_health_round(argc - 1, argv + 1);
     struct ctx c = {.verb = argv[1], .interval_ms = 2000};
     sn_health_config_default(&c.cfg);
     sn_health_facts_init(&c.facts);

@@ -29,6 +29,8 @@ int cmd_design_bom(int argc, char **argv);
 int cmd_design_export(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_health(int argc, char **argv);
+/* sn health round (client_round.c): inter-node benchmark rounds on snd. */
+int cmd_health_round(int argc, char **argv);
 
 /* The client of snd (client_*.c, see client.h). */
 int cmd_submit(int argc, char **argv);

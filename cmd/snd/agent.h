@@ -118,4 +118,16 @@ bool snd_telem_buffer_failed(const struct snd_telem_buffer *b);
 void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_telem_sink *to);
 void snd_telem_buffer_free(struct snd_telem_buffer *b);
 
+/* bench_rounds.c: inter-node benchmark rounds (see there). The routes
+ * POST/GET /v1/health/rounds and POST /v1/health/rounds/{id}/result; the
+ * heartbeat answer's "pair_benchmark" for server s (added to answer when
+ * s runs a pair now); whether server s runs a pair against peer (its
+ * nccl-tests batch may name the peer); the rounds' memory at exit. */
+enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_get_health_rounds(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_health_round_result(struct snd *d, struct snd_req *r);
+void snd_rounds_heartbeat(struct snd *d, uint32_t s, json_t *answer);
+bool snd_rounds_peer_ok(const struct snd *d, uint32_t s, const char *peer);
+void snd_rounds_free(void);
+
 #endif

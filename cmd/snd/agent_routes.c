@@ -582,6 +582,20 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     struct sn_telem_sink bsink = snd_telem_buffer_sink(buf);
     struct sn_telem_opts o = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
+    /* A pair round's nccl-tests output names both hosts: "node+peer". */
+    const char *peer = snd_query(r, "peer");
+    char pair_source[140];
+    if (peer && (f != SN_TELEM_FMT_NCCL || !snd_rounds_peer_ok(d, s, peer))) {
+        snd_telem_buffer_free(buf);
+        return snd_error(d, r, 400, "invalid_query", "peer",
+                         "peer '%.64s': only a nccl-tests batch of a pair this node runs in a "
+                         "health round names a peer",
+                         peer);
+    }
+    if (peer) {
+        snprintf(pair_source, sizeof(pair_source), "%s+%s", node, peer);
+        o.source = pair_source;
+    }
     struct sn_telem_parser_stats st;
     struct sn_error err = {0};
     enum sn_err rc = sn_telem_parse_buffer(f, &o, &bsink, r->len ? r->body : "", r->len, &st, &err);

@@ -161,6 +161,9 @@ static const struct sn_conf_key config_keys[] = {
      C(slurm_mirror_interval_ms), "the Slurm mirror reads and reconciles every node this often"},
     {"slurm_scontrol", SN_CONF_STRING, "scontrol", 1, 255, C(slurm_scontrol),
      "the scontrol the Slurm mirror runs (a path, or a name looked up in PATH)"},
+    {"health_round_timeout_s", SN_CONF_INT, "3600", 10, 86400, C(health_round_timeout_s),
+     "a pair of a health round (POST /v1/health/rounds) whose agent has not reported this long "
+     "after it was asked is failed and its servers released"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -675,6 +678,7 @@ int main(int argc, char **argv)
     snd_slurm_mirror_stop();
     snd_sched_stop(&d);
     snd_job_logs_free();
+    snd_rounds_free();
     snd_state_free(&d);
     snd_refusals_free(d.refusals);
     sn_model_free(model);

@@ -1445,5 +1445,12 @@ const struct snd_route snd_routes[] = {
     /* Token keys (keys.c, docs/operations.md "Token keys"). */
     {"POST", "/v1/admin/rotate-key", SN_SCOPE_ADMIN, snd_post_rotate_key,
      "a new current token key; the previous one verifies for key_overlap_s"},
+    /* Health rounds (bench_rounds.c, docs/api.md "Health rounds"). */
+    {"POST", "/v1/health/rounds", SN_SCOPE_ADMIN, snd_post_health_round,
+     "submit an inter-node benchmark round (runner, pairs of servers)"},
+    {"GET", "/v1/health/rounds", SN_SCOPE_CLUSTER_READ, snd_get_health_rounds,
+     "benchmark rounds with each pair's progress"},
+    {"POST", "/v1/health/rounds/{}/result", SN_SCOPE_TELEMETRY_WRITE,
+     snd_post_health_round_result, "agents: the result of a round's pair (item, status, detail)"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

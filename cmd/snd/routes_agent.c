@@ -136,13 +136,15 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
     const struct snd_admin *a = &d->nodes[s];
     int64_t every = d->cfg.health_bench_interval_s, age = snd_health_bench_age_s(d, s);
     int bench = every > 0 && (age < 0 || age >= every);
-    return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:b,s:o}", "node", r->params[0], "state",
-                               snd_admin_state_name((enum snd_admin_state)a->state), "reason",
-                               a->reason, "heartbeat_timeout_s",
-                               (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
-                               (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq,
-                               "benchmark", bench, "jobs", jobs));
+    json_t *answer =
+        json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:b,s:o}", "node", r->params[0], "state",
+                  snd_admin_state_name((enum snd_admin_state)a->state), "reason", a->reason,
+                  "heartbeat_timeout_s", (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
+                  (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq, "benchmark",
+                  bench, "jobs", jobs);
+    if (answer)
+        snd_rounds_heartbeat(d, s, answer);
+    return snd_reply(d, r, 200, answer);
 }
 
 /* POST /v1/nodes/{node}/benchmarks: the node's health benchmark results,

@@ -444,7 +444,20 @@ static void settle_drains(struct snd *d, const uint32_t *gpus, uint32_t n)
 static bool held_back(const struct snd *d, uint32_t g)
 {
     return cordoning(d->nodes[d->model->gpu_server[g]].state) || cordoning(d->gpus[g].state) ||
-           (d->gpu_procs && d->gpu_procs[g]);
+           (d->gpu_procs && d->gpu_procs[g]) ||
+           (d->round_hold && d->round_hold[d->model->gpu_server[g]]);
+}
+
+void snd_sched_hold(struct snd *d, uint32_t s, bool on)
+{
+    const struct sn_model *m = d->model;
+    if (!d->round_hold && !(d->round_hold = calloc(m->n_servers ? m->n_servers : 1, 1)))
+        return;
+    d->round_hold[s] = on;
+    uint32_t first = m->server_first_gpu[s], count = sn_model_server_spec(m, s)->gpus;
+    for (uint32_t g = first; g < first + count; g++)
+        sn_sched_cordon(d->sched, g, held_back(d, g) || (d->silent && d->silent[s]));
+    snd_sched_poke(d);
 }
 
 bool snd_sched_gpu_draining(const struct snd *d, uint32_t g)
@@ -984,7 +997,9 @@ static enum sn_err build(struct snd *d, struct sn_error *err)
         sn_sched_cordon(d->sched, g, true);
     rc = restore_jobs(d, err);
     for (uint32_t g = 0; g < m->n_gpus; g++)
-        sn_sched_cordon(d->sched, g, d->gpu_procs[g] != 0);
+        sn_sched_cordon(d->sched, g,
+                        d->gpu_procs[g] != 0 ||
+                            (d->round_hold && d->round_hold[m->gpu_server[g]]));
     if (rc != SN_OK)
         return rc;
     for (uint32_t s = 0; s < m->n_servers; s++)
@@ -1044,4 +1059,6 @@ void snd_sched_stop(struct snd *d)
     d->master_ports = NULL;
     free(d->silent);
     d->silent = NULL;
+    free(d->round_hold);
+    d->round_hold = NULL;
 }

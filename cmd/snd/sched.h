@@ -98,6 +98,9 @@ bool snd_outbox_durable(const struct snd *d, uint64_t seq);
 void snd_sched_procs_report(struct snd *d, uint32_t s, const char *busy);
 /* Whether GPU g waits for its last job's processes to be gone. */
 bool snd_sched_gpu_draining(const struct snd *d, uint32_t g);
+/* Holds server s out of placement for a health round (bench_rounds.c), or
+ * releases it: like a cordon of the core, no admin state, nothing stored. */
+void snd_sched_hold(struct snd *d, uint32_t s, bool on);
 
 /* Dependencies (after_ok): 0 when every job the job waits for completed
  * (or it waits for none), 1 while one has not ended, -1 when one ended

@@ -92,6 +92,8 @@ struct snd_config {
     char slurm_mirror[16]; /* "" off, "scontrol" */
     int64_t slurm_mirror_interval_ms;
     char slurm_scontrol[SN_CONF_STRING_MAX];
+    /* Health rounds (bench_rounds.c; appended). */
+    int64_t health_round_timeout_s;
 };
 
 #define SND_JOB_STATE_LIST(X)                                                                      \
@@ -279,6 +281,9 @@ struct snd {
      * (or 503); the state thread takes over when the election says so. */
     struct snd_ha *ha;
     bool standby;
+    /* Health rounds (bench_rounds.c): by server, 1 while a round holds it
+     * out of placement (sched.c cordons its GPUs); NULL until the first. */
+    uint8_t *round_hold;
 };
 
 #define SND_DEPS_MAX 64 /* job ids in a job's after_ok */

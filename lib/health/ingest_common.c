@@ -1224,6 +1224,7 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"Counter == ", SN_TELEM_FMT_IBQUERYERRORS},
         {" rx_write_requests ", SN_TELEM_FMT_RDMA_STAT},
         {" out_of_sequence ", SN_TELEM_FMT_RDMA_STAT},
+        {"\trx_write_requests ", SN_TELEM_FMT_RDMA_STAT}, /* rdma statistic show -p */
         {": Link down", SN_TELEM_FMT_KMSG},
         {": Link up", SN_TELEM_FMT_KMSG},
         {": NIC Link is ", SN_TELEM_FMT_KMSG},

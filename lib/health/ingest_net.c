@@ -538,51 +538,121 @@ static void ibqe_line(struct sn_telem_parser *p, const char *s, size_t n)
 /* ---- rdma statistic show ----------------------------------------------------- */
 
 /* "link mlx5_0/1 rx_write_requests 0 rx_read_requests 0 ...": name/value
- * pairs after the device/port. */
+ * pairs after the device/port. A link's pairs may go on over the next
+ * lines: the -p layout ("link mlx5_0/1" then one tab-indented "name value"
+ * per line) and the line wrapped where it was pasted (a name at the end of
+ * one line, its value at the start of the next), as in the iproute2
+ * author's own sample (tests/data/real/rdma-statistic/). A line that is
+ * neither ends the link. */
+struct rdma_state {
+    char dev[SN_TELEM_NAME_MAX];
+    int port;
+    bool in_link;
+    char pending[SN_TELEM_NAME_MAX]; /* a name whose value is on the next line */
+    size_t pending_len;
+};
+
+static void rdma_pending_lost(struct sn_telem_parser *p, struct rdma_state *st)
+{
+    if (st->pending_len)
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED, "'%.60s' without a value", st->pending);
+    st->pending_len = 0;
+}
+
+/* The name/value pairs of [t, end). */
+static void rdma_pairs(struct sn_telem_parser *p, struct rdma_state *st, const char *t,
+                       const char *end)
+{
+    while (t < end) {
+        while (t < end && (*t == ' ' || *t == '\t'))
+            t++;
+        const char *w = t;
+        while (t < end && *t != ' ' && *t != '\t')
+            t++;
+        size_t wl = (size_t)(t - w);
+        if (wl == 0)
+            break;
+        if (st->pending_len) {
+            named_counter(p, ROWS(sysfs_rows), st->pending, st->pending_len, w, wl, st->dev,
+                          st->port);
+            st->pending_len = 0;
+            continue;
+        }
+        while (t < end && (*t == ' ' || *t == '\t'))
+            t++;
+        const char *v = t;
+        while (t < end && *t != ' ' && *t != '\t')
+            t++;
+        if (v == t) { /* its value is on the next line, if any */
+            sn__telem_copy(st->pending, sizeof(st->pending), w, wl);
+            st->pending_len = strlen(st->pending);
+            break;
+        }
+        named_counter(p, ROWS(sysfs_rows), w, wl, v, (size_t)(t - v), st->dev, st->port);
+    }
+}
+
+/* Whether a line goes on with the current link: the value of a pending
+ * name (a number), an indented line (-p) or one that starts "name <digit>". */
+static bool rdma_continues(const struct rdma_state *st, const char *raw, size_t rn,
+                           const char *s, size_t n)
+{
+    if (!st->in_link)
+        return false;
+    if (st->pending_len) /* its value: a number */
+        return isdigit((unsigned char)s[0]);
+    if (rn && (raw[0] == ' ' || raw[0] == '\t'))
+        return true;
+    size_t i = 0;
+    while (i < n && (islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
+        i++;
+    return i > 0 && i + 1 < n && s[i] == ' ' && isdigit((unsigned char)s[i + 1]);
+}
+
 static void rdma_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
+    struct rdma_state *st = p->state;
+    const char *raw = s;
+    size_t rn = n;
     sn__telem_trim(&s, &n);
-    if (n == 0)
+    if (n == 0) {
+        rdma_pending_lost(p, st);
+        st->in_link = false;
         return;
+    }
+    const char *end = s + n;
     if (!sn__telem_starts(s, n, "link ")) {
+        if (rdma_continues(st, raw, rn, s, n)) {
+            rdma_pairs(p, st, s, end);
+            return;
+        }
+        rdma_pending_lost(p, st);
+        st->in_link = false;
         sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not a 'link <dev>/<port>' line");
         return;
     }
-    const char *end = s + n, *t = s + 5;
+    rdma_pending_lost(p, st);
+    const char *t = s + 5;
     while (t < end && *t == ' ')
         t++;
     const char *sl = t;
     while (sl < end && *sl != '/' && *sl != ' ')
         sl++;
-    char dev[SN_TELEM_NAME_MAX];
-    sn__telem_copy(dev, sizeof(dev), t, (size_t)(sl - t));
-    int port = -1;
+    sn__telem_copy(st->dev, sizeof(st->dev), t, (size_t)(sl - t));
+    st->port = -1;
+    st->in_link = true;
     if (sl < end && *sl == '/') {
-        port = 0;
-        for (sl++; sl < end && isdigit((unsigned char)*sl) && port < 1000; sl++)
-            port = port * 10 + (*sl - '0');
+        st->port = 0;
+        for (sl++; sl < end && isdigit((unsigned char)*sl) && st->port < 1000; sl++)
+            st->port = st->port * 10 + (*sl - '0');
     }
-    while (sl < end) {
-        while (sl < end && *sl == ' ')
-            sl++;
-        const char *k = sl;
-        while (sl < end && *sl != ' ')
-            sl++;
-        size_t kl = (size_t)(sl - k);
-        while (sl < end && *sl == ' ')
-            sl++;
-        const char *v = sl;
-        while (sl < end && *sl != ' ')
-            sl++;
-        if (kl == 0)
-            break;
-        if (v == sl) {
-            sn__telem_skip(p, (unsigned)(k - s) + 1, SN_TELEM_SKIP_TRUNCATED,
-                           "'%.*s' without a value", (int)(kl > 60 ? 60 : kl), k);
-            break;
-        }
-        named_counter(p, ROWS(sysfs_rows), k, kl, v, (size_t)(sl - v), dev, port);
-    }
+    rdma_pairs(p, st, sl, end);
+}
+
+static void rdma_flush(struct sn_telem_parser *p, bool final)
+{
+    if (final)
+        rdma_pending_lost(p, p->state);
 }
 
 /* ---- /proc/interrupts and /proc/softirqs --------------------------------------- */
@@ -1047,7 +1117,9 @@ const struct sn__telem_ops sn__telem_ibqe_ops = {
 };
 const struct sn__telem_ops sn__telem_rdma_ops = {
     .fmt = SN_TELEM_FMT_RDMA_STAT,
+    .state_size = sizeof(struct rdma_state),
     .line = rdma_line,
+    .flush = rdma_flush,
 };
 const struct sn__telem_ops sn__telem_irq_ops = {
     .fmt = SN_TELEM_FMT_INTERRUPTS,

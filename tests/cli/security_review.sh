@@ -142,7 +142,7 @@ while read -r method pattern scope; do
         s#/v1/gpus/{}/{}#/v1/gpus/sn00-t01-gpu0/cordon#; s#/v1/tenants/{}/quotas/{}#/v1/tenants/acme/quotas/training#;
         s#/v1/tokens/{}/revoke#/v1/tokens/abcd/revoke#; s#/v1/telemetry/gpus/{}#/v1/telemetry/gpus/sn00-t00-gpu0#;
         s#/v1/gpus/{}#/v1/gpus/sn00-t00-gpu0#; s#/v1/nodes/{}#/v1/nodes/sn00-t00#; s#/v1/agents/{}#/v1/agents/sn00-t00#;
-        s#/v1/tenants/{}#/v1/tenants/acme#")
+        s#/v1/tenants/{}#/v1/tenants/acme#; s#/v1/health/rounds/{}#/v1/health/rounds/1#")
     probe none "$method" "$path" "" 401 "" "no bearer token"
     probe malformed "$method" "$path" "sn1.not-a-token" 401 "" "not a token|malformed"
     probe forged "$method" "$path" "$FORGED" 401 "" "signature does not match"

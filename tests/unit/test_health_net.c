@@ -326,6 +326,36 @@ static void rdma_retransmits(void **state)
     assert_non_null(strstr(ev, "mlx5_0 port 1: retransmits and out-of-sequence rose by 700"));
 }
 
+/* The same rise in the layouts the iproute2 author pasted
+ * (tests/data/real/rdma-statistic/): wrapped (a value on the next line)
+ * and -p (one tab-indented counter per line); a name left without a value
+ * at the end is skipped as truncated, not read as 0. */
+static void rdma_wrapped_and_p(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_RDMA_STAT, "sn00-t00",
+         "[leonro@server ~]$ rdma stat show\nlink mlx5_0/1 rx_write_requests 0 rx_read_requests\n"
+         "0 out_of_sequence 0 packet_seq_err\n0\n");
+    feed(f, SN_TELEM_FMT_RDMA_STAT, "sn00-t00",
+         "link mlx5_0/1\n\trx_write_requests 100000\n\trx_read_requests 100000\n"
+         "\tout_of_sequence 400\n\tpacket_seq_err 300\n");
+    char ev[256];
+    assert_int_equal(count(f, SN_DET_RDMA_RETRANS, ev, sizeof(ev)), 1);
+    assert_non_null(strstr(ev, "mlx5_0 port 1: retransmits and out-of-sequence rose by 700"));
+
+    struct sn_telem_sink none = {0};
+    struct sn_telem_opts o = {.source = "cut", .host = "sn00-t00"};
+    struct sn_telem_parser_stats st;
+    const char cut[] = "link mlx5_0/1 out_of_sequence 4 packet_seq_err\n"
+                       "[leonro@server ~]$ rdma stat show -p\n";
+    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_RDMA_STAT, &o, &none, cut, sizeof(cut) - 1,
+                                           &st, NULL),
+                     SN_OK);
+    assert_int_equal(st.records, 1);
+    assert_int_equal(st.skipped[SN_TELEM_SKIP_TRUNCATED], 1);
+    assert_int_equal(st.skipped[SN_TELEM_SKIP_UNUSED], 1);
+}
+
 static const char irq_head[] = "           CPU0       CPU1       CPU2       CPU3\n";
 
 static void irq_one_cpu(void **state)
@@ -556,6 +586,7 @@ int main(void)
         T(pfc_storm),
         T(pfc_storm_counter),
         T(rdma_retransmits),
+        T(rdma_wrapped_and_p),
         T(irq_one_cpu),
         T(irq_off_numa),
         T(softirq_saturation),
