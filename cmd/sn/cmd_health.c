@@ -33,6 +33,7 @@
 static const char usage_text[] =
     "usage: sn health analyze|baseline|accept|watch [options] FILE...\n"
     "       sn health accept --plan --cluster SPEC [--rounds N] [--supernode S] [--round R]\n"
+    "       sn health round [--pairs A:B,... | --plan FILE] (runs pairs through snd; --help)\n"
     "\n"
     "FILEs are telemetry and benchmark outputs: nvidia-smi (CSV, -q, nvlink -s, topo -m),\n"
     "nccl-tests logs, dcgmi diag (text, -j), kernel logs, dcgm-exporter text, facility\n"
