@@ -301,6 +301,39 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
     }
 }
 
+/* This program's own path (/proc/self/exe) into self; false (said on
+ * stderr for what) when it cannot be read. */
+static bool self_path(char *self, size_t cap, const char *what)
+{
+    ssize_t n = readlink("/proc/self/exe", self, cap - 1);
+    if (n <= 0) {
+        fprintf(stderr, "sn-agent: %s: /proc/self/exe: %s\n", what, strerror(errno));
+        return false;
+    }
+    self[n] = '\0';
+    return true;
+}
+
+/* Runs argv (argv[0] this program) in a child of its own process group
+ * with stdout on /dev/null; returns its pid, or 0 after saying why. */
+static pid_t spawn_self(char **argv, const char *what)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 1);
+        setpgid(0, 0);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (pid < 0) {
+        fprintf(stderr, "sn-agent: %s: fork: %s\n", what, strerror(errno));
+        return 0;
+    }
+    return pid;
+}
+
 /* Real backends: the runners run in a child (`sn-agent bench --out DIR`),
  * so that heartbeats go on while nccl-tests or dcgmi run for minutes. */
 static void bench_start(struct agent *a)
@@ -308,12 +341,8 @@ static void bench_start(struct agent *a)
     if (a->bench_pid > 0)
         return; /* the last round still runs */
     char self[1024];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) {
-        fprintf(stderr, "sn-agent: benchmarks: /proc/self/exe: %s\n", strerror(errno));
+    if (!self_path(self, sizeof(self), "benchmarks"))
         return;
-    }
-    self[n] = '\0';
     snprintf(a->bench_dir, sizeof(a->bench_dir), "%s/bench", a->jobs.work_dir);
     char *argv[10] = {self, "bench", "--node", (char *)a->node, "--out", a->bench_dir};
     int k = 6;
@@ -325,19 +354,7 @@ static void bench_start(struct agent *a)
         argv[k++] = "--cuda-lib";
         argv[k++] = (char *)a->cuda_lib;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 1);
-        setpgid(0, 0);
-        execv(self, argv);
-        _exit(127);
-    }
-    if (pid < 0)
-        fprintf(stderr, "sn-agent: benchmarks: fork: %s\n", strerror(errno));
-    else
-        a->bench_pid = pid;
+    a->bench_pid = spawn_self(argv, "benchmarks");
 }
 
 /* Ships what the ended runner child found: nccl-tests and dcgmi-diag
@@ -414,10 +431,8 @@ static void pair_start(struct agent *a, json_t *pb)
         round < 1 || item < 0 || gpus < 1 || gpus > 64)
         return;
     char self[1024], g[16];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
+    if (!self_path(self, sizeof(self), "pair benchmark"))
         return;
-    self[n] = '\0';
     a->pair_round = round;
     a->pair_item = item;
     snprintf(a->pair_peer, sizeof(a->pair_peer), "%s", peer);
@@ -436,19 +451,7 @@ static void pair_start(struct agent *a, json_t *pb)
         argv[k++] = "--mpirun-template";
         argv[k++] = (char *)a->mpirun_template;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 1);
-        setpgid(0, 0);
-        execv(self, argv);
-        _exit(127);
-    }
-    if (pid < 0)
-        fprintf(stderr, "sn-agent: pair benchmark: fork: %s\n", strerror(errno));
-    else
-        a->pair_pid = pid;
+    a->pair_pid = spawn_self(argv, "pair benchmark");
 }
 
 /* Ships what the ended pair child found: its nccl-tests output as a

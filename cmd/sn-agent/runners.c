@@ -289,6 +289,25 @@ static void builtin_probe(const struct runner_opts *o, struct runner_result *r)
         snprintf(r->detail, sizeof(r->detail), "exit status %d; %s", st, line);
 }
 
+/* Runs a runner's tool (argv, found in PATH) under the options' timeout
+ * and judges its output; a non-zero exit makes the run failed, with the
+ * exit status or the timeout before the parser's detail. */
+static void run_and_judge(enum runner_id id, const struct runner_opts *o, char **argv,
+                          struct runner_result *r)
+{
+    int st = run_tool(argv, o->timeout_ms > 0 ? o->timeout_ms : 600000, r);
+    r->exit_status = st;
+    r->status = RUNNER_OK;
+    judge_output(id, o->node, r);
+    if (st != 0) {
+        r->status = RUNNER_FAILED;
+        char d[sizeof(r->detail)];
+        snprintf(d, sizeof(d), "%s", r->detail);
+        snprintf(r->detail, sizeof(r->detail), "%s %d; %.200s",
+                 r->timed_out ? "killed after the timeout, status" : "exit status", st, d);
+    }
+}
+
 void runner_run(enum runner_id id, const struct runner_opts *o, struct runner_result *r)
 {
     *r = (struct runner_result){.id = id, .status = RUNNER_NOT_AVAILABLE};
@@ -310,17 +329,7 @@ void runner_run(enum runner_id id, const struct runner_opts *o, struct runner_re
     char *dcgm[] = {path, "diag", "-r", level, NULL};
     char *probe[] = {path, (char *)o->node, NULL};
     char **argv = id == RUNNER_DCGM_DIAG ? dcgm : id == RUNNER_PROBE ? probe : nccl;
-    int st = run_tool(argv, o->timeout_ms > 0 ? o->timeout_ms : 600000, r);
-    r->exit_status = st;
-    r->status = RUNNER_OK;
-    judge_output(id, o->node, r);
-    if (st != 0) {
-        r->status = RUNNER_FAILED;
-        char d[sizeof(r->detail)];
-        snprintf(d, sizeof(d), "%s", r->detail);
-        snprintf(r->detail, sizeof(r->detail), "%s %d; %.200s",
-                 r->timed_out ? "killed after the timeout, status" : "exit status", st, d);
-    }
+    run_and_judge(id, o, argv, r);
 }
 
 /* Expands one template word: {np} {self} {peer} {gpus} {tool}. */
@@ -405,17 +414,7 @@ void runner_run_pair(enum runner_id id, const struct runner_opts *o, const struc
         return;
     }
     argv[0] = launcher;
-    int st = run_tool(argv, o->timeout_ms > 0 ? o->timeout_ms : 600000, r);
-    r->exit_status = st;
-    r->status = RUNNER_OK;
-    judge_output(id, o->node, r);
-    if (st != 0) {
-        r->status = RUNNER_FAILED;
-        char d[sizeof(r->detail)];
-        snprintf(d, sizeof(d), "%s", r->detail);
-        snprintf(r->detail, sizeof(r->detail), "%s %d; %.200s",
-                 r->timed_out ? "killed after the timeout, status" : "exit status", st, d);
-    }
+    run_and_judge(id, o, argv, r);
 }
 
 void runner_result_release(struct runner_result *r)

@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -429,6 +430,21 @@ static double metric_value(struct env *e, int gpu, const char *metric)
     return x;
 }
 
+/* Polls the server's latest value of a GPU's metric until it is want (the
+ * batch that carries it may be stored a moment after the batch count
+ * moved); fails with the last value seen after 20 s. */
+static void wait_metric(struct env *e, int gpu, const char *metric, double want)
+{
+    double x = -1;
+    for (int i = 0; i < 400; i++) {
+        x = metric_value(e, gpu, metric);
+        if (fabs(x - want) <= 1e-9)
+            return;
+        pause_ms(50);
+    }
+    fail_msg("gpu %d %s: %g, expected %g", gpu, metric, x, want);
+}
+
 static void sim_faults(void **state)
 {
     (void)state;
@@ -465,8 +481,8 @@ static void smi_backend(void **state)
     start_agent(&e, extra);
     json_decref(wait_server_seq(&e, 2));
     /* The file's second snapshot (12:00:05): GPU 0 at 61 C, GPU 1 at 87 C. */
-    assert_near(metric_value(&e, 0, "temp_gpu"), 61.0, 1e-9);
-    assert_near(metric_value(&e, 1, "temp_gpu"), 87.0, 1e-9);
+    wait_metric(&e, 0, "temp_gpu", 61.0);
+    wait_metric(&e, 1, "temp_gpu", 87.0);
     cleanup(&e);
 }
 
