@@ -211,7 +211,8 @@ char *snd_ha_metrics_text(struct snd *d)
     if (!out)
         return NULL;
     snprintf(out, 1024,
-             "# HELP sn_leader 1 while this snd leads (PostgreSQL store), 0 while standby.\n"
+             "# HELP sn_leader 1 while this snd leads (PostgreSQL store), 0 while standby "
+             "or stopping after a failed write.\n"
              "# TYPE sn_leader gauge\nsn_leader %d\n"
              "# HELP sn_leader_epoch The fencing epoch this snd leads with (0: never led).\n"
              "# TYPE sn_leader_epoch gauge\nsn_leader_epoch %lld\n"
@@ -220,7 +221,8 @@ char *snd_ha_metrics_text(struct snd *d)
              "# HELP sn_leader_restore_seconds The last takeover's restore, verify and "
              "scheduler start.\n"
              "# TYPE sn_leader_restore_seconds gauge\nsn_leader_restore_seconds %.3f\n",
-             d->standby ? 0 : 1, d->standby ? 0LL : (long long)atomic_load(&ha->epoch),
+             d->standby || atomic_load(&d->fatal) ? 0 : 1,
+             d->standby ? 0LL : (long long)atomic_load(&ha->epoch),
              (unsigned long long)ha->takeovers, (double)ha->restore_ms / 1000.0);
     return out;
 }

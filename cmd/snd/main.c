@@ -578,7 +578,9 @@ static void stop(struct snd *d)
     if (d->store && !d->standby)
         snd_refusals_flush(d, snd_now_ms(), true);
     for (int i = 0; i < 500 && d->store; i++) {
-        bool flushed = d->outbox ? snd_outbox_flush(d) : true;
+        /* After a failed write the store refuses every write: only the
+         * batch in flight is waited for (its connections resumed). */
+        bool flushed = d->outbox && !atomic_load(&d->fatal) ? snd_outbox_flush(d) : true;
         struct sn_store_stats st;
         sn_store_stats(d->store, &st);
         /* Also the batch being committed: its connections are suspended

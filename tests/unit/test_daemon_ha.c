@@ -377,13 +377,19 @@ static int total_acked(struct burst *b)
     return n;
 }
 
-static void wait_acks(struct burst *b, int more)
+static void burst_stop(struct burst *b, pthread_t *th);
+
+/* Waits (30 s) for more acknowledged submits; on failure the burst's
+ * clients are stopped first (they use the test's stack). */
+static void wait_acks(struct burst *b, pthread_t *th, int more)
 {
     int want = total_acked(b) + more;
     for (int i = 0; i < 1500 && total_acked(b) < want; i++)
         poll(NULL, 0, 20);
-    if (total_acked(b) < want)
+    if (total_acked(b) < want) {
+        burst_stop(b, th);
         fail_msg("no progress: %d acknowledged submits, want %d", total_acked(b), want);
+    }
 }
 
 /* Every acknowledged id is a job of the leader, once. */
@@ -455,7 +461,7 @@ static void ha_kill9_in_burst(void **state)
     long long takeover_ms[ROUNDS];
     int lead = 0;
     for (int round = 0; round < ROUNDS; round++) {
-        wait_acks(b, 40);
+        wait_acks(b, th, 40);
         int64_t t0 = now_ms();
         int before = total_acked(b);
         kill_wait(dm[lead].pid, SIGKILL);
@@ -463,7 +469,7 @@ static void ha_kill9_in_burst(void **state)
         wait_leader(&dm[other]);
         /* Takeover: from the kill to the first submit acknowledged after
          * it that the old leader could not have answered. */
-        wait_acks(b, 1);
+        wait_acks(b, th, 1);
         pthread_mutex_lock(&b->lock);
         takeover_ms[round] = b->last_ack_ms - t0;
         pthread_mutex_unlock(&b->lock);
@@ -471,7 +477,7 @@ static void ha_kill9_in_burst(void **state)
         start_on(&dm[lead], port[lead], log[lead]); /* back as the standby */
         lead = other;
     }
-    wait_acks(b, 40);
+    wait_acks(b, th, 40);
     burst_stop(b, th);
     check_acked(&dm[lead], b);
     qsort(takeover_ms, ROUNDS, sizeof(takeover_ms[0]), cmp_ll);
@@ -503,12 +509,12 @@ static void ha_sigstop_fenced(void **state)
     pthread_t th[CLIENTS];
     struct client_arg args[CLIENTS];
     burst_start(b, th, args, &dm[0], &dm[1]);
-    wait_acks(b, 40);
+    wait_acks(b, th, 40);
     int64_t t0 = now_ms();
     kill(dm[0].pid, SIGSTOP);
     wait_leader(&dm[1]); /* after the 1 s lease, b ends a's election session */
     int64_t took = now_ms() - t0;
-    wait_acks(b, 40);
+    wait_acks(b, th, 40);
     long long jobs_before = pg_server_value(&pg, "SELECT count(*) FROM jobs");
     long long epoch = pg_server_value(&pg, "SELECT epoch FROM sn_leader");
     kill(dm[0].pid, SIGCONT);
@@ -520,7 +526,7 @@ static void ha_sigstop_fenced(void **state)
     track(dm[0].pid, false);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 3);
-    wait_acks(b, 20);
+    wait_acks(b, th, 20);
     burst_stop(b, th);
     assert_true(pg_server_value(&pg, "SELECT count(*) FROM jobs") >= jobs_before);
     assert_int_equal(pg_server_value(&pg, "SELECT epoch FROM sn_leader"), epoch);
@@ -550,7 +556,7 @@ static void ha_pg_restart_under_load(void **state)
     pthread_t th[CLIENTS];
     struct client_arg args[CLIENTS];
     burst_start(b, th, args, &dm[0], &dm[1]);
-    wait_acks(b, 40);
+    wait_acks(b, th, 40);
     /* The server goes away (a crash, or the network to it), and back. */
     assert_int_equal(pg_server_halt(&pg), 0);
     poll(NULL, 0, 1500);
@@ -571,7 +577,7 @@ static void ha_pg_restart_under_load(void **state)
         poll(NULL, 0, 50);
     }
     assert_true(lead >= 0);
-    wait_acks(b, 40);
+    wait_acks(b, th, 40);
     burst_stop(b, th);
     check_acked(&dm[lead], b);
     print_message("ha_pg_restart_under_load: %d acknowledged submits, 0 lost; %llu retried "
