@@ -306,3 +306,15 @@ enum sn_err sn_store_open_url(const char *url, const struct sn_store_options *op
                             "address");
     return sn_store_open_sqlite(url, options, out, err);
 }
+
+void sn__store_finish_batch(struct sn__submission **batch, uint32_t n, pthread_mutex_t *lock,
+                            uint32_t *in_flight)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        batch[i]->done(batch[i]->ctx, batch[i]->rc);
+        free(batch[i]);
+        pthread_mutex_lock(lock);
+        (*in_flight)--;
+        pthread_mutex_unlock(lock);
+    }
+}

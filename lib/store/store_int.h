@@ -54,6 +54,13 @@ struct sn__store_copier {
     struct sn_error err;
 };
 
+/* The end of a writer's batch, for every backend: each submission's
+ * callback with its result, then freed, and in_flight (guarded by lock)
+ * counted down as each callback returns (sn_store_stats sees the batch
+ * until its last connection is answered). */
+void sn__store_finish_batch(struct sn__submission **batch, uint32_t n, pthread_mutex_t *lock,
+                            uint32_t *in_flight);
+
 /* A copier into dst (borrowed). */
 void sn__store_copier_init(struct sn__store_copier *cp, struct sn_store *dst);
 /* A copier into a new SQLite store at path (refused when path exists). */

@@ -547,13 +547,7 @@ static void *writer_main(void *arg)
             for (uint32_t i = 0; i < n; i++)
                 b[i]->rc = SN_ERR_IO;
         account(st, b, n, ok, fenced);
-        for (uint32_t i = 0; i < n; i++) {
-            b[i]->done(b[i]->ctx, b[i]->rc);
-            free(b[i]);
-            pthread_mutex_lock(&st->lock);
-            st->in_flight--;
-            pthread_mutex_unlock(&st->lock);
-        }
+        sn__store_finish_batch(b, n, &st->lock, &st->in_flight);
     }
     free(batch);
     return NULL;
