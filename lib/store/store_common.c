@@ -307,14 +307,120 @@ enum sn_err sn_store_open_url(const char *url, const struct sn_store_options *op
     return sn_store_open_sqlite(url, options, out, err);
 }
 
-void sn__store_finish_batch(struct sn__submission **batch, uint32_t n, pthread_mutex_t *lock,
-                            uint32_t *in_flight)
+/* ---- the writer's queue ------------------------------------------------ */
+
+enum sn_err sn__store_queue_init(struct sn__store_queue *q, uint32_t cap, struct sn_error *err)
 {
+    *q = (struct sn__store_queue){.cap = cap};
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->nonempty, NULL);
+    q->ring = calloc(cap, sizeof(*q->ring));
+    if (!q->ring)
+        return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
+    return SN_OK;
+}
+
+void sn__store_queue_destroy(struct sn__store_queue *q)
+{
+    /* Left by a writer that never started (open failed before it). */
+    for (; q->count > 0; q->count--) {
+        free(q->ring[q->head]);
+        q->head = (q->head + 1) % q->cap;
+    }
+    pthread_cond_destroy(&q->nonempty);
+    pthread_mutex_destroy(&q->lock);
+    free(q->ring);
+    q->ring = NULL;
+}
+
+enum sn_err sn__store_queue_push(struct sn__store_queue *q, struct sn__submission *sub,
+                                 struct sn_error *err)
+{
+    enum sn_err rc = SN_OK;
+    pthread_mutex_lock(&q->lock);
+    if (q->failed || q->stopping)
+        rc = sn_error_set(err, SN_ERR_IO, "store: refusing writes after a failed commit%s%s%s",
+                          q->why[0] ? " (" : "", q->why, q->why[0] ? ")" : "");
+    else if (q->count == q->cap)
+        rc = sn_error_set(err, SN_ERR_LIMIT, "store: write queue full (%u submissions)", q->cap);
+    if (rc == SN_OK) {
+        q->ring[(q->head + q->count) % q->cap] = sub;
+        q->count++;
+        pthread_cond_signal(&q->nonempty);
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (rc != SN_OK)
+        free(sub);
+    return rc;
+}
+
+void sn__store_queue_fail(struct sn__store_queue *q, const char *why)
+{
+    if (!q->failed && why)
+        snprintf(q->why, sizeof(q->why), "%.*s", (int)strcspn(why, "\n"), why);
+    q->failed = true;
+}
+
+void sn__store_queue_stop(struct sn__store_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->stopping = true;
+    pthread_cond_signal(&q->nonempty);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void sn__store_queue_run(struct sn__store_queue *q, uint32_t batch_max, sn__store_batch_fn fn,
+                         void *arg)
+{
+    /* Without memory for a batch the writer still works, one at a time. */
+    struct sn__submission *one = NULL;
+    struct sn__submission **batch = calloc(batch_max, sizeof(*batch));
+    uint32_t max = batch ? batch_max : 1;
+    struct sn__submission **b = batch ? batch : &one;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (q->count == 0 && !q->stopping)
+            pthread_cond_wait(&q->nonempty, &q->lock);
+        if (q->count == 0) {
+            pthread_mutex_unlock(&q->lock);
+            break;
+        }
+        uint32_t n = 0;
+        while (q->count > 0 && n < max) {
+            b[n++] = q->ring[q->head];
+            q->head = (q->head + 1) % q->cap;
+            q->count--;
+        }
+        bool failed = q->failed;
+        q->in_flight = n;
+        pthread_mutex_unlock(&q->lock);
+        for (uint32_t i = 0; failed && i < n; i++)
+            b[i]->rc = SN_ERR_IO;
+        fn(arg, b, n, failed);
+        for (uint32_t i = 0; i < n; i++) {
+            b[i]->done(b[i]->ctx, b[i]->rc);
+            free(b[i]);
+            pthread_mutex_lock(&q->lock);
+            q->in_flight--;
+            pthread_mutex_unlock(&q->lock);
+        }
+    }
+    free(batch);
+}
+
+void sn__store_count_batch(struct sn_store_stats *stats, struct sn__submission **batch,
+                           uint32_t n, bool ok)
+{
+    if (ok)
+        stats->commits++;
+    if (n > stats->max_batch)
+        stats->max_batch = n;
     for (uint32_t i = 0; i < n; i++) {
-        batch[i]->done(batch[i]->ctx, batch[i]->rc);
-        free(batch[i]);
-        pthread_mutex_lock(lock);
-        (*in_flight)--;
-        pthread_mutex_unlock(lock);
+        if (batch[i]->rc == SN_OK) {
+            stats->submissions++;
+            stats->rows += batch[i]->n;
+        } else {
+            stats->failures++;
+        }
     }
 }

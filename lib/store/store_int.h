@@ -54,12 +54,52 @@ struct sn__store_copier {
     struct sn_error err;
 };
 
-/* The end of a writer's batch, for every backend: each submission's
- * callback with its result, then freed, and in_flight (guarded by lock)
- * counted down as each callback returns (sn_store_stats sees the batch
- * until its last connection is answered). */
-void sn__store_finish_batch(struct sn__submission **batch, uint32_t n, pthread_mutex_t *lock,
-                            uint32_t *in_flight);
+/* The bounded queue between the threads that submit and a backend's one
+ * writer thread (group commit), the same for every backend. lock guards
+ * the queue and whatever else of the backend it says (its statistics). */
+struct sn__store_queue {
+    pthread_mutex_t lock;
+    pthread_cond_t nonempty; /* signalled by a submission and by stop */
+    struct sn__submission **ring;
+    uint32_t cap, head, count;
+    uint32_t in_flight; /* taken by the writer, callback not yet returned */
+    bool stopping, failed;
+    char why[256]; /* the first failure, "" when the backend names none */
+};
+
+SN_MUST_CHECK enum sn_err sn__store_queue_init(struct sn__store_queue *q, uint32_t cap,
+                                               struct sn_error *err);
+/* After the writer has returned from sn__store_queue_run(). */
+void sn__store_queue_destroy(struct sn__store_queue *q);
+/* Queues sub (taking it: freed when refused): SN_ERR_IO after a failure
+ * or stop, SN_ERR_LIMIT when the queue is full. */
+SN_MUST_CHECK enum sn_err sn__store_queue_push(struct sn__store_queue *q,
+                                               struct sn__submission *sub, struct sn_error *err);
+/* Marks the queue as failed, keeping the first reason why (may be NULL);
+ * the caller holds q->lock. */
+void sn__store_queue_fail(struct sn__store_queue *q, const char *why);
+/* Asks the writer to return once the queue is empty. */
+void sn__store_queue_stop(struct sn__store_queue *q);
+
+/* A backend's work on a batch taken from the queue: commit it, set each
+ * submission's rc and count it. failed: the queue had failed before the
+ * batch was taken; every rc is SN_ERR_IO already and nothing is to be
+ * written. */
+typedef void (*sn__store_batch_fn)(void *arg, struct sn__submission **batch, uint32_t n,
+                                   bool failed);
+
+/* The writer thread's loop: takes up to batch_max submissions at a time,
+ * hands them to fn, then answers each one (its callback with its rc, then
+ * freed; in_flight counted down as each callback returns, so that
+ * sn_store_stats sees the batch until its last connection is answered).
+ * Returns after sn__store_queue_stop() once the queue is empty. */
+void sn__store_queue_run(struct sn__store_queue *q, uint32_t batch_max, sn__store_batch_fn fn,
+                         void *arg);
+
+/* Counts a committed (ok) or failed batch in stats: commits, max_batch,
+ * and each submission by its rc. The caller holds the backend's lock. */
+void sn__store_count_batch(struct sn_store_stats *stats, struct sn__submission **batch,
+                           uint32_t n, bool ok);
 
 /* A copier into dst (borrowed). */
 void sn__store_copier_init(struct sn__store_copier *cp, struct sn_store *dst);

@@ -170,13 +170,10 @@ struct pg_store {
     pthread_t writer;
     bool writer_started;
     _Atomic int64_t epoch; /* fencing token; 0: none */
-    pthread_mutex_t lock;  /* guards everything below */
-    pthread_cond_t nonempty;
-    struct sn__submission **ring;
-    uint32_t cap, head, count, batch_max;
-    uint32_t in_flight; /* taken by the writer, callback not yet returned */
-    bool stopping, failed, fenced;
-    char why[256]; /* the first failure, for sn_store_pg_failure() */
+    struct sn__store_queue q; /* q.lock guards q and everything below;
+                                 q.why names the first failure in refusals */
+    uint32_t batch_max;
+    bool fenced;
     struct sn_store_stats stats;
 };
 
@@ -493,63 +490,30 @@ static bool commit_batch(struct pg_store *st, struct sn__submission **batch, uin
 static void account(struct pg_store *st, struct sn__submission **batch, uint32_t n, bool ok,
                     bool fenced)
 {
-    pthread_mutex_lock(&st->lock);
-    if (!ok && !st->failed) {
-        st->failed = true;
+    pthread_mutex_lock(&st->q.lock);
+    if (!ok && !st->q.failed) {
         st->fenced = fenced;
-        const char *m = fenced ? "fenced: a newer leader holds the database"
-                               : PQerrorMessage(st->wdb);
-        snprintf(st->why, sizeof(st->why), "%.*s", (int)strcspn(m, "\n"), m);
+        sn__store_queue_fail(&st->q, fenced ? "fenced: a newer leader holds the database"
+                                            : PQerrorMessage(st->wdb));
     }
-    if (ok)
-        st->stats.commits++;
-    if (n > st->stats.max_batch)
-        st->stats.max_batch = n;
-    for (uint32_t i = 0; i < n; i++) {
-        if (batch[i]->rc == SN_OK) {
-            st->stats.submissions++;
-            st->stats.rows += batch[i]->n;
-        } else {
-            st->stats.failures++;
-        }
-    }
-    pthread_mutex_unlock(&st->lock);
+    sn__store_count_batch(&st->stats, batch, n, ok);
+    pthread_mutex_unlock(&st->q.lock);
+}
+
+/* The writer's work on a batch (sn__store_queue_run). */
+static void write_batch(void *arg, struct sn__submission **batch, uint32_t n, bool failed)
+{
+    struct pg_store *st = arg;
+    bool ok = false, fenced = false;
+    if (!failed)
+        ok = commit_batch(st, batch, n, &fenced);
+    account(st, batch, n, ok, fenced);
 }
 
 static void *writer_main(void *arg)
 {
     struct pg_store *st = arg;
-    struct sn__submission **batch = calloc(st->batch_max, sizeof(*batch));
-    struct sn__submission *one = NULL;
-    uint32_t max = batch ? st->batch_max : 1;
-    struct sn__submission **b = batch ? batch : &one;
-    for (;;) {
-        pthread_mutex_lock(&st->lock);
-        while (st->count == 0 && !st->stopping)
-            pthread_cond_wait(&st->nonempty, &st->lock);
-        if (st->count == 0) {
-            pthread_mutex_unlock(&st->lock);
-            break;
-        }
-        uint32_t n = 0;
-        while (st->count > 0 && n < max) {
-            b[n++] = st->ring[st->head];
-            st->head = (st->head + 1) % st->cap;
-            st->count--;
-        }
-        bool failed = st->failed;
-        st->in_flight = n;
-        pthread_mutex_unlock(&st->lock);
-        bool ok = false, fenced = false;
-        if (!failed)
-            ok = commit_batch(st, b, n, &fenced);
-        else
-            for (uint32_t i = 0; i < n; i++)
-                b[i]->rc = SN_ERR_IO;
-        account(st, b, n, ok, fenced);
-        sn__store_finish_batch(b, n, &st->lock, &st->in_flight);
-    }
-    free(batch);
+    sn__store_queue_run(&st->q, st->batch_max, write_batch, st);
     return NULL;
 }
 
@@ -559,23 +523,7 @@ static enum sn_err pg_submit(struct sn_store *s, const struct sn_store_write *ro
     struct pg_store *st = s->impl;
     struct sn__submission *sub = NULL;
     enum sn_err rc = sn__store_copy(rows, n, done, ctx, true, &sub, err);
-    if (rc != SN_OK)
-        return rc;
-    pthread_mutex_lock(&st->lock);
-    if (st->failed || st->stopping)
-        rc = sn_error_set(err, SN_ERR_IO, "store: refusing writes after a failed commit (%s)",
-                          st->why);
-    else if (st->count == st->cap)
-        rc = sn_error_set(err, SN_ERR_LIMIT, "store: write queue full (%u submissions)", st->cap);
-    if (rc == SN_OK) {
-        st->ring[(st->head + st->count) % st->cap] = sub;
-        st->count++;
-        pthread_cond_signal(&st->nonempty);
-    }
-    pthread_mutex_unlock(&st->lock);
-    if (rc != SN_OK)
-        free(sub);
-    return rc;
+    return rc == SN_OK ? sn__store_queue_push(&st->q, sub, err) : rc;
 }
 
 /* Runs a query in single-row mode (memory stays flat for a million jobs)
@@ -664,11 +612,11 @@ static enum sn_err pg_query_log(struct sn_store *s, enum sn_store_log log, int64
 static void pg_stats(struct sn_store *s, struct sn_store_stats *out)
 {
     struct pg_store *st = s->impl;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     *out = st->stats;
-    out->queue_depth = st->count;
-    out->in_flight = st->in_flight;
-    pthread_mutex_unlock(&st->lock);
+    out->queue_depth = st->q.count;
+    out->in_flight = st->q.in_flight;
+    pthread_mutex_unlock(&st->q.lock);
 }
 
 /* Backup: the rows of one snapshot (current rows, then both logs in seq
@@ -709,17 +657,12 @@ static void pg_close(struct sn_store *s)
 {
     struct pg_store *st = s->impl;
     if (st->writer_started) {
-        pthread_mutex_lock(&st->lock);
-        st->stopping = true;
-        pthread_cond_signal(&st->nonempty);
-        pthread_mutex_unlock(&st->lock);
+        sn__store_queue_stop(&st->q);
         pthread_join(st->writer, NULL);
     }
     PQfinish(st->wdb);
     PQfinish(st->rdb);
-    pthread_cond_destroy(&st->nonempty);
-    pthread_mutex_destroy(&st->lock);
-    free(st->ring);
+    sn__store_queue_destroy(&st->q);
     free(st);
 }
 
@@ -742,15 +685,12 @@ enum sn_err sn_store_open_pg(const char *conninfo, const struct sn_store_options
         return sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
     st->handle.ops = &pg_ops;
     st->handle.impl = st;
-    st->cap = options && options->queue_cap ? options->queue_cap : 4096;
     st->batch_max = options && options->batch_max ? options->batch_max : 512;
     if (st->batch_max > PIPELINE_MAX)
         st->batch_max = PIPELINE_MAX;
     atomic_init(&st->epoch, 0);
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->nonempty, NULL);
-    st->ring = calloc(st->cap, sizeof(*st->ring));
-    enum sn_err rc = st->ring ? SN_OK : sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
+    enum sn_err rc = sn__store_queue_init(
+        &st->q, options && options->queue_cap ? options->queue_cap : 4096, err);
     if (rc == SN_OK)
         rc = open_conn(conninfo, &st->wdb, err);
     if (rc == SN_OK)
@@ -786,8 +726,8 @@ bool sn_store_pg_fenced(struct sn_store *s)
     if (!sn_store_is_pg(s))
         return false;
     struct pg_store *st = s->impl;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     bool f = st->fenced;
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->q.lock);
     return f;
 }

@@ -145,13 +145,9 @@ struct sqlite_store {
     sqlite3 *cdb;                                  /* the checkpointer's */
     pthread_t writer, checkpointer;
     bool writer_started, checkpointer_started;
-    pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t nonempty;
+    struct sn__store_queue q; /* q.lock guards q and everything below */
     pthread_cond_t wal_grown; /* the checkpointer waits on it */
-    struct sn__submission **ring;
-    uint32_t cap, head, count, batch_max, full_retry_ms;
-    uint32_t in_flight; /* taken by the writer, callback not yet returned */
-    bool stopping, failed;
+    uint32_t batch_max, full_retry_ms;
     uint32_t checkpoint_pages, wal_max_pages;
     uint64_t restart_at;  /* frames at which the writer restarts the WAL */
     uint64_t wal_commits; /* commits seen by the WAL hook */
@@ -300,10 +296,10 @@ static bool commit_or_hold(struct sqlite_store *st, struct sn__submission **batc
 {
     for (;;) {
         enum commit_result cr = commit_batch(st, batch, n);
-        pthread_mutex_lock(&st->lock);
-        if (cr != COMMIT_FULL || st->stopping) {
+        pthread_mutex_lock(&st->q.lock);
+        if (cr != COMMIT_FULL || st->q.stopping) {
             st->stats.disk_full = 0;
-            pthread_mutex_unlock(&st->lock);
+            pthread_mutex_unlock(&st->q.lock);
             return cr == COMMIT_OK;
         }
         if (!st->stats.disk_full)
@@ -319,29 +315,18 @@ static bool commit_or_hold(struct sqlite_store *st, struct sn__submission **batc
         }
         /* Woken early only by close (a submit signals too: then it retries
          * a little sooner, which is harmless). */
-        pthread_cond_timedwait(&st->nonempty, &st->lock, &until);
-        pthread_mutex_unlock(&st->lock);
+        pthread_cond_timedwait(&st->q.nonempty, &st->q.lock, &until);
+        pthread_mutex_unlock(&st->q.lock);
     }
 }
 
 static void account(struct sqlite_store *st, struct sn__submission **batch, uint32_t n, bool ok)
 {
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     if (!ok)
-        st->failed = true;
-    else
-        st->stats.commits++;
-    if (n > st->stats.max_batch)
-        st->stats.max_batch = n;
-    for (uint32_t i = 0; i < n; i++) {
-        if (batch[i]->rc == SN_OK) {
-            st->stats.submissions++;
-            st->stats.rows += batch[i]->n;
-        } else {
-            st->stats.failures++;
-        }
-    }
-    pthread_mutex_unlock(&st->lock);
+        sn__store_queue_fail(&st->q, NULL);
+    sn__store_count_batch(&st->stats, batch, n, ok);
+    pthread_mutex_unlock(&st->q.lock);
 }
 
 /* WAL hook of the writer's connection, called after each commit (on the
@@ -351,14 +336,14 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
     (void)db;
     (void)name;
     struct sqlite_store *st = arg;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     st->stats.wal_pages = (uint64_t)pages;
     if (st->stats.wal_pages > st->stats.wal_pages_max)
         st->stats.wal_pages_max = st->stats.wal_pages;
     st->wal_commits++;
     if (st->stats.wal_pages >= st->checkpoint_pages)
         pthread_cond_signal(&st->wal_grown);
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->q.lock);
     return SQLITE_OK;
 }
 
@@ -372,7 +357,7 @@ static void restart_wal(struct sqlite_store *st)
     sqlite3_busy_timeout(st->wdb, RESTART_WAIT_MS);
     int rc = sqlite3_wal_checkpoint_v2(st->wdb, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
     sqlite3_busy_timeout(st->wdb, 10000);
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     st->stats.checkpoints++;
     if (rc == SQLITE_OK) {
         st->stats.checkpoint_restarts++;
@@ -381,7 +366,7 @@ static void restart_wal(struct sqlite_store *st)
     } else {
         st->restart_at = st->stats.wal_pages + st->checkpoint_pages;
     }
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->q.lock);
 }
 
 /* The checkpointer thread: a PASSIVE checkpoint after each commit that
@@ -392,67 +377,46 @@ static void *checkpointer_main(void *arg)
 {
     struct sqlite_store *st = arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     for (;;) {
         while (!st->checkpointer_stop &&
                (st->wal_commits == seen || st->stats.wal_pages < st->checkpoint_pages))
-            pthread_cond_wait(&st->wal_grown, &st->lock);
+            pthread_cond_wait(&st->wal_grown, &st->q.lock);
         if (st->checkpointer_stop)
             break;
         seen = st->wal_commits;
-        pthread_mutex_unlock(&st->lock);
+        pthread_mutex_unlock(&st->q.lock);
         int log = -1, done = -1;
         int rc = sqlite3_wal_checkpoint_v2(st->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-        pthread_mutex_lock(&st->lock);
+        pthread_mutex_lock(&st->q.lock);
         if (rc == SQLITE_OK)
             st->stats.checkpoints++;
     }
-    pthread_mutex_unlock(&st->lock);
+    pthread_mutex_unlock(&st->q.lock);
     return NULL;
+}
+
+/* The writer's work on a batch (sn__store_queue_run): restart the WAL
+ * when it has grown to wal_max_pages, then commit. */
+static void write_batch(void *arg, struct sn__submission **batch, uint32_t n, bool failed)
+{
+    struct sqlite_store *st = arg;
+    bool ok = false;
+    if (!failed) {
+        pthread_mutex_lock(&st->q.lock);
+        bool restart = st->stats.wal_pages >= st->restart_at;
+        pthread_mutex_unlock(&st->q.lock);
+        if (restart)
+            restart_wal(st);
+        ok = commit_or_hold(st, batch, n);
+    }
+    account(st, batch, n, ok);
 }
 
 static void *writer_main(void *arg)
 {
     struct sqlite_store *st = arg;
-    struct sn__submission **batch = calloc(st->batch_max, sizeof(*batch));
-    for (;;) {
-        pthread_mutex_lock(&st->lock);
-        while (st->count == 0 && !st->stopping)
-            pthread_cond_wait(&st->nonempty, &st->lock);
-        if (st->count == 0) {
-            pthread_mutex_unlock(&st->lock);
-            break;
-        }
-        uint32_t n = 0;
-        uint32_t max = batch ? st->batch_max : 1;
-        struct sn__submission *one = NULL;
-        while (st->count > 0 && n < max) {
-            struct sn__submission *sub = st->ring[st->head];
-            st->head = (st->head + 1) % st->cap;
-            st->count--;
-            if (batch)
-                batch[n] = sub;
-            else
-                one = sub;
-            n++;
-        }
-        bool failed = st->failed;
-        bool restart = st->stats.wal_pages >= st->restart_at;
-        st->in_flight = n;
-        pthread_mutex_unlock(&st->lock);
-        if (restart && !failed)
-            restart_wal(st);
-        struct sn__submission **b = batch ? batch : &one;
-        bool ok = false;
-        if (!failed)
-            ok = commit_or_hold(st, b, n);
-        else
-            for (uint32_t i = 0; i < n; i++)
-                b[i]->rc = SN_ERR_IO;
-        account(st, b, n, ok);
-        sn__store_finish_batch(b, n, &st->lock, &st->in_flight);
-    }
-    free(batch);
+    sn__store_queue_run(&st->q, st->batch_max, write_batch, st);
     return NULL;
 }
 
@@ -463,24 +427,8 @@ static enum sn_err sqlite_submit(struct sn_store *s, const struct sn_store_write
     struct sn__submission *sub;
     /* Validated and copied as for every backend (store_common.c); SQLite
      * TEXT takes any bytes, so UTF-8 is not required here. */
-    enum sn_err crc = sn__store_copy(rows, n, done, ctx, false, &sub, err);
-    if (crc != SN_OK)
-        return crc;
-    enum sn_err rc = SN_OK;
-    pthread_mutex_lock(&st->lock);
-    if (st->failed || st->stopping)
-        rc = sn_error_set(err, SN_ERR_IO, "store: refusing writes after a failed commit");
-    else if (st->count == st->cap)
-        rc = sn_error_set(err, SN_ERR_LIMIT, "store: write queue full (%u submissions)", st->cap);
-    if (rc == SN_OK) {
-        st->ring[(st->head + st->count) % st->cap] = sub;
-        st->count++;
-        pthread_cond_signal(&st->nonempty);
-    }
-    pthread_mutex_unlock(&st->lock);
-    if (rc != SN_OK)
-        free(sub);
-    return rc;
+    enum sn_err rc = sn__store_copy(rows, n, done, ctx, false, &sub, err);
+    return rc == SN_OK ? sn__store_queue_push(&st->q, sub, err) : rc;
 }
 
 /* Reads the current row of a query into the shape of a kind's write. */
@@ -561,11 +509,11 @@ static enum sn_err sqlite_query_log(struct sn_store *s, enum sn_store_log log, i
 static void sqlite_stats(struct sn_store *s, struct sn_store_stats *out)
 {
     struct sqlite_store *st = s->impl;
-    pthread_mutex_lock(&st->lock);
+    pthread_mutex_lock(&st->q.lock);
     *out = st->stats;
-    out->queue_depth = st->count;
-    out->in_flight = st->in_flight;
-    pthread_mutex_unlock(&st->lock);
+    out->queue_depth = st->q.count;
+    out->in_flight = st->q.in_flight;
+    pthread_mutex_unlock(&st->q.lock);
 }
 
 /* An online copy through SQLite's backup API from the reader connection:
@@ -600,17 +548,14 @@ static void sqlite_close(struct sn_store *s)
 {
     struct sqlite_store *st = s->impl;
     if (st->writer_started) {
-        pthread_mutex_lock(&st->lock);
-        st->stopping = true;
-        pthread_cond_signal(&st->nonempty);
-        pthread_mutex_unlock(&st->lock);
+        sn__store_queue_stop(&st->q);
         pthread_join(st->writer, NULL);
     }
     if (st->checkpointer_started) {
-        pthread_mutex_lock(&st->lock);
+        pthread_mutex_lock(&st->q.lock);
         st->checkpointer_stop = true;
         pthread_cond_signal(&st->wal_grown);
-        pthread_mutex_unlock(&st->lock);
+        pthread_mutex_unlock(&st->q.lock);
         pthread_join(st->checkpointer, NULL);
     }
     for (int k = 0; k < SN_STORE_WRITE_KIND_COUNT; k++)
@@ -618,10 +563,8 @@ static void sqlite_close(struct sn_store *s)
     sqlite3_close(st->cdb);
     sqlite3_close(st->wdb);
     sqlite3_close(st->rdb);
-    pthread_cond_destroy(&st->nonempty);
     pthread_cond_destroy(&st->wal_grown);
-    pthread_mutex_destroy(&st->lock);
-    free(st->ring);
+    sn__store_queue_destroy(&st->q);
     free(st);
 }
 
@@ -663,17 +606,13 @@ enum sn_err sn_store_open_sqlite(const char *path, const struct sn_store_options
     }
     st->handle.ops = &sqlite_ops;
     st->handle.impl = st;
-    st->cap = o.queue_cap;
     st->batch_max = o.batch_max;
     st->full_retry_ms = o.full_retry_ms;
     st->checkpoint_pages = o.checkpoint_pages;
     st->wal_max_pages = o.wal_max_pages;
     st->restart_at = o.wal_max_pages;
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->nonempty, NULL);
     pthread_cond_init(&st->wal_grown, NULL);
-    st->ring = calloc(st->cap, sizeof(*st->ring));
-    enum sn_err rc = st->ring ? SN_OK : sn_error_set(err, SN_ERR_NOMEM, "store: out of memory");
+    enum sn_err rc = sn__store_queue_init(&st->q, o.queue_cap, err);
     if (rc == SN_OK)
         rc = open_conn(path, o.vfs, &st->wdb, err);
     if (rc == SN_OK)
