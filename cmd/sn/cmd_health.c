@@ -1150,10 +1150,18 @@ static int verb_analyze(struct ctx *c)
         rc = write_svg(c, r);
     bool bad = r->by_severity[SN_HEALTH_SEV_WARN] + r->by_severity[SN_HEALTH_SEV_CRIT] > 0;
     if (rc == SN_EXIT_OK && !bad && r->coverage.gpus[SN_HEALTH_EV_NONE] == r->n_gpus &&
-        r->coverage.servers[SN_HEALTH_EV_NONE] == r->n_servers)
-        rc = fail_usage(c, "no input resolved to the cluster: nothing judged (%u hosts "
-                           "unresolved; declare them in the spec's inventory)",
-                        r->n_unresolved);
+        r->coverage.servers[SN_HEALTH_EV_NONE] == r->n_servers) {
+        if (r->n_unresolved)
+            rc = fail_usage(c, "no input resolved to the cluster: nothing judged (%u hosts "
+                               "unresolved; declare them in the spec's inventory)",
+                            r->n_unresolved);
+        else
+            rc = fail_usage(c, "nothing judged: no reading of a GPU or server of the cluster "
+                               "that a detector judges (GPUs not in the cluster: %u; names, "
+                               "capacities such as memory.total, a PCIe link without its "
+                               "maximum and switch counters without a finding are no evidence)",
+                            r->unmapped_gpus);
+    }
     sn_health_report_free(r);
     return rc != SN_EXIT_OK ? rc : bad ? SN_EXIT_FINDINGS : SN_EXIT_OK;
 }

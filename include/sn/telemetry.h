@@ -1003,8 +1003,9 @@ const struct sn_telem_gpu *sn_telem_store_gpu(const struct sn_telem_store *s, ui
 uint32_t sn_telem_store_host_count(const struct sn_telem_store *s);
 const char *sn_telem_store_host_name(const struct sn_telem_store *s, uint32_t host);
 const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t source);
-/* Whether a host holds any record: a GPU, a topo -m matrix or node-level
- * dcgmi diag results (host-level evidence for coverage). */
+/* Whether a host holds a host-level record: a topo -m matrix, node-level
+ * dcgmi diag results or node checks (evidence for coverage without a GPU
+ * reading; its GPUs' readings count through the GPUs). */
 bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t host);
 /* The latest topo -m matrix of a host, NULL if none. */
 const struct sn_telem_topo *sn_telem_store_topo(const struct sn_telem_store *s, uint32_t host);

@@ -423,14 +423,39 @@ static enum sn_err score_links(struct sn_health_report *r, struct sn_error *err)
     return SN_OK;
 }
 
+/* Whether a reading of metric m says anything about the GPU's state. A
+ * capacity (memory.total, a limit, a maximum) describes the GPU and is
+ * judged by no detector alone; a PCIe link's current generation or width is
+ * judged only against its maximum (pcie-degraded). Such readings alone are
+ * no evidence: an inventory listing (nvidia-smi --query-gpu=index,name,
+ * pci.bus_id,memory.total,pcie.link.gen.current) scores no GPU 100. */
+static bool judged(const struct sn_telem_gpu *g, unsigned m)
+{
+    switch (m) {
+    case SN_METRIC_POWER_LIMIT:
+    case SN_METRIC_CLOCK_SM_MAX:
+    case SN_METRIC_MEM_TOTAL:
+    case SN_METRIC_PCIE_GEN_MAX:
+    case SN_METRIC_PCIE_WIDTH_MAX:
+        return false;
+    case SN_METRIC_PCIE_GEN:
+        return g->m[SN_METRIC_PCIE_GEN_MAX].status != SN_TELEM_ABSENT;
+    case SN_METRIC_PCIE_WIDTH:
+        return g->m[SN_METRIC_PCIE_WIDTH_MAX].status != SN_TELEM_ABSENT;
+    default:
+        return true;
+    }
+}
+
 /* The newest reading time of a store GPU: NaN when its readings carry no
- * time; -inf when it has no reading at all. */
+ * time; -inf when it has no reading at all (or only readings no detector
+ * judges, above). */
 static double gpu_newest(const struct sn_telem_gpu *g)
 {
     double t = -INFINITY;
     bool any = g->n_nvlinks > 0 || g->xid_total > 0 || g->n_diag > 0;
     for (unsigned m = 0; m < SN_METRIC_COUNT; m++) {
-        if (g->m[m].status == SN_TELEM_ABSENT)
+        if (g->m[m].status == SN_TELEM_ABSENT || !judged(g, m))
             continue;
         any = true;
         if (g->m[m].time_s > t)

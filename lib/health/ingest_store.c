@@ -1186,8 +1186,7 @@ bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t ho
 {
     if (host >= s->n_hosts)
         return false;
-    return s->host_first_gpu[host] != UINT32_MAX || (s->host_topo && s->host_topo[host]) ||
-           (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
+    return (s->host_topo && s->host_topo[host]) || (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
            (s->host_check && s->host_check[host] && s->host_check[host]->n);
 }
 

@@ -4,7 +4,8 @@
  * empty input or garbage in every telemetry format never reports a GPU "healthy" (score 100)
  * without evidence: such GPUs score unknown (NaN), are in no exclusion set, and the coverage counts
  * say how many GPUs and servers had evidence. Also: a GPU that reported and then stopped while its
- * host kept reporting is flagged gpu-missing; evidence older than stale_s is stale. Policy: every
+ * host kept reporting is flagged gpu-missing; evidence older than stale_s is stale; an inventory
+ * listing (names, capacities, a PCIe link without its maximum) is no evidence. Policy: every
  * performance finding alone takes its GPU below exclude_below with a drain action, and the table in
  * docs/health.md "Detectors" gives the same weight and action as the code for every detector.
  * Bus-bandwidth floor from the model for an 8 x H100 HGX (examples/good-64.yaml, the cluster of the
@@ -182,6 +183,39 @@ static void stopped_and_stale(void **state)
     r = pass(f, SN_TELEM_FMT_SMI_CSV, text, n, t13 + 7200);
     assert_int_equal(r->coverage.gpus[SN_HEALTH_EV_STALE], 8);
     assert_int_equal(r->coverage.servers[SN_HEALTH_EV_STALE], 1);
+    sn_health_report_free(r);
+}
+
+/* An inventory listing (names, capacities, a PCIe link without its maximum)
+ * is no evidence: every GPU stays unknown and its server too. The same link
+ * with its maximum is judged (pcie-degraded), so that GPU has evidence. */
+static void inventory_is_no_evidence(void **state)
+{
+    struct fx *f = *state;
+    char text[4096];
+    size_t n = (size_t)snprintf(text, sizeof(text),
+                                "index, name, pci.bus_id, memory.total [MiB], power.limit [W], "
+                                "pcie.link.gen.current, pcie.link.width.current\n");
+    for (int i = 0; i < 8; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n,
+                              "%d, NVIDIA H100 80GB HBM3, 00000000:%02X:00.0, 81559 MiB, 700.00 W, "
+                              "1, 1\n",
+                              i, 0x18 + i);
+    struct sn_health_report *r = pass(f, SN_TELEM_FMT_SMI_CSV, text, n, 1.7e9);
+    check_never_healthy_blind(r);
+    assert_int_equal(r->coverage.gpus[SN_HEALTH_EV_NONE], 64);
+    assert_int_equal(r->coverage.servers[SN_HEALTH_EV_NONE], 8);
+    sn_health_report_free(r);
+
+    n = (size_t)snprintf(text, sizeof(text),
+                         "index, pcie.link.width.current, pcie.link.width.max\n0, 16, 16\n1, 8, 16\n");
+    r = pass(f, SN_TELEM_FMT_SMI_CSV, text, n, 1.7e9);
+    check_never_healthy_blind(r);
+    uint32_t gpu0 = sn_model_find_gpu(f->model, "sn00-t01-gpu0");
+    uint32_t gpu1 = sn_model_find_gpu(f->model, "sn00-t01-gpu1");
+    assert_int_equal(r->coverage.gpus[SN_HEALTH_EV_FRESH], 2);
+    assert_true(r->gpus[gpu0].score >= 100);
+    assert_true(r->gpus[gpu1].score < 100); /* x8 of x16: pcie-degraded */
     sn_health_report_free(r);
 }
 
@@ -385,6 +419,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(no_input_is_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(empty_and_garbage_never_healthy, setup, teardown),
         cmocka_unit_test_setup_teardown(stopped_and_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(inventory_is_no_evidence, setup, teardown),
         cmocka_unit_test(performance_findings_exclude),
         cmocka_unit_test(docs_table_matches_detectors),
         cmocka_unit_test_setup_teardown(busbw_floor_hgx_h100, setup, teardown),
