@@ -896,6 +896,7 @@ void sn_telem_parser_free(struct sn_telem_parser *p)
     free(p->source);
     free(p->fields);
     free(p->carry);
+    free(p->unglued);
     free(p->json);
     free(p);
 }
@@ -924,6 +925,51 @@ static size_t mpi_tag(const char *s, size_t len)
     if (!gt || (size_t)(gt - s) + 1 >= len || gt[1] != ':')
         return 0;
     return (size_t)(gt - s) + 2;
+}
+
+/* "[3] " (MPICH and Intel MPI mpiexec -l / -prepend-rank): the length of
+ * the label "[3]", 0 if none. The label must be followed by a blank or end
+ * the line, so "[N/A]" and kernel times "[  12.5]" are no labels. */
+static size_t rank_label(const char *s, size_t len)
+{
+    size_t i = 1;
+    if (len < 3 || s[0] != '[')
+        return 0;
+    while (i < len && i < 9 && isdigit((unsigned char)s[i]))
+        i++;
+    if (i == 1 || i >= len || s[i] != ']')
+        return 0;
+    i++;
+    return i == len || s[i] == ' ' || s[i] == '\t' ? i : 0;
+}
+
+/* The labeller writes its label before every chunk the rank wrote, not
+ * before every line: a rank that printed half a row and then flushed shows
+ * "... -1[0]    1626.5 ...". The rank's own text is the line without those
+ * glued labels (the same label, right after a non-blank); a label after a
+ * blank is text ("host:pid:tid [0] NCCL INFO"). Returns the line to read:
+ * s itself when nothing is glued (or no memory: then read as it is). */
+static const char *unglue(struct sn_telem_parser *p, const char *s, size_t *len,
+                          const char *label, size_t label_len)
+{
+    const char *hit = NULL;
+    for (size_t i = 1; i + label_len <= *len && !hit; i++)
+        if (s[i] == '[' && s[i - 1] != ' ' && s[i - 1] != '\t' &&
+            memcmp(s + i, label, label_len) == 0)
+            hit = s + i;
+    if (!hit || (!p->unglued && !(p->unglued = malloc(SN_TELEM_LINE_MAX))))
+        return s;
+    size_t out = 0;
+    for (size_t i = 0; i < *len && out < SN_TELEM_LINE_MAX;) {
+        if (i > 0 && s[i] == '[' && s[i - 1] != ' ' && s[i - 1] != '\t' &&
+            i + label_len <= *len && memcmp(s + i, label, label_len) == 0) {
+            i += label_len;
+            continue;
+        }
+        p->unglued[out++] = s[i++];
+    }
+    *len = out;
+    return p->unglued;
 }
 
 /* Words that look like "host: " at the start of lines but are not hosts. */
@@ -996,6 +1042,13 @@ static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
         len--;
     size_t tag = mpi_tag(s, len);
     s += tag, len -= tag;
+    size_t label = tag || !p->ops->allow_prefix ? 0 : rank_label(s, len);
+    if (label) {
+        char lab[12];
+        memcpy(lab, s, label);
+        s += label, len -= label;
+        s = unglue(p, s, &len, lab, label);
+    }
     if (banner(p, s, len))
         return;
     size_t pre = 0;
@@ -1151,16 +1204,10 @@ enum sn_err sn_telem_parse_buffer(enum sn_telem_format f, const struct sn_telem_
 
 /* ---- format detection ----------------------------------------------------- */
 
-/* A pasted nccl-tests table without its header: the first line that is not
- * blank reads "<size> <count> <type> ..." with at least seven cells, the
- * first two integers and the type a word. */
-static bool nccl_rows_only(const char *d, size_t n)
+/* Whether one line is a nccl-tests data row: size and count (integers),
+ * a type word, at least 7 cells. */
+static bool nccl_row_line(const char *d, size_t i, size_t end)
 {
-    size_t i = 0;
-    while (i < n && (d[i] == '\n' || d[i] == '\r' || d[i] == ' ' || d[i] == '\t'))
-        i++;
-    const char *e = memchr(d + i, '\n', n - i);
-    size_t end = e ? (size_t)(e - d) : n;
     unsigned cells = 0;
     while (i < end && cells < 16) {
         while (i < end && (d[i] == ' ' || d[i] == '\t'))
@@ -1178,6 +1225,25 @@ static bool nccl_rows_only(const char *d, size_t n)
         cells++;
     }
     return cells >= 7;
+}
+
+/* Rows without a header (a pasted excerpt): one of the first 8 lines is a
+ * row, after an MPI rank label ("[0] ") if any; the first may be the cut
+ * end of a row. */
+static bool nccl_rows_only(const char *d, size_t n)
+{
+    size_t i = 0;
+    for (unsigned line = 0; line < 8 && i < n; line++) {
+        while (i < n && (d[i] == '\n' || d[i] == '\r' || d[i] == ' ' || d[i] == '\t'))
+            i++;
+        const char *e = memchr(d + i, '\n', n - i);
+        size_t end = e ? (size_t)(e - d) : n;
+        i += rank_label(d + i, end - i);
+        if (nccl_row_line(d, i, end))
+            return true;
+        i = end;
+    }
+    return false;
 }
 
 enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_format *out,

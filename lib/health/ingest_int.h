@@ -57,6 +57,7 @@ struct sn_telem_parser {
     bool host_from_prefix; /* host is the previous line's "host: " prefix, as written */
     unsigned lineno;
     char *carry; /* partial line, SN_TELEM_LINE_MAX + 1 bytes, lazily */
+    char *unglued; /* a line without its glued rank labels, SN_TELEM_LINE_MAX, lazily */
     size_t carry_len;
     bool overlong; /* the current line passed the cap: drop to its end */
     bool finished;

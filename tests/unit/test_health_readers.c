@@ -358,6 +358,58 @@ static void nccl_plateau(void **state)
     }
 }
 
+/* MPICH-style rank labels (NVIDIA/nccl#1453): "[0]" before every chunk a
+ * rank wrote, so glued mid-row; stripped, the rows read. The run's curve:
+ * 29.50 GB/s at 32 MiB, 5.31 GB/s at its largest size (512 MiB). */
+static void nccl_rank_labels(void **state)
+{
+    (void)state;
+    char path[512];
+    static char buf[1 << 14];
+    FILE *in = fopen(sn_test_path(path, sizeof(path),
+                                  "tests/data/real/nccl-tests/sn00-t00.nccl1453-rank-label-glued-cut.log"),
+                     "rb");
+    assert_non_null(in);
+    size_t n = fread(buf, 1, sizeof(buf), in);
+    fclose(in);
+    enum sn_telem_format fmt;
+    assert_int_equal(sn_telem_format_detect(buf, n, &fmt, NULL), SN_OK);
+    assert_int_equal(fmt, SN_TELEM_FMT_NCCL);
+    struct sn_telem_sink sink = {.nccl_summary = on_summary};
+    memset(&last_summary, 0, sizeof(last_summary));
+    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_NCCL, NULL, &sink, buf, n, NULL, NULL),
+                     SN_OK);
+    assert_int_equal(last_summary.rows, 10);
+    assert_near(last_summary.peak_busbw_bytes_per_s, 29.50e9, 1);
+    assert_near(last_summary.peak_size_bytes, 33554432, 0);
+    assert_near(last_summary.last_busbw_bytes_per_s, 5.31e9, 1);
+    assert_near(last_summary.last_size_bytes, 536870912, 0);
+    assert_true(last_summary.truncated);
+}
+
+/* What is and is not a rank label: "[12] " at the start of a line, the same
+ * label glued after text; not "[N/A]", not a kernel time, not "[1]x", and a
+ * label after a blank is text (NCCL's own "host:pid:tid [0] NCCL INFO"). */
+static void rank_label_shapes(void **state)
+{
+    struct fix *f = *state;
+    static const char t[] = "[12] index, temperature.gpu\n"
+                            "[12] 0, 4[12]1\n"
+                            "[12] 1, [N/A]\n"
+                            "[3]x 2, 50\n";
+    parse_text(f, SN_TELEM_FMT_SMI_CSV, t, sizeof(t) - 1, NULL);
+    struct sn_telem_gpu_ref ref = {"h1", 0, NULL, SN_TELEM_BUS_NONE};
+    uint32_t id;
+    assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+    assert_near(sn_telem_store_gpu(f->store, id)->m[SN_METRIC_TEMP_GPU].value, 41, 0);
+    ref.index = 1;
+    assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+    assert_int_equal(sn_telem_store_gpu(f->store, id)->m[SN_METRIC_TEMP_GPU].status,
+                     SN_TELEM_NA);
+    ref.index = 2; /* "[3]x 2" is no label: the row's index cell is not a number */
+    assert_false(sn_telem_store_find_gpu(f->store, &ref, &id));
+}
+
 /* ---- detection and the store merge ---------------------------------------- */
 
 static void detect_formats(void **state)
@@ -450,6 +502,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(nhc_azhop_host, setup, teardown),
         cmocka_unit_test_setup_teardown(nhc_fault_code, setup, teardown),
         cmocka_unit_test(nccl_plateau),
+        cmocka_unit_test(nccl_rank_labels),
+        cmocka_unit_test_setup_teardown(rank_label_shapes, setup, teardown),
         cmocka_unit_test(detect_formats),
         cmocka_unit_test(store_merge),
     };
