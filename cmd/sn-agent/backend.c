@@ -85,7 +85,8 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
                                          "DCGM_FI_DEV_GPU_UTIL",
                                          "DCGM_FI_DEV_FB_USED",
                                          "DCGM_FI_DEV_FB_TOTAL",
-                                         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"};
+                                         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                                         "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"};
     for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
         put(t, "# TYPE %s gauge\n", fields[f]);
         for (uint32_t i = 0; i < n; i++) {
@@ -116,8 +117,11 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
             case 5:
                 v = gm->hbm_bytes / 1048576.0;
                 break;
-            default:
+            case 6:
                 v = hot ? 0x20 : busy ? 0 : 0x1; /* a slow GPU shows no clock event */
+                break;
+            default: /* dcgmFabricManagerStatus_t: 2 in progress, 3 success */
+                v = (int)i == b->faults.fabric_gpu ? 2 : 3;
                 break;
             }
             prom_line(t, fields[f], b->node, i, first + i, gm->name, v, now_s);
@@ -199,6 +203,14 @@ struct nvml_memory {
 struct nvml_util {
     unsigned gpu, memory;
 };
+/* nvmlGpuFabricInfo_t (nvml.h, R525 and later): v1, the layout every later
+ * driver still accepts through nvmlDeviceGetGpuFabricInfo. */
+struct nvml_fabric {
+    unsigned char cluster_uuid[16];
+    int status;       /* nvmlReturn_t; read only once state is completed */
+    unsigned clique;  /* cliqueId (partitionId in R525) */
+    unsigned char state; /* 0 not supported, 1 not started, 2 in progress, 3 completed */
+};
 struct nvml_api {
     int (*init)(void);
     int (*count)(unsigned *);
@@ -211,6 +223,7 @@ struct nvml_api {
     int (*util)(void *, struct nvml_util *);
     int (*uuid)(void *, char *, unsigned);
     const char *(*error_string)(int);
+    int (*fabric)(void *, struct nvml_fabric *); /* NULL: a driver without it */
 };
 static struct nvml_api nv;
 
@@ -250,6 +263,8 @@ static enum sn_err nvml_open(struct backend *b, struct sn_error *err)
     memcpy(&nv.util, &fns[8], sizeof(void *));
     memcpy(&nv.uuid, &fns[9], sizeof(void *));
     memcpy(&nv.error_string, &fns[10], sizeof(void *));
+    void *fabric = dlsym(b->nvml, "nvmlDeviceGetGpuFabricInfo"); /* optional */
+    memcpy(&nv.fabric, &fabric, sizeof(void *));
     int rc = nv.init();
     if (rc != 0)
         return sn_error_set(err, SN_ERR_IO, "backend nvml: nvmlInit: %s", nv.error_string(rc));
@@ -265,7 +280,7 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         return sn_error_set(err, SN_ERR_IO, "nvml: device count: %s", nv.error_string(rc));
     put(t, "index, uuid, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks.max.sm [MHz], "
            "memory.used [MiB], memory.total [MiB], utilization.gpu [%%], utilization.memory "
-           "[%%]\n");
+           "[%%], fabric.state, fabric.status\n");
     for (unsigned i = 0; i < n; i++) {
         void *dev = NULL;
         char uuid[96] = "";
@@ -273,7 +288,7 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         struct nvml_memory mem = {0};
         struct nvml_util u = {0};
         if (nv.handle(i, &dev) != 0) {
-            put(t, "%u, [Unknown Error], , , , , , , , \n", i);
+            put(t, "%u, [Unknown Error], , , , , , , , , , \n", i);
             continue;
         }
         nv.uuid(dev, uuid, sizeof(uuid));
@@ -294,8 +309,21 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         CELL(6, ok_u, "%u %%", u.gpu);
         CELL(7, ok_u, "%u %%", u.memory);
 #undef CELL
-        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i, uuid[0] ? uuid : "[N/A]", c[0], c[1],
-            c[2], c[3], c[4], c[5], c[6], c[7]);
+        /* As nvidia-smi prints fabric.state and fabric.status. */
+        static const char *const fstate[] = {"[N/A]", "Not Started", "In Progress", "Completed"};
+        struct nvml_fabric fi = {0};
+        bool ok_f = nv.fabric && nv.fabric(dev, &fi) == 0 && fi.state <= 3;
+        char fstatus[64] = "[N/A]";
+        if (ok_f && fi.state == 3) {
+            const char *e = fi.status == 0 ? "Success" : nv.error_string(fi.status);
+            snprintf(fstatus, sizeof(fstatus), "%s", e && *e ? e : "Unknown Error");
+            for (char *q = fstatus; *q; q++)
+                if (*q == ',')
+                    *q = ';'; /* one cell */
+        }
+        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i, uuid[0] ? uuid : "[N/A]",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], ok_f ? fstate[fi.state] : "[N/A]",
+            fstatus);
     }
     return SN_OK;
 }

@@ -418,8 +418,7 @@ int agent_health_check(int argc, char **argv)
     struct hc_args g = {.backend = "nvml", .smi_command = "nvidia-smi",
                         .state_dir = "/var/lib/supernode/health-check", .scontrol = "scontrol",
                         .resume_after = 2,
-                        .faults = {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1,
-                                   .stopped_gpu = -1}};
+                        .faults = SIM_FAULTS_NONE};
     g.node = getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : host;
     int rc = hc_parse(argc, argv, &g);
     if (rc >= 0)

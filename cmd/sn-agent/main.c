@@ -705,8 +705,9 @@ static void usage(FILE *out)
             "  --interval S      sampling and heartbeat interval: seconds (0.5) or a duration\n"
             "                    with a unit (30s, 2min); default 5\n"
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
-            "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I (GPU\n"
-            "                    index in the node; stop-gpu: reported once, then never),\n"
+            "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I,\n"
+            "                    fabric-gpu=I (GPU index in the node; stop-gpu: reported once,\n"
+            "                    then never; fabric-gpu: NVLink fabric stuck In Progress),\n"
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
             "                    leak[=N] (the BMC leak detector trips at sample N, 1)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
@@ -799,12 +800,13 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
                 : klen == 8 && strncmp(v, "drop-gpu", 8) == 0 ? &f->dropped_gpu
                 : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
                 : klen == 8 && strncmp(v, "stop-gpu", 8) == 0 ? &f->stopped_gpu
+                : klen == 10 && strncmp(v, "fabric-gpu", 10) == 0 ? &f->fabric_gpu
                                                               : NULL;
     long g = eq ? strtol(eq + 1, &end, 10) : -1;
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
-                "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I "
-                "flow-drop[=F] or leak[=N]\n",
+                "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
+                "fabric-gpu=I, flow-drop[=F] or leak[=N]\n",
                 v);
         return -1;
     }
@@ -1095,8 +1097,7 @@ int main(int argc, char **argv)
         return agent_bench(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "gemm-hbm-probe") == 0)
         return agent_gemm_hbm_probe(argc - 1, argv + 1);
-    a.be.faults = (struct sim_faults){
-        .slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1};
+    a.be.faults = (struct sim_faults)SIM_FAULTS_NONE;
     a.be.smi_command = "nvidia-smi";
     struct args g = {0};
     struct sn_spec *spec = NULL;

@@ -558,8 +558,7 @@ int agent_bench(int argc, char **argv)
     struct runner_opts o = {.node = host, .gpus = 8, .diag_level = 1, .timeout_ms = 600000};
     const char *out_dir = NULL, *cluster = NULL, *backend = NULL, *runner = NULL;
     struct runner_pair pair = {.self = host};
-    struct sim_faults faults = {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1,
-                                .stopped_gpu = -1};
+    struct sim_faults faults = SIM_FAULTS_NONE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

@@ -250,7 +250,10 @@ const char *sn_health_action_name(enum sn_health_action a);
       "to >= busbw_plateau_min_bytes, below busbw_plateau_frac of the model's floor for the run")  \
     X(NODE_CHECK, "node-check-failed", SERVER, CRIT, 60, DRAIN,                                    \
       "a node health check (LBNL/Azure NHC) failed on the server: 'Health check failed' or "       \
-      "'Node Health Checks failed' with the check, its message and the FaultCode")
+      "'Node Health Checks failed' with the check, its message and the FaultCode")                 \
+    X(FABRIC_NOT_READY, "fabric-not-ready", GPU, CRIT, 60, DRAIN,                                  \
+      "NVLink fabric registration (nvidia-smi -q Fabric, fabric.state/status): not started, in "   \
+      "progress, or completed with a status other than Success")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

@@ -133,7 +133,12 @@
     X(XID_LAST, "xid_last", "code", "", "DCGM_FI_DEV_XID_ERRORS", 1)                               \
     /* 0 when nvidia-smi says it cannot reach the device ("Unable to determine the device          \
      * handle for GPU...: GPU is lost"); never set to 1 by a plain row. */                         \
-    X(REACHABLE, "reachable", "bool", "", "", 1)
+    X(REACHABLE, "reachable", "bool", "", "", 1)                                                   \
+    /* NVLink fabric registration (NVSwitch systems: HGX H100/H200/B200, GB200 NVL72): NVML's      \
+     * nvmlGpuFabricState_t, 1 not started, 2 in progress, 3 completed; "N/A" where the GPU joins  \
+     * no fabric. Its status (1 "Success", 0 any error) counts only once completed. */             \
+    X(FABRIC_STATE, "fabric_state", "state", "fabric.state", "", 1)                               \
+    X(FABRIC_STATUS, "fabric_status", "bool", "fabric.status", "", 1)
 enum sn_metric {
 #define SN_X(id, name, unit, smi, dcgm, scale) SN_METRIC_##id,
     SN_METRIC_LIST(SN_X)

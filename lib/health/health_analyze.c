@@ -442,6 +442,8 @@ static bool judged(const struct sn_telem_gpu *g, unsigned m)
         return g->m[SN_METRIC_PCIE_GEN_MAX].status != SN_TELEM_ABSENT;
     case SN_METRIC_PCIE_WIDTH:
         return g->m[SN_METRIC_PCIE_WIDTH_MAX].status != SN_TELEM_ABSENT;
+    case SN_METRIC_FABRIC_STATUS: /* judged once the state says completed */
+        return g->m[SN_METRIC_FABRIC_STATE].status != SN_TELEM_ABSENT;
     default:
         return true;
     }

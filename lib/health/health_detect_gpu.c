@@ -225,6 +225,30 @@ static void unreadable(struct sn__health_ctx *c, const struct sn_telem_gpu *g, s
             sn_metric_name((enum sn_metric)(first - g->m)));
 }
 
+/* NVLink fabric registration (NVSentinel's and gpud's reading of NVML's
+ * nvmlGpuFabricInfo_t): until the GPU has registered with the fabric
+ * manager, CUDA fails with error 802 "system not yet initialized" and NVLink
+ * peer traffic is off. Not started: the fabric manager is not running; in
+ * progress: registration stuck (or a partition not yet activated); completed
+ * with a status other than Success: the fabric reported an error. */
+static void fabric(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
+{
+    char w[160];
+    const struct sn_telem_reading *st = &g->m[SN_METRIC_FABRIC_STATE];
+    const struct sn_telem_reading *ok = &g->m[SN_METRIC_FABRIC_STATUS];
+    if (!reading_ok(st))
+        return;
+    if (st->value == 1 || st->value == 2)
+        ADD(c, SN_DET_FABRIC_NOT_READY, st->value, 3, "%s: fabric state %s%s",
+            where(c, st, w, sizeof(w)), st->value == 1 ? "Not Started" : "In Progress",
+            st->value == 1 ? " (is nvidia-fabricmanager running?)"
+                           : " (registration with the fabric manager not finished)");
+    else if (st->value == 3 && reading_ok(ok) && ok->value == 0)
+        ADD(c, SN_DET_FABRIC_NOT_READY, 0, 1, "%s: fabric state Completed with status other than "
+                                               "Success",
+            where(c, ok, w, sizeof(w)));
+}
+
 /* A finding from a flag metric (value 1) or an Xid code. */
 static void flag_or_xid(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
                         enum sn_detector d, enum sn_metric m, bool positive, unsigned code,
@@ -466,6 +490,7 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
         flag_or_xid(c, g, t, SN_DET_ECC_DBE, SN_METRIC_ECC_DBE_VOL, true, 48, cause_of);
         flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, SN_METRIC_REMAP_PENDING, false, 63, cause_of);
         flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64, cause_of);
+        fabric(c, g, t);
         sbe_rate(c, i, g, t);
         if (g->xids)
             xids(c, g, t, cause_of);

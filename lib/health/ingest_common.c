@@ -482,6 +482,28 @@ enum sn_telem_skip_reason sn__telem_value(enum sn_metric m, const char *s, size_
     static const char *const no[] = {"Disabled", "No", "Not Active", "False", "None"};
     v->metric = m;
     v->value = NAN;
+    /* A fabric status is an NVML result string ("Success", "Timeout", ...,
+     * "Unknown Error"): any text but "N/A" is a value, 0 unless Success. */
+    if (m == SN_METRIC_FABRIC_STATUS || m == SN_METRIC_FABRIC_STATE) {
+        v->status = sn__telem_status_of(s, n);
+        if (sn__telem_eqi(s, n, "Not Supported"))
+            v->status = SN_TELEM_NOT_SUPPORTED;
+        if (v->status == SN_TELEM_NA || v->status == SN_TELEM_NOT_SUPPORTED)
+            return SN_TELEM_SKIP_COUNT;
+        v->status = SN_TELEM_OK;
+        if (m == SN_METRIC_FABRIC_STATUS) {
+            v->value = sn__telem_eqi(s, n, "Success") ? 1 : 0;
+            return SN_TELEM_SKIP_COUNT;
+        }
+        static const char *const states[] = {"Not Started", "In Progress", "Completed"};
+        for (unsigned k = 0; k < 3; k++)
+            if (sn__telem_eqi(s, n, states[k])) {
+                v->value = k + 1;
+                return SN_TELEM_SKIP_COUNT;
+            }
+        v->status = SN_TELEM_NA;
+        return SN_TELEM_SKIP_BAD_VALUE;
+    }
     v->status = sn__telem_status_of(s, n);
     if (v->status != SN_TELEM_OK)
         return SN_TELEM_SKIP_COUNT;

@@ -276,6 +276,16 @@ static void prom_line(struct sn_telem_parser *p, const char *s, size_t n)
     }
     if (xid_series(p, s, nl, &lb, value, ts))
         return;
+    /* dcgmFabricManagerStatus_t: 0 not supported, 1 not started, 2 in
+     * progress, 3 success, 4 failure, 5 unrecognized, 6 NVML too old. As
+     * NVML's state and status: 3 and 4 are both "completed". */
+    if (sn__telem_eq(s, nl, "DCGM_FI_DEV_FABRIC_MANAGER_STATUS")) {
+        bool known = value >= 1 && value <= 4;
+        emit_sample(p, &lb, SN_METRIC_FABRIC_STATE, known ? (value >= 3 ? 3 : value) : NAN, ts);
+        if (value == 3 || value == 4)
+            emit_sample(p, &lb, SN_METRIC_FABRIC_STATUS, value == 3 ? 1 : 0, ts);
+        return;
+    }
     int m = metric_of(s, nl);
     if (m < 0) {
         bool dcgm = sn__telem_starts(s, nl, "DCGM_FI_");

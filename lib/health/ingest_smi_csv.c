@@ -357,6 +357,14 @@ static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col,
                          size_t n, struct sn_telem_sample *v)
 {
     enum sn_metric m = (enum sn_metric)col->arg;
+    if (m == SN_METRIC_FABRIC_STATE || m == SN_METRIC_FABRIC_STATUS) {
+        enum sn_telem_skip_reason why = sn__telem_value(m, s, n, 1, v); /* words */
+        if (why == SN_TELEM_SKIP_COUNT)
+            return true;
+        sn__telem_skip(p, c + 1, why, "'%.*s' is not a value of '%s'", (int)n, s,
+                       sn_metric_name(m));
+        return false;
+    }
     v->metric = m;
     v->value = NAN;
     /* Statuses start with a letter or '['; numbers (most cells) skip the table. */

@@ -29,7 +29,7 @@ struct rule {
     int arg;
 };
 
-/* Paths inside a GPU block; nvidia-smi -q of drivers R470 to R560. */
+/* Paths inside a GPU block; nvidia-smi -q of drivers R470 to R580. */
 static const struct rule rules[] = {
     {"Product Name", A_ATTR, SN_TELEM_ATTR_NAME},
     {"Serial Number", A_ATTR, SN_TELEM_ATTR_SERIAL},
@@ -74,6 +74,8 @@ static const struct rule rules[] = {
     {"Clocks/SM", A_METRIC, SN_METRIC_CLOCK_SM},
     {"Clocks/Memory", A_METRIC, SN_METRIC_CLOCK_MEM},
     {"Max Clocks/SM", A_METRIC, SN_METRIC_CLOCK_SM_MAX},
+    {"Fabric/State", A_METRIC, SN_METRIC_FABRIC_STATE},
+    {"Fabric/Status", A_METRIC, SN_METRIC_FABRIC_STATUS},
     {"Processes", A_IGNORE, 0}, /* "Processes : None" */
     {"Processes/Process ID", A_PID, 0},
     {"Processes/Process ID/Name", A_PNAME, 0},

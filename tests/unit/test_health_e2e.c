@@ -9,7 +9,11 @@
  *  - a GPU that stops reporting while its agent keeps heartbeating and
  *    reporting its peers (--fault stop-gpu=5: in the first sample only) is
  *    found gpu-missing ("stopped reporting") after health_stale_s and marked
- *    down by snd:health.
+ *    down by snd:health;
+ *  - a GPU whose NVLink fabric registration stays In Progress (--fault
+ *    fabric-gpu=2: dcgm-exporter's DCGM_FI_DEV_FABRIC_MANAGER_STATUS 2) is
+ *    cordoned through fabric-not-ready (weight 60: score 40) while its peers,
+ *    registered (status 3), stay up.
  * Waits poll the daemon with a deadline of tens of seconds (the machine may
  * be loaded); the only fixed pauses are the 100 ms steps of those polls.
  */
@@ -33,6 +37,46 @@ static void stop_agent(void)
     stop_agent_pid(&agent);
 }
 
+/* Polls GPU NODE-gpuI until it leaves "up" (60 s at most); its state and
+ * reason in st and reason. */
+static void wait_not_up(struct daemon *d, int i, char *st, size_t st_len, char *reason,
+                        size_t reason_len)
+{
+    char name[32];
+    snprintf(name, sizeof(name), NODE "-gpu%d", i);
+    for (int k = 0; k < 600; k++) {
+        gpu_state(d, name, st, st_len, reason, reason_len);
+        if (strcmp(st, "up") != 0)
+            return;
+        pause_ms(100);
+    }
+}
+
+/* Every GPU of NODE but `except` is up. */
+static void peers_up(struct daemon *d, int except)
+{
+    char st[32] = "", reason[300] = "", name[32];
+    for (int g = 0; g < 8; g++) {
+        if (g == except)
+            continue;
+        snprintf(name, sizeof(name), NODE "-gpu%d", g);
+        gpu_state(d, name, st, sizeof(st), reason, sizeof(reason));
+        assert_string_equal(st, "up");
+    }
+}
+
+static void finish(struct daemon *d)
+{
+    stop_agent();
+    stop(d, SIGTERM);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/" NODE ".token", d->dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/work-" NODE, d->dir);
+    rmdir(path);
+    cleanup(d);
+}
+
 static void slow_gpu_is_cordoned(void **state)
 {
     (void)state;
@@ -42,31 +86,11 @@ static void slow_gpu_is_cordoned(void **state)
     start(&d, sets);
     start_agent(&d, "slow-gpu=3");
     char st[32] = "", reason[300] = "";
-    for (int i = 0; i < 600; i++) { /* 60 s */
-        gpu_state(&d, NODE "-gpu3", st, sizeof(st), reason, sizeof(reason));
-        if (strcmp(st, "up") != 0)
-            break;
-        pause_ms(100);
-    }
+    wait_not_up(&d, 3, st, sizeof(st), reason, sizeof(reason));
     assert_string_equal(st, "cordoned");
     assert_non_null(strstr(reason, "slow-gpu"));
-    /* the peers, benchmarked in the same run, stay in service */
-    for (int g = 0; g < 8; g++) {
-        if (g == 3)
-            continue;
-        char name[32];
-        snprintf(name, sizeof(name), NODE "-gpu%d", g);
-        gpu_state(&d, name, st, sizeof(st), reason, sizeof(reason));
-        assert_string_equal(st, "up");
-    }
-    stop_agent();
-    stop(&d, SIGTERM);
-    char path[300];
-    snprintf(path, sizeof(path), "%s/" NODE ".token", d.dir);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/work-" NODE, d.dir);
-    rmdir(path);
-    cleanup(&d);
+    peers_up(&d, 3); /* benchmarked in the same run, they stay in service */
+    finish(&d);
 }
 
 static void stopped_gpu_is_marked_down(void **state)
@@ -78,26 +102,31 @@ static void stopped_gpu_is_marked_down(void **state)
     start(&d, sets);
     start_agent(&d, "stop-gpu=5");
     char st[32] = "", reason[300] = "";
-    for (int i = 0; i < 600; i++) { /* 60 s */
-        gpu_state(&d, NODE "-gpu5", st, sizeof(st), reason, sizeof(reason));
-        if (strcmp(st, "up") != 0)
-            break;
-        pause_ms(100);
-    }
+    wait_not_up(&d, 5, st, sizeof(st), reason, sizeof(reason));
     assert_string_equal(st, "down");
     assert_non_null(strstr(reason, "gpu-missing"));
     assert_non_null(strstr(reason, "stopped reporting"));
     /* its peers keep reporting and stay up */
-    gpu_state(&d, NODE "-gpu4", st, sizeof(st), reason, sizeof(reason));
+    char name[] = NODE "-gpu4";
+    gpu_state(&d, name, st, sizeof(st), reason, sizeof(reason));
     assert_string_equal(st, "up");
-    stop_agent();
-    stop(&d, SIGTERM);
-    char path[300];
-    snprintf(path, sizeof(path), "%s/" NODE ".token", d.dir);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/work-" NODE, d.dir);
-    rmdir(path);
-    cleanup(&d);
+    finish(&d);
+}
+
+static void fabric_not_ready_is_cordoned(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", NULL};
+    start(&d, sets);
+    start_agent(&d, "fabric-gpu=2");
+    char st[32] = "", reason[300] = "";
+    wait_not_up(&d, 2, st, sizeof(st), reason, sizeof(reason));
+    assert_string_equal(st, "cordoned");
+    assert_non_null(strstr(reason, "fabric-not-ready"));
+    peers_up(&d, 2);
+    finish(&d);
 }
 
 static int teardown(void **state)
@@ -111,6 +140,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(slow_gpu_is_cordoned, teardown),
         cmocka_unit_test_teardown(stopped_gpu_is_marked_down, teardown),
+        cmocka_unit_test_teardown(fabric_not_ready_is_cordoned, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -410,6 +410,70 @@ static void rank_label_shapes(void **state)
     assert_false(sn_telem_store_find_gpu(f->store, &ref, &id));
 }
 
+/* NVLink fabric registration in three readers: nvidia-smi CSV
+ * (fabric.state, fabric.status words), -q ("Fabric" section) and
+ * dcgm-exporter (DCGM_FI_DEV_FABRIC_MANAGER_STATUS, dcgmFabricManagerStatus_t
+ * 0..6), all as NVML's state (1..3) and status (1 Success, 0 not). */
+static void fabric_state_readers(void **state)
+{
+    struct fix *f = *state;
+    static const char csv[] = "index, fabric.state, fabric.status\n"
+                              "0, Completed, Success\n"
+                              "1, In Progress, N/A\n"
+                              "2, Not Started, N/A\n"
+                              "3, Completed, Timeout\n"
+                              "4, N/A, N/A\n"
+                              "5, Bogus, N/A\n";
+    parse_text(f, SN_TELEM_FMT_SMI_CSV, csv, sizeof(csv) - 1, NULL);
+    static const struct {
+        double state, status;
+    } want[] = {{3, 1}, {2, NAN}, {1, NAN}, {3, 0}, {NAN, NAN}, {NAN, NAN}};
+    for (int i = 0; i < 6; i++) {
+        struct sn_telem_gpu_ref ref = {"h1", i, NULL, SN_TELEM_BUS_NONE};
+        uint32_t id;
+        assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(f->store, id);
+        const struct sn_telem_reading *st = &g->m[SN_METRIC_FABRIC_STATE];
+        const struct sn_telem_reading *ok = &g->m[SN_METRIC_FABRIC_STATUS];
+        if (isnan(want[i].state))
+            assert_int_not_equal(st->status, SN_TELEM_OK);
+        else
+            assert_near(st->value, want[i].state, 0);
+        if (isnan(want[i].status))
+            assert_int_not_equal(ok->status, SN_TELEM_OK);
+        else
+            assert_near(ok->value, want[i].status, 0);
+    }
+    assert_int_equal(f->stats.skipped[SN_TELEM_SKIP_BAD_VALUE], 1); /* "Bogus" */
+
+    static const char prom[] =
+        "DCGM_FI_DEV_FABRIC_MANAGER_STATUS{gpu=\"0\",UUID=\"GPU-a0\"} 3\n"
+        "DCGM_FI_DEV_FABRIC_MANAGER_STATUS{gpu=\"1\",UUID=\"GPU-a1\"} 2\n"
+        "DCGM_FI_DEV_FABRIC_MANAGER_STATUS{gpu=\"2\",UUID=\"GPU-a2\"} 4\n"
+        "DCGM_FI_DEV_FABRIC_MANAGER_STATUS{gpu=\"3\",UUID=\"GPU-a3\"} 0\n";
+    struct sn_telem_store *fresh;
+    struct sn_telem_store_limits lim = {.skips = 256};
+    assert_int_equal(sn_telem_store_new(&lim, &fresh, NULL), SN_OK);
+    sn_telem_store_free(f->store);
+    f->store = fresh;
+    parse_text(f, SN_TELEM_FMT_PROM, prom, sizeof(prom) - 1, NULL);
+    static const double pstate[] = {3, 2, 3, NAN}, pstatus[] = {1, NAN, 0, NAN};
+    for (int i = 0; i < 4; i++) {
+        struct sn_telem_gpu_ref ref = {"h1", i, NULL, SN_TELEM_BUS_NONE};
+        uint32_t id;
+        assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(f->store, id);
+        if (isnan(pstate[i]))
+            assert_int_not_equal(g->m[SN_METRIC_FABRIC_STATE].status, SN_TELEM_OK);
+        else
+            assert_near(g->m[SN_METRIC_FABRIC_STATE].value, pstate[i], 0);
+        if (isnan(pstatus[i]))
+            assert_int_not_equal(g->m[SN_METRIC_FABRIC_STATUS].status, SN_TELEM_OK);
+        else
+            assert_near(g->m[SN_METRIC_FABRIC_STATUS].value, pstatus[i], 0);
+    }
+}
+
 /* ---- detection and the store merge ---------------------------------------- */
 
 static void detect_formats(void **state)
@@ -504,6 +568,7 @@ int main(void)
         cmocka_unit_test(nccl_plateau),
         cmocka_unit_test(nccl_rank_labels),
         cmocka_unit_test_setup_teardown(rank_label_shapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(fabric_state_readers, setup, teardown),
         cmocka_unit_test(detect_formats),
         cmocka_unit_test(store_merge),
     };
