@@ -56,7 +56,10 @@ static void mark_unidentified(const struct sn_telem_gpu *g, struct tgt t,
     char bus[32], ev[SN_HEALTH_EVIDENCE_MAX];
     memcpy(ev, f->evidence, sizeof(ev));
     int k;
-    if (g->index < 0 && g->bus != SN_TELEM_BUS_NONE)
+    if (g->index < 0 && g->bus == SN_TELEM_BUS_NONE && strncmp(g->uuid, "excerpt-", 8) == 0)
+        k = snprintf(f->evidence, sizeof(f->evidence),
+                     "GPU not identified (-q excerpt without 'GPU <bus>'): ");
+    else if (g->index < 0 && g->bus != SN_TELEM_BUS_NONE)
         k = snprintf(f->evidence, sizeof(f->evidence),
                      "GPU not identified (bus %s tied to no index by any input): ",
                      sn_telem_bus_format(g->bus, bus, sizeof(bus)));
@@ -241,8 +244,7 @@ static void fabric(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struc
     if (st->value == 1 || st->value == 2)
         ADD(c, SN_DET_FABRIC_NOT_READY, st->value, 3, "%s: fabric state %s%s",
             where(c, st, w, sizeof(w)), st->value == 1 ? "Not Started" : "In Progress",
-            st->value == 1 ? " (is nvidia-fabricmanager running?)"
-                           : " (registration with the fabric manager not finished)");
+            st->value == 1 ? " (fabric manager not running?)" : " (registration not finished)");
     else if (st->value == 3 && reading_ok(ok) && ok->value == 0)
         ADD(c, SN_DET_FABRIC_NOT_READY, 0, 1, "%s: fabric state Completed with status other than "
                                                "Success",

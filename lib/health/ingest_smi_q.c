@@ -11,7 +11,9 @@
  * when the block ends. Both the current ("Clocks Event Reasons") and older
  * ("Clocks Throttle Reasons", "Single Bit/Double Bit") layouts are read.
  * Leaves not in the table are reported as unused; lines that are neither a
- * leaf nor a section are reported as malformed.
+ * leaf nor a section are reported as malformed. An excerpt that starts
+ * inside a block (no "GPU <bus>" line before it, or after grep's "--") is
+ * read as one unidentified GPU of the host.
  */
 #include "health/ingest_int.h"
 
@@ -123,17 +125,41 @@ struct q_state {
     char pname[SN_TELEM_NAME_MAX];
     double pused;
     unsigned pline;
+    /* A block without its "GPU <bus>" line: keyed by anon until a "GPU
+     * UUID" line names it; its attributes wait for that name (or for the
+     * first reading) so that one GPU is not split in two. */
+    char anon[SN_TELEM_UUID_MAX];
+    struct {
+        enum sn_telem_attr_kind kind;
+        unsigned line;
+        char text[SN_TELEM_NAME_MAX];
+    } held[4];
+    unsigned n_held;
 };
 
 static struct sn_telem_gpu_ref block_ref(struct sn_telem_parser *p, struct q_state *st)
 {
-    struct sn_telem_gpu_ref g = {p->host, -1, st->uuid[0] ? st->uuid : NULL, st->bus};
+    const char *uuid = st->uuid[0] ? st->uuid : st->anon[0] ? st->anon : NULL;
+    struct sn_telem_gpu_ref g = {p->host, -1, uuid, st->bus};
     return g;
+}
+
+static void release_held(struct sn_telem_parser *p, struct q_state *st)
+{
+    for (unsigned i = 0; i < st->n_held; i++) {
+        struct sn_telem_attr rec = {block_ref(p, st),
+                                    {p->source, st->held[i].line, st->time_s},
+                                    st->held[i].kind,
+                                    st->held[i].text};
+        SN__EMIT(p, attr, &rec);
+    }
+    st->n_held = 0;
 }
 
 static void emit_one(struct sn_telem_parser *p, struct q_state *st, enum sn_metric m,
                      enum sn_telem_status status, double value, unsigned line)
 {
+    release_held(p, st);
     struct sn_telem_sample v = {m, status, value};
     struct sn_telem_samples rec = {block_ref(p, st), {p->source, line, st->time_s}, &v, 1};
     p->stats.status[status]++;
@@ -143,6 +169,13 @@ static void emit_one(struct sn_telem_parser *p, struct q_state *st, enum sn_metr
 static void emit_attr(struct sn_telem_parser *p, struct q_state *st, enum sn_telem_attr_kind k,
                       const char *text, unsigned line)
 {
+    if (st->anon[0] && !st->uuid[0] && st->n_held < 4) {
+        st->held[st->n_held].kind = k;
+        st->held[st->n_held].line = line;
+        sn__telem_copy(st->held[st->n_held].text, SN_TELEM_NAME_MAX, text, strlen(text));
+        st->n_held++;
+        return;
+    }
     struct sn_telem_attr rec = {block_ref(p, st), {p->source, line, st->time_s}, k, text};
     SN__EMIT(p, attr, &rec);
 }
@@ -164,6 +197,7 @@ static void end_block(struct sn_telem_parser *p, struct q_state *st)
                                                  SN_METRIC_ECC_SBE_AGG, SN_METRIC_ECC_DBE_AGG};
     if (!st->in_gpu)
         return;
+    release_held(p, st);
     flush_process(p, st);
     for (unsigned i = 0; i < 4; i++)
         if (st->ecc[i].set)
@@ -175,6 +209,21 @@ static void end_block(struct sn_telem_parser *p, struct q_state *st)
     if (st->cuda[0])
         emit_attr(p, st, SN_TELEM_ATTR_CUDA, st->cuda, st->block_line);
     st->in_gpu = false;
+    st->anon[0] = '\0';
+}
+
+static void open_block(struct sn_telem_parser *p, struct q_state *st, uint64_t bus)
+{
+    end_block(p, st);
+    memset(st->ecc, 0, sizeof(st->ecc));
+    st->in_gpu = true;
+    st->bus = bus;
+    st->uuid[0] = '\0';
+    st->block_line = p->lineno;
+    st->depth = 0;
+    st->reasons = 0;
+    st->reasons_seen = false;
+    st->pid = -1;
 }
 
 static void q_flush(struct sn_telem_parser *p, bool final)
@@ -262,8 +311,10 @@ static void apply_rule(struct sn_telem_parser *p, struct q_state *st, const stru
                       sn__telem_copy(text, sizeof(text), val, vl), p->lineno);
         break;
     case A_UUID:
-        if (vl > 4 && vl < SN_TELEM_UUID_MAX)
+        if (vl > 4 && vl < SN_TELEM_UUID_MAX) {
             sn__telem_copy(st->uuid, sizeof(st->uuid), val, vl);
+            release_held(p, st); /* an excerpt's attributes, now under its name */
+        }
         break;
     case A_BUS:
         if (!sn_telem_bus_parse(val, vl, &st->bus))
@@ -346,17 +397,23 @@ static void q_line(struct sn_telem_parser *p, const char *s, size_t len)
     uint64_t bus;
     if (indent == 0 && tl > 4 && sn__telem_starts(t, tl, "GPU ") &&
         sn_telem_bus_parse(t + 4, tl - 4, &bus)) {
-        end_block(p, st);
-        memset(st->ecc, 0, sizeof(st->ecc));
-        st->in_gpu = true;
-        st->bus = bus;
-        st->uuid[0] = '\0';
-        st->block_line = p->lineno;
-        st->depth = 0;
-        st->reasons = 0;
-        st->reasons_seen = false;
-        st->pid = -1;
+        open_block(p, st, bus);
         return;
+    }
+    /* grep -A/-B's group separator: the next group is another GPU's. */
+    if (indent == 0 && sn__telem_eq(t, tl, "--")) {
+        end_block(p, st);
+        return;
+    }
+    /* An excerpt without its "GPU <bus>" line (nvidia-smi -q | grep -A2
+     * Fabric, a paste from inside a block): the lines are still one GPU's,
+     * an unidentified GPU of the host, keyed by an "excerpt-" UUID of its
+     * first line. Findings on it land on the host's server. */
+    if (indent > 0 && !st->in_gpu) {
+        open_block(p, st, SN_TELEM_BUS_NONE);
+        snprintf(st->anon, sizeof(st->anon), "excerpt-%08x-L%u",
+                 (unsigned)(sn_telem_host_digest(p->source, strlen(p->source)) & 0xffffffffu),
+                 p->lineno);
     }
     const char *sep = sn__telem_find(t, tl, " : ");
     size_t kl = sep ? (size_t)(sep - t) : tl;
