@@ -253,7 +253,10 @@ const char *sn_health_action_name(enum sn_health_action a);
       "'Node Health Checks failed' with the check, its message and the FaultCode")                 \
     X(FABRIC_NOT_READY, "fabric-not-ready", GPU, CRIT, 60, DRAIN,                                  \
       "NVLink fabric registration (nvidia-smi -q Fabric, fabric.state/status): not started, in "   \
-      "progress, or completed with a status other than Success")
+      "progress, or completed with a status other than Success")                                   \
+    X(RECOVERY_ACTION, "recovery-action", GPU, CRIT, 80, RESET_GPU,                                \
+      "the driver asks for a recovery (gpu_recovery_action, -q GPU Recovery Action or GPU Reset "   \
+      "Status): GPU reset, node reboot, drain P2P or drain and reset; the action follows it")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

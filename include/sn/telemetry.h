@@ -138,7 +138,12 @@
      * nvmlGpuFabricState_t, 1 not started, 2 in progress, 3 completed; "N/A" where the GPU joins  \
      * no fabric. Its status (1 "Success", 0 any error) counts only once completed. */             \
     X(FABRIC_STATE, "fabric_state", "state", "fabric.state", "", 1)                               \
-    X(FABRIC_STATUS, "fabric_status", "bool", "fabric.status", "", 1)
+    X(FABRIC_STATUS, "fabric_status", "bool", "fabric.status", "", 1)                             \
+    /* The driver's recommended recovery (R570 and later; NVML's nvmlDeviceGpuRecoveryAction_t):   \
+     * 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset. Older drivers' -q       \
+     * "GPU Reset Status" Yes lines read as 1 (reset required) and 4 (drain and reset). */        \
+    X(RECOVERY_ACTION, "recovery_action", "code", "gpu_recovery_action",                           \
+      "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION", 1)
 enum sn_metric {
 #define SN_X(id, name, unit, smi, dcgm, scale) SN_METRIC_##id,
     SN_METRIC_LIST(SN_X)

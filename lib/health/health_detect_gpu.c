@@ -251,6 +251,34 @@ static void fabric(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struc
             where(c, ok, w, sizeof(w)));
 }
 
+/* The driver's recommended recovery (NVML nvmlDeviceGpuRecoveryAction_t,
+ * R570 and later; older drivers' "GPU Reset Status"). Until it is done the
+ * GPU must not run work ("A reset is required. Do not restart the
+ * application without completing a GPU reset"): the finding's action is the
+ * one the driver names. */
+static void recovery(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
+{
+    static const struct {
+        const char *what;
+        enum sn_health_action action;
+    } kinds[] = {{"", SN_HEALTH_ACT_NONE},
+                 {"GPU reset", SN_HEALTH_ACT_RESET_GPU},
+                 {"node reboot", SN_HEALTH_ACT_REBOOT},
+                 {"drain P2P", SN_HEALTH_ACT_DRAIN},
+                 {"drain and reset", SN_HEALTH_ACT_RESET_GPU}};
+    const struct sn_telem_reading *r = &g->m[SN_METRIC_RECOVERY_ACTION];
+    if (!reading_ok(r) || !(r->value >= 1 && r->value <= 4))
+        return;
+    char w[160];
+    unsigned k = (unsigned)r->value;
+    struct sn_health_finding *f =
+        sn__health_add(c, SN_DET_RECOVERY_ACTION, t.e, t.id, t.gpu, t.server, r->value, 0,
+                       "%s: the driver asks for a %s", where(c, r, w, sizeof(w)), kinds[k].what);
+    if (f)
+        f->action = kinds[k].action;
+    mark_unidentified(g, t, f);
+}
+
 /* A finding from a flag metric (value 1) or an Xid code. */
 static void flag_or_xid(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
                         enum sn_detector d, enum sn_metric m, bool positive, unsigned code,
@@ -493,6 +521,7 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
         flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, SN_METRIC_REMAP_PENDING, false, 63, cause_of);
         flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64, cause_of);
         fabric(c, g, t);
+        recovery(c, g, t);
         sbe_rate(c, i, g, t);
         if (g->xids)
             xids(c, g, t, cause_of);

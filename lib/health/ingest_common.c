@@ -475,6 +475,49 @@ enum sn__telem_dim sn__telem_metric_dim(enum sn_metric m)
     return SN__DIM_NONE;
 }
 
+/* Whether s (n bytes) spells word, case-blind, with '_' for ' '. */
+static bool same_words(const char *s, size_t n, const char *word)
+{
+    size_t i = 0;
+    for (; i < n && word[i]; i++) {
+        char a = s[i] == '_' ? ' ' : (char)tolower((unsigned char)s[i]);
+        char b = (char)tolower((unsigned char)word[i]);
+        if (a != b)
+            return false;
+    }
+    return i == n && !word[i];
+}
+
+/* gpu_recovery_action: nvidia-smi's words ("None", "Reset", "GPU Reset",
+ * "GPU_RESET", "Reboot", "Node Reboot", "Drain P2P", "Drain and Reset") or
+ * NVML's number. An unknown word is refused, never guessed. */
+static enum sn_telem_skip_reason recovery_action(const char *s, size_t n,
+                                                 struct sn_telem_sample *v)
+{
+    static const struct {
+        const char *word;
+        int code;
+    } words[] = {{"None", 0},         {"Reset", 1},      {"GPU Reset", 1},
+                 {"Reboot", 2},       {"Node Reboot", 2}, {"Drain P2P", 3},
+                 {"Drain and Reset", 4}};
+    v->status = sn__telem_status_of(s, n);
+    if (v->status != SN_TELEM_OK && !sn__telem_eqi(s, n, "None"))
+        return SN_TELEM_SKIP_COUNT;
+    v->status = SN_TELEM_OK;
+    for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+        if (same_words(s, n, words[k].word)) {
+            v->value = words[k].code;
+            return SN_TELEM_SKIP_COUNT;
+        }
+    unsigned long long u;
+    if (sn__telem_uint(s, n, &u) && u <= 4) {
+        v->value = (double)u;
+        return SN_TELEM_SKIP_COUNT;
+    }
+    v->status = SN_TELEM_NA;
+    return SN_TELEM_SKIP_BAD_VALUE;
+}
+
 enum sn_telem_skip_reason sn__telem_value(enum sn_metric m, const char *s, size_t n,
                                           double bare_factor, struct sn_telem_sample *v)
 {
@@ -504,6 +547,8 @@ enum sn_telem_skip_reason sn__telem_value(enum sn_metric m, const char *s, size_
         v->status = SN_TELEM_NA;
         return SN_TELEM_SKIP_BAD_VALUE;
     }
+    if (m == SN_METRIC_RECOVERY_ACTION)
+        return recovery_action(s, n, v);
     v->status = sn__telem_status_of(s, n);
     if (v->status != SN_TELEM_OK)
         return SN_TELEM_SKIP_COUNT;

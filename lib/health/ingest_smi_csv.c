@@ -357,7 +357,8 @@ static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col,
                          size_t n, struct sn_telem_sample *v)
 {
     enum sn_metric m = (enum sn_metric)col->arg;
-    if (m == SN_METRIC_FABRIC_STATE || m == SN_METRIC_FABRIC_STATUS) {
+    if (m == SN_METRIC_FABRIC_STATE || m == SN_METRIC_FABRIC_STATUS ||
+        m == SN_METRIC_RECOVERY_ACTION) {
         enum sn_telem_skip_reason why = sn__telem_value(m, s, n, 1, v); /* words */
         if (why == SN_TELEM_SKIP_COUNT)
             return true;

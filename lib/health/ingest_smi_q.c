@@ -23,7 +23,18 @@
 
 #define DEPTH_MAX 8
 
-enum action { A_METRIC, A_ATTR, A_UUID, A_BUS, A_REASON, A_PID, A_PNAME, A_PUSED, A_IGNORE };
+enum action {
+    A_METRIC,
+    A_ATTR,
+    A_UUID,
+    A_BUS,
+    A_REASON,
+    A_PID,
+    A_PNAME,
+    A_PUSED,
+    A_RESET, /* older drivers' "GPU Reset Status" Yes: a recovery action (arg) */
+    A_IGNORE
+};
 
 struct rule {
     const char *path;
@@ -76,6 +87,9 @@ static const struct rule rules[] = {
     {"Clocks/SM", A_METRIC, SN_METRIC_CLOCK_SM},
     {"Clocks/Memory", A_METRIC, SN_METRIC_CLOCK_MEM},
     {"Max Clocks/SM", A_METRIC, SN_METRIC_CLOCK_SM_MAX},
+    {"GPU Recovery Action", A_METRIC, SN_METRIC_RECOVERY_ACTION},
+    {"GPU Reset Status/Reset Required", A_RESET, 1},
+    {"GPU Reset Status/Drain and Reset Recommended", A_RESET, 4},
     {"Fabric/State", A_METRIC, SN_METRIC_FABRIC_STATE},
     {"Fabric/Status", A_METRIC, SN_METRIC_FABRIC_STATUS},
     {"Processes", A_IGNORE, 0}, /* "Processes : None" */
@@ -129,6 +143,10 @@ struct q_state {
      * UUID" line names it; its attributes wait for that name (or for the
      * first reading) so that one GPU is not split in two. */
     char anon[SN_TELEM_UUID_MAX];
+    /* "Attached GPUs" of the current report and the GPU blocks it has
+     * shown: fewer blocks at the end is a cut report, an excerpt. */
+    unsigned attached, blocks, attached_line;
+    bool excerpt;
     struct {
         enum sn_telem_attr_kind kind;
         unsigned line;
@@ -226,10 +244,34 @@ static void open_block(struct sn_telem_parser *p, struct q_state *st, uint64_t b
     st->pid = -1;
 }
 
+/* Tells the sink once that this input does not list every GPU of its
+ * host, so no GPU is found missing for being left out. */
+static void declare_excerpt(struct sn_telem_parser *p, struct q_state *st)
+{
+    if (!st->excerpt && p->sink.excerpt)
+        p->sink.excerpt(p->sink.ctx, p->source, true);
+    st->excerpt = true;
+}
+
+/* The end of a report: fewer GPU blocks than its "Attached GPUs" says is a
+ * report cut short (a paste, a full disk), an excerpt. */
+static void end_report(struct sn_telem_parser *p, struct q_state *st)
+{
+    if (st->attached && st->blocks < st->attached) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED,
+                       "the report from line %u lists %u of its %u attached GPUs (cut short)",
+                       st->attached_line, st->blocks, st->attached);
+        declare_excerpt(p, st);
+    }
+    st->attached = st->blocks = 0;
+}
+
 static void q_flush(struct sn_telem_parser *p, bool final)
 {
-    (void) final;
-    end_block(p, p->state);
+    struct q_state *st = p->state;
+    end_block(p, st);
+    if (final)
+        end_report(p, st);
 }
 
 /* Split ECC counters of newer drivers: "ECC Errors/Volatile/SRAM Correctable". */
@@ -337,6 +379,12 @@ static void apply_rule(struct sn_telem_parser *p, struct q_state *st, const stru
         if (sn__telem_number(val, vl, &st->pused, &used))
             st->pused *= 1048576.0; /* -q prints MiB */
         break;
+    case A_RESET:
+        /* "Yes" is the recovery action; "No" and R575's "Requested
+         * functionality has been deprecated" say nothing. */
+        if (sn__telem_eqi(val, vl, "Yes"))
+            emit_one(p, st, SN_METRIC_RECOVERY_ACTION, SN_TELEM_OK, r->arg, p->lineno);
+        break;
     case A_REASON:
     case A_IGNORE:
         break;
@@ -365,7 +413,19 @@ static void leaf(struct sn_telem_parser *p, struct q_state *st, const char *val,
 static void top_key(struct sn_telem_parser *p, struct q_state *st, const char *key, size_t kl,
                     const char *val, size_t vl)
 {
-    if (sn__telem_eq(key, kl, "Timestamp")) {
+    unsigned long long n;
+    if (sn__telem_eq(key, kl, "Attached GPUs")) {
+        if (sn__telem_uint(val, vl, &n) && n <= 4096) {
+            st->attached = (unsigned)n;
+            st->attached_line = p->lineno;
+            st->blocks = 0;
+        } else {
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a GPU count", (int)vl,
+                           val);
+        }
+    } else if (sn__telem_eq(key, kl, "Timestamp")) {
+        end_block(p, st);
+        end_report(p, st); /* a new report: the last one is complete or cut */
         if (!sn__telem_time_ctime(val, vl, &st->time_s))
             sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a timestamp", (int)vl,
                            val);
@@ -398,6 +458,7 @@ static void q_line(struct sn_telem_parser *p, const char *s, size_t len)
     if (indent == 0 && tl > 4 && sn__telem_starts(t, tl, "GPU ") &&
         sn_telem_bus_parse(t + 4, tl - 4, &bus)) {
         open_block(p, st, bus);
+        st->blocks++;
         return;
     }
     /* grep -A/-B's group separator: the next group is another GPU's. */
@@ -411,6 +472,7 @@ static void q_line(struct sn_telem_parser *p, const char *s, size_t len)
      * first line. Findings on it land on the host's server. */
     if (indent > 0 && !st->in_gpu) {
         open_block(p, st, SN_TELEM_BUS_NONE);
+        declare_excerpt(p, st);
         snprintf(st->anon, sizeof(st->anon), "excerpt-%08x-L%u",
                  (unsigned)(sn_telem_host_digest(p->source, strlen(p->source)) & 0xffffffffu),
                  p->lineno);

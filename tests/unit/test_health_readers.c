@@ -474,6 +474,42 @@ static void fabric_state_readers(void **state)
     }
 }
 
+/* Older drivers' -q "GPU Reset Status": Yes is a recovery action (reset 1,
+ * drain and reset 4); No and R575's deprecation text say nothing. */
+static void q_reset_status(void **state)
+{
+    struct fix *f = *state;
+    static const char q[] = "GPU 00000000:18:00.0\n"
+                            "    GPU Reset Status\n"
+                            "        Reset Required                    : Yes\n"
+                            "        Drain and Reset Recommended       : No\n"
+                            "GPU 00000000:2A:00.0\n"
+                            "    GPU Reset Status\n"
+                            "        Reset Required                    : Requested functionality "
+                            "has been deprecated\n"
+                            "        Drain and Reset Recommended       : Requested functionality "
+                            "has been deprecated\n"
+                            "    GPU Recovery Action                   : GPU_RESET\n"
+                            "GPU 00000000:3A:00.0\n"
+                            "    GPU Reset Status\n"
+                            "        Reset Required                    : No\n"
+                            "        Drain and Reset Recommended       : Yes\n";
+    parse_text(f, SN_TELEM_FMT_SMI_Q, q, sizeof(q) - 1, NULL);
+    static const char *const bus[] = {"00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0"};
+    static const double want[] = {1, 1, 4};
+    for (int i = 0; i < 3; i++) {
+        struct sn_telem_gpu_ref ref = {"h1", -1, NULL, SN_TELEM_BUS_NONE};
+        assert_true(sn_telem_bus_parse(bus[i], strlen(bus[i]), &ref.bus));
+        uint32_t id;
+        assert_true(sn_telem_store_find_gpu(f->store, &ref, &id));
+        const struct sn_telem_reading *r =
+            &sn_telem_store_gpu(f->store, id)->m[SN_METRIC_RECOVERY_ACTION];
+        assert_int_equal(r->status, SN_TELEM_OK);
+        assert_near(r->value, want[i], 0);
+    }
+    assert_int_equal(f->stats.skipped[SN_TELEM_SKIP_BAD_VALUE], 0);
+}
+
 /* ---- detection and the store merge ---------------------------------------- */
 
 static void detect_formats(void **state)
@@ -569,6 +605,7 @@ int main(void)
         cmocka_unit_test(nccl_rank_labels),
         cmocka_unit_test_setup_teardown(rank_label_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(fabric_state_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(q_reset_status, setup, teardown),
         cmocka_unit_test(detect_formats),
         cmocka_unit_test(store_merge),
     };
