@@ -68,13 +68,15 @@ struct sim_faults {
     int slow_gpu, dropped_gpu, hot_gpu; /* GPU index in the node, -1: none */
     int stopped_gpu; /* reported in the first sample only, then never again; -1: none */
     int fabric_gpu;  /* NVLink fabric registration stuck In Progress (DCGM status 2); -1: none */
+    int reset_gpu;   /* the driver asks for a GPU reset (recovery action 1); -1: none */
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
     int leak_from; /* the BMC leak detector reports a leak from this sample on (1-based); 0: none */
 };
 
 /* No fault injected: every GPU index -1 (0 is a GPU). */
 #define SIM_FAULTS_NONE                                                                            \
-    {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1}
+    {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
+     .reset_gpu = -1}
 
 struct backend {
     enum backend_kind kind;

@@ -86,7 +86,8 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
                                          "DCGM_FI_DEV_FB_USED",
                                          "DCGM_FI_DEV_FB_TOTAL",
                                          "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-                                         "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"};
+                                         "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
+                                         "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION"};
     for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
         put(t, "# TYPE %s gauge\n", fields[f]);
         for (uint32_t i = 0; i < n; i++) {
@@ -120,8 +121,11 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
             case 6:
                 v = hot ? 0x20 : busy ? 0 : 0x1; /* a slow GPU shows no clock event */
                 break;
-            default: /* dcgmFabricManagerStatus_t: 2 in progress, 3 success */
+            case 7: /* dcgmFabricManagerStatus_t: 2 in progress, 3 success */
                 v = (int)i == b->faults.fabric_gpu ? 2 : 3;
+                break;
+            default: /* nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset */
+                v = (int)i == b->faults.reset_gpu ? 1 : 0;
                 break;
             }
             prom_line(t, fields[f], b->node, i, first + i, gm->name, v, now_s);

@@ -707,7 +707,8 @@ static void usage(FILE *out)
             "  --cluster SPEC    the cluster spec (needed by --backend sim)\n"
             "  --fault KIND[=N]  sim faults: slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I,\n"
             "                    fabric-gpu=I (GPU index in the node; stop-gpu: reported once,\n"
-            "                    then never; fabric-gpu: NVLink fabric stuck In Progress),\n"
+            "                    then never; fabric-gpu: NVLink fabric stuck In Progress;\n"
+            "                    reset-gpu=I: the driver asks for a GPU reset),\n"
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
             "                    leak[=N] (the BMC leak detector trips at sample N, 1)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
@@ -801,12 +802,13 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
                 : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
                 : klen == 8 && strncmp(v, "stop-gpu", 8) == 0 ? &f->stopped_gpu
                 : klen == 10 && strncmp(v, "fabric-gpu", 10) == 0 ? &f->fabric_gpu
+                : klen == 9 && strncmp(v, "reset-gpu", 9) == 0 ? &f->reset_gpu
                                                               : NULL;
     long g = eq ? strtol(eq + 1, &end, 10) : -1;
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
-                "fabric-gpu=I, flow-drop[=F] or leak[=N]\n",
+                "fabric-gpu=I, reset-gpu=I, flow-drop[=F] or leak[=N]\n",
                 v);
         return -1;
     }

@@ -13,7 +13,10 @@
  *  - a GPU whose NVLink fabric registration stays In Progress (--fault
  *    fabric-gpu=2: dcgm-exporter's DCGM_FI_DEV_FABRIC_MANAGER_STATUS 2) is
  *    cordoned through fabric-not-ready (weight 60: score 40) while its peers,
- *    registered (status 3), stay up.
+ *    registered (status 3), stay up;
+ *  - a GPU whose driver asks for a reset (--fault reset-gpu=6:
+ *    DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION 1) is cordoned through
+ *    recovery-action (weight 80).
  * Waits poll the daemon with a deadline of tens of seconds (the machine may
  * be loaded); the only fixed pauses are the 100 ms steps of those polls.
  */
@@ -129,6 +132,22 @@ static void fabric_not_ready_is_cordoned(void **state)
     finish(&d);
 }
 
+static void reset_requested_is_cordoned(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", NULL};
+    start(&d, sets);
+    start_agent(&d, "reset-gpu=6");
+    char st[32] = "", reason[300] = "";
+    wait_not_up(&d, 6, st, sizeof(st), reason, sizeof(reason));
+    assert_string_equal(st, "cordoned");
+    assert_non_null(strstr(reason, "recovery-action"));
+    peers_up(&d, 6);
+    finish(&d);
+}
+
 static int teardown(void **state)
 {
     stop_agent();
@@ -141,6 +160,7 @@ int main(void)
         cmocka_unit_test_teardown(slow_gpu_is_cordoned, teardown),
         cmocka_unit_test_teardown(stopped_gpu_is_marked_down, teardown),
         cmocka_unit_test_teardown(fabric_not_ready_is_cordoned, teardown),
+        cmocka_unit_test_teardown(reset_requested_is_cordoned, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
