@@ -80,20 +80,28 @@ static void finish(struct daemon *d)
     cleanup(d);
 }
 
-static void slow_gpu_is_cordoned(void **state)
+/* snd with the agent's fault injected cordons GPU `gpu` for `detector`
+ * while the node's other GPUs stay up. */
+static void fault_cordons(const char *fault, int gpu, const char *detector)
 {
-    (void)state;
     struct daemon d = {0};
     make_dir(&d);
     const char *sets[] = {"health_interval_ms=200", NULL};
     start(&d, sets);
-    start_agent(&d, "slow-gpu=3");
+    start_agent(&d, fault);
     char st[32] = "", reason[300] = "";
-    wait_not_up(&d, 3, st, sizeof(st), reason, sizeof(reason));
+    wait_not_up(&d, gpu, st, sizeof(st), reason, sizeof(reason));
     assert_string_equal(st, "cordoned");
-    assert_non_null(strstr(reason, "slow-gpu"));
-    peers_up(&d, 3); /* benchmarked in the same run, they stay in service */
+    assert_non_null(strstr(reason, detector));
+    peers_up(&d, gpu);
     finish(&d);
+}
+
+static void slow_gpu_is_cordoned(void **state)
+{
+    (void)state;
+    /* the peers, benchmarked in the same run, stay in service */
+    fault_cordons("slow-gpu=3", 3, "slow-gpu");
 }
 
 static void stopped_gpu_is_marked_down(void **state)
@@ -119,33 +127,13 @@ static void stopped_gpu_is_marked_down(void **state)
 static void fabric_not_ready_is_cordoned(void **state)
 {
     (void)state;
-    struct daemon d = {0};
-    make_dir(&d);
-    const char *sets[] = {"health_interval_ms=200", NULL};
-    start(&d, sets);
-    start_agent(&d, "fabric-gpu=2");
-    char st[32] = "", reason[300] = "";
-    wait_not_up(&d, 2, st, sizeof(st), reason, sizeof(reason));
-    assert_string_equal(st, "cordoned");
-    assert_non_null(strstr(reason, "fabric-not-ready"));
-    peers_up(&d, 2);
-    finish(&d);
+    fault_cordons("fabric-gpu=2", 2, "fabric-not-ready");
 }
 
 static void reset_requested_is_cordoned(void **state)
 {
     (void)state;
-    struct daemon d = {0};
-    make_dir(&d);
-    const char *sets[] = {"health_interval_ms=200", NULL};
-    start(&d, sets);
-    start_agent(&d, "reset-gpu=6");
-    char st[32] = "", reason[300] = "";
-    wait_not_up(&d, 6, st, sizeof(st), reason, sizeof(reason));
-    assert_string_equal(st, "cordoned");
-    assert_non_null(strstr(reason, "recovery-action"));
-    peers_up(&d, 6);
-    finish(&d);
+    fault_cordons("reset-gpu=6", 6, "recovery-action");
 }
 
 static int teardown(void **state)
