@@ -17,16 +17,8 @@
 
 #include "health/health_int.h"
 
-static const char *const kind_names[] = {
-#define SN_X(id, name) name,
-    SN_ACCEPT_PLAN_KIND_LIST(SN_X)
-#undef SN_X
-};
-
-const char *sn_accept_plan_kind_name(enum sn_accept_plan_kind k)
-{
-    return (unsigned)k < SN_PLAN_KIND_COUNT ? kind_names[k] : "unknown";
-}
+NAME_FN(sn_accept_plan_kind_name, enum sn_accept_plan_kind, SN_PLAN_KIND_COUNT,
+        SN_ACCEPT_PLAN_KIND_LIST, PICK2)
 
 void sn_accept_plan_opts_default(struct sn_accept_plan_opts *o)
 {

@@ -22,15 +22,6 @@
 
 /* ---- names ---------------------------------------------------------------- */
 
-#define NAME_FN(fn, type, count, list, pick)                                                       \
-    static const char *const fn##_names[] = {list(pick)};                                          \
-    const char *fn(type v)                                                                         \
-    {                                                                                              \
-        return (unsigned)v < (count) ? fn##_names[v] : "unknown";                                  \
-    }
-#define PICK2(id, name) name,
-#define PICK3(id, name, x) name,
-
 NAME_FN(sn_health_entity_name, enum sn_health_entity, SN_HEALTH_ENT_COUNT, SN_HEALTH_ENTITY_LIST,
         PICK2)
 NAME_FN(sn_health_severity_name, enum sn_health_severity, SN_HEALTH_SEV_COUNT,
@@ -147,16 +138,8 @@ void sn_health_config_default(struct sn_health_config *c)
     };
 }
 
-static const char *const layout_names[] = {
-#define SN_X(id, name, text) name,
-    SN_BUSBW_LAYOUT_LIST(SN_X)
-#undef SN_X
-};
-
-const char *sn_busbw_layout_name(enum sn_busbw_layout l)
-{
-    return (unsigned)l < SN_BUSBW_LAYOUT_COUNT ? layout_names[l] : "unknown";
-}
+NAME_FN(sn_busbw_layout_name, enum sn_busbw_layout, SN_BUSBW_LAYOUT_COUNT, SN_BUSBW_LAYOUT_LIST,
+        PICK3)
 
 enum sn_busbw_layout sn_health_busbw_layout(const struct sn_model *m, uint32_t server,
                                             unsigned nranks, unsigned nhosts)

@@ -17,6 +17,17 @@
 
 #include <sn/health.h>
 
+/* fn(v): the name of enum value v from an X-macro list (pick selects the
+ * name among the row's arguments), "unknown" out of range. */
+#define NAME_FN(fn, type, count, list, pick)                                                       \
+    static const char *const fn##_names[] = {list(pick)};                                          \
+    const char *fn(type v)                                                                         \
+    {                                                                                              \
+        return (unsigned)v < (count) ? fn##_names[v] : "unknown";                                  \
+    }
+#define PICK2(id, name) name,
+#define PICK3(id, name, x) name,
+
 struct sn__health_ctx {
     const struct sn_health_input *in;
     const struct sn_health_config *cfg;

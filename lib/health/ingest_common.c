@@ -488,29 +488,34 @@ static bool same_words(const char *s, size_t n, const char *word)
     return i == n && !word[i];
 }
 
-/* gpu_recovery_action: nvidia-smi's words ("None", "Reset", "GPU Reset",
- * "GPU_RESET", "Reboot", "Node Reboot", "Drain P2P", "Drain and Reset") or
- * NVML's number. An unknown word is refused, never guessed. */
-static enum sn_telem_skip_reason recovery_action(const char *s, size_t n,
-                                                 struct sn_telem_sample *v)
+/* The words nvidia-smi prints for NVML enums, with their codes. */
+struct word_code {
+    const char *word;
+    int code;
+};
+static const struct word_code fabric_words[] = {
+    {"Not Started", 1}, {"In Progress", 2}, {"Completed", 3}};
+static const struct word_code recovery_words[] = {
+    {"None", 0},        {"Reset", 1},     {"GPU Reset", 1},      {"Reboot", 2},
+    {"Node Reboot", 2}, {"Drain P2P", 3}, {"Drain and Reset", 4}};
+
+/* A cell of a word-valued metric (fabric.state, gpu_recovery_action):
+ * a status ("N/A"), one of the words (case-blind, '_' for ' '), or NVML's
+ * number from min to max. An unknown word is refused, never guessed. */
+static enum sn_telem_skip_reason word_value(const struct word_code *w, size_t nw, int min,
+                                            int max, const char *s, size_t n,
+                                            struct sn_telem_sample *v)
 {
-    static const struct {
-        const char *word;
-        int code;
-    } words[] = {{"None", 0},         {"Reset", 1},      {"GPU Reset", 1},
-                 {"Reboot", 2},       {"Node Reboot", 2}, {"Drain P2P", 3},
-                 {"Drain and Reset", 4}};
     v->status = sn__telem_status_of(s, n);
-    if (v->status != SN_TELEM_OK && !sn__telem_eqi(s, n, "None"))
+    if (v->status != SN_TELEM_OK)
         return SN_TELEM_SKIP_COUNT;
-    v->status = SN_TELEM_OK;
-    for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
-        if (same_words(s, n, words[k].word)) {
-            v->value = words[k].code;
+    for (size_t k = 0; k < nw; k++)
+        if (same_words(s, n, w[k].word)) {
+            v->value = w[k].code;
             return SN_TELEM_SKIP_COUNT;
         }
     unsigned long long u;
-    if (sn__telem_uint(s, n, &u) && u <= 4) {
+    if (sn__telem_uint(s, n, &u) && u >= (unsigned)min && u <= (unsigned)max) {
         v->value = (double)u;
         return SN_TELEM_SKIP_COUNT;
     }
@@ -525,31 +530,20 @@ enum sn_telem_skip_reason sn__telem_value(enum sn_metric m, const char *s, size_
     static const char *const no[] = {"Disabled", "No", "Not Active", "False", "None"};
     v->metric = m;
     v->value = NAN;
+    if (m == SN_METRIC_FABRIC_STATE)
+        return word_value(fabric_words, 3, 1, 3, s, n, v);
+    if (m == SN_METRIC_RECOVERY_ACTION)
+        return word_value(recovery_words, 7, 0, 4, s, n, v);
+    v->status = sn__telem_status_of(s, n);
     /* A fabric status is an NVML result string ("Success", "Timeout", ...,
-     * "Unknown Error"): any text but "N/A" is a value, 0 unless Success. */
-    if (m == SN_METRIC_FABRIC_STATUS || m == SN_METRIC_FABRIC_STATE) {
-        v->status = sn__telem_status_of(s, n);
-        if (sn__telem_eqi(s, n, "Not Supported"))
-            v->status = SN_TELEM_NOT_SUPPORTED;
+     * "Unknown Error"): any text but N/A is a value, 0 unless Success. */
+    if (m == SN_METRIC_FABRIC_STATUS) {
         if (v->status == SN_TELEM_NA || v->status == SN_TELEM_NOT_SUPPORTED)
             return SN_TELEM_SKIP_COUNT;
         v->status = SN_TELEM_OK;
-        if (m == SN_METRIC_FABRIC_STATUS) {
-            v->value = sn__telem_eqi(s, n, "Success") ? 1 : 0;
-            return SN_TELEM_SKIP_COUNT;
-        }
-        static const char *const states[] = {"Not Started", "In Progress", "Completed"};
-        for (unsigned k = 0; k < 3; k++)
-            if (sn__telem_eqi(s, n, states[k])) {
-                v->value = k + 1;
-                return SN_TELEM_SKIP_COUNT;
-            }
-        v->status = SN_TELEM_NA;
-        return SN_TELEM_SKIP_BAD_VALUE;
+        v->value = sn__telem_eqi(s, n, "Success") ? 1 : 0;
+        return SN_TELEM_SKIP_COUNT;
     }
-    if (m == SN_METRIC_RECOVERY_ACTION)
-        return recovery_action(s, n, v);
-    v->status = sn__telem_status_of(s, n);
     if (v->status != SN_TELEM_OK)
         return SN_TELEM_SKIP_COUNT;
     unsigned long long u;

@@ -95,7 +95,7 @@ static const struct {
 #undef SN_X
 };
 
-enum value_kind { V_NUMBER, V_BOOL, V_PSTATE };
+enum value_kind { V_NUMBER, V_BOOL, V_PSTATE, V_WORDS /* read by sn__telem_value */ };
 
 struct col {
     enum role role;
@@ -236,7 +236,10 @@ static void header_cell(struct sn_telem_parser *p, struct csv_state *st, unsigne
     col->kind = V_NUMBER;
     if (f.role == R_METRIC) {
         col->dim = sn__telem_metric_dim((enum sn_metric)f.arg);
-        col->kind = f.arg == SN_METRIC_PSTATE                                    ? V_PSTATE
+        bool words = f.arg == SN_METRIC_FABRIC_STATE || f.arg == SN_METRIC_FABRIC_STATUS ||
+                     f.arg == SN_METRIC_RECOVERY_ACTION;
+        col->kind = words                                                        ? V_WORDS
+                    : f.arg == SN_METRIC_PSTATE                                  ? V_PSTATE
                     : strcmp(sn_metric_unit((enum sn_metric)f.arg), "bool") == 0 ? V_BOOL
                                                                                  : V_NUMBER;
     }
@@ -357,9 +360,8 @@ static bool metric_value(struct sn_telem_parser *p, unsigned c, struct col *col,
                          size_t n, struct sn_telem_sample *v)
 {
     enum sn_metric m = (enum sn_metric)col->arg;
-    if (m == SN_METRIC_FABRIC_STATE || m == SN_METRIC_FABRIC_STATUS ||
-        m == SN_METRIC_RECOVERY_ACTION) {
-        enum sn_telem_skip_reason why = sn__telem_value(m, s, n, 1, v); /* words */
+    if (col->kind == V_WORDS) {
+        enum sn_telem_skip_reason why = sn__telem_value(m, s, n, 1, v);
         if (why == SN_TELEM_SKIP_COUNT)
             return true;
         sn__telem_skip(p, c + 1, why, "'%.*s' is not a value of '%s'", (int)n, s,
