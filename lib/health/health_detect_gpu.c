@@ -56,7 +56,8 @@ static void mark_unidentified(const struct sn_telem_gpu *g, struct tgt t,
     char bus[32], ev[SN_HEALTH_EVIDENCE_MAX];
     memcpy(ev, f->evidence, sizeof(ev));
     int k;
-    if (g->index < 0 && g->bus == SN_TELEM_BUS_NONE && strncmp(g->uuid, "excerpt-", 8) == 0)
+    bool excerpt = strncmp(g->uuid, SN__TELEM_EXCERPT_UUID, strlen(SN__TELEM_EXCERPT_UUID)) == 0;
+    if (g->index < 0 && g->bus == SN_TELEM_BUS_NONE && excerpt)
         k = snprintf(f->evidence, sizeof(f->evidence),
                      "GPU not identified (-q excerpt without 'GPU <bus>'): ");
     else if (g->index < 0 && g->bus != SN_TELEM_BUS_NONE)

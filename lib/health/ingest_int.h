@@ -22,6 +22,10 @@
 #include <sn/error.h>
 #include <sn/telemetry.h>
 
+/* The UUID prefix of an unidentified GPU: the lines of an nvidia-smi -q
+ * excerpt without its "GPU <bus>" line (ingest_smi_q.c). */
+#define SN__TELEM_EXCERPT_UUID "excerpt-"
+
 struct sn_telem_parser;
 
 struct sn__telem_ops {

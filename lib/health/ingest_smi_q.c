@@ -473,7 +473,7 @@ static void q_line(struct sn_telem_parser *p, const char *s, size_t len)
     if (indent > 0 && !st->in_gpu) {
         open_block(p, st, SN_TELEM_BUS_NONE);
         declare_excerpt(p, st);
-        snprintf(st->anon, sizeof(st->anon), "excerpt-%08x-L%u",
+        snprintf(st->anon, sizeof(st->anon), SN__TELEM_EXCERPT_UUID "%08x-L%u",
                  (unsigned)(sn_telem_host_digest(p->source, strlen(p->source)) & 0xffffffffu),
                  p->lineno);
     }
