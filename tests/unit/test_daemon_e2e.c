@@ -149,6 +149,16 @@ static void bad_input(void **state)
     char huge[4000];
     snprintf(huge, sizeof(huge), "{\"name\":\"%03000d\",\"gpus\":1}", 7);
     expect_error(&d, 413, "POST", "/v1/jobs", A, huge, "body_too_large", NULL);
+    /* The connection memory (16 KiB, cmd/snd/http.c) bounds the request
+     * line and headers: 12 KiB of headers are served, 17 KiB get 431. */
+    static char pad[18 * 1024];
+    memcpy(pad, "X-Pad: ", 7);
+    memset(pad + 7, 'x', 12 * 1024);
+    pad[7 + 12 * 1024] = '\0';
+    assert_int_equal(call(&d, "GET", "/v1/jobs?limit=1", A, NULL, pad, NULL), 200);
+    memset(pad + 7, 'x', 17 * 1024);
+    pad[7 + 17 * 1024] = '\0';
+    assert_int_equal(call(&d, "GET", "/v1/jobs?limit=1", A, NULL, pad, NULL), 431);
     expect_error(&d, 404, "GET", "/v1/nope", A, NULL, "not_found", NULL);
     expect_error(&d, 405, "DELETE", "/v1/jobs", A, NULL, "method_not_allowed", NULL);
     expect_error(&d, 400, "GET", "/v1/jobs?limit=0", A, NULL, "invalid_query", "limit");
