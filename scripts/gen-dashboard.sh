@@ -1,13 +1,16 @@
 #!/bin/sh
-# Regenerates cmd/snd/dashboard_assets.c, the dashboard's files
-# (cmd/snd/dashboard/*.html, *.js, *.css) embedded in snd as byte arrays, so
-# the page needs no build step and no files at run time. Run it after
-# editing a dashboard file and commit both; tests/cli/dashboard_assets.sh
-# fails when the checked-in file is stale.
-#   scripts/gen-dashboard.sh [OUTPUT]   (default cmd/snd/dashboard_assets.c)
+# Writes OUTPUT, the dashboard's files (cmd/snd/dashboard/*.html, *.js,
+# *.css) embedded in snd as byte arrays, so the page needs no files at run
+# time. The build runs it (CMakeLists.txt: BUILD/generated/dashboard_assets.c)
+# whenever a dashboard file changes; the output is not committed.
+#   scripts/gen-dashboard.sh OUTPUT
 set -eu
+if [ $# -ne 1 ]; then
+    echo "usage: scripts/gen-dashboard.sh OUTPUT" >&2
+    exit 2
+fi
+case "$1" in /*) out=$1 ;; *) out=$PWD/$1 ;; esac
 cd "$(dirname "$0")/.."
-out=${1:-cmd/snd/dashboard_assets.c}
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
 {
