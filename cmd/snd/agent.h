@@ -37,7 +37,7 @@ const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d);
 int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server);
 /* Job output (joblog.c): agents push chunks, readers page through them. */
 enum MHD_Result snd_post_job_log(struct snd *d, struct snd_req *r);
-enum MHD_Result snd_get_job_log(struct snd *d, struct snd_req *r, struct snd_job *j);
+enum MHD_Result snd_get_job_log(struct snd *d, struct snd_req *r, struct sn_control_job *j);
 void snd_job_logs_free(void);
 /* The address server's agent reported for MASTER_ADDR, or NULL. */
 const char *snd_agent_address(struct snd *d, uint32_t server);

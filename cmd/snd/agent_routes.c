@@ -184,7 +184,7 @@ static const struct sn_api_field heartbeat_fields[] = {
 static bool gpu_list_ok(const char *text, uint32_t count)
 {
     uint32_t *v = NULL, n = 0;
-    bool ok = snd_ranges_parse(text, &v, &n, count) == 0;
+    bool ok = sn_control_ranges_parse(text, &v, &n, count) == 0;
     for (uint32_t i = 0; ok && i < n; i++)
         ok = v[i] < count;
     free(v);
@@ -218,10 +218,9 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
     uint32_t present;
     char field[SN_API_FIELD_MAX];
     struct sn_error err = {0};
-    enum sn_err rc =
-        sn_api_decode(heartbeat_fields, HEARTBEAT_FIELDS, r->len ? r->body : "{}",
-                      r->len ? r->len : 2, (size_t)d->cfg.body_max_bytes, &b, &present, field,
-                      &err);
+    enum sn_err rc = sn_api_decode(heartbeat_fields, HEARTBEAT_FIELDS, r->len ? r->body : "{}",
+                                   r->len ? r->len : 2, (size_t)d->cfg.body_max_bytes, &b, &present,
+                                   field, &err);
     if (rc != SN_OK) {
         *ret = bad_body(d, r, rc, field, &err);
         return false;
@@ -235,8 +234,10 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
                              names[i], lists[i], gpus - 1);
             return false;
         }
-    if (present & (1u << 5))
-        snd_sched_procs_report(d, s, b.busy_gpus);
+    if (present & (1u << 5)) {
+        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PROCS, .id = s, .text = b.busy_gpus};
+        snd_apply_queued(d, &ev);
+    }
     struct agent_node *n = &ag.nodes[s];
     n->heartbeat_s = snd_now_s();
     n->interval_ms = b.interval_ms;
@@ -262,16 +263,14 @@ static json_t *agent_json(struct snd *d, uint32_t s)
     const struct agent_node *n = &ag.nodes[s];
     char name[64];
     sn_model_server_name(d->model, s, name, sizeof(name));
-    return json_pack("{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s}", "node",
-                     name,
-                     "state", agent_state(n, snd_now_s()), "heartbeat_s",
-                     (json_int_t)n->heartbeat_s, "interval_ms", (json_int_t)n->interval_ms,
-                     "heartbeats", (json_int_t)n->heartbeats, "backend", n->backend, "boot",
-                     n->boot, "first_seq", (json_int_t)n->first_seq, "last_seq",
-                     (json_int_t)n->last_seq, "batches", (json_int_t)n->batches, "duplicates",
-                     (json_int_t)n->duplicates, "gaps", (json_int_t)n->gaps, "samples",
-                     (json_int_t)n->samples, "running_jobs", (json_int_t)n->running_jobs,
-                     "address", n->address, "orphan_gpus", n->orphan_gpus);
+    return json_pack(
+        "{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s}", "node", name, "state",
+        agent_state(n, snd_now_s()), "heartbeat_s", (json_int_t)n->heartbeat_s, "interval_ms",
+        (json_int_t)n->interval_ms, "heartbeats", (json_int_t)n->heartbeats, "backend", n->backend,
+        "boot", n->boot, "first_seq", (json_int_t)n->first_seq, "last_seq", (json_int_t)n->last_seq,
+        "batches", (json_int_t)n->batches, "duplicates", (json_int_t)n->duplicates, "gaps",
+        (json_int_t)n->gaps, "samples", (json_int_t)n->samples, "running_jobs",
+        (json_int_t)n->running_jobs, "address", n->address, "orphan_gpus", n->orphan_gpus);
 }
 
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)
@@ -322,13 +321,13 @@ static const struct {
     const char *unit;
     double min, max;
 } unit_ranges[] = {
-    {"C", -60, 200},          /* GPU and memory temperature */
-    {"W", 0, 20000},          /* power draw and limit of one GPU or superchip */
-    {"J", 0, 1e18},           /* energy counter */
-    {"MHz", 0, 20000},        /* clocks */
+    {"C", -60, 200},              /* GPU and memory temperature */
+    {"W", 0, 20000},              /* power draw and limit of one GPU or superchip */
+    {"J", 0, 1e18},               /* energy counter */
+    {"MHz", 0, 20000},            /* clocks */
     {"B", 0, 1125899906842624.0}, /* memory: at most 1 PiB */
-    {"%", 0, 100},            /* utilisation, fan speed */
-    {"state", 0, 15},         /* P-state P0..P15 */
+    {"%", 0, 100},                /* utilisation, fan speed */
+    {"state", 0, 15},             /* P-state P0..P15 */
     {"bool", 0, 1},
     {"count", 0, 9007199254740992.0}, /* counters: within 2^53 (exact in JSON) */
     {"bitmask", 0, 9007199254740992.0},
@@ -516,10 +515,9 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
     *boot = snd_query(r, "boot");
     struct sn_error err = {0};
     if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
-        (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV &&
-         *f != SN_TELEM_FMT_FACILITY_CSV && *f != SN_TELEM_FMT_INTERRUPTS &&
-         *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG && *f != SN_TELEM_FMT_NCCL &&
-         *f != SN_TELEM_FMT_DCGMI_DIAG)) {
+        (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV && *f != SN_TELEM_FMT_FACILITY_CSV &&
+         *f != SN_TELEM_FMT_INTERRUPTS && *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG &&
+         *f != SN_TELEM_FMT_NCCL && *f != SN_TELEM_FMT_DCGMI_DIAG)) {
         *ret = snd_error(d, r, 400, "invalid_query", "format",
                          "format '%s': expected dcgm-exporter, nvidia-smi-csv, facility-csv, "
                          "proc-interrupts, sysfs, kernel-log, nccl-tests or dcgmi-diag",
@@ -675,11 +673,11 @@ static json_t *readings_json(const struct sn_telem_gpu *g)
 static json_t *findings_json(const struct snd *d, uint32_t gpu, const struct sn_telem_gpu *g)
 {
     json_t *a = json_array();
-    const struct snd_admin *adm = &d->gpus[gpu];
-    if (adm->state != SND_ADMIN_UP)
+    const struct sn_control_admin *adm = &d->ctl->gpus[gpu];
+    if (adm->state != SN_CONTROL_ADMIN_UP)
         json_array_append_new(
             a, json_pack("{s:s,s:s,s:s}", "kind", "admin", "severity", "warning", "message",
-                         adm->reason ? adm->reason : snd_admin_state_name(adm->state)));
+                         adm->reason ? adm->reason : sn_control_admin_state_name(adm->state)));
     if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
         json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "unreachable", "severity",
                                            "critical", "message", "the GPU is lost"));
@@ -711,10 +709,10 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
     uint32_t s = d->model->gpu_server[gpu];
     char node[64];
     sn_model_server_name(d->model, s, node, sizeof(node));
-    json_t *o =
-        json_pack("{s:s,s:I,s:s,s:s,s:s}", "name", r->params[0], "id", (json_int_t)gpu, "node",
-                  node, "state", snd_admin_state_name((enum snd_admin_state)d->gpus[gpu].state),
-                  "agent", agent_state(&ag.nodes[s], snd_now_s()));
+    json_t *o = json_pack(
+        "{s:s,s:I,s:s,s:s,s:s}", "name", r->params[0], "id", (json_int_t)gpu, "node", node, "state",
+        sn_control_admin_state_name((enum sn_control_admin_state)d->ctl->gpus[gpu].state), "agent",
+        agent_state(&ag.nodes[s], snd_now_s()));
     json_object_set_new(o, "metrics", readings_json(g));
     json_t *findings = findings_json(d, gpu, g), *health = snd_health_gpu_json(d, gpu);
     /* The engine's findings join the list the dashboard shows. */

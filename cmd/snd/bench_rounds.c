@@ -31,7 +31,6 @@
  */
 #include "agent.h"
 #include "http.h"
-#include "sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +101,8 @@ static void hold(struct snd *d, uint32_t s, bool on)
     if (!!rs.held[s] == on)
         return;
     rs.held[s] = on;
-    snd_sched_hold(d, s, on);
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_HOLD, .id = s, .on = on};
+    snd_apply_queued(d, &ev);
 }
 
 /* Releases every server of r that no unfinished item names (one pass
@@ -140,12 +140,12 @@ static bool idle(const struct snd *d, uint32_t s, char *why, size_t cap)
     uint32_t first = m->server_first_gpu[s], n = sn_model_server_spec(m, s)->gpus;
     char name[64];
     server_name(d, s, name, sizeof(name));
-    if (snd_sched_busy(d, first, n)) {
+    if (sn_control_busy(d->ctl, first, n)) {
         snprintf(why, cap, "waiting for the jobs on %s to finish", name);
         return false;
     }
     for (uint32_t g = first; g < first + n; g++)
-        if (snd_sched_gpu_draining(d, g)) {
+        if (sn_control_gpu_draining(d->ctl, g)) {
             snprintf(why, cap, "waiting for the job processes on %s to be gone", name);
             return false;
         }
@@ -191,7 +191,7 @@ static void advance(struct snd *d)
             uint32_t ends[2] = {it->a, it->b};
             bool down = false;
             for (int e = 0; e < 2 && !down; e++)
-                if (d->nodes[ends[e]].state == SND_ADMIN_DOWN) {
+                if (d->ctl->nodes[ends[e]].state == SN_CONTROL_ADMIN_DOWN) {
                     char msg[200];
                     snprintf(msg, sizeof(msg), "server %s is down",
                              server_name(d, ends[e], name, sizeof(name)));

@@ -80,13 +80,14 @@ enum MHD_Result snd_dashboard_asset(struct snd *d, struct snd_req *r)
 
 /* ---- the map ------------------------------------------------------------ */
 
-/* owner[g] = index into d->jobs + 1 of the running job holding GPU g. */
+/* owner[g] = index into d->ctl->jobs + 1 of the running job holding GPU g. */
 uint32_t *snd_dashboard_gpu_owners(const struct snd *d)
 {
     uint32_t *owner = calloc(d->model->n_gpus ? d->model->n_gpus : 1, sizeof(*owner));
-    for (int64_t i = 0; owner && i < d->n_jobs_cap; i++) {
-        const struct snd_job *j = d->jobs[i];
-        for (uint32_t k = 0; j && j->durable && j->state == SND_JOB_RUNNING && k < j->n_alloc; k++)
+    for (int64_t i = 0; owner && i < d->ctl->n_jobs_cap; i++) {
+        const struct sn_control_job *j = d->ctl->jobs[i];
+        for (uint32_t k = 0;
+             j && j->durable && j->state == SN_CONTROL_JOB_RUNNING && k < j->n_alloc; k++)
             if (j->alloc[k] < d->model->n_gpus)
                 owner[j->alloc[k]] = (uint32_t)i + 1;
     }
@@ -108,8 +109,8 @@ static json_t *supernode_tiles(struct snd *d, const uint32_t *owner, const struc
         uint32_t alloc = 0, not_up = 0, reporting = 0, warn = 0, crit = 0;
         for (uint32_t g = sn->first_gpu; g < sn->first_gpu + sn->n_gpus; g++) {
             alloc += owner[g] != 0;
-            not_up += d->gpus[g].state != SND_ADMIN_UP ||
-                      d->nodes[m->gpu_server[g]].state != SND_ADMIN_UP;
+            not_up += d->ctl->gpus[g].state != SN_CONTROL_ADMIN_UP ||
+                      d->ctl->nodes[m->gpu_server[g]].state != SN_CONTROL_ADMIN_UP;
             reporting += isfinite(reading(t, g, SN_METRIC_TEMP_GPU)) ||
                          isfinite(reading(t, g, SN_METRIC_UTIL_GPU));
             int h = snd_agent_gpu_health(d, g);
@@ -146,22 +147,23 @@ static json_t *supernode_detail(struct snd *d, struct snd_req *r, uint32_t s, co
         char name[64];
         int64_t age = snd_agent_heartbeat_age_s(d, v);
         json_array_append_new(
-            servers, json_pack("{s:s,s:s,s:I,s:I,s:I}", "name",
-                               sn_model_server_name(m, v, name, sizeof(name)), "state",
-                               snd_admin_state_name((enum snd_admin_state)d->nodes[v].state),
-                               "first_gpu", (json_int_t)m->server_first_gpu[v], "gpus",
-                               (json_int_t)sn_model_server_spec(m, v)->gpus, "heartbeat_age_s",
-                               (json_int_t)age));
+            servers,
+            json_pack(
+                "{s:s,s:s,s:I,s:I,s:I}", "name", sn_model_server_name(m, v, name, sizeof(name)),
+                "state",
+                sn_control_admin_state_name((enum sn_control_admin_state)d->ctl->nodes[v].state),
+                "first_gpu", (json_int_t)m->server_first_gpu[v], "gpus",
+                (json_int_t)sn_model_server_spec(m, v)->gpus, "heartbeat_age_s", (json_int_t)age));
     }
     bool admin = snd_is_admin(r);
     for (uint32_t g = sn->first_gpu; g < sn->first_gpu + sn->n_gpus; g++) {
         char name[64];
         json_array_append_new(names, json_string(sn_model_gpu_name(m, g, name, sizeof(name))));
-        uint8_t st = d->gpus[g].state;
-        if (st == SND_ADMIN_UP)
-            st = d->nodes[m->gpu_server[g]].state;
+        uint8_t st = d->ctl->gpus[g].state;
+        if (st == SN_CONTROL_ADMIN_UP)
+            st = d->ctl->nodes[m->gpu_server[g]].state;
         json_array_append_new(state, json_integer(st));
-        const struct snd_job *j = owner[g] ? d->jobs[owner[g] - 1] : NULL;
+        const struct sn_control_job *j = owner[g] ? d->ctl->jobs[owner[g] - 1] : NULL;
         bool visible = j && (admin || strcmp(j->tenant, r->tok.subject) == 0);
         json_array_append_new(job, json_integer(j ? (visible ? j->id : -1) : 0));
         json_int_t ti = -1;
@@ -262,7 +264,7 @@ static void sample_history(struct snd *d, const uint32_t *owner)
             reporting++;
         }
     }
-    double goodput = snd_goodput(d, now);
+    double goodput = sn_control_goodput(d->ctl, now);
     dash.hist[dash.next_hist] = (struct history_point){
         .time_s = now,
         .allocated_fraction = d->model->n_gpus ? (double)alloc / d->model->n_gpus : 0,
@@ -278,21 +280,20 @@ static json_t *queue_json(struct snd *d, struct snd_req *r)
 {
     json_t *q = json_array();
     bool admin = snd_is_admin(r);
-    for (int64_t i = 0; i < d->n_jobs_cap && json_array_size(q) < QUEUE_MAX; i++) {
-        const struct snd_job *j = d->jobs[i];
-        if (!j || !j->durable || j->state != SND_JOB_PENDING)
+    for (int64_t i = 0; i < d->ctl->n_jobs_cap && json_array_size(q) < QUEUE_MAX; i++) {
+        const struct sn_control_job *j = d->ctl->jobs[i];
+        if (!j || !j->durable || j->state != SN_CONTROL_JOB_PENDING)
             continue;
         if (!admin && strcmp(j->tenant, r->tok.subject) != 0)
             continue;
-        json_t *full = snd_job_json(d, j);
-        json_array_append_new(q,
-                              json_pack("{s:I,s:O,s:s,s:O,s:O,s:I,s:O?,s:O?}", "id",
-                                        (json_int_t)j->id, "name", json_object_get(full, "name"),
-                                        "tenant", j->tenant, "gpus", json_object_get(full, "gpus"),
-                                        "pending_reason", json_object_get(full, "pending_reason"),
-                                        "submit_time_s", (json_int_t)j->submit_s, "shape",
-                                        json_object_get(full, "shape"), "pending_detail",
-                                        json_object_get(full, "pending_detail")));
+        json_t *full = sn_control_job_json(d->ctl, j);
+        json_array_append_new(
+            q, json_pack("{s:I,s:O,s:s,s:O,s:O,s:I,s:O?,s:O?}", "id", (json_int_t)j->id, "name",
+                         json_object_get(full, "name"), "tenant", j->tenant, "gpus",
+                         json_object_get(full, "gpus"), "pending_reason",
+                         json_object_get(full, "pending_reason"), "submit_time_s",
+                         (json_int_t)j->submit_s, "shape", json_object_get(full, "shape"),
+                         "pending_detail", json_object_get(full, "pending_detail")));
         json_decref(full);
     }
     return q;
@@ -305,7 +306,7 @@ static json_t *events_json(struct snd *d, struct snd_req *r)
     for (uint32_t k = 0; k < dash.n_events; k++) {
         const struct event_entry *e =
             &dash.events[(dash.next_event + EVENTS_KEEP - 1 - k) % EVENTS_KEEP];
-        const struct snd_job *j = snd_job_get(d, e->job_id);
+        const struct sn_control_job *j = sn_control_job_get(d->ctl, e->job_id);
         if (!admin && (!j || strcmp(j->tenant, r->tok.subject) != 0))
             continue;
         json_array_append_new(a, json_pack("{s:I,s:I,s:I,s:s,s:s}", "seq", (json_int_t)e->seq,
@@ -322,10 +323,9 @@ static json_t *history_json(void)
     for (uint32_t k = 0; k < dash.n_hist; k++) {
         const struct history_point *p =
             &dash.hist[(dash.next_hist + HISTORY_MAX - dash.n_hist + k) % HISTORY_MAX];
-        json_array_append_new(a, json_pack("{s:I,s:f,s:o,s:o,s:I}", "time_s",
-                                           (json_int_t)p->time_s, "allocated_fraction",
-                                           p->allocated_fraction, "util_mean_pct",
-                                           num_or_null(p->util_mean), "goodput",
+        json_array_append_new(a, json_pack("{s:I,s:f,s:o,s:o,s:I}", "time_s", (json_int_t)p->time_s,
+                                           "allocated_fraction", p->allocated_fraction,
+                                           "util_mean_pct", num_or_null(p->util_mean), "goodput",
                                            num_or_null(p->goodput), "reporting",
                                            (json_int_t)p->reporting));
     }
@@ -344,9 +344,9 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
         alloc += owner[g] != 0;
     free(owner);
     json_t *jobs = json_object();
-    for (int s = 0; s < SND_JOB_STATE_COUNT; s++)
-        json_object_set_new(jobs, snd_job_state_name((enum snd_job_state)s),
-                            json_integer((json_int_t)d->jobs_by_state[s]));
+    for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
+        json_object_set_new(jobs, sn_control_job_state_name((enum sn_control_job_state)s),
+                            json_integer((json_int_t)d->ctl->jobs_by_state[s]));
     uint32_t up, down;
     snd_agent_counts(d, &up, &down);
     return snd_reply(d, r, 200,
@@ -355,6 +355,7 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
                                (json_int_t)alloc, "jobs", jobs, "agents", "up", (json_int_t)up,
                                "down", (json_int_t)down, "queue", queue_json(d, r), "events",
                                events_json(d, r), "history", history_json(), "scheduler_connected",
-                               d->sched != NULL, "gpu_history_bytes",
-                               (json_int_t)snd_dashboard_history_bytes(), "fence", snd_partition_json(d)));
+                               d->ctl->sched != NULL, "gpu_history_bytes",
+                               (json_int_t)snd_dashboard_history_bytes(), "fence",
+                               sn_control_partition_json(d->ctl)));
 }

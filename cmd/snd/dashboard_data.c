@@ -37,9 +37,9 @@ static struct sn_gpu_history *history;
  * cannot be. */
 static struct sn_gpu_history *gpu_history(struct snd *d)
 {
-    if (!history && sn_gpu_history_new(d->model->n_gpus, (uint32_t)d->cfg.gpu_history_samples,
-                                       (uint32_t)d->cfg.gpu_history_step_s, &history,
-                                       NULL) != SN_OK)
+    if (!history &&
+        sn_gpu_history_new(d->model->n_gpus, (uint32_t)d->cfg.gpu_history_samples,
+                           (uint32_t)d->cfg.gpu_history_step_s, &history, NULL) != SN_OK)
         history = NULL;
     return history;
 }
@@ -182,8 +182,9 @@ enum MHD_Result snd_dashboard_layout(struct snd *d, struct snd_req *r)
     put_string(f, d->spec->name);
     fprintf(f, ",\"gpus\":%u,\"servers\":%u,\"supernode_count\":%u,\"state_names\":[", m->n_gpus,
             m->n_servers, m->n_supernodes);
-    for (int s = 0; s < SND_ADMIN_STATE_COUNT; s++)
-        fprintf(f, "%s\"%s\"", s ? "," : "", snd_admin_state_name((enum snd_admin_state)s));
+    for (int s = 0; s < SN_CONTROL_ADMIN_STATE_COUNT; s++)
+        fprintf(f, "%s\"%s\"", s ? "," : "",
+                sn_control_admin_state_name((enum sn_control_admin_state)s));
     fprintf(f, "],\"gpu_name\":\"<server>-gpu<index>\",\"pods\":{\"count\":%u,\"of_supernode\":[",
             n_pods);
     for (uint32_t s = 0; s < m->n_supernodes; s++)
@@ -223,12 +224,14 @@ static const struct {
     double scale; /* to the unit shown */
     const char *unit;
 } metrics[] = {
-    {"temp", SN_METRIC_TEMP_GPU, 1, "C"},       {"power", SN_METRIC_POWER, 1, "W"},
-    {"util", SN_METRIC_UTIL_GPU, 1, "%"},       {"clock", SN_METRIC_CLOCK_SM, 1, "MHz"},
+    {"temp", SN_METRIC_TEMP_GPU, 1, "C"},
+    {"power", SN_METRIC_POWER, 1, "W"},
+    {"util", SN_METRIC_UTIL_GPU, 1, "%"},
+    {"clock", SN_METRIC_CLOCK_SM, 1, "MHz"},
     {"mem", SN_METRIC_MEM_USED, 1.0 / 1073741824.0, "GiB"},
 };
 
-static bool visible(const struct snd_req *r, bool admin, const struct snd_job *j)
+static bool visible(const struct snd_req *r, bool admin, const struct sn_control_job *j)
 {
     return j && (admin || strcmp(j->tenant, r->tok.subject) == 0);
 }
@@ -255,14 +258,14 @@ enum MHD_Result snd_dashboard_gpus(struct snd *d, struct snd_req *r)
     FILE *f = t.f;
     fprintf(f, "{\"gpus\":%u,\"time_s\":%lld,\"state\":[", m->n_gpus, (long long)snd_now_s());
     for (uint32_t g = 0; g < m->n_gpus; g++) {
-        uint8_t st = d->gpus[g].state;
-        if (st == SND_ADMIN_UP)
-            st = d->nodes[m->gpu_server[g]].state;
+        uint8_t st = d->ctl->gpus[g].state;
+        if (st == SN_CONTROL_ADMIN_UP)
+            st = d->ctl->nodes[m->gpu_server[g]].state;
         fprintf(f, g ? ",%u" : "%u", st);
     }
     fputs("],\"job\":[", f);
     for (uint32_t g = 0; g < m->n_gpus; g++) {
-        const struct snd_job *j = owner[g] ? d->jobs[owner[g] - 1] : NULL;
+        const struct sn_control_job *j = owner[g] ? d->ctl->jobs[owner[g] - 1] : NULL;
         long long id = j ? (visible(r, admin, j) ? (long long)j->id : -1) : 0;
         fprintf(f, g ? ",%lld" : "%lld", id);
     }
@@ -287,9 +290,9 @@ enum MHD_Result snd_dashboard_gpus(struct snd *d, struct snd_req *r)
     /* The jobs on the map that this token may see, by id. */
     fputs(",\"jobs\":{", f);
     bool first = true;
-    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
-        const struct snd_job *j = d->jobs[i];
-        if (!j || !j->durable || j->state != SND_JOB_RUNNING || !visible(r, admin, j))
+    for (int64_t i = 0; i < d->ctl->n_jobs_cap; i++) {
+        const struct sn_control_job *j = d->ctl->jobs[i];
+        if (!j || !j->durable || j->state != SN_CONTROL_JOB_RUNNING || !visible(r, admin, j))
             continue;
         const char *name = json_string_value(json_object_get(j->spec, "name"));
         fprintf(f, "%s\"%lld\":{\"name\":", first ? "" : ",", (long long)j->id);
@@ -324,7 +327,7 @@ enum MHD_Result snd_dashboard_gpu_history(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     }
     uint32_t n = sn_gpu_history_read(h, gpu, times, vals, cap);
-    const struct snd_job *j = owner[gpu] ? d->jobs[owner[gpu] - 1] : NULL;
+    const struct sn_control_job *j = owner[gpu] ? d->ctl->jobs[owner[gpu] - 1] : NULL;
     bool see = visible(r, snd_is_admin(r), j);
     char node[64];
     json_t *series = json_object(), *t = json_array();
@@ -337,11 +340,10 @@ enum MHD_Result snd_dashboard_gpu_history(struct snd *d, struct snd_req *r)
                                                           : json_null());
         json_object_set_new(series, sn_gpu_history_metric_key((enum sn_gpu_history_metric)k), a);
     }
-    json_t *o = json_pack(
-        "{s:s,s:s,s:I,s:I,s:o,s:o}", "gpu", r->params[0], "node",
-        sn_model_server_name(m, m->gpu_server[gpu], node, sizeof(node)), "step_s",
-        (json_int_t)sn_gpu_history_step_s(h), "capacity", (json_int_t)cap, "time_s", t, "series",
-        series);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:o,s:o}", "gpu", r->params[0], "node",
+                          sn_model_server_name(m, m->gpu_server[gpu], node, sizeof(node)), "step_s",
+                          (json_int_t)sn_gpu_history_step_s(h), "capacity", (json_int_t)cap,
+                          "time_s", t, "series", series);
     json_object_set_new(o, "job", j ? json_integer(see ? j->id : -1) : json_null());
     json_object_set_new(o, "tenant", j && see ? json_string(j->tenant) : json_null());
     const char *jname = j && see ? json_string_value(json_object_get(j->spec, "name")) : NULL;

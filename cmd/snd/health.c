@@ -132,31 +132,30 @@ static bool gone(enum sn_detector det)
 }
 
 /* Moves GPU g to state `to` as snd:health, with its row and audit entry. */
-static void act(struct snd *d, uint32_t g, enum snd_admin_state to, const char *reason)
+static void act(struct snd *d, uint32_t g, enum sn_control_admin_state to, const char *reason)
 {
     char name[64], action[48];
     sn_model_gpu_name(d->model, g, name, sizeof(name));
-    struct snd_admin *a = &d->gpus[g];
-    uint8_t old = a->state;
     int64_t now = snd_now_s();
-    snd_admin_set(a, to, reason, "snd:health", now);
-    snprintf(action, sizeof(action), "health %s gpu", to == SND_ADMIN_DOWN ? "fail" : "cordon");
-    struct sn_store_write w[2] = {
-        {.kind = SN_STORE_PUT_ADMIN,
-         .text = {"gpu", name, snd_admin_state_name(to), reason, "snd:health"},
-         .num = {now}},
-        {.kind = SN_STORE_ADD_AUDIT,
-         .text = {"snd:health", action, name, reason},
-         .num = {now, 200}},
-    };
-    snd_outbox_add(d, w, 2);
-    fprintf(stderr, "snd: health: %s %s: %s\n", to == SND_ADMIN_DOWN ? "failed" : "cordoned", name,
-            reason);
-    if (to == SND_ADMIN_DOWN)
+    snprintf(action, sizeof(action), "health %s gpu",
+             to == SN_CONTROL_ADMIN_DOWN ? "fail" : "cordon");
+    /* The admin row, then what it causes (requeues), then the audit entry. */
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
+                                  .id = g,
+                                  .admin = to,
+                                  .detail = reason,
+                                  .actor = "snd:health"};
+    snd_apply_queued(d, &ev);
+    struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
+                               .text = {"snd:health", action, name, reason},
+                               .num = {now, 200}};
+    snd_outbox_add(d, &w, 1);
+    fprintf(stderr, "snd: health: %s %s: %s\n", to == SN_CONTROL_ADMIN_DOWN ? "failed" : "cordoned",
+            name, reason);
+    if (to == SN_CONTROL_ADMIN_DOWN)
         hl.fails++;
     else
         hl.cordons++;
-    snd_sched_admin_changed(d, false, g, old);
 }
 
 /* A leak's power-off zone: every GPU of the rack goes down as snd:health
@@ -170,8 +169,9 @@ static void power_off_zone(struct snd *d, const struct sn_health_finding *f)
     snprintf(reason, sizeof(reason), "health: power-off-zone %s: %s: %.160s", rack,
              sn_detector_info(f->detector)->name, f->evidence);
     for (uint32_t g = 0; g < m->n_gpus; g++)
-        if (m->server_rack[m->gpu_server[g]] == f->id && d->gpus[g].state != SND_ADMIN_DOWN)
-            act(d, g, SND_ADMIN_DOWN, reason);
+        if (m->server_rack[m->gpu_server[g]] == f->id &&
+            d->ctl->gpus[g].state != SN_CONTROL_ADMIN_DOWN)
+            act(d, g, SN_CONTROL_ADMIN_DOWN, reason);
 }
 
 static void act_on(struct snd *d, const struct sn_health_report *rep)
@@ -184,24 +184,24 @@ static void act_on(struct snd *d, const struct sn_health_report *rep)
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||
-            d->gpus[f->gpu].state == SND_ADMIN_DOWN)
+            d->ctl->gpus[f->gpu].state == SN_CONTROL_ADMIN_DOWN)
             continue;
         char reason[256];
         snprintf(reason, sizeof(reason), "health: %s: %s", sn_detector_info(f->detector)->name,
                  f->evidence);
-        act(d, f->gpu, SND_ADMIN_DOWN, reason);
+        act(d, f->gpu, SN_CONTROL_ADMIN_DOWN, reason);
     }
     double below = (double)d->cfg.health_cordon_below;
     for (uint32_t g = 0; below > 0 && g < rep->n_gpus && g < m->n_gpus; g++) {
         const struct sn_health_score *s = &rep->gpus[g];
-        if (!(s->score < below) || d->gpus[g].state != SND_ADMIN_UP)
+        if (!(s->score < below) || d->ctl->gpus[g].state != SN_CONTROL_ADMIN_UP)
             continue;
         char reason[256];
         const struct sn_health_finding *f =
             s->reason < rep->n_findings ? &rep->findings[s->reason] : NULL;
         snprintf(reason, sizeof(reason), "health: score %.0f below %.0f%s%s%s", s->score, below,
                  f ? " (" : "", f ? sn_detector_info(f->detector)->name : "", f ? ")" : "");
-        act(d, g, SND_ADMIN_CORDONED, reason);
+        act(d, g, SN_CONTROL_ADMIN_CORDONED, reason);
     }
 }
 

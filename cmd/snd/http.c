@@ -194,6 +194,13 @@ int64_t snd_now_s(void)
     return (int64_t)ts.tv_sec;
 }
 
+int64_t snd_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t snd_now_ms(void)
 {
     struct timespec ts;
@@ -278,11 +285,10 @@ static void audit_fill(struct sn_store_write *w, const struct snd_req *r, int st
                        const char *target, const char *detail, char *action, size_t len)
 {
     snprintf(action, len, "%s %s", r->method, r->url);
-    *w = (struct sn_store_write){
-        .kind = SN_STORE_ADD_AUDIT,
-        .text = {r->actor, action, target ? target : "", detail ? detail : "", r->source,
-                 r->token_id},
-        .num = {snd_now_s(), status}};
+    *w = (struct sn_store_write){.kind = SN_STORE_ADD_AUDIT,
+                                 .text = {r->actor, action, target ? target : "",
+                                          detail ? detail : "", r->source, r->token_id},
+                                 .num = {snd_now_s(), status}};
 }
 
 static void audit_done(void *ctx, enum sn_err rc)
@@ -344,6 +350,28 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
         MHD_resume_connection(r->conn);
     }
     return MHD_YES;
+}
+
+enum MHD_Result snd_commit_event(struct snd *d, struct snd_req *r,
+                                 const struct sn_control_event *ev, const char *target,
+                                 snd_complete_fn complete)
+{
+    struct sn_effects fx;
+    struct sn_error err = {0};
+    sn_effects_init(&fx);
+    enum sn_err rc = snd_apply(d, ev, 1, &fx, &err);
+    enum MHD_Result ret;
+    if (rc == SN_ERR_INVALID)
+        ret = snd_error(d, r, 409, "invalid_transition", "state", "%s", err.message);
+    else if (rc == SN_ERR_NOTFOUND)
+        ret = snd_error(d, r, 404, "not_found", NULL, "%s", err.message);
+    else if (rc != SN_OK || fx.n_batches != 1)
+        ret = snd_error(d, r, 500, "internal", NULL, "%s",
+                        rc != SN_OK ? err.message : "the event made no rows");
+    else
+        ret = snd_commit(d, r, fx.batches[0].rows, fx.batches[0].n, target, complete);
+    sn_effects_free(&fx);
+    return ret;
 }
 
 enum MHD_Result snd_refusal_done(struct snd *d, struct snd_req *r)
@@ -1009,9 +1037,8 @@ void snd_http_run(int64_t wait_ms)
         if (!listeners[i].mhd)
             continue;
         MHD_run(listeners[i].mhd);
-        for (int k = 0; k < 8 && MHD_get_timeout(listeners[i].mhd, &mhd_ms) == MHD_YES &&
-                        mhd_ms == 0;
-             k++)
+        for (int k = 0;
+             k < 8 && MHD_get_timeout(listeners[i].mhd, &mhd_ms) == MHD_YES && mhd_ms == 0; k++)
             MHD_run(listeners[i].mhd);
     }
     if (listeners[L_API].d)

@@ -27,9 +27,9 @@ struct snd_req {
     bool committed; /* rows (with its audit entry) were queued for it */
     enum snd_phase phase;
     struct sn_token tok;
-    char actor[80]; /* "admin:admin", "tenant:acme", "anonymous" */
-    char source[64];                  /* the client's IP address, for the audit log */
-    char token_id[SN_AUTH_ID_MAX];    /* the presented token's id, even when refused ("" none) */
+    char actor[80];                /* "admin:admin", "tenant:acme", "anonymous" */
+    char source[64];               /* the client's IP address, for the audit log */
+    char token_id[SN_AUTH_ID_MAX]; /* the presented token's id, even when refused ("" none) */
     char params[SND_MAX_PARAMS][128];
     /* Filled before a store submission, read after it commits. */
     snd_complete_fn complete;
@@ -62,6 +62,14 @@ enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const ch
 
 /* Queues rows (the audit row of r is added) and suspends the connection;
  * complete(d, r) runs on the state thread once they commit (r->store_rc). */
+/* Applies a request's event to the control (outbox.c: snd_apply) and
+ * commits its first effect batch (the request's own rows) with the answer,
+ * as snd_commit(); the rest follows through the outbox. A refused event is
+ * answered 409 (invalid), 404 (not found) or 500 with the control's
+ * message. */
+enum MHD_Result snd_commit_event(struct snd *d, struct snd_req *r,
+                                 const struct sn_control_event *ev, const char *target,
+                                 snd_complete_fn complete);
 enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_write *rows, size_t n,
                            const char *target, snd_complete_fn complete);
 /* Answers status with an error body after its audit entry (with detail)
@@ -83,8 +91,8 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r);
 
 /* routes.c: ends job j in state to now (scheduler, GPUs, rows with an
  * event), answering r through complete once durable. */
-enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
-                            enum snd_job_state to, const char *event, const char *detail,
+enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct sn_control_job *j,
+                            enum sn_control_job_state to, const char *event, const char *detail,
                             snd_complete_fn complete);
 
 /* routes_agent.c: the routes node agents call. */
@@ -105,7 +113,7 @@ enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r);
  * is the job's checkpoints or progress), which fills r->tok as the job's
  * tenant with jobs:write, or answers 401/403/429 in *ret. */
 #define SND_JOB_TOKEN_MAX 112
-bool snd_job_token(const struct snd *d, const struct snd_job *j, char *out, size_t len);
+bool snd_job_token(const struct snd *d, const struct sn_control_job *j, char *out, size_t len);
 bool snd_job_token_presented(const struct snd_req *r);
 bool snd_job_token_authenticate(struct snd *d, struct snd_req *r, bool job_route,
                                 enum MHD_Result *ret);

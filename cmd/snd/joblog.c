@@ -178,12 +178,12 @@ static bool query_int(struct snd_req *r, const char *name, int64_t min, int64_t 
 }
 
 /* The job's ranks in its current or last run. */
-static uint32_t job_ranks(const struct snd_job *j)
+static uint32_t job_ranks(const struct sn_control_job *j)
 {
     return j->n_alloc ? j->n_alloc : j->n_last_alloc;
 }
 
-static const uint32_t *job_gpus(const struct snd_job *j)
+static const uint32_t *job_gpus(const struct sn_control_job *j)
 {
     return j->n_alloc ? j->alloc : j->last_alloc;
 }
@@ -192,7 +192,7 @@ enum MHD_Result snd_post_job_log(struct snd *d, struct snd_req *r)
 {
     char *end = NULL;
     long long id = strtoll(r->params[0], &end, 10);
-    struct snd_job *j = *end ? NULL : snd_job_get(d, id);
+    struct sn_control_job *j = *end ? NULL : sn_control_job_get(d->ctl, id);
     if (!j || !j->durable)
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
     int64_t rank = 0, run = 0, off = 0;
@@ -230,7 +230,7 @@ enum MHD_Result snd_post_job_log(struct snd *d, struct snd_req *r)
                      json_pack("{s:I}", "next", (json_int_t)(l->start_off + (int64_t)l->len)));
 }
 
-enum MHD_Result snd_get_job_log(struct snd *d, struct snd_req *r, struct snd_job *j)
+enum MHD_Result snd_get_job_log(struct snd *d, struct snd_req *r, struct sn_control_job *j)
 {
     int64_t rank = 0, off = 0, limit = 65536;
     uint32_t n = job_ranks(j);

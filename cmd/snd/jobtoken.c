@@ -28,7 +28,8 @@
 
 #define PREFIX "snj1."
 
-static bool mac_hex(const uint8_t key[SN_AUTH_KEY_BYTES], const struct snd_job *j, char out[65])
+static bool mac_hex(const uint8_t key[SN_AUTH_KEY_BYTES], const struct sn_control_job *j,
+                    char out[65])
 {
     char msg[128];
     int n = snprintf(msg, sizeof(msg), "sn-job-token:v1:%lld:%u:%lld", (long long)j->id,
@@ -45,11 +46,11 @@ static bool mac_hex(const uint8_t key[SN_AUTH_KEY_BYTES], const struct snd_job *
     return true;
 }
 
-bool snd_job_token(const struct snd *d, const struct snd_job *j, char *out, size_t len)
+bool snd_job_token(const struct snd *d, const struct sn_control_job *j, char *out, size_t len)
 {
     char hex[65];
     const struct sn_auth_key *k = &d->ring.keys[0]; /* the current key signs */
-    if (j->state != SND_JOB_RUNNING || !mac_hex(k->key, j, hex))
+    if (j->state != SN_CONTROL_JOB_RUNNING || !mac_hex(k->key, j, hex))
         return false;
     int n = snprintf(out, len, PREFIX "%u.%lld.%u.%s", (unsigned)k->kid, (long long)j->id,
                      j->requeues, hex);
@@ -89,16 +90,16 @@ bool snd_job_token_authenticate(struct snd *d, struct snd_req *r, bool job_route
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization") + 7;
     long long kid = 0, id = 0, run = 0;
     const char *hex = NULL;
-    struct snd_job *j = NULL;
+    struct sn_control_job *j = NULL;
     const struct sn_auth_key *key = NULL;
     struct sn_error kerr = {0};
     char want[65];
     if (parse(h + strlen(PREFIX), &kid, &id, &run, &hex) &&
-        sn_auth_ring_key(&d->ring, (uint32_t)kid, snd_now_s(), d->cfg.key_overlap_s, &key,
-                         &kerr) == SN_OK)
-        j = snd_job_get(d, id);
+        sn_auth_ring_key(&d->ring, (uint32_t)kid, snd_now_s(), d->cfg.key_overlap_s, &key, &kerr) ==
+            SN_OK)
+        j = sn_control_job_get(d->ctl, id);
     snprintf(r->actor, sizeof(r->actor), "job:%lld", id);
-    bool valid = j && key && j->state == SND_JOB_RUNNING && (long long)j->requeues == run &&
+    bool valid = j && key && j->state == SN_CONTROL_JOB_RUNNING && (long long)j->requeues == run &&
                  mac_hex(key->key, j, want) && CRYPTO_memcmp(want, hex, 64) == 0;
     if (!valid) {
         int64_t wait_ms = snd_refusals_charge(d, r->source, snd_now_ms());

@@ -35,8 +35,8 @@ struct snd_ha {
     uint32_t step_ms;
     atomic_bool stopping, leading, lost;
     _Atomic int64_t epoch;
-    pthread_mutex_t lock; /* guards holder and why */
-    char holder[SN_CONF_STRING_MAX]; /* the live leader's URL, "" when none */
+    pthread_mutex_t lock;                              /* guards holder and why */
+    char holder[SN_CONF_STRING_MAX];                   /* the live leader's URL, "" when none */
     char why[sizeof(((struct sn_error *)0)->message)]; /* why leadership was lost */
     /* state thread only */
     uint64_t takeovers;
@@ -112,9 +112,9 @@ static int take_over(struct snd *d, struct snd_ha *ha, struct sn_error *err)
     sn_store_pg_set_epoch(d->store, epoch);
     enum sn_err rc = snd_state_load(d, err);
     if (rc == SN_OK)
-        rc = snd_state_verify(d, err);
+        rc = sn_control_verify(d->ctl, err);
     if (rc == SN_OK)
-        rc = snd_sched_start(d, err);
+        rc = snd_control_start(d, err);
     if (rc == SN_ERR_INTERNAL) {
         char why[sizeof(err->message)];
         snprintf(why, sizeof(why), "%s", err->message);
@@ -128,8 +128,8 @@ static int take_over(struct snd *d, struct snd_ha *ha, struct sn_error *err)
     ha->takeovers++;
     ha->restore_ms = snd_now_ms() - t0;
     uint64_t live = 0;
-    for (int s = 0; s < SND_JOB_STATE_COUNT; s++)
-        live += d->jobs_by_state[s];
+    for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
+        live += d->ctl->jobs_by_state[s];
     fprintf(stderr,
             "snd: leader at epoch %lld: restored %llu jobs and verified in %lld ms; serving\n",
             (long long)epoch, (unsigned long long)live, (long long)ha->restore_ms);
@@ -179,8 +179,9 @@ enum MHD_Result snd_ha_redirect(struct snd *d, struct snd_req *r)
         snprintf(location, sizeof(location), "%s%s", holder, r->url);
         snprintf(msg, sizeof(msg), "this snd is a standby; the leader is %s", holder);
     } else {
-        snprintf(msg, sizeof(msg), "this snd is a standby and no leader holds a live lease; "
-                                   "retry (a takeover is under way)");
+        snprintf(msg, sizeof(msg),
+                 "this snd is a standby and no leader holds a live lease; "
+                 "retry (a takeover is under way)");
     }
     json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", known ? "standby" : "no_leader",
                           "message", msg);

@@ -157,8 +157,8 @@ static const struct sn_conf_key config_keys[] = {
      "scontrol: mirror node and GPU cordons, drains and failures to Slurm (drain/down with "
      "Reason=\"sn: snd ...\") and read Slurm's drains back as cordons by actor slurm (empty: "
      "off; slurmrestd is not implemented)"},
-    {"slurm_mirror_interval_ms", SN_CONF_INT, "10000", 100, 3600000,
-     C(slurm_mirror_interval_ms), "the Slurm mirror reads and reconciles every node this often"},
+    {"slurm_mirror_interval_ms", SN_CONF_INT, "10000", 100, 3600000, C(slurm_mirror_interval_ms),
+     "the Slurm mirror reads and reconciles every node this often"},
     {"slurm_scontrol", SN_CONF_STRING, "scontrol", 1, 255, C(slurm_scontrol),
      "the scontrol the Slurm mirror runs (a path, or a name looked up in PATH)"},
     {"health_round_timeout_s", SN_CONF_INT, "3600", 10, 86400, C(health_round_timeout_s),
@@ -504,9 +504,9 @@ static int open_state(struct snd *d, const char *dir, bool init, struct sn_error
     if (rc == SN_OK)
         rc = snd_revocations_reconcile(d, err);
     if (rc == SN_OK)
-        rc = snd_state_verify(d, err);
+        rc = sn_control_verify(d->ctl, err);
     if (rc == SN_OK)
-        rc = snd_sched_start(d, err);
+        rc = snd_control_start(d, err);
     if (rc == SN_ERR_INTERNAL) {
         char why[sizeof(err->message)];
         snprintf(why, sizeof(why), "%s", err->message);
@@ -547,7 +547,7 @@ static int serve(struct snd *d, const sigset_t *set)
         }
         int64_t wait_ms = 50; /* a standby only answers and watches the election */
         if (!d->standby) {
-            wait_ms = snd_sched_tick(d);
+            wait_ms = snd_tick(d);
             int64_t health_ms = snd_health_tick(d);
             wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
             int64_t slurm_ms = snd_slurm_mirror_tick(d);
@@ -658,9 +658,9 @@ int main(int argc, char **argv)
                                                                                               : 2;
     } else {
         uint16_t agent_port = snd_http_agent_port();
-        fprintf(stderr, "snd: serving %s (%u GPUs) on %s%s (port %u), state in %s%s\n",
-                spec->name, model->n_gpus, d.cfg.tls_cert[0] ? "https://" : "http://",
-                d.cfg.listen, port, d.standby ? "PostgreSQL" : a.state,
+        fprintf(stderr, "snd: serving %s (%u GPUs) on %s%s (port %u), state in %s%s\n", spec->name,
+                model->n_gpus, d.cfg.tls_cert[0] ? "https://" : "http://", d.cfg.listen, port,
+                d.standby ? "PostgreSQL" : a.state,
                 d.standby ? " (standby until elected leader)" : "");
         if (agent_port)
             fprintf(stderr, "snd: agents on %s%s (port %u)\n",
@@ -678,7 +678,7 @@ int main(int argc, char **argv)
     }
     stop(&d);
     snd_slurm_mirror_stop();
-    snd_sched_stop(&d);
+    snd_control_stop(&d);
     snd_job_logs_free();
     snd_rounds_free();
     snd_state_free(&d);

@@ -61,28 +61,31 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
         return snd_reply_text(d, r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf);
     }
     family(&o, "sn_jobs", "gauge", "Jobs by state.");
-    for (int s = 0; s < SND_JOB_STATE_COUNT; s++)
-        put(&o, "sn_jobs{state=\"%s\"} %llu\n", snd_job_state_name((enum snd_job_state)s),
-            (unsigned long long)d->jobs_by_state[s]);
-    uint64_t nodes[SND_ADMIN_STATE_COUNT] = {0}, gpus[SND_ADMIN_STATE_COUNT] = {0};
+    for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
+        put(&o, "sn_jobs{state=\"%s\"} %llu\n",
+            sn_control_job_state_name((enum sn_control_job_state)s),
+            (unsigned long long)d->ctl->jobs_by_state[s]);
+    uint64_t nodes[SN_CONTROL_ADMIN_STATE_COUNT] = {0}, gpus[SN_CONTROL_ADMIN_STATE_COUNT] = {0};
     for (uint32_t i = 0; i < d->model->n_servers; i++)
-        nodes[d->nodes[i].state]++;
+        nodes[d->ctl->nodes[i].state]++;
     for (uint32_t i = 0; i < d->model->n_gpus; i++)
-        gpus[d->gpus[i].state]++;
+        gpus[d->ctl->gpus[i].state]++;
     family(&o, "sn_nodes", "gauge", "Servers by admin state.");
-    for (int s = 0; s < SND_ADMIN_STATE_COUNT; s++)
-        put(&o, "sn_nodes{state=\"%s\"} %llu\n", snd_admin_state_name((enum snd_admin_state)s),
+    for (int s = 0; s < SN_CONTROL_ADMIN_STATE_COUNT; s++)
+        put(&o, "sn_nodes{state=\"%s\"} %llu\n",
+            sn_control_admin_state_name((enum sn_control_admin_state)s),
             (unsigned long long)nodes[s]);
     family(&o, "sn_gpus", "gauge", "GPUs by admin state (their own, not their server's).");
-    for (int s = 0; s < SND_ADMIN_STATE_COUNT; s++)
-        put(&o, "sn_gpus{state=\"%s\"} %llu\n", snd_admin_state_name((enum snd_admin_state)s),
+    for (int s = 0; s < SN_CONTROL_ADMIN_STATE_COUNT; s++)
+        put(&o, "sn_gpus{state=\"%s\"} %llu\n",
+            sn_control_admin_state_name((enum sn_control_admin_state)s),
             (unsigned long long)gpus[s]);
     uint64_t reasons[SN_PENDING_REASON_COUNT] = {0};
     uint32_t n_pending = 0;
-    const uint32_t *pending = sn_sched_pending(d->sched, &n_pending);
+    const uint32_t *pending = sn_sched_pending(d->ctl->sched, &n_pending);
     for (uint32_t i = 0; i < n_pending; i++) {
         struct sn_job_info info;
-        sn_sched_job_info(d->sched, pending[i], &info);
+        sn_sched_job_info(d->ctl->sched, pending[i], &info);
         reasons[info.reason]++;
     }
     family(&o, "sn_jobs_pending_reason", "gauge",
@@ -91,7 +94,7 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
         put(&o, "sn_jobs_pending_reason{reason=\"%s\"} %llu\n",
             sn_pending_reason_name((enum sn_pending_reason)i), (unsigned long long)reasons[i]);
     struct sn_sched_stats ss;
-    sn_sched_stats(d->sched, &ss);
+    sn_sched_stats(d->ctl->sched, &ss);
     family(&o, "sn_gpus_scheduler", "gauge",
            "GPUs by scheduler state: allocated, free (usable), down (failed), cordoned (free).");
     put(&o, "sn_gpus_scheduler{state=\"allocated\"} %u\n", ss.gpus_busy);
@@ -110,7 +113,7 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
                 (unsigned long long)cum);
     }
     put(&o, "sn_scheduler_cycle_seconds_sum %.9f\n", d->cycle_sum_s);
-    put(&o, "sn_scheduler_cycle_seconds_count %llu\n", (unsigned long long)d->passes);
+    put(&o, "sn_scheduler_cycle_seconds_count %llu\n", (unsigned long long)d->ctl->passes);
     family(&o, "sn_scheduler_placements_total", "counter", "Jobs started by the scheduler.");
     put(&o, "sn_scheduler_placements_total %llu\n", (unsigned long long)ss.placements);
     family(&o, "sn_scheduler_interruptions_total", "counter",
@@ -165,7 +168,7 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     family(&o, "sn_revocation_generation", "counter",
            "Generation of the revocation list beside the key (one per revocation).");
     put(&o, "sn_revocation_generation %llu\n", (unsigned long long)d->revocation_generation);
-    double goodput = snd_goodput(d, snd_now_s());
+    double goodput = sn_control_goodput(d->ctl, snd_now_s());
     family(&o, "sn_goodput_ratio", "gauge",
            "Goodput since start: 1 - lost / allocated GPU-seconds (absent before any run).");
     if (!isnan(goodput))
@@ -175,12 +178,12 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     put(&o, "snd_gpu_history_bytes %zu\n", snd_dashboard_history_bytes());
     family(&o, "sn_partition_fenced", "gauge",
            "1 while snd is fenced: too many servers went silent at once, nothing is evicted.");
-    put(&o, "sn_partition_fenced %d\n", d->fenced ? 1 : 0);
+    put(&o, "sn_partition_fenced %d\n", d->ctl->fenced ? 1 : 0);
     family(&o, "sn_partition_silent_nodes", "gauge",
            "Servers silent past the heartbeat timeout, not declared down.");
-    put(&o, "sn_partition_silent_nodes %u\n", d->n_silent);
+    put(&o, "sn_partition_silent_nodes %u\n", d->ctl->n_silent);
     family(&o, "sn_partition_fences_total", "counter", "Times snd entered the fenced state.");
-    put(&o, "sn_partition_fences_total %llu\n", (unsigned long long)d->fences_total);
+    put(&o, "sn_partition_fences_total %llu\n", (unsigned long long)d->ctl->fences_total);
     char *agents = snd_agent_metrics_text(d);
     if (agents)
         put(&o, "%s", agents);

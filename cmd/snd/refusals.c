@@ -25,9 +25,9 @@ struct refusal_slot {
     char source[64]; /* "" when free */
     double tokens;
     int64_t last_ms;
-    uint64_t suppressed;  /* refusals answered 429 since window_ms, not yet audited */
-    int64_t window_ms;    /* when the first of them came */
-    int64_t window_s;     /* the same, wall clock, for the audit row */
+    uint64_t suppressed; /* refusals answered 429 since window_ms, not yet audited */
+    int64_t window_ms;   /* when the first of them came */
+    int64_t window_s;    /* the same, wall clock, for the audit row */
 };
 
 struct snd_refusals {

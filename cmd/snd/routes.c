@@ -91,7 +91,7 @@ static enum MHD_Result store_failed(struct snd *d, struct snd_req *r)
 
 static const char *tenant_prefix(struct snd *d, const char *tenant)
 {
-    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, tenant);
+    struct sn_control_named *t = sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, tenant);
     return t ? json_string_value(json_object_get(t->doc, "prefix")) : NULL;
 }
 
@@ -100,7 +100,7 @@ static bool pool_exists(const struct snd *d, const char *name)
     for (uint32_t i = 0; i < d->spec->n_pools; i++)
         if (strcmp(d->spec->pools[i].name, name) == 0)
             return true;
-    return snd_named_find(d->pools, d->n_pools, name) != NULL;
+    return sn_control_named_find(d->ctl->pools, d->ctl->n_pools, name) != NULL;
 }
 
 /* ---- health, cluster ------------------------------------------------- */
@@ -119,7 +119,7 @@ static enum MHD_Result get_cluster(struct snd *d, struct snd_req *r)
                                (json_int_t)m->n_supernodes, "servers", (json_int_t)m->n_servers,
                                "gpus", (json_int_t)m->n_gpus, "switches", (json_int_t)m->n_switches,
                                "links", (json_int_t)m->n_links, "scheduler_connected",
-                               d->sched != NULL));
+                               d->ctl->sched != NULL));
 }
 
 static enum MHD_Result get_topology(struct snd *d, struct snd_req *r)
@@ -184,17 +184,19 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
                          "prefix '%s' must be an absolute normalised path without a trailing "
                          "'/'",
                          b.prefix);
-    bool exists = snd_named_find(d->tenants, d->n_tenants, b.name) != NULL;
-    if (!exists && d->n_tenants >= snd_sched_max_tenants(d))
+    bool exists = sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, b.name) != NULL;
+    if (!exists && d->ctl->n_tenants >= sn_control_max_tenants(d->ctl))
         return snd_error(d, r, 507, "limit", "name", "at most %u tenants on this cluster",
-                         snd_sched_max_tenants(d));
+                         sn_control_max_tenants(d->ctl));
     json_t *doc = json_pack("{s:s}", "prefix", b.prefix);
-    struct snd_named *prev = snd_named_find(d->tenants, d->n_tenants, b.name);
+    struct sn_control_named *prev =
+        sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, b.name);
     if (prev && json_object_get(prev->doc, "limits")) /* limits are kept (quota.c) */
         json_object_set(doc, "limits", json_object_get(prev->doc, "limits"));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     struct sn_error err = {0};
-    if (snd_named_put(&d->tenants, &d->n_tenants, b.name, json_incref(doc), &err) != SN_OK) {
+    if (sn_control_named_put(&d->ctl->tenants, &d->ctl->n_tenants, b.name, json_incref(doc),
+                             &err) != SN_OK) {
         json_decref(doc);
         json_decref(doc);
         free(text);
@@ -209,7 +211,7 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
     return ret;
 }
 
-static json_t *named_list(struct snd_named *list, uint32_t n)
+static json_t *named_list(struct sn_control_named *list, uint32_t n)
 {
     json_t *items = json_array();
     for (uint32_t i = 0; i < n; i++) {
@@ -222,20 +224,21 @@ static json_t *named_list(struct snd_named *list, uint32_t n)
 
 static enum MHD_Result get_tenants(struct snd *d, struct snd_req *r)
 {
-    return snd_reply(d, r, 200, named_list(d->tenants, d->n_tenants));
+    return snd_reply(d, r, 200, named_list(d->ctl->tenants, d->ctl->n_tenants));
 }
 
 static enum MHD_Result get_tenant(struct snd *d, struct snd_req *r)
 {
-    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, r->params[0]);
+    struct sn_control_named *t =
+        sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, r->params[0]);
     if (!t)
         return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
     json_t *o = json_deep_copy(t->doc);
     json_object_set_new(o, "name", json_string(t->name));
     json_t *q = json_object();
-    for (uint32_t i = 0; i < d->n_quotas; i++)
-        if (strcmp(d->quotas[i].tenant, t->name) == 0)
-            json_object_set_new(q, d->quotas[i].pool, json_integer(d->quotas[i].gpus));
+    for (uint32_t i = 0; i < d->ctl->n_quotas; i++)
+        if (strcmp(d->ctl->quotas[i].tenant, t->name) == 0)
+            json_object_set_new(q, d->ctl->quotas[i].pool, json_integer(d->ctl->quotas[i].gpus));
     json_object_set_new(o, "quotas", q);
     return snd_reply(d, r, 200, o);
 }
@@ -254,13 +257,13 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!decode(d, r, quota_fields, 1, &b, &present, &ret))
         return ret;
-    if (!snd_named_find(d->tenants, d->n_tenants, r->params[0]))
+    if (!sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, r->params[0]))
         return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
     if (!pool_exists(d, r->params[1]))
         return snd_error(d, r, 404, "not_found", NULL, "no pool '%s'", r->params[1]);
     int64_t held = 0;
-    for (int64_t i = 0; i < d->n_jobs_cap; i++) {
-        const struct snd_job *j = d->jobs[i];
+    for (int64_t i = 0; i < d->ctl->n_jobs_cap; i++) {
+        const struct sn_control_job *j = d->ctl->jobs[i];
         const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
         if (j && j->n_alloc && pool && strcmp(pool, r->params[1]) == 0 &&
             strcmp(j->tenant, r->params[0]) == 0)
@@ -271,17 +274,17 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
                          "tenant '%s' holds %lld GPUs in pool '%s' now; a quota of %lld would "
                          "break it (cancel or wait for jobs first)",
                          r->params[0], (long long)held, r->params[1], (long long)b.gpus);
-    const struct snd_quota *prev = snd_quota_find(d, r->params[0], r->params[1]);
+    const struct sn_control_quota *prev = sn_control_quota_find(d->ctl, r->params[0], r->params[1]);
     int64_t prev_gpus = prev ? prev->gpus : -1;
-    if (snd_quota_put(d, r->params[0], r->params[1], b.gpus) != SN_OK)
+    if (sn_control_quota_put(d->ctl, r->params[0], r->params[1], b.gpus) != SN_OK)
         return snd_error(d, r, 507, "limit", NULL, "too many quotas");
     /* The scheduler core copies quotas when it is built: rebuild it. */
     struct sn_error err = {0};
-    if (snd_sched_rebuild(d, &err) != SN_OK) {
+    if (snd_rebuild(d, &err) != SN_OK) {
         if (prev_gpus >= 0)
-            (void)snd_quota_put(d, r->params[0], r->params[1], prev_gpus);
+            (void)sn_control_quota_put(d->ctl, r->params[0], r->params[1], prev_gpus);
         struct sn_error err2 = {0};
-        if (snd_sched_rebuild(d, &err2) != SN_OK)
+        if (snd_rebuild(d, &err2) != SN_OK)
             atomic_store(&d->fatal, true);
         return snd_error(d, r, 409, "quota_below_usage", "gpus", "%s", err.message);
     }
@@ -296,19 +299,19 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
 static enum MHD_Result get_quotas(struct snd *d, struct snd_req *r)
 {
     json_t *items = json_array();
-    for (uint32_t i = 0; i < d->n_quotas; i++) {
+    for (uint32_t i = 0; i < d->ctl->n_quotas; i++) {
         int64_t used = 0;
-        for (int64_t k = 0; k < d->n_jobs_cap; k++) {
-            const struct snd_job *j = d->jobs[k];
+        for (int64_t k = 0; k < d->ctl->n_jobs_cap; k++) {
+            const struct sn_control_job *j = d->ctl->jobs[k];
             const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
-            if (j && j->n_alloc && pool && strcmp(pool, d->quotas[i].pool) == 0 &&
-                strcmp(j->tenant, d->quotas[i].tenant) == 0)
+            if (j && j->n_alloc && pool && strcmp(pool, d->ctl->quotas[i].pool) == 0 &&
+                strcmp(j->tenant, d->ctl->quotas[i].tenant) == 0)
                 used += j->n_alloc;
         }
-        json_array_append_new(items, json_pack("{s:s,s:s,s:I,s:I}", "tenant", d->quotas[i].tenant,
-                                               "pool", d->quotas[i].pool, "gpus",
-                                               (json_int_t)d->quotas[i].gpus, "used",
-                                               (json_int_t)used));
+        json_array_append_new(
+            items, json_pack("{s:s,s:s,s:I,s:I}", "tenant", d->ctl->quotas[i].tenant, "pool",
+                             d->ctl->quotas[i].pool, "gpus", (json_int_t)d->ctl->quotas[i].gpus,
+                             "used", (json_int_t)used));
     }
     return snd_reply(d, r, 200, page(items, 0));
 }
@@ -345,9 +348,10 @@ static enum MHD_Result post_named(struct snd *d, struct snd_req *r, bool is_clas
                            : json_pack("{s:s}", "kind", b.kind);
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     struct sn_error err = {0};
-    enum sn_err rc = is_class
-                         ? snd_named_put(&d->classes, &d->n_classes, b.name, json_incref(doc), &err)
-                         : snd_named_put(&d->pools, &d->n_pools, b.name, json_incref(doc), &err);
+    enum sn_err rc = is_class ? sn_control_named_put(&d->ctl->classes, &d->ctl->n_classes, b.name,
+                                                     json_incref(doc), &err)
+                              : sn_control_named_put(&d->ctl->pools, &d->ctl->n_pools, b.name,
+                                                     json_incref(doc), &err);
     if (rc != SN_OK) {
         json_decref(doc);
         json_decref(doc);
@@ -378,7 +382,7 @@ static enum MHD_Result post_class(struct snd *d, struct snd_req *r)
 
 static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
 {
-    json_t *body = named_list(d->pools, d->n_pools);
+    json_t *body = named_list(d->ctl->pools, d->ctl->n_pools);
     json_t *items = json_object_get(body, "items");
     for (uint32_t i = 0; i < d->spec->n_pools; i++) {
         uint32_t sns = 0, gpus = 0, used = 0, down = 0;
@@ -389,35 +393,34 @@ static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
             sns++;
             gpus += S->n_gpus;
             for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
-                used += sn_sched_gpu_owner(d->sched, g) != SN_NONE;
-                down += sn_sched_gpu_down(d->sched, g);
+                used += sn_sched_gpu_owner(d->ctl->sched, g) != SN_NONE;
+                down += sn_sched_gpu_down(d->ctl->sched, g);
             }
         }
-        json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "name",
-                                               d->spec->pools[i].name, "kind",
-                                               sn_pool_kind_name(d->spec->pools[i].kind), "source",
-                                               "spec", "supernodes", (json_int_t)sns, "gpus",
-                                               (json_int_t)gpus, "used", (json_int_t)used,
-                                               "unavailable", (json_int_t)down));
+        json_array_append_new(
+            items, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "name", d->spec->pools[i].name,
+                             "kind", sn_pool_kind_name(d->spec->pools[i].kind), "source", "spec",
+                             "supernodes", (json_int_t)sns, "gpus", (json_int_t)gpus, "used",
+                             (json_int_t)used, "unavailable", (json_int_t)down));
     }
     return snd_reply(d, r, 200, body);
 }
 
 static enum MHD_Result get_classes(struct snd *d, struct snd_req *r)
 {
-    return snd_reply(d, r, 200, named_list(d->classes, d->n_classes));
+    return snd_reply(d, r, 200, named_list(d->ctl->classes, d->ctl->n_classes));
 }
 
 /* ---- jobs --------------------------------------------------------------- */
 
 /* The job if the caller may see it: admins see all, others their tenant's. */
-static struct snd_job *visible_job(struct snd *d, struct snd_req *r)
+static struct sn_control_job *visible_job(struct snd *d, struct snd_req *r)
 {
     char *end = NULL;
     long long id = strtoll(r->params[0], &end, 10);
     if (*end || id < 1)
         return NULL;
-    struct snd_job *j = snd_job_get(d, id);
+    struct sn_control_job *j = sn_control_job_get(d->ctl, id);
     if (!j || !j->durable)
         return NULL;
     if (!snd_is_admin(r) && strcmp(j->tenant, r->tok.subject) != 0)
@@ -433,7 +436,7 @@ static enum MHD_Result job_not_found(struct snd *d, struct snd_req *r)
 {
     char *end = NULL;
     long long id = strtoll(r->params[0], &end, 10);
-    const struct snd_job *j = !*end && id >= 1 ? snd_job_get(d, id) : NULL;
+    const struct sn_control_job *j = !*end && id >= 1 ? sn_control_job_get(d->ctl, id) : NULL;
     char msg[200];
     snprintf(msg, sizeof(msg), "no job '%.128s'", r->params[0]);
     if (!j || !j->durable || snd_is_admin(r))
@@ -484,8 +487,8 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
         return false;
     }
     uint32_t pool_gpus = d->model->n_gpus;
-    if (d->sched_spec_pools) {
-        uint32_t p = snd_spec_pool(d, b->pool);
+    if (d->ctl->sched_spec_pools) {
+        uint32_t p = sn_control_spec_pool(d->ctl, b->pool);
         if (p == SN_NONE) {
             *ret =
                 snd_error(d, r, 422, "unsatisfiable", "pool",
@@ -497,7 +500,8 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
             if (d->model->supernodes[i].pool == p)
                 pool_gpus += d->model->supernodes[i].n_gpus;
     }
-    if (b->priority_class[0] && !snd_named_find(d->classes, d->n_classes, b->priority_class)) {
+    if (b->priority_class[0] &&
+        !sn_control_named_find(d->ctl->classes, d->ctl->n_classes, b->priority_class)) {
         *ret = snd_error(d, r, 422, "unknown_reference", "priority_class", "no priority class '%s'",
                          b->priority_class);
         return false;
@@ -507,7 +511,8 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
                          (long long)b->gpus, b->pool[0] ? "the pool" : "the cluster", pool_gpus);
         return false;
     }
-    const struct snd_quota *q = b->pool[0] ? snd_quota_find(d, tenant, b->pool) : NULL;
+    const struct sn_control_quota *q =
+        b->pool[0] ? sn_control_quota_find(d->ctl, tenant, b->pool) : NULL;
     if (q && b->gpus > q->gpus) {
         *ret = snd_error(d, r, 422, "over_quota", "gpus",
                          "%lld GPUs asked, tenant '%s' has a quota of %lld in pool '%s'",
@@ -516,35 +521,36 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
     }
     if (b->after_ok[0]) {
         uint32_t *ids = NULL, n = 0;
-        bool ok = snd_ranges_parse(b->after_ok, &ids, &n, SND_DEPS_MAX) == 0 && n > 0;
+        bool ok = sn_control_ranges_parse(b->after_ok, &ids, &n, SN_CONTROL_DEPS_MAX) == 0 && n > 0;
         int64_t badid = 0;
         for (uint32_t i = 0; ok && i < n; i++) {
-            const struct snd_job *dep = snd_job_get(d, ids[i]);
+            const struct sn_control_job *dep = sn_control_job_get(d->ctl, ids[i]);
             ok = dep && dep->durable && strcmp(dep->tenant, tenant) == 0;
             badid = ids[i];
         }
         free(ids);
         if (!ok) {
-            *ret = badid ? snd_error(d, r, 422, "unknown_reference", "after_ok",
-                                     "after_ok: no job %lld of tenant '%s'", (long long)badid,
-                                     tenant)
-                         : snd_error(d, r, 400, "invalid_field", "after_ok",
-                                     "after_ok '%.64s': expected job ids (\"3,5-7\"), at most %d",
-                                     b->after_ok, SND_DEPS_MAX);
+            *ret = badid
+                       ? snd_error(d, r, 422, "unknown_reference", "after_ok",
+                                   "after_ok: no job %lld of tenant '%s'", (long long)badid, tenant)
+                       : snd_error(d, r, 400, "invalid_field", "after_ok",
+                                   "after_ok '%.64s': expected job ids (\"3,5-7\"), at most %d",
+                                   b->after_ok, SN_CONTROL_DEPS_MAX);
             return false;
         }
     }
     const char *shape_field = NULL;
     char shape_msg[300];
-    if (!snd_array_check(d, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+    if (!sn_control_array_check(d->ctl, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
         *ret = snd_error(d, r, 422, "invalid_array", shape_field, "%s", shape_msg);
         return false;
     }
-    if (!snd_shape_check(d, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+    if (!sn_control_shape_check(d->ctl, b, &shape_field, shape_msg, sizeof(shape_msg))) {
         *ret = snd_error(d, r, 422, "invalid_shape", shape_field, "%s", shape_msg);
         return false;
     }
-    if (!snd_quota_check_job(d, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
+    if (!sn_control_quota_check_job(d->ctl, tenant, b, &shape_field, shape_msg,
+                                    sizeof(shape_msg))) {
         *ret = snd_error(d, r, 422, "over_quota", shape_field, "%s", shape_msg);
         return false;
     }
@@ -562,21 +568,18 @@ static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *
 
 static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
 {
-    struct snd_job *job = snd_job_get(d, r->arg);
+    struct sn_control_job *job = sn_control_job_get(d->ctl, r->arg);
     if (r->store_rc == SN_ERR_CONFLICT) {
-        snd_job_remove(d, r->arg);
+        sn_control_job_remove(d->ctl, r->arg);
         return snd_error(d, r, 409, "conflict", "idempotency_key", "the idempotency key is taken");
     }
     if (r->store_rc != SN_OK) {
-        snd_job_remove(d, r->arg);
+        sn_control_job_remove(d->ctl, r->arg);
         return store_failed(d, r);
     }
-    job->durable = true;
-    if (json_object_get(job->spec, "after_ok") || snd_array_throttled(job))
-        d->deps_dirty = true; /* held until its dependencies end, or its array has room */
-    else
-        snd_sched_submit(d, job);
-    return snd_reply(d, r, 201, snd_job_json(d, job));
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_SUBMIT, .job = job->id};
+    snd_apply_queued(d, &ev);
+    return snd_reply(d, r, 201, sn_control_job_json(d->ctl, job));
 }
 
 static bool idem_key_ok(const char *key)
@@ -591,7 +594,8 @@ static bool idem_key_ok(const char *key)
 }
 
 /* An existing job with the key: same body replays it, another is 409. */
-static enum MHD_Result replay(struct snd *d, struct snd_req *r, struct snd_job *old, json_t *spec)
+static enum MHD_Result replay(struct snd *d, struct snd_req *r, struct sn_control_job *old,
+                              json_t *spec)
 {
     bool same = json_equal(old->spec, spec);
     json_decref(spec);
@@ -602,7 +606,7 @@ static enum MHD_Result replay(struct snd *d, struct snd_req *r, struct snd_job *
         return snd_error(d, r, 409, "conflict", "idempotency_key",
                          "idempotency key reused with a different body (job %lld)",
                          (long long)old->id);
-    return snd_reply(d, r, 200, snd_job_json(d, old));
+    return snd_reply(d, r, 200, sn_control_job_json(d->ctl, old));
 }
 
 static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
@@ -627,7 +631,7 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     }
     /* Jobs without a pool go to the spec's first pool, recorded in the job
      * so that quotas, listings and replays all see the same pool. */
-    if (!b.pool[0] && d->sched_spec_pools) {
+    if (!b.pool[0] && d->ctl->sched_spec_pools) {
         snprintf(b.pool, sizeof(b.pool), "%s", d->spec->pools[0].name);
         for (size_t i = 0; i < sn_api_job_field_count; i++)
             if (strcmp(sn_api_job_fields[i].name, "pool") == 0)
@@ -644,10 +648,11 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 400, "invalid_header", "idempotency_key",
                          "Idempotency-Key must be 1 to 128 printable ASCII characters");
     json_t *spec = job_spec_json(&b, present);
-    int64_t old = key ? snd_idem_find(d, tenant, key) : 0;
+    int64_t old = key ? sn_control_idem_find(d->ctl, tenant, key) : 0;
     if (old)
-        return replay(d, r, snd_job_get(d, old), spec);
-    const struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, tenant);
+        return replay(d, r, sn_control_job_get(d->ctl, old), spec);
+    const struct sn_control_named *t =
+        sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, tenant);
     if (t && t->jobs_live >= (uint64_t)d->cfg.tenant_max_live_jobs) {
         json_decref(spec);
         return snd_error(d, r, 429, "tenant_cap", "tenant_max_live_jobs",
@@ -661,21 +666,21 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
                          "tenant '%s' holds %llu jobs, the cap tenant_max_jobs is %lld", tenant,
                          (unsigned long long)t->jobs_total, (long long)d->cfg.tenant_max_jobs);
     }
-    struct snd_job *job = calloc(1, sizeof(*job));
+    struct sn_control_job *job = calloc(1, sizeof(*job));
     struct sn_error err = {0};
     if (!job) {
         json_decref(spec);
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     }
-    job->id = d->next_job_id;
+    job->id = d->ctl->next_job_id;
     snprintf(job->tenant, sizeof(job->tenant), "%s", tenant);
     job->idem_key = key ? strdup(key) : NULL;
     job->spec = spec;
-    job->state = SND_JOB_PENDING;
+    job->state = SN_CONTROL_JOB_PENDING;
     job->sched_id = SN_NONE;
     job->submit_s = job->updated_s = snd_now_s();
-    if (snd_job_insert(d, job, &err) != SN_OK) {
-        snd_job_free(job);
+    if (sn_control_job_insert(d->ctl, job, &err) != SN_OK) {
+        sn_control_job_free(job);
         return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
     }
     char *doc = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
@@ -708,7 +713,7 @@ static int state_mask(const char *text)
             return -1;
         memcpy(name, p, n);
         name[n] = '\0';
-        int s = snd_job_state_parse(name);
+        int s = sn_control_job_state_parse(name);
         if (s < 0)
             return -1;
         mask |= 1 << s;
@@ -718,7 +723,8 @@ static int state_mask(const char *text)
     }
 }
 
-static bool job_matches(const struct snd_job *j, int states, const char *tenant, const char *pool)
+static bool job_matches(const struct sn_control_job *j, int states, const char *tenant,
+                        const char *pool)
 {
     if (!j || !j->durable || (states >= 0 && !(states >> j->state & 1)))
         return false;
@@ -750,25 +756,25 @@ static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
     }
     json_t *items = json_array();
     int64_t next = 0;
-    for (int64_t id = after + 1; id < d->next_job_id; id++) {
-        const struct snd_job *j = snd_job_get(d, id);
+    for (int64_t id = after + 1; id < d->ctl->next_job_id; id++) {
+        const struct sn_control_job *j = sn_control_job_get(d->ctl, id);
         if (!job_matches(j, state, tenant, pool))
             continue;
         if ((int64_t)json_array_size(items) == limit) {
             next = id - 1;
             break;
         }
-        json_array_append_new(items, snd_job_json(d, j));
+        json_array_append_new(items, sn_control_job_json(d->ctl, j));
     }
     return snd_reply(d, r, 200, page(items, next));
 }
 
 static enum MHD_Result get_job(struct snd *d, struct snd_req *r)
 {
-    struct snd_job *j = visible_job(d, r);
+    struct sn_control_job *j = visible_job(d, r);
     if (!j)
         return job_not_found(d, r);
-    return snd_reply(d, r, 200, snd_job_json(d, j));
+    return snd_reply(d, r, 200, sn_control_job_json(d->ctl, j));
 }
 
 /* GET /v1/accounting: the job history, like sacct. A job matches the time
@@ -790,9 +796,9 @@ static bool query_time(struct snd *d, struct snd_req *r, const char *name, int64
     return true;
 }
 
-static json_t *acct_json(const struct snd *d, const struct snd_job *j, int64_t now_s)
+static json_t *acct_json(const struct snd *d, const struct sn_control_job *j, int64_t now_s)
 {
-    json_t *o = snd_job_json(d, j);
+    json_t *o = sn_control_job_json(d->ctl, j);
     int64_t end = j->end_s ? j->end_s : now_s;
     int64_t elapsed = j->start_s && end > j->start_s ? end - j->start_s : 0;
     uint32_t gpus = j->n_alloc ? j->n_alloc : j->n_last_alloc;
@@ -811,7 +817,8 @@ static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
     const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
     const char *name = snd_query(r, "name");
     int states = st ? state_mask(st)
-                    : (1 << SND_JOB_COMPLETED) | (1 << SND_JOB_FAILED) | (1 << SND_JOB_CANCELLED);
+                    : (1 << SN_CONTROL_JOB_COMPLETED) | (1 << SN_CONTROL_JOB_FAILED) |
+                          (1 << SN_CONTROL_JOB_CANCELLED);
     if (st && states < 0)
         return snd_error(d, r, 400, "invalid_query", "state",
                          "state '%s': expected pending, running, completed, failed, cancelled "
@@ -825,8 +832,8 @@ static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
     }
     json_t *items = json_array();
     int64_t next = 0, now = snd_now_s();
-    for (int64_t id = after + 1; id < d->next_job_id; id++) {
-        const struct snd_job *j = snd_job_get(d, id);
+    for (int64_t id = after + 1; id < d->ctl->next_job_id; id++) {
+        const struct sn_control_job *j = sn_control_job_get(d->ctl, id);
         if (!job_matches(j, states, tenant, NULL) || j->submit_s > until ||
             (j->end_s && j->end_s < since))
             continue;
@@ -845,7 +852,7 @@ static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
 /* GET /v1/jobs/{id}/log: tenant isolation as for the job itself. */
 static enum MHD_Result get_job_log(struct snd *d, struct snd_req *r)
 {
-    struct snd_job *j = visible_job(d, r);
+    struct sn_control_job *j = visible_job(d, r);
     if (!j)
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
     return snd_get_job_log(d, r, j);
@@ -855,60 +862,48 @@ static enum MHD_Result cancel_done(struct snd *d, struct snd_req *r)
 {
     if (r->store_rc != SN_OK)
         return store_failed(d, r);
-    return snd_reply(d, r, 200, snd_job_json(d, snd_job_get(d, r->arg)));
+    return snd_reply(d, r, 200, sn_control_job_json(d->ctl, sn_control_job_get(d->ctl, r->arg)));
 }
 
 /* Ends a job now (cancel, or the exit of its ranks): out of the scheduler,
  * GPUs released, and its rows (job, allocation removed, event) committed
  * with the answer to r. */
-enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct snd_job *j,
-                            enum snd_job_state to, const char *event, const char *detail,
+enum MHD_Result snd_job_end(struct snd *d, struct snd_req *r, struct sn_control_job *j,
+                            enum sn_control_job_state to, const char *event, const char *detail,
                             snd_complete_fn complete)
 {
-    snd_sched_drop(d, j);
-    snd_job_set_state(d, j, to);
-    j->updated_s = j->end_s = snd_now_s();
-    snd_job_set_detail(j, detail);
-    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    char *run = snd_job_run_text(j);
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_END,
+                                  .job = j->id,
+                                  .to = to,
+                                  .text = event,
+                                  .detail = detail,
+                                  .actor = r->actor};
     char target[32];
     snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
-    struct sn_store_write w[3] = {
-        {.kind = SN_STORE_PUT_JOB,
-         .text = {j->tenant, j->idem_key, snd_job_state_name(to), doc, run},
-         .num = {j->id, j->submit_s, j->updated_s}},
-        {.kind = SN_STORE_DEL_ALLOC, .num = {j->id}},
-        {.kind = SN_STORE_ADD_EVENT,
-         .text = {event, detail ? detail : r->actor},
-         .num = {j->id, j->updated_s}},
-    };
     r->arg = j->id;
     r->reply_status = 200;
-    enum MHD_Result ret = snd_commit(d, r, w, 3, target, complete);
-    free(doc);
-    free(run);
-    return ret;
+    return snd_commit_event(d, r, &ev, target, complete);
 }
 
-static bool job_live(const struct snd_job *j)
+static bool job_live(const struct sn_control_job *j)
 {
-    return j->state == SND_JOB_PENDING || j->state == SND_JOB_RUNNING ||
-           j->state == SND_JOB_REQUEUED;
+    return j->state == SN_CONTROL_JOB_PENDING || j->state == SN_CONTROL_JOB_RUNNING ||
+           j->state == SN_CONTROL_JOB_REQUEUED;
 }
 
 static enum MHD_Result cancel_job(struct snd *d, struct snd_req *r)
 {
-    struct snd_job *j = visible_job(d, r);
+    struct sn_control_job *j = visible_job(d, r);
     if (!j)
         return job_not_found(d, r);
     if (!job_live(j))
         return snd_error(d, r, 409, "invalid_transition", "state",
                          "job %lld is %s; only pending, requeued or running jobs can be "
                          "cancelled",
-                         (long long)j->id, snd_job_state_name(j->state));
+                         (long long)j->id, sn_control_job_state_name(j->state));
     char detail[120];
     snprintf(detail, sizeof(detail), "cancelled by %s", r->actor);
-    return snd_job_end(d, r, j, SND_JOB_CANCELLED, "cancelled", detail, cancel_done);
+    return snd_job_end(d, r, j, SN_CONTROL_JOB_CANCELLED, "cancelled", detail, cancel_done);
 }
 
 static bool event_row(void *ctx, const struct sn_store_write *row)
@@ -926,7 +921,7 @@ static enum MHD_Result get_job_events(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!page_args(d, r, &limit, &after, &ret))
         return ret;
-    struct snd_job *j = visible_job(d, r);
+    struct sn_control_job *j = visible_job(d, r);
     if (!j)
         return job_not_found(d, r);
     json_t *items = json_array();
@@ -945,28 +940,29 @@ static enum MHD_Result get_job_events(struct snd *d, struct snd_req *r)
 
 /* ---- nodes and GPUs ------------------------------------------------------ */
 
-static json_t *admin_json(const struct snd_admin *a, const char *name)
+static json_t *admin_json(const struct sn_control_admin *a, const char *name)
 {
     return json_pack("{s:s,s:s,s:s?,s:s?,s:I}", "name", name, "state",
-                     snd_admin_state_name((enum snd_admin_state)a->state), "reason", a->reason,
-                     "by", a->actor, "since_s", (json_int_t)a->time_s);
+                     sn_control_admin_state_name((enum sn_control_admin_state)a->state), "reason",
+                     a->reason, "by", a->actor, "since_s", (json_int_t)a->time_s);
 }
 
 static json_t *node_json(struct snd *d, uint32_t server)
 {
     const struct sn_model *m = d->model;
     char name[64], sn[64];
-    json_t *o = admin_json(&d->nodes[server], sn_model_server_name(m, server, name, sizeof(name)));
+    json_t *o =
+        admin_json(&d->ctl->nodes[server], sn_model_server_name(m, server, name, sizeof(name)));
     sn_model_supernode_name(m, m->server_supernode[server], sn, sizeof(sn));
     json_object_set_new(o, "supernode", json_string(sn));
     json_object_set_new(o, "id", json_integer(server));
     json_object_set_new(o, "first_gpu", json_integer(m->server_first_gpu[server]));
     uint32_t n = sn_model_server_spec(m, server)->gpus, busy = 0;
     for (uint32_t g = m->server_first_gpu[server]; g < m->server_first_gpu[server] + n; g++)
-        busy += sn_sched_gpu_owner(d->sched, g) != SN_NONE;
+        busy += sn_sched_gpu_owner(d->ctl->sched, g) != SN_NONE;
     json_object_set_new(o, "gpus", json_integer(n));
     json_object_set_new(o, "gpus_allocated", json_integer(busy));
-    int64_t seen = d->last_seen_ms[server];
+    int64_t seen = d->ctl->last_seen_ms[server];
     json_object_set_new(o, "heartbeat_age_s",
                         seen ? json_integer((snd_now_ms() - seen) / 1000) : json_null());
     return o;
@@ -982,7 +978,8 @@ static enum MHD_Result get_nodes(struct snd *d, struct snd_req *r)
     json_t *items = json_array();
     int64_t next = 0;
     for (int64_t i = after; i < d->model->n_servers; i++) {
-        if (st && strcmp(st, snd_admin_state_name((enum snd_admin_state)d->nodes[i].state)))
+        if (st && strcmp(st, sn_control_admin_state_name(
+                                 (enum sn_control_admin_state)d->ctl->nodes[i].state)))
             continue;
         if ((int64_t)json_array_size(items) == limit) {
             next = i;
@@ -1024,8 +1021,8 @@ static enum MHD_Result get_gpus(struct snd *d, struct snd_req *r)
             break;
         }
         char name[64];
-        json_t *o =
-            admin_json(&d->gpus[g], sn_model_gpu_name(d->model, (uint32_t)g, name, sizeof(name)));
+        json_t *o = admin_json(&d->ctl->gpus[g],
+                               sn_model_gpu_name(d->model, (uint32_t)g, name, sizeof(name)));
         json_object_set_new(o, "id", json_integer(g));
         double score = snd_health_gpu_score((uint32_t)g);
         json_object_set_new(o, "health_score", score >= 0 ? json_real(score) : json_null());
@@ -1040,14 +1037,14 @@ static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
     uint32_t g = sn_model_find_gpu(d->model, r->params[0]);
     if (g == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
-    json_t *o = admin_json(&d->gpus[g], r->params[0]);
+    json_t *o = admin_json(&d->ctl->gpus[g], r->params[0]);
     char node[64];
     sn_model_server_name(d->model, d->model->gpu_server[g], node, sizeof(node));
     json_object_set_new(o, "id", json_integer(g));
     json_object_set_new(o, "node", json_string(node));
-    json_object_set_new(o, "allocated", json_boolean(snd_sched_busy(d, g, 1)));
+    json_object_set_new(o, "allocated", json_boolean(sn_control_busy(d->ctl, g, 1)));
     json_object_set_new(o, "processes",
-                        json_string(snd_sched_gpu_draining(d, g) ? "draining" : "none"));
+                        json_string(sn_control_gpu_draining(d->ctl, g) ? "draining" : "none"));
     json_t *h = snd_health_gpu_json(d, g);
     json_object_set(o, "health_score", json_object_get(h, "score"));
     json_object_set(o, "health_action", json_object_get(h, "action"));
@@ -1067,21 +1064,6 @@ static const struct sn_api_field action_fields[] = {
  * an unknown action. Drain lands in drained while nothing runs there, else
  * in draining (drained when the last job leaves). Fail marks the part down:
  * its jobs are interrupted and requeued; resume brings it back. */
-static int transition(enum snd_admin_state from, const char *action, bool busy)
-{
-    if (strcmp(action, "cordon") == 0)
-        return from == SND_ADMIN_UP ? SND_ADMIN_CORDONED : -1;
-    if (strcmp(action, "drain") == 0)
-        return from == SND_ADMIN_UP || from == SND_ADMIN_CORDONED
-                   ? (busy ? SND_ADMIN_DRAINING : SND_ADMIN_DRAINED)
-                   : -1;
-    if (strcmp(action, "fail") == 0)
-        return from == SND_ADMIN_DOWN ? -1 : SND_ADMIN_DOWN;
-    if (strcmp(action, "resume") == 0)
-        return from == SND_ADMIN_UP ? -1 : SND_ADMIN_UP;
-    return -2;
-}
-
 static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_node)
 {
     const struct sn_model *m = d->model;
@@ -1095,33 +1077,33 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
     enum MHD_Result ret;
     if (!decode(d, r, action_fields, 1, &b, &present, &ret))
         return ret;
-    struct snd_admin *a = is_node ? &d->nodes[id] : &d->gpus[id];
+    struct sn_control_admin *a = is_node ? &d->ctl->nodes[id] : &d->ctl->gpus[id];
     uint32_t first = is_node ? m->server_first_gpu[id] : id;
     uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
-    int to =
-        transition((enum snd_admin_state)a->state, r->params[1], snd_sched_busy(d, first, count));
+    int to = sn_control_admin_transition((enum sn_control_admin_state)a->state, r->params[1],
+                                         sn_control_busy(d->ctl, first, count));
     if (to == -2)
         return snd_error(d, r, 404, "not_found", NULL,
                          "no action '%s' (expected cordon, drain, fail or resume)", r->params[1]);
     if (to == -1)
         return snd_error(d, r, 409, "invalid_transition", "state", "cannot %s a %s %s",
-                         r->params[1], snd_admin_state_name((enum snd_admin_state)a->state),
+                         r->params[1],
+                         sn_control_admin_state_name((enum sn_control_admin_state)a->state),
                          is_node ? "node" : "gpu");
-    if (to != SND_ADMIN_UP && !b.reason[0])
+    if (to != SN_CONTROL_ADMIN_UP && !b.reason[0])
         return snd_error(d, r, 400, "invalid_field", "reason", "missing field 'reason'");
-    int64_t now = snd_now_s();
-    uint8_t old = a->state;
-    snd_admin_set(a, (enum snd_admin_state)to, to == SND_ADMIN_UP ? NULL : b.reason, r->actor, now);
-    struct sn_store_write w = {.kind = SN_STORE_PUT_ADMIN,
-                               .text = {is_node ? "node" : "gpu", r->params[0],
-                                        snd_admin_state_name((enum snd_admin_state)to),
-                                        a->reason ? a->reason : "", r->actor},
-                               .num = {now}};
+    /* The admin row commits with the answer; the requeues a fail causes
+     * follow it through the outbox. */
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
+                                  .is_node = is_node,
+                                  .id = id,
+                                  .admin = (enum sn_control_admin_state)to,
+                                  .detail = b.reason,
+                                  .actor = r->actor};
     r->reply_status = 200;
-    r->reply = is_node ? node_json(d, id) : admin_json(a, r->params[0]);
-    ret = snd_commit(d, r, &w, 1, r->params[0], done_reply);
-    /* After the row is queued: requeues the fail causes follow it. */
-    snd_sched_admin_changed(d, is_node, id, old);
+    ret = snd_commit_event(d, r, &ev, r->params[0], done_reply);
+    if (!r->reply && r->committed)
+        r->reply = is_node ? node_json(d, id) : admin_json(a, r->params[0]);
     return ret;
 }
 
@@ -1160,8 +1142,8 @@ static bool audit_matches(const struct audit_filter *f, const struct sn_store_wr
         return false;
     if (f->route && strncmp(row->text[1], f->route, strlen(f->route)) != 0)
         return false;
-    if (f->tenant && (strncmp(row->text[0], "tenant:", 7) != 0 ||
-                      strcmp(row->text[0] + 7, f->tenant) != 0))
+    if (f->tenant &&
+        (strncmp(row->text[0], "tenant:", 7) != 0 || strcmp(row->text[0] + 7, f->tenant) != 0))
         return false;
     return true;
 }
@@ -1174,17 +1156,17 @@ static bool audit_row(void *ctx, const struct sn_store_write *row)
     if (!audit_matches(f, row))
         return true;
     json_array_append_new(
-        f->items, json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s,s:s,s:s}", "seq",
-                            (json_int_t)row->num[2], "time_s", (json_int_t)row->num[0], "actor",
-                            row->text[0], "action", row->text[1], "target", row->text[2],
-                            "status", (json_int_t)row->num[1], "detail", row->text[3], "source",
-                            row->text[4], "token_id", row->text[5]));
+        f->items,
+        json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s,s:s,s:s}", "seq", (json_int_t)row->num[2], "time_s",
+                  (json_int_t)row->num[0], "actor", row->text[0], "action", row->text[1], "target",
+                  row->text[2], "status", (json_int_t)row->num[1], "detail", row->text[3], "source",
+                  row->text[4], "token_id", row->text[5]));
     return json_array_size(f->items) < f->limit;
 }
 
 /* An integer query parameter in [min, max]; absent leaves *out. */
-static bool query_int(struct snd *d, struct snd_req *r, const char *name, int64_t min,
-                      int64_t max, int64_t *out, enum MHD_Result *ret)
+static bool query_int(struct snd *d, struct snd_req *r, const char *name, int64_t min, int64_t max,
+                      int64_t *out, enum MHD_Result *ret)
 {
     const char *v = snd_query(r, name);
     if (!v)
@@ -1276,7 +1258,8 @@ static enum MHD_Result post_token(struct snd *d, struct snd_req *r)
     if (t.scopes & (1u << SN_SCOPE_ADMIN))
         return snd_error(d, r, 400, "invalid_field", "scopes",
                          "the admin scope is not issued through the API");
-    if (t.kind == SN_AUTH_TENANT && !snd_named_find(d->tenants, d->n_tenants, b.subject))
+    if (t.kind == SN_AUTH_TENANT &&
+        !sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, b.subject))
         return snd_error(d, r, 422, "unknown_reference", "subject", "no tenant '%s'", b.subject);
     if (t.kind == SN_AUTH_AGENT && sn_model_find_server(d->model, b.subject) == SN_NONE)
         return snd_error(d, r, 422, "unknown_reference", "subject", "no node '%s'", b.subject);
@@ -1450,7 +1433,7 @@ const struct snd_route snd_routes[] = {
      "submit an inter-node benchmark round (runner, pairs of servers)"},
     {"GET", "/v1/health/rounds", SN_SCOPE_CLUSTER_READ, snd_get_health_rounds,
      "benchmark rounds with each pair's progress"},
-    {"POST", "/v1/health/rounds/{}/result", SN_SCOPE_TELEMETRY_WRITE,
-     snd_post_health_round_result, "agents: the result of a round's pair (item, status, detail)"},
+    {"POST", "/v1/health/rounds/{}/result", SN_SCOPE_TELEMETRY_WRITE, snd_post_health_round_result,
+     "agents: the result of a round's pair (item, status, detail)"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

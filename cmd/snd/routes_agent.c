@@ -48,7 +48,7 @@ static bool speaks_for(const struct snd_req *r, const struct snd *d, uint32_t se
 }
 
 /* The answer's entry for job j on server s. */
-static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t s)
+static json_t *assignment(const struct snd *d, const struct sn_control_job *j, uint32_t s)
 {
     const struct sn_model *m = d->model;
     char master[64];
@@ -82,13 +82,19 @@ static json_t *assignment(const struct snd *d, const struct snd_job *j, uint32_t
     json_object_set_new(o, "node_rank", json_integer(node_rank));
     if (j->master_port)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
-    snd_ckpt_assignment(j, o);
+    sn_control_ckpt_assignment(j, o);
     char job_token[SND_JOB_TOKEN_MAX];
     if (snd_job_token(d, j, job_token, sizeof(job_token)))
         json_object_set_new(o, "job_token", json_string(job_token));
-    const char *keys[] = {"name",          "command",       "data_path",
-                          "checkpoint_path", "time_limit_s", "cpus_per_rank",
-                          "memory_bytes_per_rank", "pids_per_rank", "array_task_id"};
+    const char *keys[] = {"name",
+                          "command",
+                          "data_path",
+                          "checkpoint_path",
+                          "time_limit_s",
+                          "cpus_per_rank",
+                          "memory_bytes_per_rank",
+                          "pids_per_rank",
+                          "array_task_id"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         json_t *v = json_object_get(j->spec, keys[i]);
         if (v)
@@ -110,16 +116,18 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!snd_agent_beat(d, r, s, &applied_seq, &ret))
         return ret;
-    snd_sched_heartbeat(d, s);
+    struct sn_control_event beat = {.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s};
+    snd_apply_queued(d, &beat);
     json_t *jobs = json_array();
     int64_t last = 0;
     uint32_t first = m->server_first_gpu[s], n = sn_model_server_spec(m, s)->gpus;
     for (uint32_t g = first; g < first + n; g++) {
-        uint32_t sid = sn_sched_gpu_owner(d->sched, g);
-        int64_t id = sid != SN_NONE && sid < d->sched_jobs_cap ? d->sched_jobs[sid] : 0;
-        const struct snd_job *j = snd_job_get(d, id);
+        uint32_t sid = sn_sched_gpu_owner(d->ctl->sched, g);
+        int64_t id = sid != SN_NONE && sid < d->ctl->sched_jobs_cap ? d->ctl->sched_jobs[sid] : 0;
+        const struct sn_control_job *j = sn_control_job_get(d->ctl, id);
         /* GPUs of one job on a server are usually adjacent: skip repeats. */
-        if (!j || id == last || j->state != SND_JOB_RUNNING || !snd_outbox_durable(d, j->alloc_seq))
+        if (!j || id == last || j->state != SN_CONTROL_JOB_RUNNING ||
+            !snd_outbox_durable(d, j->alloc_seq))
             continue;
         /* Every node gets the same MASTER_ADDR: the job is listed once rank
          * 0's agent has been heard from (its address known, if it sends one). */
@@ -133,15 +141,15 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
             json_array_append_new(jobs, assignment(d, j, s));
         last = id;
     }
-    const struct snd_admin *a = &d->nodes[s];
+    const struct sn_control_admin *a = &d->ctl->nodes[s];
     int64_t every = d->cfg.health_bench_interval_s, age = snd_health_bench_age_s(d, s);
     int bench = every > 0 && (age < 0 || age >= every);
     json_t *answer =
         json_pack("{s:s,s:s,s:s?,s:I,s:I,s:I,s:b,s:o}", "node", r->params[0], "state",
-                  snd_admin_state_name((enum snd_admin_state)a->state), "reason", a->reason,
-                  "heartbeat_timeout_s", (json_int_t)d->cfg.heartbeat_timeout_s, "time_s",
-                  (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq, "benchmark",
-                  bench, "jobs", jobs);
+                  sn_control_admin_state_name((enum sn_control_admin_state)a->state), "reason",
+                  a->reason, "heartbeat_timeout_s", (json_int_t)d->cfg.heartbeat_timeout_s,
+                  "time_s", (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq,
+                  "benchmark", bench, "jobs", jobs);
     if (answer)
         snd_rounds_heartbeat(d, s, answer);
     return snd_reply(d, r, 200, answer);
@@ -194,24 +202,25 @@ static enum MHD_Result exit_done(struct snd *d, struct snd_req *r)
         atomic_store(&d->fatal, true);
         return snd_error(d, r, 503, "store_failed", NULL, "the state could not be written");
     }
-    return snd_reply(d, r, 200, snd_job_json(d, snd_job_get(d, r->arg)));
+    return snd_reply(d, r, 200, sn_control_job_json(d->ctl, sn_control_job_get(d->ctl, r->arg)));
 }
 
 /* Records rank's clean exit; the last one completes the job. */
-static enum MHD_Result rank_done(struct snd *d, struct snd_req *r, struct snd_job *j, uint32_t rank)
+static enum MHD_Result rank_done(struct snd *d, struct snd_req *r, struct sn_control_job *j,
+                                 uint32_t rank)
 {
     j->ranks_done[rank / 64] |= 1ull << (rank % 64);
     j->n_ranks_done++;
     if (j->n_ranks_done == j->n_alloc)
-        return snd_job_end(d, r, j, SND_JOB_COMPLETED, "completed", "every rank exited 0",
+        return snd_job_end(d, r, j, SN_CONTROL_JOB_COMPLETED, "completed", "every rank exited 0",
                            exit_done);
     uint32_t *ranks = malloc(j->n_ranks_done * sizeof(*ranks));
     uint32_t k = 0;
     for (uint32_t i = 0; ranks && i < j->n_alloc; i++)
         if (j->ranks_done[i / 64] & (1ull << (i % 64)))
             ranks[k++] = i;
-    char *gpus = snd_ranges_format(j->alloc, j->n_alloc);
-    char *done = ranks ? snd_ranges_format(ranks, k) : NULL;
+    char *gpus = sn_control_ranges_format(j->alloc, j->n_alloc);
+    char *done = ranks ? sn_control_ranges_format(ranks, k) : NULL;
     free(ranks);
     if (!gpus || !done) {
         free(gpus);
@@ -234,7 +243,7 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
 {
     char *end = NULL;
     long long id = strtoll(r->params[0], &end, 10);
-    struct snd_job *j = *end ? NULL : snd_job_get(d, id);
+    struct sn_control_job *j = *end ? NULL : sn_control_job_get(d->ctl, id);
     if (!j || !j->durable)
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
     struct exit_body b = {0};
@@ -248,14 +257,14 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
                          "%s", err.message);
     if ((present & (1u << 2)) && b.run != (int64_t)j->requeues) {
-        json_t *o = snd_job_json(d, j);
+        json_t *o = sn_control_job_json(d->ctl, j);
         json_object_set_new(o, "stale", json_true());
         return snd_reply(d, r, 200, o); /* an exit of an earlier run: changes nothing */
     }
-    if (j->state != SND_JOB_RUNNING)
+    if (j->state != SN_CONTROL_JOB_RUNNING)
         return snd_error(d, r, 409, "invalid_transition", "state",
                          "job %lld is %s; only a running job's ranks exit", (long long)j->id,
-                         snd_job_state_name(j->state));
+                         sn_control_job_state_name(j->state));
     if (b.rank >= j->n_alloc)
         return snd_error(d, r, 400, "invalid_field", "rank",
                          "rank %lld: job %lld has ranks 0 to %u", (long long)b.rank,
@@ -265,7 +274,7 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
         return snd_refuse(d, r, 403, "forbidden", "rank", "exit of a rank on another node",
                           "an agent token reports only ranks placed on its own node");
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
-        return snd_reply(d, r, 200, snd_job_json(d, j)); /* a repeat */
+        return snd_reply(d, r, 200, sn_control_job_json(d->ctl, j)); /* a repeat */
     snd_agent_count_exit();
     if (b.isolation[0]) {
         free(j->isolation);
@@ -277,7 +286,7 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
                  (long long)b.status, b.reason[0] ? ": " : "", b.reason);
         j->exit_status = (int32_t)b.status;
         j->failed_rank = (int32_t)rank;
-        return snd_job_end(d, r, j, SND_JOB_FAILED, "failed", detail, exit_done);
+        return snd_job_end(d, r, j, SN_CONTROL_JOB_FAILED, "failed", detail, exit_done);
     }
     return rank_done(d, r, j, rank);
 }

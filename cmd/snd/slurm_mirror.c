@@ -23,7 +23,6 @@
  * decision is level-triggered, so nothing is lost). State is file-scope and
  * owned by the state thread.
  */
-#include "sched.h"
 #include "snd.h"
 
 #include <errno.h>
@@ -35,8 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sn/proc.h>
 #include <sn/inventory.h>
+#include <sn/proc.h>
 #include <sn/slurm.h>
 
 #define MIRROR_OUTPUT_MAX (16u << 20) /* bytes of scontrol output kept */
@@ -103,8 +102,8 @@ static int spawn(char *const argv[])
     pid_t pid;
     int fd;
     /* snd blocks SIGTERM for sigtimedwait: the child starts unblocked. */
-    if (sn_proc_spawn(argv, SN_PROC_SEARCH_PATH | SN_PROC_UNBLOCK | SN_PROC_NONBLOCK, &pid,
-                      &fd) != 0)
+    if (sn_proc_spawn(argv, SN_PROC_SEARCH_PATH | SN_PROC_UNBLOCK | SN_PROC_NONBLOCK, &pid, &fd) !=
+        0)
         return -1;
     mr.child = pid;
     mr.fd = fd;
@@ -128,7 +127,8 @@ static int poll_child(void)
         }
         char sink[4096];
         bool room = mr.out && mr.len < mr.cap;
-        ssize_t n = read(mr.fd, room ? mr.out + mr.len : sink, room ? mr.cap - mr.len : sizeof(sink));
+        ssize_t n =
+            read(mr.fd, room ? mr.out + mr.len : sink, room ? mr.cap - mr.len : sizeof(sink));
         if (n > 0) {
             if (room)
                 mr.len += (size_t)n;
@@ -162,28 +162,28 @@ static void wish(const struct snd *d, uint32_t s, char *reason, size_t cap, bool
                  bool *by_slurm)
 {
     const struct sn_model *m = d->model;
-    const struct snd_admin *a = &d->nodes[s];
+    const struct sn_control_admin *a = &d->ctl->nodes[s];
     char text[SN_SLURM_REASON_MAX + 128];
     reason[0] = '\0';
     *down = false;
-    *by_slurm = a->state != SND_ADMIN_UP && a->actor && strcmp(a->actor, MIRROR_ACTOR) == 0;
-    if (a->state != SND_ADMIN_UP && !*by_slurm) {
-        *down = a->state == SND_ADMIN_DOWN;
+    *by_slurm = a->state != SN_CONTROL_ADMIN_UP && a->actor && strcmp(a->actor, MIRROR_ACTOR) == 0;
+    if (a->state != SN_CONTROL_ADMIN_UP && !*by_slurm) {
+        *down = a->state == SN_CONTROL_ADMIN_DOWN;
         snprintf(text, sizeof(text), "%s node: %s",
-                 snd_admin_state_name((enum snd_admin_state)a->state),
+                 sn_control_admin_state_name((enum sn_control_admin_state)a->state),
                  a->reason ? a->reason : "");
         sn_slurm_reason(reason, cap, SN_SLURM_REASON_SND, text);
         return;
     }
     uint32_t first = m->server_first_gpu[s], n = sn_model_server_spec(m, s)->gpus;
     for (uint32_t g = first; g < first + n; g++) {
-        const struct snd_admin *ga = &d->gpus[g];
-        if (ga->state == SND_ADMIN_UP)
+        const struct sn_control_admin *ga = &d->ctl->gpus[g];
+        if (ga->state == SN_CONTROL_ADMIN_UP)
             continue;
         char gname[64];
         sn_model_gpu_name(m, g, gname, sizeof(gname));
         snprintf(text, sizeof(text), "%s gpu %s: %s",
-                 snd_admin_state_name((enum snd_admin_state)ga->state), gname,
+                 sn_control_admin_state_name((enum sn_control_admin_state)ga->state), gname,
                  ga->reason ? ga->reason : "");
         sn_slurm_reason(reason, cap, SN_SLURM_REASON_SND, text);
         return;
@@ -196,28 +196,26 @@ static void snd_side(struct snd *d, uint32_t s, bool cordon, const char *slurm_r
     char name[64], reason[SN_SLURM_REASON_MAX + 16];
     sn_model_server_name(d->model, s, name, sizeof(name));
     snprintf(reason, sizeof(reason), "slurm: %s", slurm_reason[0] ? slurm_reason : "drained");
-    struct snd_admin *a = &d->nodes[s];
-    uint8_t old = a->state;
     int64_t now = snd_now_s();
-    enum snd_admin_state to = cordon ? SND_ADMIN_CORDONED : SND_ADMIN_UP;
-    snd_admin_set(a, to, cordon ? reason : NULL, MIRROR_ACTOR, now);
-    struct sn_store_write w[2] = {
-        {.kind = SN_STORE_PUT_ADMIN,
-         .text = {"node", name, snd_admin_state_name(to), cordon ? reason : "", MIRROR_ACTOR},
-         .num = {now}},
-        {.kind = SN_STORE_ADD_AUDIT,
-         .text = {MIRROR_ACTOR, cordon ? "slurm cordon node" : "slurm resume node", name,
-                  cordon ? reason : "resumed in slurm"},
-         .num = {now, 200}},
-    };
-    snd_outbox_add(d, w, 2);
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
+                                  .is_node = true,
+                                  .id = s,
+                                  .admin = cordon ? SN_CONTROL_ADMIN_CORDONED : SN_CONTROL_ADMIN_UP,
+                                  .detail = reason,
+                                  .actor = MIRROR_ACTOR};
+    snd_apply_queued(d, &ev);
+    struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
+                               .text = {MIRROR_ACTOR,
+                                        cordon ? "slurm cordon node" : "slurm resume node", name,
+                                        cordon ? reason : "resumed in slurm"},
+                               .num = {now, 200}};
+    snd_outbox_add(d, &w, 1);
     fprintf(stderr, "snd: slurm mirror: %s %s%s%s\n", cordon ? "cordoned" : "resumed", name,
             cordon ? ": " : "", cordon ? reason : "");
     if (cordon)
         mr.cordons++;
     else
         mr.resumes++;
-    snd_sched_admin_changed(d, true, s, old);
 }
 
 /* The round's decisions from Slurm's states in mr.out. */
@@ -235,8 +233,8 @@ static void reconcile(struct snd *d)
     }
     const struct sn_model *m = d->model;
     /* Slurm node -> server, through the inventory. */
-    const struct sn_slurm_node **by_server = calloc(m->n_servers ? m->n_servers : 1,
-                                                    sizeof(*by_server));
+    const struct sn_slurm_node **by_server =
+        calloc(m->n_servers ? m->n_servers : 1, sizeof(*by_server));
     for (uint32_t i = 0; by_server && i < n; i++) {
         uint32_t s = sn_inventory_server(mr.inv, m, nodes[i].name);
         if (s != SN_NONE)
@@ -246,8 +244,10 @@ static void reconcile(struct snd *d)
         char want[SN_SLURM_REASON_MAX];
         bool down, by_slurm;
         wish(d, s, want, sizeof(want), &down, &by_slurm);
-        struct sn_slurm_mirror_in in = {.slurm = by_server[s], .want_reason = want,
-                                        .want_down = down, .snd_by_slurm = by_slurm};
+        struct sn_slurm_mirror_in in = {.slurm = by_server[s],
+                                        .want_reason = want,
+                                        .want_down = down,
+                                        .snd_by_slurm = by_slurm};
         enum sn_slurm_mirror_action a = sn_slurm_mirror_decide(&in);
         if (a == SN_SLURM_MIRROR_SND_CORDON || a == SN_SLURM_MIRROR_SND_RESUME) {
             snd_side(d, s, a == SN_SLURM_MIRROR_SND_CORDON, by_server[s]->reason);
@@ -274,10 +274,14 @@ static bool next_update(struct snd *d)
         const char *state = u->action == SN_SLURM_MIRROR_DRAIN  ? "State=DRAIN"
                             : u->action == SN_SLURM_MIRROR_DOWN ? "State=DOWN"
                                                                 : "State=RESUME";
-        char *argv[] = {d->cfg.slurm_scontrol, "update", node_arg, (char *)state,
-                        u->action == SN_SLURM_MIRROR_RESUME ? NULL : reason_arg, NULL};
-        fprintf(stderr, "snd: slurm mirror: %s %s %s%s%s\n", d->cfg.slurm_scontrol, node_arg,
-                state, u->action == SN_SLURM_MIRROR_RESUME ? "" : " ",
+        char *argv[] = {d->cfg.slurm_scontrol,
+                        "update",
+                        node_arg,
+                        (char *)state,
+                        u->action == SN_SLURM_MIRROR_RESUME ? NULL : reason_arg,
+                        NULL};
+        fprintf(stderr, "snd: slurm mirror: %s %s %s%s%s\n", d->cfg.slurm_scontrol, node_arg, state,
+                u->action == SN_SLURM_MIRROR_RESUME ? "" : " ",
                 u->action == SN_SLURM_MIRROR_RESUME ? "" : reason_arg);
         if (spawn(argv) == 0)
             return true;

@@ -2,7 +2,7 @@
  * snd internals: the daemon's state, owned by one thread (the MHD request
  * thread), and the functions the modules of cmd/snd share.
  *
- * Invariants of struct snd (checked by snd_state_verify() at start):
+ * Invariants of struct snd (checked by sn_control_verify() at start):
  *  - jobs[id - 1] is the job with that id, or NULL; next_job_id is above
  *    every id; an idempotency key maps to exactly one job of its tenant;
  *  - every job's tenant exists; no GPU is allocated to two jobs; the GPUs
@@ -29,7 +29,8 @@
 #include <sn/spec.h>
 #include <sn/store.h>
 
-#include "sched.h"
+#include <sn/control.h>
+#include <sn/sched.h>
 
 /* Largest integer a JSON reader keeps exactly (2^53): the ceiling of the
  * sequence numbers agents send. */
@@ -84,9 +85,9 @@ struct snd_config {
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
     /* Token keys (keys.c). */
-    int64_t key_overlap_s; /* a rotated-out key verifies this long after its retirement */
-    char store[SN_CONF_STRING_MAX];         /* "": DIR/state.db; sqlite:PATH; postgresql://... */
-    int64_t leader_lease_ms;                /* PostgreSQL: leadership unrenewed lasts this */
+    int64_t key_overlap_s;          /* a rotated-out key verifies this long after its retirement */
+    char store[SN_CONF_STRING_MAX]; /* "": DIR/state.db; sqlite:PATH; postgresql://... */
+    int64_t leader_lease_ms;        /* PostgreSQL: leadership unrenewed lasts this */
     char advertise_url[SN_CONF_STRING_MAX]; /* "": http(s)://listen; written for redirects */
     /* Slurm mirror (slurm_mirror.c; appended). */
     char slurm_mirror[16]; /* "" off, "scontrol" */
@@ -96,104 +97,8 @@ struct snd_config {
     int64_t health_round_timeout_s;
 };
 
-#define SND_JOB_STATE_LIST(X)                                                                      \
-    X(PENDING, "pending")                                                                          \
-    X(RUNNING, "running")                                                                          \
-    X(COMPLETED, "completed")                                                                      \
-    X(FAILED, "failed")                                                                            \
-    X(CANCELLED, "cancelled")                                                                      \
-    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */
-enum snd_job_state {
-#define SN_X(name, text) SND_JOB_##name,
-    SND_JOB_STATE_LIST(SN_X)
-#undef SN_X
-        SND_JOB_STATE_COUNT
-};
-const char *snd_job_state_name(enum snd_job_state s);
-int snd_job_state_parse(const char *text); /* -1 when unknown */
-
-/* Admin states of nodes and GPUs, as Slurm's scontrol: up, cordoned (no
- * new work), draining (no new work, running work finishes), drained. */
-#define SND_ADMIN_STATE_LIST(X)                                                                    \
-    X(UP, "up")                                                                                    \
-    X(CORDONED, "cordoned")                                                                        \
-    X(DRAINING, "draining")                                                                        \
-    X(DRAINED, "drained")                                                                          \
-    X(DOWN, "down") /* failed: by an admin, or its agent stopped heartbeating */
-enum snd_admin_state {
-#define SN_X(name, text) SND_ADMIN_##name,
-    SND_ADMIN_STATE_LIST(SN_X)
-#undef SN_X
-        SND_ADMIN_STATE_COUNT
-};
-const char *snd_admin_state_name(enum snd_admin_state s);
-
-struct snd_job {
-    int64_t id;
-    char tenant[SN_AUTH_SUBJECT_MAX];
-    char *idem_key; /* or NULL */
-    json_t *spec;   /* the validated submission: name, gpus, pool, ... */
-    enum snd_job_state state;
-    int64_t submit_s, updated_s;
-    uint32_t *alloc; /* GPU ids while running, in rank order (from the scheduler) */
-    uint32_t n_alloc;
-    bool durable;          /* its first write has committed */
-    uint32_t sched_id;     /* its ID in the scheduler core, or SN_NONE */
-    uint64_t *ranks_done;  /* while running: bit r set once rank r exited 0 */
-    uint32_t n_ranks_done; /* bits set in ranks_done */
-    uint64_t alloc_seq;    /* outbox sequence of its start rows (agents see it once durable) */
-    uint32_t requeues;     /* interruptions and preemptions so far */
-    int64_t start_s, end_s;
-    int32_t exit_status; /* of the failing rank, when failed by an exit */
-    char *detail;        /* why it ended or was requeued, or NULL */
-    /* Runtime (appended; docs/agent.md). */
-    int32_t master_port; /* while running: MASTER_PORT, unique among running jobs; 0: none */
-    char *isolation;     /* the isolation an agent last reported for a rank, or NULL */
-    /* The record of its last run once it left its GPUs (completed, failed,
-     * cancelled, requeued): GPUs in rank order, ranks that exited 0 (bit
-     * r), the rank whose exit failed it (-1: none). */
-    uint32_t *last_alloc;
-    uint32_t n_last_alloc;
-    uint64_t *last_ranks_ok;
-    int32_t failed_rank;
-    /* Shape/partition work: the job's own progress reports. */
-    int64_t progress_ms;       /* last POST /v1/jobs/{id}/progress (monotonic), 0 = none */
-    uint64_t progress_reports; /* how many */
-    /* Checkpoints (checkpoint.c). */
-    double ckpt_interval_s; /* Daly interval of the current run, 0 = none */
-    char *ckpt_path;        /* last reported checkpoint, or NULL */
-    int64_t ckpt_time_s, ckpt_step;
-    uint32_t ckpt_count;
-    /* Goodput over all its runs (goodput.c). */
-    struct sn_goodput gp;
-    /* Pending reasons over time (timeline.c): the reason last recorded for
-     * wait reason_wait (requeues + 1; 0: none yet), and how many recorded. */
-    uint8_t reason_last;
-    uint32_t reason_wait, reason_events;
-};
-
-struct snd_named {
-    char name[SN_AUTH_SUBJECT_MAX];
-    json_t *doc;
-    uint64_t jobs_live, jobs_total; /* tenants: their jobs held now, live / all (state.c) */
-};
-
-struct snd_quota {
-    char tenant[SN_AUTH_SUBJECT_MAX];
-    char pool[SN_AUTH_SUBJECT_MAX];
-    int64_t gpus;
-};
-
-struct snd_admin {
-    uint8_t state; /* enum snd_admin_state */
-    char *reason;  /* NULL when up */
-    char *actor;
-    int64_t time_s;
-};
-
-struct snd_idem;   /* hash of (tenant, key) -> job id */
-struct snd_rate;   /* token buckets */
-struct snd_outbox; /* state-driven store writes waiting for room (sched.c) */
+struct snd_rate;     /* token buckets */
+struct snd_outbox;   /* the control's effect batches waiting for room in the store (outbox.c) */
 struct snd_refusals; /* failed authentications by source address (refusals.c) */
 
 #define SND_CYCLE_BUCKETS 12 /* scheduler cycle-time histogram, see metrics.c */
@@ -205,47 +110,23 @@ struct snd {
     struct sn_store *store;
     uint8_t key[32]; /* token MAC key */
 
-    /* The scheduler core and its bookkeeping (sched.c). */
-    struct sn_sched *sched;
-    int64_t *sched_jobs; /* sched ID -> snd job id */
-    uint32_t sched_jobs_cap;
-    uint32_t sched_pools;  /* pools the core knows: spec pools, or 1 */
-    bool sched_spec_pools; /* the core's pools are the spec's (jobs must name one) */
-    bool sched_dirty;      /* an event happened since the last pass */
-    int64_t last_pass_ms, next_timer_ms, last_cycle_ms;
-    uint64_t passes, cycle_buckets[SND_CYCLE_BUCKETS];
-    double cycle_sum_s;
-    int64_t *last_seen_ms; /* by server: last heartbeat (monotonic), 0 = never */
-    struct snd_outbox *outbox;
-    uint64_t outbox_seq;             /* outbox submissions made so far */
-    _Atomic uint64_t outbox_durable; /* outbox submissions committed */
+    /* The control plane's core (lib/control, sn/control.h): jobs, nodes,
+     * GPUs and their rules. The shell reads its tables and changes them
+     * only through snd_apply() (outbox.c). */
+    struct sn_control *ctl;
+    struct sn_control_config ctl_cfg;
 
-    struct snd_job **jobs; /* index id - 1 */
-    int64_t n_jobs_cap, next_job_id;
-    uint64_t jobs_by_state[SND_JOB_STATE_COUNT];
-    /* Goodput since this daemon started (goodput.c, sn/goodput.h): the runs
-     * that ended; work after a run's last checkpoint lost when it was
-     * interrupted or preempted. */
-    struct sn_goodput goodput;
-    struct snd_idem *idem;
-    struct snd_named *tenants, *pools, *classes;
-    uint32_t n_tenants, n_pools, n_classes;
-    struct snd_quota *quotas;
-    uint32_t n_quotas;
-    struct snd_admin *nodes; /* by server id */
-    struct snd_admin *gpus;  /* by GPU id */
+    /* Pass pacing and timing (outbox.c), the outbox of effect batches. */
+    int64_t last_pass_ms, next_timer_ms, last_cycle_ms;
+    uint64_t cycle_buckets[SND_CYCLE_BUCKETS];
+    double cycle_sum_s;
+    struct snd_outbox *outbox;
+    _Atomic uint64_t outbox_durable; /* the control batch seq last committed through the outbox */
+
     char **revoked;
     uint32_t n_revoked;
     struct snd_rate *rate;
     struct snd_refusals *refusals;
-
-    /* Partition safety (partition.c): servers silent past the heartbeat
-     * timeout but not declared down (cordoned in the core), and the fence. */
-    uint8_t *silent; /* by server */
-    uint32_t n_silent;
-    bool fenced;
-    int64_t fenced_since_s;
-    uint64_t fences_total;
 
     /* Counters for /metrics (state thread only). */
     uint64_t http_requests[6]; /* by status class 1xx..5xx, index 1..5 */
@@ -254,17 +135,6 @@ struct snd {
     uint64_t http_header_timeouts; /* connections shut: no headers in header_timeout_s */
     uint64_t http_evicted;         /* unauthenticated connections shut for a newcomer */
     atomic_bool fatal;
-
-    /* Job runtime (sched.c; docs/agent.md "Orphans"): by GPU, 1 while the
-     * processes of the job that last held it are not reported gone by its
-     * agent (the GPU is kept out of placement); by server, whether its
-     * agent reports busy GPUs in its heartbeats (only then is a GPU held
-     * back); MASTER_PORT values in use, a bit per port from
-     * SND_MASTER_PORT_BASE. */
-    uint8_t *gpu_procs;
-    bool *agent_reports_procs;
-    uint64_t *master_ports;
-    bool deps_dirty; /* a job ended or a dependent was submitted: settle dependencies */
 
     /* Token keys and revocations (keys.c): the ring (key mirrors its
      * current key's bytes), the revocation list's generation. */
@@ -281,50 +151,43 @@ struct snd {
      * (or 503); the state thread takes over when the election says so. */
     struct snd_ha *ha;
     bool standby;
-    /* Health rounds (bench_rounds.c): by server, 1 while a round holds it
-     * out of placement (sched.c cordons its GPUs); NULL until the first. */
-    uint8_t *round_hold;
 };
 
-#define SND_DEPS_MAX 64 /* job ids in a job's after_ok */
-#define SND_MASTER_PORT_BASE 29500
-#define SND_MASTER_PORTS 16384
-
-/* state.c */
+/* state.c: the control's tables from the store's rows, revoked token ids. */
 int snd_state_load(struct snd *d, struct sn_error *err);
-int snd_state_verify(const struct snd *d, struct sn_error *err);
-struct snd_job *snd_job_get(const struct snd *d, int64_t id);
-/* goodput.c: useful / allocated GPU-seconds since start (running jobs
- * counted up to now, as useful), or NaN before any GPU was allocated. */
-double snd_goodput(const struct snd *d, int64_t now_s);
-/* Counts j's run that ends at now_s on gpus GPUs (interrupted: the work
- * after its last checkpoint is lost) into the cluster's and j's sums. */
-void snd_goodput_count_run(struct snd *d, struct snd_job *j, uint32_t gpus, double now_s,
-                           bool interrupted);
-/* The job JSON's "goodput" (ratio or null) and "goodput_gpu_s"; the
- * runtime facts' "goodput" object, and its load. */
-void snd_goodput_job_json(const struct snd_job *j, int64_t now_s, json_t *o);
-void snd_goodput_run_text(const struct snd_job *j, json_t *run);
-void snd_goodput_load(struct snd_job *j, const json_t *run);
-int64_t snd_idem_find(const struct snd *d, const char *tenant, const char *key);
-enum sn_err snd_job_insert(struct snd *d, struct snd_job *job, struct sn_error *err);
-void snd_job_remove(struct snd *d, int64_t id);
-void snd_job_set_state(struct snd *d, struct snd_job *job, enum snd_job_state s);
-void snd_job_free(struct snd_job *job);
-struct snd_named *snd_named_find(struct snd_named *list, uint32_t n, const char *name);
-enum sn_err snd_named_put(struct snd_named **list, uint32_t *n, const char *name, json_t *doc,
-                          struct sn_error *err);
-enum sn_err snd_quota_put(struct snd *d, const char *tenant, const char *pool, int64_t gpus);
-const struct snd_quota *snd_quota_find(const struct snd *d, const char *tenant, const char *pool);
-void snd_admin_set(struct snd_admin *a, enum snd_admin_state s, const char *reason,
-                   const char *actor, int64_t time_s);
 bool snd_is_revoked(const struct snd *d, const char *id);
 enum sn_err snd_revoke(struct snd *d, const char *id);
-json_t *snd_job_json(const struct snd *d, const struct snd_job *job);
-/* Text of the job's runtime facts for the store (caller frees). */
-char *snd_job_run_text(const struct snd_job *job);
-void snd_job_set_detail(struct snd_job *job, const char *detail);
 void snd_state_free(struct snd *d);
+
+/* outbox.c: the shell's side of lib/control. snd_apply() applies an event
+ * now (the real clocks) and queues its effect batches in the outbox, in
+ * order, after the first keep_first batches, which it leaves in *fx for
+ * the caller to commit with its answer (a request's own rows); logs go to
+ * stderr; a fatal effect stops snd. Returns the event's result. */
+enum sn_err snd_apply(struct snd *d, const struct sn_control_event *ev, size_t keep_first,
+                      struct sn_effects *fx, struct sn_error *err);
+/* The same, for events whose effects all go to the outbox. */
+enum sn_err snd_apply_queued(struct snd *d, const struct sn_control_event *ev);
+/* Rebuilds the core after a change of tenants, quotas or limits; an error
+ * names the rule the change would break (the caller restores and rebuilds). */
+enum sn_err snd_rebuild(struct snd *d, struct sn_error *err);
+/* Makes the control from the config and the loaded state, builds the
+ * core (SN_ERR_INTERNAL names a broken invariant). */
+enum sn_err snd_control_start(struct snd *d, struct sn_error *err);
+void snd_control_stop(struct snd *d);
+/* Runs timers (heartbeat loss, passes) and flushes the outbox; returns the
+ * milliseconds until it wants to run again. */
+int64_t snd_tick(struct snd *d);
+/* Appends rows (strings copied) to the outbox: the shell's own rows
+ * (audit of refusals, Slurm mirror events), after the control's. */
+void snd_outbox_add(struct snd *d, const struct sn_store_write *rows, size_t n);
+bool snd_outbox_empty(const struct snd *d);
+/* Submits what the store takes now; false when rows are still waiting. */
+bool snd_outbox_flush(struct snd *d);
+/* True when the control's effect batch seq committed. */
+bool snd_outbox_durable(const struct snd *d, uint64_t seq);
+/* Upper bounds of the cycle-time histogram buckets (the last is +Inf). */
+extern const double snd_cycle_bounds_s[];
 
 /* rate limiting (state.c) */
 struct snd_rate *snd_rate_new(void);
@@ -368,42 +231,6 @@ int snd_http_start(struct snd *d, uint16_t *port, struct sn_error *err);
 uint16_t snd_http_agent_port(void);
 void snd_http_stop(void);
 
-/* shape.c: job shape (group, one supernode, power spread, exclusive,
- * bandwidth, preemptible). */
-struct sn_api_job;
-/* Checks a decoded submission's shape against its pool (b->pool already
- * defaulted); fills the planner's bandwidth default when b names a model
- * and no xsn_bytes_per_s. False: *field and msg say what is wrong (422). */
-bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **field, char *msg,
-                     size_t len);
-/* Sets the core's shape fields of js from the stored job spec. */
-void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec *js);
-/* One line naming the job's shape ("16 GPUs in groups of 8, one supernode"). */
-void snd_shape_describe(const json_t *spec, char *out, size_t len);
-
-/* partition.c: declares every silent server down and lifts the fence;
- * returns how many were declared down. */
-uint32_t snd_partition_unfence(struct snd *d, const char *actor);
-/* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
-json_t *snd_partition_json(const struct snd *d);
-
-/* quota.c: tenant limits (per-supernode GPUs, per-job caps) onto the
- * core's tenants[0..n) (tenant x pool pairs); the per-job caps at submit
- * (false: *field and msg, 422); the detail of a quota pending reason
- * ("" when there is none to give). */
-void snd_quota_apply(const struct snd *d, struct sn_sched_tenant *tenants, uint32_t n);
-bool snd_quota_check_job(const struct snd *d, const char *tenant, const struct sn_api_job *b,
-                         const char **field, char *msg, size_t len);
-void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, const char *reason,
-                              char *out, size_t len);
-
-/* checkpoint.c: the Daly interval of a started job (from its footprint);
- * the heartbeat answer's checkpoint_interval_s and
- * resume_from; the job JSON's checkpoint fields. */
-void snd_ckpt_on_start(const struct snd *d, struct snd_job *j);
-void snd_ckpt_assignment(const struct snd_job *j, json_t *o);
-void snd_ckpt_json(const struct snd_job *j, json_t *o);
-
 /* keys.c: the token key ring and the revocation list beside the key. */
 /* Replaces dir/name with data atomically (temporary file, fsync, rename,
  * fsync of dir), mode 0600. A full disk is SN_ERR_LIMIT "disk full: ...". */
@@ -426,28 +253,12 @@ enum sn_err snd_revocation_record(struct snd *d, const char *id, struct sn_error
 /* At start, after the state is loaded: reconciles the list and state.db
  * (see keys.c). */
 enum sn_err snd_revocations_reconcile(struct snd *d, struct sn_error *err);
-/* timeline.c: after a pass, a `pending` job event for each waiting job
- * whose pending reason changed (at most SND_REASON_EVENTS_MAX per job). */
-#define SND_REASON_EVENTS_MAX 32
-void snd_timeline_reasons(struct snd *d, int64_t now_s);
-
-/* arrays.c: array throttling (`--array 0-99%4`). Whether a job carries a
- * throttle; the submission check of array_id / array_max_running (false:
- * *field and msg, 422); whether a pending job is held by the throttle
- * (pending reason array-throttle); hands held tasks to the core while
- * fewer than N of their array are there. */
-struct sn_api_job;
-bool snd_array_throttled(const struct snd_job *j);
-bool snd_array_check(const struct snd *d, const char *tenant, const struct sn_api_job *b,
-                     const char **field, char *msg, size_t len);
-bool snd_array_waiting(const struct snd *d, const struct snd_job *j);
-void snd_array_settle(struct snd *d);
-
 /* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);
 
 int64_t snd_now_s(void);
-int64_t snd_now_ms(void);
+int64_t snd_now_ms(void);  /* monotonic */
+int64_t snd_wall_ms(void); /* wall clock */
 
 /* slurm_mirror.c: mirrors snd's node and GPU holds to Slurm and reads
  * Slurm's drains back as cordons (docs/slurm.md). check validates the

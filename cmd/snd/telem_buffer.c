@@ -20,9 +20,20 @@
 
 #define CHUNK_BYTES (64u << 10)
 
-enum rec_kind { REC_SAMPLES, REC_ATTR, REC_NVLINK, REC_XID, REC_FACILITY, REC_SKIP, REC_NET,
-                REC_NCCL_RANK, REC_NCCL_ROW, REC_NCCL_SUMMARY, REC_DIAG,
-                REC_EXCERPT };
+enum rec_kind {
+    REC_SAMPLES,
+    REC_ATTR,
+    REC_NVLINK,
+    REC_XID,
+    REC_FACILITY,
+    REC_SKIP,
+    REC_NET,
+    REC_NCCL_RANK,
+    REC_NCCL_ROW,
+    REC_NCCL_SUMMARY,
+    REC_DIAG,
+    REC_EXCERPT
+};
 
 struct entry {
     enum rec_kind kind;

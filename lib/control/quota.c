@@ -11,7 +11,7 @@
  * limits. The third level of the core, tenants per mixed supernode, is the
  * config key max_tenants_per_supernode.
  */
-#include "http.h"
+#include "control_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,28 +19,13 @@
 
 #include <sn/api.h>
 
-struct limits_body {
-    int64_t gpus_per_supernode;
-    int64_t max_job_gpus;
-    int64_t max_walltime_s;
-    int64_t max_xsn_bytes_per_s;
-};
-#define L(f) offsetof(struct limits_body, f)
-static const struct sn_api_field limit_fields[] = {
-    {"gpus_per_supernode", SN_API_INT, false, 0, 1 << 22, L(gpus_per_supernode)},
-    {"max_job_gpus", SN_API_INT, false, 0, 1 << 22, L(max_job_gpus)},
-    {"max_walltime_s", SN_API_INT, false, 0, 366LL * 86400, L(max_walltime_s)},
-    {"max_xsn_bytes_per_s", SN_API_INT, false, 0, 1000000000000LL, L(max_xsn_bytes_per_s)},
-};
-#define N_LIMITS (sizeof(limit_fields) / sizeof(limit_fields[0]))
-
 static int64_t limit_of(const json_t *doc, const char *key)
 {
     const json_t *v = json_object_get(json_object_get(doc, "limits"), key);
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
 }
 
-static uint32_t tenant_of(const struct snd *d, const char *name)
+static uint32_t tenant_of(const struct sn_control *d, const char *name)
 {
     for (uint32_t i = 0; i < d->n_tenants; i++)
         if (strcmp(d->tenants[i].name, name) == 0)
@@ -48,7 +33,7 @@ static uint32_t tenant_of(const struct snd *d, const char *name)
     return SN_NONE;
 }
 
-void snd_quota_apply(const struct snd *d, struct sn_sched_tenant *tenants, uint32_t n)
+void sn_control_quota_apply(const struct sn_control *d, struct sn_sched_tenant *tenants, uint32_t n)
 {
     uint32_t pools = d->sched_pools ? d->sched_pools : 1;
     for (uint32_t t = 0; t < d->n_tenants && (uint64_t)(t + 1) * pools <= n; t++) {
@@ -63,8 +48,9 @@ void snd_quota_apply(const struct snd *d, struct sn_sched_tenant *tenants, uint3
     }
 }
 
-bool snd_quota_check_job(const struct snd *d, const char *tenant, const struct sn_api_job *b,
-                         const char **field, char *msg, size_t len)
+bool sn_control_quota_check_job(const struct sn_control *d, const char *tenant,
+                                const struct sn_api_job *b, const char **field, char *msg,
+                                size_t len)
 {
     uint32_t t = tenant_of(d, tenant);
     if (t == SN_NONE)
@@ -100,8 +86,8 @@ bool snd_quota_check_job(const struct snd *d, const char *tenant, const struct s
     return true;
 }
 
-void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, const char *reason,
-                              char *out, size_t len)
+void sn_control_quota_pending_detail(const struct sn_control *d, const struct sn_control_job *j,
+                                     const char *reason, char *out, size_t len)
 {
     out[0] = '\0';
     if (j->sched_id == SN_NONE || !d->sched)
@@ -109,12 +95,12 @@ void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, cons
     uint32_t t = tenant_of(d, j->tenant);
     uint32_t pools = d->sched_pools ? d->sched_pools : 1;
     const char *pool = json_string_value(json_object_get(j->spec, "pool"));
-    uint32_t p = d->sched_spec_pools ? snd_spec_pool(d, pool) : 0;
+    uint32_t p = d->sched_spec_pools ? sn_control_spec_pool(d, pool) : 0;
     if (t == SN_NONE || p == SN_NONE)
         return;
     uint32_t pair = t * pools + p;
     if (strcmp(reason, "quota") == 0) {
-        const struct snd_quota *q = pool ? snd_quota_find(d, j->tenant, pool) : NULL;
+        const struct sn_control_quota *q = pool ? sn_control_quota_find(d, j->tenant, pool) : NULL;
         snprintf(out, len, "quota: tenant %s in pool %s holds %u of %lld GPUs", j->tenant,
                  pool ? pool : "-", sn_sched_tenant_gpus(d->sched, pair, SN_NONE),
                  q ? (long long)q->gpus : 0LL);
@@ -139,64 +125,4 @@ void snd_quota_pending_detail(const struct snd *d, const struct snd_job *j, cons
              "(%lld GPUs) and the cap of %lld tenants per mixed supernode",
              pool ? pool : "-", j->tenant, (long long)per_sn,
              (long long)d->cfg.max_tenants_per_supernode);
-}
-
-static enum MHD_Result limits_done(struct snd *d, struct snd_req *r)
-{
-    if (r->store_rc != SN_OK) {
-        atomic_store(&d->fatal, true);
-        return snd_error(d, r, 503, "store_failed", NULL, "the state could not be written");
-    }
-    json_t *body = r->reply;
-    r->reply = NULL;
-    return snd_reply(d, r, 200, body);
-}
-
-/* PUT /v1/tenants/{t}/limits: replaces the tenant's limits (absent or 0 =
- * unlimited) and rebuilds the core; 409 when running or waiting jobs would
- * break them (nothing changes then). */
-enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r)
-{
-    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, r->params[0]);
-    if (!t)
-        return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
-    struct limits_body b = {0};
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(limit_fields, N_LIMITS, r->len ? r->body : "{}",
-                                   r->len ? r->len : 2, (size_t)d->cfg.body_max_bytes, &b, &present,
-                                   field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
-    json_t *limits = json_pack("{s:I,s:I,s:I,s:I}", "gpus_per_supernode",
-                               (json_int_t)b.gpus_per_supernode, "max_job_gpus",
-                               (json_int_t)b.max_job_gpus, "max_walltime_s",
-                               (json_int_t)b.max_walltime_s, "max_xsn_bytes_per_s",
-                               (json_int_t)b.max_xsn_bytes_per_s);
-    json_t *old = json_incref(json_object_get(t->doc, "limits"));
-    json_object_set_new(t->doc, "limits", limits);
-    if (snd_sched_rebuild(d, &err) != SN_OK) {
-        if (old)
-            json_object_set(t->doc, "limits", old);
-        else
-            json_object_del(t->doc, "limits");
-        json_decref(old);
-        struct sn_error err2 = {0};
-        if (snd_sched_rebuild(d, &err2) != SN_OK)
-            atomic_store(&d->fatal, true);
-        return snd_error(d, r, 409, "quota_below_usage", NULL,
-                         "the limits would break running or waiting jobs: %s", err.message);
-    }
-    json_decref(old);
-    char *text = json_dumps(t->doc, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!text)
-        return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    struct sn_store_write w = {.kind = SN_STORE_PUT_TENANT, .text = {t->name, text}};
-    r->reply = json_deep_copy(limits);
-    json_object_set_new(r->reply, "tenant", json_string(t->name));
-    enum MHD_Result ret = snd_commit(d, r, &w, 1, t->name, limits_done);
-    free(text);
-    return ret;
 }

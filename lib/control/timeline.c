@@ -8,26 +8,26 @@
  * paged by GET /v1/jobs/{id}/events). A job's timeline is thus: submitted,
  * pending (reason), pending (another reason), ..., started, ...
  *
- * Bounds: at most SND_REASON_EVENTS_MAX such events per job and daemon
+ * Bounds: at most SN_CONTROL_REASON_EVENTS_MAX such events per job and daemon
  * lifetime (a reason that flips every pass cannot flood the store; the
  * last one says that later changes are not recorded). A wait is a
  * (job, requeues) pair: a requeued job's next wait records again. "none"
  * (not yet considered) is not recorded. After a restart of snd the reason
  * in force is recorded once more.
  */
-#include "snd.h"
+#include "control_int.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* The reason's code (SN_PENDING_*), or -1 for none / not waiting, of a job
  * in the core's pending list (sched_id set): the core's own reason, the
- * one snd_sched_reason() names for such a job. Read as a code, not a name
+ * one sn_control_reason() names for such a job. Read as a code, not a name
  * matched against every reason's: this runs for every waiting job after
  * every pass, on the thread that answers requests. */
-static int reason_code(const struct snd *d, const struct snd_job *j)
+static int reason_code(const struct sn_control *d, const struct sn_control_job *j)
 {
-    if (j->state != SND_JOB_PENDING && j->state != SND_JOB_REQUEUED)
+    if (j->state != SN_CONTROL_JOB_PENDING && j->state != SN_CONTROL_JOB_REQUEUED)
         return -1;
     struct sn_job_info info;
     sn_sched_job_info(d->sched, j->sched_id, &info);
@@ -37,28 +37,29 @@ static int reason_code(const struct snd *d, const struct snd_job *j)
     return (int)info.reason;
 }
 
-static void record(struct snd *d, struct snd_job *j, int code, int64_t now_s)
+static void record(struct sn_control *d, struct sn_control_job *j, int code, int64_t now_s)
 {
     const char *name = sn_pending_reason_name((enum sn_pending_reason)code);
     char detail[300], msg[400];
-    snd_quota_pending_detail(d, j, name, detail, sizeof(detail));
+    sn_control_quota_pending_detail(d, j, name, detail, sizeof(detail));
     const char *rest = strncmp(detail, "quota: ", 7) == 0 ? detail + 7 : detail;
-    bool last = j->reason_events + 1 == SND_REASON_EVENTS_MAX;
+    bool last = j->reason_events + 1 == SN_CONTROL_REASON_EVENTS_MAX;
     snprintf(msg, sizeof(msg), "%s%s%s%s", name, rest[0] ? ": " : "", rest,
              last ? " (later reason changes are not recorded)" : "");
     struct sn_store_write w = {
         .kind = SN_STORE_ADD_EVENT, .text = {"pending", msg}, .num = {j->id, now_s}};
-    snd_outbox_add(d, &w, 1);
+    sn_control_emit(d, &w, 1);
     j->reason_events++;
 }
 
-void snd_timeline_reasons(struct snd *d, int64_t now_s)
+void sn_control_timeline_reasons(struct sn_control *d, int64_t now_s)
 {
     uint32_t n = 0;
     const uint32_t *pending = d->sched ? sn_sched_pending(d->sched, &n) : NULL;
     for (uint32_t i = 0; pending && i < n; i++) {
         uint32_t sid = pending[i];
-        struct snd_job *j = sid < d->sched_jobs_cap ? snd_job_get(d, d->sched_jobs[sid]) : NULL;
+        struct sn_control_job *j =
+            sid < d->sched_jobs_cap ? sn_control_job_get(d, d->sched_jobs[sid]) : NULL;
         if (!j || j->sched_id != sid || !j->durable)
             continue;
         int code = reason_code(d, j);
@@ -69,7 +70,7 @@ void snd_timeline_reasons(struct snd *d, int64_t now_s)
             continue;
         j->reason_wait = wait;
         j->reason_last = (uint8_t)code;
-        if (j->reason_events < SND_REASON_EVENTS_MAX)
+        if (j->reason_events < SN_CONTROL_REASON_EVENTS_MAX)
             record(d, j, code, now_s);
     }
 }

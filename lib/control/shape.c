@@ -15,7 +15,7 @@
  * Every refusal names the field and what was expected; the checks use the
  * pool's supernodes only (the spec's pools, or the whole cluster).
  */
-#include "snd.h"
+#include "control_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -33,7 +33,7 @@ struct pool_sizes {
     uint32_t template_sn; /* a supernode of the pool (for the planner), or SN_NONE */
 };
 
-static void pool_sizes(const struct snd *d, uint32_t p, struct pool_sizes *z)
+static void pool_sizes(const struct sn_control *d, uint32_t p, struct pool_sizes *z)
 {
     const struct sn_model *m = d->model;
     memset(z, 0, sizeof(*z));
@@ -76,8 +76,9 @@ static bool fail(const char **field, const char *name, char *msg, size_t len, co
  * sequence per DP rank per step (the shortest step, so the highest need),
  * on the hardware of the pool's supernode template. The figure is the
  * scale-out provision with the planner's headroom (docs/planner.md). */
-static bool plan_bandwidth(const struct snd *d, const struct pool_sizes *z, const char *model,
-                           uint32_t gpus, uint32_t group, double *out, char *msg, size_t len)
+static bool plan_bandwidth(const struct sn_control *d, const struct pool_sizes *z,
+                           const char *model, uint32_t gpus, uint32_t group, double *out, char *msg,
+                           size_t len)
 {
     const struct sn_plan_model *pm = sn_plan_model_preset(model);
     if (!pm) {
@@ -111,10 +112,10 @@ static bool plan_bandwidth(const struct snd *d, const struct pool_sizes *z, cons
     return true;
 }
 
-bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **field, char *msg,
-                     size_t len)
+bool sn_control_shape_check(const struct sn_control *d, struct sn_api_job *b, const char **field,
+                            char *msg, size_t len)
 {
-    uint32_t p = d->sched_spec_pools ? snd_spec_pool(d, b->pool) : SN_NONE;
+    uint32_t p = d->sched_spec_pools ? sn_control_spec_pool(d, b->pool) : SN_NONE;
     struct pool_sizes z;
     pool_sizes(d, p, &z);
     uint64_t gpus = (uint64_t)b->gpus, group = b->group_gpus > 0 ? (uint64_t)b->group_gpus : 1;
@@ -145,8 +146,7 @@ bool snd_shape_check(const struct snd *d, struct sn_api_job *b, const char **fie
         const char *what = server ? "server" : "supernode";
         if (unit == 0)
             return fail(field, "exclusive", msg, len,
-                        "exclusive %s needs %ss of one size in %s; they differ", what, what,
-                        where);
+                        "exclusive %s needs %ss of one size in %s; they differ", what, what, where);
         if (gpus % unit != 0)
             return fail(field, "exclusive", msg, len,
                         "exclusive %s with %llu GPUs: a fraction of a %s (%u GPUs); ask for a "
@@ -180,7 +180,7 @@ static int64_t spec_int(const json_t *spec, const char *key, int64_t def)
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
 }
 
-void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec *js)
+void sn_control_shape_apply(const struct sn_control *d, const json_t *spec, struct sn_job_spec *js)
 {
     js->group_gpus = (uint32_t)spec_int(spec, "group_gpus", 1);
     js->one_supernode = json_is_true(json_object_get(spec, "one_supernode"));
@@ -194,7 +194,7 @@ void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec
     const char *ex = json_string_value(json_object_get(spec, "exclusive"));
     if (ex) {
         uint32_t p = d->sched_spec_pools
-                         ? snd_spec_pool(d, json_string_value(json_object_get(spec, "pool")))
+                         ? sn_control_spec_pool(d, json_string_value(json_object_get(spec, "pool")))
                          : SN_NONE;
         struct pool_sizes z;
         pool_sizes(d, p, &z);
@@ -204,7 +204,7 @@ void snd_shape_apply(const struct snd *d, const json_t *spec, struct sn_job_spec
     }
 }
 
-void snd_shape_describe(const json_t *spec, char *out, size_t len)
+void sn_control_shape_describe(const json_t *spec, char *out, size_t len)
 {
     int64_t gpus = spec_int(spec, "gpus", 0), group = spec_int(spec, "group_gpus", 1);
     int64_t bw = spec_int(spec, "xsn_bytes_per_s", 0);
@@ -221,6 +221,8 @@ void snd_shape_describe(const json_t *spec, char *out, size_t len)
         n += snprintf(out + n, len - (size_t)n, ", %.1f GB/s per GPU across supernodes",
                       (double)bw / 1e9);
     if (json_is_boolean(pre) && n >= 0 && (size_t)n < len)
-        snprintf(out + n, len - (size_t)n, ", %s", json_is_true(pre) ? "preemptible" : "not "
-                                                                                       "preemptible");
+        snprintf(out + n, len - (size_t)n, ", %s",
+                 json_is_true(pre) ? "preemptible"
+                                   : "not "
+                                     "preemptible");
 }

@@ -4,18 +4,18 @@
  * run's work after its last checkpoint lost when it is interrupted or
  * preempted. snd keeps the sums twice: for the cluster since this daemon
  * started (struct snd goodput: sn_goodput_ratio in /metrics and the
- * dashboard), and for each job over all its runs (struct snd_job gp, kept
+ * dashboard), and for each job over all its runs (struct sn_control_job gp, kept
  * with the job's runtime facts in the store, so it survives a restart, and
  * answered in the job's JSON). A running job's current run counts as
  * allocated and useful up to now: nothing of it is lost before an
  * interruption.
  */
-#include "snd.h"
+#include "control_int.h"
 
 #include <math.h>
 
-void snd_goodput_count_run(struct snd *d, struct snd_job *j, uint32_t gpus, double now_s,
-                           bool interrupted)
+void sn_control_goodput_count_run(struct sn_control *d, struct sn_control_job *j, uint32_t gpus,
+                                  double now_s, bool interrupted)
 {
     if (j->start_s <= 0 || !gpus)
         return;
@@ -27,24 +27,24 @@ void snd_goodput_count_run(struct snd *d, struct snd_job *j, uint32_t gpus, doub
 }
 
 /* g plus the current run of j up to now_s when j holds GPUs. */
-static void with_current_run(struct sn_goodput *g, const struct snd_job *j, int64_t now_s)
+static void with_current_run(struct sn_goodput *g, const struct sn_control_job *j, int64_t now_s)
 {
     if (j->n_alloc && j->start_s > 0 && now_s > j->start_s)
         sn_goodput_add_wall_run(g, j->n_alloc, (double)j->start_s, (double)now_s, 0, false);
 }
 
-double snd_goodput(const struct snd *d, int64_t now_s)
+double sn_control_goodput(const struct sn_control *d, int64_t now_s)
 {
     struct sn_goodput g = d->goodput;
     for (int64_t id = 1; id < d->next_job_id && id <= d->n_jobs_cap; id++) {
-        const struct snd_job *j = d->jobs[id - 1];
+        const struct sn_control_job *j = d->jobs[id - 1];
         if (j)
             with_current_run(&g, j, now_s);
     }
     return sn_goodput_ratio(&g);
 }
 
-void snd_goodput_job_json(const struct snd_job *j, int64_t now_s, json_t *o)
+void sn_control_goodput_job_json(const struct sn_control_job *j, int64_t now_s, json_t *o)
 {
     struct sn_goodput g = j->gp;
     with_current_run(&g, j, now_s);
@@ -56,7 +56,7 @@ void snd_goodput_job_json(const struct snd_job *j, int64_t now_s, json_t *o)
                                   "interrupted_runs", (json_int_t)g.interrupted_runs));
 }
 
-void snd_goodput_run_text(const struct snd_job *j, json_t *run)
+void sn_control_goodput_run_text(const struct sn_control_job *j, json_t *run)
 {
     if (!j->gp.runs)
         return;
@@ -73,7 +73,7 @@ static double non_negative(const json_t *v)
     return x > 0 && isfinite(x) ? x : 0;
 }
 
-void snd_goodput_load(struct snd_job *j, const json_t *run)
+void sn_control_goodput_load(struct sn_control_job *j, const json_t *run)
 {
     const json_t *g = json_object_get(run, "goodput");
     j->gp = (struct sn_goodput){0};

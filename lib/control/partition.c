@@ -33,7 +33,7 @@
  *
  * Everything runs on the state thread, from the scheduler's timer.
  */
-#include "http.h"
+#include "control_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -45,7 +45,7 @@
 enum signal { SIG_NONE, SIG_ALIVE, SIG_GONE };
 
 /* The BMC hook (see above): no BMC is configured. */
-static enum signal bmc_signal(const struct snd *d, uint32_t s)
+static enum signal bmc_signal(const struct sn_control *d, uint32_t s)
 {
     (void)d;
     (void)s;
@@ -53,7 +53,7 @@ static enum signal bmc_signal(const struct snd *d, uint32_t s)
 }
 
 /* The jobs' progress reports of the running jobs on server s. */
-static enum signal progress_signal(const struct snd *d, uint32_t s, int64_t now_ms)
+static enum signal progress_signal(const struct sn_control *d, uint32_t s, int64_t now_ms)
 {
     const struct sn_model *m = d->model;
     int64_t limit_ms = d->cfg.heartbeat_timeout_s * 1000;
@@ -62,8 +62,8 @@ static enum signal progress_signal(const struct snd *d, uint32_t s, int64_t now_
     for (uint32_t g = first; g < first + n; g++) {
         uint32_t sid = sn_sched_gpu_owner(d->sched, g);
         int64_t id = sid != SN_NONE && sid < d->sched_jobs_cap ? d->sched_jobs[sid] : 0;
-        const struct snd_job *j = snd_job_get(d, id);
-        if (!j || j->state != SND_JOB_RUNNING || !j->progress_ms)
+        const struct sn_control_job *j = sn_control_job_get(d, id);
+        if (!j || j->state != SN_CONTROL_JOB_RUNNING || !j->progress_ms)
             continue;
         if (now_ms - j->progress_ms <= limit_ms)
             return SIG_ALIVE;
@@ -72,31 +72,31 @@ static enum signal progress_signal(const struct snd *d, uint32_t s, int64_t now_
     return v;
 }
 
-static enum signal second_signal(const struct snd *d, uint32_t s, int64_t now_ms)
+static enum signal second_signal(const struct sn_control *d, uint32_t s, int64_t now_ms)
 {
     enum signal b = bmc_signal(d, s);
     return b != SIG_NONE ? b : progress_signal(d, s, now_ms);
 }
 
-static void cluster_event(struct snd *d, const char *kind, const char *message)
+static void cluster_event(struct sn_control *d, const char *kind, const char *message)
 {
     struct sn_store_write w = {
-        .kind = SN_STORE_ADD_EVENT, .text = {kind, message}, .num = {0, snd_now_s()}};
-    snd_outbox_add(d, &w, 1);
+        .kind = SN_STORE_ADD_EVENT, .text = {kind, message}, .num = {0, sn_control_now_s(d)}};
+    sn_control_emit(d, &w, 1);
     fprintf(stderr, "snd: %s: %s\n", kind, message);
 }
 
-static void set_silent(struct snd *d, uint32_t s, bool on)
+static void set_silent(struct sn_control *d, uint32_t s, bool on)
 {
     if (d->silent[s] == on)
         return;
     d->silent[s] = on;
     d->n_silent = on ? d->n_silent + 1 : d->n_silent - 1;
     /* Recomputes the server's cordon in the core (silent servers get no new work). */
-    snd_sched_admin_changed(d, true, s, d->nodes[s].state);
+    sn_control_admin_changed(d, true, s, d->nodes[s].state);
 }
 
-static void lift(struct snd *d, const char *why)
+static void lift(struct sn_control *d, const char *why)
 {
     d->fenced = false;
     char msg[200];
@@ -104,20 +104,20 @@ static void lift(struct snd *d, const char *why)
     cluster_event(d, "unfenced", msg);
 }
 
-void snd_partition_check(struct snd *d, int64_t now_ms)
+void sn_control_partition_check(struct sn_control *d, int64_t now_ms)
 {
     const struct sn_model *m = d->model;
     int64_t limit_ms = d->cfg.heartbeat_timeout_s * 1000;
     uint32_t silent_now = 0;
     for (uint32_t s = 0; s < m->n_servers; s++)
         silent_now += d->last_seen_ms[s] && now_ms - d->last_seen_ms[s] > limit_ms &&
-                      d->nodes[s].state != SND_ADMIN_DOWN;
+                      d->nodes[s].state != SN_CONTROL_ADMIN_DOWN;
     if (silent_now == 0)
         return;
     if (!d->fenced && d->cfg.partition_share_pct < 100 &&
         (uint64_t)silent_now * 100 > (uint64_t)d->cfg.partition_share_pct * m->n_servers) {
         d->fenced = true;
-        d->fenced_since_s = snd_now_s();
+        d->fenced_since_s = sn_control_now_s(d);
         d->fences_total++;
         char msg[200];
         snprintf(msg, sizeof(msg),
@@ -128,7 +128,7 @@ void snd_partition_check(struct snd *d, int64_t now_ms)
     }
     for (uint32_t s = 0; s < m->n_servers; s++) {
         if (!d->last_seen_ms[s] || now_ms - d->last_seen_ms[s] <= limit_ms ||
-            d->nodes[s].state == SND_ADMIN_DOWN)
+            d->nodes[s].state == SN_CONTROL_ADMIN_DOWN)
             continue;
         set_silent(d, s, true);
         /* Servers that go silent within one window count together: none is
@@ -142,13 +142,13 @@ void snd_partition_check(struct snd *d, int64_t now_ms)
         snprintf(reason, sizeof(reason), "no heartbeat for %lld s%s",
                  (long long)((now_ms - d->last_seen_ms[s]) / 1000),
                  v == SIG_GONE ? ", and its jobs' progress reports stopped" : "");
-        snd_sched_node_lost(d, s, reason, "snd:heartbeat");
+        sn_control_node_lost(d, s, reason, "snd:heartbeat");
     }
     if (d->fenced && d->n_silent == 0)
         lift(d, "no server is silent any more");
 }
 
-void snd_partition_beat(struct snd *d, uint32_t s)
+void sn_control_partition_beat(struct sn_control *d, uint32_t s)
 {
     if (!d->silent || !d->silent[s])
         return;
@@ -157,14 +157,14 @@ void snd_partition_beat(struct snd *d, uint32_t s)
         lift(d, "heartbeats returned");
 }
 
-uint32_t snd_partition_unfence(struct snd *d, const char *actor)
+uint32_t sn_control_partition_unfence(struct sn_control *d, const char *actor)
 {
     uint32_t n = 0;
     for (uint32_t s = 0; s < d->model->n_servers; s++)
         if (d->silent[s]) {
             char reason[128];
             snprintf(reason, sizeof(reason), "silent; declared down by %s at unfence", actor);
-            snd_sched_node_lost(d, s, reason, actor);
+            sn_control_node_lost(d, s, reason, actor);
             n++;
         }
     if (d->fenced) {
@@ -175,11 +175,10 @@ uint32_t snd_partition_unfence(struct snd *d, const char *actor)
     return n;
 }
 
-json_t *snd_partition_json(const struct snd *d)
+json_t *sn_control_partition_json(const struct sn_control *d)
 {
     json_t *nodes = json_array();
-    for (uint32_t s = 0; d->silent && s < d->model->n_servers && json_array_size(nodes) < 1000;
-         s++)
+    for (uint32_t s = 0; d->silent && s < d->model->n_servers && json_array_size(nodes) < 1000; s++)
         if (d->silent[s]) {
             char name[64];
             json_array_append_new(
@@ -187,57 +186,6 @@ json_t *snd_partition_json(const struct snd *d)
         }
     return json_pack("{s:b,s:o,s:I,s:I,s:o,s:I}", "fenced", d->fenced, "since_s",
                      d->fenced ? json_integer(d->fenced_since_s) : json_null(), "silent",
-                     (json_int_t)d->n_silent, "share_pct",
-                     (json_int_t)d->cfg.partition_share_pct, "silent_nodes", nodes, "fences_total",
-                     (json_int_t)d->fences_total);
-}
-
-/* ---- routes ------------------------------------------------------------- */
-
-struct progress_body {
-    int64_t step;
-};
-static const struct sn_api_field progress_fields[] = {
-    {"step", SN_API_INT, false, 0, INT64_MAX, offsetof(struct progress_body, step)},
-};
-
-/* POST /v1/jobs/{id}/progress: the job itself says it is making progress
- * (optional body {"step": N}). A tenant token sees only its own jobs. */
-enum MHD_Result snd_post_job_progress(struct snd *d, struct snd_req *r)
-{
-    char *end = NULL;
-    long long id = strtoll(r->params[0], &end, 10);
-    struct snd_job *j = *end ? NULL : snd_job_get(d, id);
-    if (!j || !j->durable || (!snd_is_admin(r) && strcmp(j->tenant, r->tok.subject) != 0))
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
-    struct progress_body b = {0};
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(progress_fields, 1, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
-    if (j->state != SND_JOB_RUNNING)
-        return snd_error(d, r, 409, "invalid_transition", "state",
-                         "job %lld is %s; only a running job reports progress", (long long)j->id,
-                         snd_job_state_name(j->state));
-    j->progress_ms = snd_now_ms();
-    j->progress_reports++;
-    return snd_reply(d, r, 200,
-                     json_pack("{s:I,s:I,s:I}", "id", (json_int_t)j->id, "reports",
-                               (json_int_t)j->progress_reports, "time_s", (json_int_t)snd_now_s()));
-}
-
-/* POST /v1/cluster/unfence: an operator lifts the fence. */
-enum MHD_Result snd_post_unfence(struct snd *d, struct snd_req *r)
-{
-    bool was = d->fenced;
-    uint32_t n = snd_partition_unfence(d, r->actor);
-    snd_audit(d, r, 200, "cluster", was ? "fence lifted" : "not fenced");
-    json_t *o = snd_partition_json(d);
-    json_object_set_new(o, "was_fenced", json_boolean(was));
-    json_object_set_new(o, "declared_down", json_integer(n));
-    return snd_reply(d, r, 200, o);
+                     (json_int_t)d->n_silent, "share_pct", (json_int_t)d->cfg.partition_share_pct,
+                     "silent_nodes", nodes, "fences_total", (json_int_t)d->fences_total);
 }

@@ -19,7 +19,7 @@
  *    the last checkpoint of the run, not from its start (goodput.c, with
  *    the definition the simulator shares: sn/goodput.h).
  */
-#include "http.h"
+#include "control_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +30,8 @@
 #include <sn/plan.h>
 
 /* The cost (s) of writing one checkpoint, or 0 when unknown. */
-static double write_cost(const struct snd *d, const struct snd_job *j, struct sn_plan_input *in)
+static double write_cost(const struct sn_control *d, const struct sn_control_job *j,
+                         struct sn_plan_input *in)
 {
     const json_t *c = json_object_get(j->spec, "checkpoint_write_s");
     if (json_is_integer(c) && json_integer_value(c) > 0)
@@ -53,7 +54,7 @@ static double write_cost(const struct snd *d, const struct snd_job *j, struct sn
     return r.ckpt.tier[r.ckpt.tier_used].write_s;
 }
 
-void snd_ckpt_on_start(const struct snd *d, struct snd_job *j)
+void sn_control_ckpt_on_start(const struct sn_control *d, struct sn_control_job *j)
 {
     const struct sn_model *m = d->model;
     j->ckpt_interval_s = 0;
@@ -100,7 +101,7 @@ void snd_ckpt_on_start(const struct snd *d, struct snd_job *j)
     j->ckpt_interval_s = isfinite(tau) && tau > 0 ? tau : 0;
 }
 
-void snd_ckpt_assignment(const struct snd_job *j, json_t *o)
+void sn_control_ckpt_assignment(const struct sn_control_job *j, json_t *o)
 {
     if (j->ckpt_interval_s > 0)
         json_object_set_new(o, "checkpoint_interval_s",
@@ -109,7 +110,7 @@ void snd_ckpt_assignment(const struct snd_job *j, json_t *o)
         json_object_set_new(o, "resume_from", json_string(j->ckpt_path));
 }
 
-void snd_ckpt_json(const struct snd_job *j, json_t *o)
+void sn_control_ckpt_json(const struct sn_control_job *j, json_t *o)
 {
     json_object_set_new(o, "checkpoint_interval_s",
                         j->ckpt_interval_s > 0 ? json_integer((json_int_t)ceil(j->ckpt_interval_s))
@@ -120,75 +121,4 @@ void snd_ckpt_json(const struct snd_job *j, json_t *o)
                                                  (json_int_t)j->ckpt_step, "count",
                                                  (json_int_t)j->ckpt_count)
                                      : json_null());
-}
-
-struct ckpt_body {
-    char path[1025];
-    int64_t step;
-};
-static const struct sn_api_field ckpt_fields[] = {
-    {"path", SN_API_STRING, true, 1, 1024, offsetof(struct ckpt_body, path)},
-    {"step", SN_API_INT, false, 0, INT64_MAX, offsetof(struct ckpt_body, step)},
-};
-
-static enum MHD_Result ckpt_done(struct snd *d, struct snd_req *r)
-{
-    if (r->store_rc != SN_OK) {
-        atomic_store(&d->fatal, true);
-        return snd_error(d, r, 503, "store_failed", NULL, "the state could not be written");
-    }
-    return snd_reply(d, r, 200, snd_job_json(d, snd_job_get(d, r->arg)));
-}
-
-enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r)
-{
-    char *end = NULL;
-    long long id = strtoll(r->params[0], &end, 10);
-    struct snd_job *j = *end ? NULL : snd_job_get(d, id);
-    if (!j || !j->durable || (!snd_is_admin(r) && strcmp(j->tenant, r->tok.subject) != 0))
-        return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
-    struct ckpt_body b;
-    memset(&b, 0, sizeof(b));
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(ckpt_fields, 2, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
-    struct snd_named *t = snd_named_find(d->tenants, d->n_tenants, j->tenant);
-    const char *prefix = t ? json_string_value(json_object_get(t->doc, "prefix")) : NULL;
-    if (!prefix || !sn_api_path_within(b.path, prefix))
-        return snd_error(d, r, 403, "path_outside_prefix", "path",
-                         "path '%s' is not under the tenant's prefix '%s'", b.path,
-                         prefix ? prefix : "");
-    if (j->state != SND_JOB_RUNNING)
-        return snd_error(d, r, 409, "invalid_transition", "state",
-                         "job %lld is %s; only a running job checkpoints", (long long)j->id,
-                         snd_job_state_name(j->state));
-    free(j->ckpt_path);
-    j->ckpt_path = strdup(b.path);
-    if (!j->ckpt_path)
-        return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    j->ckpt_time_s = snd_now_s();
-    j->ckpt_step = b.step;
-    j->ckpt_count++;
-    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    char *run = snd_job_run_text(j);
-    char msg[1100], target[32];
-    snprintf(msg, sizeof(msg), "checkpoint %s (step %lld)", b.path, (long long)b.step);
-    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
-    struct sn_store_write w[2] = {
-        {.kind = SN_STORE_PUT_JOB,
-         .text = {j->tenant, j->idem_key, snd_job_state_name(j->state), doc, run},
-         .num = {j->id, j->submit_s, j->updated_s}},
-        {.kind = SN_STORE_ADD_EVENT, .text = {"checkpoint", msg}, .num = {j->id, j->ckpt_time_s}},
-    };
-    r->arg = j->id;
-    enum MHD_Result ret = doc && run ? snd_commit(d, r, w, 2, target, ckpt_done)
-                                     : snd_error(d, r, 500, "internal", NULL, "out of memory");
-    free(doc);
-    free(run);
-    return ret;
 }

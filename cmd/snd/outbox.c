@@ -1,0 +1,301 @@
+/*
+ * The shell's side of lib/control: events in with the real clocks, effect
+ * batches out into the outbox, a FIFO of store writes submitted in order
+ * as the store has room. HTTP writes are refused with 503 while the
+ * outbox is not empty, so the store applies every change in the order the
+ * control made it. Agents learn a job's start once the batch that made it
+ * (the job's alloc_seq) committed: outbox_done() records the control seq
+ * of each committed batch. Passes are paced here: after events at most
+ * every sched_event_delay_ms (and at least ten times the last pass's
+ * duration apart), and on a timer every sched_interval_ms. Everything runs
+ * on the state thread, except outbox_done().
+ */
+#include "snd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define OUTBOX_MAX (1u << 22) /* entries waiting at most; beyond is fail-stop */
+
+struct ob_entry {
+    uint64_t seq; /* the control's batch seq, 0 for the shell's own rows */
+    size_t n;
+    struct sn_store_write rows[];
+};
+
+struct snd_outbox {
+    struct ob_entry **q;
+    uint32_t head, count, cap;
+};
+
+static void outbox_put(struct snd *d, uint64_t seq, const struct sn_store_write *rows, size_t n)
+{
+    struct snd_outbox *o = d->outbox;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int t = 0; t < SN_STORE_TEXT_MAX; t++)
+            bytes += rows[i].text[t] ? strlen(rows[i].text[t]) + 1 : 0;
+    struct ob_entry *e = malloc(sizeof(*e) + n * sizeof(e->rows[0]) + bytes);
+    if (!e || o->count >= OUTBOX_MAX) {
+        free(e);
+        fprintf(stderr, "snd: the outbox is full or out of memory; stopping\n");
+        atomic_store(&d->fatal, true);
+        return;
+    }
+    if (o->count == o->cap) {
+        uint32_t cap = o->cap ? o->cap * 2 : 256;
+        struct ob_entry **q = malloc(cap * sizeof(*q));
+        if (!q) {
+            free(e);
+            atomic_store(&d->fatal, true);
+            return;
+        }
+        for (uint32_t i = 0; i < o->count; i++)
+            q[i] = o->q[(o->head + i) % o->cap];
+        free(o->q);
+        o->q = q;
+        o->cap = cap;
+        o->head = 0;
+    }
+    char *p = (char *)&e->rows[n];
+    e->seq = seq;
+    e->n = n;
+    for (size_t i = 0; i < n; i++) {
+        e->rows[i] = rows[i];
+        for (int t = 0; t < SN_STORE_TEXT_MAX; t++) {
+            if (!rows[i].text[t])
+                continue;
+            size_t len = strlen(rows[i].text[t]) + 1;
+            memcpy(p, rows[i].text[t], len);
+            e->rows[i].text[t] = p;
+            p += len;
+        }
+    }
+    o->q[(o->head + o->count) % o->cap] = e;
+    o->count++;
+}
+
+void snd_outbox_add(struct snd *d, const struct sn_store_write *rows, size_t n)
+{
+    outbox_put(d, 0, rows, n);
+}
+
+bool snd_outbox_empty(const struct snd *d)
+{
+    return d->outbox->count == 0;
+}
+
+bool snd_outbox_durable(const struct snd *d, uint64_t seq)
+{
+    return atomic_load(&((struct snd *)d)->outbox_durable) >= seq;
+}
+
+struct ob_done {
+    struct snd *d;
+    uint64_t seq;
+};
+
+/* Writer thread: commits arrive in submission order. */
+static void outbox_done(void *ctx, enum sn_err rc)
+{
+    struct ob_done *done = ctx;
+    struct snd *d = done->d;
+    if (rc != SN_OK) {
+        fprintf(stderr, "snd: a state write failed (%s); stopping\n", sn_err_name(rc));
+        atomic_store(&d->fatal, true);
+    }
+    if (done->seq)
+        atomic_store(&d->outbox_durable, done->seq);
+    free(done);
+}
+
+bool snd_outbox_flush(struct snd *d)
+{
+    struct snd_outbox *o = d->outbox;
+    while (o->count > 0) {
+        struct ob_entry *e = o->q[o->head];
+        struct sn_error err = {0};
+        struct ob_done *done = malloc(sizeof(*done));
+        if (!done) {
+            atomic_store(&d->fatal, true);
+            return false;
+        }
+        *done = (struct ob_done){d, e->seq};
+        enum sn_err rc = sn_store_submit(d->store, e->rows, e->n, outbox_done, done, &err);
+        if (rc != SN_OK)
+            free(done);
+        if (rc == SN_ERR_LIMIT)
+            return false;
+        if (rc != SN_OK) {
+            fprintf(stderr, "snd: %s; stopping\n", err.message);
+            atomic_store(&d->fatal, true);
+            return false;
+        }
+        free(e);
+        o->head = (o->head + 1) % o->cap;
+        o->count--;
+    }
+    return true;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static struct sn_control_clock clock_now(void)
+{
+    return (struct sn_control_clock){snd_wall_ms(), snd_now_ms()};
+}
+
+enum sn_err snd_apply(struct snd *d, const struct sn_control_event *ev, size_t keep_first,
+                      struct sn_effects *fx, struct sn_error *err)
+{
+    struct sn_control_clock now = clock_now();
+    size_t before = fx->n_batches;
+    enum sn_err rc = sn_control_apply(d->ctl, ev, &now, fx, err);
+    for (size_t i = 0; i < fx->n_logs; i++)
+        fprintf(stderr, "snd: %s\n", fx->logs[i]);
+    if (fx->fatal) {
+        fprintf(stderr, "snd: out of memory in the control plane; stopping\n");
+        atomic_store(&d->fatal, true);
+    }
+    /* The batches beyond the caller's go to the outbox, in order. */
+    size_t keep = before + keep_first < fx->n_batches ? before + keep_first : fx->n_batches;
+    for (size_t i = keep; i < fx->n_batches; i++) {
+        outbox_put(d, fx->batches[i].seq, fx->batches[i].rows, fx->batches[i].n);
+        free(fx->batches[i].rows);
+    }
+    fx->n_batches = keep;
+    for (size_t i = 0; i < fx->n_logs; i++)
+        free(fx->logs[i]);
+    fx->n_logs = 0;
+    fx->fatal = false;
+    return rc;
+}
+
+enum sn_err snd_apply_queued(struct snd *d, const struct sn_control_event *ev)
+{
+    struct sn_effects fx;
+    struct sn_error err = {0};
+    sn_effects_init(&fx);
+    enum sn_err rc = snd_apply(d, ev, 0, &fx, &err);
+    sn_effects_free(&fx);
+    return rc;
+}
+
+/* ---- passes and timers --------------------------------------------------------- */
+
+/* Upper bounds (s) of the cycle-time histogram; the last bucket is +Inf. */
+const double snd_cycle_bounds_s[SND_CYCLE_BUCKETS - 1] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5};
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* A pass, timed: the histogram counts the whole of the control's work for
+ * it (with many waiting jobs the look at their reasons costs about as
+ * much as the core's pass), and so does the pacing. */
+static void run_pass(struct snd *d)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PASS};
+    snd_apply_queued(d, &ev);
+    double dt = seconds_since(&t0);
+    int b = 0;
+    while (b < SND_CYCLE_BUCKETS - 1 && dt > snd_cycle_bounds_s[b])
+        b++;
+    d->cycle_buckets[b]++;
+    d->cycle_sum_s += dt;
+    d->last_cycle_ms = (int64_t)(dt * 1000);
+}
+
+int64_t snd_tick(struct snd *d)
+{
+    int64_t now = snd_now_ms();
+    if (now >= d->next_timer_ms) {
+        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_TIMER};
+        snd_apply_queued(d, &ev);
+        d->next_timer_ms = now + d->cfg.sched_interval_ms;
+    }
+    if (d->ctl->deps_dirty) {
+        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_SETTLE};
+        snd_apply_queued(d, &ev);
+    }
+    int64_t wait = d->next_timer_ms - now;
+    if (d->ctl->sched_dirty) {
+        int64_t gap = d->cfg.sched_event_delay_ms;
+        if (gap < 10 * d->last_cycle_ms)
+            gap = 10 * d->last_cycle_ms;
+        int64_t due = d->last_pass_ms + gap;
+        /* While the disk is full no placement is made (its rows could not
+         * be written); the pass runs once space returns. */
+        if (d->disk_full) {
+            due = now + 100;
+            if (due - now < wait)
+                wait = due - now;
+        } else if (now >= due) {
+            run_pass(d);
+            d->last_pass_ms = now;
+        } else if (due - now < wait) {
+            wait = due - now;
+        }
+    }
+    if (!snd_outbox_flush(d) && wait > 5)
+        wait = 5;
+    return wait > 0 ? wait : 0;
+}
+
+/* ---- start and stop -------------------------------------------------------------- */
+
+enum sn_err snd_control_start(struct snd *d, struct sn_error *err)
+{
+    if (!d->outbox)
+        d->outbox = calloc(1, sizeof(*d->outbox));
+    if (!d->outbox)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    d->next_timer_ms = snd_now_ms() + d->cfg.sched_interval_ms;
+    struct sn_control_clock now = clock_now();
+    enum sn_err rc = sn_control_start(d->ctl, &now, err);
+    /* The restore's own effects (none but logs today) follow the rules. */
+    struct sn_effects none;
+    sn_effects_init(&none);
+    for (size_t i = 0; i < d->ctl->fx.n_batches; i++)
+        outbox_put(d, d->ctl->fx.batches[i].seq, d->ctl->fx.batches[i].rows,
+                   d->ctl->fx.batches[i].n);
+    for (size_t i = 0; i < d->ctl->fx.n_logs; i++)
+        fprintf(stderr, "snd: %s\n", d->ctl->fx.logs[i]);
+    sn_effects_reset(&d->ctl->fx);
+    sn_effects_free(&none);
+    return rc;
+}
+
+void snd_control_stop(struct snd *d)
+{
+    sn_control_free(d->ctl);
+    d->ctl = NULL;
+    if (d->outbox) {
+        while (d->outbox->count > 0) {
+            free(d->outbox->q[d->outbox->head]);
+            d->outbox->head = (d->outbox->head + 1) % d->outbox->cap;
+            d->outbox->count--;
+        }
+        free(d->outbox->q);
+    }
+    free(d->outbox);
+    d->outbox = NULL;
+}
+
+enum sn_err snd_rebuild(struct snd *d, struct sn_error *err)
+{
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_REBUILD};
+    struct sn_effects fx;
+    sn_effects_init(&fx);
+    enum sn_err rc = snd_apply(d, &ev, 0, &fx, err);
+    sn_effects_free(&fx);
+    return rc;
+}

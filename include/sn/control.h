@@ -1,0 +1,403 @@
+/*
+ * The control plane's core: jobs, nodes and GPUs, and the rules that move
+ * them (placement through the scheduler core, partition safety, quotas,
+ * arrays, dependencies, checkpoints, goodput, pending reasons), as a pure
+ * module: no clock, no sockets, no files, no threads. `snd` is its shell
+ * (HTTP, the store's writer thread, timers, agents); a test or a simulator
+ * can drive it the same way with virtual time (docs/internals/control.md).
+ *
+ * Events and effects. Everything that changes the state comes in as an
+ * event through sn_control_apply() with the time it happens at; what the
+ * shell must do about it comes out as effects: batches of store rows (in
+ * the order they must commit), log lines, and a fatal flag. Agents learn
+ * their work by pulling (the heartbeat's answer), so the message to an
+ * agent is the state itself plus the batch sequence that made it: a job's
+ * start is visible to agents once the batch alloc_seq is durable.
+ *
+ * Invariants (sn_control_verify() checks them after a restore):
+ *  - jobs[id - 1] is the job with that id, or NULL; next_job_id is above
+ *    every id; an idempotency key maps to exactly one job of its tenant;
+ *  - every job's tenant exists; no GPU is allocated to two jobs; the GPUs
+ *    allocated to a tenant's running jobs in a pool stay within its quota;
+ *  - a job is running exactly when it holds an allocation, and every live
+ *    job (pending, requeued, running) that is not held back by a
+ *    dependency or its array's throttle is known to the scheduler core
+ *    (sched_id), which agrees on its state and GPUs.
+ *
+ * Ownership: the struct layouts below are public so the shell's routes and
+ * views can read them (as libuv's handles); they are written only by
+ * lib/control. A job's strings and arrays belong to the job; effects copy
+ * every string they carry and belong to the caller of sn_control_apply()
+ * until sn_effects_reset()/sn_effects_free(). The model and spec outlive
+ * the control they were given to.
+ */
+#ifndef SN_CONTROL_H
+#define SN_CONTROL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/auth.h>
+#include <sn/error.h>
+#include <sn/goodput.h>
+#include <sn/model.h>
+#include <sn/sched.h>
+#include <sn/spec.h>
+#include <sn/store.h>
+
+/* ---- configuration -------------------------------------------------------- */
+
+/* The rules' knobs (snd's config keys of the same names, docs/cmd-snd.md). */
+struct sn_control_config {
+    int64_t max_jobs;
+    int64_t heartbeat_timeout_s;
+    int64_t default_walltime_s;
+    char sched_policy[32];
+    int64_t preempt_min_runtime_s;
+    int64_t partition_share_pct;
+    int64_t partition_window_s;
+    int64_t max_tenants_per_supernode;
+    int64_t spare_gpus_per_supernode;
+    bool replace_in_place;
+    int64_t cpu_oversell_pct;
+    int64_t memory_oversell_pct;
+    char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
+};
+
+/* ---- jobs, nodes, GPUs ------------------------------------------------------ */
+
+#define SN_CONTROL_JOB_STATE_LIST(X)                                                               \
+    X(PENDING, "pending")                                                                          \
+    X(RUNNING, "running")                                                                          \
+    X(COMPLETED, "completed")                                                                      \
+    X(FAILED, "failed")                                                                            \
+    X(CANCELLED, "cancelled")                                                                      \
+    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */
+enum sn_control_job_state {
+#define SN_X(name, text) SN_CONTROL_JOB_##name,
+    SN_CONTROL_JOB_STATE_LIST(SN_X)
+#undef SN_X
+        SN_CONTROL_JOB_STATE_COUNT
+};
+const char *sn_control_job_state_name(enum sn_control_job_state s);
+int sn_control_job_state_parse(const char *text); /* -1 when unknown */
+
+/* Admin states of nodes and GPUs, as Slurm's scontrol: up, cordoned (no
+ * new work), draining (no new work, running work finishes), drained. */
+#define SN_CONTROL_ADMIN_STATE_LIST(X)                                                             \
+    X(UP, "up")                                                                                    \
+    X(CORDONED, "cordoned")                                                                        \
+    X(DRAINING, "draining")                                                                        \
+    X(DRAINED, "drained")                                                                          \
+    X(DOWN, "down") /* failed: by an admin, or its agent stopped heartbeating */
+enum sn_control_admin_state {
+#define SN_X(name, text) SN_CONTROL_ADMIN_##name,
+    SN_CONTROL_ADMIN_STATE_LIST(SN_X)
+#undef SN_X
+        SN_CONTROL_ADMIN_STATE_COUNT
+};
+const char *sn_control_admin_state_name(enum sn_control_admin_state s);
+int sn_control_admin_state_parse(const char *text); /* -1 when unknown */
+/* The state an admin action ("cordon", "drain", "fail", "resume") moves a
+ * node or GPU in state from to (drain: draining while busy, else drained);
+ * -1 when the action does not apply to from, -2 for an unknown action. */
+int sn_control_admin_transition(enum sn_control_admin_state from, const char *action, bool busy);
+
+#define SN_CONTROL_DEPS_MAX 64 /* job ids in a job's after_ok */
+#define SN_CONTROL_MASTER_PORT_BASE 29500
+#define SN_CONTROL_MASTER_PORTS 16384
+#define SN_CONTROL_REASON_EVENTS_MAX 32 /* pending-reason events kept per job */
+
+struct sn_control_job {
+    int64_t id;
+    char tenant[SN_AUTH_SUBJECT_MAX];
+    char *idem_key; /* or NULL */
+    json_t *spec;   /* the validated submission: name, gpus, pool, ... */
+    enum sn_control_job_state state;
+    int64_t submit_s, updated_s;
+    uint32_t *alloc; /* GPU ids while running, in rank order (from the scheduler) */
+    uint32_t n_alloc;
+    bool durable;          /* its first write has committed */
+    uint32_t sched_id;     /* its ID in the scheduler core, or SN_NONE */
+    uint64_t *ranks_done;  /* while running: bit r set once rank r exited 0 */
+    uint32_t n_ranks_done; /* bits set in ranks_done */
+    uint64_t alloc_seq;    /* effect batch of its start rows (agents see it once durable) */
+    uint32_t requeues;     /* interruptions and preemptions so far */
+    int64_t start_s, end_s;
+    int32_t exit_status; /* of the failing rank, when failed by an exit */
+    char *detail;        /* why it ended or was requeued, or NULL */
+    int32_t master_port; /* while running: MASTER_PORT, unique among running jobs; 0: none */
+    char *isolation;     /* the isolation an agent last reported for a rank, or NULL */
+    /* The record of its last run once it left its GPUs (completed, failed,
+     * cancelled, requeued): GPUs in rank order, ranks that exited 0 (bit
+     * r), the rank whose exit failed it (-1: none). */
+    uint32_t *last_alloc;
+    uint32_t n_last_alloc;
+    uint64_t *last_ranks_ok;
+    int32_t failed_rank;
+    int64_t progress_ms;       /* last progress report (monotonic), 0 = none */
+    uint64_t progress_reports; /* how many */
+    double ckpt_interval_s;    /* Daly interval of the current run, 0 = none */
+    char *ckpt_path;           /* last reported checkpoint, or NULL */
+    int64_t ckpt_time_s, ckpt_step;
+    uint32_t ckpt_count;
+    struct sn_goodput gp; /* over all its runs */
+    /* Pending reasons over time: the reason last recorded for wait
+     * reason_wait (requeues + 1; 0: none yet), and how many recorded. */
+    uint8_t reason_last;
+    uint32_t reason_wait, reason_events;
+};
+
+struct sn_control_named {
+    char name[SN_AUTH_SUBJECT_MAX];
+    json_t *doc;
+    uint64_t jobs_live, jobs_total; /* tenants: their jobs held now, live / all */
+};
+
+struct sn_control_quota {
+    char tenant[SN_AUTH_SUBJECT_MAX];
+    char pool[SN_AUTH_SUBJECT_MAX];
+    int64_t gpus;
+};
+
+struct sn_control_admin {
+    uint8_t state; /* enum sn_control_admin_state */
+    char *reason;  /* NULL when up */
+    char *actor;
+    int64_t time_s;
+};
+
+struct sn_control_idem; /* hash of (tenant, key) -> job id */
+
+/* ---- effects ----------------------------------------------------------------- */
+
+/* Store rows to commit together, in order. seq numbers the batches a
+ * control made (1, 2, ...); a job's alloc_seq names one. */
+struct sn_effect_batch {
+    uint64_t seq;
+    size_t n;
+    struct sn_store_write *rows; /* strings owned by the batch */
+};
+
+struct sn_effects {
+    struct sn_effect_batch *batches;
+    size_t n_batches, cap_batches;
+    char **logs; /* one line each, without a newline ("node sn00-t00 marked down: ...") */
+    size_t n_logs, cap_logs;
+    bool fatal; /* out of memory inside a rule: the shell must stop (a restart recovers) */
+};
+
+void sn_effects_init(struct sn_effects *fx);
+void sn_effects_reset(struct sn_effects *fx); /* empty, storage kept */
+void sn_effects_free(struct sn_effects *fx);
+
+/* ---- the control --------------------------------------------------------------- */
+
+/* The time an event happens at: the wall clock (for job times, the core's
+ * time) and a monotonic clock (for heartbeat ages). */
+struct sn_control_clock {
+    int64_t wall_ms;
+    int64_t mono_ms;
+};
+
+struct sn_control {
+    struct sn_control_config cfg;
+    const struct sn_spec *spec;
+    const struct sn_model *model;
+
+    /* The scheduler core and its mapping: sched ID -> job id; the pools it
+     * knows (the spec's pools, or 1). */
+    struct sn_sched *sched;
+    int64_t *sched_jobs;
+    uint32_t sched_jobs_cap;
+    uint32_t sched_pools;
+    bool sched_spec_pools; /* the core's pools are the spec's (jobs must name one) */
+    bool sched_dirty;      /* an event happened since the last pass */
+    uint64_t passes;       /* passes run */
+    int64_t *last_seen_ms; /* by server: last heartbeat (monotonic), 0 = never */
+
+    struct sn_control_job **jobs; /* index id - 1 */
+    int64_t n_jobs_cap, next_job_id;
+    uint64_t jobs_by_state[SN_CONTROL_JOB_STATE_COUNT];
+    /* Goodput since the control was made: the runs that ended; work after a
+     * run's last checkpoint lost when it was interrupted or preempted. */
+    struct sn_goodput goodput;
+    struct sn_control_idem *idem;
+    struct sn_control_named *tenants, *pools, *classes;
+    uint32_t n_tenants, n_pools, n_classes;
+    struct sn_control_quota *quotas;
+    uint32_t n_quotas;
+    struct sn_control_admin *nodes; /* by server id */
+    struct sn_control_admin *gpus;  /* by GPU id */
+
+    /* Partition safety: servers silent past the heartbeat timeout but not
+     * declared down (cordoned in the core), and the fence. */
+    uint8_t *silent; /* by server */
+    uint32_t n_silent;
+    bool fenced;
+    int64_t fenced_since_s;
+    uint64_t fences_total;
+
+    /* Job runtime (docs/agent.md "Orphans"): by GPU, 1 while the processes
+     * of the job that last held it are not reported gone by its agent; by
+     * server, whether its agent reports busy GPUs; MASTER_PORT values in
+     * use, a bit per port from SN_CONTROL_MASTER_PORT_BASE. */
+    uint8_t *gpu_procs;
+    bool *agent_reports_procs;
+    uint64_t *master_ports;
+    bool deps_dirty;     /* a job ended or a dependent was submitted: settle dependencies */
+    uint8_t *round_hold; /* by server: 1 while a health round holds it; NULL until the first */
+
+    /* The event being applied: its clock, and the effects it makes. */
+    struct sn_control_clock clock;
+    struct sn_effects fx;
+    uint64_t batch_seq;     /* batches made so far */
+    uint32_t last_unfenced; /* UNFENCE: how many silent servers it declared down */
+};
+
+/* A control over model and spec with no jobs and no tenants yet (the
+ * tables are filled by restore calls, then sn_control_start()). NULL with
+ * err set when out of memory. */
+struct sn_control *sn_control_new(const struct sn_model *model, const struct sn_spec *spec,
+                                  const struct sn_control_config *cfg, struct sn_error *err);
+void sn_control_free(struct sn_control *c);
+
+/* Builds the scheduler core from the tables (after the restore): every
+ * live job is submitted again in id order and every running job is placed
+ * back on exactly its stored GPUs, then admin states are applied and the
+ * invariants of both the control and the core are checked; SN_ERR_INTERNAL
+ * names the first broken one. */
+enum sn_err sn_control_start(struct sn_control *c, const struct sn_control_clock *now,
+                             struct sn_error *err);
+enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
+
+/* ---- events -------------------------------------------------------------------- */
+
+#define SN_CONTROL_EVENT_LIST(X)                                                                   \
+    X(SUBMIT, "submit")         /* job: durable and pending: into the core */                      \
+    X(END, "end")               /* job ends now (to, event, detail): cancel, exit */               \
+    X(HEARTBEAT, "heartbeat")   /* server's agent heartbeats */                                    \
+    X(PROCS, "procs")           /* server's agent: GPUs still holding job processes (text) */      \
+    X(ADMIN, "admin")           /* is_node, id, to, reason, actor: an admin state is set */        \
+    X(NODE_LOST, "node-lost")   /* server, reason, actor: declared down */                         \
+    X(HOLD, "hold")             /* server held out of placement (on) for a health round */         \
+    X(TIMER, "timer")           /* heartbeat loss and partition safety at this time */             \
+    X(SETTLE, "settle")         /* dependencies and array throttles hand jobs to the core */       \
+    X(PASS, "pass")             /* settle, then a scheduling pass and its decisions */             \
+    X(UNFENCE, "unfence")       /* actor lifts the fence: every silent server declared down */     \
+    X(PROGRESS, "progress")     /* job reports progress (the second signal) */                     \
+    X(CHECKPOINT, "checkpoint") /* job reports a checkpoint (text = path, step) */                 \
+    X(REBUILD, "rebuild")       /* tenants or limits changed: the core is rebuilt */
+enum sn_control_event_kind {
+#define SN_X(name, text) SN_CONTROL_EVENT_##name,
+    SN_CONTROL_EVENT_LIST(SN_X)
+#undef SN_X
+        SN_CONTROL_EVENT_KIND_COUNT
+};
+const char *sn_control_event_name(enum sn_control_event_kind kind);
+
+struct sn_control_event {
+    enum sn_control_event_kind kind;
+    int64_t job;                       /* SUBMIT, END, PROGRESS, CHECKPOINT */
+    uint32_t id;                       /* HEARTBEAT, PROCS, ADMIN, NODE_LOST, HOLD: server or GPU */
+    bool is_node, on;                  /* ADMIN: a node (else a GPU); HOLD: on or off */
+    enum sn_control_job_state to;      /* END */
+    enum sn_control_admin_state admin; /* ADMIN: the new state */
+    const char *text;                  /* END: event name; PROCS: busy GPUs; CHECKPOINT: path */
+    const char *detail;                /* END: detail; ADMIN, NODE_LOST: reason */
+    const char *actor;                 /* ADMIN, NODE_LOST, UNFENCE, END */
+    int64_t step;                      /* CHECKPOINT */
+};
+
+/* Applies ev at now: the state changes, and out receives the effects (in
+ * order, appended). SN_ERR_NOTFOUND for an unknown job or server,
+ * SN_ERR_INVALID for an event that does not apply (a job not running for
+ * PROGRESS), SN_ERR_INTERNAL when a REBUILD breaks the rules (err says
+ * which; the old core stays). */
+enum sn_err sn_control_apply(struct sn_control *c, const struct sn_control_event *ev,
+                             const struct sn_control_clock *now, struct sn_effects *out,
+                             struct sn_error *err);
+
+/* ---- tables (restore from the store, the API's writes) ------------------------------ */
+
+struct sn_control_job *sn_control_job_get(const struct sn_control *c, int64_t id);
+int64_t sn_control_idem_find(const struct sn_control *c, const char *tenant, const char *key);
+/* Takes job (its id set to next_job_id or a restored one); SN_ERR_LIMIT at max_jobs. */
+enum sn_err sn_control_job_insert(struct sn_control *c, struct sn_control_job *job,
+                                  struct sn_error *err);
+void sn_control_job_remove(struct sn_control *c, int64_t id);
+void sn_control_job_set_state(struct sn_control *c, struct sn_control_job *job,
+                              enum sn_control_job_state s);
+void sn_control_job_free(struct sn_control_job *job);
+void sn_control_job_set_detail(struct sn_control_job *job, const char *detail);
+struct sn_control_named *sn_control_named_find(struct sn_control_named *list, uint32_t n,
+                                               const char *name);
+enum sn_err sn_control_named_put(struct sn_control_named **list, uint32_t *n, const char *name,
+                                 json_t *doc, struct sn_error *err);
+enum sn_err sn_control_quota_put(struct sn_control *c, const char *tenant, const char *pool,
+                                 int64_t gpus);
+const struct sn_control_quota *sn_control_quota_find(const struct sn_control *c, const char *tenant,
+                                                     const char *pool);
+void sn_control_admin_set(struct sn_control_admin *a, enum sn_control_admin_state s,
+                          const char *reason, const char *actor, int64_t time_s);
+/* The runtime facts' goodput object of a stored job, back into it. */
+void sn_control_goodput_load(struct sn_control_job *j, const json_t *run);
+
+/* ---- queries ------------------------------------------------------------------------ */
+
+json_t *sn_control_job_json(const struct sn_control *c, const struct sn_control_job *job);
+/* Text of the job's runtime facts for the store (caller frees). */
+char *sn_control_job_run_text(const struct sn_control_job *job);
+/* The job's pending reason ("none" when it is not waiting). */
+const char *sn_control_reason(const struct sn_control *c, const struct sn_control_job *job);
+/* Dependencies (after_ok): 0 when every job the job waits for completed
+ * (or it waits for none), 1 while one has not ended, -1 when one ended
+ * otherwise (*bad gets its id). */
+int sn_control_job_deps(const struct sn_control *c, const struct sn_control_job *job, int64_t *bad);
+/* True when a GPU of [first, first + count) is allocated. */
+bool sn_control_busy(const struct sn_control *c, uint32_t first, uint32_t count);
+/* Whether GPU g waits for its last job's processes to be gone. */
+bool sn_control_gpu_draining(const struct sn_control *c, uint32_t g);
+/* Tenants the core can hold (its tenants are tenant x pool pairs). */
+uint32_t sn_control_max_tenants(const struct sn_control *c);
+/* Index of the spec pool of that name, or SN_NONE. */
+uint32_t sn_control_spec_pool(const struct sn_control *c, const char *name);
+/* useful / allocated GPU-seconds since start (running jobs counted up to
+ * now_s, as useful), or NaN before any GPU was allocated. */
+double sn_control_goodput(const struct sn_control *c, int64_t now_s);
+void sn_control_goodput_job_json(const struct sn_control_job *j, int64_t now_s, json_t *o);
+void sn_control_goodput_run_text(const struct sn_control_job *j, json_t *run);
+/* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
+json_t *sn_control_partition_json(const struct sn_control *c);
+/* The heartbeat answer's checkpoint_interval_s and resume_from; the job
+ * JSON's checkpoint fields. */
+void sn_control_ckpt_assignment(const struct sn_control_job *j, json_t *o);
+void sn_control_ckpt_json(const struct sn_control_job *j, json_t *o);
+/* One line naming the job's shape ("16 GPUs in groups of 8, one supernode"). */
+void sn_control_shape_describe(const json_t *spec, char *out, size_t len);
+/* The detail of a quota pending reason ("" when there is none to give). */
+void sn_control_quota_pending_detail(const struct sn_control *c, const struct sn_control_job *j,
+                                     const char *reason, char *out, size_t len);
+bool sn_control_array_throttled(const struct sn_control_job *j);
+bool sn_control_array_waiting(const struct sn_control *c, const struct sn_control_job *j);
+
+/* ---- admission (the submit route's checks) -------------------------------------------- */
+
+struct sn_api_job;
+/* Each false: *field and msg say what is wrong (the route answers 422). */
+bool sn_control_shape_check(const struct sn_control *c, struct sn_api_job *b, const char **field,
+                            char *msg, size_t len);
+bool sn_control_quota_check_job(const struct sn_control *c, const char *tenant,
+                                const struct sn_api_job *b, const char **field, char *msg,
+                                size_t len);
+bool sn_control_array_check(const struct sn_control *c, const char *tenant,
+                            const struct sn_api_job *b, const char **field, char *msg, size_t len);
+
+/* "0-7,16-23": ascending runs of v (caller frees), and back (0, or -1 for
+ * text that is not such a list or has more than max ids). */
+char *sn_control_ranges_format(const uint32_t *v, uint32_t n);
+int sn_control_ranges_parse(const char *text, uint32_t **out, uint32_t *n, uint32_t max);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * lib/control internals: the rules' entry points that sn_control_apply()
+ * dispatches to, shared by the module's files. Everything here runs with
+ * c->clock set to the event's time and appends its effects to c->fx.
+ *
+ * How the control drives the scheduler core (lib/sched, sn/sched.h):
+ *  - a job enters the core once its submit is durable (SUBMIT); cancel and
+ *    exits take it out (END) or the core's own decisions do;
+ *  - passes (PASS) turn the core's decisions (start, preempt, interrupt,
+ *    replace) into job states, allocations and one batch of rows each;
+ *  - admin states map onto the core: cordoned, draining and drained GPUs
+ *    (their own state or their server's) are cordoned; down is a failure
+ *    of the GPU or server domain (its running jobs are interrupted and
+ *    requeued); draining becomes drained when the last job leaves;
+ *  - start (sn_control_start) rebuilds the core from the restored jobs:
+ *    every live job is submitted again in id order and every running job
+ *    is placed back on exactly its stored GPUs (all other GPUs cordoned
+ *    while it is placed), then admin states are applied and the
+ *    invariants checked. A quota change rebuilds it the same way.
+ * Tenants of the core are (tenant, pool) pairs: index = tenant index x
+ * pools + pool index, so a quota per tenant and pool is the core's quota
+ * of that pair.
+ */
+#ifndef SN_CONTROL_INT_H
+#define SN_CONTROL_INT_H
+
+#include <sn/api.h>
+#include <sn/control.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int64_t sn_control_now_s(const struct sn_control *c)
+{
+    return c->clock.wall_ms / 1000;
+}
+
+/* Effects: a batch of rows (strings copied), a log line. */
+void sn_control_emit(struct sn_control *c, const struct sn_store_write *rows, size_t n);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void sn_control_log(struct sn_control *c, const char *fmt, ...);
+
+/* control_state.c */
+struct sn_control_idem *sn_control_idem_new(void);
+void sn_control_state_free(struct sn_control *c);
+
+/* control_sched.c */
+void sn_control_submit(struct sn_control *c, struct sn_control_job *job);
+void sn_control_drop(struct sn_control *c, struct sn_control_job *job);
+void sn_control_admin_changed(struct sn_control *c, bool is_node, uint32_t id, uint8_t old_state);
+void sn_control_heartbeat(struct sn_control *c, uint32_t server);
+void sn_control_node_lost(struct sn_control *c, uint32_t s, const char *reason, const char *actor);
+void sn_control_procs_report(struct sn_control *c, uint32_t s, const char *busy);
+void sn_control_hold(struct sn_control *c, uint32_t s, bool on);
+void sn_control_poke(struct sn_control *c);
+void sn_control_settle(struct sn_control *c);
+void sn_control_pass(struct sn_control *c);
+enum sn_err sn_control_rebuild(struct sn_control *c, struct sn_error *err);
+
+/* partition.c */
+void sn_control_partition_check(struct sn_control *c, int64_t now_ms);
+void sn_control_partition_beat(struct sn_control *c, uint32_t s);
+uint32_t sn_control_partition_unfence(struct sn_control *c, const char *actor);
+
+/* quota.c, shape.c, checkpoint.c, goodput.c, arrays.c, timeline.c */
+void sn_control_quota_apply(const struct sn_control *c, struct sn_sched_tenant *tenants,
+                            uint32_t n);
+void sn_control_shape_apply(const struct sn_control *c, const json_t *spec, struct sn_job_spec *js);
+void sn_control_ckpt_on_start(const struct sn_control *c, struct sn_control_job *j);
+void sn_control_goodput_count_run(struct sn_control *c, struct sn_control_job *j, uint32_t gpus,
+                                  double now_s, bool interrupted);
+void sn_control_array_settle(struct sn_control *c);
+void sn_control_timeline_reasons(struct sn_control *c, int64_t now_s);
+
+#endif
