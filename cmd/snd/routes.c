@@ -89,20 +89,6 @@ static enum MHD_Result store_failed(struct snd *d, struct snd_req *r)
                      "the state could not be written; snd is stopping");
 }
 
-static const char *tenant_prefix(struct snd *d, const char *tenant)
-{
-    struct sn_control_named *t = sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, tenant);
-    return t ? json_string_value(json_object_get(t->doc, "prefix")) : NULL;
-}
-
-static bool pool_exists(const struct snd *d, const char *name)
-{
-    for (uint32_t i = 0; i < d->spec->n_pools; i++)
-        if (strcmp(d->spec->pools[i].name, name) == 0)
-            return true;
-    return sn_control_named_find(d->ctl->pools, d->ctl->n_pools, name) != NULL;
-}
-
 /* ---- health, cluster ------------------------------------------------- */
 
 static enum MHD_Result get_healthz(struct snd *d, struct snd_req *r)
@@ -259,7 +245,7 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
         return ret;
     if (!sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, r->params[0]))
         return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
-    if (!pool_exists(d, r->params[1]))
+    if (!sn_control_pool_exists(d->ctl, r->params[1]))
         return snd_error(d, r, 404, "not_found", NULL, "no pool '%s'", r->params[1]);
     int64_t held = 0;
     for (int64_t i = 0; i < d->ctl->n_jobs_cap; i++) {
@@ -474,98 +460,6 @@ static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
 }
 
 /* Checks the references and limits of a decoded job; answers on failure. */
-static bool job_admissible(struct snd *d, struct snd_req *r, struct sn_api_job *b,
-                           const char *tenant, enum MHD_Result *ret)
-{
-    const char *prefix = tenant_prefix(d, tenant);
-    if (!prefix) {
-        *ret = snd_error(d, r, 422, "unknown_reference", "tenant", "no tenant '%s'", tenant);
-        return false;
-    }
-    if (b->pool[0] && !pool_exists(d, b->pool)) {
-        *ret = snd_error(d, r, 422, "unknown_reference", "pool", "no pool '%s'", b->pool);
-        return false;
-    }
-    uint32_t pool_gpus = d->model->n_gpus;
-    if (d->ctl->sched_spec_pools) {
-        uint32_t p = sn_control_spec_pool(d->ctl, b->pool);
-        if (p == SN_NONE) {
-            *ret =
-                snd_error(d, r, 422, "unsatisfiable", "pool",
-                          "pool '%s' holds no supernodes (jobs run in the spec's pools)", b->pool);
-            return false;
-        }
-        pool_gpus = 0;
-        for (uint32_t i = 0; i < d->model->n_supernodes; i++)
-            if (d->model->supernodes[i].pool == p)
-                pool_gpus += d->model->supernodes[i].n_gpus;
-    }
-    if (b->priority_class[0] &&
-        !sn_control_named_find(d->ctl->classes, d->ctl->n_classes, b->priority_class)) {
-        *ret = snd_error(d, r, 422, "unknown_reference", "priority_class", "no priority class '%s'",
-                         b->priority_class);
-        return false;
-    }
-    if (b->gpus > (int64_t)pool_gpus) {
-        *ret = snd_error(d, r, 422, "unsatisfiable", "gpus", "%lld GPUs asked, %s has %u",
-                         (long long)b->gpus, b->pool[0] ? "the pool" : "the cluster", pool_gpus);
-        return false;
-    }
-    const struct sn_control_quota *q =
-        b->pool[0] ? sn_control_quota_find(d->ctl, tenant, b->pool) : NULL;
-    if (q && b->gpus > q->gpus) {
-        *ret = snd_error(d, r, 422, "over_quota", "gpus",
-                         "%lld GPUs asked, tenant '%s' has a quota of %lld in pool '%s'",
-                         (long long)b->gpus, tenant, (long long)q->gpus, b->pool);
-        return false;
-    }
-    if (b->after_ok[0]) {
-        uint32_t *ids = NULL, n = 0;
-        bool ok = sn_control_ranges_parse(b->after_ok, &ids, &n, SN_CONTROL_DEPS_MAX) == 0 && n > 0;
-        int64_t badid = 0;
-        for (uint32_t i = 0; ok && i < n; i++) {
-            const struct sn_control_job *dep = sn_control_job_get(d->ctl, ids[i]);
-            ok = dep && dep->durable && strcmp(dep->tenant, tenant) == 0;
-            badid = ids[i];
-        }
-        free(ids);
-        if (!ok) {
-            *ret = badid
-                       ? snd_error(d, r, 422, "unknown_reference", "after_ok",
-                                   "after_ok: no job %lld of tenant '%s'", (long long)badid, tenant)
-                       : snd_error(d, r, 400, "invalid_field", "after_ok",
-                                   "after_ok '%.64s': expected job ids (\"3,5-7\"), at most %d",
-                                   b->after_ok, SN_CONTROL_DEPS_MAX);
-            return false;
-        }
-    }
-    const char *shape_field = NULL;
-    char shape_msg[300];
-    if (!sn_control_array_check(d->ctl, tenant, b, &shape_field, shape_msg, sizeof(shape_msg))) {
-        *ret = snd_error(d, r, 422, "invalid_array", shape_field, "%s", shape_msg);
-        return false;
-    }
-    if (!sn_control_shape_check(d->ctl, b, &shape_field, shape_msg, sizeof(shape_msg))) {
-        *ret = snd_error(d, r, 422, "invalid_shape", shape_field, "%s", shape_msg);
-        return false;
-    }
-    if (!sn_control_quota_check_job(d->ctl, tenant, b, &shape_field, shape_msg,
-                                    sizeof(shape_msg))) {
-        *ret = snd_error(d, r, 422, "over_quota", shape_field, "%s", shape_msg);
-        return false;
-    }
-    const char *paths[2] = {b->data_path, b->checkpoint_path};
-    const char *names[2] = {"data_path", "checkpoint_path"};
-    for (int i = 0; i < 2; i++)
-        if (paths[i][0] && !sn_api_path_within(paths[i], prefix)) {
-            *ret = snd_error(d, r, 403, "path_outside_prefix", names[i],
-                             "%s '%s' is not under the tenant's prefix '%s'", names[i], paths[i],
-                             prefix);
-            return false;
-        }
-    return true;
-}
-
 static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
 {
     struct sn_control_job *job = sn_control_job_get(d->ctl, r->arg);
@@ -637,8 +531,9 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
             if (strcmp(sn_api_job_fields[i].name, "pool") == 0)
                 present |= 1u << i;
     }
-    if (!job_admissible(d, r, &b, tenant, &ret))
-        return ret;
+    struct sn_control_refusal why;
+    if (!sn_control_admit(d->ctl, tenant, &b, &why))
+        return snd_error(d, r, why.status, why.code, why.field, "%s", why.message);
     /* A bandwidth the planner filled in is recorded in the job. */
     for (size_t i = 0; b.xsn_bytes_per_s > 0 && i < sn_api_job_field_count; i++)
         if (strcmp(sn_api_job_fields[i].name, "xsn_bytes_per_s") == 0)

@@ -205,40 +205,6 @@ static enum MHD_Result exit_done(struct snd *d, struct snd_req *r)
     return snd_reply(d, r, 200, sn_control_job_json(d->ctl, sn_control_job_get(d->ctl, r->arg)));
 }
 
-/* Records rank's clean exit; the last one completes the job. */
-static enum MHD_Result rank_done(struct snd *d, struct snd_req *r, struct sn_control_job *j,
-                                 uint32_t rank)
-{
-    j->ranks_done[rank / 64] |= 1ull << (rank % 64);
-    j->n_ranks_done++;
-    if (j->n_ranks_done == j->n_alloc)
-        return snd_job_end(d, r, j, SN_CONTROL_JOB_COMPLETED, "completed", "every rank exited 0",
-                           exit_done);
-    uint32_t *ranks = malloc(j->n_ranks_done * sizeof(*ranks));
-    uint32_t k = 0;
-    for (uint32_t i = 0; ranks && i < j->n_alloc; i++)
-        if (j->ranks_done[i / 64] & (1ull << (i % 64)))
-            ranks[k++] = i;
-    char *gpus = sn_control_ranges_format(j->alloc, j->n_alloc);
-    char *done = ranks ? sn_control_ranges_format(ranks, k) : NULL;
-    free(ranks);
-    if (!gpus || !done) {
-        free(gpus);
-        free(done);
-        return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    }
-    char target[32];
-    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
-    struct sn_store_write w = {
-        .kind = SN_STORE_PUT_ALLOC, .text = {gpus, done}, .num = {j->id, j->start_s}};
-    r->arg = j->id;
-    r->reply_status = 200;
-    enum MHD_Result ret = snd_commit(d, r, &w, 1, target, exit_done);
-    free(gpus);
-    free(done);
-    return ret;
-}
-
 enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
 {
     char *end = NULL;
@@ -276,17 +242,16 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
         return snd_reply(d, r, 200, sn_control_job_json(d->ctl, j)); /* a repeat */
     snd_agent_count_exit();
-    if (b.isolation[0]) {
-        free(j->isolation);
-        j->isolation = strdup(b.isolation);
-    }
-    if (b.status != 0) {
-        char detail[360];
-        snprintf(detail, sizeof(detail), "rank %u exited with status %lld%s%s", rank,
-                 (long long)b.status, b.reason[0] ? ": " : "", b.reason);
-        j->exit_status = (int32_t)b.status;
-        j->failed_rank = (int32_t)rank;
-        return snd_job_end(d, r, j, SN_CONTROL_JOB_FAILED, "failed", detail, exit_done);
-    }
-    return rank_done(d, r, j, rank);
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                  .job = j->id,
+                                  .id = rank,
+                                  .status = b.status,
+                                  .text = b.reason,
+                                  .detail = b.isolation,
+                                  .actor = r->actor};
+    char target[32];
+    snprintf(target, sizeof(target), "job/%lld", (long long)j->id);
+    r->arg = j->id;
+    r->reply_status = 200;
+    return snd_commit_event(d, r, &ev, target, exit_done);
 }

@@ -278,6 +278,7 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
 #define SN_CONTROL_EVENT_LIST(X)                                                                   \
     X(SUBMIT, "submit")         /* job: durable and pending: into the core */                      \
     X(END, "end")               /* job ends now (to, event, detail): cancel, exit */               \
+    X(RANK_EXIT, "rank-exit")   /* a rank of job exited (status, reason, isolation) */             \
     X(HEARTBEAT, "heartbeat")   /* server's agent heartbeats */                                    \
     X(PROCS, "procs")           /* server's agent: GPUs still holding job processes (text) */      \
     X(ADMIN, "admin")           /* is_node, id, to, reason, actor: an admin state is set */        \
@@ -300,15 +301,17 @@ const char *sn_control_event_name(enum sn_control_event_kind kind);
 
 struct sn_control_event {
     enum sn_control_event_kind kind;
-    int64_t job;                       /* SUBMIT, END, PROGRESS, CHECKPOINT */
-    uint32_t id;                       /* HEARTBEAT, PROCS, ADMIN, NODE_LOST, HOLD: server or GPU */
+    int64_t job;                       /* SUBMIT, END, RANK_EXIT, PROGRESS, CHECKPOINT */
+    uint32_t id;                       /* RANK_EXIT: the rank; HEARTBEAT, PROCS, ADMIN,
+                                          NODE_LOST, HOLD: the server or GPU */
     bool is_node, on;                  /* ADMIN: a node (else a GPU); HOLD: on or off */
     enum sn_control_job_state to;      /* END */
     enum sn_control_admin_state admin; /* ADMIN: the new state */
-    const char *text;                  /* END: event name; PROCS: busy GPUs; CHECKPOINT: path */
-    const char *detail;                /* END: detail; ADMIN, NODE_LOST: reason */
-    const char *actor;                 /* ADMIN, NODE_LOST, UNFENCE, END */
-    int64_t step;                      /* CHECKPOINT */
+    const char *text;   /* END: event name; RANK_EXIT: reason; PROCS: busy GPUs; CHECKPOINT: path */
+    const char *detail; /* END: detail; RANK_EXIT: isolation; ADMIN, NODE_LOST: reason */
+    const char *actor;  /* ADMIN, NODE_LOST, UNFENCE, END, RANK_EXIT */
+    int64_t step;       /* CHECKPOINT */
+    int64_t status;     /* RANK_EXIT: its exit status */
 };
 
 /* Applies ev at now: the state changes, and out receives the effects (in
@@ -386,7 +389,20 @@ bool sn_control_array_waiting(const struct sn_control *c, const struct sn_contro
 /* ---- admission (the submit route's checks) -------------------------------------------- */
 
 struct sn_api_job;
-/* Each false: *field and msg say what is wrong (the route answers 422). */
+/* Why a submission is refused: the API's answer. */
+struct sn_control_refusal {
+    int status;        /* 400, 403 or 422 */
+    const char *code;  /* "unknown_reference", "over_quota", ... (static) */
+    const char *field; /* the field at fault, or NULL */
+    char message[400];
+};
+/* The whole admission of a decoded submission by tenant (b->pool already
+ * defaulted; the planner's bandwidth default filled in); false: why. */
+bool sn_control_admit(const struct sn_control *c, const char *tenant, struct sn_api_job *b,
+                      struct sn_control_refusal *why);
+bool sn_control_pool_exists(const struct sn_control *c, const char *name);
+/* The parts of the admission. Each false: *field and msg say what is
+ * wrong (the route answers 422). */
 bool sn_control_shape_check(const struct sn_control *c, struct sn_api_job *b, const char **field,
                             char *msg, size_t len);
 bool sn_control_quota_check_job(const struct sn_control *c, const char *tenant,

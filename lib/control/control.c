@@ -224,6 +224,67 @@ static enum sn_err set_admin(struct sn_control *c, const struct sn_control_event
     return SN_OK;
 }
 
+/* RANK_EXIT: a failing exit fails the job; a clean one is recorded (the
+ * allocation row lists the ranks done) and the last one completes it. */
+static enum sn_err rank_exit(struct sn_control *c, struct sn_control_job *j,
+                             const struct sn_control_event *ev, struct sn_error *err)
+{
+    if (j->state != SN_CONTROL_JOB_RUNNING)
+        return sn_error_set(err, SN_ERR_INVALID, "job %lld is %s; only a running job's ranks exit",
+                            (long long)j->id, sn_control_job_state_name(j->state));
+    uint32_t rank = ev->id;
+    if (rank >= j->n_alloc)
+        return sn_error_set(err, SN_ERR_INVALID, "rank %u: job %lld has ranks 0 to %u", rank,
+                            (long long)j->id, j->n_alloc - 1);
+    if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
+        return sn_error_set(err, SN_ERR_INVALID, "rank %u of job %lld exited already", rank,
+                            (long long)j->id);
+    if (ev->detail && ev->detail[0]) {
+        free(j->isolation);
+        j->isolation = strdup(ev->detail);
+    }
+    struct sn_control_event end = {.kind = SN_CONTROL_EVENT_END, .job = j->id, .actor = ev->actor};
+    char detail[360];
+    if (ev->status != 0) {
+        snprintf(detail, sizeof(detail), "rank %u exited with status %lld%s%s", rank,
+                 (long long)ev->status, ev->text && ev->text[0] ? ": " : "",
+                 ev->text ? ev->text : "");
+        j->exit_status = (int32_t)ev->status;
+        j->failed_rank = (int32_t)rank;
+        end.to = SN_CONTROL_JOB_FAILED;
+        end.text = "failed";
+        end.detail = detail;
+        return end_job(c, j, &end, err);
+    }
+    j->ranks_done[rank / 64] |= 1ull << (rank % 64);
+    j->n_ranks_done++;
+    if (j->n_ranks_done == j->n_alloc) {
+        end.to = SN_CONTROL_JOB_COMPLETED;
+        end.text = "completed";
+        end.detail = "every rank exited 0";
+        return end_job(c, j, &end, err);
+    }
+    uint32_t *ranks = malloc(j->n_ranks_done * sizeof(*ranks));
+    uint32_t k = 0;
+    for (uint32_t i = 0; ranks && i < j->n_alloc; i++)
+        if (j->ranks_done[i / 64] & (1ull << (i % 64)))
+            ranks[k++] = i;
+    char *gpus = sn_control_ranges_format(j->alloc, j->n_alloc);
+    char *done = ranks ? sn_control_ranges_format(ranks, k) : NULL;
+    free(ranks);
+    enum sn_err rc = SN_OK;
+    if (gpus && done) {
+        struct sn_store_write w = {
+            .kind = SN_STORE_PUT_ALLOC, .text = {gpus, done}, .num = {j->id, j->start_s}};
+        sn_control_emit(c, &w, 1);
+    } else {
+        rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+    }
+    free(gpus);
+    free(done);
+    return rc;
+}
+
 static enum sn_err checkpoint(struct sn_control *c, struct sn_control_job *j,
                               const struct sn_control_event *ev, struct sn_error *err)
 {
@@ -266,6 +327,7 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     switch (ev->kind) {
     case SN_CONTROL_EVENT_SUBMIT:
     case SN_CONTROL_EVENT_END:
+    case SN_CONTROL_EVENT_RANK_EXIT:
     case SN_CONTROL_EVENT_PROGRESS:
     case SN_CONTROL_EVENT_CHECKPOINT:
         j = sn_control_job_get(c, ev->job);
@@ -292,6 +354,8 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         return SN_OK;
     case SN_CONTROL_EVENT_END:
         return end_job(c, j, ev, err);
+    case SN_CONTROL_EVENT_RANK_EXIT:
+        return rank_exit(c, j, ev, err);
     case SN_CONTROL_EVENT_HEARTBEAT:
         sn_control_heartbeat(c, ev->id);
         return SN_OK;
