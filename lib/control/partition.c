@@ -83,7 +83,7 @@ static void cluster_event(struct sn_control *d, const char *kind, const char *me
     struct sn_store_write w = {
         .kind = SN_STORE_ADD_EVENT, .text = {kind, message}, .num = {0, sn_control_now_s(d)}};
     sn_control_emit(d, &w, 1);
-    fprintf(stderr, "snd: %s: %s\n", kind, message);
+    sn_control_log(d, "%s: %s", kind, message);
 }
 
 static void set_silent(struct sn_control *d, uint32_t s, bool on)

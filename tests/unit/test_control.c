@@ -1,0 +1,452 @@
+/*
+ * Unit tests of lib/control: the daemon's rules driven by events with a
+ * virtual clock, no sockets, no store, no threads. Clusters are built in
+ * memory with sn_sim_shape_build() (2 supernodes of 4 servers of 8 GPUs,
+ * 2 power domains each, unless a test says otherwise); each test asserts
+ * the states, the placements and the store rows the effects carry, worked
+ * out by hand in the comments. The same rules run in snd, where the
+ * end-to-end tests (test_daemon_*, test_partition, test_job_*) check them
+ * again through HTTP, the store and real agents.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <sn/api.h>
+#include <sn/control.h>
+#include <sn/sim.h>
+
+#include "sn_test.h"
+
+struct fx {
+    struct sn_spec *spec;
+    struct sn_model *model;
+    struct sn_control *c;
+    struct sn_control_clock now;
+    struct sn_effects out;
+};
+
+static void fx_open(struct fx *f, uint32_t supernodes, const char *tenant_doc)
+{
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = supernodes;
+    sh.servers = 4;
+    sh.gpus_per_server = 8;
+    sh.power_domains = 2;
+    struct sn_error err = {0};
+    memset(f, 0, sizeof(*f));
+    if (sn_sim_shape_build(&sh, &f->spec, &f->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct sn_control_config cfg = {
+        .max_jobs = 1000,
+        .heartbeat_timeout_s = 10,
+        .default_walltime_s = 3600,
+        .partition_share_pct = 10,
+        .partition_window_s = 5,
+        .max_tenants_per_supernode = 4,
+    };
+    snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
+    f->c = sn_control_new(f->model, f->spec, &cfg, &err);
+    if (!f->c)
+        fail_msg("%s", err.message);
+    json_error_t jerr;
+    json_t *doc = json_loads(tenant_doc ? tenant_doc : "{\"prefix\": \"/data/acme\"}", 0, &jerr);
+    assert_non_null(doc);
+    assert_int_equal(sn_control_named_put(&f->c->tenants, &f->c->n_tenants, "acme", doc, &err),
+                     SN_OK);
+    f->now = (struct sn_control_clock){1700000000000LL, 1000000};
+    sn_effects_init(&f->out);
+    assert_int_equal(sn_control_start(f->c, &f->now, &err), SN_OK);
+}
+
+static void fx_close(struct fx *f)
+{
+    sn_effects_free(&f->out);
+    sn_control_free(f->c);
+    sn_sim_shape_free(f->spec, f->model);
+}
+
+static void advance(struct fx *f, int64_t ms)
+{
+    f->now.wall_ms += ms;
+    f->now.mono_ms += ms;
+}
+
+static enum sn_err apply(struct fx *f, struct sn_control_event ev)
+{
+    struct sn_error err = {0};
+    return sn_control_apply(f->c, &ev, &f->now, &f->out, &err);
+}
+
+/* A durable pending job of tenant acme with the given spec. */
+static int64_t submit(struct fx *f, const char *spec)
+{
+    struct sn_control_job *j = calloc(1, sizeof(*j));
+    assert_non_null(j);
+    json_error_t jerr;
+    j->spec = json_loads(spec, 0, &jerr);
+    assert_non_null(j->spec);
+    j->id = f->c->next_job_id;
+    snprintf(j->tenant, sizeof(j->tenant), "acme");
+    j->state = SN_CONTROL_JOB_PENDING;
+    j->sched_id = SN_NONE;
+    j->failed_rank = -1;
+    j->submit_s = j->updated_s = f->now.wall_ms / 1000;
+    struct sn_error err = {0};
+    assert_int_equal(sn_control_job_insert(f->c, j, &err), SN_OK);
+    assert_int_equal(
+        apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_SUBMIT, .job = j->id}), SN_OK);
+    return j->id;
+}
+
+static void pass(struct fx *f)
+{
+    assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_PASS}), SN_OK);
+}
+
+static const struct sn_control_job *job(struct fx *f, int64_t id)
+{
+    const struct sn_control_job *j = sn_control_job_get(f->c, id);
+    assert_non_null(j);
+    return j;
+}
+
+/* The last row of kind in the effects for job id (num[0]), or NULL. */
+static const struct sn_store_write *last_row(const struct fx *f, enum sn_store_write_kind kind,
+                                             int64_t id)
+{
+    const struct sn_store_write *found = NULL;
+    for (size_t b = 0; b < f->out.n_batches; b++)
+        for (size_t i = 0; i < f->out.batches[b].n; i++) {
+            const struct sn_store_write *w = &f->out.batches[b].rows[i];
+            if (w->kind == kind && (id < 0 || w->num[0] == id))
+                found = w;
+        }
+    return found;
+}
+
+static uint32_t supernode_of(const struct fx *f, uint32_t gpu)
+{
+    return f->model->server_supernode[f->model->gpu_server[gpu]];
+}
+
+static void verify(const struct fx *f)
+{
+    struct sn_error err = {0};
+    if (sn_control_verify(f->c, &err) != SN_OK)
+        fail_msg("%s", err.message);
+}
+
+/* A 16-GPU job in TP groups of 8 on one supernode starts at the first
+ * pass: its start is one batch (job row running, allocation row, event)
+ * whose seq is the job's alloc_seq; its 16 GPUs lie in one supernode. */
+static void start_makes_one_batch(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 2, NULL);
+    int64_t id =
+        submit(&f, "{\"name\":\"tp\",\"gpus\":16,\"group_gpus\":8,\"one_supernode\":true}");
+    assert_string_equal(sn_control_reason(f.c, job(&f, id)), "none");
+    pass(&f);
+    const struct sn_control_job *j = job(&f, id);
+    assert_int_equal(j->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(j->n_alloc, 16);
+    for (uint32_t i = 1; i < j->n_alloc; i++)
+        assert_int_equal(supernode_of(&f, j->alloc[i]), supernode_of(&f, j->alloc[0]));
+    assert_true(j->alloc_seq > 0);
+    const struct sn_effect_batch *start = NULL;
+    for (size_t b = 0; b < f.out.n_batches; b++)
+        if (f.out.batches[b].seq == j->alloc_seq)
+            start = &f.out.batches[b];
+    assert_non_null(start);
+    assert_int_equal(start->n, 3);
+    assert_int_equal(start->rows[0].kind, SN_STORE_PUT_JOB);
+    assert_string_equal(start->rows[0].text[2], "running");
+    assert_int_equal(start->rows[1].kind, SN_STORE_PUT_ALLOC);
+    assert_int_equal(start->rows[2].kind, SN_STORE_ADD_EVENT);
+    assert_true(j->master_port >= SN_CONTROL_MASTER_PORT_BASE);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* Rank exits: 0 from every rank completes the job (END rows first in
+ * their batch); a non-zero status fails it with the rank in the detail. */
+static void rank_exits_complete_or_fail(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    int64_t ok = submit(&f, "{\"name\":\"ok\",\"gpus\":2}");
+    int64_t bad = submit(&f, "{\"name\":\"bad\",\"gpus\":2}");
+    pass(&f);
+    assert_int_equal(job(&f, ok)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, bad)->state, SN_CONTROL_JOB_RUNNING);
+    sn_effects_reset(&f.out);
+    struct sn_control_event ex = {.kind = SN_CONTROL_EVENT_RANK_EXIT, .job = ok, .id = 0};
+    assert_int_equal(apply(&f, ex), SN_OK);
+    assert_int_equal(job(&f, ok)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(f.out.n_batches, 1);
+    assert_int_equal(f.out.batches[0].rows[0].kind, SN_STORE_PUT_ALLOC);
+    assert_string_equal(f.out.batches[0].rows[0].text[1], "0");
+    /* A repeat of the same rank is refused, nothing changes. */
+    assert_int_equal(apply(&f, ex), SN_ERR_INVALID);
+    sn_effects_reset(&f.out);
+    ex.id = 1;
+    assert_int_equal(apply(&f, ex), SN_OK);
+    assert_int_equal(job(&f, ok)->state, SN_CONTROL_JOB_COMPLETED);
+    assert_int_equal(f.out.batches[0].rows[0].kind, SN_STORE_PUT_JOB);
+    assert_string_equal(f.out.batches[0].rows[0].text[2], "completed");
+    assert_int_equal(job(&f, ok)->n_alloc, 0);
+    sn_effects_reset(&f.out);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                                         .job = bad,
+                                                         .id = 1,
+                                                         .status = 3,
+                                                         .text = "oom"}),
+                     SN_OK);
+    const struct sn_control_job *j = job(&f, bad);
+    assert_int_equal(j->state, SN_CONTROL_JOB_FAILED);
+    assert_int_equal(j->exit_status, 3);
+    assert_int_equal(j->failed_rank, 1);
+    assert_string_equal(j->detail, "rank 1 exited with status 3: oom");
+    verify(&f);
+    fx_close(&f);
+}
+
+/* A server lost under a running job: the node row, the job requeued with
+ * its GPUs released (the next pass places it again, off the lost server,
+ * in the supernode that has room). */
+static void node_lost_requeues(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 2, NULL);
+    int64_t id = submit(&f, "{\"name\":\"j\",\"gpus\":8}");
+    pass(&f);
+    uint32_t server = f.model->gpu_server[job(&f, id)->alloc[0]];
+    sn_effects_reset(&f.out);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_NODE_LOST,
+                                                         .id = server,
+                                                         .detail = "power",
+                                                         .actor = "test"}),
+                     SN_OK);
+    assert_int_equal(f.c->nodes[server].state, SN_CONTROL_ADMIN_DOWN);
+    const struct sn_store_write *admin = last_row(&f, SN_STORE_PUT_ADMIN, -1);
+    assert_non_null(admin);
+    assert_string_equal(admin->text[2], "down");
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_int_equal(job(&f, id)->n_alloc, 0);
+    assert_int_equal(job(&f, id)->requeues, 1);
+    assert_int_equal(f.out.n_logs, 1);
+    assert_non_null(strstr(f.out.logs[0], "marked down: power"));
+    advance(&f, 1000);
+    pass(&f);
+    const struct sn_control_job *j = job(&f, id);
+    assert_int_equal(j->state, SN_CONTROL_JOB_RUNNING);
+    for (uint32_t i = 0; i < j->n_alloc; i++)
+        assert_int_not_equal(f.model->gpu_server[j->alloc[i]], server);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* A tenant's per-supernode limit of 8 GPUs: the second 8-GPU job of one
+ * supernode-bound pair waits with a quota reason while GPUs are free in
+ * that supernode, then the per-job cap refuses a 32-GPU submission. */
+static void tenant_limits_hold_and_refuse(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1,
+            "{\"prefix\": \"/data/acme\", \"limits\": {\"gpus_per_supernode\": 8, "
+            "\"max_job_gpus\": 16}}");
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_REBUILD}), SN_OK);
+    int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":8}");
+    int64_t b = submit(&f, "{\"name\":\"b\",\"gpus\":8}");
+    pass(&f);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_PENDING);
+    assert_non_null(strstr(sn_control_reason(f.c, job(&f, b)), "quota"));
+    char detail[300];
+    sn_control_quota_pending_detail(f.c, job(&f, b), sn_control_reason(f.c, job(&f, b)), detail,
+                                    sizeof(detail));
+    assert_non_null(strstr(detail, "per-supernode 8 of 8 GPUs"));
+    fx_close(&f);
+}
+
+/* Partition safety: every agent silent past the heartbeat timeout fences
+ * the control (nothing declared down, nothing requeued); the operator's
+ * unfence declares them all down and requeues the job. */
+static void partition_fences_then_unfence(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    for (uint32_t s = 0; s < f.model->n_servers; s++)
+        assert_int_equal(
+            apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s}),
+            SN_OK);
+    int64_t id = submit(&f, "{\"name\":\"j\",\"gpus\":4}");
+    pass(&f);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_RUNNING);
+    for (int i = 0; i < 6; i++) {
+        advance(&f, 5000);
+        assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_TIMER}),
+                         SN_OK);
+    }
+    assert_true(f.c->fenced);
+    assert_int_equal(f.c->n_silent, f.model->n_servers);
+    /* The fence is an event row and a log line, never a write of its own. */
+    const struct sn_store_write *fence = last_row(&f, SN_STORE_ADD_EVENT, 0);
+    assert_non_null(fence);
+    assert_string_equal(fence->text[0], "fenced");
+    bool logged = false;
+    for (size_t i = 0; i < f.out.n_logs; i++)
+        logged |= strncmp(f.out.logs[i], "fenced: 4 of 4 servers silent", 29) == 0;
+    assert_true(logged);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_RUNNING);
+    for (uint32_t s = 0; s < f.model->n_servers; s++)
+        assert_int_equal(f.c->nodes[s].state, SN_CONTROL_ADMIN_UP);
+    assert_int_equal(
+        apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_UNFENCE, .actor = "ops"}),
+        SN_OK);
+    assert_false(f.c->fenced);
+    assert_int_equal(f.c->last_unfenced, f.model->n_servers);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_REQUEUED);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* Drain of a busy server: draining while its job runs, drained (with its
+ * row) once the job ends. */
+static void drain_settles_when_job_ends(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    int64_t id = submit(&f, "{\"name\":\"j\",\"gpus\":8}");
+    pass(&f);
+    uint32_t server = f.model->gpu_server[job(&f, id)->alloc[0]];
+    uint32_t first = f.model->server_first_gpu[server];
+    int to =
+        sn_control_admin_transition(SN_CONTROL_ADMIN_UP, "drain", sn_control_busy(f.c, first, 8));
+    assert_int_equal(to, SN_CONTROL_ADMIN_DRAINING);
+    assert_int_equal(sn_control_admin_transition(SN_CONTROL_ADMIN_UP, "bogus", false), -2);
+    assert_int_equal(sn_control_admin_transition(SN_CONTROL_ADMIN_UP, "resume", false), -1);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .is_node = true,
+                                                         .id = server,
+                                                         .admin = SN_CONTROL_ADMIN_DRAINING,
+                                                         .detail = "maintenance",
+                                                         .actor = "ops"}),
+                     SN_OK);
+    sn_effects_reset(&f.out);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_END,
+                                                         .job = id,
+                                                         .to = SN_CONTROL_JOB_CANCELLED,
+                                                         .text = "cancelled",
+                                                         .detail = "cancelled by ops",
+                                                         .actor = "ops"}),
+                     SN_OK);
+    assert_int_equal(f.c->nodes[server].state, SN_CONTROL_ADMIN_DRAINED);
+    /* The request's own rows come first (the shell commits them with the
+     * answer), the drained node's row after. */
+    assert_true(f.out.n_batches >= 2);
+    assert_int_equal(f.out.batches[0].rows[0].kind, SN_STORE_PUT_JOB);
+    assert_string_equal(f.out.batches[0].rows[0].text[2], "cancelled");
+    const struct sn_store_write *admin = last_row(&f, SN_STORE_PUT_ADMIN, -1);
+    assert_non_null(admin);
+    assert_string_equal(admin->text[2], "drained");
+    verify(&f);
+    fx_close(&f);
+}
+
+/* Admission refusals carry the API's answer. */
+static void admission_refusals(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    struct sn_api_job b;
+    memset(&b, 0, sizeof(b));
+    b.gpus = 64;
+    struct sn_control_refusal why;
+    assert_false(sn_control_admit(f.c, "acme", &b, &why));
+    assert_int_equal(why.status, 422);
+    assert_string_equal(why.code, "unsatisfiable");
+    assert_string_equal(why.field, "gpus");
+    assert_string_equal(why.message, "64 GPUs asked, the cluster has 32");
+    assert_false(sn_control_admit(f.c, "nobody", &b, &why));
+    assert_string_equal(why.message, "no tenant 'nobody'");
+    b.gpus = 4;
+    snprintf(b.after_ok, sizeof(b.after_ok), "7");
+    assert_false(sn_control_admit(f.c, "acme", &b, &why));
+    assert_string_equal(why.field, "after_ok");
+    b.after_ok[0] = '\0';
+    assert_true(sn_control_admit(f.c, "acme", &b, &why));
+    fx_close(&f);
+}
+
+/* The rules are deterministic in their inputs: the same events at the
+ * same times give the same rows, byte for byte. */
+static void same_events_same_effects(void **state)
+{
+    (void)state;
+    struct fx f[2];
+    for (int k = 0; k < 2; k++) {
+        fx_open(&f[k], 2, NULL);
+        for (int i = 0; i < 12; i++) {
+            char spec[96];
+            snprintf(spec, sizeof(spec), "{\"name\":\"j%d\",\"gpus\":%d}", i, 1 << (i % 5));
+            submit(&f[k], spec);
+            advance(&f[k], 250);
+        }
+        pass(&f[k]);
+        assert_int_equal(apply(&f[k], (struct sn_control_event){.kind = SN_CONTROL_EVENT_NODE_LOST,
+                                                                .id = 1,
+                                                                .detail = "x",
+                                                                .actor = "t"}),
+                         SN_OK);
+        advance(&f[k], 1000);
+        pass(&f[k]);
+    }
+    assert_int_equal(f[0].out.n_batches, f[1].out.n_batches);
+    for (size_t b = 0; b < f[0].out.n_batches; b++) {
+        const struct sn_effect_batch *x = &f[0].out.batches[b], *y = &f[1].out.batches[b];
+        assert_int_equal(x->seq, y->seq);
+        assert_int_equal(x->n, y->n);
+        for (size_t i = 0; i < x->n; i++) {
+            assert_int_equal(x->rows[i].kind, y->rows[i].kind);
+            for (int t = 0; t < SN_STORE_TEXT_MAX; t++) {
+                const char *p = x->rows[i].text[t], *q = y->rows[i].text[t];
+                assert_true((p == NULL) == (q == NULL));
+                if (p)
+                    assert_string_equal(p, q);
+            }
+            for (int n = 0; n < SN_STORE_NUM_MAX; n++)
+                assert_int_equal(x->rows[i].num[n], y->rows[i].num[n]);
+        }
+    }
+    fx_close(&f[0]);
+    fx_close(&f[1]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(start_makes_one_batch),
+        cmocka_unit_test(rank_exits_complete_or_fail),
+        cmocka_unit_test(node_lost_requeues),
+        cmocka_unit_test(tenant_limits_hold_and_refuse),
+        cmocka_unit_test(partition_fences_then_unfence),
+        cmocka_unit_test(drain_settles_when_job_ends),
+        cmocka_unit_test(admission_refusals),
+        cmocka_unit_test(same_events_same_effects),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
