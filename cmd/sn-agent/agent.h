@@ -28,6 +28,11 @@ struct outbox_item {
     char path[256];
     char *body; /* owned */
     size_t len;
+    /* Appended: OUTBOX_EXIT of a rank; once the server took it (or refused
+     * it for good) the rank's record and exit file go (jobs_forget). */
+    bool forget;
+    int64_t job_id, run;
+    uint32_t rank;
 };
 
 struct outbox {
@@ -228,10 +233,11 @@ struct job_proc {
     int refused_status;           /* pgid 0: the status reported for a rank not started */
     char reason[200];             /* why it was refused or killed, "" otherwise */
     char isolation[160];          /* the rank's isolation note */
-    int log_pipe;                 /* read end of the rank's stdout+stderr, -1: none */
-    int log_file;                 /* WORK_DIR/job-ID-RANK.log, -1: none */
-    int64_t log_bytes;            /* bytes of output kept (and shipped) so far */
-    bool log_capped;              /* past the cap: the rest is dropped */
+    int log_file;                 /* WORK_DIR/job-ID-RANK.log opened for reading, -1: none */
+    int64_t log_bytes;            /* bytes of this run's output shipped so far */
+    /* Appended: restart without job loss (docs/agent.md, "Restarts"). */
+    int64_t log_base; /* offset in the log file where this run's output begins */
+    bool adopted;     /* started by a previous agent run, supervised by this one */
 };
 
 /* A process group or cgroup of a rank this agent run does not own (found
@@ -297,11 +303,17 @@ void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_
  * code, or 128 + signal). */
 void jobs_reap(struct jobs *j, int64_t now_ms,
                void (*exited)(void *ctx, const struct job_proc *p, int status), void *ctx);
-/* At start, before the first heartbeat: kills the processes of ranks a
- * previous agent run left (its records in WORK_DIR/run, and the cgroup
- * leaves under the root), and reports each such rank through exited()
- * (status 137 and a reason; 255 when it had ended unseen) so that it is
- * never started again. What cannot be killed within 5 s stays an orphan. */
+/* At start, before the first heartbeat: adopts the ranks a previous agent
+ * run left running (their records in WORK_DIR/run, written by each rank's
+ * keeper: its process group and start time still match), so that they are
+ * supervised as if started here; reports through exited() each rank that
+ * ended while no agent ran, with the status its keeper recorded
+ * (WORK_DIR/run/job-ID-RUN-RANK.exit), or 255 with a reason starting
+ * "infrastructure-lost:" when none was recorded; kills what is not
+ * adoptable (a record of the format before keepers, a cgroup leaf without
+ * a record), reported as orphaned (137). Ranks the first heartbeat no
+ * longer lists are stopped as orphans (orphan_gpus). What cannot be killed
+ * within 5 s stays an orphan. */
 void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_proc *p, int status),
                   void *ctx);
 /* Reads what the ranks printed: each chunk goes to the rank's log file and
@@ -310,6 +322,12 @@ void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_pro
 void jobs_pump_logs(struct jobs *j, int64_t wait_ms);
 /* Kills every job (SIGKILL to its group) and reaps them. */
 void jobs_kill_all(struct jobs *j);
+/* Leaves every rank running for the next agent run (an upgrade: SIGUSR1):
+ * closes what this run holds; the keepers and records stay. */
+void jobs_leave(struct jobs *j);
+/* The server took the exit report of (job, run, rank): its record and
+ * exit file are removed (until then a restarted agent reports it again). */
+void jobs_forget(struct jobs *j, int64_t job_id, int64_t run, uint32_t rank);
 /* GPUs (index in node) of running jobs, as a bit mask. */
 uint64_t jobs_busy_mask(const struct jobs *j);
 

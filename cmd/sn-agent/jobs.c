@@ -14,13 +14,27 @@
  * Runtime (docs/agent.md): each rank runs in its cgroup v2 leaf with its
  * limits (cgroup.c) where the host allows, as its tenant's Unix user
  * (--user-map; never as root unless --unsafe-jobs-as-agent-user), with the
- * torchrun variables (MASTER_PORT, NODE_RANK) set too. A record per running
- * rank in WORK_DIR/run (process group, leader start time, GPUs, cgroup)
- * lets the next agent run find and kill what this one left (jobs_recover).
- * A rank is started only when no process of another rank or orphan still
- * holds one of its GPUs.
+ * torchrun variables (MASTER_PORT, NODE_RANK) set too. A rank is started
+ * only when no process of another rank or orphan still holds one of its
+ * GPUs.
+ *
+ * Restarts without job loss (docs/agent.md, "Restarts"): each rank runs
+ * under a keeper, a fork of the agent that leaves the agent's session
+ * (setsid: the rank's process group is the keeper's pid), enters the
+ * rank's cgroup, writes the rank's record WORK_DIR/run/job-ID-RUN-RANK
+ * ("v2 PGID START_TICKS GPUS CGROUP LOG_BASE", written to a temporary file
+ * and renamed), forks the rank (`sh -c COMMAND`), copies its output into
+ * WORK_DIR/job-ID-RANK.log (up to log_max bytes, then a marker line), and
+ * when the rank ends records its status in WORK_DIR/run/job-ID-RUN-RANK.exit
+ * (the same way) and exits with it. The keeper ignores SIGTERM (a stop's
+ * SIGTERM reaches the rank), and needs nothing of the agent: the agent may
+ * die and a new one adopt the rank (jobs_recover) and ship the log from the
+ * file. Invariant: a record and its exit file are removed only once the
+ * rank's exit report was taken by the server (jobs_forget), or the rank was
+ * stopped here, so that an exit is never lost across an agent restart and
+ * a rank with a record is never started again.
  */
-#define _DEFAULT_SOURCE /* initgroups() */
+#define _GNU_SOURCE /* initgroups(), close_range() */
 #include "agent.h"
 
 #include <dirent.h>
@@ -144,22 +158,46 @@ static void record_path(const struct jobs *j, int64_t job, int64_t run, uint32_t
              rank);
 }
 
-/* WORK_DIR/run/job-ID-RUN-RANK: "PGID START_TICKS GPUS CGROUP". */
-static void record_write(const struct jobs *j, const struct job_proc *p)
+/* Writes text to path through path.tmp and a rename: a reader sees the
+ * whole text or no file. -1 (errno set) on failure. */
+static int write_atomic(const char *path, const char *text)
 {
-    char path[700], tmp[720];
-    record_path(j, p->job_id, p->run, p->rank, path, sizeof(path));
+    char tmp[760];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f) {
-        fprintf(stderr, "sn-agent: warning: %s: %s (the rank is not recoverable)\n", tmp,
-                strerror(errno));
-        return;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    size_t n = strlen(text);
+    bool ok = write(fd, text, n) == (ssize_t)n;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
     }
-    fprintf(f, "%d %llu %s %s\n", (int)p->pgid, p->start_ticks, p->gpus[0] ? p->gpus : "-",
-            p->cgroup[0] ? p->cgroup : "-");
-    if (fclose(f) == 0)
-        rename(tmp, path);
+    return 0;
+}
+
+/* The rank's exit file, written by its keeper: "STATUS\n". */
+static void exit_path(const struct jobs *j, int64_t job, int64_t run, uint32_t rank, char *out,
+                      size_t cap)
+{
+    snprintf(out, cap, "%s/run/job-%lld-%lld-%u.exit", j->work_dir, (long long)job,
+             (long long)run, rank);
+}
+
+/* The status the rank's keeper recorded; false when there is none. */
+static bool exit_read(const struct jobs *j, const struct job_proc *p, int *status)
+{
+    char path[700];
+    exit_path(j, p->job_id, p->run, p->rank, path, sizeof(path));
+    FILE *f = fopen(path, "re");
+    int v = 0;
+    bool ok = f && fscanf(f, "%d", &v) == 1 && v >= 0 && v <= 255;
+    if (f)
+        fclose(f);
+    if (ok)
+        *status = v;
+    return ok;
 }
 
 static void record_remove(const struct jobs *j, const struct job_proc *p)
@@ -167,6 +205,14 @@ static void record_remove(const struct jobs *j, const struct job_proc *p)
     char path[700];
     record_path(j, p->job_id, p->run, p->rank, path, sizeof(path));
     unlink(path);
+    exit_path(j, p->job_id, p->run, p->rank, path, sizeof(path));
+    unlink(path);
+}
+
+void jobs_forget(struct jobs *j, int64_t job_id, int64_t run, uint32_t rank)
+{
+    struct job_proc p = {.job_id = job_id, .run = run, .rank = rank};
+    record_remove(j, &p);
 }
 
 /* The Unix user a tenant's ranks run as; 0 with *pw filled, or -1 with
@@ -212,19 +258,14 @@ static void setenv_int(const char *name, long long v)
     setenv(name, text, 1);
 }
 
-static _Noreturn void child(const struct jobs *j, const struct assignment *a, const char *leaf,
+/* The rank itself (a child of its keeper, in the keeper's process group
+ * and cgroup): its environment, its user, `sh -c COMMAND`. */
+static _Noreturn void child(const struct jobs *j, const struct assignment *a,
                             const struct passwd *pw, int out)
 {
-    char path[600];
-    setpgid(0, 0);
-    /* Into the cgroup first: every descendant stays in it. */
-    if (leaf[0]) {
-        snprintf(path, sizeof(path), "%s/cgroup.procs", leaf);
-        int cg = open(path, O_WRONLY | O_CLOEXEC);
-        if (cg < 0 || write(cg, "0", 1) != 1)
-            _exit(125);
-        close(cg);
-    }
+    static const int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1};
+    for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+        signal(reset[i], SIG_DFL);
     setenv_int("SN_JOB_ID", a->job_id);
     setenv_int("SN_JOB_RUN", a->run);
     setenv_int("RANK", a->rank);
@@ -274,6 +315,112 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a, co
     _exit(127);
 }
 
+/* Copies what is in the rank's pipe now into the log (all of it when
+ * drain), up to log_max bytes; *kept counts them. False at end of file. */
+static bool keep_output(const struct jobs *j, int in, int log, int64_t *kept, bool drain)
+{
+    char buf[65536];
+    for (int rounds = 0; drain || rounds < 4; rounds++) {
+        ssize_t n = read(in, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (n < 0 && errno != EAGAIN))
+            return false;
+        if (n < 0)
+            return true;
+        if (j->log_max > 0 && *kept >= j->log_max)
+            continue; /* past the cap: dropped */
+        size_t keep = (size_t)n;
+        bool capped = j->log_max > 0 && *kept + n > j->log_max;
+        if (capped)
+            keep = (size_t)(j->log_max - *kept);
+        if (keep && log >= 0 && write(log, buf, keep) != (ssize_t)keep)
+            fprintf(stderr, "sn-agent: keeper: log write: %s\n", strerror(errno));
+        *kept += (int64_t)keep;
+        if (capped) {
+            char note[128];
+            int m = snprintf(note, sizeof(note),
+                             "\n[sn-agent: output cap of %lld bytes reached; the rest is "
+                             "dropped]\n",
+                             (long long)j->log_max);
+            if (log >= 0 && write(log, note, (size_t)m) != m)
+                fprintf(stderr, "sn-agent: keeper: log write: %s\n", strerror(errno));
+            *kept = j->log_max + 1; /* the marker is written once */
+        }
+    }
+    return true;
+}
+
+/* The rank's keeper (see the top of this file): runs the rank, keeps its
+ * output and records its status; exits with that status (125: it could
+ * not enter the cgroup, nothing ran). */
+static _Noreturn void keeper(const struct jobs *j, const struct assignment *a, const char *leaf,
+                             const struct passwd *pw, int64_t log_base)
+{
+    close_range(3, ~0u, 0); /* the agent's sockets and other ranks' files */
+    setsid();
+    char path[700];
+    if (leaf[0]) { /* into the cgroup first: every descendant stays in it */
+        snprintf(path, sizeof(path), "%s/cgroup.procs", leaf);
+        int cg = open(path, O_WRONLY | O_CLOEXEC);
+        if (cg < 0 || write(cg, "0", 1) != 1)
+            _exit(125);
+        close(cg);
+    }
+    static const int ignore[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1};
+    for (size_t i = 0; i < sizeof(ignore) / sizeof(ignore[0]); i++)
+        signal(ignore[i], SIG_IGN);
+    char rec[CG_PATH_MAX + 600];
+    snprintf(rec, sizeof(rec), "v2 %d %llu %s %s %lld\n", (int)getpid(),
+             proc_start(getpid(), NULL), a->gpus[0] ? a->gpus : "-", leaf[0] ? leaf : "-",
+             (long long)log_base);
+    record_path(j, a->job_id, a->run, a->rank, path, sizeof(path));
+    if (write_atomic(path, rec) != 0)
+        fprintf(stderr, "sn-agent: warning: %s: %s (the rank cannot be adopted after a restart)\n",
+                path, strerror(errno));
+    snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
+    int log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int fds[2] = {-1, -1};
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        fds[0] = fds[1] = -1;
+    pid_t rank = fork();
+    if (rank == 0)
+        child(j, a, pw, fds[1]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+    int st = 0;
+    if (rank < 0) {
+        fprintf(stderr, "sn-agent: keeper: fork: %s\n", strerror(errno));
+        st = 127 << 8;
+    } else {
+        int64_t kept = 0;
+        if (fds[0] >= 0)
+            fcntl(fds[0], F_SETFL, O_NONBLOCK);
+        bool open_pipe = fds[0] >= 0;
+        for (;;) {
+            if (open_pipe) {
+                struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+                (void)poll(&pfd, 1, 100);
+                open_pipe = keep_output(j, fds[0], log, &kept, false);
+            }
+            pid_t r = waitpid(rank, &st, open_pipe ? WNOHANG : 0);
+            if (r == rank)
+                break;
+            if (r < 0 && errno != EINTR)
+                break;
+        }
+        if (open_pipe) /* what it printed last; not what its leftovers print later */
+            (void)keep_output(j, fds[0], log, &kept, true);
+    }
+    int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    char text[16];
+    snprintf(text, sizeof(text), "%d\n", status);
+    exit_path(j, a->job_id, a->run, a->rank, path, sizeof(path));
+    if (write_atomic(path, text) != 0)
+        fprintf(stderr, "sn-agent: warning: %s: %s\n", path, strerror(errno));
+    _exit(status);
+}
+
 /* A rank that is not started: reported by jobs_reap with status and why. */
 static void refuse(struct jobs *j, const struct assignment *a, int status, const char *why)
 {
@@ -282,7 +429,6 @@ static void refuse(struct jobs *j, const struct assignment *a, int status, const
                            .run = a->run,
                            .rank = a->rank,
                            .refused_status = status,
-                           .log_pipe = -1,
                            .log_file = -1};
     snprintf(p->reason, sizeof(p->reason), "%s", why);
     fprintf(stderr, "sn-agent: job %lld rank %u not started: %s\n", (long long)a->job_id, a->rank,
@@ -313,52 +459,38 @@ static void start(struct jobs *j, const struct assignment *a)
                     a->rank, dev);
         snprintf(note + len, sizeof(note) - len, "; %s", dev);
     }
-    int fds[2] = {-1, -1};
+    /* This run's output starts at the log's current end (earlier runs of
+     * the job are kept above it). */
     char path[700];
     snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)a->job_id, a->rank);
-    int file = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (pipe(fds) != 0 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
-        fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
-        fprintf(stderr, "sn-agent: warning: job %lld rank %u: no output pipe: %s\n",
-                (long long)a->job_id, a->rank, strerror(errno));
-        if (fds[0] >= 0)
-            close(fds[0]);
-        if (fds[1] >= 0)
-            close(fds[1]);
-        fds[0] = fds[1] = -1;
-    }
+    int made = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    struct stat sb;
+    int64_t base = made >= 0 && fstat(made, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    if (made >= 0)
+        close(made);
+    int file = open(path, O_RDONLY | O_CLOEXEC);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "sn-agent: fork: %s\n", strerror(errno));
         if (leaf[0])
             cg_remove(leaf);
-        for (int k = 0; k < 2; k++)
-            if (fds[k] >= 0)
-                close(fds[k]);
         if (file >= 0)
             close(file);
         return;
     }
-    if (pid == 0) {
-        if (fds[0] >= 0)
-            close(fds[0]);
-        child(j, a, leaf, pw, fds[1]);
-    }
-    if (fds[1] >= 0)
-        close(fds[1]);
-    setpgid(pid, pid); /* also in the child: whichever runs first */
+    if (pid == 0)
+        keeper(j, a, leaf, pw, base);
     struct job_proc *p = &j->procs[j->n++];
     *p = (struct job_proc){.job_id = a->job_id,
                            .run = a->run,
                            .pgid = pid,
                            .rank = a->rank,
-                           .log_pipe = fds[0],
-                           .log_file = file};
+                           .log_file = file,
+                           .log_base = base};
     snprintf(p->gpus, sizeof(p->gpus), "%s", a->gpus);
     snprintf(p->cgroup, sizeof(p->cgroup), "%s", leaf);
     snprintf(p->isolation, sizeof(p->isolation), "%s", note);
     p->start_ticks = proc_start(pid, NULL);
-    record_write(j, p);
     fprintf(stderr, "sn-agent: job %lld rank %u started (pid %d, GPUs %s, user %s, %s)\n",
             (long long)a->job_id, a->rank, (int)pid, a->gpus, pw ? pw->pw_name : "(agent's)",
             note);
@@ -395,8 +527,11 @@ void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_
         if (!assigned && !p->stop_deadline_ms && p->pgid) {
             stop_signal(p, SIGTERM);
             p->stop_deadline_ms = now_ms + grace_ms;
-            fprintf(stderr, "sn-agent: job %lld rank %u no longer assigned: stopping\n",
-                    (long long)p->job_id, p->rank);
+            if (p->adopted) /* left by a previous agent run; snd no longer knows it */
+                j->orphan_gpus |= gpu_mask(p->gpus);
+            fprintf(stderr, "sn-agent: job %lld rank %u no longer assigned: stopping%s\n",
+                    (long long)p->job_id, p->rank,
+                    p->adopted ? " (an orphan of a previous agent run)" : "");
         }
     }
     uint64_t blocked = blocked_mask(j);
@@ -434,63 +569,29 @@ static void orphans_reap(struct jobs *j)
     }
 }
 
-/* Reads what is in p's pipe now (all of it when drain). */
+/* Ships what the keeper added to p's log since the last call (all of it
+ * when drain, else up to 256 KiB). */
 static void pump_one(struct jobs *j, struct job_proc *p, bool drain)
 {
     char buf[65536];
-    for (int rounds = 0; p->log_pipe >= 0 && (drain || rounds < 4); rounds++) {
-        ssize_t n = read(p->log_pipe, buf, sizeof(buf));
+    for (int rounds = 0; p->log_file >= 0 && (drain || rounds < 4); rounds++) {
+        ssize_t n = pread(p->log_file, buf, sizeof(buf), (off_t)(p->log_base + p->log_bytes));
         if (n < 0 && errno == EINTR)
             continue;
-        if (n == 0 || (n < 0 && errno != EAGAIN)) {
-            close(p->log_pipe);
-            p->log_pipe = -1;
+        if (n <= 0)
             break;
-        }
-        if (n < 0)
-            break;
-        size_t keep = (size_t)n;
-        if (p->log_capped)
-            continue;
-        if (j->log_max > 0 && p->log_bytes + n > j->log_max) {
-            keep = (size_t)(j->log_max - p->log_bytes);
-            p->log_capped = true;
-        }
-        if (keep && p->log_file >= 0 && write(p->log_file, buf, keep) != (ssize_t)keep)
-            fprintf(stderr, "sn-agent: job %lld rank %u: log write: %s\n", (long long)p->job_id,
-                    p->rank, strerror(errno));
-        if (keep && j->ship_log)
-            j->ship_log(j->ship_ctx, p, buf, keep, p->log_bytes);
-        p->log_bytes += (int64_t)keep;
-        if (p->log_capped) {
-            char note[128];
-            int m = snprintf(note, sizeof(note),
-                             "\n[sn-agent: output cap of %lld bytes reached; the rest is "
-                             "dropped]\n",
-                             (long long)j->log_max);
-            if (p->log_file >= 0 && write(p->log_file, note, (size_t)m) != m)
-                fprintf(stderr, "sn-agent: log write: %s\n", strerror(errno));
-            if (j->ship_log)
-                j->ship_log(j->ship_ctx, p, note, (size_t)m, p->log_bytes);
-            p->log_bytes += m;
-        }
+        if (j->ship_log)
+            j->ship_log(j->ship_ctx, p, buf, (size_t)n, p->log_bytes);
+        p->log_bytes += n;
     }
 }
 
 void jobs_pump_logs(struct jobs *j, int64_t wait_ms)
 {
-    struct pollfd fds[64];
-    nfds_t n = 0;
-    for (uint32_t i = 0; i < j->n; i++)
-        if (j->procs[i].log_pipe >= 0)
-            fds[n++] = (struct pollfd){.fd = j->procs[i].log_pipe, .events = POLLIN};
-    if (wait_ms > 0) {
-        if (n)
-            (void)poll(fds, n, (int)(wait_ms > 60000 ? 60000 : wait_ms));
-        else {
-            struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000};
-            nanosleep(&ts, NULL);
-        }
+    if (wait_ms > 0) { /* the keepers write the logs: look again soon */
+        int64_t ms = wait_ms > 50 ? 50 : wait_ms;
+        struct timespec ts = {0, ms * 1000000};
+        nanosleep(&ts, NULL);
     }
     for (uint32_t i = 0; i < j->n; i++)
         pump_one(j, &j->procs[i], false);
@@ -499,8 +600,6 @@ void jobs_pump_logs(struct jobs *j, int64_t wait_ms)
 static void finish(struct jobs *j, uint32_t i)
 {
     struct job_proc *p = &j->procs[i];
-    if (p->log_pipe >= 0)
-        close(p->log_pipe);
     if (p->log_file >= 0)
         close(p->log_file);
     j->finished[j->n_finished++ % FINISHED_KEEP] =
@@ -521,17 +620,34 @@ void jobs_reap(struct jobs *j, int64_t now_ms,
         }
         if (p->stop_deadline_ms && now_ms > p->stop_deadline_ms)
             stop_signal(p, SIGKILL);
-        int st = 0;
-        pid_t r = waitpid(p->pgid, &st, WNOHANG);
-        if (r != p->pgid)
-            continue;
-        int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (WIFEXITED(st) && status == 125 && p->cgroup[0]) {
+        int st = 0, status = 0;
+        bool have = false;
+        if (!p->adopted) { /* its keeper is this run's child */
+            if (waitpid(p->pgid, &st, WNOHANG) != p->pgid)
+                continue;
+            status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            have = true;
+        } else { /* a previous run's: ended once its pid no longer names it */
+            char state = 0;
+            if (proc_start(p->pgid, &state) == p->start_ticks && state != 'Z')
+                continue;
+        }
+        int recorded;
+        if (exit_read(j, p, &recorded)) { /* the rank's own status */
+            status = recorded;
+            have = true;
+        } else if (!have) {
+            status = 255;
+            snprintf(p->reason, sizeof(p->reason),
+                     "infrastructure-lost: the rank's keeper ended without recording its exit "
+                     "status");
+        }
+        if (WIFEXITED(st) && status == 125 && p->cgroup[0] && !p->adopted) {
             char why[sizeof(p->reason)];
             snprintf(why, sizeof(why), "could not enter its cgroup '%.150s'", p->cgroup);
             memcpy(p->reason, why, sizeof(why));
         }
-        kill(-p->pgid, SIGKILL); /* what the leader left behind */
+        kill(-p->pgid, SIGKILL); /* what the rank left behind */
         if (p->cgroup[0])
             cg_signal(p->cgroup, SIGKILL);
         pump_one(j, p, true); /* its last output goes before its exit */
@@ -540,11 +656,12 @@ void jobs_reap(struct jobs *j, int64_t now_ms,
             *o = (struct orphan){.gpu_mask = gpu_mask(p->gpus)};
             memcpy(o->cgroup, p->cgroup, sizeof(o->cgroup));
         }
-        record_remove(j, p);
         fprintf(stderr, "sn-agent: job %lld rank %u exited with status %d\n", (long long)p->job_id,
                 p->rank, status);
         if (!p->stop_deadline_ms) /* a stopped rank's job is no longer running */
-            exited(ctx, p, status);
+            exited(ctx, p, status); /* the record goes once the server took it */
+        else
+            record_remove(j, p);
         finish(j, i--);
     }
 }
@@ -591,6 +708,63 @@ static void recover_one(struct jobs *j, struct job_proc *p, bool had_record,
         (struct rank_key){.job_id = p->job_id, .run = p->run, .rank = p->rank};
 }
 
+/* A v2 record of a previous agent run: its keeper still runs (adopted:
+ * supervised from now on, true), or the rank ended while no agent ran
+ * (reported with its recorded status, or as infrastructure-lost; its
+ * output shipped first; false, the record stays until the report is
+ * taken). */
+static bool adopt(struct jobs *j, struct job_proc *p, int64_t base,
+                  void (*exited)(void *ctx, const struct job_proc *p, int status), void *ctx)
+{
+    char path[700], state = 0;
+    snprintf(path, sizeof(path), "%s/job-%lld-%u.log", j->work_dir, (long long)p->job_id,
+             p->rank);
+    p->log_file = open(path, O_RDONLY | O_CLOEXEC);
+    p->log_base = base;
+    bool alive = p->pgid > 0 && proc_start(p->pgid, &state) == p->start_ticks && state != 'Z';
+    if (alive && j->n < sizeof(j->procs) / sizeof(j->procs[0])) {
+        p->adopted = true;
+        j->procs[j->n++] = *p;
+        fprintf(stderr, "sn-agent: job %lld run %lld rank %u (pid %d, GPUs %s) adopted from a "
+                        "previous agent run\n",
+                (long long)p->job_id, (long long)p->run, p->rank, (int)p->pgid,
+                p->gpus[0] ? p->gpus : "-");
+        return true;
+    }
+    int status = 0;
+    if (alive) { /* no room to supervise it: an orphan as before */
+        if (p->log_file >= 0)
+            close(p->log_file);
+        recover_one(j, p, true, exited, ctx);
+        record_remove(j, p);
+        return false;
+    }
+    if (!exit_read(j, p, &status)) {
+        status = 255;
+        snprintf(p->reason, sizeof(p->reason),
+                 "infrastructure-lost: the rank ended while sn-agent was down and its keeper "
+                 "recorded no exit status");
+    }
+    if (p->pgid > 0 && group_alive(p->pgid)) /* what the rank left behind */
+        kill(-p->pgid, SIGKILL);
+    if (p->cgroup[0] && !cg_kill_wait(p->cgroup, 2000) && j->n_orphans < 64) {
+        struct orphan *o = &j->orphans[j->n_orphans++];
+        *o = (struct orphan){.gpu_mask = gpu_mask(p->gpus)};
+        snprintf(o->cgroup, sizeof(o->cgroup), "%s", p->cgroup);
+    }
+    pump_one(j, p, true);
+    if (p->log_file >= 0)
+        close(p->log_file);
+    fprintf(stderr, "sn-agent: job %lld run %lld rank %u ended while sn-agent was down: status "
+                    "%d%s%s\n",
+            (long long)p->job_id, (long long)p->run, p->rank, status, p->reason[0] ? ": " : "",
+            p->reason);
+    exited(ctx, p, status);
+    j->finished[j->n_finished++ % FINISHED_KEEP] =
+        (struct rank_key){.job_id = p->job_id, .run = p->run, .rank = p->rank};
+    return false;
+}
+
 void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_proc *p, int status),
                   void *ctx)
 {
@@ -605,21 +779,34 @@ void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_pro
         unsigned rank;
         char tail;
         if (sscanf(e->d_name, "job-%lld-%lld-%u%c", &job, &run, &rank, &tail) != 3)
-            continue;
+            continue; /* .exit and .tmp files go with their record */
         char path[900], gpus[256] = "", cg[CG_PATH_MAX] = "";
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        struct job_proc p = {.job_id = job, .run = run, .rank = rank};
+        struct job_proc p = {.job_id = job, .run = run, .rank = rank, .log_file = -1};
         FILE *f = fopen(path, "re");
         int pg = 0;
-        if (f && fscanf(f, "%d %llu %255s %511s", &pg, &p.start_ticks, gpus, cg) == 4) {
+        char version[4] = "";
+        long long base = -1;
+        int got = f ? fscanf(f, "%3s", version) : 0;
+        if (got == 1 && strcmp(version, "v2") == 0)
+            got = fscanf(f, "%d %llu %255s %511s %lld", &pg, &p.start_ticks, gpus, cg, &base);
+        else if (got == 1 && f) { /* the format before keepers: "PGID START GPUS CGROUP" */
+            rewind(f);
+            got = fscanf(f, "%d %llu %255s %511s", &pg, &p.start_ticks, gpus, cg);
+        }
+        if (got >= 4) {
             p.pgid = (pid_t)pg;
             snprintf(p.gpus, sizeof(p.gpus), "%s", strcmp(gpus, "-") ? gpus : "");
             snprintf(p.cgroup, sizeof(p.cgroup), "%s", strcmp(cg, "-") ? cg : "");
         }
         if (f)
             fclose(f);
-        recover_one(j, &p, true, exited, ctx);
-        unlink(path);
+        if (base >= 0 && got == 5 && adopt(j, &p, base, exited, ctx))
+            continue; /* its record stays (jobs_forget) */
+        if (base < 0)
+            recover_one(j, &p, true, exited, ctx);
+        if (base < 0)
+            record_remove(j, &p);
     }
     if (d)
         closedir(d);
@@ -632,6 +819,11 @@ void jobs_recover(struct jobs *j, void (*exited)(void *ctx, const struct job_pro
         const char *base = strrchr(leaves[i], '/');
         const char *jd = strstr(leaves[i], "/job-");
         if (!base || !jd || sscanf(jd, "/job-%lld/run-%lld-rank-%u", &job, &run, &rank) != 3)
+            continue;
+        bool mine = false; /* an adopted rank's */
+        for (uint32_t k = 0; k < j->n && !mine; k++)
+            mine = strcmp(j->procs[k].cgroup, leaves[i]) == 0;
+        if (mine)
             continue;
         if (!cg_populated(leaves[i])) {
             cg_remove(leaves[i]);
@@ -654,7 +846,22 @@ void jobs_kill_all(struct jobs *j)
         if (p->cgroup[0])
             cg_kill_wait(p->cgroup, 2000);
         record_remove(j, p);
+        if (p->log_file >= 0)
+            close(p->log_file);
     }
+    j->n = 0;
+}
+
+void jobs_leave(struct jobs *j)
+{
+    uint32_t left = 0;
+    for (uint32_t i = 0; i < j->n; i++) {
+        struct job_proc *p = &j->procs[i];
+        if (p->log_file >= 0)
+            close(p->log_file);
+        left += p->pgid != 0;
+    }
+    fprintf(stderr, "sn-agent: %u ranks left running for the next agent run\n", left);
     j->n = 0;
 }
 

@@ -17,9 +17,10 @@
  * job processes), and sends what the outbox holds (in order, each removed
  * once the server answered). While the server is away the outbox keeps up to --buffer
  * batches and sending backs off exponentially with jitter (the RNG is seeded
- * by --seed). SIGTERM or SIGINT: the job processes are killed and it exits.
- * Before its first heartbeat it kills what a previous run of it left
- * (jobs_recover) and reports those ranks; every heartbeat says which GPUs
+ * by --seed). SIGTERM or SIGINT: the job processes are killed and it exits;
+ * SIGUSR1 (an upgrade): it exits and leaves them running. Before its first
+ * heartbeat it adopts the ranks a previous run of it left running and
+ * reports those that ended meanwhile (jobs_recover); every heartbeat says which GPUs
  * still hold job processes ("busy_gpus"), so that snd places nothing there
  * before they are gone.
  */
@@ -77,12 +78,13 @@ struct agent {
     char pair_peer[64];
 };
 
+/* 1: SIGTERM or SIGINT (the ranks are killed); 2: SIGUSR1 (an upgrade:
+ * the ranks keep running for the next agent run to adopt). */
 static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stopping = 1;
+    stopping = sig == SIGUSR1 ? 2 : 1;
 }
 
 static int64_t now_ms(void)
@@ -189,6 +191,8 @@ static void flush(struct agent *a)
         }
         a->sent++;
         a->failures = 0;
+        if (it->forget) /* taken (or refused for good): a restart need not say it again */
+            jobs_forget(&a->jobs, it->job_id, it->run, it->rank);
         outbox_pop(&a->out);
     }
 }
@@ -604,7 +608,11 @@ static void heartbeat(struct agent *a)
 static void on_exit_report(void *ctx, const struct job_proc *p, int status)
 {
     struct agent *a = ctx;
-    struct outbox_item it = {.kind = OUTBOX_EXIT};
+    struct outbox_item it = {.kind = OUTBOX_EXIT,
+                             .forget = true,
+                             .job_id = p->job_id,
+                             .run = p->run,
+                             .rank = p->rank};
     snprintf(it.path, sizeof(it.path), "/v1/jobs/%lld/exit", (long long)p->job_id);
     json_t *o = json_pack("{s:I,s:i,s:I}", "rank", (json_int_t)p->rank, "status", status, "run",
                           (json_int_t)p->run);
@@ -1153,6 +1161,7 @@ int main(int argc, char **argv)
         jobs_recover(&a.jobs, on_exit_report, &a);
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
+        signal(SIGUSR1, on_signal);
         signal(SIGPIPE, SIG_IGN);
         fprintf(stderr, "sn-agent: node %s, backend %s, server %s, boot %s\n", a.node, g.backend,
                 sn_httpc_url(a.http), a.boot);
@@ -1165,7 +1174,10 @@ int main(int argc, char **argv)
             kill(-a.pair_pid, SIGKILL);
             waitpid(a.pair_pid, NULL, 0);
         }
-        jobs_kill_all(&a.jobs);
+        if (stopping == 2)
+            jobs_leave(&a.jobs);
+        else
+            jobs_kill_all(&a.jobs);
         write_status(&a);
         rc = 0;
     }
