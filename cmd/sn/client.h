@@ -48,6 +48,7 @@ struct client {
     struct sn_httpc *http; /* the server's client (client_common.c frees it at exit) */
     char token[1024];
     bool json; /* -o json */
+    bool wide; /* -o wide: the table with more columns (sn nodes, sn gpus, sn jobs) */
     const char *args[CLIENT_MAX_ARGS];
     int n_args;
 };
@@ -80,5 +81,35 @@ char *client_age(long long s, char *buf, size_t len);
 
 /* A string member or "-". */
 const char *client_str(json_t *o, const char *key);
+
+/* The closest of names[0..n) to word by edit distance, when close enough
+ * to be a likely typo (at most a third of the word's length, at least 1,
+ * at most 3 edits); NULL otherwise. */
+const char *client_nearest(const char *word, const char *const *names, size_t n);
+
+/* Checks a comma-separated list of states against valid[0..n_valid);
+ * prints "CMD: FLAG 'X': expected a, b or c (did you mean 'b'?)" and returns
+ * SN_EXIT_USAGE for the first unknown one, else 0. */
+int client_check_states(const char *cmd, const char *flag, const char *value,
+                        const char *const *valid, size_t n_valid);
+
+/* True when state is one of the comma-separated list. */
+bool client_state_in(const char *state, const char *list);
+
+/* "2026-12-04T06:11:36Z", or "-" for t <= 0. */
+char *client_utc(long long t, char *buf, size_t len);
+
+/* Every page of a list route (client_get_pages without a cap). */
+int client_fetch_all(struct client *c, const char *route, const char *filter, json_t **out);
+
+/* The node states of sn nodes: the admin states and `mixed`. */
+#define CLIENT_N_NODE_STATES 6
+extern const char *const client_node_states[CLIENT_N_NODE_STATES];
+
+/* Every node (GET /v1/nodes) with the state derived from its GPUs (GET
+ * /v1/gpus; client_gpus.c): each node gets derived_state, derived_reason,
+ * derived_by, derived_since_s and gpu_states ({state: count}). *gpus (when
+ * not NULL) gets every GPU in id order. Caller decrefs both. */
+int client_fetch_nodes(struct client *c, json_t **nodes, json_t **gpus);
 
 #endif

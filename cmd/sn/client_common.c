@@ -13,6 +13,7 @@
 
 #include <sn/httpc.h>
 
+#include "cli.h"
 #include "commands.h"
 
 #define CONFIG_MAX_BYTES 65536
@@ -48,7 +49,8 @@ static void usage(FILE *out, const char *usage_text, const struct client_opt *op
             "CA certificates (PEM) to verify an https server");
     fprintf(out, "  --%-18s %s\n", "cert FILE", "client certificate (PEM) for mutual TLS");
     fprintf(out, "  --%-18s %s\n", "key FILE", "key (PEM) of --cert");
-    fprintf(out, "  -o %-18s %s\n", "json|table", "output format (default table)");
+    fprintf(out, "  -o %-18s %s\n", "json|table|wide",
+            "output format (default table; wide: more columns where the command has them)");
 }
 
 /* Reads the first line of path into out (without the newline). */
@@ -244,10 +246,11 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
             tls[1] = v;
         else if (strcmp(name, "key") == 0)
             tls[2] = v;
-        else if (strcmp(v, "json") == 0 || strcmp(v, "table") == 0)
+        else if (strcmp(v, "json") == 0 || strcmp(v, "table") == 0 || strcmp(v, "wide") == 0) {
             c->json = strcmp(v, "json") == 0;
-        else {
-            fprintf(stderr, "%s: -o '%s': expected json or table\n", cmd, v);
+            c->wide = strcmp(v, "wide") == 0;
+        } else {
+            fprintf(stderr, "%s: -o '%s': expected json, table or wide\n", cmd, v);
             return SN_EXIT_USAGE;
         }
     }
@@ -364,4 +367,19 @@ const char *client_str(json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
     return s && *s ? s : "-";
+}
+
+const char *client_nearest(const char *word, const char *const *names, size_t n)
+{
+    const char *best = NULL;
+    size_t best_d = (size_t)-1, len = strlen(word);
+    size_t limit = len / 3 < 1 ? 1 : len / 3 > 3 ? 3 : len / 3;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = sn_cli_distance(word, names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    return best && best_d <= limit ? best : NULL;
 }

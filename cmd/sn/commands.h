@@ -39,6 +39,7 @@ int cmd_job(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_acct(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
+int cmd_gpus(int argc, char **argv); /* client_gpus.c */
 int cmd_node_action(int argc, char **argv); /* cordon, drain, resume, fail */
 int cmd_tenants(int argc, char **argv);
 int cmd_token(int argc, char **argv);

@@ -73,7 +73,8 @@ check 2 "unknown subcommand" "$SN" job list 1
 check 0 "node sn00-t05: cordoned \(fan\)" "$SN" cordon sn00-t05 --reason fan
 check 2 "--reason is required" "$SN" drain sn00-t04
 check 0 "gpu sn00-t04-gpu1: drained \(ecc\)" "$SN" drain sn00-t04-gpu1 --reason ecc
-check 0 "^sn00 +cordoned +1 +8 +0$" "$SN" nodes
+check 0 "^sn00 +cordoned +1 +8 +0 +8$" "$SN" nodes
+check 0 "^sn00 +mixed +1 +8 +0 +1$" "$SN" nodes
 check 0 "^sn00 +sn00-t00 +up +8 +8 " "$SN" nodes --long
 check 0 "sn00-t05 +cordoned +8 +0 +- fan" "$SN" nodes --state cordoned
 check 1 "409 cannot cordon a cordoned node" "$SN" cordon sn00-t05 --reason again
@@ -145,7 +146,7 @@ check 2 "CA file '/nonexistent/ca.pem'" env SN_CONFIG="$D/tls.conf" "$SN" jobs
 # https to a plain-HTTP port: a TLS error naming the server, exit 6.
 check 6 "https://127.0.0.1:$PORT: " "$SN" jobs --server "https://127.0.0.1:$PORT"
 check 2 "unknown option '--bogus'" "$SN" jobs --bogus
-check 2 "expected json or table" "$SN" jobs -o yaml
+check 2 "expected json, table or wide" "$SN" jobs -o yaml
 # sn top: one frame with --once; a live one quits on SIGINT with status 0.
 check 0 "^GPUs +allocated [0-9]+ free [0-9]+ cordoned [0-9]+ down 0$" "$SN" top --once
 check 0 "^Pending \(1 shown\)$" "$SN" top --once

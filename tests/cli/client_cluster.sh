@@ -1,0 +1,108 @@
+#!/bin/sh
+# End-to-end test of the sn client views that need a live cluster: a real
+# snd on 127.0.0.1 and two real sn-agent processes (sim backend, jobs run as
+# the test's user, no cgroups) on sn00-t00 and sn00-t01. Checks sn nodes
+# (states derived from the GPUs, the sinfo -R view, --state checked
+# locally), sn gpus (state, reason, health, job, telemetry), arrays as one
+# unit (ranges, folding, cancel of the whole array), the local argument
+# checks and "did you mean", and sn job log --follow on a pending job.
+set -u
+SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+BIN=$(dirname "$SN")
+D=$(mktemp -d "${TMPDIR:-/tmp}/sn-cluster-XXXXXX")
+PIDS=
+cleanup() {
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
+    for p in $PIDS; do wait "$p" 2>/dev/null; done
+    rm -rf "$D"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+check() {
+    want=$1 pat=$2
+    shift 2
+    out=$("$@" 2>&1)
+    rc=$?
+    [ "$rc" = "$want" ] || fail "$*: exit $rc, want $want: $out"
+    printf '%s\n' "$out" | grep -Eq -- "$pat" || fail "$*: no '$pat' in: $out"
+}
+# until_out PATTERN CMD...: waits up to 10 s for PATTERN in CMD's output.
+until_out() {
+    pat=$1
+    shift
+    i=0
+    until "$@" 2>&1 | grep -Eq -- "$pat"; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && { fail "timed out waiting for '$pat' from $*"; return 1; }
+        sleep 0.05
+    done
+}
+
+"$BIN/snd" --cluster examples/std-unit-64.yaml --state "$D/state" --listen 127.0.0.1:0 \
+    --set sched_event_delay_ms=0 --ready-fd 3 3>"$D/port" 2>"$D/snd.log" &
+PIDS="$!"
+i=0
+while [ ! -s "$D/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+PORT=$(cat "$D/port")
+[ -n "$PORT" ] || { echo "snd did not start"; cat "$D/snd.log"; exit 1; }
+export SN_SERVER="http://127.0.0.1:$PORT" SN_TOKEN="$(cat "$D/state/admin.token")"
+unset SN_CONFIG
+export HOME="$D"
+for n in sn00-t00 sn00-t01; do
+    "$SN" token create --agent "$n" --scope telemetry:write,cluster:read >"$D/$n.token" ||
+        fail "agent token for $n"
+    fault=
+    [ "$n" = sn00-t01 ] && fault="--fault hot-gpu=1"
+    # shellcheck disable=SC2086
+    "$BIN/sn-agent" --server "$SN_SERVER" --token "$D/$n.token" --node "$n" --backend sim \
+        --cluster examples/std-unit-64.yaml --interval 0.2 --work-dir "$D/work-$n" \
+        --unsafe-jobs-as-agent-user --cgroup-root none $fault 2>"$D/agent-$n.log" &
+    PIDS="$PIDS $!"
+done
+"$SN" tenants create acme --prefix /data/acme >/dev/null || fail "tenant"
+
+# ---- sn nodes: states from the GPUs ----------------------------------------
+until_out "^sn00-t01-gpu1 +up +[0-9]+ +- +[0-9]+ +[0-9]+ +[0-9]+" "$SN" gpus --node sn00-t01
+# A powered-off server: every GPU failed one by one reads down, with the reason.
+for g in 0 1 2 3 4 5 6 7; do
+    "$SN" fail "sn00-t07-gpu$g" --reason "leak: rack r1 powered off" >/dev/null || fail "fail gpu$g"
+done
+check 0 "^sn00 +down +1 +8 +0 +8$" "$SN" nodes
+check 0 "sn00-t07 +down +8 +0 +- 8 GPUs down: leak: rack r1 powered off$" "$SN" nodes --long
+check 0 "sn00-t07 +down +8 +0 +- 8 GPUs down" "$SN" nodes --state down
+check 0 "^8 GPUs down: leak: rack r1 powered off +admin:admin +20[0-9-]+T[0-9:]+Z +down +sn00-t07$" "$SN" nodes -R
+# One health-cordoned GPU: its node is mixed and names the GPU.
+"$SN" cordon sn00-t06-gpu3 --reason "health: xid 79" >/dev/null || fail "cordon gpu3"
+check 0 "sn00-t06 +mixed +8 +0 +- gpu3 cordoned: health: xid 79$" "$SN" nodes --long
+check 0 "^sn00 +mixed +1 +8 +0 +1$" "$SN" nodes
+# A cordoned node: its reason, and its GPUs read cordoned through it.
+"$SN" cordon sn00-t05 --reason "fan" >/dev/null || fail "cordon t05"
+check 0 "^sn00 +cordoned +1 +8 +0 +8$" "$SN" nodes
+check 0 "^sn00-t05-gpu0 +cordoned .* node cordoned: fan$" "$SN" gpus --node sn00-t05
+check 0 '"derived_state": "down"' "$SN" nodes --state down -o json
+check 0 '"down": 8' "$SN" nodes --state down -o json
+check 2 "--state 'bogus': expected up, mixed, cordoned, draining, drained or down" "$SN" nodes --state bogus
+check 2 "did you mean 'drained'" "$SN" nodes --state draned
+# ---- sn gpus ---------------------------------------------------------------
+check 0 "^GPU +STATE +HEALTH +JOB +TEMP +SMCLK +POWER REASON$" "$SN" gpus
+check 0 "^sn00-t07-gpu5 +down .* leak: rack r1 powered off$" "$SN" gpus --state down
+[ "$("$SN" gpus --state down | grep -c gpu)" = 8 ] || fail "sn gpus --state down: not 8 GPUs"
+[ "$("$SN" gpus | grep -c gpu)" = 64 ] || fail "sn gpus: not 64 GPUs"
+check 0 "^sn00-t06-gpu3 +cordoned" "$SN" gpus --node sn00-t06 --state cordoned
+check 0 "ACTION +BY +SINCE +REASON +LAST FINDING$" "$SN" gpus --node sn00-t01 -o wide
+check 0 '"clock_sm_mhz": [0-9.]+' "$SN" gpus --node sn00-t01 -o json
+check 0 '"findings": ' "$SN" gpus --node sn00-t01 -o json
+check 2 "--state 'broken': expected up, cordoned, draining, drained or down" "$SN" gpus --state broken
+check 4 "--node 'sn99-t00': no such node" "$SN" gpus --node sn99-t00
+"$SN" resume sn00-t05 >/dev/null && "$SN" resume sn00-t06-gpu3 >/dev/null || fail "resume"
+# The hot GPU's temperature is above its peers'.
+hot=$("$SN" gpus --node sn00-t01 | awk '$1 == "sn00-t01-gpu1" { print $5 }')
+cool=$("$SN" gpus --node sn00-t01 | awk '$1 == "sn00-t01-gpu0" { print $5 }')
+[ -n "$hot" ] && [ -n "$cool" ] && [ "$hot" -gt "$cool" ] || fail "hot GPU $hot C, peer $cool C"
+
+if [ $fails -ne 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "client_cluster: all checks passed"
