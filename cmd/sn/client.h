@@ -102,6 +102,27 @@ char *client_utc(long long t, char *buf, size_t len);
 /* Every page of a list route (client_get_pages without a cap). */
 int client_fetch_all(struct client *c, const char *route, const char *filter, json_t **out);
 
+/* One entry of an id list: a job id, or task `task` (>= 0) of the array
+ * whose first task is job `id` ("320_3"). */
+struct client_id {
+    long long id;
+    long long task; /* -1: the job itself (the whole array for an array's id) */
+};
+
+/* Appends the ids of arg ("12", "320-329", "320,322", "320_3", or a
+ * comma-separated mix) to out[*n..max); prints the error and returns
+ * SN_EXIT_USAGE for anything else or more than max ids (client_arrays.c). */
+int client_parse_ids(const char *cmd, const char *arg, struct client_id *out, int *n, int max);
+
+/* Sets array_job_id (the array's first task's job id) on each array task of
+ * jobs (job objects in id order); see client_arrays.c for how tasks are
+ * recognised without array_id. */
+void client_array_assign(json_t *jobs);
+
+/* Every job from id `first` on (GET /v1/jobs, all states), in id order, with
+ * array_job_id set by client_array_assign. Caller decrefs *out. */
+int client_jobs_from(struct client *c, long long first, json_t **out);
+
 /* The node states of sn nodes: the admin states and `mixed`. */
 #define CLIENT_N_NODE_STATES 6
 extern const char *const client_node_states[CLIENT_N_NODE_STATES];

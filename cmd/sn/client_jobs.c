@@ -317,17 +317,127 @@ static void where(json_t *j, char *buf, size_t len)
     }
 }
 
-static void job_row(json_t *j, long long now)
+/* The JOBID cell: "12", an array task "320_3", or folded tasks "320_[2-9,12]". */
+static void job_id_cell(json_t *j, const long long *tasks, size_t n_tasks, char *buf, size_t len)
 {
-    char t[32] = "-", w[60];
+    json_t *aj = json_object_get(j, "array_job_id");
+    long long id = json_integer_value(json_object_get(j, "id"));
+    if (!json_is_integer(aj)) {
+        snprintf(buf, len, "%lld", id);
+        return;
+    }
+    if (n_tasks <= 1) {
+        snprintf(buf, len, "%lld_%lld", (long long)json_integer_value(aj),
+                 (long long)json_integer_value(json_object_get(j, "array_task_id")));
+        return;
+    }
+    size_t w = (size_t)snprintf(buf, len, "%lld_[", (long long)json_integer_value(aj));
+    for (size_t i = 0; i < n_tasks && w < len; i++) {
+        size_t k = i;
+        while (k + 1 < n_tasks && tasks[k + 1] == tasks[k] + 1)
+            k++;
+        int x = k > i ? snprintf(buf + w, len - w, "%s%lld-%lld", i ? "," : "", tasks[i], tasks[k])
+                      : snprintf(buf + w, len - w, "%s%lld", i ? "," : "", tasks[i]);
+        w += x > 0 ? (size_t)x : 0;
+        i = k;
+    }
+    if (w + 2 <= len)
+        snprintf(buf + w, len - w, "]");
+    else
+        snprintf(buf + len - 5, 5, "...]");
+}
+
+static void job_row(json_t *j, long long now, const char *id, int id_width)
+{
+    char t[32] = "-", w[60], name[160];
     json_t *start = json_object_get(j, "start_time_s");
     if (json_is_integer(start) && strcmp(client_str(j, "state"), "running") == 0)
         client_age(now - json_integer_value(start), t, sizeof(t));
     where(j, w, sizeof(w));
-    printf("%7lld %-10.10s %-16.16s %-9s %6lld %9s %s\n",
-           (long long)json_integer_value(json_object_get(j, "id")), client_str(j, "tenant"),
-           client_str(j, "name"), client_str(j, "state"),
-           (long long)json_integer_value(json_object_get(j, "gpus")), t, w);
+    snprintf(name, sizeof(name), "%s", client_str(j, "name"));
+    if (json_is_integer(json_object_get(j, "array_job_id")) && strchr(id, '[')) {
+        char *br = strrchr(name, '['); /* a folded array shows its name's stem */
+        if (br)
+            *br = '\0';
+    }
+    printf("%*s %-10.10s %-16.16s %-9s %6lld %9s %s\n", id_width, id, client_str(j, "tenant"),
+           name, client_str(j, "state"), (long long)json_integer_value(json_object_get(j, "gpus")),
+           t, w);
+}
+
+/* Marks each listed array task with its array (client_array_assign over
+ * the listing from a little before the first task shown). */
+static int mark_arrays(struct client *c, json_t *shown)
+{
+    long long low = 0;
+    size_t i;
+    json_t *j;
+    json_array_foreach(shown, i, j)
+    {
+        long long id = json_integer_value(json_object_get(j, "id"));
+        if (json_is_integer(json_object_get(j, "array_task_id")) && (!low || id < low))
+            low = id;
+    }
+    if (!low)
+        return SN_EXIT_OK;
+    json_t *jobs = NULL;
+    int rc = client_jobs_from(c, low > 4000 ? low - 4000 : 1, &jobs);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    size_t k = 0;
+    json_t *x;
+    json_array_foreach(shown, i, j)
+    {
+        long long id = json_integer_value(json_object_get(j, "id"));
+        while (k < json_array_size(jobs) &&
+               json_integer_value(json_object_get(json_array_get(jobs, k), "id")) < id)
+            k++;
+        x = json_array_get(jobs, k);
+        if (x && json_integer_value(json_object_get(x, "id")) == id)
+            json_object_set(j, "array_job_id", json_object_get(x, "array_job_id"));
+    }
+    json_decref(jobs);
+    return SN_EXIT_OK;
+}
+
+/* The table: pending tasks of one array fold into one row unless expand. */
+static void job_table(json_t *all, bool expand)
+{
+    size_t n = json_array_size(all), i;
+    char (*ids)[64] = calloc(n ? n : 1, sizeof(*ids));
+    bool *skip = calloc(n ? n : 1, sizeof(*skip));
+    long long *tasks = calloc(n ? n : 1, sizeof(*tasks));
+    if (!ids || !skip || !tasks)
+        goto free_all;
+    int width = 7;
+    for (i = 0; i < n; i++) {
+        json_t *j = json_array_get(all, i);
+        json_t *aj = json_object_get(j, "array_job_id");
+        size_t n_tasks = 0;
+        if (skip[i])
+            continue;
+        if (!expand && json_is_integer(aj) && strcmp(client_str(j, "state"), "pending") == 0)
+            for (size_t k = i; k < n; k++) {
+                json_t *t = json_array_get(all, k);
+                if (json_equal(json_object_get(t, "array_job_id"), aj) &&
+                    strcmp(client_str(t, "state"), "pending") == 0) {
+                    tasks[n_tasks++] = json_integer_value(json_object_get(t, "array_task_id"));
+                    skip[k] = k != i;
+                }
+            }
+        job_id_cell(j, tasks, n_tasks, ids[i], sizeof(ids[i]));
+        width = (int)strlen(ids[i]) > width ? (int)strlen(ids[i]) : width;
+    }
+    printf("%*s %-10s %-16s %-9s %6s %9s %s\n", width, "JOBID", "TENANT", "NAME", "STATE", "GPUS",
+           "TIME", "NODES(REASON)");
+    long long now = (long long)time(NULL);
+    for (i = 0; i < n; i++)
+        if (!skip[i])
+            job_row(json_array_get(all, i), now, ids[i], width);
+free_all:
+    free(ids);
+    free(skip);
+    free(tasks);
 }
 
 int cmd_jobs(int argc, char **argv)
@@ -339,11 +449,13 @@ int cmd_jobs(int argc, char **argv)
         {"limit", false, "at most this many jobs (default 1000)", NULL},
         {"all", true, "every job, also ended ones (default: pending, running and requeued)",
          NULL},
+        {"expand", true, "one line per array task (default: pending tasks of an array fold)",
+         NULL},
     };
     struct client c;
     int rc = client_init(&c, "sn jobs",
-                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P]", argc,
-                         argv, o, 5, 0, 0);
+                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P] [--expand]",
+                         argc, argv, o, 6, 0, 0);
     if (rc >= 0)
         return rc;
     long long max = o[3].value ? strtoll(o[3].value, NULL, 10) : 1000;
@@ -366,16 +478,11 @@ int cmd_jobs(int argc, char **argv)
         return rc;
     if (c.json) {
         client_print_json(all);
-    } else {
-        printf("%7s %-10s %-16s %-9s %6s %9s %s\n", "JOBID", "TENANT", "NAME", "STATE", "GPUS",
-               "TIME", "NODES(REASON)");
-        size_t i;
-        json_t *j;
-        long long now = (long long)time(NULL);
-        json_array_foreach(all, i, j) job_row(j, now);
+    } else if ((rc = mark_arrays(&c, all)) == SN_EXIT_OK) {
+        job_table(all, o[5].value != NULL);
     }
     json_decref(all);
-    return SN_EXIT_OK;
+    return rc;
 }
 
 static void show_job(json_t *j, json_t *events)
@@ -541,29 +648,110 @@ int cmd_job(int argc, char **argv)
     return rc;
 }
 
+/* The job of listing `jobs` with this id, or task `task` of that array. */
+static json_t *find_job(json_t *jobs, long long id, long long task)
+{
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        json_t *aj = json_object_get(j, "array_job_id");
+        if (task < 0 && json_integer_value(json_object_get(j, "id")) == id)
+            return j;
+        if (task >= 0 && json_integer_value(aj) == id &&
+            json_integer_value(json_object_get(j, "array_task_id")) == task)
+            return j;
+    }
+    return NULL;
+}
+
+#define CANCEL_MAX_IDS 10000
+
+/* Cancels one job unless already done; 0 or client_call's status. */
+static int cancel_one(struct client *c, long long id, json_t *job, json_t *done, json_t *all)
+{
+    char key[24];
+    snprintf(key, sizeof(key), "%lld", id);
+    if (json_object_get(done, key))
+        return SN_EXIT_OK;
+    json_object_set_new(done, key, json_true());
+    json_t *j = NULL;
+    int rc = client_call(c, "POST", NULL, NULL, &j, "/v1/jobs/%lld/cancel", id);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    json_t *aj = json_object_get(job, "array_job_id");
+    if (!c->json && json_is_integer(aj))
+        printf("cancelled job %lld (%lld_%lld)\n", id, (long long)json_integer_value(aj),
+               (long long)json_integer_value(json_object_get(job, "array_task_id")));
+    else if (!c->json)
+        printf("cancelled job %lld\n", id);
+    json_array_append_new(all, j);
+    return SN_EXIT_OK;
+}
+
+/* sn cancel IDS...: ids, ranges and array tasks (client_parse_ids); an
+ * array's id cancels each of its tasks still pending, requeued or running,
+ * like scancel. */
 int cmd_cancel(int argc, char **argv)
 {
     struct client c;
-    int rc = client_init(&c, "sn cancel", "usage: sn cancel ID...", argc, argv, NULL, 0, 1,
-                         CLIENT_MAX_ARGS);
+    int rc = client_init(&c, "sn cancel",
+                         "usage: sn cancel ID... (12, 320-329, 320,322, 320_3; an array's id "
+                         "cancels all its tasks)",
+                         argc, argv, NULL, 0, 1, CLIENT_MAX_ARGS);
     if (rc >= 0)
         return rc;
+    static struct client_id ids[CANCEL_MAX_IDS];
+    int n = 0;
+    for (int i = 0; i < c.n_args; i++)
+        if ((rc = client_parse_ids(c.cmd, c.args[i], ids, &n, CANCEL_MAX_IDS)) != SN_EXIT_OK)
+            return rc;
+    long long low = ids[0].id;
+    for (int i = 1; i < n; i++)
+        low = ids[i].id < low ? ids[i].id : low;
+    /* An array's first task may lie up to 1000 tasks (and others' jobs) back. */
+    json_t *jobs = NULL;
+    if ((rc = client_jobs_from(&c, low > 4000 ? low - 4000 : 1, &jobs)) != SN_EXIT_OK)
+        return rc;
     int worst = SN_EXIT_OK;
-    json_t *all = json_array();
-    for (int i = 0; i < c.n_args; i++) {
-        json_t *j = NULL;
-        rc = client_call(&c, "POST", NULL, NULL, &j, "/v1/jobs/%s/cancel", c.args[i]);
-        if (rc != SN_EXIT_OK) {
+    json_t *all = json_array(), *done = json_object();
+    for (int i = 0; i < n; i++) {
+        json_t *job = find_job(jobs, ids[i].id, ids[i].task);
+        if (ids[i].task >= 0 && !job) {
+            fprintf(stderr, "sn cancel: no task %lld in array %lld\n", ids[i].task, ids[i].id);
+            worst = worst ? worst : SN_EXIT_NOT_FOUND;
+            continue;
+        }
+        long long id = job ? json_integer_value(json_object_get(job, "id")) : ids[i].id;
+        bool is_array = ids[i].task < 0 && job &&
+                        json_integer_value(json_object_get(job, "array_job_id")) == id;
+        if (!is_array) { /* one job; the server answers for a missing one */
+            rc = cancel_one(&c, id, job, done, all);
             worst = worst ? worst : rc;
             continue;
         }
-        if (!c.json)
-            printf("cancelled job %s\n", c.args[i]);
-        json_array_append_new(all, j);
+        size_t k, ended = 0, tasks = 0;
+        json_t *t;
+        json_array_foreach(jobs, k, t)
+        {
+            if (json_integer_value(json_object_get(t, "array_job_id")) != id)
+                continue;
+            tasks++;
+            if (job_ended(t)) {
+                ended++;
+                continue;
+            }
+            rc = cancel_one(&c, json_integer_value(json_object_get(t, "id")), t, done, all);
+            worst = worst ? worst : rc;
+        }
+        if (!c.json && ended)
+            printf("array %lld: %zu of its %zu tasks had already ended\n", id, ended, tasks);
     }
     if (c.json)
         client_print_json(all);
     json_decref(all);
+    json_decref(done);
+    json_decref(jobs);
     return worst;
 }
 

@@ -101,6 +101,37 @@ hot=$("$SN" gpus --node sn00-t01 | awk '$1 == "sn00-t01-gpu1" { print $5 }')
 cool=$("$SN" gpus --node sn00-t01 | awk '$1 == "sn00-t01-gpu0" { print $5 }')
 [ -n "$hot" ] && [ -n "$cool" ] && [ "$hot" -gt "$cool" ] || fail "hot GPU $hot C, peer $cool C"
 
+# ---- arrays as one unit -----------------------------------------------------
+# 56 GPUs are up (sn00-t07's are down): 3 tasks of 16 run, 7 wait, folded.
+out=$("$SN" submit --tenant acme --name arr --gpus 16 --command "sleep 30" --array 0-9)
+A=$(printf '%s\n' "$out" | sed -n '1s/^submitted job \([0-9]*\).*/\1/p')
+[ -n "$A" ] || fail "array submit: $out"
+until_out "^ *${A}_2 +acme +arr\[2\] +running" "$SN" jobs
+check 0 "^ *${A}_\[3-9\] +acme +arr +pending +16 +- \(" "$SN" jobs
+check 0 "^ *${A}_0 +acme +arr\[0\] +running +16 " "$SN" jobs
+[ "$("$SN" jobs | grep -c "^ *${A}_")" = 4 ] || fail "sn jobs: not 3 running rows and 1 folded: $("$SN" jobs)"
+check 0 "^ *${A}_9 +acme +arr\[9\] +pending" "$SN" jobs --expand
+[ "$("$SN" jobs --expand | grep -c "^ *${A}_")" = 10 ] || fail "sn jobs --expand: not 10 rows"
+# A second array of the same name is another unit; its task 1 alone.
+out=$("$SN" submit --tenant acme --name arr --gpus 1 --array 0-2)
+B=$(printf '%s\n' "$out" | sed -n '1s/^submitted job \([0-9]*\).*/\1/p')
+check 0 "^cancelled job $((B + 1)) \(${B}_1\)$" "$SN" cancel "${B}_1"
+check 4 "no task 7 in array $B" "$SN" cancel "${B}_7"
+# Cancelling the array's id cancels every task, running or pending.
+check 0 "^cancelled job $((A + 9)) \(${A}_9\)$" "$SN" cancel "$A"
+[ "$("$SN" jobs --all --state cancelled | grep -c "arr\[")" = 11 ] || fail "not 11 array tasks cancelled: $("$SN" jobs --all)"
+check 0 "^ *${B}_0 +acme +arr\[0\] " "$SN" jobs
+check 0 "array $B: 1 of its 3 tasks had already ended" "$SN" cancel "$B"
+# Ranges and lists of ids.
+for k in 1 2 3 4; do "$SN" submit --tenant acme --name r$k --gpus 1 >/dev/null; done
+R=$("$SN" jobs -o json | sed -n 's/^ *"id": \([0-9]*\),*$/\1/p' | sort -n | tail -n 4 | head -n 1)
+check 0 "cancelled job $((R + 1))" "$SN" cancel "$R-$((R + 1))"
+check 0 "cancelled job $((R + 3))" "$SN" cancel "$((R + 2)),$((R + 3))"
+check 1 "409 job $R is cancelled" "$SN" cancel "$R"
+check 2 "'abc': expected job ids like 12, 320-329" "$SN" cancel abc
+check 2 "'5-3': expected job ids" "$SN" cancel 5-3
+check 2 "'1_': expected job ids" "$SN" cancel 1_
+
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
     exit 1

@@ -1,0 +1,150 @@
+/*
+ * Job ids and arrays on the client (docs/cmd-client.md, "Arrays").
+ *
+ * An id list is what sn cancel (and every command that takes several jobs)
+ * accepts: ids, ranges and array tasks, comma-separated or as separate
+ * arguments: `12`, `320-329`, `320,322`, `320_3` (task 3 of array 320).
+ * It is checked before any request: anything else is a usage error.
+ *
+ * snd keeps no array object: each task is its own job, carrying
+ * array_task_id, and with a throttle (`--array 0-9%2`) also array_id, the
+ * first task's job id (docs/api.md). The client names an array by its
+ * first task's job id, as Slurm does, and finds its tasks in the job
+ * listing: the jobs whose array_id is that id; for an array without
+ * throttle (no array_id), the same tenant's later jobs with an
+ * array_task_id and the same name stem (`NAME[ID]` -> `NAME`) whose task
+ * ids keep increasing (sn submit posts them in task order), up to the
+ * first that goes back (a new array of the same name).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "commands.h"
+
+static int bad_ids(const char *cmd, const char *arg)
+{
+    fprintf(stderr,
+            "%s: '%s': expected job ids like 12, 320-329, 320,322 or an array task 320_3\n", cmd,
+            arg);
+    return SN_EXIT_USAGE;
+}
+
+int client_parse_ids(const char *cmd, const char *arg, struct client_id *out, int *n, int max)
+{
+    for (const char *p = arg;;) {
+        char *end = NULL;
+        if (*p < '0' || *p > '9')
+            return bad_ids(cmd, arg);
+        long long a = strtoll(p, &end, 10), b = a, task = -1;
+        if (a < 1)
+            return bad_ids(cmd, arg);
+        if (*end == '-' || *end == '_') {
+            char sep = *end;
+            p = end + 1;
+            if (*p < '0' || *p > '9')
+                return bad_ids(cmd, arg);
+            long long v = strtoll(p, &end, 10);
+            if (sep == '-' && v < a)
+                return bad_ids(cmd, arg);
+            if (sep == '-')
+                b = v;
+            else
+                task = v;
+        }
+        if (*end && *end != ',')
+            return bad_ids(cmd, arg);
+        if (b - a + 1 > max - *n) {
+            fprintf(stderr, "%s: '%s': at most %d job ids at once\n", cmd, arg, max);
+            return SN_EXIT_USAGE;
+        }
+        for (long long k = a; k <= b; k++)
+            out[(*n)++] = (struct client_id){k, task};
+        if (!*end)
+            return SN_EXIT_OK;
+        p = end + 1;
+    }
+}
+
+/* The name without its "[ID]" task suffix, into buf. */
+static const char *stem(json_t *j, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", client_str(j, "name"));
+    char *br = strrchr(buf, '[');
+    if (br && buf[strlen(buf) - 1] == ']')
+        *br = '\0';
+    return buf;
+}
+
+/* An open array without array_id: its id, tenant, stem and last task. */
+struct open_array {
+    long long id, last_task;
+    const char *tenant;
+    char stem[160];
+};
+
+void client_array_assign(json_t *jobs)
+{
+    struct open_array open[64];
+    size_t n_open = 0, i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        json_t *task = json_object_get(j, "array_task_id");
+        if (!json_is_integer(task))
+            continue;
+        long long id = json_integer_value(json_object_get(j, "id"));
+        long long t = json_integer_value(task);
+        json_t *aid = json_object_get(j, "array_id");
+        if (json_is_integer(aid)) {
+            json_object_set(j, "array_job_id", aid);
+            continue;
+        }
+        if (json_is_integer(json_object_get(j, "array_max_running"))) {
+            json_object_set_new(j, "array_job_id", json_integer(id)); /* a throttled first task */
+            continue;
+        }
+        char s[160];
+        stem(j, s, sizeof(s));
+        struct open_array *a = NULL;
+        for (size_t k = 0; k < n_open && !a; k++)
+            if (strcmp(open[k].tenant, client_str(j, "tenant")) == 0 &&
+                strcmp(open[k].stem, s) == 0)
+                a = &open[k];
+        if (a && t > a->last_task) {
+            a->last_task = t;
+            json_object_set_new(j, "array_job_id", json_integer(a->id));
+            continue;
+        }
+        if (!a) /* a new array; the oldest open one is forgotten past 64 */
+            a = n_open < 64 ? &open[n_open++] : &open[id % 64];
+        *a = (struct open_array){.id = id, .last_task = t, .tenant = client_str(j, "tenant")};
+        snprintf(a->stem, sizeof(a->stem), "%s", s);
+        json_object_set_new(j, "array_job_id", json_integer(id));
+    }
+}
+
+int client_jobs_from(struct client *c, long long first, json_t **out)
+{
+    json_t *all = json_array();
+    long long after = first > 0 ? first - 1 : 0;
+    for (;;) {
+        json_t *page = NULL;
+        int rc = client_call(c, "GET", NULL, NULL, &page, "/v1/jobs?limit=1000&after=%lld", after);
+        if (rc != SN_EXIT_OK) {
+            json_decref(all);
+            return rc;
+        }
+        json_array_extend(all, json_object_get(page, "items"));
+        json_t *next = json_object_get(page, "next");
+        bool more = json_is_integer(next) && json_integer_value(next) > after;
+        after = json_integer_value(next);
+        json_decref(page);
+        if (!more)
+            break;
+    }
+    client_array_assign(all);
+    *out = all;
+    return SN_EXIT_OK;
+}
