@@ -48,6 +48,7 @@ struct client {
     struct sn_httpc *http; /* the server's client (client_common.c frees it at exit) */
     char token[1024];
     bool json; /* -o json */
+    int last_status; /* HTTP status of the last request (0: none came) */
     bool wide; /* -o wide: the table with more columns (sn nodes, sn gpus, sn jobs) */
     const char *args[CLIENT_MAX_ARGS];
     int n_args;
@@ -65,6 +66,16 @@ int client_init(struct client *c, const char *cmd, const char *usage, int argc, 
  * and 0 is returned. path is printf-formatted. */
 int client_call(struct client *c, const char *method, const char *body, const char *header,
                 json_t **out, const char *path_fmt, ...) SN_PRINTF(6, 7);
+
+/* client_call's GET that prints nothing on failure (for optional
+ * lookups). */
+int client_call_quiet(struct client *c, json_t **out, const char *path_fmt, ...) SN_PRINTF(3, 4);
+
+/* A request that prints nothing on failure and gives the HTTP status in
+ * *status (0 when no answer came): for routes a server may not have yet
+ * (404 from an older snd). Returns client_call's exit status. */
+int client_call_status(struct client *c, const char *method, const char *body, json_t **out,
+                       int *status, const char *path_fmt, ...) SN_PRINTF(6, 7);
 
 /* GETs every page of a listing route ("/v1/jobs": `items` and a `next`
  * cursor, at most 1,000 per page) until max items or the last page; filter

@@ -224,7 +224,16 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
                       strcmp(name, "output") == 0 || strcmp(name, "cacert") == 0 ||
                       strcmp(name, "cert") == 0 || strcmp(name, "key") == 0;
         if (!o && !common) {
-            fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, a, cmd);
+            const char *names[64] = {"server", "token", "token-file", "output",
+                                                      "cacert", "cert", "key"};
+            size_t n = 7;
+            for (size_t k = 0; k < n_opts && n < sizeof(names) / sizeof(names[0]); k++)
+                names[n++] = opts[k].name;
+            const char *near = client_nearest(name, names, n);
+            if (near)
+                fprintf(stderr, "%s: unknown option '%s' (did you mean '--%s'?)\n", cmd, a, near);
+            else
+                fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, a, cmd);
             return SN_EXIT_USAGE;
         }
         if (i + 1 >= argc) {
@@ -273,14 +282,9 @@ static int exit_for(int status)
     return SN_EXIT_REFUSED;
 }
 
-int client_call(struct client *c, const char *method, const char *body, const char *header,
-                json_t **out, const char *path_fmt, ...)
+static int call(struct client *c, const char *method, const char *body, const char *header,
+                json_t **out, bool quiet, const char *path)
 {
-    char path[1024];
-    va_list ap;
-    va_start(ap, path_fmt);
-    vsnprintf(path, sizeof(path), path_fmt, ap);
-    va_end(ap);
     struct sn_httpc_request req = {.method = method,
                                    .path = path,
                                    .token = c->token[0] ? c->token : NULL,
@@ -290,11 +294,13 @@ int client_call(struct client *c, const char *method, const char *body, const ch
     struct sn_httpc_response resp;
     struct sn_error err = {0};
     if (sn_httpc_send(c->http, &req, &resp, &err) != SN_OK) {
-        fprintf(stderr, "%s: %s\n", c->cmd, err.message);
+        if (!quiet)
+            fprintf(stderr, "%s: %s\n", c->cmd, err.message);
         return SN_EXIT_UNAVAILABLE;
     }
     json_t *j = json_loads(resp.body, 0, NULL);
     int status = resp.status;
+    c->last_status = status;
     sn_httpc_response_release(&resp);
     if (status >= 200 && status < 300 && j) {
         if (out)
@@ -306,12 +312,48 @@ int client_call(struct client *c, const char *method, const char *body, const ch
     json_t *e = json_object_get(j, "error");
     const char *msg = json_string_value(json_object_get(e, "message"));
     const char *field = json_string_value(json_object_get(e, "field"));
-    if (c->json && j)
+    if (c->json && j && !quiet)
         client_print_json(j);
-    fprintf(stderr, "%s: %d %s%s%s%s\n", c->cmd, status, msg ? msg : "unexpected answer",
-            field ? " (field '" : "", field ? field : "", field ? "')" : "");
+    if (!quiet)
+        fprintf(stderr, "%s: %d %s%s%s%s\n", c->cmd, status, msg ? msg : "unexpected answer",
+                field ? " (field '" : "", field ? field : "", field ? "')" : "");
     json_decref(j);
     return exit_for(status);
+}
+
+int client_call(struct client *c, const char *method, const char *body, const char *header,
+                json_t **out, const char *path_fmt, ...)
+{
+    char path[1024];
+    va_list ap;
+    va_start(ap, path_fmt);
+    vsnprintf(path, sizeof(path), path_fmt, ap);
+    va_end(ap);
+    return call(c, method, body, header, out, false, path);
+}
+
+int client_call_quiet(struct client *c, json_t **out, const char *path_fmt, ...)
+{
+    char path[1024];
+    va_list ap;
+    va_start(ap, path_fmt);
+    vsnprintf(path, sizeof(path), path_fmt, ap);
+    va_end(ap);
+    return call(c, "GET", NULL, NULL, out, true, path);
+}
+
+int client_call_status(struct client *c, const char *method, const char *body, json_t **out,
+                       int *status, const char *path_fmt, ...)
+{
+    char path[1024];
+    va_list ap;
+    va_start(ap, path_fmt);
+    vsnprintf(path, sizeof(path), path_fmt, ap);
+    va_end(ap);
+    c->last_status = 0;
+    int rc = call(c, method, body, NULL, out, true, path);
+    *status = c->last_status;
+    return rc;
 }
 
 int client_get_pages(struct client *c, const char *route, const char *filter, long long max,

@@ -3,12 +3,14 @@
  * (docs/cmd-client.md). Tables follow squeue's columns; -o json prints the
  * API's objects.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <sn/plan.h>
 #include <sn/units.h>
 
 #include "client.h"
@@ -17,6 +19,13 @@
 static int load_job_file(const char *cmd, const char *path, json_t **out)
 {
     json_error_t e;
+    FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "r");
+    if (strcmp(path, "-") != 0 && !f) {
+        fprintf(stderr, "%s: job file '%s': %s\n", cmd, path, strerror(errno));
+        return SN_EXIT_USAGE;
+    }
+    if (f)
+        fclose(f);
     json_t *j = strcmp(path, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &e)
                                        : json_load_file(path, JSON_REJECT_DUPLICATES, &e);
     if (!j) {
@@ -155,6 +164,54 @@ static int shape_flags(const struct client_opt *o, json_t *job)
     return SN_EXIT_OK;
 }
 
+/* A default job name, like sbatch's: the command's program ("python3"
+ * for "python3 train.py"), else the job file's name without ".json",
+ * else "job". */
+static void default_name(json_t *job, const char *file)
+{
+    if (json_is_string(json_object_get(job, "name")))
+        return;
+    char name[129] = "job";
+    const char *cmd = json_string_value(json_object_get(job, "command"));
+    const char *src = cmd && *cmd ? cmd : file && strcmp(file, "-") ? file : NULL;
+    if (src) {
+        size_t len = cmd && *cmd ? strcspn(src, " \t") : strlen(src);
+        const char *base = src;
+        for (size_t i = 0; i < len; i++)
+            if (src[i] == '/')
+                base = src + i + 1;
+        len -= (size_t)(base - src);
+        if (!cmd && len > 5 && strncmp(base + len - 5, ".json", 5) == 0)
+            len -= 5;
+        if (len > 0 && len < sizeof(name))
+            snprintf(name, sizeof(name), "%.*s", (int)len, base);
+    }
+    json_object_set_new(job, "name", json_string(name));
+}
+
+/* The checks made before any request, every problem reported at once;
+ * the number found (a bad --gpus was reported already: gpus_flag). */
+static int submit_checks(json_t *job, bool gpus_flag)
+{
+    int bad = 0;
+    if (!gpus_flag && !json_object_get(job, "gpus")) {
+        fprintf(stderr, "sn submit: missing --gpus G (or 'gpus' in the job file)\n");
+        bad++;
+    }
+    const char *model = json_string_value(json_object_get(job, "model"));
+    if (model && !sn_plan_model_preset(model)) {
+        const char *names[64];
+        size_t n = 0;
+        for (const struct sn_plan_model *m; n < 64 && (m = sn_plan_model_preset_at(n)); n++)
+            names[n] = m->name;
+        const char *near = client_nearest(model, names, n);
+        fprintf(stderr, "sn submit: --model '%s': no such preset%s%s%s (sn plan --list shows them)\n",
+                model, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        bad++;
+    }
+    return bad;
+}
+
 int cmd_submit(int argc, char **argv)
 {
     struct client_opt o[] = {
@@ -213,21 +270,19 @@ int cmd_submit(int argc, char **argv)
             json_object_set_new(job, keys[i], json_string(o[i].value));
     if (o[S_AFTER].value)
         json_object_set_new(job, "after_ok", json_string(o[S_AFTER].value));
+    int problems = 0;
     if (o[S_GPUS].value) {
         char *end = NULL;
         long long g = strtoll(o[S_GPUS].value, &end, 10);
         if (!*o[S_GPUS].value || *end || g < 1) {
             fprintf(stderr, "sn submit: --gpus '%s': expected a positive integer\n",
                     o[S_GPUS].value);
-            json_decref(job);
-            return SN_EXIT_USAGE;
+            problems++;
+        } else {
+            json_object_set_new(job, "gpus", json_integer(g));
         }
-        json_object_set_new(job, "gpus", json_integer(g));
     }
-    if ((rc = shape_flags(o, job)) != SN_EXIT_OK) {
-        json_decref(job);
-        return rc;
-    }
+    problems += shape_flags(o, job) != SN_EXIT_OK;
     const char *limit = o[S_TIME].value ? o[S_TIME].value : o[S_WALLTIME].value;
     if (limit) {
         double s = 0;
@@ -235,10 +290,16 @@ int cmd_submit(int argc, char **argv)
         if (sn_units_parse(limit, SN_UNIT_TIME, &s, &err) != SN_OK || s < 1) {
             fprintf(stderr, "sn submit: --time-limit: %s\n",
                     err.message[0] ? err.message : "expected at least 1 s");
-            json_decref(job);
-            return SN_EXIT_USAGE;
+            problems++;
+        } else {
+            json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
         }
-        json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
+    }
+    default_name(job, file);
+    problems += submit_checks(job, o[S_GPUS].value != NULL);
+    if (problems) {
+        json_decref(job);
+        return SN_EXIT_USAGE;
     }
     long long tasks[1000], throttle = 0, array_id = 0;
     int n_tasks = 0;
@@ -463,6 +524,11 @@ int cmd_jobs(int argc, char **argv)
         fprintf(stderr, "sn jobs: --limit '%s': expected a positive integer\n", o[3].value);
         return SN_EXIT_USAGE;
     }
+    static const char *const job_states[] = {"pending",   "running", "requeued",
+                                             "completed", "failed",  "cancelled"};
+    if (o[0].value &&
+        (rc = client_check_states(c.cmd, "--state", o[0].value, job_states, 6)) != SN_EXIT_OK)
+        return rc;
     char filter[400] = "";
     const char *names[] = {"state", "tenant", "pool"};
     for (int i = 0; i < 3; i++)
@@ -485,12 +551,67 @@ int cmd_jobs(int argc, char **argv)
     return rc;
 }
 
+static bool job_over(json_t *j)
+{
+    const char *s = client_str(j, "state");
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0;
+}
+
+/* Adds gpu_names (rank order) to job j from its nodes' first GPU ids (GET
+ * /v1/nodes/{name}); leaves j as it is when they cannot be read (a tenant
+ * token without cluster:read). */
+static void name_gpus(struct client *c, json_t *j)
+{
+    json_t *alloc = json_object_get(j, "allocation"), *nodes = json_object_get(j, "nodes");
+    json_t *names = json_array(), *firsts = json_object();
+    size_t i;
+    json_t *v;
+    json_array_foreach(nodes, i, v)
+    {
+        const char *n = json_string_value(v);
+        if (!n || json_object_get(firsts, n))
+            continue;
+        json_t *node = NULL;
+        if (client_call_quiet(c, &node, "/v1/nodes/%s", n) != SN_EXIT_OK)
+            goto out;
+        json_object_set(firsts, n, node);
+        json_decref(node);
+    }
+    json_array_foreach(alloc, i, v)
+    {
+        long long g = json_integer_value(v);
+        const char *hit = NULL;
+        long long off = 0;
+        const char *key;
+        json_t *node;
+        json_object_foreach(firsts, key, node)
+        {
+            long long f = json_integer_value(json_object_get(node, "first_gpu"));
+            long long n = json_integer_value(json_object_get(node, "gpus"));
+            if (g >= f && g < f + n) {
+                hit = key;
+                off = g - f;
+            }
+        }
+        if (!hit)
+            goto out;
+        char name[96];
+        snprintf(name, sizeof(name), "%s-gpu%lld", hit, off);
+        json_array_append_new(names, json_string(name));
+    }
+    json_object_set(j, "gpu_names", names);
+out:
+    json_decref(names);
+    json_decref(firsts);
+}
+
 static void show_job(json_t *j, json_t *events)
 {
     const char *keys[] = {
         "id",           "name",          "tenant",         "pool",      "priority_class",
         "gpus",         "state",         "pending_reason", "detail",    "requeues",
-        "ranks_exited", "exit_status",   "command",        "data_path", "checkpoint_path",
+        "exit_status",  "command",        "data_path", "checkpoint_path",
         "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s", "master_port",
         "isolation",    "group_gpus",    "exclusive",     "xsn_bytes_per_s", "model"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -511,18 +632,32 @@ static void show_job(json_t *j, json_t *events)
     if (shape)
         printf("%-16s %s\n", "shape", shape);
     char w[4096];
+    json_t *alloc = json_object_get(j, "allocation");
     if (json_array_size(json_object_get(j, "nodes"))) {
         where(j, w, sizeof(w));
         printf("%-16s %s\n", "nodes", w);
-        json_t *alloc = json_object_get(j, "allocation");
-        printf("%-16s %zu GPUs, ranks 0..%zu on GPU ids", "placement", json_array_size(alloc),
+        printf("%-16s %zu GPUs, ranks 0..%zu on", "placement", json_array_size(alloc),
                json_array_size(alloc) - 1);
+        json_t *names = json_object_get(j, "gpu_names");
         size_t i;
         json_t *g;
         json_array_foreach(alloc, i, g)
-            printf("%s%lld", i ? "," : " ", (long long)json_integer_value(g));
+        {
+            const char *name = json_string_value(json_array_get(names, i));
+            if (name)
+                printf("%s%s", i ? "," : " ", name);
+            else
+                printf("%s%lld", i ? "," : " GPU ids ", (long long)json_integer_value(g));
+        }
         printf("\n");
     }
+    /* Ranks: how many exited 0 so far (of the last run); once ended, each
+     * rank's exit status on its own line. */
+    size_t world = json_array_size(alloc);
+    json_t *done = json_object_get(j, "ranks_exited");
+    if (json_is_integer(done) && world && !job_over(j))
+        printf("%-16s %lld of %zu exited 0 so far\n", "ranks_done",
+               (long long)json_integer_value(done), world);
     json_t *st = json_object_get(j, "rank_exit_statuses");
     if (json_array_size(st)) {
         printf("%-16s", "rank_exits");
@@ -531,11 +666,11 @@ static void show_job(json_t *j, json_t *events)
         json_array_foreach(st, i, v)
         {
             if (json_is_integer(v))
-                printf("%s%lld", i ? "," : " ", (long long)json_integer_value(v));
+                printf("%s%zu:%lld", i ? "," : " ", i, (long long)json_integer_value(v));
             else
-                printf("%s-", i ? "," : " ");
+                printf("%s%zu:-", i ? "," : " ", i);
         }
-        printf("\n");
+        printf("  (rank:status; '-' stopped by its agent)\n");
     }
     printf("events:\n");
     size_t i;
@@ -550,12 +685,6 @@ static void show_job(json_t *j, json_t *events)
     }
 }
 
-static bool job_ended(json_t *j)
-{
-    const char *s = client_str(j, "state");
-    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-           strcmp(s, "cancelled") == 0;
-}
 
 /* sn job log ID [--rank R] [--follow]: the rank's output as snd holds it
  * (pages by byte offset); --follow polls until the job ended and two polls
@@ -579,6 +708,7 @@ static int cmd_job_log(int argc, char **argv)
     }
     long long off = 0;
     int idle = 0;
+    bool said_waiting = false;
     json_t *all = json_array();
     for (;;) {
         json_t *page = NULL;
@@ -603,7 +733,17 @@ static int cmd_job_log(int argc, char **argv)
             break;
         json_t *job = NULL;
         rc = client_call(&c, "GET", NULL, NULL, &job, "/v1/jobs/%s", c.args[0]);
-        bool ended = rc == SN_EXIT_OK && job_ended(job);
+        bool ended = rc == SN_EXIT_OK && job_over(job);
+        const char *st = rc == SN_EXIT_OK ? client_str(job, "state") : "-";
+        bool waiting = strcmp(st, "pending") == 0 || strcmp(st, "requeued") == 0;
+        if (waiting && !said_waiting) { /* say why nothing comes yet, once */
+            fprintf(stderr, "sn job log: job %s is %s (%s); waiting for it to start\n",
+                    c.args[0], st, client_str(job, "pending_reason"));
+            said_waiting = true;
+        } else if (!waiting && said_waiting && !ended) {
+            fprintf(stderr, "sn job log: job %s is %s\n", c.args[0], st);
+            said_waiting = false;
+        }
         json_decref(job);
         if (rc != SN_EXIT_OK || (ended && ++idle >= 2))
             break;
@@ -640,6 +780,7 @@ int cmd_job(int argc, char **argv)
             client_print_json(both);
             json_decref(both);
         } else {
+            name_gpus(&c, j);
             show_job(j, events);
         }
     }
@@ -737,7 +878,7 @@ int cmd_cancel(int argc, char **argv)
             if (json_integer_value(json_object_get(t, "array_job_id")) != id)
                 continue;
             tasks++;
-            if (job_ended(t)) {
+            if (job_over(t)) {
                 ended++;
                 continue;
             }

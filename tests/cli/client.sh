@@ -64,7 +64,7 @@ check 0 "JOBID TENANT +NAME +STATE +GPUS +TIME NODES\(REASON\)" "$SN" jobs
 check 0 "^ +1 acme +llm +running +16 .* sn00-t00,sn00-t01$" "$SN" jobs
 check 0 "^ +2 acme +big +pending +64 +- \(no-supernode-fits\)$" "$SN" jobs --state pending
 check 0 '"state": "running"' "$SN" jobs --state running -o json
-check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0,sn00-t00-gpu1,sn00-t00-gpu2," "$SN" job show 1
 check 0 "started +placed on 16 GPUs" "$SN" job show 1
 check 0 '"events"' "$SN" job show 1 -o json
 check 4 "404 no job '99'" "$SN" job show 99
@@ -86,6 +86,7 @@ check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
 TT=$("$SN" token create --tenant acme --ttl 1h)
 case "$TT" in sn2.*) ;; *) fail "token create printed '$TT'" ;; esac
 check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
+check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2," env SN_TOKEN="$TT" "$SN" job show 1
 check 5 "403 a tenant token sees only its own" env SN_TOKEN="$TT" "$SN" acct --tenant other
 check 5 "403" env SN_TOKEN="$TT" "$SN" tenants
 check 5 "401" env SN_TOKEN=sn1.bad.bad "$SN" jobs
@@ -99,8 +100,8 @@ check 1 "409 job 1 is cancelled" "$SN" cancel 1
 "$SN" jobs | grep -Eq "^ +1 acme" && fail "sn jobs lists the cancelled job 1"
 check 0 "^ +1 acme +llm +cancelled +16 +- sn00-t00,sn00-t01$" "$SN" jobs --all
 check 0 "^ +1 acme +llm +cancelled" "$SN" jobs --state cancelled,completed
-check 1 "400 state 'running,gone'" "$SN" jobs --state running,gone
-check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 2 "--state 'gone': expected pending, running, requeued, completed, failed or cancelled" "$SN" jobs --state running,gone
+check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0,sn00-t00-gpu1,sn00-t00-gpu2," "$SN" job show 1
 check 0 "^end_time_s +[0-9]+$" "$SN" job show 1
 # sn acct: the history of ended jobs, filtered; -o json with GPU-seconds.
 check 0 "JOBID TENANT +NAME +STATE +GPUS +ELAPSED EXIT NODES" "$SN" acct

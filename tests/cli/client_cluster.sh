@@ -132,6 +132,33 @@ check 2 "'abc': expected job ids like 12, 320-329" "$SN" cancel abc
 check 2 "'5-3': expected job ids" "$SN" cancel 5-3
 check 2 "'1_': expected job ids" "$SN" cancel 1_
 
+# ---- local checks before any request ---------------------------------------
+out=$("$SN" submit --tenant acme --model llama3-70 2>&1)
+[ $? = 2 ] || fail "submit without gpus and a bad model: not exit 2: $out"
+printf '%s\n' "$out" | grep -q "missing --gpus G" || fail "no missing --gpus in: $out"
+printf '%s\n' "$out" | grep -q "'llama3-70': no such preset (did you mean 'llama3-70b'?)" ||
+    fail "no preset hint in: $out"
+check 2 "job file '$D/none.json': No such file or directory" "$SN" submit -f "$D/none.json"
+check 2 "unknown command 'nods' \(did you mean 'nodes'\?\)" "$SN" nods
+check 2 "unknown option '--stat' \(did you mean '--state'\?\)" "$SN" jobs --stat pending
+check 2 "unknown command 'frobnicate'$" "$SN" frobnicate
+# A default name: the command's program. A job on the agents' nodes runs
+# for real; sn job show names its GPUs and, once ended, each rank's status.
+out=$("$SN" submit --tenant acme --gpus 2 --command "echo hi-from-rank" -o json)
+J=$(printf '%s' "$out" | sed -n 's/^ *"id": \([0-9]*\),*$/\1/p' | head -n 1)
+printf '%s' "$out" | grep -q '"name": "echo"' || fail "default name is not 'echo': $out"
+until_out "^state +completed$" "$SN" job show "$J"
+check 0 "^placement +2 GPUs, ranks 0..1 on sn00-t0[01]-gpu[0-7],sn00-t0[01]-gpu[0-7]$" "$SN" job show "$J"
+check 0 "^rank_exits +0:0,1:0 " "$SN" job show "$J"
+"$SN" job show "$J" | grep -q "^ranks_exited" && fail "sn job show still prints ranks_exited"
+check 0 "hi-from-rank" "$SN" job log "$J"
+# --follow on a pending job says it waits (64 GPUs: sn00-t07 is down).
+P=$("$SN" submit --tenant acme --name big --gpus 64 | sed 's/^submitted job \([0-9]*\).*/\1/')
+timeout 2 "$SN" job log "$P" --follow >"$D/follow.out" 2>&1
+grep -q "job $P is pending (.*); waiting for it to start" "$D/follow.out" ||
+    fail "sn job log --follow on a pending job: $(cat "$D/follow.out")"
+"$SN" cancel "$P" >/dev/null
+
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
     exit 1
