@@ -49,6 +49,8 @@ struct client {
     char token[1024];
     bool json; /* -o json */
     int last_status; /* HTTP status of the last request (0: none came) */
+    char last_message[520]; /* its error message ("" for a 2xx) */
+    char last_field[64];    /* the error's field, or "" */
     bool wide; /* -o wide: the table with more columns (sn nodes, sn gpus, sn jobs) */
     const char *args[CLIENT_MAX_ARGS];
     int n_args;
@@ -76,6 +78,14 @@ int client_call_quiet(struct client *c, json_t **out, const char *path_fmt, ...)
  * (404 from an older snd). Returns client_call's exit status. */
 int client_call_status(struct client *c, const char *method, const char *body, json_t **out,
                        int *status, const char *path_fmt, ...) SN_PRINTF(6, 7);
+
+/* Prints the last failed request's error as client_call does
+ * ("sn CMD: STATUS MESSAGE (field 'F')"). */
+void client_print_last_error(struct client *c);
+
+/* sn jobs --start (client_verbs.c): the pending jobs of `pending` with their
+ * expected start time and its basis from GET /v1/scheduler/starts. */
+int client_jobs_start(struct client *c, json_t *pending);
 
 /* GETs every page of a listing route ("/v1/jobs": `items` and a `next`
  * cursor, at most 1,000 per page) until max items or the last page; filter
@@ -133,6 +143,19 @@ void client_array_assign(json_t *jobs);
 /* Every job from id `first` on (GET /v1/jobs, all states), in id order, with
  * array_job_id set by client_array_assign. Caller decrefs *out. */
 int client_jobs_from(struct client *c, long long first, json_t **out);
+
+#define CLIENT_MAX_IDS 10000
+
+/* POSTs /v1/jobs/{id}/ACTION (body may be NULL) for each job of the id
+ * lists in c->args (client_parse_ids): an array's id acts on each task
+ * not yet ended. Prints "PAST job 12" (or "PAST job 329 (320_9)") per job,
+ * the JSON answers with -o json; a 404 "no route" says this snd lacks the
+ * route. Returns the exit status of the first failure. */
+int client_act_on_ids(struct client *c, const char *action, const char *body, const char *past);
+
+/* After a failed request: when snd answered 404 "no route", prints that
+ * this snd lacks ROUTE ("POST /v1/jobs/{id}/hold") and returns 1. */
+int client_route_missing(struct client *c, const char *route);
 
 /* The node states of sn nodes: the admin states and `mixed`. */
 #define CLIENT_N_NODE_STATES 6

@@ -148,3 +148,128 @@ int client_jobs_from(struct client *c, long long first, json_t **out)
     *out = all;
     return SN_EXIT_OK;
 }
+
+/* The job of listing `jobs` with this id, or task `task` of that array. */
+static json_t *find_job(json_t *jobs, long long id, long long task)
+{
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        json_t *aj = json_object_get(j, "array_job_id");
+        if (task < 0 && json_integer_value(json_object_get(j, "id")) == id)
+            return j;
+        if (task >= 0 && json_integer_value(aj) == id &&
+            json_integer_value(json_object_get(j, "array_task_id")) == task)
+            return j;
+    }
+    return NULL;
+}
+
+static bool ended(json_t *j)
+{
+    const char *s = client_str(j, "state");
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0;
+}
+
+int client_route_missing(struct client *c, const char *route)
+{
+    if (c->last_status != 404 || strncmp(c->last_message, "no route", 8) != 0)
+        return 0;
+    fprintf(stderr,
+            "%s: this snd has no route %s (a newer snd has it: docs/api.md); nothing was "
+            "changed\n",
+            c->cmd, route);
+    return 1;
+}
+
+/* POSTs the action for one job unless done already; 0 or the exit status. */
+static int act_one(struct client *c, const char *action, const char *body, const char *past,
+                   long long id, json_t *job, json_t *done, json_t *all)
+{
+    char key[24];
+    snprintf(key, sizeof(key), "%lld", id);
+    if (json_object_get(done, key))
+        return SN_EXIT_OK;
+    json_object_set_new(done, key, json_true());
+    json_t *j = NULL;
+    int status = 0;
+    int rc = client_call_status(c, "POST", body, &j, &status, "/v1/jobs/%lld/%s", id, action);
+    (void)status;
+    if (rc != SN_EXIT_OK) {
+        char route[64];
+        snprintf(route, sizeof(route), "POST /v1/jobs/{id}/%s", action);
+        if (job && client_route_missing(c, route))
+            return SN_EXIT_NOT_FOUND;
+        client_print_last_error(c);
+        return rc;
+    }
+    json_t *aj = json_object_get(job, "array_job_id");
+    if (!c->json && json_is_integer(aj))
+        printf("%s job %lld (%lld_%lld)\n", past, id, (long long)json_integer_value(aj),
+               (long long)json_integer_value(json_object_get(job, "array_task_id")));
+    else if (!c->json)
+        printf("%s job %lld\n", past, id);
+    json_array_append_new(all, j);
+    return SN_EXIT_OK;
+}
+
+int client_act_on_ids(struct client *c, const char *action, const char *body, const char *past)
+{
+    static struct client_id ids[CLIENT_MAX_IDS];
+    int n = 0, rc;
+    for (int i = 0; i < c->n_args; i++)
+        if ((rc = client_parse_ids(c->cmd, c->args[i], ids, &n, CLIENT_MAX_IDS)) != SN_EXIT_OK)
+            return rc;
+    long long low = ids[0].id;
+    for (int i = 1; i < n; i++)
+        low = ids[i].id < low ? ids[i].id : low;
+    /* An array's first task may lie up to 1000 tasks (and others' jobs) back. */
+    json_t *jobs = NULL;
+    if ((rc = client_jobs_from(c, low > 4000 ? low - 4000 : 1, &jobs)) != SN_EXIT_OK)
+        return rc;
+    int worst = SN_EXIT_OK;
+    json_t *all = json_array(), *done = json_object();
+    for (int i = 0; i < n; i++) {
+        json_t *job = find_job(jobs, ids[i].id, ids[i].task);
+        if (ids[i].task >= 0 && !job) {
+            fprintf(stderr, "%s: no task %lld in array %lld\n", c->cmd, ids[i].task, ids[i].id);
+            worst = worst ? worst : SN_EXIT_NOT_FOUND;
+            continue;
+        }
+        long long id = job ? json_integer_value(json_object_get(job, "id")) : ids[i].id;
+        bool is_array = ids[i].task < 0 && job &&
+                        json_integer_value(json_object_get(job, "array_job_id")) == id;
+        if (!is_array) { /* one job; the server answers for a missing one */
+            rc = act_one(c, action, body, past, id, job, done, all);
+            worst = worst ? worst : rc;
+            continue;
+        }
+        size_t k, n_ended = 0, tasks = 0;
+        json_t *t;
+        json_array_foreach(jobs, k, t)
+        {
+            if (json_integer_value(json_object_get(t, "array_job_id")) != id)
+                continue;
+            tasks++;
+            if (ended(t)) {
+                n_ended++;
+                continue;
+            }
+            rc = act_one(c, action, body, past, json_integer_value(json_object_get(t, "id")), t,
+                         done, all);
+            worst = worst ? worst : rc;
+            if (rc == SN_EXIT_NOT_FOUND) /* the route is missing: no use trying the rest */
+                break;
+        }
+        if (!c->json && n_ended)
+            printf("array %lld: %zu of its %zu tasks had already ended\n", id, n_ended, tasks);
+    }
+    if (c->json)
+        client_print_json(all);
+    json_decref(all);
+    json_decref(done);
+    json_decref(jobs);
+    return worst;
+}

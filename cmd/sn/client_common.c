@@ -294,6 +294,8 @@ static int call(struct client *c, const char *method, const char *body, const ch
     struct sn_httpc_response resp;
     struct sn_error err = {0};
     if (sn_httpc_send(c->http, &req, &resp, &err) != SN_OK) {
+        c->last_status = 0;
+        snprintf(c->last_message, sizeof(c->last_message), "%s", err.message);
         if (!quiet)
             fprintf(stderr, "%s: %s\n", c->cmd, err.message);
         return SN_EXIT_UNAVAILABLE;
@@ -301,6 +303,8 @@ static int call(struct client *c, const char *method, const char *body, const ch
     json_t *j = json_loads(resp.body, 0, NULL);
     int status = resp.status;
     c->last_status = status;
+    c->last_message[0] = '\0';
+    c->last_field[0] = '\0';
     sn_httpc_response_release(&resp);
     if (status >= 200 && status < 300 && j) {
         if (out)
@@ -312,6 +316,8 @@ static int call(struct client *c, const char *method, const char *body, const ch
     json_t *e = json_object_get(j, "error");
     const char *msg = json_string_value(json_object_get(e, "message"));
     const char *field = json_string_value(json_object_get(e, "field"));
+    snprintf(c->last_message, sizeof(c->last_message), "%s", msg ? msg : "unexpected answer");
+    snprintf(c->last_field, sizeof(c->last_field), "%s", field ? field : "");
     if (c->json && j && !quiet)
         client_print_json(j);
     if (!quiet)
@@ -424,4 +430,13 @@ const char *client_nearest(const char *word, const char *const *names, size_t n)
         }
     }
     return best && best_d <= limit ? best : NULL;
+}
+
+void client_print_last_error(struct client *c)
+{
+    if (c->last_status == 0)
+        fprintf(stderr, "%s: %s\n", c->cmd, c->last_message);
+    else
+        fprintf(stderr, "%s: %d %s%s%s%s\n", c->cmd, c->last_status, c->last_message,
+                c->last_field[0] ? " (field '" : "", c->last_field, c->last_field[0] ? "')" : "");
 }

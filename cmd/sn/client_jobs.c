@@ -512,11 +512,14 @@ int cmd_jobs(int argc, char **argv)
          NULL},
         {"expand", true, "one line per array task (default: pending tasks of an array fold)",
          NULL},
+        {"start", true, "pending jobs with their expected start time and its basis (squeue --start)",
+         NULL},
     };
     struct client c;
     int rc = client_init(&c, "sn jobs",
-                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P] [--expand]",
-                         argc, argv, o, 6, 0, 0);
+                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P] [--expand] "
+                         "[--start]",
+                         argc, argv, o, 7, 0, 0);
     if (rc >= 0)
         return rc;
     long long max = o[3].value ? strtoll(o[3].value, NULL, 10) : 1000;
@@ -535,14 +538,19 @@ int cmd_jobs(int argc, char **argv)
         if (o[i].value)
             snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i],
                      o[i].value);
-    if (!o[0].value && !o[4].value) /* active jobs, like squeue */
+    if (o[6].value && !o[0].value) /* --start: the waiting jobs */
+        snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
+                 "&state=pending,requeued");
+    else if (!o[0].value && !o[4].value) /* active jobs, like squeue */
         snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
                  "&state=pending,running,requeued");
     json_t *all = NULL;
     rc = client_get_pages(&c, "/v1/jobs", filter, max, &all);
     if (rc != SN_EXIT_OK)
         return rc;
-    if (c.json) {
+    if (o[6].value) {
+        rc = client_jobs_start(&c, all);
+    } else if (c.json) {
         client_print_json(all);
     } else if ((rc = mark_arrays(&c, all)) == SN_EXIT_OK) {
         job_table(all, o[5].value != NULL);
@@ -789,47 +797,6 @@ int cmd_job(int argc, char **argv)
     return rc;
 }
 
-/* The job of listing `jobs` with this id, or task `task` of that array. */
-static json_t *find_job(json_t *jobs, long long id, long long task)
-{
-    size_t i;
-    json_t *j;
-    json_array_foreach(jobs, i, j)
-    {
-        json_t *aj = json_object_get(j, "array_job_id");
-        if (task < 0 && json_integer_value(json_object_get(j, "id")) == id)
-            return j;
-        if (task >= 0 && json_integer_value(aj) == id &&
-            json_integer_value(json_object_get(j, "array_task_id")) == task)
-            return j;
-    }
-    return NULL;
-}
-
-#define CANCEL_MAX_IDS 10000
-
-/* Cancels one job unless already done; 0 or client_call's status. */
-static int cancel_one(struct client *c, long long id, json_t *job, json_t *done, json_t *all)
-{
-    char key[24];
-    snprintf(key, sizeof(key), "%lld", id);
-    if (json_object_get(done, key))
-        return SN_EXIT_OK;
-    json_object_set_new(done, key, json_true());
-    json_t *j = NULL;
-    int rc = client_call(c, "POST", NULL, NULL, &j, "/v1/jobs/%lld/cancel", id);
-    if (rc != SN_EXIT_OK)
-        return rc;
-    json_t *aj = json_object_get(job, "array_job_id");
-    if (!c->json && json_is_integer(aj))
-        printf("cancelled job %lld (%lld_%lld)\n", id, (long long)json_integer_value(aj),
-               (long long)json_integer_value(json_object_get(job, "array_task_id")));
-    else if (!c->json)
-        printf("cancelled job %lld\n", id);
-    json_array_append_new(all, j);
-    return SN_EXIT_OK;
-}
-
 /* sn cancel IDS...: ids, ranges and array tasks (client_parse_ids); an
  * array's id cancels each of its tasks still pending, requeued or running,
  * like scancel. */
@@ -842,58 +809,7 @@ int cmd_cancel(int argc, char **argv)
                          argc, argv, NULL, 0, 1, CLIENT_MAX_ARGS);
     if (rc >= 0)
         return rc;
-    static struct client_id ids[CANCEL_MAX_IDS];
-    int n = 0;
-    for (int i = 0; i < c.n_args; i++)
-        if ((rc = client_parse_ids(c.cmd, c.args[i], ids, &n, CANCEL_MAX_IDS)) != SN_EXIT_OK)
-            return rc;
-    long long low = ids[0].id;
-    for (int i = 1; i < n; i++)
-        low = ids[i].id < low ? ids[i].id : low;
-    /* An array's first task may lie up to 1000 tasks (and others' jobs) back. */
-    json_t *jobs = NULL;
-    if ((rc = client_jobs_from(&c, low > 4000 ? low - 4000 : 1, &jobs)) != SN_EXIT_OK)
-        return rc;
-    int worst = SN_EXIT_OK;
-    json_t *all = json_array(), *done = json_object();
-    for (int i = 0; i < n; i++) {
-        json_t *job = find_job(jobs, ids[i].id, ids[i].task);
-        if (ids[i].task >= 0 && !job) {
-            fprintf(stderr, "sn cancel: no task %lld in array %lld\n", ids[i].task, ids[i].id);
-            worst = worst ? worst : SN_EXIT_NOT_FOUND;
-            continue;
-        }
-        long long id = job ? json_integer_value(json_object_get(job, "id")) : ids[i].id;
-        bool is_array = ids[i].task < 0 && job &&
-                        json_integer_value(json_object_get(job, "array_job_id")) == id;
-        if (!is_array) { /* one job; the server answers for a missing one */
-            rc = cancel_one(&c, id, job, done, all);
-            worst = worst ? worst : rc;
-            continue;
-        }
-        size_t k, ended = 0, tasks = 0;
-        json_t *t;
-        json_array_foreach(jobs, k, t)
-        {
-            if (json_integer_value(json_object_get(t, "array_job_id")) != id)
-                continue;
-            tasks++;
-            if (job_over(t)) {
-                ended++;
-                continue;
-            }
-            rc = cancel_one(&c, json_integer_value(json_object_get(t, "id")), t, done, all);
-            worst = worst ? worst : rc;
-        }
-        if (!c.json && ended)
-            printf("array %lld: %zu of its %zu tasks had already ended\n", id, ended, tasks);
-    }
-    if (c.json)
-        client_print_json(all);
-    json_decref(all);
-    json_decref(done);
-    json_decref(jobs);
-    return worst;
+    return client_act_on_ids(&c, "cancel", NULL, "cancelled");
 }
 
 /* A time for --since/--until: Unix seconds ("@1767000000" or a plain

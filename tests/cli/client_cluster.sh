@@ -157,6 +157,39 @@ P=$("$SN" submit --tenant acme --name big --gpus 64 | sed 's/^submitted job \([0
 timeout 2 "$SN" job log "$P" --follow >"$D/follow.out" 2>&1
 grep -q "job $P is pending (.*); waiting for it to start" "$D/follow.out" ||
     fail "sn job log --follow on a pending job: $(cat "$D/follow.out")"
+
+# ---- hold, release, requeue, update, --start --------------------------------
+# Against an snd without these routes (docs/api.md "Job control"), each says
+# so and changes nothing (exit 4); with them, their effect is checked.
+check 2 "'abc': expected job ids" "$SN" hold abc
+check 2 "nothing to change" "$SN" update "$P"
+check 2 "--gpus 'x': expected a positive integer" "$SN" update "$P" --gpus x
+check 2 "unknown option '--reason'" "$SN" release "$P" --reason x
+P=$("$SN" submit --tenant acme --name waits --gpus 64 | sed 's/^submitted job \([0-9]*\).*/\1/')
+out=$("$SN" hold "$P" --reason "wait for data" 2>&1)
+rc=$?
+if printf '%s' "$out" | grep -q "no route"; then
+    [ $rc = 4 ] || fail "sn hold without the route: exit $rc"
+    printf '%s' "$out" | grep -q "this snd has no route POST /v1/jobs/{id}/hold (a newer snd" ||
+        fail "sn hold without the route: $out"
+    check 4 "no route POST /v1/jobs/\{id\}/release" "$SN" release "$P"
+    check 4 "no route POST /v1/jobs/\{id\}/requeue" "$SN" requeue "$P"
+    check 4 "no route POST /v1/jobs/\{id\}/update" "$SN" update "$P" --gpus 2
+    check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
+    check 0 "^state +pending$" "$SN" job show "$P"
+    check 0 "^gpus +64$" "$SN" job show "$P"
+    echo "client_cluster: hold/release/requeue/update/--start: snd lacks the routes, gated"
+else
+    [ $rc = 0 ] || fail "sn hold: exit $rc: $out"
+    printf '%s' "$out" | grep -q "^held job $P$" || fail "sn hold: $out"
+    check 0 "^ *$P .*\(held\)$" "$SN" jobs
+    check 0 "^released job $P$" "$SN" release "$P"
+    check 0 "^updated job $P: pending, 8 GPUs$" "$SN" update "$P" --gpus 8 --time-limit 1h
+    check 0 "^time_limit_s +3600$" "$SN" job show "$P"
+    until_out "^ *$P .* running " "$SN" jobs
+    check 0 "^requeued job $P$" "$SN" requeue "$P" --reason "move it"
+    check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +BASIS" "$SN" jobs --start
+fi
 "$SN" cancel "$P" >/dev/null
 
 if [ $fails -ne 0 ]; then
