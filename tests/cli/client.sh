@@ -213,6 +213,16 @@ id=$(printf '%s' "$out" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p' | head -n 1)
 out=$("$SN" cancel "$id" -o json 2>&1) || fail "sn cancel $id -o json: $out"
 printf '%s' "$out" | json_ok 2>/dev/null || fail "sn cancel -o json is not JSON: $out"
 
+# docs/cmd-client.md lists each client command of `sn --help` once: every
+# one has a row, and no row's command cell repeats.
+rows=$(sed -n 's/^| `\(sn [^`]*\)`.*/\1/p' docs/cmd-client.md)
+dup=$(printf '%s\n' "$rows" | sort | uniq -d)
+[ -z "$dup" ] || fail "docs/cmd-client.md lists more than once: $dup"
+for c in $("$SN" --help | awk '/^  [a-z]/ { print $1 }'); do
+    case $c in design | plan | sim | health | demo) continue ;; esac
+    printf '%s\n' "$rows" | grep -q "^sn $c\( \|$\)" || fail "docs/cmd-client.md has no row for sn $c"
+done
+
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
     exit 1
