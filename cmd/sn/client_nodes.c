@@ -258,7 +258,7 @@ int cmd_token(int argc, char **argv)
         {"agent", false, "issue an agent token for this node", NULL},
         {"ttl", false, "lifetime with a unit: 1h, 30min (default 1h)", NULL},
         {"scope", false,
-         "comma-separated scopes (default: jobs:read,jobs:write for tenants, "
+         "comma-separated scopes (default: jobs:read,jobs:write,cluster:read for tenants, "
          "telemetry:write for agents)",
          NULL},
     };
@@ -285,7 +285,7 @@ int cmd_token(int argc, char **argv)
     }
     bool tenant = o[0].value != NULL;
     const char *scopes = o[3].value ? o[3].value
-                         : tenant   ? "jobs:read,jobs:write"
+                         : tenant   ? "jobs:read,jobs:write,cluster:read"
                                     : "telemetry:write";
     json_t *body =
         json_pack("{s:s,s:s,s:s,s:I}", "kind", tenant ? "tenant" : "agent", "subject",

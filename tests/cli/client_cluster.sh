@@ -132,6 +132,17 @@ check 2 "'abc': expected job ids like 12, 320-329" "$SN" cancel abc
 check 2 "'5-3': expected job ids" "$SN" cancel 5-3
 check 2 "'1_': expected job ids" "$SN" cancel 1_
 
+# ---- a tenant token reads the cluster, never another tenant's jobs ----------
+"$SN" tenants create beta --prefix /data/beta >/dev/null || fail "tenant beta"
+BJ=$("$SN" submit --tenant beta --name secret-beta --gpus 8 | sed 's/^submitted job \([0-9]*\).*/\1/')
+until_out "^ *$BJ +beta +secret-beta +running" "$SN" jobs
+TT=$("$SN" token create --tenant acme)
+check 0 "^sn00 +down +1 +8 +0 +8$" env SN_TOKEN="$TT" "$SN" nodes
+check 0 " \(other\) " env SN_TOKEN="$TT" "$SN" gpus
+env SN_TOKEN="$TT" "$SN" gpus -o json | grep -q "\"job\": $BJ," && fail "a tenant token sees beta's job id"
+env SN_TOKEN="$TT" "$SN" jobs --all | grep -q secret-beta && fail "a tenant token lists beta's job"
+"$SN" cancel "$BJ" >/dev/null
+
 # ---- local checks before any request ---------------------------------------
 out=$("$SN" submit --tenant acme --model llama3-70 2>&1)
 [ $? = 2 ] || fail "submit without gpus and a bad model: not exit 2: $out"
