@@ -86,7 +86,11 @@ check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
 TT=$("$SN" token create --tenant acme --ttl 1h)
 case "$TT" in sn2.*) ;; *) fail "token create printed '$TT'" ;; esac
 check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
-check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2," env SN_TOKEN="$TT" "$SN" job show 1
+check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0," env SN_TOKEN="$TT" "$SN" job show 1
+# Without cluster:read, sn job show falls back to GPU ids.
+TJ=$("$SN" token create --tenant acme --scope jobs:read,jobs:write)
+check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2," env SN_TOKEN="$TJ" "$SN" job show 1
+check 5 "403" env SN_TOKEN="$TJ" "$SN" nodes
 check 5 "403 a tenant token sees only its own" env SN_TOKEN="$TT" "$SN" acct --tenant other
 check 5 "403" env SN_TOKEN="$TT" "$SN" tenants
 check 5 "401" env SN_TOKEN=sn1.bad.bad "$SN" jobs
