@@ -144,6 +144,10 @@ void client_array_assign(json_t *jobs);
  * array_job_id set by client_array_assign. Caller decrefs *out. */
 int client_jobs_from(struct client *c, long long first, json_t **out);
 
+/* One job of arg ("12", or an array task "320_3") into *id; usage error
+ * for a list, a range or anything else, 4 for an absent task. */
+int client_resolve_one(struct client *c, const char *arg, long long *id);
+
 #define CLIENT_MAX_IDS 10000
 
 /* POSTs /v1/jobs/{id}/ACTION (body may be NULL) for each job of the id

@@ -55,6 +55,11 @@ int client_parse_ids(const char *cmd, const char *arg, struct client_id *out, in
         }
         if (*end && *end != ',')
             return bad_ids(cmd, arg);
+        if (b - a + 1 > max - *n && max == 1) {
+            fprintf(stderr, "%s: '%s': expected one job id (12, or an array task 320_3)\n", cmd,
+                    arg);
+            return SN_EXIT_USAGE;
+        }
         if (b - a + 1 > max - *n) {
             fprintf(stderr, "%s: '%s': at most %d job ids at once\n", cmd, arg, max);
             return SN_EXIT_USAGE;
@@ -272,4 +277,25 @@ int client_act_on_ids(struct client *c, const char *action, const char *body, co
     json_decref(done);
     json_decref(jobs);
     return worst;
+}
+
+int client_resolve_one(struct client *c, const char *arg, long long *id)
+{
+    struct client_id one[1];
+    int n = 0, rc;
+    if ((rc = client_parse_ids(c->cmd, arg, one, &n, 1)) != SN_EXIT_OK)
+        return rc;
+    *id = one[0].id;
+    if (one[0].task < 0)
+        return SN_EXIT_OK;
+    json_t *jobs = NULL;
+    if ((rc = client_jobs_from(c, one[0].id, &jobs)) != SN_EXIT_OK)
+        return rc;
+    json_t *j = find_job(jobs, one[0].id, one[0].task);
+    if (j)
+        *id = json_integer_value(json_object_get(j, "id"));
+    else
+        fprintf(stderr, "%s: no task %lld in array %lld\n", c->cmd, one[0].task, one[0].id);
+    json_decref(jobs);
+    return j ? SN_EXIT_OK : SN_EXIT_NOT_FOUND;
 }

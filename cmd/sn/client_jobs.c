@@ -708,6 +708,12 @@ static int cmd_job_log(int argc, char **argv)
                          argv, o, 2, 1, 1);
     if (rc >= 0)
         return rc;
+    long long job_id = 0;
+    if ((rc = client_resolve_one(&c, c.args[0], &job_id)) != SN_EXIT_OK)
+        return rc;
+    char id_text[24];
+    snprintf(id_text, sizeof(id_text), "%lld", job_id);
+    c.args[0] = id_text;
     char *end = NULL;
     long long rank = o[0].value ? strtoll(o[0].value, &end, 10) : 0;
     if (o[0].value && (!*o[0].value || *end || rank < 0)) {
@@ -777,6 +783,12 @@ int cmd_job(int argc, char **argv)
         fprintf(stderr, "sn job: unknown subcommand '%s' (expected show or log)\n", c.args[0]);
         return SN_EXIT_USAGE;
     }
+    long long job_id = 0;
+    if ((rc = client_resolve_one(&c, c.args[1], &job_id)) != SN_EXIT_OK)
+        return rc;
+    char id_text[24];
+    snprintf(id_text, sizeof(id_text), "%lld", job_id);
+    c.args[1] = id_text;
     json_t *j = NULL, *ev = NULL;
     rc = client_call(&c, "GET", NULL, NULL, &j, "/v1/jobs/%s", c.args[1]);
     if (rc == SN_EXIT_OK)

@@ -112,6 +112,11 @@ check 0 "^ *${A}_0 +acme +arr\[0\] +running +16 " "$SN" jobs
 [ "$("$SN" jobs | grep -c "^ *${A}_")" = 4 ] || fail "sn jobs: not 3 running rows and 1 folded: $("$SN" jobs)"
 check 0 "^ *${A}_9 +acme +arr\[9\] +pending" "$SN" jobs --expand
 [ "$("$SN" jobs --expand | grep -c "^ *${A}_")" = 10 ] || fail "sn jobs --expand: not 10 rows"
+check 0 "^id +$((A + 4))$" "$SN" job show "${A}_4"
+check 0 "^name +arr\[4\]$" "$SN" job show "${A}_4"
+check 4 "no task 42 in array $A" "$SN" job show "${A}_42"
+check 2 "'abc': expected job ids" "$SN" job show abc
+check 2 "'1-3': expected one job id" "$SN" job log 1-3
 # A second array of the same name is another unit; its task 1 alone.
 out=$("$SN" submit --tenant acme --name arr --gpus 1 --array 0-2)
 B=$(printf '%s\n' "$out" | sed -n '1s/^submitted job \([0-9]*\).*/\1/p')
