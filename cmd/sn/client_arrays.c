@@ -25,9 +25,8 @@
 
 static int bad_ids(const char *cmd, const char *arg)
 {
-    fprintf(stderr,
-            "%s: '%s': expected job ids like 12, 320-329, 320,322 or an array task 320_3\n", cmd,
-            arg);
+    fprintf(stderr, "%s: '%s': expected job ids like 12, 320-329, 320,322 or an array task 320_3\n",
+            cmd, arg);
     return SN_EXIT_USAGE;
 }
 
@@ -174,8 +173,7 @@ static json_t *find_job(json_t *jobs, long long id, long long task)
 static bool ended(json_t *j)
 {
     const char *s = client_str(j, "state");
-    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-           strcmp(s, "cancelled") == 0;
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0;
 }
 
 int client_route_missing(struct client *c, const char *route)

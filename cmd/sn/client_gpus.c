@@ -25,8 +25,8 @@
 static const char *const severity_order[] = {"up", "cordoned", "draining", "drained", "down"};
 #define N_ADMIN (sizeof(severity_order) / sizeof(severity_order[0]))
 
-const char *const client_node_states[CLIENT_N_NODE_STATES] = {
-    "up", "mixed", "cordoned", "draining", "drained", "down"};
+const char *const client_node_states[CLIENT_N_NODE_STATES] = {"up",       "mixed",   "cordoned",
+                                                              "draining", "drained", "down"};
 
 static int severity(const char *state)
 {
@@ -139,8 +139,8 @@ static void derive_node(json_t *n, json_t *gpus)
             one_reason = false;
         }
         if (listed < 3) {
-            int w2 = snprintf(list + len, sizeof(list) - len, "%s%s %s: %.60s",
-                              listed ? "; " : "", dash ? dash + 1 : name, s, r);
+            int w2 = snprintf(list + len, sizeof(list) - len, "%s%s %s: %.60s", listed ? "; " : "",
+                              dash ? dash + 1 : name, s, r);
             len += w2 > 0 && (size_t)w2 < sizeof(list) - len ? (size_t)w2 : 0;
             listed++;
         }
@@ -192,6 +192,8 @@ int client_fetch_nodes(struct client *c, json_t **nodes, json_t **gpus)
 }
 
 /* ---- sn gpus --------------------------------------------------------------- */
+
+#define DETAIL_MAX 1024
 
 static const char *const gpu_states[] = {"up", "cordoned", "draining", "drained", "down"};
 
@@ -257,13 +259,13 @@ static void gpu_row(json_t *g, bool wide)
     num_cell(json_object_get(g, "clock_sm_mhz"), clk, sizeof(clk));
     num_cell(json_object_get(g, "power_w"), pw, sizeof(pw));
     num_cell(json_object_get(g, "health_score"), health, sizeof(health));
-    printf("%-16s %-9s %6s %7s %5s %6s %6s", client_str(g, "name"), client_str(g, "state"),
-           health, job, temp, clk, pw);
+    printf("%-16s %-9s %6s %7s %5s %6s %6s", client_str(g, "name"), client_str(g, "state"), health,
+           job, temp, clk, pw);
     if (wide) {
         char when[32];
         client_utc(json_integer_value(json_object_get(g, "since_s")), when, sizeof(when));
-        printf(" %-8s %-14s %-20s %-30s %s\n", client_str(g, "health_action"),
-               client_str(g, "by"), when, client_str(g, "reason"), client_str(g, "last_finding"));
+        printf(" %-8s %-14s %-20s %-30s %s\n", client_str(g, "health_action"), client_str(g, "by"),
+               when, client_str(g, "reason"), client_str(g, "last_finding"));
     } else {
         printf(" %s\n", client_str(g, "reason"));
     }
@@ -273,8 +275,8 @@ int cmd_gpus(int argc, char **argv)
 {
     struct client_opt o[] = {
         {"node", false, "only this node's GPUs", NULL},
-        {"state", false, "only GPUs in these states (up, cordoned, draining, drained, down; a list)",
-         NULL},
+        {"state", false,
+         "only GPUs in these states (up, cordoned, draining, drained, down; a list)", NULL},
     };
     struct client c;
     int rc = client_init(&c, "sn gpus", "usage: sn gpus [--node N] [--state S[,S]] [-o json|wide]",
@@ -327,11 +329,18 @@ int cmd_gpus(int argc, char **argv)
             json_object_set(g, "temp_c", json_array_get(temp, (size_t)k));
             json_object_set(g, "clock_sm_mhz", json_array_get(clk, (size_t)k));
             json_object_set(g, "power_w", json_array_get(pw, (size_t)k));
-            if (c.wide || c.json)
-                rc = gpu_detail(&c, g);
             json_array_append_new(shown, g);
         }
     }
+    /* The findings cost one request per GPU: up to DETAIL_MAX GPUs. */
+    size_t n_shown = json_array_size(shown);
+    if (rc == SN_EXIT_OK && (c.wide || c.json) && n_shown > DETAIL_MAX)
+        fprintf(stderr, "sn gpus: %zu GPUs shown: health actions and findings only for up to %d "
+                        "(narrow with --node or --state)\n",
+                n_shown, DETAIL_MAX);
+    else if (c.wide || c.json)
+        for (size_t k = 0; k < n_shown && rc == SN_EXIT_OK; k++)
+            rc = gpu_detail(&c, json_array_get(shown, k));
     if (rc == SN_EXIT_OK && !found_node) {
         fprintf(stderr, "sn gpus: --node '%s': no such node\n", o[0].value);
         rc = SN_EXIT_NOT_FOUND;
@@ -339,8 +348,8 @@ int cmd_gpus(int argc, char **argv)
     if (rc == SN_EXIT_OK && c.json) {
         client_print_json(shown);
     } else if (rc == SN_EXIT_OK) {
-        printf("%-16s %-9s %6s %7s %5s %6s %6s", "GPU", "STATE", "HEALTH", "JOB", "TEMP",
-               "SMCLK", "POWER");
+        printf("%-16s %-9s %6s %7s %5s %6s %6s", "GPU", "STATE", "HEALTH", "JOB", "TEMP", "SMCLK",
+               "POWER");
         if (c.wide)
             printf(" %-8s %-14s %-20s %-30s %s\n", "ACTION", "BY", "SINCE", "REASON",
                    "LAST FINDING");

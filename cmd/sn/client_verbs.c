@@ -20,13 +20,14 @@
 /* sn hold|release|requeue IDS... [--reason R]: argv[0] names the action. */
 int cmd_job_action(int argc, char **argv)
 {
-    struct client_opt o[] = {{"reason", false, "why (hold and requeue; kept in the audit log)",
-                              NULL}};
+    struct client_opt o[] = {
+        {"reason", false, "why (hold and requeue; kept in the audit log)", NULL}};
     bool release = strcmp(argv[0], "release") == 0;
     char cmd[32], use[200];
     snprintf(cmd, sizeof(cmd), "sn %s", argv[0]);
-    snprintf(use, sizeof(use), "usage: sn %s ID...%s (12, 320-329, 320,322, 320_3; an array's id "
-                               "acts on all its tasks)",
+    snprintf(use, sizeof(use),
+             "usage: sn %s ID...%s (12, 320-329, 320,322, 320_3; an array's id "
+             "acts on all its tasks)",
              argv[0], release ? "" : " [--reason TEXT]");
     struct client c;
     int rc = client_init(&c, cmd, use, argc, argv, o, release ? 0 : 1, 1, CLIENT_MAX_ARGS);
@@ -107,8 +108,7 @@ int cmd_update(int argc, char **argv)
     json_decref(job);
     int status = 0; /* stays 0 unless the update was asked */
     if (rc == SN_EXIT_OK)
-        rc = client_call_status(&c, "POST", text, &out, &status, "/v1/jobs/%lld/update",
-                                id[0].id);
+        rc = client_call_status(&c, "POST", text, &out, &status, "/v1/jobs/%lld/update", id[0].id);
     free(text);
     if (rc != SN_EXIT_OK && status) { /* the GET printed its own error */
         if (client_route_missing(&c, "POST /v1/jobs/{id}/update"))
@@ -163,8 +163,8 @@ int client_jobs_start(struct client *c, json_t *pending)
                        sizeof(when));
             printf("%7s %-10.10s %-16.16s %-9s %6lld %-20s %s\n", key, client_str(j, "tenant"),
                    client_str(j, "name"), client_str(j, "state"),
-                   (long long)json_integer_value(json_object_get(j, "gpus")),
-                   st ? when : "N/A", st ? client_str(st, "basis") : "-");
+                   (long long)json_integer_value(json_object_get(j, "gpus")), st ? when : "N/A",
+                   st ? client_str(st, "basis") : "-");
         }
     }
     json_decref(by_id);
