@@ -20,4 +20,8 @@ int sn_cli_load(const char *path, struct sn_spec **spec, struct sn_model **model
 /* True when arg is "-h" or "--help". */
 bool sn_cli_is_help(const char *arg);
 
+/* Levenshtein distance between a and b (each cut at 63 characters), for
+ * "did you mean" hints. */
+size_t sn_cli_distance(const char *a, const char *b);
+
 #endif

@@ -13,6 +13,7 @@
 
 #include <sn/httpc.h>
 
+#include "cli.h"
 #include "commands.h"
 
 #define CONFIG_MAX_BYTES 65536
@@ -48,7 +49,8 @@ static void usage(FILE *out, const char *usage_text, const struct client_opt *op
             "CA certificates (PEM) to verify an https server");
     fprintf(out, "  --%-18s %s\n", "cert FILE", "client certificate (PEM) for mutual TLS");
     fprintf(out, "  --%-18s %s\n", "key FILE", "key (PEM) of --cert");
-    fprintf(out, "  -o %-18s %s\n", "json|table", "output format (default table)");
+    fprintf(out, "  -o %-18s %s\n", "json|table|wide",
+            "output format (default table; wide: more columns where the command has them)");
 }
 
 /* Reads the first line of path into out (without the newline). */
@@ -222,7 +224,16 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
                       strcmp(name, "output") == 0 || strcmp(name, "cacert") == 0 ||
                       strcmp(name, "cert") == 0 || strcmp(name, "key") == 0;
         if (!o && !common) {
-            fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, a, cmd);
+            const char *names[64] = {"server", "token", "token-file", "output",
+                                                      "cacert", "cert", "key"};
+            size_t n = 7;
+            for (size_t k = 0; k < n_opts && n < sizeof(names) / sizeof(names[0]); k++)
+                names[n++] = opts[k].name;
+            const char *near = client_nearest(name, names, n);
+            if (near)
+                fprintf(stderr, "%s: unknown option '%s' (did you mean '--%s'?)\n", cmd, a, near);
+            else
+                fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, a, cmd);
             return SN_EXIT_USAGE;
         }
         if (i + 1 >= argc) {
@@ -244,10 +255,11 @@ int client_init(struct client *c, const char *cmd, const char *usage_text, int a
             tls[1] = v;
         else if (strcmp(name, "key") == 0)
             tls[2] = v;
-        else if (strcmp(v, "json") == 0 || strcmp(v, "table") == 0)
+        else if (strcmp(v, "json") == 0 || strcmp(v, "table") == 0 || strcmp(v, "wide") == 0) {
             c->json = strcmp(v, "json") == 0;
-        else {
-            fprintf(stderr, "%s: -o '%s': expected json or table\n", cmd, v);
+            c->wide = strcmp(v, "wide") == 0;
+        } else {
+            fprintf(stderr, "%s: -o '%s': expected json, table or wide\n", cmd, v);
             return SN_EXIT_USAGE;
         }
     }
@@ -270,14 +282,9 @@ static int exit_for(int status)
     return SN_EXIT_REFUSED;
 }
 
-int client_call(struct client *c, const char *method, const char *body, const char *header,
-                json_t **out, const char *path_fmt, ...)
+static int call(struct client *c, const char *method, const char *body, const char *header,
+                json_t **out, bool quiet, const char *path)
 {
-    char path[1024];
-    va_list ap;
-    va_start(ap, path_fmt);
-    vsnprintf(path, sizeof(path), path_fmt, ap);
-    va_end(ap);
     struct sn_httpc_request req = {.method = method,
                                    .path = path,
                                    .token = c->token[0] ? c->token : NULL,
@@ -287,11 +294,17 @@ int client_call(struct client *c, const char *method, const char *body, const ch
     struct sn_httpc_response resp;
     struct sn_error err = {0};
     if (sn_httpc_send(c->http, &req, &resp, &err) != SN_OK) {
-        fprintf(stderr, "%s: %s\n", c->cmd, err.message);
+        c->last_status = 0;
+        snprintf(c->last_message, sizeof(c->last_message), "%s", err.message);
+        if (!quiet)
+            fprintf(stderr, "%s: %s\n", c->cmd, err.message);
         return SN_EXIT_UNAVAILABLE;
     }
     json_t *j = json_loads(resp.body, 0, NULL);
     int status = resp.status;
+    c->last_status = status;
+    c->last_message[0] = '\0';
+    c->last_field[0] = '\0';
     sn_httpc_response_release(&resp);
     if (status >= 200 && status < 300 && j) {
         if (out)
@@ -303,12 +316,50 @@ int client_call(struct client *c, const char *method, const char *body, const ch
     json_t *e = json_object_get(j, "error");
     const char *msg = json_string_value(json_object_get(e, "message"));
     const char *field = json_string_value(json_object_get(e, "field"));
-    if (c->json && j)
+    snprintf(c->last_message, sizeof(c->last_message), "%s", msg ? msg : "unexpected answer");
+    snprintf(c->last_field, sizeof(c->last_field), "%s", field ? field : "");
+    if (c->json && j && !quiet)
         client_print_json(j);
-    fprintf(stderr, "%s: %d %s%s%s%s\n", c->cmd, status, msg ? msg : "unexpected answer",
-            field ? " (field '" : "", field ? field : "", field ? "')" : "");
+    if (!quiet)
+        fprintf(stderr, "%s: %d %s%s%s%s\n", c->cmd, status, msg ? msg : "unexpected answer",
+                field ? " (field '" : "", field ? field : "", field ? "')" : "");
     json_decref(j);
     return exit_for(status);
+}
+
+int client_call(struct client *c, const char *method, const char *body, const char *header,
+                json_t **out, const char *path_fmt, ...)
+{
+    char path[1024];
+    va_list ap;
+    va_start(ap, path_fmt);
+    vsnprintf(path, sizeof(path), path_fmt, ap);
+    va_end(ap);
+    return call(c, method, body, header, out, false, path);
+}
+
+int client_call_quiet(struct client *c, json_t **out, const char *path_fmt, ...)
+{
+    char path[1024];
+    va_list ap;
+    va_start(ap, path_fmt);
+    vsnprintf(path, sizeof(path), path_fmt, ap);
+    va_end(ap);
+    return call(c, "GET", NULL, NULL, out, true, path);
+}
+
+int client_call_status(struct client *c, const char *method, const char *body, json_t **out,
+                       int *status, const char *path_fmt, ...)
+{
+    char path[1024];
+    va_list ap;
+    va_start(ap, path_fmt);
+    vsnprintf(path, sizeof(path), path_fmt, ap);
+    va_end(ap);
+    c->last_status = 0;
+    int rc = call(c, method, body, NULL, out, true, path);
+    *status = c->last_status;
+    return rc;
 }
 
 int client_get_pages(struct client *c, const char *route, const char *filter, long long max,
@@ -364,4 +415,28 @@ const char *client_str(json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
     return s && *s ? s : "-";
+}
+
+const char *client_nearest(const char *word, const char *const *names, size_t n)
+{
+    const char *best = NULL;
+    size_t best_d = (size_t)-1, len = strlen(word);
+    size_t limit = len / 3 < 1 ? 1 : len / 3 > 3 ? 3 : len / 3;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = sn_cli_distance(word, names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    return best && best_d <= limit ? best : NULL;
+}
+
+void client_print_last_error(struct client *c)
+{
+    if (c->last_status == 0)
+        fprintf(stderr, "%s: %s\n", c->cmd, c->last_message);
+    else
+        fprintf(stderr, "%s: %d %s%s%s%s\n", c->cmd, c->last_status, c->last_message,
+                c->last_field[0] ? " (field '" : "", c->last_field, c->last_field[0] ? "')" : "");
 }

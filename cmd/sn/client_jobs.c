@@ -3,12 +3,14 @@
  * (docs/cmd-client.md). Tables follow squeue's columns; -o json prints the
  * API's objects.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <sn/plan.h>
 #include <sn/units.h>
 
 #include "client.h"
@@ -17,6 +19,13 @@
 static int load_job_file(const char *cmd, const char *path, json_t **out)
 {
     json_error_t e;
+    FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "r");
+    if (strcmp(path, "-") != 0 && !f) {
+        fprintf(stderr, "%s: job file '%s': %s\n", cmd, path, strerror(errno));
+        return SN_EXIT_USAGE;
+    }
+    if (f)
+        fclose(f);
     json_t *j = strcmp(path, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &e)
                                        : json_load_file(path, JSON_REJECT_DUPLICATES, &e);
     if (!j) {
@@ -155,6 +164,54 @@ static int shape_flags(const struct client_opt *o, json_t *job)
     return SN_EXIT_OK;
 }
 
+/* A default job name, like sbatch's: the command's program ("python3"
+ * for "python3 train.py"), else the job file's name without ".json",
+ * else "job". */
+static void default_name(json_t *job, const char *file)
+{
+    if (json_is_string(json_object_get(job, "name")))
+        return;
+    char name[129] = "job";
+    const char *cmd = json_string_value(json_object_get(job, "command"));
+    const char *src = cmd && *cmd ? cmd : file && strcmp(file, "-") ? file : NULL;
+    if (src) {
+        size_t len = cmd && *cmd ? strcspn(src, " \t") : strlen(src);
+        const char *base = src;
+        for (size_t i = 0; i < len; i++)
+            if (src[i] == '/')
+                base = src + i + 1;
+        len -= (size_t)(base - src);
+        if (!cmd && len > 5 && strncmp(base + len - 5, ".json", 5) == 0)
+            len -= 5;
+        if (len > 0 && len < sizeof(name))
+            snprintf(name, sizeof(name), "%.*s", (int)len, base);
+    }
+    json_object_set_new(job, "name", json_string(name));
+}
+
+/* The checks made before any request, every problem reported at once;
+ * the number found (a bad --gpus was reported already: gpus_flag). */
+static int submit_checks(json_t *job, bool gpus_flag)
+{
+    int bad = 0;
+    if (!gpus_flag && !json_object_get(job, "gpus")) {
+        fprintf(stderr, "sn submit: missing --gpus G (or 'gpus' in the job file)\n");
+        bad++;
+    }
+    const char *model = json_string_value(json_object_get(job, "model"));
+    if (model && !sn_plan_model_preset(model)) {
+        const char *names[64];
+        size_t n = 0;
+        for (const struct sn_plan_model *m; n < 64 && (m = sn_plan_model_preset_at(n)); n++)
+            names[n] = m->name;
+        const char *near = client_nearest(model, names, n);
+        fprintf(stderr, "sn submit: --model '%s': no such preset%s%s%s (sn plan --list shows them)\n",
+                model, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        bad++;
+    }
+    return bad;
+}
+
 int cmd_submit(int argc, char **argv)
 {
     struct client_opt o[] = {
@@ -213,21 +270,19 @@ int cmd_submit(int argc, char **argv)
             json_object_set_new(job, keys[i], json_string(o[i].value));
     if (o[S_AFTER].value)
         json_object_set_new(job, "after_ok", json_string(o[S_AFTER].value));
+    int problems = 0;
     if (o[S_GPUS].value) {
         char *end = NULL;
         long long g = strtoll(o[S_GPUS].value, &end, 10);
         if (!*o[S_GPUS].value || *end || g < 1) {
             fprintf(stderr, "sn submit: --gpus '%s': expected a positive integer\n",
                     o[S_GPUS].value);
-            json_decref(job);
-            return SN_EXIT_USAGE;
+            problems++;
+        } else {
+            json_object_set_new(job, "gpus", json_integer(g));
         }
-        json_object_set_new(job, "gpus", json_integer(g));
     }
-    if ((rc = shape_flags(o, job)) != SN_EXIT_OK) {
-        json_decref(job);
-        return rc;
-    }
+    problems += shape_flags(o, job) != SN_EXIT_OK;
     const char *limit = o[S_TIME].value ? o[S_TIME].value : o[S_WALLTIME].value;
     if (limit) {
         double s = 0;
@@ -235,10 +290,16 @@ int cmd_submit(int argc, char **argv)
         if (sn_units_parse(limit, SN_UNIT_TIME, &s, &err) != SN_OK || s < 1) {
             fprintf(stderr, "sn submit: --time-limit: %s\n",
                     err.message[0] ? err.message : "expected at least 1 s");
-            json_decref(job);
-            return SN_EXIT_USAGE;
+            problems++;
+        } else {
+            json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
         }
-        json_object_set_new(job, "time_limit_s", json_integer((json_int_t)s));
+    }
+    default_name(job, file);
+    problems += submit_checks(job, o[S_GPUS].value != NULL);
+    if (problems) {
+        json_decref(job);
+        return SN_EXIT_USAGE;
     }
     long long tasks[1000], throttle = 0, array_id = 0;
     int n_tasks = 0;
@@ -317,17 +378,127 @@ static void where(json_t *j, char *buf, size_t len)
     }
 }
 
-static void job_row(json_t *j, long long now)
+/* The JOBID cell: "12", an array task "320_3", or folded tasks "320_[2-9,12]". */
+static void job_id_cell(json_t *j, const long long *tasks, size_t n_tasks, char *buf, size_t len)
 {
-    char t[32] = "-", w[60];
+    json_t *aj = json_object_get(j, "array_job_id");
+    long long id = json_integer_value(json_object_get(j, "id"));
+    if (!json_is_integer(aj)) {
+        snprintf(buf, len, "%lld", id);
+        return;
+    }
+    if (n_tasks <= 1) {
+        snprintf(buf, len, "%lld_%lld", (long long)json_integer_value(aj),
+                 (long long)json_integer_value(json_object_get(j, "array_task_id")));
+        return;
+    }
+    size_t w = (size_t)snprintf(buf, len, "%lld_[", (long long)json_integer_value(aj));
+    for (size_t i = 0; i < n_tasks && w < len; i++) {
+        size_t k = i;
+        while (k + 1 < n_tasks && tasks[k + 1] == tasks[k] + 1)
+            k++;
+        int x = k > i ? snprintf(buf + w, len - w, "%s%lld-%lld", i ? "," : "", tasks[i], tasks[k])
+                      : snprintf(buf + w, len - w, "%s%lld", i ? "," : "", tasks[i]);
+        w += x > 0 ? (size_t)x : 0;
+        i = k;
+    }
+    if (w + 2 <= len)
+        snprintf(buf + w, len - w, "]");
+    else
+        snprintf(buf + len - 5, 5, "...]");
+}
+
+static void job_row(json_t *j, long long now, const char *id, int id_width)
+{
+    char t[32] = "-", w[60], name[160];
     json_t *start = json_object_get(j, "start_time_s");
     if (json_is_integer(start) && strcmp(client_str(j, "state"), "running") == 0)
         client_age(now - json_integer_value(start), t, sizeof(t));
     where(j, w, sizeof(w));
-    printf("%7lld %-10.10s %-16.16s %-9s %6lld %9s %s\n",
-           (long long)json_integer_value(json_object_get(j, "id")), client_str(j, "tenant"),
-           client_str(j, "name"), client_str(j, "state"),
-           (long long)json_integer_value(json_object_get(j, "gpus")), t, w);
+    snprintf(name, sizeof(name), "%s", client_str(j, "name"));
+    if (json_is_integer(json_object_get(j, "array_job_id")) && strchr(id, '[')) {
+        char *br = strrchr(name, '['); /* a folded array shows its name's stem */
+        if (br)
+            *br = '\0';
+    }
+    printf("%*s %-10.10s %-16.16s %-9s %6lld %9s %s\n", id_width, id, client_str(j, "tenant"),
+           name, client_str(j, "state"), (long long)json_integer_value(json_object_get(j, "gpus")),
+           t, w);
+}
+
+/* Marks each listed array task with its array (client_array_assign over
+ * the listing from a little before the first task shown). */
+static int mark_arrays(struct client *c, json_t *shown)
+{
+    long long low = 0;
+    size_t i;
+    json_t *j;
+    json_array_foreach(shown, i, j)
+    {
+        long long id = json_integer_value(json_object_get(j, "id"));
+        if (json_is_integer(json_object_get(j, "array_task_id")) && (!low || id < low))
+            low = id;
+    }
+    if (!low)
+        return SN_EXIT_OK;
+    json_t *jobs = NULL;
+    int rc = client_jobs_from(c, low > 4000 ? low - 4000 : 1, &jobs);
+    if (rc != SN_EXIT_OK)
+        return rc;
+    size_t k = 0;
+    json_t *x;
+    json_array_foreach(shown, i, j)
+    {
+        long long id = json_integer_value(json_object_get(j, "id"));
+        while (k < json_array_size(jobs) &&
+               json_integer_value(json_object_get(json_array_get(jobs, k), "id")) < id)
+            k++;
+        x = json_array_get(jobs, k);
+        if (x && json_integer_value(json_object_get(x, "id")) == id)
+            json_object_set(j, "array_job_id", json_object_get(x, "array_job_id"));
+    }
+    json_decref(jobs);
+    return SN_EXIT_OK;
+}
+
+/* The table: pending tasks of one array fold into one row unless expand. */
+static void job_table(json_t *all, bool expand)
+{
+    size_t n = json_array_size(all), i;
+    char (*ids)[64] = calloc(n ? n : 1, sizeof(*ids));
+    bool *skip = calloc(n ? n : 1, sizeof(*skip));
+    long long *tasks = calloc(n ? n : 1, sizeof(*tasks));
+    if (!ids || !skip || !tasks)
+        goto free_all;
+    int width = 7;
+    for (i = 0; i < n; i++) {
+        json_t *j = json_array_get(all, i);
+        json_t *aj = json_object_get(j, "array_job_id");
+        size_t n_tasks = 0;
+        if (skip[i])
+            continue;
+        if (!expand && json_is_integer(aj) && strcmp(client_str(j, "state"), "pending") == 0)
+            for (size_t k = i; k < n; k++) {
+                json_t *t = json_array_get(all, k);
+                if (json_equal(json_object_get(t, "array_job_id"), aj) &&
+                    strcmp(client_str(t, "state"), "pending") == 0) {
+                    tasks[n_tasks++] = json_integer_value(json_object_get(t, "array_task_id"));
+                    skip[k] = k != i;
+                }
+            }
+        job_id_cell(j, tasks, n_tasks, ids[i], sizeof(ids[i]));
+        width = (int)strlen(ids[i]) > width ? (int)strlen(ids[i]) : width;
+    }
+    printf("%*s %-10s %-16s %-9s %6s %9s %s\n", width, "JOBID", "TENANT", "NAME", "STATE", "GPUS",
+           "TIME", "NODES(REASON)");
+    long long now = (long long)time(NULL);
+    for (i = 0; i < n; i++)
+        if (!skip[i])
+            job_row(json_array_get(all, i), now, ids[i], width);
+free_all:
+    free(ids);
+    free(skip);
+    free(tasks);
 }
 
 int cmd_jobs(int argc, char **argv)
@@ -339,11 +510,16 @@ int cmd_jobs(int argc, char **argv)
         {"limit", false, "at most this many jobs (default 1000)", NULL},
         {"all", true, "every job, also ended ones (default: pending, running and requeued)",
          NULL},
+        {"expand", true, "one line per array task (default: pending tasks of an array fold)",
+         NULL},
+        {"start", true, "pending jobs with their expected start time and its basis (squeue --start)",
+         NULL},
     };
     struct client c;
     int rc = client_init(&c, "sn jobs",
-                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P]", argc,
-                         argv, o, 5, 0, 0);
+                         "usage: sn jobs [--all] [--state S[,S]] [--tenant T] [--pool P] [--expand] "
+                         "[--start]",
+                         argc, argv, o, 7, 0, 0);
     if (rc >= 0)
         return rc;
     long long max = o[3].value ? strtoll(o[3].value, NULL, 10) : 1000;
@@ -351,31 +527,91 @@ int cmd_jobs(int argc, char **argv)
         fprintf(stderr, "sn jobs: --limit '%s': expected a positive integer\n", o[3].value);
         return SN_EXIT_USAGE;
     }
+    static const char *const job_states[] = {"pending",   "running", "requeued",
+                                             "completed", "failed",  "cancelled"};
+    if (o[0].value &&
+        (rc = client_check_states(c.cmd, "--state", o[0].value, job_states, 6)) != SN_EXIT_OK)
+        return rc;
     char filter[400] = "";
     const char *names[] = {"state", "tenant", "pool"};
     for (int i = 0; i < 3; i++)
         if (o[i].value)
             snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter), "&%s=%s", names[i],
                      o[i].value);
-    if (!o[0].value && !o[4].value) /* active jobs, like squeue */
+    if (o[6].value && !o[0].value) /* --start: the waiting jobs */
+        snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
+                 "&state=pending,requeued");
+    else if (!o[0].value && !o[4].value) /* active jobs, like squeue */
         snprintf(filter + strlen(filter), sizeof(filter) - strlen(filter),
                  "&state=pending,running,requeued");
     json_t *all = NULL;
     rc = client_get_pages(&c, "/v1/jobs", filter, max, &all);
     if (rc != SN_EXIT_OK)
         return rc;
-    if (c.json) {
+    if (o[6].value) {
+        rc = client_jobs_start(&c, all);
+    } else if (c.json) {
         client_print_json(all);
-    } else {
-        printf("%7s %-10s %-16s %-9s %6s %9s %s\n", "JOBID", "TENANT", "NAME", "STATE", "GPUS",
-               "TIME", "NODES(REASON)");
-        size_t i;
-        json_t *j;
-        long long now = (long long)time(NULL);
-        json_array_foreach(all, i, j) job_row(j, now);
+    } else if ((rc = mark_arrays(&c, all)) == SN_EXIT_OK) {
+        job_table(all, o[5].value != NULL);
     }
     json_decref(all);
-    return SN_EXIT_OK;
+    return rc;
+}
+
+static bool job_over(json_t *j)
+{
+    const char *s = client_str(j, "state");
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0;
+}
+
+/* Adds gpu_names (rank order) to job j from its nodes' first GPU ids (GET
+ * /v1/nodes/{name}); leaves j as it is when they cannot be read (a tenant
+ * token without cluster:read). */
+static void name_gpus(struct client *c, json_t *j)
+{
+    json_t *alloc = json_object_get(j, "allocation"), *nodes = json_object_get(j, "nodes");
+    json_t *names = json_array(), *firsts = json_object();
+    size_t i;
+    json_t *v;
+    json_array_foreach(nodes, i, v)
+    {
+        const char *n = json_string_value(v);
+        if (!n || json_object_get(firsts, n))
+            continue;
+        json_t *node = NULL;
+        if (client_call_quiet(c, &node, "/v1/nodes/%s", n) != SN_EXIT_OK)
+            goto out;
+        json_object_set(firsts, n, node);
+        json_decref(node);
+    }
+    json_array_foreach(alloc, i, v)
+    {
+        long long g = json_integer_value(v);
+        const char *hit = NULL;
+        long long off = 0;
+        const char *key;
+        json_t *node;
+        json_object_foreach(firsts, key, node)
+        {
+            long long f = json_integer_value(json_object_get(node, "first_gpu"));
+            long long n = json_integer_value(json_object_get(node, "gpus"));
+            if (g >= f && g < f + n) {
+                hit = key;
+                off = g - f;
+            }
+        }
+        if (!hit)
+            goto out;
+        char name[96];
+        snprintf(name, sizeof(name), "%s-gpu%lld", hit, off);
+        json_array_append_new(names, json_string(name));
+    }
+    json_object_set(j, "gpu_names", names);
+out:
+    json_decref(names);
+    json_decref(firsts);
 }
 
 static void show_job(json_t *j, json_t *events)
@@ -383,7 +619,7 @@ static void show_job(json_t *j, json_t *events)
     const char *keys[] = {
         "id",           "name",          "tenant",         "pool",      "priority_class",
         "gpus",         "state",         "pending_reason", "detail",    "requeues",
-        "ranks_exited", "exit_status",   "command",        "data_path", "checkpoint_path",
+        "exit_status",  "command",        "data_path", "checkpoint_path",
         "time_limit_s", "submit_time_s", "start_time_s",   "end_time_s", "master_port",
         "isolation",    "group_gpus",    "exclusive",     "xsn_bytes_per_s", "model"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -404,18 +640,32 @@ static void show_job(json_t *j, json_t *events)
     if (shape)
         printf("%-16s %s\n", "shape", shape);
     char w[4096];
+    json_t *alloc = json_object_get(j, "allocation");
     if (json_array_size(json_object_get(j, "nodes"))) {
         where(j, w, sizeof(w));
         printf("%-16s %s\n", "nodes", w);
-        json_t *alloc = json_object_get(j, "allocation");
-        printf("%-16s %zu GPUs, ranks 0..%zu on GPU ids", "placement", json_array_size(alloc),
+        printf("%-16s %zu GPUs, ranks 0..%zu on", "placement", json_array_size(alloc),
                json_array_size(alloc) - 1);
+        json_t *names = json_object_get(j, "gpu_names");
         size_t i;
         json_t *g;
         json_array_foreach(alloc, i, g)
-            printf("%s%lld", i ? "," : " ", (long long)json_integer_value(g));
+        {
+            const char *name = json_string_value(json_array_get(names, i));
+            if (name)
+                printf("%s%s", i ? "," : " ", name);
+            else
+                printf("%s%lld", i ? "," : " GPU ids ", (long long)json_integer_value(g));
+        }
         printf("\n");
     }
+    /* Ranks: how many exited 0 so far (of the last run); once ended, each
+     * rank's exit status on its own line. */
+    size_t world = json_array_size(alloc);
+    json_t *done = json_object_get(j, "ranks_exited");
+    if (json_is_integer(done) && world && !job_over(j))
+        printf("%-16s %lld of %zu exited 0 so far\n", "ranks_done",
+               (long long)json_integer_value(done), world);
     json_t *st = json_object_get(j, "rank_exit_statuses");
     if (json_array_size(st)) {
         printf("%-16s", "rank_exits");
@@ -424,11 +674,11 @@ static void show_job(json_t *j, json_t *events)
         json_array_foreach(st, i, v)
         {
             if (json_is_integer(v))
-                printf("%s%lld", i ? "," : " ", (long long)json_integer_value(v));
+                printf("%s%zu:%lld", i ? "," : " ", i, (long long)json_integer_value(v));
             else
-                printf("%s-", i ? "," : " ");
+                printf("%s%zu:-", i ? "," : " ", i);
         }
-        printf("\n");
+        printf("  (rank:status; '-' stopped by its agent)\n");
     }
     printf("events:\n");
     size_t i;
@@ -443,12 +693,6 @@ static void show_job(json_t *j, json_t *events)
     }
 }
 
-static bool job_ended(json_t *j)
-{
-    const char *s = client_str(j, "state");
-    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-           strcmp(s, "cancelled") == 0;
-}
 
 /* sn job log ID [--rank R] [--follow]: the rank's output as snd holds it
  * (pages by byte offset); --follow polls until the job ended and two polls
@@ -464,6 +708,12 @@ static int cmd_job_log(int argc, char **argv)
                          argv, o, 2, 1, 1);
     if (rc >= 0)
         return rc;
+    long long job_id = 0;
+    if ((rc = client_resolve_one(&c, c.args[0], &job_id)) != SN_EXIT_OK)
+        return rc;
+    char id_text[24];
+    snprintf(id_text, sizeof(id_text), "%lld", job_id);
+    c.args[0] = id_text;
     char *end = NULL;
     long long rank = o[0].value ? strtoll(o[0].value, &end, 10) : 0;
     if (o[0].value && (!*o[0].value || *end || rank < 0)) {
@@ -472,6 +722,7 @@ static int cmd_job_log(int argc, char **argv)
     }
     long long off = 0;
     int idle = 0;
+    bool said_waiting = false;
     json_t *all = json_array();
     for (;;) {
         json_t *page = NULL;
@@ -496,7 +747,17 @@ static int cmd_job_log(int argc, char **argv)
             break;
         json_t *job = NULL;
         rc = client_call(&c, "GET", NULL, NULL, &job, "/v1/jobs/%s", c.args[0]);
-        bool ended = rc == SN_EXIT_OK && job_ended(job);
+        bool ended = rc == SN_EXIT_OK && job_over(job);
+        const char *st = rc == SN_EXIT_OK ? client_str(job, "state") : "-";
+        bool waiting = strcmp(st, "pending") == 0 || strcmp(st, "requeued") == 0;
+        if (waiting && !said_waiting) { /* say why nothing comes yet, once */
+            fprintf(stderr, "sn job log: job %s is %s (%s); waiting for it to start\n",
+                    c.args[0], st, client_str(job, "pending_reason"));
+            said_waiting = true;
+        } else if (!waiting && said_waiting && !ended) {
+            fprintf(stderr, "sn job log: job %s is %s\n", c.args[0], st);
+            said_waiting = false;
+        }
         json_decref(job);
         if (rc != SN_EXIT_OK || (ended && ++idle >= 2))
             break;
@@ -522,6 +783,12 @@ int cmd_job(int argc, char **argv)
         fprintf(stderr, "sn job: unknown subcommand '%s' (expected show or log)\n", c.args[0]);
         return SN_EXIT_USAGE;
     }
+    long long job_id = 0;
+    if ((rc = client_resolve_one(&c, c.args[1], &job_id)) != SN_EXIT_OK)
+        return rc;
+    char id_text[24];
+    snprintf(id_text, sizeof(id_text), "%lld", job_id);
+    c.args[1] = id_text;
     json_t *j = NULL, *ev = NULL;
     rc = client_call(&c, "GET", NULL, NULL, &j, "/v1/jobs/%s", c.args[1]);
     if (rc == SN_EXIT_OK)
@@ -533,6 +800,7 @@ int cmd_job(int argc, char **argv)
             client_print_json(both);
             json_decref(both);
         } else {
+            name_gpus(&c, j);
             show_job(j, events);
         }
     }
@@ -541,30 +809,19 @@ int cmd_job(int argc, char **argv)
     return rc;
 }
 
+/* sn cancel IDS...: ids, ranges and array tasks (client_parse_ids); an
+ * array's id cancels each of its tasks still pending, requeued or running,
+ * like scancel. */
 int cmd_cancel(int argc, char **argv)
 {
     struct client c;
-    int rc = client_init(&c, "sn cancel", "usage: sn cancel ID...", argc, argv, NULL, 0, 1,
-                         CLIENT_MAX_ARGS);
+    int rc = client_init(&c, "sn cancel",
+                         "usage: sn cancel ID... (12, 320-329, 320,322, 320_3; an array's id "
+                         "cancels all its tasks)",
+                         argc, argv, NULL, 0, 1, CLIENT_MAX_ARGS);
     if (rc >= 0)
         return rc;
-    int worst = SN_EXIT_OK;
-    json_t *all = json_array();
-    for (int i = 0; i < c.n_args; i++) {
-        json_t *j = NULL;
-        rc = client_call(&c, "POST", NULL, NULL, &j, "/v1/jobs/%s/cancel", c.args[i]);
-        if (rc != SN_EXIT_OK) {
-            worst = worst ? worst : rc;
-            continue;
-        }
-        if (!c.json)
-            printf("cancelled job %s\n", c.args[i]);
-        json_array_append_new(all, j);
-    }
-    if (c.json)
-        client_print_json(all);
-    json_decref(all);
-    return worst;
+    return client_act_on_ids(&c, "cancel", NULL, "cancelled");
 }
 
 /* A time for --since/--until: Unix seconds ("@1767000000" or a plain

@@ -12,29 +12,7 @@
 #include "client.h"
 #include "commands.h"
 
-/* Every page of a list route into one array; NULL on failure (*rc set). */
-static json_t *fetch_all(struct client *c, const char *path, const char *filter, int *rc)
-{
-    json_t *all = json_array();
-    long long after = 0;
-    for (;;) {
-        json_t *page = NULL;
-        *rc = client_call(c, "GET", NULL, NULL, &page, "%s?limit=1000&after=%lld%s", path, after,
-                          filter);
-        if (*rc != SN_EXIT_OK) {
-            json_decref(all);
-            return NULL;
-        }
-        json_array_extend(all, json_object_get(page, "items"));
-        json_t *next = json_object_get(page, "next");
-        after = json_integer_value(next);
-        json_decref(page);
-        if (!json_is_integer(next))
-            return all;
-    }
-}
-
-static void node_rows(json_t *nodes)
+static void node_rows(json_t *nodes, const char *states)
 {
     const char *sn = NULL;
     size_t i;
@@ -43,6 +21,8 @@ static void node_rows(json_t *nodes)
            "HEARTBEAT", "REASON");
     json_array_foreach(nodes, i, n)
     {
+        if (states && !client_state_in(client_str(n, "derived_state"), states))
+            continue;
         const char *this_sn = client_str(n, "supernode");
         char hb[32] = "-";
         json_t *age = json_object_get(n, "heartbeat_age_s");
@@ -50,36 +30,78 @@ static void node_rows(json_t *nodes)
             snprintf(hb, sizeof(hb), "%llds ago", (long long)json_integer_value(age));
         printf("%-10s %-12s %-9s %5lld %6lld %9s %s\n",
                sn && strcmp(sn, this_sn) == 0 ? "" : this_sn, client_str(n, "name"),
-               client_str(n, "state"), (long long)json_integer_value(json_object_get(n, "gpus")),
+               client_str(n, "derived_state"),
+               (long long)json_integer_value(json_object_get(n, "gpus")),
                (long long)json_integer_value(json_object_get(n, "gpus_allocated")), hb,
-               client_str(n, "reason"));
+               client_str(n, "derived_reason"));
         sn = this_sn;
     }
 }
 
-/* Summary lines per supernode and state, as sinfo's default view. */
-static void node_summary(json_t *nodes)
+/* Like sinfo -R: one line per reason, who set it and when, with its nodes. */
+static void node_reasons(json_t *nodes, const char *states)
 {
-    printf("%-10s %-9s %5s %5s %6s\n", "SUPERNODE", "STATE", "NODES", "GPUS", "ALLOC");
+    printf("%-40s %-14s %-20s %-9s %s\n", "REASON", "USER", "TIMESTAMP", "STATE", "NODELIST");
+    size_t n = json_array_size(nodes);
+    bool *done = calloc(n ? n : 1, sizeof(*done));
+    if (!done)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_array_get(nodes, i);
+        if (done[i] || !json_is_string(json_object_get(x, "derived_reason")) ||
+            (states && !client_state_in(client_str(x, "derived_state"), states)))
+            continue;
+        const char *r = client_str(x, "derived_reason"), *by = client_str(x, "derived_by");
+        const char *st = client_str(x, "derived_state");
+        char when[32], list[1024] = "";
+        size_t len = 0;
+        client_utc(json_integer_value(json_object_get(x, "derived_since_s")), when, sizeof(when));
+        for (size_t k = i; k < n; k++) {
+            json_t *y = json_array_get(nodes, k);
+            if (done[k] || strcmp(client_str(y, "derived_reason"), r) ||
+                strcmp(client_str(y, "derived_by"), by) ||
+                strcmp(client_str(y, "derived_state"), st))
+                continue;
+            done[k] = true;
+            int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? "," : "",
+                             client_str(y, "name"));
+            len += w > 0 && (size_t)w < sizeof(list) - len ? (size_t)w : 0;
+        }
+        printf("%-40s %-14s %-20s %-9s %s\n", r, by, when, st, list);
+    }
+    free(done);
+}
+
+/* Summary lines per supernode and state, as sinfo's default view. */
+static void node_summary(json_t *nodes, const char *states)
+{
+    printf("%-10s %-9s %5s %5s %6s %7s\n", "SUPERNODE", "STATE", "NODES", "GPUS", "ALLOC",
+           "UNAVAIL");
     size_t i = 0, n = json_array_size(nodes);
     while (i < n) {
         const char *sn = client_str(json_array_get(nodes, i), "supernode");
         size_t end = i;
         while (end < n && strcmp(client_str(json_array_get(nodes, end), "supernode"), sn) == 0)
             end++;
-        const char *states[] = {"up", "cordoned", "draining", "drained", "down"};
-        for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
-            long long count = 0, gpus = 0, alloc = 0;
+        for (size_t s = 0; s < CLIENT_N_NODE_STATES; s++) {
+            const char *state = client_node_states[s];
+            if (states && !client_state_in(state, states))
+                continue;
+            long long count = 0, gpus = 0, alloc = 0, unavail = 0;
             for (size_t k = i; k < end; k++) {
                 json_t *x = json_array_get(nodes, k);
-                if (strcmp(client_str(x, "state"), states[s]) != 0)
+                if (strcmp(client_str(x, "derived_state"), state) != 0)
                     continue;
                 count++;
                 gpus += json_integer_value(json_object_get(x, "gpus"));
                 alloc += json_integer_value(json_object_get(x, "gpus_allocated"));
+                unavail += json_integer_value(json_object_get(x, "gpus")) -
+                           json_integer_value(json_object_get(json_object_get(x, "gpu_states"),
+                                                              "up"));
             }
             if (count)
-                printf("%-10s %-9s %5lld %5lld %6lld\n", sn, states[s], count, gpus, alloc);
+                printf("%-10s %-9s %5lld %5lld %6lld %7lld\n", sn, state, count, gpus, alloc,
+                       unavail);
         }
         i = end;
     }
@@ -88,26 +110,42 @@ static void node_summary(json_t *nodes)
 int cmd_nodes(int argc, char **argv)
 {
     struct client_opt o[] = {
-        {"state", false, "only nodes in this state (up, cordoned, draining, drained, down)", NULL},
+        {"state", false,
+         "only nodes in these states (up, mixed, cordoned, draining, drained, down; a list)",
+         NULL},
         {"long", true, "one line per node (default: a summary per supernode and state)", NULL},
+        {"reasons", true, "like sinfo -R: why nodes are not up, who said so and when", NULL},
+        {"R", true, "same as --reasons", NULL},
     };
     struct client c;
-    int rc =
-        client_init(&c, "sn nodes", "usage: sn nodes [--state S] [--long]", argc, argv, o, 2, 0, 0);
+    int rc = client_init(&c, "sn nodes",
+                         "usage: sn nodes [--state S[,S]] [--long | --reasons] [-o json|wide]",
+                         argc, argv, o, 4, 0, 0);
     if (rc >= 0)
         return rc;
-    char filter[100] = "";
-    if (o[0].value)
-        snprintf(filter, sizeof(filter), "&state=%s", o[0].value);
-    json_t *nodes = fetch_all(&c, "/v1/nodes", filter, &rc);
-    if (!nodes)
+    const char *states = o[0].value;
+    if (states && (rc = client_check_states(c.cmd, "--state", states, client_node_states,
+                                            CLIENT_N_NODE_STATES)))
         return rc;
-    if (c.json)
-        client_print_json(nodes);
-    else if (o[1].value || o[0].value)
-        node_rows(nodes);
-    else
-        node_summary(nodes);
+    json_t *nodes = NULL;
+    if ((rc = client_fetch_nodes(&c, &nodes, NULL)) != SN_EXIT_OK)
+        return rc;
+    if (c.json) {
+        json_t *shown = json_array();
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) if (!states ||
+                                            client_state_in(client_str(n, "derived_state"), states))
+            json_array_append(shown, n);
+        client_print_json(shown);
+        json_decref(shown);
+    } else if (o[2].value || o[3].value) {
+        node_reasons(nodes, states);
+    } else if (o[1].value || c.wide || states) {
+        node_rows(nodes, states);
+    } else {
+        node_summary(nodes, states);
+    }
     json_decref(nodes);
     return SN_EXIT_OK;
 }
@@ -220,7 +258,7 @@ int cmd_token(int argc, char **argv)
         {"agent", false, "issue an agent token for this node", NULL},
         {"ttl", false, "lifetime with a unit: 1h, 30min (default 1h)", NULL},
         {"scope", false,
-         "comma-separated scopes (default: jobs:read,jobs:write for tenants, "
+         "comma-separated scopes (default: jobs:read,jobs:write,cluster:read for tenants, "
          "telemetry:write for agents)",
          NULL},
     };
@@ -247,7 +285,7 @@ int cmd_token(int argc, char **argv)
     }
     bool tenant = o[0].value != NULL;
     const char *scopes = o[3].value ? o[3].value
-                         : tenant   ? "jobs:read,jobs:write"
+                         : tenant   ? "jobs:read,jobs:write,cluster:read"
                                     : "telemetry:write";
     json_t *body =
         json_pack("{s:s,s:s,s:s,s:I}", "kind", tenant ? "tenant" : "agent", "subject",

@@ -37,8 +37,11 @@ int cmd_submit(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_job_action(int argc, char **argv); /* client_verbs.c: hold, release, requeue */
+int cmd_update(int argc, char **argv);     /* client_verbs.c */
 int cmd_acct(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
+int cmd_gpus(int argc, char **argv); /* client_gpus.c */
 int cmd_node_action(int argc, char **argv); /* cordon, drain, resume, fail */
 int cmd_tenants(int argc, char **argv);
 int cmd_token(int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 
 static const struct sn_command commands[] = {
@@ -19,8 +20,13 @@ static const struct sn_command commands[] = {
     {"submit", cmd_submit, "submit a job to snd (flags or a job file)"},
     {"jobs", cmd_jobs, "list jobs, like squeue"},
     {"job", cmd_job, "show a job (sn job show ID) or its output (sn job log ID)"},
-    {"cancel", cmd_cancel, "cancel jobs"},
-    {"nodes", cmd_nodes, "nodes by supernode and state, like sinfo"},
+    {"cancel", cmd_cancel, "cancel jobs (ids, ranges, arrays)"},
+    {"hold", cmd_job_action, "keep pending jobs from starting (--reason)"},
+    {"release", cmd_job_action, "let held jobs start again"},
+    {"requeue", cmd_job_action, "stop running jobs and queue them again (--reason)"},
+    {"update", cmd_update, "change a job: GPUs, priority class, time limit, name"},
+    {"nodes", cmd_nodes, "nodes by supernode and state (derived from their GPUs), like sinfo"},
+    {"gpus", cmd_gpus, "GPUs: state, reason, health, job, temperature, clock, power"},
     {"cordon", cmd_node_action, "keep new work off a node or GPU (--reason)"},
     {"drain", cmd_node_action, "let a node or GPU's jobs finish, then hold it (--reason)"},
     {"resume", cmd_node_action, "return a node or GPU to service"},
@@ -67,7 +73,24 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "sn: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    const char *near = NULL;
+    size_t best = (size_t)-1, len = strlen(argv[1]);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        size_t d = sn_cli_distance(argv[1], commands[i].name);
+        if (d < best) {
+            best = d;
+            near = commands[i].name;
+        }
+    }
+    /* A likely typo: at most a third of the word's letters (1 to 3) differ. */
+    if (best > (len / 3 < 1 ? 1 : len / 3 > 3 ? 3 : len / 3))
+        near = NULL;
+    fprintf(stderr, "sn: unknown command '%s'", argv[1]);
+    if (near)
+        fprintf(stderr, " (did you mean '%s'?)\n", near);
+    else
+        fprintf(stderr, "\n\n");
+    if (!near)
+        usage(stderr);
     return SN_EXIT_USAGE;
 }

@@ -64,7 +64,7 @@ check 0 "JOBID TENANT +NAME +STATE +GPUS +TIME NODES\(REASON\)" "$SN" jobs
 check 0 "^ +1 acme +llm +running +16 .* sn00-t00,sn00-t01$" "$SN" jobs
 check 0 "^ +2 acme +big +pending +64 +- \(no-supernode-fits\)$" "$SN" jobs --state pending
 check 0 '"state": "running"' "$SN" jobs --state running -o json
-check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0,sn00-t00-gpu1,sn00-t00-gpu2," "$SN" job show 1
 check 0 "started +placed on 16 GPUs" "$SN" job show 1
 check 0 '"events"' "$SN" job show 1 -o json
 check 4 "404 no job '99'" "$SN" job show 99
@@ -73,7 +73,8 @@ check 2 "unknown subcommand" "$SN" job list 1
 check 0 "node sn00-t05: cordoned \(fan\)" "$SN" cordon sn00-t05 --reason fan
 check 2 "--reason is required" "$SN" drain sn00-t04
 check 0 "gpu sn00-t04-gpu1: drained \(ecc\)" "$SN" drain sn00-t04-gpu1 --reason ecc
-check 0 "^sn00 +cordoned +1 +8 +0$" "$SN" nodes
+check 0 "^sn00 +cordoned +1 +8 +0 +8$" "$SN" nodes
+check 0 "^sn00 +mixed +1 +8 +0 +1$" "$SN" nodes
 check 0 "^sn00 +sn00-t00 +up +8 +8 " "$SN" nodes --long
 check 0 "sn00-t05 +cordoned +8 +0 +- fan" "$SN" nodes --state cordoned
 check 1 "409 cannot cordon a cordoned node" "$SN" cordon sn00-t05 --reason again
@@ -85,6 +86,11 @@ check 0 '"prefix": "/data/acme"' "$SN" tenants -o json
 TT=$("$SN" token create --tenant acme --ttl 1h)
 case "$TT" in sn2.*) ;; *) fail "token create printed '$TT'" ;; esac
 check 0 "llm" env SN_TOKEN="$TT" "$SN" jobs
+check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0," env SN_TOKEN="$TT" "$SN" job show 1
+# Without cluster:read, sn job show falls back to GPU ids.
+TJ=$("$SN" token create --tenant acme --scope jobs:read,jobs:write)
+check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2," env SN_TOKEN="$TJ" "$SN" job show 1
+check 5 "403" env SN_TOKEN="$TJ" "$SN" nodes
 check 5 "403 a tenant token sees only its own" env SN_TOKEN="$TT" "$SN" acct --tenant other
 check 5 "403" env SN_TOKEN="$TT" "$SN" tenants
 check 5 "401" env SN_TOKEN=sn1.bad.bad "$SN" jobs
@@ -98,8 +104,8 @@ check 1 "409 job 1 is cancelled" "$SN" cancel 1
 "$SN" jobs | grep -Eq "^ +1 acme" && fail "sn jobs lists the cancelled job 1"
 check 0 "^ +1 acme +llm +cancelled +16 +- sn00-t00,sn00-t01$" "$SN" jobs --all
 check 0 "^ +1 acme +llm +cancelled" "$SN" jobs --state cancelled,completed
-check 1 "400 state 'running,gone'" "$SN" jobs --state running,gone
-check 0 "^placement +16 GPUs, ranks 0..15 on GPU ids 0,1,2" "$SN" job show 1
+check 2 "--state 'gone': expected pending, running, requeued, completed, failed or cancelled" "$SN" jobs --state running,gone
+check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0,sn00-t00-gpu1,sn00-t00-gpu2," "$SN" job show 1
 check 0 "^end_time_s +[0-9]+$" "$SN" job show 1
 # sn acct: the history of ended jobs, filtered; -o json with GPU-seconds.
 check 0 "JOBID TENANT +NAME +STATE +GPUS +ELAPSED EXIT NODES" "$SN" acct
@@ -145,7 +151,7 @@ check 2 "CA file '/nonexistent/ca.pem'" env SN_CONFIG="$D/tls.conf" "$SN" jobs
 # https to a plain-HTTP port: a TLS error naming the server, exit 6.
 check 6 "https://127.0.0.1:$PORT: " "$SN" jobs --server "https://127.0.0.1:$PORT"
 check 2 "unknown option '--bogus'" "$SN" jobs --bogus
-check 2 "expected json or table" "$SN" jobs -o yaml
+check 2 "expected json, table or wide" "$SN" jobs -o yaml
 # sn top: one frame with --once; a live one quits on SIGINT with status 0.
 check 0 "^GPUs +allocated [0-9]+ free [0-9]+ cordoned [0-9]+ down 0$" "$SN" top --once
 check 0 "^Pending \(1 shown\)$" "$SN" top --once
@@ -210,6 +216,16 @@ printf '%s' "$out" | json_ok 2>/dev/null || fail "sn submit -o json is not JSON:
 id=$(printf '%s' "$out" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p' | head -n 1)
 out=$("$SN" cancel "$id" -o json 2>&1) || fail "sn cancel $id -o json: $out"
 printf '%s' "$out" | json_ok 2>/dev/null || fail "sn cancel -o json is not JSON: $out"
+
+# docs/cmd-client.md lists each client command of `sn --help` once: every
+# one has a row, and no row's command cell repeats.
+rows=$(sed -n 's/^| `\(sn [^`]*\)`.*/\1/p' docs/cmd-client.md)
+dup=$(printf '%s\n' "$rows" | sort | uniq -d)
+[ -z "$dup" ] || fail "docs/cmd-client.md lists more than once: $dup"
+for c in $("$SN" --help | awk '/^  [a-z]/ { print $1 }'); do
+    case $c in design | plan | sim | health | demo) continue ;; esac
+    printf '%s\n' "$rows" | grep -q "^sn $c\( \|$\)" || fail "docs/cmd-client.md has no row for sn $c"
+done
 
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
