@@ -313,18 +313,23 @@ static void diag_line(struct sn_telem_parser *p, const char *s, size_t n)
         }
         return;
     }
-    if (s[0] != '|' || s[n - 1] != '|' || n < 3) {
+    /* A row cut before its closing bar (a paste that ends mid-row) keeps
+     * its cells: "| Graphics Processes        | Fail" is a failed test. */
+    bool open_end = n >= 3 && s[0] == '|' && s[n - 1] != '|' && memchr(s + 1, '|', n - 1);
+    if (s[0] != '|' || (s[n - 1] != '|' && !open_end) || n < 3) {
         if (!sn__telem_starts(s, n, "Successfully ran diagnostic"))
             sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not a table row");
         return;
     }
-    const char *mid = memchr(s + 1, '|', n - 2);
+    if (open_end)
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED, "row without its closing bar (cut)");
+    const char *mid = memchr(s + 1, '|', open_end ? n - 1 : n - 2);
     if (!mid) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "row without two cells");
         return;
     }
     const char *l = s + 1, *r = mid + 1;
-    size_t ll = (size_t)(mid - l), rl = (size_t)(s + n - 1 - r);
+    size_t ll = (size_t)(mid - l), rl = (size_t)(s + n - (open_end ? 0 : 1) - r);
     sn__telem_trim(&l, &ll);
     sn__telem_trim(&r, &rl);
     /* The text of the right cell as DCGM wrote it: after the one blank of

@@ -296,9 +296,12 @@ static bool ecc_leaf(struct sn_telem_parser *p, struct q_state *st, const char *
         return true;
     }
     if (v.status == SN_TELEM_OK) {
+        /* The evidence is the first counter that is not 0 (SRAM or DRAM),
+         * the first line when all are. */
+        if (!s->set || (v.value > 0 && !(s->value > 0)))
+            s->line = p->lineno;
         s->value = s->set ? s->value + v.value : v.value;
         s->set = true;
-        s->line = p->lineno;
     }
     return true;
 }
