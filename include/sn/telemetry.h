@@ -892,6 +892,7 @@ struct sn_telem_proc_entry {
 };
 
 struct sn_telem_diag_entry {
+    char category[16]; /* "Deployment", "Hardware", ...; "" if the output named none */
     char test[SN_TELEM_NAME_MAX];
     uint8_t result; /* enum sn_diag_result */
     uint32_t line;
@@ -1017,6 +1018,12 @@ const char *sn_telem_store_source_name(const struct sn_telem_store *s, uint16_t 
  * dcgmi diag results or node checks (evidence for coverage without a GPU
  * reading; its GPUs' readings count through the GPUs). */
 bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t host);
+/* The node-level dcgmi diag results of a host (tests naming no GPU: the
+ * Deployment checks, a 4.x overall result whose GPU rows were cut), *n of
+ * them, NULL when none. They are also copied to every GPU of the host the
+ * store knows; a host without GPUs in the store has them only here. */
+const struct sn_telem_diag_entry *sn_telem_store_node_diag(const struct sn_telem_store *s,
+                                                           uint32_t host, unsigned *n);
 /* The latest topo -m matrix of a host, NULL if none. */
 const struct sn_telem_topo *sn_telem_store_topo(const struct sn_telem_store *s, uint32_t host);
 

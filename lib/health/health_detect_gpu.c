@@ -372,19 +372,35 @@ static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct 
     }
 }
 
+enum sn_detector sn__health_diag_text(const struct sn_telem_diag_entry *d, char *buf, size_t len)
+{
+    enum sn_detector det;
+    const char *verb;
+    switch ((enum sn_diag_result)d->result) {
+    case SN_DIAG_FAIL:
+        det = SN_DET_DIAG_FAIL, verb = "failed";
+        break;
+    case SN_DIAG_WARN:
+        det = SN_DET_DIAG_WARN, verb = "warned";
+        break;
+    case SN_DIAG_SKIP:
+        det = SN_DET_DIAG_SKIP, verb = "skipped";
+        break;
+    default:
+        return SN_DET_COUNT;
+    }
+    snprintf(buf, len, "dcgmi diag line %u: %s%s'%s' %s%s%.120s", d->line, d->category,
+             *d->category ? " " : "", d->test, verb, *d->detail ? ": " : "", d->detail);
+    return det;
+}
+
 static void diag(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t)
 {
     for (unsigned k = 0; k < g->n_diag; k++) {
-        const struct sn_telem_diag_entry *d = &g->diag[k];
-        if (d->result == SN_DIAG_FAIL)
-            ADD(c, SN_DET_DIAG_FAIL, NAN, NAN, "dcgmi diag line %u: '%s' failed%s%.120s", d->line,
-                d->test, *d->detail ? ": " : "", d->detail);
-        else if (d->result == SN_DIAG_WARN)
-            ADD(c, SN_DET_DIAG_WARN, NAN, NAN, "dcgmi diag line %u: '%s' warned%s%.120s", d->line,
-                d->test, *d->detail ? ": " : "", d->detail);
-        else if (d->result == SN_DIAG_SKIP)
-            ADD(c, SN_DET_DIAG_SKIP, NAN, NAN, "dcgmi diag line %u: '%s' skipped%s%.120s",
-                d->line, d->test, *d->detail ? ": " : "", d->detail);
+        char text[320];
+        enum sn_detector det = sn__health_diag_text(&g->diag[k], text, sizeof(text));
+        if (det != SN_DET_COUNT)
+            ADD(c, det, NAN, NAN, "%s", text);
     }
 }
 
@@ -519,7 +535,16 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
         unreadable(c, g, t);
         flag_or_xid(c, g, t, SN_DET_GPU_OFF_BUS, SN_METRIC_XID_LAST, false, 79, cause_of);
         flag_or_xid(c, g, t, SN_DET_ECC_DBE, SN_METRIC_ECC_DBE_VOL, true, 48, cause_of);
-        flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, SN_METRIC_REMAP_PENDING, false, 63, cause_of);
+        /* Pre-Ampere GPUs retire pages instead of remapping rows; a
+         * retirement pending ("Pending Page Blacklist: Yes") likewise takes
+         * effect at the next GPU reset (NVIDIA, Dynamic Page Retirement). */
+        const struct sn_telem_reading *rp = &g->m[SN_METRIC_REMAP_PENDING];
+        const struct sn_telem_reading *pp = &g->m[SN_METRIC_RETIRED_PENDING];
+        enum sn_metric pend = !(reading_ok(rp) && rp->value == 1) && reading_ok(pp) &&
+                                      pp->value == 1
+                                  ? SN_METRIC_RETIRED_PENDING
+                                  : SN_METRIC_REMAP_PENDING;
+        flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, pend, false, 63, cause_of);
         flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64, cause_of);
         fabric(c, g, t);
         recovery(c, g, t);

@@ -5,16 +5,60 @@
  * failed check of a server is one node-check-failed finding on it, with
  * the check, its message and Azure's FaultCode as evidence. A host the
  * inventory does not resolve is reported as unresolved, never dropped.
+ *
+ * Node-level dcgmi diag results (a test naming no GPU: the Deployment
+ * checks, "Fail - All" without the Metadata row that counts the GPUs, a
+ * 4.x overall result whose GPU rows were cut) land on the server when the
+ * store knows no GPU of its host; otherwise they were copied to each GPU
+ * and the GPU detectors report them. Either way a non-Pass result is never
+ * "0 findings".
  */
 #include "health/health_int.h"
 
 #include <math.h>
 #include <stdio.h>
 
+static bool host_has_gpu(const struct sn_telem_store *st, uint32_t h)
+{
+    uint32_t n = sn_telem_store_gpu_count(st);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(st, i);
+        if (g->host == h && !g->merged)
+            return true;
+    }
+    return false;
+}
+
+static void node_diag(struct sn__health_ctx *c, uint32_t h)
+{
+    unsigned n;
+    const struct sn_telem_diag_entry *e = sn_telem_store_node_diag(c->st, h, &n);
+    if (!n || host_has_gpu(c->st, h))
+        return;
+    char text[320];
+    bool any = false;
+    for (unsigned k = 0; k < n; k++)
+        any |= sn__health_diag_text(&e[k], text, sizeof(text)) != SN_DET_COUNT;
+    if (!any)
+        return;
+    uint32_t sv = c->host_server[h];
+    if (sv == SN_NONE) {
+        snprintf(text, sizeof(text), "dcgmi diag line %u", e[0].line);
+        (void)sn__health_server(c, sn_telem_store_host_name(c->st, h), text, 0);
+        return;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        enum sn_detector d = sn__health_diag_text(&e[k], text, sizeof(text));
+        if (d != SN_DET_COUNT)
+            sn__health_add(c, d, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, NAN, NAN, "%s", text);
+    }
+}
+
 void sn__health_detect_node(struct sn__health_ctx *c)
 {
     uint32_t nh = sn_telem_store_host_count(c->st);
     for (uint32_t h = 0; h < nh; h++) {
+        node_diag(c, h);
         unsigned n;
         const struct sn_telem_check_entry *e = sn_telem_store_node_checks(c->st, h, &n);
         if (!n)

@@ -85,6 +85,11 @@ struct sn_health_finding *sn__health_add(struct sn__health_ctx *c, enum sn_detec
 const char *sn__health_where(const struct sn_telem_store *st, uint16_t source, uint32_t line,
                              char *buf, size_t len);
 
+/* The detector of a dcgmi diag result (diag-fail, diag-warn, diag-skipped)
+ * and its evidence "dcgmi diag line N: Section 'test' failed: detail" in
+ * buf; SN_DET_COUNT for Pass and Not Run (no finding). */
+enum sn_detector sn__health_diag_text(const struct sn_telem_diag_entry *d, char *buf, size_t len);
+
 /* Median of v[0..n) (reorders v); NaN for n == 0. */
 double sn__health_median(double *v, size_t n);
 /* Median absolute deviation around med (reorders v). */

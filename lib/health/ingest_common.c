@@ -1371,11 +1371,32 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"/hw_counters/", SN_TELEM_FMT_SYSFS},
         {"/counters/", SN_TELEM_FMT_SYSFS},
         {"| Diagnostic", SN_TELEM_FMT_DCGMI_DIAG},
+        /* dcgmi diag rows pasted without the header: the result cells
+         * DCGM's Diag.cpp writes ("Pass - All", "Fail - GPU: 0") and its
+         * section separators. */
+        {"| Pass - ", SN_TELEM_FMT_DCGMI_DIAG},
+        {"| Fail - ", SN_TELEM_FMT_DCGMI_DIAG},
+        {"| Warn - ", SN_TELEM_FMT_DCGMI_DIAG},
+        {"| Skip - ", SN_TELEM_FMT_DCGMI_DIAG},
+        {"-----  Deployment  ---", SN_TELEM_FMT_DCGMI_DIAG},
+        {"-----  Hardware  ---", SN_TELEM_FMT_DCGMI_DIAG},
+        {"-----  Integration  ---", SN_TELEM_FMT_DCGMI_DIAG},
+        {"-----  Stress  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"CPU Affinity", SN_TELEM_FMT_SMI_TOPO},
         {" Link 0: ", SN_TELEM_FMT_SMI_NVLINK},
         {"kind,name,part,metric", SN_TELEM_FMT_FACILITY_CSV},
         {"GPU UUID  ", SN_TELEM_FMT_SMI_Q},
         {"Product Name  ", SN_TELEM_FMT_SMI_Q},
+        /* -q blocks copied from the middle of a report (no banner, no GPU
+         * line): section keys nvidia-smi -q prints in every driver since
+         * the 400 series. */
+        {"Pending Page Blacklist", SN_TELEM_FMT_SMI_Q},
+        {"Remapping Failure Occurred", SN_TELEM_FMT_SMI_Q},
+        {"SRAM Uncorrectable  ", SN_TELEM_FMT_SMI_Q},
+        {"DRAM Uncorrectable  ", SN_TELEM_FMT_SMI_Q},
+        {"Double Bit ECC  ", SN_TELEM_FMT_SMI_Q},
+        {"GPU Current Temp  ", SN_TELEM_FMT_SMI_Q},
+        {"Power Draw  ", SN_TELEM_FMT_SMI_Q},
         {"pci.bus_id", SN_TELEM_FMT_SMI_CSV},
         {"utilization.gpu", SN_TELEM_FMT_SMI_CSV},
         {"temperature.gpu", SN_TELEM_FMT_SMI_CSV},

@@ -17,9 +17,11 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define DIAG_GPUS 64
+#define DIAG_CHUNK 45 /* Diag.cpp DATA_INFO_TAG_LEN: detail text is cut every 45 characters */
 
 struct pending {
     bool open;
@@ -38,6 +40,7 @@ struct pending {
 
 struct diag_state {
     char category[32];
+    size_t prev_raw; /* the previous row's right-cell text length */
     unsigned gpus_detected; /* from "GPU Device IDs Detected", 0 unknown */
     struct pending t;
 };
@@ -61,14 +64,19 @@ static bool result_word(const char *s, size_t n, enum sn_diag_result *r)
     return false;
 }
 
-static void append(char *dst, size_t cap, const char *s, size_t n)
+static void append_glued(char *dst, size_t cap, const char *s, size_t n, bool glued)
 {
     size_t have = strlen(dst);
     if (n == 0)
         return;
-    if (have && have + 1 < cap)
+    if (have && !glued && have + 1 < cap)
         dst[have++] = ' ', dst[have] = '\0';
     sn__telem_copy(dst + have, cap - have, s, n);
+}
+
+static void append(char *dst, size_t cap, const char *s, size_t n)
+{
+    append_glued(dst, cap, s, n, false);
 }
 
 static int slot(struct pending *t, int gpu)
@@ -110,12 +118,19 @@ static void close_test(struct sn_telem_parser *p, struct diag_state *st)
         emit(p, st, -1, t->overall, t->node_detail);
         return;
     }
+    /* A 4.x overall "Fail" whose GPU rows all pass (or were cut before the
+     * failing one) is still a failed test: kept node-level. */
+    bool worse = false;
+    for (unsigned i = 0; i < t->n; i++)
+        worse |= t->result[i] != SN_DIAG_PASS;
     for (unsigned i = 0; i < t->n; i++) {
         char detail[SN_TELEM_TEXT_MAX];
         sn__telem_copy(detail, sizeof(detail), t->detail[i], strlen(t->detail[i]));
         append(detail, sizeof(detail), t->node_detail, strlen(t->node_detail));
         emit(p, st, t->gpu[i], t->result[i], detail);
     }
+    if (t->overall != SN_DIAG_PASS && !worse)
+        emit(p, st, -1, t->overall, t->node_detail);
 }
 
 /* GPU numbers in "GPU: 4", "GPUs: 0, 1, 2", "GPU0", "GPU 4". Applies r. */
@@ -212,8 +227,11 @@ static bool detail_word(const char *l, size_t ll, const char *w)
     return sn__telem_starts(l, ll, w) && (ll == n || !isalpha((unsigned char)l[n]));
 }
 
+/* glued: the right cell continues the previous one mid-word (DCGM cuts
+ * detail text every 45 characters, Diag.cpp DisplayVerboseInfo; a chunk
+ * that began with a blank shows two after the bar). */
 static void table_row(struct sn_telem_parser *p, struct diag_state *st, const char *l, size_t ll,
-                      const char *r, size_t rl)
+                      const char *r, size_t rl, bool glued)
 {
     struct pending *t = &st->t;
     if (sn__telem_eq(l, ll, "Diagnostic") && sn__telem_eq(r, rl, "Result"))
@@ -228,6 +246,19 @@ static void table_row(struct sn_telem_parser *p, struct diag_state *st, const ch
     }
     if (ll && (detail_word(l, ll, "Warning") || detail_word(l, ll, "Info") ||
                detail_word(l, ll, "Error"))) {
+        if (!t->open && detail_word(l, ll, "Error")) {
+            /* An excerpt that kept an Error row but not its test's row:
+             * DCGM writes Error rows only for a result's error messages
+             * (Diag.cpp HelperDisplayDeploymentResult), so it is a failed
+             * test, named after its section. */
+            memset(t, 0, sizeof(*t));
+            t->open = true;
+            t->line = p->lineno;
+            t->last_detail = -1;
+            t->overall = SN_DIAG_FAIL;
+            snprintf(t->test, sizeof(t->test), "%s error", *st->category ? st->category : "diag");
+            memcpy(t->category, st->category, sizeof(t->category));
+        }
         if (t->open)
             detail_row(p, t, l, ll, r, rl);
         else
@@ -254,9 +285,9 @@ static void table_row(struct sn_telem_parser *p, struct diag_state *st, const ch
     if (result_cell(p, t, r, rl, false))
         return;
     if (t->last_detail >= 0)
-        append(t->detail[t->last_detail], SN_TELEM_TEXT_MAX, r, rl);
+        append_glued(t->detail[t->last_detail], SN_TELEM_TEXT_MAX, r, rl, glued);
     else
-        append(t->node_detail, SN_TELEM_TEXT_MAX, r, rl);
+        append_glued(t->node_detail, SN_TELEM_TEXT_MAX, r, rl, glued);
 }
 
 static void diag_line(struct sn_telem_parser *p, const char *s, size_t n)
@@ -282,21 +313,31 @@ static void diag_line(struct sn_telem_parser *p, const char *s, size_t n)
         }
         return;
     }
-    if (s[0] != '|' || s[n - 1] != '|' || n < 3) {
+    /* A row cut before its closing bar (a paste that ends mid-row) keeps
+     * its cells: "| Graphics Processes        | Fail" is a failed test. */
+    bool open_end = n >= 3 && s[0] == '|' && s[n - 1] != '|' && memchr(s + 1, '|', n - 1);
+    if (s[0] != '|' || (s[n - 1] != '|' && !open_end) || n < 3) {
         if (!sn__telem_starts(s, n, "Successfully ran diagnostic"))
             sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not a table row");
         return;
     }
-    const char *mid = memchr(s + 1, '|', n - 2);
+    if (open_end)
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_TRUNCATED, "row without its closing bar (cut)");
+    const char *mid = memchr(s + 1, '|', open_end ? n - 1 : n - 2);
     if (!mid) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_MALFORMED, "row without two cells");
         return;
     }
     const char *l = s + 1, *r = mid + 1;
-    size_t ll = (size_t)(mid - l), rl = (size_t)(s + n - 1 - r);
+    size_t ll = (size_t)(mid - l), rl = (size_t)(s + n - (open_end ? 0 : 1) - r);
     sn__telem_trim(&l, &ll);
     sn__telem_trim(&r, &rl);
-    table_row(p, st, l, ll, r, rl);
+    /* The text of the right cell as DCGM wrote it: after the one blank of
+     * padding, up to the trailing blanks. */
+    size_t raw = rl && r >= mid + 2 ? (size_t)(r + rl - (mid + 2)) : 0;
+    bool glued = st->prev_raw == DIAG_CHUNK && raw && mid[2] != ' ';
+    st->prev_raw = raw;
+    table_row(p, st, l, ll, r, rl, glued);
 }
 
 static void diag_flush(struct sn_telem_parser *p, bool final)

@@ -875,11 +875,46 @@ static bool infer_hold(struct sn_telem_parser *p, struct csv_state *st, const ch
     return true;
 }
 
+/* A command line shown above the output ("$ nvidia-smi --query-gpu=a,b
+ * --format=csv,noheader,nounits", an srun or kubectl exec line): skipped;
+ * with noheader its --query-gpu / --query-compute-apps list names the
+ * columns of the rows that follow, as --fields would. True if it was one. */
+static bool command_line(struct sn_telem_parser *p, struct csv_state *st, const char *s,
+                         size_t len)
+{
+    bool prompt = len >= 2 && (s[0] == '$' || s[0] == '#') && s[1] == ' ';
+    if (!prompt && !sn__telem_starts(s, len, "nvidia-smi "))
+        return false;
+    const char *q = sn__telem_find(s, len, "--query-gpu=");
+    size_t skip = 12;
+    if (!q)
+        q = sn__telem_find(s, len, "--query-compute-apps="), skip = 21;
+    const char *nh = sn__telem_find(s, len, "noheader");
+    if (q && nh && !st->have_header) {
+        const char *b = q + skip, *end = s + len;
+        if (b < end && (*b == '"' || *b == '\''))
+            b++;
+        const char *e = b;
+        while (e < end && *e != ' ' && *e != '"' && *e != '\'' && *e != '\t')
+            e++;
+        if (e > b) {
+            if (st->infer && !st->infer->done)
+                infer_run(p, st);
+            set_header(p, b, (size_t)(e - b), true);
+            return true;
+        }
+    }
+    sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "a command line");
+    return true;
+}
+
 static void csv_line(struct sn_telem_parser *p, const char *s, size_t len)
 {
     struct csv_state *st = p->state;
     sn__telem_trim(&s, &len);
     if (len == 0 || sn__telem_lost_line(p, s, len))
+        return;
+    if (command_line(p, st, s, len))
         return;
     /* Header cells start with a lowercase field name; data rows almost never
      * do, and the full check runs only for those that do. */

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define DEPTH_MAX 8
 
@@ -295,9 +296,12 @@ static bool ecc_leaf(struct sn_telem_parser *p, struct q_state *st, const char *
         return true;
     }
     if (v.status == SN_TELEM_OK) {
+        /* The evidence is the first counter that is not 0 (SRAM or DRAM),
+         * the first line when all are. */
+        if (!s->set || (v.value > 0 && !(s->value > 0)))
+            s->line = p->lineno;
         s->value = s->set ? s->value + v.value : v.value;
         s->set = true;
-        s->line = p->lineno;
     }
     return true;
 }
@@ -401,7 +405,8 @@ static void leaf(struct sn_telem_parser *p, struct q_state *st, const char *val,
     if (ecc_leaf(p, st, path, val, vl) || reason_leaf(p, st, path, val, vl))
         return;
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-        if (strcmp(path, rules[i].path) == 0) {
+        /* Case-blind: older drivers print "Retired pages". */
+        if (strcasecmp(path, rules[i].path) == 0) {
             apply_rule(p, st, &rules[i], val, vl);
             return;
         }

@@ -802,6 +802,8 @@ static bool set_diag(struct sn_telem_diag_entry *e, unsigned *n, const struct sn
         (*n)++;
         sn__telem_copy(e[i].test, sizeof(e[i].test), r->test, strlen(r->test));
     }
+    sn__telem_copy(e[i].category, sizeof(e[i].category), r->category,
+                   r->category ? strlen(r->category) : 0);
     e[i].result = (uint8_t)r->result;
     e[i].line = r->at.line;
     sn__telem_copy(e[i].detail, sizeof(e[i].detail), r->detail, strlen(r->detail));
@@ -827,6 +829,8 @@ static void put_diag(struct sn_telem_store *s, struct sn_telem_gpu *g,
         g->n_diag++;
         sn__telem_copy(g->diag[i].test, sizeof(g->diag[i].test), r->test, strlen(r->test));
     }
+    sn__telem_copy(g->diag[i].category, sizeof(g->diag[i].category), r->category,
+                   r->category ? strlen(r->category) : 0);
     g->diag[i].result = (uint8_t)r->result;
     g->diag[i].line = r->at.line;
     sn__telem_copy(g->diag[i].detail, sizeof(g->diag[i].detail), r->detail, strlen(r->detail));
@@ -1188,6 +1192,16 @@ bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t ho
         return false;
     return (s->host_topo && s->host_topo[host]) || (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
            (s->host_check && s->host_check[host] && s->host_check[host]->n);
+}
+
+const struct sn_telem_diag_entry *sn_telem_store_node_diag(const struct sn_telem_store *s,
+                                                           uint32_t host, unsigned *n)
+{
+    *n = 0;
+    if (host >= s->n_hosts || !s->host_diag || !s->host_diag[host])
+        return NULL;
+    *n = s->host_diag[host]->n;
+    return s->host_diag[host]->e;
 }
 
 const struct sn_telem_check_entry *sn_telem_store_node_checks(const struct sn_telem_store *s,

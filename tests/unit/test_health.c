@@ -769,6 +769,38 @@ static void test_diag_node_level_any_order(void **state)
     assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), after);
 }
 
+/* Node-level diag results on a host the store knows no GPU of (issue 25:
+ * a 3.x "Fail" without the Metadata row, alone in its file, read 0
+ * findings): the server gets the finding with section, test and line. A
+ * 4.x overall "Fail" whose per-GPU rows all pass is a failure of every GPU,
+ * not a pass. */
+static void test_diag_fail_without_gpus_lands_on_server(void **state)
+{
+    struct fx *f = *state;
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "sn01-t02.diag.txt", "sn01-t02",
+         "+---------------------------+------------------------------------------------+\n"
+         "| Diagnostic                | Result                                         |\n"
+         "+===========================+================================================+\n"
+         "|-----  Deployment  --------+------------------------------------------------|\n"
+         "| Denylist                  | Pass                                           |\n"
+         "| Persistence Mode          | Fail                                           |\n"
+         "+-----  Hardware  ----------+------------------------------------------------+\n"
+         "| GPU Memory                | Fail - All                                     |\n"
+         "+---------------------------+------------------------------------------------+\n");
+    const struct sn_health_report *r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), 2);
+    const struct sn_health_finding *x = first(r, SN_DET_DIAG_FAIL);
+    assert_int_equal(x->entity, SN_HEALTH_ENT_SERVER);
+    assert_non_null(strstr(x->evidence, "line 6: Deployment 'Persistence Mode' failed"));
+    feed(f, SN_TELEM_FMT_DCGMI_DIAG, "sn00-t03.diag.txt", "sn00-t03",
+         "+-----  Hardware  ----------+------------------------------------------------+\n"
+         "| memory                    | Fail                                           |\n"
+         "|                           | GPU0: Pass                                     |\n"
+         "|                           | GPU1: Pass                                     |\n");
+    r = analyze(f, NOW0, NULL);
+    assert_int_equal(count(r, SN_DET_DIAG_FAIL, SN_NONE), 4);
+}
+
 /* A topo -m cut inside a row: the cells it lost are no evidence. */
 static void test_topology_truncated_is_quiet(void **state)
 {
@@ -1562,6 +1594,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prom_xid_series, setup, teardown),
         cmocka_unit_test_setup_teardown(test_csv_identity_mapping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diag_node_level_any_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diag_fail_without_gpus_lands_on_server, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
