@@ -253,8 +253,9 @@ struct sn_control {
     /* The event being applied: its clock, and the effects it makes. */
     struct sn_control_clock clock;
     struct sn_effects fx;
-    uint64_t batch_seq;     /* batches made so far */
-    uint32_t last_unfenced; /* UNFENCE: how many silent servers it declared down */
+    uint64_t batch_seq;        /* batches made so far */
+    uint32_t last_unfenced;    /* UNFENCE: how many silent servers it declared down */
+    const char *interrupt_why; /* while a lost run is requeued: why (else NULL) */
 };
 
 /* A control over model and spec with no jobs and no tenants yet (the

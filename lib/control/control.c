@@ -245,6 +245,14 @@ static enum sn_err rank_exit(struct sn_control *c, struct sn_control_job *j,
     }
     struct sn_control_event end = {.kind = SN_CONTROL_EVENT_END, .job = j->id, .actor = ev->actor};
     char detail[360];
+    /* The agent lost the rank with the host's processes (its keeper died
+     * while the agent was down): not the job's fault, so the run is
+     * requeued, never failed, and never counted twice. */
+    if (ev->status == 255 && ev->text && strncmp(ev->text, "infrastructure-lost:", 20) == 0) {
+        snprintf(detail, sizeof(detail), "rank %u lost: %.300s", rank, ev->text + 20);
+        if (sn_control_requeue_lost(c, j, detail))
+            return SN_OK;
+    }
     if (ev->status != 0) {
         snprintf(detail, sizeof(detail), "rank %u exited with status %lld%s%s", rank,
                  (long long)ev->status, ev->text && ev->text[0] ? ": " : "",

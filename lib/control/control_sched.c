@@ -487,6 +487,8 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     if (dec->kind == SN_DECISION_PREEMPT)
         snprintf(msg, sizeof(msg), "preempted by job %lld",
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
+    else if (d->interrupt_why)
+        snprintf(msg, sizeof(msg), "interrupted: %.140s", d->interrupt_why);
     else
         snprintf(msg, sizeof(msg), "interrupted: a GPU or server it used went down");
     sn_control_job_set_state(d, j, SN_CONTROL_JOB_REQUEUED);
@@ -583,6 +585,20 @@ void sn_control_submit(struct sn_control *d, struct sn_control_job *job)
     }
     job->sched_id = sid;
     sn_control_poke(d);
+}
+
+bool sn_control_requeue_lost(struct sn_control *d, struct sn_control_job *j, const char *why)
+{
+    if (j->sched_id == SN_NONE || j->state != SN_CONTROL_JOB_RUNNING)
+        return false;
+    double now = (double)d->clock.wall_ms / 1000.0;
+    if (sn_sched_interrupt(d->sched, j->sched_id, now, NULL) != SN_OK)
+        return false;
+    d->interrupt_why = why;
+    apply_decisions(d, now);
+    d->interrupt_why = NULL;
+    sn_control_poke(d);
+    return j->state == SN_CONTROL_JOB_REQUEUED;
 }
 
 void sn_control_drop(struct sn_control *d, struct sn_control_job *job)

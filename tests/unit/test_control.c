@@ -219,6 +219,43 @@ static void rank_exits_complete_or_fail(void **state)
     fx_close(&f);
 }
 
+/* A rank the agent lost with its host processes (status 255, reason
+ * "infrastructure-lost: ...", docs/agent.md "Restarts") requeues the run:
+ * never failed, its GPUs released, and it runs again at the next pass. */
+static void lost_rank_requeues(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    int64_t id = submit(&f, "{\"name\":\"j\",\"gpus\":2}");
+    pass(&f);
+    sn_effects_reset(&f.out);
+    assert_int_equal(
+        apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                            .job = id,
+                                            .id = 1,
+                                            .status = 255,
+                                            .text = "infrastructure-lost: keeper gone"}),
+        SN_OK);
+    const struct sn_control_job *j = job(&f, id);
+    assert_int_equal(j->state, SN_CONTROL_JOB_REQUEUED);
+    assert_int_equal(j->requeues, 1);
+    assert_int_equal(j->n_alloc, 0);
+    assert_string_equal(j->detail, "interrupted: rank 1 lost:  keeper gone");
+    assert_string_equal(f.out.batches[0].rows[0].text[2], "requeued");
+    /* Any other status 255 is the job's own failure. */
+    pass(&f);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                                         .job = id,
+                                                         .id = 0,
+                                                         .status = 255}),
+                     SN_OK);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_FAILED);
+    verify(&f);
+    fx_close(&f);
+}
+
 /* A server lost under a running job: the node row, the job requeued with
  * its GPUs released (the next pass places it again, off the lost server,
  * in the supernode that has room). */
@@ -442,6 +479,7 @@ int main(void)
         cmocka_unit_test(start_makes_one_batch),
         cmocka_unit_test(rank_exits_complete_or_fail),
         cmocka_unit_test(node_lost_requeues),
+        cmocka_unit_test(lost_rank_requeues),
         cmocka_unit_test(tenant_limits_hold_and_refuse),
         cmocka_unit_test(partition_fences_then_unfence),
         cmocka_unit_test(drain_settles_when_job_ends),
