@@ -2,14 +2,10 @@
  * snd internals: the daemon's state, owned by one thread (the MHD request
  * thread), and the functions the modules of cmd/snd share.
  *
- * Invariants of struct snd (checked by sn_control_verify() at start):
- *  - jobs[id - 1] is the job with that id, or NULL; next_job_id is above
- *    every id; an idempotency key maps to exactly one job of its tenant;
- *  - every job's tenant exists; no GPU is allocated to two jobs; the GPUs
- *    allocated to a tenant's running jobs in a pool stay within its quota;
- *  - a job is running exactly when it holds an allocation, and every live
- *    job (pending, requeued, running) is known to the scheduler core
- *    (sched_id), which agrees on its state and GPUs (see sched.h).
+ * The jobs, nodes and GPUs and their rules live in lib/control (d->ctl,
+ * sn/control.h, with its invariants); snd is their shell: it turns
+ * requests, heartbeats and timers into events (snd_apply, outbox.c) and
+ * commits the effects (docs/internals/control.md).
  * Memory is changed before the store write is durable; the HTTP answer is
  * sent only after it is. A job not yet durable is invisible to readers.
  * A failed store write is fail-stop: snd exits and a restart recovers.
