@@ -135,7 +135,10 @@
       "checkpoint (10min)")                                                                        \
     X(RULES, CKPT_TIER, "ckpt-tier", "NAME", "tier for the intervals (default: fastest write)")    \
     X(RULES, CKPT_BYTES, "ckpt-bytes-per-param", "N",                                              \
-      "checkpoint bytes per parameter (default: weights + optimizer, 14 for bf16 Adam)")           \
+      "checkpoint bytes per parameter (default: from --checkpoint-format)")                        \
+    X(RULES, CKPT_FORMAT, "checkpoint-format", "full|master|weights",                              \
+      "what a checkpoint holds: 16-bit weights + fp32 master + moments (full, 14 B/param for "     \
+      "bf16 Adam), master + moments (12), or weights only (2)")                                    \
     X(RULES, LOCAL_CKPT, "local-ckpt", NULL,                                                       \
       "allow per-server tiers to hold checkpoints (lost with their server)")                       \
     X(RULES, CALIBRATE, "calibrate", "step=TIME",                                                  \
@@ -569,6 +572,11 @@ static int apply_rules(struct ctx *c, enum flag_id id, const char *v)
         return parse_unit(f, v, SN_UNIT_TIME, &o->restart_s);
     case FLAG_CKPT_BYTES:
         return parse_number(f, v, 1, 64, &o->ckpt_bytes_per_param);
+    case FLAG_CKPT_FORMAT:
+        o->ckpt_format = sn_ckpt_format_from_name(v);
+        if (o->ckpt_format == SN_CKPT_FORMAT_COUNT)
+            return bad_flag(f, "expected full, master or weights");
+        return 0;
     case FLAG_LOCAL_CKPT:
         o->local_ckpt = true;
         return 0;
@@ -965,7 +973,11 @@ static void print_perf(const struct sn_plan_input *in, const struct sn_plan_resu
 static void print_ckpt(const struct sn_plan_input *in, const struct sn_plan_result *r)
 {
     const struct sn_plan_checkpoint *k = &r->ckpt;
-    printf("\ncheckpoint\n");
+    static const char *const what[SN_CKPT_FORMAT_COUNT] = {
+        "16-bit weights + fp32 master + moments", "fp32 master + moments, no 16-bit weights",
+        "weights only"};
+    printf("\ncheckpoint (format %s: %s%s)\n", sn_ckpt_format_name(k->format), what[k->format],
+           in->opt.ckpt_bytes_per_param > 0 ? "; overridden by --ckpt-bytes-per-param" : "");
     printf("  size            weights %s (%g B/param) + optimizer %s (%g B/param) = %s\n",
            B(k->weights_bytes), k->bytes_per_param_weights, B(k->optimizer_bytes),
            k->bytes_per_param_optimizer, B(k->total_bytes));
@@ -1178,6 +1190,7 @@ static json_t *json_placement(const struct sn_plan_placement *p)
 static json_t *json_ckpt(const struct sn_plan_input *in, const struct sn_plan_checkpoint *k)
 {
     json_t *o = json_object(), *tiers = json_array();
+    js(o, "format", sn_ckpt_format_name(k->format));
     jr(o, "bytes_per_param_weights", k->bytes_per_param_weights);
     jr(o, "bytes_per_param_optimizer", k->bytes_per_param_optimizer);
     jr(o, "weights_bytes", k->weights_bytes);

@@ -81,6 +81,26 @@ enum sn_optimizer {
 const char *sn_optimizer_name(enum sn_optimizer optimizer);
 enum sn_optimizer sn_optimizer_from_name(const char *name);
 
+/* What a checkpoint holds (docs/planner.md, "Checkpoint"): published
+ * sizes follow one of three conventions. FULL: the 16-bit weights, the
+ * fp32 master copy and the optimizer moments (14 bytes per parameter for
+ * bf16 Adam); MASTER: the fp32 master copy and the moments, without the
+ * 16-bit weights (12); WEIGHTS: the 16-bit weights only (2), as released
+ * models are. In fp32 training the weights are the master copy: FULL and
+ * MASTER both count 4 + moments. */
+#define SN_CKPT_FORMAT_LIST(X)                                                                     \
+    X(FULL, "full")     /* 16-bit weights + fp32 master + moments */                               \
+    X(MASTER, "master") /* fp32 master + moments */                                                \
+    X(WEIGHTS, "weights") /* the training precision's weights only */
+enum sn_ckpt_format {
+#define SN_X(name, text) SN_CKPT_FORMAT_##name,
+    SN_CKPT_FORMAT_LIST(SN_X)
+#undef SN_X
+        SN_CKPT_FORMAT_COUNT
+};
+const char *sn_ckpt_format_name(enum sn_ckpt_format format);
+enum sn_ckpt_format sn_ckpt_format_from_name(const char *name);
+
 /* The parallel dimensions, in Megatron's rank order, innermost first: TP
  * ranks are adjacent, then CP, then DP (EP is carved out of DP), then PP. */
 #define SN_PLAN_DIM_LIST(X) X(TP, "tp") X(CP, "cp") X(EP, "ep") X(DP, "dp") X(PP, "pp")
@@ -197,7 +217,8 @@ struct sn_plan_options {
     double ckpt_window_s;   /* write must finish within; 0: I / 6 */
     double restart_s;       /* time to restart a job after a failure, 10 min */
     uint32_t ckpt_tier;     /* storage tier for Young/Daly; UINT32_MAX: best */
-    double ckpt_bytes_per_param; /* checkpoint size; 0: weights + optimizer state */
+    double ckpt_bytes_per_param; /* checkpoint size; 0: from ckpt_format */
+    enum sn_ckpt_format ckpt_format; /* what a checkpoint holds (FULL by default) */
     bool local_ckpt;             /* per-server tiers may hold checkpoints (risky) */
 };
 
@@ -294,8 +315,9 @@ struct sn_plan_ckpt_tier {
 };
 
 struct sn_plan_checkpoint {
-    double bytes_per_param_weights;
-    double bytes_per_param_optimizer;
+    enum sn_ckpt_format format;       /* the input's; named in the output */
+    double bytes_per_param_weights;   /* the weights counted (FULL, WEIGHTS; fp32 MASTER) */
+    double bytes_per_param_optimizer; /* fp32 master (mixed precision) + moments */
     double weights_bytes;
     double optimizer_bytes;
     double total_bytes;

@@ -486,6 +486,69 @@ static void checkpoint_plan(void **state)
     assert_true(r.ckpt.goodput > 0.9 && r.ckpt.goodput < 1);
 }
 
+/* --checkpoint-format: the three conventions, hand-computed for bf16 and
+ * fp32 Adam and SGD, and BLOOM-176B's published sizes (bigscience/bloom
+ * model card, "Checkpoint size": bf16 weights 329GB, full checkpoint with
+ * optimizer states 2.3TB; the card's GB and TB are binary, 176.2e9 x 2 B =
+ * 328 GiB and x 14 B = 2.24 TiB). */
+static void checkpoint_formats(void **state)
+{
+    (void)state;
+    static const struct {
+        enum sn_precision precision;
+        enum sn_optimizer optimizer;
+        enum sn_ckpt_format format;
+        double weights, optimizer_bytes;
+    } cases[] = {
+        {SN_PRECISION_BF16, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_FULL, 2, 12},
+        {SN_PRECISION_BF16, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_MASTER, 0, 12},
+        {SN_PRECISION_BF16, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_WEIGHTS, 2, 0},
+        {SN_PRECISION_FP8, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_MASTER, 0, 12},
+        {SN_PRECISION_BF16, SN_OPTIMIZER_SGD, SN_CKPT_FORMAT_FULL, 2, 8},
+        {SN_PRECISION_FP32, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_FULL, 4, 8},
+        {SN_PRECISION_FP32, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_MASTER, 4, 8},
+        {SN_PRECISION_FP32, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_WEIGHTS, 4, 0},
+    };
+    struct sn_plan_input in;
+    struct sn_plan_result r;
+    sn_plan_input_defaults(&in);
+    in.model = preset("bloom-176b");
+    in.train.gpus = in.train.tp = 8;
+    in.train.dp = in.train.pp = in.train.cp = in.train.ep = in.train.vpp = 1;
+    in.train.global_batch = 8;
+    in.train.zero = 1;
+    in.train.seq_parallel = true;
+    in.train.recompute = SN_RECOMPUTE_FULL;
+    double psi = sn_plan_params(&in.model);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        in.train.precision = cases[i].precision;
+        in.train.optimizer = cases[i].optimizer;
+        in.opt.ckpt_format = cases[i].format;
+        evaluate_ok(&in, &r);
+        assert_int_equal(r.ckpt.format, cases[i].format);
+        assert_near(r.ckpt.bytes_per_param_weights, cases[i].weights, 0);
+        assert_near(r.ckpt.bytes_per_param_optimizer, cases[i].optimizer_bytes, 0);
+        assert_rel(r.ckpt.total_bytes, (cases[i].weights + cases[i].optimizer_bytes) * psi,
+                   1e-12);
+    }
+    in.train.precision = SN_PRECISION_BF16;
+    in.train.optimizer = SN_OPTIMIZER_ADAM;
+    in.opt.ckpt_format = SN_CKPT_FORMAT_WEIGHTS;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 329 * GIB, 0.01);
+    in.opt.ckpt_format = SN_CKPT_FORMAT_FULL;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 2.3 * 1024 * GIB, 0.03);
+    /* the explicit size still wins over the format */
+    in.opt.ckpt_format = SN_CKPT_FORMAT_WEIGHTS;
+    in.opt.ckpt_bytes_per_param = 6;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 6 * psi, 1e-12);
+    assert_int_equal(sn_ckpt_format_from_name("master"), SN_CKPT_FORMAT_MASTER);
+    assert_int_equal(sn_ckpt_format_from_name("half"), SN_CKPT_FORMAT_COUNT);
+    assert_string_equal(sn_ckpt_format_name(SN_CKPT_FORMAT_WEIGHTS), "weights");
+}
+
 static void expect_error(const struct sn_plan_input *in, const char *needle)
 {
     struct sn_error err = {0};
@@ -940,6 +1003,7 @@ int main(void)
         cmocka_unit_test(communication_bytes),
         cmocka_unit_test(job_mtbf),
         cmocka_unit_test(checkpoint_plan),
+        cmocka_unit_test(checkpoint_formats),
         cmocka_unit_test(input_conflicts),
         cmocka_unit_test(hardware_from_spec),
         cmocka_unit_test(sweep_invariants),
