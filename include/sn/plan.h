@@ -521,6 +521,86 @@ SN_MUST_CHECK enum sn_err sn_plan_calibrate(struct sn_plan_input *in, double mea
  * batch and GPUs (0 when the input is incomplete). */
 double sn_plan_step_from_mfu(const struct sn_plan_input *in, double mfu);
 
+/* ---- measured runs ---------------------------------------------------- */
+
+/* What a practitioner measured (--measured KIND=VALUE): the step time,
+ * the throughput in tokens per second, or the achieved FLOP/s per GPU in
+ * the hardware count (Megatron-LM's "TFLOP/s/GPU": matmuls with
+ * recompute, the HFU basis). */
+#define SN_PLAN_MEASURE_LIST(X)                                                                    \
+    X(STEP, "step")                                                                                \
+    X(TOKENS_PER_S, "tokens-per-s")                                                                \
+    X(TFLOPS_PER_GPU, "tflops-per-gpu")
+enum sn_plan_measure {
+#define SN_X(name, text) SN_PLAN_MEASURE_##name,
+    SN_PLAN_MEASURE_LIST(SN_X)
+#undef SN_X
+        SN_PLAN_MEASURE_COUNT
+};
+const char *sn_plan_measure_name(enum sn_plan_measure kind);
+enum sn_plan_measure sn_plan_measure_from_name(const char *name);
+
+/* A measured run read through the plan of its configuration: every
+ * figure twice, measured and predicted (docs/planner.md, "Measured
+ * runs"). MFU has two conventions: 6N (6 x active parameters per token,
+ * PaLM's and Llama 3's) and with attention (the Megatron matmul count
+ * without recompute: the linear layers, the s x s attention core and the
+ * logits). HFU counts what the GPUs computed (with recompute). */
+struct sn_plan_measured_figures {
+    double step_s;
+    double tokens_per_s;
+    double hw_flops_per_gpu;    /* hardware count (with recompute) per second */
+    double model_flops_per_gpu; /* Megatron count without recompute per second */
+    double mfu_6n;
+    double mfu_attention;
+    double hfu;
+    double train_s;            /* train.train_tokens / tokens_per_s; 0 without */
+    double train_megatron_s;   /* Narayanan et al.'s 8 T P / (n X) at this X */
+};
+struct sn_plan_measured {
+    enum sn_plan_measure kind;
+    double value;
+    struct sn_plan_measured_figures measured, predicted;
+    double error;              /* predicted step / measured step - 1 */
+    double gap_s;              /* measured - predicted step */
+    double fitted_efficiency;  /* the large-GEMM efficiency that explains the step */
+    double fitted_compute_s;   /* the compute term at that efficiency */
+    double fit_residual;       /* 0 unless compute alone cannot explain it */
+};
+
+/* The step time a measurement states for the plan's batch and GPUs, or 0
+ * when the value is not positive. */
+double sn_plan_measured_step(const struct sn_plan_input *in, const struct sn_plan_result *r,
+                             enum sn_plan_measure kind, double value);
+/* Reads a measurement through the plan *r of *in (from sn_plan_evaluate)
+ * and fits the compute efficiency that explains it (on a copy; *in is not
+ * changed). Errors: a non-positive value, an unknown kind (SN_ERR_INVALID). */
+SN_MUST_CHECK enum sn_err sn_plan_measure(const struct sn_plan_input *in,
+                                          const struct sn_plan_result *r,
+                                          enum sn_plan_measure kind, double value,
+                                          struct sn_plan_measured *out, struct sn_error *err);
+
+/* A fit of the predictor to several measured runs on the same hardware
+ * (--calibrate FILE.json): the compute efficiency, and with fit_comm the
+ * scale-out bus efficiency too, minimising the sum of squared log errors
+ * of the step times. */
+#define SN_PLAN_FIT_MAX_RUNS 64
+struct sn_plan_fit {
+    size_t n;
+    bool fit_comm;
+    double compute_efficiency;
+    double scaleout_efficiency; /* fitted with fit_comm, else the runs' own */
+    double before[SN_PLAN_FIT_MAX_RUNS]; /* predicted step / measured - 1, as given */
+    double after[SN_PLAN_FIT_MAX_RUNS];  /* with the fitted efficiencies */
+    double rms_before, rms_after;        /* root mean square of the log errors */
+};
+/* runs[i] with measured step times step_s[i] (n in 1..SN_PLAN_FIT_MAX_RUNS;
+ * fit_comm needs n >= 2). Errors: an input the planner refuses, runs on
+ * different GPUs (by hw.gpu_name and peak), non-positive times. */
+SN_MUST_CHECK enum sn_err sn_plan_fit_runs(const struct sn_plan_input *runs, const double *step_s,
+                                           size_t n, bool fit_comm, struct sn_plan_fit *out,
+                                           struct sn_error *err);
+
 /* A dense peak stated for a known GPU that is in fact its sparse (2:4)
  * datasheet figure: the name of that GPU, or NULL when peak_flops is not
  * a known sparse figure (within 1%). */

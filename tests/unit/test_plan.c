@@ -824,6 +824,100 @@ static void calibration(void **state)
     assert_int_equal(sn_plan_calibrate(&in, 0, &cal, &err), SN_ERR_INVALID);
 }
 
+/* --measured: MegaScale's 175B run (Jiang et al. 2024, Table 2: 12,288
+ * A100s, batch 6144 x 2048, 55.2% MFU) given as a step of 6.3 s, as its
+ * tokens per second and as its hardware TFLOP/s per GPU: the same figures
+ * each way, MFU on the 6N basis hand-computed (6 N tokens / (step x gpus x
+ * 312 TFLOP/s)), with attention above it, HFU not below that (selective
+ * recompute under FlashAttention adds nothing), time to train = tokens /
+ * throughput. */
+static void measured_run(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("gpt3-175b");
+    (void)sn_plan_gpu_preset("a100", &in.hw);
+    struct sn_plan_train *t = &in.train;
+    t->gpus = 12288;
+    t->tp = t->pp = 8;
+    t->dp = 192;
+    t->vpp = 6;
+    t->global_batch = 6144;
+    t->zero = 1;
+    t->seq_parallel = true;
+    t->recompute = SN_RECOMPUTE_SELECTIVE;
+    t->train_tokens = 300e9;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    struct sn_plan_measured m;
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_STEP, 6.3, &m, &err), SN_OK);
+    double tokens = 6144.0 * 2048;
+    double mfu = 6 * sn_plan_params_active(&in.model) * tokens / (6.3 * 12288 * 312e12);
+    assert_rel(m.measured.mfu_6n, mfu, 1e-9);
+    assert_rel(m.measured.mfu_6n, 0.552 * 6.24 / 6.3, 0.01); /* the published MFU, 6.24 s */
+    assert_true(m.measured.mfu_attention > m.measured.mfu_6n);
+    assert_true(m.measured.hfu >= m.measured.mfu_attention);
+    assert_rel(m.measured.tokens_per_s, tokens / 6.3, 1e-12);
+    assert_rel(m.measured.train_s, 300e9 / (tokens / 6.3), 1e-12);
+    assert_rel(m.error, r.perf.step_s / 6.3 - 1, 1e-12);
+    assert_rel(m.predicted.step_s, r.perf.step_s, 1e-12);
+    /* the fitted efficiency explains the step; the compute term carries the
+     * gap, less what a shorter compute no longer hides of the communication */
+    assert_near(m.fit_residual, 0, 1e-6);
+    assert_rel(m.fitted_compute_s - r.compute.compute_s, m.gap_s, 0.01);
+    struct sn_plan_measured m2;
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_TOKENS_PER_S, tokens / 6.3, &m2,
+                                     &err),
+                     SN_OK);
+    assert_rel(m2.measured.step_s, 6.3, 1e-12);
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_TFLOPS_PER_GPU,
+                                     m.measured.hw_flops_per_gpu, &m2, &err),
+                     SN_OK);
+    assert_rel(m2.measured.step_s, 6.3, 1e-12);
+    assert_rel(m2.measured.hfu, m.measured.hfu, 1e-12);
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_STEP, -1, &m2, &err),
+                     SN_ERR_INVALID);
+    assert_int_equal(sn_plan_measure_from_name("tokens-per-s"), SN_PLAN_MEASURE_TOKENS_PER_S);
+    assert_int_equal(sn_plan_measure_from_name("mfu"), SN_PLAN_MEASURE_COUNT);
+}
+
+/* The fit over several runs: two Megatron-LM rows on A100 (Narayanan et
+ * al. 2021, Table 1: 145.6B at 148 TFLOP/s, 310.1B at 155, the validation
+ * table's inputs) are fitted with one compute efficiency: the log-error
+ * RMS falls; a single run is fitted exactly; comm needs two runs; mixed
+ * GPUs are refused. */
+static void fit_runs(void **state)
+{
+    (void)state;
+    struct sn_plan_input runs[2];
+    double step[2];
+    size_t rows[2] = {5, 6};
+    struct sn_error err = {0};
+    for (int i = 0; i < 2; i++) {
+        struct sn_plan_validation v;
+        assert_int_equal(sn_plan_validation_run(rows[i], &v, &err), SN_OK);
+        runs[i] = v.input;
+        struct sn_plan_result r;
+        evaluate_ok(&runs[i], &r);
+        step[i] = r.compute.hardware_flops / (runs[i].train.gpus * v.published);
+    }
+    struct sn_plan_fit fit;
+    assert_int_equal(sn_plan_fit_runs(runs, step, 2, false, &fit, &err), SN_OK);
+    assert_true(fit.rms_after <= fit.rms_before + 1e-12);
+    assert_true(fabs(fit.after[0]) < 0.07 && fabs(fit.after[1]) < 0.07);
+    assert_int_equal(sn_plan_fit_runs(runs, step, 1, false, &fit, &err), SN_OK);
+    assert_near(fit.after[0], 0, 1e-6);
+    assert_int_equal(sn_plan_fit_runs(runs, step, 1, true, &fit, &err), SN_ERR_INVALID);
+    assert_int_equal(sn_plan_fit_runs(runs, step, 2, true, &fit, &err), SN_OK);
+    assert_true(fit.scaleout_efficiency >= 0.3 && fit.scaleout_efficiency <= 1);
+    (void)sn_plan_gpu_preset("h100", &runs[1].hw);
+    struct sn_error e2 = {0};
+    assert_int_equal(sn_plan_fit_runs(runs, step, 2, false, &fit, &e2), SN_ERR_INVALID);
+    assert_non_null(strstr(e2.message, "one kind of hardware"));
+}
+
 /* ---- the sweep's acceptance ------------------------------------------- */
 
 /* Llama 3 405B on 16,384 H100s at 8K, 16M tokens per batch: Meta ran TP 8,
@@ -1012,6 +1106,8 @@ int main(void)
         cmocka_unit_test(last_stage_worst),
         cmocka_unit_test(validation_table),
         cmocka_unit_test(calibration),
+        cmocka_unit_test(measured_run),
+        cmocka_unit_test(fit_runs),
         cmocka_unit_test(sweep_llama405),
         cmocka_unit_test(sweep_8b),
         cmocka_unit_test(deepseek_v3),
