@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1432,8 +1433,9 @@ static void print_metric(enum sn_plan_metric metric, double v)
 static int run_validate(void)
 {
     int rc = SN_EXIT_OK;
-    printf("| # | run | metric | published | predicted | error | bound | source |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("| # | run | metric | published | predicted | error | bound | calibrated on | "
+           "after calibration | error | bound | source |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     size_t n = sn_plan_validation_count();
     for (size_t i = 0; i < n; i++) {
         struct sn_plan_validation v;
@@ -1443,14 +1445,25 @@ static int run_validate(void)
             return SN_EXIT_INTERNAL;
         }
         bool ok = fabs(v.error) <= v.bound;
-        if (!ok)
+        bool has_cal = v.calibrated_on != SIZE_MAX;
+        bool cal_ok = !has_cal || fabs(v.calibrated_error) <= v.calibrated_bound;
+        if (!ok || !cal_ok)
             rc = SN_EXIT_FINDINGS;
         printf("| %zu | %s | %s | ", i + 1, v.name, sn_plan_metric_name(v.metric));
         print_metric(v.metric, v.published);
         printf(" | ");
         print_metric(v.metric, v.predicted);
-        printf(" | %+.1f%% | %s%.0f%%%s | %s |\n", 100 * v.error, ok ? "" : "**", 100 * v.bound,
-               ok ? "" : " EXCEEDED**", v.source);
+        printf(" | %+.1f%% | %s%.0f%%%s | ", 100 * v.error, ok ? "" : "**", 100 * v.bound,
+               ok ? "" : " EXCEEDED**");
+        if (has_cal) {
+            printf("#%zu (%.1f%%) | ", v.calibrated_on + 1, 100 * v.calibrated_efficiency);
+            print_metric(v.metric, v.calibrated);
+            printf(" | %+.1f%% | %s%.0f%%%s | ", 100 * v.calibrated_error, cal_ok ? "" : "**",
+                   100 * v.calibrated_bound, cal_ok ? "" : " EXCEEDED**");
+        } else {
+            printf("none | - | - | - | ");
+        }
+        printf("%s |\n", v.source);
     }
     printf("\nAssumptions per run:\n\n");
     for (size_t i = 0; i < n; i++) {

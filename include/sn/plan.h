@@ -632,8 +632,18 @@ struct sn_plan_validation {
     double error;        /* predicted / published - 1 */
     double bound;        /* |error| must stay within this (0.15 unless explained) */
     struct sn_plan_input input;
+    /* After calibration on a different run of the same GPU (the GPU's
+     * reference run; for the reference itself, the second one): the
+     * compute efficiency fitted to that run's published figure. */
+    size_t calibrated_on;       /* 0-based row; SIZE_MAX: no other run on this GPU */
+    double calibrated_efficiency;
+    double calibrated;          /* the prediction after calibration */
+    double calibrated_error;    /* calibrated / published - 1 */
+    double calibrated_bound;    /* 0.07 unless explained */
 };
 
+/* The GPU preset of run i ("a100", "h100", ...), NULL past the end. */
+const char *sn_plan_validation_gpu(size_t i);
 /* Number of published runs in the validation table. */
 size_t sn_plan_validation_count(void);
 /* Builds run i's input from its published configuration, evaluates it and

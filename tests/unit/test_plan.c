@@ -761,7 +761,8 @@ static void validation_table(void **state)
 {
     (void)state;
     size_t n = sn_plan_validation_count();
-    assert_true(n >= 10);
+    size_t n_calibrated_ok = 0, n_uncalibrated_ok = 0, n_h100 = 0;
+    assert_true(n >= 12);
     const char *sources[32];
     size_t n_sources = 0;
     for (size_t i = 0; i < n; i++) {
@@ -774,6 +775,27 @@ static void validation_table(void **state)
                      v.predicted, v.published, 100 * v.error, 100 * v.bound);
         if (v.bound > 0.15)
             assert_non_null(strstr(v.note, "Error explained"));
+        /* after calibration on a different run of the same GPU: within 7%,
+         * or the row says why not; no calibration only without another run */
+        if (v.calibrated_on == SIZE_MAX) {
+            assert_non_null(strstr(v.note, "No calibration"));
+        } else {
+            assert_true(v.calibrated_on != i);
+            assert_string_equal(sn_plan_validation_gpu(v.calibrated_on), sn_plan_validation_gpu(i));
+            if (!(fabs(v.calibrated_error) <= v.calibrated_bound))
+                fail_msg("%s: calibrated on run %zu: %g, published %g: error %+.1f%% beyond "
+                         "%.0f%%",
+                         v.name, v.calibrated_on + 1, v.calibrated, v.published,
+                         100 * v.calibrated_error, 100 * v.calibrated_bound);
+            if (v.calibrated_bound > 0.07)
+                assert_non_null(strstr(v.note, "Calibration explained"));
+            else
+                n_calibrated_ok++;
+        }
+        if (fabs(v.error) <= 0.15)
+            n_uncalibrated_ok++;
+        if (strcmp(sn_plan_validation_gpu(i), "h100") == 0)
+            n_h100++;
         assert_true(v.published > 0 && v.predicted > 0);
         bool seen = false;
         for (size_t k = 0; k < n_sources; k++)
@@ -782,6 +804,10 @@ static void validation_table(void **state)
             sources[n_sources++] = v.source;
     }
     assert_true(n_sources >= 6);
+    /* the counts docs/planner.md states */
+    assert_int_equal(n_uncalibrated_ok, 15);
+    assert_int_equal(n_calibrated_ok, 11);
+    assert_true(n_h100 >= 2);
     struct sn_plan_validation v;
     assert_int_equal(sn_plan_validation_run(n, &v, NULL), SN_ERR_NOTFOUND);
 }
