@@ -445,6 +445,12 @@ struct sn_expect_spec {
     uint64_t node_leaf_cables, leaf_spine_cables, spine_core_cables;
 };
 
+/* The facility around the IT load (docs/spec.md, "facility"). */
+struct sn_facility_spec {
+    struct sn_src_loc loc; /* of the key; line 0 when absent */
+    double pue;            /* power usage effectiveness, facility / IT power; 0: not stated */
+};
+
 /* Thresholds of the design review; each has a default (docs/rules.md). */
 struct sn_review_config {
     double power_margin;          /* capacity >= margin x steady, 1.5 */
@@ -500,6 +506,7 @@ struct sn_spec {
     struct sn_expect_spec expect;
     struct sn_review_config review;
     struct sn_inventory_spec inventory;
+    struct sn_facility_spec facility;
 
     void *arena; /* private: owns every allocation above */
 };

@@ -428,13 +428,34 @@ enum {
     TOP_EXPECT,
     TOP_REVIEW,
     TOP_INVENTORY,
+    TOP_FACILITY,
     TOP_KEYS
 };
 static const char *const top_keys[TOP_KEYS] = {
     "version", "name",  "description", "catalog", "templates", "supernodes",
     "fabric",  "pools", "storage",     "layouts", "expect",    "review",
-    "inventory",
+    "inventory", "facility",
 };
+
+enum { FAC_PUE, FAC_KEYS };
+static const char *const facility_keys[FAC_KEYS] = {"pue"};
+
+/* facility: pue, a number of at least 1 (1.0: no overhead at all). */
+static enum sn_err parse_facility(struct sn__spec_ctx *c, struct fy_node *node,
+                                  struct sn_src_loc loc)
+{
+    struct sn_facility_spec *x = &c->spec->facility;
+    struct sn__spec_map m;
+    x->loc = loc;
+    enum sn_err rc = sn__spec_bind(c, node, loc, "facility", facility_keys, FAC_KEYS, &m);
+    if (rc == SN_OK && m.present[FAC_PUE]) {
+        rc = sn__spec_get_number(c, &m, FAC_PUE, 0, &x->pue);
+        if (rc == SN_OK && !(x->pue >= 1 && x->pue <= 5))
+            return sn__spec_fail_value(c, &m, FAC_PUE,
+                                       "a power usage effectiveness from 1 to 5 (e.g. 1.2)");
+    }
+    return rc;
+}
 
 enum { INV_HOSTS, INV_IPS, INV_FILE, INV_KEYS };
 static const char *const inventory_keys[INV_KEYS] = {"hosts", "ips", "file"};
@@ -500,6 +521,8 @@ static enum sn_err parse_root(struct sn__spec_ctx *c, struct fy_node *root)
         rc = parse_review(c, m.value[TOP_REVIEW], m.key_loc[TOP_REVIEW]);
     if (rc == SN_OK && m.present[TOP_INVENTORY])
         rc = parse_inventory(c, m.value[TOP_INVENTORY], m.key_loc[TOP_INVENTORY]);
+    if (rc == SN_OK && m.present[TOP_FACILITY])
+        rc = parse_facility(c, m.value[TOP_FACILITY], m.key_loc[TOP_FACILITY]);
     return rc;
 }
 
