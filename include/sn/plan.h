@@ -485,6 +485,57 @@ char *sn_plan_sweep_reason(const struct sn_plan_sweep *sweep, uint32_t i, char *
  * into buf (truncated to len) and returns buf. */
 char *sn_plan_sweep_explain(const struct sn_plan_sweep *sweep, char *buf, size_t len);
 
+/* ---- the supernode size sweep ------------------------------------------ */
+
+/* The size question (docs/cmd-design.md, "sn design sweep"): one training
+ * job of in->train.gpus GPUs on scale-up domains of each size, the rest of
+ * the hardware as given. Per size the planner's sweep picks the fastest
+ * layout with TP (and EP) inside one domain; a fault takes down the whole
+ * job (Daly goodput over the job's footprint), the failed domain is
+ * repaired while a spare domain takes its place, and the cluster is built
+ * of whole domains: ceil(gpus / size) for the job plus the spares. */
+#define SN_PLAN_MAX_SIZES 16
+struct sn_plan_size_options {
+    double repair_s;         /* time to repair a failed domain (MTTR), 48 h */
+    double gpu_hour_cost;    /* cost of one installed GPU-hour (any unit), 1 */
+    double it_w_per_gpu;     /* IT power per installed GPU (the BOM's), W */
+    double pue;              /* facility / IT power; 0: 1 */
+    uint32_t min_spares;     /* spare domains at least, 1 */
+};
+struct sn_plan_size_row {
+    uint32_t size;
+    bool feasible;
+    char why_not[96];
+    uint32_t domains;         /* job domains + spares */
+    uint32_t spares;
+    uint32_t installed_gpus;  /* domains x size */
+    uint32_t idle_gpus;       /* in the job's domains, not used by the job */
+    struct sn_plan_train layout;
+    double step_s, tokens_per_s, mfu;
+    double exposed_comm_s;    /* of the winner's step */
+    double job_mtbf_s, goodput;
+    double domain_mtbf_s;
+    double useful_fraction;   /* job gpus x goodput / installed */
+    uint32_t blast_gpus;      /* GPUs one domain fault takes out (the domain) */
+    double facility_w;        /* installed x IT per GPU x PUE */
+    double w_per_useful_gpu;
+    double cost_per_useful_gpu_hour;
+    double cost_per_mtoken;   /* per million useful tokens */
+};
+struct sn_plan_size_sweep {
+    uint32_t n;
+    struct sn_plan_size_row rows[SN_PLAN_MAX_SIZES];
+    uint32_t best; /* UINT32_MAX: none feasible */
+    char reason[320];
+};
+/* Runs the sweep over sizes[0..n) (n <= SN_PLAN_MAX_SIZES). Errors: no
+ * sizes, a zero size, the planner's own on the base input. */
+SN_MUST_CHECK enum sn_err sn_plan_size_sweep_run(const struct sn_plan_input *base,
+                                                 const uint32_t *sizes, uint32_t n,
+                                                 const struct sn_plan_size_options *opt,
+                                                 struct sn_plan_size_sweep *out,
+                                                 struct sn_error *err);
+
 /* ---- the predictor ---------------------------------------------------- */
 
 /* Fraction of the compute peak that an operation of `flops` FLOPs moving

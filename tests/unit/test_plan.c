@@ -944,6 +944,72 @@ static void fit_runs(void **state)
     assert_non_null(strstr(e2.message, "one kind of hardware"));
 }
 
+/* The supernode size sweep, hand-computed: Llama 3 8B on 96 H100s in
+ * 8-GPU servers. Per size S: ceil(96 / S) job domains, spares = max(1,
+ * ceil(domains x repair / domain MTBF)), installed = (job domains +
+ * spares) x S; useful = 96 x goodput / installed; cost per useful GPU-hour
+ * = cost / useful; the step is the layout sweep's winner on S-GPU domains;
+ * a size that is not whole servers is not feasible. */
+static void size_sweep(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("llama3-8b");
+    in.train.gpus = 96;
+    in.train.global_batch = 96;
+    const uint32_t sizes[] = {8, 12, 32, 64};
+    struct sn_plan_size_options o = {.repair_s = 48 * 3600.0, .gpu_hour_cost = 2,
+                                     .it_w_per_gpu = 1000, .pue = 1.25, .min_spares = 1};
+    struct sn_plan_size_sweep *s = test_malloc(sizeof(*s));
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_size_sweep_run(&in, sizes, 4, &o, s, &err), SN_OK);
+    assert_false(s->rows[1].feasible);
+    assert_non_null(strstr(s->rows[1].why_not, "8-GPU servers"));
+    for (int i = 0; i < 4; i++) {
+        const struct sn_plan_size_row *r = &s->rows[i];
+        if (i == 1)
+            continue;
+        assert_true(r->feasible);
+        uint32_t size = sizes[i], job = (96 + size - 1) / size;
+        /* the domain's parts: S GPUs, S / 8 servers, 2 leaves and 2 power domains per 8 GPUs */
+        double domain_rate = size / in.hw.mtbf_gpu_s + (size / 8.0) / in.hw.mtbf_server_s +
+                             (2.0 * size / 8) / in.hw.mtbf_leaf_s +
+                             (2.0 * size / 8) / in.hw.mtbf_power_domain_s;
+        assert_rel(r->domain_mtbf_s, 1 / domain_rate, 1e-12);
+        uint32_t spares = (uint32_t)ceil(job * o.repair_s / r->domain_mtbf_s);
+        assert_int_equal(r->spares, spares < 1 ? 1 : spares);
+        assert_int_equal(r->installed_gpus, (job + r->spares) * size);
+        assert_int_equal(r->idle_gpus, job * size - 96);
+        assert_int_equal(r->blast_gpus, size);
+        assert_rel(r->useful_fraction, 96 * r->goodput / r->installed_gpus, 1e-12);
+        assert_rel(r->cost_per_useful_gpu_hour, 2 / r->useful_fraction, 1e-12);
+        assert_rel(r->w_per_useful_gpu, r->installed_gpus * 1000 * 1.25 / (96 * r->goodput),
+                   1e-12);
+        assert_rel(r->cost_per_mtoken,
+                   2.0 * r->installed_gpus / (r->tokens_per_s * r->goodput * 3600) * 1e6, 1e-12);
+        assert_true(r->layout.tp <= size);
+        /* the step is the layout sweep's on S-GPU domains */
+        struct sn_plan_input one = in;
+        one.hw.scaleup_gpus = size;
+        one.hw.servers_per_supernode = size / 8;
+        one.hw.leaves_per_supernode = (uint32_t)round(2.0 * size / 8);
+        one.hw.power_domains_per_supernode = one.hw.leaves_per_supernode;
+        struct sn_plan_sweep *sw = test_malloc(sizeof(*sw));
+        assert_int_equal(sn_plan_sweep_run(&one, 1, sw, &err), SN_OK);
+        assert_rel(r->step_s, sw->top[0].result.perf.step_s, 1e-12);
+        test_free(sw);
+    }
+    assert_true(s->best != UINT32_MAX && s->rows[s->best].feasible);
+    for (int i = 0; i < 4; i++)
+        if (s->rows[i].feasible)
+            assert_true(s->rows[s->best].cost_per_mtoken <= s->rows[i].cost_per_mtoken);
+    assert_non_null(strstr(s->reason, "lowest cost per useful token"));
+    const uint32_t zero[] = {0};
+    assert_int_equal(sn_plan_size_sweep_run(&in, zero, 1, &o, s, &err), SN_ERR_INVALID);
+    test_free(s);
+}
+
 /* ---- the sweep's acceptance ------------------------------------------- */
 
 /* Llama 3 405B on 16,384 H100s at 8K, 16M tokens per batch: Meta ran TP 8,
@@ -1134,6 +1200,7 @@ int main(void)
         cmocka_unit_test(calibration),
         cmocka_unit_test(measured_run),
         cmocka_unit_test(fit_runs),
+        cmocka_unit_test(size_sweep),
         cmocka_unit_test(sweep_llama405),
         cmocka_unit_test(sweep_8b),
         cmocka_unit_test(deepseek_v3),
