@@ -182,8 +182,13 @@ struct sn_bom {
     struct sn_bom_host_totals *supernode_totals; /* [supernodes] */
     struct sn_bom_tier_media media[SN_LINK_TIER_COUNT];
     struct sn_bom_gpu_figures *gpu_figures; /* [spec n_gpu_models] */
+    /* non-compute parts (the spec's appliances:) */
+    uint32_t appliances_by_kind[SN_APPLIANCE_KIND_COUNT];
+    uint32_t appliance_racks;   /* dedicated racks they fill (storage, network racks) */
+    uint64_t appliance_rack_units;
+    double appliance_w;         /* steady; added to IT power for the facility figure */
     double pue;                             /* facility.pue; 0: not stated */
-    double facility_steady_w, facility_peak_w; /* IT power x PUE; 0 without one */
+    double facility_steady_w, facility_peak_w; /* (IT + appliance power) x PUE; 0 without one */
 };
 
 /* Computes the bill of materials of a model into *bom (which must be zeroed

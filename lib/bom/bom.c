@@ -475,10 +475,17 @@ static enum sn_err count_totals(const struct sn_model *m, struct sn_bom *bom, st
         t->optics += c->optics;
         t->optics_power_w += c->optics_power_w;
     }
+    for (uint32_t i = 0; i < spec->n_appliances; i++) {
+        const struct sn_appliance_spec *a = &spec->appliances[i];
+        bom->appliances_by_kind[a->kind] += a->count;
+        bom->appliance_racks += a->racks;
+        bom->appliance_rack_units += (uint64_t)a->count * a->rack_units;
+        bom->appliance_w += a->count * a->power_w;
+    }
     bom->pue = spec->facility.pue;
     if (bom->pue > 0) {
-        bom->facility_steady_w = bom->steady_w * bom->pue;
-        bom->facility_peak_w = bom->peak_w * bom->pue;
+        bom->facility_steady_w = (bom->steady_w + bom->appliance_w) * bom->pue;
+        bom->facility_peak_w = (bom->peak_w + bom->appliance_w) * bom->pue;
     }
     return SN_OK;
 }

@@ -283,6 +283,19 @@ static json_t *totals_json(const struct sn_model *m, const struct sn_bom *bom)
                       md->optics_power_w));
     }
     put(o, "link_tiers", tiers);
+    json_t *apps = json_array();
+    for (uint32_t i = 0; i < spec->n_appliances; i++) {
+        const struct sn_appliance_spec *ap = &spec->appliances[i];
+        json_array_append_new(apps, json_pack("{s:s, s:s, s:I, s:I, s:f, s:I}", "name", ap->name,
+                                              "kind", sn_appliance_kind_name(ap->kind), "count",
+                                              (json_int_t)ap->count, "rack_units",
+                                              (json_int_t)ap->count * ap->rack_units, "power_w",
+                                              ap->count * ap->power_w, "racks",
+                                              (json_int_t)ap->racks));
+    }
+    put(o, "appliances", apps);
+    put(o, "appliance_racks", jint(bom->appliance_racks));
+    put(o, "appliance_w", json_real(bom->appliance_w));
     put(o, "pue", bom->pue > 0 ? json_real(bom->pue) : json_null());
     put(o, "facility_steady_w", bom->pue > 0 ? json_real(bom->facility_steady_w) : json_null());
     put(o, "facility_peak_w", bom->pue > 0 ? json_real(bom->facility_peak_w) : json_null());

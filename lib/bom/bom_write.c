@@ -476,7 +476,7 @@ static uint32_t largest(const struct sn_bom_host_totals *t, uint32_t n)
 static void text_totals(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
 {
     const struct sn_spec *spec = m->spec;
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32], d[32], e[32];
     fprintf(out, "Totals (HBM usable = raw less 2 GiB per GPU; bandwidth per direction)\n");
     fprintf(out, "  %-22s %8s %8s %11s %11s %12s %9s %11s\n", "scope", "servers", "GPUs",
             "HBM raw", "HBM usable", "HBM bw", "CPU cores", "host memory");
@@ -512,10 +512,28 @@ static void text_totals(FILE *out, const struct sn_model *m, const struct sn_bom
                 (unsigned long long)md->links, (unsigned long long)md->cables,
                 (unsigned long long)md->optics, fmt(md->optics_power_w, SN_UNIT_POWER, a, 32));
     }
+    if (spec->n_appliances) {
+        fprintf(out, "\n  %-24s %-15s %8s %8s %12s %6s\n", "non-compute", "kind", "count", "RU",
+                "power", "racks");
+        for (uint32_t i = 0; i < spec->n_appliances; i++) {
+            const struct sn_appliance_spec *ap = &spec->appliances[i];
+            fprintf(out, "  %-24s %-15s %8u %8llu %12s %6u\n", ap->name,
+                    sn_appliance_kind_name(ap->kind), ap->count,
+                    (unsigned long long)ap->count * ap->rack_units,
+                    fmt(ap->count * ap->power_w, SN_UNIT_POWER, a, 32), ap->racks);
+        }
+        fprintf(out, "  %-24s %-15s %8s %8llu %12s %6u\n", "total", "", "",
+                (unsigned long long)bom->appliance_rack_units,
+                fmt(bom->appliance_w, SN_UNIT_POWER, a, 32), bom->appliance_racks);
+        fprintf(out, "  racks: %u compute and fabric + %u non-compute = %u\n", bom->racks,
+                bom->appliance_racks, bom->racks + bom->appliance_racks);
+    }
     if (bom->pue > 0)
-        fprintf(out, "\n  facility power: IT %s steady, %s peak x PUE %.2f = %s steady, %s peak\n\n",
+        fprintf(out, "\n  facility power: (IT %s steady, %s peak + appliances %s) x PUE %.2f = %s "
+                     "steady, %s peak\n\n",
                 fmt(bom->steady_w, SN_UNIT_POWER, a, 32), fmt(bom->peak_w, SN_UNIT_POWER, b, 32),
-                bom->pue, fmt(bom->facility_steady_w, SN_UNIT_POWER, c, 32),
+                fmt(bom->appliance_w, SN_UNIT_POWER, c, 32), bom->pue,
+                fmt(bom->facility_steady_w, SN_UNIT_POWER, e, 32),
                 fmt(bom->facility_peak_w, SN_UNIT_POWER, d, 32));
     else
         fprintf(out, "\n  facility power: no facility.pue in the spec (IT power only)\n\n");
