@@ -12,6 +12,7 @@
 static const struct sn_command design_commands[] = {
     {"check", cmd_design_check, "review the design against the rules (docs/rules.md)"},
     {"bom", cmd_design_bom, "bill of materials, bandwidth, power, cooling and blast radius"},
+    {"sweep", cmd_design_sweep, "the supernode size sweet spot for a model (planner + failures)"},
     {"export", cmd_design_export, "export to Slurm, Volcano, Kubernetes, Graphviz, CSV, JSON"},
 };
 

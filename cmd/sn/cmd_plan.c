@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +136,22 @@
       "checkpoint (10min)")                                                                        \
     X(RULES, CKPT_TIER, "ckpt-tier", "NAME", "tier for the intervals (default: fastest write)")    \
     X(RULES, CKPT_BYTES, "ckpt-bytes-per-param", "N",                                              \
-      "checkpoint bytes per parameter (default: weights + optimizer, 14 for bf16 Adam)")           \
+      "checkpoint bytes per parameter (default: from --checkpoint-format)")                        \
+    X(RULES, CKPT_FORMAT, "checkpoint-format", "full|master|weights",                              \
+      "what a checkpoint holds: 16-bit weights + fp32 master + moments (full, 14 B/param for "     \
+      "bf16 Adam), master + moments (12), or weights only (2)")                                    \
     X(RULES, LOCAL_CKPT, "local-ckpt", NULL,                                                       \
       "allow per-server tiers to hold checkpoints (lost with their server)")                       \
-    X(RULES, CALIBRATE, "calibrate", "step=TIME",                                                  \
-      "fit the compute efficiency to a measured step time and report the residual")                \
+    X(RULES, CALIBRATE, "calibrate", "step=TIME|FILE",                                             \
+      "fit the compute efficiency to a measured step time and plan with it; or fit it to the "     \
+      "measured runs of FILE.json (docs/cmd-plan.md) and report the fit")                          \
+    X(RULES, CALIBRATION_OUT, "calibration-out", "FILE",                                           \
+      "with --calibrate FILE.json: write the fitted calibration there")                            \
+    X(RULES, CALIBRATION, "calibration", "FILE",                                                   \
+      "take the efficiencies of a calibration file (--calibration-out) for the same GPU")          \
+    X(RULES, MEASURED, "measured", "KIND=V",                                                       \
+      "a measured run: step=8.2s, tokens-per-s=N or tflops-per-gpu=N (hardware count, with "       \
+      "recompute): MFU, HFU, time to train and prediction vs measured")                            \
     X(RULES, MEASURED_MFU, "measured-mfu", "F", "fit the compute efficiency to a measured MFU")    \
     X(OUTPUT, SWEEP, "sweep", NULL, "enumerate layouts for --gpus and rank them")                  \
     X(OUTPUT, TOP, "top", "N", "layouts shown by --sweep (10, at most 64)")                        \
@@ -180,6 +192,11 @@ struct ctx {
     bool layout_flag; /* a tp/pp/dp/cp flag, which --sweep chooses itself */
     bool storage_set, validate;
     double calibrate_step_s, measured_mfu;
+    const char *calibrate_file, *calibration_out, *calibration_file;
+    const char *calibration_gpu; /* the GPU --calibration is for (owned by calibration_json) */
+    json_t *calibration_json;
+    enum sn_plan_measure measured_kind;
+    double measured_value; /* 0: no --measured */
     uint32_t top;
     uint64_t global_tokens;
     const char *ckpt_tier;
@@ -546,6 +563,91 @@ static int apply_hw(struct ctx *c, enum flag_id id, const char *v)
     }
 }
 
+/* --measured step=TIME | tokens-per-s=N | tflops-per-gpu=N */
+static int parse_measured(struct ctx *c, const char *v)
+{
+    const char *f = "measured", *eq = strchr(v, '=');
+    char kind[32];
+    if (!eq || (size_t)(eq - v) >= sizeof(kind))
+        return bad_flag(f, "expected step=TIME, tokens-per-s=N or tflops-per-gpu=N");
+    memcpy(kind, v, (size_t)(eq - v));
+    kind[eq - v] = 0;
+    c->measured_kind = sn_plan_measure_from_name(kind);
+    switch (c->measured_kind) {
+    case SN_PLAN_MEASURE_STEP:
+        if (parse_unit(f, eq + 1, SN_UNIT_TIME, &c->measured_value))
+            return -1;
+        break;
+    case SN_PLAN_MEASURE_TOKENS_PER_S:
+        if (parse_number(f, eq + 1, 1e-9, 1e15, &c->measured_value))
+            return -1;
+        break;
+    case SN_PLAN_MEASURE_TFLOPS_PER_GPU:
+        if (parse_number(f, eq + 1, 1e-9, 1e6, &c->measured_value))
+            return -1;
+        c->measured_value *= 1e12;
+        break;
+    default:
+        return bad_flag(f, "expected step=TIME, tokens-per-s=N or tflops-per-gpu=N");
+    }
+    if (!(c->measured_value > 0))
+        return bad_flag(f, "the measured value must be positive");
+    return 0;
+}
+
+/* A fraction in (0, 1] under key of a calibration file, into *out. */
+static int calibration_fraction(const char *path, json_t *root, const char *key, double *out)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v)
+        return 0; /* not calibrated: the flag's or preset's value stays */
+    double x = json_number_value(v);
+    if (!json_is_number(v) || !(x > 0 && x <= 1)) {
+        fprintf(stderr, "sn plan: %s: field '%s': expected a fraction in (0, 1]\n", path, key);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* --calibration FILE: the efficiencies a --calibrate FILE.json fit wrote. */
+static int read_calibration(struct ctx *c, const char *path)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (jerr.line > 0)
+            fprintf(stderr, "sn plan: %s:%d:%d: %s\n", path, jerr.line, jerr.column, jerr.text);
+        else
+            fprintf(stderr, "sn plan: --calibration %s: %s\n", path, jerr.text);
+        return -1;
+    }
+    json_decref(c->calibration_json);
+    c->calibration_json = root;
+    const char *schema = json_string_value(json_object_get(root, "schema"));
+    if (!json_is_object(root) || !schema || strcmp(schema, "sn-plan-calibration/1") != 0) {
+        fprintf(stderr, "sn plan: %s: field 'schema': expected \"sn-plan-calibration/1\"\n",
+                path);
+        return -1;
+    }
+    c->calibration_gpu = json_string_value(json_object_get(root, "gpu"));
+    if (!c->calibration_gpu) {
+        fprintf(stderr, "sn plan: %s: field 'gpu': expected the GPU name the fit is for\n", path);
+        return -1;
+    }
+    if (!json_object_get(root, "compute_efficiency")) {
+        fprintf(stderr, "sn plan: %s: field 'compute_efficiency': missing\n", path);
+        return -1;
+    }
+    c->calibration_file = path;
+    struct sn_plan_hardware *hw = &c->in.hw;
+    return calibration_fraction(path, root, "compute_efficiency", &hw->compute_efficiency) ||
+                   calibration_fraction(path, root, "scaleout_efficiency",
+                                        &hw->scaleout_efficiency)
+               ? -1
+               : 0;
+}
+
 static int apply_rules(struct ctx *c, enum flag_id id, const char *v)
 {
     struct sn_plan_options *o = &c->in.opt;
@@ -569,17 +671,31 @@ static int apply_rules(struct ctx *c, enum flag_id id, const char *v)
         return parse_unit(f, v, SN_UNIT_TIME, &o->restart_s);
     case FLAG_CKPT_BYTES:
         return parse_number(f, v, 1, 64, &o->ckpt_bytes_per_param);
+    case FLAG_CKPT_FORMAT:
+        o->ckpt_format = sn_ckpt_format_from_name(v);
+        if (o->ckpt_format == SN_CKPT_FORMAT_COUNT)
+            return bad_flag(f, "expected full, master or weights");
+        return 0;
     case FLAG_LOCAL_CKPT:
         o->local_ckpt = true;
         return 0;
     case FLAG_CALIBRATE:
-        if (strncmp(v, "step=", 5) != 0)
-            return bad_flag(f, "expected step=TIME, e.g. step=6.3s");
+        if (strncmp(v, "step=", 5) != 0) {
+            c->calibrate_file = v;
+            return 0;
+        }
         if (parse_unit(f, v + 5, SN_UNIT_TIME, &c->calibrate_step_s))
             return -1;
         if (!(c->calibrate_step_s > 0))
             return bad_flag(f, "the measured step time must be positive");
         return 0;
+    case FLAG_CALIBRATION_OUT:
+        c->calibration_out = v;
+        return 0;
+    case FLAG_CALIBRATION:
+        return read_calibration(c, v);
+    case FLAG_MEASURED:
+        return parse_measured(c, v);
     case FLAG_MEASURED_MFU:
         if (parse_unit(f, v, SN_UNIT_FRACTION, &c->measured_mfu))
             return -1;
@@ -778,6 +894,15 @@ static int finish_input(struct ctx *c)
     if (!t->global_batch)
         return bad_flag("global-batch", "required (sequences per step)");
     t->seq_parallel = c->sp_set ? c->sp : t->tp > 1;
+    if (c->calibration_gpu &&
+        (!c->in.hw.gpu_name || strcmp(c->calibration_gpu, c->in.hw.gpu_name) != 0)) {
+        fprintf(stderr, "sn plan: --calibration %s: the fit is for %s, the plan is on %s\n",
+                c->calibration_file, c->calibration_gpu,
+                c->in.hw.gpu_name ? c->in.hw.gpu_name : "an unnamed GPU");
+        return -1;
+    }
+    if (c->calibration_out && !c->calibrate_file)
+        return bad_flag("calibration-out", "needs --calibrate FILE.json");
     if (c->ckpt_tier) {
         for (uint32_t i = 0; i < c->in.hw.n_storage; i++)
             if (strcmp(c->in.hw.storage[i].name, c->ckpt_tier) == 0)
@@ -804,7 +929,7 @@ static int parse_args(struct ctx *c, int argc, char **argv)
         if (k < 0 || apply(c, (enum flag_id)k, v))
             return -1;
     }
-    if (c->help || c->list || c->validate)
+    if (c->help || c->list || c->validate || c->calibrate_file)
         return 0;
     return finish_input(c);
 }
@@ -965,7 +1090,11 @@ static void print_perf(const struct sn_plan_input *in, const struct sn_plan_resu
 static void print_ckpt(const struct sn_plan_input *in, const struct sn_plan_result *r)
 {
     const struct sn_plan_checkpoint *k = &r->ckpt;
-    printf("\ncheckpoint\n");
+    static const char *const what[SN_CKPT_FORMAT_COUNT] = {
+        "16-bit weights + fp32 master + moments", "fp32 master + moments, no 16-bit weights",
+        "weights only"};
+    printf("\ncheckpoint (format %s: %s%s)\n", sn_ckpt_format_name(k->format), what[k->format],
+           in->opt.ckpt_bytes_per_param > 0 ? "; overridden by --ckpt-bytes-per-param" : "");
     printf("  size            weights %s (%g B/param) + optimizer %s (%g B/param) = %s\n",
            B(k->weights_bytes), k->bytes_per_param_weights, B(k->optimizer_bytes),
            k->bytes_per_param_optimizer, B(k->total_bytes));
@@ -1178,6 +1307,7 @@ static json_t *json_placement(const struct sn_plan_placement *p)
 static json_t *json_ckpt(const struct sn_plan_input *in, const struct sn_plan_checkpoint *k)
 {
     json_t *o = json_object(), *tiers = json_array();
+    js(o, "format", sn_ckpt_format_name(k->format));
     jr(o, "bytes_per_param_weights", k->bytes_per_param_weights);
     jr(o, "bytes_per_param_optimizer", k->bytes_per_param_optimizer);
     jr(o, "weights_bytes", k->weights_bytes);
@@ -1222,8 +1352,10 @@ static int print_json(json_t *root)
     return 0;
 }
 
+static json_t *json_measured(const struct sn_plan_measured *m);
+
 static int plan_json(const struct sn_plan_input *in, const struct sn_plan_result *r,
-                     const struct sn_plan_calibration *cal)
+                     const struct sn_plan_calibration *cal, const struct sn_plan_measured *m)
 {
     json_t *root = json_object();
     js(root, "schema", "sn-plan/1");
@@ -1246,6 +1378,8 @@ static int plan_json(const struct sn_plan_input *in, const struct sn_plan_result
         jr(o, "residual", cal->residual);
         json_object_set_new(root, "calibration", o);
     }
+    if (m)
+        json_object_set_new(root, "measured", json_measured(m));
     jb(root, "holds", plan_holds(in, r));
     return print_json(root);
 }
@@ -1299,8 +1433,9 @@ static void print_metric(enum sn_plan_metric metric, double v)
 static int run_validate(void)
 {
     int rc = SN_EXIT_OK;
-    printf("| # | run | metric | published | predicted | error | bound | source |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("| # | run | metric | published | predicted | error | bound | calibrated on | "
+           "after calibration | error | bound | source |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     size_t n = sn_plan_validation_count();
     for (size_t i = 0; i < n; i++) {
         struct sn_plan_validation v;
@@ -1310,14 +1445,25 @@ static int run_validate(void)
             return SN_EXIT_INTERNAL;
         }
         bool ok = fabs(v.error) <= v.bound;
-        if (!ok)
+        bool has_cal = v.calibrated_on != SIZE_MAX;
+        bool cal_ok = !has_cal || fabs(v.calibrated_error) <= v.calibrated_bound;
+        if (!ok || !cal_ok)
             rc = SN_EXIT_FINDINGS;
         printf("| %zu | %s | %s | ", i + 1, v.name, sn_plan_metric_name(v.metric));
         print_metric(v.metric, v.published);
         printf(" | ");
         print_metric(v.metric, v.predicted);
-        printf(" | %+.1f%% | %s%.0f%%%s | %s |\n", 100 * v.error, ok ? "" : "**", 100 * v.bound,
-               ok ? "" : " EXCEEDED**", v.source);
+        printf(" | %+.1f%% | %s%.0f%%%s | ", 100 * v.error, ok ? "" : "**", 100 * v.bound,
+               ok ? "" : " EXCEEDED**");
+        if (has_cal) {
+            printf("#%zu (%.1f%%) | ", v.calibrated_on + 1, 100 * v.calibrated_efficiency);
+            print_metric(v.metric, v.calibrated);
+            printf(" | %+.1f%% | %s%.0f%%%s | ", 100 * v.calibrated_error, cal_ok ? "" : "**",
+                   100 * v.calibrated_bound, cal_ok ? "" : " EXCEEDED**");
+        } else {
+            printf("none | - | - | - | ");
+        }
+        printf("%s |\n", v.source);
     }
     printf("\nAssumptions per run:\n\n");
     for (size_t i = 0; i < n; i++) {
@@ -1409,6 +1555,281 @@ free_sweep:
     return rc;
 }
 
+/* ---- measured runs ---------------------------------------------------- */
+
+static void measured_row(const char *what, const char *pred, const char *meas, double p, double m)
+{
+    printf("  %-44s %-12s %-12s %+.1f%%\n", what, pred, meas, 100 * (p / m - 1));
+}
+
+static void print_measured(const struct sn_plan_input *in, const struct sn_plan_result *r,
+                           const struct sn_plan_measured *m)
+{
+    const struct sn_plan_measured_figures *p = &m->predicted, *x = &m->measured;
+    char a[32], b[32];
+    printf("\nmeasured run (%s=", sn_plan_measure_name(m->kind));
+    if (m->kind == SN_PLAN_MEASURE_STEP)
+        printf("%s", S(m->value));
+    else if (m->kind == SN_PLAN_MEASURE_TOKENS_PER_S)
+        printf("%.6g tokens/s", m->value);
+    else
+        printf("%.6g TFLOP/s per GPU, hardware count", m->value / 1e12);
+    printf("): the plan's FLOPs per step over the measured step\n");
+    printf("  %-44s %-12s %-12s %s\n", "figure", "predicted", "measured", "predicted/measured");
+    measured_row("step time", S(p->step_s), S(x->step_s), p->step_s, x->step_s);
+    snprintf(a, sizeof(a), "%.4g", p->tokens_per_s);
+    snprintf(b, sizeof(b), "%.4g", x->tokens_per_s);
+    measured_row("tokens/s", a, b, p->tokens_per_s, x->tokens_per_s);
+    snprintf(a, sizeof(a), "%.1f", p->hw_flops_per_gpu / 1e12);
+    snprintf(b, sizeof(b), "%.1f", x->hw_flops_per_gpu / 1e12);
+    measured_row("TFLOP/s per GPU (hardware count, recompute)", a, b, p->hw_flops_per_gpu,
+                 x->hw_flops_per_gpu);
+    snprintf(a, sizeof(a), "%.1f", p->model_flops_per_gpu / 1e12);
+    snprintf(b, sizeof(b), "%.1f", x->model_flops_per_gpu / 1e12);
+    measured_row("TFLOP/s per GPU (model count, no recompute)", a, b, p->model_flops_per_gpu,
+                 x->model_flops_per_gpu);
+    snprintf(a, sizeof(a), "%.1f%%", 100 * p->mfu_6n);
+    snprintf(b, sizeof(b), "%.1f%%", 100 * x->mfu_6n);
+    measured_row("MFU, 6N convention (6 x active params)", a, b, p->mfu_6n, x->mfu_6n);
+    snprintf(a, sizeof(a), "%.1f%%", 100 * p->mfu_attention);
+    snprintf(b, sizeof(b), "%.1f%%", 100 * x->mfu_attention);
+    measured_row("MFU, with attention (Megatron count)", a, b, p->mfu_attention,
+                 x->mfu_attention);
+    snprintf(a, sizeof(a), "%.1f%%", 100 * p->hfu);
+    snprintf(b, sizeof(b), "%.1f%%", 100 * x->hfu);
+    measured_row("HFU (with recompute)", a, b, p->hfu, x->hfu);
+    if (in->train.train_tokens > 0) {
+        char what[64];
+        snprintf(what, sizeof(what), "time to train %.4g tokens", in->train.train_tokens);
+        measured_row(what, S(p->train_s), S(x->train_s), p->train_s, x->train_s);
+        measured_row("  the same as 8TP/(nX), X hardware count", S(p->train_megatron_s),
+                     S(x->train_megatron_s), p->train_megatron_s, x->train_megatron_s);
+    }
+    printf("  per term: predicted compute %s + bubble %s + exposed communication %s = %s; "
+           "measured %s (%+.3g s)\n",
+           S(r->compute.compute_s), S(r->compute.bubble_s), S(r->comm.exposed_s),
+           S(r->perf.step_s), S(x->step_s), m->gap_s);
+    printf("  the gap laid on compute: a large-GEMM efficiency of %.1f%% (given %.1f%%) makes "
+           "compute %s%s\n",
+           100 * m->fitted_efficiency, 100 * in->hw.compute_efficiency, S(m->fitted_compute_s),
+           fabs(m->fit_residual) > 0.01
+               ? "; compute alone cannot explain the step (the bubble or communication do)"
+               : "");
+}
+
+static json_t *json_figures(const struct sn_plan_measured_figures *f)
+{
+    json_t *o = json_object();
+    jr(o, "step_s", f->step_s);
+    jr(o, "tokens_per_s", f->tokens_per_s);
+    jr(o, "hw_flops_per_gpu", f->hw_flops_per_gpu);
+    jr(o, "model_flops_per_gpu", f->model_flops_per_gpu);
+    jr(o, "mfu_6n", f->mfu_6n);
+    jr(o, "mfu_attention", f->mfu_attention);
+    jr(o, "hfu", f->hfu);
+    jr(o, "train_s", f->train_s);
+    jr(o, "train_megatron_s", f->train_megatron_s);
+    return o;
+}
+
+static json_t *json_measured(const struct sn_plan_measured *m)
+{
+    json_t *o = json_object();
+    js(o, "kind", sn_plan_measure_name(m->kind));
+    jr(o, "value", m->value);
+    json_object_set_new(o, "measured", json_figures(&m->measured));
+    json_object_set_new(o, "predicted", json_figures(&m->predicted));
+    jr(o, "error", m->error);
+    jr(o, "gap_s", m->gap_s);
+    jr(o, "fitted_compute_efficiency", m->fitted_efficiency);
+    jr(o, "fitted_compute_s", m->fitted_compute_s);
+    jr(o, "fit_residual", m->fit_residual);
+    return o;
+}
+
+/* ---- --calibrate FILE.json ------------------------------------------- */
+
+/* One run's "flags" object as argv: "--key value", a number in its
+ * shortest form, true as a switch. */
+static int run_argv(const char *path, size_t i, json_t *jflags, char **argv, char *buf,
+                    size_t len, int *argc)
+{
+    const char *key;
+    json_t *v;
+    size_t used = 0;
+    int n = 1;
+    argv[0] = "plan";
+    json_object_foreach(jflags, key, v)
+    {
+        char value[64] = "";
+        if (json_is_string(v))
+            snprintf(value, sizeof(value), "%s", json_string_value(v));
+        else if (json_is_integer(v))
+            snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v))
+            snprintf(value, sizeof(value), "%.17g", json_real_value(v));
+        else if (!json_is_true(v)) {
+            fprintf(stderr,
+                    "sn plan: %s: runs[%zu].flags.%s: expected a string, a number or true\n",
+                    path, i, key);
+            return -1;
+        }
+        size_t need = strlen(key) + 3 + strlen(value) + 1;
+        if (n + 2 >= 64 || used + need > len) {
+            fprintf(stderr, "sn plan: %s: runs[%zu].flags: too many flags\n", path, i);
+            return -1;
+        }
+        argv[n++] = buf + used;
+        used += (size_t)snprintf(buf + used, len - used, "--%s", key) + 1;
+        if (!json_is_true(v)) {
+            argv[n++] = buf + used;
+            used += (size_t)snprintf(buf + used, len - used, "%s", value) + 1;
+        }
+    }
+    *argc = n;
+    return 0;
+}
+
+static int write_calibration(const char *out, const char *gpu, const struct sn_plan_fit *fit,
+                             json_t *names, const double *measured)
+{
+    json_t *root = json_object(), *runs = json_array();
+    js(root, "schema", "sn-plan-calibration/1");
+    js(root, "gpu", gpu);
+    jr(root, "compute_efficiency", fit->compute_efficiency);
+    if (fit->fit_comm)
+        jr(root, "scaleout_efficiency", fit->scaleout_efficiency);
+    jr(root, "rms_log_error_before", fit->rms_before);
+    jr(root, "rms_log_error_after", fit->rms_after);
+    for (size_t i = 0; i < fit->n; i++) {
+        json_t *r = json_object();
+        json_object_set(r, "name", json_array_get(names, i));
+        jr(r, "measured_step_s", measured[i]);
+        jr(r, "error_before", fit->before[i]);
+        jr(r, "error_after", fit->after[i]);
+        json_array_append_new(runs, r);
+    }
+    json_object_set_new(root, "runs", runs);
+    int rc = json_dump_file(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                           JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (rc) {
+        fprintf(stderr, "sn plan: --calibration-out %s: cannot write: %s\n", out,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The runs of a calibration file, each planned from its flags, its
+ * measurement turned into a step time; the fit; its report. */
+static int run_calibrate_file(const struct ctx *top)
+{
+    const char *path = top->calibrate_file;
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (jerr.line > 0)
+            fprintf(stderr, "sn plan: %s:%d:%d: %s\n", path, jerr.line, jerr.column, jerr.text);
+        else
+            fprintf(stderr,
+                    "sn plan: --calibrate %s: %s (expected step=TIME or a JSON file of measured "
+                    "runs)\n",
+                    path, jerr.text);
+        return SN_EXIT_USAGE;
+    }
+    int rc = SN_EXIT_USAGE;
+    json_t *runs = json_object_get(root, "runs"), *names = json_array();
+    size_t n = json_array_size(runs);
+    struct ctx *cs = calloc(n ? n : 1, sizeof(*cs));
+    struct sn_plan_input *ins = calloc(n ? n : 1, sizeof(*ins));
+    double *steps = calloc(n ? n : 1, sizeof(*steps));
+    struct sn_plan_fit *fit = malloc(sizeof(*fit));
+    json_t *fc = json_object_get(root, "fit_comm");
+    if (!cs || !ins || !steps || !fit) {
+        fprintf(stderr, "sn plan: out of memory\n");
+        rc = SN_EXIT_INTERNAL;
+        goto out;
+    }
+    if (!json_is_array(runs) || n == 0 || n > SN_PLAN_FIT_MAX_RUNS) {
+        fprintf(stderr, "sn plan: %s: field 'runs': expected an array of 1 to %d runs\n", path,
+                SN_PLAN_FIT_MAX_RUNS);
+        goto out;
+    }
+    if (fc && !json_is_boolean(fc)) {
+        fprintf(stderr, "sn plan: %s: field 'fit_comm': expected true or false\n", path);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *run = json_array_get(runs, i), *jflags = json_object_get(run, "flags");
+        const char *measured = json_string_value(json_object_get(run, "measured"));
+        const char *name = json_string_value(json_object_get(run, "name"));
+        if (!json_is_object(jflags) || !measured) {
+            fprintf(stderr,
+                    "sn plan: %s: runs[%zu]: expected an object with \"flags\" (an object of "
+                    "sn plan flags) and \"measured\" (e.g. \"step=6.3s\")\n",
+                    path, i);
+            goto out;
+        }
+        json_array_append_new(names, json_string(name ? name : ""));
+        char *argv[64], buf[4096];
+        int argc;
+        if (run_argv(path, i, jflags, argv, buf, sizeof(buf), &argc))
+            goto out;
+        if (parse_args(&cs[i], argc, argv) || parse_measured(&cs[i], measured)) {
+            fprintf(stderr, "sn plan: %s: in runs[%zu] (%s)\n", path, i, name ? name : "");
+            goto out;
+        }
+        struct sn_plan_result r;
+        struct sn_error err = {0};
+        if (sn_plan_evaluate(&cs[i].in, &r, &err) != SN_OK) {
+            fprintf(stderr, "sn plan: %s: runs[%zu] (%s): %s\n", path, i, name ? name : "",
+                    err.message);
+            goto out;
+        }
+        ins[i] = cs[i].in;
+        steps[i] = sn_plan_measured_step(&ins[i], &r, cs[i].measured_kind, cs[i].measured_value);
+    }
+    struct sn_error err = {0};
+    if (sn_plan_fit_runs(ins, steps, n, json_is_true(fc), fit, &err) != SN_OK) {
+        fprintf(stderr, "sn plan: %s: %s\n", path, err.message);
+        goto out;
+    }
+    printf("calibration of %s from %zu measured run%s (%s)\n", ins[0].hw.gpu_name, n,
+           n == 1 ? "" : "s", path);
+    printf("  large-GEMM compute efficiency %.1f%% (given %.1f%%)", 100 * fit->compute_efficiency,
+           100 * ins[0].hw.compute_efficiency);
+    if (fit->fit_comm)
+        printf("; scale-out bus efficiency %.0f%% (given %.0f%%)", 100 * fit->scaleout_efficiency,
+               100 * ins[0].hw.scaleout_efficiency);
+    printf("\n  %-3s %-11s %-8s %-8s %s\n", "#", "measured", "before", "after", "run");
+    for (size_t i = 0; i < n; i++)
+        printf("  %-3zu %-11s %+6.1f%%  %+6.1f%%  %s\n", i + 1, S(steps[i]), 100 * fit->before[i],
+               100 * fit->after[i], json_string_value(json_array_get(names, i)));
+    printf("  predicted step / measured - 1; rms log error %.1f%% before, %.1f%% after\n",
+           100 * fit->rms_before, 100 * fit->rms_after);
+    rc = SN_EXIT_OK;
+    if (top->calibration_out) {
+        if (write_calibration(top->calibration_out, ins[0].hw.gpu_name, fit, names, steps))
+            rc = SN_EXIT_INTERNAL;
+        else
+            printf("  written to %s (sn plan --calibration %s)\n", top->calibration_out,
+                   top->calibration_out);
+    }
+out:
+    for (size_t i = 0; cs && i < n; i++) {
+        sn_spec_free(cs[i].spec);
+        json_decref(cs[i].calibration_json);
+    }
+    free(cs);
+    free(ins);
+    free(steps);
+    free(fit);
+    json_decref(names);
+    json_decref(root);
+    return rc;
+}
+
 static int plan_main(struct ctx *c, int argc, char **argv);
 
 int cmd_plan(int argc, char **argv)
@@ -1417,6 +1838,7 @@ int cmd_plan(int argc, char **argv)
     memset(&c, 0, sizeof(c));
     int status = plan_main(&c, argc, argv);
     sn_spec_free(c.spec);
+    json_decref(c.calibration_json);
     return status;
 }
 
@@ -1438,6 +1860,8 @@ static int plan_main(struct ctx *cp, int argc, char **argv)
     }
     if (cp->validate)
         return run_validate();
+    if (cp->calibrate_file)
+        return run_calibrate_file(cp);
     const char *sparse = sn_plan_sparse_peak(cp->in.hw.peak_flops);
     if (sparse)
         fprintf(stderr,
@@ -1462,8 +1886,15 @@ static int plan_main(struct ctx *cp, int argc, char **argv)
         fprintf(stderr, "sn plan: %s\n", err.message);
         return SN_EXIT_USAGE;
     }
+    struct sn_plan_measured measured;
+    bool have_measured = cp->measured_value > 0;
+    if (have_measured &&
+        sn_plan_measure(&cp->in, &r, cp->measured_kind, cp->measured_value, &measured, &err)) {
+        fprintf(stderr, "sn plan: --measured: %s\n", err.message);
+        return SN_EXIT_USAGE;
+    }
     if (cp->json) {
-        if (plan_json(&cp->in, &r, calibrated ? &cal : NULL))
+        if (plan_json(&cp->in, &r, calibrated ? &cal : NULL, have_measured ? &measured : NULL))
             return SN_EXIT_INTERNAL;
     } else {
         if (calibrated)
@@ -1474,6 +1905,8 @@ static int plan_main(struct ctx *cp, int argc, char **argv)
         print_comm(&cp->in, &r);
         print_bandwidth(&cp->in, &r);
         print_perf(&cp->in, &r);
+        if (have_measured)
+            print_measured(&cp->in, &r, &measured);
         print_ckpt(&cp->in, &r);
     }
     return plan_holds(&cp->in, &r) ? SN_EXIT_OK : SN_EXIT_FINDINGS;

@@ -26,6 +26,7 @@ int cmd_plan(int argc, char **argv);
 /* Subcommands of sn design; argv[0] is the subcommand's name. */
 int cmd_design_check(int argc, char **argv);
 int cmd_design_bom(int argc, char **argv);
+int cmd_design_sweep(int argc, char **argv);
 int cmd_design_export(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_health(int argc, char **argv);

@@ -118,6 +118,30 @@ struct sn_bom_storage {
     double write_bytes_per_s;
 };
 
+/* HBM, CPUs and host memory of a set of servers (docs/bom.md, "Totals").
+ * Raw HBM is the datasheet capacity; usable is raw less SN_BOM_HBM_RESERVE
+ * per GPU (CUDA context, NCCL buffers, workspaces: the planner's reserve). */
+#define SN_BOM_HBM_RESERVE (2.0 * 1073741824.0)
+struct sn_bom_host_totals {
+    uint32_t servers, gpus, cpu_cores;
+    double hbm_bytes;
+    double hbm_usable_bytes;
+    double hbm_bytes_per_s;
+    double host_memory_bytes; /* the server models' memory (LPDDR of a superchip included) */
+};
+
+/* Links, cables and optics of one link tier (the cable lines summed). */
+struct sn_bom_tier_media {
+    uint64_t links, cables, optics;
+    double optics_power_w;
+};
+
+/* Per GPU model: the roofline ridge and the scale-up bytes per FLOP. */
+struct sn_bom_gpu_figures {
+    double ridge_flop_per_byte;    /* dense BF16 FLOP/s / HBM bytes/s */
+    double scaleup_bytes_per_flop; /* links x link bandwidth (per direction) / dense BF16 FLOP/s */
+};
+
 struct sn_bom {
     /* counts */
     uint32_t supernodes, servers, gpus, racks, power_domains, cooling_loops;
@@ -151,6 +175,20 @@ struct sn_bom {
     uint32_t n_storage;
     struct sn_bom_storage *storage;
     struct sn_bom_fabric_blast fabric_blast;
+
+    /* totals */
+    struct sn_bom_host_totals total;
+    struct sn_bom_host_totals *rack_totals;      /* [racks] */
+    struct sn_bom_host_totals *supernode_totals; /* [supernodes] */
+    struct sn_bom_tier_media media[SN_LINK_TIER_COUNT];
+    struct sn_bom_gpu_figures *gpu_figures; /* [spec n_gpu_models] */
+    /* non-compute parts (the spec's appliances:) */
+    uint32_t appliances_by_kind[SN_APPLIANCE_KIND_COUNT];
+    uint32_t appliance_racks;   /* dedicated racks they fill (storage, network racks) */
+    uint64_t appliance_rack_units;
+    double appliance_w;         /* steady; added to IT power for the facility figure */
+    double pue;                             /* facility.pue; 0: not stated */
+    double facility_steady_w, facility_peak_w; /* (IT + appliance power) x PUE; 0 without one */
 };
 
 /* Computes the bill of materials of a model into *bom (which must be zeroed

@@ -81,6 +81,26 @@ enum sn_optimizer {
 const char *sn_optimizer_name(enum sn_optimizer optimizer);
 enum sn_optimizer sn_optimizer_from_name(const char *name);
 
+/* What a checkpoint holds (docs/planner.md, "Checkpoint"): published
+ * sizes follow one of three conventions. FULL: the 16-bit weights, the
+ * fp32 master copy and the optimizer moments (14 bytes per parameter for
+ * bf16 Adam); MASTER: the fp32 master copy and the moments, without the
+ * 16-bit weights (12); WEIGHTS: the 16-bit weights only (2), as released
+ * models are. In fp32 training the weights are the master copy: FULL and
+ * MASTER both count 4 + moments. */
+#define SN_CKPT_FORMAT_LIST(X)                                                                     \
+    X(FULL, "full")     /* 16-bit weights + fp32 master + moments */                               \
+    X(MASTER, "master") /* fp32 master + moments */                                                \
+    X(WEIGHTS, "weights") /* the training precision's weights only */
+enum sn_ckpt_format {
+#define SN_X(name, text) SN_CKPT_FORMAT_##name,
+    SN_CKPT_FORMAT_LIST(SN_X)
+#undef SN_X
+        SN_CKPT_FORMAT_COUNT
+};
+const char *sn_ckpt_format_name(enum sn_ckpt_format format);
+enum sn_ckpt_format sn_ckpt_format_from_name(const char *name);
+
 /* The parallel dimensions, in Megatron's rank order, innermost first: TP
  * ranks are adjacent, then CP, then DP (EP is carved out of DP), then PP. */
 #define SN_PLAN_DIM_LIST(X) X(TP, "tp") X(CP, "cp") X(EP, "ep") X(DP, "dp") X(PP, "pp")
@@ -197,7 +217,8 @@ struct sn_plan_options {
     double ckpt_window_s;   /* write must finish within; 0: I / 6 */
     double restart_s;       /* time to restart a job after a failure, 10 min */
     uint32_t ckpt_tier;     /* storage tier for Young/Daly; UINT32_MAX: best */
-    double ckpt_bytes_per_param; /* checkpoint size; 0: weights + optimizer state */
+    double ckpt_bytes_per_param; /* checkpoint size; 0: from ckpt_format */
+    enum sn_ckpt_format ckpt_format; /* what a checkpoint holds (FULL by default) */
     bool local_ckpt;             /* per-server tiers may hold checkpoints (risky) */
 };
 
@@ -294,8 +315,9 @@ struct sn_plan_ckpt_tier {
 };
 
 struct sn_plan_checkpoint {
-    double bytes_per_param_weights;
-    double bytes_per_param_optimizer;
+    enum sn_ckpt_format format;       /* the input's; named in the output */
+    double bytes_per_param_weights;   /* the weights counted (FULL, WEIGHTS; fp32 MASTER) */
+    double bytes_per_param_optimizer; /* fp32 master (mixed precision) + moments */
     double weights_bytes;
     double optimizer_bytes;
     double total_bytes;
@@ -463,6 +485,57 @@ char *sn_plan_sweep_reason(const struct sn_plan_sweep *sweep, uint32_t i, char *
  * into buf (truncated to len) and returns buf. */
 char *sn_plan_sweep_explain(const struct sn_plan_sweep *sweep, char *buf, size_t len);
 
+/* ---- the supernode size sweep ------------------------------------------ */
+
+/* The size question (docs/cmd-design.md, "sn design sweep"): one training
+ * job of in->train.gpus GPUs on scale-up domains of each size, the rest of
+ * the hardware as given. Per size the planner's sweep picks the fastest
+ * layout with TP (and EP) inside one domain; a fault takes down the whole
+ * job (Daly goodput over the job's footprint), the failed domain is
+ * repaired while a spare domain takes its place, and the cluster is built
+ * of whole domains: ceil(gpus / size) for the job plus the spares. */
+#define SN_PLAN_MAX_SIZES 16
+struct sn_plan_size_options {
+    double repair_s;         /* time to repair a failed domain (MTTR), 48 h */
+    double gpu_hour_cost;    /* cost of one installed GPU-hour (any unit), 1 */
+    double it_w_per_gpu;     /* IT power per installed GPU (the BOM's), W */
+    double pue;              /* facility / IT power; 0: 1 */
+    uint32_t min_spares;     /* spare domains at least, 1 */
+};
+struct sn_plan_size_row {
+    uint32_t size;
+    bool feasible;
+    char why_not[96];
+    uint32_t domains;         /* job domains + spares */
+    uint32_t spares;
+    uint32_t installed_gpus;  /* domains x size */
+    uint32_t idle_gpus;       /* in the job's domains, not used by the job */
+    struct sn_plan_train layout;
+    double step_s, tokens_per_s, mfu;
+    double exposed_comm_s;    /* of the winner's step */
+    double job_mtbf_s, goodput;
+    double domain_mtbf_s;
+    double useful_fraction;   /* job gpus x goodput / installed */
+    uint32_t blast_gpus;      /* GPUs one domain fault takes out (the domain) */
+    double facility_w;        /* installed x IT per GPU x PUE */
+    double w_per_useful_gpu;
+    double cost_per_useful_gpu_hour;
+    double cost_per_mtoken;   /* per million useful tokens */
+};
+struct sn_plan_size_sweep {
+    uint32_t n;
+    struct sn_plan_size_row rows[SN_PLAN_MAX_SIZES];
+    uint32_t best; /* UINT32_MAX: none feasible */
+    char reason[320];
+};
+/* Runs the sweep over sizes[0..n) (n <= SN_PLAN_MAX_SIZES). Errors: no
+ * sizes, a zero size, the planner's own on the base input. */
+SN_MUST_CHECK enum sn_err sn_plan_size_sweep_run(const struct sn_plan_input *base,
+                                                 const uint32_t *sizes, uint32_t n,
+                                                 const struct sn_plan_size_options *opt,
+                                                 struct sn_plan_size_sweep *out,
+                                                 struct sn_error *err);
+
 /* ---- the predictor ---------------------------------------------------- */
 
 /* Fraction of the compute peak that an operation of `flops` FLOPs moving
@@ -499,6 +572,86 @@ SN_MUST_CHECK enum sn_err sn_plan_calibrate(struct sn_plan_input *in, double mea
  * batch and GPUs (0 when the input is incomplete). */
 double sn_plan_step_from_mfu(const struct sn_plan_input *in, double mfu);
 
+/* ---- measured runs ---------------------------------------------------- */
+
+/* What a practitioner measured (--measured KIND=VALUE): the step time,
+ * the throughput in tokens per second, or the achieved FLOP/s per GPU in
+ * the hardware count (Megatron-LM's "TFLOP/s/GPU": matmuls with
+ * recompute, the HFU basis). */
+#define SN_PLAN_MEASURE_LIST(X)                                                                    \
+    X(STEP, "step")                                                                                \
+    X(TOKENS_PER_S, "tokens-per-s")                                                                \
+    X(TFLOPS_PER_GPU, "tflops-per-gpu")
+enum sn_plan_measure {
+#define SN_X(name, text) SN_PLAN_MEASURE_##name,
+    SN_PLAN_MEASURE_LIST(SN_X)
+#undef SN_X
+        SN_PLAN_MEASURE_COUNT
+};
+const char *sn_plan_measure_name(enum sn_plan_measure kind);
+enum sn_plan_measure sn_plan_measure_from_name(const char *name);
+
+/* A measured run read through the plan of its configuration: every
+ * figure twice, measured and predicted (docs/planner.md, "Measured
+ * runs"). MFU has two conventions: 6N (6 x active parameters per token,
+ * PaLM's and Llama 3's) and with attention (the Megatron matmul count
+ * without recompute: the linear layers, the s x s attention core and the
+ * logits). HFU counts what the GPUs computed (with recompute). */
+struct sn_plan_measured_figures {
+    double step_s;
+    double tokens_per_s;
+    double hw_flops_per_gpu;    /* hardware count (with recompute) per second */
+    double model_flops_per_gpu; /* Megatron count without recompute per second */
+    double mfu_6n;
+    double mfu_attention;
+    double hfu;
+    double train_s;            /* train.train_tokens / tokens_per_s; 0 without */
+    double train_megatron_s;   /* Narayanan et al.'s 8 T P / (n X) at this X */
+};
+struct sn_plan_measured {
+    enum sn_plan_measure kind;
+    double value;
+    struct sn_plan_measured_figures measured, predicted;
+    double error;              /* predicted step / measured step - 1 */
+    double gap_s;              /* measured - predicted step */
+    double fitted_efficiency;  /* the large-GEMM efficiency that explains the step */
+    double fitted_compute_s;   /* the compute term at that efficiency */
+    double fit_residual;       /* 0 unless compute alone cannot explain it */
+};
+
+/* The step time a measurement states for the plan's batch and GPUs, or 0
+ * when the value is not positive. */
+double sn_plan_measured_step(const struct sn_plan_input *in, const struct sn_plan_result *r,
+                             enum sn_plan_measure kind, double value);
+/* Reads a measurement through the plan *r of *in (from sn_plan_evaluate)
+ * and fits the compute efficiency that explains it (on a copy; *in is not
+ * changed). Errors: a non-positive value, an unknown kind (SN_ERR_INVALID). */
+SN_MUST_CHECK enum sn_err sn_plan_measure(const struct sn_plan_input *in,
+                                          const struct sn_plan_result *r,
+                                          enum sn_plan_measure kind, double value,
+                                          struct sn_plan_measured *out, struct sn_error *err);
+
+/* A fit of the predictor to several measured runs on the same hardware
+ * (--calibrate FILE.json): the compute efficiency, and with fit_comm the
+ * scale-out bus efficiency too, minimising the sum of squared log errors
+ * of the step times. */
+#define SN_PLAN_FIT_MAX_RUNS 64
+struct sn_plan_fit {
+    size_t n;
+    bool fit_comm;
+    double compute_efficiency;
+    double scaleout_efficiency; /* fitted with fit_comm, else the runs' own */
+    double before[SN_PLAN_FIT_MAX_RUNS]; /* predicted step / measured - 1, as given */
+    double after[SN_PLAN_FIT_MAX_RUNS];  /* with the fitted efficiencies */
+    double rms_before, rms_after;        /* root mean square of the log errors */
+};
+/* runs[i] with measured step times step_s[i] (n in 1..SN_PLAN_FIT_MAX_RUNS;
+ * fit_comm needs n >= 2). Errors: an input the planner refuses, runs on
+ * different GPUs (by hw.gpu_name and peak), non-positive times. */
+SN_MUST_CHECK enum sn_err sn_plan_fit_runs(const struct sn_plan_input *runs, const double *step_s,
+                                           size_t n, bool fit_comm, struct sn_plan_fit *out,
+                                           struct sn_error *err);
+
 /* A dense peak stated for a known GPU that is in fact its sparse (2:4)
  * datasheet figure: the name of that GPU, or NULL when peak_flops is not
  * a known sparse figure (within 1%). */
@@ -530,8 +683,18 @@ struct sn_plan_validation {
     double error;        /* predicted / published - 1 */
     double bound;        /* |error| must stay within this (0.15 unless explained) */
     struct sn_plan_input input;
+    /* After calibration on a different run of the same GPU (the GPU's
+     * reference run; for the reference itself, the second one): the
+     * compute efficiency fitted to that run's published figure. */
+    size_t calibrated_on;       /* 0-based row; SIZE_MAX: no other run on this GPU */
+    double calibrated_efficiency;
+    double calibrated;          /* the prediction after calibration */
+    double calibrated_error;    /* calibrated / published - 1 */
+    double calibrated_bound;    /* 0.07 unless explained */
 };
 
+/* The GPU preset of run i ("a100", "h100", ...), NULL past the end. */
+const char *sn_plan_validation_gpu(size_t i);
 /* Number of published runs in the validation table. */
 size_t sn_plan_validation_count(void);
 /* Builds run i's input from its published configuration, evaluates it and

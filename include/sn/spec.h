@@ -141,6 +141,31 @@ enum sn_storage_kind {
 };
 const char *sn_storage_kind_name(enum sn_storage_kind kind);
 
+/* Non-compute parts of a design (appliances:), docs/spec.md. */
+#define SN_APPLIANCE_KIND_LIST(X)                                              \
+    X(MANAGEMENT, "management")         /* head nodes, provisioning, monitoring */ \
+    X(FABRIC_MANAGER, "fabric-manager") /* UFM appliances, NVLink fabric managers */ \
+    X(STORAGE, "storage")               /* storage servers and arrays */           \
+    X(NETWORK, "network")               /* switches outside the modelled fabrics */ \
+    X(OTHER, "other")
+enum sn_appliance_kind {
+#define SN_X(name, text) SN_APPLIANCE_##name,
+    SN_APPLIANCE_KIND_LIST(SN_X)
+#undef SN_X
+    SN_APPLIANCE_KIND_COUNT
+};
+const char *sn_appliance_kind_name(enum sn_appliance_kind kind);
+
+struct sn_appliance_spec {
+    const char *name;
+    struct sn_src_loc loc;
+    enum sn_appliance_kind kind;
+    uint32_t count;      /* units */
+    uint32_t rack_units; /* per unit, 0: not stated */
+    double power_w;      /* per unit, steady */
+    uint32_t racks;      /* dedicated racks the units fill in all (storage, network racks); 0: none */
+};
+
 #define SN_POOL_KIND_LIST(X)                                                  \
     X(DEDICATED, "dedicated") /* whole supernodes owned by one job/tenant */  \
     X(MIXED, "mixed")         /* shared supernodes under per-tenant quotas */ \
@@ -445,6 +470,12 @@ struct sn_expect_spec {
     uint64_t node_leaf_cables, leaf_spine_cables, spine_core_cables;
 };
 
+/* The facility around the IT load (docs/spec.md, "facility"). */
+struct sn_facility_spec {
+    struct sn_src_loc loc; /* of the key; line 0 when absent */
+    double pue;            /* power usage effectiveness, facility / IT power; 0: not stated */
+};
+
 /* Thresholds of the design review; each has a default (docs/rules.md). */
 struct sn_review_config {
     double power_margin;          /* capacity >= margin x steady, 1.5 */
@@ -500,6 +531,9 @@ struct sn_spec {
     struct sn_expect_spec expect;
     struct sn_review_config review;
     struct sn_inventory_spec inventory;
+    struct sn_facility_spec facility;
+    uint32_t n_appliances;
+    struct sn_appliance_spec *appliances;
 
     void *arena; /* private: owns every allocation above */
 };

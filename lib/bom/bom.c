@@ -34,6 +34,9 @@ void sn_bom_release(struct sn_bom *bom)
     free(bom->rack);
     free(bom->loop);
     free(bom->storage);
+    free(bom->rack_totals);
+    free(bom->supernode_totals);
+    free(bom->gpu_figures);
     memset(bom, 0, sizeof(*bom));
 }
 
@@ -421,6 +424,72 @@ static enum sn_err count_entities(const struct sn_model *m, struct sn_bom *bom,
     return SN_OK;
 }
 
+/* ---- totals -------------------------------------------------------------- */
+
+static void add_server(struct sn_bom_host_totals *t, const struct sn_server_model *sm,
+                       const struct sn_gpu_model *gm)
+{
+    t->servers++;
+    t->gpus += sm->gpus;
+    t->cpu_cores += sm->cpu_cores;
+    t->hbm_bytes += sm->gpus * gm->hbm_bytes;
+    double usable = gm->hbm_bytes - SN_BOM_HBM_RESERVE;
+    t->hbm_usable_bytes += sm->gpus * (usable > 0 ? usable : 0);
+    t->hbm_bytes_per_s += sm->gpus * gm->hbm_bytes_per_s;
+    t->host_memory_bytes += sm->memory_bytes;
+}
+
+static enum sn_err count_totals(const struct sn_model *m, struct sn_bom *bom, struct sn_error *err)
+{
+    const struct sn_spec *spec = m->spec;
+    bom->rack_totals = calloc(m->n_racks + 1, sizeof(*bom->rack_totals));
+    bom->supernode_totals = calloc(m->n_supernodes + 1, sizeof(*bom->supernode_totals));
+    bom->gpu_figures = calloc(spec->n_gpu_models + 1, sizeof(*bom->gpu_figures));
+    if (!bom->rack_totals || !bom->supernode_totals || !bom->gpu_figures)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the bill of materials");
+    for (uint32_t sv = 0; sv < m->n_servers; sv++) {
+        const struct sn_server_model *sm = sn_model_server_spec(m, sv);
+        const struct sn_gpu_model *gm = &spec->gpu_models[sm->gpu_model];
+        add_server(&bom->total, sm, gm);
+        if (m->server_rack[sv] < m->n_racks)
+            add_server(&bom->rack_totals[m->server_rack[sv]], sm, gm);
+        if (m->server_supernode[sv] < m->n_supernodes)
+            add_server(&bom->supernode_totals[m->server_supernode[sv]], sm, gm);
+    }
+    for (uint32_t i = 0; i < spec->n_gpu_models; i++) {
+        const struct sn_gpu_model *gm = &spec->gpu_models[i];
+        struct sn_bom_gpu_figures *f = &bom->gpu_figures[i];
+        f->ridge_flop_per_byte = gm->hbm_bytes_per_s > 0 ? gm->dense_bf16_flops / gm->hbm_bytes_per_s : 0;
+        f->scaleup_bytes_per_flop = gm->dense_bf16_flops > 0 ? gm->scaleup_links *
+                                                                   gm->scaleup_link_bytes_per_s /
+                                                                   gm->dense_bf16_flops
+                                                             : 0;
+    }
+    for (uint32_t i = 0; i < bom->n_cable_lines; i++) {
+        const struct sn_bom_cables *c = &bom->cable_lines[i];
+        if (c->tier >= SN_LINK_TIER_COUNT)
+            continue;
+        struct sn_bom_tier_media *t = &bom->media[c->tier];
+        t->links += c->links;
+        t->cables += c->cables;
+        t->optics += c->optics;
+        t->optics_power_w += c->optics_power_w;
+    }
+    for (uint32_t i = 0; i < spec->n_appliances; i++) {
+        const struct sn_appliance_spec *a = &spec->appliances[i];
+        bom->appliances_by_kind[a->kind] += a->count;
+        bom->appliance_racks += a->racks;
+        bom->appliance_rack_units += (uint64_t)a->count * a->rack_units;
+        bom->appliance_w += a->count * a->power_w;
+    }
+    bom->pue = spec->facility.pue;
+    if (bom->pue > 0) {
+        bom->facility_steady_w = (bom->steady_w + bom->appliance_w) * bom->pue;
+        bom->facility_peak_w = (bom->peak_w + bom->appliance_w) * bom->pue;
+    }
+    return SN_OK;
+}
+
 enum sn_err sn_bom_compute(const struct sn_model *m, struct sn_bom *bom, struct sn_error *err)
 {
     memset(bom, 0, sizeof(*bom));
@@ -435,6 +504,8 @@ enum sn_err sn_bom_compute(const struct sn_model *m, struct sn_bom *bom, struct 
         rc = count_power(m, bom, err);
     if (rc == SN_OK)
         rc = count_blast(m, bom, err);
+    if (rc == SN_OK)
+        rc = count_totals(m, bom, err);
     if (rc != SN_OK) {
         sn_bom_release(bom);
         return rc;

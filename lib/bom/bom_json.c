@@ -245,6 +245,63 @@ static json_t *blast_storage_json(const struct sn_model *m, const struct sn_bom 
     return a;
 }
 
+static json_t *host_json(const struct sn_bom_host_totals *t)
+{
+    return json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f}", "servers", (json_int_t)t->servers,
+                     "gpus", (json_int_t)t->gpus, "cpu_cores", (json_int_t)t->cpu_cores,
+                     "hbm_bytes", t->hbm_bytes, "hbm_usable_bytes", t->hbm_usable_bytes,
+                     "hbm_bytes_per_s", t->hbm_bytes_per_s, "host_memory_bytes",
+                     t->host_memory_bytes);
+}
+
+static json_t *totals_json(const struct sn_model *m, const struct sn_bom *bom)
+{
+    const struct sn_spec *spec = m->spec;
+    json_t *o = json_object(), *racks = json_array(), *sns = json_array(), *gpus = json_array(),
+           *tiers = json_object();
+    put(o, "cluster", host_json(&bom->total));
+    for (uint32_t i = 0; i < bom->supernodes; i++)
+        json_array_append_new(sns, host_json(&bom->supernode_totals[i]));
+    for (uint32_t i = 0; i < bom->racks; i++)
+        json_array_append_new(racks, host_json(&bom->rack_totals[i]));
+    put(o, "supernodes", sns);
+    put(o, "racks", racks);
+    for (uint32_t i = 0; i < spec->n_gpu_models; i++) {
+        const struct sn_gpu_model *gm = &spec->gpu_models[i];
+        json_array_append_new(
+            gpus, json_pack("{s:s, s:I, s:f, s:f}", "model", gm->name,
+                            "count", (json_int_t)bom->gpus_by_model[i], "ridge_flop_per_byte",
+                            bom->gpu_figures[i].ridge_flop_per_byte, "scaleup_bytes_per_flop",
+                            bom->gpu_figures[i].scaleup_bytes_per_flop));
+    }
+    put(o, "gpu_models", gpus);
+    for (int t = 0; t < SN_LINK_TIER_COUNT; t++) {
+        const struct sn_bom_tier_media *md = &bom->media[t];
+        put(tiers, sn_link_tier_name((enum sn_link_tier)t),
+            json_pack("{s:I, s:I, s:I, s:f}", "links", (json_int_t)md->links, "cables",
+                      (json_int_t)md->cables, "optics", (json_int_t)md->optics, "optics_power_w",
+                      md->optics_power_w));
+    }
+    put(o, "link_tiers", tiers);
+    json_t *apps = json_array();
+    for (uint32_t i = 0; i < spec->n_appliances; i++) {
+        const struct sn_appliance_spec *ap = &spec->appliances[i];
+        json_array_append_new(apps, json_pack("{s:s, s:s, s:I, s:I, s:f, s:I}", "name", ap->name,
+                                              "kind", sn_appliance_kind_name(ap->kind), "count",
+                                              (json_int_t)ap->count, "rack_units",
+                                              (json_int_t)ap->count * ap->rack_units, "power_w",
+                                              ap->count * ap->power_w, "racks",
+                                              (json_int_t)ap->racks));
+    }
+    put(o, "appliances", apps);
+    put(o, "appliance_racks", jint(bom->appliance_racks));
+    put(o, "appliance_w", json_real(bom->appliance_w));
+    put(o, "pue", bom->pue > 0 ? json_real(bom->pue) : json_null());
+    put(o, "facility_steady_w", bom->pue > 0 ? json_real(bom->facility_steady_w) : json_null());
+    put(o, "facility_peak_w", bom->pue > 0 ? json_real(bom->facility_peak_w) : json_null());
+    return o;
+}
+
 enum sn_err sn_bom_write_json(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
                               struct sn_error *err)
 {
@@ -254,6 +311,7 @@ enum sn_err sn_bom_write_json(FILE *out, const struct sn_model *m, const struct 
     put(doc, "schema", json_string("supernode.bom/1"));
     put(doc, "spec", m->spec->name ? json_string(m->spec->name) : json_null());
     put(doc, "counts", counts_json(m, bom));
+    put(doc, "totals", totals_json(m, bom));
     put(doc, "switches", switches_json(m, bom));
     put(doc, "cables", cables_json(m, bom));
     put(doc, "bandwidth", bandwidth_json(m, bom));

@@ -454,11 +454,97 @@ static void text_storage(FILE *out, const struct sn_model *m, const struct sn_bo
     fprintf(out, "\n");
 }
 
+static void totals_row(FILE *out, const char *scope, const struct sn_bom_host_totals *t)
+{
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "  %-22s %8u %8u %11s %11s %12s %9u %11s\n", scope, t->servers, t->gpus,
+            fmt(t->hbm_bytes, SN_UNIT_BYTES, a, 32), fmt(t->hbm_usable_bytes, SN_UNIT_BYTES, b, 32),
+            fmt(t->hbm_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, c, 32), t->cpu_cores,
+            fmt(t->host_memory_bytes, SN_UNIT_BYTES, d, 32));
+}
+
+/* The entry with the most GPUs (the first of equals), or UINT32_MAX. */
+static uint32_t largest(const struct sn_bom_host_totals *t, uint32_t n)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        if (best == UINT32_MAX || t[i].gpus > t[best].gpus)
+            best = i;
+    return best;
+}
+
+static void text_totals(FILE *out, const struct sn_model *m, const struct sn_bom *bom)
+{
+    const struct sn_spec *spec = m->spec;
+    char a[32], b[32], c[32], d[32], e[32];
+    fprintf(out, "Totals (HBM usable = raw less 2 GiB per GPU; bandwidth per direction)\n");
+    fprintf(out, "  %-22s %8s %8s %11s %11s %12s %9s %11s\n", "scope", "servers", "GPUs",
+            "HBM raw", "HBM usable", "HBM bw", "CPU cores", "host memory");
+    totals_row(out, "cluster", &bom->total);
+    uint32_t sn = largest(bom->supernode_totals, bom->supernodes);
+    if (sn != UINT32_MAX)
+        totals_row(out, "largest supernode", &bom->supernode_totals[sn]);
+    uint32_t r = largest(bom->rack_totals, bom->racks);
+    if (r != UINT32_MAX && bom->rack_totals[r].gpus > 0)
+        totals_row(out, "largest rack", &bom->rack_totals[r]);
+    fprintf(out, "\n  %-24s %11s %11s %12s %11s %14s %16s\n", "GPU model", "dense BF16", "HBM",
+            "HBM bw", "ridge", "scale-up/GPU", "scale-up B/FLOP");
+    for (uint32_t i = 0; i < spec->n_gpu_models; i++) {
+        const struct sn_gpu_model *gm = &spec->gpu_models[i];
+        if (!bom->gpus_by_model[i])
+            continue;
+        fprintf(out, "  %-24s %11s %11s %12s %7.0f F/B %14s %16.3g\n", gm->name,
+                fmt(gm->dense_bf16_flops, SN_UNIT_FLOPS, a, 32),
+                fmt(gm->hbm_bytes, SN_UNIT_BYTES, b, 32),
+                fmt(gm->hbm_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, c, 32),
+                bom->gpu_figures[i].ridge_flop_per_byte,
+                fmt(gm->scaleup_links * gm->scaleup_link_bytes_per_s, SN_UNIT_BANDWIDTH_DIRECTED, d,
+                    32),
+                bom->gpu_figures[i].scaleup_bytes_per_flop);
+    }
+    fprintf(out, "\n  %-12s %10s %10s %10s %12s\n", "link tier", "links", "cables", "optics",
+            "optics power");
+    for (int t = 0; t < SN_LINK_TIER_COUNT; t++) {
+        const struct sn_bom_tier_media *md = &bom->media[t];
+        if (!md->links)
+            continue;
+        fprintf(out, "  %-12s %10llu %10llu %10llu %12s\n", sn_link_tier_name((enum sn_link_tier)t),
+                (unsigned long long)md->links, (unsigned long long)md->cables,
+                (unsigned long long)md->optics, fmt(md->optics_power_w, SN_UNIT_POWER, a, 32));
+    }
+    if (spec->n_appliances) {
+        fprintf(out, "\n  %-24s %-15s %8s %8s %12s %6s\n", "non-compute", "kind", "count", "RU",
+                "power", "racks");
+        for (uint32_t i = 0; i < spec->n_appliances; i++) {
+            const struct sn_appliance_spec *ap = &spec->appliances[i];
+            fprintf(out, "  %-24s %-15s %8u %8llu %12s %6u\n", ap->name,
+                    sn_appliance_kind_name(ap->kind), ap->count,
+                    (unsigned long long)ap->count * ap->rack_units,
+                    fmt(ap->count * ap->power_w, SN_UNIT_POWER, a, 32), ap->racks);
+        }
+        fprintf(out, "  %-24s %-15s %8s %8llu %12s %6u\n", "total", "", "",
+                (unsigned long long)bom->appliance_rack_units,
+                fmt(bom->appliance_w, SN_UNIT_POWER, a, 32), bom->appliance_racks);
+        fprintf(out, "  racks: %u compute and fabric + %u non-compute = %u\n", bom->racks,
+                bom->appliance_racks, bom->racks + bom->appliance_racks);
+    }
+    if (bom->pue > 0)
+        fprintf(out, "\n  facility power: (IT %s steady, %s peak + appliances %s) x PUE %.2f = %s "
+                     "steady, %s peak\n\n",
+                fmt(bom->steady_w, SN_UNIT_POWER, a, 32), fmt(bom->peak_w, SN_UNIT_POWER, b, 32),
+                fmt(bom->appliance_w, SN_UNIT_POWER, c, 32), bom->pue,
+                fmt(bom->facility_steady_w, SN_UNIT_POWER, e, 32),
+                fmt(bom->facility_peak_w, SN_UNIT_POWER, d, 32));
+    else
+        fprintf(out, "\n  facility power: no facility.pue in the spec (IT power only)\n\n");
+}
+
 enum sn_err sn_bom_write_text(FILE *out, const struct sn_model *m, const struct sn_bom *bom,
                               struct sn_error *err)
 {
     fprintf(out, "Bill of materials: %s\n\n", m->spec->name ? m->spec->name : "(unnamed)");
     text_counts(out, m, bom);
+    text_totals(out, m, bom);
     text_switches(out, m, bom);
     text_cables(out, m, bom);
     text_bandwidth(out, m, bom);

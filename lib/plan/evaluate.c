@@ -585,8 +585,13 @@ static void eval_checkpoint(const struct sn_plan_input *in, struct sn_plan_check
     const struct sn_plan_hardware *hw = &in->hw;
     const struct sn_plan_options *o = &in->opt;
     double psi = sn_plan_params(&in->model);
+    k->format = o->ckpt_format;
     k->bytes_per_param_weights = elem_bytes(&in->train);
     k->bytes_per_param_optimizer = optimizer_k(&in->train);
+    if (o->ckpt_format == SN_CKPT_FORMAT_WEIGHTS)
+        k->bytes_per_param_optimizer = 0;
+    else if (o->ckpt_format == SN_CKPT_FORMAT_MASTER && in->train.precision != SN_PRECISION_FP32)
+        k->bytes_per_param_weights = 0; /* fp32: the weights are the master copy */
     if (o->ckpt_bytes_per_param > 0) {
         if (k->bytes_per_param_weights > o->ckpt_bytes_per_param)
             k->bytes_per_param_weights = o->ckpt_bytes_per_param;

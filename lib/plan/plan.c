@@ -20,6 +20,7 @@ static const char *const recompute_names[] = {SN_RECOMPUTE_LIST(SN_X)};
 static const char *const precision_names[] = {SN_PRECISION_LIST(SN_X)};
 static const char *const optimizer_names[] = {SN_OPTIMIZER_LIST(SN_X)};
 static const char *const dim_names[] = {SN_PLAN_DIM_LIST(SN_X)};
+static const char *const ckpt_format_names[] = {SN_CKPT_FORMAT_LIST(SN_X)};
 #undef SN_X
 
 const char *sn_recompute_name(enum sn_recompute mode)
@@ -40,6 +41,11 @@ const char *sn_optimizer_name(enum sn_optimizer optimizer)
 const char *sn_plan_dim_name(enum sn_plan_dim dim)
 {
     return (unsigned)dim < SN_PLAN_DIM_COUNT ? dim_names[dim] : "unknown";
+}
+
+const char *sn_ckpt_format_name(enum sn_ckpt_format format)
+{
+    return (unsigned)format < SN_CKPT_FORMAT_COUNT ? ckpt_format_names[format] : "unknown";
 }
 
 static unsigned find_name(const char *const *names, unsigned n, const char *name)
@@ -63,6 +69,11 @@ enum sn_precision sn_precision_from_name(const char *name)
 enum sn_optimizer sn_optimizer_from_name(const char *name)
 {
     return (enum sn_optimizer)find_name(optimizer_names, SN_OPTIMIZER_COUNT, name);
+}
+
+enum sn_ckpt_format sn_ckpt_format_from_name(const char *name)
+{
+    return (enum sn_ckpt_format)find_name(ckpt_format_names, SN_CKPT_FORMAT_COUNT, name);
 }
 
 /* ---- validation ------------------------------------------------------- */
@@ -257,6 +268,10 @@ static enum sn_err check_options(const struct sn_plan_input *in, struct sn_error
                             "are allowed (--local-ckpt)",
                             in->hw.storage[o->ckpt_tier].name ? in->hw.storage[o->ckpt_tier].name
                                                               : "?");
+    if ((unsigned)o->ckpt_format >= SN_CKPT_FORMAT_COUNT)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "checkpoint format %d: expected full, master or weights",
+                            (int)o->ckpt_format);
     if (!(o->ckpt_bytes_per_param >= 0) || o->ckpt_bytes_per_param > 64)
         return sn_error_set(err, SN_ERR_INVALID,
                             "checkpoint bytes per parameter %g: expected 0 (derived) to 64",

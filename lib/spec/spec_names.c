@@ -23,6 +23,7 @@ NAME_TABLE(SN_SCALEUP_DOMAIN_LIST, scaleup_domain_names)
 NAME_TABLE(SN_LEAF_ATTACH_LIST, leaf_attach_names)
 NAME_TABLE(SN_MGMT_SEPARATION_LIST, mgmt_separation_names)
 NAME_TABLE(SN_STORAGE_KIND_LIST, storage_kind_names)
+NAME_TABLE(SN_APPLIANCE_KIND_LIST, appliance_kind_names)
 NAME_TABLE(SN_POOL_KIND_LIST, pool_kind_names)
 NAME_TABLE(SN_PSU_REDUNDANCY_LIST, psu_redundancy_names)
 #undef SN_X
@@ -67,6 +68,11 @@ const char *sn_mgmt_separation_name(enum sn_mgmt_separation sep)
 const char *sn_storage_kind_name(enum sn_storage_kind kind)
 {
     return NAME_OF(storage_kind_names, kind, SN_STORAGE_KIND_COUNT);
+}
+
+const char *sn_appliance_kind_name(enum sn_appliance_kind kind)
+{
+    return NAME_OF(appliance_kind_names, kind, SN_APPLIANCE_KIND_COUNT);
 }
 
 const char *sn_pool_kind_name(enum sn_pool_kind kind)

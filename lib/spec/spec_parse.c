@@ -28,6 +28,7 @@
 #define SN_X(name, text) text,
 static const char *const pool_kinds[] = TEXT_TABLE(SN_POOL_KIND_LIST);
 static const char *const storage_kinds[] = TEXT_TABLE(SN_STORAGE_KIND_LIST);
+static const char *const appliance_kinds[] = TEXT_TABLE(SN_APPLIANCE_KIND_LIST);
 #undef SN_X
 
 static enum sn_err oom(struct sn__spec_ctx *c)
@@ -233,6 +234,50 @@ static enum sn_err parse_storage(struct sn__spec_ctx *c, const struct sn__spec_e
     return rc;
 }
 
+enum { AP_KIND, AP_COUNT, AP_RU, AP_POWER, AP_RACKS, AP_KEYS };
+static const char *const appliance_keys[AP_KEYS] = {"kind", "count", "rack_units", "power",
+                                                    "racks"};
+
+static enum sn_err parse_appliance(struct sn__spec_ctx *c, const struct sn__spec_entry *e,
+                                   struct sn_appliance_spec *a)
+{
+    struct sn__spec_map m;
+    char what[96];
+    snprintf(what, sizeof(what), "appliance '%s'", e->name);
+    a->name = e->name;
+    a->loc = e->loc;
+    int kind = 0;
+    enum sn_err rc = sn__spec_bind(c, e->value, e->loc, what, appliance_keys, AP_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_enum(c, &m, AP_KIND, appliance_kinds, SN_APPLIANCE_KIND_COUNT, -1,
+                               &kind);
+    a->kind = (enum sn_appliance_kind)kind;
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, AP_COUNT, true, 0, 1, 1000000, &a->count);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, AP_RU, false, 0, 0, 100, &a->rack_units);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, AP_POWER, SN_UNIT_POWER, false, 0, &a->power_w);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, AP_RACKS, false, 0, 0, 100000, &a->racks);
+    return rc;
+}
+
+static enum sn_err parse_appliances(struct sn__spec_ctx *c, struct fy_node *node,
+                                    struct sn_src_loc loc)
+{
+    struct sn__spec_entry *e;
+    uint32_t n;
+    enum sn_err rc = sn__spec_entries(c, node, loc, "appliance", SN_SPEC_MAX_CATALOG, &e, &n);
+    if (rc == SN_OK &&
+        !(c->spec->appliances = sn__arena_array(c->arena, n, sizeof(*c->spec->appliances))))
+        rc = oom(c);
+    for (uint32_t i = 0; rc == SN_OK && i < n; i++)
+        if ((rc = parse_appliance(c, &e[i], &c->spec->appliances[i])) == SN_OK)
+            c->spec->n_appliances = i + 1;
+    return rc;
+}
+
 enum { LY_GPUS, LY_TP, LY_PP, LY_DP, LY_CP, LY_EP, LY_KEYS };
 static const char *const layout_keys[LY_KEYS] = {"gpus", "tp", "pp", "dp", "cp", "ep"};
 
@@ -428,13 +473,35 @@ enum {
     TOP_EXPECT,
     TOP_REVIEW,
     TOP_INVENTORY,
+    TOP_FACILITY,
+    TOP_APPLIANCES,
     TOP_KEYS
 };
 static const char *const top_keys[TOP_KEYS] = {
     "version", "name",  "description", "catalog", "templates", "supernodes",
     "fabric",  "pools", "storage",     "layouts", "expect",    "review",
-    "inventory",
+    "inventory", "facility", "appliances",
 };
+
+enum { FAC_PUE, FAC_KEYS };
+static const char *const facility_keys[FAC_KEYS] = {"pue"};
+
+/* facility: pue, a number of at least 1 (1.0: no overhead at all). */
+static enum sn_err parse_facility(struct sn__spec_ctx *c, struct fy_node *node,
+                                  struct sn_src_loc loc)
+{
+    struct sn_facility_spec *x = &c->spec->facility;
+    struct sn__spec_map m;
+    x->loc = loc;
+    enum sn_err rc = sn__spec_bind(c, node, loc, "facility", facility_keys, FAC_KEYS, &m);
+    if (rc == SN_OK && m.present[FAC_PUE]) {
+        rc = sn__spec_get_number(c, &m, FAC_PUE, 0, &x->pue);
+        if (rc == SN_OK && !(x->pue >= 1 && x->pue <= 5))
+            return sn__spec_fail_value(c, &m, FAC_PUE,
+                                       "a power usage effectiveness from 1 to 5 (e.g. 1.2)");
+    }
+    return rc;
+}
 
 enum { INV_HOSTS, INV_IPS, INV_FILE, INV_KEYS };
 static const char *const inventory_keys[INV_KEYS] = {"hosts", "ips", "file"};
@@ -500,6 +567,10 @@ static enum sn_err parse_root(struct sn__spec_ctx *c, struct fy_node *root)
         rc = parse_review(c, m.value[TOP_REVIEW], m.key_loc[TOP_REVIEW]);
     if (rc == SN_OK && m.present[TOP_INVENTORY])
         rc = parse_inventory(c, m.value[TOP_INVENTORY], m.key_loc[TOP_INVENTORY]);
+    if (rc == SN_OK && m.present[TOP_FACILITY])
+        rc = parse_facility(c, m.value[TOP_FACILITY], m.key_loc[TOP_FACILITY]);
+    if (rc == SN_OK && m.present[TOP_APPLIANCES])
+        rc = parse_appliances(c, m.value[TOP_APPLIANCES], m.key_loc[TOP_APPLIANCES]);
     return rc;
 }
 

@@ -348,6 +348,54 @@ static void test_nvl72_rack(void **state)
     release(&b);
 }
 
+/* Totals of examples/gb200-nvl72.yaml against NVIDIA's GB200 NVL72 spec
+ * table (nvidia.com/en-us/data-center/gb200-nvl72, "Specifications"):
+ * HBM3e up to 13.4 TB at 576 TB/s, 2,592 Arm Neoverse V2 cores, LPDDR5X
+ * up to 17 TB; ridge and scale-up bytes per FLOP hand-computed from the
+ * example's GPU model; the scale-up tier's links counted with the others;
+ * facility power = IT power x facility.pue. */
+static void test_totals(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "examples/gb200-nvl72.yaml");
+    const struct sn_bom *bom = &b.bom;
+    const struct sn_gpu_model *gm = &b.spec->gpu_models[0];
+    assert_int_equal(bom->total.gpus, 72);
+    assert_rel(bom->total.hbm_bytes, 13.4e12, 0.005);
+    assert_rel(bom->total.hbm_bytes_per_s, 576e12, 1e-9);
+    assert_int_equal(bom->total.cpu_cores, 2592);
+    assert_rel(bom->total.host_memory_bytes, 17e12, 0.02);
+    assert_rel(bom->total.hbm_usable_bytes, 72 * (gm->hbm_bytes - 2 * 1073741824.0), 1e-12);
+    assert_int_equal(bom->supernode_totals[0].gpus, 72);
+    assert_int_equal(bom->rack_totals[0].cpu_cores, 2592);
+    assert_rel(bom->gpu_figures[0].ridge_flop_per_byte, gm->dense_bf16_flops / gm->hbm_bytes_per_s,
+               1e-12);
+    assert_rel(bom->gpu_figures[0].scaleup_bytes_per_flop,
+               gm->scaleup_links * gm->scaleup_link_bytes_per_s / gm->dense_bf16_flops, 1e-12);
+    /* 2.5 PFLOP/s over 8 TB/s: 312.5 FLOP per byte; 900 GB/s over 2.5 PFLOP/s */
+    assert_rel(bom->gpu_figures[0].ridge_flop_per_byte, 312.5, 0.01);
+    assert_rel(bom->gpu_figures[0].scaleup_bytes_per_flop, 900e9 / 2.5e15, 0.01);
+    assert_int_equal(bom->media[SN_TIER_SCALEUP].links, 1296);
+    assert_int_equal(bom->media[SN_TIER_NODE_LEAF].optics, 144);
+    assert_near(bom->pue, 0, 0); /* not stated: no facility power */
+    assert_near(bom->facility_steady_w, 0, 0);
+    release(&b);
+    /* the same with facility.pue 1.25 */
+    FILE *f = fopen(sn_test_path((char[1024]){0}, 1024, "examples/gb200-nvl72.yaml"), "r");
+    assert_non_null(f);
+    static char text[256 * 1024];
+    size_t n = fread(text, 1, sizeof(text) - 64, f);
+    fclose(f);
+    text[n] = 0;
+    strcat(text, "\nfacility:\n  pue: 1.25\n");
+    build_text(&b, "pue.yaml", text);
+    assert_near(b.bom.pue, 1.25, 0);
+    assert_rel(b.bom.facility_steady_w, 1.25 * b.bom.steady_w, 1e-12);
+    assert_rel(b.bom.facility_peak_w, 1.25 * b.bom.peak_w, 1e-12);
+    release(&b);
+}
+
 /* ---- CloudMatrix384: a two-level scale-up domain --------------------- */
 
 /* The review's R07 findings of a model, joined, for message checks. */
@@ -628,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_superpod_figures),
         cmocka_unit_test(test_bom_review_agree),
         cmocka_unit_test(test_nvl72_rack),
+        cmocka_unit_test(test_totals),
         cmocka_unit_test(test_std_unit),
         cmocka_unit_test(test_cloudmatrix_384),
         cmocka_unit_test(test_two_level_ratio),

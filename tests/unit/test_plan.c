@@ -486,6 +486,69 @@ static void checkpoint_plan(void **state)
     assert_true(r.ckpt.goodput > 0.9 && r.ckpt.goodput < 1);
 }
 
+/* --checkpoint-format: the three conventions, hand-computed for bf16 and
+ * fp32 Adam and SGD, and BLOOM-176B's published sizes (bigscience/bloom
+ * model card, "Checkpoint size": bf16 weights 329GB, full checkpoint with
+ * optimizer states 2.3TB; the card's GB and TB are binary, 176.2e9 x 2 B =
+ * 328 GiB and x 14 B = 2.24 TiB). */
+static void checkpoint_formats(void **state)
+{
+    (void)state;
+    static const struct {
+        enum sn_precision precision;
+        enum sn_optimizer optimizer;
+        enum sn_ckpt_format format;
+        double weights, optimizer_bytes;
+    } cases[] = {
+        {SN_PRECISION_BF16, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_FULL, 2, 12},
+        {SN_PRECISION_BF16, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_MASTER, 0, 12},
+        {SN_PRECISION_BF16, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_WEIGHTS, 2, 0},
+        {SN_PRECISION_FP8, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_MASTER, 0, 12},
+        {SN_PRECISION_BF16, SN_OPTIMIZER_SGD, SN_CKPT_FORMAT_FULL, 2, 8},
+        {SN_PRECISION_FP32, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_FULL, 4, 8},
+        {SN_PRECISION_FP32, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_MASTER, 4, 8},
+        {SN_PRECISION_FP32, SN_OPTIMIZER_ADAM, SN_CKPT_FORMAT_WEIGHTS, 4, 0},
+    };
+    struct sn_plan_input in;
+    struct sn_plan_result r;
+    sn_plan_input_defaults(&in);
+    in.model = preset("bloom-176b");
+    in.train.gpus = in.train.tp = 8;
+    in.train.dp = in.train.pp = in.train.cp = in.train.ep = in.train.vpp = 1;
+    in.train.global_batch = 8;
+    in.train.zero = 1;
+    in.train.seq_parallel = true;
+    in.train.recompute = SN_RECOMPUTE_FULL;
+    double psi = sn_plan_params(&in.model);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        in.train.precision = cases[i].precision;
+        in.train.optimizer = cases[i].optimizer;
+        in.opt.ckpt_format = cases[i].format;
+        evaluate_ok(&in, &r);
+        assert_int_equal(r.ckpt.format, cases[i].format);
+        assert_near(r.ckpt.bytes_per_param_weights, cases[i].weights, 0);
+        assert_near(r.ckpt.bytes_per_param_optimizer, cases[i].optimizer_bytes, 0);
+        assert_rel(r.ckpt.total_bytes, (cases[i].weights + cases[i].optimizer_bytes) * psi,
+                   1e-12);
+    }
+    in.train.precision = SN_PRECISION_BF16;
+    in.train.optimizer = SN_OPTIMIZER_ADAM;
+    in.opt.ckpt_format = SN_CKPT_FORMAT_WEIGHTS;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 329 * GIB, 0.01);
+    in.opt.ckpt_format = SN_CKPT_FORMAT_FULL;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 2.3 * 1024 * GIB, 0.03);
+    /* the explicit size still wins over the format */
+    in.opt.ckpt_format = SN_CKPT_FORMAT_WEIGHTS;
+    in.opt.ckpt_bytes_per_param = 6;
+    evaluate_ok(&in, &r);
+    assert_rel(r.ckpt.total_bytes, 6 * psi, 1e-12);
+    assert_int_equal(sn_ckpt_format_from_name("master"), SN_CKPT_FORMAT_MASTER);
+    assert_int_equal(sn_ckpt_format_from_name("half"), SN_CKPT_FORMAT_COUNT);
+    assert_string_equal(sn_ckpt_format_name(SN_CKPT_FORMAT_WEIGHTS), "weights");
+}
+
 static void expect_error(const struct sn_plan_input *in, const char *needle)
 {
     struct sn_error err = {0};
@@ -698,7 +761,8 @@ static void validation_table(void **state)
 {
     (void)state;
     size_t n = sn_plan_validation_count();
-    assert_true(n >= 10);
+    size_t n_calibrated_ok = 0, n_uncalibrated_ok = 0, n_h100 = 0;
+    assert_true(n >= 12);
     const char *sources[32];
     size_t n_sources = 0;
     for (size_t i = 0; i < n; i++) {
@@ -711,6 +775,27 @@ static void validation_table(void **state)
                      v.predicted, v.published, 100 * v.error, 100 * v.bound);
         if (v.bound > 0.15)
             assert_non_null(strstr(v.note, "Error explained"));
+        /* after calibration on a different run of the same GPU: within 7%,
+         * or the row says why not; no calibration only without another run */
+        if (v.calibrated_on == SIZE_MAX) {
+            assert_non_null(strstr(v.note, "No calibration"));
+        } else {
+            assert_true(v.calibrated_on != i);
+            assert_string_equal(sn_plan_validation_gpu(v.calibrated_on), sn_plan_validation_gpu(i));
+            if (!(fabs(v.calibrated_error) <= v.calibrated_bound))
+                fail_msg("%s: calibrated on run %zu: %g, published %g: error %+.1f%% beyond "
+                         "%.0f%%",
+                         v.name, v.calibrated_on + 1, v.calibrated, v.published,
+                         100 * v.calibrated_error, 100 * v.calibrated_bound);
+            if (v.calibrated_bound > 0.07)
+                assert_non_null(strstr(v.note, "Calibration explained"));
+            else
+                n_calibrated_ok++;
+        }
+        if (fabs(v.error) <= 0.15)
+            n_uncalibrated_ok++;
+        if (strcmp(sn_plan_validation_gpu(i), "h100") == 0)
+            n_h100++;
         assert_true(v.published > 0 && v.predicted > 0);
         bool seen = false;
         for (size_t k = 0; k < n_sources; k++)
@@ -719,6 +804,10 @@ static void validation_table(void **state)
             sources[n_sources++] = v.source;
     }
     assert_true(n_sources >= 6);
+    /* the counts docs/planner.md states */
+    assert_int_equal(n_uncalibrated_ok, 15);
+    assert_int_equal(n_calibrated_ok, 11);
+    assert_true(n_h100 >= 2);
     struct sn_plan_validation v;
     assert_int_equal(sn_plan_validation_run(n, &v, NULL), SN_ERR_NOTFOUND);
 }
@@ -759,6 +848,166 @@ static void calibration(void **state)
     assert_near(cal.compute_efficiency, 1, 1e-12);
     assert_true(cal.residual > 1);
     assert_int_equal(sn_plan_calibrate(&in, 0, &cal, &err), SN_ERR_INVALID);
+}
+
+/* --measured: MegaScale's 175B run (Jiang et al. 2024, Table 2: 12,288
+ * A100s, batch 6144 x 2048, 55.2% MFU) given as a step of 6.3 s, as its
+ * tokens per second and as its hardware TFLOP/s per GPU: the same figures
+ * each way, MFU on the 6N basis hand-computed (6 N tokens / (step x gpus x
+ * 312 TFLOP/s)), with attention above it, HFU not below that (selective
+ * recompute under FlashAttention adds nothing), time to train = tokens /
+ * throughput. */
+static void measured_run(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("gpt3-175b");
+    (void)sn_plan_gpu_preset("a100", &in.hw);
+    struct sn_plan_train *t = &in.train;
+    t->gpus = 12288;
+    t->tp = t->pp = 8;
+    t->dp = 192;
+    t->vpp = 6;
+    t->global_batch = 6144;
+    t->zero = 1;
+    t->seq_parallel = true;
+    t->recompute = SN_RECOMPUTE_SELECTIVE;
+    t->train_tokens = 300e9;
+    struct sn_plan_result r;
+    evaluate_ok(&in, &r);
+    struct sn_plan_measured m;
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_STEP, 6.3, &m, &err), SN_OK);
+    double tokens = 6144.0 * 2048;
+    double mfu = 6 * sn_plan_params_active(&in.model) * tokens / (6.3 * 12288 * 312e12);
+    assert_rel(m.measured.mfu_6n, mfu, 1e-9);
+    assert_rel(m.measured.mfu_6n, 0.552 * 6.24 / 6.3, 0.01); /* the published MFU, 6.24 s */
+    assert_true(m.measured.mfu_attention > m.measured.mfu_6n);
+    assert_true(m.measured.hfu >= m.measured.mfu_attention);
+    assert_rel(m.measured.tokens_per_s, tokens / 6.3, 1e-12);
+    assert_rel(m.measured.train_s, 300e9 / (tokens / 6.3), 1e-12);
+    assert_rel(m.error, r.perf.step_s / 6.3 - 1, 1e-12);
+    assert_rel(m.predicted.step_s, r.perf.step_s, 1e-12);
+    /* the fitted efficiency explains the step; the compute term carries the
+     * gap, less what a shorter compute no longer hides of the communication */
+    assert_near(m.fit_residual, 0, 1e-6);
+    assert_rel(m.fitted_compute_s - r.compute.compute_s, m.gap_s, 0.01);
+    struct sn_plan_measured m2;
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_TOKENS_PER_S, tokens / 6.3, &m2,
+                                     &err),
+                     SN_OK);
+    assert_rel(m2.measured.step_s, 6.3, 1e-12);
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_TFLOPS_PER_GPU,
+                                     m.measured.hw_flops_per_gpu, &m2, &err),
+                     SN_OK);
+    assert_rel(m2.measured.step_s, 6.3, 1e-12);
+    assert_rel(m2.measured.hfu, m.measured.hfu, 1e-12);
+    assert_int_equal(sn_plan_measure(&in, &r, SN_PLAN_MEASURE_STEP, -1, &m2, &err),
+                     SN_ERR_INVALID);
+    assert_int_equal(sn_plan_measure_from_name("tokens-per-s"), SN_PLAN_MEASURE_TOKENS_PER_S);
+    assert_int_equal(sn_plan_measure_from_name("mfu"), SN_PLAN_MEASURE_COUNT);
+}
+
+/* The fit over several runs: two Megatron-LM rows on A100 (Narayanan et
+ * al. 2021, Table 1: 145.6B at 148 TFLOP/s, 310.1B at 155, the validation
+ * table's inputs) are fitted with one compute efficiency: the log-error
+ * RMS falls; a single run is fitted exactly; comm needs two runs; mixed
+ * GPUs are refused. */
+static void fit_runs(void **state)
+{
+    (void)state;
+    struct sn_plan_input runs[2];
+    double step[2];
+    size_t rows[2] = {5, 6};
+    struct sn_error err = {0};
+    for (int i = 0; i < 2; i++) {
+        struct sn_plan_validation v;
+        assert_int_equal(sn_plan_validation_run(rows[i], &v, &err), SN_OK);
+        runs[i] = v.input;
+        struct sn_plan_result r;
+        evaluate_ok(&runs[i], &r);
+        step[i] = r.compute.hardware_flops / (runs[i].train.gpus * v.published);
+    }
+    struct sn_plan_fit fit;
+    assert_int_equal(sn_plan_fit_runs(runs, step, 2, false, &fit, &err), SN_OK);
+    assert_true(fit.rms_after <= fit.rms_before + 1e-12);
+    assert_true(fabs(fit.after[0]) < 0.07 && fabs(fit.after[1]) < 0.07);
+    assert_int_equal(sn_plan_fit_runs(runs, step, 1, false, &fit, &err), SN_OK);
+    assert_near(fit.after[0], 0, 1e-6);
+    assert_int_equal(sn_plan_fit_runs(runs, step, 1, true, &fit, &err), SN_ERR_INVALID);
+    assert_int_equal(sn_plan_fit_runs(runs, step, 2, true, &fit, &err), SN_OK);
+    assert_true(fit.scaleout_efficiency >= 0.3 && fit.scaleout_efficiency <= 1);
+    (void)sn_plan_gpu_preset("h100", &runs[1].hw);
+    struct sn_error e2 = {0};
+    assert_int_equal(sn_plan_fit_runs(runs, step, 2, false, &fit, &e2), SN_ERR_INVALID);
+    assert_non_null(strstr(e2.message, "one kind of hardware"));
+}
+
+/* The supernode size sweep, hand-computed: Llama 3 8B on 96 H100s in
+ * 8-GPU servers. Per size S: ceil(96 / S) job domains, spares = max(1,
+ * ceil(domains x repair / domain MTBF)), installed = (job domains +
+ * spares) x S; useful = 96 x goodput / installed; cost per useful GPU-hour
+ * = cost / useful; the step is the layout sweep's winner on S-GPU domains;
+ * a size that is not whole servers is not feasible. */
+static void size_sweep(void **state)
+{
+    (void)state;
+    struct sn_plan_input in;
+    sn_plan_input_defaults(&in);
+    in.model = preset("llama3-8b");
+    in.train.gpus = 96;
+    in.train.global_batch = 96;
+    const uint32_t sizes[] = {8, 12, 32, 64};
+    struct sn_plan_size_options o = {.repair_s = 48 * 3600.0, .gpu_hour_cost = 2,
+                                     .it_w_per_gpu = 1000, .pue = 1.25, .min_spares = 1};
+    struct sn_plan_size_sweep *s = test_malloc(sizeof(*s));
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_size_sweep_run(&in, sizes, 4, &o, s, &err), SN_OK);
+    assert_false(s->rows[1].feasible);
+    assert_non_null(strstr(s->rows[1].why_not, "8-GPU servers"));
+    for (int i = 0; i < 4; i++) {
+        const struct sn_plan_size_row *r = &s->rows[i];
+        if (i == 1)
+            continue;
+        assert_true(r->feasible);
+        uint32_t size = sizes[i], job = (96 + size - 1) / size;
+        /* the domain's parts: S GPUs, S / 8 servers, 2 leaves and 2 power domains per 8 GPUs */
+        double domain_rate = size / in.hw.mtbf_gpu_s + (size / 8.0) / in.hw.mtbf_server_s +
+                             (2.0 * size / 8) / in.hw.mtbf_leaf_s +
+                             (2.0 * size / 8) / in.hw.mtbf_power_domain_s;
+        assert_rel(r->domain_mtbf_s, 1 / domain_rate, 1e-12);
+        uint32_t spares = (uint32_t)ceil(job * o.repair_s / r->domain_mtbf_s);
+        assert_int_equal(r->spares, spares < 1 ? 1 : spares);
+        assert_int_equal(r->installed_gpus, (job + r->spares) * size);
+        assert_int_equal(r->idle_gpus, job * size - 96);
+        assert_int_equal(r->blast_gpus, size);
+        assert_rel(r->useful_fraction, 96 * r->goodput / r->installed_gpus, 1e-12);
+        assert_rel(r->cost_per_useful_gpu_hour, 2 / r->useful_fraction, 1e-12);
+        assert_rel(r->w_per_useful_gpu, r->installed_gpus * 1000 * 1.25 / (96 * r->goodput),
+                   1e-12);
+        assert_rel(r->cost_per_mtoken,
+                   2.0 * r->installed_gpus / (r->tokens_per_s * r->goodput * 3600) * 1e6, 1e-12);
+        assert_true(r->layout.tp <= size);
+        /* the step is the layout sweep's on S-GPU domains */
+        struct sn_plan_input one = in;
+        one.hw.scaleup_gpus = size;
+        one.hw.servers_per_supernode = size / 8;
+        one.hw.leaves_per_supernode = (uint32_t)round(2.0 * size / 8);
+        one.hw.power_domains_per_supernode = one.hw.leaves_per_supernode;
+        struct sn_plan_sweep *sw = test_malloc(sizeof(*sw));
+        assert_int_equal(sn_plan_sweep_run(&one, 1, sw, &err), SN_OK);
+        assert_rel(r->step_s, sw->top[0].result.perf.step_s, 1e-12);
+        test_free(sw);
+    }
+    assert_true(s->best != UINT32_MAX && s->rows[s->best].feasible);
+    for (int i = 0; i < 4; i++)
+        if (s->rows[i].feasible)
+            assert_true(s->rows[s->best].cost_per_mtoken <= s->rows[i].cost_per_mtoken);
+    assert_non_null(strstr(s->reason, "lowest cost per useful token"));
+    const uint32_t zero[] = {0};
+    assert_int_equal(sn_plan_size_sweep_run(&in, zero, 1, &o, s, &err), SN_ERR_INVALID);
+    test_free(s);
 }
 
 /* ---- the sweep's acceptance ------------------------------------------- */
@@ -940,6 +1189,7 @@ int main(void)
         cmocka_unit_test(communication_bytes),
         cmocka_unit_test(job_mtbf),
         cmocka_unit_test(checkpoint_plan),
+        cmocka_unit_test(checkpoint_formats),
         cmocka_unit_test(input_conflicts),
         cmocka_unit_test(hardware_from_spec),
         cmocka_unit_test(sweep_invariants),
@@ -948,6 +1198,9 @@ int main(void)
         cmocka_unit_test(last_stage_worst),
         cmocka_unit_test(validation_table),
         cmocka_unit_test(calibration),
+        cmocka_unit_test(measured_run),
+        cmocka_unit_test(fit_runs),
+        cmocka_unit_test(size_sweep),
         cmocka_unit_test(sweep_llama405),
         cmocka_unit_test(sweep_8b),
         cmocka_unit_test(deepseek_v3),
