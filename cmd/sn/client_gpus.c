@@ -148,7 +148,7 @@ static void derive_node(json_t *n, json_t *gpus)
     for (size_t i = 0; i < N_ADMIN; i++)
         if (per[i])
             json_object_set_new(counts, severity_order[i], json_integer(per[i]));
-    char reason[600] = "", node_part[300] = "";
+    char reason[1024] = "", node_part[300] = "";
     if (severity(client_str(n, "state")) > 0)
         snprintf(node_part, sizeof(node_part), "node %s: %s", client_str(n, "state"),
                  client_str(n, "reason"));
@@ -335,8 +335,9 @@ int cmd_gpus(int argc, char **argv)
     /* The findings cost one request per GPU: up to DETAIL_MAX GPUs. */
     size_t n_shown = json_array_size(shown);
     if (rc == SN_EXIT_OK && (c.wide || c.json) && n_shown > DETAIL_MAX)
-        fprintf(stderr, "sn gpus: %zu GPUs shown: health actions and findings only for up to %d "
-                        "(narrow with --node or --state)\n",
+        fprintf(stderr,
+                "sn gpus: %zu GPUs shown: health actions and findings only for up to %d "
+                "(narrow with --node or --state)\n",
                 n_shown, DETAIL_MAX);
     else if (c.wide || c.json)
         for (size_t k = 0; k < n_shown && rc == SN_EXIT_OK; k++)

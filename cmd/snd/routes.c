@@ -1002,6 +1002,43 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
     return ret;
 }
 
+/* POST /v1/jobs/{id}/hold, release, requeue (docs/api.md): scontrol's
+ * hold, release and requeue; the job's rows commit with the answer. */
+static enum MHD_Result job_control(struct snd *d, struct snd_req *r,
+                                   enum sn_control_event_kind kind, const char *target_verb)
+{
+    struct sn_control_job *j = visible_job(d, r);
+    if (!j)
+        return job_not_found(d, r);
+    struct action_body b = {0};
+    uint32_t present;
+    enum MHD_Result ret;
+    if (!decode(d, r, action_fields, 1, &b, &present, &ret))
+        return ret;
+    struct sn_control_event ev = {
+        .kind = kind, .job = j->id, .detail = b.reason, .actor = r->actor};
+    char target[48];
+    snprintf(target, sizeof(target), "job/%lld %s", (long long)j->id, target_verb);
+    r->arg = j->id;
+    r->reply_status = 200;
+    return snd_commit_event(d, r, &ev, target, cancel_done);
+}
+
+static enum MHD_Result hold_job(struct snd *d, struct snd_req *r)
+{
+    return job_control(d, r, SN_CONTROL_EVENT_HOLD_JOB, "hold");
+}
+
+static enum MHD_Result release_job(struct snd *d, struct snd_req *r)
+{
+    return job_control(d, r, SN_CONTROL_EVENT_RELEASE_JOB, "release");
+}
+
+static enum MHD_Result requeue_job(struct snd *d, struct snd_req *r)
+{
+    return job_control(d, r, SN_CONTROL_EVENT_REQUEUE_JOB, "requeue");
+}
+
 static enum MHD_Result post_node_action(struct snd *d, struct snd_req *r)
 {
     return admin_action(d, r, true);
@@ -1261,6 +1298,9 @@ const struct snd_route snd_routes[] = {
     {"GET", "/v1/jobs", SN_SCOPE_JOBS_READ, get_jobs, "list jobs, filtered and paged"},
     {"GET", "/v1/jobs/{}", SN_SCOPE_JOBS_READ, get_job, "one job with its pending reason"},
     {"POST", "/v1/jobs/{}/cancel", SN_SCOPE_JOBS_WRITE, cancel_job, "cancel a job"},
+    {"POST", "/v1/jobs/{}/hold", SN_SCOPE_JOBS_WRITE, hold_job, "hold a pending job"},
+    {"POST", "/v1/jobs/{}/release", SN_SCOPE_JOBS_WRITE, release_job, "release a held job"},
+    {"POST", "/v1/jobs/{}/requeue", SN_SCOPE_JOBS_WRITE, requeue_job, "requeue a running job"},
     {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_exit,
      "agents: a rank of a running job exited (rank, status)"},
     {"GET", "/v1/jobs/{}/events", SN_SCOPE_JOBS_READ, get_job_events, "a job's events, paged"},

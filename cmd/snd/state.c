@@ -101,6 +101,9 @@ static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
     job->ckpt_time_s = json_integer_value(json_object_get(run, "checkpoint_time_s"));
     job->ckpt_step = json_integer_value(json_object_get(run, "checkpoint_step"));
     job->ckpt_count = (uint32_t)json_integer_value(json_object_get(run, "checkpoint_count"));
+    const char *hold = json_string_value(json_object_get(run, "hold_detail"));
+    job->held = hold != NULL;
+    job->hold_detail = hold ? strdup(hold) : NULL;
     json_decref(run);
     c->rc = sn_control_job_insert(c->d->ctl, job, c->err);
     if (c->rc != SN_OK)

@@ -148,6 +148,9 @@ struct sn_control_job {
      * reason_wait (requeues + 1; 0: none yet), and how many recorded. */
     uint8_t reason_last;
     uint32_t reason_wait, reason_events;
+    /* Held by a user or admin (HOLD_JOB): out of the core until released. */
+    bool held;
+    char *hold_detail; /* "held by ACTOR: REASON", or NULL */
 };
 
 struct sn_control_named {
@@ -253,9 +256,10 @@ struct sn_control {
     /* The event being applied: its clock, and the effects it makes. */
     struct sn_control_clock clock;
     struct sn_effects fx;
-    uint64_t batch_seq;        /* batches made so far */
-    uint32_t last_unfenced;    /* UNFENCE: how many silent servers it declared down */
-    const char *interrupt_why; /* while a lost run is requeued: why (else NULL) */
+    uint64_t batch_seq;          /* batches made so far */
+    uint32_t last_unfenced;      /* UNFENCE: how many silent servers it declared down */
+    const char *interrupt_why;   /* while a run is requeued by an event: why (else NULL) */
+    const char *interrupt_event; /* and its event name ("requeued"; NULL: "interrupted") */
 };
 
 /* A control over model and spec with no jobs and no tenants yet (the
@@ -277,21 +281,24 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
 /* ---- events -------------------------------------------------------------------- */
 
 #define SN_CONTROL_EVENT_LIST(X)                                                                   \
-    X(SUBMIT, "submit")         /* job: durable and pending: into the core */                      \
-    X(END, "end")               /* job ends now (to, event, detail): cancel, exit */               \
-    X(RANK_EXIT, "rank-exit")   /* a rank of job exited (status, reason, isolation) */             \
-    X(HEARTBEAT, "heartbeat")   /* server's agent heartbeats */                                    \
-    X(PROCS, "procs")           /* server's agent: GPUs still holding job processes (text) */      \
-    X(ADMIN, "admin")           /* is_node, id, to, reason, actor: an admin state is set */        \
-    X(NODE_LOST, "node-lost")   /* server, reason, actor: declared down */                         \
-    X(HOLD, "hold")             /* server held out of placement (on) for a health round */         \
-    X(TIMER, "timer")           /* heartbeat loss and partition safety at this time */             \
-    X(SETTLE, "settle")         /* dependencies and array throttles hand jobs to the core */       \
-    X(PASS, "pass")             /* settle, then a scheduling pass and its decisions */             \
-    X(UNFENCE, "unfence")       /* actor lifts the fence: every silent server declared down */     \
-    X(PROGRESS, "progress")     /* job reports progress (the second signal) */                     \
-    X(CHECKPOINT, "checkpoint") /* job reports a checkpoint (text = path, step) */                 \
-    X(REBUILD, "rebuild")       /* tenants or limits changed: the core is rebuilt */
+    X(SUBMIT, "submit")           /* job: durable and pending: into the core */                    \
+    X(END, "end")                 /* job ends now (to, event, detail): cancel, exit */             \
+    X(RANK_EXIT, "rank-exit")     /* a rank of job exited (status, reason, isolation) */           \
+    X(HEARTBEAT, "heartbeat")     /* server's agent heartbeats */                                  \
+    X(PROCS, "procs")             /* server's agent: GPUs still holding job processes (text) */    \
+    X(ADMIN, "admin")             /* is_node, id, to, reason, actor: an admin state is set */      \
+    X(NODE_LOST, "node-lost")     /* server, reason, actor: declared down */                       \
+    X(HOLD, "hold")               /* server held out of placement (on) for a health round */       \
+    X(TIMER, "timer")             /* heartbeat loss and partition safety at this time */           \
+    X(SETTLE, "settle")           /* dependencies and array throttles hand jobs to the core */     \
+    X(PASS, "pass")               /* settle, then a scheduling pass and its decisions */           \
+    X(UNFENCE, "unfence")         /* actor lifts the fence: every silent server declared down */   \
+    X(PROGRESS, "progress")       /* job reports progress (the second signal) */                   \
+    X(CHECKPOINT, "checkpoint")   /* job reports a checkpoint (text = path, step) */               \
+    X(HOLD_JOB, "hold-job")       /* job pending or requeued: out of the core (detail = reason) */ \
+    X(RELEASE_JOB, "release-job") /* a held job back to the core */                                \
+    X(REQUEUE_JOB, "requeue-job") /* a running job stopped and requeued (detail = reason) */       \
+    X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)

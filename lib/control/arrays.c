@@ -71,7 +71,7 @@ bool sn_control_array_check(const struct sn_control *d, const char *tenant,
 static bool held(const struct sn_control *d, const struct sn_control_job *j)
 {
     int64_t bad = 0;
-    return j->durable && j->state == SN_CONTROL_JOB_PENDING && j->sched_id == SN_NONE &&
+    return j->durable && !j->held && j->state == SN_CONTROL_JOB_PENDING && j->sched_id == SN_NONE &&
            sn_control_array_throttled(j) &&
            (!json_object_get(j->spec, "after_ok") || sn_control_job_deps(d, j, &bad) == 0);
 }

@@ -327,6 +327,69 @@ static enum sn_err checkpoint(struct sn_control *c, struct sn_control_job *j,
     return rc;
 }
 
+/* HOLD_JOB, RELEASE_JOB, REQUEUE_JOB: a user's or admin's hand on a job,
+ * as scontrol hold / release / requeue. The job's rows come first. */
+static enum sn_err job_control(struct sn_control *c, struct sn_control_job *j,
+                               const struct sn_control_event *ev, struct sn_error *err)
+{
+    const char *who = ev->actor ? ev->actor : "-";
+    bool waiting = j->state == SN_CONTROL_JOB_PENDING || j->state == SN_CONTROL_JOB_REQUEUED;
+    char msg[400];
+    if (ev->detail && ev->detail[0])
+        snprintf(msg, sizeof(msg), "%s by %s: %s",
+                 ev->kind == SN_CONTROL_EVENT_HOLD_JOB ? "held" : "requeued", who, ev->detail);
+    else
+        snprintf(msg, sizeof(msg), "%s by %s",
+                 ev->kind == SN_CONTROL_EVENT_HOLD_JOB ? "held" : "requeued", who);
+    j->updated_s = sn_control_now_s(c);
+    if (ev->kind == SN_CONTROL_EVENT_HOLD_JOB) {
+        if (!waiting || j->held)
+            return sn_error_set(err, SN_ERR_INVALID,
+                                "job %lld is %s%s; only a pending or requeued job can be held",
+                                (long long)j->id, sn_control_job_state_name(j->state),
+                                j->held ? " and held already" : "");
+        if (j->sched_id != SN_NONE) {
+            enum sn_err rc = sn_sched_cancel(c->sched, j->sched_id, NULL);
+            (void)rc;
+            j->sched_id = SN_NONE;
+        }
+        char *copy = strdup(msg);
+        if (!copy)
+            return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
+        free(j->hold_detail);
+        j->hold_detail = copy;
+        j->held = true;
+        sn_control_job_rows(c, j, "held", msg);
+        sn_control_poke(c);
+        return SN_OK;
+    }
+    if (ev->kind == SN_CONTROL_EVENT_RELEASE_JOB) {
+        if (!j->held || !waiting)
+            return sn_error_set(err, SN_ERR_INVALID, "job %lld is %s and not held",
+                                (long long)j->id, sn_control_job_state_name(j->state));
+        j->held = false;
+        free(j->hold_detail);
+        j->hold_detail = NULL;
+        snprintf(msg, sizeof(msg), "released by %s", who);
+        sn_control_job_rows(c, j, "released", msg);
+        if (json_object_get(j->spec, "after_ok") || sn_control_array_throttled(j))
+            c->deps_dirty = true;
+        else
+            sn_control_submit(c, j);
+        return SN_OK;
+    }
+    if (j->state != SN_CONTROL_JOB_RUNNING)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "job %lld is %s; only a running job can be requeued", (long long)j->id,
+                            sn_control_job_state_name(j->state));
+    c->interrupt_event = "requeued";
+    bool ok = sn_control_requeue_lost(c, j, msg);
+    c->interrupt_event = NULL;
+    return ok ? SN_OK
+              : sn_error_set(err, SN_ERR_INTERNAL, "job %lld could not be requeued",
+                             (long long)j->id);
+}
+
 static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event *ev,
                             struct sn_error *err)
 {
@@ -336,6 +399,9 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_SUBMIT:
     case SN_CONTROL_EVENT_END:
     case SN_CONTROL_EVENT_RANK_EXIT:
+    case SN_CONTROL_EVENT_HOLD_JOB:
+    case SN_CONTROL_EVENT_RELEASE_JOB:
+    case SN_CONTROL_EVENT_REQUEUE_JOB:
     case SN_CONTROL_EVENT_PROGRESS:
     case SN_CONTROL_EVENT_CHECKPOINT:
         j = sn_control_job_get(c, ev->job);
@@ -402,6 +468,10 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         return SN_OK;
     case SN_CONTROL_EVENT_CHECKPOINT:
         return checkpoint(c, j, ev, err);
+    case SN_CONTROL_EVENT_HOLD_JOB:
+    case SN_CONTROL_EVENT_RELEASE_JOB:
+    case SN_CONTROL_EVENT_REQUEUE_JOB:
+        return job_control(c, j, ev, err);
     case SN_CONTROL_EVENT_REBUILD:
         return sn_control_rebuild(c, err);
     default:

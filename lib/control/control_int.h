@@ -53,6 +53,9 @@ void sn_control_submit(struct sn_control *c, struct sn_control_job *job);
 void sn_control_drop(struct sn_control *c, struct sn_control_job *job);
 /* Requeues running job j (its run lost to the infrastructure, not its
  * own fault: why says how); false when the core would not. */
+/* The job's row, its allocation row (or its removal) and an event, as one batch. */
+void sn_control_job_rows(struct sn_control *c, struct sn_control_job *j, const char *event,
+                         const char *message);
 bool sn_control_requeue_lost(struct sn_control *c, struct sn_control_job *j, const char *why);
 void sn_control_admin_changed(struct sn_control *c, bool is_node, uint32_t id, uint8_t old_state);
 void sn_control_heartbeat(struct sn_control *c, uint32_t server);

@@ -487,6 +487,8 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     if (dec->kind == SN_DECISION_PREEMPT)
         snprintf(msg, sizeof(msg), "preempted by job %lld",
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
+    else if (d->interrupt_why && d->interrupt_event)
+        snprintf(msg, sizeof(msg), "%.150s", d->interrupt_why);
     else if (d->interrupt_why)
         snprintf(msg, sizeof(msg), "interrupted: %.140s", d->interrupt_why);
     else
@@ -496,7 +498,11 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     j->updated_s = (int64_t)now;
     sn_control_job_set_detail(j, msg);
     release_alloc(d, j, true); /* work since the run's last checkpoint is lost */
-    job_rows(d, j, dec->kind == SN_DECISION_PREEMPT ? "preempted" : "interrupted", msg);
+    job_rows(d, j,
+             dec->kind == SN_DECISION_PREEMPT ? "preempted"
+             : d->interrupt_event             ? d->interrupt_event
+                                              : "interrupted",
+             msg);
 }
 
 /* A failure hit the job and the core swapped its failed GPUs for spares
@@ -587,6 +593,12 @@ void sn_control_submit(struct sn_control *d, struct sn_control_job *job)
     sn_control_poke(d);
 }
 
+void sn_control_job_rows(struct sn_control *d, struct sn_control_job *j, const char *event,
+                         const char *message)
+{
+    job_rows(d, j, event, message);
+}
+
 bool sn_control_requeue_lost(struct sn_control *d, struct sn_control_job *j, const char *why)
 {
     if (j->sched_id == SN_NONE || j->state != SN_CONTROL_JOB_RUNNING)
@@ -651,7 +663,7 @@ void sn_control_settle(struct sn_control *d)
     for (int64_t id = 1; id < d->next_job_id; id++) {
         struct sn_control_job *j = sn_control_job_get(d, id);
         if (!j || !j->durable || j->state != SN_CONTROL_JOB_PENDING || j->sched_id != SN_NONE ||
-            !json_object_get(j->spec, "after_ok"))
+            j->held || !json_object_get(j->spec, "after_ok"))
             continue;
         int64_t bad = 0;
         int rc = sn_control_job_deps(d, j, &bad);
@@ -675,6 +687,9 @@ void sn_control_settle(struct sn_control *d)
 
 const char *sn_control_reason(const struct sn_control *d, const struct sn_control_job *job)
 {
+    if (job->held &&
+        (job->state == SN_CONTROL_JOB_PENDING || job->state == SN_CONTROL_JOB_REQUEUED))
+        return "held";
     if (job->sched_id == SN_NONE && sn_control_array_waiting(d, job))
         return "array-throttle";
     if (job->sched_id == SN_NONE && job->state == SN_CONTROL_JOB_PENDING &&
@@ -802,8 +817,8 @@ static enum sn_err restore_jobs(struct sn_control *d, struct sn_error *err)
         if ((!live(j) || j->state != SN_CONTROL_JOB_RUNNING) && j->n_alloc)
             return sn_error_set(err, SN_ERR_INTERNAL, "job %lld is %s but holds GPUs",
                                 (long long)id, sn_control_job_state_name(j->state));
-        if (!live(j))
-            continue;
+        if (!live(j) || j->held)
+            continue; /* a held job enters the core when released */
         int64_t bad;
         if (j->state == SN_CONTROL_JOB_PENDING && json_object_get(j->spec, "after_ok") &&
             sn_control_job_deps(d, j, &bad) != 0) {

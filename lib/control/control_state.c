@@ -157,6 +157,8 @@ struct sn_control_job *sn_control_job_get(const struct sn_control *d, int64_t id
 
 void sn_control_job_free(struct sn_control_job *job)
 {
+    if (job)
+        free(job->hold_detail);
     if (!job)
         return;
     free(job->idem_key);
@@ -252,7 +254,9 @@ json_t *sn_control_job_json(const struct sn_control *d, const struct sn_control_
     json_object_set_new(o, "pending_reason",
                         waiting ? json_string(sn_control_reason(d, job)) : json_null());
     char detail[300] = "";
-    if (waiting)
+    if (waiting && job->held)
+        snprintf(detail, sizeof(detail), "%s", job->hold_detail ? job->hold_detail : "held");
+    else if (waiting)
         sn_control_quota_pending_detail(d, job, sn_control_reason(d, job), detail, sizeof(detail));
     json_object_set_new(o, "pending_detail", detail[0] ? json_string(detail) : json_null());
     json_t *alloc = json_array(), *nodes = json_array();
@@ -342,6 +346,9 @@ char *sn_control_job_run_text(const struct sn_control_job *job)
                                             "checkpoint_time_s", (json_int_t)job->ckpt_time_s,
                                             "checkpoint_step", (json_int_t)job->ckpt_step,
                                             "checkpoint_count", (json_int_t)job->ckpt_count));
+    if (o && job->held)
+        json_object_set_new(o, "hold_detail",
+                            json_string(job->hold_detail ? job->hold_detail : ""));
     if (o)
         sn_control_goodput_run_text(job, o);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

@@ -52,7 +52,7 @@ rc=$?
 [ $rc = 1 ] || fail "a failed tool should give exit 1, got $rc"
 printf '%s\n' "$out" | grep -q "^nccl-all-reduce .* ok .*5 rows, peak busbw 839.16 GB/s" || fail "all_reduce_perf: $out"
 printf '%s\n' "$out" | grep -q "^nccl-all-gather .* failed .*exit status 3" || fail "all_gather_perf: $out"
-printf '%s\n' "$out" | grep -q "^dcgm-diag .* ok .*7 test results, 0 failed" || fail "dcgmi: $out"
+printf '%s\n' "$out" | grep -q "^dcgm-diag .* ok .*8 test results, 0 failed" || fail "dcgmi: $out"
 printf '%s\n' "$out" | grep -q "^gemm-hbm-probe .* ok .*2 sn-bench rows" || fail "probe: $out"
 [ "$(cat "$T/nccl.args")" = "-b 8 -e 1G -f 2 -g 4" ] || fail "all_reduce_perf args: $(cat "$T/nccl.args")"
 [ "$(cat "$T/dcgmi.args")" = "diag -r 2" ] || fail "dcgmi args: $(cat "$T/dcgmi.args")"

@@ -199,12 +199,25 @@ else
     [ $rc = 0 ] || fail "sn hold: exit $rc: $out"
     printf '%s' "$out" | grep -q "^held job $P$" || fail "sn hold: $out"
     check 0 "^ *$P .*\(held\)$" "$SN" jobs
+    check 0 "held by admin:admin: wait for data" "$SN" job show "$P"
     check 0 "^released job $P$" "$SN" release "$P"
-    check 0 "^updated job $P: pending, 8 GPUs$" "$SN" update "$P" --gpus 8 --time-limit 1h
-    check 0 "^time_limit_s +3600$" "$SN" job show "$P"
+    check 1 "409 job $P is pending and not held" "$SN" release "$P"
+    # update and --start: served, or gated by the client until snd has them.
+    out=$("$SN" update "$P" --gpus 8 --time-limit 1h 2>&1)
+    if printf '%s' "$out" | grep -q "no route"; then
+        check 4 "no route POST /v1/jobs/\{id\}/update" "$SN" update "$P" --gpus 8
+        check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
+        "$SN" cancel "$P" >/dev/null
+        P=$("$SN" submit --tenant acme --name moves --gpus 2 --command "sleep 60" | sed 's/^submitted job \([0-9]*\).*/\1/')
+    else
+        printf '%s' "$out" | grep -q "^updated job $P: pending, 8 GPUs$" || fail "sn update: $out"
+        check 0 "^time_limit_s +3600$" "$SN" job show "$P"
+        check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +BASIS" "$SN" jobs --start
+    fi
     until_out "^ *$P .* running " "$SN" jobs
     check 0 "^requeued job $P$" "$SN" requeue "$P" --reason "move it"
-    check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +BASIS" "$SN" jobs --start
+    check 0 "^requeues +1$" "$SN" job show "$P"
+    check 0 "requeued +requeued by admin:admin: move it" "$SN" job show "$P"
 fi
 "$SN" cancel "$P" >/dev/null
 

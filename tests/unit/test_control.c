@@ -473,6 +473,72 @@ static void same_events_same_effects(void **state)
     fx_close(&f[1]);
 }
 
+/* Hold, release, requeue (scontrol's verbs): a held pending job stays out
+ * of the core through passes with reason "held" and the holder in its
+ * pending detail; released, the next pass starts it; requeued while
+ * running, it gives its GPUs back and the next pass starts it again.
+ * Holding a running job or releasing one not held is refused. */
+static void hold_release_requeue(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    int64_t id = submit(&f, "{\"name\":\"h\",\"gpus\":4}");
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HOLD_JOB,
+                                                         .job = id,
+                                                         .actor = "alice",
+                                                         .detail = "data not ready"}),
+                     SN_OK);
+    assert_non_null(last_row(&f, SN_STORE_PUT_JOB, id));
+    assert_true(job(&f, id)->held);
+    pass(&f);
+    pass(&f);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_PENDING);
+    assert_int_equal(job(&f, id)->n_alloc, 0);
+    assert_string_equal(sn_control_reason(f.c, job(&f, id)), "held");
+    assert_string_equal(job(&f, id)->hold_detail, "held by alice: data not ready");
+    /* A second hold is refused and changes nothing. */
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HOLD_JOB,
+                                                         .job = id,
+                                                         .actor = "alice"}),
+                     SN_ERR_INVALID);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RELEASE_JOB,
+                                                         .job = id,
+                                                         .actor = "alice"}),
+                     SN_OK);
+    assert_false(job(&f, id)->held);
+    pass(&f);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, id)->n_alloc, 4);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HOLD_JOB,
+                                                         .job = id,
+                                                         .actor = "alice"}),
+                     SN_ERR_INVALID);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RELEASE_JOB,
+                                                         .job = id,
+                                                         .actor = "alice"}),
+                     SN_ERR_INVALID);
+    sn_effects_reset(&f.out);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_REQUEUE_JOB,
+                                                         .job = id,
+                                                         .actor = "root",
+                                                         .detail = "node maintenance"}),
+                     SN_OK);
+    const struct sn_control_job *j = job(&f, id);
+    assert_int_equal(j->state, SN_CONTROL_JOB_REQUEUED);
+    assert_int_equal(j->n_alloc, 0);
+    assert_string_equal(f.out.batches[0].rows[0].text[2], "requeued");
+    pass(&f);
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_RUNNING);
+    /* A pending job cannot be requeued. */
+    int64_t other = submit(&f, "{\"name\":\"big\",\"gpus\":32}");
+    assert_int_equal(
+        apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_REQUEUE_JOB, .job = other}),
+        SN_ERR_INVALID);
+    verify(&f);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +550,7 @@ int main(void)
         cmocka_unit_test(partition_fences_then_unfence),
         cmocka_unit_test(drain_settles_when_job_ends),
         cmocka_unit_test(admission_refusals),
+        cmocka_unit_test(hold_release_requeue),
         cmocka_unit_test(same_events_same_effects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
