@@ -108,8 +108,8 @@ static void advance(struct snd *d)
 
 /* One pair of the submission: [A, B] or {"servers": [A, B]}; false with
  * the field and message set. */
-static bool parse_pair(const struct snd *d, json_t *p, size_t i, struct sn_round_item *it, char *field,
-                       size_t fcap, char *msg, size_t mcap)
+static bool parse_pair(const struct snd *d, json_t *p, size_t i, struct sn_round_item *it,
+                       char *field, size_t fcap, char *msg, size_t mcap)
 {
     json_t *arr = json_is_object(p) ? json_object_get(p, "servers") : p;
     snprintf(field, fcap, "pairs[%zu]%s", i, json_is_object(p) ? ".servers" : "");
@@ -191,8 +191,8 @@ enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r)
     snd_audit(d, r, 201, target, detail);
     advance(d);
     return snd_reply(d, r, 201,
-                     json_pack("{s:I,s:s,s:I}", "id", (json_int_t)id, "runner", sn_round_runners[ri],
-                               "items", (json_int_t)n));
+                     json_pack("{s:I,s:s,s:I}", "id", (json_int_t)id, "runner",
+                               sn_round_runners[ri], "items", (json_int_t)n));
 refuse:
     free(items);
     json_decref(body);
@@ -279,10 +279,10 @@ enum MHD_Result snd_post_health_round_result(struct snd *d, struct snd_req *r)
                           "an agent token reports only the pairs its node runs");
     }
     enum sn_round_state st = !status                                ? SN_ROUND_STATE_COUNT
-                         : strcmp(status, "ok") == 0            ? SN_ROUND_DONE
-                         : strcmp(status, "failed") == 0        ? SN_ROUND_FAILED
-                         : strcmp(status, "not-available") == 0 ? SN_ROUND_NOT_AVAILABLE
-                                                                : SN_ROUND_STATE_COUNT;
+                             : strcmp(status, "ok") == 0            ? SN_ROUND_DONE
+                             : strcmp(status, "failed") == 0        ? SN_ROUND_FAILED
+                             : strcmp(status, "not-available") == 0 ? SN_ROUND_NOT_AVAILABLE
+                                                                    : SN_ROUND_STATE_COUNT;
     if (st == SN_ROUND_STATE_COUNT) {
         ret =
             snd_error(d, r, 422, "invalid_field", "status", "expected ok, failed or not-available");

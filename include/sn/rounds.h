@@ -90,8 +90,8 @@ struct sn_round *sn_rounds_find(struct sn_rounds *rs, int64_t id);
 void sn_rounds_advance(struct sn_rounds *rs, const struct sn_rounds_env *env);
 /* An agent's result for item i of r; false (nothing changed) when the
  * item is not running (a stale report). Advances the rounds. */
-bool sn_rounds_result(struct sn_rounds *rs, struct sn_round *r, uint32_t i,
-                      enum sn_round_state st, const char *detail, const struct sn_rounds_env *env);
+bool sn_rounds_result(struct sn_rounds *rs, struct sn_round *r, uint32_t i, enum sn_round_state st,
+                      const char *detail, const struct sn_rounds_env *env);
 /* The running pair whose first server is s, in the active round (one pair
  * at a time per node); NULL if none. */
 const struct sn_round_item *sn_rounds_asked(const struct sn_rounds *rs, uint32_t s,

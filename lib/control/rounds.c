@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sn_round_state_names[SN_ROUND_STATE_COUNT] = {
-    "waiting", "running", "done", "failed", "not-available"};
+const char *const sn_round_state_names[SN_ROUND_STATE_COUNT] = {"waiting", "running", "done",
+                                                                "failed", "not-available"};
 const char *const sn_round_runners[SN_ROUND_RUNNERS] = {"nccl-all-reduce", "nccl-all-gather"};
 
 int sn_rounds_init(struct sn_rounds *rs, uint32_t n_servers)
@@ -197,8 +197,8 @@ void sn_rounds_advance(struct sn_rounds *rs, const struct sn_rounds_env *env)
     }
 }
 
-bool sn_rounds_result(struct sn_rounds *rs, struct sn_round *r, uint32_t i,
-                      enum sn_round_state st, const char *detail, const struct sn_rounds_env *env)
+bool sn_rounds_result(struct sn_rounds *rs, struct sn_round *r, uint32_t i, enum sn_round_state st,
+                      const char *detail, const struct sn_rounds_env *env)
 {
     struct sn_round_item *it = &r->items[i];
     if (it->state != SN_ROUND_RUNNING)

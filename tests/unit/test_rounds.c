@@ -64,8 +64,13 @@ static void one_pair_per_server_and_release(void **state)
     (void)state;
     struct fake f = {0};
     struct sn_rounds rs = {0};
-    struct sn_rounds_env env = {.ctx = &f, .now_s = 100, .timeout_s = 30, .down = f_down,
-                                .idle = f_idle, .name = f_name, .hold = f_hold};
+    struct sn_rounds_env env = {.ctx = &f,
+                                .now_s = 100,
+                                .timeout_s = 30,
+                                .down = f_down,
+                                .idle = f_idle,
+                                .name = f_name,
+                                .hold = f_hold};
     assert_int_equal(sn_rounds_init(&rs, 8), 0);
     static const uint32_t ab[3][2] = {{0, 1}, {1, 2}, {3, 4}};
     f.busy[3] = true;
@@ -117,8 +122,13 @@ static void one_round_at_a_time(void **state)
     (void)state;
     struct fake f = {0};
     struct sn_rounds rs = {0};
-    struct sn_rounds_env env = {.ctx = &f, .now_s = 5, .timeout_s = 30, .down = f_down,
-                                .idle = f_idle, .name = f_name, .hold = f_hold};
+    struct sn_rounds_env env = {.ctx = &f,
+                                .now_s = 5,
+                                .timeout_s = 30,
+                                .down = f_down,
+                                .idle = f_idle,
+                                .name = f_name,
+                                .hold = f_hold};
     assert_int_equal(sn_rounds_init(&rs, 8), 0);
     static const uint32_t a[1][2] = {{0, 1}}, b[1][2] = {{2, 3}};
     int64_t ia = sn_rounds_add(&rs, 1, pairs(1, a), 1, 5, "x");
@@ -127,8 +137,8 @@ static void one_round_at_a_time(void **state)
     struct sn_round *rb = sn_rounds_find(&rs, ib);
     assert_int_equal(rb->start_s, 0);
     assert_false(f.held[2]);
-    assert_true(sn_rounds_result(&rs, sn_rounds_find(&rs, ia), 0, SN_ROUND_NOT_AVAILABLE, NULL,
-                                 &env));
+    assert_true(
+        sn_rounds_result(&rs, sn_rounds_find(&rs, ia), 0, SN_ROUND_NOT_AVAILABLE, NULL, &env));
     assert_int_equal(rb->start_s, 5);
     assert_true(f.held[2] && f.held[3]);
     assert_int_equal(rb->items[0].state, SN_ROUND_RUNNING);
