@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sn/control.h>
 #include <sn/httpc.h>
 #include <sn/units.h>
 
@@ -41,10 +42,17 @@ static long long metric(const char *text, const char *name, const char *label)
     return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
-static const char *const gpu_states[] = {"allocated", "free", "cordoned", "down"};
+/* snd's one definition of the counts (sn_cluster_gpus, sn_cluster_nodes:
+ * docs/monitoring.md): each GPU in exactly one state, they sum to the
+ * cluster's GPUs. */
+static const char *const gpu_states[] = {"busy",     "free",    "held", "cordoned",
+                                         "draining", "drained", "down"};
+#define N_GPU_STATES 7
 static const char *const job_states[] = {"pending", "requeued", "running",
                                          "completed", "failed", "cancelled"};
-static const char *const node_states[] = {"up", "cordoned", "draining", "drained", "down"};
+static const char *const node_states[] = {"up",       "mixed",   "cordoned",
+                                          "draining", "drained", "down"};
+static const char *const agent_states[] = {"up", "down", "never"};
 static const char *const reasons[] = {"none",      "quota",  "quota-supernode", "no-supernode-fits",
                                       "bandwidth", "health", "priority",        "reservation"};
 
@@ -137,9 +145,23 @@ static int frame_json(struct client *c, json_t **out)
                           json_object_get(cluster, "gpus"), "time", when, "time_s",
                           (json_int_t)now);
     json_decref(cluster);
-    json_object_set_new(f, "gpus", counts(m, "sn_gpus_scheduler", "state", gpu_states, 4));
+    json_object_set_new(f, "gpus", counts(m, "sn_cluster_gpus", "state", gpu_states, N_GPU_STATES));
     json_object_set_new(f, "jobs", counts(m, "sn_jobs", "state", job_states, 6));
-    json_object_set_new(f, "nodes", counts(m, "sn_nodes", "state", node_states, 5));
+    json_object_set_new(f, "nodes", counts(m, "sn_cluster_nodes", "state", node_states, 6));
+    json_object_set_new(f, "agents", counts(m, "sn_agents", "state", agent_states, 3));
+    json_object_set_new(f, "gpus_allocated",
+                        json_integer(metric(m, "sn_cluster_gpus_allocated", NULL)));
+    json_t *gp = json_object();
+    const char *ratio = strstr(m, "\nsn_goodput_ratio ");
+    json_object_set_new(gp, "ratio",
+                        ratio ? json_real(strtod(ratio + strlen("\nsn_goodput_ratio "), NULL))
+                              : json_null());
+    json_object_set_new(gp, "runs", json_integer(metric(m, "sn_goodput_runs_total", "kind=\"all\"")));
+    json_object_set_new(gp, "interrupted_runs",
+                        json_integer(metric(m, "sn_goodput_runs_total", "kind=\"interrupted\"")));
+    json_object_set_new(gp, "lost_gpu_s",
+                        json_integer(metric(m, "sn_goodput_gpu_seconds", "kind=\"lost\"")));
+    json_object_set_new(f, "goodput", gp);
     json_object_set_new(f, "waiting", counts(m, "sn_jobs_pending_reason", "reason", reasons, 8));
     sn_httpc_response_release(&resp);
     json_t *running = NULL, *pending = NULL;
@@ -182,12 +204,22 @@ static int frame(struct client *c, bool tty)
            tty ? "  (q quits)" : "");
     json_t *g = json_object_get(f, "gpus");
     printf("GPUs   ");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_GPU_STATES; i++)
         printf(" %s %lld", gpu_states[i],
                (long long)json_integer_value(json_object_get(g, gpu_states[i])));
     printf("\n");
     count_line(json_object_get(f, "jobs"), "Jobs", job_states, 6, false);
-    count_line(json_object_get(f, "nodes"), "Nodes", node_states, 5, false);
+    count_line(json_object_get(f, "nodes"), "Nodes", node_states, 6, false);
+    count_line(json_object_get(f, "agents"), "Agents", agent_states, 3, false);
+    json_t *gp = json_object_get(f, "goodput");
+    if (json_is_number(json_object_get(gp, "ratio"))) {
+        char pct[32];
+        sn_control_goodput_pct(json_number_value(json_object_get(gp, "ratio")), pct, sizeof(pct));
+        printf("Goodput %s (%lld of %lld runs interrupted, %lld GPU-s lost)\n", pct,
+               (long long)json_integer_value(json_object_get(gp, "interrupted_runs")),
+               (long long)json_integer_value(json_object_get(gp, "runs")),
+               (long long)json_integer_value(json_object_get(gp, "lost_gpu_s")));
+    }
     count_line(json_object_get(f, "waiting"), "Waiting", reasons, 8, true);
     jobs_section(json_object_get(f, "running"), "running", "Running");
     jobs_section(json_object_get(f, "pending"), "pending", "Pending");

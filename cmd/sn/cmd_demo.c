@@ -1153,14 +1153,18 @@ static void status_line(struct demo *d)
     }
     event(d,
           "jobs %llu/%u submitted: %.0f pending, %.0f running, %.0f completed, %.0f failed, "
-          "%.0f requeued | GPUs %.0f busy, %.0f free, %.0f down, %.0f cordoned",
+          "%.0f requeued | GPUs %.0f busy, %.0f free, %.0f held, %.0f cordoned, %.0f draining, "
+          "%.0f drained, %.0f down (of %u)",
           (unsigned long long)d->submitted, d->n_jobs, metric(t, "sn_jobs{state=\"pending\"}"),
           metric(t, "sn_jobs{state=\"running\"}"), metric(t, "sn_jobs{state=\"completed\"}"),
           metric(t, "sn_jobs{state=\"failed\"}"), metric(t, "sn_jobs{state=\"requeued\"}"),
-          metric(t, "sn_gpus_scheduler{state=\"allocated\"}"),
-          metric(t, "sn_gpus_scheduler{state=\"free\"}"),
-          metric(t, "sn_gpus_scheduler{state=\"down\"}"),
-          metric(t, "sn_gpus_scheduler{state=\"cordoned\"}"));
+          metric(t, "sn_cluster_gpus{state=\"busy\"}"),
+          metric(t, "sn_cluster_gpus{state=\"free\"}"),
+          metric(t, "sn_cluster_gpus{state=\"held\"}"),
+          metric(t, "sn_cluster_gpus{state=\"cordoned\"}"),
+          metric(t, "sn_cluster_gpus{state=\"draining\"}"),
+          metric(t, "sn_cluster_gpus{state=\"drained\"}"),
+          metric(t, "sn_cluster_gpus{state=\"down\"}"), d->model->n_gpus);
     free(t);
 }
 

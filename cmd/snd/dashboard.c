@@ -339,9 +339,6 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     catch_up_events(d);
     sample_history(d, owner);
-    uint32_t alloc = 0;
-    for (uint32_t g = 0; g < d->model->n_gpus; g++)
-        alloc += owner[g] != 0;
     free(owner);
     json_t *jobs = json_object();
     for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
@@ -349,13 +346,39 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
                             json_integer((json_int_t)d->ctl->jobs_by_state[s]));
     uint32_t up, down;
     snd_agent_counts(d, &up, &down);
-    return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:b,s:I,s:o}", "cluster",
-                               d->spec->name, "gpus", (json_int_t)d->model->n_gpus, "allocated",
-                               (json_int_t)alloc, "jobs", jobs, "agents", "up", (json_int_t)up,
-                               "down", (json_int_t)down, "queue", queue_json(d, r), "events",
-                               events_json(d, r), "history", history_json(), "scheduler_connected",
-                               d->ctl->sched != NULL, "gpu_history_bytes",
-                               (json_int_t)snd_dashboard_history_bytes(), "fence",
-                               sn_control_partition_json(d->ctl)));
+    /* The one definition of the counts (sn/control.h "counts"), as /metrics. */
+    struct sn_control_counts cc;
+    sn_control_counts(d->ctl, 0, d->model->n_gpus, &cc);
+    json_t *states = json_object(), *nodes = json_object();
+    for (int k = 0; k < SN_CONTROL_GPU_CLASS_COUNT; k++)
+        json_object_set_new(states, sn_control_gpu_class_name((enum sn_control_gpu_class)k),
+                            json_integer(cc.by_class[k]));
+    uint32_t views[SN_CONTROL_NODE_VIEW_COUNT] = {0};
+    for (uint32_t i = 0; i < d->model->n_servers; i++)
+        views[sn_control_node_view(d->ctl, i)]++;
+    for (int k = 0; k < SN_CONTROL_NODE_VIEW_COUNT; k++)
+        json_object_set_new(nodes, sn_control_node_view_name((enum sn_control_node_view)k),
+                            json_integer(views[k]));
+    struct sn_goodput gp;
+    sn_control_goodput_sums(d->ctl, snd_now_s(), &gp);
+    double ratio = sn_goodput_ratio(&gp);
+    json_t *goodput = json_pack("{s:o,s:f,s:f,s:f,s:I,s:I}", "ratio",
+                                isnan(ratio) ? json_null() : json_real(ratio), "allocated_gpu_s",
+                                gp.allocated_gpu_s, "useful_gpu_s", gp.useful_gpu_s, "lost_gpu_s",
+                                gp.lost_gpu_s, "runs", (json_int_t)gp.runs, "interrupted_runs",
+                                (json_int_t)gp.interrupted_runs);
+    json_t *body =
+        json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:b,s:I,s:o}", "cluster",
+                  d->spec->name, "gpus", (json_int_t)d->model->n_gpus, "allocated",
+                  (json_int_t)cc.allocated, "jobs", jobs, "agents", "up", (json_int_t)up, "down",
+                  (json_int_t)down, "never", (json_int_t)(d->model->n_servers - up - down),
+                  "queue", queue_json(d, r), "events", events_json(d, r), "history",
+                  history_json(), "scheduler_connected", d->ctl->sched != NULL,
+                  "gpu_history_bytes", (json_int_t)snd_dashboard_history_bytes(), "fence",
+                  sn_control_partition_json(d->ctl));
+    json_object_set_new(body, "gpu_states", states);
+    json_object_set_new(body, "node_states", nodes);
+    json_object_set_new(body, "goodput", goodput);
+    json_object_set_new(body, "time_s", json_integer(snd_now_s()));
+    return snd_reply(d, r, 200, body);
 }

@@ -75,11 +75,42 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
         put(&o, "sn_nodes{state=\"%s\"} %llu\n",
             sn_control_admin_state_name((enum sn_control_admin_state)s),
             (unsigned long long)nodes[s]);
-    family(&o, "sn_gpus", "gauge", "GPUs by admin state (their own, not their server's).");
+    family(&o, "sn_gpus", "gauge", "GPUs by their own admin state, not their server's (raw; sn_cluster_gpus is the "
+           "view every client shows).");
     for (int s = 0; s < SN_CONTROL_ADMIN_STATE_COUNT; s++)
         put(&o, "sn_gpus{state=\"%s\"} %llu\n",
             sn_control_admin_state_name((enum sn_control_admin_state)s),
             (unsigned long long)gpus[s]);
+    /* The one definition of the counts every view shows (sn/control.h
+     * "counts"): each GPU in exactly one state, nodes as sn nodes derives
+     * them. */
+    struct sn_control_counts cc;
+    sn_control_counts(d->ctl, 0, d->model->n_gpus, &cc);
+    family(&o, "sn_cluster_gpus", "gauge",
+           "GPUs by state, each GPU in exactly one (they sum to the cluster's GPUs; "
+           "docs/monitoring.md).");
+    for (int k = 0; k < SN_CONTROL_GPU_CLASS_COUNT; k++)
+        put(&o, "sn_cluster_gpus{state=\"%s\"} %u\n",
+            sn_control_gpu_class_name((enum sn_control_gpu_class)k), cc.by_class[k]);
+    family(&o, "sn_cluster_gpus_allocated", "gauge",
+           "GPUs held by running jobs, whatever their state (busy, or cordoned or draining "
+           "with a job).");
+    put(&o, "sn_cluster_gpus_allocated %u\n", cc.allocated);
+    uint64_t views[SN_CONTROL_NODE_VIEW_COUNT] = {0};
+    for (uint32_t i = 0; i < d->model->n_servers; i++)
+        views[sn_control_node_view(d->ctl, i)]++;
+    family(&o, "sn_cluster_nodes", "gauge",
+           "Servers by the state derived from their GPUs (as sn nodes shows them).");
+    for (int k = 0; k < SN_CONTROL_NODE_VIEW_COUNT; k++)
+        put(&o, "sn_cluster_nodes{state=\"%s\"} %llu\n",
+            sn_control_node_view_name((enum sn_control_node_view)k), (unsigned long long)views[k]);
+    uint32_t ag_up, ag_down;
+    snd_agent_counts(d, &ag_up, &ag_down);
+    family(&o, "sn_agents", "gauge",
+           "Node agents by heartbeat: up, down (missed three intervals), never seen.");
+    put(&o, "sn_agents{state=\"up\"} %u\n", ag_up);
+    put(&o, "sn_agents{state=\"down\"} %u\n", ag_down);
+    put(&o, "sn_agents{state=\"never\"} %u\n", d->model->n_servers - ag_up - ag_down);
     uint64_t reasons[SN_PENDING_REASON_COUNT] = {0};
     uint32_t n_pending = 0;
     const uint32_t *pending = sn_sched_pending(d->ctl->sched, &n_pending);
@@ -96,7 +127,8 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     struct sn_sched_stats ss;
     sn_sched_stats(d->ctl->sched, &ss);
     family(&o, "sn_gpus_scheduler", "gauge",
-           "GPUs by scheduler state: allocated, free (usable), down (failed), cordoned (free).");
+           "The scheduler core's raw GPU figures; they overlap (a cordoned GPU may be "
+           "allocated or down; cordoned includes GPUs held for processes): see sn_cluster_gpus.");
     put(&o, "sn_gpus_scheduler{state=\"allocated\"} %u\n", ss.gpus_busy);
     put(&o, "sn_gpus_scheduler{state=\"free\"} %u\n", ss.gpus_free_usable);
     put(&o, "sn_gpus_scheduler{state=\"down\"} %u\n", ss.gpus_down);
@@ -168,11 +200,23 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     family(&o, "sn_revocation_generation", "counter",
            "Generation of the revocation list beside the key (one per revocation).");
     put(&o, "sn_revocation_generation %llu\n", (unsigned long long)d->revocation_generation);
-    double goodput = sn_control_goodput(d->ctl, snd_now_s());
+    struct sn_goodput gp;
+    sn_control_goodput_sums(d->ctl, snd_now_s(), &gp);
+    double goodput = sn_goodput_ratio(&gp);
     family(&o, "sn_goodput_ratio", "gauge",
-           "Goodput since start: 1 - lost / allocated GPU-seconds (absent before any run).");
+           "Goodput since start: useful / allocated GPU-seconds (absent before any run).");
     if (!isnan(goodput))
         put(&o, "sn_goodput_ratio %.6f\n", goodput);
+    family(&o, "sn_goodput_gpu_seconds", "gauge",
+           "GPU-seconds since start behind sn_goodput_ratio: allocated, useful, lost.");
+    put(&o, "sn_goodput_gpu_seconds{kind=\"allocated\"} %.0f\n", gp.allocated_gpu_s);
+    put(&o, "sn_goodput_gpu_seconds{kind=\"useful\"} %.0f\n", gp.useful_gpu_s);
+    put(&o, "sn_goodput_gpu_seconds{kind=\"lost\"} %.0f\n", gp.lost_gpu_s);
+    family(&o, "sn_goodput_runs_total", "counter",
+           "Runs that ended since start: all, and those interrupted or preempted.");
+    put(&o, "sn_goodput_runs_total{kind=\"all\"} %llu\n", (unsigned long long)gp.runs);
+    put(&o, "sn_goodput_runs_total{kind=\"interrupted\"} %llu\n",
+        (unsigned long long)gp.interrupted_runs);
     family(&o, "snd_gpu_history_bytes", "gauge",
            "Bytes held by the per-GPU telemetry history (the dashboard's time series).");
     put(&o, "snd_gpu_history_bytes %zu\n", snd_dashboard_history_bytes());

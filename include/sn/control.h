@@ -424,4 +424,70 @@ bool sn_control_array_check(const struct sn_control *c, const char *tenant,
 char *sn_control_ranges_format(const uint32_t *v, uint32_t n);
 int sn_control_ranges_parse(const char *text, uint32_t **out, uint32_t *n, uint32_t max);
 
+/* ---- counts (lib/control/counts.c): the one definition of each view's figures -------- */
+
+/* The state of one GPU as every view counts it (the demo's status lines,
+ * sn top, sn pools, /metrics, the dashboard): each GPU is in exactly one,
+ * so the counts sum to the cluster's GPUs. Its effective admin state is
+ * the worse of its own and its server's (down > drained > draining >
+ * cordoned > up, as sn nodes and sn gpus derive it); an up GPU is busy
+ * while a running job holds it, held while it is out of placement for
+ * another reason (its last job's processes not yet reported gone, a
+ * health round, its agent silent), else free. A cordoned or draining GPU
+ * that still runs a job counts as cordoned or draining, not busy. */
+#define SN_CONTROL_GPU_CLASS_LIST(X)                                                               \
+    X(BUSY, "busy")                                                                                \
+    X(FREE, "free")                                                                                \
+    X(HELD, "held")                                                                                \
+    X(CORDONED, "cordoned")                                                                        \
+    X(DRAINING, "draining")                                                                        \
+    X(DRAINED, "drained")                                                                          \
+    X(DOWN, "down")
+enum sn_control_gpu_class {
+#define SN_X(name, text) SN_CONTROL_GPU_##name,
+    SN_CONTROL_GPU_CLASS_LIST(SN_X)
+#undef SN_X
+        SN_CONTROL_GPU_CLASS_COUNT
+};
+const char *sn_control_gpu_class_name(enum sn_control_gpu_class k);
+
+/* The effective admin state of GPU g (the worse of its own and its server's). */
+enum sn_control_admin_state sn_control_gpu_effective(const struct sn_control *c, uint32_t g);
+enum sn_control_gpu_class sn_control_gpu_class(const struct sn_control *c, uint32_t g);
+
+/* Node states as sn nodes derives them: the effective admin state its GPUs
+ * share, else mixed (a server without GPUs: its own admin state). */
+#define SN_CONTROL_NODE_VIEW_LIST(X)                                                               \
+    X(UP, "up")                                                                                    \
+    X(MIXED, "mixed")                                                                              \
+    X(CORDONED, "cordoned")                                                                        \
+    X(DRAINING, "draining")                                                                        \
+    X(DRAINED, "drained")                                                                          \
+    X(DOWN, "down")
+enum sn_control_node_view {
+#define SN_X(name, text) SN_CONTROL_NODE_VIEW_##name,
+    SN_CONTROL_NODE_VIEW_LIST(SN_X)
+#undef SN_X
+        SN_CONTROL_NODE_VIEW_COUNT
+};
+const char *sn_control_node_view_name(enum sn_control_node_view k);
+enum sn_control_node_view sn_control_node_view(const struct sn_control *c, uint32_t server);
+
+struct sn_control_counts {
+    uint32_t gpus;                               /* GPUs counted */
+    uint32_t by_class[SN_CONTROL_GPU_CLASS_COUNT]; /* sum to gpus */
+    uint32_t allocated; /* held by running jobs, whatever their state (not a class) */
+};
+/* Counts GPUs [first, first + count) into *out (zeroed first). */
+void sn_control_counts(const struct sn_control *c, uint32_t first, uint32_t count,
+                       struct sn_control_counts *out);
+/* The cluster's goodput sums up to now_s (ended runs, and running jobs'
+ * current runs as allocated and useful): the one computation behind
+ * sn_control_goodput(), /metrics and the dashboard. */
+void sn_control_goodput_sums(const struct sn_control *c, int64_t now_s, struct sn_goodput *out);
+
+/* A goodput ratio as a percentage for people, truncated to 0.01 % so a run
+ * that lost anything never reads "100.00 %" ("-" for NaN). */
+void sn_control_goodput_pct(double ratio, char *out, size_t len);
+
 #endif

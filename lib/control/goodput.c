@@ -35,12 +35,8 @@ static void with_current_run(struct sn_goodput *g, const struct sn_control_job *
 
 double sn_control_goodput(const struct sn_control *d, int64_t now_s)
 {
-    struct sn_goodput g = d->goodput;
-    for (int64_t id = 1; id < d->next_job_id && id <= d->n_jobs_cap; id++) {
-        const struct sn_control_job *j = d->jobs[id - 1];
-        if (j)
-            with_current_run(&g, j, now_s);
-    }
+    struct sn_goodput g;
+    sn_control_goodput_sums(d, now_s, &g); /* counts.c: the one computation */
     return sn_goodput_ratio(&g);
 }
 

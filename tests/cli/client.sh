@@ -153,7 +153,7 @@ check 6 "https://127.0.0.1:$PORT: " "$SN" jobs --server "https://127.0.0.1:$PORT
 check 2 "unknown option '--bogus'" "$SN" jobs --bogus
 check 2 "expected json, table or wide" "$SN" jobs -o yaml
 # sn top: one frame with --once; a live one quits on SIGINT with status 0.
-check 0 "^GPUs +allocated [0-9]+ free [0-9]+ cordoned [0-9]+ down 0$" "$SN" top --once
+check 0 "^GPUs +busy [0-9]+ free [0-9]+ held [0-9]+ cordoned [0-9]+ draining [0-9]+ drained [0-9]+ down 0$" "$SN" top --once
 check 0 "^Pending \(1 shown\)$" "$SN" top --once
 "$SN" top --interval 0.1s >"$D/top.out" 2>&1 </dev/null &
 TOP=$!
