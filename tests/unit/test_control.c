@@ -539,6 +539,74 @@ static void hold_release_requeue(void **state)
     fx_close(&f);
 }
 
+/* The shared counts (counts.c): every GPU in exactly one class, summing to
+ * the cluster's 32 GPUs at each step, worked out by hand: a 16-GPU job
+ * (busy 16), a free GPU cordoned, the job's first server draining (its 8
+ * GPUs count as draining, not busy; allocated stays 16), an idle server
+ * lost (down 8). */
+static void counts_sum_to_the_cluster(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    struct sn_control_counts k;
+    sn_control_counts(f.c, 0, 32, &k);
+    assert_int_equal(k.gpus, 32);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_FREE], 32);
+    int64_t id = submit(&f, "{\"name\":\"j\",\"gpus\":16,\"group_gpus\":8}");
+    pass(&f);
+    const struct sn_control_job *j = job(&f, id);
+    assert_int_equal(j->state, SN_CONTROL_JOB_RUNNING);
+    uint32_t busy_server = f.model->gpu_server[j->alloc[0]], idle[4], n_idle = 0;
+    for (uint32_t s = 0; s < 4; s++) {
+        bool used = false;
+        for (uint32_t i = 0; i < j->n_alloc; i++)
+            used |= f.model->gpu_server[j->alloc[i]] == s;
+        if (!used)
+            idle[n_idle++] = s;
+    }
+    assert_int_equal(n_idle, 2);
+    sn_control_counts(f.c, 0, 32, &k);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_BUSY], 16);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_FREE], 16);
+    assert_int_equal(k.allocated, 16);
+    uint32_t cordoned_gpu = f.model->server_first_gpu[idle[0]];
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .id = cordoned_gpu,
+                                                         .admin = SN_CONTROL_ADMIN_CORDONED,
+                                                         .detail = "test",
+                                                         .actor = "root"}),
+                     SN_OK);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .is_node = true,
+                                                         .id = busy_server,
+                                                         .admin = SN_CONTROL_ADMIN_DRAINING,
+                                                         .detail = "maintenance",
+                                                         .actor = "root"}),
+                     SN_OK);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_NODE_LOST,
+                                                         .id = idle[1],
+                                                         .detail = "no heartbeat",
+                                                         .actor = "snd:heartbeat"}),
+                     SN_OK);
+    sn_control_counts(f.c, 0, 32, &k);
+    uint32_t sum = 0;
+    for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++)
+        sum += k.by_class[c];
+    assert_int_equal(sum, 32);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_BUSY], 8);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_DRAINING], 8);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_CORDONED], 1);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_DOWN], 8);
+    assert_int_equal(k.by_class[SN_CONTROL_GPU_FREE], 7);
+    assert_int_equal(k.allocated, 16);
+    assert_int_equal(sn_control_node_view(f.c, idle[0]), SN_CONTROL_NODE_VIEW_MIXED);
+    assert_int_equal(sn_control_node_view(f.c, busy_server), SN_CONTROL_NODE_VIEW_DRAINING);
+    assert_int_equal(sn_control_node_view(f.c, idle[1]), SN_CONTROL_NODE_VIEW_DOWN);
+    verify(&f);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +619,7 @@ int main(void)
         cmocka_unit_test(drain_settles_when_job_ends),
         cmocka_unit_test(admission_refusals),
         cmocka_unit_test(hold_release_requeue),
+        cmocka_unit_test(counts_sum_to_the_cluster),
         cmocka_unit_test(same_events_same_effects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
