@@ -371,7 +371,7 @@ static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
     json_t *body = named_list(d->ctl->pools, d->ctl->n_pools);
     json_t *items = json_object_get(body, "items");
     for (uint32_t i = 0; i < d->spec->n_pools; i++) {
-        uint32_t sns = 0, gpus = 0, used = 0, down = 0;
+        uint32_t sns = 0, gpus = 0, used = 0, down = 0, by_class[SN_CONTROL_GPU_CLASS_COUNT] = {0};
         for (uint32_t sn = 0; sn < d->model->n_supernodes; sn++) {
             const struct sn_supernode *S = &d->model->supernodes[sn];
             if (S->pool != i)
@@ -382,12 +382,21 @@ static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
                 used += sn_sched_gpu_owner(d->ctl->sched, g) != SN_NONE;
                 down += sn_sched_gpu_down(d->ctl->sched, g);
             }
+            struct sn_control_counts k;
+            sn_control_counts(d->ctl, S->first_gpu, S->n_gpus, &k);
+            for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++)
+                by_class[c] += k.by_class[c];
         }
+        json_t *states = json_object();
+        for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++)
+            json_object_set_new(states, sn_control_gpu_class_name((enum sn_control_gpu_class)c),
+                                json_integer(by_class[c]));
         json_array_append_new(
-            items, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "name", d->spec->pools[i].name,
-                             "kind", sn_pool_kind_name(d->spec->pools[i].kind), "source", "spec",
-                             "supernodes", (json_int_t)sns, "gpus", (json_int_t)gpus, "used",
-                             (json_int_t)used, "unavailable", (json_int_t)down));
+            items,
+            json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o}", "name", d->spec->pools[i].name, "kind",
+                      sn_pool_kind_name(d->spec->pools[i].kind), "source", "spec", "supernodes",
+                      (json_int_t)sns, "gpus", (json_int_t)gpus, "used", (json_int_t)used,
+                      "unavailable", (json_int_t)down, "gpu_states", states));
     }
     return snd_reply(d, r, 200, body);
 }

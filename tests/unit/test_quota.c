@@ -58,7 +58,8 @@ static long long submit(struct daemon *d, const char *tenant, int gpus, const ch
 {
     char body[1500];
     snprintf(body, sizeof(body),
-             "{\"name\":\"q\",\"gpus\":%d,\"tenant\":\"%s\",\"pool\":\"%s\",\"group_gpus\":8,\"time_limit_s\":3600,"
+             "{\"name\":\"q\",\"gpus\":%d,\"tenant\":\"%s\",\"pool\":\"%s\",\"group_gpus\":8,"
+             "\"time_limit_s\":3600,"
              "\"command\":\"%s\"}",
              gpus, tenant, pool, command);
     json_t *j = NULL;
@@ -141,13 +142,15 @@ static void limits_and_quotas(void **state)
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "echo $SN_NODE > %s/held.$RANK; sleep 300", d.dir);
     long long held = submit(&d, "acme", 8, "shared", cmd);
-    wait_detail(&d, held, "quota-supernode", "quota: tenant acme per-supernode 16 of 16 GPUs on sn00");
+    wait_detail(&d, held, "quota-supernode",
+                "quota: tenant acme per-supernode 16 of 16 GPUs on sn00");
     /* Another tenant still has room in the same mixed supernodes. */
     long long b1 = submit(&d, "beta", 16, "shared", "sleep 300");
     json_decref(wait_job(&d, b1, "running"));
     /* Per-job caps are refused at submit, naming the field. */
     expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
-                 "{\"name\":\"x\",\"gpus\":40,\"tenant\":\"acme\",\"pool\":\"training\",\"time_limit_s\":60}",
+                 "{\"name\":\"x\",\"gpus\":40,\"tenant\":\"acme\",\"pool\":\"training\",\"time_"
+                 "limit_s\":60}",
                  "over_quota", "gpus");
     expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
                  "{\"name\":\"x\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
@@ -199,6 +202,15 @@ static void limits_and_quotas(void **state)
         long long used = json_integer_value(json_object_get(p, "used"));
         assert_int_equal(json_integer_value(json_object_get(p, "supernodes")), 2);
         assert_int_equal(json_integer_value(json_object_get(p, "gpus")), 64);
+        /* The shared counts: every GPU in one state, summing to the pool's
+         * GPUs; nothing is cordoned or down here, so busy is used. */
+        const json_t *states = json_object_get(p, "gpu_states");
+        const char *key;
+        json_t *v;
+        long long sum = 0;
+        json_object_foreach((json_t *)states, key, v) sum += json_integer_value(v);
+        assert_int_equal(sum, 64);
+        assert_int_equal(json_integer_value(json_object_get(states, "busy")), used);
         if (strcmp(name, "shared") == 0)
             assert_int_equal(used, 16 + 16 + 8 + 16), seen++;
         if (strcmp(name, "training") == 0)
@@ -210,7 +222,8 @@ static void limits_and_quotas(void **state)
     assert_int_equal(stop(&d, SIGTERM), 0);
     start(&d, FAST);
     expect_error(&d, 422, "POST", "/v1/jobs", d.admin,
-                 "{\"name\":\"x\",\"gpus\":40,\"tenant\":\"acme\",\"pool\":\"training\",\"time_limit_s\":60}",
+                 "{\"name\":\"x\",\"gpus\":40,\"tenant\":\"acme\",\"pool\":\"training\",\"time_"
+                 "limit_s\":60}",
                  "over_quota", "gpus");
     wait_detail(&d, t2, "quota", "quota: tenant acme in pool training holds 16 of 16 GPUs");
     assert_int_equal(stop(&d, SIGTERM), 0);
@@ -234,10 +247,11 @@ static void spares_and_oversell(void **state)
                  "\"one_supernode\":true}",
                  "invalid_shape", "one_supernode");
     char cmd[1200];
-    snprintf(cmd, sizeof(cmd),
-             "echo $SN_NODE $CUDA_VISIBLE_DEVICES > %s/s.$RANK.tmp && mv %s/s.$RANK.tmp %s/s.$RANK; "
-             "sleep 300",
-             d.dir, d.dir, d.dir);
+    snprintf(
+        cmd, sizeof(cmd),
+        "echo $SN_NODE $CUDA_VISIBLE_DEVICES > %s/s.$RANK.tmp && mv %s/s.$RANK.tmp %s/s.$RANK; "
+        "sleep 300",
+        d.dir, d.dir, d.dir);
     long long id = submit(&d, "acme", 24, "training", cmd);
     json_t *j = wait_job(&d, id, "running");
     long long g0 = json_integer_value(json_array_get(json_object_get(j, "allocation"), 0));
