@@ -126,6 +126,8 @@ async function scenario(browser, spec, jobs) {
     await page.waitForSelector("body[data-ready='1']", { timeout: 60000 });
     const count = (k) => page.$eval("[data-count='" + k + "'] b", (b) => b.textContent);
     check(Number(await count("gpus")) === cluster.gpus, tag + ": GPU count " + cluster.gpus);
+    const stateSum = await page.$$eval("[data-count^='gpus-'] b", (bs) => bs.reduce((a, b) => a + Number(b.textContent), 0));
+    check(stateSum === cluster.gpus, tag + ": the header's GPU states sum to " + cluster.gpus + " (got " + stateSum + ")");
     check(Number(await page.$eval("#map", (c) => c.dataset.gpusDrawn)) === cluster.gpus,
       tag + ": the map draws all " + cluster.gpus + " GPUs");
     const fill = await page.evaluate(() => {

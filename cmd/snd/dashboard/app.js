@@ -695,13 +695,19 @@ function drawCounts(s) {
     box.append(span);
   };
   add("GPUs", s.gpus, "gpus");
-  add("allocated", s.allocated, "allocated");
+  /* Each GPU in exactly one state (lib/control/counts.c): they sum to GPUs,
+   * the same figures as sn top, /metrics and /v1/pools. */
+  const states = s.gpu_states || {};
+  for (const k of ["busy", "free", "held", "cordoned", "draining", "drained", "down"])
+    if (k in states && (states[k] > 0 || k === "busy" || k === "free" || k === "down"))
+      add((k === "busy" ? "GPUs " : "") + k, states[k], "gpus-" + k);
   add("running", s.jobs.running, "running");
   add("pending", s.jobs.pending, "pending");
   add("agents up", s.agents.up, "agents-up");
-  add("down", s.agents.down, "agents-down");
-  const last = s.history.length ? s.history[s.history.length - 1] : null;
-  add("goodput", last && last.goodput !== null ? (100 * last.goodput).toFixed(1) + " %" : "-", "goodput");
+  add("agents down", s.agents.down, "agents-down");
+  /* Cut at 0.01 % (not rounded): a run that lost anything never shows 100 %. */
+  const ratio = s.goodput ? s.goodput.ratio : null;
+  add("goodput", ratio !== null && ratio !== undefined ? (Math.floor(ratio * 10000) / 100).toFixed(2) + " %" : "-", "goodput");
   $("cluster").textContent = s.cluster;
   const fence = s.fence || {};
   $("banner").hidden = !fence.fenced;
