@@ -3,8 +3,11 @@
  * prints each tenant's pool quotas with the GPUs it holds there, and its
  * limits (GPUs per mixed supernode, per-job caps); `sn quota set TENANT`
  * replaces the limits (PUT /v1/tenants/{t}/limits, no restart). sn pools
- * prints the spec's pools with their supernodes, GPUs, GPUs in use and
- * GPUs unavailable (down or cordoned). -o json prints the API's objects.
+ * prints the spec's pools with their supernodes and GPUs by the states
+ * every view shares (gpu_states of GET /v1/pools): USED busy, FREE free,
+ * UNAVAILABLE the rest (held, cordoned, draining, drained, down), so the
+ * three sum to GPUS; from an older snd without gpu_states, USED is the
+ * allocated GPUs and FREE what is left. -o json prints the API's objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +158,12 @@ int cmd_pools(int argc, char **argv)
             }
             long long gpus = num(p, "gpus"), used = num(p, "used"), un = num(p, "unavailable");
             long long free_gpus = gpus - used - un;
+            json_t *states = json_object_get(p, "gpu_states");
+            if (json_is_object(states)) {
+                used = num(states, "busy");
+                free_gpus = num(states, "free");
+                un = gpus - used - free_gpus;
+            }
             printf("%-16s %-10s %-6s %10lld %6lld %6lld %6lld %11lld\n", client_str(p, "name"),
                    client_str(p, "kind"), "spec", num(p, "supernodes"), gpus, used,
                    free_gpus < 0 ? 0 : free_gpus, un);

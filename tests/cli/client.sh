@@ -189,6 +189,9 @@ check 4 "no tenant 'nobody'" "$SN" quota set nobody --max-job-gpus 4
 check 0 "^tenant acme: limits set$" "$SN" quota set acme
 check 0 "^training +dedicated +spec +1 +64 +[0-9]+ +[0-9]+ +[0-9]+$" "$SN" pools
 check 0 '"supernodes": 1' "$SN" pools -o json
+# USED, FREE and UNAVAILABLE sum to GPUS (the shared counts, docs/monitoring.md).
+"$SN" pools | awk '$3 == "spec" && $6 + $7 + $8 != $5 { bad = 1; print } END { exit bad }' ||
+    fail "sn pools: USED + FREE + UNAVAILABLE differs from GPUS"
 check 0 "^fenced +no$" "$SN" admin fence
 check 0 '"fenced": false' "$SN" admin unfence -o json
 check 2 "unknown subcommand 'x'" "$SN" admin x
