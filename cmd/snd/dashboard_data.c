@@ -258,10 +258,8 @@ enum MHD_Result snd_dashboard_gpus(struct snd *d, struct snd_req *r)
     FILE *f = t.f;
     fprintf(f, "{\"gpus\":%u,\"time_s\":%lld,\"state\":[", m->n_gpus, (long long)snd_now_s());
     for (uint32_t g = 0; g < m->n_gpus; g++) {
-        uint8_t st = d->ctl->gpus[g].state;
-        if (st == SN_CONTROL_ADMIN_UP)
-            st = d->ctl->nodes[m->gpu_server[g]].state;
-        fprintf(f, g ? ",%u" : "%u", st);
+        /* The worse of its own and its server's, as every view counts it. */
+        fprintf(f, g ? ",%u" : "%u", (unsigned)sn_control_gpu_effective(d->ctl, g));
     }
     fputs("],\"job\":[", f);
     for (uint32_t g = 0; g < m->n_gpus; g++) {
@@ -279,7 +277,11 @@ enum MHD_Result snd_dashboard_gpus(struct snd *d, struct snd_req *r)
         fprintf(f, ",\"metric\":\"%s\",\"unit\":\"%s\",\"values\":[", metrics[mi].name,
                 metrics[mi].unit);
         for (uint32_t g = 0; g < m->n_gpus; g++) {
-            double v = latest(sn_telem_store_gpu(tel, g), metrics[mi].metric);
+            /* A down GPU (a powered-off rack, a lost server) has no current
+             * reading: its last one is not shown as if it were. */
+            double v = sn_control_gpu_effective(d->ctl, g) == SN_CONTROL_ADMIN_DOWN
+                           ? NAN
+                           : latest(sn_telem_store_gpu(tel, g), metrics[mi].metric);
             if (isfinite(v))
                 fprintf(f, g ? ",%.1f" : "%.1f", v * metrics[mi].scale);
             else

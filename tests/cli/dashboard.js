@@ -229,6 +229,13 @@ async function scenario(browser, spec, jobs) {
     await page.selectOption("#mode", "temp");
     await waitIn(page, () => document.querySelector("#legend .tick-label"));
     check(true, tag + ": temperature mode has a scale legend with ticks");
+    /* A down GPU shows no temperature: its last reading is not current. */
+    const before = await api("GET", "/v1/dashboard/gpus?metric=temp");
+    check(before.values[g0 + 1] !== null, tag + ": the hot GPU has a temperature while up");
+    await api("POST", "/v1/gpus/" + gpuName(1) + "/fail", { reason: "test: powered off" });
+    const after = await api("GET", "/v1/dashboard/gpus?metric=temp");
+    check(after.state[g0 + 1] === 4 && after.values[g0 + 1] === null,
+      tag + ": failed, it is down with no temperature (state " + after.state[g0 + 1] + ", value " + after.values[g0 + 1] + ")");
     check(errors.length === 0, tag + ": no page or console errors " + errors.join("; "));
   } finally {
     await page.close();

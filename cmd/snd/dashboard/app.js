@@ -113,6 +113,8 @@ function gpuColour(g) {
   }
   case "health": return healthColour(G.health[g]);
   default: {
+    /* A down GPU has no current reading (snd sends null): shown as down. */
+    if (G.state[g] === 4) return STATE_COLOURS[4];
     const v = G.values ? G.values[g] : null;
     if (v === null || v === undefined) return UNKNOWN;
     const [lo, hi] = view.range;
