@@ -78,7 +78,7 @@ mask() {
     sed -E 's/sn2\.[A-Za-z0-9_.-]+/TOKEN/g; s/"[0-9a-f]{32}"/"TOKENID"/g;
         s/20[0-9]{2}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}Z?( UTC)?/TIME/g;
         s/\b1[0-9]{9}\b/EPOCH/g; s/(^| )[0-9]+(m[0-9]+)?s( |$)/\1DUR\3/g;
-        s/[0-9]+s ago/AGO/g; s/ +/ /g' "$1"
+        s/[0-9]+s ago/AGO/g; s/after [0-9]+ ms/after N ms/g; s/ +/ /g' "$1"
 }
 mask "$D/want" >"$D/want.m"
 mask "$D/got" >"$D/got.m"
