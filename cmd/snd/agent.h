@@ -106,18 +106,6 @@ struct snd_asset {
 extern const struct snd_asset snd_dashboard_assets[];
 extern const size_t snd_dashboard_n_assets;
 
-/* telem_buffer.c: the records of one telemetry batch, kept so that it is
- * parsed once. Every record reaching the buffer's sink goes first to tap
- * (may be NULL; only its samples member is called) and is then copied,
- * within cap_bytes; replay() hands them, in order, to another sink. */
-struct snd_telem_buffer;
-struct snd_telem_buffer *snd_telem_buffer_new(const struct sn_telem_sink *tap, size_t cap_bytes);
-struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b);
-/* True when a copy did not fit cap_bytes (or memory): do not replay. */
-bool snd_telem_buffer_failed(const struct snd_telem_buffer *b);
-void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_telem_sink *to);
-void snd_telem_buffer_free(struct snd_telem_buffer *b);
-
 /* bench_rounds.c: inter-node benchmark rounds (see there). The routes
  * POST/GET /v1/health/rounds and POST /v1/health/rounds/{id}/result; the
  * heartbeat answer's "pair_benchmark" for server s (added to answer when

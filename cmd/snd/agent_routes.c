@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include <sn/api.h>
+#include <sn/telem_buffer.h>
 
 #define BOOT_MAX 33
 #define RATE_WINDOW_MS 10000
@@ -574,17 +575,17 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
      * within minutes and then made every record scan the full table. */
     struct range_check rcheck = {0};
     struct sn_telem_sink tap = {.ctx = &rcheck, .samples = check_samples};
-    struct snd_telem_buffer *buf =
-        snd_telem_buffer_new(&tap, 64 * (size_t)d->cfg.body_max_bytes + (1u << 20));
+    struct sn_telem_buffer *buf =
+        sn_telem_buffer_new(&tap, 64 * (size_t)d->cfg.body_max_bytes + (1u << 20));
     if (!buf)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    struct sn_telem_sink bsink = snd_telem_buffer_sink(buf);
+    struct sn_telem_sink bsink = sn_telem_buffer_sink(buf);
     struct sn_telem_opts o = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
     /* A pair round's nccl-tests output names both hosts: "node+peer". */
     const char *peer = snd_query(r, "peer");
     char pair_source[140];
     if (peer && (f != SN_TELEM_FMT_NCCL || !snd_rounds_peer_ok(d, s, peer))) {
-        snd_telem_buffer_free(buf);
+        sn_telem_buffer_free(buf);
         return snd_error(d, r, 400, "invalid_query", "peer",
                          "peer '%.64s': only a nccl-tests batch of a pair this node runs in a "
                          "health round names a peer",
@@ -597,13 +598,13 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
     struct sn_telem_parser_stats st;
     struct sn_error err = {0};
     enum sn_err rc = sn_telem_parse_buffer(f, &o, &bsink, r->len ? r->body : "", r->len, &st, &err);
-    if ((rc != SN_OK && rc != SN_ERR_SYNTAX) || snd_telem_buffer_failed(buf)) {
-        snd_telem_buffer_free(buf);
+    if ((rc != SN_OK && rc != SN_ERR_SYNTAX) || sn_telem_buffer_failed(buf)) {
+        sn_telem_buffer_free(buf);
         return snd_error(d, r, rc == SN_ERR_LIMIT || rc == SN_OK ? 413 : 500, "ingest_failed", NULL,
                          "%s", err.message[0] ? err.message : "the batch is too large to buffer");
     }
     if (rcheck.bad) {
-        snd_telem_buffer_free(buf);
+        sn_telem_buffer_free(buf);
         return snd_error(d, r, 400, "out_of_range", sn_metric_name(rcheck.metric),
                          "line %u: %s %.17g %s is outside the physical range %.17g to %.17g; "
                          "the batch is refused",
@@ -624,8 +625,8 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                                  .nccl_summary = on_nccl_summary,
                                  .diag = on_diag,
                                  .excerpt = on_excerpt};
-    snd_telem_buffer_replay(buf, &sink);
-    snd_telem_buffer_free(buf);
+    sn_telem_buffer_replay(buf, &sink);
+    sn_telem_buffer_free(buf);
     uint64_t skipped = 0;
     for (int k = 0; k < SN_TELEM_SKIP_COUNT; k++)
         skipped += k == SN_TELEM_SKIP_UNUSED ? 0 : st.skipped[k];

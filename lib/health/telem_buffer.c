@@ -13,7 +13,7 @@
  * runners' nccl-tests and dcgmi diag records, excerpt marks (a source
  * that does not list every GPU of its host) and skipped lines.
  */
-#include "agent.h"
+#include <sn/telem_buffer.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +46,7 @@ struct chunk {
     _Alignas(8) unsigned char data[];
 };
 
-struct snd_telem_buffer {
+struct sn_telem_buffer {
     struct sn_telem_sink tap;
     struct chunk *chunks; /* newest first */
     struct entry *entries;
@@ -55,9 +55,9 @@ struct snd_telem_buffer {
     bool failed;
 };
 
-struct snd_telem_buffer *snd_telem_buffer_new(const struct sn_telem_sink *tap, size_t cap_bytes)
+struct sn_telem_buffer *sn_telem_buffer_new(const struct sn_telem_sink *tap, size_t cap_bytes)
 {
-    struct snd_telem_buffer *b = calloc(1, sizeof(*b));
+    struct sn_telem_buffer *b = calloc(1, sizeof(*b));
     if (!b)
         return NULL;
     if (tap)
@@ -66,7 +66,7 @@ struct snd_telem_buffer *snd_telem_buffer_new(const struct sn_telem_sink *tap, s
     return b;
 }
 
-void snd_telem_buffer_free(struct snd_telem_buffer *b)
+void sn_telem_buffer_free(struct sn_telem_buffer *b)
 {
     if (!b)
         return;
@@ -78,12 +78,12 @@ void snd_telem_buffer_free(struct snd_telem_buffer *b)
     free(b);
 }
 
-bool snd_telem_buffer_failed(const struct snd_telem_buffer *b)
+bool sn_telem_buffer_failed(const struct sn_telem_buffer *b)
 {
     return b->failed;
 }
 
-static void *take(struct snd_telem_buffer *b, size_t n)
+static void *take(struct sn_telem_buffer *b, size_t n)
 {
     n = (n + 7) & ~(size_t)7;
     struct chunk *c = b->chunks;
@@ -104,7 +104,7 @@ static void *take(struct snd_telem_buffer *b, size_t n)
     return p;
 }
 
-static const char *copy_str(struct snd_telem_buffer *b, const char *s)
+static const char *copy_str(struct sn_telem_buffer *b, const char *s)
 {
     if (!s || b->failed)
         return NULL;
@@ -115,7 +115,7 @@ static const char *copy_str(struct snd_telem_buffer *b, const char *s)
     return p;
 }
 
-static void *copy_rec(struct snd_telem_buffer *b, enum rec_kind kind, const void *rec, size_t n)
+static void *copy_rec(struct sn_telem_buffer *b, enum rec_kind kind, const void *rec, size_t n)
 {
     if (b->failed)
         return NULL;
@@ -139,7 +139,7 @@ static void *copy_rec(struct snd_telem_buffer *b, enum rec_kind kind, const void
     return p;
 }
 
-static void copy_gpu(struct snd_telem_buffer *b, struct sn_telem_gpu_ref *g,
+static void copy_gpu(struct sn_telem_buffer *b, struct sn_telem_gpu_ref *g,
                      struct sn_telem_origin *at)
 {
     g->host = copy_str(b, g->host);
@@ -150,7 +150,7 @@ static void copy_gpu(struct snd_telem_buffer *b, struct sn_telem_gpu_ref *g,
 
 static void on_samples(void *ctx, const struct sn_telem_samples *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     if (b->tap.samples)
         b->tap.samples(b->tap.ctx, r);
     struct sn_telem_samples *c = copy_rec(b, REC_SAMPLES, r, sizeof(*r));
@@ -165,7 +165,7 @@ static void on_samples(void *ctx, const struct sn_telem_samples *r)
 
 static void on_attr(void *ctx, const struct sn_telem_attr *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_attr *c = copy_rec(b, REC_ATTR, r, sizeof(*r));
     if (!c)
         return;
@@ -175,7 +175,7 @@ static void on_attr(void *ctx, const struct sn_telem_attr *r)
 
 static void on_nvlink(void *ctx, const struct sn_telem_nvlink *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_nvlink *c = copy_rec(b, REC_NVLINK, r, sizeof(*r));
     if (c)
         copy_gpu(b, &c->gpu, &c->at);
@@ -183,7 +183,7 @@ static void on_nvlink(void *ctx, const struct sn_telem_nvlink *r)
 
 static void on_xid(void *ctx, const struct sn_telem_xid *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_xid *c = copy_rec(b, REC_XID, r, sizeof(*r));
     if (!c)
         return;
@@ -194,7 +194,7 @@ static void on_xid(void *ctx, const struct sn_telem_xid *r)
 
 static void on_facility(void *ctx, const struct sn_telem_facility *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_facility *c = copy_rec(b, REC_FACILITY, r, sizeof(*r));
     if (!c)
         return;
@@ -205,7 +205,7 @@ static void on_facility(void *ctx, const struct sn_telem_facility *r)
 
 static void on_skipped(void *ctx, const struct sn_telem_skip *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_skip *c = copy_rec(b, REC_SKIP, r, sizeof(*r));
     if (!c)
         return;
@@ -215,7 +215,7 @@ static void on_skipped(void *ctx, const struct sn_telem_skip *r)
 
 static void on_net(void *ctx, const struct sn_telem_net *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_net *c = copy_rec(b, REC_NET, r, sizeof(*r));
     if (!c)
         return;
@@ -231,7 +231,7 @@ static void on_net(void *ctx, const struct sn_telem_net *r)
 
 static void on_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_nccl_rank *c = copy_rec(b, REC_NCCL_RANK, r, sizeof(*r));
     if (!c)
         return;
@@ -241,7 +241,7 @@ static void on_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *r)
 
 static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_nccl_row *c = copy_rec(b, REC_NCCL_ROW, r, sizeof(*r));
     if (!c)
         return;
@@ -253,7 +253,7 @@ static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *r)
 
 static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_nccl_summary *c = copy_rec(b, REC_NCCL_SUMMARY, r, sizeof(*r));
     if (!c)
         return;
@@ -264,7 +264,7 @@ static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *r)
 
 static void on_diag(void *ctx, const struct sn_telem_diag *r)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct sn_telem_diag *c = copy_rec(b, REC_DIAG, r, sizeof(*r));
     if (!c)
         return;
@@ -281,14 +281,14 @@ struct excerpt {
 
 static void on_excerpt(void *ctx, const char *source, bool on)
 {
-    struct snd_telem_buffer *b = ctx;
+    struct sn_telem_buffer *b = ctx;
     struct excerpt e = {NULL, on};
     struct excerpt *c = copy_rec(b, REC_EXCERPT, &e, sizeof(e));
     if (c)
         c->source = copy_str(b, source);
 }
 
-struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
+struct sn_telem_sink sn_telem_buffer_sink(struct sn_telem_buffer *b)
 {
     return (struct sn_telem_sink){.ctx = b,
                                   .samples = on_samples,
@@ -305,7 +305,7 @@ struct sn_telem_sink snd_telem_buffer_sink(struct snd_telem_buffer *b)
                                   .excerpt = on_excerpt};
 }
 
-void snd_telem_buffer_replay(const struct snd_telem_buffer *b, const struct sn_telem_sink *to)
+void sn_telem_buffer_replay(const struct sn_telem_buffer *b, const struct sn_telem_sink *to)
 {
     for (size_t i = 0; i < b->n && !b->failed; i++) {
         const void *r = b->entries[i].rec;
