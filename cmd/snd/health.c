@@ -3,20 +3,12 @@
  * history (lib/health, the same engine `sn health analyze` runs) into the
  * latest-value store of agent_routes.c; every health_interval_ms the state
  * thread runs sn_health_analyze() over it, with the agents' latest
- * benchmark results as facts, and acts on the report:
- *  - a GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
- *    gpu-unreadable) is marked down by "snd:health": the scheduler wiring
- *    interrupts and requeues its jobs. gpu-missing includes a GPU whose agent
- *    keeps reporting its peers but has not reported it for health_stale_s;
- *  - a GPU whose score falls below health_cordon_below is cordoned by
- *    "snd:health" with the score and the finding that set its action;
- *  - a leak (a rack finding with action power-off-zone) marks every GPU of
- *    the rack down by "snd:health", the rack named in the reason: its jobs
- *    are requeued like a failed GPU's.
- * Each action writes the GPU's admin row and an audit entry (the event)
- * through the outbox, in order with the scheduler's rows. snd never
- * resumes a GPU by itself: an operator resumes it (a GPU still scoring
- * below the threshold is cordoned again by the next pass).
+ * benchmark results as facts, and hands the report to the control as a
+ * HEALTH event: lib/control/health.c decides the cordons and failures
+ * (gone GPUs, scores below health_cordon_below, a leak's power-off zone),
+ * and their rows go through the outbox in order with the scheduler's.
+ * This file keeps the analysis' inputs (history, benchmark texts), the
+ * last report for the API and /metrics, and the pacing.
  *
  * Invariants: the report is the last completed pass (NULL before the
  * first); its GPU scores are indexed by model GPU id; the benchmark texts
@@ -42,7 +34,7 @@ static struct {
     char **bench;          /* by server: its latest sn-bench CSV, or NULL */
     int64_t *bench_time_s; /* by server: when it arrived */
     int64_t next_ms;
-    uint64_t passes, cordons, fails, bench_results;
+    uint64_t passes, bench_results;
     double last_pass_s; /* duration of the last analysis */
 } hl;
 
@@ -126,85 +118,6 @@ static void bench_facts(const struct snd *d, struct sn_health_facts *f)
     }
 }
 
-static bool gone(enum sn_detector det)
-{
-    return det == SN_DET_GPU_MISSING || det == SN_DET_GPU_OFF_BUS || det == SN_DET_GPU_UNREADABLE;
-}
-
-/* Moves GPU g to state `to` as snd:health, with its row and audit entry. */
-static void act(struct snd *d, uint32_t g, enum sn_control_admin_state to, const char *reason)
-{
-    char name[64], action[48];
-    sn_model_gpu_name(d->model, g, name, sizeof(name));
-    int64_t now = snd_now_s();
-    snprintf(action, sizeof(action), "health %s gpu",
-             to == SN_CONTROL_ADMIN_DOWN ? "fail" : "cordon");
-    /* The admin row, then what it causes (requeues), then the audit entry. */
-    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
-                                  .id = g,
-                                  .admin = to,
-                                  .detail = reason,
-                                  .actor = "snd:health"};
-    snd_apply_queued(d, &ev);
-    struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
-                               .text = {"snd:health", action, name, reason},
-                               .num = {now, 200}};
-    snd_outbox_add(d, &w, 1);
-    fprintf(stderr, "snd: health: %s %s: %s\n", to == SN_CONTROL_ADMIN_DOWN ? "failed" : "cordoned",
-            name, reason);
-    if (to == SN_CONTROL_ADMIN_DOWN)
-        hl.fails++;
-    else
-        hl.cordons++;
-}
-
-/* A leak's power-off zone: every GPU of the rack goes down as snd:health
- * (its jobs are interrupted and requeued by the scheduler wiring), with the
- * rack and the evidence in the reason. */
-static void power_off_zone(struct snd *d, const struct sn_health_finding *f)
-{
-    const struct sn_model *m = d->model;
-    char rack[64], reason[256];
-    sn_model_rack_name(m, f->id, rack, sizeof(rack));
-    snprintf(reason, sizeof(reason), "health: power-off-zone %s: %s: %.160s", rack,
-             sn_detector_info(f->detector)->name, f->evidence);
-    for (uint32_t g = 0; g < m->n_gpus; g++)
-        if (m->server_rack[m->gpu_server[g]] == f->id &&
-            d->ctl->gpus[g].state != SN_CONTROL_ADMIN_DOWN)
-            act(d, g, SN_CONTROL_ADMIN_DOWN, reason);
-}
-
-static void act_on(struct snd *d, const struct sn_health_report *rep)
-{
-    const struct sn_model *m = d->model;
-    for (uint32_t i = 0; i < rep->n_findings; i++)
-        if (rep->findings[i].action == SN_HEALTH_ACT_POWER_OFF_ZONE &&
-            rep->findings[i].entity == SN_HEALTH_ENT_RACK && rep->findings[i].id < m->n_racks)
-            power_off_zone(d, &rep->findings[i]);
-    for (uint32_t i = 0; i < rep->n_findings; i++) {
-        const struct sn_health_finding *f = &rep->findings[i];
-        if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||
-            d->ctl->gpus[f->gpu].state == SN_CONTROL_ADMIN_DOWN)
-            continue;
-        char reason[256];
-        snprintf(reason, sizeof(reason), "health: %s: %s", sn_detector_info(f->detector)->name,
-                 f->evidence);
-        act(d, f->gpu, SN_CONTROL_ADMIN_DOWN, reason);
-    }
-    double below = (double)d->cfg.health_cordon_below;
-    for (uint32_t g = 0; below > 0 && g < rep->n_gpus && g < m->n_gpus; g++) {
-        const struct sn_health_score *s = &rep->gpus[g];
-        if (!(s->score < below) || d->ctl->gpus[g].state != SN_CONTROL_ADMIN_UP)
-            continue;
-        char reason[256];
-        const struct sn_health_finding *f =
-            s->reason < rep->n_findings ? &rep->findings[s->reason] : NULL;
-        snprintf(reason, sizeof(reason), "health: score %.0f below %.0f%s%s%s", s->score, below,
-                 f ? " (" : "", f ? sn_detector_info(f->detector)->name : "", f ? ")" : "");
-        act(d, g, SN_CONTROL_ADMIN_CORDONED, reason);
-    }
-}
-
 /* One analysis pass; keeps the previous report when it fails. */
 static void analyze(struct snd *d)
 {
@@ -235,7 +148,11 @@ static void analyze(struct snd *d)
     hl.passes++;
     sn_health_report_free(hl.report);
     hl.report = rep;
-    act_on(d, rep);
+    /* The verdicts are the control's (lib/control/health.c). */
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_HEALTH,
+                                  .report = rep,
+                                  .cordon_below = (double)d->cfg.health_cordon_below};
+    snd_apply_queued(d, &ev);
 }
 
 int64_t snd_health_tick(struct snd *d)
@@ -305,8 +222,8 @@ char *snd_health_metrics_text(const struct snd *d)
                      "# TYPE snd_health_pass_seconds gauge\nsnd_health_pass_seconds %.6f\n"
                      "# HELP snd_gpu_health_score Health score of a GPU (0-100) from the last "
                      "analysis.\n# TYPE snd_gpu_health_score gauge\n",
-                     (unsigned long long)hl.passes, (unsigned long long)hl.cordons,
-                     (unsigned long long)hl.fails, (unsigned long long)hl.bench_results,
+                     (unsigned long long)hl.passes, (unsigned long long)d->ctl->health_cordons,
+                     (unsigned long long)d->ctl->health_fails, (unsigned long long)hl.bench_results,
                      hl.last_pass_s);
     len = n > 0 ? (size_t)n : 0;
     for (uint32_t g = 0; hl.report && g < hl.report->n_gpus && g < m->n_gpus; g++) {

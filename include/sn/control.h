@@ -42,6 +42,7 @@
 #include <sn/auth.h>
 #include <sn/error.h>
 #include <sn/goodput.h>
+#include <sn/health.h>
 #include <sn/model.h>
 #include <sn/sched.h>
 #include <sn/spec.h>
@@ -242,6 +243,7 @@ struct sn_control {
     bool fenced;
     int64_t fenced_since_s;
     uint64_t fences_total;
+    uint64_t health_cordons, health_fails; /* GPUs cordoned / failed by HEALTH events */
 
     /* Job runtime (docs/agent.md "Orphans"): by GPU, 1 while the processes
      * of the job that last held it are not reported gone by its agent; by
@@ -298,7 +300,8 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(HOLD_JOB, "hold-job")       /* job pending or requeued: out of the core (detail = reason) */ \
     X(RELEASE_JOB, "release-job") /* a held job back to the core */                                \
     X(REQUEUE_JOB, "requeue-job") /* a running job stopped and requeued (detail = reason) */       \
-    X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */
+    X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */          \
+    X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -320,6 +323,10 @@ struct sn_control_event {
     const char *actor;  /* ADMIN, NODE_LOST, UNFENCE, END, RANK_EXIT */
     int64_t step;       /* CHECKPOINT */
     int64_t status;     /* RANK_EXIT: its exit status */
+    /* HEALTH: the report of a completed analysis (borrowed for the call),
+     * and the score below which an up GPU is cordoned (0: never). */
+    const struct sn_health_report *report;
+    double cordon_below;
 };
 
 /* Applies ev at now: the state changes, and out receives the effects (in

@@ -201,9 +201,15 @@ static enum sn_err end_job(struct sn_control *c, struct sn_control_job *j,
 static enum sn_err set_admin(struct sn_control *c, const struct sn_control_event *ev,
                              struct sn_error *err)
 {
-    const struct sn_model *m = c->model;
-    if (ev->id >= (ev->is_node ? m->n_servers : m->n_gpus))
+    if (ev->id >= (ev->is_node ? c->model->n_servers : c->model->n_gpus))
         return sn_error_set(err, SN_ERR_NOTFOUND, "no %s %u", ev->is_node ? "node" : "gpu", ev->id);
+    sn_control_set_admin(c, ev);
+    return SN_OK;
+}
+
+void sn_control_set_admin(struct sn_control *c, const struct sn_control_event *ev)
+{
+    const struct sn_model *m = c->model;
     struct sn_control_admin *a = ev->is_node ? &c->nodes[ev->id] : &c->gpus[ev->id];
     uint8_t old = a->state;
     int64_t now = sn_control_now_s(c);
@@ -221,7 +227,6 @@ static enum sn_err set_admin(struct sn_control *c, const struct sn_control_event
                                .num = {now}};
     sn_control_emit(c, &w, 1);
     sn_control_admin_changed(c, ev->is_node, ev->id, old);
-    return SN_OK;
 }
 
 /* RANK_EXIT: a failing exit fails the job; a clean one is recorded (the
@@ -443,6 +448,10 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         return SN_OK;
     case SN_CONTROL_EVENT_HOLD:
         sn_control_hold(c, ev->id, ev->on);
+        return SN_OK;
+    case SN_CONTROL_EVENT_HEALTH:
+        if (ev->report)
+            sn_control_health(c, ev->report, ev->cordon_below);
         return SN_OK;
     case SN_CONTROL_EVENT_TIMER:
         sn_control_partition_check(c, c->clock.mono_ms);

@@ -57,6 +57,11 @@ void sn_control_drop(struct sn_control *c, struct sn_control_job *job);
 void sn_control_job_rows(struct sn_control *c, struct sn_control_job *j, const char *event,
                          const char *message);
 bool sn_control_requeue_lost(struct sn_control *c, struct sn_control_job *j, const char *why);
+/* An admin state set (ev: ADMIN, id checked): its row, then what it causes. */
+void sn_control_set_admin(struct sn_control *c, const struct sn_control_event *ev);
+/* HEALTH (lib/control/health.c). */
+void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
+                       double cordon_below);
 void sn_control_admin_changed(struct sn_control *c, bool is_node, uint32_t id, uint8_t old_state);
 void sn_control_heartbeat(struct sn_control *c, uint32_t server);
 void sn_control_node_lost(struct sn_control *c, uint32_t s, const char *reason, const char *actor);

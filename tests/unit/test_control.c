@@ -17,6 +17,8 @@
 #include <cmocka.h>
 
 #include <sn/api.h>
+#include <math.h>
+
 #include <sn/control.h>
 #include <sn/sim.h>
 
@@ -607,6 +609,95 @@ static void counts_sum_to_the_cluster(void **state)
     fx_close(&f);
 }
 
+/* A health report's verdicts (HEALTH): a leak's power-off zone takes every
+ * GPU of its rack down (the job there is requeued), a GPU off the bus goes
+ * down, an up GPU scoring below the threshold is cordoned; each with its
+ * admin row, an audit row and a log line, by snd:health. The same report
+ * again changes nothing: a down GPU stays down, a cordoned one is no
+ * longer up. */
+static void health_verdicts(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 2, NULL);
+    const struct sn_model *m = f.model;
+    int64_t id = submit(&f, "{\"name\":\"j\",\"gpus\":8}");
+    pass(&f);
+    uint32_t rack = m->server_rack[m->gpu_server[job(&f, id)->alloc[0]]];
+    uint32_t off_bus = SN_NONE, slow = SN_NONE, rack_gpus = 0;
+    for (uint32_t g = 0; g < m->n_gpus; g++) {
+        if (m->server_rack[m->gpu_server[g]] == rack)
+            rack_gpus++;
+        else if (off_bus == SN_NONE)
+            off_bus = g;
+        else if (slow == SN_NONE && m->gpu_server[g] != m->gpu_server[off_bus])
+            slow = g;
+    }
+    assert_true(slow != SN_NONE && rack_gpus > 0);
+
+    struct sn_health_finding findings[3] = {
+        {.detector = SN_DET_GPU_OFF_BUS, .entity = SN_HEALTH_ENT_GPU, .id = off_bus,
+         .gpu = off_bus, .server = m->gpu_server[off_bus]},
+        {.detector = SN_DET_CLOCK_EVENT, .entity = SN_HEALTH_ENT_GPU, .id = slow, .gpu = slow,
+         .server = m->gpu_server[slow]},
+        {.detector = SN_DET_LEAK, .action = SN_HEALTH_ACT_POWER_OFF_ZONE,
+         .entity = SN_HEALTH_ENT_RACK, .id = rack, .gpu = SN_NONE, .server = SN_NONE},
+    };
+    snprintf(findings[0].evidence, sizeof(findings[0].evidence), "kmsg:3: Xid 79");
+    snprintf(findings[2].evidence, sizeof(findings[2].evidence), "cdu.csv:9: leak detected");
+    struct sn_health_score *scores = calloc(m->n_gpus, sizeof(*scores));
+    assert_non_null(scores);
+    for (uint32_t g = 0; g < m->n_gpus; g++)
+        scores[g] = (struct sn_health_score){.score = NAN, .reason = UINT32_MAX};
+    scores[slow].score = 40;
+    scores[slow].reason = 1;
+    struct sn_health_report rep = {.findings = findings, .n_findings = 3, .n_gpus = m->n_gpus,
+                                   .gpus = scores};
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_HEALTH, .report = &rep,
+                                  .cordon_below = 60};
+    sn_effects_reset(&f.out);
+    assert_int_equal(apply(&f, ev), SN_OK);
+
+    for (uint32_t g = 0; g < m->n_gpus; g++) {
+        uint8_t want = m->server_rack[m->gpu_server[g]] == rack || g == off_bus
+                           ? SN_CONTROL_ADMIN_DOWN
+                       : g == slow ? SN_CONTROL_ADMIN_CORDONED
+                                   : SN_CONTROL_ADMIN_UP;
+        assert_int_equal(f.c->gpus[g].state, want);
+        if (want != SN_CONTROL_ADMIN_UP)
+            assert_string_equal(f.c->gpus[g].actor, "snd:health");
+    }
+    assert_non_null(strstr(f.c->gpus[off_bus].reason, "gpu-off-bus: kmsg:3: Xid 79"));
+    assert_non_null(strstr(f.c->gpus[slow].reason, "score 40 below 60 (clock-event)"));
+    assert_non_null(strstr(f.c->gpus[job(&f, id)->last_alloc[0]].reason, "power-off-zone"));
+    assert_int_equal(job(&f, id)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_int_equal(f.c->health_fails, rack_gpus + 1);
+    assert_int_equal(f.c->health_cordons, 1);
+    size_t audits = 0, admins = 0;
+    for (size_t b = 0; b < f.out.n_batches; b++)
+        for (size_t i = 0; i < f.out.batches[b].n; i++) {
+            const struct sn_store_write *w = &f.out.batches[b].rows[i];
+            if (w->kind == SN_STORE_ADD_AUDIT) {
+                audits++;
+                assert_string_equal(w->text[0], "snd:health");
+            } else if (w->kind == SN_STORE_PUT_ADMIN) {
+                admins++;
+            }
+        }
+    assert_int_equal(audits, rack_gpus + 2);
+    assert_int_equal(admins, rack_gpus + 2);
+    assert_int_equal(f.out.n_logs >= rack_gpus + 2, true);
+
+    sn_effects_reset(&f.out);
+    assert_int_equal(apply(&f, ev), SN_OK);
+    assert_int_equal(f.out.n_batches, 0);
+    assert_int_equal(f.c->health_fails, rack_gpus + 1);
+    assert_int_equal(f.c->health_cordons, 1);
+    verify(&f);
+    free(scores);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +711,7 @@ int main(void)
         cmocka_unit_test(admission_refusals),
         cmocka_unit_test(hold_release_requeue),
         cmocka_unit_test(counts_sum_to_the_cluster),
+        cmocka_unit_test(health_verdicts),
         cmocka_unit_test(same_events_same_effects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

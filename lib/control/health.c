@@ -1,0 +1,99 @@
+/*
+ * Health verdicts (SN_CONTROL_EVENT_HEALTH): what a completed health
+ * analysis (lib/health, the engine `sn health analyze` runs) does to the
+ * GPUs, decided here so that snd and the simulator act on a report alike.
+ *  - A leak (a rack finding with action power-off-zone) marks every GPU of
+ *    the rack down, the rack and the evidence in the reason.
+ *  - A GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
+ *    gpu-unreadable) is marked down.
+ *  - An up GPU whose score falls below cordon_below is cordoned with the
+ *    score and the finding that set its action.
+ * Each action is an admin change by actor "snd:health" (its row, then what
+ * it causes: the requeues of the GPU's jobs), then an audit row, then a
+ * log line. Nothing is ever resumed here: an operator resumes a GPU, and a
+ * GPU still scoring below the threshold is cordoned again by the next
+ * report.
+ */
+#include "control_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <sn/health.h>
+
+#define HEALTH_ACTOR "snd:health"
+
+static bool gone(enum sn_detector det)
+{
+    return det == SN_DET_GPU_MISSING || det == SN_DET_GPU_OFF_BUS || det == SN_DET_GPU_UNREADABLE;
+}
+
+/* Moves GPU g to `to` as snd:health, with its admin row and audit row. */
+static void act(struct sn_control *c, uint32_t g, enum sn_control_admin_state to,
+                const char *reason)
+{
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
+                                  .id = g,
+                                  .admin = to,
+                                  .detail = reason,
+                                  .actor = HEALTH_ACTOR};
+    sn_control_set_admin(c, &ev);
+    char name[64], action[48];
+    sn_model_gpu_name(c->model, g, name, sizeof(name));
+    bool fail = to == SN_CONTROL_ADMIN_DOWN;
+    snprintf(action, sizeof(action), "health %s gpu", fail ? "fail" : "cordon");
+    struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
+                               .text = {HEALTH_ACTOR, action, name, reason},
+                               .num = {sn_control_now_s(c), 200}};
+    sn_control_emit(c, &w, 1);
+    sn_control_log(c, "health: %s %s: %s", fail ? "failed" : "cordoned", name, reason);
+    if (fail)
+        c->health_fails++;
+    else
+        c->health_cordons++;
+}
+
+static void power_off_zone(struct sn_control *c, const struct sn_health_finding *f)
+{
+    const struct sn_model *m = c->model;
+    char rack[64], reason[256];
+    sn_model_rack_name(m, f->id, rack, sizeof(rack));
+    snprintf(reason, sizeof(reason), "health: power-off-zone %s: %s: %.160s", rack,
+             sn_detector_info(f->detector)->name, f->evidence);
+    for (uint32_t g = 0; g < m->n_gpus; g++)
+        if (m->server_rack[m->gpu_server[g]] == f->id &&
+            c->gpus[g].state != SN_CONTROL_ADMIN_DOWN)
+            act(c, g, SN_CONTROL_ADMIN_DOWN, reason);
+}
+
+void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
+                       double cordon_below)
+{
+    const struct sn_model *m = c->model;
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        if (rep->findings[i].action == SN_HEALTH_ACT_POWER_OFF_ZONE &&
+            rep->findings[i].entity == SN_HEALTH_ENT_RACK && rep->findings[i].id < m->n_racks)
+            power_off_zone(c, &rep->findings[i]);
+    for (uint32_t i = 0; i < rep->n_findings; i++) {
+        const struct sn_health_finding *f = &rep->findings[i];
+        if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||
+            c->gpus[f->gpu].state == SN_CONTROL_ADMIN_DOWN)
+            continue;
+        char reason[256];
+        snprintf(reason, sizeof(reason), "health: %s: %s", sn_detector_info(f->detector)->name,
+                 f->evidence);
+        act(c, f->gpu, SN_CONTROL_ADMIN_DOWN, reason);
+    }
+    for (uint32_t g = 0; cordon_below > 0 && g < rep->n_gpus && g < m->n_gpus; g++) {
+        const struct sn_health_score *s = &rep->gpus[g];
+        if (!(s->score < cordon_below) || c->gpus[g].state != SN_CONTROL_ADMIN_UP)
+            continue;
+        char reason[256];
+        const struct sn_health_finding *f =
+            s->reason < rep->n_findings ? &rep->findings[s->reason] : NULL;
+        snprintf(reason, sizeof(reason), "health: score %.0f below %.0f%s%s%s", s->score,
+                 cordon_below, f ? " (" : "", f ? sn_detector_info(f->detector)->name : "",
+                 f ? ")" : "");
+        act(c, g, SN_CONTROL_ADMIN_CORDONED, reason);
+    }
+}
