@@ -33,67 +33,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sn/files.h>
+
 #define RING_FILE "token.keys"
 #define REVOKED_FILE "token.revoked"
 #define REVOKED_FILE_MAX ((size_t)SN_AUTH_REVOCATIONS_MAX * SN_AUTH_ID_MAX + 64)
 
-/* An error of a file write: ENOSPC/EDQUOT say "disk full" (SN_ERR_LIMIT). */
-static enum sn_err file_error(struct sn_error *err, const char *what, const char *path, int e)
+/* Replaces state_dir/name (sn/files.h: atomic, fsynced, 0600). */
+static enum sn_err replace(const struct snd *d, const char *name, const void *data, size_t len,
+                           struct sn_error *err)
 {
-    if (e == ENOSPC || e == EDQUOT)
-        return sn_error_set(err, SN_ERR_LIMIT,
-                            "disk full: cannot %s '%s' (%s); free space on "
-                            "the state directory's disk and retry",
-                            what, path, strerror(e));
-    return sn_error_set(err, SN_ERR_IO, "cannot %s '%s': %s", what, path, strerror(e));
-}
-
-enum sn_err snd_file_replace(const char *dir, const char *name, const void *data, size_t len,
-                             struct sn_error *err)
-{
-    char path[4200], tmp[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return file_error(err, "create", tmp, errno);
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            close(fd);
-            unlink(tmp);
-            return file_error(err, "write", tmp, e);
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return file_error(err, "sync", tmp, e);
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return file_error(err, "replace", path, e);
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
-        return file_error(err, "sync the directory of", path, e);
-    }
-    close(dfd);
-    return SN_OK;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", d->state_dir, name);
+    return sn_file_replace(path, data, len, err);
 }
 
 /* Appends "; hint" to err's message (which is set), keeping its code. */
@@ -109,54 +61,6 @@ static enum sn_err add_hint(struct sn_error *err, const char *hint)
     return err->code;
 }
 
-/* Reads a private file (mode 0600 or stricter) of at most cap bytes into a
- * NUL-terminated buffer the caller frees. SN_ERR_NOTFOUND when absent. */
-static enum sn_err read_private(const char *path, size_t cap, char **out, size_t *len,
-                                struct sn_error *err)
-{
-    *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-        return SN_ERR_NOTFOUND;
-    if (fd < 0)
-        return sn_error_set(err, SN_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-    struct stat st;
-    enum sn_err rc = SN_OK;
-    if (fstat(fd, &st) != 0)
-        rc = sn_error_set(err, SN_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
-    else if (st.st_mode & 077)
-        rc = sn_error_set(err, SN_ERR_INVALID,
-                          "'%s' has mode %04o: it must not be accessible to group or others "
-                          "(chmod 600 '%s')",
-                          path, (unsigned)(st.st_mode & 07777), path);
-    else if ((size_t)st.st_size > cap)
-        rc = sn_error_set(err, SN_ERR_LIMIT, "'%s' is %lld bytes, the most is %zu", path,
-                          (long long)st.st_size, cap);
-    char *buf = rc == SN_OK ? malloc((size_t)st.st_size + 1) : NULL;
-    if (rc == SN_OK && !buf)
-        rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory");
-    size_t n = 0;
-    while (rc == SN_OK && n < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            rc = sn_error_set(err, SN_ERR_IO, "cannot read '%s': %s", path,
-                              r < 0 ? strerror(errno) : "it shrank");
-        else
-            n += (size_t)r;
-    }
-    close(fd);
-    if (rc != SN_OK) {
-        free(buf);
-        return rc;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return SN_OK;
-}
-
 static enum sn_err write_ring(const struct snd *d, const struct sn_auth_ring *ring,
                               struct sn_error *err)
 {
@@ -164,7 +68,7 @@ static enum sn_err write_ring(const struct snd *d, const struct sn_auth_ring *ri
     size_t n = sn_auth_ring_format(ring, text, sizeof(text));
     if (n == 0)
         return sn_error_set(err, SN_ERR_INTERNAL, "key ring text too long");
-    return snd_file_replace(d->state_dir, RING_FILE, text, n, err);
+    return replace(d, RING_FILE, text, n, err);
 }
 
 enum sn_err snd_keys_load(struct snd *d, struct sn_error *err)
@@ -173,7 +77,7 @@ enum sn_err snd_keys_load(struct snd *d, struct sn_error *err)
     snprintf(path, sizeof(path), "%s/" RING_FILE, d->state_dir);
     char *text = NULL;
     size_t len = 0;
-    enum sn_err rc = read_private(path, SN_AUTH_RING_TEXT_MAX, &text, &len, err);
+    enum sn_err rc = sn_file_read_private(path, SN_AUTH_RING_TEXT_MAX, &text, &len, err);
     if (rc == SN_OK) {
         rc = sn_auth_ring_parse(path, text, len, &d->ring, err);
         free(text);
@@ -230,7 +134,7 @@ static enum sn_err admin_token_replace(const struct snd *d, int64_t now_s, struc
         return rc;
     size_t n = strlen(text);
     text[n++] = '\n';
-    return snd_file_replace(d->state_dir, "admin.token", text, n, err);
+    return replace(d, "admin.token", text, n, err);
 }
 
 static enum MHD_Result rotate_done(struct snd *d, struct snd_req *r)
@@ -315,7 +219,7 @@ static enum sn_err write_revoked(const struct snd *d, uint64_t generation, const
     char *text = revoked_text(d, generation, extra, &len);
     if (!text)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
-    enum sn_err rc = snd_file_replace(d->state_dir, REVOKED_FILE, text, len, err);
+    enum sn_err rc = replace(d, REVOKED_FILE, text, len, err);
     free(text);
     return rc;
 }
@@ -379,7 +283,7 @@ enum sn_err snd_revocations_reconcile(struct snd *d, struct sn_error *err)
     snprintf(path, sizeof(path), "%s/" REVOKED_FILE, d->state_dir);
     char *text = NULL;
     size_t len = 0;
-    enum sn_err rc = read_private(path, REVOKED_FILE_MAX, &text, &len, err);
+    enum sn_err rc = sn_file_read_private(path, REVOKED_FILE_MAX, &text, &len, err);
     if (rc == SN_ERR_NOTFOUND) {
         /* First start with a list: it begins as the state's. */
         d->revocation_generation = d->n_revoked;

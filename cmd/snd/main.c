@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <sn/conf.h>
+#include <sn/files.h>
 
 #include "agent.h"
 #include "http.h"
@@ -343,32 +344,6 @@ static int parse_args(int argc, char **argv, struct args *a, struct snd_config *
     return -1;
 }
 
-/* Writes data to path (mode 0600), failing if it exists. */
-static int write_new_file(const char *path, const void *data, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    ssize_t w = write(fd, data, len);
-    int rc = (w == (ssize_t)len && fsync(fd) == 0) ? 0 : -1;
-    close(fd);
-    return rc;
-}
-
-/* Refuses a secret file that group or others may read or write. */
-static int check_private(const char *path, int fd, struct sn_error *err)
-{
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return sn_error_set(err, SN_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
-    if (st.st_mode & 077)
-        return sn_error_set(err, SN_ERR_INVALID,
-                            "'%s' has mode %04o: it must not be accessible to group or others "
-                            "(chmod 600 '%s')",
-                            path, (unsigned)(st.st_mode & 07777), path);
-    return SN_OK;
-}
-
 /* The token key: created at first start, then read (mode 0600 or
  * stricter, else refused). */
 static int load_key(struct snd *d, const char *dir, bool create, struct sn_error *err)
@@ -379,14 +354,13 @@ static int load_key(struct snd *d, const char *dir, bool create, struct sn_error
     if (fd < 0 && errno == ENOENT && !create)
         return SN_OK;
     if (fd < 0 && errno == ENOENT) {
-        if (getrandom(d->key, sizeof(d->key), 0) != (ssize_t)sizeof(d->key) ||
-            write_new_file(path, d->key, sizeof(d->key)) != 0)
-            return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-        return SN_OK;
+        if (getrandom(d->key, sizeof(d->key), 0) != (ssize_t)sizeof(d->key))
+            return sn_error_set(err, SN_ERR_IO, "no randomness for '%s'", path);
+        return sn_file_create_private(path, d->key, sizeof(d->key), err);
     }
     if (fd < 0)
         return sn_error_set(err, SN_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-    if (check_private(path, fd, err) != SN_OK) {
+    if (sn_file_check_private(path, fd, err) != SN_OK) {
         close(fd);
         return err ? err->code : SN_ERR_INVALID;
     }
@@ -405,7 +379,7 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
     snprintf(path, sizeof(path), "%s/admin.token", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        enum sn_err rc = check_private(path, fd, err);
+        enum sn_err rc = sn_file_check_private(path, fd, err);
         close(fd);
         return rc;
     }
@@ -421,8 +395,8 @@ static int ensure_admin_token(struct snd *d, const char *dir, struct sn_error *e
         return rc;
     size_t n = strlen(text);
     text[n++] = '\n';
-    if (write_new_file(path, text, n) != 0)
-        return sn_error_set(err, SN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    if (sn_file_create_private(path, text, n, err) != SN_OK)
+        return err->code;
     fprintf(stderr, "snd: wrote the admin token to %s (expires in %lld s)\n", path,
             (long long)d->cfg.admin_token_ttl_s);
     return SN_OK;

@@ -228,10 +228,6 @@ uint16_t snd_http_agent_port(void);
 void snd_http_stop(void);
 
 /* keys.c: the token key ring and the revocation list beside the key. */
-/* Replaces dir/name with data atomically (temporary file, fsync, rename,
- * fsync of dir), mode 0600. A full disk is SN_ERR_LIMIT "disk full: ...". */
-enum sn_err snd_file_replace(const char *dir, const char *name, const void *data, size_t len,
-                             struct sn_error *err);
 /* Loads the ring from state_dir/token.keys, or makes it from d->key (read
  * from token.key) as key 0 and writes it. */
 enum sn_err snd_keys_load(struct snd *d, struct sn_error *err);
