@@ -43,164 +43,18 @@ struct load_ctx {
     enum sn_err rc;
 };
 
-static bool load_job(struct load_ctx *c, const struct sn_store_write *row)
-{
-    struct sn_control_job *job = calloc(1, sizeof(*job));
-    int state = sn_control_job_state_parse(row->text[2]);
-    json_t *spec = json_loads(row->text[3], 0, NULL);
-    if (!job || state < 0 || !json_is_object(spec)) {
-        free(job);
-        json_decref(spec);
-        c->rc = sn_error_set(c->err, SN_ERR_INVALID, "stored job %lld is malformed",
-                             (long long)row->num[0]);
-        return false;
-    }
-    job->id = row->num[0];
-    snprintf(job->tenant, sizeof(job->tenant), "%s", row->text[0]);
-    job->idem_key = row->text[1] ? strdup(row->text[1]) : NULL;
-    job->state = (enum sn_control_job_state)state;
-    job->spec = spec;
-    job->submit_s = row->num[1];
-    job->updated_s = row->num[2];
-    job->durable = true;
-    job->sched_id = SN_NONE;
-    json_t *run = row->text[4] ? json_loads(row->text[4], 0, NULL) : NULL;
-    job->requeues = (uint32_t)json_integer_value(json_object_get(run, "requeues"));
-    job->start_s = json_integer_value(json_object_get(run, "start_s"));
-    job->end_s = json_integer_value(json_object_get(run, "end_s"));
-    job->exit_status = (int32_t)json_integer_value(json_object_get(run, "exit_status"));
-    sn_control_job_set_detail(job, json_string_value(json_object_get(run, "detail")));
-    job->master_port = (int32_t)json_integer_value(json_object_get(run, "master_port"));
-    sn_control_goodput_load(job, run);
-    const char *iso = json_string_value(json_object_get(run, "isolation"));
-    job->isolation = iso ? strdup(iso) : NULL;
-    job->failed_rank = -1;
-    const char *la = json_string_value(json_object_get(run, "last_alloc"));
-    const char *lk = json_string_value(json_object_get(run, "last_ranks_ok"));
-    uint32_t *ok = NULL, n_ok = 0;
-    if (la && lk &&
-        sn_control_ranges_parse(la, &job->last_alloc, &job->n_last_alloc, c->d->model->n_gpus) ==
-            0 &&
-        sn_control_ranges_parse(lk, &ok, &n_ok, job->n_last_alloc) == 0) {
-        job->last_ranks_ok = calloc((job->n_last_alloc + 63) / 64 + 1, sizeof(uint64_t));
-        for (uint32_t i = 0; job->last_ranks_ok && i < n_ok; i++)
-            if (ok[i] < job->n_last_alloc)
-                job->last_ranks_ok[ok[i] / 64] |= 1ull << (ok[i] % 64);
-        for (uint32_t i = 0; i < job->n_last_alloc; i++)
-            if (job->last_alloc[i] >= c->d->model->n_gpus)
-                job->n_last_alloc = 0; /* the spec shrank: drop the record */
-        if (!job->last_ranks_ok)
-            job->n_last_alloc = 0;
-        job->failed_rank = (int32_t)json_integer_value(json_object_get(run, "failed_rank"));
-        if (!json_is_integer(json_object_get(run, "failed_rank")))
-            job->failed_rank = -1;
-    }
-    free(ok);
-    const char *ckpt = json_string_value(json_object_get(run, "checkpoint_path"));
-    job->ckpt_path = ckpt ? strdup(ckpt) : NULL;
-    job->ckpt_time_s = json_integer_value(json_object_get(run, "checkpoint_time_s"));
-    job->ckpt_step = json_integer_value(json_object_get(run, "checkpoint_step"));
-    job->ckpt_count = (uint32_t)json_integer_value(json_object_get(run, "checkpoint_count"));
-    const char *hold = json_string_value(json_object_get(run, "hold_detail"));
-    job->held = hold != NULL;
-    job->hold_detail = hold ? strdup(hold) : NULL;
-    json_decref(run);
-    c->rc = sn_control_job_insert(c->d->ctl, job, c->err);
-    if (c->rc != SN_OK)
-        sn_control_job_free(job);
-    return c->rc == SN_OK;
-}
-
-static bool load_admin(struct load_ctx *c, const struct sn_store_write *row)
-{
-    int s = sn_control_admin_state_parse(row->text[2]);
-    const struct sn_model *m = c->d->model;
-    bool node = strcmp(row->text[0], "node") == 0;
-    uint32_t id = node ? sn_model_find_server(m, row->text[1]) : sn_model_find_gpu(m, row->text[1]);
-    if (s < 0 || id == SN_NONE) {
-        /* The spec changed under the state: keep going, say so. */
-        fprintf(stderr,
-                "snd: warning: stored admin state of %s '%s' does not match the "
-                "cluster spec; ignored\n",
-                row->text[0], row->text[1]);
-        return true;
-    }
-    sn_control_admin_set(node ? &c->d->ctl->nodes[id] : &c->d->ctl->gpus[id],
-                         (enum sn_control_admin_state)s, row->text[3], row->text[4], row->num[0]);
-    return true;
-}
-
-/* An allocation: GPUs in rank order and the ranks that have exited. */
-static bool load_alloc(struct load_ctx *c, const struct sn_store_write *row)
-{
-    struct sn_control_job *job = sn_control_job_get(c->d->ctl, row->num[0]);
-    uint32_t *ranks = NULL, n_ranks = 0;
-    const struct sn_model *m = c->d->model;
-    if (!job || job->alloc ||
-        sn_control_ranges_parse(row->text[0], &job->alloc, &job->n_alloc, m->n_gpus) != 0 ||
-        sn_control_ranges_parse(row->text[1], &ranks, &n_ranks, job->n_alloc) != 0) {
-        c->rc = sn_error_set(c->err, SN_ERR_INVALID, "stored allocation of job %lld is malformed",
-                             (long long)row->num[0]);
-        return false;
-    }
-    job->ranks_done = calloc((job->n_alloc + 63) / 64 + 1, sizeof(uint64_t));
-    for (uint32_t i = 0; job->ranks_done && i < n_ranks; i++)
-        if (ranks[i] < job->n_alloc &&
-            !(job->ranks_done[ranks[i] / 64] & (1ull << (ranks[i] % 64)))) {
-            job->ranks_done[ranks[i] / 64] |= 1ull << (ranks[i] % 64);
-            job->n_ranks_done++;
-        }
-    free(ranks);
-    for (uint32_t i = 0; i < job->n_alloc; i++)
-        if (job->alloc[i] >= m->n_gpus) {
-            c->rc =
-                sn_error_set(c->err, SN_ERR_INVALID, "job %lld holds GPU %u, the cluster has %u",
-                             (long long)job->id, job->alloc[i], m->n_gpus);
-            return false;
-        }
-    job->start_s = row->num[1];
-    if (!job->ranks_done) {
-        c->rc = sn_error_set(c->err, SN_ERR_NOMEM, "out of memory");
-        return false;
-    }
-    return true;
-}
-
+/* The control's rows go to lib/control/restore.c; revocations are snd's. */
 static bool load_row(void *ctx, const struct sn_store_write *row)
 {
     struct load_ctx *c = ctx;
-    struct snd *d = c->d;
-    switch (row->kind) {
-    case SN_STORE_PUT_TENANT:
-    case SN_STORE_PUT_POOL:
-    case SN_STORE_PUT_CLASS: {
-        json_t *doc = json_loads(row->text[1], 0, NULL);
-        struct sn_control_named **list = row->kind == SN_STORE_PUT_TENANT ? &d->ctl->tenants
-                                         : row->kind == SN_STORE_PUT_POOL ? &d->ctl->pools
-                                                                          : &d->ctl->classes;
-        uint32_t *n = row->kind == SN_STORE_PUT_TENANT ? &d->ctl->n_tenants
-                      : row->kind == SN_STORE_PUT_POOL ? &d->ctl->n_pools
-                                                       : &d->ctl->n_classes;
-        c->rc =
-            doc ? sn_control_named_put(list, n, row->text[0], doc, c->err)
-                : sn_error_set(c->err, SN_ERR_INVALID, "stored '%s' is malformed", row->text[0]);
-        return c->rc == SN_OK;
-    }
-    case SN_STORE_PUT_QUOTA:
-        c->rc = sn_control_quota_put(d->ctl, row->text[0], row->text[1], row->num[0]);
-        return c->rc == SN_OK;
-    case SN_STORE_PUT_JOB:
-        return load_job(c, row);
-    case SN_STORE_PUT_ADMIN:
-        return load_admin(c, row);
-    case SN_STORE_ADD_REVOKE:
-        c->rc = snd_revoke(d, row->text[0]);
-        return c->rc == SN_OK;
-    case SN_STORE_PUT_ALLOC:
-        return load_alloc(c, row);
-    default:
-        return true;
-    }
+    if (row->kind == SN_STORE_ADD_REVOKE)
+        c->rc = snd_revoke(c->d, row->text[0]) == SN_OK
+                    ? SN_OK
+                    : sn_error_set(c->err, SN_ERR_LIMIT, "cannot keep revocation '%s'",
+                                   row->text[0]);
+    else
+        c->rc = sn_control_restore_row(c->d->ctl, row, c->err);
+    return c->rc == SN_OK;
 }
 
 int snd_state_load(struct snd *d, struct sn_error *err)
@@ -228,6 +82,11 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         return err->code;
     struct load_ctx c = {d, err, SN_OK};
     enum sn_err rc = sn_store_load(d->store, load_row, &c, err);
+    if (d->ctl->restore_ignored)
+        fprintf(stderr,
+                "snd: warning: %u stored admin state(s) do not match the cluster spec (the last: "
+                "%s); ignored\n",
+                d->ctl->restore_ignored, d->ctl->restore_ignored_what);
     return rc != SN_OK ? rc : c.rc;
 }
 

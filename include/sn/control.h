@@ -244,6 +244,8 @@ struct sn_control {
     int64_t fenced_since_s;
     uint64_t fences_total;
     uint64_t health_cordons, health_fails; /* GPUs cordoned / failed by HEALTH events */
+    uint32_t restore_ignored;              /* admin rows of the restore the spec lacks */
+    char restore_ignored_what[96];         /* the last of them ("gpu 'sn09-t00/gpu3'") */
 
     /* Job runtime (docs/agent.md "Orphans"): by GPU, 1 while the processes
      * of the job that last held it are not reported gone by its agent; by
@@ -360,6 +362,13 @@ const struct sn_control_quota *sn_control_quota_find(const struct sn_control *c,
                                                      const char *pool);
 void sn_control_admin_set(struct sn_control_admin *a, enum sn_control_admin_state s,
                           const char *reason, const char *actor, int64_t time_s);
+/* Restores one store row (in the order the store returns them) into the
+ * tables: tenants, pools, classes, quotas, jobs, allocations, admin states;
+ * other kinds are ignored. An admin row naming a server or GPU the spec
+ * lacks is skipped and counted in restore_ignored. SN_ERR_INVALID names a
+ * malformed row. */
+enum sn_err sn_control_restore_row(struct sn_control *c, const struct sn_store_write *row,
+                                   struct sn_error *err);
 /* The runtime facts' goodput object of a stored job, back into it. */
 void sn_control_goodput_load(struct sn_control_job *j, const json_t *run);
 
