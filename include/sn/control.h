@@ -502,6 +502,12 @@ void sn_control_counts(const struct sn_control *c, uint32_t first, uint32_t coun
  * sn_control_goodput(), /metrics and the dashboard. */
 void sn_control_goodput_sums(const struct sn_control *c, int64_t now_s, struct sn_goodput *out);
 
+/* The control's /metrics families (Prometheus text 0.0.4: jobs, nodes and
+ * GPUs by state, the shared counts, pending reasons, the core's figures,
+ * goodput up to now_s, partition safety); the caller frees; NULL when out
+ * of memory. */
+char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s);
+
 /* A goodput ratio as a percentage for people, truncated to 0.01 % so a run
  * that lost anything never reads "100.00 %" ("-" for NaN). */
 void sn_control_goodput_pct(double ratio, char *out, size_t len);

@@ -607,6 +607,24 @@ static void counts_sum_to_the_cluster(void **state)
     assert_int_equal(sn_control_node_view(f.c, idle[0]), SN_CONTROL_NODE_VIEW_MIXED);
     assert_int_equal(sn_control_node_view(f.c, busy_server), SN_CONTROL_NODE_VIEW_DRAINING);
     assert_int_equal(sn_control_node_view(f.c, idle[1]), SN_CONTROL_NODE_VIEW_DOWN);
+    /* /metrics says the same: sn_cluster_gpus sums to the cluster, each
+     * class as counted here. */
+    char *text = sn_control_metrics_text(f.c, f.now.wall_ms / 1000);
+    assert_non_null(text);
+    unsigned sum = 0;
+    for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++) {
+        char key[64];
+        snprintf(key, sizeof(key), "sn_cluster_gpus{state=\"%s\"} ",
+                 sn_control_gpu_class_name((enum sn_control_gpu_class)c));
+        const char *at = strstr(text, key);
+        assert_non_null(at);
+        unsigned v = (unsigned)strtoul(at + strlen(key), NULL, 10);
+        assert_int_equal(v, k.by_class[c]);
+        sum += v;
+    }
+    assert_int_equal(sum, f.model->n_gpus);
+    assert_non_null(strstr(text, "sn_cluster_gpus_allocated 16\n"));
+    free(text);
     verify(&f);
     fx_close(&f);
 }

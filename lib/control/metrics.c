@@ -1,0 +1,157 @@
+/*
+ * The control's families of snd's /metrics (Prometheus text exposition
+ * 0.0.4): jobs, nodes and GPUs by state, the shared counts every view
+ * shows (sn/control.h "counts"), pending reasons, the scheduler core's
+ * figures, goodput and partition safety. Text only: the
+ * shell adds its own families (HTTP, store, agents, the election).
+ */
+#include "control_int.h"
+
+#include <math.h>
+
+struct out {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+};
+
+static void put(struct out *o, const char *fmt, ...) SN_PRINTF(2, 3);
+static void put(struct out *o, const char *fmt, ...)
+{
+    for (int tries = 0; !o->failed && tries < 2; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            break;
+        if ((size_t)n < o->cap - o->len) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t cap = o->cap * 2 + (size_t)n + 1;
+        char *b = realloc(o->buf, cap);
+        if (!b)
+            break;
+        o->buf = b;
+        o->cap = cap;
+    }
+    o->failed = true;
+}
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
+{
+    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
+{
+    struct out box = {malloc(8192), 0, 8192, false}, *o = &box;
+    if (!o->buf)
+        return NULL;
+    o->buf[0] = '\0';
+    family(o, "sn_jobs", "gauge", "Jobs by state.");
+    for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
+        put(o, "sn_jobs{state=\"%s\"} %llu\n",
+            sn_control_job_state_name((enum sn_control_job_state)s),
+            (unsigned long long)c->jobs_by_state[s]);
+    uint64_t nodes[SN_CONTROL_ADMIN_STATE_COUNT] = {0}, gpus[SN_CONTROL_ADMIN_STATE_COUNT] = {0};
+    for (uint32_t i = 0; i < c->model->n_servers; i++)
+        nodes[c->nodes[i].state]++;
+    for (uint32_t i = 0; i < c->model->n_gpus; i++)
+        gpus[c->gpus[i].state]++;
+    family(o, "sn_nodes", "gauge", "Servers by admin state.");
+    for (int s = 0; s < SN_CONTROL_ADMIN_STATE_COUNT; s++)
+        put(o, "sn_nodes{state=\"%s\"} %llu\n",
+            sn_control_admin_state_name((enum sn_control_admin_state)s),
+            (unsigned long long)nodes[s]);
+    family(o, "sn_gpus", "gauge",
+           "GPUs by their own admin state, not their server's (raw; sn_cluster_gpus is the "
+           "view every client shows).");
+    for (int s = 0; s < SN_CONTROL_ADMIN_STATE_COUNT; s++)
+        put(o, "sn_gpus{state=\"%s\"} %llu\n",
+            sn_control_admin_state_name((enum sn_control_admin_state)s),
+            (unsigned long long)gpus[s]);
+    /* The one definition of the counts every view shows (sn/control.h
+     * "counts"): each GPU in exactly one state, nodes as sn nodes derives
+     * them. */
+    struct sn_control_counts cc;
+    sn_control_counts(c, 0, c->model->n_gpus, &cc);
+    family(o, "sn_cluster_gpus", "gauge",
+           "GPUs by state, each GPU in exactly one (they sum to the cluster's GPUs; "
+           "docs/monitoring.md).");
+    for (int k = 0; k < SN_CONTROL_GPU_CLASS_COUNT; k++)
+        put(o, "sn_cluster_gpus{state=\"%s\"} %u\n",
+            sn_control_gpu_class_name((enum sn_control_gpu_class)k), cc.by_class[k]);
+    family(o, "sn_cluster_gpus_allocated", "gauge",
+           "GPUs held by running jobs, whatever their state (busy, or cordoned or draining "
+           "with a job).");
+    put(o, "sn_cluster_gpus_allocated %u\n", cc.allocated);
+    uint64_t views[SN_CONTROL_NODE_VIEW_COUNT] = {0};
+    for (uint32_t i = 0; i < c->model->n_servers; i++)
+        views[sn_control_node_view(c, i)]++;
+    family(o, "sn_cluster_nodes", "gauge",
+           "Servers by the state derived from their GPUs (as sn nodes shows them).");
+    for (int k = 0; k < SN_CONTROL_NODE_VIEW_COUNT; k++)
+        put(o, "sn_cluster_nodes{state=\"%s\"} %llu\n",
+            sn_control_node_view_name((enum sn_control_node_view)k), (unsigned long long)views[k]);
+    uint64_t reasons[SN_PENDING_REASON_COUNT] = {0};
+    uint32_t n_pending = 0;
+    const uint32_t *pending = sn_sched_pending(c->sched, &n_pending);
+    for (uint32_t i = 0; i < n_pending; i++) {
+        struct sn_job_info info;
+        sn_sched_job_info(c->sched, pending[i], &info);
+        reasons[info.reason]++;
+    }
+    family(o, "sn_jobs_pending_reason", "gauge",
+           "Jobs waiting in the scheduler (pending or requeued) by pending reason.");
+    for (int i = 0; i < SN_PENDING_REASON_COUNT; i++)
+        put(o, "sn_jobs_pending_reason{reason=\"%s\"} %llu\n",
+            sn_pending_reason_name((enum sn_pending_reason)i), (unsigned long long)reasons[i]);
+    struct sn_sched_stats ss;
+    sn_sched_stats(c->sched, &ss);
+    family(o, "sn_gpus_scheduler", "gauge",
+           "The scheduler core's raw GPU figures; they overlap (a cordoned GPU may be "
+           "allocated or down; cordoned includes GPUs held for processes): see sn_cluster_gpus.");
+    put(o, "sn_gpus_scheduler{state=\"allocated\"} %u\n", ss.gpus_busy);
+    put(o, "sn_gpus_scheduler{state=\"free\"} %u\n", ss.gpus_free_usable);
+    put(o, "sn_gpus_scheduler{state=\"down\"} %u\n", ss.gpus_down);
+    put(o, "sn_gpus_scheduler{state=\"cordoned\"} %u\n", ss.gpus_cordoned);
+    family(o, "sn_scheduler_placements_total", "counter", "Jobs started by the scheduler.");
+    put(o, "sn_scheduler_placements_total %llu\n", (unsigned long long)ss.placements);
+    family(o, "sn_scheduler_interruptions_total", "counter",
+           "Running jobs interrupted by failures and requeued.");
+    put(o, "sn_scheduler_interruptions_total %llu\n", (unsigned long long)ss.interruptions);
+    family(o, "sn_scheduler_preemptions_total", "counter", "Running jobs preempted and requeued.");
+    put(o, "sn_scheduler_preemptions_total %llu\n", (unsigned long long)ss.preemptions);
+    struct sn_goodput gp;
+    sn_control_goodput_sums(c, now_s, &gp);
+    double goodput = sn_goodput_ratio(&gp);
+    family(o, "sn_goodput_ratio", "gauge",
+           "Goodput since start: useful / allocated GPU-seconds (absent before any run).");
+    if (!isnan(goodput))
+        put(o, "sn_goodput_ratio %.6f\n", goodput);
+    family(o, "sn_goodput_gpu_seconds", "gauge",
+           "GPU-seconds since start behind sn_goodput_ratio: allocated, useful, lost.");
+    put(o, "sn_goodput_gpu_seconds{kind=\"allocated\"} %.0f\n", gp.allocated_gpu_s);
+    put(o, "sn_goodput_gpu_seconds{kind=\"useful\"} %.0f\n", gp.useful_gpu_s);
+    put(o, "sn_goodput_gpu_seconds{kind=\"lost\"} %.0f\n", gp.lost_gpu_s);
+    family(o, "sn_goodput_runs_total", "counter",
+           "Runs that ended since start: all, and those interrupted or preempted.");
+    put(o, "sn_goodput_runs_total{kind=\"all\"} %llu\n", (unsigned long long)gp.runs);
+    put(o, "sn_goodput_runs_total{kind=\"interrupted\"} %llu\n",
+        (unsigned long long)gp.interrupted_runs);
+    family(o, "sn_partition_fenced", "gauge",
+           "1 while snd is fenced: too many servers went silent at once, nothing is evicted.");
+    put(o, "sn_partition_fenced %d\n", c->fenced ? 1 : 0);
+    family(o, "sn_partition_silent_nodes", "gauge",
+           "Servers silent past the heartbeat timeout, not declared down.");
+    put(o, "sn_partition_silent_nodes %u\n", c->n_silent);
+    family(o, "sn_partition_fences_total", "counter", "Times snd entered the fenced state.");
+    put(o, "sn_partition_fences_total %llu\n", (unsigned long long)c->fences_total);
+    if (o->failed) {
+        free(o->buf);
+        return NULL;
+    }
+    return o->buf;
+}
