@@ -611,7 +611,7 @@ static void counts_sum_to_the_cluster(void **state)
      * class as counted here. */
     char *text = sn_control_metrics_text(f.c, f.now.wall_ms / 1000);
     assert_non_null(text);
-    unsigned sum = 0;
+    unsigned total = 0;
     for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++) {
         char key[64];
         snprintf(key, sizeof(key), "sn_cluster_gpus{state=\"%s\"} ",
@@ -620,9 +620,9 @@ static void counts_sum_to_the_cluster(void **state)
         assert_non_null(at);
         unsigned v = (unsigned)strtoul(at + strlen(key), NULL, 10);
         assert_int_equal(v, k.by_class[c]);
-        sum += v;
+        total += v;
     }
-    assert_int_equal(sum, f.model->n_gpus);
+    assert_int_equal(total, f.model->n_gpus);
     assert_non_null(strstr(text, "sn_cluster_gpus_allocated 16\n"));
     free(text);
     verify(&f);
