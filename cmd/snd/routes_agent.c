@@ -48,58 +48,15 @@ static bool speaks_for(const struct snd_req *r, const struct snd *d, uint32_t se
 }
 
 /* The answer's entry for job j on server s. */
+/* The heartbeat answer's entry for job j on server s (lib/control), with
+ * the master's address as its agent reported it and the job's token. */
 static json_t *assignment(const struct snd *d, const struct sn_control_job *j, uint32_t s)
 {
-    const struct sn_model *m = d->model;
-    char master[64];
-    uint32_t s0 = m->gpu_server[j->alloc[0]];
-    const char *addr = snd_agent_address((struct snd *)d, s0);
-    if (addr)
-        snprintf(master, sizeof(master), "%s", addr);
-    else
-        sn_model_server_name(m, s0, master, sizeof(master));
-    /* node_rank: the server's place among the job's servers in rank order. */
-    uint32_t node_rank = 0, last = s0;
-    for (uint32_t r = 0; r < j->n_alloc && last != s; r++)
-        if (m->gpu_server[j->alloc[r]] != last) {
-            node_rank++;
-            last = m->gpu_server[j->alloc[r]];
-        }
-    json_t *ranks = json_array();
-    for (uint32_t r = 0; r < j->n_alloc; r++) {
-        if (m->gpu_server[j->alloc[r]] != s)
-            continue;
-        bool done = j->ranks_done && (j->ranks_done[r / 64] & (1ull << (r % 64)));
-        json_array_append_new(ranks,
-                              json_pack("{s:I,s:I,s:I,s:b}", "rank", (json_int_t)r, "gpu",
-                                        (json_int_t)j->alloc[r], "local_index",
-                                        (json_int_t)sn_model_gpu_index_in_server(m, j->alloc[r]),
-                                        "exited", done));
-    }
-    json_t *o = json_pack("{s:I,s:I,s:s,s:I,s:s,s:o}", "id", (json_int_t)j->id, "run",
-                          (json_int_t)j->requeues, "tenant", j->tenant, "world_size",
-                          (json_int_t)j->n_alloc, "master_addr", master, "ranks", ranks);
-    json_object_set_new(o, "node_rank", json_integer(node_rank));
-    if (j->master_port)
-        json_object_set_new(o, "master_port", json_integer(j->master_port));
-    sn_control_ckpt_assignment(j, o);
+    const char *addr = snd_agent_address((struct snd *)d, d->model->gpu_server[j->alloc[0]]);
+    json_t *o = sn_control_assignment(d->ctl, j, s, addr);
     char job_token[SND_JOB_TOKEN_MAX];
-    if (snd_job_token(d, j, job_token, sizeof(job_token)))
+    if (o && snd_job_token(d, j, job_token, sizeof(job_token)))
         json_object_set_new(o, "job_token", json_string(job_token));
-    const char *keys[] = {"name",
-                          "command",
-                          "data_path",
-                          "checkpoint_path",
-                          "time_limit_s",
-                          "cpus_per_rank",
-                          "memory_bytes_per_rank",
-                          "pids_per_rank",
-                          "array_task_id"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        json_t *v = json_object_get(j->spec, keys[i]);
-        if (v)
-            json_object_set(o, keys[i], v);
-    }
     return o;
 }
 

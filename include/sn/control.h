@@ -398,6 +398,13 @@ void sn_control_goodput_job_json(const struct sn_control_job *j, int64_t now_s, 
 void sn_control_goodput_run_text(const struct sn_control_job *j, json_t *run);
 /* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
 json_t *sn_control_partition_json(const struct sn_control *c);
+/* The heartbeat answer's entry for running job j on server s (docs/agent.md):
+ * id, run, tenant, world_size, node_rank, the server's ranks, master_addr
+ * (master_addr, or the first server's name when NULL), master_port, the
+ * checkpoint assignment and the spec fields a rank needs. NULL when the
+ * job holds no GPUs or out of memory. The shell adds the job token. */
+json_t *sn_control_assignment(const struct sn_control *c, const struct sn_control_job *j,
+                              uint32_t s, const char *master_addr);
 /* The heartbeat answer's checkpoint_interval_s and resume_from; the job
  * JSON's checkpoint fields. */
 void sn_control_ckpt_assignment(const struct sn_control_job *j, json_t *o);

@@ -793,8 +793,14 @@ static enum sn_err restore_running(struct sn_control *d, struct sn_control_job *
     for (uint32_t i = 0; i < j->n_alloc; i++)
         sn_sched_cordon(d->sched, j->alloc[i], false);
     bool placed = sn_sched_try_place(d->sched, j->sched_id, (double)j->start_s);
-    /* A set from an in-place replacement may split groups: placed as is. */
-    if (!placed && j->detail && strncmp(j->detail, "replaced in place", 17) == 0)
+    /* Placed as stored when the rules for new placements refuse the set: a
+     * set from an in-place replacement may split groups, and the spare
+     * reserve (spare_gpus_per_supernode) counts the supernode's usable GPUs,
+     * which are only the job's own here, so any job the reserve would leave
+     * no room for could not come back. The set was placed by the rules
+     * once; what must hold now (no GPU twice, quotas) is checked by the
+     * core here and by sn_control_verify() after the start. */
+    if (!placed)
         placed = sn_sched_restore(d->sched, j->sched_id, j->alloc, j->n_alloc, (double)j->start_s,
                                   NULL) == SN_OK;
     for (uint32_t i = 0; i < j->n_alloc; i++)

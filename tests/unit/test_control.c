@@ -803,7 +803,14 @@ static void restore_round_trip(void **state)
                                    .text = {"gpu", "sn99-t99/gpu9", "down", "gone", "ops"}};
     commit(st, &stray, 1);
 
-    struct sn_control *c2 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);
+    /* Also with a spare reserve: the placements come back as stored even
+     * where the reserve would leave no room for a new one (the restore
+     * once refused an 8-GPU job with spare_gpus_per_supernode = 8, found by
+     * test_control_diff). */
+    for (int spares = 0; spares <= 32; spares += 8) {
+    struct sn_control_config cfg2 = f.c->cfg;
+    cfg2.spare_gpus_per_supernode = spares;
+    struct sn_control *c2 = sn_control_new(f.model, f.spec, &cfg2, &err);
     assert_non_null(c2);
     struct restore_ctx rc = {.c = c2};
     assert_int_equal(sn_store_load(st, restore_one, &rc, &err), SN_OK);
@@ -827,6 +834,8 @@ static void restore_round_trip(void **state)
     assert_string_equal(c2->gpus[free_gpu].reason, "fan");
     if (sn_control_verify(c2, &err) != SN_OK)
         fail_msg("%s", err.message);
+    sn_control_free(c2);
+    }
 
     /* A malformed job row stops the restore, naming the job. */
     struct sn_store_write bad = {.kind = SN_STORE_PUT_JOB,
@@ -836,7 +845,6 @@ static void restore_round_trip(void **state)
     assert_int_equal(sn_control_restore_row(c3, &bad, &err), SN_ERR_INVALID);
     assert_non_null(strstr(err.message, "stored job 99 is malformed"));
     sn_control_free(c3);
-    sn_control_free(c2);
     sn_store_close(st);
     fx_close(&f);
     unlink(path);
