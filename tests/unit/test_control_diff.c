@@ -6,9 +6,9 @@
  * into the sn_control_event(s) the route that serves it makes (the
  * translations below name the route); after every step both sides settle
  * and, for every job, the state, the GPUs of its allocation (names in rank
- * order), its requeues and its pending reason must agree, and so must the
- * partition fence. A difference fails with the step, the job and both
- * sides.
+ * order), its requeues and its pending reason must agree, and so must
+ * every server's admin state (and who set it) and the partition fence. A difference fails with the
+ * step, the job and both sides.
  *
  * The cluster is examples/demo-cluster.yaml (4 supernodes of 4 servers x 8
  * GPUs, power domains A and B alternating over each supernode's servers),
@@ -20,8 +20,10 @@
  * supernode of the dedicated pool that another tenant holds, a
  * cordon and its resume, the failure of both servers of a power domain,
  * rank exits (all 0: completed; one non-zero: failed), a job held and
- * released, a cancel, and a partition: every agent silent past the
- * heartbeat timeout, snd fences and evicts nothing, heartbeats return.
+ * released, a cancel, one server's heartbeat lost (declared down by snd's
+ * timer, its job replaced in place, back up with its next heartbeat), and
+ * a partition: every agent silent past the heartbeat timeout, snd fences
+ * and evicts nothing, heartbeats return.
  *
  * The agents are the test itself: before every step (except while the
  * scenario keeps them silent) it sends each server's heartbeat as an
@@ -51,6 +53,7 @@
 #define SPEC "examples/demo-cluster.yaml"
 #define ACTOR "admin:admin" /* r->actor of the admin token (subject admin) */
 #define JOBS_MAX 16
+#define SERVERS_MAX 64
 
 static const char *const SETS[] = {"sched_event_delay_ms=0",
                                    "sched_interval_ms=50",
@@ -74,6 +77,8 @@ enum step_kind {
     HOLD,     /* job */
     RELEASE,  /* job */
     SILENCE,  /* the agents stop; until snd has fenced */
+    MUTE,     /* a = node: its agent stops; until snd has declared it down */
+    UNMUTE,   /* a = node: its agent heartbeats again (this step's beat) */
     WAIT,     /* n ms pass (agents as they are) */
     HEAL,     /* the agents heartbeat again (this step's beat) */
 };
@@ -131,6 +136,9 @@ static const struct step scenario[] = {
      "{\"name\":\"urgent\",\"tenant\":\"acme\",\"gpus\":8,\"group_gpus\":8,"
      "\"priority_class\":\"high\",\"time_limit_s\":3600}",
      NULL, 0, 8, 0, "job 8: high priority on a full cluster: preempts job 4"},
+    {MUTE, "sn03-t00", NULL, 0, 0, 0,
+     "sn03-t00's agent alone silent: declared down, job 5 requeued"},
+    {UNMUTE, "sn03-t00", NULL, 0, 0, 0, "sn03-t00 heartbeats again: up"},
     {EXIT, NULL, NULL, 1, 1, 3, "job 1: rank 3 exits 1"},
     {NODE, "sn03-t01", "resume", 0, 0, 0, "resume sn03-t01"},
     {NODE, "sn00-t00", "resume", 0, 0, 0, "resume sn00-t00"},
@@ -149,7 +157,8 @@ struct diff {
     struct sn_control *c;
     struct sn_effects out;
     bool agents_silent;
-    int64_t jobs; /* ids 1..jobs exist on both sides */
+    bool muted[SERVERS_MAX]; /* by server: its agent is silent */
+    int64_t jobs;            /* ids 1..jobs exist on both sides */
 };
 
 static struct sn_control_clock clock_now(void)
@@ -161,15 +170,21 @@ static struct sn_control_clock clock_now(void)
                                      (int64_t)m.tv_sec * 1000 + m.tv_nsec / 1000000};
 }
 
-/* Applies ev to the control at the real time (the clocks snd reads). */
-static enum sn_err ctl_apply(struct diff *x, struct sn_control_event ev)
+/* Applies ev to the control at now. */
+static enum sn_err ctl_apply_at(struct diff *x, struct sn_control_event ev,
+                                struct sn_control_clock now)
 {
-    struct sn_control_clock now = clock_now();
     struct sn_error err = {0};
     enum sn_err rc = sn_control_apply(x->c, &ev, &now, &x->out, &err);
     assert_false(x->out.fatal);
     sn_effects_reset(&x->out);
     return rc;
+}
+
+/* Applies ev to the control at the real time (the clocks snd reads). */
+static enum sn_err ctl_apply(struct diff *x, struct sn_control_event ev)
+{
+    return ctl_apply_at(x, ev, clock_now());
 }
 
 /* The control with snd's config (cmd/snd/state.c snd_state_load(): the
@@ -344,20 +359,26 @@ static void ctl_settle(struct diff *x)
 
 /* ---- the steps, on both sides ---------------------------------------------------------- */
 
-/* POST /v1/nodes/{node}/heartbeat, body {}, for every server, and the
- * HEARTBEAT events routes_agent.c snd_post_heartbeat() makes of them (no
- * busy_gpus in the body: no PROCS event). */
+/* POST /v1/nodes/{node}/heartbeat, body {}, for every server whose agent
+ * is not muted, and the HEARTBEAT events routes_agent.c
+ * snd_post_heartbeat() makes of them (no busy_gpus in the body: no PROCS
+ * event). The control's heartbeat is stamped with the time before the
+ * request, so that it never sees a shorter silence than snd does: the
+ * steps that wait for snd to fence or to declare a server down then find
+ * the control past the same threshold. */
 static void beat_all(struct diff *x)
 {
     for (uint32_t s = 0; s < x->model->n_servers; s++) {
+        if (x->muted[s])
+            continue;
         char name[64], path[128];
         sn_model_server_name(x->model, s, name, sizeof(name));
         snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", name);
+        struct sn_control_clock before = clock_now();
         if (post(x, path, "{}", NULL) != 200)
             fail_msg("POST %s failed", path);
-        assert_int_equal(
-            ctl_apply(x, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s}),
-            SN_OK);
+        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s};
+        assert_int_equal(ctl_apply_at(x, ev, before), SN_OK);
     }
 }
 
@@ -594,11 +615,48 @@ static void do_silence(struct diff *x, size_t k, const struct step *st)
         fail_msg("step %zu (%s): snd did not fence within 10 s", k, st->what);
 }
 
+/* GET /v1/nodes/{node}: its admin state. */
+static void snd_node_state(struct diff *x, const char *node, char *out, size_t len)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/nodes/%s", node);
+    json_t *j = NULL;
+    if (call(&x->d, "GET", path, x->d.admin, NULL, NULL, &j) != 200)
+        fail_msg("GET %s failed", path);
+    const char *st = json_string_value(json_object_get(j, "state"));
+    snprintf(out, len, "%s", st ? st : "");
+    json_decref(j);
+}
+
+/* One agent stops (the others go on); snd's timer declares its server
+ * down once the silence passes the timeout and the window (polled, up to
+ * 10 s). */
+static void do_mute(struct diff *x, size_t k, const struct step *st)
+{
+    uint32_t s = sn_model_find_server(x->model, st->a);
+    assert_true(s != SN_NONE && s < SERVERS_MAX);
+    x->muted[s] = true;
+    char state[32] = "";
+    for (int i = 0; i < 500 && strcmp(state, "down") != 0; i++) {
+        if (i % 25 == 24)
+            beat_all(x); /* the other agents go on, every 0.5 s */
+        pause_ms(20);
+        snd_node_state(x, st->a, state, sizeof(state));
+    }
+    if (strcmp(state, "down") != 0)
+        fail_msg("step %zu (%s): snd did not declare %s down within 10 s", k, st->what, st->a);
+}
+
 static void run_step(struct diff *x, size_t k)
 {
     const struct step *st = &scenario[k];
     if (st->kind == HEAL)
         x->agents_silent = false;
+    if (st->kind == UNMUTE) {
+        uint32_t s = sn_model_find_server(x->model, st->a);
+        assert_true(s != SN_NONE && s < SERVERS_MAX);
+        x->muted[s] = false;
+    }
     if (!x->agents_silent)
         beat_all(x);
     switch (st->kind) {
@@ -629,15 +687,46 @@ static void run_step(struct diff *x, size_t k)
     case SILENCE:
         do_silence(x, k, st);
         break;
+    case MUTE:
+        do_mute(x, k, st);
+        break;
     case WAIT:
         pause_ms((int)st->n);
         break;
     case HEAL:
+    case UNMUTE:
         break;
     }
 }
 
 /* ---- the comparison ---------------------------------------------------------------- */
+
+/* Every server's admin state and who set it: GET /v1/nodes against the
+ * control's nodes[] (the reason is masked: heartbeat loss names seconds). */
+static void compare_nodes(struct diff *x, size_t k)
+{
+    json_t *j = NULL;
+    if (call(&x->d, "GET", "/v1/nodes?limit=1000", x->d.admin, NULL, NULL, &j) != 200)
+        fail_msg("GET /v1/nodes failed");
+    json_t *items = json_object_get(j, "items");
+    assert_int_equal(json_array_size(items), x->model->n_servers);
+    for (uint32_t s = 0; s < x->model->n_servers; s++) {
+        json_t *n = json_array_get(items, s);
+        const struct sn_control_admin *a = &x->c->nodes[s];
+        char got[160], want[160];
+        snprintf(got, sizeof(got), "%s by %s", json_string_value(json_object_get(n, "state")),
+                 json_is_string(json_object_get(n, "by"))
+                     ? json_string_value(json_object_get(n, "by"))
+                     : "-");
+        snprintf(want, sizeof(want), "%s by %s",
+                 sn_control_admin_state_name((enum sn_control_admin_state)a->state),
+                 a->actor ? a->actor : "-");
+        if (strcmp(got, want) != 0)
+            fail_msg("step %zu (%s): node %s differs\n  snd:     %s\n  control: %s", k,
+                     scenario[k].what, json_string_value(json_object_get(n, "name")), got, want);
+    }
+    json_decref(j);
+}
 
 static void compare(struct diff *x, size_t k)
 {
@@ -656,6 +745,7 @@ static void compare(struct diff *x, size_t k)
             ctl_job(x, id, b, sizeof(b));
             fprintf(stderr, "step %zu job %lld: %s\n", k, (long long)id, b);
         }
+    compare_nodes(x, k);
     bool f = snd_fenced(x);
     if (f != x->c->fenced)
         fail_msg("step %zu (%s): snd %s, the control %s", k, st->what, f ? "fenced" : "not fenced",
@@ -686,6 +776,8 @@ static void snd_and_control_agree(void **state)
     assert_true(x.jobs == 8);
     /* Job 4 was requeued twice: by the power domain, then preempted. */
     assert_int_equal(sn_control_job_get(x.c, 4)->requeues, 2);
+    /* Job 5 was interrupted once: its server's heartbeat was lost. */
+    assert_int_equal(sn_control_job_get(x.c, 5)->requeues, 1);
     ctl_close(&x);
     assert_int_equal(stop(&x.d, SIGTERM), 0);
     char rm[400];
