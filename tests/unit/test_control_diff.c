@@ -23,7 +23,9 @@
  * released, a cancel, one server's heartbeat lost (declared down by snd's
  * timer, its job replaced in place, back up with its next heartbeat), and
  * a partition: every agent silent past the heartbeat timeout, snd fences
- * and evicts nothing, heartbeats return.
+ * and evicts nothing, heartbeats return; and at the end a restart of snd
+ * on its store (SIGTERM, start again): what it restores must be the
+ * control's state, and it must go on placing as the control does.
  *
  * The agents are the test itself: before every step (except while the
  * scenario keeps them silent) it sends each server's heartbeat as an
@@ -55,13 +57,23 @@
 #define JOBS_MAX 16
 #define SERVERS_MAX 64
 
-static const char *const SETS[] = {"sched_event_delay_ms=0",
-                                   "sched_interval_ms=50",
-                                   "heartbeat_timeout_s=2",
-                                   "partition_window_s=1",
-                                   "spare_gpus_per_supernode=8",
-                                   "preempt_min_runtime_s=0",
-                                   NULL};
+/* snd's config (the control's is the same, ctl_open()); the scenario runs
+ * twice: with 8 spare GPUs per supernode (replacement in place), and with
+ * none (a failure requeues; the restart is no known difference). */
+static const char *const SETS_SPARES[] = {"sched_event_delay_ms=0",
+                                          "sched_interval_ms=50",
+                                          "heartbeat_timeout_s=2",
+                                          "partition_window_s=1",
+                                          "spare_gpus_per_supernode=8",
+                                          "preempt_min_runtime_s=0",
+                                          NULL};
+static const char *const SETS_NO_SPARES[] = {"sched_event_delay_ms=0",
+                                             "sched_interval_ms=50",
+                                             "heartbeat_timeout_s=2",
+                                             "partition_window_s=1",
+                                             "spare_gpus_per_supernode=0",
+                                             "preempt_min_runtime_s=0",
+                                             NULL};
 
 /* ---- the scenario ------------------------------------------------------------ */
 
@@ -81,6 +93,7 @@ enum step_kind {
     UNMUTE,   /* a = node: its agent heartbeats again (this step's beat) */
     WAIT,     /* n ms pass (agents as they are) */
     HEAL,     /* the agents heartbeat again (this step's beat) */
+    RESTART,  /* snd stops (SIGTERM) and starts again on its store */
 };
 
 struct step {
@@ -90,61 +103,81 @@ struct step {
     int64_t job;
     int flag;
     const char *what; /* printed with a difference */
+    /* A rule difference found by this test and not fixed yet (the fix is
+     * in lib/control or cmd/snd, which this test does not edit): what snd
+     * does instead, checked so the mark goes once the bug is fixed. */
+    const char *known;
 };
 
 static const struct step scenario[] = {
-    {TENANT, "acme", "/data/acme", 0, 0, 0, "tenant acme"},
-    {TENANT, "beta", "/data/beta", 0, 0, 0, "tenant beta"},
-    {CLASS, "low", NULL, 0, 0, 1, "class low, preemptible"},
-    {CLASS, "high", NULL, 100, 0, 0, "class high"},
-    {QUOTA, "beta", "training", 16, 0, 0, "quota beta/training 16"},
+    {TENANT, "acme", "/data/acme", 0, 0, 0, "tenant acme", NULL},
+    {TENANT, "beta", "/data/beta", 0, 0, 0, "tenant beta", NULL},
+    {CLASS, "low", NULL, 0, 0, 1, "class low, preemptible", NULL},
+    {CLASS, "high", NULL, 100, 0, 0, "class high", NULL},
+    {QUOTA, "beta", "training", 16, 0, 0, "quota beta/training 16", NULL},
     {SUBMIT,
      "{\"name\":\"tp\",\"tenant\":\"acme\",\"gpus\":16,\"group_gpus\":8,\"one_supernode\":true,"
      "\"time_limit_s\":3600}",
-     NULL, 0, 1, 0, "job 1: TP-grouped, 2 x 8 in one supernode"},
+     NULL, 0, 1, 0, "job 1: TP-grouped, 2 x 8 in one supernode", NULL},
     {SUBMIT,
      "{\"name\":\"b16\",\"tenant\":\"beta\",\"gpus\":16,\"group_gpus\":8,\"time_limit_s\":3600}",
-     NULL, 0, 2, 0, "job 2: beta 16, its whole quota"},
+     NULL, 0, 2, 0, "job 2: beta 16, its whole quota", NULL},
     {SUBMIT, "{\"name\":\"b8\",\"tenant\":\"beta\",\"gpus\":8,\"time_limit_s\":3600}", NULL, 0, 3,
-     0, "job 3: beta 8, held by the quota"},
+     0, "job 3: beta 8, held by the quota", NULL},
     {SUBMIT,
      "{\"name\":\"low\",\"tenant\":\"acme\",\"gpus\":8,\"group_gpus\":8,\"priority_class\":\"low\","
      "\"time_limit_s\":3600}",
-     NULL, 0, 4, 0, "job 4: preemptible"},
-    {NODE, "sn03-t01", "cordon", 0, 0, 0, "cordon sn03-t01"},
-    {SILENCE, NULL, NULL, 0, 0, 0, "partition: every agent silent, snd fences"},
+     NULL, 0, 4, 0, "job 4: preemptible", NULL},
+    {NODE, "sn03-t01", "cordon", 0, 0, 0, "cordon sn03-t01", NULL},
+    {SILENCE, NULL, NULL, 0, 0, 0, "partition: every agent silent, snd fences", NULL},
     {SUBMIT, "{\"name\":\"late\",\"tenant\":\"acme\",\"gpus\":8,\"time_limit_s\":3600}", NULL, 0, 5,
-     0, "job 5 submitted while fenced"},
-    {HOLD, NULL, NULL, 0, 5, 0, "hold job 5"},
-    {WAIT, NULL, NULL, 3500, 0, 0, "past timeout + window while fenced: nothing evicted"},
-    {HEAL, NULL, NULL, 0, 0, 0, "heartbeats return, the fence lifts"},
-    {RELEASE, NULL, NULL, 0, 5, 0, "release job 5"},
-    {NODE, "sn00-t00", "fail", 0, 0, 0, "power domain A of sn00: sn00-t00 fails"},
-    {NODE, "sn00-t02", "fail", 0, 0, 0, "power domain A of sn00: sn00-t02 fails"},
-    {EXIT_ALL, NULL, NULL, 0, 2, 0, "job 2: every rank exits 0"},
+     0, "job 5 submitted while fenced", NULL},
+    {HOLD, NULL, NULL, 0, 5, 0, "hold job 5", NULL},
+    {WAIT, NULL, NULL, 3500, 0, 0, "past timeout + window while fenced: nothing evicted", NULL},
+    {HEAL, NULL, NULL, 0, 0, 0, "heartbeats return, the fence lifts", NULL},
+    {RELEASE, NULL, NULL, 0, 5, 0, "release job 5", NULL},
+    {NODE, "sn00-t00", "fail", 0, 0, 0, "power domain A of sn00: sn00-t00 fails", NULL},
+    {NODE, "sn00-t02", "fail", 0, 0, 0, "power domain A of sn00: sn00-t02 fails", NULL},
+    {EXIT_ALL, NULL, NULL, 0, 2, 0, "job 2: every rank exits 0", NULL},
     {SUBMIT,
      "{\"name\":\"fill24\",\"tenant\":\"acme\",\"gpus\":24,\"group_gpus\":8,"
      "\"one_supernode\":true,\"time_limit_s\":3600}",
-     NULL, 0, 6, 0, "job 6: fills an idle supernode (24 GPUs beside its spares)"},
+     NULL, 0, 6, 0, "job 6: fills an idle supernode (24 GPUs beside its spares)", NULL},
     {SUBMIT,
      "{\"name\":\"fill16\",\"tenant\":\"acme\",\"gpus\":16,\"group_gpus\":8,"
      "\"one_supernode\":true,\"time_limit_s\":3600}",
      NULL, 0, 7, 0,
      "job 7: acme 16 in one supernode; the room left is in beta's "
-     "(a dedicated pool): it waits"},
+     "(a dedicated pool): it waits",
+     NULL},
     {SUBMIT,
      "{\"name\":\"urgent\",\"tenant\":\"acme\",\"gpus\":8,\"group_gpus\":8,"
      "\"priority_class\":\"high\",\"time_limit_s\":3600}",
-     NULL, 0, 8, 0, "job 8: high priority on a full cluster: preempts job 4"},
+     NULL, 0, 8, 0, "job 8: high priority on a full cluster: preempts job 4", NULL},
     {MUTE, "sn03-t00", NULL, 0, 0, 0,
-     "sn03-t00's agent alone silent: declared down, job 5 requeued"},
-    {UNMUTE, "sn03-t00", NULL, 0, 0, 0, "sn03-t00 heartbeats again: up"},
-    {EXIT, NULL, NULL, 1, 1, 3, "job 1: rank 3 exits 1"},
-    {NODE, "sn03-t01", "resume", 0, 0, 0, "resume sn03-t01"},
-    {NODE, "sn00-t00", "resume", 0, 0, 0, "resume sn00-t00"},
-    {NODE, "sn00-t02", "resume", 0, 0, 0, "resume sn00-t02"},
-    {CANCEL, NULL, NULL, 0, 3, 0, "cancel job 3"},
-    {CANCEL, NULL, NULL, 0, 7, 0, "cancel job 7"},
+     "sn03-t00's agent alone silent: declared down, job 5 requeued", NULL},
+    {UNMUTE, "sn03-t00", NULL, 0, 0, 0, "sn03-t00 heartbeats again: up", NULL},
+    {EXIT, NULL, NULL, 1, 1, 3, "job 1: rank 3 exits 1", NULL},
+    {NODE, "sn03-t01", "resume", 0, 0, 0, "resume sn03-t01", NULL},
+    {NODE, "sn00-t00", "resume", 0, 0, 0, "resume sn00-t00", NULL},
+    {NODE, "sn00-t02", "resume", 0, 0, 0, "resume sn00-t02", NULL},
+    {CANCEL, NULL, NULL, 0, 3, 0, "cancel job 3", NULL},
+    {CANCEL, NULL, NULL, 0, 7, 0, "cancel job 7", NULL},
+    /* Known difference (issue 23): with spare_gpus_per_supernode > 0 the
+     * restore refuses to serve once a job placed normally is running.
+     * lib/control/control_sched.c restore_running() uncordons only the
+     * job's own GPUs and places it with sn_sched_try_place(), whose
+     * supernode capacity (lib/sched/sched_place.c, the limit is the usable
+     * GPUs less spare_gpus_per_supernode) is then 8 - 8 = 0; only a set
+     * "replaced in place" goes through sn_sched_restore(). Expected: snd
+     * serves the restored state (job 4 running on sn00-t01 and so on);
+     * got: exit 3. Once fixed, the check below fails: drop the mark and
+     * the steps after it run against the restored snd. */
+    {RESTART, NULL, NULL, 0, 0, 0, "snd restarts: the state it restores is the control's",
+     "job 4 cannot be placed back on its stored GPUs"},
+    {SUBMIT, "{\"name\":\"after\",\"tenant\":\"beta\",\"gpus\":8,\"time_limit_s\":3600}", NULL, 0,
+     9, 0, "job 9: placed by the restored snd as by the control", NULL},
+    {EXIT_ALL, NULL, NULL, 0, 4, 0, "job 4: every rank exits 0 (after the restart)", NULL},
 };
 #define STEPS (sizeof(scenario) / sizeof(scenario[0]))
 
@@ -156,6 +189,8 @@ struct diff {
     struct sn_model *model;
     struct sn_control *c;
     struct sn_effects out;
+    const char *const *sets; /* snd's --set options */
+    int64_t spares;          /* spare_gpus_per_supernode in them */
     bool agents_silent;
     bool muted[SERVERS_MAX]; /* by server: its agent is silent */
     int64_t jobs;            /* ids 1..jobs exist on both sides */
@@ -188,7 +223,7 @@ static enum sn_err ctl_apply(struct diff *x, struct sn_control_event ev)
 }
 
 /* The control with snd's config (cmd/snd/state.c snd_state_load(): the
- * keys' defaults in cmd/snd/main.c, and SETS). */
+ * keys' defaults in cmd/snd/main.c, and x->sets). */
 static void ctl_open(struct diff *x)
 {
     char path[1024];
@@ -205,7 +240,7 @@ static void ctl_open(struct diff *x)
         .partition_share_pct = 10,
         .partition_window_s = 1,
         .max_tenants_per_supernode = 0,
-        .spare_gpus_per_supernode = 8,
+        .spare_gpus_per_supernode = x->spares,
         .replace_in_place = true,
         .cpu_oversell_pct = 100,
         .memory_oversell_pct = 100,
@@ -647,6 +682,60 @@ static void do_mute(struct diff *x, size_t k, const struct step *st)
         fail_msg("step %zu (%s): snd did not declare %s down within 10 s", k, st->what, st->a);
 }
 
+/* Whether st is a known difference in this run: the restart's needs spares. */
+static bool known(const struct diff *x, const struct step *st)
+{
+    return st->known && (st->kind != RESTART || x->spares > 0);
+}
+
+/* A known difference at a restart: snd must refuse to start with the
+ * message the mark gives (exit 3); if it serves, the bug is fixed. */
+static void restart_refused(struct diff *x, size_t k, const struct step *st)
+{
+    char spec[1024], log[300];
+    sn_test_path(spec, sizeof(spec), SPEC);
+    snprintf(log, sizeof(log), "%s/restart.log", x->d.dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        const char *argv[40] = {snd_path(), "--cluster", spec,         "--state",
+                                x->d.dir,   "--listen",  "127.0.0.1:0"};
+        int n = 7;
+        for (int i = 0; x->sets[i]; i++) {
+            argv[n++] = "--set";
+            argv[n++] = x->sets[i];
+        }
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    track(pid, true);
+    int status = 0;
+    for (int i = 0; i < 250 && waitpid(pid, &status, WNOHANG) == 0; i++)
+        pause_ms(20);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        track(pid, false);
+        fail_msg("step %zu (%s): the known difference is gone (snd serves the restored state): "
+                 "remove its mark",
+                 k, st->what);
+    }
+    track(pid, false);
+    char text[1024] = "";
+    FILE *f = fopen(log, "r");
+    if (f) {
+        size_t got = fread(text, 1, sizeof(text) - 1, f);
+        text[got] = '\0';
+        fclose(f);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 3 || !strstr(text, st->known))
+        fail_msg("step %zu (%s): snd exited %d, not with the known difference '%s': %s", k,
+                 st->what, WIFEXITED(status) ? WEXITSTATUS(status) : -1, st->known, text);
+    fprintf(stderr, "step %zu (%s): known difference: snd refuses to restart: %s", k, st->what,
+            text);
+}
+
 static void run_step(struct diff *x, size_t k)
 {
     const struct step *st = &scenario[k];
@@ -692,6 +781,11 @@ static void run_step(struct diff *x, size_t k)
         break;
     case WAIT:
         pause_ms((int)st->n);
+        break;
+    case RESTART:
+        assert_int_equal(stop(&x->d, SIGTERM), 0);
+        if (!known(x, st))
+            start(&x->d, x->sets);
         break;
     case HEAL:
     case UNMUTE:
@@ -752,43 +846,81 @@ static void compare(struct diff *x, size_t k)
                  x->c->fenced ? "fenced" : "not fenced");
 }
 
-static void snd_and_control_agree(void **state)
+/* The whole scenario on both sides, compared after every step; returns
+ * the number of steps run (fewer after a known restart). */
+static size_t run_scenario(struct diff *x)
 {
-    (void)state;
-    static struct diff x;
-    memset(&x, 0, sizeof(x));
     harness_spec = SPEC;
-    make_dir(&x.d);
-    start(&x.d, SETS);
-    ctl_open(&x);
-    for (size_t k = 0; k < STEPS; k++) {
-        run_step(&x, k);
-        snd_settle(&x);
-        ctl_settle(&x);
-        compare(&x, k);
+    make_dir(&x->d);
+    start(&x->d, x->sets);
+    ctl_open(x);
+    size_t k;
+    for (k = 0; k < STEPS; k++) {
+        run_step(x, k);
+        if (scenario[k].kind == RESTART && known(x, &scenario[k])) {
+            restart_refused(x, k, &scenario[k]);
+            break; /* no snd to go on with */
+        }
+        snd_settle(x);
+        ctl_settle(x);
+        compare(x, k);
         struct sn_error err = {0};
-        if (sn_control_verify(x.c, &err) != SN_OK)
+        if (sn_control_verify(x->c, &err) != SN_OK)
             fail_msg("step %zu (%s): %s", k, scenario[k].what, err.message);
     }
     /* The scenario reached what it is about (guards against a table that
      * silently stopped exercising a rule). */
-    assert_int_equal(x.c->fences_total, 1);
-    assert_true(x.jobs == 8);
-    /* Job 4 was requeued twice: by the power domain, then preempted. */
-    assert_int_equal(sn_control_job_get(x.c, 4)->requeues, 2);
-    /* Job 5 was interrupted once: its server's heartbeat was lost. */
-    assert_int_equal(sn_control_job_get(x.c, 5)->requeues, 1);
-    ctl_close(&x);
-    assert_int_equal(stop(&x.d, SIGTERM), 0);
+    assert_int_equal(x->c->fences_total, 1);
+    assert_int_equal(x->jobs, k == STEPS ? 9 : 8); /* 8: the steps after a known restart skipped */
+    return k;
+}
+
+static void end_scenario(struct diff *x, size_t steps_run)
+{
+    ctl_close(x);
+    if (steps_run == STEPS)
+        assert_int_equal(stop(&x->d, SIGTERM), 0);
     char rm[400];
-    snprintf(rm, sizeof(rm), "rm -rf '%s'", x.d.dir);
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", x->d.dir);
     assert_int_equal(system(rm), 0);
+}
+
+/* With spares: the TP job is replaced in place when power domain A of
+ * sn00 fails; job 4 is requeued by it and then preempted by job 8; job 5
+ * is replaced in place when its server's heartbeat is lost. */
+static void agree_with_spares(void **state)
+{
+    (void)state;
+    static struct diff x;
+    memset(&x, 0, sizeof(x));
+    x.sets = SETS_SPARES;
+    x.spares = 8;
+    size_t k = run_scenario(&x);
+    assert_int_equal(sn_control_job_get(x.c, 1)->requeues, 1);
+    assert_int_equal(sn_control_job_get(x.c, 4)->requeues, 2);
+    assert_int_equal(sn_control_job_get(x.c, 5)->requeues, 1);
+    end_scenario(&x, k);
+}
+
+/* Without spares: failures requeue, and the restart on the store runs:
+ * the restored snd must agree with the control it never met. */
+static void agree_without_spares(void **state)
+{
+    (void)state;
+    static struct diff x;
+    memset(&x, 0, sizeof(x));
+    x.sets = SETS_NO_SPARES;
+    x.spares = 0;
+    size_t k = run_scenario(&x);
+    assert_int_equal(k, STEPS);
+    end_scenario(&x, k);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(snd_and_control_agree, reap_daemons),
+        cmocka_unit_test_teardown(agree_with_spares, reap_daemons),
+        cmocka_unit_test_teardown(agree_without_spares, reap_daemons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
