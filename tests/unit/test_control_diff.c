@@ -83,6 +83,7 @@ enum step_kind {
     QUOTA,    /* a = tenant, b = pool, n = GPUs */
     SUBMIT,   /* a = body (JSON; admin submits name the tenant) */
     NODE,     /* a = node, b = action (cordon, fail, resume), reason "diff" */
+    GPU,      /* a = GPU, b = action, as NODE */
     EXIT_ALL, /* job: every rank exits n */
     EXIT,     /* job: rank flag exits n */
     CANCEL,   /* job */
@@ -154,6 +155,7 @@ static const struct step scenario[] = {
      "{\"name\":\"urgent\",\"tenant\":\"acme\",\"gpus\":8,\"group_gpus\":8,"
      "\"priority_class\":\"high\",\"time_limit_s\":3600}",
      NULL, 0, 8, 0, "job 8: high priority on a full cluster: preempts job 4", NULL},
+    {GPU, "sn02-t00-gpu3", "fail", 0, 0, 0, "a GPU of job 6 fails", NULL},
     {MUTE, "sn03-t00", NULL, 0, 0, 0,
      "sn03-t00's agent alone silent: declared down, job 5 requeued", NULL},
     {UNMUTE, "sn03-t00", NULL, 0, 0, 0, "sn03-t00 heartbeats again: up", NULL},
@@ -161,6 +163,7 @@ static const struct step scenario[] = {
     {NODE, "sn03-t01", "resume", 0, 0, 0, "resume sn03-t01", NULL},
     {NODE, "sn00-t00", "resume", 0, 0, 0, "resume sn00-t00", NULL},
     {NODE, "sn00-t02", "resume", 0, 0, 0, "resume sn00-t02", NULL},
+    {GPU, "sn02-t00-gpu3", "resume", 0, 0, 0, "resume sn02-t00-gpu3", NULL},
     {CANCEL, NULL, NULL, 0, 3, 0, "cancel job 3", NULL},
     {CANCEL, NULL, NULL, 0, 7, 0, "cancel job 7", NULL},
     /* Known difference (issue 23): with spare_gpus_per_supernode > 0 the
@@ -193,6 +196,8 @@ struct diff {
     int64_t spares;          /* spare_gpus_per_supernode in them */
     bool agents_silent;
     bool muted[SERVERS_MAX]; /* by server: its agent is silent */
+    int64_t last_round_ms;   /* when the last heartbeat round began (monotonic), 0: none since a
+                                silence */
     int64_t jobs;            /* ids 1..jobs exist on both sides */
 };
 
@@ -403,6 +408,14 @@ static void ctl_settle(struct diff *x)
  * the control past the same threshold. */
 static void beat_all(struct diff *x)
 {
+    /* Heartbeats must come well within the timeout, or snd's timer sees
+     * silences the scenario did not ask for: a slow machine, not a rule. */
+    int64_t now_ms = clock_now().mono_ms;
+    if (x->last_round_ms && now_ms - x->last_round_ms > 1500)
+        fail_msg("%lld ms between two heartbeat rounds (the timeout is 2 s): the machine is too "
+                 "slow for this test's timing",
+                 (long long)(now_ms - x->last_round_ms));
+    x->last_round_ms = now_ms;
     for (uint32_t s = 0; s < x->model->n_servers; s++) {
         if (x->muted[s])
             continue;
@@ -540,23 +553,26 @@ static void do_submit(struct diff *x, size_t k, const struct step *st)
         x->jobs = ctl_id;
 }
 
-/* routes.c admin_action() on a node: the transition, then ADMIN. */
-static void do_node(struct diff *x, size_t k, const struct step *st)
+/* routes.c admin_action() on a node or a GPU: the transition, then ADMIN. */
+static void do_admin(struct diff *x, size_t k, const struct step *st)
 {
     const struct sn_model *m = x->model;
-    uint32_t s = sn_model_find_server(m, st->a);
-    assert_true(s != SN_NONE);
+    bool is_node = st->kind == NODE;
+    uint32_t id = is_node ? sn_model_find_server(m, st->a) : sn_model_find_gpu(m, st->a);
+    assert_true(id != SN_NONE);
     char path[128];
-    snprintf(path, sizeof(path), "/v1/nodes/%s/%s", st->a, st->b);
+    snprintf(path, sizeof(path), "/v1/%s/%s/%s", is_node ? "nodes" : "gpus", st->a, st->b);
     int got = post(x, path, "{\"reason\":\"diff\"}", NULL);
-    int to = sn_control_admin_transition(
-        (enum sn_control_admin_state)x->c->nodes[s].state, st->b,
-        sn_control_busy(x->c, m->server_first_gpu[s], sn_model_server_spec(m, s)->gpus));
+    const struct sn_control_admin *a = is_node ? &x->c->nodes[id] : &x->c->gpus[id];
+    uint32_t first = is_node ? m->server_first_gpu[id] : id;
+    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
+    int to = sn_control_admin_transition((enum sn_control_admin_state)a->state, st->b,
+                                         sn_control_busy(x->c, first, count));
     int want = to == -1 ? 409 : 200;
     if (to >= 0) {
         struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
-                                      .is_node = true,
-                                      .id = s,
+                                      .is_node = is_node,
+                                      .id = id,
                                       .admin = (enum sn_control_admin_state)to,
                                       .detail = "diff",
                                       .actor = ACTOR};
@@ -644,6 +660,7 @@ static void do_job(struct diff *x, size_t k, const struct step *st)
 static void do_silence(struct diff *x, size_t k, const struct step *st)
 {
     x->agents_silent = true;
+    x->last_round_ms = 0;
     for (int i = 0; i < 500 && !snd_fenced(x); i++)
         pause_ms(20);
     if (!snd_fenced(x))
@@ -762,7 +779,8 @@ static void run_step(struct diff *x, size_t k)
         do_submit(x, k, st);
         break;
     case NODE:
-        do_node(x, k, st);
+    case GPU:
+        do_admin(x, k, st);
         break;
     case EXIT_ALL:
     case EXIT:
@@ -795,18 +813,21 @@ static void run_step(struct diff *x, size_t k)
 
 /* ---- the comparison ---------------------------------------------------------------- */
 
-/* Every server's admin state and who set it: GET /v1/nodes against the
- * control's nodes[] (the reason is masked: heartbeat loss names seconds). */
-static void compare_nodes(struct diff *x, size_t k)
+/* Every server's (or GPU's) admin state and who set it: GET /v1/nodes
+ * (/v1/gpus) against the control's nodes[] (gpus[]); the reason is masked
+ * (heartbeat loss names seconds). */
+static void compare_admin(struct diff *x, size_t k, bool is_node)
 {
     json_t *j = NULL;
-    if (call(&x->d, "GET", "/v1/nodes?limit=1000", x->d.admin, NULL, NULL, &j) != 200)
-        fail_msg("GET /v1/nodes failed");
+    const char *path = is_node ? "/v1/nodes?limit=1000" : "/v1/gpus?limit=1000";
+    uint32_t n_items = is_node ? x->model->n_servers : x->model->n_gpus;
+    if (call(&x->d, "GET", path, x->d.admin, NULL, NULL, &j) != 200)
+        fail_msg("GET %s failed", path);
     json_t *items = json_object_get(j, "items");
-    assert_int_equal(json_array_size(items), x->model->n_servers);
-    for (uint32_t s = 0; s < x->model->n_servers; s++) {
+    assert_int_equal(json_array_size(items), n_items);
+    for (uint32_t s = 0; s < n_items; s++) {
         json_t *n = json_array_get(items, s);
-        const struct sn_control_admin *a = &x->c->nodes[s];
+        const struct sn_control_admin *a = is_node ? &x->c->nodes[s] : &x->c->gpus[s];
         char got[160], want[160];
         snprintf(got, sizeof(got), "%s by %s", json_string_value(json_object_get(n, "state")),
                  json_is_string(json_object_get(n, "by"))
@@ -816,8 +837,9 @@ static void compare_nodes(struct diff *x, size_t k)
                  sn_control_admin_state_name((enum sn_control_admin_state)a->state),
                  a->actor ? a->actor : "-");
         if (strcmp(got, want) != 0)
-            fail_msg("step %zu (%s): node %s differs\n  snd:     %s\n  control: %s", k,
-                     scenario[k].what, json_string_value(json_object_get(n, "name")), got, want);
+            fail_msg("step %zu (%s): %s %s differs\n  snd:     %s\n  control: %s", k,
+                     scenario[k].what, is_node ? "node" : "gpu",
+                     json_string_value(json_object_get(n, "name")), got, want);
     }
     json_decref(j);
 }
@@ -839,7 +861,8 @@ static void compare(struct diff *x, size_t k)
             ctl_job(x, id, b, sizeof(b));
             fprintf(stderr, "step %zu job %lld: %s\n", k, (long long)id, b);
         }
-    compare_nodes(x, k);
+    compare_admin(x, k, true);
+    compare_admin(x, k, false);
     bool f = snd_fenced(x);
     if (f != x->c->fenced)
         fail_msg("step %zu (%s): snd %s, the control %s", k, st->what, f ? "fenced" : "not fenced",
