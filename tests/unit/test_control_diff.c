@@ -62,7 +62,7 @@
 
 /* snd's config (the control's is the same, ctl_open()); the scenario runs
  * twice: with 8 spare GPUs per supernode (replacement in place), and with
- * none (a failure requeues; the restart is no known difference). */
+ * none (a failure requeues). */
 static const char *const SETS_SPARES[] = {"sched_event_delay_ms=0",
                                           "sched_interval_ms=50",
                                           "heartbeat_timeout_s=2",
@@ -169,18 +169,13 @@ static const struct step scenario[] = {
     {GPU, "sn02-t00-gpu3", "resume", 0, 0, 0, "resume sn02-t00-gpu3", NULL},
     {CANCEL, NULL, NULL, 0, 3, 0, "cancel job 3", NULL},
     {CANCEL, NULL, NULL, 0, 7, 0, "cancel job 7", NULL},
-    /* Known difference (issue 23): with spare_gpus_per_supernode > 0 the
-     * restore refuses to serve once a job placed normally is running.
-     * lib/control/control_sched.c restore_running() uncordons only the
-     * job's own GPUs and places it with sn_sched_try_place(), whose
-     * supernode capacity (lib/sched/sched_place.c, the limit is the usable
-     * GPUs less spare_gpus_per_supernode) is then 8 - 8 = 0; only a set
-     * "replaced in place" goes through sn_sched_restore(). Expected: snd
-     * serves the restored state (job 4 running on sn00-t01 and so on);
-     * got: exit 3. Once fixed, the check below fails: drop the mark and
-     * the steps after it run against the restored snd. */
+    /* Once a known difference (fixed): with spare_gpus_per_supernode > 0
+     * the restore refused to serve once a job placed normally was running
+     * (restore_running() placed it with the rules for new placements,
+     * whose spare reserve left no room); it now places the stored set as
+     * is. The steps after it run against the restored snd. */
     {RESTART, NULL, NULL, 0, 0, 0, "snd restarts: the state it restores is the control's",
-     "job 4 cannot be placed back on its stored GPUs"},
+     NULL},
     {SUBMIT, "{\"name\":\"after\",\"tenant\":\"beta\",\"gpus\":8,\"time_limit_s\":3600}", NULL, 0,
      9, 0, "job 9: placed by the restored snd as by the control", NULL},
     {EXIT_ALL, NULL, NULL, 0, 4, 0, "job 4: every rank exits 0 (after the restart)", NULL},
