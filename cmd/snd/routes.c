@@ -844,32 +844,9 @@ static enum MHD_Result get_job_events(struct snd *d, struct snd_req *r)
 
 /* ---- nodes and GPUs ------------------------------------------------------ */
 
-static json_t *admin_json(const struct sn_control_admin *a, const char *name)
-{
-    return json_pack("{s:s,s:s,s:s?,s:s?,s:I}", "name", name, "state",
-                     sn_control_admin_state_name((enum sn_control_admin_state)a->state), "reason",
-                     a->reason, "by", a->actor, "since_s", (json_int_t)a->time_s);
-}
-
 static json_t *node_json(struct snd *d, uint32_t server)
 {
-    const struct sn_model *m = d->model;
-    char name[64], sn[64];
-    json_t *o =
-        admin_json(&d->ctl->nodes[server], sn_model_server_name(m, server, name, sizeof(name)));
-    sn_model_supernode_name(m, m->server_supernode[server], sn, sizeof(sn));
-    json_object_set_new(o, "supernode", json_string(sn));
-    json_object_set_new(o, "id", json_integer(server));
-    json_object_set_new(o, "first_gpu", json_integer(m->server_first_gpu[server]));
-    uint32_t n = sn_model_server_spec(m, server)->gpus, busy = 0;
-    for (uint32_t g = m->server_first_gpu[server]; g < m->server_first_gpu[server] + n; g++)
-        busy += sn_sched_gpu_owner(d->ctl->sched, g) != SN_NONE;
-    json_object_set_new(o, "gpus", json_integer(n));
-    json_object_set_new(o, "gpus_allocated", json_integer(busy));
-    int64_t seen = d->ctl->last_seen_ms[server];
-    json_object_set_new(o, "heartbeat_age_s",
-                        seen ? json_integer((snd_now_ms() - seen) / 1000) : json_null());
-    return o;
+    return sn_control_node_json(d->ctl, server, snd_now_ms());
 }
 
 static enum MHD_Result get_nodes(struct snd *d, struct snd_req *r)
@@ -924,10 +901,7 @@ static enum MHD_Result get_gpus(struct snd *d, struct snd_req *r)
             next = g - first;
             break;
         }
-        char name[64];
-        json_t *o = admin_json(&d->ctl->gpus[g],
-                               sn_model_gpu_name(d->model, (uint32_t)g, name, sizeof(name)));
-        json_object_set_new(o, "id", json_integer(g));
+        json_t *o = sn_control_gpu_json(d->ctl, (uint32_t)g, false);
         double score = snd_health_gpu_score((uint32_t)g);
         json_object_set_new(o, "health_score", score >= 0 ? json_real(score) : json_null());
         json_array_append_new(items, o);
@@ -941,14 +915,7 @@ static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
     uint32_t g = sn_model_find_gpu(d->model, r->params[0]);
     if (g == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
-    json_t *o = admin_json(&d->ctl->gpus[g], r->params[0]);
-    char node[64];
-    sn_model_server_name(d->model, d->model->gpu_server[g], node, sizeof(node));
-    json_object_set_new(o, "id", json_integer(g));
-    json_object_set_new(o, "node", json_string(node));
-    json_object_set_new(o, "allocated", json_boolean(sn_control_busy(d->ctl, g, 1)));
-    json_object_set_new(o, "processes",
-                        json_string(sn_control_gpu_draining(d->ctl, g) ? "draining" : "none"));
+    json_t *o = sn_control_gpu_json(d->ctl, g, true);
     json_t *h = snd_health_gpu_json(d, g);
     json_object_set(o, "health_score", json_object_get(h, "score"));
     json_object_set(o, "health_action", json_object_get(h, "action"));
@@ -1007,7 +974,7 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
     r->reply_status = 200;
     ret = snd_commit_event(d, r, &ev, r->params[0], done_reply);
     if (!r->reply && r->committed)
-        r->reply = is_node ? node_json(d, id) : admin_json(a, r->params[0]);
+        r->reply = is_node ? node_json(d, id) : sn_control_gpu_json(d->ctl, id, false);
     return ret;
 }
 

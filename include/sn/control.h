@@ -398,6 +398,13 @@ void sn_control_goodput_job_json(const struct sn_control_job *j, int64_t now_s, 
 void sn_control_goodput_run_text(const struct sn_control_job *j, json_t *run);
 /* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
 json_t *sn_control_partition_json(const struct sn_control *c);
+/* A node as GET /v1/nodes shows it: name, admin state, reason, by,
+ * since_s, supernode, id, first_gpu, gpus, gpus_allocated, heartbeat_age_s
+ * (from mono_ms, the monotonic clock of the heartbeats; null: never). */
+json_t *sn_control_node_json(const struct sn_control *c, uint32_t server, int64_t mono_ms);
+/* A GPU: name, admin state, reason, by, since_s, id; with detail also its
+ * node, whether it is allocated and its processes ("draining", "none"). */
+json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail);
 /* The heartbeat answer's entry for running job j on server s (docs/agent.md):
  * id, run, tenant, world_size, node_rank, the server's ranks, master_addr
  * (master_addr, or the first server's name when NULL), master_port, the
