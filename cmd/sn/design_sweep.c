@@ -95,8 +95,8 @@ static void text_table(const struct sn_plan_input *in, const struct sn_plan_size
            in->model.seq, in->hw.gpu_name ? in->hw.gpu_name : "gpu", o->repair_s / 3600,
            o->pue > 0 ? o->pue : 1, o->it_w_per_gpu);
     printf("  %-5s %-17s %-9s %-8s %-6s %-10s %-8s %-7s %-7s %-6s %-8s %-10s %-10s\n", "size",
-           "layout tp/pp/dp/ep", "step", "exposed", "MFU", "job MTBF", "goodput", "spares",
-           "blast", "useful", "kW/useful", "cost/GPU-h", "cost/Mtok");
+           "layout tp/pp/dp/ep", "step", "exposed", "MFU", "job MTBF", "goodput", "spares", "blast",
+           "useful", "kW/useful", "cost/GPU-h", "cost/Mtok");
     for (uint32_t i = 0; i < s->n; i++) {
         const struct sn_plan_size_row *r = &s->rows[i];
         if (!r->feasible) {
@@ -297,7 +297,9 @@ static int parse(int argc, char **argv, struct sweep_args *a)
         return 0;
     }
     if (!a->model || !a->gpus || !a->batch)
-        return bad(!a->model ? "--model" : !a->gpus ? "--gpus" : "--global-batch",
+        return bad(!a->model  ? "--model"
+                   : !a->gpus ? "--gpus"
+                              : "--global-batch",
                    "required (or --job-mix)");
     return 0;
 }
@@ -314,9 +316,9 @@ static void mix_text_table(const struct sn_plan_input *jobs, const struct sn_pla
         printf("  job %u: %s, %u GPUs, %llu sequences x %u tokens\n", j + 1, jobs[j].model.name,
                jobs[j].train.gpus, (unsigned long long)jobs[j].train.global_batch,
                jobs[j].model.seq);
-    printf("  %-5s %-24s %-8s %-8s %-7s %-9s %-6s %-6s %-9s %-10s %-10s\n", "size",
-           "step per job", "goodput", "domains", "spares", "installed", "blast", "useful",
-           "kW/useful", "cost/GPU-h", "cost/fast-h");
+    printf("  %-5s %-24s %-8s %-8s %-7s %-9s %-6s %-6s %-9s %-10s %-10s\n", "size", "step per job",
+           "goodput", "domains", "spares", "installed", "blast", "useful", "kW/useful",
+           "cost/GPU-h", "cost/fast-h");
     for (uint32_t i = 0; i < s->n; i++) {
         const struct sn_plan_size_mix_row *r = &s->rows[i];
         if (!r->feasible) {
@@ -330,11 +332,10 @@ static void mix_text_table(const struct sn_plan_input *jobs, const struct sn_pla
             int k = snprintf(steps + len, sizeof(steps) - len, "%s%s", j ? ", " : "", one);
             len = k > 0 ? len + (size_t)k : sizeof(steps);
         }
-        printf("  %-5u %-24s %-8.1f %-8u %-7u %-9u %-6u %-6.1f %-9.3f %-10.3f %-10.3f%s\n",
-               r->size, steps, 100 * r->goodput, r->job_domains, r->spares, r->installed_gpus,
-               r->blast_gpus, 100 * r->useful_fraction, r->w_per_useful_gpu / 1e3,
-               r->cost_per_useful_gpu_hour, r->cost_per_fast_gpu_hour,
-               i == s->best ? "  <- best" : "");
+        printf("  %-5u %-24s %-8.1f %-8u %-7u %-9u %-6u %-6.1f %-9.3f %-10.3f %-10.3f%s\n", r->size,
+               steps, 100 * r->goodput, r->job_domains, r->spares, r->installed_gpus, r->blast_gpus,
+               100 * r->useful_fraction, r->w_per_useful_gpu / 1e3, r->cost_per_useful_gpu_hour,
+               r->cost_per_fast_gpu_hour, i == s->best ? "  <- best" : "");
     }
     printf("\nbest: %s\n", s->reason);
 }
@@ -350,8 +351,8 @@ static int mix_json_table(const struct sn_plan_input *jobs, const struct sn_plan
     json_object_set_new(root, "schema", json_string("sn-design-sweep/1"));
     json_object_set_new(root, "gpus_per_server", json_integer(jobs[0].hw.gpus_per_server));
     for (uint32_t j = 0; j < s->n_jobs; j++)
-        json_array_append_new(jl, json_pack("{s:s, s:i, s:I}", "model", jobs[j].model.name,
-                                            "gpus", jobs[j].train.gpus, "global_batch",
+        json_array_append_new(jl, json_pack("{s:s, s:i, s:I}", "model", jobs[j].model.name, "gpus",
+                                            jobs[j].train.gpus, "global_batch",
                                             (json_int_t)jobs[j].train.global_batch));
     json_object_set_new(root, "jobs", jl);
     for (uint32_t i = 0; i < s->n; i++) {
@@ -410,8 +411,9 @@ static int run_mix(const struct sweep_args *a, const struct sn_plan_input *base,
     for (uint32_t j = 0; j < a->n_mix; j++) {
         const struct sn_plan_model *m = sn_plan_model_preset(a->mix[j].model);
         if (!m) {
-            fprintf(stderr, "sn design sweep: --job-mix: job %u: unknown model preset '%s' (see "
-                            "sn plan --list)\n",
+            fprintf(stderr,
+                    "sn design sweep: --job-mix: job %u: unknown model preset '%s' (see "
+                    "sn plan --list)\n",
                     j + 1, a->mix[j].model);
             return SN_EXIT_USAGE;
         }

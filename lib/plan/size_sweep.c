@@ -111,8 +111,7 @@ static enum sn_err check_args(const uint32_t *sizes, uint32_t n,
                             SN_PLAN_MAX_SIZES);
     for (uint32_t i = 0; i < n; i++)
         if (sizes[i] == 0 || sizes[i] > SN_PLAN_MAX_GPUS)
-            return sn_error_set(err, SN_ERR_INVALID, "size sweep: size %u out of range",
-                                sizes[i]);
+            return sn_error_set(err, SN_ERR_INVALID, "size sweep: size %u out of range", sizes[i]);
     if (!(opt->repair_s >= 0) || !(opt->gpu_hour_cost > 0) || !(opt->it_w_per_gpu >= 0))
         return sn_error_set(err, SN_ERR_INVALID,
                             "size sweep: repair time and power must not be negative and the "
@@ -164,8 +163,7 @@ enum sn_err sn_plan_size_sweep_run(const struct sn_plan_input *base, const uint3
     if (fastest != out->best && len > 0 && (size_t)len < sizeof(out->reason))
         len += snprintf(out->reason + len, sizeof(out->reason) - (size_t)len,
                         "; size %u steps %.1f%% faster but keeps %.1f%% useful",
-                        out->rows[fastest].size,
-                        100 * (1 - out->rows[fastest].step_s / b->step_s),
+                        out->rows[fastest].size, 100 * (1 - out->rows[fastest].step_s / b->step_s),
                         100 * out->rows[fastest].useful_fraction);
     if (most_useful != out->best && len > 0 && (size_t)len < sizeof(out->reason))
         snprintf(out->reason + len, sizeof(out->reason) - (size_t)len,
@@ -222,8 +220,9 @@ enum sn_err sn_plan_size_mix_run(const struct sn_plan_input *jobs, uint32_t n_jo
     memset(out, 0, sizeof(*out));
     out->best = UINT32_MAX;
     if (n_jobs == 0 || n_jobs > SN_PLAN_MAX_MIX)
-        return sn_error_set(err, SN_ERR_INVALID, "size sweep: %u jobs in the mix (expected 1 to %d)",
-                            n_jobs, SN_PLAN_MAX_MIX);
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "size sweep: %u jobs in the mix (expected 1 to %d)", n_jobs,
+                            SN_PLAN_MAX_MIX);
     enum sn_err rc = check_args(sizes, n, opt, err);
     if (rc != SN_OK)
         return rc;
@@ -244,8 +243,8 @@ enum sn_err sn_plan_size_mix_run(const struct sn_plan_input *jobs, uint32_t n_jo
         for (uint32_t i = 0; i < n; i++) {
             struct sn_plan_size_mix_row *row = &out->rows[i];
             if (row->feasible)
-                row->speed_weighted_gpus += jobs[j].train.gpus * row->job[j].goodput * fastest /
-                                            row->job[j].step_s;
+                row->speed_weighted_gpus +=
+                    jobs[j].train.gpus * row->job[j].goodput * fastest / row->job[j].step_s;
         }
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -270,11 +269,11 @@ enum sn_err sn_plan_size_mix_run(const struct sn_plan_input *jobs, uint32_t n_jo
             (next == UINT32_MAX ||
              out->rows[i].cost_per_fast_gpu_hour < out->rows[next].cost_per_fast_gpu_hour))
             next = i;
-    int len = snprintf(out->reason, sizeof(out->reason),
-                       "size %u: the lowest cost per useful GPU-hour at the fastest step (%.1f%% "
-                       "of the %u installed GPUs useful, goodput %.1f%%, %u shared spares)",
-                       b->size, 100 * b->useful_fraction, b->installed_gpus, 100 * b->goodput,
-                       b->spares);
+    int len =
+        snprintf(out->reason, sizeof(out->reason),
+                 "size %u: the lowest cost per useful GPU-hour at the fastest step (%.1f%% "
+                 "of the %u installed GPUs useful, goodput %.1f%%, %u shared spares)",
+                 b->size, 100 * b->useful_fraction, b->installed_gpus, 100 * b->goodput, b->spares);
     if (next != UINT32_MAX && len > 0 && (size_t)len < sizeof(out->reason))
         snprintf(out->reason + len, sizeof(out->reason) - (size_t)len,
                  "; next, size %u costs %.1f%% more (%.1f%% useful)", out->rows[next].size,
