@@ -89,11 +89,11 @@ static int parse_u32(const char *flag, const char *v, uint32_t *out)
 static void text_table(const struct sn_plan_input *in, const struct sn_plan_size_sweep *s,
                        const struct sn_plan_size_options *o)
 {
-    printf("size sweep: %s, %u GPUs, %llu sequences x %u tokens on %s; repair %.0f h, "
-           "PUE %.2f, %.0f W IT per GPU\n",
+    printf("size sweep: %s, %u GPUs, %llu sequences x %u tokens on %s (%u per server); repair "
+           "%.0f h, PUE %.2f, %.0f W IT per GPU\n",
            in->model.name, in->train.gpus, (unsigned long long)in->train.global_batch,
-           in->model.seq, in->hw.gpu_name ? in->hw.gpu_name : "gpu", o->repair_s / 3600,
-           o->pue > 0 ? o->pue : 1, o->it_w_per_gpu);
+           in->model.seq, in->hw.gpu_name ? in->hw.gpu_name : "gpu", in->hw.gpus_per_server,
+           o->repair_s / 3600, o->pue > 0 ? o->pue : 1, o->it_w_per_gpu);
     printf("  %-5s %-17s %-9s %-8s %-6s %-10s %-8s %-7s %-7s %-6s %-8s %-10s %-10s\n", "size",
            "layout tp/pp/dp/ep", "step", "exposed", "MFU", "job MTBF", "goodput", "spares", "blast",
            "useful", "kW/useful", "cost/GPU-h", "cost/Mtok");
@@ -316,7 +316,7 @@ static void mix_text_table(const struct sn_plan_input *jobs, const struct sn_pla
         printf("  job %u: %s, %u GPUs, %llu sequences x %u tokens\n", j + 1, jobs[j].model.name,
                jobs[j].train.gpus, (unsigned long long)jobs[j].train.global_batch,
                jobs[j].model.seq);
-    printf("  %-5s %-24s %-8s %-8s %-7s %-9s %-6s %-6s %-9s %-10s %-10s\n", "size", "step per job",
+    printf("  %-5s %-28s %-8s %-8s %-7s %-9s %-6s %-6s %-9s %-10s %-10s\n", "size", "step per job",
            "goodput", "domains", "spares", "installed", "blast", "useful", "kW/useful",
            "cost/GPU-h", "cost/fast-h");
     for (uint32_t i = 0; i < s->n; i++) {
@@ -332,7 +332,7 @@ static void mix_text_table(const struct sn_plan_input *jobs, const struct sn_pla
             int k = snprintf(steps + len, sizeof(steps) - len, "%s%s", j ? ", " : "", one);
             len = k > 0 ? len + (size_t)k : sizeof(steps);
         }
-        printf("  %-5u %-24s %-8.1f %-8u %-7u %-9u %-6u %-6.1f %-9.3f %-10.3f %-10.3f%s\n", r->size,
+        printf("  %-5u %-28s %-8.1f %-8u %-7u %-9u %-6u %-6.1f %-9.3f %-10.3f %-10.3f%s\n", r->size,
                steps, 100 * r->goodput, r->job_domains, r->spares, r->installed_gpus, r->blast_gpus,
                100 * r->useful_fraction, r->w_per_useful_gpu / 1e3, r->cost_per_useful_gpu_hour,
                r->cost_per_fast_gpu_hour, i == s->best ? "  <- best" : "");
