@@ -427,6 +427,17 @@ static void test_superpod_h100(void **state)
     assert_int_equal(bom->switches_by_role[SN_ROLE_SPINE], 16);
     assert_int_equal(bom->media[SN_TIER_NODE_LEAF].cables, 1016);
     assert_int_equal(bom->media[SN_TIER_LEAF_SPINE].cables, 1024);
+    /* NVIDIA's DGX SuperPOD data center design guide for DGX H100, as
+     * summarised at unanswered.io/guide/nvidia-h100-gpu-density-per-node-rack:
+     * four DGX H100 per compute rack at 10.2 kW each (40.8 kW), 8 compute
+     * racks per SU. The rack's own draw adds its leaves and optics. */
+    assert_near(b.spec->server_models[0].base_power_w + 8 * b.spec->gpu_models[0].tdp_w, 10.2e3,
+                1e-9);
+    assert_int_equal(bom->racks - b.model->n_net_racks, 4 * 8);
+    for (uint32_t r = 0; r < 8; r++) {
+        assert_int_equal(bom->rack_totals[r].servers, 4);
+        assert_true(bom->rack[r].steady_w >= 40.8e3);
+    }
     /* every rack within the unit's budget (R21) */
     assert_true(bom->rack_peak_max_w <= bom->su_rack_power_w);
     release(&b);
