@@ -187,6 +187,10 @@ struct sn_bom {
     uint32_t appliance_racks;   /* dedicated racks they fill (storage, network racks) */
     uint64_t appliance_rack_units;
     double appliance_w;         /* steady; added to IT power for the facility figure */
+    /* scalable units (the spec's su:); 0 units without one */
+    uint32_t su_units, su_supernodes; /* units (the last may be partial), supernodes per unit */
+    double su_rack_power_w;           /* budget per rack */
+    double rack_peak_max_w;           /* the largest peak of any rack (compute or network) */
     double pue;                             /* facility.pue; 0: not stated */
     double facility_steady_w, facility_peak_w; /* (IT + appliance power) x PUE; 0 without one */
 };

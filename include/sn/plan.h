@@ -536,6 +536,49 @@ SN_MUST_CHECK enum sn_err sn_plan_size_sweep_run(const struct sn_plan_input *bas
                                                  struct sn_plan_size_sweep *out,
                                                  struct sn_error *err);
 
+/* A job mix on each size (sn design sweep --job-mix): every job runs in
+ * its own whole domains (its row is the one-job sweep's at that size), and
+ * the jobs share one pool of spare domains sized for all their domains'
+ * failures: ceil(sum of job domains x domain failure rate x repair), at
+ * least min_spares. A size is feasible when every job has a layout there.
+ * Jobs of different models have no common token, so the best size has the
+ * lowest cost per useful GPU-hour at the fastest step: each job's useful
+ * GPUs are weighted by its fastest step over the sizes / its step at this
+ * size (for one job this ranks the sizes as cost per token does). */
+#define SN_PLAN_MAX_MIX 8
+struct sn_plan_size_mix_row {
+    uint32_t size;
+    bool feasible;
+    char why_not[128];
+    struct sn_plan_size_row job[SN_PLAN_MAX_MIX]; /* each job alone at this size */
+    uint32_t job_domains;     /* sum over the jobs */
+    uint32_t spares;          /* shared */
+    uint32_t installed_gpus;  /* (job domains + spares) x size */
+    double useful_gpus;       /* sum of job gpus x goodput */
+    double goodput;           /* useful GPUs / job GPUs */
+    double useful_fraction;   /* useful GPUs / installed */
+    uint32_t blast_gpus;
+    double facility_w;
+    double w_per_useful_gpu;
+    double cost_per_useful_gpu_hour;
+    double speed_weighted_gpus;    /* sum of job gpus x goodput x fastest step / step */
+    double cost_per_fast_gpu_hour; /* installed x cost / speed-weighted GPUs: the criterion */
+};
+struct sn_plan_size_mix {
+    uint32_t n, n_jobs;
+    struct sn_plan_size_mix_row rows[SN_PLAN_MAX_SIZES];
+    uint32_t best; /* UINT32_MAX: none feasible */
+    char reason[320];
+};
+/* Runs the mix jobs[0..n_jobs) (1 <= n_jobs <= SN_PLAN_MAX_MIX, each a
+ * full planner input on the same hardware) over sizes[0..n). Errors as
+ * sn_plan_size_sweep_run(). */
+SN_MUST_CHECK enum sn_err sn_plan_size_mix_run(const struct sn_plan_input *jobs, uint32_t n_jobs,
+                                               const uint32_t *sizes, uint32_t n,
+                                               const struct sn_plan_size_options *opt,
+                                               struct sn_plan_size_mix *out,
+                                               struct sn_error *err);
+
 /* ---- the predictor ---------------------------------------------------- */
 
 /* Fraction of the compute peak that an operation of `flops` FLOPs moving

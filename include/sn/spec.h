@@ -476,6 +476,16 @@ struct sn_facility_spec {
     double pue;            /* power usage effectiveness, facility / IT power; 0: not stated */
 };
 
+/* Scalable units (su:): the supernodes in ID order, grouped `supernodes`
+ * at a time (the last unit may be partial), each rack of a unit held to a
+ * power budget the facility gives it (rule R21, docs/spec.md). */
+struct sn_su_spec {
+    struct sn_src_loc loc;  /* of the key; line 0 when absent */
+    uint32_t supernodes;    /* per unit; 0: no su: section */
+    double rack_power_w;    /* budget per rack: compute, network and appliance racks */
+    struct sn_src_loc rack_power_loc;
+};
+
 /* Thresholds of the design review; each has a default (docs/rules.md). */
 struct sn_review_config {
     double power_margin;          /* capacity >= margin x steady, 1.5 */
@@ -532,6 +542,7 @@ struct sn_spec {
     struct sn_review_config review;
     struct sn_inventory_spec inventory;
     struct sn_facility_spec facility;
+    struct sn_su_spec su;
     uint32_t n_appliances;
     struct sn_appliance_spec *appliances;
 

@@ -482,6 +482,14 @@ static enum sn_err count_totals(const struct sn_model *m, struct sn_bom *bom, st
         bom->appliance_rack_units += (uint64_t)a->count * a->rack_units;
         bom->appliance_w += a->count * a->power_w;
     }
+    if (spec->su.supernodes) {
+        bom->su_supernodes = spec->su.supernodes;
+        bom->su_units = (bom->supernodes + spec->su.supernodes - 1) / spec->su.supernodes;
+        bom->su_rack_power_w = spec->su.rack_power_w;
+    }
+    for (uint32_t r = 0; r < bom->racks; r++)
+        if (bom->rack[r].peak_w > bom->rack_peak_max_w)
+            bom->rack_peak_max_w = bom->rack[r].peak_w;
     bom->pue = spec->facility.pue;
     if (bom->pue > 0) {
         bom->facility_steady_w = (bom->steady_w + bom->appliance_w) * bom->pue;

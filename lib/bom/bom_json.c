@@ -296,6 +296,12 @@ static json_t *totals_json(const struct sn_model *m, const struct sn_bom *bom)
     put(o, "appliances", apps);
     put(o, "appliance_racks", jint(bom->appliance_racks));
     put(o, "appliance_w", json_real(bom->appliance_w));
+    put(o, "su", bom->su_units ? json_pack("{s:I, s:I, s:f}", "units", (json_int_t)bom->su_units,
+                                           "supernodes_per_unit",
+                                           (json_int_t)bom->su_supernodes, "rack_power_w",
+                                           bom->su_rack_power_w)
+                               : json_null());
+    put(o, "rack_peak_max_w", json_real(bom->rack_peak_max_w));
     put(o, "pue", bom->pue > 0 ? json_real(bom->pue) : json_null());
     put(o, "facility_steady_w", bom->pue > 0 ? json_real(bom->facility_steady_w) : json_null());
     put(o, "facility_peak_w", bom->pue > 0 ? json_real(bom->facility_peak_w) : json_null());

@@ -528,6 +528,13 @@ static void text_totals(FILE *out, const struct sn_model *m, const struct sn_bom
         fprintf(out, "  racks: %u compute and fabric + %u non-compute = %u\n", bom->racks,
                 bom->appliance_racks, bom->racks + bom->appliance_racks);
     }
+    if (bom->su_units)
+        fprintf(out, "\n  scalable units: %u units of %u supernode(s)%s, rack budget %s, largest rack "
+                     "peak %s (R21)\n",
+                bom->su_units, bom->su_supernodes,
+                bom->supernodes % bom->su_supernodes ? " (the last partial)" : "",
+                fmt(bom->su_rack_power_w, SN_UNIT_POWER, a, 32),
+                fmt(bom->rack_peak_max_w, SN_UNIT_POWER, b, 32));
     if (bom->pue > 0)
         fprintf(out, "\n  facility power: (IT %s steady, %s peak + appliances %s) x PUE %.2f = %s "
                      "steady, %s peak\n\n",

@@ -241,6 +241,22 @@ static const struct rule_row rules[] = {
       "in turn. Phases more than 5 % apart are reported (info).",
       "peak_factor", "r20-rack-feeds"},
      sn__check_feeds},
+    {{"R21", "su-rack-budget", SN_SEVERITY_ERROR,
+      "Every rack of a scalable unit stays within the unit's per-rack power budget.",
+      "A data hall is built for a power per rack position; a reference design reproduced in "
+      "it must fit that figure in every rack it fills, the network and management racks "
+      "included, not only on average.",
+      "With a `su:` section (`supernodes` per scalable unit, `rack_power` budget per rack): "
+      "the supernodes in ID order form units of `supernodes` each. Every compute rack of a "
+      "unit, every network rack (`fabric.racks`) and every rack an appliance fills "
+      "(`appliances:` with `racks`, its units' power spread evenly over them) must draw at "
+      "most `rack_power` steady and at peak (GPUs at `peak_factor` x TDP); each excess is an "
+      "error naming the rack or appliance. A last unit with fewer supernodes is a warning "
+      "(its leaves and spine ports are bought for a whole unit). One info per unit reports "
+      "its supernodes, racks, steady and peak draw and its worst rack against the budget. "
+      "Without `su:` the rule checks nothing.",
+      "peak_factor", "r21-su-rack-budget"},
+     sn__check_su},
 };
 
 #define N_RULES ((uint32_t)(sizeof(rules) / sizeof(rules[0])))

@@ -104,5 +104,6 @@ void sn__check_thresholds(struct sn__review_ctx *c);
 void sn__check_speeds(struct sn__review_ctx *c);
 void sn__check_psus(struct sn__review_ctx *c);
 void sn__check_feeds(struct sn__review_ctx *c);
+void sn__check_su(struct sn__review_ctx *c);
 
 #endif

@@ -475,12 +475,13 @@ enum {
     TOP_INVENTORY,
     TOP_FACILITY,
     TOP_APPLIANCES,
+    TOP_SU,
     TOP_KEYS
 };
 static const char *const top_keys[TOP_KEYS] = {
     "version", "name",  "description", "catalog", "templates", "supernodes",
     "fabric",  "pools", "storage",     "layouts", "expect",    "review",
-    "inventory", "facility", "appliances",
+    "inventory", "facility", "appliances", "su",
 };
 
 enum { FAC_PUE, FAC_KEYS };
@@ -500,6 +501,28 @@ static enum sn_err parse_facility(struct sn__spec_ctx *c, struct fy_node *node,
             return sn__spec_fail_value(c, &m, FAC_PUE,
                                        "a power usage effectiveness from 1 to 5 (e.g. 1.2)");
     }
+    return rc;
+}
+
+enum { SU_SUPERNODES, SU_RACK_POWER, SU_KEYS };
+static const char *const su_keys[SU_KEYS] = {"supernodes", "rack_power"};
+
+/* su: supernodes per scalable unit and the power budget of each rack;
+ * both required. */
+static enum sn_err parse_su(struct sn__spec_ctx *c, struct fy_node *node, struct sn_src_loc loc)
+{
+    struct sn_su_spec *x = &c->spec->su;
+    struct sn__spec_map m;
+    x->loc = loc;
+    enum sn_err rc = sn__spec_bind(c, node, loc, "su", su_keys, SU_KEYS, &m);
+    if (rc == SN_OK)
+        rc = sn__spec_get_count(c, &m, SU_SUPERNODES, true, 0, 1, 100000, &x->supernodes);
+    if (rc == SN_OK)
+        rc = sn__spec_get_quantity(c, &m, SU_RACK_POWER, SN_UNIT_POWER, true, 0,
+                                   &x->rack_power_w);
+    if (rc == SN_OK && !(x->rack_power_w > 0))
+        return sn__spec_fail_value(c, &m, SU_RACK_POWER, "a power above 0 (e.g. 132 kW)");
+    x->rack_power_loc = sn__spec_value_loc(&m, SU_RACK_POWER);
     return rc;
 }
 
@@ -571,6 +594,8 @@ static enum sn_err parse_root(struct sn__spec_ctx *c, struct fy_node *root)
         rc = parse_facility(c, m.value[TOP_FACILITY], m.key_loc[TOP_FACILITY]);
     if (rc == SN_OK && m.present[TOP_APPLIANCES])
         rc = parse_appliances(c, m.value[TOP_APPLIANCES], m.key_loc[TOP_APPLIANCES]);
+    if (rc == SN_OK && m.present[TOP_SU])
+        rc = parse_su(c, m.value[TOP_SU], m.key_loc[TOP_SU]);
     return rc;
 }
 

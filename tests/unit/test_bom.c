@@ -396,6 +396,80 @@ static void test_totals(void **state)
     release(&b);
 }
 
+/* ---- reference architectures reproduced whole --------------------------- */
+
+/* examples/h100-superpod-4su.yaml against NVIDIA's DGX SuperPOD reference
+ * architecture for DGX H100 (RA-11333-001 V11; docs.nvidia.com/dgx-superpod/
+ * reference-architecture-scalable-infrastructure-h100/latest/), Table 7
+ * "Major components of the 4 SU, 127-node DGX SuperPOD": 38 racks, 127
+ * DGX H100 nodes, 4 UFM 3.1 appliances, 5 management servers; SUs of 32
+ * DGX H100 ("Key Components"), rail-optimized with one leaf per rail per
+ * SU. Leaf and spine switches and cables: the DGX B200 RA's table of
+ * larger SuperPODs for 4 SUs (the same SU fabric; reference-architecture-
+ * scalable-infrastructure-b200/latest/dgx-superpod-architecture.html):
+ * 32 leaves, 16 spines, 1,024 leaf-spine cables; 1,016 node-leaf cables
+ * are 127 nodes x 8 NICs. Not published in the text we read, so not
+ * asserted: the in-band, storage and OOB Ethernet switches of Table 7, the
+ * appliances' power and the per-rack power budget. */
+static void test_superpod_h100(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "examples/h100-superpod-4su.yaml");
+    const struct sn_bom *bom = &b.bom;
+    assert_int_equal(bom->servers, 127);
+    assert_int_equal(bom->gpus, 1016);
+    assert_int_equal(bom->racks + bom->appliance_racks, 38);
+    assert_int_equal(bom->appliances_by_kind[SN_APPLIANCE_FABRIC_MANAGER], 4);
+    assert_int_equal(bom->appliances_by_kind[SN_APPLIANCE_MANAGEMENT], 5);
+    assert_int_equal(bom->su_units, 4);
+    assert_int_equal(bom->switches_by_role[SN_ROLE_LEAF], 32);
+    assert_int_equal(bom->switches_by_role[SN_ROLE_SPINE], 16);
+    assert_int_equal(bom->media[SN_TIER_NODE_LEAF].cables, 1016);
+    assert_int_equal(bom->media[SN_TIER_LEAF_SPINE].cables, 1024);
+    /* NVIDIA's DGX SuperPOD data center design guide for DGX H100, as
+     * summarised at unanswered.io/guide/nvidia-h100-gpu-density-per-node-rack:
+     * four DGX H100 per compute rack at 10.2 kW each (40.8 kW), 8 compute
+     * racks per SU. The rack's own draw adds its leaves and optics. */
+    assert_near(b.spec->server_models[0].base_power_w + 8 * b.spec->gpu_models[0].tdp_w, 10.2e3,
+                1e-9);
+    assert_int_equal(bom->racks - b.model->n_net_racks, 4 * 8);
+    for (uint32_t r = 0; r < 8; r++) {
+        assert_int_equal(bom->rack_totals[r].servers, 4);
+        assert_true(bom->rack[r].steady_w >= 40.8e3);
+    }
+    /* every rack within the unit's budget (R21) */
+    assert_true(bom->rack_peak_max_w <= bom->su_rack_power_w);
+    release(&b);
+}
+
+/* examples/gb200-superpod-1su.yaml against NVIDIA's DGX SuperPOD reference
+ * architecture for DGX GB200 (docs.nvidia.com/dgx-superpod/reference-
+ * architecture-scalable-infrastructure-gb200/latest/): abstract.html "each
+ * SU contains 8 DGX GB200 systems"; network-fabrics.html "Multi-node
+ * NVLink Fabric": 18 compute trays and 9 NVLink switch trays of 2 chips
+ * per rack, 18 NVL5 links per GPU (one per chip); dgx-superpod-
+ * architecture.html: "Each SU requires a Thermal Design Power (TDP) of 1.2
+ * Megawatts". Not published in the text we read, so not asserted: the
+ * compute fabric's switch and cable counts, UFM and management servers. */
+static void test_superpod_gb200(void **state)
+{
+    (void)state;
+    struct built b;
+    build_file(&b, "examples/gb200-superpod-1su.yaml");
+    const struct sn_bom *bom = &b.bom;
+    assert_int_equal(bom->supernodes, 8);
+    assert_int_equal(bom->su_units, 1);
+    assert_int_equal(bom->servers, 8 * 18);
+    assert_int_equal(bom->gpus, 576);
+    assert_int_equal(bom->switches_by_role[SN_ROLE_SCALEUP], 8 * 9 * 2);
+    assert_int_equal(bom->media[SN_TIER_SCALEUP].links, 576 * 18);
+    /* the SU's IT power at TDP within its published 1.2 MW */
+    assert_true(bom->steady_w <= 1.2e6);
+    assert_true(bom->rack_peak_max_w <= bom->su_rack_power_w);
+    release(&b);
+}
+
 /* ---- CloudMatrix384: a two-level scale-up domain --------------------- */
 
 /* The review's R07 findings of a model, joined, for message checks. */
@@ -677,6 +751,8 @@ int main(void)
         cmocka_unit_test(test_bom_review_agree),
         cmocka_unit_test(test_nvl72_rack),
         cmocka_unit_test(test_totals),
+        cmocka_unit_test(test_superpod_h100),
+        cmocka_unit_test(test_superpod_gb200),
         cmocka_unit_test(test_std_unit),
         cmocka_unit_test(test_cloudmatrix_384),
         cmocka_unit_test(test_two_level_ratio),

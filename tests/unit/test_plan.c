@@ -1010,6 +1010,98 @@ static void size_sweep(void **state)
     test_free(s);
 }
 
+/* A job mix: each job's row is its one-job sweep's at that size; the
+ * domains add up, the spares are one pool for all of them (hand-computed
+ * from each job's domain failure rate), and a mix of one job is the
+ * one-job sweep. A job without a layout at a size makes the size
+ * infeasible for the mix. */
+static void size_mix(void **state)
+{
+    (void)state;
+    struct sn_plan_input jobs[2];
+    sn_plan_input_defaults(&jobs[0]);
+    jobs[0].model = preset("llama3-8b");
+    jobs[0].train.gpus = 96;
+    jobs[0].train.global_batch = 96;
+    jobs[1] = jobs[0];
+    jobs[1].model = preset("llama3-70b");
+    jobs[1].train.gpus = 256;
+    jobs[1].train.global_batch = 128;
+    const uint32_t sizes[] = {8, 12, 32, 64};
+    struct sn_plan_size_options o = {.repair_s = 48 * 3600.0, .gpu_hour_cost = 2,
+                                     .it_w_per_gpu = 1000, .pue = 1.25, .min_spares = 1};
+    struct sn_plan_size_mix *mix = test_malloc(sizeof(*mix));
+    struct sn_plan_size_sweep *one = test_malloc(sizeof(*one));
+    struct sn_error err = {0};
+    assert_int_equal(sn_plan_size_mix_run(jobs, 2, sizes, 4, &o, mix, &err), SN_OK);
+    assert_int_equal(mix->n_jobs, 2);
+    assert_false(mix->rows[1].feasible);
+    assert_non_null(strstr(mix->rows[1].why_not, "job 1 (llama3-8b)"));
+    for (uint32_t j = 0; j < 2; j++) {
+        assert_int_equal(sn_plan_size_sweep_run(&jobs[j], sizes, 4, &o, one, &err), SN_OK);
+        for (int i = 0; i < 4; i++)
+            if (i != 1)
+                assert_rel(mix->rows[i].job[j].step_s, one->rows[i].step_s, 1e-12);
+    }
+    for (int i = 0; i < 4; i++) {
+        const struct sn_plan_size_mix_row *r = &mix->rows[i];
+        if (i == 1)
+            continue;
+        assert_true(r->feasible);
+        uint32_t size = sizes[i];
+        uint32_t d0 = (96 + size - 1) / size, d1 = (256 + size - 1) / size;
+        assert_int_equal(r->job_domains, d0 + d1);
+        /* one domain MTBF per size: both jobs' domains are alike */
+        double rate = 1 / r->job[0].domain_mtbf_s;
+        uint32_t spares = (uint32_t)ceil((d0 + d1) * rate * o.repair_s);
+        assert_int_equal(r->spares, spares < 1 ? 1 : spares);
+        assert_true(r->spares <= r->job[0].spares + r->job[1].spares);
+        assert_int_equal(r->installed_gpus, (d0 + d1 + r->spares) * size);
+        double useful = 96 * r->job[0].goodput + 256 * r->job[1].goodput;
+        assert_rel(r->useful_gpus, useful, 1e-12);
+        assert_rel(r->goodput, useful / (96 + 256), 1e-12);
+        assert_rel(r->useful_fraction, useful / r->installed_gpus, 1e-12);
+        assert_rel(r->cost_per_useful_gpu_hour, 2 / r->useful_fraction, 1e-12);
+        assert_rel(r->w_per_useful_gpu, r->installed_gpus * 1000 * 1.25 / useful, 1e-12);
+        assert_int_equal(r->blast_gpus, size);
+    }
+    /* speed weights: each job's fastest step over the feasible sizes */
+    double fastest[2] = {INFINITY, INFINITY};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; i != 1 && j < 2; j++)
+            fastest[j] = fmin(fastest[j], mix->rows[i].job[j].step_s);
+    for (int i = 0; i < 4; i++) {
+        const struct sn_plan_size_mix_row *r = &mix->rows[i];
+        if (i == 1)
+            continue;
+        double w = 96 * r->job[0].goodput * fastest[0] / r->job[0].step_s +
+                   256 * r->job[1].goodput * fastest[1] / r->job[1].step_s;
+        assert_rel(r->speed_weighted_gpus, w, 1e-12);
+        assert_rel(r->cost_per_fast_gpu_hour, 2.0 * r->installed_gpus / w, 1e-12);
+    }
+    assert_true(mix->best != UINT32_MAX);
+    for (int i = 0; i < 4; i++)
+        if (mix->rows[i].feasible)
+            assert_true(mix->rows[mix->best].cost_per_fast_gpu_hour <=
+                        mix->rows[i].cost_per_fast_gpu_hour);
+    assert_non_null(strstr(mix->reason, "lowest cost per useful GPU-hour at the fastest step"));
+    /* a mix of one job is the one-job sweep */
+    assert_int_equal(sn_plan_size_mix_run(jobs, 1, sizes, 4, &o, mix, &err), SN_OK);
+    assert_int_equal(sn_plan_size_sweep_run(&jobs[0], sizes, 4, &o, one, &err), SN_OK);
+    for (int i = 0; i < 4; i++) {
+        if (i == 1)
+            continue;
+        assert_int_equal(mix->rows[i].installed_gpus, one->rows[i].installed_gpus);
+        assert_rel(mix->rows[i].cost_per_useful_gpu_hour, one->rows[i].cost_per_useful_gpu_hour,
+                   1e-12);
+    }
+    /* and ranks the sizes as the cost per token does */
+    assert_int_equal(mix->best, one->best);
+    assert_int_equal(sn_plan_size_mix_run(jobs, 0, sizes, 4, &o, mix, &err), SN_ERR_INVALID);
+    test_free(one);
+    test_free(mix);
+}
+
 /* ---- the sweep's acceptance ------------------------------------------- */
 
 /* Llama 3 405B on 16,384 H100s at 8K, 16M tokens per batch: Meta ran TP 8,
@@ -1201,6 +1293,7 @@ int main(void)
         cmocka_unit_test(measured_run),
         cmocka_unit_test(fit_runs),
         cmocka_unit_test(size_sweep),
+        cmocka_unit_test(size_mix),
         cmocka_unit_test(sweep_llama405),
         cmocka_unit_test(sweep_8b),
         cmocka_unit_test(deepseek_v3),

@@ -115,7 +115,7 @@ static uint32_t faults_outside(const struct sn_review *r, uint64_t allowed)
 static void test_rule_table(void **state)
 {
     (void)state;
-    assert_int_equal(sn_review_rule_count(), 20);
+    assert_int_equal(sn_review_rule_count(), 21);
     for (uint32_t i = 0; i < sn_review_rule_count(); i++) {
         const struct sn_rule *r = sn_review_rule(i);
         char id[16], anchor[96];
@@ -136,10 +136,12 @@ static void test_rule_table(void **state)
     assert_int_equal(sn_review_find_rule("R18"), 17);
     assert_int_equal(sn_review_find_rule("R19"), 18);
     assert_int_equal(sn_review_find_rule("R20"), 19);
-    assert_int_equal(sn_review_find_rule("R21"), SN_NONE);
+    assert_int_equal(sn_review_find_rule("R21"), 20);
+    assert_int_equal(sn_review_find_rule("su-rack-budget"), 20);
+    assert_int_equal(sn_review_find_rule("R22"), SN_NONE);
     assert_int_equal(sn_review_find_rule("R0"), SN_NONE);
     assert_int_equal(sn_review_find_rule(""), SN_NONE);
-    assert_null(sn_review_rule(20));
+    assert_null(sn_review_rule(21));
     assert_string_equal(sn_severity_name(SN_SEVERITY_WARNING), "warning");
 }
 
@@ -156,7 +158,7 @@ static void test_good_examples(void **state)
             dump(r);
             fail_msg("%s: a good build has findings", files[k]);
         }
-        assert_int_equal(r->rules_run, (1u << 20) - 1);
+        assert_int_equal(r->rules_run, (1u << 21) - 1);
         assert_int_equal(r->suppressed, 0);
         sn_review_free(r);
         unload(&l);
@@ -291,6 +293,20 @@ static const struct rule_case cases[] = {
      ""},
     {"r20-feed-phase", "R20", SN_SEVERITY_INFO, "sn00-rack0",
      "phases unbalanced: L1 20.55 kW, L2 12.04 kW, L3 11.89 kW steady", ""},
+    /* 44.48 kW steady + 32 GPUs x 700 W x 0.3 = 51.2 kW peak > 46 kW */
+    {"r21-su-budget", "R21", SN_SEVERITY_ERROR, "sn01-rack0",
+     "rack peak draw 51.2 kW (GPUs at 1.3 x TDP) > scalable-unit rack budget 46 kW", ""},
+    /* 8 x 6.5 kW in one rack */
+    {"r21-su-budget", "R21", SN_SEVERITY_ERROR, "storage",
+     "each rack of appliance 'storage' (8 units over 1 racks): steady draw 52 kW > "
+     "scalable-unit rack budget 46 kW",
+     ""},
+    {"r21-su-budget", "R21", SN_SEVERITY_WARNING, NULL,
+     "2 supernodes do not fill whole scalable units of 3: su0 has 2", ""},
+    {"r21-su-budget", "R21", SN_SEVERITY_INFO, "sn00-rack0",
+     "su0: 2 supernode(s) sn00..sn01, 2 racks, 88.97 kW steady, 102.4 kW peak; worst rack "
+     "51.2 kW of the 46 kW budget",
+     ""},
     {"r18-cable-speed", "R18", SN_SEVERITY_ERROR, "sn00-t00:nic0--sn00-leaf0:p0",
      "64 node-leaf links: cable aoc-400g at 200 Gb/s between ends at 400 Gb/s: the link runs at "
      "the cable's speed",
