@@ -246,8 +246,9 @@ static enum sn_err apply(struct csim *cs, struct sn_control_event ev, struct sn_
     cs->x.s = cs->ctl->sched;
     if (cs->fx.fatal) {
         sn_effects_reset(&cs->fx);
-        return sn_error_set(err, SN_ERR_NOMEM, "simulation: lib/control failed a rule (out of "
-                                               "memory) applying %s",
+        return sn_error_set(err, SN_ERR_NOMEM,
+                            "simulation: lib/control failed a rule (out of "
+                            "memory) applying %s",
                             sn_control_event_name(ev.kind));
     }
     enum sn_err src = sync_effects(cs, err);
@@ -290,9 +291,9 @@ static enum sn_err make_classes(struct csim *cs, struct sn_error *err)
         cs->classes[cs->n_classes++] = p;
         char name[32];
         snprintf(name, sizeof(name), "p%d", (int)p);
-        enum sn_err rc = put_named(&cs->ctl->classes, &cs->ctl->n_classes, name,
-                                   json_pack("{s:i,s:b}", "priority", (int)p, "preemptible", 1),
-                                   err);
+        enum sn_err rc =
+            put_named(&cs->ctl->classes, &cs->ctl->n_classes, name,
+                      json_pack("{s:i,s:b}", "priority", (int)p, "preemptible", 1), err);
         if (rc != SN_OK)
             return rc;
     }
@@ -321,9 +322,9 @@ static enum sn_err make_tenants(struct csim *cs, struct sn_error *err)
         snprintf(prefix, sizeof(prefix), "/sim/%s", name);
         json_t *doc = json_pack("{s:s}", "prefix", prefix);
         if (doc && c->quota_gpus_per_supernode)
-            json_object_set_new(doc, "limits",
-                                json_pack("{s:I}", "gpus_per_supernode",
-                                          (json_int_t)c->quota_gpus_per_supernode));
+            json_object_set_new(
+                doc, "limits",
+                json_pack("{s:I}", "gpus_per_supernode", (json_int_t)c->quota_gpus_per_supernode));
         enum sn_err rc = put_named(&cs->ctl->tenants, &cs->ctl->n_tenants, name, doc, err);
         for (uint32_t p = 0; rc == SN_OK && c->quota_gpus && p < spec->n_pools; p++)
             if (sn_control_quota_put(cs->ctl, name, spec->pools[p].name, c->quota_gpus) != SN_OK)
@@ -354,7 +355,8 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
     cc->max_tenants_per_supernode = c->sched.max_tenants_per_supernode;
     cc->spare_gpus_per_supernode = c->sched.spare_gpus_per_supernode;
     cc->replace_in_place = c->sched.replace_in_place;
-    cc->cpu_oversell_pct = (int64_t)llround((c->sched.cpu_oversell > 0 ? c->sched.cpu_oversell : 1) * 100);
+    cc->cpu_oversell_pct =
+        (int64_t)llround((c->sched.cpu_oversell > 0 ? c->sched.cpu_oversell : 1) * 100);
     cc->memory_oversell_pct =
         (int64_t)llround((c->sched.memory_oversell > 0 ? c->sched.memory_oversell : 1) * 100);
     size_t len = 0;
@@ -427,9 +429,9 @@ static enum sn_err submit_next(struct csim *cs, struct sn_error *err)
     snprintf(name, sizeof(name), "w%u", i);
     snprintf(cls, sizeof(cls), "p%d", (int)wj->priority);
     snprintf(tenant, sizeof(tenant), "t%u", wj->tenant % (c->tenants ? c->tenants : 1));
-    json_t *spec = json_pack("{s:s,s:I,s:I,s:b,s:s}", "name", name, "gpus", (json_int_t)wj->gpus,
-                             "time_limit_s", (json_int_t)limit, "preemptible", 1,
-                             "priority_class", cls);
+    json_t *spec =
+        json_pack("{s:s,s:I,s:I,s:b,s:s}", "name", name, "gpus", (json_int_t)wj->gpus,
+                  "time_limit_s", (json_int_t)limit, "preemptible", 1, "priority_class", cls);
     struct sn_control_job *j = calloc(1, sizeof(*j));
     if (!spec || !j) {
         json_decref(spec);
@@ -484,12 +486,11 @@ static enum sn_err on_finish(struct csim *cs, const struct event *e, struct sn_e
     uint32_t n = cj->n_alloc;
     enum sn_err rc = SN_OK;
     for (uint32_t r = 0; r < n && rc == SN_OK; r++)
-        rc = apply(cs,
-                   (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
-                                             .job = cs->cid[i],
-                                             .id = r,
-                                             .actor = "sim"},
-                   err);
+        rc = apply(
+            cs,
+            (struct sn_control_event){
+                .kind = SN_CONTROL_EVENT_RANK_EXIT, .job = cs->cid[i], .id = r, .actor = "sim"},
+            err);
     return rc;
 }
 
@@ -501,12 +502,11 @@ static enum sn_err on_checkpoint(struct csim *cs, const struct event *e, struct 
         return SN_OK;
     char path[48];
     snprintf(path, sizeof(path), "sim://w%u/%u", i, e->c);
-    enum sn_err rc = apply(cs,
-                           (struct sn_control_event){.kind = SN_CONTROL_EVENT_CHECKPOINT,
-                                                     .job = cs->cid[i],
-                                                     .text = path,
-                                                     .step = e->c},
-                           err);
+    enum sn_err rc = apply(
+        cs,
+        (struct sn_control_event){
+            .kind = SN_CONTROL_EVENT_CHECKPOINT, .job = cs->cid[i], .text = path, .step = e->c},
+        err);
     if (rc != SN_OK)
         return rc;
     struct sim_job *j = &x->jobs[i];
@@ -603,14 +603,14 @@ static enum sn_err on_timer(struct csim *cs, struct sn_error *err)
 
 static enum sn_err gpu_admin(struct csim *cs, uint32_t g, bool down, struct sn_error *err)
 {
-    return apply(cs,
-                 (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
-                                           .id = g,
-                                           .admin = down ? SN_CONTROL_ADMIN_DOWN
-                                                         : SN_CONTROL_ADMIN_UP,
-                                           .detail = down ? "simulated GPU failure" : NULL,
-                                           .actor = "sim"},
-                 err);
+    return apply(
+        cs,
+        (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                  .id = g,
+                                  .admin = down ? SN_CONTROL_ADMIN_DOWN : SN_CONTROL_ADMIN_UP,
+                                  .detail = down ? "simulated GPU failure" : NULL,
+                                  .actor = "sim"},
+        err);
 }
 
 /* A software fault: rank 0 of a running job, picked uniformly, exits 1. */

@@ -78,8 +78,8 @@ struct sim {
 };
 
 /* The heap (sim_run.c): push fails with SN_ERR_LIMIT past its cap. */
-enum sn_err sn__sim_push(struct sim *x, double t, uint32_t kind, uint32_t a, uint32_t b,
-                         uint32_t c, struct sn_error *err);
+enum sn_err sn__sim_push(struct sim *x, double t, uint32_t kind, uint32_t a, uint32_t b, uint32_t c,
+                         struct sn_error *err);
 struct event sn__sim_pop(struct sim *x);
 
 /* Checkpoint interval (work-seconds) of a job of gpus GPUs by the config's

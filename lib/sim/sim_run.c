@@ -930,8 +930,8 @@ void sn__sim_release(struct sim *x)
 
 /* ---- for the control engine (sim_int.h) ----------------------------------- */
 
-enum sn_err sn__sim_push(struct sim *x, double t, uint32_t kind, uint32_t a, uint32_t b,
-                         uint32_t c, struct sn_error *err)
+enum sn_err sn__sim_push(struct sim *x, double t, uint32_t kind, uint32_t a, uint32_t b, uint32_t c,
+                         struct sn_error *err)
 {
     return push(x, t, kind, a, b, c, err);
 }
