@@ -283,6 +283,12 @@ struct sn_sim_config {
     uint32_t heartbeat_timeout_s;
     uint32_t partition_share_pct;
     uint32_t partition_window_s;
+    /* Test mode: after every event the core's invariants are checked
+     * (sn_sched_check_invariants), and in the control engine the
+     * control's (sn_control_verify) and the simulator's view of every run
+     * against the control's; the first broken one ends the run with
+     * SN_ERR_INTERNAL. Costs O(jobs + GPUs) per event. */
+    bool check_invariants;
     /* Optional wall clock (the shell passes one) for the scheduler's cost
      * per decision; NULL leaves the cost at 0. */
     uint64_t (*clock_ns)(void *ctx);

@@ -247,6 +247,33 @@ static enum sn_err sync_effects(struct csim *cs, struct sn_error *err)
     return rc;
 }
 
+/* Test mode (check_invariants): the control's and its core's invariants,
+ * and every run the simulator follows is the control's current run. */
+static enum sn_err check(const struct csim *cs, enum sn_control_event_kind kind,
+                         struct sn_error *err)
+{
+    struct sn_error local = {0};
+    if (sn_control_verify(cs->ctl, &local) != SN_OK ||
+        sn_sched_check_invariants(cs->ctl->sched, &local) != SN_OK)
+        return sn_error_set(err, SN_ERR_INTERNAL, "simulation: after %s at %.3f s: %s",
+                            sn_control_event_name(kind), cs->x.now, local.message);
+    for (uint32_t i = 0; i < cs->x.next_submit; i++) {
+        const struct sn_control_job *cj =
+            cs->cid[i] ? sn_control_job_get(cs->ctl, cs->cid[i]) : NULL;
+        bool followed = cs->run_seq[i] != 0;
+        bool running = cj && cj->state == SN_CONTROL_JOB_RUNNING;
+        if (followed != running || (running && cj->alloc_seq != cs->run_seq[i]))
+            return sn_error_set(err, SN_ERR_INTERNAL,
+                                "simulation: after %s at %.3f s: job w%u is %s in the control "
+                                "(run of batch %llu), the simulator follows %s (batch %llu)",
+                                sn_control_event_name(kind), cs->x.now, i,
+                                cj ? sn_control_job_state_name(cj->state) : "gone",
+                                running ? (unsigned long long)cj->alloc_seq : 0ULL,
+                                followed ? "a run" : "none", (unsigned long long)cs->run_seq[i]);
+    }
+    return SN_OK;
+}
+
 static enum sn_err apply(struct csim *cs, struct sn_control_event ev, struct sn_error *err)
 {
     struct sn_control_clock now = clock_at(cs->x.now);
@@ -264,6 +291,8 @@ static enum sn_err apply(struct csim *cs, struct sn_control_event ev, struct sn_
     if (rc != SN_OK)
         return sn_error_set(err, rc, "simulation: lib/control refused %s at %.3f s: %s",
                             sn_control_event_name(ev.kind), cs->x.now, local.message);
+    if (src == SN_OK && cs->x.cfg->check_invariants)
+        src = check(cs, ev.kind, err);
     return src;
 }
 

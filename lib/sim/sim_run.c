@@ -678,6 +678,8 @@ static enum sn_err loop(struct sim *x, struct sn_error *err)
         }
         if (rc == SN_OK)
             rc = apply_decisions(x, err); /* interruptions from failures */
+        if (rc == SN_OK && x->cfg->check_invariants)
+            rc = sn_sched_check_invariants(x->s, err);
         if (rc == SN_OK)
             rc = rerate_crossing(x, err);
         bool more_now = (x->next_submit < w->n_jobs && w->jobs[x->next_submit].submit_s <= t) ||

@@ -3,8 +3,9 @@
  * work, the checkpoint policies (hand-computed completion times), the
  * trace loaders on the real traces (skipped when SN_TRACES_DIR is absent)
  * and bad trace input; then the control engine (lib/control driven with
- * virtual time): the same work as the sched engine without failures,
- * quotas, TP groups, host and GPU failures, software faults.
+ * virtual time, its invariants checked after every event): the same work
+ * as the sched engine without failures, quotas, TP groups, host and GPU
+ * failures, software faults.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -559,6 +560,7 @@ static void control_matches_sched_failure_free(void **state)
     struct sn_sim_config cfg;
     sn_sim_config_defaults(&cfg);
     cfg.failures = false;
+    cfg.check_invariants = true; /* both engines, after every event */
     struct sn_sim_result *a = run(&c, &w, &cfg);
     cfg.engine = SN_SIM_ENGINE_CONTROL;
     struct sn_sim_result *b = run(&c, &w, &cfg), *b2 = run(&c, &w, &cfg);
@@ -595,6 +597,7 @@ static void control_quota_holds(void **state)
     struct sn_sim_config cfg;
     sn_sim_config_defaults(&cfg);
     cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
     cfg.failures = false;
     cfg.ckpt_fixed_s = 0;
     cfg.tenants = 1;
@@ -652,6 +655,7 @@ static void control_groups_stay_in_supernodes(void **state)
     struct sn_sim_config cfg;
     sn_sim_config_defaults(&cfg);
     cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
     cfg.failures = false;
     cfg.comm.tp_fraction = cfg.comm.dp_fraction = 0;
     struct sn_sim_result *r = run(&c, &w, &cfg);
@@ -698,6 +702,7 @@ static void control_host_failure_requeues(void **state)
     struct sn_sim_config cfg;
     sn_sim_config_defaults(&cfg);
     cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
     cfg.failures = false;
     struct sn_sim_result *r = run(&c, &w, &cfg);
     assert_near(r->jct[0].mean, 36600, 1e-6);
@@ -746,6 +751,7 @@ static void control_gpu_failures_and_faults(void **state)
     struct sn_sim_config cfg;
     sn_sim_config_defaults(&cfg);
     cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
     cfg.fm.per_gpu_hour *= 500;
     for (int k = 0; k < SN_FAIL_CLASS_COUNT; k++)
         cfg.fm.fraction[k] = k == SN_FAIL_GPU;
