@@ -5,7 +5,8 @@
  *
  * This is the shell: it parses flags, loads files, reads the clock (only
  * with --timing, so that default output is byte-for-byte reproducible),
- * and formats. Everything else is lib/sim and lib/sched.
+ * and formats. Everything else is lib/sim and lib/sched (and lib/control
+ * with --engine control).
  */
 #include <errno.h>
 #include <inttypes.h>

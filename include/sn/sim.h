@@ -3,7 +3,9 @@
  * (trace loaders and a synthetic generator), and regular cluster shapes
  * built in memory.
  *
- * The simulator drives the real scheduler (sn/sched.h) with virtual time.
+ * The simulator drives the real scheduler (sn/sched.h) with virtual time,
+ * alone (the sched engine) or inside lib/control, the daemon's core
+ * (sn/control.h; the control engine, config.engine).
  * Events are ordered by (time, sequence number), and every random draw
  * comes from one xoshiro256** state seeded from the config, so a run is a
  * pure function of (model, workload, config): same seed, same bytes.
