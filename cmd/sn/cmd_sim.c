@@ -5,7 +5,8 @@
  *
  * This is the shell: it parses flags, loads files, reads the clock (only
  * with --timing, so that default output is byte-for-byte reproducible),
- * and formats. Everything else is lib/sim and lib/sched.
+ * and formats. Everything else is lib/sim and lib/sched (and lib/control
+ * with --engine control).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +39,9 @@ static const char usage_text[] =
     "  --trace KIND:PATH     itp:clusterNN.csv, helios:helios_venus_gpu_jobs.csv,\n"
     "                        openb:openb_pod_list_default.csv, or synth:N (N synthetic jobs)\n"
     "  --policy NAME         supernode-first (default), first-fit or tree-best-fit\n"
+    "  --engine NAME         sched (default): the scheduler core alone; control: snd's core\n"
+    "                        (lib/control) fed snd's events: submissions, rank exits,\n"
+    "                        checkpoints, heartbeats and their loss, admin states\n"
     "  --compare             run all three policies on the same workload, side by side\n"
     "  --seed N              seed of every random draw (default 1)\n"
     "  --failures on|off     failure and slow-GPU model (default on)\n"
@@ -186,6 +190,10 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
         o->jobs_csv = v;
     } else if (strcmp(flag, "--pools") == 0) {
         o->pools = v;
+    } else if (strcmp(flag, "--engine") == 0) {
+        o->cfg.engine = sn_sim_engine_from_name(v);
+        if (o->cfg.engine == SN_SIM_ENGINE_COUNT)
+            return bad(flag, v, "sched or control");
     } else if (strcmp(flag, "--policy") == 0) {
         o->policy = sn_sched_policy_from_name(v);
         if (o->policy == SN_SCHED_POLICY_COUNT)
@@ -374,8 +382,17 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
     for (int p = 0; p < n; p++)
         printf(" %16s", sn_sched_policy_name(pol[p]));
     printf("\n");
+    bool control = o->cfg.engine == SN_SIM_ENGINE_CONTROL;
+    if (control) {
+        printf("%-34s", "engine");
+        for (int p = 0; p < n; p++)
+            printf(" %16s", sn_sim_engine_name(o->cfg.engine));
+        printf("\n");
+    }
     ROW("jobs finished", PRIu32, r->jobs_done);
     ROW("jobs unfinished", PRIu32, r->jobs_unfinished);
+    if (control)
+        ROW("  of which failed", PRIu32, r->jobs_failed);
     ROW("makespan (h)", ".1f", r->makespan_s / 3600);
     ROW("GPU utilisation", ".4f", r->utilisation);
     ROW("goodput (useful/busy)", ".4f", r->goodput);
@@ -436,6 +453,8 @@ static json_t *result_json(const struct opts *o, enum sn_sched_policy pol,
         (json_int_t)r->preemptions, "interruptions", (json_int_t)r->interruptions, "slow_gpus",
         (json_int_t)r->slow_gpus, "starts_split_groups", (json_int_t)r->groups_split,
         "starts_cross_supernode_groups", (json_int_t)r->groups_cross);
+    if (o->cfg.engine == SN_SIM_ENGINE_CONTROL)
+        json_object_set_new(j, "jobs_failed", json_integer(r->jobs_failed));
     json_t *fail = json_object(), *reasons = json_object(), *jct = json_object(),
            *queue = json_object();
     for (int c = 0; c < SN_FAIL_CLASS_COUNT; c++)
@@ -470,6 +489,8 @@ static void print_json(const struct opts *o, const struct sn_model *m,
         (json_int_t)m->n_supernodes, "workload", "jobs", (json_int_t)w->n_jobs, "skipped_rows",
         (json_int_t)w->skipped, "seed", (json_int_t)o->cfg.seed, "failures", o->cfg.failures,
         "checkpoint", sn_ckpt_policy_name(o->cfg.ckpt), "runs", runs);
+    if (o->cfg.engine == SN_SIM_ENGINE_CONTROL)
+        json_object_set_new(root, "engine", json_string(sn_sim_engine_name(o->cfg.engine)));
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     if (text)
         printf("%s\n", text);

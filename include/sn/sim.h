@@ -3,7 +3,9 @@
  * (trace loaders and a synthetic generator), and regular cluster shapes
  * built in memory.
  *
- * The simulator drives the real scheduler (sn/sched.h) with virtual time.
+ * The simulator drives the real scheduler (sn/sched.h) with virtual time,
+ * alone (the sched engine) or inside lib/control, the daemon's core
+ * (sn/control.h; the control engine, config.engine).
  * Events are ordered by (time, sequence number), and every random draw
  * comes from one xoshiro256** state seeded from the config, so a run is a
  * pure function of (model, workload, config): same seed, same bytes.
@@ -234,7 +236,24 @@ struct sn_sim_failure_model {
  * 8.4 %, other hardware 10.9 % (78 % hardware in all), software 22 %. */
 void sn_sim_failure_defaults(struct sn_sim_failure_model *fm);
 
+/* The engine a run drives (docs/simulator.md "Engines"): the scheduler
+ * core alone, or lib/control, the daemon's core (sn/control.h), fed the
+ * events snd would feed it, with virtual time. */
+#define SN_SIM_ENGINE_LIST(X)                                                                      \
+    X(SCHED, "sched")     /* lib/sched: placement, failures as domains, slow GPUs */               \
+    X(CONTROL, "control") /* lib/control: snd's rules (quotas, heartbeats, rank exits, ...) */
+enum sn_sim_engine {
+#define SN_X(name, text) SN_SIM_ENGINE_##name,
+    SN_SIM_ENGINE_LIST(SN_X)
+#undef SN_X
+        SN_SIM_ENGINE_COUNT
+};
+const char *sn_sim_engine_name(enum sn_sim_engine engine);
+/* SN_SIM_ENGINE_COUNT when name is none of them. */
+enum sn_sim_engine sn_sim_engine_from_name(const char *name);
+
 struct sn_sim_config {
+    enum sn_sim_engine engine;    /* default SCHED */
     struct sn_sched_config sched; /* policy, health exclusion, ... (tenants set by the run) */
     uint64_t seed;
     bool failures;
@@ -261,6 +280,17 @@ struct sn_sim_config {
     uint32_t dedicated_min_gpus;       /* default 32 */
     double cpu_cores_per_gpu;          /* host demand of every job; 0 = not modelled */
     double memory_bytes_per_gpu;       /* likewise */
+    /* The control engine's heartbeat rules (snd's config keys of the
+     * same names, with snd's defaults 30 s, 10 %, 5 s). */
+    uint32_t heartbeat_timeout_s;
+    uint32_t partition_share_pct;
+    uint32_t partition_window_s;
+    /* Test mode: after every event the core's invariants are checked
+     * (sn_sched_check_invariants), and in the control engine the
+     * control's (sn_control_verify) and the simulator's view of every run
+     * against the control's; the first broken one ends the run with
+     * SN_ERR_INTERNAL. Costs O(jobs + GPUs) per event. */
+    bool check_invariants;
     /* Optional wall clock (the shell passes one) for the scheduler's cost
      * per decision; NULL leaves the cost at 0. */
     uint64_t (*clock_ns)(void *ctx);
@@ -285,6 +315,7 @@ struct sn_sim_result {
     double ettr;          /* effective training time ratio (see docs) */
     double fragmentation; /* mean share of GPUs free while a job waits for room */
     uint32_t jobs_done, jobs_unfinished;
+    uint32_t jobs_failed; /* control engine: failed by a rank's exit (in jobs_unfinished) */
     uint64_t preemptions, interruptions, failures[SN_FAIL_CLASS_COUNT], slow_gpus;
     uint64_t replacements; /* interruptions handled in place on spares (counted in both) */
     uint64_t groups_split, groups_cross;             /* starts with such placements */

@@ -26,9 +26,10 @@
 #include <sn/goodput.h>
 #include <sn/sim.h>
 
+#include "sim_int.h"
+
 #define MAX_EVENTS (1u << 24)
 #define MAX_SAMPLES (1u << 20)
-#define HORIZON_S (365.0 * 86400)
 
 static const char *const ckpt_names[] = {
 #define SN_X(name, text) text,
@@ -40,6 +41,25 @@ static const char *const class_names[] = {
     SN_FAIL_CLASS_LIST(SN_X)
 #undef SN_X
 };
+
+static const char *const engine_names[] = {
+#define SN_X(name, text) text,
+    SN_SIM_ENGINE_LIST(SN_X)
+#undef SN_X
+};
+
+const char *sn_sim_engine_name(enum sn_sim_engine e)
+{
+    return (unsigned)e < SN_SIM_ENGINE_COUNT ? engine_names[e] : "unknown";
+}
+
+enum sn_sim_engine sn_sim_engine_from_name(const char *name)
+{
+    for (int e = 0; e < SN_SIM_ENGINE_COUNT; e++)
+        if (strcmp(name, engine_names[e]) == 0)
+            return (enum sn_sim_engine)e;
+    return SN_SIM_ENGINE_COUNT;
+}
 
 const char *sn_ckpt_policy_name(enum sn_ckpt_policy p)
 {
@@ -92,63 +112,10 @@ void sn_sim_config_defaults(struct sn_sim_config *c)
     c->snapshot_s = -1;
     c->tenants = 8;
     c->dedicated_min_gpus = 32;
+    c->heartbeat_timeout_s = 30;
+    c->partition_share_pct = 10;
+    c->partition_window_s = 5;
 }
-
-enum ev_kind {
-    EV_FINISH,
-    EV_FAIL,
-    EV_REPAIR,
-    EV_SLOW,
-    EV_DETECT,
-    EV_SLOW_FIX,
-    EV_MIGRATE,
-    EV_SAMPLE,
-    EV_SNAPSHOT
-};
-
-struct event {
-    double t;
-    uint64_t seq;
-    uint32_t kind, a, b, c;
-};
-
-struct sim_job {
-    double remaining; /* work left, at rate 1 */
-    double progress;  /* work done in this run before seg_start */
-    double seg_start, rate_eff, run_start, first_start, tau;
-    uint32_t gen, runs;
-};
-
-struct sim {
-    const struct sn_model *m;
-    const struct sn_sim_workload *w;
-    const struct sn_sim_config *cfg;
-    struct sn_sched *s;
-    struct sn_rng rng;
-    struct event *heap;
-    uint32_t n_heap, cap_heap;
-    uint64_t seq;
-    struct sim_job *jobs;
-    double *queue_s, *jct_s; /* per job; NAN until known */
-    uint8_t *gpu_slow;
-    uint32_t next_submit, done, rejected, n_leaves;
-    double now, frag_sum;
-    struct sn_goodput gp; /* allocated, useful and lost GPU-seconds (sn/goodput.h) */
-    uint64_t frag_n;
-    struct sn_sim_result *r;
-    uint32_t cap_samples;
-    uint64_t sched_ns;
-    struct sn_sim_comm_hw *hw; /* per template */
-    uint32_t *xs, n_xs;        /* running jobs spanning supernodes */
-    uint32_t *xs_pos;          /* per job: index in xs or SN_NONE */
-    uint32_t n_pools;
-    uint8_t pool_kind[SN_SCHED_MAX_POOLS];
-    bool uplinks_changed;
-    /* (job, server) of every first start, in start order (for the result's
-     * per-job servers); appended. */
-    uint32_t (*first_servers)[2];
-    uint32_t n_first_servers, cap_first_servers;
-};
 
 /* ---- heap -------------------------------------------------------------- */
 
@@ -239,13 +206,13 @@ static double uplink_share(const struct sim *x, const uint32_t *gpus, uint32_t n
 }
 
 /* The communication model's rate for the placement x slowest GPU. */
-static double job_rate(struct sim *x, uint32_t id)
+static double job_rate(struct sim *x, uint32_t sid, uint32_t wid)
 {
     struct sn_job_info info;
-    sn_sched_job_info(x->s, id, &info);
+    sn_sched_job_info(x->s, sid, &info);
     uint32_t n;
-    const uint32_t *gpus = sn_sched_job_gpus(x->s, id, &n);
-    const struct sn_sim_job *wj = &x->w->jobs[id];
+    const uint32_t *gpus = sn_sched_job_gpus(x->s, sid, &n);
+    const struct sn_sim_job *wj = &x->w->jobs[wid];
     struct sn_sim_layout l = {.gpus = n,
                               .group_gpus = wj->group_gpus ? wj->group_gpus : 1,
                               .group_cross_sn = info.groups_cross_sn,
@@ -305,10 +272,11 @@ static void xs_remove(struct sim *x, uint32_t id)
 }
 
 /* Records the distinct servers of job id's first run. */
-static enum sn_err note_first_servers(struct sim *x, uint32_t id, struct sn_error *err)
+static enum sn_err note_first_servers(struct sim *x, uint32_t sid, uint32_t id,
+                                      struct sn_error *err)
 {
     uint32_t n = 0;
-    const uint32_t *gpus = sn_sched_job_gpus(x->s, id, &n);
+    const uint32_t *gpus = sn_sched_job_gpus(x->s, sid, &n);
     for (uint32_t i = 0; gpus && i < n; i++) {
         uint32_t srv = x->m->gpu_server[gpus[i]];
         bool seen = false;
@@ -337,14 +305,14 @@ static enum sn_err on_start(struct sim *x, uint32_t id, struct sn_error *err)
     if (isnan(x->queue_s[id])) {
         x->queue_s[id] = x->now - wj->submit_s;
         j->first_start = x->now;
-        enum sn_err rc = note_first_servers(x, id, err);
+        enum sn_err rc = note_first_servers(x, id, id, err);
         if (rc != SN_OK)
             return rc;
     }
     j->run_start = x->now;
     j->progress = 0;
     j->seg_start = x->now + (j->runs++ > 0 ? x->cfg->restart_s : 0);
-    j->rate_eff = eff(j, job_rate(x, id), x->cfg->ckpt_cost_s);
+    j->rate_eff = eff(j, job_rate(x, id, id), x->cfg->ckpt_cost_s);
     struct sn_job_info info;
     sn_sched_job_info(x->s, id, &info);
     x->r->groups_split += info.groups_split;
@@ -416,18 +384,29 @@ static double fail_mean_gap(const struct sim *x)
     return per_s > 0 ? 1.0 / per_s : INFINITY;
 }
 
-static enum sn_err on_fail(struct sim *x, struct sn_error *err)
+enum sn_err sn__sim_fail_draw(struct sim *x, enum sn_fail_class *out, uint64_t *pick,
+                              struct sn_error *err)
 {
     const struct sn_sim_failure_model *fm = &x->cfg->fm;
     double u = sn_rng_uniform(&x->rng), acc = 0;
     int cls = 0;
     while (cls < SN_FAIL_CLASS_COUNT - 1 && u >= acc + fm->fraction[cls])
         acc += fm->fraction[cls++];
-    uint64_t pickv = sn_rng_next(&x->rng);
+    *pick = sn_rng_next(&x->rng);
     enum sn_err rc = push(x, x->now + sn_rng_exp(&x->rng, fail_mean_gap(x)), EV_FAIL, 0, 0, 0, err);
     if (cls == SN_FAIL_NETWORK && x->n_leaves == 0)
         cls = SN_FAIL_HOST;
     x->r->failures[cls]++;
+    *out = (enum sn_fail_class)cls;
+    return rc;
+}
+
+static enum sn_err on_fail(struct sim *x, struct sn_error *err)
+{
+    const struct sn_sim_failure_model *fm = &x->cfg->fm;
+    enum sn_fail_class cls;
+    uint64_t pickv;
+    enum sn_err rc = sn__sim_fail_draw(x, &cls, &pickv, err);
     if (rc != SN_OK)
         return rc;
     if (cls == SN_FAIL_SOFTWARE) {
@@ -460,7 +439,7 @@ static enum sn_err on_fail(struct sim *x, struct sn_error *err)
 static enum sn_err rerate_job(struct sim *x, uint32_t id, struct sn_error *err)
 {
     struct sim_job *j = &x->jobs[id];
-    double rate = eff(j, job_rate(x, id), x->cfg->ckpt_cost_s);
+    double rate = eff(j, job_rate(x, id, id), x->cfg->ckpt_cost_s);
     if (rate == j->rate_eff)
         return SN_OK;
     if (x->now > j->seg_start) {
@@ -680,7 +659,7 @@ static enum sn_err run_pass(struct sim *x, struct sn_error *err)
 static enum sn_err loop(struct sim *x, struct sn_error *err)
 {
     const struct sn_sim_workload *w = x->w;
-    double horizon = w->jobs[w->n_jobs - 1].submit_s + HORIZON_S;
+    double horizon = w->jobs[w->n_jobs - 1].submit_s + SN__SIM_HORIZON_S;
     enum sn_err rc = SN_OK;
     while (rc == SN_OK && x->done + x->rejected < w->n_jobs) {
         bool submit = x->next_submit < w->n_jobs &&
@@ -699,6 +678,8 @@ static enum sn_err loop(struct sim *x, struct sn_error *err)
         }
         if (rc == SN_OK)
             rc = apply_decisions(x, err); /* interruptions from failures */
+        if (rc == SN_OK && x->cfg->check_invariants)
+            rc = sn_sched_check_invariants(x->s, err);
         if (rc == SN_OK)
             rc = rerate_crossing(x, err);
         bool more_now = (x->next_submit < w->n_jobs && w->jobs[x->next_submit].submit_s <= t) ||
@@ -781,7 +762,7 @@ static enum sn_err per_job_results(struct sim *x, struct sn_error *err)
     return SN_OK;
 }
 
-static enum sn_err finish_results(struct sim *x, struct sn_error *err)
+enum sn_err sn__sim_finish_results(struct sim *x, struct sn_error *err)
 {
     struct sn_sim_result *r = x->r;
     const struct sn_sim_workload *w = x->w;
@@ -884,9 +865,8 @@ static enum sn_err create_sched(struct sim *x, struct sn_error *err)
     return rc;
 }
 
-static enum sn_err setup(struct sim *x, struct sn_error *err)
+enum sn_err sn__sim_setup(struct sim *x, struct sn_error *err)
 {
-    const struct sn_sim_config *c = x->cfg;
     uint32_t n = x->w->n_jobs, nsn = x->m->n_supernodes;
     x->jobs = calloc(n, sizeof(*x->jobs));
     x->queue_s = malloc(n * sizeof(double));
@@ -915,10 +895,15 @@ static enum sn_err setup(struct sim *x, struct sn_error *err)
             return rc;
     }
     x->n_leaves = sn_model_domain_count(x->m, SN_DOMAIN_LEAF);
-    sn_rng_seed(&x->rng, c->seed);
-    enum sn_err rc = create_sched(x, err);
-    if (rc != SN_OK)
-        return rc;
+    sn_rng_seed(&x->rng, x->cfg->seed);
+    return SN_OK;
+}
+
+enum sn_err sn__sim_first_events(struct sim *x, bool slow, struct sn_error *err)
+{
+    const struct sn_sim_config *c = x->cfg;
+    uint32_t n = x->w->n_jobs;
+    enum sn_err rc;
     double first = x->w->jobs[0].submit_s, last = x->w->jobs[n - 1].submit_s;
     double snap = c->snapshot_s >= 0 ? c->snapshot_s : (first + last) / 2;
     if ((rc = push(x, first, EV_SAMPLE, 0, 0, 0, err)) ||
@@ -926,10 +911,77 @@ static enum sn_err setup(struct sim *x, struct sn_error *err)
         return rc;
     if (c->failures && c->fm.per_gpu_hour > 0)
         rc = push(x, first + sn_rng_exp(&x->rng, fail_mean_gap(x)), EV_FAIL, 0, 0, 0, err);
-    if (rc == SN_OK && c->failures && c->fm.slow_per_gpu_hour > 0)
+    if (rc == SN_OK && slow && c->failures && c->fm.slow_per_gpu_hour > 0)
         rc = push(x, first + sn_rng_exp(&x->rng, 3600.0 / (c->fm.slow_per_gpu_hour * x->m->n_gpus)),
                   EV_SLOW, 0, 0, 0, err);
     return rc;
+}
+
+void sn__sim_release(struct sim *x)
+{
+    free(x->heap);
+    free(x->jobs);
+    free(x->queue_s);
+    free(x->jct_s);
+    free(x->gpu_slow);
+    free(x->xs);
+    free(x->xs_pos);
+    free(x->hw);
+    free(x->first_servers);
+}
+
+/* ---- for the control engine (sim_int.h) ----------------------------------- */
+
+enum sn_err sn__sim_push(struct sim *x, double t, uint32_t kind, uint32_t a, uint32_t b, uint32_t c,
+                         struct sn_error *err)
+{
+    return push(x, t, kind, a, b, c, err);
+}
+
+struct event sn__sim_pop(struct sim *x)
+{
+    return pop(x);
+}
+
+double sn__sim_job_tau(const struct sim *x, uint32_t gpus)
+{
+    return job_tau(x, gpus);
+}
+
+uint32_t sn__sim_job_pool(const struct sim *x, uint32_t gpus)
+{
+    return job_pool(x, gpus);
+}
+
+double sn__sim_job_rate(struct sim *x, uint32_t sid, uint32_t wid)
+{
+    return job_rate(x, sid, wid);
+}
+
+double sn__sim_eff(const struct sim_job *j, double rate, double cost)
+{
+    return eff(j, rate, cost);
+}
+
+double sn__sim_progress_at(const struct sim_job *j, double t)
+{
+    return progress_at(j, t);
+}
+
+enum sn_err sn__sim_note_first_servers(struct sim *x, uint32_t sid, uint32_t wid,
+                                       struct sn_error *err)
+{
+    return note_first_servers(x, sid, wid, err);
+}
+
+enum sn_err sn__sim_sample(struct sim *x, struct sn_error *err)
+{
+    return on_sample(x, err);
+}
+
+void sn__sim_snapshot(struct sim *x)
+{
+    on_snapshot(x);
 }
 
 enum sn_err sn_sim_run(const struct sn_model *m, const struct sn_sim_workload *w,
@@ -939,22 +991,20 @@ enum sn_err sn_sim_run(const struct sn_model *m, const struct sn_sim_workload *w
     *out = NULL;
     if (!w->n_jobs || m->n_gpus == 0)
         return sn_error_set(err, SN_ERR_INVALID, "simulation: no jobs or no GPUs");
+    if (c->engine == SN_SIM_ENGINE_CONTROL)
+        return sn__sim_run_control(m, w, c, out, err);
     struct sim x = {.m = m, .w = w, .cfg = c};
-    enum sn_err rc = setup(&x, err);
+    enum sn_err rc = sn__sim_setup(&x, err);
+    if (rc == SN_OK)
+        rc = create_sched(&x, err);
+    if (rc == SN_OK)
+        rc = sn__sim_first_events(&x, true, err);
     if (rc == SN_OK)
         rc = loop(&x, err);
     if (rc == SN_OK)
-        rc = finish_results(&x, err);
+        rc = sn__sim_finish_results(&x, err);
     sn_sched_destroy(x.s);
-    free(x.heap);
-    free(x.jobs);
-    free(x.queue_s);
-    free(x.jct_s);
-    free(x.gpu_slow);
-    free(x.xs);
-    free(x.xs_pos);
-    free(x.hw);
-    free(x.first_servers);
+    sn__sim_release(&x);
     if (rc != SN_OK) {
         sn_sim_result_free(x.r);
         return rc;

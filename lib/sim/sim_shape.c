@@ -24,6 +24,7 @@ struct shape_arena {
     struct sn_cooling_loop_spec loop;
     struct sn_supernode_group groups[SN_SIM_SHAPE_MAX_GROUPS];
     struct sn_pool_spec pools[SN_SIM_SHAPE_MAX_GROUPS];
+    char pool_names[SN_SIM_SHAPE_MAX_GROUPS][24]; /* "dedicated0", "mixed1", ...: distinct */
 };
 
 static const char *const pd_names[SN_SPEC_MAX_DOMAINS_PER_TEMPLATE] = {
@@ -153,7 +154,10 @@ enum sn_err sn_sim_shape_build(const struct sn_sim_shape *sh, struct sn_spec **s
     uint32_t left = sh->supernodes, ng = 0;
     for (uint32_t g = 0; g < sh->n_groups && left > 0; g++) {
         uint32_t c = sh->groups[g].count < left ? sh->groups[g].count : left;
-        a->pools[g] = (struct sn_pool_spec){.name = "pool", .kind = sh->groups[g].kind};
+        /* Distinct names: lib/control finds a job's pool by name. */
+        snprintf(a->pool_names[g], sizeof(a->pool_names[g]), "%s%u",
+                 sn_pool_kind_name(sh->groups[g].kind), g);
+        a->pools[g] = (struct sn_pool_spec){.name = a->pool_names[g], .kind = sh->groups[g].kind};
         a->groups[ng++] =
             (struct sn_supernode_group){.prefix = "sn", .template_index = 0, .count = c, .pool = g};
         left -= c;

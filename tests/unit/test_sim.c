@@ -2,8 +2,12 @@
  * Unit tests of lib/sim: the failure defaults, determinism, conservation of
  * work, the checkpoint policies (hand-computed completion times), the
  * trace loaders on the real traces (skipped when SN_TRACES_DIR is absent)
- * and bad trace input.
+ * and bad trace input; then the control engine (lib/control driven with
+ * virtual time, its invariants checked after every event): the same work
+ * as the sched engine without failures, quotas, TP groups, host and GPU
+ * failures, software faults.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -537,15 +541,263 @@ static void bad_trace(void **state)
     remove(path);
 }
 
+/* ---- the control engine (lib/sim/sim_control.c) ---------------------------- */
+
+/* Failure-free, both engines finish every job of the same synthetic
+ * workload and keep all of its work: 400 jobs, 4 supernodes, useful
+ * GPU-hours = sum of duration x GPUs over the workload. The control
+ * engine is deterministic too. */
+static void control_matches_sched_failure_free(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 4);
+    struct sn_sim_workload w;
+    assert_int_equal(sn_sim_synth(400, 4, 7, &w, NULL), SN_OK);
+    double work_gpu_h = 0;
+    for (uint32_t i = 0; i < w.n_jobs; i++)
+        work_gpu_h += w.jobs[i].duration_s * w.jobs[i].gpus / 3600;
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.failures = false;
+    cfg.check_invariants = true; /* both engines, after every event */
+    struct sn_sim_result *a = run(&c, &w, &cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    struct sn_sim_result *b = run(&c, &w, &cfg), *b2 = run(&c, &w, &cfg);
+    assert_int_equal(a->jobs_done, 400);
+    assert_int_equal(b->jobs_done, a->jobs_done);
+    assert_int_equal(b->jobs_failed, 0);
+    assert_int_equal(b->interruptions, 0);
+    assert_rel(a->useful_gpu_h, work_gpu_h, 1e-9);
+    assert_rel(b->useful_gpu_h, work_gpu_h, 1e-9);
+    assert_near(b->lost_gpu_h, 0, 1e-9);
+    assert_int_equal(b->n_jct, b2->n_jct);
+    for (uint32_t i = 0; i < b->n_jct; i++)
+        assert_true(b->jct_sorted[i] == b2->jct_sorted[i]);
+    sn_sim_result_free(a);
+    sn_sim_result_free(b);
+    sn_sim_result_free(b2);
+    sn_sim_workload_release(&w);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* Quotas are control rules: one tenant, two 8-GPU jobs of 1,000 s
+ * submitted together on one free 64-GPU supernode. With a per-supernode
+ * limit of 8 GPUs (the tenant's limits, no pools) or a GPU quota of 8 in
+ * the supernode's pool (mixed0), the second waits for the first: JCTs
+ * 1,000 and 2,000 s, with quota pending reasons sampled meanwhile;
+ * without either both take 1,000 s. A GPU quota on a cluster without pools
+ * is refused: lib/control has quotas per tenant and pool only. */
+static void control_quota_holds(void **state)
+{
+    (void)state;
+    struct sn_sim_job jobs[2] = {{.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8},
+                                 {.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 2, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.tenants = 1;
+    cfg.sample_s = 100;
+    struct cluster c;
+    cluster_open(&c, 1);
+    cfg.quota_gpus_per_supernode = 8;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[0], 1000, 1e-9);
+    assert_near(r->jct_sorted[1], 2000, 1e-9);
+    assert_true(r->pending_reasons[SN_PENDING_QUOTA_SUPERNODE] > 0);
+    sn_sim_result_free(r);
+    cfg.quota_gpus_per_supernode = 0;
+    r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[1], 1000, 1e-9);
+    sn_sim_result_free(r);
+    cfg.quota_gpus = 8;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_run(c.model, &w, &cfg, &r, &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "needs pools"));
+    sn_sim_shape_free(c.spec, c.model);
+
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    sh.n_groups = 1;
+    sh.groups[0].count = 1;
+    sh.groups[0].kind = SN_POOL_MIXED;
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    assert_string_equal(c.spec->pools[0].name, "mixed0");
+    r = run(&c, &w, &cfg);
+    assert_near(r->jct_sorted[0], 1000, 1e-9);
+    assert_near(r->jct_sorted[1], 2000, 1e-9);
+    assert_true(r->pending_reasons[SN_PENDING_QUOTA] > 0);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* Job shapes in the control engine: on 2 supernodes of 64 GPUs, a 16-GPU
+ * job takes part of one, then a 96-GPU job in TP groups of 24 must span
+ * both, each group inside one supernode (snd's rule: a group stays in one
+ * supernode); a job whose group of 128 GPUs fits no supernode is refused
+ * by the core and never starts. */
+static void control_groups_stay_in_supernodes(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 2);
+    struct sn_sim_job jobs[3] = {
+        {.submit_s = 0, .duration_s = 5000, .gpus = 16, .group_gpus = 8},
+        {.submit_s = 10, .duration_s = 3000, .gpus = 96, .group_gpus = 24},
+        {.submit_s = 20, .duration_s = 100, .gpus = 128, .group_gpus = 128},
+    };
+    struct sn_sim_workload w = {.n_jobs = 3, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = false;
+    cfg.comm.tp_fraction = cfg.comm.dp_fraction = 0;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_int_equal(r->jobs_done, 2);
+    assert_int_equal(r->groups_cross, 0);
+    assert_int_equal(r->groups_split, 0);
+    assert_false(isnan(r->job_start_s[1]));
+    assert_true(isnan(r->job_start_s[2]));
+    /* The 96-GPU job's first run used servers of both supernodes. */
+    uint32_t sn_seen[2] = {0, 0};
+    for (uint32_t k = r->job_servers_off[1]; k < r->job_servers_off[2]; k++)
+        sn_seen[c.model->server_supernode[r->job_servers[k]]]++;
+    assert_true(sn_seen[0] > 0 && sn_seen[1] > 0);
+    assert_int_equal(sn_seen[0] + sn_seen[1], 12);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* Host failures in the control engine: the agent goes silent, and what
+ * follows is snd's partition rule. Two servers of 8 GPUs, one 8-GPU job of
+ * 36,000 s (36,600 s without failures: a 60 s checkpoint every 3,600 s),
+ * only host failures at 500 x the default rate. Among seeds, the runs with
+ * exactly one failure, on the job's server (one interruption):
+ *  - fence off (partition_share_pct 100): the timer ticks every 10 s
+ *    (heartbeat_timeout_s / 3), the server is silent past 30 s at +40 s,
+ *    past the 5 s window too, so declared lost then and the job requeued
+ *    onto the other server: JCT = 36,600 + lost work (under one interval,
+ *    3,660 s) + 40 s + the 300 s restart;
+ *  - fence on (snd's default 10 %: 1 of 2 servers is 50 %): nothing is
+ *    evicted; the job stalls until its host is repaired (8 h) and the agent
+ *    reports its rank lost: JCT >= 36,600 + 28,800 + 300. */
+static void control_host_failure_requeues(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    sh.servers = 2;
+    struct cluster c;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    struct sn_sim_job job = {.submit_s = 0, .duration_s = 36000, .gpus = 8, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = false;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_near(r->jct[0].mean, 36600, 1e-6);
+    sn_sim_result_free(r);
+    cfg.failures = true;
+    cfg.fm.per_gpu_hour *= 500;
+    for (int k = 0; k < SN_FAIL_CLASS_COUNT; k++)
+        cfg.fm.fraction[k] = k == SN_FAIL_HOST;
+    for (int fence = 0; fence < 2; fence++) {
+        cfg.partition_share_pct = fence ? 10 : 100;
+        uint32_t hits = 0;
+        for (uint64_t seed = 1; seed <= 40; seed++) {
+            cfg.seed = seed;
+            r = run(&c, &w, &cfg);
+            assert_int_equal(r->jobs_done, 1);
+            assert_rel(r->useful_gpu_h, 36000.0 * 8 / 3600, 1e-9);
+            if (r->failures[SN_FAIL_HOST] == 1 && r->interruptions == 1) {
+                hits++;
+                assert_int_equal(r->replacements, 0);
+                double jct = r->jct[0].mean;
+                if (fence) {
+                    assert_true(jct >= 36600 + 28800 + 300);
+                } else {
+                    assert_true(jct >= 36600 + 40 + 300 - 1e-6);
+                    assert_true(jct <= 36600 + 3660 + 40 + 300 + 1e-6);
+                }
+            }
+            sn_sim_result_free(r);
+        }
+        assert_true(hits > 0);
+    }
+    sn_sim_shape_free(c.spec, c.model);
+}
+
+/* GPU failures as ADMIN down: with 8 spares the control replaces the
+ * failed GPUs in place (every interruption a replacement), without them it
+ * requeues; software faults are rank exits with status 1 that fail the
+ * job, as in snd. */
+static void control_gpu_failures_and_faults(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_open(&c, 1);
+    struct sn_sim_job job = {.submit_s = 0, .duration_s = 2e6, .gpus = 8, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 1, .jobs = &job, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.fm.per_gpu_hour *= 500;
+    for (int k = 0; k < SN_FAIL_CLASS_COUNT; k++)
+        cfg.fm.fraction[k] = k == SN_FAIL_GPU;
+    cfg.sched.spare_gpus_per_supernode = 8;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_int_equal(r->jobs_done, 1);
+    assert_true(r->interruptions >= 3);
+    assert_int_equal(r->replacements, r->interruptions);
+    assert_rel(r->useful_gpu_h, 2e6 * 8 / 3600, 1e-9);
+    sn_sim_result_free(r);
+    cfg.sched.spare_gpus_per_supernode = 0;
+    r = run(&c, &w, &cfg);
+    assert_int_equal(r->jobs_done, 1);
+    assert_true(r->interruptions >= 3);
+    assert_int_equal(r->replacements, 0);
+    sn_sim_result_free(r);
+    for (int k = 0; k < SN_FAIL_CLASS_COUNT; k++)
+        cfg.fm.fraction[k] = k == SN_FAIL_SOFTWARE;
+    r = run(&c, &w, &cfg);
+    assert_int_equal(r->jobs_done, 0);
+    assert_int_equal(r->jobs_failed, 1);
+    assert_int_equal(r->jobs_unfinished, 1);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(failure_defaults),    cmocka_unit_test(deterministic_and_conserving),
-        cmocka_unit_test(checkpoint_policies), cmocka_unit_test(trace_loaders),
-        cmocka_unit_test(bad_trace),           cmocka_unit_test(comm_model_rates),
-        cmocka_unit_test(comm_model_in_sim),   cmocka_unit_test(uplink_load_rerates),
-        cmocka_unit_test(spares_in_sim),       cmocka_unit_test(quota_in_sim),
-        cmocka_unit_test(crux_topology),       cmocka_unit_test(pools_preemption_bounded),
+        cmocka_unit_test(failure_defaults),
+        cmocka_unit_test(deterministic_and_conserving),
+        cmocka_unit_test(checkpoint_policies),
+        cmocka_unit_test(trace_loaders),
+        cmocka_unit_test(bad_trace),
+        cmocka_unit_test(comm_model_rates),
+        cmocka_unit_test(comm_model_in_sim),
+        cmocka_unit_test(uplink_load_rerates),
+        cmocka_unit_test(spares_in_sim),
+        cmocka_unit_test(quota_in_sim),
+        cmocka_unit_test(crux_topology),
+        cmocka_unit_test(pools_preemption_bounded),
+        cmocka_unit_test(control_matches_sched_failure_free),
+        cmocka_unit_test(control_quota_holds),
+        cmocka_unit_test(control_groups_stay_in_supernodes),
+        cmocka_unit_test(control_host_failure_requeues),
+        cmocka_unit_test(control_gpu_failures_and_faults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,802 @@
+/*
+ * The simulator's control engine (`sn sim --engine control`): the
+ * workload, failures and checkpoints of a run are turned into the events
+ * snd feeds lib/control (sn/control.h), applied with virtual time, so
+ * pools, quotas, job shapes, partition safety, spares, checkpoints and
+ * heartbeat loss follow the daemon's rules, not a copy of them.
+ *
+ * What snd does, and the event it becomes here:
+ *  - a submission: the job record snd's submit route stores (its spec as
+ *    JSON: name, gpus, group_gpus, time_limit_s, preemptible, pool,
+ *    priority_class), inserted, durable at once (no store), then SUBMIT;
+ *    one PASS after all events of a timestamp when one of them poked the
+ *    control (sched_dirty), as snd's pass after a burst of requests;
+ *  - a run's end: RANK_EXIT with status 0 from every rank when its work is
+ *    done (the job completes when all ranks exited 0); a software fault is
+ *    rank 0 exiting with status 1 (the job fails, as in snd);
+ *  - checkpoints: CHECKPOINT each tau of work (tau fixed, or the Daly
+ *    interval the control computed at start: ckpt_interval_s);
+ *  - a GPU failure: ADMIN down on the GPU, ADMIN up at its repair;
+ *  - a host or network failure: the server's agent goes silent. Its jobs'
+ *    runs stop making progress at once; lib/control finds out only through
+ *    TIMER events (snd's timer), declares it lost after heartbeat_timeout_s
+ *    plus partition_window_s, or fences when too many go silent together;
+ *    at the repair the agent heartbeats again and reports the ranks it lost
+ *    with their host (status 255 "infrastructure-lost:"), which requeues
+ *    a run the control still thought alive.
+ *
+ * Heartbeats are cheap to fake: lib/control only compares last_seen_ms
+ * with the timer's clock, so the live agents' heartbeats are applied just
+ * before each TIMER event, and TIMER events run (every heartbeat_timeout_s
+ * / 3) only while an agent is silent and the control has not settled it
+ * (not yet declared down, or fenced). A failure-free run applies none.
+ *
+ * The control's effects are read, then dropped (no store): the job rows
+ * of each batch say which jobs changed, and a job's alloc_seq tells a new
+ * run from the one the simulator follows. A fatal effect is an error.
+ * A job that completed or failed is removed from the control's table
+ * (snd keeps it): nothing in a simulation reads it again (no dependencies,
+ * arrays, idempotency keys or queries), and lib/control's settle steps
+ * scan every job in the table after each job's end, which made a replay
+ * quadratic in its jobs (Helios, 125,303 jobs: over 10 minutes, 45 s with
+ * the removal).
+ * The tallies and the result are the sched engine's (sim_int.h).
+ *
+ * Not modelled here (the sched engine has them): slow GPUs and health
+ * scores (lib/control takes no health score), re-rating of jobs whose
+ * uplinks load changes (a run's rate is set at its start), and the
+ * estimate's refresh at a requeue (time_limit_s is the job's own).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <sn/control.h>
+#include <sn/sim.h>
+
+#include "sim_int.h"
+
+#define CLOCK_BASE_MS 1000000000LL /* virtual time 0: lib/control reads 0 as "never" */
+#define MAX_CLASSES 256            /* distinct trace priorities (priority classes) */
+
+enum { EV_CKPT = 100, EV_TIMER }; /* beside sim_int.h's kinds */
+
+struct csim {
+    struct sim x; /* x.s is the control's core */
+    struct sn_control *ctl;
+    struct sn_effects fx;
+    uint32_t *wid;      /* by control job id: its workload index */
+    int64_t *cid;       /* by workload index: its control job id, 0 = none yet */
+    uint64_t *run_seq;  /* by workload index: alloc_seq of the run followed, 0 = none */
+    uint8_t *stalled;   /* by workload index: its run lost a host and makes no progress */
+    uint8_t *host_down; /* by server: failures keeping its agent silent */
+    uint8_t *gpu_down;  /* by GPU: failures keeping it down */
+    uint32_t n_hosts_down, failed;
+    bool timer_armed;
+    int32_t classes[MAX_CLASSES];
+    uint32_t n_classes;
+};
+
+static struct sn_control_clock clock_at(double t)
+{
+    int64_t ms = CLOCK_BASE_MS + (int64_t)llround(t * 1000);
+    return (struct sn_control_clock){ms, ms};
+}
+
+static double period_s(const struct csim *cs)
+{
+    double p = cs->x.cfg->heartbeat_timeout_s / 3.0;
+    return p >= 1 ? p : 1;
+}
+
+/* ---- following the control's runs ----------------------------------------- */
+
+/* Pushes the end and the next checkpoint of workload job i's run. */
+static enum sn_err schedule_run(struct csim *cs, uint32_t i, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    struct sim_job *j = &x->jobs[i];
+    double from = fmax(j->seg_start, x->now), p = sn__sim_progress_at(j, x->now);
+    enum sn_err rc =
+        sn__sim_push(x, from + (j->remaining - p) / j->rate_eff, EV_FINISH, i, j->gen, 0, err);
+    if (rc != SN_OK || !(j->tau > 0))
+        return rc;
+    double k = floor(p / j->tau + 1e-9) + 1;
+    if (k * j->tau >= j->remaining || k > UINT32_MAX)
+        return SN_OK;
+    return sn__sim_push(x, from + (k * j->tau - p) / j->rate_eff, EV_CKPT, i, j->gen, (uint32_t)k,
+                        err);
+}
+
+/* The run stops making progress now (a host under it failed). */
+static void stall(struct csim *cs, uint32_t i)
+{
+    struct sim_job *j = &cs->x.jobs[i];
+    if (cs->stalled[i])
+        return;
+    j->progress = sn__sim_progress_at(j, cs->x.now);
+    j->seg_start = cs->x.now;
+    j->rate_eff = 0;
+    j->gen++;
+    cs->stalled[i] = 1;
+}
+
+static bool on_dead_host(const struct csim *cs, const struct sn_control_job *j)
+{
+    for (uint32_t k = 0; k < j->n_alloc; k++)
+        if (cs->host_down[cs->x.m->gpu_server[j->alloc[k]]])
+            return true;
+    return false;
+}
+
+static enum sn_err start_run(struct csim *cs, uint32_t i, const struct sn_control_job *cj,
+                             struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    struct sim_job *j = &x->jobs[i];
+    const struct sn_sim_job *wj = &x->w->jobs[i];
+    if (isnan(x->queue_s[i])) {
+        x->queue_s[i] = x->now - wj->submit_s;
+        j->first_start = x->now;
+        enum sn_err rc = sn__sim_note_first_servers(x, cj->sched_id, i, err);
+        if (rc != SN_OK)
+            return rc;
+    }
+    j->run_start = x->now;
+    j->progress = 0;
+    j->seg_start = x->now + (j->runs++ > 0 ? x->cfg->restart_s : 0);
+    j->tau = x->cfg->ckpt == SN_CKPT_YOUNG_DALY && cj->ckpt_interval_s > 0
+                 ? cj->ckpt_interval_s
+                 : sn__sim_job_tau(x, wj->gpus);
+    j->rate_eff = sn__sim_eff(j, sn__sim_job_rate(x, cj->sched_id, i), x->cfg->ckpt_cost_s);
+    j->gen++;
+    cs->run_seq[i] = cj->alloc_seq;
+    cs->stalled[i] = 0;
+    struct sn_job_info info;
+    sn_sched_job_info(x->s, cj->sched_id, &info);
+    x->r->groups_split += info.groups_split;
+    x->r->groups_cross += info.groups_cross_sn;
+    x->r->decisions++;
+    if (on_dead_host(cs, cj)) { /* placed on a server whose agent is gone */
+        stall(cs, i);
+        return SN_OK;
+    }
+    return schedule_run(cs, i, err);
+}
+
+/* The run ended unfinished: the work up to its last checkpoint is kept. */
+static void stop_run(struct csim *cs, uint32_t i)
+{
+    struct sim *x = &cs->x;
+    struct sim_job *j = &x->jobs[i];
+    double p = sn__sim_progress_at(j, x->now);
+    double saved = j->tau > 0 ? floor(p / j->tau + 1e-9) * j->tau : 0;
+    sn_goodput_add_run(&x->gp, x->w->jobs[i].gpus, x->now - j->run_start, saved, true);
+    j->remaining -= saved;
+    j->gen++;
+    cs->stalled[i] = 0;
+}
+
+static void finish_run(struct csim *cs, uint32_t i)
+{
+    struct sim *x = &cs->x;
+    struct sim_job *j = &x->jobs[i];
+    const struct sn_sim_job *wj = &x->w->jobs[i];
+    sn_goodput_add_run(&x->gp, wj->gpus, x->now - j->run_start, j->remaining, false);
+    j->remaining = 0;
+    j->gen++;
+    x->jct_s[i] = x->now - wj->submit_s;
+    x->done++;
+    x->r->makespan_s = x->now;
+}
+
+/* Job id changed in the control (a job row of a batch): follow its run. */
+static enum sn_err sync_job(struct csim *cs, int64_t id, const char *event, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    const struct sn_control_job *cj = sn_control_job_get(cs->ctl, id);
+    if (!cj || id > (int64_t)x->w->n_jobs)
+        return SN_OK;
+    uint32_t i = cs->wid[id];
+    bool was = cs->run_seq[i] != 0;
+    if (cj->state == SN_CONTROL_JOB_RUNNING && was && cs->run_seq[i] == cj->alloc_seq)
+        return SN_OK;
+    if (was && cj->state != SN_CONTROL_JOB_COMPLETED && cj->state != SN_CONTROL_JOB_FAILED) {
+        stop_run(cs, i);
+        bool preempted = event && strcmp(event, "preempted") == 0;
+        x->r->preemptions += preempted;
+        x->r->interruptions += !preempted;
+        x->r->replacements += event && strcmp(event, "replaced") == 0;
+    }
+    cs->run_seq[i] = 0;
+    if (cj->state == SN_CONTROL_JOB_RUNNING)
+        return start_run(cs, i, cj, err);
+    if (was && cj->state == SN_CONTROL_JOB_COMPLETED) {
+        finish_run(cs, i);
+    } else if (was && cj->state == SN_CONTROL_JOB_FAILED) {
+        struct sim_job *j = &x->jobs[i];
+        sn_goodput_add_run(&x->gp, x->w->jobs[i].gpus, x->now - j->run_start, 0, true);
+        j->gen++;
+        cs->failed++;
+    }
+    /* Ended: out of the table (see the top). */
+    if (was && (cj->state == SN_CONTROL_JOB_COMPLETED || cj->state == SN_CONTROL_JOB_FAILED))
+        sn_control_job_remove(cs->ctl, id);
+    return SN_OK;
+}
+
+/* Reads the effects of one event (job rows: which jobs changed), then
+ * drops them. */
+static enum sn_err sync_effects(struct csim *cs, struct sn_error *err)
+{
+    enum sn_err rc = SN_OK;
+    for (size_t b = 0; b < cs->fx.n_batches && rc == SN_OK; b++) {
+        const struct sn_effect_batch *batch = &cs->fx.batches[b];
+        const char *event = NULL;
+        for (size_t k = 0; k < batch->n; k++)
+            if (batch->rows[k].kind == SN_STORE_ADD_EVENT)
+                event = batch->rows[k].text[0];
+        for (size_t k = 0; k < batch->n && rc == SN_OK; k++)
+            if (batch->rows[k].kind == SN_STORE_PUT_JOB)
+                rc = sync_job(cs, batch->rows[k].num[0], event, err);
+    }
+    sn_effects_reset(&cs->fx);
+    return rc;
+}
+
+/* Test mode (check_invariants): the control's and its core's invariants,
+ * and every run the simulator follows is the control's current run. */
+static enum sn_err check(const struct csim *cs, enum sn_control_event_kind kind,
+                         struct sn_error *err)
+{
+    struct sn_error local = {0};
+    if (sn_control_verify(cs->ctl, &local) != SN_OK ||
+        sn_sched_check_invariants(cs->ctl->sched, &local) != SN_OK)
+        return sn_error_set(err, SN_ERR_INTERNAL, "simulation: after %s at %.3f s: %s",
+                            sn_control_event_name(kind), cs->x.now, local.message);
+    for (uint32_t i = 0; i < cs->x.next_submit; i++) {
+        const struct sn_control_job *cj =
+            cs->cid[i] ? sn_control_job_get(cs->ctl, cs->cid[i]) : NULL;
+        bool followed = cs->run_seq[i] != 0;
+        bool running = cj && cj->state == SN_CONTROL_JOB_RUNNING;
+        if (followed != running || (running && cj->alloc_seq != cs->run_seq[i]))
+            return sn_error_set(err, SN_ERR_INTERNAL,
+                                "simulation: after %s at %.3f s: job w%u is %s in the control "
+                                "(run of batch %llu), the simulator follows %s (batch %llu)",
+                                sn_control_event_name(kind), cs->x.now, i,
+                                cj ? sn_control_job_state_name(cj->state) : "gone",
+                                running ? (unsigned long long)cj->alloc_seq : 0ULL,
+                                followed ? "a run" : "none", (unsigned long long)cs->run_seq[i]);
+    }
+    return SN_OK;
+}
+
+static enum sn_err apply(struct csim *cs, struct sn_control_event ev, struct sn_error *err)
+{
+    struct sn_control_clock now = clock_at(cs->x.now);
+    struct sn_error local = {0};
+    enum sn_err rc = sn_control_apply(cs->ctl, &ev, &now, &cs->fx, &local);
+    cs->x.s = cs->ctl->sched;
+    if (cs->fx.fatal) {
+        sn_effects_reset(&cs->fx);
+        return sn_error_set(err, SN_ERR_NOMEM,
+                            "simulation: lib/control failed a rule (out of "
+                            "memory) applying %s",
+                            sn_control_event_name(ev.kind));
+    }
+    enum sn_err src = sync_effects(cs, err);
+    if (rc != SN_OK)
+        return sn_error_set(err, rc, "simulation: lib/control refused %s at %.3f s: %s",
+                            sn_control_event_name(ev.kind), cs->x.now, local.message);
+    if (src == SN_OK && cs->x.cfg->check_invariants)
+        src = check(cs, ev.kind, err);
+    return src;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static enum sn_err put_named(struct sn_control_named **list, uint32_t *n, const char *name,
+                             json_t *doc, struct sn_error *err)
+{
+    if (!doc)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
+    enum sn_err rc = sn_control_named_put(list, n, name, doc, err);
+    if (rc != SN_OK)
+        json_decref(doc);
+    return rc;
+}
+
+/* Priority classes: one per distinct trace priority, every one
+ * preemptible (the sched engine's jobs all are). */
+static enum sn_err make_classes(struct csim *cs, struct sn_error *err)
+{
+    const struct sn_sim_workload *w = cs->x.w;
+    for (uint32_t i = 0; i < w->n_jobs; i++) {
+        bool seen = false;
+        for (uint32_t k = 0; k < cs->n_classes && !seen; k++)
+            seen = cs->classes[k] == w->jobs[i].priority;
+        if (seen)
+            continue;
+        if (cs->n_classes == MAX_CLASSES)
+            return sn_error_set(err, SN_ERR_LIMIT,
+                                "simulation: more than %u distinct job priorities for the "
+                                "control engine's priority classes",
+                                MAX_CLASSES);
+        int32_t p = w->jobs[i].priority;
+        cs->classes[cs->n_classes++] = p;
+        char name[32];
+        snprintf(name, sizeof(name), "p%d", (int)p);
+        enum sn_err rc =
+            put_named(&cs->ctl->classes, &cs->ctl->n_classes, name,
+                      json_pack("{s:i,s:b}", "priority", (int)p, "preemptible", 1), err);
+        if (rc != SN_OK)
+            return rc;
+    }
+    return SN_OK;
+}
+
+/* Tenants t0..tN-1 as snd restores them, every one with the configured
+ * limits; the GPU quota per pool of the spec (lib/control has no quota
+ * without pools). */
+static enum sn_err make_tenants(struct csim *cs, struct sn_error *err)
+{
+    const struct sn_sim_config *c = cs->x.cfg;
+    const struct sn_spec *spec = cs->x.m->spec;
+    uint32_t nt = c->tenants ? c->tenants : 1, pools = spec->n_pools ? spec->n_pools : 1;
+    if ((uint64_t)nt * pools > SN_SCHED_MAX_TENANTS)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "simulation: %u tenants x %u pools exceed the core's %u tenants", nt,
+                            pools, SN_SCHED_MAX_TENANTS);
+    if (c->quota_gpus && spec->n_pools == 0)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "simulation: --quota-gpus with --engine control needs pools (snd's "
+                            "GPU quotas are per tenant and pool)");
+    for (uint32_t t = 0; t < nt; t++) {
+        char name[32], prefix[48];
+        snprintf(name, sizeof(name), "t%u", t);
+        snprintf(prefix, sizeof(prefix), "/sim/%s", name);
+        json_t *doc = json_pack("{s:s}", "prefix", prefix);
+        if (doc && c->quota_gpus_per_supernode)
+            json_object_set_new(
+                doc, "limits",
+                json_pack("{s:I}", "gpus_per_supernode", (json_int_t)c->quota_gpus_per_supernode));
+        enum sn_err rc = put_named(&cs->ctl->tenants, &cs->ctl->n_tenants, name, doc, err);
+        for (uint32_t p = 0; rc == SN_OK && c->quota_gpus && p < spec->n_pools; p++)
+            if (sn_control_quota_put(cs->ctl, name, spec->pools[p].name, c->quota_gpus) != SN_OK)
+                rc = sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for quotas");
+        if (rc != SN_OK)
+            return rc;
+    }
+    return SN_OK;
+}
+
+/* snd's config from the sim's: the policy, spares, oversell, preemption's
+ * minimum runtime, the heartbeat rules; --borrow lets every pool borrow
+ * from every other. */
+static enum sn_err control_config(const struct sim *x, struct sn_control_config *cc,
+                                  struct sn_error *err)
+{
+    const struct sn_sim_config *c = x->cfg;
+    const struct sn_spec *spec = x->m->spec;
+    memset(cc, 0, sizeof(*cc));
+    cc->max_jobs = (int64_t)x->w->n_jobs + 1;
+    cc->heartbeat_timeout_s = c->heartbeat_timeout_s;
+    cc->default_walltime_s = 86400;
+    snprintf(cc->sched_policy, sizeof(cc->sched_policy), "%s",
+             sn_sched_policy_name(c->sched.policy));
+    cc->preempt_min_runtime_s = (int64_t)c->sched.min_runtime_s;
+    cc->partition_share_pct = c->partition_share_pct;
+    cc->partition_window_s = c->partition_window_s;
+    cc->max_tenants_per_supernode = c->sched.max_tenants_per_supernode;
+    cc->spare_gpus_per_supernode = c->sched.spare_gpus_per_supernode;
+    cc->replace_in_place = c->sched.replace_in_place;
+    cc->cpu_oversell_pct =
+        (int64_t)llround((c->sched.cpu_oversell > 0 ? c->sched.cpu_oversell : 1) * 100);
+    cc->memory_oversell_pct =
+        (int64_t)llround((c->sched.memory_oversell > 0 ? c->sched.memory_oversell : 1) * 100);
+    size_t len = 0;
+    for (uint32_t b = 0; c->borrow && b < spec->n_pools; b++)
+        for (uint32_t l = 0; l < spec->n_pools; l++) {
+            if (b == l)
+                continue;
+            int n = snprintf(cc->pool_borrow + len, sizeof(cc->pool_borrow) - len, "%s%s:%s",
+                             len ? "," : "", spec->pools[b].name, spec->pools[l].name);
+            if (n < 0 || (size_t)n >= sizeof(cc->pool_borrow) - len)
+                return sn_error_set(err, SN_ERR_LIMIT,
+                                    "simulation: --borrow: the pool pairs do not fit snd's "
+                                    "pool_borrow (%zu characters)",
+                                    sizeof(cc->pool_borrow) - 1);
+            len += (size_t)n;
+        }
+    return SN_OK;
+}
+
+static enum sn_err setup(struct csim *cs, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    uint32_t n = x->w->n_jobs;
+    enum sn_err rc = sn__sim_setup(x, err);
+    if (rc != SN_OK)
+        return rc;
+    cs->wid = calloc((size_t)n + 1, sizeof(*cs->wid));
+    cs->cid = calloc(n, sizeof(*cs->cid));
+    cs->run_seq = calloc(n, sizeof(*cs->run_seq));
+    cs->stalled = calloc(n, 1);
+    cs->host_down = calloc(x->m->n_servers + 1, 1);
+    cs->gpu_down = calloc(x->m->n_gpus + 1, 1);
+    if (!cs->wid || !cs->cid || !cs->run_seq || !cs->stalled || !cs->host_down || !cs->gpu_down)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for %u jobs", n);
+    x->n_pools = x->m->spec->n_pools <= SN_SCHED_MAX_POOLS ? x->m->spec->n_pools : 0;
+    for (uint32_t p = 0; p < x->n_pools; p++)
+        x->pool_kind[p] = (uint8_t)x->m->spec->pools[p].kind;
+    struct sn_control_config cc;
+    if ((rc = control_config(x, &cc, err)) != SN_OK)
+        return rc;
+    cs->ctl = sn_control_new(x->m, x->m->spec, &cc, err);
+    if (!cs->ctl)
+        return SN_ERR_NOMEM;
+    if ((rc = make_tenants(cs, err)) != SN_OK || (rc = make_classes(cs, err)) != SN_OK)
+        return rc;
+    x->now = x->w->jobs[0].submit_s;
+    struct sn_control_clock now = clock_at(x->now);
+    struct sn_error local = {0};
+    if (sn_control_start(cs->ctl, &now, &local) != SN_OK)
+        return sn_error_set(err, SN_ERR_INVALID, "simulation: lib/control: %s", local.message);
+    x->s = cs->ctl->sched;
+    /* Every agent has heartbeated once: silence is noticed from here on. */
+    for (uint32_t s = 0; s < x->m->n_servers && rc == SN_OK; s++)
+        rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s}, err);
+    return rc == SN_OK ? sn__sim_first_events(x, false, err) : rc;
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+static enum sn_err submit_next(struct csim *cs, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    const struct sn_sim_config *c = x->cfg;
+    uint32_t i = x->next_submit++;
+    const struct sn_sim_job *wj = &x->w->jobs[i];
+    double est = wj->duration_s * (1 + c->estimate_error * sn_rng_uniform(&x->rng));
+    x->jobs[i].remaining = wj->duration_s;
+    double limit = ceil(est > 0 ? est : 1) + c->restart_s;
+    char name[32], cls[32], tenant[32];
+    snprintf(name, sizeof(name), "w%u", i);
+    snprintf(cls, sizeof(cls), "p%d", (int)wj->priority);
+    snprintf(tenant, sizeof(tenant), "t%u", wj->tenant % (c->tenants ? c->tenants : 1));
+    json_t *spec =
+        json_pack("{s:s,s:I,s:I,s:b,s:s}", "name", name, "gpus", (json_int_t)wj->gpus,
+                  "time_limit_s", (json_int_t)limit, "preemptible", 1, "priority_class", cls);
+    struct sn_control_job *j = calloc(1, sizeof(*j));
+    if (!spec || !j) {
+        json_decref(spec);
+        free(j);
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
+    }
+    if (wj->group_gpus > 1)
+        json_object_set_new(spec, "group_gpus", json_integer(wj->group_gpus));
+    if (x->n_pools)
+        json_object_set_new(spec, "pool",
+                            json_string(x->m->spec->pools[sn__sim_job_pool(x, wj->gpus)].name));
+    if (c->xsn_bytes_per_s > 0)
+        json_object_set_new(spec, "xsn_bytes_per_s", json_integer((json_int_t)c->xsn_bytes_per_s));
+    if (c->cpu_cores_per_gpu > 0)
+        json_object_set_new(spec, "cpu_cores_per_gpu",
+                            json_integer((json_int_t)ceil(c->cpu_cores_per_gpu)));
+    if (c->memory_bytes_per_gpu > 0)
+        json_object_set_new(spec, "memory_bytes_per_gpu",
+                            json_integer((json_int_t)ceil(c->memory_bytes_per_gpu)));
+    if (c->ckpt == SN_CKPT_YOUNG_DALY && c->ckpt_cost_s > 0)
+        json_object_set_new(spec, "checkpoint_write_s",
+                            json_integer((json_int_t)ceil(c->ckpt_cost_s)));
+    j->spec = spec;
+    j->id = cs->ctl->next_job_id;
+    snprintf(j->tenant, sizeof(j->tenant), "%s", tenant);
+    j->state = SN_CONTROL_JOB_PENDING;
+    j->sched_id = SN_NONE;
+    j->failed_rank = -1;
+    j->submit_s = j->updated_s = clock_at(x->now).wall_ms / 1000;
+    enum sn_err rc = sn_control_job_insert(cs->ctl, j, err);
+    if (rc != SN_OK) {
+        sn_control_job_free(j);
+        return rc;
+    }
+    cs->wid[j->id] = i;
+    cs->cid[i] = j->id;
+    rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_SUBMIT, .job = j->id}, err);
+    /* The core refused it (it never fits this cluster): counted, as the
+     * sched engine counts it. */
+    if (rc == SN_OK && sn_control_job_get(cs->ctl, j->id)->state == SN_CONTROL_JOB_FAILED)
+        x->rejected++;
+    return rc;
+}
+
+static enum sn_err on_finish(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    uint32_t i = e->a;
+    if (x->jobs[i].gen != e->b || !cs->run_seq[i])
+        return SN_OK;
+    const struct sn_control_job *cj = sn_control_job_get(cs->ctl, cs->cid[i]);
+    uint32_t n = cj->n_alloc;
+    enum sn_err rc = SN_OK;
+    for (uint32_t r = 0; r < n && rc == SN_OK; r++)
+        rc = apply(
+            cs,
+            (struct sn_control_event){
+                .kind = SN_CONTROL_EVENT_RANK_EXIT, .job = cs->cid[i], .id = r, .actor = "sim"},
+            err);
+    return rc;
+}
+
+static enum sn_err on_checkpoint(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    uint32_t i = e->a;
+    if (x->jobs[i].gen != e->b || !cs->run_seq[i])
+        return SN_OK;
+    char path[48];
+    snprintf(path, sizeof(path), "sim://w%u/%u", i, e->c);
+    enum sn_err rc = apply(
+        cs,
+        (struct sn_control_event){
+            .kind = SN_CONTROL_EVENT_CHECKPOINT, .job = cs->cid[i], .text = path, .step = e->c},
+        err);
+    if (rc != SN_OK)
+        return rc;
+    struct sim_job *j = &x->jobs[i];
+    double next = ((double)e->c + 1) * j->tau, p = sn__sim_progress_at(j, x->now);
+    if (next >= j->remaining || e->c == UINT32_MAX)
+        return SN_OK;
+    return sn__sim_push(x, x->now + (next - p) / j->rate_eff, EV_CKPT, i, j->gen, e->c + 1, err);
+}
+
+static uint32_t job_of_gpu(const struct csim *cs, uint32_t g)
+{
+    uint32_t sid = sn_sched_gpu_owner(cs->ctl->sched, g);
+    if (sid == SN_NONE || sid >= cs->ctl->sched_jobs_cap)
+        return SN_NONE;
+    int64_t id = cs->ctl->sched_jobs[sid];
+    return id > 0 && id <= (int64_t)cs->x.w->n_jobs ? cs->wid[id] : SN_NONE;
+}
+
+static enum sn_err arm_timer(struct csim *cs, struct sn_error *err)
+{
+    if (cs->timer_armed)
+        return SN_OK;
+    cs->timer_armed = true;
+    return sn__sim_push(&cs->x, cs->x.now + period_s(cs), EV_TIMER, 0, 0, 0, err);
+}
+
+/* The agent of server s goes silent: its last heartbeat is now. */
+static enum sn_err host_fail(struct csim *cs, uint32_t s, struct sn_error *err)
+{
+    const struct sn_model *m = cs->x.m;
+    if (cs->host_down[s]++ > 0)
+        return SN_OK;
+    cs->n_hosts_down++;
+    enum sn_err rc =
+        apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s}, err);
+    uint32_t first = m->server_first_gpu[s], count = sn_model_server_spec(m, s)->gpus;
+    for (uint32_t g = first; g < first + count; g++) {
+        uint32_t i = job_of_gpu(cs, g);
+        if (i != SN_NONE && cs->run_seq[i])
+            stall(cs, i);
+    }
+    return rc == SN_OK ? arm_timer(cs, err) : rc;
+}
+
+/* The agent of server s is back: it heartbeats, and reports the ranks it
+ * lost with the host of runs the control still holds there. */
+static enum sn_err host_repair(struct csim *cs, uint32_t s, struct sn_error *err)
+{
+    const struct sn_model *m = cs->x.m;
+    if (cs->host_down[s] == 0 || --cs->host_down[s] > 0)
+        return SN_OK;
+    cs->n_hosts_down--;
+    enum sn_err rc =
+        apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s}, err);
+    uint32_t first = m->server_first_gpu[s], count = sn_model_server_spec(m, s)->gpus;
+    for (uint32_t g = first; g < first + count && rc == SN_OK; g++) {
+        uint32_t i = job_of_gpu(cs, g);
+        if (i == SN_NONE || !cs->run_seq[i] || !cs->stalled[i])
+            continue;
+        const struct sn_control_job *cj = sn_control_job_get(cs->ctl, cs->cid[i]);
+        uint32_t rank = 0;
+        while (rank < cj->n_alloc && cj->alloc[rank] != g)
+            rank++;
+        rc = apply(cs,
+                   (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                             .job = cs->cid[i],
+                                             .id = rank,
+                                             .status = 255,
+                                             .text = "infrastructure-lost: the host failed",
+                                             .actor = "sim"},
+                   err);
+    }
+    return rc;
+}
+
+/* snd's timer: the live agents' heartbeats of this period, then TIMER;
+ * again in a period while the control has a silence left to settle. */
+static enum sn_err on_timer(struct csim *cs, struct sn_error *err)
+{
+    const struct sn_model *m = cs->x.m;
+    cs->timer_armed = false;
+    enum sn_err rc = SN_OK;
+    for (uint32_t s = 0; s < m->n_servers && rc == SN_OK; s++)
+        if (!cs->host_down[s])
+            rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s},
+                       err);
+    if (rc == SN_OK)
+        rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_TIMER}, err);
+    bool unsettled = cs->ctl->fenced || cs->ctl->n_silent > 0;
+    for (uint32_t s = 0; s < m->n_servers && !unsettled; s++)
+        unsettled = cs->host_down[s] && cs->ctl->nodes[s].state != SN_CONTROL_ADMIN_DOWN;
+    return rc == SN_OK && unsettled ? arm_timer(cs, err) : rc;
+}
+
+static enum sn_err gpu_admin(struct csim *cs, uint32_t g, bool down, struct sn_error *err)
+{
+    return apply(
+        cs,
+        (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                  .id = g,
+                                  .admin = down ? SN_CONTROL_ADMIN_DOWN : SN_CONTROL_ADMIN_UP,
+                                  .detail = down ? "simulated GPU failure" : NULL,
+                                  .actor = "sim"},
+        err);
+}
+
+/* A software fault: rank 0 of a running job, picked uniformly, exits 1. */
+static enum sn_err software_fault(struct csim *cs, uint64_t pick, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    uint32_t n_run = 0;
+    for (uint32_t i = 0; i < x->next_submit; i++)
+        n_run += cs->run_seq[i] && !cs->stalled[i];
+    if (n_run == 0)
+        return SN_OK;
+    uint32_t k = (uint32_t)(pick % n_run);
+    for (uint32_t i = 0; i < x->next_submit; i++)
+        if (cs->run_seq[i] && !cs->stalled[i] && k-- == 0)
+            return apply(cs,
+                         (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                                   .job = cs->cid[i],
+                                                   .id = 0,
+                                                   .status = 1,
+                                                   .text = "simulated software fault",
+                                                   .actor = "sim"},
+                         err);
+    return SN_OK;
+}
+
+static enum sn_err on_fail(struct csim *cs, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    enum sn_fail_class cls;
+    uint64_t pick;
+    enum sn_err rc = sn__sim_fail_draw(x, &cls, &pick, err);
+    if (rc != SN_OK)
+        return rc;
+    if (cls == SN_FAIL_SOFTWARE)
+        return software_fault(cs, pick, err);
+    double repair = x->now + x->cfg->fm.repair_s[cls];
+    if (cls == SN_FAIL_GPU) {
+        uint32_t g = (uint32_t)(pick % x->m->n_gpus);
+        if (cs->gpu_down[g] == UINT8_MAX)
+            return SN_OK; /* 255 nested failures: skip this one */
+        if (cs->gpu_down[g]++ == 0 && (rc = gpu_admin(cs, g, true, err)) != SN_OK)
+            return rc;
+        return sn__sim_push(x, repair, EV_REPAIR, SN_DOMAIN_GPU, g, 0, err);
+    }
+    /* A host, or the NIC or cable that carries its agent's heartbeats. */
+    uint32_t s = (uint32_t)(pick % x->m->n_servers);
+    if (cs->host_down[s] == UINT8_MAX)
+        return SN_OK;
+    if ((rc = host_fail(cs, s, err)) != SN_OK)
+        return rc;
+    return sn__sim_push(x, repair, EV_REPAIR, SN_DOMAIN_SERVER, s, 0, err);
+}
+
+static enum sn_err on_repair(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    if (e->a == SN_DOMAIN_SERVER)
+        return host_repair(cs, e->b, err);
+    if (cs->gpu_down[e->b] == 0 || --cs->gpu_down[e->b] > 0)
+        return SN_OK;
+    return gpu_admin(cs, e->b, false, err);
+}
+
+static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    switch (e->kind) {
+    case EV_FINISH:
+        return on_finish(cs, e, err);
+    case EV_CKPT:
+        return on_checkpoint(cs, e, err);
+    case EV_FAIL:
+        return on_fail(cs, err);
+    case EV_REPAIR:
+        return on_repair(cs, e, err);
+    case EV_TIMER:
+        return on_timer(cs, err);
+    case EV_SAMPLE:
+        return sn__sim_sample(&cs->x, err);
+    case EV_SNAPSHOT:
+        sn__sim_snapshot(&cs->x);
+        return SN_OK;
+    default:
+        return SN_OK;
+    }
+}
+
+/* As the sched engine's loop: submissions first at equal times, one PASS
+ * after the last event of a timestamp. */
+static enum sn_err loop(struct csim *cs, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    const struct sn_sim_workload *w = x->w;
+    double horizon = w->jobs[w->n_jobs - 1].submit_s + SN__SIM_HORIZON_S;
+    enum sn_err rc = SN_OK;
+    while (rc == SN_OK && x->done + x->rejected + cs->failed < w->n_jobs) {
+        bool submit = x->next_submit < w->n_jobs &&
+                      (x->n_heap == 0 || w->jobs[x->next_submit].submit_s <= x->heap[0].t);
+        if (!submit && x->n_heap == 0)
+            break;
+        double t = submit ? w->jobs[x->next_submit].submit_s : x->heap[0].t;
+        if (t > horizon)
+            break;
+        x->now = t;
+        if (submit) {
+            rc = submit_next(cs, err);
+        } else {
+            struct event e = sn__sim_pop(x);
+            rc = handle(cs, &e, err);
+        }
+        bool more_now = (x->next_submit < w->n_jobs && w->jobs[x->next_submit].submit_s <= t) ||
+                        (x->n_heap > 0 && x->heap[0].t <= t);
+        /* As snd, a pass only after an event that can change placement
+         * (a checkpoint report or a heartbeat does not). */
+        if (rc == SN_OK && !more_now && (cs->ctl->sched_dirty || cs->ctl->deps_dirty)) {
+            uint64_t t0 = x->cfg->clock_ns ? x->cfg->clock_ns(x->cfg->clock_ctx) : 0;
+            rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_PASS}, err);
+            if (x->cfg->clock_ns)
+                x->sched_ns += x->cfg->clock_ns(x->cfg->clock_ctx) - t0;
+        }
+    }
+    return rc;
+}
+
+enum sn_err sn__sim_run_control(const struct sn_model *m, const struct sn_sim_workload *w,
+                                const struct sn_sim_config *c, struct sn_sim_result **out,
+                                struct sn_error *err)
+{
+    struct csim cs = {.x = {.m = m, .w = w, .cfg = c}};
+    sn_effects_init(&cs.fx);
+    enum sn_err rc = setup(&cs, err);
+    if (rc == SN_OK)
+        rc = loop(&cs, err);
+    if (rc == SN_OK)
+        rc = sn__sim_finish_results(&cs.x, err);
+    if (rc == SN_OK)
+        cs.x.r->jobs_failed = cs.failed;
+    sn_effects_free(&cs.fx);
+    sn_control_free(cs.ctl);
+    sn__sim_release(&cs.x);
+    free(cs.wid);
+    free(cs.cid);
+    free(cs.run_seq);
+    free(cs.stalled);
+    free(cs.host_down);
+    free(cs.gpu_down);
+    if (rc != SN_OK) {
+        sn_sim_result_free(cs.x.r);
+        return rc;
+    }
+    *out = cs.x.r;
+    return SN_OK;
+}
