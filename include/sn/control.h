@@ -255,6 +255,8 @@ struct sn_control {
     bool *agent_reports_procs;
     uint64_t *master_ports;
     bool deps_dirty;     /* a job ended or a dependent was submitted: settle dependencies */
+    uint64_t settle_jobs; /* jobs inserted with after_ok or an array throttle (never lowered):
+                             while 0, settling has nothing to scan */
     uint8_t *round_hold; /* by server: 1 while a health round holds it; NULL until the first */
 
     /* The event being applied: its clock, and the effects it makes. */

@@ -660,6 +660,8 @@ int sn_control_job_deps(const struct sn_control *d, const struct sn_control_job 
 void sn_control_settle(struct sn_control *d)
 {
     d->deps_dirty = false;
+    if (!d->settle_jobs)
+        return; /* no job ever waited for a dependency or a throttle: nothing to scan */
     for (int64_t id = 1; id < d->next_job_id; id++) {
         struct sn_control_job *j = sn_control_job_get(d, id);
         if (!j || !j->durable || j->state != SN_CONTROL_JOB_PENDING || j->sched_id != SN_NONE ||

@@ -212,6 +212,8 @@ enum sn_err sn_control_job_insert(struct sn_control *d, struct sn_control_job *j
     d->jobs[job->id - 1] = job;
     d->jobs_by_state[job->state]++;
     tenant_count(d, job, job->state, 1);
+    if (json_object_get(job->spec, "after_ok") || sn_control_array_throttled(job))
+        d->settle_jobs++;
     if (job->id >= d->next_job_id)
         d->next_job_id = job->id + 1;
     return SN_OK;
