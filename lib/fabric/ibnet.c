@@ -9,8 +9,9 @@
  *
  * A port line is [local port], optionally (port GUID) and [ext N], the
  * peer's quoted GUID and [port], optionally (port GUID), then "#", the
- * peer's quoted description, and trailing words of which the last one of
- * the form <width>x<speed> is the rate. Leading blanks are allowed on
+ * peer's quoted description (a CA's line has its own "lid N lmc M"
+ * first), and trailing words of which the last one of the form
+ * <width>x<speed> is the rate. Leading blanks are allowed on
  * every line. Lines that are comments, "key=value" or chassis headings
  * carry nothing compared and are skipped; anything else is an error at its
  * line and column, so a file of some other tool is refused, not half read.
@@ -80,6 +81,7 @@ static enum sn_err quoted(struct cursor *c, char *buf, size_t cap, const char *w
     while (c->p < c->end && *c->p != '"' && *c->p != '\n')
         c->p++;
     if (c->p >= c->end || *c->p != '"') {
+        c->p = start - 1; /* at the opening quote */
         snprintf(msg, sizeof(msg), "unterminated %s", what);
         return syntax(c, err, msg);
     }
@@ -229,7 +231,9 @@ static enum sn_err port_line(struct cursor *c, const char *eol, struct state *s,
         return rc;
     skip_blanks(c);
     if (eat(c, '#')) {
-        skip_blanks(c);
+        /* a CA's line has its own "lid N lmc M" before the peer's description */
+        while (c->p < eol && *c->p != '"')
+            c->p++;
         if ((rc = quoted(c, l->peer_desc, sizeof(l->peer_desc), "peer description", err)) !=
             SN_OK)
             return rc;

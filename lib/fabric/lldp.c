@@ -10,6 +10,8 @@
  *   json0: every value an array: {"lldp": [{"interface": [{"name": "eth0",
  *          "chassis": [{"name": [{"value": ...}]}], "port": [{"id":
  *          [{"type": ..., "value": ...}], "descr": [{"value": ...}]}]}]}]}.
+ * Lines before the first one that starts with '{' (a pasted shell prompt
+ * and command) are passed over; line numbers still count them.
  * A text value is read from a string, an object's "value", or the first
  * element of an array of those, so both forms go through one walker. JSON
  * syntax errors name source:line:column (jansson's position); a neighbour
@@ -184,12 +186,27 @@ enum sn_err sn_lldp_parse(const char *text, size_t len, const char *source, stru
 {
     memset(out, 0, sizeof(*out));
     source = source ? source : "<input>";
+    /* Skip whole lines until one starts with '{'. */
+    size_t off = 0;
+    int skipped = 0;
+    while (off < len && text[off] != '{') {
+        const char *nl = memchr(text + off, '\n', len - off);
+        if (!nl)
+            break;
+        off = (size_t)(nl - text) + 1;
+        skipped++;
+    }
+    if (off >= len || text[off] != '{') {
+        off = 0;
+        skipped = 0;
+    }
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_ALLOW_NUL, &je);
-    if (!root)
-        return sn_error_set_at(err, SN_ERR_SYNTAX, (unsigned)(je.line > 0 ? je.line : 1),
-                               (unsigned)(je.column > 0 ? je.column : 1), "%s:%d:%d: %s", source,
-                               je.line > 0 ? je.line : 1, je.column > 0 ? je.column : 1, je.text);
+    json_t *root = json_loadb(text + off, len - off, JSON_ALLOW_NUL, &je);
+    if (!root) {
+        int line = (je.line > 0 ? je.line : 1) + skipped, column = je.column > 0 ? je.column : 1;
+        return sn_error_set_at(err, SN_ERR_SYNTAX, (unsigned)line, (unsigned)column,
+                               "%s:%d:%d: %s", source, line, column, je.text);
+    }
     struct acc a = {.l = out, .source = source};
     enum sn_err rc = walk(&a, root, err);
     json_decref(root);

@@ -196,6 +196,7 @@ static void ib_port(struct ctx *c, uint32_t sw, const struct sn_ibnet_link *d, c
         ok = kind == SN_END_SERVER && sn_model_find_server(c->m, name) == id;
     }
     if (!ok) {
+        c->seen[link] = 2; /* its port is taken: reported here, not again as missing */
         finding(c, SN_FABRIC_MISCABLED, label_of(c, link, label, sizeof(label)), source, d->line,
                 "%s port %u should reach %s, reaches \"%s\" port %u", c->ix.sw_name[sw], d->port,
                 end_name(c, kind, id, port, l->tier, want, sizeof(want)), d->peer_desc,
@@ -301,6 +302,7 @@ static void lldp_neighbor(struct ctx *c, uint32_t server, const struct sn_lldp_n
     uint16_t p;
     far_end(l, sw, &kind, &id, &p);
     if (kind != SN_END_SERVER || id != server) {
+        c->seen[link] = 2;
         finding(c, SN_FABRIC_MISCABLED, label_of(c, link, label, sizeof(label)), source, 0,
                 "%s port '%s' should reach %s, reaches %s %s", sysname, nb->port_id,
                 end_name(c, kind, id, p, l->tier, want, sizeof(want)), self, nb->local_if);
