@@ -9,11 +9,18 @@
 
 #include "fabric/verify_int.h"
 
-static const struct sn__fabric_index *sort_ix; /* qsort has no context argument */
+/* A switch name and its ID, sorted by name; qsort has no context argument,
+ * so the name travels with the ID. */
+struct named {
+    const char *name;
+    uint32_t id;
+};
 
-static int cmp_switch(const void *a, const void *b)
+static int cmp_named(const void *a, const void *b)
 {
-    return strcmp(sort_ix->sw_name[*(const uint32_t *)a], sort_ix->sw_name[*(const uint32_t *)b]);
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
 }
 
 void sn__fabric_index_release(struct sn__fabric_index *ix)
@@ -46,13 +53,17 @@ enum sn_err sn__fabric_index_build(const struct sn_model *m, struct sn__fabric_i
     ix->port_base = calloc(n + 1, sizeof(uint64_t));
     if (!ix->sw_name || !ix->sw_sorted || !ix->port_base)
         goto nomem;
+    struct named *order = malloc((n + 1) * sizeof(*order));
+    if (!order)
+        goto nomem;
     for (uint32_t s = 0; s < n; s++) {
         sn_model_switch_name(m, s, ix->sw_name[s], sizeof(ix->sw_name[s]));
-        ix->sw_sorted[s] = s;
+        order[s] = (struct named){ix->sw_name[s], s};
     }
-    sort_ix = ix;
-    qsort(ix->sw_sorted, n, sizeof(uint32_t), cmp_switch);
-    sort_ix = NULL;
+    qsort(order, n, sizeof(*order), cmp_named);
+    for (uint32_t s = 0; s < n; s++)
+        ix->sw_sorted[s] = order[s].id;
+    free(order);
     /* port_base holds each switch's port count, then its prefix sum. */
     for (uint64_t i = 0; i < m->n_links; i++)
         note_port(&m->links[i], ix->port_base);

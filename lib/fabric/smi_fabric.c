@@ -139,8 +139,8 @@ static enum sn_err one_line(struct reader *r, const struct line *l, struct sn_er
         return SN_OK;
     if (r->fabric_indent != SIZE_MAX && l->indent <= r->fabric_indent)
         r->fabric_indent = SIZE_MAX;
-    if (n > 4 && memcmp(p, "GPU ", 4) == 0 && !memchr(p, ':', 4)) {
-        /* "GPU 00000000:1B:00.0": a bus id, no " : " separator */
+    if (n > 4 && memcmp(p, "GPU ", 4) == 0) {
+        /* "GPU 00000000:1B:00.0": one word after GPU; "GPU UUID : ..." has more */
         const char *bus = p + 4;
         if (!memchr(bus, ' ', n - 4)) {
             r->fabric_indent = SIZE_MAX;

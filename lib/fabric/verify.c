@@ -51,7 +51,12 @@ struct ctx {
     const struct sn_model *m;
     struct sn__fabric_index ix;
     struct sn_fabric_report *r;
-    uint8_t *seen;        /* [n_links]: a discovery showed the cable */
+    uint8_t *seen;        /* [n_links]: 1 a discovery showed the cable, 2 its port
+                           * holds another (reported as miscabled) */
+    uint64_t *gpu_link;   /* [n_gpus]: first scale-up link of each GPU, built on
+                           * first use; SN__NO_LINK for none */
+    uint64_t *srv_base;   /* [n_servers + 1], built on first LLDP use: each server's */
+    uint64_t *srv_links;  /* node-leaf and management links (CSR) */
     bool nomem;
 };
 
@@ -312,39 +317,79 @@ static void lldp_neighbor(struct ctx *c, uint32_t server, const struct sn_lldp_n
     c->r->checked_links++;
 }
 
+/* Each server's node-leaf and management links (the server is their a
+ * end), as CSR arrays; false when out of memory. */
+static bool server_links_build(struct ctx *c)
+{
+    const struct sn_model *m = c->m;
+    static const enum sn_link_tier tiers[] = {SN_TIER_NODE_LEAF, SN_TIER_MGMT};
+    c->srv_base = calloc((size_t)m->n_servers + 2, sizeof(uint64_t));
+    uint64_t total = 0;
+    for (size_t t = 0; c->srv_base && t < 2; t++)
+        total += m->tier_first[tiers[t] + 1] - m->tier_first[tiers[t]];
+    c->srv_links = c->srv_base ? malloc((total + 1) * sizeof(uint64_t)) : NULL;
+    if (!c->srv_links) {
+        free(c->srv_base);
+        c->srv_base = NULL;
+        c->nomem = true;
+        return false;
+    }
+    for (size_t t = 0; t < 2; t++) /* counts, shifted by one for the prefix sum */
+        for (uint64_t i = m->tier_first[tiers[t]]; i < m->tier_first[tiers[t] + 1]; i++)
+            if (m->links[i].a_kind == SN_END_SERVER)
+                c->srv_base[m->links[i].a_id + 2]++;
+    for (uint32_t s = 0; s <= m->n_servers; s++)
+        c->srv_base[s + 1] += c->srv_base[s];
+    for (size_t t = 0; t < 2; t++) /* srv_base[s + 1] is the fill cursor of s */
+        for (uint64_t i = m->tier_first[tiers[t]]; i < m->tier_first[tiers[t] + 1]; i++)
+            if (m->links[i].a_kind == SN_END_SERVER)
+                c->srv_links[c->srv_base[m->links[i].a_id + 1]++] = i;
+    return true;
+}
+
 static void verify_lldp(struct ctx *c, const struct sn_fabric_host_lldp *h)
 {
     const struct sn_model *m = c->m;
     for (size_t i = 0; i < h->lldp->n; i++)
         lldp_neighbor(c, h->server, &h->lldp->v[i], h->source);
     /* The host's designed cables to Ethernet switches that LLDP did not show. */
-    static const enum sn_link_tier tiers[] = {SN_TIER_NODE_LEAF, SN_TIER_MGMT};
-    for (size_t k = 0; k < sizeof(tiers) / sizeof(tiers[0]); k++)
-        for (uint64_t i = m->tier_first[tiers[k]]; i < m->tier_first[tiers[k] + 1]; i++) {
-            const struct sn_link *l = &m->links[i];
-            if (l->a_kind != SN_END_SERVER || l->a_id != h->server || c->seen[i] ||
-                l->b_kind != SN_END_SWITCH || !is_eth_switch(m, l->b_id))
-                continue;
-            char label[192];
-            finding(c, SN_FABRIC_MISSING_LINK, label_of(c, i, label, sizeof(label)), h->source, 0,
-                    "no LLDP neighbour on %s port %u", c->ix.sw_name[l->b_id], l->b_port + 1u);
-        }
+    if (!c->srv_base && !server_links_build(c))
+        return;
+    for (uint64_t k = c->srv_base[h->server]; k < c->srv_base[h->server + 1]; k++) {
+        uint64_t i = c->srv_links[k];
+        const struct sn_link *l = &m->links[i];
+        if (c->seen[i] || l->b_kind != SN_END_SWITCH || !is_eth_switch(m, l->b_id))
+            continue;
+        char label[192];
+        finding(c, SN_FABRIC_MISSING_LINK, label_of(c, i, label, sizeof(label)), h->source, 0,
+                "no LLDP neighbour on %s port %u", c->ix.sw_name[l->b_id], l->b_port + 1u);
+    }
 }
 
 /* ---- GPUs and cliques ------------------------------------------------------ */
 
-static uint64_t first_scaleup_link(const struct sn_model *m, uint32_t gpu)
+static uint64_t first_scaleup_link(struct ctx *c, uint32_t gpu)
 {
-    for (uint64_t i = m->tier_first[SN_TIER_SCALEUP]; i < m->tier_first[SN_TIER_SCALEUP + 1]; i++)
-        if (m->links[i].a_kind == SN_END_GPU && m->links[i].a_id == gpu)
-            return i;
-    return SN__NO_LINK;
+    const struct sn_model *m = c->m;
+    if (!c->gpu_link) {
+        c->gpu_link = malloc(((size_t)m->n_gpus + 1) * sizeof(uint64_t));
+        if (!c->gpu_link) {
+            c->nomem = true;
+            return SN__NO_LINK;
+        }
+        for (uint32_t g = 0; g < m->n_gpus; g++)
+            c->gpu_link[g] = SN__NO_LINK;
+        for (uint64_t i = m->tier_first[SN_TIER_SCALEUP + 1]; i-- > m->tier_first[SN_TIER_SCALEUP];)
+            if (m->links[i].a_kind == SN_END_GPU)
+                c->gpu_link[m->links[i].a_id] = i; /* backwards: the first one wins */
+    }
+    return c->gpu_link[gpu];
 }
 
 /* The cable label of a GPU's first scale-up link, else the GPU's name. */
-static char *gpu_label(const struct ctx *c, uint32_t gpu, char *buf, size_t len)
+static char *gpu_label(struct ctx *c, uint32_t gpu, char *buf, size_t len)
 {
-    uint64_t l = first_scaleup_link(c->m, gpu);
+    uint64_t l = first_scaleup_link(c, gpu);
     return l == SN__NO_LINK ? sn_model_gpu_name(c->m, gpu, buf, len) : label_of(c, l, buf, len);
 }
 
@@ -400,45 +445,79 @@ static struct clique host_clique(struct ctx *c, const struct sn_fabric_host_smi 
     return q;
 }
 
-/* Per supernode that is one NVLink domain: the clique most of its servers
- * report, and every server reporting another. */
+struct host_ref {
+    uint32_t supernode;
+    size_t host; /* index into ev->smi */
+};
+
+static int cmp_host_ref(const void *a, const void *b)
+{
+    const struct host_ref *x = a, *y = b;
+    if (x->supernode != y->supernode)
+        return x->supernode < y->supernode ? -1 : 1;
+    return (x->host > y->host) - (x->host < y->host);
+}
+
+/* The reports of one supernode's hosts [first, end) of refs: the clique
+ * most of them share (ties to the first host), and every host in another. */
+static void supernode_cliques(struct ctx *c, const struct sn_fabric_evidence *ev,
+                              const struct clique *per, const struct host_ref *refs, size_t first,
+                              size_t end)
+{
+    size_t best = SIZE_MAX, best_votes = 0;
+    for (size_t j = first; j < end; j++) {
+        size_t votes = 0;
+        for (size_t k = first; k < end; k++)
+            votes += same_clique(&per[refs[j].host], &per[refs[k].host]);
+        if (votes > best_votes) {
+            best = j;
+            best_votes = votes;
+        }
+    }
+    if (best == SIZE_MAX)
+        return;
+    const struct clique *ref = &per[refs[best].host];
+    char name[96], sname[96];
+    sn_model_supernode_name(c->m, refs[first].supernode, sname, sizeof(sname));
+    for (size_t j = first; j < end; j++) {
+        const struct clique *q = &per[refs[j].host];
+        if (!q->known || same_clique(q, ref))
+            continue;
+        const struct sn_fabric_host_smi *h = &ev->smi[refs[j].host];
+        finding(c, SN_FABRIC_WRONG_CLIQUE, sn_model_server_name(c->m, h->server, name, sizeof(name)),
+                h->source, 0, "clique %s/%u, while %zu of %s's reporting servers share %s/%u",
+                q->uuid, q->id, best_votes, sname, ref->uuid, ref->id);
+    }
+}
+
+/* Per supernode that is one NVLink domain, its hosts' cliques against the
+ * one most of them share. O(hosts log hosts + sum of hosts per domain^2). */
 static enum sn_err verify_cliques(struct ctx *c, const struct sn_fabric_evidence *ev)
 {
     const struct sn_model *m = c->m;
     struct clique *per = calloc(ev->n_smi + 1, sizeof(*per));
-    if (!per)
+    struct host_ref *refs = calloc(ev->n_smi + 1, sizeof(*refs));
+    if (!per || !refs) {
+        free(per);
+        free(refs);
         return SN_ERR_NOMEM;
-    for (size_t i = 0; i < ev->n_smi; i++)
-        per[i] = host_clique(c, &ev->smi[i]);
+    }
+    size_t n = 0;
     for (size_t i = 0; i < ev->n_smi; i++) {
+        per[i] = host_clique(c, &ev->smi[i]);
         uint32_t sn = m->server_supernode[ev->smi[i].server];
-        if (!per[i].known ||
-            sn_model_supernode_template(m, sn)->scaleup.domain == SN_SCALEUP_SERVER)
-            continue;
-        /* The majority of this supernode's hosts; ties go to the first. */
-        size_t best = i, best_votes = 0;
-        for (size_t j = 0; j < ev->n_smi; j++) {
-            if (!per[j].known || m->server_supernode[ev->smi[j].server] != sn)
-                continue;
-            size_t votes = 0;
-            for (size_t k = 0; k < ev->n_smi; k++)
-                votes += m->server_supernode[ev->smi[k].server] == sn &&
-                         same_clique(&per[j], &per[k]);
-            if (votes > best_votes) {
-                best = j;
-                best_votes = votes;
-            }
-        }
-        if (same_clique(&per[i], &per[best]))
-            continue;
-        char name[96], sname[96];
-        finding(c, SN_FABRIC_WRONG_CLIQUE,
-                sn_model_server_name(m, ev->smi[i].server, name, sizeof(name)), ev->smi[i].source,
-                0, "clique %s/%u, while %zu of %s's reporting servers share %s/%u", per[i].uuid,
-                per[i].id, best_votes, sn_model_supernode_name(m, sn, sname, sizeof(sname)),
-                per[best].uuid, per[best].id);
+        if (per[i].known &&
+            sn_model_supernode_template(m, sn)->scaleup.domain != SN_SCALEUP_SERVER)
+            refs[n++] = (struct host_ref){sn, i};
+    }
+    qsort(refs, n, sizeof(*refs), cmp_host_ref);
+    for (size_t first = 0, end; first < n; first = end) {
+        for (end = first + 1; end < n && refs[end].supernode == refs[first].supernode; end++)
+            ;
+        supernode_cliques(c, ev, per, refs, first, end);
     }
     free(per);
+    free(refs);
     return SN_OK;
 }
 
@@ -514,10 +593,16 @@ enum sn_err sn_fabric_verify(const struct sn_model *m, const struct sn_fabric_ev
         goto nomem;
     qsort(out->v, out->n, sizeof(*out->v), cmp_finding);
     free(c.seen);
+    free(c.gpu_link);
+    free(c.srv_base);
+    free(c.srv_links);
     sn__fabric_index_release(&c.ix);
     return SN_OK;
 nomem:
     free(c.seen);
+    free(c.gpu_link);
+    free(c.srv_base);
+    free(c.srv_links);
     sn__fabric_index_release(&c.ix);
     sn_fabric_report_release(out);
     return sn_error_set(err, SN_ERR_NOMEM, "out of memory verifying the fabric");
