@@ -209,8 +209,8 @@ static int read_topo(const struct host_file *h, struct sn_telem_topo *t)
 {
     struct topo_catch c = {.t = t};
     struct sn_telem_sink sink = {.ctx = &c, .topo = on_topo};
-    struct sn_telem_opts opts = {.source = h->path, .host = h->server_name,
-                                 .prefix = SN_TELEM_PREFIX_AUTO};
+    struct sn_telem_opts opts = {
+        .source = h->path, .host = h->server_name, .prefix = SN_TELEM_PREFIX_AUTO};
     struct sn_error err = {0};
     if (sn_telem_parse_buffer(SN_TELEM_FMT_SMI_TOPO, &opts, &sink, h->data, h->len, NULL, &err) !=
         SN_OK) {
@@ -251,11 +251,11 @@ static int print_json(const struct sn_model *m, const struct sn_fabric_report *r
                                               sn_fabric_finding_name(f->kind), "label", f->label,
                                               "detail", f->detail, "where", f->where));
     }
-    json_t *doc = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "schema", "supernode.verify/1",
-                            "cluster", m->spec->name ? m->spec->name : "", "links_matched",
-                            (json_int_t)r->checked_links, "servers_checked",
-                            (json_int_t)r->checked_servers, "mismatches",
-                            (json_int_t)(r->n + r->dropped), "findings", list);
+    json_t *doc =
+        json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "schema", "supernode.verify/1", "cluster",
+                  m->spec->name ? m->spec->name : "", "links_matched", (json_int_t)r->checked_links,
+                  "servers_checked", (json_int_t)r->checked_servers, "mismatches",
+                  (json_int_t)(r->n + r->dropped), "findings", list);
     if (!doc)
         return SN_EXIT_INTERNAL;
     json_dumpf(doc, stdout, JSON_INDENT(2));
@@ -317,12 +317,15 @@ static int parse_inputs(const struct args *a, struct parsed *p, struct sn_fabric
         int st = read_topo(&a->topo[i], &p->topo[i]);
         if (st != SN_EXIT_OK)
             return st;
-        p->ev_topo[i] = (struct sn_fabric_host_topo){a->topo[i].server, a->topo[i].path,
-                                                     &p->topo[i]};
+        p->ev_topo[i] =
+            (struct sn_fabric_host_topo){a->topo[i].server, a->topo[i].path, &p->topo[i]};
     }
-    *ev = (struct sn_fabric_evidence){.lldp = p->ev_lldp, .n_lldp = a->n_lldp,
-                                      .smi = p->ev_smi, .n_smi = a->n_smi,
-                                      .topo = p->ev_topo, .n_topo = a->n_topo};
+    *ev = (struct sn_fabric_evidence){.lldp = p->ev_lldp,
+                                      .n_lldp = a->n_lldp,
+                                      .smi = p->ev_smi,
+                                      .n_smi = a->n_smi,
+                                      .topo = p->ev_topo,
+                                      .n_topo = a->n_topo};
     return -1;
 bad:
     fprintf(stderr, "sn design verify: %s\n", err.message);
@@ -342,8 +345,7 @@ static int run(const struct args *a, const struct sn_model *m)
         size_t len;
         char *data = slurp(a->ibnet, &len);
         if (!data) {
-            fprintf(stderr, "sn design verify: cannot read '%s': %s\n", a->ibnet,
-                    strerror(errno));
+            fprintf(stderr, "sn design verify: cannot read '%s': %s\n", a->ibnet, strerror(errno));
             status = SN_EXIT_USAGE;
             goto out;
         }

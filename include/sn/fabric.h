@@ -45,23 +45,23 @@
 
 /* One node header ("Switch 36 "S-..." # "desc" ..."). */
 struct sn_ibnet_node {
-    char type;                        /* 'S' switch, 'H' channel adapter, 'R' router */
-    uint32_t ports;                   /* port count of the header */
-    char guid[SN_FABRIC_GUID_LEN];    /* "S-ec0d9a0300ec8240" as printed */
+    char type;                     /* 'S' switch, 'H' channel adapter, 'R' router */
+    uint32_t ports;                /* port count of the header */
+    char guid[SN_FABRIC_GUID_LEN]; /* "S-ec0d9a0300ec8240" as printed */
     char desc[SN_FABRIC_DESC_LEN + 1];
     unsigned line;
 };
 
 /* One port line under a node: its port, the peer it reaches, the rate. */
 struct sn_ibnet_link {
-    uint32_t node;                    /* index into nodes */
-    uint32_t port;                    /* the node's port, as printed (from 1) */
+    uint32_t node; /* index into nodes */
+    uint32_t port; /* the node's port, as printed (from 1) */
     char peer_guid[SN_FABRIC_GUID_LEN];
     uint32_t peer_port;
     char peer_desc[SN_FABRIC_DESC_LEN + 1];
-    unsigned width;                   /* lanes: 1, 2, 4, 8, 12; 0 when not printed */
-    double lane_bits_per_s;           /* per lane, per direction; 0 when unknown */
-    char rate[16];                    /* "4xNDR" as printed, "" when absent */
+    unsigned width;         /* lanes: 1, 2, 4, 8, 12; 0 when not printed */
+    double lane_bits_per_s; /* per lane, per direction; 0 when unknown */
+    char rate[16];          /* "4xNDR" as printed, "" when absent */
     unsigned line;
 };
 
@@ -109,18 +109,18 @@ void sn_lldp_release(struct sn_lldp *l);
 /* ---- nvidia-smi -q, Fabric section --------------------------------------- */
 
 struct sn_smi_fabric_gpu {
-    char bus_id[SN_FABRIC_NAME_LEN];    /* from "GPU 00000000:1B:00.0" */
-    char state[32];                     /* "Completed", "In Progress", "N/A"; "" */
+    char bus_id[SN_FABRIC_NAME_LEN];       /* from "GPU 00000000:1B:00.0" */
+    char state[32];                        /* "Completed", "In Progress", "N/A"; "" */
     char cluster_uuid[SN_FABRIC_NAME_LEN]; /* "" when not reported or N/A */
     uint32_t clique_id;
-    bool has_clique;                    /* CliqueId was a number */
-    unsigned line;                      /* of the GPU heading */
+    bool has_clique; /* CliqueId was a number */
+    unsigned line;   /* of the GPU heading */
 };
 
 struct sn_smi_fabric {
     struct sn_smi_fabric_gpu *gpus;
     size_t n;
-    uint32_t attached;                  /* "Attached GPUs : N", 0 when absent */
+    uint32_t attached; /* "Attached GPUs : N", 0 when absent */
 };
 
 /* Reads the GPU headings and the ClusterUUID, CliqueId and State lines of
@@ -134,14 +134,14 @@ void sn_smi_fabric_release(struct sn_smi_fabric *f);
 /* ---- the comparison ------------------------------------------------------ */
 
 #define SN_FABRIC_FINDING_LIST(X)                                                                  \
-    X(MISCABLED, "miscabled", "a cable lands on a port the design gives to another cable")        \
-    X(UNEXPECTED_LINK, "unexpected-link", "a link on a port the design leaves unused")            \
-    X(MISSING_LINK, "missing-link", "a designed cable not seen at a discovered switch or host")   \
-    X(WRONG_RATE, "wrong-rate", "a link up at another width or speed than the design's ports")    \
-    X(MISSING_SWITCH, "missing-switch", "a designed switch the discovery does not show")          \
-    X(UNKNOWN_NODE, "unknown-node", "a discovered switch or host the design does not name")       \
-    X(WRONG_CLIQUE, "wrong-clique", "a server's GPUs in another NVLink clique than its domain")   \
-    X(MISSING_GPU, "missing-gpu", "a server shows fewer GPUs than the design gives it")           \
+    X(MISCABLED, "miscabled", "a cable lands on a port the design gives to another cable")         \
+    X(UNEXPECTED_LINK, "unexpected-link", "a link on a port the design leaves unused")             \
+    X(MISSING_LINK, "missing-link", "a designed cable not seen at a discovered switch or host")    \
+    X(WRONG_RATE, "wrong-rate", "a link up at another width or speed than the design's ports")     \
+    X(MISSING_SWITCH, "missing-switch", "a designed switch the discovery does not show")           \
+    X(UNKNOWN_NODE, "unknown-node", "a discovered switch or host the design does not name")        \
+    X(WRONG_CLIQUE, "wrong-clique", "a server's GPUs in another NVLink clique than its domain")    \
+    X(MISSING_GPU, "missing-gpu", "a server shows fewer GPUs than the design gives it")            \
     X(NVLINK_DEGRADED, "nvlink-degraded", "a GPU pair joined by fewer NVLinks than designed")
 enum sn_fabric_finding_kind {
 #define SN_X(id, text, summary) SN_FABRIC_##id,
@@ -166,9 +166,9 @@ struct sn_fabric_finding {
 struct sn_fabric_report {
     struct sn_fabric_finding *v;
     size_t n, cap;
-    size_t dropped;                   /* findings past SN_FABRIC_MAX_FINDINGS */
-    size_t checked_links;             /* discovered links compared with a cable */
-    size_t checked_servers;           /* servers with GPU or clique evidence */
+    size_t dropped;         /* findings past SN_FABRIC_MAX_FINDINGS */
+    size_t checked_links;   /* discovered links compared with a cable */
+    size_t checked_servers; /* servers with GPU or clique evidence */
 };
 
 /* One host's evidence, named by the model server it is about. */
@@ -189,7 +189,7 @@ struct sn_fabric_host_topo {
 };
 
 struct sn_fabric_evidence {
-    const struct sn_ibnet *ibnet;     /* NULL: no InfiniBand evidence */
+    const struct sn_ibnet *ibnet; /* NULL: no InfiniBand evidence */
     const char *ibnet_source;
     const struct sn_fabric_host_lldp *lldp;
     size_t n_lldp;

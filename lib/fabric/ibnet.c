@@ -36,8 +36,8 @@ static unsigned col(const struct cursor *c)
 
 static enum sn_err syntax(const struct cursor *c, struct sn_error *err, const char *what)
 {
-    return sn_error_set_at(err, SN_ERR_SYNTAX, c->line, col(c), "%s:%u:%u: %s", c->source,
-                           c->line, col(c), what);
+    return sn_error_set_at(err, SN_ERR_SYNTAX, c->line, col(c), "%s:%u:%u: %s", c->source, c->line,
+                           col(c), what);
 }
 
 static void skip_blanks(struct cursor *c)
@@ -116,8 +116,8 @@ double sn_ibnet_lane_bits_per_s(const char *speed)
     static const struct {
         const char *name;
         double gbps;
-    } speeds[] = {{"SDR", 2.5}, {"DDR", 5},   {"QDR", 10},  {"FDR10", 10}, {"FDR", 14.0625},
-                  {"EDR", 25},  {"HDR", 50},  {"NDR", 100}, {"XDR", 200}};
+    } speeds[] = {{"SDR", 2.5}, {"DDR", 5},  {"QDR", 10},  {"FDR10", 10}, {"FDR", 14.0625},
+                  {"EDR", 25},  {"HDR", 50}, {"NDR", 100}, {"XDR", 200}};
     for (size_t i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++)
         if (strcmp(speed, speeds[i].name) == 0)
             return speeds[i].gbps * 1e9;
@@ -154,8 +154,8 @@ static enum sn_err grow(void **v, size_t *cap, size_t n, size_t size, const stru
         return SN_OK;
     if (n >= SN_FABRIC_MAX_RECORDS)
         return sn_error_set_at(err, SN_ERR_LIMIT, c->line, 1,
-                               "%s:%u: more than %u records in one ibnetdiscover input",
-                               c->source, c->line, SN_FABRIC_MAX_RECORDS);
+                               "%s:%u: more than %u records in one ibnetdiscover input", c->source,
+                               c->line, SN_FABRIC_MAX_RECORDS);
     size_t ncap = *cap ? *cap * 2 : 64;
     void *nv = realloc(*v, ncap * size);
     if (!nv)
@@ -234,8 +234,7 @@ static enum sn_err port_line(struct cursor *c, const char *eol, struct state *s,
         /* a CA's line has its own "lid N lmc M" before the peer's description */
         while (c->p < eol && *c->p != '"')
             c->p++;
-        if ((rc = quoted(c, l->peer_desc, sizeof(l->peer_desc), "peer description", err)) !=
-            SN_OK)
+        if ((rc = quoted(c, l->peer_desc, sizeof(l->peer_desc), "peer description", err)) != SN_OK)
             return rc;
         parse_rate(c->p, eol, l);
     }
@@ -293,8 +292,8 @@ static enum sn_err parse_line(struct cursor *c, const char *eol, struct state *s
                   "key=value");
 }
 
-enum sn_err sn_ibnet_parse(const char *text, size_t len, const char *source,
-                           struct sn_ibnet *out, struct sn_error *err)
+enum sn_err sn_ibnet_parse(const char *text, size_t len, const char *source, struct sn_ibnet *out,
+                           struct sn_error *err)
 {
     memset(out, 0, sizeof(*out));
     struct state s = {.ib = out};

@@ -118,8 +118,9 @@ enum sn_err sn_fabric_write_ibnet(FILE *out, const struct sn_model *m, struct sn
     enum sn_err rc = sn__fabric_index_build(m, &ix, err);
     if (rc != SN_OK)
         return rc;
-    fprintf(out, "#\n# Topology file: the design of cluster '%s' (sn design export --format "
-                 "ibnetdiscover)\n#\n\n",
+    fprintf(out,
+            "#\n# Topology file: the design of cluster '%s' (sn design export --format "
+            "ibnetdiscover)\n#\n\n",
             m->spec->name ? m->spec->name : "");
     for (uint32_t sw = 0; sw < m->n_switches; sw++)
         if (ib_switch(m, sw))

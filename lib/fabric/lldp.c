@@ -52,9 +52,8 @@ static enum sn_err copy(char *dst, size_t cap, const char *src, const char *sour
 {
     size_t n = src ? strlen(src) : 0;
     if (n >= cap)
-        return sn_error_set(err, SN_ERR_SYNTAX,
-                            "%s: interface '%s': %s longer than %zu bytes", source, ifname,
-                            field, cap - 1);
+        return sn_error_set(err, SN_ERR_SYNTAX, "%s: interface '%s': %s longer than %zu bytes",
+                            source, ifname, field, cap - 1);
     memcpy(dst, src ? src : "", n);
     dst[n] = '\0';
     return SN_OK;
@@ -87,8 +86,8 @@ static const char *chassis_name(const json_t *chassis)
 static enum sn_err add(struct acc *a, const char *ifname, const json_t *body, struct sn_error *err)
 {
     if (!json_is_object(body))
-        return sn_error_set(err, SN_ERR_SYNTAX, "%s: interface '%s': expected an object",
-                            a->source, ifname);
+        return sn_error_set(err, SN_ERR_SYNTAX, "%s: interface '%s': expected an object", a->source,
+                            ifname);
     const json_t *port = object_of(json_object_get(body, "port"));
     const json_t *id = port ? json_object_get(port, "id") : NULL;
     const char *pid = text_of(id);
@@ -111,8 +110,8 @@ static enum sn_err add(struct acc *a, const char *ifname, const json_t *body, st
     memset(nb, 0, sizeof(*nb));
     const json_t *idobj = object_of(id);
     const char *type = idobj ? text_of(json_object_get(idobj, "type")) : NULL;
-    enum sn_err rc = copy(nb->local_if, sizeof(nb->local_if), ifname, a->source, ifname,
-                          "interface name", err);
+    enum sn_err rc =
+        copy(nb->local_if, sizeof(nb->local_if), ifname, a->source, ifname, "interface name", err);
     if (rc == SN_OK)
         rc = copy(nb->sysname, sizeof(nb->sysname), chassis_name(json_object_get(body, "chassis")),
                   a->source, ifname, "chassis name", err);
@@ -133,8 +132,7 @@ static enum sn_err add(struct acc *a, const char *ifname, const json_t *body, st
 static enum sn_err interface_entry(struct acc *a, const json_t *e, struct sn_error *err)
 {
     if (!json_is_object(e))
-        return sn_error_set(err, SN_ERR_SYNTAX, "%s: lldp.interface: expected objects",
-                            a->source);
+        return sn_error_set(err, SN_ERR_SYNTAX, "%s: lldp.interface: expected objects", a->source);
     const char *name = text_of(json_object_get(e, "name"));
     if (name && json_object_get(e, "port"))
         return add(a, name, e, err);
@@ -204,8 +202,8 @@ enum sn_err sn_lldp_parse(const char *text, size_t len, const char *source, stru
     json_t *root = json_loadb(text + off, len - off, JSON_ALLOW_NUL, &je);
     if (!root) {
         int line = (je.line > 0 ? je.line : 1) + skipped, column = je.column > 0 ? je.column : 1;
-        return sn_error_set_at(err, SN_ERR_SYNTAX, (unsigned)line, (unsigned)column,
-                               "%s:%d:%d: %s", source, line, column, je.text);
+        return sn_error_set_at(err, SN_ERR_SYNTAX, (unsigned)line, (unsigned)column, "%s:%d:%d: %s",
+                               source, line, column, je.text);
     }
     struct acc a = {.l = out, .source = source};
     enum sn_err rc = walk(&a, root, err);

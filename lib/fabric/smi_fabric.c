@@ -112,8 +112,7 @@ static enum sn_err fabric_field(struct reader *r, const struct line *l, struct s
         return set_text(g->state, sizeof(g->state), v, vlen, r->source, l, err);
     if (is_key(k, klen, "ClusterUUID"))
         return na ? SN_OK
-                  : set_text(g->cluster_uuid, sizeof(g->cluster_uuid), v, vlen, r->source, l,
-                             err);
+                  : set_text(g->cluster_uuid, sizeof(g->cluster_uuid), v, vlen, r->source, l, err);
     if (!is_key(k, klen, "CliqueId") || na)
         return SN_OK;
     uint64_t id = 0;
@@ -153,8 +152,7 @@ static enum sn_err one_line(struct reader *r, const struct line *l, struct sn_er
     }
     const char *k, *v;
     size_t klen, vlen;
-    if (l->indent == 0 && key_value(l, &k, &klen, &v, &vlen) &&
-        is_key(k, klen, "Attached GPUs")) {
+    if (l->indent == 0 && key_value(l, &k, &klen, &v, &vlen) && is_key(k, klen, "Attached GPUs")) {
         uint32_t a = 0;
         for (size_t i = 0; i < vlen && isdigit((unsigned char)v[i]) && a < 1000000; i++)
             a = a * 10 + (uint32_t)(v[i] - '0');

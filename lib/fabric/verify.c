@@ -51,12 +51,12 @@ struct ctx {
     const struct sn_model *m;
     struct sn__fabric_index ix;
     struct sn_fabric_report *r;
-    uint8_t *seen;        /* [n_links]: 1 a discovery showed the cable, 2 its port
-                           * holds another (reported as miscabled) */
-    uint64_t *gpu_link;   /* [n_gpus]: first scale-up link of each GPU, built on
-                           * first use; SN__NO_LINK for none */
-    uint64_t *srv_base;   /* [n_servers + 1], built on first LLDP use: each server's */
-    uint64_t *srv_links;  /* node-leaf and management links (CSR) */
+    uint8_t *seen;       /* [n_links]: 1 a discovery showed the cable, 2 its port
+                          * holds another (reported as miscabled) */
+    uint64_t *gpu_link;  /* [n_gpus]: first scale-up link of each GPU, built on
+                          * first use; SN__NO_LINK for none */
+    uint64_t *srv_base;  /* [n_servers + 1], built on first LLDP use: each server's */
+    uint64_t *srv_links; /* node-leaf and management links (CSR) */
     bool nomem;
 };
 
@@ -236,8 +236,8 @@ static enum sn_err verify_ibnet(struct ctx *c, const struct sn_ibnet *ib, const 
         } else {
             host_name(n->desc, name, sizeof(name));
         }
-        if (n->type != 'R' && (n->type == 'S' ? node_sw[i] == SN_NONE
-                                              : sn_model_find_server(m, name) == SN_NONE))
+        if (n->type != 'R' &&
+            (n->type == 'S' ? node_sw[i] == SN_NONE : sn_model_find_server(m, name) == SN_NONE))
             finding(c, SN_FABRIC_UNKNOWN_NODE, n->desc[0] ? n->desc : n->guid, source, n->line,
                     "%s %s (\"%s\") is not in the design", n->type == 'S' ? "switch" : "host",
                     n->guid, name);
@@ -260,8 +260,8 @@ static enum sn_err verify_ibnet(struct ctx *c, const struct sn_ibnet *ib, const 
             uint64_t link = c->ix.port_link[c->ix.port_base[sw] + p];
             char label[192];
             if (link != SN__NO_LINK && !c->seen[link])
-                finding(c, SN_FABRIC_MISSING_LINK, label_of(c, link, label, sizeof(label)),
-                        source, 0, "no link on %s port %llu (model p%llu)", c->ix.sw_name[sw],
+                finding(c, SN_FABRIC_MISSING_LINK, label_of(c, link, label, sizeof(label)), source,
+                        0, "no link on %s port %llu (model p%llu)", c->ix.sw_name[sw],
                         (unsigned long long)p + 1, (unsigned long long)p);
         }
     }
@@ -484,9 +484,10 @@ static void supernode_cliques(struct ctx *c, const struct sn_fabric_evidence *ev
         if (!q->known || same_clique(q, ref))
             continue;
         const struct sn_fabric_host_smi *h = &ev->smi[refs[j].host];
-        finding(c, SN_FABRIC_WRONG_CLIQUE, sn_model_server_name(c->m, h->server, name, sizeof(name)),
-                h->source, 0, "clique %s/%u, while %zu of %s's reporting servers share %s/%u",
-                q->uuid, q->id, best_votes, sname, ref->uuid, ref->id);
+        finding(c, SN_FABRIC_WRONG_CLIQUE,
+                sn_model_server_name(c->m, h->server, name, sizeof(name)), h->source, 0,
+                "clique %s/%u, while %zu of %s's reporting servers share %s/%u", q->uuid, q->id,
+                best_votes, sname, ref->uuid, ref->id);
     }
 }
 
@@ -506,8 +507,7 @@ static enum sn_err verify_cliques(struct ctx *c, const struct sn_fabric_evidence
     for (size_t i = 0; i < ev->n_smi; i++) {
         per[i] = host_clique(c, &ev->smi[i]);
         uint32_t sn = m->server_supernode[ev->smi[i].server];
-        if (per[i].known &&
-            sn_model_supernode_template(m, sn)->scaleup.domain != SN_SCALEUP_SERVER)
+        if (per[i].known && sn_model_supernode_template(m, sn)->scaleup.domain != SN_SCALEUP_SERVER)
             refs[n++] = (struct host_ref){sn, i};
     }
     qsort(refs, n, sizeof(*refs), cmp_host_ref);

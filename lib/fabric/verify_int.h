@@ -12,15 +12,14 @@
 /* Switch names sorted for lookup, and the link at every (switch, port). */
 struct sn__fabric_index {
     const struct sn_model *m;
-    char (*sw_name)[64];      /* [n_switches] generated names */
-    uint32_t *sw_sorted;      /* switch IDs sorted by name */
-    uint64_t *port_base;      /* [n_switches + 1]: first slot of each switch */
-    uint64_t *port_link;      /* [port_base[n]]: link index or SN__NO_LINK */
+    char (*sw_name)[64]; /* [n_switches] generated names */
+    uint32_t *sw_sorted; /* switch IDs sorted by name */
+    uint64_t *port_base; /* [n_switches + 1]: first slot of each switch */
+    uint64_t *port_link; /* [port_base[n]]: link index or SN__NO_LINK */
 };
 
 SN_MUST_CHECK enum sn_err sn__fabric_index_build(const struct sn_model *m,
-                                                 struct sn__fabric_index *ix,
-                                                 struct sn_error *err);
+                                                 struct sn__fabric_index *ix, struct sn_error *err);
 void sn__fabric_index_release(struct sn__fabric_index *ix);
 
 /* The switch of that generated name, SN_NONE if none. */

@@ -138,7 +138,8 @@ static void test_lldp_json_forms(void **state)
     (void)state;
     static const char json[] =
         "{\"lldp\": {\"interface\": [\n"
-        "  {\"eth0\": {\"via\": \"LLDP\", \"chassis\": {\"nvl00-mgmt0\": {\"id\": {\"type\": \"mac\","
+        "  {\"eth0\": {\"via\": \"LLDP\", \"chassis\": {\"nvl00-mgmt0\": {\"id\": {\"type\": "
+        "\"mac\","
         " \"value\": \"00:11:22:33:44:55\"}}}, \"port\": {\"id\": {\"type\": \"ifname\", \"value\":"
         " \"swp3\"}, \"descr\": \"swp3\"}}},\n"
         "  {\"eth1\": {\"chassis\": {\"id\": {\"type\": \"mac\", \"value\": \"aa:bb\"}},"
@@ -213,8 +214,8 @@ static void test_smi_fabric_real(void **state)
 {
     (void)state;
     size_t len;
-    char *text = read_rel("tests/data/real/nvidia-smi-q/sn00-t00.thamada-h100x8-565-first-gpu.txt",
-                          &len);
+    char *text =
+        read_rel("tests/data/real/nvidia-smi-q/sn00-t00.thamada-h100x8-565-first-gpu.txt", &len);
     struct sn_smi_fabric f;
     struct sn_error err = {0};
     if (sn_smi_fabric_parse(text, len, "thamada", &f, &err) != SN_OK)
@@ -338,10 +339,10 @@ static void test_verify_design_matches_itself(void **state)
     verify_ibnet_text(&b, text, &r);
     expect_findings(&r, 0);
     /* every node-leaf cable once, every leaf-spine cable from both ends */
-    uint64_t node_leaf = b.model->tier_first[SN_TIER_NODE_LEAF + 1] -
-                         b.model->tier_first[SN_TIER_NODE_LEAF];
-    uint64_t leaf_spine = b.model->tier_first[SN_TIER_LEAF_SPINE + 1] -
-                          b.model->tier_first[SN_TIER_LEAF_SPINE];
+    uint64_t node_leaf =
+        b.model->tier_first[SN_TIER_NODE_LEAF + 1] - b.model->tier_first[SN_TIER_NODE_LEAF];
+    uint64_t leaf_spine =
+        b.model->tier_first[SN_TIER_LEAF_SPINE + 1] - b.model->tier_first[SN_TIER_LEAF_SPINE];
     assert_int_equal(node_leaf, 72 * 4);
     assert_int_equal(leaf_spine, 16 * 18);
     assert_int_equal(r.checked_links, node_leaf + 2 * leaf_spine);
@@ -545,8 +546,8 @@ static void test_verify_lldp(void **state)
     /* one port over: another server's management cable, and this one's unseen */
     lldp_json(b.model, link, 2, json, sizeof(json));
     uint64_t taken = SN_NONE;
-    for (uint64_t i = b.model->tier_first[SN_TIER_MGMT];
-         i < b.model->tier_first[SN_TIER_MGMT + 1]; i++)
+    for (uint64_t i = b.model->tier_first[SN_TIER_MGMT]; i < b.model->tier_first[SN_TIER_MGMT + 1];
+         i++)
         if (b.model->links[i].b_id == b.model->links[link].b_id &&
             b.model->links[i].b_port == b.model->links[link].b_port + 2)
             taken = i;
@@ -612,7 +613,8 @@ static void test_verify_cliques_and_gpus(void **state)
     char gpu3[192];
     uint32_t t07 = sn_model_find_server(b.model, "nvl00-t07");
     uint32_t g3 = b.model->server_first_gpu[t07] + 3;
-    for (uint64_t i = b.model->tier_first[SN_TIER_SCALEUP]; i < b.model->tier_first[SN_TIER_SCALEUP + 1]; i++)
+    for (uint64_t i = b.model->tier_first[SN_TIER_SCALEUP];
+         i < b.model->tier_first[SN_TIER_SCALEUP + 1]; i++)
         if (b.model->links[i].a_id == g3) {
             sn_model_cable_label(b.model, &b.model->links[i], gpu3, sizeof(gpu3));
             break;
