@@ -591,7 +591,8 @@ enum sn_err sn_fabric_verify(const struct sn_model *m, const struct sn_fabric_ev
     out->checked_servers = ev->n_smi + ev->n_topo;
     if (c.nomem)
         goto nomem;
-    qsort(out->v, out->n, sizeof(*out->v), cmp_finding);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof(*out->v), cmp_finding);
     free(c.seen);
     free(c.gpu_link);
     free(c.srv_base);
