@@ -209,7 +209,8 @@ struct sn_fabric_evidence {
  *    the model lacks (unknown-node);
  *  - lldpctl: each neighbour of a host against the designed cable at that
  *    switch port, and the host's designed cables to Ethernet switches;
- *  - nvidia-smi -q: GPU count (missing-gpu), and for supernodes that are
+ *  - nvidia-smi -q: GPU count ("Attached GPUs", else the GPU headings;
+ *    missing-gpu), and for supernodes that are
  *    one NVLink domain the (ClusterUUID, CliqueId) most of its servers'
  *    GPUs share against each server's (wrong-clique);
  *  - topo -m: GPU count, and every GPU pair at NV<links per GPU>

@@ -582,8 +582,14 @@ enum sn_err sn_fabric_verify(const struct sn_model *m, const struct sn_fabric_ev
         goto nomem;
     for (size_t i = 0; i < ev->n_lldp; i++)
         verify_lldp(&c, &ev->lldp[i]);
-    for (size_t i = 0; i < ev->n_smi; i++)
-        gpu_count(&c, ev->smi[i].server, ev->smi[i].smi->n, "nvidia-smi -q", ev->smi[i].source);
+    for (size_t i = 0; i < ev->n_smi; i++) {
+        /* "Attached GPUs" is what the driver sees; GPU headings, when the
+         * text lacks that line (an excerpt cut after the first GPU still
+         * says how many are attached). */
+        const struct sn_smi_fabric *f = ev->smi[i].smi;
+        gpu_count(&c, ev->smi[i].server, f->attached ? f->attached : f->n, "nvidia-smi -q",
+                  ev->smi[i].source);
+    }
     if (ev->n_smi && verify_cliques(&c, ev) != SN_OK)
         goto nomem;
     for (size_t i = 0; i < ev->n_topo; i++)

@@ -628,6 +628,40 @@ static void test_verify_cliques_and_gpus(void **state)
     release(&b);
 }
 
+/* The GPU count of -q is its "Attached GPUs" when it has one: the real
+ * excerpt cut after its first GPU still says 8 are attached. */
+static void test_verify_smi_attached(void **state)
+{
+    (void)state;
+    struct built b;
+    build(&b, "examples/demo-cluster.yaml"); /* 8 GPUs per server */
+    size_t len;
+    char *text =
+        read_rel("tests/data/real/nvidia-smi-q/sn00-t00.thamada-h100x8-565-first-gpu.txt", &len);
+    struct sn_smi_fabric f;
+    struct sn_error err = {0};
+    if (sn_smi_fabric_parse(text, len, "thamada", &f, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct sn_fabric_host_smi h = {sn_model_find_server(b.model, "sn01-t02"), "thamada", &f};
+    struct sn_fabric_evidence ev = {.smi = &h, .n_smi = 1};
+    struct sn_fabric_report r;
+    if (sn_fabric_verify(b.model, &ev, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    expect_findings(&r, 0);
+    sn_fabric_report_release(&r);
+    f.attached = 6; /* the driver sees two GPUs fewer */
+    if (sn_fabric_verify(b.model, &ev, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.v[0].kind, SN_FABRIC_MISSING_GPU);
+    assert_non_null(strstr(r.v[0].label, "sn01-t02-gpu6:nvl0--"));
+    assert_non_null(strstr(r.v[1].label, "sn01-t02-gpu7:nvl0--"));
+    sn_fabric_report_release(&r);
+    sn_smi_fabric_release(&f);
+    free(text);
+    release(&b);
+}
+
 static void test_verify_topo(void **state)
 {
     (void)state;
@@ -683,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_verify_real_against_other_design),
         cmocka_unit_test(test_verify_lldp),
         cmocka_unit_test(test_verify_cliques_and_gpus),
+        cmocka_unit_test(test_verify_smi_attached),
         cmocka_unit_test(test_verify_topo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
