@@ -548,6 +548,10 @@ static void check_topology_yaml_spec(const char *rel, const char *want_default,
     assert_int_equal(c.blocks, b.model->n_supernodes);
     assert_int_equal(c.block_sizes[0], want_base);
     assert_int_equal(c.block_sizes[c.n_sizes - 1], want_top);
+    /* the largest size is a set of whole blocks the cluster has */
+    assert_true(c.block_sizes[c.n_sizes - 1] <= b.model->n_servers);
+    assert_int_equal(c.block_sizes[c.n_sizes - 1] % c.block_sizes[0], 0);
+    assert_true(c.block_sizes[c.n_sizes - 1] / c.block_sizes[0] <= c.blocks);
     struct names want = {0}, want2 = {0};
     for (uint32_t sn = 0; sn < b.model->n_supernodes; sn++) {
         server_names(b.model, sn, &want);
