@@ -212,7 +212,8 @@ struct sn_fabric_evidence {
  *  - nvidia-smi -q: GPU count ("Attached GPUs", else the GPU headings;
  *    missing-gpu), and for supernodes that are
  *    one NVLink domain the (ClusterUUID, CliqueId) most of its servers'
- *    GPUs share against each server's (wrong-clique);
+ *    GPUs share against each server's, and two such supernodes sharing one
+ *    (wrong-clique);
  *  - topo -m: GPU count, and every GPU pair at NV<links per GPU>
  *    (nvlink-degraded).
  * Fails only for out of memory. */

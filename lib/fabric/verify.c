@@ -459,10 +459,11 @@ static int cmp_host_ref(const void *a, const void *b)
 }
 
 /* The reports of one supernode's hosts [first, end) of refs: the clique
- * most of them share (ties to the first host), and every host in another. */
-static void supernode_cliques(struct ctx *c, const struct sn_fabric_evidence *ev,
-                              const struct clique *per, const struct host_ref *refs, size_t first,
-                              size_t end)
+ * most of them share (ties to the first host), and every host in another.
+ * Returns the host whose clique is the reference, SIZE_MAX if none. */
+static size_t supernode_cliques(struct ctx *c, const struct sn_fabric_evidence *ev,
+                                const struct clique *per, const struct host_ref *refs, size_t first,
+                                size_t end)
 {
     size_t best = SIZE_MAX, best_votes = 0;
     for (size_t j = first; j < end; j++) {
@@ -475,7 +476,7 @@ static void supernode_cliques(struct ctx *c, const struct sn_fabric_evidence *ev
         }
     }
     if (best == SIZE_MAX)
-        return;
+        return SIZE_MAX;
     const struct clique *ref = &per[refs[best].host];
     char name[96], sname[96];
     sn_model_supernode_name(c->m, refs[first].supernode, sname, sizeof(sname));
@@ -489,6 +490,41 @@ static void supernode_cliques(struct ctx *c, const struct sn_fabric_evidence *ev
                 "clique %s/%u, while %zu of %s's reporting servers share %s/%u", q->uuid, q->id,
                 best_votes, sname, ref->uuid, ref->id);
     }
+    return refs[best].host;
+}
+
+struct domain_clique {
+    uint32_t supernode;
+    const struct clique *q;
+};
+
+static int cmp_domain_clique(const void *a, const void *b)
+{
+    const struct domain_clique *x = a, *y = b;
+    int c = strcmp(x->q->uuid, y->q->uuid);
+    if (c)
+        return c;
+    if (x->q->id != y->q->id)
+        return x->q->id < y->q->id ? -1 : 1;
+    return (x->supernode > y->supernode) - (x->supernode < y->supernode);
+}
+
+/* Two supernodes the design keeps apart whose servers report one clique:
+ * the NVLink fabric joins what the design calls two domains. */
+static void merged_domains(struct ctx *c, struct domain_clique *d, size_t n, const char *source)
+{
+    if (n < 2)
+        return;
+    qsort(d, n, sizeof(*d), cmp_domain_clique);
+    char a[96], b[96];
+    for (size_t i = 1; i < n; i++)
+        if (same_clique(d[i - 1].q, d[i].q))
+            finding(c, SN_FABRIC_WRONG_CLIQUE,
+                    sn_model_supernode_name(c->m, d[i].supernode, b, sizeof(b)), source, 0,
+                    "reports clique %s/%u, as %s does: the design has them as two NVLink "
+                    "domains",
+                    d[i].q->uuid, d[i].q->id,
+                    sn_model_supernode_name(c->m, d[i - 1].supernode, a, sizeof(a)));
 }
 
 /* Per supernode that is one NVLink domain, its hosts' cliques against the
@@ -511,11 +547,22 @@ static enum sn_err verify_cliques(struct ctx *c, const struct sn_fabric_evidence
             refs[n++] = (struct host_ref){sn, i};
     }
     qsort(refs, n, sizeof(*refs), cmp_host_ref);
+    struct domain_clique *dom = calloc(n + 1, sizeof(*dom));
+    if (!dom) {
+        free(per);
+        free(refs);
+        return SN_ERR_NOMEM;
+    }
+    size_t n_dom = 0;
     for (size_t first = 0, end; first < n; first = end) {
         for (end = first + 1; end < n && refs[end].supernode == refs[first].supernode; end++)
             ;
-        supernode_cliques(c, ev, per, refs, first, end);
+        size_t ref = supernode_cliques(c, ev, per, refs, first, end);
+        if (ref != SIZE_MAX)
+            dom[n_dom++] = (struct domain_clique){refs[first].supernode, &per[ref]};
     }
+    merged_domains(c, dom, n_dom, n ? ev->smi[refs[0].host].source : NULL);
+    free(dom);
     free(per);
     free(refs);
     return SN_OK;

@@ -625,6 +625,14 @@ static void test_verify_cliques_and_gpus(void **state)
     assert_non_null(strstr(r.v[0].detail, "17 of nvl00's reporting servers"));
     assert_int_equal(r.checked_servers, HOSTS);
     sn_fabric_report_release(&r);
+    /* nvl01's server reports nvl00's clique: the racks are one NVLink domain */
+    fill_smi(&smi[18], gpus[18], 4, uuid, 32766);
+    if (sn_fabric_verify(b.model, &ev, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    expect_findings(&r, 3, SN_FABRIC_WRONG_CLIQUE, "nvl00-t05", SN_FABRIC_MISSING_GPU, gpu3,
+                    SN_FABRIC_WRONG_CLIQUE, "nvl01");
+    assert_non_null(strstr(r.v[2].detail, "as nvl00 does"));
+    sn_fabric_report_release(&r);
     release(&b);
 }
 
