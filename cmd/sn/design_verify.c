@@ -227,8 +227,8 @@ static int read_topo(const struct host_file *h, struct sn_telem_topo *t)
 
 static void print_text(const struct sn_model *m, const struct sn_fabric_report *r)
 {
-    printf("verify %s: %zu discovered link ends matched a designed cable; %zu servers with GPU "
-           "evidence; %zu mismatch%s\n",
+    printf("verify %s: %zu discovered link ends matched a designed cable; %zu GPU reports "
+           "(-q, topo -m) read; %zu mismatch%s\n",
            m->spec->name ? m->spec->name : "", r->checked_links, r->checked_servers,
            r->n + r->dropped, r->n + r->dropped == 1 ? "" : "es");
     for (size_t i = 0; i < r->n; i++) {

@@ -168,7 +168,7 @@ struct sn_fabric_report {
     size_t n, cap;
     size_t dropped;         /* findings past SN_FABRIC_MAX_FINDINGS */
     size_t checked_links;   /* discovered links compared with a cable */
-    size_t checked_servers; /* servers with GPU or clique evidence */
+    size_t checked_servers; /* GPU reports read: -q and topo -m inputs, one per host each */
 };
 
 /* One host's evidence, named by the model server it is about. */
