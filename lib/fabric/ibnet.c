@@ -128,7 +128,7 @@ double sn_ibnet_lane_bits_per_s(const char *speed)
 static void parse_rate(const char *p, const char *end, struct sn_ibnet_link *l)
 {
     while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t'))
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
             p++;
         const char *w = p;
         while (p < end && *p != ' ' && *p != '\t' && *p != '\r')

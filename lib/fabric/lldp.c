@@ -15,7 +15,7 @@
  * A text value is read from a string, an object's "value", or the first
  * element of an array of those, so both forms go through one walker. JSON
  * syntax errors name source:line:column (jansson's position); a neighbour
- * without a port id, or a field too long for its buffer, names the path.
+ * without a port id (or with an empty one), or a field too long for its buffer, names the path.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -91,7 +91,7 @@ static enum sn_err add(struct acc *a, const char *ifname, const json_t *body, st
     const json_t *port = object_of(json_object_get(body, "port"));
     const json_t *id = port ? json_object_get(port, "id") : NULL;
     const char *pid = text_of(id);
-    if (!pid)
+    if (!pid || !pid[0])
         return sn_error_set(err, SN_ERR_SYNTAX,
                             "%s: interface '%s': neighbour without lldp.interface.port.id",
                             a->source, ifname);

@@ -103,6 +103,24 @@ static void test_ibnet_real_rdma_core(void **state)
     free(text);
 }
 
+/* CRLF line ends (a file saved on Windows): the rate after the last word
+ * is still read, and the reader ends (it once looped on the '\r'). */
+static void test_ibnet_crlf(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "Switch\t2 \"S-1\"\t\t# \"MF0;sw:Q/U1\" enhanced port 0 lid 1 lmc 0\r\n"
+        "[1]\t\"H-2\"[1](2) \t\t# \"h mlx5_0\" lid 2 4xNDR\r\n";
+    struct sn_ibnet ib;
+    struct sn_error err = {0};
+    if (sn_ibnet_parse(text, strlen(text), "crlf", &ib, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(ib.n_links, 1);
+    assert_string_equal(ib.links[0].rate, "4xNDR");
+    assert_near(ib.links[0].lane_bits_per_s, 100e9, 1);
+    sn_ibnet_release(&ib);
+}
+
 static void expect_ibnet_error(const char *text, unsigned line, unsigned column, const char *what)
 {
     struct sn_ibnet ib;
@@ -174,6 +192,12 @@ static void test_lldp_json_forms(void **state)
     static const char bad[] = "{\"lldp\": {\"interface\": {\"eth7\": {\"port\": {}}}}}";
     assert_int_equal(sn_lldp_parse(bad, strlen(bad), "b", &l, &err), SN_ERR_SYNTAX);
     assert_non_null(strstr(err.message, "interface 'eth7'"));
+    /* nor with an empty one (found by fuzz_lldpctl) */
+    static const char empty[] = "{\"lldp\": [{\"interface\": [{\"name\": \"eth0\", \"port\": "
+                                "[{\"id\": [{\"value\": \"\"}]}]}]}]}";
+    sn_error_clear(&err);
+    assert_int_equal(sn_lldp_parse(empty, strlen(empty), "e0", &l, &err), SN_ERR_SYNTAX);
+    assert_non_null(strstr(err.message, "interface 'eth0'"));
 }
 
 /* The real post is cut by the store's excerpt: the reader passes over the
@@ -712,6 +736,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ibnet_real_rdma_core),
+        cmocka_unit_test(test_ibnet_crlf),
         cmocka_unit_test(test_ibnet_errors),
         cmocka_unit_test(test_lldp_json_forms),
         cmocka_unit_test(test_lldp_real_suzieq_cut),
