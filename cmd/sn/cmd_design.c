@@ -1,7 +1,7 @@
 /*
  * sn design: design review, bill of materials and exports of a cluster
  * spec. Subcommands are rows of one table; each lives in its own file
- * (design_check.c, design_bom.c, design_export.c).
+ * (design_check.c, design_bom.c, design_export.c, design_verify.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,7 @@ static const struct sn_command design_commands[] = {
     {"bom", cmd_design_bom, "bill of materials, bandwidth, power, cooling and blast radius"},
     {"sweep", cmd_design_sweep, "the supernode size sweet spot for a model (planner + failures)"},
     {"export", cmd_design_export, "export to Slurm, Volcano, Kubernetes, Graphviz, CSV, JSON"},
+    {"verify", cmd_design_verify, "check the real fabric (ibnetdiscover, LLDP, nvidia-smi) against it"},
 };
 
 #define N_DESIGN (sizeof(design_commands) / sizeof(design_commands[0]))

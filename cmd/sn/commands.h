@@ -28,6 +28,7 @@ int cmd_design_check(int argc, char **argv);
 int cmd_design_bom(int argc, char **argv);
 int cmd_design_sweep(int argc, char **argv);
 int cmd_design_export(int argc, char **argv);
+int cmd_design_verify(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_health(int argc, char **argv);
 /* sn health round (client_round.c): inter-node benchmark rounds on snd. */

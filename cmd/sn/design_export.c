@@ -25,7 +25,8 @@ static void usage(FILE *out)
                  "                    (slurm-block from 23.11, else slurm-tree)\n"
                  "  --slurm-version V the target Slurm, MAJOR.MINOR (22.05 is Debian 12's);\n"
                  "                    slurm-block is refused for one before 23.11, and\n"
-                 "                    slurm-topology without it is slurm-tree\n"
+                 "                    slurm-topology without it is slurm-tree;\n"
+                 "                    slurm-topology-yaml is refused for one before 25.05\n"
                  "  --detail D        dot only: summary (one node per spine group's\n"
                  "                    supernodes), all (one node per supernode), full (every\n"
                  "                    server and switch) or pod=N (spine group N in full,\n"
@@ -34,7 +35,7 @@ static void usage(FILE *out)
                  "  -o FILE           write to FILE instead of standard output\n"
                  "  -h, --help        this text\n\nformats:\n");
     for (int f = 0; f < SN_EXPORT_FORMAT_COUNT; f++)
-        fprintf(out, "  %-12s %s\n", sn_export_format_name((enum sn_export_format)f),
+        fprintf(out, "  %-19s %s\n", sn_export_format_name((enum sn_export_format)f),
                 sn_export_format_summary((enum sn_export_format)f));
 }
 
@@ -167,6 +168,13 @@ int cmd_design_export(int argc, char **argv)
         format = version >= 2311 ? SN_EXPORT_SLURM_BLOCK : SN_EXPORT_SLURM_TREE;
     else if (sn_export_format_parse(a.format, &format, &err) != SN_OK) {
         fprintf(stderr, "sn design export: --format: %s\n", err.message);
+        return SN_EXIT_USAGE;
+    }
+    if (format == SN_EXPORT_SLURM_TOPOLOGY_YAML && version && version < 2505) {
+        fprintf(stderr,
+                "sn design export: topology.yaml needs Slurm 25.05 or later; the target is "
+                "%d.%02d (--slurm-version): use --format slurm-topology\n",
+                version / 100, version % 100);
         return SN_EXIT_USAGE;
     }
     if (format == SN_EXPORT_SLURM_BLOCK && version && version < 2311) {

@@ -10,6 +10,10 @@
  *   dot          Graphviz graph, a summary per spine group at scale
  *   cables       the cable ledger, CSV, one row per link
  *   json         the full model, streamed
+ *   slurm-topology-yaml  Slurm 25.05+ topology.yaml: a block topology
+ *                (one block per supernode) and a tree topology
+ *   ibnetdiscover  what ibnetdiscover prints for the design, cabled right
+ *                (sn/fabric.h; `sn design verify` reads the real one)
  * Every writer streams to a FILE * in model ID order, so the same model
  * always gives the same bytes, and memory stays bounded by the largest
  * supernode (dot: by the links it draws), not by the cluster.
@@ -32,7 +36,10 @@
     X(JSON, "json", "the full model as JSON (schema supernode.model/1), streamed")                 \
     X(SLURM_CONF, "slurm-conf", "slurm.conf NodeName and PartitionName lines (Slurm >= 20.11)")   \
     X(SLURM_GRES, "slurm-gres", "gres.conf: GPU device files, CPU affinity and NVLink peers")      \
-    X(SLURM_JOB_SUBMIT, "slurm-job-submit", "job_submit.lua: one supernode per job, TP rounding")
+    X(SLURM_JOB_SUBMIT, "slurm-job-submit", "job_submit.lua: one supernode per job, TP rounding") \
+    X(SLURM_TOPOLOGY_YAML, "slurm-topology-yaml",                                                 \
+      "topology.yaml (Slurm >= 25.05): block per NVLink domain + scale-out tree")              \
+    X(IBNETDISCOVER, "ibnetdiscover", "the ibnetdiscover output of the design's InfiniBand fabric")
 enum sn_export_format {
 #define SN_X(name, text, summary) SN_EXPORT_##name,
     SN_EXPORT_FORMAT_LIST(SN_X)

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sn/fabric.h>
+
 #include "bom/export_int.h"
 
 static const char *const format_names[] = {
@@ -49,7 +51,8 @@ enum sn_err sn_export_format_parse(const char *name, enum sn_export_format *out,
         }
     return sn_error_set(err, SN_ERR_INVALID,
                         "unknown export format '%s' (expected slurm-tree, slurm-block, volcano, "
-                        "k8s-labels, dot, cables, json, slurm-conf, slurm-gres or slurm-job-submit)",
+                        "k8s-labels, dot, cables, json, slurm-conf, slurm-gres, slurm-job-submit, "
+                        "slurm-topology-yaml or ibnetdiscover)",
                         name);
 }
 
@@ -238,7 +241,7 @@ void sn__hostlist_end(struct sn__hostlist *h)
     h->open = false;
 }
 
-static void supernode_nodes(FILE *out, const struct sn_model *m, uint32_t sn)
+void sn__supernode_nodes(FILE *out, const struct sn_model *m, uint32_t sn)
 {
     char name[SN__EXPORT_NAME_LEN];
     struct sn__hostlist h;
@@ -270,7 +273,7 @@ static enum sn_err export_slurm_tree(FILE *out, const struct sn_model *m, struct
                  "level 3: core groups\n");
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
         fprintf(out, "SwitchName=%s Nodes=", sn_model_supernode_name(m, sn, name, sizeof(name)));
-        supernode_nodes(out, m, sn);
+        sn__supernode_nodes(out, m, sn);
         fputc('\n', out);
     }
     for (uint32_t p = 0; p < g.n_pods; p++) {
@@ -301,28 +304,42 @@ static enum sn_err export_slurm_tree(FILE *out, const struct sn_model *m, struct
  * planning base block size count of nodes. Successive BlockSizes must be a
  * power of two larger than the prior values." The base is the smallest
  * supernode; higher sizes double while that many blocks exist. */
+unsigned sn__block_sizes(const struct sn_model *m, uint64_t *sizes, unsigned max)
+{
+    uint32_t base = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        uint32_t n = m->supernodes[sn].n_servers;
+        if (n > 0 && (base == 0 || n < base))
+            base = n;
+    }
+    if (base == 0 || max == 0)
+        return 0;
+    unsigned count = 0;
+    sizes[count++] = base;
+    for (uint64_t blocks = 2; blocks <= m->n_supernodes && count < max; blocks *= 2)
+        sizes[count++] = blocks * base;
+    return count;
+}
+
 static enum sn_err export_slurm_block(FILE *out, const struct sn_model *m, struct sn_error *err)
 {
     char name[SN__EXPORT_NAME_LEN];
     (void)err;
     slurm_header(out, m, "block");
     fprintf(out, "# one block per supernode\n");
-    uint32_t base = 0;
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
-        const struct sn_supernode *s = &m->supernodes[sn];
-        if (s->n_servers == 0)
+        if (m->supernodes[sn].n_servers == 0)
             continue;
-        if (base == 0 || s->n_servers < base)
-            base = s->n_servers;
         fprintf(out, "BlockName=%s Nodes=", sn_model_supernode_name(m, sn, name, sizeof(name)));
-        supernode_nodes(out, m, sn);
+        sn__supernode_nodes(out, m, sn);
         fputc('\n', out);
     }
-    if (base == 0)
+    uint64_t sizes[34];
+    unsigned n = sn__block_sizes(m, sizes, 34);
+    if (n == 0)
         return SN_OK;
-    fprintf(out, "BlockSizes=%u", base);
-    for (uint64_t blocks = 2; blocks <= m->n_supernodes; blocks *= 2)
-        fprintf(out, ",%llu", (unsigned long long)(blocks * base));
+    for (unsigned i = 0; i < n; i++)
+        fprintf(out, "%s%llu", i ? "," : "BlockSizes=", (unsigned long long)sizes[i]);
     fputc('\n', out);
     return SN_OK;
 }
@@ -495,6 +512,12 @@ enum sn_err sn_export_write(FILE *out, const struct sn_model *m, enum sn_export_
         break;
     case SN_EXPORT_SLURM_JOB_SUBMIT:
         rc = sn__export_slurm_job_submit(out, m, err);
+        break;
+    case SN_EXPORT_SLURM_TOPOLOGY_YAML:
+        rc = sn__export_slurm_topology_yaml(out, m, err);
+        break;
+    case SN_EXPORT_IBNETDISCOVER:
+        rc = sn_fabric_write_ibnet(out, m, err);
         break;
     case SN_EXPORT_FORMAT_COUNT:
         return sn_error_set(err, SN_ERR_INVALID, "unknown export format %d", (int)format);

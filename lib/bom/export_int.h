@@ -48,6 +48,21 @@ void sn__hostlist_begin(struct sn__hostlist *h, FILE *out);
 void sn__hostlist_add(struct sn__hostlist *h, const char *name);
 void sn__hostlist_end(struct sn__hostlist *h);
 
+/* The supernode's servers as one hostlist expression ("sn00-t[00-31]"). */
+void sn__supernode_nodes(FILE *out, const struct sn_model *m, uint32_t sn);
+
+/* The planning base block size and its power-of-two multiples for one
+ * block per supernode (topology.conf(5), topology.yaml(5)): the base is the
+ * smallest non-empty supernode's server count, doubled while that many
+ * blocks exist. Writes at most max sizes to sizes; returns how many (0: no
+ * servers). */
+unsigned sn__block_sizes(const struct sn_model *m, uint64_t *sizes, unsigned max);
+
+/* True when some supernode with more than one server is one NVLink domain
+ * (scale-up domain supernode or two-level): jobs across its servers need
+ * IMEX channels. */
+bool sn__multi_server_nvlink(const struct sn_model *m);
+
 /* Writes s as a JSON string, quoted and escaped. */
 void sn__json_string(FILE *out, const char *s);
 
@@ -58,5 +73,7 @@ enum sn_err sn__export_slurm_conf(FILE *out, const struct sn_model *m, struct sn
 enum sn_err sn__export_slurm_gres(FILE *out, const struct sn_model *m, struct sn_error *err);
 enum sn_err sn__export_slurm_job_submit(FILE *out, const struct sn_model *m,
                                         struct sn_error *err);
+enum sn_err sn__export_slurm_topology_yaml(FILE *out, const struct sn_model *m,
+                                           struct sn_error *err);
 
 #endif

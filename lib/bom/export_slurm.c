@@ -93,6 +93,32 @@ static void partition(FILE *out, const struct sn_model *m, const char *name, uin
     fprintf(out, " Default=%s MaxTime=INFINITE State=UP\n", dflt ? "YES" : "NO");
 }
 
+/* IMEX for multi-node NVLink (SwitchType=switch/nvidia_imex, Slurm >=
+ * 24.05): slurmctld hands each job an IMEX channel and slurmd makes its
+ * /dev/nvidia-caps-imex-channels/channel<N> for the job's steps. The
+ * plugin (src/plugins/switch/nvidia_imex) keeps one bitmap of channels
+ * 1..imex_channel_count for the whole cluster, channel 0 reserved, so the
+ * count bounds the jobs running at once cluster-wide. The driver makes
+ * channels 0..ImexChannelCount-1, 2048 by default (/proc/driver/nvidia/
+ * params), so 2047 keeps every channel Slurm hands out on a device that
+ * exists (Slurm's own default, 2048, can hand out channel 2048). */
+static void imex_lines(FILE *out, const struct sn_model *m)
+{
+    const unsigned driver_channels = 2048, channels = driver_channels - 1;
+    fprintf(out,
+            "# NVLink domains span servers: one IMEX channel per job (switch/nvidia_imex, "
+            "Slurm >= 24.05).\n# Channels 1-%u, cluster-wide: at most %u jobs run at once; "
+            "the driver's default\n# ImexChannelCount=%u makes channels 0-%u.\n",
+            channels, channels, driver_channels, driver_channels - 1);
+    if (m->n_servers > channels)
+        fprintf(out,
+                "# NOTE: %u nodes: more single-node jobs can run than there are channels; "
+                "raise the driver's\n# NVreg_ImexChannelCount and imex_channel_count together.\n",
+                m->n_servers);
+    fprintf(out, "SwitchType=switch/nvidia_imex\nSwitchParameters=imex_channel_count=%u\n",
+            channels);
+}
+
 enum sn_err sn__export_slurm_conf(FILE *out, const struct sn_model *m, struct sn_error *err)
 {
     (void)err;
@@ -103,6 +129,8 @@ enum sn_err sn__export_slurm_conf(FILE *out, const struct sn_model *m, struct sn
             "TopologyPlugin=topology/tree\n# (topology.conf: --format slurm-tree), gres.conf: "
             "--format slurm-gres. Slurm >= 20.11.\n",
             m->spec->name ? m->spec->name : "", m->n_supernodes, m->n_servers, m->n_gpus);
+    if (sn__multi_server_nvlink(m))
+        imex_lines(out, m);
     for (uint32_t sv = 0; sv < m->n_servers; sv++)
         node_line(out, m, sv);
     if (m->spec->n_pools == 0) {

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <libfyaml.h>
 
 #include <sn/export.h>
 
@@ -341,6 +342,269 @@ static void test_slurm_block(void **state)
     names_free(&want);
     free(text);
     release(&b);
+}
+
+
+/* ---- topology.yaml ------------------------------------------------------ */
+
+/* The scalar of a node, NULL when it is not a scalar. Copied into buf. */
+static const char *yscalar(struct fy_node *n, char *buf, size_t len)
+{
+    size_t l;
+    const char *v = n && fy_node_get_type(n) == FYNT_SCALAR ? fy_node_get_scalar(n, &l) : NULL;
+    if (!v)
+        return NULL;
+    assert_true(l < len);
+    memcpy(buf, v, l);
+    buf[l] = '\0';
+    return buf;
+}
+
+static bool yaml_bool(const char *v)
+{
+    if (strcasecmp(v, "true") == 0)
+        return true;
+    assert_int_equal(strcasecmp(v, "false"), 0);
+    return false;
+}
+
+struct topo_check {
+    unsigned topologies, defaults;
+    char default_name[64];
+    bool has_block, has_tree;
+    unsigned long block_sizes[34], n_sizes, blocks;
+    struct names block_nodes, tree_nodes, switches, children;
+};
+
+/* One "block:" mapping: block_sizes (integers, each the prior times a
+ * power of two), blocks (block, nodes), every block at least the base. */
+static void check_yaml_block(struct fy_node *blk, struct topo_check *c)
+{
+    char buf[4096];
+    assert_int_equal(fy_node_get_type(blk), FYNT_MAPPING);
+    struct fy_node *sizes = fy_node_mapping_lookup_by_string(blk, "block_sizes", FY_NT);
+    struct fy_node *blocks = fy_node_mapping_lookup_by_string(blk, "blocks", FY_NT);
+    assert_non_null(sizes);
+    assert_non_null(blocks);
+    assert_int_equal(fy_node_mapping_item_count(blk), 2);
+    assert_int_equal(fy_node_get_type(sizes), FYNT_SEQUENCE);
+    void *it = NULL;
+    struct fy_node *n;
+    while ((n = fy_node_sequence_iterate(sizes, &it)) != NULL) {
+        const char *v = yscalar(n, buf, sizeof(buf));
+        assert_non_null(v);
+        char *end;
+        unsigned long size = strtoul(v, &end, 10);
+        assert_true(*end == '\0' && end != v && size > 0);
+        if (c->n_sizes > 0) {
+            unsigned long prev = c->block_sizes[c->n_sizes - 1];
+            assert_true(size > prev && size % prev == 0);
+            unsigned long q = size / prev;
+            assert_int_equal(q & (q - 1), 0);
+        }
+        assert_true(c->n_sizes < 34);
+        c->block_sizes[c->n_sizes++] = size;
+    }
+    assert_true(c->n_sizes >= 1);
+    struct names seen = {0};
+    it = NULL;
+    while ((n = fy_node_sequence_iterate(blocks, &it)) != NULL) {
+        assert_int_equal(fy_node_get_type(n), FYNT_MAPPING);
+        const char *name =
+            yscalar(fy_node_mapping_lookup_by_string(n, "block", FY_NT), buf, sizeof(buf));
+        assert_non_null(name);
+        names_add(&seen, name);
+        struct names members = {0};
+        const char *nodes =
+            yscalar(fy_node_mapping_lookup_by_string(n, "nodes", FY_NT), buf, sizeof(buf));
+        assert_non_null(nodes);
+        expand_hostlist(nodes, &members);
+        assert_true(members.n >= c->block_sizes[0]);
+        for (size_t i = 0; i < members.n; i++)
+            names_add(&c->block_nodes, members.v[i]);
+        names_free(&members);
+        c->blocks++;
+    }
+    qsort(seen.v, seen.n, sizeof(char *), cmp_str);
+    for (size_t i = 1; i < seen.n; i++)
+        assert_string_not_equal(seen.v[i - 1], seen.v[i]);
+    names_free(&seen);
+}
+
+/* One "tree:" mapping: switches, each a switch (<= 64 characters) with
+ * nodes or children. */
+static void check_yaml_tree(struct fy_node *tree, struct topo_check *c)
+{
+    char buf[4096];
+    assert_int_equal(fy_node_get_type(tree), FYNT_MAPPING);
+    struct fy_node *sw = fy_node_mapping_lookup_by_string(tree, "switches", FY_NT);
+    assert_non_null(sw);
+    assert_int_equal(fy_node_get_type(sw), FYNT_SEQUENCE);
+    void *it = NULL;
+    struct fy_node *n;
+    while ((n = fy_node_sequence_iterate(sw, &it)) != NULL) {
+        assert_int_equal(fy_node_get_type(n), FYNT_MAPPING);
+        const char *name =
+            yscalar(fy_node_mapping_lookup_by_string(n, "switch", FY_NT), buf, sizeof(buf));
+        assert_non_null(name);
+        assert_true(strlen(name) <= 64);
+        names_add(&c->switches, name);
+        struct fy_node *nodes = fy_node_mapping_lookup_by_string(n, "nodes", FY_NT);
+        struct fy_node *kids = fy_node_mapping_lookup_by_string(n, "children", FY_NT);
+        assert_true((nodes != NULL) != (kids != NULL));
+        const char *list = yscalar(nodes ? nodes : kids, buf, sizeof(buf));
+        assert_non_null(list);
+        expand_hostlist(list, nodes ? &c->tree_nodes : &c->children);
+    }
+}
+
+/* Parses a topology.yaml back with libfyaml and checks topology.yaml(5):
+ * a sequence of topologies, "topology" the first key of each, names
+ * unique, exactly one of block, flat, tree, cluster_default a boolean and
+ * at most one true; returns the blocks and tree found in *c. */
+static void check_topology_yaml(const char *text, struct topo_check *c)
+{
+    char buf[256];
+    memset(c, 0, sizeof(*c));
+    struct fy_document *doc = fy_document_build_from_string(NULL, text, FY_NT);
+    assert_non_null(doc);
+    struct fy_node *root = fy_document_root(doc);
+    assert_int_equal(fy_node_get_type(root), FYNT_SEQUENCE);
+    struct names names = {0};
+    void *it = NULL;
+    struct fy_node *t;
+    while ((t = fy_node_sequence_iterate(root, &it)) != NULL) {
+        assert_int_equal(fy_node_get_type(t), FYNT_MAPPING);
+        void *pit = NULL;
+        struct fy_node_pair *first = fy_node_mapping_iterate(t, &pit);
+        assert_non_null(first);
+        assert_string_equal(yscalar(fy_node_pair_key(first), buf, sizeof(buf)), "topology");
+        const char *name = yscalar(fy_node_pair_value(first), buf, sizeof(buf));
+        assert_non_null(name);
+        names_add(&names, name);
+        char tname[64];
+        snprintf(tname, sizeof(tname), "%s", name);
+        struct fy_node_pair *pair;
+        unsigned kinds = 0;
+        pit = NULL;
+        while ((pair = fy_node_mapping_iterate(t, &pit)) != NULL) {
+            char key[64];
+            assert_non_null(yscalar(fy_node_pair_key(pair), key, sizeof(key)));
+            struct fy_node *v = fy_node_pair_value(pair);
+            if (strcmp(key, "topology") == 0)
+                continue;
+            if (strcmp(key, "cluster_default") == 0) {
+                assert_non_null(yscalar(v, buf, sizeof(buf)));
+                if (yaml_bool(buf) && c->defaults++ == 0)
+                    snprintf(c->default_name, sizeof(c->default_name), "%s", tname);
+            } else if (strcmp(key, "block") == 0) {
+                kinds++;
+                c->has_block = true;
+                check_yaml_block(v, c);
+            } else if (strcmp(key, "tree") == 0) {
+                kinds++;
+                c->has_tree = true;
+                check_yaml_tree(v, c);
+            } else if (strcmp(key, "flat") == 0) {
+                kinds++;
+                assert_true(yaml_bool(yscalar(v, buf, sizeof(buf))));
+            } else {
+                fail_msg("topology '%s': unknown key '%s'", tname, key);
+            }
+        }
+        assert_int_equal(kinds, 1);
+        c->topologies++;
+    }
+    qsort(names.v, names.n, sizeof(char *), cmp_str);
+    for (size_t i = 1; i < names.n; i++)
+        assert_string_not_equal(names.v[i - 1], names.v[i]);
+    names_free(&names);
+    fy_document_destroy(doc);
+}
+
+static void topo_check_free(struct topo_check *c)
+{
+    names_free(&c->block_nodes);
+    names_free(&c->tree_nodes);
+    names_free(&c->switches);
+    names_free(&c->children);
+}
+
+/* Every server is in exactly one block and under exactly one leaf switch;
+ * every child names a switch of the tree; the default is the block
+ * topology exactly when a supernode is one multi-server NVLink domain. */
+static void check_topology_yaml_spec(const char *rel, const char *want_default,
+                                     unsigned long want_base, unsigned long want_top)
+{
+    struct built b;
+    build(&b, rel);
+    char *text = export_text(&b, SN_EXPORT_SLURM_TOPOLOGY_YAML);
+    struct topo_check c;
+    check_topology_yaml(text, &c);
+    assert_int_equal(c.topologies, 2);
+    assert_true(c.has_block && c.has_tree);
+    assert_int_equal(c.defaults, 1);
+    assert_string_equal(c.default_name, want_default);
+    assert_int_equal(c.blocks, b.model->n_supernodes);
+    assert_int_equal(c.block_sizes[0], want_base);
+    assert_int_equal(c.block_sizes[c.n_sizes - 1], want_top);
+    /* the largest size is a set of whole blocks the cluster has */
+    assert_true(c.block_sizes[c.n_sizes - 1] <= b.model->n_servers);
+    assert_int_equal(c.block_sizes[c.n_sizes - 1] % c.block_sizes[0], 0);
+    assert_true(c.block_sizes[c.n_sizes - 1] / c.block_sizes[0] <= c.blocks);
+    struct names want = {0}, want2 = {0};
+    for (uint32_t sn = 0; sn < b.model->n_supernodes; sn++) {
+        server_names(b.model, sn, &want);
+        server_names(b.model, sn, &want2);
+    }
+    assert_same_names(&c.block_nodes, &want); /* sorted compare: no duplicates either */
+    assert_same_names(&c.tree_nodes, &want2);
+    qsort(c.switches.v, c.switches.n, sizeof(char *), cmp_str);
+    for (size_t i = 1; i < c.switches.n; i++)
+        assert_string_not_equal(c.switches.v[i - 1], c.switches.v[i]);
+    for (size_t i = 0; i < c.children.n; i++)
+        assert_non_null(bsearch(&c.children.v[i], c.switches.v, c.switches.n, sizeof(char *),
+                                cmp_str));
+    names_free(&want);
+    names_free(&want2);
+    topo_check_free(&c);
+    free(text);
+    release(&b);
+}
+
+/* slurm-conf: switch/nvidia_imex exactly when a supernode is one
+ * multi-server NVLink domain, with a channel count the driver's default
+ * 2048 devices (channels 0-2047) can serve. */
+static void test_slurm_conf_imex(void **state)
+{
+    (void)state;
+    struct built b;
+    build(&b, "tests/specs/fabric/nvl72-x4.yaml");
+    char *text = export_text(&b, SN_EXPORT_SLURM_CONF);
+    assert_non_null(strstr(text, "\nSwitchType=switch/nvidia_imex\n"));
+    const char *p = strstr(text, "\nSwitchParameters=imex_channel_count=");
+    assert_non_null(p);
+    unsigned long channels = strtoul(p + strlen("\nSwitchParameters=imex_channel_count="), NULL, 10);
+    assert_true(channels >= 1 && channels <= 2047);
+    /* before the first NodeName line, as slurm.conf global options */
+    assert_true(p < strstr(text, "\nNodeName="));
+    free(text);
+    release(&b);
+    build(&b, "examples/demo-cluster.yaml"); /* HGX: NVLink inside each server */
+    text = export_text(&b, SN_EXPORT_SLURM_CONF);
+    assert_null(strstr(text, "SwitchType"));
+    free(text);
+    release(&b);
+}
+
+static void test_slurm_topology_yaml(void **state)
+{
+    (void)state;
+    /* Four NVL72 racks: blocks of 18, 36, 72; the block topology is the default. */
+    check_topology_yaml_spec("tests/specs/fabric/nvl72-x4.yaml", "nvlink", 18, 72);
+    /* HGX SUs (NVSwitch inside each server): the tree is the default. */
+    check_topology_yaml_spec("tests/specs/bom/superpod-16su.yaml", "fabric", 32, 512);
+    check_topology_yaml_spec("examples/gb200-nvl72.yaml", "nvlink", 18, 18);
 }
 
 /* ---- Volcano ---------------------------------------------------------- */
@@ -844,6 +1108,8 @@ int main(void)
         cmocka_unit_test(test_slurm_tree),
         cmocka_unit_test(test_slurm_tree_groups),
         cmocka_unit_test(test_slurm_block),
+        cmocka_unit_test(test_slurm_topology_yaml),
+        cmocka_unit_test(test_slurm_conf_imex),
         cmocka_unit_test(test_volcano),
         cmocka_unit_test(test_k8s_labels),
         cmocka_unit_test(test_names_fit_consumers),
