@@ -217,6 +217,23 @@ static enum sn_xid_bucket recovery_bucket(const char *m, size_t ml)
     return SN_XID_INFO;
 }
 
+/* N of "caused by previous Xid N" in a message, 0 when absent. */
+static unsigned caused_by(const char *m, size_t ml)
+{
+    static const char key[] = "caused by previous Xid ";
+    const size_t kl = sizeof(key) - 1;
+    for (size_t i = 0; i + kl < ml; i++) {
+        if (memcmp(m + i, key, kl) != 0)
+            continue;
+        unsigned n = 0;
+        size_t j = i + kl;
+        while (j < ml && j < i + kl + 5 && m[j] >= '0' && m[j] <= '9')
+            n = n * 10 + (unsigned)(m[j++] - '0');
+        return j > i + kl && n <= 0xffff ? n : 0;
+    }
+    return 0;
+}
+
 /* After the code: ", pid=…, name=…, message"; sets pid, name, message,
  * bucket and the NVLink fields. name and msg are the caller's buffers. */
 static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char *name,
@@ -239,6 +256,7 @@ static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char
         nvlink_fields(m, ml, rec);
     if (rec->code == 154)
         rec->bucket = recovery_bucket(m, ml);
+    rec->caused_by = caused_by(m, ml);
 }
 
 #define OFF_BUS_KEPT 64
@@ -294,9 +312,9 @@ static bool bus_word(const char *s, const char *end, uint64_t *bus)
 /*
  * "GPU has fallen off the bus" printed without an Xid (NVIDIA/NVSentinel
  * issue 155): "NVRM: GPU at 0000:01:00.0 has fallen off the bus." or "NVRM:
- * GPU 0000:3a:00.0: GPU has fallen off the bus." on one line, or "NVRM: The NVIDIA GPU 0000:b3:00.0" then continuation lines ending
- * "NVRM: fallen off the bus and is not responding to commands.". Emitted as
- * Xid 79 (same meaning, same bucket). Returns true if the line was part of
+ * GPU 0000:3a:00.0: GPU has fallen off the bus." on one line, or "NVRM: The NVIDIA GPU
+ * 0000:b3:00.0" then continuation lines ending "NVRM: fallen off the bus and is not responding to
+ * commands.". Emitted as Xid 79 (same meaning, same bucket). Returns true if the line was part of
  * one.
  */
 static bool off_bus_line(struct sn_telem_parser *p, const char *s, size_t n)
@@ -337,7 +355,8 @@ static bool off_bus_line(struct sn_telem_parser *p, const char *s, size_t n)
                                .code = 79,
                                .pid = -1,
                                .name = "",
-                               .message = "GPU has fallen off the bus (message without an Xid line)",
+                               .message =
+                                   "GPU has fallen off the bus (message without an Xid line)",
                                .bucket = sn_xid_bucket(79),
                                .nvlink = -1,
                                .fatal = -1};

@@ -41,16 +41,16 @@ struct sn_telem_store {
     char (*hosts)[SN_TELEM_HOST_MAX];
     uint32_t *host_first_gpu;
     struct sn_telem_topo **host_topo;
-    struct host_diag **host_diag; /* node-level dcgmi diag results, NULL if none */
+    struct host_diag **host_diag;    /* node-level dcgmi diag results, NULL if none */
     struct host_checks **host_check; /* failed node checks (NHC), NULL if none */
-    uint8_t *src_excerpt; /* per source: its samples are an excerpt; NULL until one */
+    uint8_t *src_excerpt;            /* per source: its samples are an excerpt; NULL until one */
     uint32_t n_hosts, cap_hosts;
     struct idx by_host;
     char **sources;
     uint16_t n_sources;
-    struct idx by_source; /* source names, so a lookup costs one hash at any count */
-    uint16_t last_source; /* cache of the last lookup */
-    uint32_t last_host;   /* cache of the last lookup, valid when n_hosts */
+    struct idx by_source;      /* source names, so a lookup costs one hash at any count */
+    uint16_t last_source;      /* cache of the last lookup */
+    uint32_t last_host;        /* cache of the last lookup, valid when n_hosts */
     uint32_t last_samples_gpu; /* where the last samples record went, UINT32_MAX if dropped */
     /* The reference the last samples record resolved, by content: the
      * attributes of the same row (nvidia-smi CSV emits them right after)
@@ -439,8 +439,8 @@ static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
         unsigned i = 0;
         while (i < g->n_procs && g->procs[i].pid != o->procs[k].pid)
             i++;
-        if (i < g->n_procs || (!g->procs && !(g->procs = store_calloc(s, SN_TELEM_PROC_KEEP,
-                                                                      sizeof(*g->procs)))))
+        if (i < g->n_procs ||
+            (!g->procs && !(g->procs = store_calloc(s, SN_TELEM_PROC_KEEP, sizeof(*g->procs)))))
             continue;
         if (g->n_procs < SN_TELEM_PROC_KEEP)
             g->procs[g->n_procs++] = o->procs[k];
@@ -490,8 +490,7 @@ static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
  * contradicts the other's. */
 static bool mergeable(const struct sn_telem_gpu *g, const struct sn_telem_gpu *o)
 {
-    return g != o && g->host == o->host &&
-           (g->index < 0 || o->index < 0 || g->index == o->index) &&
+    return g != o && g->host == o->host && (g->index < 0 || o->index < 0 || g->index == o->index) &&
            (g->bus == SN_TELEM_BUS_NONE || o->bus == SN_TELEM_BUS_NONE || g->bus == o->bus) &&
            (!g->uuid[0] || !o->uuid[0] || strcmp(g->uuid, o->uuid) == 0);
 }
@@ -766,6 +765,7 @@ static void sink_xid(void *ctx, const struct sn_telem_xid *r)
     e->bucket = (uint8_t)r->bucket;
     e->fatal = (int8_t)r->fatal;
     e->source = source_id(s, r->at.source);
+    e->caused_by = r->caused_by <= 0xffff ? (uint16_t)r->caused_by : 0;
     g->xid_total++;
     s->stats.records++;
 }
@@ -994,8 +994,8 @@ static bool eq_fac(const struct sn_telem_store *s, uint32_t id, const void *key)
 {
     const struct sn_telem_facility_entry *e = &s->fac[id];
     const struct fac_key *k = key;
-    return (unsigned)e->kind == k->kind && e->metric == k->metric && strcmp(e->name, k->name) == 0 &&
-           strcmp(e->part, k->part) == 0;
+    return (unsigned)e->kind == k->kind && e->metric == k->metric &&
+           strcmp(e->name, k->name) == 0 && strcmp(e->part, k->part) == 0;
 }
 static uint64_t rh_fac(const struct sn_telem_store *s, uint32_t id)
 {
@@ -1190,7 +1190,8 @@ bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t ho
 {
     if (host >= s->n_hosts)
         return false;
-    return (s->host_topo && s->host_topo[host]) || (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
+    return (s->host_topo && s->host_topo[host]) ||
+           (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
            (s->host_check && s->host_check[host] && s->host_check[host]->n);
 }
 
