@@ -259,7 +259,10 @@ const char *sn_health_action_name(enum sn_health_action a);
       "Status): GPU reset, node reboot, drain P2P or drain and reset; the action follows it")      \
     X(GPU_UUID_CONFLICT, "gpu-uuid-conflict", GPU, WARN, 10, MONITOR,                              \
       "two inputs give one GPU (server and index) two UUIDs: files of two machines bound to one "  \
-      "server, or a replaced GPU; the readings of both are judged on it")
+      "server, or a replaced GPU; the readings of both are judged on it")                          \
+    X(NET_LINK_DOWN, "net-link-down", SERVER, WARN, 50, DRAIN,                                     \
+      "RDMA ports down (ibstat State: Down, sysfs ports/N/state) while the server has fewer "      \
+      "active ports than the spec's NICs")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
