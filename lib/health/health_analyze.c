@@ -261,16 +261,16 @@ static void identity_conflict(struct sn__health_ctx *c, uint32_t i)
     const struct sn_telem_gpu *k = sn_telem_store_gpu(c->st, c->model_to_store[gpu]);
     if (!o->uuid[0] || !k->uuid[0] || strcmp(o->uuid, k->uuid) == 0)
         return;
-    char wk[160], wo[160], name[96];
-    gpu_where(c, k, wk, sizeof(wk));
-    gpu_where(c, o, wo, sizeof(wo));
+    /* No file:line: a GPU's readings keep the last of equal-time ones, so
+     * the place would depend on the order of the inputs; the UUIDs and the
+     * hosts that named them do not. */
+    char name[96];
     sn_health_entity_label(c->m, SN_HEALTH_ENT_GPU, gpu, name, sizeof(name));
     uint32_t sv = c->host_server[o->host];
     sn__health_add(c, SN_DET_GPU_UUID_CONFLICT, SN_HEALTH_ENT_GPU, gpu, gpu, sv, 2, 1,
-                   "%s has two UUIDs: %s (%s, host '%s') and %s (%s, host '%s'); the readings of "
-                   "both are judged on it",
-                   name, k->uuid, wk[0] ? wk : "no reading",
-                   sn_telem_store_host_name(c->st, k->host), o->uuid, wo[0] ? wo : "no reading",
+                   "%s has two UUIDs: %s (host '%s') and %s (host '%s'); the readings of both "
+                   "are judged on it",
+                   name, k->uuid, sn_telem_store_host_name(c->st, k->host), o->uuid,
                    sn_telem_store_host_name(c->st, o->host));
 }
 
