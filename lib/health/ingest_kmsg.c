@@ -5,8 +5,9 @@
  * Line stamps read: dmesg "[ 1234.567890]" (uptime), dmesg -T "[Wed May  1
  * 12:00:00 2024]", journalctl/syslog "May  1 12:00:00 host kernel:" (time
  * only with opts.year), and ISO "2024-05-01T12:00:00.123+00:00 host
- * kernel:"; a Markdown fence glued to the first stamp ("```[  12.3]") is
- * passed over. The Xid itself:
+ * kernel:"; a Markdown fence glued to the first stamp ("```[  12.3]") and
+ * quote or diff marks before a stamp ("+> [  12.3]") are passed over. The
+ * Xid itself:
  *
  *   NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.
  *   NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off ...
@@ -135,10 +136,17 @@ static void read_stamp(struct sn_telem_parser *p, const char *s, size_t n, struc
     }
     while (i < n && s[i] == ' ')
         i++;
-    /* A Markdown code fence glued to the first line of a pasted log
-     * ("```[93297.027938] NVRM: ...", vllm-project/vllm#5901). */
-    if (i + 3 < n && memcmp(s + i, "```", 3) == 0 && s[i + 3] == '[')
-        i += 3;
+    /* Paste marks before a stamp: a Markdown code fence glued to the first
+     * line ("```[93297.027938] NVRM: ...", vllm-project/vllm#5901), a quote
+     * and a diff's added-line mark ("+> [Fri Aug 30 ...] NVRM: ...",
+     * leptonai/gpud#46). Passed over only when a stamp follows. */
+    size_t q = i;
+    if (q + 3 <= n && memcmp(s + q, "```", 3) == 0)
+        q += 3;
+    while (q < n && (s[q] == '+' || s[q] == '>' || s[q] == ' '))
+        q++;
+    if (q > i && q < n && s[q] == '[')
+        i = q;
     if (i < n && s[i] == '[') {
         const char *e = memchr(s + i, ']', n - i);
         if (e) {
