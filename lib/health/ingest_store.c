@@ -563,6 +563,32 @@ static bool find_key(const struct sn_telem_store *s, const struct gpu_key *k, ui
     return find_key2(s, k, id, &by_uuid);
 }
 
+/* A record whose UUID is new but whose (host, bus or index) slot holds a GPU
+ * of another UUID: two machines' outputs under one host name, or a replaced
+ * GPU. It gets a GPU of its own with that UUID and the slot's index, kept
+ * out of the slot's index (the first GPU keeps it), so neither file's
+ * readings are dropped and the same GPUs exist whatever the order of the
+ * inputs; the analysis maps both to the slot and reports gpu-uuid-conflict
+ * (health_analyze.c). */
+static bool conflict_gpu(struct sn_telem_store *s, const struct gpu_key *k, uint32_t *id)
+{
+    uint32_t other;
+    if (!new_gpu(s, k->host, id))
+        return false;
+    struct sn_telem_gpu *g = &s->gpus[*id];
+    sn__telem_copy(g->uuid, sizeof(g->uuid), k->uuid, strlen(k->uuid));
+    if (!idx_insert(s, &s->by_uuid, h_uuid(g->uuid), *id, rh_uuid))
+        return false;
+    if (k->bus != SN_TELEM_BUS_NONE &&
+        !idx_find(s, &s->by_bus, h_bus(k->host, k->bus), eq_bus, k, &other)) {
+        g->bus = k->bus;
+        if (!idx_insert(s, &s->by_bus, h_bus(g->host, g->bus), *id, rh_bus))
+            return false;
+    }
+    g->index = k->index;
+    return true;
+}
+
 /* Resolves ref to a GPU id, creating it unless inventory_only. On failure
  * the reason is in *why. */
 static bool resolve(struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref, bool create,
@@ -584,6 +610,12 @@ static bool resolve(struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref
             (k.bus == SN_TELEM_BUS_NONE || g->bus == k.bus) && (k.index < 0 || g->index == k.index))
             return true;
         *why = SN_TELEM_SKIP_CONFLICT;
+        /* Found by bus or index, not by its UUID, on a GPU of another UUID. */
+        if (create && !by_uuid && k.uuid && k.uuid[0] && g->uuid[0] &&
+            strcmp(g->uuid, k.uuid) != 0 && g->host == k.host) {
+            *why = SN_TELEM_SKIP_LIMIT;
+            return conflict_gpu(s, &k, id);
+        }
         return link_keys(s, *id, &k);
     }
     if (!create)

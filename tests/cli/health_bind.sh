@@ -73,4 +73,15 @@ cp "$prom" "$tmp/sn00-t03.b.prom"
 [ $? = 2 ] || fail "disputed binding: exit not 2"
 [ "$(grep -c 'not bound: workstation (line 3) is bound by another input to another server' "$tmp/disp")" = 2 ] ||
     fail "disputed binding: notes"
-echo "health_bind: order, note, --host, several and disputed bindings checked"
+# Two files of one host giving its GPU 0 two UUIDs (no binding involved):
+# both kept, the same findings in either order, and the conflict reported.
+cp "$csv" "$tmp/sn00-t03.a.csv"
+sed 's/GPU-df6e7a7c/GPU-0e6f7a7c/' "$csv" >"$tmp/sn00-t03.b.csv"
+"$sn" health analyze --cluster $spec "$tmp/sn00-t03.a.csv" "$tmp/sn00-t03.b.csv" >"$tmp/ab" 2>&1
+"$sn" health analyze --cluster $spec "$tmp/sn00-t03.b.csv" "$tmp/sn00-t03.a.csv" >"$tmp/ba" 2>&1
+grep -v '^input ' "$tmp/ab" >"$tmp/ab.f"
+grep -v '^input ' "$tmp/ba" >"$tmp/ba.f"
+diff -u "$tmp/ab.f" "$tmp/ba.f" || fail "one host's two UUIDs for GPU 0 depend on the file order"
+grep -q '^warning   gpu-uuid-conflict     sn00-t03-gpu0 .*GPU-0e6f7a7c-.*GPU-df6e7a7c-' "$tmp/ab" ||
+    fail "no gpu-uuid-conflict for one host's two UUIDs"
+echo "health_bind: order, note, --host, several and disputed bindings, one host's two UUIDs checked"
