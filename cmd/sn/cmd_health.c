@@ -56,6 +56,9 @@ static const char usage_text[] =
     "  --events FILE      grey-release events (sn-events: time,kind,host,job)\n"
     "  --now TIME         the analysis time, ISO 8601 (default: the newest reading)\n"
     "  -f FMT             format of the FILEs that follow (see docs/health.md)\n"
+    "  --host NAME        the server the FILEs that follow are from (default: the file\n"
+    "                     name up to its first dot); a one-host file whose content names\n"
+    "                     one host the inventory does not know is bound to it (noted)\n"
     "  --fields LIST      nvidia-smi CSV without a header: the --query-gpu field list of the\n"
     "                     FILEs that follow (index,pci.bus_id,temperature.gpu); for\n"
     "                     nvidia-smi-dmon the dmon column names (gpu,pwr,gtemp,sm)\n"
@@ -81,8 +84,9 @@ static const char usage_text[] =
 
 struct in_file {
     const char *path;
-    int fmt; /* enum sn_telem_format, or -1: detect */
+    int fmt;            /* enum sn_telem_format, or -1: detect */
     const char *fields; /* --fields: the CSV field list of a noheader file, or NULL */
+    const char *host;   /* --host: the server it is from, NULL: its file name's first part */
     /* What reading it gave (feed_file). */
     bool fed;                           /* parsed (its format known) */
     enum sn_telem_format used;          /* the format read */
@@ -94,6 +98,8 @@ struct in_file {
      * (counted as limit skips in stats) and the line of the first. */
     unsigned long long net_dropped;
     unsigned net_dropped_line;
+    /* Its one-host binding (sn_health_bind_decide()), kind NONE if none. */
+    struct sn_health_bind bind;
 };
 
 struct ctx {
@@ -172,7 +178,7 @@ static const char *const facts_flags[SN_FACTS_COUNT] = {"--bench",  "--nodes", "
 static int parse_args(struct ctx *c, int argc, char **argv)
 {
     int fmt = -1;
-    const char *fields = NULL;
+    const char *fields = NULL, *host = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -216,8 +222,8 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             errno = 0;
             long n = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || errno || n < 1 || n > (long)SN_HEALTH_SERIES_KEEP || end == v)
-                return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u",
-                                  v ? v : "", SN_HEALTH_SERIES_KEEP);
+                return fail_usage(c, "--rounds '%s': expected phase-2 rounds, 1 to %u", v ? v : "",
+                                  SN_HEALTH_SERIES_KEEP);
             c->cfg.accept_rounds = (unsigned)n;
         } else if (strcmp(a, "--supernode") == 0) {
             c->supernode = v;
@@ -248,6 +254,10 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             c->cfg.net_max = (uint32_t)n;
         } else if (strcmp(a, "--fields") == 0) {
             fields = v;
+        } else if (strcmp(a, "--host") == 0) {
+            if (!*v)
+                return fail_usage(c, "%s", "--host '': expected a server's name (sn00-t03)");
+            host = v;
         } else if (strcmp(a, "-f") == 0) {
             enum sn_telem_format f;
             struct sn_error err = {0};
@@ -260,7 +270,8 @@ static int parse_args(struct ctx *c, int argc, char **argv)
             takes = false;
             if (c->n_files == MAX_FILES)
                 return fail_usage(c, "more than %s input files", "256");
-            c->files[c->n_files++] = (struct in_file){.path = a, .fmt = fmt, .fields = fields};
+            c->files[c->n_files++] =
+                (struct in_file){.path = a, .fmt = fmt, .fields = fields, .host = host};
         }
         i += takes;
     }
@@ -444,8 +455,8 @@ static void keep_layout(struct in_file *f, const struct sn_telem_parser *p)
                             lc->field[0] ? json_string(lc->field) : json_null(), "confidence",
                             sn_telem_confidence_name(lc->confidence), "basis", lc->basis));
     }
-    f->layout = json_pack("{s:i, s:i, s:o}", "line", (int)l->line, "rows", (int)l->rows,
-                          "columns", cols);
+    f->layout =
+        json_pack("{s:i, s:i, s:o}", "line", (int)l->line, "rows", (int)l->rows, "columns", cols);
     f->layout_line = l->line;
 }
 
@@ -491,18 +502,25 @@ static int feed_file(struct ctx *c, struct in_file *f)
     if (f->fmt < 0 &&
         sn_telem_format_detect(buf, n < DETECT_BYTES ? n : DETECT_BYTES, &fmt, &err) != SN_OK) {
         /* An error for this input (nothing read from it); the others count. */
-        fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb,
-                source, err.message);
+        fprintf(stderr, "sn health %s: %s: unknown format (%s); name it with -f\n", c->verb, source,
+                err.message);
         rc = c->strict ? SN_EXIT_USAGE : SN_EXIT_OK;
         goto out;
     }
     char host[SN_TELEM_HOST_MAX] = "";
-    if (!is_stdin)
+    if (f->host)
+        snprintf(host, sizeof(host), "%s", f->host);
+    else if (!is_stdin)
         host_of(f->path, host, sizeof(host));
     struct sn_telem_opts o = {.source = source, .host = host, .fields = f->fields};
     struct file_sink fs = {sn_health_history_sink(c->hist), f, c->hist};
     f->net_dropped = 0;
-    struct sn_telem_sink sink = file_sink_of(&fs);
+    struct sn_telem_sink inner = file_sink_of(&fs);
+    /* The hosts the records name: a one-host file's content host may be
+     * bound to its server (bind_all()). */
+    struct sn_telem_census census;
+    sn_telem_census_init(&census, &inner);
+    struct sn_telem_sink sink = sn_telem_census_sink(&census);
     f->first_skip[0] = '\0';
     enum sn_err e = sn_telem_parser_new(fmt, &o, &sink, &p, &err);
     while (e == SN_OK && n > 0) {
@@ -536,6 +554,8 @@ static int feed_file(struct ctx *c, struct in_file *f)
     }
     f->fed = true;
     f->used = fmt;
+    if (c->model)
+        (void)sn_health_bind_decide(&census, host, c->inv, c->model, &f->bind);
     if (file_readable(f))
         c->inputs_read++;
     else
@@ -629,6 +649,46 @@ static void print_layout(const struct in_file *f, FILE *out)
     fprintf(out, "\n");
 }
 
+/* "; bound by file name (content names gpu-node-17)" and the refusals. */
+static void print_bind(const struct in_file *f, FILE *out)
+{
+    const struct sn_health_bind *b = &f->bind;
+    const char *by = f->host ? "--host" : "file name";
+    switch (b->kind) {
+    case SN_HEALTH_BIND_BOUND:
+        fprintf(out, "; bound by %s to %s (content names %s, line %u)", by, b->file_host,
+                b->content_host, b->line);
+        break;
+    case SN_HEALTH_BIND_SEVERAL:
+        fprintf(out,
+                "; not bound to %s: content names %u hosts the inventory does not know (%s "
+                "line %u, %s line %u%s)",
+                b->file_host, b->unknown, b->content_host, b->line, b->second_host, b->second_line,
+                b->unknown > 2 ? ", ..." : "");
+        break;
+    case SN_HEALTH_BIND_DISPUTED:
+        fprintf(out, "; not bound: %s (line %u) is bound by another input to another server",
+                b->content_host, b->line);
+        break;
+    default:
+        break;
+    }
+}
+
+static json_t *bind_json(const struct in_file *f)
+{
+    const struct sn_health_bind *b = &f->bind;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i}", "kind", sn_health_bind_kind_name(b->kind),
+                          "by", f->host ? "--host" : "file name", "host", b->file_host,
+                          "content_host", b->content_host, "line", (int)b->line);
+    if (o && b->kind == SN_HEALTH_BIND_SEVERAL) {
+        json_object_set_new(o, "unknown_hosts", json_integer(b->unknown));
+        json_object_set_new(o, "second_host", json_string(b->second_host));
+        json_object_set_new(o, "second_line", json_integer(b->second_line));
+    }
+    return o;
+}
+
 /* Per input: format, lines, records and skips by reason with the first
  * line of each (problems_only: only inputs with nothing read or a skip other
  * than "unused"). */
@@ -660,6 +720,7 @@ static void print_inputs(const struct ctx *c, FILE *out, bool problems_only)
                     st->first_line[r]);
             sep = ", ";
         }
+        print_bind(f, out);
         fprintf(out, "\n");
         print_layout(f, out);
     }
@@ -687,6 +748,8 @@ static json_t *inputs_json(const struct ctx *c)
                                file_readable(f), "skipped", sk);
         if (f->layout)
             json_object_set(in, "inferred_layout", f->layout);
+        if (f->bind.kind != SN_HEALTH_BIND_NONE)
+            json_object_set_new(in, "binding", bind_json(f));
         json_array_append_new(a, in);
     }
     return a;
@@ -883,9 +946,9 @@ static json_t *score_json(const struct ctx *c, const struct sn_health_report *r,
 {
     char name[160];
     sn_health_entity_label(c->model, s->entity, s->id, name, sizeof(name));
-    return json_pack("{s:i, s:s, s:o, s:s, s:o, s:b, s:s, s:o}", "id", (json_int_t)s->id,
-                     "name", name, "score", num(s->score), "action",
-                     sn_health_action_name(s->action), "reason",
+    return json_pack("{s:i, s:s, s:o, s:s, s:o, s:b, s:s, s:o}", "id", (json_int_t)s->id, "name",
+                     name, "score", num(s->score), "action", sn_health_action_name(s->action),
+                     "reason",
                      s->reason == UINT32_MAX
                          ? json_null()
                          : json_string(sn_detector_info(r->findings[s->reason].detector)->name),
@@ -1092,11 +1155,46 @@ static int no_input(struct ctx *c)
                       c->n_files, c->n_files == 1 ? "" : "s");
 }
 
+/* Binds the content host of each one-host input to its server (an alias in
+ * the inventory, one made for it when the spec has none), once every input
+ * is read, so that two inputs binding one name to two servers bind it to
+ * neither whatever their order. */
+static int bind_all(struct ctx *c)
+{
+    struct sn_health_bind *b = malloc(((size_t)c->n_files + 1) * sizeof(*b));
+    if (!b)
+        return fail_usage(c, "%s", "out of memory for the host bindings");
+    unsigned n = 0;
+    for (unsigned i = 0; i < c->n_files; i++)
+        if (c->files[i].bind.kind == SN_HEALTH_BIND_BOUND)
+            b[n++] = c->files[i].bind;
+    struct sn_error err = {0};
+    enum sn_err e = SN_OK;
+    if (n && !c->inv)
+        e = sn_inventory_new(c->model, &c->inv, &err);
+    if (e == SN_OK && n)
+        e = sn_health_bind_apply(b, n, c->inv, &err);
+    /* Disputed ones, back to their inputs. */
+    for (unsigned i = 0, k = 0; e == SN_OK && i < c->n_files; i++)
+        if (c->files[i].bind.kind == SN_HEALTH_BIND_BOUND)
+            c->files[i].bind.kind = b[k++].kind;
+    free(b);
+    return e == SN_OK ? SN_EXIT_OK : fail_usage(c, "%s", err.message);
+}
+
 /* Feeds every input. An input with nothing readable is an error for that
  * input (reported, the others still count); exit 2 when no input was and
  * no facts were given (no_input). */
 static int feed_all(struct ctx *c)
 {
+    for (unsigned i = 0; i < c->n_files; i++) {
+        const char *h = c->files[i].host;
+        if (h && c->model && sn_inventory_server(c->inv, c->model, h) == SN_NONE)
+            return fail_usage(c,
+                              "--host '%s' (for %s): names no server of the cluster (a model "
+                              "server name or an inventory host)",
+                              h, c->files[i].path);
+    }
     for (unsigned i = 0; i < c->n_files; i++) {
         int rc = feed_file(c, &c->files[i]);
         if (rc != SN_EXIT_OK)
@@ -1114,6 +1212,9 @@ static int feed_all(struct ctx *c)
                     f->path, sn_telem_format_name(f->used), f->stats.lines);
         print_layout(f, stderr);
     }
+    int rc = bind_all(c);
+    if (rc != SN_EXIT_OK)
+        return rc;
     return c->n_files ? no_input(c) : SN_EXIT_OK;
 }
 
@@ -1152,14 +1253,16 @@ static int verb_analyze(struct ctx *c)
     if (rc == SN_EXIT_OK && !bad && r->coverage.gpus[SN_HEALTH_EV_NONE] == r->n_gpus &&
         r->coverage.servers[SN_HEALTH_EV_NONE] == r->n_servers) {
         if (r->n_unresolved)
-            rc = fail_usage(c, "no input resolved to the cluster: nothing judged (%u hosts "
-                               "unresolved; declare them in the spec's inventory)",
+            rc = fail_usage(c,
+                            "no input resolved to the cluster: nothing judged (%u hosts "
+                            "unresolved; declare them in the spec's inventory)",
                             r->n_unresolved);
         else
-            rc = fail_usage(c, "nothing judged: no reading of a GPU or server of the cluster "
-                               "that a detector judges (GPUs not in the cluster: %u; names, "
-                               "capacities such as memory.total, a PCIe link without its "
-                               "maximum and switch counters without a finding are no evidence)",
+            rc = fail_usage(c,
+                            "nothing judged: no reading of a GPU or server of the cluster "
+                            "that a detector judges (GPUs not in the cluster: %u; names, "
+                            "capacities such as memory.total, a PCIe link without its "
+                            "maximum and switch counters without a finding are no evidence)",
                             r->unmapped_gpus);
     }
     sn_health_report_free(r);
@@ -1396,7 +1499,10 @@ static int follow_poll(struct ctx *c, struct follow *w, struct in_file *in)
         if (in->fmt < 0 && sn_telem_format_detect(head, n, &fmt, &err) != SN_OK)
             return fail_usage(c, "%s: unknown format; name it with -f", in->path);
         char host[SN_TELEM_HOST_MAX];
-        host_of(in->path, host, sizeof(host));
+        if (in->host)
+            snprintf(host, sizeof(host), "%s", in->host);
+        else
+            host_of(in->path, host, sizeof(host));
         struct sn_telem_opts o = {.source = in->path, .host = host, .fields = in->fields};
         w->fs = (struct file_sink){sn_health_history_sink(c->hist), in, c->hist};
         struct sn_telem_sink sink = file_sink_of(&w->fs);

@@ -82,11 +82,11 @@ const char *sn_health_severity_name(enum sn_health_severity s);
 /* The remediation chain, in escalation order. */
 #define SN_HEALTH_ACTION_LIST(X)                                                                   \
     X(NONE, "none")                                                                                \
-    X(MONITOR, "monitor")     /* keep in service, watch */                                         \
-    X(DRAIN, "drain")         /* no new work; re-test before return */                             \
-    X(RESET_GPU, "reset-gpu") /* drain, then nvidia-smi -r */                                      \
-    X(REBOOT, "reboot")       /* drain the node, reboot it */                                      \
-    X(SERVICE, "service")     /* field diagnostics, repair or RMA */                               \
+    X(MONITOR, "monitor")               /* keep in service, watch */                               \
+    X(DRAIN, "drain")                   /* no new work; re-test before return */                   \
+    X(RESET_GPU, "reset-gpu")           /* drain, then nvidia-smi -r */                            \
+    X(REBOOT, "reboot")                 /* drain the node, reboot it */                            \
+    X(SERVICE, "service")               /* field diagnostics, repair or RMA */                     \
     X(POWER_OFF_ZONE, "power-off-zone") /* cut power to the rack now; requeue its jobs */
 enum sn_health_action {
 #define SN_X(id, name) SN_HEALTH_ACT_##id,
@@ -114,7 +114,7 @@ const char *sn_health_action_name(enum sn_health_action a);
     X(SLOW_GPU, "slow-gpu", GPU, WARN, 50, DRAIN,                                                  \
       "GEMM or HBM result: robust z < -slow_z among same-model peers of the same test, and "       \
       "slow_floor below their median (or below the baseline)")                                     \
-    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 50, DRAIN,                                \
+    X(THERMAL_THROTTLE, "thermal-throttle", GPU, WARN, 50, DRAIN,                                  \
       "temperature >= throttle_temp_c with SM clock < throttle_clock_frac of busy same-model "     \
       "peers' median")                                                                             \
     X(CLOCK_EVENT, "clock-event", GPU, WARN, 15, MONITOR,                                          \
@@ -133,7 +133,7 @@ const char *sn_health_action_name(enum sn_health_action a);
       "nvidia-smi topo -m: a GPU pair not joined by NV# as the design says")                       \
     X(GPU_OFF_BUS, "gpu-off-bus", GPU, CRIT, 100, REBOOT, "Xid 79 (GPU has fallen off the bus)")   \
     X(GPU_MISSING, "gpu-missing", GPU, CRIT, 100, REBOOT,                                          \
-      "a GPU of the inventory absent from its host's enumeration, or one that stopped reporting " \
+      "a GPU of the inventory absent from its host's enumeration, or one that stopped reporting "  \
       "(newest reading > stale_s older than its host's newest)")                                   \
     X(GPU_UNREADABLE, "gpu-unreadable", GPU, CRIT, 80, RESET_GPU,                                  \
       "ERR! / [GPU is lost] readings, or nvidia-smi cannot reach it")                              \
@@ -173,7 +173,7 @@ const char *sn_health_action_name(enum sn_health_action a);
       "a component differs from the majority of the fleet (no matrix row for it)")                 \
     X(SLOW_NODE, "slow-node", SERVER, WARN, 50, DRAIN,                                             \
       "end-to-end bandwidth low vs peers (robust z < -slow_z and slow_floor below the median); "   \
-      "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")        \
+      "cause: CPU interrupts/softirq, then link quality (drops, retransmits, PFC pause)")          \
     X(NCCL_WRONG, "nccl-wrong-results", SERVER, CRIT, 80, DRAIN,                                   \
       "nccl-tests: a row with #wrong > 0, or 'Out of bounds values : N FAILED' with N > 0")        \
     X(NCCL_ABORTED, "nccl-aborted", SERVER, WARN, 30, DRAIN,                                       \
@@ -183,11 +183,11 @@ const char *sn_health_action_name(enum sn_health_action a);
       "nccl-tests: a rank number printed by more than one process (every process says Rank 0: "    \
       "the launcher did not give NCCL one communicator)")                                          \
     X(BUSBW_COLLAPSE, "busbw-collapse", SERVER, WARN, 30, DRAIN,                                   \
-      "nccl-tests: busbw at the largest size below busbw_collapse_frac of the run's peak at a "   \
-      "smaller size, the largest size >= busbw_collapse_min_bytes")                               \
-    X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")              \
+      "nccl-tests: busbw at the largest size below busbw_collapse_frac of the run's peak at a "    \
+      "smaller size, the largest size >= busbw_collapse_min_bytes")                                \
+    X(DIAG_WARN, "diag-warn", GPU, WARN, 20, MONITOR, "dcgmi diag test result Warn")               \
     X(DIAG_SKIP, "diag-skipped", GPU, WARN, 0, MONITOR,                                            \
-      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")   \
+      "dcgmi diag test result Skip: the test did not run, so it is no pass (no score penalty)")    \
     X(NET_LINK_SLOW, "net-link-slow", SERVER, WARN, 50, DRAIN,                                     \
       "an active RDMA port trained below link_speed_frac of the spec's NIC rate, or narrower "     \
       "than net_link_width lanes")                                                                 \
@@ -212,16 +212,16 @@ const char *sn_health_action_name(enum sn_health_action a);
     X(NCCL_GDR_OFF, "nccl-gdr-off", SERVER, WARN, 30, DRAIN,                                       \
       "NCCL reports GPU Direct RDMA disabled where the spec gives the server RDMA NICs")           \
     X(LINK_FLAP, "link-flap", SERVER, WARN, 20, MONITOR,                                           \
-      "a NIC link went down >= link_flap_count times (kernel log, sysfs carrier_down_count)") \
+      "a NIC link went down >= link_flap_count times (kernel log, sysfs carrier_down_count)")      \
     X(LEAK, "leak", RACK, CRIT, 100, POWER_OFF_ZONE,                                               \
-      "a leak detector reports a leak (Redfish DetectorState Warning/Critical, leak = 1): the "   \
-      "server's rack, or every rack of the cooling loop, is a power-off zone")                    \
+      "a leak detector reports a leak (Redfish DetectorState Warning/Critical, leak = 1): the "    \
+      "server's rack, or every rack of the cooling loop, is a power-off zone")                     \
     X(COOLANT_SUPPLY_HIGH, "coolant-supply-high", LOOP, WARN, 20, SERVICE,                         \
       "coolant supply temperature above coolant_supply_max_c")                                     \
     X(COOLANT_DP, "coolant-dp-shift", LOOP, WARN, 20, SERVICE,                                     \
-      "pressure differential off the median of its earlier readings by more than dp_dev")         \
+      "pressure differential off the median of its earlier readings by more than dp_dev")          \
     X(COOLANT_CHEMISTRY, "coolant-chemistry", LOOP, WARN, 20, SERVICE,                             \
-      "conductivity above conductivity_max_us_cm, or pH outside [ph_min, ph_max]")                \
+      "conductivity above conductivity_max_us_cm, or pH outside [ph_min, ph_max]")                 \
     X(CONDENSATION, "condensation-risk", LOOP, CRIT, 40, SERVICE,                                  \
       "dew point (loop or a server of its racks) at or above the loop's coldest supply "           \
       "temperature minus dew_margin_c")                                                            \
@@ -229,13 +229,13 @@ const char *sn_health_action_name(enum sn_health_action a);
       "inlet temperature trend: least-squares slope over >= inlet_min_span_s above "               \
       "inlet_slope_c_per_day")                                                                     \
     X(PSU_EFFICIENCY, "psu-efficiency-drift", SERVER, WARN, 10, SERVICE,                           \
-      "a PSU's output/input below the median of its earlier readings by more than psu_eff_drop")  \
+      "a PSU's output/input below the median of its earlier readings by more than psu_eff_drop")   \
     X(POWER_DRIFT, "power-drift", SERVER, WARN, 10, MONITOR,                                       \
       "server power off the median of its earlier readings at equal load (within load_tol) by "    \
       "more than power_drift")                                                                     \
     X(INLET_SENSOR_DRIFT, "inlet-sensor-drift", SERVER, WARN, 5, MONITOR,                          \
       "an inlet sensor off its rack neighbours' median by more than inlet_dev_c in each of the "   \
-      "last sensor_points readings") \
+      "last sensor_points readings")                                                               \
     X(SWITCH_PORT_ERRORS, "switch-port-errors", LINK, WARN, 20, SERVICE,                           \
       "a switch port's ifInErrors + ifOutDiscards rising by more than link_error_rise between "    \
       "walks (the port mapped to its cable by ifName)")                                            \
@@ -244,7 +244,7 @@ const char *sn_health_action_name(enum sn_health_action a);
       "above ecmp_spread")                                                                         \
     X(PATH_FAULT, "path-fault", LINK, WARN, 30, SERVICE,                                           \
       "several slow servers (slow-node, busbw-low): the uplink cable, leaf or spine all their "    \
-      "paths share, ranked by switch-counter evidence, with the evidence for and against") \
+      "paths share, ranked by switch-counter evidence, with the evidence for and against")         \
     X(BUSBW_PLATEAU, "busbw-plateau", SERVER, WARN, 50, DRAIN,                                     \
       "nccl-tests: busbw flat (within 10%) over >= busbw_plateau_rows of the largest sizes, up "   \
       "to >= busbw_plateau_min_bytes, below busbw_plateau_frac of the model's floor for the run")  \
@@ -255,8 +255,14 @@ const char *sn_health_action_name(enum sn_health_action a);
       "NVLink fabric registration (nvidia-smi -q Fabric, fabric.state/status): not started, in "   \
       "progress, or completed with a status other than Success")                                   \
     X(RECOVERY_ACTION, "recovery-action", GPU, CRIT, 80, RESET_GPU,                                \
-      "the driver asks for a recovery (gpu_recovery_action, -q GPU Recovery Action or GPU Reset "   \
-      "Status): GPU reset, node reboot, drain P2P or drain and reset; the action follows it")
+      "the driver asks for a recovery (gpu_recovery_action, -q GPU Recovery Action or GPU Reset "  \
+      "Status): GPU reset, node reboot, drain P2P or drain and reset; the action follows it")      \
+    X(GPU_UUID_CONFLICT, "gpu-uuid-conflict", GPU, WARN, 10, MONITOR,                              \
+      "two inputs give one GPU (server and index) two UUIDs: files of two machines bound to one "  \
+      "server, or a replaced GPU; the readings of both are judged on it")                          \
+    X(NET_LINK_DOWN, "net-link-down", SERVER, WARN, 50, DRAIN,                                     \
+      "RDMA ports down (ibstat State: Down, sysfs ports/N/state) while the server has fewer "      \
+      "active ports than the spec's NICs")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -304,10 +310,10 @@ struct sn_health_config {
     double readmit_at;    /* leave at or above this score after a passed re-test, 80 */
     double thresholds[SN_HEALTH_THRESHOLDS_MAX]; /* exclusion sets; 0 ends: 90, 70, 50 */
     /* Acceptance. */
-    unsigned accept_rounds;     /* phase 2 rounds needed, 30 (at most SN_HEALTH_SERIES_KEEP) */
-    double accept_cv;           /* phase 2 coefficient of variation limit, 0.05 */
-    double accept_interference; /* phase 3 slowdown limit, 0.10 */
-    double accept_lat_cv;       /* phase 2 small-message latency cv limit, 0.10 */
+    unsigned accept_rounds;      /* phase 2 rounds needed, 30 (at most SN_HEALTH_SERIES_KEEP) */
+    double accept_cv;            /* phase 2 coefficient of variation limit, 0.05 */
+    double accept_interference;  /* phase 3 slowdown limit, 0.10 */
+    double accept_lat_cv;        /* phase 2 small-message latency cv limit, 0.10 */
     double accept_lat_max_bytes; /* sizes that count as small messages, 64 KiB
                                     (at most SN_HEALTH_LAT_MAX_BYTES) */
     /* Coverage: evidence older than this (s before now) is stale, 900; a GPU
@@ -333,8 +339,8 @@ struct sn_health_config {
     double irq_numa_frac;      /* a NIC's interrupts off its NUMA node, 0.50 */
     unsigned link_flap_count;  /* link-down events of one link, 2 */
     /* Facility (docs/health.md "Facility detectors"). */
-    double coolant_supply_max_c;  /* 32 (ASHRAE liquid cooling class W32) */
-    double dp_dev;                /* pressure differential shift, 0.20 */
+    double coolant_supply_max_c;   /* 32 (ASHRAE liquid cooling class W32) */
+    double dp_dev;                 /* pressure differential shift, 0.20 */
     double conductivity_max_us_cm; /* 500 */
     double ph_min, ph_max;         /* 7.0, 9.0 (ASHRAE TC 9.9 water quality) */
     double dew_margin_c;           /* supply must stay this far above the dew point, 0 */
@@ -362,6 +368,13 @@ struct sn_health_config {
     /* Entries of the history's host/NIC table, SN_HEALTH_NET_MAX; 0: that.
      * A reading of a new key past it is a SN_TELEM_SKIP_LIMIT skip. */
     uint32_t net_max;
+    /* Xid bursts (docs/health.md "Xid cascades"): lines of one Xid code on
+     * one GPU each within this of the one before (dmesg uptimes, else wall
+     * times) are one event: the driver prints one line per SM, TPC or
+     * channel of one fault (9 lines in 269 us in 3dem/relion#436). 0.5 s,
+     * so lines a second apart in a log stamped to the second stay apart.
+     * Lines without times count one each. */
+    double xid_burst_s;
 };
 
 /* The defaults listed above. */
@@ -626,8 +639,8 @@ const struct sn_health_series *sn_health_history_series(const struct sn_health_h
 struct sn_health_nccl_run {
     char host[SN_TELEM_HOST_MAX];      /* rank-0 host, else the file's host */
     char line_host[SN_TELEM_HOST_MAX]; /* the host of the log's lines (file name) */
-    char where[160];              /* "file:line" of the run's first line */
-    char wrong_where[160];        /* "file:line" of the first wrong row, "" if none */
+    char where[160];                   /* "file:line" of the run's first line */
+    char wrong_where[160];             /* "file:line" of the first wrong row, "" if none */
     enum sn_nccl_coll coll;
     unsigned nranks, rows, wrong_rows, dup_ranks, dup_rank;
     long long wrong_max, out_of_bounds; /* out_of_bounds -1 if not printed */
@@ -659,19 +672,19 @@ struct sn_health_net_entry {
     char device[SN_TELEM_NAME_MAX];
     char name[SN_TELEM_NAME_MAX]; /* the tool's counter name ("rx_prio3_pause"), "" */
     int port, prio;
-    uint32_t count;        /* readings */
-    double first, last;    /* values; NaN for text and per-CPU items */
-    double rise;           /* counters: sum of increases between readings */
+    uint32_t count;         /* readings */
+    double first, last;     /* values; NaN for text and per-CPU items */
+    double rise;            /* counters: sum of increases between readings */
     double first_t, last_t; /* epoch s of the first and latest reading with a time, NaN */
-    double rise_t0;        /* time of the reading the rise starts from, NaN */
-    uint32_t downs, ups;   /* LINK_FLAP: link-down and link-up events */
-    char text[128];        /* text items: the latest text */
+    double rise_t0;         /* time of the reading the rise starts from, NaN */
+    uint32_t downs, ups;    /* LINK_FLAP: link-down and link-up events */
+    char text[128];         /* text items: the latest text */
     /* Per-CPU items (the latest reading): counts per CPU summarised. */
     unsigned n_cpu, cpus_used;
     double cpu_total, cpu_max;
     int cpu_max_at;
     uint64_t cpu_set[SN_TELEM_CPU_MAX / 64]; /* CPUs with a non-zero count */
-    char where[160];       /* "file:line" of the latest reading */
+    char where[160];                         /* "file:line" of the latest reading */
 };
 uint32_t sn_health_history_net_count(const struct sn_health_history *h);
 /* Readings not kept because the host/NIC table was full (net_max keys): each
@@ -786,7 +799,7 @@ struct sn_health_unresolved {
 
 /* What an entity's score rests on (docs/health.md "Coverage"). */
 #define SN_HEALTH_EVIDENCE_LIST(X)                                                                 \
-    X(NONE, "none")   /* no reading, benchmark or finding names it */                             \
+    X(NONE, "none")   /* no reading, benchmark or finding names it */                              \
     X(STALE, "stale") /* the newest reading is older than stale_s */                               \
     X(FRESH, "fresh") /* readings within stale_s of now (or without a time) */
 enum sn_health_evidence {
@@ -811,8 +824,8 @@ struct sn_health_score {
 
 /* How much of the cluster the report rests on. */
 struct sn_health_coverage {
-    uint32_t gpus[SN_HEALTH_EV_COUNT];    /* model GPUs by evidence state */
-    uint32_t servers[SN_HEALTH_EV_COUNT]; /* model servers by evidence state */
+    uint32_t gpus[SN_HEALTH_EV_COUNT];        /* model GPUs by evidence state */
+    uint32_t servers[SN_HEALTH_EV_COUNT];     /* model servers by evidence state */
     uint32_t nvlink_ports, nvlink_ports_seen; /* GPU scale-up ports; those with a link reading */
 };
 
@@ -854,6 +867,68 @@ void sn_health_state_retest(struct sn_health_state *s, uint32_t gpu, bool passed
  * found again, the next pass recommends the next step of the chain. */
 void sn_health_state_action_done(struct sn_health_state *s, uint32_t gpu, enum sn_health_action a,
                                  double now_s);
+
+/* ---- one-host files (lib/health/health_bind.c) ------------------------------ */
+
+/* The distinct hosts one input's records name, noted by a sink that sits
+ * between the parser and its sink and forwards every record unchanged.
+ * Init with sn_telem_census_init() (inner is copied; NULL: forward nothing),
+ * then hand sn_telem_census_sink() to the parser. Holds no pointer into
+ * records. */
+#define SN_TELEM_CENSUS_MAX 8u
+struct sn_telem_census {
+    struct sn_telem_sink inner;
+    unsigned n, last; /* hosts kept; the last one matched */
+    bool more;        /* more than SN_TELEM_CENSUS_MAX named */
+    char host[SN_TELEM_CENSUS_MAX][SN_TELEM_HOST_MAX];
+    unsigned line[SN_TELEM_CENSUS_MAX]; /* first line naming each, 0 unknown */
+};
+void sn_telem_census_init(struct sn_telem_census *c, const struct sn_telem_sink *inner);
+struct sn_telem_sink sn_telem_census_sink(struct sn_telem_census *c);
+
+#define SN_HEALTH_BIND_LIST(X)                                                                     \
+    X(NONE, "none")         /* nothing to bind: the content names no unknown host */               \
+    X(BOUND, "bound")       /* the content's one unknown host is the file's server */              \
+    X(SEVERAL, "several")   /* several unknown hosts (or a known other one): not bound */          \
+    X(DISPUTED, "disputed") /* another input binds the same name to another server */
+enum sn_health_bind_kind {
+#define SN_X(id, text) SN_HEALTH_BIND_##id,
+    SN_HEALTH_BIND_LIST(SN_X)
+#undef SN_X
+        SN_HEALTH_BIND_COUNT
+};
+const char *sn_health_bind_kind_name(enum sn_health_bind_kind k);
+
+/* What one input's binding is. */
+struct sn_health_bind {
+    enum sn_health_bind_kind kind;
+    uint32_t server;                      /* the file host's server; SN_NONE unless BOUND */
+    char file_host[SN_TELEM_HOST_MAX];    /* the file's host (file name or --host) */
+    char content_host[SN_TELEM_HOST_MAX]; /* the first unknown host the content names */
+    unsigned line;                        /* its first line */
+    char second_host[SN_TELEM_HOST_MAX];  /* SEVERAL: the second unknown host, "" none */
+    unsigned second_line;
+    unsigned unknown; /* unknown hosts named (SN_TELEM_CENSUS_MAX+1: more) */
+};
+
+/* Decides the binding of one input from its census: BOUND when file_host
+ * resolves to a server (sn_inventory_server()) and the content names
+ * exactly one host besides that server's and the inventory knows it not;
+ * SEVERAL when it names more (or a known other server besides unknown
+ * ones); NONE otherwise. inv may be NULL (model names). Fills *out and
+ * returns its kind. */
+enum sn_health_bind_kind sn_health_bind_decide(const struct sn_telem_census *c,
+                                               const char *file_host,
+                                               const struct sn_inventory *inv,
+                                               const struct sn_model *m,
+                                               struct sn_health_bind *out);
+
+/* Applies the BOUND bindings of n inputs to inv as aliases
+ * (sn_inventory_add_alias()) and seals it. A name two inputs bind to two
+ * servers is bound to neither: their kind becomes DISPUTED. The result
+ * does not depend on the order of b. */
+SN_MUST_CHECK enum sn_err sn_health_bind_apply(struct sn_health_bind *b, unsigned n,
+                                               struct sn_inventory *inv, struct sn_error *err);
 
 struct sn_health_input {
     const struct sn_model *model;            /* required */

@@ -69,6 +69,16 @@ SN_MUST_CHECK enum sn_err sn_inventory_read_csv(struct sn_inventory *inv, const 
                                                 size_t len, const char *source,
                                                 struct sn_error *err);
 
+/* Adds name as one more name of server (a binding the caller decided, such
+ * as a one-host file's content host bound to the file's server: sn health
+ * analyze). Unlike a host row it never becomes the server's first host
+ * (sn_inventory_host()). where ("file.prom") locates messages, duplicates
+ * included. SN_ERR_INVALID for an empty, too long or non-name name or a
+ * server outside the model. Seal again before the next lookup. */
+SN_MUST_CHECK enum sn_err sn_inventory_add_alias(struct sn_inventory *inv, const char *name,
+                                                 uint32_t server, const char *where,
+                                                 struct sn_error *err);
+
 /* Sorts the indexes and checks them: one name (case-blind) naming two
  * servers, or one UUID, serial or host bus id naming two GPUs, is
  * SN_ERR_INVALID citing both places. Needed after adding and before any

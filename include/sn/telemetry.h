@@ -137,11 +137,11 @@
     /* NVLink fabric registration (NVSwitch systems: HGX H100/H200/B200, GB200 NVL72): NVML's      \
      * nvmlGpuFabricState_t, 1 not started, 2 in progress, 3 completed; "N/A" where the GPU joins  \
      * no fabric. Its status (1 "Success", 0 any error) counts only once completed. */             \
-    X(FABRIC_STATE, "fabric_state", "state", "fabric.state", "", 1)                               \
-    X(FABRIC_STATUS, "fabric_status", "bool", "fabric.status", "", 1)                             \
+    X(FABRIC_STATE, "fabric_state", "state", "fabric.state", "", 1)                                \
+    X(FABRIC_STATUS, "fabric_status", "bool", "fabric.status", "", 1)                              \
     /* The driver's recommended recovery (R570 and later; NVML's nvmlDeviceGpuRecoveryAction_t):   \
      * 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset. Older drivers' -q       \
-     * "GPU Reset Status" Yes lines read as 1 (reset required) and 4 (drain and reset). */        \
+     * "GPU Reset Status" Yes lines read as 1 (reset required) and 4 (drain and reset). */         \
     X(RECOVERY_ACTION, "recovery_action", "code", "gpu_recovery_action",                           \
       "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION", 1)
 enum sn_metric {
@@ -328,6 +328,10 @@ struct sn_telem_xid {
     int fatal;                 /* NVLink Xids: 1 fatal, 0 nonfatal, -1 not stated */
     unsigned n_regs;           /* register fields "(0x... 0x...)" */
     uint32_t regs[8];
+    /* "caused by previous Xid N" at the end of the message (the driver
+     * names the cause on Xid 45: NVIDIA/open-gpu-kernel-modules#1150), 0
+     * when the message names none. */
+    unsigned caused_by;
 };
 
 /* GPU/NIC connectivity kinds of nvidia-smi topo -m. */
@@ -460,13 +464,13 @@ struct sn_telem_nccl_summary {
     /* Verdict inputs (docs/health.md, nccl-tests detectors). */
     const char *host;      /* rank-0 host, else the line's host; "" if none */
     const char *line_host; /* the host of the lines (prefix or file name); "" if none */
-    unsigned first_line;  /* the run's first line */
-    bool aborted;         /* "Test NCCL failure", "NCCL failure", a signal */
-    unsigned wrong_rows;  /* rows with #wrong > 0 in either group */
-    long long wrong_max;  /* the largest #wrong, 0 if none */
-    unsigned wrong_line;  /* the first such row */
-    unsigned dup_ranks;   /* rank lines repeating an earlier rank number */
-    unsigned dup_rank;    /* the first repeated rank number */
+    unsigned first_line;   /* the run's first line */
+    bool aborted;          /* "Test NCCL failure", "NCCL failure", a signal */
+    unsigned wrong_rows;   /* rows with #wrong > 0 in either group */
+    long long wrong_max;   /* the largest #wrong, 0 if none */
+    unsigned wrong_line;   /* the first such row */
+    unsigned dup_ranks;    /* rank lines repeating an earlier rank number */
+    unsigned dup_rank;     /* the first repeated rank number */
     double peak_busbw_bytes_per_s, peak_size_bytes; /* out-of-place maximum, NaN if none */
     double last_busbw_bytes_per_s, last_size_bytes; /* the largest size's row */
     /* The plateau at the large end of the curve: the smallest size from
@@ -512,24 +516,24 @@ struct sn_telem_diag {
     X(VOLTAGE, "voltage", "V", "feed")                                                             \
     X(CURRENT, "current", "A", "feed")                                                             \
     X(POWER, "power", "W", "feed")                                                                 \
-    /* appended for BMC, CDU and switch readers (kind lists every kind a metric fits) */         \
-    X(PRESSURE_DIFF, "pressure_diff", "kPa", "loop")  /* supply - return pressure */               \
-    X(CONDUCTIVITY, "conductivity", "uS/cm", "loop")  /* coolant electrical conductivity */        \
-    X(PH, "ph", "pH", "loop")                         /* coolant pH */                             \
-    X(DEW_POINT, "dew_point", "C", "loop server")     /* air dew point near the loop / chassis */  \
-    X(LEAK, "leak", "bool", "loop server")            /* 1: a leak detector reports a leak */      \
-    X(HUMIDITY, "humidity", "%", "loop server")       /* relative humidity */                      \
-    X(INLET_TEMP, "inlet_temp", "C", "server")        /* chassis air intake */                     \
-    X(TEMP, "temp", "C", "server")                    /* any other BMC temperature */              \
+    /* appended for BMC, CDU and switch readers (kind lists every kind a metric fits) */           \
+    X(PRESSURE_DIFF, "pressure_diff", "kPa", "loop") /* supply - return pressure */                \
+    X(CONDUCTIVITY, "conductivity", "uS/cm", "loop") /* coolant electrical conductivity */         \
+    X(PH, "ph", "pH", "loop")                        /* coolant pH */                              \
+    X(DEW_POINT, "dew_point", "C", "loop server")    /* air dew point near the loop / chassis */   \
+    X(LEAK, "leak", "bool", "loop server")           /* 1: a leak detector reports a leak */       \
+    X(HUMIDITY, "humidity", "%", "loop server")      /* relative humidity */                       \
+    X(INLET_TEMP, "inlet_temp", "C", "server")       /* chassis air intake */                      \
+    X(TEMP, "temp", "C", "server")                   /* any other BMC temperature */               \
     X(PSU_INPUT_POWER, "psu_input_power", "W", "server")                                           \
     X(PSU_OUTPUT_POWER, "psu_output_power", "W", "server")                                         \
-    X(SERVER_POWER, "server_power", "W", "server")    /* whole-chassis input power */              \
-    X(LOAD, "load", "%", "server")                    /* utilisation the power draw is judged at */ \
-    X(IN_OCTETS, "in_octets", "B", "switch")          /* IF-MIB ifHCInOctets (ifInOctets) */        \
-    X(OUT_OCTETS, "out_octets", "B", "switch")        /* IF-MIB ifHCOutOctets (ifOutOctets) */      \
-    X(IN_ERRORS, "in_errors", "count", "switch")      /* IF-MIB ifInErrors */                      \
+    X(SERVER_POWER, "server_power", "W", "server") /* whole-chassis input power */                 \
+    X(LOAD, "load", "%", "server")                 /* utilisation the power draw is judged at */   \
+    X(IN_OCTETS, "in_octets", "B", "switch")       /* IF-MIB ifHCInOctets (ifInOctets) */          \
+    X(OUT_OCTETS, "out_octets", "B", "switch")     /* IF-MIB ifHCOutOctets (ifOutOctets) */        \
+    X(IN_ERRORS, "in_errors", "count", "switch")   /* IF-MIB ifInErrors */                         \
     X(OUT_DISCARDS, "out_discards", "count", "switch") /* IF-MIB ifOutDiscards */                  \
-    X(SPEED, "speed", "B/s", "switch")                /* IF-MIB ifHighSpeed, per direction */
+    X(SPEED, "speed", "B/s", "switch")                 /* IF-MIB ifHighSpeed, per direction */
 enum sn_facility_metric {
 #define SN_X(id, name, unit, kind) SN_FACILITY_##id,
     SN_FACILITY_METRIC_LIST(SN_X)
@@ -577,10 +581,10 @@ struct sn_telem_facility {
  * (per_cpu); text items carry text. Codes are append-only.
  */
 #define SN_NET_ITEM_LIST(X)                                                                        \
-    X(LINK_STATE, "link_state", "bool")      /* RDMA port or netdev: 1 active/up, 0 not */         \
-    X(LINK_RATE, "link_rate", "B/s")         /* RDMA port trained rate, per direction */           \
-    X(LINK_WIDTH, "link_width", "lanes")     /* RDMA port width: 1, 2, 4, 8, 12 */                 \
-    X(NET_SPEED, "net_speed", "B/s")         /* netdev speed (ethtool, sysfs), per direction */    \
+    X(LINK_STATE, "link_state", "bool")  /* RDMA port or netdev: 1 active/up, 0 not */             \
+    X(LINK_RATE, "link_rate", "B/s")     /* RDMA port trained rate, per direction */               \
+    X(LINK_WIDTH, "link_width", "lanes") /* RDMA port width: 1, 2, 4, 8, 12 */                     \
+    X(NET_SPEED, "net_speed", "B/s")     /* netdev speed (ethtool, sysfs), per direction */        \
     X(SYMBOL_ERRORS, "symbol_errors", "count")                                                     \
     X(LINK_RECOVERY, "link_error_recovery", "count")                                               \
     X(LINK_DOWNED, "link_downed", "count")                                                         \
@@ -590,32 +594,32 @@ struct sn_telem_facility {
     X(BUFFER_OVERRUN, "excessive_buffer_overrun_errors", "count")                                  \
     X(XMIT_DISCARDS, "xmit_discards", "count")                                                     \
     X(XMIT_WAIT, "xmit_wait", "ticks")                                                             \
-    X(RX_DISCARDS, "rx_discards", "count")     /* rx_discards_phy, out_of_buffer */                \
-    X(RX_CRC_ERRORS, "rx_crc_errors", "count") /* rx_crc_errors_phy, rx_symbol_err_phy */          \
-    X(RX_PAUSE, "rx_pause", "count")           /* PFC/global pause frames received (prio) */       \
-    X(TX_PAUSE, "tx_pause", "count")           /* PFC/global pause frames sent (prio) */           \
+    X(RX_DISCARDS, "rx_discards", "count")        /* rx_discards_phy, out_of_buffer */             \
+    X(RX_CRC_ERRORS, "rx_crc_errors", "count")    /* rx_crc_errors_phy, rx_symbol_err_phy */       \
+    X(RX_PAUSE, "rx_pause", "count")              /* PFC/global pause frames received (prio) */    \
+    X(TX_PAUSE, "tx_pause", "count")              /* PFC/global pause frames sent (prio) */        \
     X(PAUSE_STORM, "pause_storm_errors", "count") /* mlx5 tx_pause_storm_error_events */           \
     X(OUT_OF_SEQUENCE, "out_of_sequence", "count")                                                 \
-    X(RETRANSMITS, "retransmits", "count") /* packet_seq_err, roce_adp_retrans, ack timeouts */   \
+    X(RETRANSMITS, "retransmits", "count") /* packet_seq_err, roce_adp_retrans, ack timeouts */    \
     X(RX_PACKETS, "rx_packets", "count")                                                           \
     X(TX_PACKETS, "tx_packets", "count")                                                           \
-    X(RDMA_REQUESTS, "rdma_requests", "count") /* rx read + write requests */                     \
-    X(IRQ, "irq", "count")               /* one interrupt line: per-CPU counts */                  \
-    X(SOFTIRQ, "softirq", "count")       /* NET_RX / NET_TX softirqs: per-CPU counts */            \
-    X(SOFTIRQ_SHARE, "softirq_share", "fraction") /* busiest CPU's softirq time share */         \
-    X(IRQ_AFFINITY, "irq_affinity", "cpus") /* smp_affinity_list: per-CPU 0/1 */                   \
-    X(NUMA_NODE, "numa_node", "node")       /* a NIC's NUMA node (-1 none) */                      \
-    X(NODE_CPUS, "node_cpus", "cpus")       /* a NUMA node's CPU list: per-CPU 0/1 */               \
-    X(GOVERNOR, "cpu_governor", "text")     /* scaling_governor of one CPU */                      \
-    X(NCCL_NET, "nccl_net", "text")         /* transport NCCL chose: "IB", "Socket" */             \
-    X(NCCL_GDR, "nccl_gdr", "bool")         /* GPUDirect RDMA enabled for an HCA */                \
+    X(RDMA_REQUESTS, "rdma_requests", "count")    /* rx read + write requests */                   \
+    X(IRQ, "irq", "count")                        /* one interrupt line: per-CPU counts */         \
+    X(SOFTIRQ, "softirq", "count")                /* NET_RX / NET_TX softirqs: per-CPU counts */   \
+    X(SOFTIRQ_SHARE, "softirq_share", "fraction") /* busiest CPU's softirq time share */           \
+    X(IRQ_AFFINITY, "irq_affinity", "cpus")       /* smp_affinity_list: per-CPU 0/1 */             \
+    X(NUMA_NODE, "numa_node", "node")             /* a NIC's NUMA node (-1 none) */                \
+    X(NODE_CPUS, "node_cpus", "cpus")             /* a NUMA node's CPU list: per-CPU 0/1 */        \
+    X(GOVERNOR, "cpu_governor", "text")           /* scaling_governor of one CPU */                \
+    X(NCCL_NET, "nccl_net", "text")               /* transport NCCL chose: "IB", "Socket" */       \
+    X(NCCL_GDR, "nccl_gdr", "bool")               /* GPUDirect RDMA enabled for an HCA */          \
     X(NCCL_CHANNELS, "nccl_channels", "count")                                                     \
     X(NCCL_RINGS, "nccl_rings", "count")                                                           \
     X(NCCL_TREES, "nccl_trees", "count")                                                           \
-    X(NCCL_WARN, "nccl_warning", "text")    /* NCCL WARN lines (topology detection...) */          \
-    X(LINK_FLAP, "link_flap", "state")      /* kernel log: 0 link down, 1 link up */             \
-    X(MSI_IRQ, "msi_irq", "irq")            /* an IRQ of a netdev's PCI device (port: number) */  \
-    X(CPU_SOFTIRQ_TIME, "cpu_softirq_time", "ticks") /* /proc/stat: one CPU's softirq time */     \
+    X(NCCL_WARN, "nccl_warning", "text") /* NCCL WARN lines (topology detection...) */             \
+    X(LINK_FLAP, "link_flap", "state")   /* kernel log: 0 link down, 1 link up */                  \
+    X(MSI_IRQ, "msi_irq", "irq")         /* an IRQ of a netdev's PCI device (port: number) */      \
+    X(CPU_SOFTIRQ_TIME, "cpu_softirq_time", "ticks") /* /proc/stat: one CPU's softirq time */      \
     X(CPU_TOTAL_TIME, "cpu_total_time", "ticks")     /* /proc/stat: the same CPU's total time */
 enum sn_net_item {
 #define SN_X(id, name, unit) SN_NET_##id,
@@ -636,11 +640,11 @@ struct sn_telem_net {
     struct sn_telem_origin at;
     enum sn_net_item item;
     const char *device;
-    int port;               /* RDMA port, IRQ number; -1 none */
-    int prio;               /* PFC priority 0-7; -1 none */
-    double value;           /* NaN for per-CPU and text items */
-    const char *text;       /* text items; the counter's own name otherwise; "" */
-    const double *per_cpu;  /* per-CPU items: n_cpu counts (or 0/1), else NULL */
+    int port;              /* RDMA port, IRQ number; -1 none */
+    int prio;              /* PFC priority 0-7; -1 none */
+    double value;          /* NaN for per-CPU and text items */
+    const char *text;      /* text items; the counter's own name otherwise; "" */
+    const double *per_cpu; /* per-CPU items: n_cpu counts (or 0/1), else NULL */
     unsigned n_cpu;
 };
 
@@ -709,17 +713,17 @@ struct sn_telem_sink {
     X(PROM, "dcgm-exporter") /* Prometheus text exposition */                                      \
     X(FACILITY_CSV, "facility-csv")                                                                \
     X(FACILITY_JSON, "facility-json")                                                              \
-    X(ETHTOOL_S, "ethtool-s")             /* ethtool -S <netdev> */                                \
-    X(IBSTAT, "ibstat")                   /* ibstat and ibstatus */                                \
-    X(PERFQUERY, "perfquery")             /* perfquery, perfquery -x */                            \
-    X(IBQUERYERRORS, "ibqueryerrors")     /* ibqueryerrors (infiniband-diags) */                   \
-    X(RDMA_STAT, "rdma-statistic")        /* rdma statistic show (iproute2) */                     \
-    X(INTERRUPTS, "proc-interrupts")      /* /proc/interrupts and /proc/softirqs */                \
-    X(SYSFS, "sysfs")                     /* grep . /sys/... (path:value lines) */                 \
-    X(NCCL_DEBUG, "nccl-debug")           /* NCCL_DEBUG=INFO log lines */ \
-    X(REDFISH, "redfish")        /* Redfish JSON: Thermal, Power, Sensor(s), EnvironmentMetrics, ... */ \
-    X(IPMI, "ipmitool")          /* ipmitool sdr [list|elist] / ipmitool sensor */               \
-    X(SNMP_IFMIB, "snmp-if-mib") /* snmpwalk of IF-MIB / IF-MIB::ifXTable */ \
+    X(ETHTOOL_S, "ethtool-s")         /* ethtool -S <netdev> */                                    \
+    X(IBSTAT, "ibstat")               /* ibstat and ibstatus */                                    \
+    X(PERFQUERY, "perfquery")         /* perfquery, perfquery -x */                                \
+    X(IBQUERYERRORS, "ibqueryerrors") /* ibqueryerrors (infiniband-diags) */                       \
+    X(RDMA_STAT, "rdma-statistic")    /* rdma statistic show (iproute2) */                         \
+    X(INTERRUPTS, "proc-interrupts")  /* /proc/interrupts and /proc/softirqs */                    \
+    X(SYSFS, "sysfs")                 /* grep . /sys/... (path:value lines) */                     \
+    X(NCCL_DEBUG, "nccl-debug")       /* NCCL_DEBUG=INFO log lines */                              \
+    X(REDFISH, "redfish") /* Redfish JSON: Thermal, Power, Sensor(s), EnvironmentMetrics, ... */   \
+    X(IPMI, "ipmitool")   /* ipmitool sdr [list|elist] / ipmitool sensor */                        \
+    X(SNMP_IFMIB, "snmp-if-mib")     /* snmpwalk of IF-MIB / IF-MIB::ifXTable */                   \
     X(SMI_TABLE, "nvidia-smi-table") /* plain `nvidia-smi`: the boxed table */                     \
     X(SMI_DMON, "nvidia-smi-dmon")   /* nvidia-smi dmon [-s ...] [-o DT] */                        \
     X(NHC, "nhc")                    /* LBNL NHC / Azure HPC NHC output */
@@ -883,6 +887,7 @@ struct sn_telem_xid_event {
     uint8_t bucket; /* enum sn_xid_bucket */
     int8_t fatal;
     uint16_t source;
+    uint16_t caused_by; /* struct sn_telem_xid.caused_by, 0 none */
 };
 
 struct sn_telem_proc_entry {

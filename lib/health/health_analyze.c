@@ -219,6 +219,61 @@ static const char *gpu_where(const struct sn__health_ctx *c, const struct sn_tel
     return buf;
 }
 
+static bool store_has_readings(const struct sn_telem_gpu *g)
+{
+    for (unsigned m = 0; m < SN_METRIC_COUNT; m++)
+        if (g->m[m].status != SN_TELEM_ABSENT)
+            return true;
+    return false;
+}
+
+/* Two store GPUs resolve to one model GPU (a file bound to a server by its
+ * name gives index 0 another UUID than the server's own nvidia-smi): which
+ * one the per-slot views (coverage, gpu-missing) read. Decided by what the
+ * GPUs hold, never by their store ids (the order of the inputs): readings
+ * first, then the smaller UUID (none last), then the host name. */
+static bool slot_prefers(const struct sn__health_ctx *c, uint32_t a, uint32_t b)
+{
+    const struct sn_telem_gpu *x = sn_telem_store_gpu(c->st, a), *y = sn_telem_store_gpu(c->st, b);
+    bool rx = store_has_readings(x), ry = store_has_readings(y);
+    if (rx != ry)
+        return rx;
+    if (!x->uuid[0] != !y->uuid[0])
+        return x->uuid[0] != '\0';
+    int k = strcmp(x->uuid, y->uuid);
+    if (k)
+        return k < 0;
+    k = strcmp(sn_telem_store_host_name(c->st, x->host), sn_telem_store_host_name(c->st, y->host));
+    return k ? k < 0 : a < b;
+}
+
+/* A model GPU that two inputs give two UUIDs (two machines' files bound to
+ * one server, or a replaced GPU): a gpu-uuid-conflict finding naming
+ * both, from the store GPU the slot does not read, so it is found once per
+ * other UUID whatever the order. The readings of both are judged on the
+ * slot. */
+static void identity_conflict(struct sn__health_ctx *c, uint32_t i)
+{
+    uint32_t gpu = c->store_to_model[i];
+    if (gpu == SN_NONE || c->model_to_store[gpu] == i)
+        return;
+    const struct sn_telem_gpu *o = sn_telem_store_gpu(c->st, i);
+    const struct sn_telem_gpu *k = sn_telem_store_gpu(c->st, c->model_to_store[gpu]);
+    if (!o->uuid[0] || !k->uuid[0] || strcmp(o->uuid, k->uuid) == 0)
+        return;
+    /* No file:line: a GPU's readings keep the last of equal-time ones, so
+     * the place would depend on the order of the inputs; the UUIDs and the
+     * hosts that named them do not. */
+    char name[96];
+    sn_health_entity_label(c->m, SN_HEALTH_ENT_GPU, gpu, name, sizeof(name));
+    uint32_t sv = c->host_server[o->host];
+    sn__health_add(c, SN_DET_GPU_UUID_CONFLICT, SN_HEALTH_ENT_GPU, gpu, gpu, sv, 2, 1,
+                   "%s has two UUIDs: %s (host '%s') and %s (host '%s'); the readings of both "
+                   "are judged on it",
+                   name, k->uuid, sn_telem_store_host_name(c->st, k->host), o->uuid,
+                   sn_telem_store_host_name(c->st, o->host));
+}
+
 /* Resolves every store host and GPU once (sn/inventory.h). Hosts that name
  * no server are recorded as unresolved with their GPU counts. */
 static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struct sn_error *err)
@@ -232,8 +287,8 @@ static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struc
     uint32_t *host_first = malloc(((size_t)nh + 1) * sizeof(uint32_t));
     c->scratch_cap = (size_t)c->m->n_gpus + ng + 64;
     c->scratch = malloc(c->scratch_cap * sizeof(double));
-    if (!c->store_to_model || !c->host_server || !c->model_to_store || !c->scratch ||
-        !host_gpus || !host_first) {
+    if (!c->store_to_model || !c->host_server || !c->model_to_store || !c->scratch || !host_gpus ||
+        !host_first) {
         free(host_gpus);
         free(host_first);
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
@@ -257,10 +312,13 @@ static enum sn_err map_store(struct sn__health_ctx *c, uint32_t *unmapped, struc
             (*unmapped)++;
             if (server == SN_NONE && host_gpus[g->host]++ == 0)
                 host_first[g->host] = i;
-        } else {
+        } else if (c->model_to_store[gpu] == UINT32_MAX ||
+                   slot_prefers(c, i, c->model_to_store[gpu])) {
             c->model_to_store[gpu] = i;
         }
     }
+    for (uint32_t i = 0; i < ng; i++)
+        identity_conflict(c, i);
     for (uint32_t h = 0; h < nh; h++) {
         if (!host_gpus[h])
             continue;
@@ -370,7 +428,8 @@ static void score_servers(struct sn_health_report *r, const struct sn_model *m,
         struct sn_health_score *s = &r->servers[sv];
         *s = (struct sn_health_score){
             SN_HEALTH_ENT_SERVER, sv,         100 - (own > 100 ? 100 : own),
-            SN_HEALTH_ACT_NONE,   UINT32_MAX, false, SN_HEALTH_EV_NONE, NAN};
+            SN_HEALTH_ACT_NONE,   UINT32_MAX, false,
+            SN_HEALTH_EV_NONE,    NAN};
         choose_action(s, r->findings, k, idx, NULL);
         uint32_t ng = sn_model_server_spec(m, sv)->gpus;
         for (uint32_t g = m->server_first_gpu[sv]; g < m->server_first_gpu[sv] + ng; g++) {
@@ -494,8 +553,8 @@ static void evidence(struct sn__health_ctx *c, struct sn_health_report *r,
             cv->nvlink_ports_seen += tg->n_nvlinks < ports ? tg->n_nvlinks : ports;
         if (t != -INFINITY) {
             s->age_s = isnan(t) ? NAN : r->now_s - t;
-            s->evidence = !isnan(t) && s->age_s > c->cfg->stale_s ? SN_HEALTH_EV_STALE
-                                                                  : SN_HEALTH_EV_FRESH;
+            s->evidence =
+                !isnan(t) && s->age_s > c->cfg->stale_s ? SN_HEALTH_EV_STALE : SN_HEALTH_EV_FRESH;
         }
         if (s->evidence == SN_HEALTH_EV_NONE && s->score >= 100 && s->reason == UINT32_MAX) {
             s->score = NAN; /* unknown: nothing read about it */

@@ -135,6 +135,7 @@ void sn_health_config_default(struct sn_health_config *c)
         .busbw_plateau_min_bytes = 64.0 * 1024 * 1024,
         .busbw_plateau_frac = 0.5,
         .xid_cascade_s = 300,
+        .xid_burst_s = 0.5,
     };
 }
 
@@ -151,8 +152,7 @@ enum sn_busbw_layout sn_health_busbw_layout(const struct sn_model *m, uint32_t s
     const struct sn_server_model *sm = sn_model_server_spec(m, server);
     if (nhosts > m->supernodes[sn].n_servers || nranks > m->supernodes[sn].n_servers * sm->gpus)
         return SN_BUSBW_CROSS_SUPERNODE;
-    return tp->scaleup.domain != SN_SCALEUP_SERVER ? SN_BUSBW_SUPERNODE_SCALEUP
-                                                      : SN_BUSBW_SCALEOUT;
+    return tp->scaleup.domain != SN_SCALEUP_SERVER ? SN_BUSBW_SUPERNODE_SCALEUP : SN_BUSBW_SCALEOUT;
 }
 
 double sn_health_busbw_theory(const struct sn_model *m, uint32_t server, enum sn_busbw_layout l,

@@ -105,6 +105,19 @@ static const struct {
     {94, {13, 31, 43, 45, 0}},
     {95, {13, 31, 43, 45, 0}},
     {48, {63, 0}},
+    /* NVLink faults: 74 (NVLink error) and 144-150 (SAW, RLW, TLW, TREX,
+     * NVLPW_CTRL, NETIR, MSE). Xid 45 is the driver tearing down the
+     * channels of the application the fault ended; the catalogue's
+     * investigatory action for 45 is "Not Solo: IGNORE (follow guidance in
+     * other Xid)" (quoted in NVIDIA/NVSentinel#1710, #1629). */
+    {74, {45, 0}},
+    {144, {45, 0}},
+    {145, {45, 0}},
+    {146, {45, 0}},
+    {147, {45, 0}},
+    {148, {45, 0}},
+    {149, {45, 0}},
+    {150, {45, 0}},
 };
 
 static bool xid_follows(unsigned cause, unsigned code)
@@ -138,6 +151,9 @@ static void xid_causes(const struct sn_telem_gpu *g, double window_s,
     memset(cause_of, 0, SN_TELEM_XID_KEEP * sizeof(unsigned));
     for (unsigned k = 0; g->xids && k < kept; k++) {
         unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        /* The driver's own word ("caused by previous Xid 149") first. */
+        if (g->xids[j].caused_by && g->xids[j].caused_by != g->xids[j].code)
+            cause_of[j] = g->xids[j].caused_by;
         for (unsigned e = 0; e < k && !cause_of[j]; e++) {
             unsigned i = (unsigned)((g->xid_total - kept + e) % SN_TELEM_XID_KEEP);
             if (!cause_of[i] && xid_follows(g->xids[i].code, g->xids[j].code) &&
@@ -170,9 +186,9 @@ static const char *xid_followers_note(const struct sn_telem_gpu *g, const unsign
         return buf;
     size_t o = (size_t)snprintf(buf, len, "; then Xid");
     for (unsigned c = 0; c < n && o < len; c++) {
-        int w = counts[c] > 1 ? snprintf(buf + o, len - o, "%s %u x%u", c ? "," : "", codes[c],
-                                         counts[c])
-                              : snprintf(buf + o, len - o, "%s %u", c ? "," : "", codes[c]);
+        int w = counts[c] > 1
+                    ? snprintf(buf + o, len - o, "%s %u x%u", c ? "," : "", codes[c], counts[c])
+                    : snprintf(buf + o, len - o, "%s %u", c ? "," : "", codes[c]);
         o += w > 0 ? (size_t)w : 0;
     }
     if (o < len)
@@ -197,6 +213,47 @@ static int xid_find_own(const struct sn_telem_gpu *g, unsigned code, unsigned *c
         }
     }
     return last;
+}
+
+/* The gap from a to b (b later in the log) when both have a time: dmesg
+ * uptimes first (microseconds), else wall times; NaN when unknown. */
+static double xid_gap_s(const struct sn_telem_xid_event *a, const struct sn_telem_xid_event *b)
+{
+    if (isfinite(a->uptime_s) && isfinite(b->uptime_s))
+        return b->uptime_s - a->uptime_s;
+    if (isfinite(a->time_s) && isfinite(b->time_s))
+        return b->time_s - a->time_s;
+    return NAN;
+}
+
+/* Events of code that follow no cause, counted as bursts: a line within
+ * burst_s after the previous line of the code is the same event. *lines
+ * gets the lines, *span_s the longest burst's span (0 when none). */
+static unsigned xid_bursts(const struct sn_telem_gpu *g, unsigned code, const unsigned *cause_of,
+                           double burst_s, unsigned *lines, double *span_s)
+{
+    unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
+    unsigned n = 0;
+    int prev = -1, start = -1;
+    *lines = 0;
+    *span_s = 0;
+    for (unsigned k = 0; k < kept; k++) {
+        unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        if (g->xids[j].code != code || (cause_of && cause_of[j]))
+            continue;
+        (*lines)++;
+        double gap = prev >= 0 ? xid_gap_s(&g->xids[prev], &g->xids[j]) : NAN;
+        if (prev >= 0 && gap >= 0 && gap <= burst_s) {
+            double span = xid_gap_s(&g->xids[start], &g->xids[j]);
+            if (span > *span_s)
+                *span_s = span;
+        } else {
+            n++;
+            start = (int)j;
+        }
+        prev = (int)j;
+    }
+    return n;
 }
 
 static int xid_find(const struct sn_telem_gpu *g, unsigned code, unsigned *count)
@@ -247,8 +304,9 @@ static void fabric(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struc
             where(c, st, w, sizeof(w)), st->value == 1 ? "Not Started" : "In Progress",
             st->value == 1 ? " (fabric manager not running?)" : " (registration not finished)");
     else if (st->value == 3 && reading_ok(ok) && ok->value == 0)
-        ADD(c, SN_DET_FABRIC_NOT_READY, 0, 1, "%s: fabric state Completed with status other than "
-                                               "Success",
+        ADD(c, SN_DET_FABRIC_NOT_READY, 0, 1,
+            "%s: fabric state Completed with status other than "
+            "Success",
             where(c, ok, w, sizeof(w)));
 }
 
@@ -333,6 +391,71 @@ static bool xid_own_detector(unsigned code)
     return code == 48 || code == 63 || code == 64 || code == 79 || code == 92;
 }
 
+/* The detector of an Xid judged on its own (n events of it); SN_DET_COUNT
+ * for informational codes. */
+static enum sn_detector xid_detector(const struct sn__health_ctx *c, unsigned code,
+                                     enum sn_xid_bucket bucket, unsigned n)
+{
+    switch (code) {
+    case 79:
+        return SN_DET_GPU_OFF_BUS;
+    case 48:
+        return SN_DET_ECC_DBE;
+    case 63:
+        return SN_DET_REMAP_PENDING;
+    case 64:
+        return SN_DET_REMAP_FAILED;
+    case 92:
+        return SN_DET_SBE_RATE;
+    default:
+        break;
+    }
+    switch (bucket) {
+    case SN_XID_APPLICATION:
+        return n >= c->cfg->xid_repeat ? SN_DET_XID_REPEATED : SN_DET_XID_APPLICATION;
+    case SN_XID_RESET_GPU:
+        return SN_DET_XID_RESET;
+    case SN_XID_REBOOT_NODE:
+        return SN_DET_XID_REBOOT;
+    case SN_XID_SERVICE:
+        return SN_DET_XID_SERVICE;
+    case SN_XID_UNKNOWN:
+        return SN_DET_XID_UNKNOWN;
+    default:
+        return SN_DET_COUNT; /* informational */
+    }
+}
+
+/* A cause the driver names ("caused by previous Xid 149") whose own line is
+ * not in the input (cut, rotated, or another file): judged from its
+ * followers, once per cause code, at the newest follower naming it. */
+static void xid_named_cause(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
+                            const unsigned *cause_of, unsigned j)
+{
+    unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
+    unsigned cause = g->xids[j].caused_by, followers = 0;
+    int newest = -1;
+    for (unsigned k = 0; k < kept; k++) {
+        unsigned i = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
+        if (g->xids[i].code == cause)
+            return; /* its line is here: judged there */
+        if (g->xids[i].caused_by == cause)
+            followers++, newest = (int)i;
+    }
+    enum sn_detector d =
+        newest == (int)j ? xid_detector(c, cause, sn_xid_bucket(cause), 1) : SN_DET_COUNT;
+    if (d == SN_DET_COUNT)
+        return;
+    char w[160], note[120];
+    ADD(c, d, 1, NAN,
+        "%s: Xid %u named by %u line%s 'caused by previous Xid %u', none of its own (%s, "
+        "bucket %s)%s",
+        sn__health_where(c->st, g->xids[j].source, g->xids[j].line, w, sizeof(w)), cause, followers,
+        followers == 1 ? "" : "s", cause, sn_xid_meaning(cause),
+        sn_xid_bucket_name(sn_xid_bucket(cause)),
+        xid_followers_note(g, cause_of, cause, note, sizeof(note)));
+}
+
 static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct tgt t,
                  const unsigned *cause_of)
 {
@@ -340,35 +463,36 @@ static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct 
     for (unsigned k = 0; k < kept; k++) {
         unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
         const struct sn_telem_xid_event *x = &g->xids[j];
-        unsigned n;
-        if (xid_own_detector(x->code) || cause_of[j] || xid_find_own(g, x->code, &n, cause_of) != (int)j)
+        unsigned n, lines;
+        double span_s;
+        if (cause_of[j] && x->caused_by == cause_of[j])
+            xid_named_cause(c, g, t, cause_of, j);
+        if (xid_own_detector(x->code) || cause_of[j] ||
+            xid_find_own(g, x->code, &n, cause_of) != (int)j)
             continue; /* judged once per code, at its newest event; followers not at all */
-        enum sn_detector d;
-        switch ((enum sn_xid_bucket)x->bucket) {
-        case SN_XID_APPLICATION:
-            d = n >= c->cfg->xid_repeat ? SN_DET_XID_REPEATED : SN_DET_XID_APPLICATION;
-            break;
-        case SN_XID_RESET_GPU:
-            d = SN_DET_XID_RESET;
-            break;
-        case SN_XID_REBOOT_NODE:
-            d = SN_DET_XID_REBOOT;
-            break;
-        case SN_XID_SERVICE:
-            d = SN_DET_XID_SERVICE;
-            break;
-        case SN_XID_UNKNOWN:
-            d = SN_DET_XID_UNKNOWN;
-            break;
-        default:
-            continue; /* informational */
-        }
-        char w[160], note[120];
-        ADD(c, d, n, d == SN_DET_XID_REPEATED ? c->cfg->xid_repeat : NAN,
-            "%s: Xid %u (%s, bucket %s), %u time%s%s",
-            sn__health_where(c->st, x->source, x->line, w, sizeof(w)), x->code,
-            sn_xid_meaning(x->code), sn_xid_bucket_name((enum sn_xid_bucket)x->bucket), n,
-            n == 1 ? "" : "s", xid_followers_note(g, cause_of, x->code, note, sizeof(note)));
+        n = xid_bursts(g, x->code, cause_of, c->cfg->xid_burst_s, &lines, &span_s);
+        enum sn_detector d = xid_detector(c, x->code, (enum sn_xid_bucket)x->bucket, n);
+        if (d == SN_DET_COUNT)
+            continue;
+        char w[160], note[120], burst[96] = "";
+        if (lines > n && n == 1)
+            snprintf(burst, sizeof(burst), " (%u lines in %.6f s: one burst)", lines, span_s);
+        else if (lines > n)
+            snprintf(burst, sizeof(burst), " (%u lines; < %g s apart is one burst)", lines,
+                     c->cfg->xid_burst_s);
+        if (burst[0]) /* the burst first: evidence is cut at SN_HEALTH_EVIDENCE_MAX */
+            ADD(c, d, n, d == SN_DET_XID_REPEATED ? c->cfg->xid_repeat : NAN,
+                "%s: Xid %u%s, %u time%s (%s, bucket %s)%s",
+                sn__health_where(c->st, x->source, x->line, w, sizeof(w)), x->code, burst, n,
+                n == 1 ? "" : "s", sn_xid_meaning(x->code),
+                sn_xid_bucket_name((enum sn_xid_bucket)x->bucket),
+                xid_followers_note(g, cause_of, x->code, note, sizeof(note)));
+        else
+            ADD(c, d, n, d == SN_DET_XID_REPEATED ? c->cfg->xid_repeat : NAN,
+                "%s: Xid %u (%s, bucket %s), %u time%s%s",
+                sn__health_where(c->st, x->source, x->line, w, sizeof(w)), x->code,
+                sn_xid_meaning(x->code), sn_xid_bucket_name((enum sn_xid_bucket)x->bucket), n,
+                n == 1 ? "" : "s", xid_followers_note(g, cause_of, x->code, note, sizeof(note)));
     }
 }
 
@@ -496,8 +620,8 @@ static void stopped(struct sn__health_ctx *c)
         const struct sn_telem_reading *at;
         for (uint32_t g = first; g < first + ng; g++) {
             uint32_t s = c->model_to_store[g];
-            double t = s != UINT32_MAX ? newest_reading(sn_telem_store_gpu(c->st, s), &at)
-                                       : -INFINITY;
+            double t =
+                s != UINT32_MAX ? newest_reading(sn_telem_store_gpu(c->st, s), &at) : -INFINITY;
             if (t > host)
                 host = t;
         }
@@ -516,8 +640,8 @@ static void stopped(struct sn__health_ctx *c)
                            c->cfg->stale_s,
                            "%s: gpu%u stopped reporting: last reading %.0f s before %s's newest "
                            "(> %.0f s)",
-                           sn__health_where(c->st, at->source, at->line, w, sizeof(w)),
-                           g - first, host - t, name, c->cfg->stale_s);
+                           sn__health_where(c->st, at->source, at->line, w, sizeof(w)), g - first,
+                           host - t, name, c->cfg->stale_s);
         }
     }
 }
@@ -540,10 +664,10 @@ void sn__health_detect_gpu(struct sn__health_ctx *c)
          * effect at the next GPU reset (NVIDIA, Dynamic Page Retirement). */
         const struct sn_telem_reading *rp = &g->m[SN_METRIC_REMAP_PENDING];
         const struct sn_telem_reading *pp = &g->m[SN_METRIC_RETIRED_PENDING];
-        enum sn_metric pend = !(reading_ok(rp) && rp->value == 1) && reading_ok(pp) &&
-                                      pp->value == 1
-                                  ? SN_METRIC_RETIRED_PENDING
-                                  : SN_METRIC_REMAP_PENDING;
+        enum sn_metric pend =
+            !(reading_ok(rp) && rp->value == 1) && reading_ok(pp) && pp->value == 1
+                ? SN_METRIC_RETIRED_PENDING
+                : SN_METRIC_REMAP_PENDING;
         flag_or_xid(c, g, t, SN_DET_REMAP_PENDING, pend, false, 63, cause_of);
         flag_or_xid(c, g, t, SN_DET_REMAP_FAILED, SN_METRIC_REMAP_FAILURE, false, 64, cause_of);
         fabric(c, g, t);

@@ -120,6 +120,54 @@ static void port_link(struct net_pass *np, uint32_t from, uint32_t to, struct sl
     }
 }
 
+/* ---- step 3: RDMA ports down ----------------------------------------------------- */
+
+/* Ports of one server reported down (ibstat State: Down, sysfs ports/N/state
+ * DOWN), reported as one finding when the server has fewer active ports than
+ * the spec's NICs: a spare or uncabled port beside a full set is no fault. */
+struct down_ports {
+    uint32_t server, down, active;
+    char evidence[400];
+};
+
+static void down_flush(struct sn__health_ctx *c, const struct down_ports *dp)
+{
+    if (dp->server == SN_NONE || !dp->down)
+        return;
+    const struct sn_server_model *sm = server_model(c->m, dp->server);
+    if (sm->nics == 0 || dp->active >= sm->nics)
+        return;
+    sn__health_add(c, SN_DET_NET_LINK_DOWN, SN_HEALTH_ENT_SERVER, dp->server, SN_NONE, dp->server,
+                   dp->active, sm->nics, "%s (%u port%s down, %u active; the spec has %u NICs)",
+                   dp->evidence, dp->down, dp->down == 1 ? "" : "s", dp->active, sm->nics);
+}
+
+static void port_down(struct net_pass *np, uint32_t from, uint32_t to, struct down_ports *dp)
+{
+    const struct sn_health_net_entry *e = np->e[from];
+    double up = port_value(np, from, to, SN_NET_LINK_STATE);
+    if (e->port < 0 || isnan(up))
+        return; /* netdevs (port -1) and ports of unknown state */
+    uint32_t s = server_of(np, e);
+    if (s == SN_NONE)
+        return;
+    if (dp->server != s) {
+        down_flush(np->c, dp);
+        *dp = (struct down_ports){.server = s};
+    }
+    if (up == 1) {
+        dp->active++;
+        return;
+    }
+    const struct sn_health_net_entry *st = NULL;
+    for (uint32_t i = from; i < to; i++)
+        if (np->e[i]->item == SN_NET_LINK_STATE)
+            st = np->e[i];
+    if (dp->down++ == 0)
+        snprintf(dp->evidence, sizeof(dp->evidence), "%s: %s port %d down", st->where, e->device,
+                 e->port);
+}
+
 /* ---- steps 2 and 3: counters rising ---------------------------------------------- */
 
 struct sums {
@@ -427,8 +475,7 @@ static void host_cpu(struct net_pass *np, uint32_t a, uint32_t b)
     if (busy && share >= c->cfg->softirq_frac && (sv = server_of(np, busy)) != SN_NONE)
         sn__health_add(c, SN_DET_SOFTIRQ_SAT, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, share,
                        c->cfg->softirq_frac, "%s: %s spent %.0f%% of its time in softirqs",
-                       busy->where, *busy->device ? busy->device : "the busiest CPU",
-                       100 * share);
+                       busy->where, *busy->device ? busy->device : "the busiest CPU", 100 * share);
     if (slow && (sv = server_of(np, w)) != SN_NONE)
         sn__health_add(c, SN_DET_CPU_GOVERNOR, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, slow, 0,
                        "%s: %u of %u CPUs run the '%s' governor (%s)", w->where, slow, all, w->text,
@@ -498,12 +545,15 @@ void sn__health_detect_net(struct sn__health_ctx *c)
         np.e[i] = sn_health_history_net(h, i);
     qsort(np.e, n, sizeof(*np.e), cmp_entry);
     struct slow_ports sp = {.server = SN_NONE};
+    struct down_ports dp = {.server = SN_NONE};
     for (uint32_t a = 0, b; a < n; a = b) {
         for (b = a + 1; b < n && same_port(np.e[a], np.e[b]);)
             b++;
         port_link(&np, a, b, &sp);
+        port_down(&np, a, b, &dp);
         port_counters(&np, a, b);
     }
+    down_flush(c, &dp);
     if (sp.count)
         sn__health_add(c, SN_DET_NET_LINK_SLOW, SN_HEALTH_ENT_SERVER, sp.server, SN_NONE, sp.server,
                        sp.value, sp.expected, "%s (%u of %u active ports)", sp.evidence, sp.count,

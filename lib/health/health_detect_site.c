@@ -23,12 +23,19 @@
 
 /* ---- fabric bandwidth ------------------------------------------------------- */
 
-/* Without a baseline entry for the run: the floor from the model. */
-static void busbw_model(struct sn__health_ctx *c, const char *key, uint32_t server,
-                        unsigned nhosts, double bw, const char *where)
+/* Without a baseline entry for the run: the floor from the model, a
+ * bandwidth-bound figure, so only at sizes of at least
+ * busbw_plateau_min_bytes (64 MiB): below it busbw is latency-bound (an
+ * 8-byte row's 0.00 GB/s says nothing of the fabric). key is
+ * "coll/ranks/size". */
+static void busbw_model(struct sn__health_ctx *c, const char *key, uint32_t server, unsigned nhosts,
+                        double bw, const char *where)
 {
     unsigned nranks = 0;
     const char *slash = strchr(key, '/');
+    const char *size = slash ? strchr(slash + 1, '/') : NULL;
+    if (size && strtod(size + 1, NULL) < c->cfg->busbw_plateau_min_bytes)
+        return;
     if (slash)
         nranks = (unsigned)strtoul(slash + 1, NULL, 10);
     char why[96];
@@ -211,16 +218,14 @@ static uint32_t run_server(const struct sn__health_ctx *c, const struct sn_healt
 /* The curve stopped growing well below what the layout should reach: a
  * bottleneck (a PCIe or socket path instead of NVLink/RDMA, a slow link),
  * not noise: flat over several doublings of the size. */
-static void busbw_plateau(struct sn__health_ctx *c, const struct sn_health_nccl_run *r,
-                          uint32_t sv)
+static void busbw_plateau(struct sn__health_ctx *c, const struct sn_health_nccl_run *r, uint32_t sv)
 {
     if (r->plateau_rows < c->cfg->busbw_plateau_rows ||
         !(r->last_size_bytes >= c->cfg->busbw_plateau_min_bytes) ||
         !(r->last_busbw_bytes_per_s > 0))
         return;
     char why[96];
-    double floor =
-        sn_health_busbw_floor(c->m, c->cfg, sv, r->nranks, r->nhosts, why, sizeof(why));
+    double floor = sn_health_busbw_floor(c->m, c->cfg, sv, r->nranks, r->nhosts, why, sizeof(why));
     double limit = c->cfg->busbw_plateau_frac * floor;
     if (isnan(floor) || !(r->last_busbw_bytes_per_s < limit))
         return;
@@ -239,13 +244,12 @@ static void nccl_run(struct sn__health_ctx *c, const struct sn_health_nccl_run *
     if (r->wrong_rows)
         sn__health_add(c, SN_DET_NCCL_WRONG, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
                        (double)r->wrong_max, 0,
-                       "%s: %s run of %u ranks: %u rows with #wrong > 0 (max %lld)",
-                       r->wrong_where, coll, r->nranks, r->wrong_rows, r->wrong_max);
+                       "%s: %s run of %u ranks: %u rows with #wrong > 0 (max %lld)", r->wrong_where,
+                       coll, r->nranks, r->wrong_rows, r->wrong_max);
     else if (r->out_of_bounds > 0)
-        sn__health_add(c, SN_DET_NCCL_WRONG, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
-                       (double)r->out_of_bounds, 0,
-                       "%s: %s run: Out of bounds values : %lld FAILED", r->where, coll,
-                       r->out_of_bounds);
+        sn__health_add(
+            c, SN_DET_NCCL_WRONG, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, (double)r->out_of_bounds,
+            0, "%s: %s run: Out of bounds values : %lld FAILED", r->where, coll, r->out_of_bounds);
     if (r->aborted || r->truncated || r->rows == 0)
         sn__health_add(c, SN_DET_NCCL_ABORTED, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv,
                        (double)r->rows, NAN, "%s: %s run %s after %u data rows", r->where, coll,

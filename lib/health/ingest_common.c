@@ -1392,6 +1392,9 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
          * the 400 series. */
         {"Pending Page Blacklist", SN_TELEM_FMT_SMI_Q},
         {"Remapping Failure Occurred", SN_TELEM_FMT_SMI_Q},
+        /* A Remapped Rows block cut before its failure line (leptonai/gpud#80):
+         * -q pads its keys to the colon, so three blanks follow. */
+        {"Uncorrectable Error   ", SN_TELEM_FMT_SMI_Q},
         {"SRAM Uncorrectable  ", SN_TELEM_FMT_SMI_Q},
         {"DRAM Uncorrectable  ", SN_TELEM_FMT_SMI_Q},
         {"Double Bit ECC  ", SN_TELEM_FMT_SMI_Q},

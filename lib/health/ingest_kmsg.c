@@ -5,7 +5,9 @@
  * Line stamps read: dmesg "[ 1234.567890]" (uptime), dmesg -T "[Wed May  1
  * 12:00:00 2024]", journalctl/syslog "May  1 12:00:00 host kernel:" (time
  * only with opts.year), and ISO "2024-05-01T12:00:00.123+00:00 host
- * kernel:". The Xid itself:
+ * kernel:"; a Markdown fence glued to the first stamp ("```[  12.3]") and
+ * quote or diff marks before a stamp ("+> [  12.3]") are passed over. The
+ * Xid itself:
  *
  *   NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.
  *   NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off ...
@@ -134,6 +136,17 @@ static void read_stamp(struct sn_telem_parser *p, const char *s, size_t n, struc
     }
     while (i < n && s[i] == ' ')
         i++;
+    /* Paste marks before a stamp: a Markdown code fence glued to the first
+     * line ("```[93297.027938] NVRM: ...", vllm-project/vllm#5901), a quote
+     * and a diff's added-line mark ("+> [Fri Aug 30 ...] NVRM: ...",
+     * leptonai/gpud#46). Passed over only when a stamp follows. */
+    size_t q = i;
+    if (q + 3 <= n && memcmp(s + q, "```", 3) == 0)
+        q += 3;
+    while (q < n && (s[q] == '+' || s[q] == '>' || s[q] == ' '))
+        q++;
+    if (q > i && q < n && s[q] == '[')
+        i = q;
     if (i < n && s[i] == '[') {
         const char *e = memchr(s + i, ']', n - i);
         if (e) {
@@ -217,6 +230,23 @@ static enum sn_xid_bucket recovery_bucket(const char *m, size_t ml)
     return SN_XID_INFO;
 }
 
+/* N of "caused by previous Xid N" in a message, 0 when absent. */
+static unsigned caused_by(const char *m, size_t ml)
+{
+    static const char key[] = "caused by previous Xid ";
+    const size_t kl = sizeof(key) - 1;
+    for (size_t i = 0; i + kl < ml; i++) {
+        if (memcmp(m + i, key, kl) != 0)
+            continue;
+        unsigned n = 0;
+        size_t j = i + kl;
+        while (j < ml && j < i + kl + 5 && m[j] >= '0' && m[j] <= '9')
+            n = n * 10 + (unsigned)(m[j++] - '0');
+        return j > i + kl && n <= 0xffff ? n : 0;
+    }
+    return 0;
+}
+
 /* After the code: ", pid=…, name=…, message"; sets pid, name, message,
  * bucket and the NVLink fields. name and msg are the caller's buffers. */
 static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char *name,
@@ -239,6 +269,7 @@ static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char
         nvlink_fields(m, ml, rec);
     if (rec->code == 154)
         rec->bucket = recovery_bucket(m, ml);
+    rec->caused_by = caused_by(m, ml);
 }
 
 #define OFF_BUS_KEPT 64
@@ -294,9 +325,9 @@ static bool bus_word(const char *s, const char *end, uint64_t *bus)
 /*
  * "GPU has fallen off the bus" printed without an Xid (NVIDIA/NVSentinel
  * issue 155): "NVRM: GPU at 0000:01:00.0 has fallen off the bus." or "NVRM:
- * GPU 0000:3a:00.0: GPU has fallen off the bus." on one line, or "NVRM: The NVIDIA GPU 0000:b3:00.0" then continuation lines ending
- * "NVRM: fallen off the bus and is not responding to commands.". Emitted as
- * Xid 79 (same meaning, same bucket). Returns true if the line was part of
+ * GPU 0000:3a:00.0: GPU has fallen off the bus." on one line, or "NVRM: The NVIDIA GPU
+ * 0000:b3:00.0" then continuation lines ending "NVRM: fallen off the bus and is not responding to
+ * commands.". Emitted as Xid 79 (same meaning, same bucket). Returns true if the line was part of
  * one.
  */
 static bool off_bus_line(struct sn_telem_parser *p, const char *s, size_t n)
@@ -337,7 +368,8 @@ static bool off_bus_line(struct sn_telem_parser *p, const char *s, size_t n)
                                .code = 79,
                                .pid = -1,
                                .name = "",
-                               .message = "GPU has fallen off the bus (message without an Xid line)",
+                               .message =
+                                   "GPU has fallen off the bus (message without an Xid line)",
                                .bucket = sn_xid_bucket(79),
                                .nvlink = -1,
                                .fatal = -1};

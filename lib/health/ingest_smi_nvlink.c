@@ -42,7 +42,10 @@ static bool gpu_line(struct sn_telem_parser *p, struct nvl_state *st, const char
     size_t nl = (u ? (size_t)(u - name) : n - (size_t)(name - s));
     if (u) {
         const char *ue = memchr(u, ')', n - (size_t)(u - s));
-        if (ue)
+        /* Only a GPU's UUID ("GPU-..."): a paste's placeholder ("UUID:
+         * ...", Azure/azhpc-diagnostics#73) names no GPU, and as a UUID it
+         * would tie every such paste to one GPU whatever its host. */
+        if (ue && ue - u - 7 > 4 && memcmp(u + 7, "GPU-", 4) == 0)
             sn__telem_copy(st->uuid, sizeof(st->uuid), u + 7, (size_t)(ue - u - 7));
     }
     sn__telem_trim(&name, &nl);

@@ -41,16 +41,16 @@ struct sn_telem_store {
     char (*hosts)[SN_TELEM_HOST_MAX];
     uint32_t *host_first_gpu;
     struct sn_telem_topo **host_topo;
-    struct host_diag **host_diag; /* node-level dcgmi diag results, NULL if none */
+    struct host_diag **host_diag;    /* node-level dcgmi diag results, NULL if none */
     struct host_checks **host_check; /* failed node checks (NHC), NULL if none */
-    uint8_t *src_excerpt; /* per source: its samples are an excerpt; NULL until one */
+    uint8_t *src_excerpt;            /* per source: its samples are an excerpt; NULL until one */
     uint32_t n_hosts, cap_hosts;
     struct idx by_host;
     char **sources;
     uint16_t n_sources;
-    struct idx by_source; /* source names, so a lookup costs one hash at any count */
-    uint16_t last_source; /* cache of the last lookup */
-    uint32_t last_host;   /* cache of the last lookup, valid when n_hosts */
+    struct idx by_source;      /* source names, so a lookup costs one hash at any count */
+    uint16_t last_source;      /* cache of the last lookup */
+    uint32_t last_host;        /* cache of the last lookup, valid when n_hosts */
     uint32_t last_samples_gpu; /* where the last samples record went, UINT32_MAX if dropped */
     /* The reference the last samples record resolved, by content: the
      * attributes of the same row (nvidia-smi CSV emits them right after)
@@ -439,8 +439,8 @@ static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
         unsigned i = 0;
         while (i < g->n_procs && g->procs[i].pid != o->procs[k].pid)
             i++;
-        if (i < g->n_procs || (!g->procs && !(g->procs = store_calloc(s, SN_TELEM_PROC_KEEP,
-                                                                      sizeof(*g->procs)))))
+        if (i < g->n_procs ||
+            (!g->procs && !(g->procs = store_calloc(s, SN_TELEM_PROC_KEEP, sizeof(*g->procs)))))
             continue;
         if (g->n_procs < SN_TELEM_PROC_KEEP)
             g->procs[g->n_procs++] = o->procs[k];
@@ -490,8 +490,7 @@ static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
  * contradicts the other's. */
 static bool mergeable(const struct sn_telem_gpu *g, const struct sn_telem_gpu *o)
 {
-    return g != o && g->host == o->host &&
-           (g->index < 0 || o->index < 0 || g->index == o->index) &&
+    return g != o && g->host == o->host && (g->index < 0 || o->index < 0 || g->index == o->index) &&
            (g->bus == SN_TELEM_BUS_NONE || o->bus == SN_TELEM_BUS_NONE || g->bus == o->bus) &&
            (!g->uuid[0] || !o->uuid[0] || strcmp(g->uuid, o->uuid) == 0);
 }
@@ -564,6 +563,32 @@ static bool find_key(const struct sn_telem_store *s, const struct gpu_key *k, ui
     return find_key2(s, k, id, &by_uuid);
 }
 
+/* A record whose UUID is new but whose (host, bus or index) slot holds a GPU
+ * of another UUID: two machines' outputs under one host name, or a replaced
+ * GPU. It gets a GPU of its own with that UUID and the slot's index, kept
+ * out of the slot's index (the first GPU keeps it), so neither file's
+ * readings are dropped and the same GPUs exist whatever the order of the
+ * inputs; the analysis maps both to the slot and reports gpu-uuid-conflict
+ * (health_analyze.c). */
+static bool conflict_gpu(struct sn_telem_store *s, const struct gpu_key *k, uint32_t *id)
+{
+    uint32_t other;
+    if (!new_gpu(s, k->host, id))
+        return false;
+    struct sn_telem_gpu *g = &s->gpus[*id];
+    sn__telem_copy(g->uuid, sizeof(g->uuid), k->uuid, strlen(k->uuid));
+    if (!idx_insert(s, &s->by_uuid, h_uuid(g->uuid), *id, rh_uuid))
+        return false;
+    if (k->bus != SN_TELEM_BUS_NONE &&
+        !idx_find(s, &s->by_bus, h_bus(k->host, k->bus), eq_bus, k, &other)) {
+        g->bus = k->bus;
+        if (!idx_insert(s, &s->by_bus, h_bus(g->host, g->bus), *id, rh_bus))
+            return false;
+    }
+    g->index = k->index;
+    return true;
+}
+
 /* Resolves ref to a GPU id, creating it unless inventory_only. On failure
  * the reason is in *why. */
 static bool resolve(struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref, bool create,
@@ -585,6 +610,12 @@ static bool resolve(struct sn_telem_store *s, const struct sn_telem_gpu_ref *ref
             (k.bus == SN_TELEM_BUS_NONE || g->bus == k.bus) && (k.index < 0 || g->index == k.index))
             return true;
         *why = SN_TELEM_SKIP_CONFLICT;
+        /* Found by bus or index, not by its UUID, on a GPU of another UUID. */
+        if (create && !by_uuid && k.uuid && k.uuid[0] && g->uuid[0] &&
+            strcmp(g->uuid, k.uuid) != 0 && g->host == k.host) {
+            *why = SN_TELEM_SKIP_LIMIT;
+            return conflict_gpu(s, &k, id);
+        }
         return link_keys(s, *id, &k);
     }
     if (!create)
@@ -766,6 +797,7 @@ static void sink_xid(void *ctx, const struct sn_telem_xid *r)
     e->bucket = (uint8_t)r->bucket;
     e->fatal = (int8_t)r->fatal;
     e->source = source_id(s, r->at.source);
+    e->caused_by = r->caused_by <= 0xffff ? (uint16_t)r->caused_by : 0;
     g->xid_total++;
     s->stats.records++;
 }
@@ -994,8 +1026,8 @@ static bool eq_fac(const struct sn_telem_store *s, uint32_t id, const void *key)
 {
     const struct sn_telem_facility_entry *e = &s->fac[id];
     const struct fac_key *k = key;
-    return (unsigned)e->kind == k->kind && e->metric == k->metric && strcmp(e->name, k->name) == 0 &&
-           strcmp(e->part, k->part) == 0;
+    return (unsigned)e->kind == k->kind && e->metric == k->metric &&
+           strcmp(e->name, k->name) == 0 && strcmp(e->part, k->part) == 0;
 }
 static uint64_t rh_fac(const struct sn_telem_store *s, uint32_t id)
 {
@@ -1190,7 +1222,8 @@ bool sn_telem_store_host_has_records(const struct sn_telem_store *s, uint32_t ho
 {
     if (host >= s->n_hosts)
         return false;
-    return (s->host_topo && s->host_topo[host]) || (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
+    return (s->host_topo && s->host_topo[host]) ||
+           (s->host_diag && s->host_diag[host] && s->host_diag[host]->n) ||
            (s->host_check && s->host_check[host] && s->host_check[host]->n);
 }
 

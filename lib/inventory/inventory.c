@@ -155,8 +155,10 @@ static const char *where_of(const struct sn_inventory *inv, uint16_t src, uint32
     return buf;
 }
 
+/* alias: a name that never becomes the server's first host (a binding,
+ * sn_inventory_add_alias()). */
 static enum sn_err add_name(struct sn_inventory *inv, const char *name, size_t len, uint32_t server,
-                            uint16_t src, uint32_t line, struct sn_error *err)
+                            uint16_t src, uint32_t line, bool alias, struct sn_error *err)
 {
     if (inv->n_names == SN_INVENTORY_NAMES_MAX)
         return sn_error_set(err, SN_ERR_LIMIT, "%s:%u: more than %u inventory names",
@@ -174,7 +176,7 @@ static enum sn_err add_name(struct sn_inventory *inv, const char *name, size_t l
     e->server = server;
     e->line = line;
     e->src = src;
-    if (inv->first_host[server] == UINT32_MAX)
+    if (inv->first_host[server] == UINT32_MAX && !alias)
         inv->first_host[server] = inv->n_names;
     inv->n_names++;
     inv->sealed = false;
@@ -284,7 +286,7 @@ enum sn_err sn_inventory_add_pattern(struct sn_inventory *inv, const char *patte
                                 "%s: inventory pattern '%s': name of server %u is longer than %u "
                                 "bytes",
                                 where, pattern, s, SN_INVENTORY_NAME_MAX - 1);
-        if ((rc = add_name(inv, name, n, s, src, 0, err)) != SN_OK)
+        if ((rc = add_name(inv, name, n, s, src, 0, false, err)) != SN_OK)
             return rc;
     }
     return SN_OK;
@@ -471,7 +473,7 @@ static enum sn_err csv_names(struct csv_ctx *x, const struct csv_line *l, int ci
         if (end - at >= SN_INVENTORY_NAME_MAX)
             return csv_fail(x, l->col[ci] + (unsigned)at, "name longer than %u bytes",
                             SN_INVENTORY_NAME_MAX - 1);
-        enum sn_err rc = add_name(x->inv, s + at, end - at, server, x->src, x->line, x->err);
+        enum sn_err rc = add_name(x->inv, s + at, end - at, server, x->src, x->line, false, x->err);
         if (rc != SN_OK)
             return rc;
         at = end;
@@ -723,6 +725,26 @@ enum sn_err sn_inventory_seal(struct sn_inventory *inv, struct sn_error *err)
     if (rc == SN_OK)
         inv->sealed = true;
     return rc;
+}
+
+enum sn_err sn_inventory_add_alias(struct sn_inventory *inv, const char *name, uint32_t server,
+                                   const char *where, struct sn_error *err)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (!len || len >= SN_INVENTORY_NAME_MAX)
+        return sn_error_set(err, SN_ERR_INVALID, "%s: alias '%s': expected a name of 1 to %u bytes",
+                            where ? where : "<alias>", name ? name : "", SN_INVENTORY_NAME_MAX - 1);
+    for (size_t i = 0; i < len; i++)
+        if (!name_char(name[i]))
+            return sn_error_set(err, SN_ERR_INVALID, "%s: alias '%s': character '%c' in a name",
+                                where ? where : "<alias>", name, name[i]);
+    if (server >= inv->m->n_servers)
+        return sn_error_set(err, SN_ERR_INVALID, "%s: alias '%s': no server %u in the model",
+                            where ? where : "<alias>", name, server);
+    uint16_t src;
+    /* One source for every alias: a run may bind as many files as it reads. */
+    enum sn_err rc = add_source(inv, "<binding>", &src, err);
+    return rc == SN_OK ? add_name(inv, name, len, server, src, 0, true, err) : rc;
 }
 
 /* ---- lookups -------------------------------------------------------------------- */

@@ -219,6 +219,27 @@ static void link_slow_fires_and_quiet(void **state)
         strstr(ev, "mlx5_3 port 1 active at 200 Gb/s, the spec's NIC rate is 400 Gb/s"));
 }
 
+/* A down port is a fault only while the server has fewer active ports than
+ * the spec's NICs (8 here): a spare port beside a full set is not. */
+static void link_down_fires_and_quiet(void **state)
+{
+    struct fx *f = *state;
+    char ev[256], text[2048];
+    size_t n = 0;
+    for (int i = 0; i < 8; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n,
+                              "CA 'mlx5_%d'\n\tPort 1:\n\t\tState: Active\n\t\tRate: 400\n", i);
+    snprintf(text + n, sizeof(text) - n, "CA 'mlx5_8'\n\tPort 1:\n\t\tState: Down\n");
+    feed(f, SN_TELEM_FMT_IBSTAT, "sn00-t00", text);
+    feed(f, SN_TELEM_FMT_SYSFS, "sn00-t00", "/sys/class/net/eth9/operstate:down\n");
+    assert_int_equal(count(f, SN_DET_NET_LINK_DOWN, NULL, 0), 0);
+    feed(f, SN_TELEM_FMT_IBSTAT, "sn00-t01",
+         "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tRate: 400\n"
+         "CA 'mlx5_1'\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n");
+    assert_int_equal(count(f, SN_DET_NET_LINK_DOWN, ev, sizeof(ev)), 1);
+    assert_non_null(strstr(ev, "mlx5_1 port 1 down (1 port down, 1 active; the spec has 8 NICs)"));
+}
+
 static void link_narrow_fires(void **state)
 {
     struct fx *f = *state;
@@ -348,9 +369,9 @@ static void rdma_wrapped_and_p(void **state)
     struct sn_telem_parser_stats st;
     const char cut[] = "link mlx5_0/1 out_of_sequence 4 packet_seq_err\n"
                        "[leonro@server ~]$ rdma stat show -p\n";
-    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_RDMA_STAT, &o, &none, cut, sizeof(cut) - 1,
-                                           &st, NULL),
-                     SN_OK);
+    assert_int_equal(
+        sn_telem_parse_buffer(SN_TELEM_FMT_RDMA_STAT, &o, &none, cut, sizeof(cut) - 1, &st, NULL),
+        SN_OK);
     assert_int_equal(st.records, 1);
     assert_int_equal(st.skipped[SN_TELEM_SKIP_TRUNCATED], 1);
     assert_int_equal(st.skipped[SN_TELEM_SKIP_UNUSED], 1);
@@ -580,6 +601,7 @@ int main(void)
         T(interrupts_and_softirqs),
         T(rise_counts_resets),
         T(link_slow_fires_and_quiet),
+        T(link_down_fires_and_quiet),
         T(link_narrow_fires),
         T(errors_rising_is_a_rate),
         T(errors_per_hour_with_times),

@@ -5,7 +5,8 @@
  * mismatches, case-blind and short-name/FQDN resolution, bus ids in any
  * spelling, UUIDs, and health inputs that name real hosts (an 8-GPU
  * all_reduce at 15 GB/s from gpu-node-017 lands on its server and fires;
- * without the inventory the host is reported unresolved, never dropped).
+ * without the inventory the host is reported unresolved, never dropped),
+ * aliases, and one-host binding (lib/health/health_bind.c).
  * The cluster is examples/good-64.yaml: servers sn00-t00 ... sn01-t03 (8),
  * 8 GPUs each.
  */
@@ -335,6 +336,80 @@ static void nccl_unresolved_is_reported(void **state)
     sn_telem_store_free(st);
 }
 
+/* An alias resolves to its server without becoming its first host. */
+static void alias_resolves(void **state)
+{
+    struct fx *f = *state;
+    struct sn_error err = {0};
+    assert_int_equal(sn_inventory_add_pattern(f->inv, "gpu-node-{001..008}", "spec:1:1", &err),
+                     SN_OK);
+    assert_int_equal(
+        sn_inventory_add_alias(f->inv, "Workstation", server(f, "sn00-t02"), "x.prom", &err),
+        SN_OK);
+    assert_int_equal(sn_inventory_seal(f->inv, &err), SN_OK);
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "workstation"), server(f, "sn00-t02"));
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "workstation.lab"),
+                     server(f, "sn00-t02"));
+    assert_string_equal(sn_inventory_host(f->inv, server(f, "sn00-t02")), "gpu-node-003");
+    assert_int_equal(sn_inventory_add_alias(f->inv, "bad name", 0, "x.prom", &err), SN_ERR_INVALID);
+    assert_non_null(strstr(err.message, "x.prom: alias 'bad name'"));
+}
+
+/* A census that names one unknown host binds it; two unknown hosts, or a
+ * known other server beside one, do not; two inputs binding one name to two
+ * servers bind it to neither, in either order. */
+static void bind_decide_and_apply(void **state)
+{
+    struct fx *f = *state;
+    struct sn_error err = {0};
+    struct sn_telem_census c;
+    struct sn_health_bind b[3];
+    sn_telem_census_init(&c, NULL);
+    struct sn_telem_sink k = sn_telem_census_sink(&c);
+    struct sn_telem_samples smp = {.gpu = {"gpu-node-17", 0, NULL, SN_TELEM_BUS_NONE},
+                                   .at = {.source = "a.prom", .line = 4}};
+    k.samples(k.ctx, &smp);
+    smp.gpu.host = "sn00-t00"; /* the file's own host: never a candidate */
+    k.samples(k.ctx, &smp);
+    assert_int_equal(sn_health_bind_decide(&c, "sn00-t00", f->inv, f->model, &b[0]),
+                     SN_HEALTH_BIND_BOUND);
+    assert_string_equal(b[0].content_host, "gpu-node-17");
+    assert_int_equal(b[0].line, 4);
+    assert_int_equal(sn_health_bind_decide(&c, "nowhere", f->inv, f->model, &b[2]),
+                     SN_HEALTH_BIND_NONE);
+    smp.gpu.host = "sn01-t01"; /* a known other server: a multi-host file */
+    k.samples(k.ctx, &smp);
+    assert_int_equal(sn_health_bind_decide(&c, "sn00-t00", f->inv, f->model, &b[2]),
+                     SN_HEALTH_BIND_SEVERAL);
+    sn_telem_census_init(&c, NULL);
+    smp.gpu.host = "gpu-node-17";
+    k.samples(k.ctx, &smp);
+    smp.gpu.host = "gpu-node-18";
+    smp.at.line = 9;
+    k.samples(k.ctx, &smp);
+    assert_int_equal(sn_health_bind_decide(&c, "sn00-t00", f->inv, f->model, &b[2]),
+                     SN_HEALTH_BIND_SEVERAL);
+    assert_int_equal(b[2].unknown, 2);
+    assert_string_equal(b[2].second_host, "gpu-node-18");
+    assert_int_equal(b[2].second_line, 9);
+    /* The same name bound by another input to another server. */
+    b[1] = b[0];
+    b[1].server = server(f, "sn00-t01");
+    struct sn_health_bind rev[2] = {b[1], b[0]};
+    assert_int_equal(sn_health_bind_apply(b, 2, f->inv, &err), SN_OK);
+    assert_int_equal(b[0].kind, SN_HEALTH_BIND_DISPUTED);
+    assert_int_equal(b[1].kind, SN_HEALTH_BIND_DISPUTED);
+    assert_int_equal(sn_health_bind_apply(rev, 2, f->inv, &err), SN_OK);
+    assert_int_equal(rev[0].kind, SN_HEALTH_BIND_DISPUTED);
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "gpu-node-17"), SN_NONE);
+    /* Agreeing inputs bind it. */
+    b[1].server = b[0].server;
+    b[0].kind = b[1].kind = SN_HEALTH_BIND_BOUND;
+    assert_int_equal(sn_health_bind_apply(b, 2, f->inv, &err), SN_OK);
+    assert_int_equal(b[1].kind, SN_HEALTH_BIND_BOUND);
+    assert_int_equal(sn_inventory_server(f->inv, f->model, "gpu-node-17"), server(f, "sn00-t00"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +420,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(nccl_real_host_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(nccl_unresolved_is_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(alias_resolves, setup, teardown),
+        cmocka_unit_test_setup_teardown(bind_decide_and_apply, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
