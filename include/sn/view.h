@@ -1,0 +1,47 @@
+/*
+ * Read-only views of the cluster for the API and the dashboard, as text:
+ * what a route answers, computed from the model, the control
+ * (sn/control.h) and the telemetry, so that routes never reach into state
+ * and the answers can be tested without a daemon.
+ */
+#ifndef SN_VIEW_H
+#define SN_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sn/control.h>
+#include <sn/model.h>
+#include <sn/telemetry.h>
+
+/* GET /v1/dashboard/layout: {"cluster", "gpus", "servers", "supernode_count",
+ * "state_names", "gpu_name", "pods": {"count", "of_supernode"}, "supernodes":
+ * {"name", "first_server", "servers"}, "servers": {"name", "first_gpu",
+ * "gpus"}}. Pods: supernodes whose first leaf's lowest spine is the same, in
+ * contiguous runs (one pod with fewer than three tiers). NULL when out of
+ * memory; the caller frees. */
+char *sn_view_dashboard_layout(const struct sn_model *m, const char *cluster);
+
+/* The metric of GET /v1/dashboard/gpus?metric=NAME (temp, power, util,
+ * clock, mem), or -1. */
+int sn_view_metric_find(const char *name);
+
+struct sn_view_gpus {
+    const struct sn_control *control;
+    const struct sn_telem_store *telemetry; /* may be NULL: no readings */
+    const uint32_t *owner;                  /* by GPU: id of the running job holding it, 0 */
+    double (*score)(void *ctx, uint32_t gpu); /* health score, < 0 unknown; may be NULL */
+    void *ctx;
+    const char *tenant; /* NULL: an admin sees every job; else only this tenant's */
+    int metric;         /* sn_view_metric_find(), -1: none */
+    int64_t now_s;
+};
+/* GET /v1/dashboard/gpus: {"gpus", "time_s", "state" (each GPU's effective
+ * admin state), "job" (id, -1 another tenant's, 0 none), "health" (floor of
+ * the score, -1 unknown), with a metric "metric", "unit", "values" (null
+ * for a down GPU or no reading), and "jobs": the visible running jobs by
+ * id {name, tenant, gpus}}. NULL when out of memory; the caller frees. */
+char *sn_view_dashboard_gpus(const struct sn_view_gpus *args);
+
+#endif
