@@ -30,6 +30,7 @@
 
 #include <sn/api.h>
 #include <sn/telem_buffer.h>
+#include <sn/telem_filter.h>
 
 #define BOOT_MAX 33
 #define RATE_WINDOW_MS 10000
@@ -315,186 +316,10 @@ enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r)
 
 /* ---- telemetry -------------------------------------------------------- */
 
-/* Physical ranges of readings, by unit (docs/api.md, "Telemetry ranges"). A
- * batch with a reading outside its range is refused whole (400 naming the
- * line, metric and value), so impossible data is never stored as "ok". */
-static const struct {
-    const char *unit;
-    double min, max;
-} unit_ranges[] = {
-    {"C", -60, 200},              /* GPU and memory temperature */
-    {"W", 0, 20000},              /* power draw and limit of one GPU or superchip */
-    {"J", 0, 1e18},               /* energy counter */
-    {"MHz", 0, 20000},            /* clocks */
-    {"B", 0, 1125899906842624.0}, /* memory: at most 1 PiB */
-    {"%", 0, 100},                /* utilisation, fan speed */
-    {"state", 0, 15},             /* P-state P0..P15 */
-    {"bool", 0, 1},
-    {"count", 0, 9007199254740992.0}, /* counters: within 2^53 (exact in JSON) */
-    {"bitmask", 0, 9007199254740992.0},
-    {"code", 0, 4294967295.0}, /* Xid */
-    {"gen", 0, 16},            /* PCIe generation */
-    {"lanes", 0, 64},          /* PCIe width */
-};
-
-/* True when v is a possible reading of metric m. */
-static bool in_range(enum sn_metric m, double v, double *min, double *max)
+static void poke_health(void *ctx)
 {
-    const char *unit = sn_metric_unit(m);
-    for (size_t i = 0; i < sizeof(unit_ranges) / sizeof(unit_ranges[0]); i++)
-        if (strcmp(unit_ranges[i].unit, unit) == 0) {
-            *min = unit_ranges[i].min;
-            *max = unit_ranges[i].max;
-            return v >= *min && v <= *max;
-        }
-    *min = -9007199254740992.0;
-    *max = 9007199254740992.0;
-    return v >= *min && v <= *max;
-}
-
-/* The validation pass: the first impossible reading of a batch. */
-struct range_check {
-    bool bad;
-    unsigned line;
-    enum sn_metric metric;
-    double value, min, max;
-};
-
-static void check_samples(void *ctx, const struct sn_telem_samples *rec)
-{
-    struct range_check *c = ctx;
-    for (size_t i = 0; i < rec->n && !c->bad; i++) {
-        const struct sn_telem_sample *s = &rec->v[i];
-        if (s->status != SN_TELEM_OK)
-            continue;
-        if (!in_range(s->metric, s->value, &c->min, &c->max)) {
-            c->bad = true;
-            c->line = rec->at.line;
-            c->metric = s->metric;
-            c->value = s->value;
-        }
-    }
-}
-
-struct ingest {
-    struct sn_telem_sink store;
-    const char *host;
-    uint32_t first_gpu, n_gpus;
-    uint64_t samples, foreign;
-};
-
-static bool own_gpu(struct ingest *in, const struct sn_telem_gpu_ref *g)
-{
-    if (strcmp(g->host, in->host) != 0) {
-        in->foreign++;
-        return false;
-    }
-    return true;
-}
-
-static void on_samples(void *ctx, const struct sn_telem_samples *rec)
-{
-    struct ingest *in = ctx;
-    if (!own_gpu(in, &rec->gpu))
-        return;
-    in->samples += rec->n;
-    in->store.samples(in->store.ctx, rec);
-}
-
-static void on_attr(void *ctx, const struct sn_telem_attr *rec)
-{
-    struct ingest *in = ctx;
-    if (own_gpu(in, &rec->gpu))
-        in->store.attr(in->store.ctx, rec);
-}
-
-static void on_nvlink(void *ctx, const struct sn_telem_nvlink *rec)
-{
-    struct ingest *in = ctx;
-    if (own_gpu(in, &rec->gpu))
-        in->store.nvlink(in->store.ctx, rec);
-}
-
-static void on_xid(void *ctx, const struct sn_telem_xid *rec)
-{
-    struct ingest *in = ctx;
-    if (own_gpu(in, &rec->gpu))
-        in->store.xid(in->store.ctx, rec);
-}
-
-static void on_facility(void *ctx, const struct sn_telem_facility *rec)
-{
-    struct ingest *in = ctx;
-    /* A BMC reading speaks for its own server only: an agent cannot trip
-     * another rack's leak detector. */
-    if (rec->kind == SN_FACILITY_KIND_SERVER && strcmp(rec->name, in->host) != 0) {
-        in->foreign++;
-        return;
-    }
-    in->store.facility(in->store.ctx, rec);
-    if (rec->metric == SN_FACILITY_LEAK && rec->value >= 1)
-        snd_health_poke(); /* a leak is acted on at once, not at the next interval */
-}
-
-/* Host/NIC readings of the node (docs/health.md "Host collectors in
- * sn-agent"): only the batch's own host, stamped with snd's clock when the
- * input carries no time, so a counter's rise between batches is a rate. */
-static void on_net(void *ctx, const struct sn_telem_net *rec)
-{
-    struct ingest *in = ctx;
-    if (strcmp(rec->host, in->host) != 0) {
-        in->foreign++;
-        return;
-    }
-    struct sn_telem_net r = *rec;
-    if (r.at.time_s != r.at.time_s)
-        r.at.time_s = (double)snd_now_s();
-    in->samples++;
-    if (in->store.net)
-        in->store.net(in->store.ctx, &r);
-}
-
-/* nccl-tests and dcgmi diag output of the agent's benchmark runners
- * (sn-agent runners.c) go to the health history as from files. */
-static void on_nccl_rank(void *ctx, const struct sn_telem_nccl_rank *rec)
-{
-    struct ingest *in = ctx;
-    if (in->store.nccl_rank)
-        in->store.nccl_rank(in->store.ctx, rec);
-}
-
-static void on_nccl_row(void *ctx, const struct sn_telem_nccl_row *rec)
-{
-    struct ingest *in = ctx;
-    if (in->store.nccl_row)
-        in->store.nccl_row(in->store.ctx, rec);
-}
-
-static void on_nccl_summary(void *ctx, const struct sn_telem_nccl_summary *rec)
-{
-    struct ingest *in = ctx;
-    if (in->store.nccl_summary)
-        in->store.nccl_summary(in->store.ctx, rec);
-}
-
-static void on_excerpt(void *ctx, const char *source, bool on)
-{
-    struct ingest *in = ctx;
-    if (in->store.excerpt)
-        in->store.excerpt(in->store.ctx, source, on);
-}
-
-static void on_diag(void *ctx, const struct sn_telem_diag *rec)
-{
-    struct ingest *in = ctx;
-    if (in->store.diag && own_gpu(in, &rec->gpu))
-        in->store.diag(in->store.ctx, rec);
-}
-
-static void on_skipped(void *ctx, const struct sn_telem_skip *rec)
-{
-    struct ingest *in = ctx;
-    in->store.skipped(in->store.ctx, rec);
+    (void)ctx;
+    snd_health_poke();
 }
 
 static void roll_rate(int64_t now_ms)
@@ -573,8 +398,8 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
      * (telem_buffer.c). The source is the node: the store keeps a bounded
      * table of sources (4096), so one per batch ("node#seq") filled it
      * within minutes and then made every record scan the full table. */
-    struct range_check rcheck = {0};
-    struct sn_telem_sink tap = {.ctx = &rcheck, .samples = check_samples};
+    struct sn_telem_range_check rcheck = {0};
+    struct sn_telem_sink tap = sn_telem_range_sink(&rcheck);
     struct sn_telem_buffer *buf =
         sn_telem_buffer_new(&tap, 64 * (size_t)d->cfg.body_max_bytes + (1u << 20));
     if (!buf)
@@ -611,20 +436,11 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
                          rcheck.line, sn_metric_name(rcheck.metric), rcheck.value,
                          sn_metric_unit(rcheck.metric), rcheck.min, rcheck.max);
     }
-    struct ingest in = {.store = snd_health_sink(), .host = node};
-    struct sn_telem_sink sink = {.ctx = &in,
-                                 .samples = on_samples,
-                                 .attr = on_attr,
-                                 .nvlink = on_nvlink,
-                                 .xid = on_xid,
-                                 .facility = on_facility,
-                                 .skipped = on_skipped,
-                                 .net = on_net,
-                                 .nccl_rank = on_nccl_rank,
-                                 .nccl_row = on_nccl_row,
-                                 .nccl_summary = on_nccl_summary,
-                                 .diag = on_diag,
-                                 .excerpt = on_excerpt};
+    struct sn_telem_host_filter in = {.to = snd_health_sink(),
+                                      .host = node,
+                                      .now_s = (double)snd_now_s(),
+                                      .on_leak = poke_health};
+    struct sn_telem_sink sink = sn_telem_host_filter_sink(&in);
     sn_telem_buffer_replay(buf, &sink);
     sn_telem_buffer_free(buf);
     uint64_t skipped = 0;

@@ -193,9 +193,11 @@ char *sn_view_dashboard_gpus(const struct sn_view_gpus *a)
         for (uint32_t g = 0; g < m->n_gpus; g++) {
             /* A down GPU (a powered-off rack, a lost server) has no current
              * reading: its last one is not shown as if it were. */
+            const struct sn_telem_gpu *tg =
+                a->telemetry ? sn_telem_store_gpu(a->telemetry, g) : NULL;
             double v = sn_control_gpu_effective(c, g) == SN_CONTROL_ADMIN_DOWN
                            ? NAN
-                           : latest(a->telemetry ? sn_telem_store_gpu(a->telemetry, g) : NULL, metrics[a->metric].metric);
+                           : latest(tg, metrics[a->metric].metric);
             if (isfinite(v))
                 fprintf(f, g ? ",%.1f" : "%.1f", v * metrics[a->metric].scale);
             else
