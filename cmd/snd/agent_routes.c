@@ -28,41 +28,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sn/agents.h>
 #include <sn/api.h>
 #include <sn/telem_buffer.h>
 #include <sn/telem_filter.h>
 
-#define BOOT_MAX 33
-#define RATE_WINDOW_MS 10000
+#define BOOT_MAX SN_AGENT_BOOT_MAX
 
-struct agent_node {
-    int64_t heartbeat_s;  /* last heartbeat (Unix s), 0: never */
-    int64_t interval_ms;  /* the agent's sampling interval, from its heartbeat */
-    int64_t heartbeats;   /* received since snd started */
-    int64_t running_jobs; /* job processes the agent reported running */
-    char boot[BOOT_MAX];  /* agent run of the telemetry seq numbers */
-    char backend[16];
-    int64_t first_seq, last_seq; /* applied batches of this boot */
-    uint64_t batches, duplicates, gaps, samples, skipped;
-    /* Runtime (appended). */
-    char address[64];      /* the node's address for MASTER_ADDR, "" until reported */
-    char orphan_gpus[256]; /* GPUs whose orphaned job processes its agent killed at start */
-};
-
+/* The agents' table (lib/control/agents.c) and their telemetry store. */
 static struct agents {
-    struct agent_node *nodes; /* by server id */
+    struct sn_agents *t;
     struct sn_telem_store *telem;
     bool failed; /* could not allocate: answer 500 */
-    uint64_t batches_total, duplicates_total, samples_total, skipped_total, foreign_total;
-    uint64_t heartbeats_total, exits_total;
-    int64_t window_start_ms;
-    uint64_t window_samples;
-    double rate_samples_per_s;
 } ag;
 
 static bool agents_init(struct snd *d)
 {
-    if (ag.nodes || ag.failed)
+    if (ag.t || ag.failed)
         return !ag.failed;
     const struct sn_model *m = d->model;
     struct sn_telem_store_limits lim = {.gpus = m->n_gpus ? m->n_gpus : 1,
@@ -72,8 +54,8 @@ static bool agents_init(struct snd *d)
                                         .sources = m->n_servers + 64,
                                         .inventory_only = true};
     struct sn_error err = {0};
-    ag.nodes = calloc(m->n_servers ? m->n_servers : 1, sizeof(*ag.nodes));
-    if (!ag.nodes || sn_telem_store_new(&lim, &ag.telem, &err) != SN_OK)
+    ag.t = sn_agents_new(m->n_servers, snd_now_ms());
+    if (!ag.t || sn_telem_store_new(&lim, &ag.telem, &err) != SN_OK)
         goto fail;
     for (uint32_t g = 0; g < m->n_gpus; g++) {
         char host[64];
@@ -87,12 +69,11 @@ static bool agents_init(struct snd *d)
     }
     if (snd_health_attach(d, ag.telem, &err) != SN_OK)
         goto fail;
-    ag.window_start_ms = snd_now_ms();
     return true;
 fail:
     fprintf(stderr, "snd: agent state: %s\n", err.message[0] ? err.message : "out of memory");
-    free(ag.nodes);
-    ag.nodes = NULL;
+    sn_agents_free(ag.t);
+    ag.t = NULL;
     sn_telem_store_free(ag.telem);
     ag.telem = NULL;
     ag.failed = true;
@@ -106,34 +87,16 @@ const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d)
 
 int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server)
 {
-    if (!agents_init(d) || server >= d->model->n_servers || !ag.nodes[server].heartbeat_s)
+    if (!agents_init(d) || server >= d->model->n_servers || !ag.t->nodes[server].heartbeat_s)
         return -1;
-    return snd_now_s() - ag.nodes[server].heartbeat_s;
+    return snd_now_s() - ag.t->nodes[server].heartbeat_s;
 }
-
-static const char *agent_state(const struct agent_node *n, int64_t now_s);
 
 void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down)
 {
     *up = *down = 0;
-    if (!agents_init(d))
-        return;
-    int64_t now = snd_now_s();
-    for (uint32_t i = 0; i < d->model->n_servers; i++) {
-        const char *st = agent_state(&ag.nodes[i], now);
-        *up += strcmp(st, "up") == 0;
-        *down += strcmp(st, "down") == 0;
-    }
-}
-
-/* An agent is down when it missed three of its own intervals (at least
- * 3 s): docs/agent.md. */
-static const char *agent_state(const struct agent_node *n, int64_t now_s)
-{
-    if (!n->heartbeat_s)
-        return "never";
-    int64_t limit_ms = 3 * n->interval_ms > 3000 ? 3 * n->interval_ms : 3000;
-    return (now_s - n->heartbeat_s) * 1000 > limit_ms ? "down" : "up";
+    if (agents_init(d))
+        sn_agents_counts(ag.t, snd_now_s(), up, down);
 }
 
 /* Resolves the node of the request (params[0]) and checks that the token
@@ -195,8 +158,8 @@ static bool gpu_list_ok(const char *text, uint32_t count)
 
 const char *snd_agent_address(struct snd *d, uint32_t server)
 {
-    return agents_init(d) && server < d->model->n_servers && ag.nodes[server].address[0]
-               ? ag.nodes[server].address
+    return agents_init(d) && server < d->model->n_servers && ag.t->nodes[server].address[0]
+               ? ag.t->nodes[server].address
                : NULL;
 }
 
@@ -240,39 +203,21 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
         struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PROCS, .id = s, .text = b.busy_gpus};
         snd_apply_queued(d, &ev);
     }
-    struct agent_node *n = &ag.nodes[s];
-    n->heartbeat_s = snd_now_s();
-    n->interval_ms = b.interval_ms;
-    n->running_jobs = b.running_jobs;
-    n->heartbeats++;
-    snprintf(n->backend, sizeof(n->backend), "%s", b.backend);
-    if (present & (1u << 6))
-        snprintf(n->orphan_gpus, sizeof(n->orphan_gpus), "%s", b.orphan_gpus);
-    if (present & (1u << 7))
-        snprintf(n->address, sizeof(n->address), "%s", b.address);
-    ag.heartbeats_total++;
-    *applied_seq = b.boot[0] && strcmp(n->boot, b.boot) == 0 ? n->last_seq : 0;
+    *applied_seq = sn_agents_beat(ag.t, s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
+                                  b.boot, present & (1u << 6) ? b.orphan_gpus : NULL,
+                                  present & (1u << 7) ? b.address : NULL);
     return true;
 }
 
 void snd_agent_count_exit(void)
 {
-    ag.exits_total++;
+    if (ag.t)
+        ag.t->exits_total++;
 }
 
 static json_t *agent_json(struct snd *d, uint32_t s)
 {
-    const struct agent_node *n = &ag.nodes[s];
-    char name[64];
-    sn_model_server_name(d->model, s, name, sizeof(name));
-    return json_pack(
-        "{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s}", "node", name, "state",
-        agent_state(n, snd_now_s()), "heartbeat_s", (json_int_t)n->heartbeat_s, "interval_ms",
-        (json_int_t)n->interval_ms, "heartbeats", (json_int_t)n->heartbeats, "backend", n->backend,
-        "boot", n->boot, "first_seq", (json_int_t)n->first_seq, "last_seq", (json_int_t)n->last_seq,
-        "batches", (json_int_t)n->batches, "duplicates", (json_int_t)n->duplicates, "gaps",
-        (json_int_t)n->gaps, "samples", (json_int_t)n->samples, "running_jobs",
-        (json_int_t)n->running_jobs, "address", n->address, "orphan_gpus", n->orphan_gpus);
+    return sn_agents_json(ag.t, d->model, s, snd_now_s());
 }
 
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)
@@ -298,10 +243,10 @@ enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r)
     json_t *items = json_array();
     int64_t next = 0, now = snd_now_s();
     for (int64_t i = after; i < d->model->n_servers; i++) {
-        const struct agent_node *n = &ag.nodes[i];
+        const struct sn_agent_node *n = &ag.t->nodes[i];
         if (!n->heartbeat_s && !n->boot[0])
             continue;
-        if (st && strcmp(st, agent_state(n, now)))
+        if (st && strcmp(st, sn_agent_state(n, now)))
             continue;
         if ((int64_t)json_array_size(items) == d->cfg.page_max) {
             next = i;
@@ -320,16 +265,6 @@ static void poke_health(void *ctx)
 {
     (void)ctx;
     snd_health_poke();
-}
-
-static void roll_rate(int64_t now_ms)
-{
-    int64_t span = now_ms - ag.window_start_ms;
-    if (span < RATE_WINDOW_MS)
-        return;
-    ag.rate_samples_per_s = (double)ag.window_samples * 1000.0 / (double)span;
-    ag.window_samples = 0;
-    ag.window_start_ms = now_ms;
 }
 
 /* Parses the query of a telemetry batch; answers and returns false when
@@ -379,20 +314,11 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
     const char *boot;
     if (!batch_args(d, r, &f, &seq, &boot, &ret))
         return ret;
-    struct agent_node *n = &ag.nodes[s];
-    if (strcmp(n->boot, boot) != 0) { /* a new run of the agent, or a new snd */
-        snprintf(n->boot, sizeof(n->boot), "%s", boot);
-        n->first_seq = seq;
-        n->last_seq = seq - 1;
-        n->batches = n->duplicates = n->gaps = n->samples = n->skipped = 0;
-    }
-    if (seq <= n->last_seq) {
-        n->duplicates++;
-        ag.duplicates_total++;
+    int64_t applied;
+    if (!sn_agents_batch_begin(ag.t, s, boot, seq, &applied))
         return snd_reply(d, r, 200,
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
-                                   "applied_seq", (json_int_t)n->last_seq));
-    }
+                                   "applied_seq", (json_int_t)applied));
     /* One pass: the records are range-checked as they are parsed and
      * buffered; only a batch without an impossible reading is ingested
      * (telem_buffer.c). The source is the node: the store keeps a bounded
@@ -446,23 +372,13 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
     uint64_t skipped = 0;
     for (int k = 0; k < SN_TELEM_SKIP_COUNT; k++)
         skipped += k == SN_TELEM_SKIP_UNUSED ? 0 : st.skipped[k];
-    n->gaps += (uint64_t)(seq - n->last_seq - 1);
-    n->last_seq = seq;
-    n->batches++;
-    n->samples += in.samples;
-    n->skipped += skipped + in.foreign;
-    ag.batches_total++;
-    ag.samples_total += in.samples;
-    ag.skipped_total += skipped;
-    ag.foreign_total += in.foreign;
-    ag.window_samples += in.samples;
-    roll_rate(snd_now_ms());
+    sn_agents_batch_done(ag.t, s, seq, in.samples, skipped, in.foreign, snd_now_ms());
     snd_dashboard_record_node(d, s);
     return snd_reply(d, r, 200,
                      json_pack("{s:I,s:b,s:I,s:I,s:I}", "seq", (json_int_t)seq, "duplicate", 0,
                                "samples", (json_int_t)in.samples, "skipped",
                                (json_int_t)(skipped + in.foreign), "applied_seq",
-                               (json_int_t)n->last_seq));
+                               (json_int_t)seq));
 }
 
 /* ---- reads ------------------------------------------------------------ */
@@ -529,7 +445,7 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
     json_t *o = json_pack(
         "{s:s,s:I,s:s,s:s,s:s}", "name", r->params[0], "id", (json_int_t)gpu, "node", node, "state",
         sn_control_admin_state_name((enum sn_control_admin_state)d->ctl->gpus[gpu].state), "agent",
-        agent_state(&ag.nodes[s], snd_now_s()));
+        sn_agent_state(&ag.t->nodes[s], snd_now_s()));
     json_object_set_new(o, "metrics", readings_json(g));
     json_t *findings = findings_json(d, gpu, g), *health = snd_health_gpu_json(d, gpu);
     /* The engine's findings join the list the dashboard shows. */
@@ -549,48 +465,13 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
 
 /* ---- metrics ------------------------------------------------------------ */
 
+/* The agents' families (sn_agents itself is metrics.c's, with "never"). */
 char *snd_agent_metrics_text(struct snd *d)
 {
     if (!agents_init(d))
         return NULL;
-    uint64_t up = 0, down = 0, now = (uint64_t)snd_now_s();
-    for (uint32_t i = 0; i < d->model->n_servers; i++) {
-        const char *st = agent_state(&ag.nodes[i], (int64_t)now);
-        up += strcmp(st, "up") == 0;
-        down += strcmp(st, "down") == 0;
-    }
-    roll_rate(snd_now_ms());
-    size_t cap = 4096;
-    char *t = malloc(cap);
-    if (!t)
-        return NULL;
-    snprintf(
-        t, cap,
-        "# HELP sn_agents Node agents by state (down: no heartbeat for three intervals).\n"
-        "# TYPE sn_agents gauge\nsn_agents{state=\"up\"} %llu\nsn_agents{state=\"down\"} %llu\n"
-        "# HELP sn_agent_heartbeats_total Agent heartbeats received.\n"
-        "# TYPE sn_agent_heartbeats_total counter\nsn_agent_heartbeats_total %llu\n"
-        "# HELP sn_telemetry_batches_total Telemetry batches applied.\n"
-        "# TYPE sn_telemetry_batches_total counter\nsn_telemetry_batches_total %llu\n"
-        "# HELP sn_telemetry_duplicate_batches_total Retransmitted batches not applied again.\n"
-        "# TYPE sn_telemetry_duplicate_batches_total counter\n"
-        "sn_telemetry_duplicate_batches_total %llu\n"
-        "# HELP sn_telemetry_readings_total GPU metric readings ingested.\n"
-        "# TYPE sn_telemetry_readings_total counter\nsn_telemetry_readings_total %llu\n"
-        "# HELP sn_telemetry_skipped_total Lines or cells of batches not ingested.\n"
-        "# TYPE sn_telemetry_skipped_total counter\nsn_telemetry_skipped_total %llu\n"
-        "# HELP sn_telemetry_ingest_readings_per_second Readings ingested per second over the "
-        "last 10 s window.\n"
-        "# TYPE sn_telemetry_ingest_readings_per_second gauge\n"
-        "sn_telemetry_ingest_readings_per_second %.1f\n"
-        "# HELP sn_job_exits_total Job rank exits reported by agents.\n"
-        "# TYPE sn_job_exits_total counter\nsn_job_exits_total %llu\n",
-        (unsigned long long)up, (unsigned long long)down, (unsigned long long)ag.heartbeats_total,
-        (unsigned long long)ag.batches_total, (unsigned long long)ag.duplicates_total,
-        (unsigned long long)ag.samples_total,
-        (unsigned long long)(ag.skipped_total + ag.foreign_total), ag.rate_samples_per_s,
-        (unsigned long long)ag.exits_total);
-    return t;
+    sn_agents_roll(ag.t, snd_now_ms());
+    return sn_agents_metrics_text(ag.t);
 }
 
 int snd_agent_gpu_health(struct snd *d, uint32_t gpu)
