@@ -91,6 +91,10 @@ struct snd_config {
     char slurm_scontrol[SN_CONF_STRING_MAX];
     /* Health rounds (bench_rounds.c; appended). */
     int64_t health_round_timeout_s;
+    /* Health guard rails (lib/control/breaker.c; appended). */
+    int64_t health_breaker_cluster, health_breaker_supernode, health_breaker_rack;
+    int64_t health_breaker_window_s;
+    int64_t health_escalate_rack_pct;
 };
 
 struct snd_rate;     /* token buckets */

@@ -946,6 +946,7 @@ void sn_control_free(struct sn_control *d)
     free(d->master_ports);
     free(d->silent);
     free(d->round_hold);
+    sn_control_breaker_free(d);
     sn_effects_free(&d->fx);
     free(d);
 }
