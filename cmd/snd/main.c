@@ -178,6 +178,10 @@ static const struct sn_conf_key config_keys[] = {
     {"health_escalate_rack_pct", SN_CONF_INT, "0", 0, 100, C(health_escalate_rack_pct),
      "when this share of a rack's servers is bad, snd:health drains the whole rack as one "
      "decision, and undrains it when all are healthy again (0: never)"},
+    {"power_util_pct", SN_CONF_INT, "0", 0, 200, C(power_util_pct),
+     "power budgets at placement: a job's expected draw is its GPUs x TDP x this percent; a "
+     "placement that would take a rack past its feeds' continuous limit waits with pending "
+     "reason power-budget (0: no budgets)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

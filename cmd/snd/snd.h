@@ -95,6 +95,7 @@ struct snd_config {
     int64_t health_breaker_cluster, health_breaker_supernode, health_breaker_rack;
     int64_t health_breaker_window_s;
     int64_t health_escalate_rack_pct;
+    int64_t power_util_pct; /* power budgets at placement (lib/sched/sched_power.c) */
 };
 
 struct snd_rate;     /* token buckets */

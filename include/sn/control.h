@@ -73,6 +73,9 @@ struct sn_control_config {
     int64_t breaker_cluster, breaker_supernode, breaker_rack;
     int64_t breaker_window_s;
     int64_t escalate_rack_pct;
+    /* Power budgets at placement (lib/sched/sched_power.c): an allocated
+     * GPU's expected draw in percent of its TDP (0: no budgets). */
+    int64_t power_util_pct;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
