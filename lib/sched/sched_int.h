@@ -116,6 +116,9 @@ struct sn_sched {
 enum sn_err sn__sched_power_init(struct sn_sched *s, struct sn_error *err);
 void sn__sched_power_add(struct sn_sched *s, uint32_t srv, double sign);
 bool sn__sched_power_ok(struct sn_sched *s, const uint32_t *gpus, uint32_t n);
+/* Recomputes every rack's job draw from the GPU owners (SN_ERR_INTERNAL names
+ * the first rack that differs by more than 1e-3 W). */
+enum sn_err sn__sched_power_check(const struct sn_sched *s, struct sn_error *err);
 
 /* How a placement is searched: which counters apply and which limits hold. */
 struct place_mode {

@@ -101,6 +101,29 @@ bool sn__sched_power_ok(struct sn_sched *s, const uint32_t *gpus, uint32_t n)
     return ok;
 }
 
+enum sn_err sn__sched_power_check(const struct sn_sched *s, struct sn_error *err)
+{
+    const struct sn_model *m = s->m;
+    if (!s->rack_jobs_w)
+        return SN_OK;
+    double *want = calloc(m->n_racks ? m->n_racks : 1, sizeof(double));
+    if (!want)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory checking invariants");
+    for (uint32_t g = 0; g < m->n_gpus; g++) {
+        uint32_t srv = m->gpu_server[g], r = m->server_rack[srv];
+        if (s->gpu_owner[g] != SN_NONE && r < m->n_racks)
+            want[r] += gpu_draw_w(s, srv);
+    }
+    enum sn_err rc = SN_OK;
+    for (uint32_t r = 0; r < m->n_racks && rc == SN_OK; r++)
+        if (fabs(want[r] - s->rack_jobs_w[r]) > 1e-3)
+            rc = sn_error_set(err, SN_ERR_INTERNAL,
+                              "invariant: rack %u: jobs draw %.3f W, its GPUs held %.3f W", r,
+                              s->rack_jobs_w[r], want[r]);
+    free(want);
+    return rc;
+}
+
 bool sn_sched_power_rack(const struct sn_sched *s, uint32_t rack, double *draw_w, double *limit_w)
 {
     if (!s->rack_jobs_w || rack >= s->m->n_racks)
