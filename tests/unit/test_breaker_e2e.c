@@ -14,6 +14,11 @@
  * shows open (GET /v1/health/breaker, the dashboard summary), the trip is
  * one audit row. An operator's POST /v1/health/breaker/reset (audited)
  * opens a fresh window: 8 more, then it trips again.
+ * A second daemon escalates a rack with 2 of its 4 servers bad to one drain
+ * (health_escalate_rack_pct=50). Its undrain (all members healthy again)
+ * is in the unit tests only: a GPU's health penalty decays with a half-life
+ * of 3600 s (docs/health.md), so a repaired GPU scores healthy again only
+ * an hour later.
  * Waits poll the daemon with deadlines of tens of seconds (the machine may
  * be loaded); the only fixed pauses are the 100 ms steps of those polls.
  */
@@ -40,15 +45,15 @@ static long long cordoned(struct daemon *d, bool *open)
     return n;
 }
 
-/* Server s (0-6: sn00-t00..t03, sn01-t00..t02) pushes its storm batch. */
-static void push_storm(struct daemon *d, int s, long long seq)
+/* Server s (0-7: sn00-t00..t03, sn01-t00..t03) pushes a batch in which its
+ * first `bad` GPUs ask for a reset. */
+static void push_bad(struct daemon *d, int s, int bad, long long seq)
 {
     char node[32], tok[SN_AUTH_TOKEN_MAX], path[200], body[4096];
     snprintf(node, sizeof(node), "sn%02d-t%02d", s / 4, s % 4);
     sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
     snprintf(path, sizeof(path), "/v1/telemetry?node=%s&format=dcgm-exporter&seq=%lld&boot=5e",
              node, seq);
-    int bad = s == 6 ? 2 : 4;
     size_t n = (size_t)snprintf(body, sizeof(body), "# TYPE DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION gauge\n");
     long long now_ms = (long long)time(NULL) * 1000;
     for (int i = 0; i < 8; i++)
@@ -63,6 +68,12 @@ static void push_storm(struct daemon *d, int s, long long seq)
         fail_msg("telemetry push of %s: %d %s", node, st, t ? t : "");
     }
     json_decref(j);
+}
+
+/* Server s (0-6) pushes its storm batch: GPUs 0-3, 0-1 on the seventh. */
+static void push_storm(struct daemon *d, int s, long long seq)
+{
+    push_bad(d, s, s == 6 ? 2 : 4, seq);
 }
 
 /* Polls until `want` GPUs are cordoned and the breaker is open (60 s). */
@@ -160,6 +171,75 @@ static void storm_stopped_by_breaker(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* GET /v1/nodes/NAME: its admin state, reason and actor. */
+static void node_state(struct daemon *d, const char *node, char *st, char *reason, size_t rlen)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/nodes/%s", node);
+    json_t *j = NULL;
+    assert_int_equal(call(d, "GET", path, d->admin, NULL, NULL, &j), 200);
+    const char *s = json_string_value(json_object_get(j, "state"));
+    const char *r = json_string_value(json_object_get(j, "reason"));
+    snprintf(st, 32, "%s", s ? s : "");
+    snprintf(reason, rlen, "%s", r ? r : "");
+    json_decref(j);
+}
+
+/* Rack escalation (health_escalate_rack_pct=50): GPU 0 of sn00-t00 and of
+ * sn00-t01 ask for a reset, 2 of the 4 servers of sn00-rack0: the whole rack
+ * is drained as one decision by snd:health (its four servers drained, the
+ * reason naming the two bad ones), one audit row, no GPU cordoned on its
+ * own; the other rack stays up. */
+static void rack_escalated_as_one(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", "health_escalate_rack_pct=50", NULL};
+    start(&d, sets);
+    agent = spawn_sim_agent(&d, "sn01-t03", harness_spec);
+    push_bad(&d, 0, 1, 1);
+    push_bad(&d, 1, 1, 1);
+    char st[32] = "", reason[400] = "";
+    for (int k = 0; k < 600; k++) {
+        node_state(&d, "sn00-t03", st, reason, sizeof(reason));
+        if (strcmp(st, "up") != 0)
+            break;
+        pause_ms(100);
+    }
+    for (int s = 0; s < 4; s++) {
+        char node[32];
+        snprintf(node, sizeof(node), "sn00-t%02d", s);
+        node_state(&d, node, st, reason, sizeof(reason));
+        assert_string_equal(st, "drained");
+        assert_non_null(
+            strstr(reason, "health: rack sn00-rack0 escalated: 2 of 4 servers bad (sn00-t00 sn00-t01)"));
+        snprintf(node, sizeof(node), "sn01-t%02d", s);
+        node_state(&d, node, st, reason, sizeof(reason));
+        assert_string_equal(st, "up");
+    }
+    char gst[32], greason[256];
+    gpu_state(&d, "sn00-t00-gpu0", gst, sizeof(gst), greason, sizeof(greason));
+    assert_string_equal(gst, "up"); /* its own state: the rack holds it */
+    int rows = 0;
+    for (int k = 0; k < 200 && rows == 0; k++) {
+        rows = audit_rows(&d, "health escalate rack");
+        if (!rows)
+            pause_ms(100);
+    }
+    assert_int_equal(rows, 1);
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "GET", "/v1/health/breaker", d.admin, NULL, NULL, &j), 200);
+    assert_int_equal(num(j, "escalations_total"), 1);
+    json_decref(j);
+    stop_agent_pid(&agent);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static int teardown(void **state)
 {
     stop_agent_pid(&agent);
@@ -171,6 +251,7 @@ int main(void)
     harness_spec = "examples/good-64.yaml";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(storm_stopped_by_breaker, teardown),
+        cmocka_unit_test_teardown(rack_escalated_as_one, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
