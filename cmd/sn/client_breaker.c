@@ -37,8 +37,8 @@ static void print_breaker(json_t *b)
     json_array_foreach(json_object_get(b, "scopes"), i, s)
         printf("open scope         %s %s since %lld: %lld actions, %lld refused\n",
                json_string_value(json_object_get(s, "scope")),
-               json_string_value(json_object_get(s, "name")), num(s, "since_s"),
-               num(s, "actions"), num(s, "suppressed"));
+               json_string_value(json_object_get(s, "name")), num(s, "since_s"), num(s, "actions"),
+               num(s, "suppressed"));
 }
 
 int sn_admin_breaker(struct client *c, bool reset)

@@ -353,8 +353,8 @@ void sn_control_breaker_escalate(struct sn_control *c, const struct sn_health_re
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         enum sn_detector d = f->detector;
-        if (f->gpu < m->n_gpus && (d == SN_DET_GPU_MISSING || d == SN_DET_GPU_OFF_BUS ||
-                                   d == SN_DET_GPU_UNREADABLE))
+        if (f->gpu < m->n_gpus &&
+            (d == SN_DET_GPU_MISSING || d == SN_DET_GPU_OFF_BUS || d == SN_DET_GPU_UNREADABLE))
             gone[f->gpu] = 1;
     }
     uint8_t *esc = c->breaker->rack_esc;
@@ -395,8 +395,8 @@ void sn_control_breaker_reset(struct sn_control *c, const char *actor)
     }
     if (b)
         b->last_reset_s = sn_control_now_s(c);
-    sn_control_log(c, "health: breaker reset by %s: %u open scope(s) closed",
-                   actor ? actor : "?", closed);
+    sn_control_log(c, "health: breaker reset by %s: %u open scope(s) closed", actor ? actor : "?",
+                   closed);
 }
 
 void sn_control_breaker_free(struct sn_control *c)
@@ -437,17 +437,17 @@ json_t *sn_control_breaker_json(const struct sn_control *c)
             continue;
         char name[64];
         scope_name(c->model, i, name, sizeof(name));
-        json_array_append_new(
-            scopes, json_pack("{s:s,s:s,s:I,s:I,s:I}", "scope",
-                              scope_names[scope_kind(c->model, i)], "name", name, "since_s",
-                              (json_int_t)sc->since_s, "actions", (json_int_t)sc->n, "suppressed",
-                              (json_int_t)sc->suppressed));
+        json_array_append_new(scopes, json_pack("{s:s,s:s,s:I,s:I,s:I}", "scope",
+                                                scope_names[scope_kind(c->model, i)], "name", name,
+                                                "since_s", (json_int_t)sc->since_s, "actions",
+                                                (json_int_t)sc->n, "suppressed",
+                                                (json_int_t)sc->suppressed));
     }
-    json_t *limits = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I}", "cluster", (json_int_t)c->cfg.breaker_cluster, "supernode",
-        (json_int_t)c->cfg.breaker_supernode, "rack", (json_int_t)c->cfg.breaker_rack,
-        "window_s", (json_int_t)c->cfg.breaker_window_s, "escalate_rack_pct",
-        (json_int_t)c->cfg.escalate_rack_pct);
+    json_t *limits =
+        json_pack("{s:I,s:I,s:I,s:I,s:I}", "cluster", (json_int_t)c->cfg.breaker_cluster,
+                  "supernode", (json_int_t)c->cfg.breaker_supernode, "rack",
+                  (json_int_t)c->cfg.breaker_rack, "window_s", (json_int_t)c->cfg.breaker_window_s,
+                  "escalate_rack_pct", (json_int_t)c->cfg.escalate_rack_pct);
     return json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:o}", "open", json_array_size(scopes) > 0,
                      "limits", limits, "trips_total", (json_int_t)(b ? b->trips : 0),
                      "suppressed_total", (json_int_t)(b ? b->suppressed : 0), "escalations_total",

@@ -66,8 +66,8 @@ static void fx_open(struct fx *f, struct sn_control_config cfg)
     assert_int_equal(sn_control_start(f->c, &f->now, &err), SN_OK);
     f->scores = calloc(f->model->n_gpus, sizeof(*f->scores));
     assert_non_null(f->scores);
-    f->rep = (struct sn_health_report){.findings = f->findings, .n_gpus = f->model->n_gpus,
-                                       .gpus = f->scores};
+    f->rep = (struct sn_health_report){
+        .findings = f->findings, .n_gpus = f->model->n_gpus, .gpus = f->scores};
 }
 
 static void fx_close(struct fx *f)
@@ -90,8 +90,8 @@ static void clean_report(struct fx *f)
 
 static void health(struct fx *f)
 {
-    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_HEALTH, .report = &f->rep,
-                                  .cordon_below = 60};
+    struct sn_control_event ev = {
+        .kind = SN_CONTROL_EVENT_HEALTH, .report = &f->rep, .cordon_below = 60};
     struct sn_error err = {0};
     sn_effects_reset(&f->out);
     assert_int_equal(sn_control_apply(f->c, &ev, &f->now, &f->out, &err), SN_OK);

@@ -54,13 +54,15 @@ static void push_bad(struct daemon *d, int s, int bad, long long seq)
     sign(d, SN_AUTH_AGENT, node, "telemetry:write", 1000, 4000000000, "a1", tok);
     snprintf(path, sizeof(path), "/v1/telemetry?node=%s&format=dcgm-exporter&seq=%lld&boot=5e",
              node, seq);
-    size_t n = (size_t)snprintf(body, sizeof(body), "# TYPE DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION gauge\n");
+    size_t n =
+        (size_t)snprintf(body, sizeof(body), "# TYPE DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION gauge\n");
     long long now_ms = (long long)time(NULL) * 1000;
     for (int i = 0; i < 8; i++)
-        n += (size_t)snprintf(body + n, sizeof(body) - n,
-                              "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION{gpu=\"%d\",UUID=\"GPU-00000000-"
-                              "0000-4000-8000-%012x\",device=\"nvidia%d\",Hostname=\"%s\"} %d %lld\n",
-                              i, s * 8 + i, i, node, i < bad ? 1 : 0, now_ms);
+        n += (size_t)snprintf(
+            body + n, sizeof(body) - n,
+            "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION{gpu=\"%d\",UUID=\"GPU-00000000-"
+            "0000-4000-8000-%012x\",device=\"nvidia%d\",Hostname=\"%s\"} %d %lld\n",
+            i, s * 8 + i, i, node, i < bad ? 1 : 0, now_ms);
     json_t *j = NULL;
     int st = call(d, "POST", path, tok, body, NULL, &j);
     if (st != 200) {
@@ -212,8 +214,8 @@ static void rack_escalated_as_one(void **state)
         snprintf(node, sizeof(node), "sn00-t%02d", s);
         node_state(&d, node, st, reason, sizeof(reason));
         assert_string_equal(st, "drained");
-        assert_non_null(
-            strstr(reason, "health: rack sn00-rack0 escalated: 2 of 4 servers bad (sn00-t00 sn00-t01)"));
+        assert_non_null(strstr(
+            reason, "health: rack sn00-rack0 escalated: 2 of 4 servers bad (sn00-t00 sn00-t01)"));
         snprintf(node, sizeof(node), "sn01-t%02d", s);
         node_state(&d, node, st, reason, sizeof(reason));
         assert_string_equal(st, "up");

@@ -80,8 +80,7 @@ static void fx_close(struct fx *f)
 
 static uint32_t submit(struct fx *f, uint32_t gpus)
 {
-    struct sn_job_spec spec = {.gpus = gpus, .group_gpus = 8 < gpus ? 8 : gpus,
-                               .walltime_s = 3600};
+    struct sn_job_spec spec = {.gpus = gpus, .group_gpus = 8 < gpus ? 8 : gpus, .walltime_s = 3600};
     uint32_t id;
     struct sn_error err = {0};
     if (sn_sched_submit(f->s, &spec, &id, &err) != SN_OK)
