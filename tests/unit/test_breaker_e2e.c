@@ -15,10 +15,11 @@
  * one audit row. An operator's POST /v1/health/breaker/reset (audited)
  * opens a fresh window: 8 more, then it trips again.
  * A second daemon escalates a rack with 2 of its 4 servers bad to one drain
- * (health_escalate_rack_pct=50). Its undrain (all members healthy again)
- * is in the unit tests only: a GPU's health penalty decays with a half-life
- * of 3600 s (docs/health.md), so a repaired GPU scores healthy again only
- * an hour later.
+ * (health_escalate_rack_pct=50). A third escalates a rack through an
+ * operator's GPU cordons (a GPU not up makes its server bad) and undrains it
+ * as one when they are resumed: the scores of the second case would keep
+ * the rack bad for an hour (their penalty decays with a half-life of
+ * 3600 s, docs/health.md).
  * Waits poll the daemon with deadlines of tens of seconds (the machine may
  * be loaded); the only fixed pauses are the 100 ms steps of those polls.
  */
@@ -242,6 +243,67 @@ static void rack_escalated_as_one(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Polls node until its state is want (60 s). */
+static void wait_node(struct daemon *d, const char *node, const char *want)
+{
+    char st[32] = "", reason[400];
+    for (int k = 0; k < 600; k++) {
+        node_state(d, node, st, reason, sizeof(reason));
+        if (strcmp(st, want) == 0)
+            break;
+        pause_ms(100);
+    }
+    assert_string_equal(st, want);
+}
+
+/* Escalation and undrain as one, without the scores' decay: a GPU not up
+ * makes its server bad as well, so an operator's cordons of GPU 0 of
+ * sn00-t00 and sn00-t01 escalate sn00-rack0; resuming both ("repaired")
+ * leaves no bad server, and the next pass resumes the four servers the
+ * escalation drained, as one decision (one audit row). */
+static void rack_undrained_as_one(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"health_interval_ms=200", "health_escalate_rack_pct=50", NULL};
+    start(&d, sets);
+    agent = spawn_sim_agent(&d, "sn01-t03", harness_spec);
+    expect(&d, 200, "POST", "/v1/gpus/sn00-t00-gpu0/cordon", d.admin, "{\"reason\":\"ecc\"}");
+    expect(&d, 200, "POST", "/v1/gpus/sn00-t01-gpu0/cordon", d.admin, "{\"reason\":\"ecc\"}");
+    for (int s = 0; s < 4; s++) {
+        char node[32];
+        snprintf(node, sizeof(node), "sn00-t%02d", s);
+        wait_node(&d, node, "drained");
+    }
+    expect(&d, 200, "POST", "/v1/gpus/sn00-t00-gpu0/resume", d.admin, "{}");
+    expect(&d, 200, "POST", "/v1/gpus/sn00-t01-gpu0/resume", d.admin, "{}");
+    for (int s = 0; s < 4; s++) {
+        char node[32];
+        snprintf(node, sizeof(node), "sn00-t%02d", s);
+        wait_node(&d, node, "up");
+    }
+    int rows = 0;
+    for (int k = 0; k < 200 && rows == 0; k++) {
+        rows = audit_rows(&d, "health undrain rack");
+        if (!rows)
+            pause_ms(100);
+    }
+    assert_int_equal(rows, 1);
+    assert_int_equal(audit_rows(&d, "health escalate rack"), 1);
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "GET", "/v1/health/breaker", d.admin, NULL, NULL, &j), 200);
+    assert_int_equal(num(j, "escalations_total"), 1);
+    assert_int_equal(num(j, "undrains_total"), 1);
+    json_decref(j);
+    stop_agent_pid(&agent);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static int teardown(void **state)
 {
     stop_agent_pid(&agent);
@@ -254,6 +316,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(storm_stopped_by_breaker, teardown),
         cmocka_unit_test_teardown(rack_escalated_as_one, teardown),
+        cmocka_unit_test_teardown(rack_undrained_as_one, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
