@@ -172,6 +172,7 @@ int cmd_admin(int argc, char **argv)
     struct client c;
     int rc = client_init(&c, "sn admin",
                          "usage: sn admin backup FILE | sn admin fence | sn admin unfence | "
+                         "sn admin breaker | sn admin breaker-reset | "
                          "sn admin rotate-key | sn admin migrate --from STORE --to STORE",
                          argc, argv, NULL, 0, 1, 2);
     if (rc >= 0)
@@ -180,9 +181,11 @@ int cmd_admin(int argc, char **argv)
         return admin_backup(&c);
     if (strcmp(c.args[0], "rotate-key") == 0)
         return admin_rotate_key(&c);
+    if (strcmp(c.args[0], "breaker") == 0 || strcmp(c.args[0], "breaker-reset") == 0)
+        return sn_admin_breaker(&c, c.args[0][7] == '-');
     bool unfence = strcmp(c.args[0], "unfence") == 0;
     if ((!unfence && strcmp(c.args[0], "fence") != 0) || c.n_args != 1) {
-        fprintf(stderr, "sn admin: unknown subcommand '%s' (expected backup FILE, fence, unfence or rotate-key)\n",
+        fprintf(stderr, "sn admin: unknown subcommand '%s' (expected backup FILE, fence, unfence, breaker, breaker-reset or rotate-key)\n",
                 c.args[0]);
         return SN_EXIT_USAGE;
     }

@@ -69,6 +69,9 @@ static const char usage_text[] =
     "  --memory-per-gpu SIZE host memory every job needs per GPU (e.g. 200GB)\n"
     "  --cpu-oversell X      host cores allocatable per physical core (default 1)\n"
     "  --memory-oversell X   host memory allocatable per physical byte (default 1)\n"
+    "  --power-util X        power budgets at placement: a job draws its GPUs x TDP x X, and\n"
+    "                        a placement past a rack's feed limit waits (power-budget;\n"
+    "                        default 0: no budgets; spec clusters with rack feeds only)\n"
     "  --json                print JSON instead of the table\n"
     "  --svg-dir DIR         write utilisation.svg, jct-cdf.svg and occupancy.svg into DIR\n"
     "  --jobs-csv FILE       write every job's submit, first start, end and first-run\n"
@@ -155,6 +158,7 @@ static int parse_number(struct opts *o, const char *flag, const char *v)
         {"--cpu-per-gpu", &c->cpu_cores_per_gpu, 0, 1e6, "host cores per GPU, >= 0"},
         {"--cpu-oversell", &c->sched.cpu_oversell, 1, 1000, "a ratio from 1 to 1000"},
         {"--memory-oversell", &c->sched.memory_oversell, 1, 1000, "a ratio from 1 to 1000"},
+        {"--power-util", &c->sched.power_util, 0, 2, "a share of TDP from 0 to 2"},
     };
     for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
         if (strcmp(flag, d[i].flag) != 0)

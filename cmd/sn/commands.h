@@ -51,6 +51,8 @@ int cmd_top(int argc, char **argv);
 int cmd_audit(int argc, char **argv); /* client_audit.c */
 int cmd_admin(int argc, char **argv); /* client_admin.c: backup, fence, unfence */
 int sn_admin_migrate(int argc, char **argv); /* admin_migrate.c: argv[0] "migrate" */
+struct client;
+int sn_admin_breaker(struct client *c, bool reset); /* client_breaker.c */
 int cmd_quota(int argc, char **argv);
 int cmd_pools(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);

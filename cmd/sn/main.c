@@ -34,7 +34,7 @@ static const struct sn_command commands[] = {
     {"tenants", cmd_tenants, "list tenants and their quotas"},
     {"token", cmd_token, "issue a tenant or agent token (sn token create)"},
     {"top", cmd_top, "live view of GPUs, jobs, nodes and the queue"},
-    {"admin", cmd_admin, "admin operations on snd: backup FILE, the partition fence (fence, unfence), rotate-key, migrate --from STORE --to STORE"},
+    {"admin", cmd_admin, "admin operations on snd: backup FILE, the partition fence (fence, unfence), the health breaker (breaker, breaker-reset), rotate-key, migrate --from STORE --to STORE"},
     {"audit", cmd_audit, "query snd's audit log: refusals, mutations, admin actions (admin)"},
     {"demo", cmd_demo, "run the live system: snd, simulated agents, trace jobs, faults"},
     {"acct", cmd_acct, "job history: ended jobs with times and exit statuses, like sacct"},

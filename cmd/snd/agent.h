@@ -112,6 +112,9 @@ extern const size_t snd_dashboard_n_assets;
  * s runs a pair now); whether server s runs a pair against peer (its
  * nccl-tests batch may name the peer); the rounds' memory at exit. */
 enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r);
+/* The health circuit breaker (breaker.c). */
+enum MHD_Result snd_get_breaker(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_breaker_reset(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_get_health_rounds(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_post_health_round_result(struct snd *d, struct snd_req *r);
 void snd_rounds_heartbeat(struct snd *d, uint32_t s, json_t *answer);

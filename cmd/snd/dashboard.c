@@ -379,6 +379,7 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
     json_object_set_new(body, "gpu_states", states);
     json_object_set_new(body, "node_states", nodes);
     json_object_set_new(body, "goodput", goodput);
+    json_object_set_new(body, "breaker", sn_control_breaker_json(d->ctl));
     json_object_set_new(body, "time_s", json_integer(snd_now_s()));
     return snd_reply(d, r, 200, body);
 }

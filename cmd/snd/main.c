@@ -165,6 +165,23 @@ static const struct sn_conf_key config_keys[] = {
     {"health_round_timeout_s", SN_CONF_INT, "3600", 10, 86400, C(health_round_timeout_s),
      "a pair of a health round (POST /v1/health/rounds) whose agent has not reported this long "
      "after it was asked is failed and its servers released"},
+    {"health_breaker_cluster", SN_CONF_INT, "0", 0, 1 << 24, C(health_breaker_cluster),
+     "circuit breaker: at most this many GPUs cordoned or failed by snd:health in the cluster "
+     "per health_breaker_window_s; past it health automation stops until POST "
+     "/v1/health/breaker/reset (0: no limit)"},
+    {"health_breaker_supernode", SN_CONF_INT, "0", 0, 1 << 24, C(health_breaker_supernode),
+     "circuit breaker: the same limit for one supernode (NVLink domain) (0: no limit)"},
+    {"health_breaker_rack", SN_CONF_INT, "0", 0, 1 << 24, C(health_breaker_rack),
+     "circuit breaker: the same limit for one rack (0: no limit)"},
+    {"health_breaker_window_s", SN_CONF_INT, "3600", 1, 31622400, C(health_breaker_window_s),
+     "the circuit breaker counts the actions of this many seconds"},
+    {"health_escalate_rack_pct", SN_CONF_INT, "0", 0, 100, C(health_escalate_rack_pct),
+     "when this share of a rack's servers is bad, snd:health drains the whole rack as one "
+     "decision, and undrains it when all are healthy again (0: never)"},
+    {"power_util_pct", SN_CONF_INT, "0", 0, 200, C(power_util_pct),
+     "power budgets at placement: a job's expected draw is its GPUs x TDP x this percent; a "
+     "placement that would take a rack past its feeds' continuous limit waits with pending "
+     "reason power-budget (0: no budgets)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

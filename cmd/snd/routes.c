@@ -1346,5 +1346,10 @@ const struct snd_route snd_routes[] = {
      "benchmark rounds with each pair's progress"},
     {"POST", "/v1/health/rounds/{}/result", SN_SCOPE_TELEMETRY_WRITE, snd_post_health_round_result,
      "agents: the result of a round's pair (item, status, detail)"},
+    /* Health circuit breaker (breaker.c, docs/health.md "Circuit breaker"). */
+    {"GET", "/v1/health/breaker", SN_SCOPE_CLUSTER_READ, snd_get_breaker,
+     "the health circuit breaker: limits, open scopes, trips, rack escalations"},
+    {"POST", "/v1/health/breaker/reset", SN_SCOPE_ADMIN, snd_post_breaker_reset,
+     "close every open health breaker scope: automation resumes there"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -91,6 +91,11 @@ struct snd_config {
     char slurm_scontrol[SN_CONF_STRING_MAX];
     /* Health rounds (bench_rounds.c; appended). */
     int64_t health_round_timeout_s;
+    /* Health guard rails (lib/control/breaker.c; appended). */
+    int64_t health_breaker_cluster, health_breaker_supernode, health_breaker_rack;
+    int64_t health_breaker_window_s;
+    int64_t health_escalate_rack_pct;
+    int64_t power_util_pct; /* power budgets at placement (lib/sched/sched_power.c) */
 };
 
 struct snd_rate;     /* token buckets */

@@ -73,6 +73,12 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         .replace_in_place = f->replace_in_place,
         .cpu_oversell_pct = f->cpu_oversell_pct,
         .memory_oversell_pct = f->memory_oversell_pct,
+        .breaker_cluster = f->health_breaker_cluster,
+        .breaker_supernode = f->health_breaker_supernode,
+        .breaker_rack = f->health_breaker_rack,
+        .breaker_window_s = f->health_breaker_window_s,
+        .escalate_rack_pct = f->health_escalate_rack_pct,
+        .power_util_pct = f->power_util_pct,
     };
     snprintf(c2->sched_policy, sizeof(c2->sched_policy), "%s", f->sched_policy);
     snprintf(c2->pool_borrow, sizeof(c2->pool_borrow), "%s", f->pool_borrow);

@@ -65,6 +65,17 @@ struct sn_control_config {
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
+    /* Health guard rails (lib/control/breaker.c, docs/health.md "Circuit
+     * breaker"): the most GPUs snd:health may cordon or fail within
+     * breaker_window_s in the whole cluster, in one supernode, in one rack
+     * (0: no limit); and the share of a rack's servers that, found bad,
+     * drain the whole rack as one decision (0: never). */
+    int64_t breaker_cluster, breaker_supernode, breaker_rack;
+    int64_t breaker_window_s;
+    int64_t escalate_rack_pct;
+    /* Power budgets at placement (lib/sched/sched_power.c): an allocated
+     * GPU's expected draw in percent of its TDP (0: no budgets). */
+    int64_t power_util_pct;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -258,6 +269,7 @@ struct sn_control {
     uint64_t settle_jobs; /* jobs inserted with after_ok or an array throttle (never lowered):
                              while 0, settling has nothing to scan */
     uint8_t *round_hold; /* by server: 1 while a health round holds it; NULL until the first */
+    struct sn_control_breaker *breaker; /* health guard rails (breaker.c); NULL until used */
 
     /* The event being applied: its clock, and the effects it makes. */
     struct sn_control_clock clock;
@@ -305,7 +317,8 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(RELEASE_JOB, "release-job") /* a held job back to the core */                                \
     X(REQUEUE_JOB, "requeue-job") /* a running job stopped and requeued (detail = reason) */       \
     X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */          \
-    X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */
+    X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */       \
+    X(BREAKER_RESET, "breaker-reset") /* actor closes every open health breaker */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -400,6 +413,12 @@ void sn_control_goodput_job_json(const struct sn_control_job *j, int64_t now_s, 
 void sn_control_goodput_run_text(const struct sn_control_job *j, json_t *run);
 /* {"fenced", "since_s", "silent", "share_pct", "silent_nodes", "fences_total"}. */
 json_t *sn_control_partition_json(const struct sn_control *c);
+/* The health circuit breaker (breaker.c): {"open": any scope open,
+ * "limits": {cluster, supernode, rack, window_s, escalate_rack_pct},
+ * "trips_total", "suppressed_total", "escalations_total", "undrains_total",
+ * "last_reset_s", "scopes": [{"scope", "name", "since_s", "actions",
+ * "suppressed", "reason"}] for the open ones, by scope then id}. */
+json_t *sn_control_breaker_json(const struct sn_control *c);
 /* A node as GET /v1/nodes shows it: name, admin state, reason, by,
  * since_s, supernode, id, first_gpu, gpus, gpus_allocated, heartbeat_age_s
  * (from mono_ms, the monotonic clock of the heartbeats; null: never). */

@@ -84,7 +84,9 @@ enum sn_sched_policy sn_sched_policy_from_name(const char *name);
     X(BANDWIDTH, "bandwidth")             /* fits, but an uplink would be oversubscribed */        \
     X(HEALTH, "health")                   /* fits only on failed-over, cordoned or weak GPUs */    \
     X(PRIORITY, "priority")               /* a higher-priority job is blocked, no backfill */      \
-    X(RESERVATION, "reservation")         /* would delay the blocked head job's reservation */
+    X(RESERVATION, "reservation")         /* would delay the blocked head job's reservation */     \
+    X(POWER, "power-budget")              /* fits, but a rack's feeds would pass their continuous  \
+                                             limit (power_util > 0; sched_power.c) */
 enum sn_pending_reason {
 #define SN_X(name, text) SN_PENDING_##name,
     SN_PENDING_REASON_LIST(SN_X)
@@ -156,6 +158,11 @@ struct sn_sched_config {
     const struct sn_sched_tenant *tenants;
     uint32_t n_pools; /* 0: one mixed pool for every supernode */
     const struct sn_sched_pool *pools;
+    /* Power budgets at placement (lib/sched/sched_power.c, docs/scheduler.md
+     * "Power budgets"): the expected draw of an allocated GPU as a share of
+     * its TDP; a placement that would take a rack past the continuous limit
+     * of its feeds is refused (SN_PENDING_POWER). 0: no budgets. */
+    double power_util;
 };
 
 /* Defaults: supernode-first, health exclusion, bandwidth admission,
@@ -330,5 +337,11 @@ SN_MUST_CHECK enum sn_err sn_sched_check_invariants(const struct sn_sched *s, st
  * alone (UINT32_MAX when none). */
 uint32_t sn_sched_reference_min_supernodes(const struct sn_sched *s, uint32_t gpus,
                                            uint32_t group_gpus, uint32_t *best_free);
+
+/* Power budgets (power_util > 0): rack's draw now (its base plus its
+ * allocated GPUs at power_util x TDP) and its feeds' continuous limit
+ * (INFINITY: none), W; false when budgets are off or rack is out of range. */
+bool sn_sched_power_rack(const struct sn_sched *s, uint32_t rack, double *draw_w,
+                         double *limit_w);
 
 #endif /* SN_SCHED_H */

@@ -464,6 +464,9 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_PASS:
         sn_control_pass(c);
         return SN_OK;
+    case SN_CONTROL_EVENT_BREAKER_RESET:
+        sn_control_breaker_reset(c, ev->actor);
+        return SN_OK;
     case SN_CONTROL_EVENT_UNFENCE:
         c->last_unfenced = sn_control_partition_unfence(c, ev->actor);
         return SN_OK;

@@ -62,6 +62,21 @@ void sn_control_set_admin(struct sn_control *c, const struct sn_control_event *e
 /* HEALTH (lib/control/health.c). */
 void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
                        double cordon_below);
+/* breaker.c: whether snd:health may act on GPU g now (counted when it
+ * may; safety: a power-off zone, counted but never refused); the rack
+ * escalations and undrains of a report (before its GPU verdicts); whether
+ * GPU g's rack is drained by an escalation; the reset; the metrics. */
+bool sn_control_breaker_allow(struct sn_control *c, uint32_t g, bool safety);
+void sn_control_breaker_escalate(struct sn_control *c, const struct sn_health_report *rep,
+                                 double cordon_below);
+bool sn_control_breaker_escalated(const struct sn_control *c, uint32_t rack);
+void sn_control_breaker_reset(struct sn_control *c, const char *actor);
+void sn_control_breaker_free(struct sn_control *c);
+struct sn_control_breaker_stats {
+    uint32_t open[3]; /* open scopes: cluster, supernode, rack */
+    uint64_t trips, suppressed, escalations, undrains;
+};
+void sn_control_breaker_stats(const struct sn_control *c, struct sn_control_breaker_stats *st);
 void sn_control_admin_changed(struct sn_control *c, bool is_node, uint32_t id, uint8_t old_state);
 void sn_control_heartbeat(struct sn_control *c, uint32_t server);
 void sn_control_node_lost(struct sn_control *c, uint32_t s, const char *reason, const char *actor);

@@ -201,6 +201,7 @@ static enum sn_err make_core(struct sn_control *d, struct sn_error *err)
     c.replace_in_place = d->cfg.replace_in_place;
     c.cpu_oversell = (double)d->cfg.cpu_oversell_pct / 100.0;
     c.memory_oversell = (double)d->cfg.memory_oversell_pct / 100.0;
+    c.power_util = (double)d->cfg.power_util_pct / 100.0;
     struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
     d->sched_spec_pools = spec_pools_usable(d);
     d->sched_pools = d->sched_spec_pools ? d->spec->n_pools : 1;
@@ -946,6 +947,7 @@ void sn_control_free(struct sn_control *d)
     free(d->master_ports);
     free(d->silent);
     free(d->round_hold);
+    sn_control_breaker_free(d);
     sn_effects_free(&d->fx);
     free(d);
 }

@@ -12,7 +12,10 @@
  * it causes: the requeues of the GPU's jobs), then an audit row, then a
  * log line. Nothing is ever resumed here: an operator resumes a GPU, and a
  * GPU still scoring below the threshold is cordoned again by the next
- * report.
+ * report. The guard rails are breaker.c's: every action passes its circuit
+ * breaker first (a power-off zone is counted, never refused), a rack with
+ * many bad servers is drained as one decision before the GPU verdicts, and
+ * the GPUs of such a rack get none of their own.
  */
 #include "control_int.h"
 
@@ -30,8 +33,10 @@ static bool gone(enum sn_detector det)
 
 /* Moves GPU g to `to` as snd:health, with its admin row and audit row. */
 static void act(struct sn_control *c, uint32_t g, enum sn_control_admin_state to,
-                const char *reason)
+                const char *reason, bool safety)
 {
+    if (!sn_control_breaker_allow(c, g, safety))
+        return;
     struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
                                   .id = g,
                                   .admin = to,
@@ -63,13 +68,14 @@ static void power_off_zone(struct sn_control *c, const struct sn_health_finding 
     for (uint32_t g = 0; g < m->n_gpus; g++)
         if (m->server_rack[m->gpu_server[g]] == f->id &&
             c->gpus[g].state != SN_CONTROL_ADMIN_DOWN)
-            act(c, g, SN_CONTROL_ADMIN_DOWN, reason);
+            act(c, g, SN_CONTROL_ADMIN_DOWN, reason, true);
 }
 
 void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
                        double cordon_below)
 {
     const struct sn_model *m = c->model;
+    sn_control_breaker_escalate(c, rep, cordon_below);
     for (uint32_t i = 0; i < rep->n_findings; i++)
         if (rep->findings[i].action == SN_HEALTH_ACT_POWER_OFF_ZONE &&
             rep->findings[i].entity == SN_HEALTH_ENT_RACK && rep->findings[i].id < m->n_racks)
@@ -77,16 +83,18 @@ void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||
-            c->gpus[f->gpu].state == SN_CONTROL_ADMIN_DOWN)
+            c->gpus[f->gpu].state == SN_CONTROL_ADMIN_DOWN ||
+            sn_control_breaker_escalated(c, sn_model_gpu_rack(m, f->gpu)))
             continue;
         char reason[256];
         snprintf(reason, sizeof(reason), "health: %s: %s", sn_detector_info(f->detector)->name,
                  f->evidence);
-        act(c, f->gpu, SN_CONTROL_ADMIN_DOWN, reason);
+        act(c, f->gpu, SN_CONTROL_ADMIN_DOWN, reason, false);
     }
     for (uint32_t g = 0; cordon_below > 0 && g < rep->n_gpus && g < m->n_gpus; g++) {
         const struct sn_health_score *s = &rep->gpus[g];
-        if (!(s->score < cordon_below) || c->gpus[g].state != SN_CONTROL_ADMIN_UP)
+        if (!(s->score < cordon_below) || c->gpus[g].state != SN_CONTROL_ADMIN_UP ||
+            sn_control_breaker_escalated(c, sn_model_gpu_rack(m, g)))
             continue;
         char reason[256];
         const struct sn_health_finding *f =
@@ -94,6 +102,6 @@ void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
         snprintf(reason, sizeof(reason), "health: score %.0f below %.0f%s%s%s", s->score,
                  cordon_below, f ? " (" : "", f ? sn_detector_info(f->detector)->name : "",
                  f ? ")" : "");
-        act(c, g, SN_CONTROL_ADMIN_CORDONED, reason);
+        act(c, g, SN_CONTROL_ADMIN_CORDONED, reason, false);
     }
 }

@@ -149,6 +149,25 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
     put(o, "sn_partition_silent_nodes %u\n", c->n_silent);
     family(o, "sn_partition_fences_total", "counter", "Times snd entered the fenced state.");
     put(o, "sn_partition_fences_total %llu\n", (unsigned long long)c->fences_total);
+    struct sn_control_breaker_stats bs;
+    sn_control_breaker_stats(c, &bs);
+    family(o, "sn_health_breaker_open", "gauge",
+           "Health circuit-breaker scopes open (automation stopped there until an operator "
+           "resets it), by scope kind.");
+    for (int k = 0; k < 3; k++)
+        put(o, "sn_health_breaker_open{scope=\"%s\"} %u\n",
+            k == 0 ? "cluster" : k == 1 ? "supernode" : "rack", bs.open[k]);
+    family(o, "sn_health_breaker_trips_total", "counter", "Times a health breaker scope tripped.");
+    put(o, "sn_health_breaker_trips_total %llu\n", (unsigned long long)bs.trips);
+    family(o, "sn_health_breaker_suppressed_total", "counter",
+           "GPU actions of snd:health the breaker refused.");
+    put(o, "sn_health_breaker_suppressed_total %llu\n", (unsigned long long)bs.suppressed);
+    family(o, "sn_health_rack_escalations_total", "counter",
+           "Racks drained as one decision, and undrained as one, by snd:health.");
+    put(o, "sn_health_rack_escalations_total{kind=\"drain\"} %llu\n",
+        (unsigned long long)bs.escalations);
+    put(o, "sn_health_rack_escalations_total{kind=\"undrain\"} %llu\n",
+        (unsigned long long)bs.undrains);
     if (o->failed) {
         free(o->buf);
         return NULL;

@@ -264,6 +264,8 @@ enum sn_err sn_sched_check_invariants(const struct sn_sched *s, struct sn_error 
         rc = check_leaves(s, err);
     if (rc == SN_OK)
         rc = check_hosts(s, err);
+    if (rc == SN_OK)
+        rc = sn__sched_power_check(s, err);
     return rc;
 }
 

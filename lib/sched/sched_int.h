@@ -105,7 +105,20 @@ struct sn_sched {
     uint64_t n_placements, n_preemptions, n_interruptions, n_attempts, n_replacements;
     size_t job_gpu_bytes; /* bytes held by running jobs' GPU lists */
     size_t fixed_bytes;   /* bytes that scale with the cluster */
+    /* Power budgets (sched_power.c), by rack, W: the continuous limit of its
+     * feeds (INFINITY: none), the draw that is always on (everything but the
+     * GPUs), the allocated GPUs' expected draw; NULL while power_util is 0. */
+    double *rack_limit_w, *rack_base_w, *rack_jobs_w;
+    uint64_t n_power_refusals;
 };
+
+/* sched_power.c */
+enum sn_err sn__sched_power_init(struct sn_sched *s, struct sn_error *err);
+void sn__sched_power_add(struct sn_sched *s, uint32_t srv, double sign);
+bool sn__sched_power_ok(struct sn_sched *s, const uint32_t *gpus, uint32_t n);
+/* Recomputes every rack's job draw from the GPU owners (SN_ERR_INTERNAL names
+ * the first rack that differs by more than 1e-3 W). */
+enum sn_err sn__sched_power_check(const struct sn_sched *s, struct sn_error *err);
 
 /* How a placement is searched: which counters apply and which limits hold. */
 struct place_mode {

@@ -478,7 +478,8 @@ static enum sn_pending_reason place_snf(struct sn_sched *s, const struct sched_j
 }
 
 /* Searches a placement for job j with its policy into pick[0..*np). */
-static enum sn_pending_reason plan(struct sn_sched *s, const struct sched_job *j, uint32_t *np)
+static enum sn_pending_reason plan_gpus(struct sn_sched *s, const struct sched_job *j,
+                                        uint32_t *np)
 {
     const struct sn_sched_tenant *t = &s->tenants[j->spec.tenant];
     s->n_attempts++;
@@ -493,6 +494,18 @@ static enum sn_pending_reason plan(struct sn_sched *s, const struct sched_job *j
     bool ok = s->cfg.policy == SN_SCHED_FIRST_FIT ? place_first_fit(s, j, &mode, np)
                                                   : place_tree(s, j, &mode, np);
     return ok ? SN_PENDING_NONE : diagnose(s, j, &mode);
+}
+
+/* plan_gpus(), then the power budgets of the racks it would load. */
+static enum sn_pending_reason plan(struct sn_sched *s, const struct sched_job *j, uint32_t *np)
+{
+    enum sn_pending_reason why = plan_gpus(s, j, np);
+    if (why == SN_PENDING_NONE && !sn__sched_power_ok(s, s->pick, *np)) {
+        s->n_power_refusals++;
+        *np = 0;
+        return SN_PENDING_POWER;
+    }
+    return why;
 }
 
 enum sn_pending_reason sn__sched_plan(struct sn_sched *s, uint32_t job)

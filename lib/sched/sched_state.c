@@ -118,6 +118,7 @@ static void host_add(struct sn_sched *s, uint32_t srv, const struct sched_job *j
 {
     s->srv_cpu_used[srv] += sign * j->spec.cpu_cores_per_gpu;
     s->srv_mem_used[srv] += sign * j->spec.memory_bytes_per_gpu;
+    sn__sched_power_add(s, srv, sign);
 }
 
 bool sn__sched_gpu_usable(const struct sn_sched *s, uint32_t g, const struct sched_job *j,
@@ -529,6 +530,9 @@ enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_conf
     }
     init_counts(s);
     find_pods(s);
+    rc = sn__sched_power_init(s, err);
+    if (rc != SN_OK)
+        goto fail;
     *out = s;
     return SN_OK;
 fail:
@@ -553,7 +557,7 @@ void sn_sched_destroy(struct sn_sched *s)
         s->pod_load,   s->pod_cap,    s->pod_delta,    s->tenant_gpus, s->tenant_sn_gpus,
         s->tenants,    s->pools,      s->jobs,         s->pending,     s->running,
         s->job_mark,   s->queue,      s->dec,        s->srv_cpu_used, s->srv_cpu_cap, s->srv_mem_used,
-        s->srv_mem_cap};
+        s->srv_mem_cap, s->rack_limit_w, s->rack_base_w, s->rack_jobs_w};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
     sn_bitset_release(&s->domain);

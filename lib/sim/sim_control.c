@@ -397,6 +397,7 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
         (int64_t)llround((c->sched.cpu_oversell > 0 ? c->sched.cpu_oversell : 1) * 100);
     cc->memory_oversell_pct =
         (int64_t)llround((c->sched.memory_oversell > 0 ? c->sched.memory_oversell : 1) * 100);
+    cc->power_util_pct = (int64_t)llround(c->sched.power_util * 100);
     size_t len = 0;
     for (uint32_t b = 0; c->borrow && b < spec->n_pools; b++)
         for (uint32_t l = 0; l < spec->n_pools; l++) {

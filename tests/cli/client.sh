@@ -194,6 +194,11 @@ check 0 '"supernodes": 1' "$SN" pools -o json
     fail "sn pools: USED + FREE + UNAVAILABLE differs from GPUS"
 check 0 "^fenced +no$" "$SN" admin fence
 check 0 '"fenced": false' "$SN" admin unfence -o json
+check 0 "^open +no$" "$SN" admin breaker
+check 0 "^limits +cluster 0, supernode 0, rack 0 per 3600 s" "$SN" admin breaker
+check 0 "^closed +0$" "$SN" admin breaker-reset
+check 0 '"closed": 0' "$SN" admin breaker-reset -o json
+check 2 "takes no argument" "$SN" admin breaker x
 check 2 "unknown subcommand 'x'" "$SN" admin x
 
 # -o json on every client command: each prints one JSON document.

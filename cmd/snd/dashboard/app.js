@@ -716,6 +716,13 @@ function drawCounts(s) {
   if (fence.fenced)
     $("banner").textContent = "snd is fenced: " + (fence.silent || "many") + " servers went silent at once (more than " +
       fence.share_pct + " %); none is evicted until heartbeats return or an operator runs sn admin unfence";
+  const br = s.breaker || {};
+  if (!fence.fenced && br.open) {
+    $("banner").hidden = false;
+    $("banner").textContent = "health automation stopped: circuit breaker open for " +
+      br.scopes.map((x) => x.scope + " " + x.name).join(", ") + " (" + br.suppressed_total +
+      " GPU actions refused); POST /v1/health/breaker/reset resumes it";
+  }
 }
 
 function drawChart(hist) {
