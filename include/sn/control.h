@@ -305,7 +305,8 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(RELEASE_JOB, "release-job") /* a held job back to the core */                                \
     X(REQUEUE_JOB, "requeue-job") /* a running job stopped and requeued (detail = reason) */       \
     X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */          \
-    X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */
+    X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */        \
+    X(UPDATE_JOB, "update-job")   /* job's fields replaced (update; lib/control/update.c) */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -331,6 +332,7 @@ struct sn_control_event {
      * and the score below which an up GPU is cordoned (0: never). */
     const struct sn_health_report *report;
     double cordon_below;
+    const struct sn_control_update *update; /* UPDATE_JOB: the fields (borrowed for the call) */
 };
 
 /* Applies ev at now: the state changes, and out receives the effects (in
@@ -450,6 +452,34 @@ bool sn_control_quota_check_job(const struct sn_control *c, const char *tenant,
                                 size_t len);
 bool sn_control_array_check(const struct sn_control *c, const char *tenant,
                             const struct sn_api_job *b, const char **field, char *msg, size_t len);
+
+/* ---- update (lib/control/update.c): POST /v1/jobs/{id}/update ----------------------- */
+
+/* The fields an update may replace, with the ranges of submission
+ * (sn_control_update_fields decodes a request body into it; present has
+ * bit i for field i of that table). */
+#define SN_CONTROL_UPDATE_GPUS (1u << 0)
+#define SN_CONTROL_UPDATE_CLASS (1u << 1)
+#define SN_CONTROL_UPDATE_TIME_LIMIT (1u << 2)
+#define SN_CONTROL_UPDATE_NAME (1u << 3)
+struct sn_control_update {
+    uint32_t present; /* SN_CONTROL_UPDATE_* */
+    int64_t gpus;
+    char priority_class[64];
+    int64_t time_limit_s;
+    char name[129];
+};
+struct sn_api_field;
+extern const struct sn_api_field *const sn_control_update_fields; /* sn/api.h */
+extern const size_t sn_control_update_field_count;
+/* Whether update u applies to job j as it is now: a pending or requeued
+ * job takes every field, a running one only time_limit_s and name, an
+ * ended one none (409 invalid_transition naming the field); the job with
+ * the fields replaced passes the whole admission of a submission
+ * (sn_control_admit: the same 422 codes and fields); an empty update is
+ * 400 invalid_field. false: *why says what the API answers. */
+bool sn_control_update_check(const struct sn_control *c, const struct sn_control_job *j,
+                             const struct sn_control_update *u, struct sn_control_refusal *why);
 
 /* "0-7,16-23": ascending runs of v (caller frees), and back (0, or -1 for
  * text that is not such a list or has more than max ids). */

@@ -200,21 +200,34 @@ else
     printf '%s' "$out" | grep -q "^held job $P$" || fail "sn hold: $out"
     check 0 "^ *$P .*\(held\)$" "$SN" jobs
     check 0 "held by admin:admin: wait for data" "$SN" job show "$P"
-    check 0 "^released job $P$" "$SN" release "$P"
-    check 1 "409 job $P is pending and not held" "$SN" release "$P"
-    # update and --start: served, or gated by the client until snd has them.
+    # update (POST /v1/jobs/{id}/update): the fields replaced, checked as
+    # on submit, an event listing each change; a running job takes only
+    # the time limit and the name. Held, the job stays pending meanwhile.
     out=$("$SN" update "$P" --gpus 8 --time-limit 1h 2>&1)
+    [ $? = 0 ] || fail "sn update: exit not 0: $out"
+    printf '%s' "$out" | grep -q "^updated job $P: pending, 8 GPUs$" || fail "sn update: $out"
+    check 0 "^time_limit_s +3600$" "$SN" job show "$P"
+    check 0 "^gpus +8$" "$SN" job show "$P"
+    check 0 "updated +updated by admin:admin: gpus 64 -> 8, time_limit_s - -> 3600" \
+        "$SN" job show "$P"
+    check 1 "422 .*no priority class 'nope'" "$SN" update "$P" --class nope
+    check 1 "422 .*65 GPUs asked, the pool has 64" "$SN" update "$P" --gpus 65
+    check 4 "404 .*no job '999999'" "$SN" update 999999 --name x
+    check 0 "^released job $P$" "$SN" release "$P"
+    check 1 "409 job $P is (pending|running) and not held" "$SN" release "$P"
+    # --start: served, or gated by the client until snd has the route.
+    out=$("$SN" jobs --start 2>&1)
     if printf '%s' "$out" | grep -q "no route"; then
-        check 4 "no route POST /v1/jobs/\{id\}/update" "$SN" update "$P" --gpus 8
         check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
-        "$SN" cancel "$P" >/dev/null
-        P=$("$SN" submit --tenant acme --name moves --gpus 2 --command "sleep 60" | sed 's/^submitted job \([0-9]*\).*/\1/')
     else
-        printf '%s' "$out" | grep -q "^updated job $P: pending, 8 GPUs$" || fail "sn update: $out"
-        check 0 "^time_limit_s +3600$" "$SN" job show "$P"
         check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +BASIS" "$SN" jobs --start
     fi
     until_out "^ *$P .* running " "$SN" jobs
+    check 1 "409 job $P is running; only time_limit_s and name can change" \
+        "$SN" update "$P" --gpus 4
+    check 0 "^updated job $P: running, 8 GPUs$" "$SN" update "$P" --name renamed --time-limit 2h
+    check 0 "^name +renamed$" "$SN" job show "$P"
+    check 0 "^time_limit_s +7200$" "$SN" job show "$P"
     check 0 "^requeued job $P$" "$SN" requeue "$P" --reason "move it"
     check 0 "^requeues +1$" "$SN" job show "$P"
     check 0 "requeued +requeued by admin:admin: move it" "$SN" job show "$P"
