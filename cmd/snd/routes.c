@@ -1041,6 +1041,21 @@ static enum MHD_Result update_job(struct snd *d, struct snd_req *r)
     return snd_commit_event(d, r, &ev, target, cancel_done);
 }
 
+/* GET /v1/scheduler/starts (docs/api.md): the last pass's reservation
+ * (lib/control/starts.c); a tenant sees only its own jobs. */
+static enum MHD_Result get_starts(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after, next = 0;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    json_t *items = sn_control_starts_json(d->ctl, snd_is_admin(r) ? NULL : r->tok.subject, after,
+                                           limit, &next);
+    if (!items)
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    return snd_reply(d, r, 200, page(items, next));
+}
+
 static enum MHD_Result post_node_action(struct snd *d, struct snd_req *r)
 {
     return admin_action(d, r, true);
@@ -1305,6 +1320,8 @@ const struct snd_route snd_routes[] = {
     {"POST", "/v1/jobs/{}/requeue", SN_SCOPE_JOBS_WRITE, requeue_job, "requeue a running job"},
     {"POST", "/v1/jobs/{}/update", SN_SCOPE_JOBS_WRITE, update_job,
      "replace a job's gpus, priority_class, time_limit_s or name"},
+    {"GET", "/v1/scheduler/starts", SN_SCOPE_JOBS_READ, get_starts,
+     "expected start of the job the last pass reserved (squeue --start)"},
     {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_exit,
      "agents: a rank of a running job exited (rank, status)"},
     {"GET", "/v1/jobs/{}/events", SN_SCOPE_JOBS_READ, get_job_events, "a job's events, paged"},

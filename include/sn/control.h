@@ -453,6 +453,20 @@ bool sn_control_quota_check_job(const struct sn_control *c, const char *tenant,
 bool sn_control_array_check(const struct sn_control *c, const char *tenant,
                             const struct sn_api_job *b, const char **field, char *msg, size_t len);
 
+/* ---- expected starts (lib/control/starts.c): GET /v1/scheduler/starts --------------- */
+
+/* Whether the last pass reserved waiting job j (the core's EASY head):
+ * *start_s its expected start (Unix s), basis one line naming what it rests
+ * on ("after job 12 ends (time limit 2026-12-04T08:00:00Z)"). false: no
+ * reservation (not waiting, held, out of the core, or not the head). */
+bool sn_control_expected_start(const struct sn_control *c, const struct sn_control_job *j,
+                               int64_t *start_s, char *basis, size_t len);
+/* The page of {id, expected_start_s, basis} of jobs with an id above
+ * after, of tenant (NULL: every tenant), at most limit; *next the cursor
+ * of the next page (0: none). NULL when out of memory; the caller frees. */
+json_t *sn_control_starts_json(const struct sn_control *c, const char *tenant, int64_t after,
+                               int64_t limit, int64_t *next);
+
 /* ---- update (lib/control/update.c): POST /v1/jobs/{id}/update ----------------------- */
 
 /* The fields an update may replace, with the ranges of submission

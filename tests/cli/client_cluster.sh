@@ -170,6 +170,7 @@ check 0 "^rank_exits +0:0,1:0 " "$SN" job show "$J"
 check 0 "hi-from-rank" "$SN" job log "$J"
 # --follow on a pending job says it waits (64 GPUs: sn00-t07 is down).
 P=$("$SN" submit --tenant acme --name big --gpus 64 | sed 's/^submitted job \([0-9]*\).*/\1/')
+BIG=$P
 timeout 2 "$SN" job log "$P" --follow >"$D/follow.out" 2>&1
 grep -q "job $P is pending (.*); waiting for it to start" "$D/follow.out" ||
     fail "sn job log --follow on a pending job: $(cat "$D/follow.out")"
@@ -233,6 +234,31 @@ else
     check 0 "requeued +requeued by admin:admin: move it" "$SN" job show "$P"
 fi
 "$SN" cancel "$P" >/dev/null
+
+# ---- sn jobs --start: the backfill reservation's expected start ----------
+# big (64 GPUs, 8 of them down) can never start: no reservation, N/A. Once
+# it is cancelled, hold (48 GPUs, limit 1h) runs and waits (24) is the
+# head, reserved at hold's time limit.
+out=$("$SN" jobs --start 2>&1)
+if printf '%s' "$out" | grep -q "no route"; then
+    check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
+else
+    check 0 "^ *$BIG +acme +big +pending +64 +N/A +-$" "$SN" jobs --start
+    "$SN" cancel "$BIG" >/dev/null
+    X=$("$SN" submit --tenant acme --name hold --gpus 48 --time-limit 1h --command "sleep 300" |
+        sed 's/^submitted job \([0-9]*\).*/\1/')
+    until_out "^ *$X .* running " "$SN" jobs
+    Y=$("$SN" submit --tenant acme --name waits --gpus 24 | sed 's/^submitted job \([0-9]*\).*/\1/')
+    until_out "^ *$Y .*[(]reservation|no-supernode-fits|priority[)]" "$SN" jobs
+    xs=$("$SN" job show "$X" -o json | sed -n 's/^ *"start_time_s": \([0-9]*\),*$/\1/p')
+    want=$(date -u -d "@$((xs + 3600))" +%Y-%m-%dT%H:%M:%SZ)
+    until_out "^ *$Y +acme +waits +pending +24 +$want +after job $X ends \(time limit $want\)$" \
+        "$SN" jobs --start
+    out=$("$SN" jobs --start -o json)
+    printf '%s' "$out" | grep -q "\"expected_start_s\": $((xs + 3600))" ||
+        fail "sn jobs --start -o json: no expected_start_s $((xs + 3600)): $out"
+    "$SN" cancel "$X" "$Y" >/dev/null
+fi
 
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
