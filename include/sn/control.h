@@ -110,6 +110,10 @@ int sn_control_admin_transition(enum sn_control_admin_state from, const char *ac
 #define SN_CONTROL_MASTER_PORT_BASE 29500
 #define SN_CONTROL_MASTER_PORTS 16384
 #define SN_CONTROL_REASON_EVENTS_MAX 32 /* pending-reason events kept per job */
+/* A pending reason that replaces the recorded one is recorded once it was
+ * the core's reason at every pass for this long (s): a reason that flips
+ * for a pass or two leaves the job's history alone. */
+#define SN_CONTROL_REASON_PERSIST_S 10
 
 struct sn_control_job {
     int64_t id;
@@ -152,6 +156,10 @@ struct sn_control_job {
     /* Held by a user or admin (HOLD_JOB): out of the core until released. */
     bool held;
     char *hold_detail; /* "held by ACTOR: REASON", or NULL */
+    /* A reason change not yet recorded (timeline.c): the core's reason
+     * seen at consecutive passes since reason_cand_s (0: none). */
+    uint8_t reason_cand;
+    int64_t reason_cand_s;
 };
 
 struct sn_control_named {
@@ -425,6 +433,12 @@ void sn_control_shape_describe(const json_t *spec, char *out, size_t len);
 /* The detail of a quota pending reason ("" when there is none to give). */
 void sn_control_quota_pending_detail(const struct sn_control *c, const struct sn_control_job *j,
                                      const char *reason, char *out, size_t len);
+/* The detail of any pending reason: the binding constraint with its counts
+ * ("7 GPUs free, at most 3 in one supernode, job needs 8"), the job that
+ * holds the reservation and its expected start, or the quota's limit (""
+ * when there is none to give; lib/control/reasons.c). */
+void sn_control_pending_detail(const struct sn_control *c, const struct sn_control_job *j,
+                               const char *reason, char *out, size_t len);
 bool sn_control_array_throttled(const struct sn_control_job *j);
 bool sn_control_array_waiting(const struct sn_control *c, const struct sn_control_job *j);
 
