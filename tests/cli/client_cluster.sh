@@ -214,6 +214,9 @@ else
     check 1 "422 .*no priority class 'nope'" "$SN" update "$P" --class nope
     check 1 "422 .*65 GPUs asked, the pool has 64" "$SN" update "$P" --gpus 65
     check 4 "404 .*no job '999999'" "$SN" update 999999 --name x
+    # Audited like cancel: the accepted update and the refused one.
+    check 0 " 200 .*POST /v1/jobs/$P/update" "$SN" audit --route "POST /v1/jobs/$P/update"
+    check 0 " 422 .*POST /v1/jobs/$P/update" "$SN" audit --route "POST /v1/jobs/$P/update"
     check 0 "^released job $P$" "$SN" release "$P"
     check 1 "409 job $P is (pending|running) and not held" "$SN" release "$P"
     # --start: served, or gated by the client until snd has the route.
