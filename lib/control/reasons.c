@@ -63,8 +63,16 @@ static void no_fit_detail(const struct sn_control *c, const struct sn_control_jo
         snprintf(need, sizeof(need), "job needs %lld%s", (long long)gpus,
                  json_is_true(json_object_get(j->spec, "one_supernode")) ? " in one supernode"
                                                                          : "");
-    snprintf(out, len, "%llu GPUs free%s, at most %u in one supernode, %s",
-             (unsigned long long)free_total, pool != SN_NONE ? " in its pool" : "", best_sn, need);
+    /* Enough free GPUs by count in one supernode (and server, for groups):
+     * the count is not what binds, and the detail says so. */
+    bool one_sn = json_is_true(json_object_get(j->spec, "one_supernode"));
+    bool by_count = (one_sn ? best_sn >= (uint64_t)gpus : free_total >= (uint64_t)gpus) &&
+                    (group <= 1 || best_srv >= (uint64_t)group);
+    snprintf(out, len, "%llu GPUs free%s, at most %u in one supernode, %s%s",
+             (unsigned long long)free_total, pool != SN_NONE ? " in its pool" : "", best_sn, need,
+             by_count ? "; enough by count: its other limits (host CPU or memory per GPU, "
+                        "bandwidth, exclusive) rule them out"
+                      : "");
 }
 
 static void reservation_detail(const struct sn_control *c, char *out, size_t len)

@@ -203,6 +203,28 @@ static void no_fit_names_the_counts(void **state)
     fx_close(&f);
 }
 
+/* Four 1-GPU jobs asking 100 of a server's 112 host cores each take one
+ * server each: 28 GPUs are free by count, but a fifth such job finds no
+ * server with the cores; the detail says the count is not what binds. */
+static void no_fit_by_other_limits(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    for (int i = 0; i < 4; i++)
+        submit(&f, "{\"name\":\"x\",\"gpus\":1,\"cpu_cores_per_gpu\":100}");
+    pass(&f);
+    int64_t e = submit(&f, "{\"name\":\"e\",\"gpus\":1,\"cpu_cores_per_gpu\":100}");
+    pass(&f);
+    assert_int_equal(job(&f, e)->state, SN_CONTROL_JOB_PENDING);
+    char buf[400];
+    assert_string_equal(detail_of(&f, e, buf, sizeof(buf)),
+                        "no-supernode-fits: 28 GPUs free, at most 28 in one supernode, job needs "
+                        "1; enough by count: its other limits (host CPU or memory per GPU, "
+                        "bandwidth, exclusive) rule them out");
+    fx_close(&f);
+}
+
 /* One supernode: A (16, limit 600 s) and B (8) run, C (16) is the head,
  * reserved at A's end (t0 + 600); D (16, default 3600 s) would delay it:
  * its detail names C and C's expected start. */
@@ -276,6 +298,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_fit_names_the_counts),
+        cmocka_unit_test(no_fit_by_other_limits),
         cmocka_unit_test(reservation_names_the_holder),
         cmocka_unit_test(changes_are_recorded_when_they_persist),
     };
