@@ -52,7 +52,7 @@ int cmd_update(int argc, char **argv)
 {
     struct client_opt o[] = {
         {"gpus", false, "GPUs (pending or requeued jobs only)", NULL},
-        {"class", false, "priority class", NULL},
+        {"class", false, "priority class (pending or requeued jobs only)", NULL},
         {"time-limit", false, "walltime limit with a unit: 90min, 2h", NULL},
         {"name", false, "job name", NULL},
     };
