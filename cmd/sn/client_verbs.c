@@ -3,9 +3,9 @@
  * requeue / update) and the expected start times of sn jobs --start
  * (squeue --start), through snd's API (docs/cmd-client.md).
  *
- * The routes are specified in docs/api.md ("Job control"); an snd that
- * does not serve them yet answers 404 "no route", which these commands
- * report as such (exit 4) without changing anything.
+ * The routes are in docs/api.md's route table; an older snd that does
+ * not serve them answers 404 "no route", which these commands report as
+ * such (exit 4) without changing anything.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +52,7 @@ int cmd_update(int argc, char **argv)
 {
     struct client_opt o[] = {
         {"gpus", false, "GPUs (pending or requeued jobs only)", NULL},
-        {"class", false, "priority class", NULL},
+        {"class", false, "priority class (pending or requeued jobs only)", NULL},
         {"time-limit", false, "walltime limit with a unit: 90min, 2h", NULL},
         {"name", false, "job name", NULL},
     };

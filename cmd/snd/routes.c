@@ -1015,6 +1015,47 @@ static enum MHD_Result requeue_job(struct snd *d, struct snd_req *r)
     return job_control(d, r, SN_CONTROL_EVENT_REQUEUE_JOB, "requeue");
 }
 
+/* POST /v1/jobs/{id}/update (docs/api.md): the rule is lib/control's
+ * (sn_control_update_check, UPDATE_JOB); the job's rows commit with the
+ * answer and the request is audited with the fields it names. */
+static enum MHD_Result update_job(struct snd *d, struct snd_req *r)
+{
+    struct sn_control_job *j = visible_job(d, r);
+    if (!j)
+        return job_not_found(d, r);
+    struct sn_control_update u;
+    memset(&u, 0, sizeof(u));
+    enum MHD_Result ret;
+    if (!decode(d, r, sn_control_update_fields, sn_control_update_field_count, &u, &u.present,
+                &ret))
+        return ret;
+    struct sn_control_refusal why;
+    if (!sn_control_update_check(d->ctl, j, &u, &why))
+        return snd_error(d, r, why.status, why.code, why.field, "%s", why.message);
+    struct sn_control_event ev = {
+        .kind = SN_CONTROL_EVENT_UPDATE_JOB, .job = j->id, .actor = r->actor, .update = &u};
+    char target[48];
+    snprintf(target, sizeof(target), "job/%lld update", (long long)j->id);
+    r->arg = j->id;
+    r->reply_status = 200;
+    return snd_commit_event(d, r, &ev, target, cancel_done);
+}
+
+/* GET /v1/scheduler/starts (docs/api.md): the last pass's reservation
+ * (lib/control/starts.c); a tenant sees only its own jobs. */
+static enum MHD_Result get_starts(struct snd *d, struct snd_req *r)
+{
+    int64_t limit, after, next = 0;
+    enum MHD_Result ret;
+    if (!page_args(d, r, &limit, &after, &ret))
+        return ret;
+    json_t *items = sn_control_starts_json(d->ctl, snd_is_admin(r) ? NULL : r->tok.subject, after,
+                                           limit, &next);
+    if (!items)
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    return snd_reply(d, r, 200, page(items, next));
+}
+
 static enum MHD_Result post_node_action(struct snd *d, struct snd_req *r)
 {
     return admin_action(d, r, true);
@@ -1277,6 +1318,10 @@ const struct snd_route snd_routes[] = {
     {"POST", "/v1/jobs/{}/hold", SN_SCOPE_JOBS_WRITE, hold_job, "hold a pending job"},
     {"POST", "/v1/jobs/{}/release", SN_SCOPE_JOBS_WRITE, release_job, "release a held job"},
     {"POST", "/v1/jobs/{}/requeue", SN_SCOPE_JOBS_WRITE, requeue_job, "requeue a running job"},
+    {"POST", "/v1/jobs/{}/update", SN_SCOPE_JOBS_WRITE, update_job,
+     "replace a job's gpus, priority_class, time_limit_s or name"},
+    {"GET", "/v1/scheduler/starts", SN_SCOPE_JOBS_READ, get_starts,
+     "expected start of the job the last pass reserved (squeue --start)"},
     {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_exit,
      "agents: a rank of a running job exited (rank, status)"},
     {"GET", "/v1/jobs/{}/events", SN_SCOPE_JOBS_READ, get_job_events, "a job's events, paged"},

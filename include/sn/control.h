@@ -121,6 +121,10 @@ int sn_control_admin_transition(enum sn_control_admin_state from, const char *ac
 #define SN_CONTROL_MASTER_PORT_BASE 29500
 #define SN_CONTROL_MASTER_PORTS 16384
 #define SN_CONTROL_REASON_EVENTS_MAX 32 /* pending-reason events kept per job */
+/* A pending reason that replaces the recorded one is recorded once it was
+ * the core's reason at every pass for this long (s): a reason that flips
+ * for a pass or two leaves the job's history alone. */
+#define SN_CONTROL_REASON_PERSIST_S 10
 
 struct sn_control_job {
     int64_t id;
@@ -163,6 +167,10 @@ struct sn_control_job {
     /* Held by a user or admin (HOLD_JOB): out of the core until released. */
     bool held;
     char *hold_detail; /* "held by ACTOR: REASON", or NULL */
+    /* A reason change not yet recorded (timeline.c): the core's reason
+     * seen at consecutive passes since reason_cand_s (0: none). */
+    uint8_t reason_cand;
+    int64_t reason_cand_s;
 };
 
 struct sn_control_named {
@@ -318,7 +326,8 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(REQUEUE_JOB, "requeue-job") /* a running job stopped and requeued (detail = reason) */       \
     X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */          \
     X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */       \
-    X(BREAKER_RESET, "breaker-reset") /* actor closes every open health breaker */
+    X(BREAKER_RESET, "breaker-reset") /* actor closes every open health breaker */           \
+    X(UPDATE_JOB, "update-job")   /* job's fields replaced (update; lib/control/update.c) */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -344,6 +353,7 @@ struct sn_control_event {
      * and the score below which an up GPU is cordoned (0: never). */
     const struct sn_health_report *report;
     double cordon_below;
+    const struct sn_control_update *update; /* UPDATE_JOB: the fields (borrowed for the call) */
 };
 
 /* Applies ev at now: the state changes, and out receives the effects (in
@@ -442,6 +452,12 @@ void sn_control_shape_describe(const json_t *spec, char *out, size_t len);
 /* The detail of a quota pending reason ("" when there is none to give). */
 void sn_control_quota_pending_detail(const struct sn_control *c, const struct sn_control_job *j,
                                      const char *reason, char *out, size_t len);
+/* The detail of any pending reason: the binding constraint with its counts
+ * ("7 GPUs free, at most 3 in one supernode, job needs 8"), the job that
+ * holds the reservation and its expected start, or the quota's limit (""
+ * when there is none to give; lib/control/reasons.c). */
+void sn_control_pending_detail(const struct sn_control *c, const struct sn_control_job *j,
+                               const char *reason, char *out, size_t len);
 bool sn_control_array_throttled(const struct sn_control_job *j);
 bool sn_control_array_waiting(const struct sn_control *c, const struct sn_control_job *j);
 
@@ -469,6 +485,48 @@ bool sn_control_quota_check_job(const struct sn_control *c, const char *tenant,
                                 size_t len);
 bool sn_control_array_check(const struct sn_control *c, const char *tenant,
                             const struct sn_api_job *b, const char **field, char *msg, size_t len);
+
+/* ---- expected starts (lib/control/starts.c): GET /v1/scheduler/starts --------------- */
+
+/* Whether the last pass reserved waiting job j (the core's EASY head):
+ * *start_s its expected start (Unix s), basis one line naming what it rests
+ * on ("after job 12 ends (time limit 2026-12-04T08:00:00Z)"). false: no
+ * reservation (not waiting, held, out of the core, or not the head). */
+bool sn_control_expected_start(const struct sn_control *c, const struct sn_control_job *j,
+                               int64_t *start_s, char *basis, size_t len);
+/* The page of {id, expected_start_s, basis} of jobs with an id above
+ * after, of tenant (NULL: every tenant), at most limit; *next the cursor
+ * of the next page (0: none). NULL when out of memory; the caller frees. */
+json_t *sn_control_starts_json(const struct sn_control *c, const char *tenant, int64_t after,
+                               int64_t limit, int64_t *next);
+
+/* ---- update (lib/control/update.c): POST /v1/jobs/{id}/update ----------------------- */
+
+/* The fields an update may replace, with the ranges of submission
+ * (sn_control_update_fields decodes a request body into it; present has
+ * bit i for field i of that table). */
+#define SN_CONTROL_UPDATE_GPUS (1u << 0)
+#define SN_CONTROL_UPDATE_CLASS (1u << 1)
+#define SN_CONTROL_UPDATE_TIME_LIMIT (1u << 2)
+#define SN_CONTROL_UPDATE_NAME (1u << 3)
+struct sn_control_update {
+    uint32_t present; /* SN_CONTROL_UPDATE_* */
+    int64_t gpus;
+    char priority_class[64];
+    int64_t time_limit_s;
+    char name[129];
+};
+struct sn_api_field;
+extern const struct sn_api_field *const sn_control_update_fields; /* sn/api.h */
+extern const size_t sn_control_update_field_count;
+/* Whether update u applies to job j as it is now: a pending or requeued
+ * job takes every field, a running one only time_limit_s and name, an
+ * ended one none (409 invalid_transition naming the field); the job with
+ * the fields replaced passes the whole admission of a submission
+ * (sn_control_admit: the same 422 codes and fields); an empty update is
+ * 400 invalid_field. false: *why says what the API answers. */
+bool sn_control_update_check(const struct sn_control *c, const struct sn_control_job *j,
+                             const struct sn_control_update *u, struct sn_control_refusal *why);
 
 /* "0-7,16-23": ascending runs of v (caller frees), and back (0, or -1 for
  * text that is not such a list or has more than max ids). */

@@ -282,6 +282,22 @@ struct sn_job_info {
 };
 void sn_sched_job_info(const struct sn_sched *s, uint32_t job, struct sn_job_info *info);
 
+/* The EASY reservation of the last pass (sched_pass.c): job is the head
+ * (the first pending job that could not start; SN_NONE when every job
+ * started, the head preempted instead, or the head has left pending
+ * since), start_s its expected start (the walltime-estimated end of
+ * running jobs at which enough GPUs of its pools are free, counted, not
+ * placed; INFINITY when no running job's end gets there), after the
+ * running job whose end that is (SN_NONE with INFINITY), pass_s the
+ * pass's time. */
+struct sn_sched_reservation {
+    uint32_t job;
+    double start_s;
+    uint32_t after;
+    double pass_s;
+};
+void sn_sched_reservation(const struct sn_sched *s, struct sn_sched_reservation *out);
+
 /* GPUs of a running job, group by group (group i is gpus[i*group ..]);
  * *count receives the number; NULL when the job is not running. */
 const uint32_t *sn_sched_job_gpus(const struct sn_sched *s, uint32_t job, uint32_t *count);

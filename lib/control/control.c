@@ -407,6 +407,7 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_HOLD_JOB:
     case SN_CONTROL_EVENT_RELEASE_JOB:
     case SN_CONTROL_EVENT_REQUEUE_JOB:
+    case SN_CONTROL_EVENT_UPDATE_JOB:
     case SN_CONTROL_EVENT_PROGRESS:
     case SN_CONTROL_EVENT_CHECKPOINT:
         j = sn_control_job_get(c, ev->job);
@@ -484,6 +485,8 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_RELEASE_JOB:
     case SN_CONTROL_EVENT_REQUEUE_JOB:
         return job_control(c, j, ev, err);
+    case SN_CONTROL_EVENT_UPDATE_JOB:
+        return sn__control_update(c, j, ev, err);
     case SN_CONTROL_EVENT_REBUILD:
         return sn_control_rebuild(c, err);
     default:

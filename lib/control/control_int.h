@@ -101,5 +101,8 @@ void sn_control_goodput_count_run(struct sn_control *c, struct sn_control_job *j
                                   double now_s, bool interrupted);
 void sn_control_array_settle(struct sn_control *c);
 void sn_control_timeline_reasons(struct sn_control *c, int64_t now_s);
+/* update.c: UPDATE_JOB on job j (ev->update). */
+enum sn_err sn__control_update(struct sn_control *c, struct sn_control_job *j,
+                               const struct sn_control_event *ev, struct sn_error *err);
 
 #endif

@@ -259,7 +259,7 @@ json_t *sn_control_job_json(const struct sn_control *d, const struct sn_control_
     if (waiting && job->held)
         snprintf(detail, sizeof(detail), "%s", job->hold_detail ? job->hold_detail : "held");
     else if (waiting)
-        sn_control_quota_pending_detail(d, job, sn_control_reason(d, job), detail, sizeof(detail));
+        sn_control_pending_detail(d, job, sn_control_reason(d, job), detail, sizeof(detail));
     json_object_set_new(o, "pending_detail", detail[0] ? json_string(detail) : json_null());
     json_t *alloc = json_array(), *nodes = json_array();
     uint32_t last_server = SN_NONE;

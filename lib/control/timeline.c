@@ -8,6 +8,14 @@
  * paged by GET /v1/jobs/{id}/events). A job's timeline is thus: submitted,
  * pending (reason), pending (another reason), ..., started, ...
  *
+ * Coalescing: the first reason of a wait is recorded at the pass that
+ * gives it; a different one later is recorded only when it was the core's
+ * reason at every pass for SN_CONTROL_REASON_PERSIST_S (reasons that cycle
+ * between reservation, no-supernode-fits and health every few seconds
+ * leave one event, not one per flip), so a long wait keeps a useful
+ * history. The event's message carries the binding constraint with its
+ * counts (reasons.c).
+ *
  * Bounds: at most SN_CONTROL_REASON_EVENTS_MAX such events per job and daemon
  * lifetime (a reason that flips every pass cannot flood the store; the
  * last one says that later changes are not recorded). A wait is a
@@ -41,7 +49,7 @@ static void record(struct sn_control *d, struct sn_control_job *j, int code, int
 {
     const char *name = sn_pending_reason_name((enum sn_pending_reason)code);
     char detail[300], msg[400];
-    sn_control_quota_pending_detail(d, j, name, detail, sizeof(detail));
+    sn_control_pending_detail(d, j, name, detail, sizeof(detail));
     const char *rest = strncmp(detail, "quota: ", 7) == 0 ? detail + 7 : detail;
     bool last = j->reason_events + 1 == SN_CONTROL_REASON_EVENTS_MAX;
     snprintf(msg, sizeof(msg), "%s%s%s%s", name, rest[0] ? ": " : "", rest,
@@ -66,8 +74,22 @@ void sn_control_timeline_reasons(struct sn_control *d, int64_t now_s)
         if (code < 0)
             continue;
         uint32_t wait = j->requeues + 1; /* 0: nothing recorded yet */
-        if (j->reason_wait == wait && j->reason_last == code)
+        if (j->reason_wait == wait && j->reason_last == code) {
+            j->reason_cand_s = 0; /* back to the recorded reason: the change did not persist */
             continue;
+        }
+        /* The wait's first reason is recorded at once; a change only once
+         * it persisted SN_CONTROL_REASON_PERSIST_S over consecutive passes. */
+        if (j->reason_wait == wait) {
+            if (j->reason_cand_s == 0 || j->reason_cand != code) {
+                j->reason_cand = (uint8_t)code;
+                j->reason_cand_s = now_s;
+                continue;
+            }
+            if (now_s - j->reason_cand_s < SN_CONTROL_REASON_PERSIST_S)
+                continue;
+        }
+        j->reason_cand_s = 0;
         j->reason_wait = wait;
         j->reason_last = (uint8_t)code;
         if (j->reason_events < SN_CONTROL_REASON_EVENTS_MAX)

@@ -102,6 +102,11 @@ struct sn_sched {
     uint32_t *touched;   /* leaves touched by a placement */
     struct sn_bitset domain;
 
+    /* The last pass's EASY reservation (sn_sched_reservation): head job,
+     * shadow time, the running job whose end it is, the pass's time. */
+    uint32_t resv_job, resv_after;
+    double resv_start_s, resv_pass_s;
+
     uint64_t n_placements, n_preemptions, n_interruptions, n_attempts, n_replacements;
     size_t job_gpu_bytes; /* bytes held by running jobs' GPU lists */
     size_t fixed_bytes;   /* bytes that scale with the cluster */

@@ -489,9 +489,12 @@ static int cmp_end(const void *ctx, uint32_t a, uint32_t b)
     return a < b ? -1 : a > b;
 }
 
-/* EASY reservation for head: *shadow and *extra (see the top). */
-static void reserve(struct pass *p, const struct sched_job *head, double *shadow, uint32_t *extra)
+/* EASY reservation for head: *shadow and *extra (see the top); *after
+ * the running job whose end the shadow is (SN_NONE: none). */
+static void reserve(struct pass *p, const struct sched_job *head, double *shadow, uint32_t *extra,
+                    uint32_t *after)
 {
+    *after = SN_NONE;
     struct sn_sched *s = p->s;
     bool health = s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion;
     uint64_t free_now = 0;
@@ -514,6 +517,7 @@ static void reserve(struct pass *p, const struct sched_job *head, double *shadow
         if (avail >= head->spec.gpus) {
             *shadow = job_end(r, p->now);
             *extra = (uint32_t)(avail - head->spec.gpus);
+            *after = order[i];
             break;
         }
     }
@@ -529,6 +533,9 @@ static void run_queue(struct pass *p, uint32_t *order, uint32_t n)
     double shadow = INFINITY;
     bool preempted = false;
     uint32_t tries = 0;
+    s->resv_job = s->resv_after = SN_NONE;
+    s->resv_start_s = INFINITY;
+    s->resv_pass_s = p->now;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t id = order[i];
         struct sched_job *j = &s->jobs[id];
@@ -570,8 +577,18 @@ static void run_queue(struct pass *p, uint32_t *order, uint32_t n)
         if (head != SN_NONE)
             continue;
         head = id;
-        reserve(p, j, &shadow, &extra);
+        reserve(p, j, &shadow, &extra, &s->resv_after);
+        s->resv_job = id;
+        s->resv_start_s = shadow;
     }
+}
+
+void sn_sched_reservation(const struct sn_sched *s, struct sn_sched_reservation *out)
+{
+    *out = (struct sn_sched_reservation){s->resv_job, s->resv_start_s, s->resv_after,
+                                         s->resv_pass_s};
+    if (out->job != SN_NONE && (out->job >= s->n_jobs || s->jobs[out->job].state != SN_JOB_PENDING))
+        *out = (struct sn_sched_reservation){SN_NONE, INFINITY, SN_NONE, s->resv_pass_s};
 }
 
 /* ---- the queue's order ------------------------------------------------ */

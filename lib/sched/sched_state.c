@@ -512,6 +512,7 @@ enum sn_err sn_sched_create(const struct sn_model *m, const struct sn_sched_conf
     if (!s)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the scheduler");
     s->m = m;
+    s->resv_job = s->resv_after = SN_NONE;
     bool failed = false;
     uint32_t nsn = m->n_supernodes;
     alloc_arrays(s, m, &failed);

@@ -170,6 +170,7 @@ check 0 "^rank_exits +0:0,1:0 " "$SN" job show "$J"
 check 0 "hi-from-rank" "$SN" job log "$J"
 # --follow on a pending job says it waits (64 GPUs: sn00-t07 is down).
 P=$("$SN" submit --tenant acme --name big --gpus 64 | sed 's/^submitted job \([0-9]*\).*/\1/')
+BIG=$P
 timeout 2 "$SN" job log "$P" --follow >"$D/follow.out" 2>&1
 grep -q "job $P is pending (.*); waiting for it to start" "$D/follow.out" ||
     fail "sn job log --follow on a pending job: $(cat "$D/follow.out")"
@@ -200,26 +201,67 @@ else
     printf '%s' "$out" | grep -q "^held job $P$" || fail "sn hold: $out"
     check 0 "^ *$P .*\(held\)$" "$SN" jobs
     check 0 "held by admin:admin: wait for data" "$SN" job show "$P"
-    check 0 "^released job $P$" "$SN" release "$P"
-    check 1 "409 job $P is pending and not held" "$SN" release "$P"
-    # update and --start: served, or gated by the client until snd has them.
+    # update (POST /v1/jobs/{id}/update): the fields replaced, checked as
+    # on submit, an event listing each change; a running job takes only
+    # the time limit and the name. Held, the job stays pending meanwhile.
     out=$("$SN" update "$P" --gpus 8 --time-limit 1h 2>&1)
+    [ $? = 0 ] || fail "sn update: exit not 0: $out"
+    printf '%s' "$out" | grep -q "^updated job $P: pending, 8 GPUs$" || fail "sn update: $out"
+    check 0 "^time_limit_s +3600$" "$SN" job show "$P"
+    check 0 "^gpus +8$" "$SN" job show "$P"
+    check 0 "updated +updated by admin:admin: gpus 64 -> 8, time_limit_s - -> 3600" \
+        "$SN" job show "$P"
+    check 1 "422 .*no priority class 'nope'" "$SN" update "$P" --class nope
+    check 1 "422 .*65 GPUs asked, the pool has 64" "$SN" update "$P" --gpus 65
+    check 4 "404 .*no job '999999'" "$SN" update 999999 --name x
+    # Audited like cancel: the accepted update and the refused one.
+    check 0 " 200 .*POST /v1/jobs/$P/update" "$SN" audit --route "POST /v1/jobs/$P/update"
+    check 0 " 422 .*POST /v1/jobs/$P/update" "$SN" audit --route "POST /v1/jobs/$P/update"
+    check 0 "^released job $P$" "$SN" release "$P"
+    check 1 "409 job $P is (pending|running) and not held" "$SN" release "$P"
+    # --start: served, or gated by the client until snd has the route.
+    out=$("$SN" jobs --start 2>&1)
     if printf '%s' "$out" | grep -q "no route"; then
-        check 4 "no route POST /v1/jobs/\{id\}/update" "$SN" update "$P" --gpus 8
         check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
-        "$SN" cancel "$P" >/dev/null
-        P=$("$SN" submit --tenant acme --name moves --gpus 2 --command "sleep 60" | sed 's/^submitted job \([0-9]*\).*/\1/')
     else
-        printf '%s' "$out" | grep -q "^updated job $P: pending, 8 GPUs$" || fail "sn update: $out"
-        check 0 "^time_limit_s +3600$" "$SN" job show "$P"
         check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +BASIS" "$SN" jobs --start
     fi
     until_out "^ *$P .* running " "$SN" jobs
+    check 1 "409 job $P is running; only time_limit_s and name can change" \
+        "$SN" update "$P" --gpus 4
+    check 0 "^updated job $P: running, 8 GPUs$" "$SN" update "$P" --name renamed --time-limit 2h
+    check 0 "^name +renamed$" "$SN" job show "$P"
+    check 0 "^time_limit_s +7200$" "$SN" job show "$P"
     check 0 "^requeued job $P$" "$SN" requeue "$P" --reason "move it"
     check 0 "^requeues +1$" "$SN" job show "$P"
     check 0 "requeued +requeued by admin:admin: move it" "$SN" job show "$P"
 fi
 "$SN" cancel "$P" >/dev/null
+
+# ---- sn jobs --start: the backfill reservation's expected start ----------
+# big (64 GPUs, 8 of them down) can never start: no reservation, N/A. Once
+# it is cancelled, hold (48 GPUs, limit 1h) runs and waits (24) is the
+# head, reserved at hold's time limit.
+out=$("$SN" jobs --start 2>&1)
+if printf '%s' "$out" | grep -q "no route"; then
+    check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
+else
+    check 0 "^ *$BIG +acme +big +pending +64 +N/A +-$" "$SN" jobs --start
+    "$SN" cancel "$BIG" >/dev/null
+    X=$("$SN" submit --tenant acme --name hold --gpus 48 --time-limit 1h --command "sleep 300" |
+        sed 's/^submitted job \([0-9]*\).*/\1/')
+    until_out "^ *$X .* running " "$SN" jobs
+    Y=$("$SN" submit --tenant acme --name waits --gpus 24 | sed 's/^submitted job \([0-9]*\).*/\1/')
+    until_out "^ *$Y .*[(]reservation|no-supernode-fits|priority[)]" "$SN" jobs
+    xs=$("$SN" job show "$X" -o json | sed -n 's/^ *"start_time_s": \([0-9]*\),*$/\1/p')
+    want=$(date -u -d "@$((xs + 3600))" +%Y-%m-%dT%H:%M:%SZ)
+    until_out "^ *$Y +acme +waits +pending +24 +$want +after job $X ends \(time limit $want\)$" \
+        "$SN" jobs --start
+    out=$("$SN" jobs --start -o json)
+    printf '%s' "$out" | grep -q "\"expected_start_s\": $((xs + 3600))" ||
+        fail "sn jobs --start -o json: no expected_start_s $((xs + 3600)): $out"
+    "$SN" cancel "$X" "$Y" >/dev/null
+fi
 
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"

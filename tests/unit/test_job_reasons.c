@@ -1,0 +1,306 @@
+/*
+ * Unit tests of the pending details and their coalesced history
+ * (lib/control/reasons.c, timeline.c): the binding constraint with its
+ * counts, the job holding the reservation, and a reason change recorded
+ * only once it persisted SN_CONTROL_REASON_PERSIST_S. Job times start at
+ * 1700000000 s; outcomes worked out by hand in the comments.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include <sn/api.h>
+#include <sn/control.h>
+#include <sn/sim.h>
+
+#include "sn_test.h"
+
+struct fx {
+    struct sn_spec *spec;
+    struct sn_model *model;
+    struct sn_control *c;
+    struct sn_control_clock now;
+    struct sn_effects out;
+};
+
+static void put_named(struct sn_control_named **list, uint32_t *n, const char *name,
+                      const char *doc)
+{
+    json_error_t jerr;
+    json_t *d = json_loads(doc, 0, &jerr);
+    assert_non_null(d);
+    struct sn_error err = {0};
+    assert_int_equal(sn_control_named_put(list, n, name, d, &err), SN_OK);
+}
+
+static void fx_open_sized(struct fx *f, uint32_t supernodes, const char *limits)
+{
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = supernodes;
+    sh.servers = 4;
+    sh.gpus_per_server = 8;
+    sh.power_domains = 2;
+    struct sn_error err = {0};
+    memset(f, 0, sizeof(*f));
+    if (sn_sim_shape_build(&sh, &f->spec, &f->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct sn_control_config cfg = {
+        .max_jobs = 100,
+        .heartbeat_timeout_s = 10,
+        .default_walltime_s = 3600,
+        .partition_share_pct = 10,
+        .partition_window_s = 5,
+        .max_tenants_per_supernode = 4,
+    };
+    snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
+    f->c = sn_control_new(f->model, f->spec, &cfg, &err);
+    if (!f->c)
+        fail_msg("%s", err.message);
+    char doc[200];
+    snprintf(doc, sizeof(doc), "{\"prefix\": \"/data/acme\", \"limits\": {%s}}", limits);
+    put_named(&f->c->tenants, &f->c->n_tenants, "acme", doc);
+    put_named(&f->c->classes, &f->c->n_classes, "low", "{\"priority\": 0}");
+    put_named(&f->c->classes, &f->c->n_classes, "high", "{\"priority\": 100}");
+    f->now = (struct sn_control_clock){1700000000000LL, 1000000};
+    sn_effects_init(&f->out);
+    assert_int_equal(sn_control_start(f->c, &f->now, &err), SN_OK);
+}
+
+static void fx_open(struct fx *f)
+{
+    fx_open_sized(f, 1, "");
+}
+
+static void fx_close(struct fx *f)
+{
+    sn_effects_free(&f->out);
+    sn_control_free(f->c);
+    sn_sim_shape_free(f->spec, f->model);
+}
+
+static enum sn_err apply(struct fx *f, struct sn_control_event ev)
+{
+    struct sn_error err = {0};
+    return sn_control_apply(f->c, &ev, &f->now, &f->out, &err);
+}
+
+static int64_t submit(struct fx *f, const char *spec)
+{
+    struct sn_control_job *j = calloc(1, sizeof(*j));
+    assert_non_null(j);
+    json_error_t jerr;
+    j->spec = json_loads(spec, 0, &jerr);
+    assert_non_null(j->spec);
+    j->id = f->c->next_job_id;
+    snprintf(j->tenant, sizeof(j->tenant), "acme");
+    j->state = SN_CONTROL_JOB_PENDING;
+    j->sched_id = SN_NONE;
+    j->failed_rank = -1;
+    j->submit_s = j->updated_s = f->now.wall_ms / 1000;
+    struct sn_error err = {0};
+    assert_int_equal(sn_control_job_insert(f->c, j, &err), SN_OK);
+    assert_int_equal(
+        apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_SUBMIT, .job = j->id}), SN_OK);
+    return j->id;
+}
+
+static void pass(struct fx *f)
+{
+    assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_PASS}), SN_OK);
+}
+
+static struct sn_control_job *job(struct fx *f, int64_t id)
+{
+    struct sn_control_job *j = sn_control_job_get(f->c, id);
+    assert_non_null(j);
+    return j;
+}
+
+static void verify(const struct fx *f)
+{
+    struct sn_error err = {0};
+    if (sn_control_verify(f->c, &err) != SN_OK)
+        fail_msg("%s", err.message);
+}
+
+static void advance(struct fx *f, int64_t s)
+{
+    f->now.wall_ms += s * 1000;
+    f->now.mono_ms += s * 1000;
+}
+
+static void end(struct fx *f, int64_t id)
+{
+    assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_END,
+                                                        .job = id,
+                                                        .to = SN_CONTROL_JOB_CANCELLED,
+                                                        .text = "cancelled",
+                                                        .detail = "cancelled"}),
+                     SN_OK);
+}
+
+/* The `pending` events of job id in the effects so far; *last gets the
+ * last one's message. */
+static int pending_events(const struct fx *f, int64_t id, const char **last)
+{
+    int n = 0;
+    for (size_t b = 0; b < f->out.n_batches; b++)
+        for (size_t i = 0; i < f->out.batches[b].n; i++) {
+            const struct sn_store_write *w = &f->out.batches[b].rows[i];
+            if (w->kind == SN_STORE_ADD_EVENT && w->num[0] == id &&
+                strcmp(w->text[0], "pending") == 0) {
+                n++;
+                if (last)
+                    *last = w->text[1];
+            }
+        }
+    return n;
+}
+
+static const char *detail_of(struct fx *f, int64_t id, char *buf, size_t len)
+{
+    json_t *o = sn_control_job_json(f->c, job(f, id));
+    assert_non_null(o);
+    snprintf(buf, len, "%s: %s", json_string_value(json_object_get(o, "pending_reason")),
+             json_string_value(json_object_get(o, "pending_detail"))
+                 ? json_string_value(json_object_get(o, "pending_detail"))
+                 : "(null)");
+    json_decref(o);
+    return buf;
+}
+
+/* Two supernodes of 32 GPUs: 29 busy in one, 28 in the other, so 7 GPUs
+ * are free but at most 4 in one supernode; a job of 6 in one supernode
+ * cannot start, and its detail says so with the counts. */
+static void no_fit_names_the_counts(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open_sized(&f, 2, "");
+    int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":29,\"one_supernode\":true}");
+    int64_t b = submit(&f, "{\"name\":\"b\",\"gpus\":28,\"one_supernode\":true}");
+    pass(&f);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_RUNNING);
+    int64_t x = submit(&f, "{\"name\":\"x\",\"gpus\":6,\"one_supernode\":true}");
+    pass(&f);
+    char buf[400];
+    assert_string_equal(detail_of(&f, x, buf, sizeof(buf)),
+                        "no-supernode-fits: 7 GPUs free, at most 4 in one supernode, job needs 6 "
+                        "in one supernode");
+    const char *msg = NULL;
+    assert_int_equal(pending_events(&f, x, &msg), 1);
+    assert_string_equal(msg, "no-supernode-fits: 7 GPUs free, at most 4 in one supernode, job "
+                             "needs 6 in one supernode");
+    verify(&f);
+    fx_close(&f);
+}
+
+/* Four 1-GPU jobs asking 100 of a server's 112 host cores each take one
+ * server each: 28 GPUs are free by count, but a fifth such job finds no
+ * server with the cores; the detail says the count is not what binds. */
+static void no_fit_by_other_limits(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    for (int i = 0; i < 4; i++)
+        submit(&f, "{\"name\":\"x\",\"gpus\":1,\"cpu_cores_per_gpu\":100}");
+    pass(&f);
+    int64_t e = submit(&f, "{\"name\":\"e\",\"gpus\":1,\"cpu_cores_per_gpu\":100}");
+    pass(&f);
+    assert_int_equal(job(&f, e)->state, SN_CONTROL_JOB_PENDING);
+    char buf[400];
+    assert_string_equal(detail_of(&f, e, buf, sizeof(buf)),
+                        "no-supernode-fits: 28 GPUs free, at most 28 in one supernode, job needs "
+                        "1; enough by count: its other limits (host CPU or memory per GPU, "
+                        "bandwidth, exclusive) rule them out");
+    fx_close(&f);
+}
+
+/* One supernode: A (16, limit 600 s) and B (8) run, C (16) is the head,
+ * reserved at A's end (t0 + 600); D (16, default 3600 s) would delay it:
+ * its detail names C and C's expected start. */
+static void reservation_names_the_holder(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    const int64_t t0 = 1700000000;
+    int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":16,\"time_limit_s\":600}");
+    submit(&f, "{\"name\":\"b\",\"gpus\":8,\"time_limit_s\":1200}");
+    pass(&f);
+    int64_t c = submit(&f, "{\"name\":\"c\",\"gpus\":16}");
+    int64_t d = submit(&f, "{\"name\":\"d\",\"gpus\":16}");
+    pass(&f);
+    char buf[400], want[400];
+    snprintf(want, sizeof(want),
+             "reservation: job %lld holds the backfill reservation, expected to start at %lld s "
+             "(after job %lld ends (time limit 2023-11-14T22:23:20Z))",
+             (long long)c, (long long)(t0 + 600), (long long)a);
+    assert_string_equal(detail_of(&f, d, buf, sizeof(buf)), want);
+    fx_close(&f);
+}
+
+/* W (16) waits as the head (no-supernode-fits: 8 free). A high-priority H
+ * (16) for one pass makes W's reason reservation, H cancelled 1 s later
+ * brings it back: nothing more is recorded. H again for 15 s of passes
+ * (every 5 s): the change is recorded once, at the pass 10 s after it was
+ * first seen, naming H. */
+static void changes_are_recorded_when_they_persist(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    submit(&f, "{\"name\":\"a\",\"gpus\":16,\"time_limit_s\":600}");
+    submit(&f, "{\"name\":\"b\",\"gpus\":8,\"time_limit_s\":1200}");
+    pass(&f);
+    int64_t w = submit(&f, "{\"name\":\"w\",\"gpus\":16}");
+    pass(&f);
+    const char *msg = NULL;
+    assert_int_equal(pending_events(&f, w, &msg), 1);
+    assert_non_null(strstr(msg, "no-supernode-fits: 8 GPUs free"));
+    int64_t h = submit(&f, "{\"name\":\"h\",\"gpus\":16,\"priority_class\":\"high\"}");
+    advance(&f, 1);
+    pass(&f);
+    char buf[400];
+    assert_non_null(strstr(detail_of(&f, w, buf, sizeof(buf)), "reservation: job"));
+    end(&f, h);
+    advance(&f, 1);
+    pass(&f);
+    assert_int_equal(pending_events(&f, w, NULL), 1);
+    h = submit(&f, "{\"name\":\"h2\",\"gpus\":16,\"priority_class\":\"high\"}");
+    for (int i = 0; i < 3; i++) {
+        advance(&f, 5);
+        pass(&f);
+        /* Seen at +5 (candidate), +10 (5 s), +15 (10 s: recorded). */
+        assert_int_equal(pending_events(&f, w, &msg), i < 2 ? 1 : 2);
+    }
+    char want[80];
+    snprintf(want, sizeof(want), "reservation: job %lld holds the backfill reservation",
+             (long long)h);
+    assert_non_null(strstr(msg, want));
+    advance(&f, 30);
+    pass(&f);
+    assert_int_equal(pending_events(&f, w, NULL), 2);
+    verify(&f);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(no_fit_names_the_counts),
+        cmocka_unit_test(no_fit_by_other_limits),
+        cmocka_unit_test(reservation_names_the_holder),
+        cmocka_unit_test(changes_are_recorded_when_they_persist),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

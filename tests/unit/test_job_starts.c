@@ -1,0 +1,267 @@
+/*
+ * Unit tests of lib/control/starts.c and the core's reservation behind it
+ * (GET /v1/scheduler/starts, sn jobs --start). One supernode of 4 servers
+ * of 8 GPUs (32 GPUs); job times start at 1700000000 s
+ * (2023-11-14T22:13:20Z), and the expected starts are worked out by hand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include <sn/api.h>
+#include <sn/control.h>
+#include <sn/sim.h>
+
+#include "sn_test.h"
+
+struct fx {
+    struct sn_spec *spec;
+    struct sn_model *model;
+    struct sn_control *c;
+    struct sn_control_clock now;
+    struct sn_effects out;
+};
+
+static void put_named(struct sn_control_named **list, uint32_t *n, const char *name,
+                      const char *doc)
+{
+    json_error_t jerr;
+    json_t *d = json_loads(doc, 0, &jerr);
+    assert_non_null(d);
+    struct sn_error err = {0};
+    assert_int_equal(sn_control_named_put(list, n, name, d, &err), SN_OK);
+}
+
+static void fx_open(struct fx *f)
+{
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    sh.servers = 4;
+    sh.gpus_per_server = 8;
+    sh.power_domains = 2;
+    struct sn_error err = {0};
+    memset(f, 0, sizeof(*f));
+    if (sn_sim_shape_build(&sh, &f->spec, &f->model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct sn_control_config cfg = {
+        .max_jobs = 100,
+        .heartbeat_timeout_s = 10,
+        .default_walltime_s = 3600,
+        .partition_share_pct = 10,
+        .partition_window_s = 5,
+        .max_tenants_per_supernode = 4,
+    };
+    snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
+    f->c = sn_control_new(f->model, f->spec, &cfg, &err);
+    if (!f->c)
+        fail_msg("%s", err.message);
+    put_named(&f->c->tenants, &f->c->n_tenants, "acme",
+              "{\"prefix\": \"/data/acme\", \"limits\": {\"max_job_gpus\": 16, "
+              "\"max_walltime_s\": 7200}}");
+    put_named(&f->c->classes, &f->c->n_classes, "low", "{\"priority\": 0}");
+    put_named(&f->c->classes, &f->c->n_classes, "high", "{\"priority\": 100}");
+    f->now = (struct sn_control_clock){1700000000000LL, 1000000};
+    sn_effects_init(&f->out);
+    assert_int_equal(sn_control_start(f->c, &f->now, &err), SN_OK);
+}
+
+static void fx_close(struct fx *f)
+{
+    sn_effects_free(&f->out);
+    sn_control_free(f->c);
+    sn_sim_shape_free(f->spec, f->model);
+}
+
+static enum sn_err apply(struct fx *f, struct sn_control_event ev)
+{
+    struct sn_error err = {0};
+    return sn_control_apply(f->c, &ev, &f->now, &f->out, &err);
+}
+
+static int64_t submit(struct fx *f, const char *spec)
+{
+    struct sn_control_job *j = calloc(1, sizeof(*j));
+    assert_non_null(j);
+    json_error_t jerr;
+    j->spec = json_loads(spec, 0, &jerr);
+    assert_non_null(j->spec);
+    j->id = f->c->next_job_id;
+    snprintf(j->tenant, sizeof(j->tenant), "acme");
+    j->state = SN_CONTROL_JOB_PENDING;
+    j->sched_id = SN_NONE;
+    j->failed_rank = -1;
+    j->submit_s = j->updated_s = f->now.wall_ms / 1000;
+    struct sn_error err = {0};
+    assert_int_equal(sn_control_job_insert(f->c, j, &err), SN_OK);
+    assert_int_equal(
+        apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_SUBMIT, .job = j->id}), SN_OK);
+    return j->id;
+}
+
+static void pass(struct fx *f)
+{
+    assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_PASS}), SN_OK);
+}
+
+static struct sn_control_job *job(struct fx *f, int64_t id)
+{
+    struct sn_control_job *j = sn_control_job_get(f->c, id);
+    assert_non_null(j);
+    return j;
+}
+
+static void verify(const struct fx *f)
+{
+    struct sn_error err = {0};
+    if (sn_control_verify(f->c, &err) != SN_OK)
+        fail_msg("%s", err.message);
+}
+
+/* Decodes body as the route does. */
+static struct sn_control_update decode(const char *body)
+{
+    struct sn_control_update u;
+    memset(&u, 0, sizeof(u));
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    enum sn_err rc = sn_api_decode(sn_control_update_fields, sn_control_update_field_count, body,
+                                   strlen(body), 4096, &u, &u.present, field, &err);
+    if (rc != SN_OK)
+        fail_msg("%s: %s", body, err.message);
+    return u;
+}
+
+static enum sn_err update(struct fx *f, int64_t id, const char *body)
+{
+    struct sn_control_update u = decode(body);
+    return apply(
+        f, (struct sn_control_event){
+               .kind = SN_CONTROL_EVENT_UPDATE_JOB, .job = id, .actor = "alice", .update = &u});
+}
+
+/* The one row of the page for tenant (NULL: all), or NULL when empty. */
+static json_t *starts(struct fx *f, const char *tenant, int64_t after)
+{
+    int64_t next = -1;
+    json_t *items = sn_control_starts_json(f->c, tenant, after, 100, &next);
+    assert_non_null(items);
+    assert_int_equal(next, 0);
+    assert_true(json_array_size(items) <= 1);
+    json_t *row = json_incref(json_array_get(items, 0));
+    json_decref(items);
+    return row;
+}
+
+/* A (16 GPUs, limit 600 s) and B (8 GPUs, limit 1200 s) run from t0; C
+ * (16 GPUs) waits with 8 free. The head C is reserved at the earliest end
+ * that frees 16: A's, t0 + 600 = 22:23:20Z. A 2-GPU job D backfills (it
+ * fits the 8 GPUs left over then) and has no row. Lowering A's limit to
+ * 300 s moves C's start to t0 + 300 at the next pass; held, C has none. */
+static void reservation_of_the_head(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    const int64_t t0 = 1700000000;
+    int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":16,\"time_limit_s\":600}");
+    int64_t b = submit(&f, "{\"name\":\"b\",\"gpus\":8,\"time_limit_s\":1200}");
+    pass(&f);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_RUNNING);
+    assert_null(starts(&f, NULL, 0)); /* nothing waits */
+    int64_t c = submit(&f, "{\"name\":\"c\",\"gpus\":16}");
+    int64_t d = submit(&f, "{\"name\":\"d\",\"gpus\":2,\"time_limit_s\":60}");
+    pass(&f);
+    assert_int_equal(job(&f, c)->state, SN_CONTROL_JOB_PENDING);
+    assert_int_equal(job(&f, d)->state, SN_CONTROL_JOB_RUNNING);
+    json_t *row = starts(&f, NULL, 0);
+    assert_non_null(row);
+    assert_int_equal(json_integer_value(json_object_get(row, "id")), c);
+    assert_int_equal(json_integer_value(json_object_get(row, "expected_start_s")), t0 + 600);
+    char want[120];
+    snprintf(want, sizeof(want), "after job %lld ends (time limit 2023-11-14T22:23:20Z)",
+             (long long)a);
+    assert_string_equal(json_string_value(json_object_get(row, "basis")), want);
+    json_decref(row);
+    int64_t start = 0;
+    char basis[200];
+    assert_false(sn_control_expected_start(f.c, job(&f, d), &start, basis, sizeof(basis)));
+    assert_false(sn_control_expected_start(f.c, job(&f, a), &start, basis, sizeof(basis)));
+    /* Tenant filter and cursor. */
+    assert_null(starts(&f, "other", 0));
+    row = starts(&f, "acme", 0);
+    assert_non_null(row);
+    json_decref(row);
+    assert_null(starts(&f, NULL, c));
+    /* A's limit lowered to 300 s: the next pass reserves C at t0 + 300. */
+    assert_int_equal(update(&f, a, "{\"time_limit_s\":300}"), SN_OK);
+    pass(&f);
+    row = starts(&f, NULL, 0);
+    assert_non_null(row);
+    assert_int_equal(json_integer_value(json_object_get(row, "expected_start_s")), t0 + 300);
+    snprintf(want, sizeof(want), "after job %lld ends (time limit 2023-11-14T22:18:20Z)",
+             (long long)a);
+    assert_string_equal(json_string_value(json_object_get(row, "basis")), want);
+    json_decref(row);
+    /* Held, C leaves the core: no reservation for it. */
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HOLD_JOB,
+                                                         .job = c,
+                                                         .actor = "alice"}),
+                     SN_OK);
+    assert_null(starts(&f, NULL, 0));
+    pass(&f);
+    assert_null(starts(&f, NULL, 0));
+    fx_close(&f);
+}
+
+/* Without a time limit the basis names default_walltime_s (3600 s here).
+ * F (16 GPUs, no limit) and E (16 GPUs, limit 60 s) fill the cluster; G
+ * (16 GPUs) is reserved at E's end, t0 + 60. E's limit raised to 7200 s,
+ * F's default end comes first: t0 + 3600 = 23:13:20Z. */
+static void default_walltime_basis(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    const int64_t t0 = 1700000000;
+    int64_t fj = submit(&f, "{\"name\":\"f\",\"gpus\":16}");
+    int64_t e = submit(&f, "{\"name\":\"e\",\"gpus\":16,\"time_limit_s\":60}");
+    pass(&f);
+    assert_int_equal(job(&f, fj)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, e)->state, SN_CONTROL_JOB_RUNNING);
+    int64_t g = submit(&f, "{\"name\":\"g\",\"gpus\":16}");
+    pass(&f);
+    json_t *row = starts(&f, NULL, 0);
+    assert_non_null(row);
+    assert_int_equal(json_integer_value(json_object_get(row, "id")), g);
+    assert_int_equal(json_integer_value(json_object_get(row, "expected_start_s")), t0 + 60);
+    json_decref(row);
+    assert_int_equal(update(&f, e, "{\"time_limit_s\":7200}"), SN_OK);
+    pass(&f);
+    row = starts(&f, NULL, 0);
+    assert_non_null(row);
+    assert_int_equal(json_integer_value(json_object_get(row, "expected_start_s")), t0 + 3600);
+    char want[120];
+    snprintf(want, sizeof(want), "after job %lld ends (default_walltime_s 2023-11-14T23:13:20Z)",
+             (long long)fj);
+    assert_string_equal(json_string_value(json_object_get(row, "basis")), want);
+    json_decref(row);
+    verify(&f);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reservation_of_the_head),
+        cmocka_unit_test(default_walltime_basis),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
