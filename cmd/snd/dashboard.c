@@ -16,6 +16,8 @@
  */
 #include "agent.h"
 
+#include <sn/view.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,93 +102,23 @@ static double reading(const struct sn_telem_store *t, uint32_t gpu, enum sn_metr
     return rd->status == SN_TELEM_OK ? rd->value : NAN;
 }
 
-static json_t *supernode_tiles(struct snd *d, const uint32_t *owner, const struct sn_telem_store *t)
-{
-    const struct sn_model *m = d->model;
-    json_t *items = json_array();
-    for (uint32_t s = 0; s < m->n_supernodes; s++) {
-        const struct sn_supernode *sn = &m->supernodes[s];
-        uint32_t alloc = 0, not_up = 0, reporting = 0, warn = 0, crit = 0;
-        for (uint32_t g = sn->first_gpu; g < sn->first_gpu + sn->n_gpus; g++) {
-            alloc += owner[g] != 0;
-            not_up += d->ctl->gpus[g].state != SN_CONTROL_ADMIN_UP ||
-                      d->ctl->nodes[m->gpu_server[g]].state != SN_CONTROL_ADMIN_UP;
-            reporting += isfinite(reading(t, g, SN_METRIC_TEMP_GPU)) ||
-                         isfinite(reading(t, g, SN_METRIC_UTIL_GPU));
-            int h = snd_agent_gpu_health(d, g);
-            warn += h == 1;
-            crit += h == 2;
-        }
-        char name[64];
-        sn_model_supernode_name(m, s, name, sizeof(name));
-        json_array_append_new(
-            items, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "name", name, "servers",
-                             (json_int_t)sn->n_servers, "gpus", (json_int_t)sn->n_gpus, "allocated",
-                             (json_int_t)alloc, "not_up", (json_int_t)not_up, "reporting",
-                             (json_int_t)reporting, "warning", (json_int_t)warn, "critical",
-                             (json_int_t)crit, "first_gpu", (json_int_t)sn->first_gpu));
-    }
-    return items;
-}
-
 static json_t *num_or_null(double v)
 {
     return isfinite(v) ? json_real(round(v * 10) / 10) : json_null();
 }
 
-/* Servers and GPUs of supernode s, GPUs as parallel arrays. */
-static json_t *supernode_detail(struct snd *d, struct snd_req *r, uint32_t s, const uint32_t *owner,
-                                const struct sn_telem_store *t)
+static int gpu_health(void *ctx, uint32_t gpu)
 {
-    const struct sn_model *m = d->model;
-    const struct sn_supernode *sn = &m->supernodes[s];
-    json_t *servers = json_array(), *names = json_array(), *state = json_array();
-    json_t *job = json_array(), *tenant = json_array(), *temp = json_array();
-    json_t *util = json_array(), *health = json_array(), *tenants = json_array();
-    for (uint32_t v = sn->first_server; v < sn->first_server + sn->n_servers; v++) {
-        char name[64];
-        int64_t age = snd_agent_heartbeat_age_s(d, v);
-        json_array_append_new(
-            servers,
-            json_pack(
-                "{s:s,s:s,s:I,s:I,s:I}", "name", sn_model_server_name(m, v, name, sizeof(name)),
-                "state",
-                sn_control_admin_state_name((enum sn_control_admin_state)d->ctl->nodes[v].state),
-                "first_gpu", (json_int_t)m->server_first_gpu[v], "gpus",
-                (json_int_t)sn_model_server_spec(m, v)->gpus, "heartbeat_age_s", (json_int_t)age));
-    }
-    bool admin = snd_is_admin(r);
-    for (uint32_t g = sn->first_gpu; g < sn->first_gpu + sn->n_gpus; g++) {
-        char name[64];
-        json_array_append_new(names, json_string(sn_model_gpu_name(m, g, name, sizeof(name))));
-        uint8_t st = d->ctl->gpus[g].state;
-        if (st == SN_CONTROL_ADMIN_UP)
-            st = d->ctl->nodes[m->gpu_server[g]].state;
-        json_array_append_new(state, json_integer(st));
-        const struct sn_control_job *j = owner[g] ? d->ctl->jobs[owner[g] - 1] : NULL;
-        bool visible = j && (admin || strcmp(j->tenant, r->tok.subject) == 0);
-        json_array_append_new(job, json_integer(j ? (visible ? j->id : -1) : 0));
-        json_int_t ti = -1;
-        for (size_t k = 0; visible && k < json_array_size(tenants) && ti < 0; k++)
-            if (strcmp(json_string_value(json_array_get(tenants, k)), j->tenant) == 0)
-                ti = (json_int_t)k;
-        if (visible && ti < 0) {
-            ti = (json_int_t)json_array_size(tenants);
-            json_array_append_new(tenants, json_string(j->tenant));
-        }
-        json_array_append_new(tenant, json_integer(ti));
-        json_array_append_new(temp, num_or_null(reading(t, g, SN_METRIC_TEMP_GPU)));
-        json_array_append_new(util, num_or_null(reading(t, g, SN_METRIC_UTIL_GPU)));
-        json_array_append_new(health, json_integer(snd_agent_gpu_health(d, g)));
-    }
-    char name[64];
-    return json_pack("{s:s,s:I,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:o}}", "name",
-                     sn_model_supernode_name(m, s, name, sizeof(name)), "first_gpu",
-                     (json_int_t)sn->first_gpu, "servers", servers, "tenants", tenants, "gpus",
-                     "name", names, "state", state, "job", job, "tenant", tenant, "temp_c", temp,
-                     "util_pct", util, "health", health);
+    return snd_agent_gpu_health(ctx, gpu);
 }
 
+static int64_t heartbeat_age(void *ctx, uint32_t server)
+{
+    return snd_agent_heartbeat_age_s(ctx, server);
+}
+
+/* The map (lib/view/dashboard_map.c): per-supernode tiles, or one
+ * supernode's servers and GPUs with ?supernode=. */
 enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r)
 {
     const struct sn_model *m = d->model;
@@ -199,21 +131,22 @@ enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r)
     }
     if (want && s == SN_NONE)
         return snd_error(d, r, 404, "not_found", "supernode", "no supernode '%s'", want);
-    const struct sn_telem_store *t = snd_agent_telemetry_store(d);
     uint32_t *owner = snd_dashboard_gpu_owners(d);
-    if (!t || !owner) {
-        free(owner);
+    if (!owner)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    }
-    json_t *body = json_pack("{s:s,s:I,s:I,s:I,s:[ssss]}", "cluster", d->spec->name, "gpus",
-                             (json_int_t)m->n_gpus, "servers", (json_int_t)m->n_servers,
-                             "supernode_count", (json_int_t)m->n_supernodes, "state_names", "up",
-                             "cordoned", "draining", "drained");
-    if (s == SN_NONE)
-        json_object_set_new(body, "supernodes", supernode_tiles(d, owner, t));
-    else
-        json_object_set_new(body, "supernode", supernode_detail(d, r, s, owner, t));
+    struct sn_view_map a = {.control = d->ctl,
+                            .telemetry = snd_agent_telemetry_store(d),
+                            .owner = owner,
+                            .health = gpu_health,
+                            .heartbeat_age_s = heartbeat_age,
+                            .ctx = d,
+                            .tenant = snd_is_admin(r) ? NULL : r->tok.subject,
+                            .cluster = d->spec->name,
+                            .supernode = s};
+    json_t *body = sn_view_dashboard_map(&a);
     free(owner);
+    if (!body)
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
     return snd_reply(d, r, 200, body);
 }
 

@@ -44,4 +44,23 @@ struct sn_view_gpus {
  * id {name, tenant, gpus}}. NULL when out of memory; the caller frees. */
 char *sn_view_dashboard_gpus(const struct sn_view_gpus *args);
 
+struct sn_view_map {
+    const struct sn_control *control;
+    const struct sn_telem_store *telemetry; /* may be NULL: no readings */
+    const uint32_t *owner;                  /* by GPU: id of the running job holding it, 0 */
+    int (*health)(void *ctx, uint32_t gpu);  /* 0 ok, 1 warning, 2 critical, -1 unknown */
+    int64_t (*heartbeat_age_s)(void *ctx, uint32_t server); /* -1: never */
+    void *ctx;
+    const char *tenant;  /* NULL: an admin sees every job; else only this tenant's */
+    const char *cluster; /* the spec's name */
+    uint32_t supernode;  /* SN_NONE: every supernode's tile; else its detail */
+};
+/* GET /v1/dashboard/map: {"cluster", "gpus", "servers", "supernode_count",
+ * "state_names" (every admin state, by value), and "supernodes" (tiles:
+ * name, servers, gpus, allocated, not_up, reporting, warning, critical,
+ * first_gpu) or "supernode" (name, first_gpu, servers, tenants, gpus:
+ * parallel arrays name, state (effective), job, tenant, temp_c, util_pct
+ * (null for a down GPU), health)}. NULL when out of memory. */
+json_t *sn_view_dashboard_map(const struct sn_view_map *args);
+
 #endif

@@ -4,7 +4,8 @@
  * supernode and server and parse as JSON; the GPU arrays have one entry
  * per GPU, show each GPU's effective state (a failed server's GPUs down),
  * a running job's id to its tenant and -1 to another, the caller's health
- * scores, and no reading for a down GPU.
+ * scores, and no reading for a down GPU; the map's tiles and detail count
+ * the same effective states.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,6 +115,31 @@ static void test_layout_and_gpus(void **state)
         json_decref(g);
         free(text);
     }
+    /* The map: tiles count a down server's GPUs as not up; the detail
+     * shows each GPU's effective state and the job to its own tenant. */
+    struct sn_view_map mp = {.control = c, .owner = owner, .cluster = "t", .supernode = SN_NONE};
+    json_t *map = sn_view_dashboard_map(&mp);
+    assert_int_equal(json_array_size(json_object_get(map, "state_names")),
+                     SN_CONTROL_ADMIN_STATE_COUNT);
+    uint32_t last_sn = m->server_supernode[down_server], not_up = 0;
+    for (size_t k = 0; k < json_array_size(json_object_get(map, "supernodes")); k++)
+        not_up += (uint32_t)json_integer_value(
+            json_object_get(json_array_get(json_object_get(map, "supernodes"), k), "not_up"));
+    assert_int_equal(not_up, sn_model_server_spec(m, down_server)->gpus);
+    json_decref(map);
+    mp.supernode = last_sn;
+    mp.tenant = "beta";
+    map = sn_view_dashboard_map(&mp);
+    json_t *gp = json_object_get(json_object_get(map, "supernode"), "gpus");
+    uint32_t first = m->supernodes[last_sn].first_gpu;
+    for (uint32_t x = 0; x < m->supernodes[last_sn].n_gpus; x++) {
+        bool down = m->gpu_server[first + x] == down_server;
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(gp, "state"), x)),
+                         down ? SN_CONTROL_ADMIN_DOWN : SN_CONTROL_ADMIN_UP);
+        long long want = owner[first + x] ? -1 : 0; /* another tenant's job */
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(gp, "job"), x)), want);
+    }
+    json_decref(map);
     free(owner);
     sn_effects_free(&fx);
     sn_control_free(c);
