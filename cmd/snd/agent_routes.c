@@ -168,6 +168,7 @@ struct heartbeat_body {
     char busy_gpus[256]; /* appended: runtime */
     char orphan_gpus[256];
     char address[64];
+    char imex_ready[512]; /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
 };
 static const struct sn_api_field heartbeat_fields[] = {
     {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
@@ -178,6 +179,7 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"busy_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, busy_gpus)},
     {"orphan_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, orphan_gpus)},
     {"address", SN_API_STRING, false, 0, 63, offsetof(struct heartbeat_body, address)},
+    {"imex_ready", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, imex_ready)},
 };
 #define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
 
@@ -237,6 +239,17 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
         }
     if (present & (1u << 5)) {
         struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PROCS, .id = s, .text = b.busy_gpus};
+        snd_apply_queued(d, &ev);
+    }
+    if (present & (1u << 8)) {
+        if (strspn(b.imex_ready, "0123456789:,") != strlen(b.imex_ready)) {
+            *ret = snd_error(d, r, 400, "invalid_field", "imex_ready",
+                             "field 'imex_ready': '%.64s' is not a list of JOB:RUN:CHANNEL",
+                             b.imex_ready);
+            return false;
+        }
+        struct sn_control_event ev = {
+            .kind = SN_CONTROL_EVENT_IMEX_READY, .id = s, .text = b.imex_ready};
         snd_apply_queued(d, &ev);
     }
     struct agent_node *n = &ag.nodes[s];

@@ -73,6 +73,8 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         .replace_in_place = f->replace_in_place,
         .cpu_oversell_pct = f->cpu_oversell_pct,
         .memory_oversell_pct = f->memory_oversell_pct,
+        .imex_channel_count = f->imex_channel_count,
+        .imex_setup_timeout_s = f->imex_setup_timeout_s,
     };
     snprintf(c2->sched_policy, sizeof(c2->sched_policy), "%s", f->sched_policy);
     snprintf(c2->pool_borrow, sizeof(c2->pool_borrow), "%s", f->pool_borrow);
