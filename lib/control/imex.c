@@ -325,8 +325,19 @@ void sn_control_imex_json(const struct sn_control_job *j, json_t *o)
     json_object_set_new(o, "ranks_released", j->state == SN_CONTROL_JOB_RUNNING
                                                  ? json_boolean(!sn_control_imex_waiting(j))
                                                  : json_null());
-    if (sn_control_imex_waiting(j) && j->imex_channel > 0)
-        json_object_set_new(o, "imex_ready_servers", json_integer(j->imex_ready_n));
+    if (!sn_control_imex_waiting(j))
+        return;
+    /* Placed, its ranks held back: the wait shows as a pending reason. */
+    char detail[160];
+    if (j->imex_channel > 0)
+        snprintf(detail, sizeof(detail), "IMEX channel %d ready on %u of %u servers since %lld",
+                 j->imex_channel, j->imex_ready_n, j->imex_servers, (long long)j->imex_since_s);
+    else
+        snprintf(detail, sizeof(detail), "no free IMEX channel in its NVLink domain since %lld",
+                 (long long)j->imex_since_s);
+    json_object_set_new(o, "pending_reason", json_string("domain-setup"));
+    json_object_set_new(o, "pending_detail", json_string(detail));
+    json_object_set_new(o, "imex_ready_servers", json_integer(j->imex_ready_n));
 }
 
 void sn__control_imex_run_text(const struct sn_control_job *j, json_t *run)

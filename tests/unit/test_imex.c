@@ -203,6 +203,9 @@ static void two_jobs_get_different_channels(void **state)
     json_t *jj = sn_control_job_json(f.c, job(&f, b));
     assert_int_equal(json_integer_value(json_object_get(jj, "imex_channel")), 2);
     assert_true(json_is_false(json_object_get(jj, "ranks_released")));
+    assert_string_equal(json_string_value(json_object_get(jj, "pending_reason")), "domain-setup");
+    assert_non_null(strstr(json_string_value(json_object_get(jj, "pending_detail")),
+                           "IMEX channel 2 ready on 0 of 2 servers"));
     json_decref(jj);
     fx_close(&f);
 
