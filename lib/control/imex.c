@@ -30,7 +30,9 @@
 
 #include <errno.h>
 
-#define IMEX_CHANNELS_MAX 65536 /* bound of the per-domain bitsets */
+/* The driver's channels are 0 to 2047 (NVIDIA/nvidia-container-toolkit
+ * issue 1309 checks requests against that range); 0 is never a job's. */
+#define IMEX_CHANNELS_MAX 2047
 
 static uint32_t channel_count(const struct sn_control *c)
 {
