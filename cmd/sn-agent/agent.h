@@ -76,12 +76,13 @@ struct sim_faults {
     int reset_gpu;   /* the driver asks for a GPU reset (recovery action 1); -1: none */
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
     int leak_from; /* the BMC leak detector reports a leak from this sample on (1-based); 0: none */
+    int clique_of; /* report supernode N's NVLink clique (fabric_id.c); -1: its own (appended) */
 };
 
 /* No fault injected: every GPU index -1 (0 is a GPU). */
 #define SIM_FAULTS_NONE                                                                            \
     {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
-     .reset_gpu = -1}
+     .reset_gpu = -1, .clique_of = -1}
 
 struct backend {
     enum backend_kind kind;
@@ -451,5 +452,11 @@ void imex_reconcile(struct imex *x, struct json_t *answer, int64_t now_ms);
 void imex_ready_text(const struct imex *x, char *out, size_t cap);
 /* Tears down every channel held (the agent stops its jobs). */
 void imex_close(struct imex *x);
+
+/* ---- fabric_id.c: the node's NVLink fabric identity (appended) ------------- */
+
+#define FABRIC_ID_EVERY_S 300 /* real backends: nvidia-smi -q again after this long */
+/* "CLUSTER_UUID/CLIQUE_ID" of the node's GPUs into out ("" when none). */
+void fabric_id_probe(const struct backend *b, char *out, size_t cap);
 
 #endif

@@ -78,6 +78,8 @@ struct agent {
     int64_t pair_round, pair_item; /* the pair running, or the last one run */
     char pair_peer[64];
     struct imex imex; /* IMEX channels of multi-node NVLink jobs (imex.c; appended) */
+    char clique[96];          /* NVLink fabric identity reported (fabric_id.c) */
+    int64_t clique_probe_ms;  /* when it was last probed (monotonic), 0: never */
 };
 
 /* 1: SIGTERM or SIGINT (the ranks are killed); 2: SIGUSR1 (an upgrade:
@@ -579,16 +581,21 @@ static void heartbeat(struct agent *a)
     mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
     mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
     imex_ready_text(&a->imex, imex, sizeof(imex));
+    if (!a->clique_probe_ms || now_ms() - a->clique_probe_ms >= FABRIC_ID_EVERY_S * 1000) {
+        fabric_id_probe(&a->be, a->clique, sizeof(a->clique));
+        a->clique_probe_ms = now_ms();
+    }
     int n = snprintf(body, sizeof(body),
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
                      "\"running_jobs\":%u,\"seq\":%lld,\"busy_gpus\":\"%s\","
-                     "\"orphan_gpus\":\"%s\",\"address\":\"%s\"%s%s%s}",
+                     "\"orphan_gpus\":\"%s\",\"address\":\"%s\",\"fabric_clique\":\"%s\""
+                     "%s%s%s}",
                      a->boot,
                      a->be.kind == BACKEND_SIM   ? "sim"
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
                                                  : "nvml",
                      (long long)a->interval_ms, a->jobs.n, (long long)a->seq, busy, orphans,
-                     a->address, a->imex.runner ? ",\"imex_ready\":\"" : "",
+                     a->address, a->clique, a->imex.runner ? ",\"imex_ready\":\"" : "",
                      a->imex.runner ? imex : "", a->imex.runner ? "\"" : "");
     json_t *j = NULL;
     int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
@@ -728,7 +735,8 @@ static void usage(FILE *out)
             "                    then never; fabric-gpu: NVLink fabric stuck In Progress;\n"
             "                    reset-gpu=I: the driver asks for a GPU reset),\n"
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
-            "                    leak[=N] (the BMC leak detector trips at sample N, 1)\n"
+            "                    leak[=N] (the BMC leak detector trips at sample N, 1),\n"
+            "                    clique-of=N (report supernode N's NVLink clique)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -812,6 +820,15 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
             fprintf(stderr, "sn-agent: --fault '%s': flow-drop takes a fraction in (0, 1]\n", v);
             return -1;
         }
+        return 0;
+    }
+    if (strncmp(v, "clique-of", klen) == 0 && klen == 9) {
+        long n = eq ? strtol(eq + 1, &end, 10) : -1;
+        if (!eq || !eq[1] || *end || n < 0 || n > 1000000) {
+            fprintf(stderr, "sn-agent: --fault '%s': clique-of takes a supernode index\n", v);
+            return -1;
+        }
+        f->clique_of = (int)n;
         return 0;
     }
     if (strncmp(v, "leak", klen) == 0 && klen == 4) {

@@ -169,6 +169,7 @@ struct heartbeat_body {
     char orphan_gpus[256];
     char address[64];
     char imex_ready[512]; /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
+    char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs (fabric_ids.c) */
 };
 static const struct sn_api_field heartbeat_fields[] = {
     {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
@@ -180,6 +181,7 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"orphan_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, orphan_gpus)},
     {"address", SN_API_STRING, false, 0, 63, offsetof(struct heartbeat_body, address)},
     {"imex_ready", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, imex_ready)},
+    {"fabric_clique", SN_API_STRING, false, 0, 95, offsetof(struct heartbeat_body, fabric_clique)},
 };
 #define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
 
@@ -252,6 +254,8 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
             .kind = SN_CONTROL_EVENT_IMEX_READY, .id = s, .text = b.imex_ready};
         snd_apply_queued(d, &ev);
     }
+    if (present & (1u << 9))
+        snd_fabric_clique_report(d, s, b.fabric_clique);
     struct agent_node *n = &ag.nodes[s];
     n->heartbeat_s = snd_now_s();
     n->interval_ms = b.interval_ms;
@@ -277,7 +281,7 @@ static json_t *agent_json(struct snd *d, uint32_t s)
     const struct agent_node *n = &ag.nodes[s];
     char name[64];
     sn_model_server_name(d->model, s, name, sizeof(name));
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s}", "node", name, "state",
         agent_state(n, snd_now_s()), "heartbeat_s", (json_int_t)n->heartbeat_s, "interval_ms",
         (json_int_t)n->interval_ms, "heartbeats", (json_int_t)n->heartbeats, "backend", n->backend,
@@ -285,6 +289,9 @@ static json_t *agent_json(struct snd *d, uint32_t s)
         "batches", (json_int_t)n->batches, "duplicates", (json_int_t)n->duplicates, "gaps",
         (json_int_t)n->gaps, "samples", (json_int_t)n->samples, "running_jobs",
         (json_int_t)n->running_jobs, "address", n->address, "orphan_gpus", n->orphan_gpus);
+    if (o)
+        snd_fabric_clique_json(d, s, o);
+    return o;
 }
 
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)

@@ -15,7 +15,9 @@
  *    torn down once the jobs are gone;
  *  - a job whose agents set nothing up (`--imex none`) is requeued after
  *    imex_setup_timeout_s=2 with the reason domain-setup, and no rank of
- *    it ever started.
+ *    it ever started;
+ *  - the agents' NVLink clique reports (item 1): snd shows each node's and
+ *    flags only the node reporting another supernode's clique.
  * Waits poll with deadlines (job_harness.h).
  */
 #include "snd_harness.h"
@@ -223,11 +225,73 @@ static void setup_timeout_requeues(void **state)
     rm_rf(d.dir);
 }
 
+/* Issue 26 item 1: each agent reports its NVLink clique (the sim backend:
+ * its supernode's ClusterUUID, CliqueId 1); snd shows it per agent and
+ * flags the node that reports another supernode's clique (--fault
+ * clique-of=1 on a server of nvl00), and only that node. */
+static void fabric_identity(void **state)
+{
+    (void)state;
+    harness_spec = SPEC;
+    struct daemon d;
+    struct agents a = {0};
+    make_dir(&d);
+    const char *const sets[] = {"sched_event_delay_ms=0", "sched_interval_ms=50", NULL};
+    start(&d, sets);
+    const char *nodes[] = {"nvl00-t00", "nvl00-t01", "nvl00-t02", "nvl01-t00"};
+    const char *const wrong[] = {"--fault", "clique-of=1", NULL};
+    for (int i = 0; i < 4; i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/nodes/%s", nodes[i]);
+        expect(&d, 200, "GET", path, d.admin, NULL);
+        agents_add(&d, &a, nodes[i], SPEC, i == 2 ? wrong : NULL);
+    }
+    const char *want[] = {"00000000-0000-4000-8000-000000000001/1",
+                          "00000000-0000-4000-8000-000000000001/1",
+                          "00000000-0000-4000-8000-000000000002/1",
+                          "00000000-0000-4000-8000-000000000002/1"};
+    for (int i = 0; i < 4; i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/agents/%s", nodes[i]);
+        json_t *j = NULL;
+        for (int step = 0; step < JOB_WAIT_STEPS; step++) {
+            assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
+            if (json_is_string(json_object_get(j, "fabric_clique")))
+                break;
+            json_decref(j);
+            j = NULL;
+            pause_ms(20);
+        }
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "fabric_clique")), want[i]);
+        json_decref(j);
+    }
+    /* Every report is in: only nvl00-t02 breaks the rule. */
+    for (int i = 0; i < 4; i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/agents/%s", nodes[i]);
+        json_t *j = NULL;
+        assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
+        json_t *mm = json_object_get(j, "fabric_mismatch");
+        if (i == 2) {
+            assert_true(json_is_string(mm));
+            assert_non_null(strstr(json_string_value(mm), "most servers of its supernode nvl00"));
+        } else {
+            assert_true(json_is_null(mm));
+        }
+        json_decref(j);
+    }
+    agents_stop(&a);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    rm_rf(d.dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(two_jobs_one_domain, reap_all),
         cmocka_unit_test_teardown(setup_timeout_requeues, reap_all),
+        cmocka_unit_test_teardown(fabric_identity, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
