@@ -853,7 +853,7 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
-                "fabric-gpu=I, reset-gpu=I, flow-drop[=F] or leak[=N]\n",
+                "fabric-gpu=I, reset-gpu=I, flow-drop[=F], leak[=N] or clique-of=N\n",
                 v);
         return -1;
     }

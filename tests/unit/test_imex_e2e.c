@@ -286,12 +286,36 @@ static void fabric_identity(void **state)
     rm_rf(d.dir);
 }
 
+/* A runner name the agent does not know is refused at start (exit 2). */
+static void unknown_runner(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sn-imex-flag-XXXXXX", cmd[2048], spec[1024], log[128];
+    assert_non_null(mkdtemp(dir));
+    sn_test_path(spec, sizeof(spec), SPEC);
+    const char *b = getenv("SN_BUILD_DIR");
+    snprintf(log, sizeof(log), "%s/err", dir);
+    snprintf(cmd, sizeof(cmd),
+             "echo x > %s/tok; %s/sn-agent --server http://127.0.0.1:9 --token %s/tok --node "
+             "nvl00-t00 --backend sim --cluster %s --work-dir %s/w --cgroup-root none --imex "
+             "bogus 2> %s",
+             dir, b ? b : "..", dir, spec, dir, log);
+    int rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 2);
+    char got[512];
+    assert_true(read_text(log, got, sizeof(got)));
+    assert_non_null(strstr(got, "--imex 'bogus': expected nvidia, test or none"));
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(two_jobs_one_domain, reap_all),
         cmocka_unit_test_teardown(setup_timeout_requeues, reap_all),
         cmocka_unit_test_teardown(fabric_identity, reap_all),
+        cmocka_unit_test(unknown_runner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
