@@ -32,6 +32,8 @@ struct fx {
     struct sn_effects out;
 };
 
+static int64_t fx_spares; /* spare_gpus_per_supernode of the next fx_open (replace in place) */
+
 static void fx_open_with(struct fx *f, uint32_t supernodes, bool nvlink, int64_t channels)
 {
     struct sn_sim_shape sh;
@@ -54,6 +56,8 @@ static void fx_open_with(struct fx *f, uint32_t supernodes, bool nvlink, int64_t
         .max_tenants_per_supernode = 4,
         .imex_channel_count = channels,
         .imex_setup_timeout_s = 120,
+        .spare_gpus_per_supernode = fx_spares,
+        .replace_in_place = fx_spares > 0,
     };
     snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
     f->c = sn_control_new(f->model, f->spec, &cfg, &err);
@@ -369,6 +373,52 @@ static void freed_on_end(void **state)
     fx_close(&f);
 }
 
+/* A spare swap: a failed GPU of a released job is swapped for a spare on
+ * a third server; the job keeps its channel (the bit stays set), the new
+ * run's ranks wait again until all three servers reported it. */
+static void channel_follows_spare_swap(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_spares = 8;
+    fx_open(&f, 8);
+    fx_spares = 0;
+    int64_t a = submit(&f, 16);
+    pass(&f);
+    uint32_t s0 = server_of(&f, a, 0), s1 = server_of(&f, a, 15);
+    ready_job(&f, s0, a);
+    ready_job(&f, s1, a);
+    assert_true(job(&f, a)->imex_released);
+    assert_int_equal(f.c->imex_waiting, 0);
+    uint32_t bad = job(&f, a)->alloc[0];
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .id = bad,
+                                                         .admin = SN_CONTROL_ADMIN_DOWN,
+                                                         .detail = "xid 79",
+                                                         .actor = "test"}),
+                     SN_OK);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, a)->requeues, 1); /* replaced in place: a new run */
+    assert_int_not_equal(job(&f, a)->alloc[0], bad);
+    uint32_t s2 = server_of(&f, a, 0);
+    assert_true(s2 != s0 && s2 != s1);
+    assert_int_equal(job(&f, a)->imex_channel, 1);
+    assert_int_equal(job(&f, a)->imex_servers, 3);
+    assert_false(job(&f, a)->imex_released);
+    assert_int_equal(f.c->imex_waiting, 1);
+    assert_int_equal(f.c->imex_used[0], 0x1);
+    assert_string_equal(sn_control_reason(f.c, job(&f, a)), "domain-setup");
+    ready_job(&f, s0, a);
+    ready_job(&f, s1, a);
+    assert_false(job(&f, a)->imex_released);
+    ready_job(&f, s2, a);
+    assert_true(job(&f, a)->imex_released);
+    json_t *as = sn_control_assignment(f.c, job(&f, a), s0, NULL);
+    assert_int_equal(json_array_size(json_object_get(as, "imex_nodes")), 3);
+    json_decref(as);
+    fx_close(&f);
+}
+
 /* The restore: the runtime facts keep each running job's channel and
  * whether its ranks were released; a control restored from the rows
  * holds both channels and gives a new job only a freed one. */
@@ -485,6 +535,7 @@ int main(void)
         cmocka_unit_test(timeout_requeues),
         cmocka_unit_test(never_shared),
         cmocka_unit_test(freed_on_end),
+        cmocka_unit_test(channel_follows_spare_swap),
         cmocka_unit_test(restore_keeps_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
