@@ -171,7 +171,13 @@ void sn__control_imex_start(struct sn_control *c, struct sn_control_job *j)
 
 void sn__control_imex_restore(struct sn_control *c, struct sn_control_job *j)
 {
-    if (!j->imex_channel || j->imex_ready || !channel_count(c) || !ensure_table(c))
+    if (j->imex_channel && !channel_count(c)) {
+        /* Channels turned off since it started: nothing holds its ranks back. */
+        j->imex_channel = 0;
+        j->imex_released = false;
+        return;
+    }
+    if (!j->imex_channel || j->imex_ready || !ensure_table(c))
         return;
     uint32_t *servers = NULL, n = job_servers(c, j, &servers);
     if (ready_alloc(c, j, n)) {

@@ -521,6 +521,20 @@ static void restore_keeps_channels(void **state)
         fail_msg("%s", err.message);
     sn_effects_free(&g.out);
     sn_control_free(c2);
+
+    /* Restored with channels turned off: b's ranks are not held back. */
+    struct sn_control_config off = f.c->cfg;
+    off.imex_channel_count = 0;
+    struct sn_control *c3 = sn_control_new(f.model, f.spec, &off, &err);
+    assert_non_null(c3);
+    rc = (struct restore_ctx){.c = c3};
+    assert_int_equal(sn_store_load(st, restore_one, &rc, &err), SN_OK);
+    if (rc.rc != SN_OK || sn_control_start(c3, &f.now, &err) != SN_OK)
+        fail_msg("%s", rc.rc != SN_OK ? rc.err.message : err.message);
+    assert_int_equal(sn_control_job_get(c3, b)->imex_channel, 0);
+    assert_false(sn_control_imex_waiting(sn_control_job_get(c3, b)));
+    assert_int_equal(c3->imex_waiting, 0);
+    sn_control_free(c3);
     fx_close(&f);
     sn_store_close(st);
     unlink(path);
