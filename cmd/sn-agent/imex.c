@@ -227,29 +227,14 @@ static bool listed(json_t *jobs, json_t *channels, const struct imex_job *h)
     return false;
 }
 
-static void take(struct imex *x, json_t *job, int64_t now_ms)
+/* The entry's imex_nodes into h (names of host-name characters only: a
+ * line of IMEX's node list each). */
+static void read_nodes(struct imex_job *h, json_t *job)
 {
-    int32_t ch = (int32_t)json_integer_value(json_object_get(job, "imex_channel"));
-    int64_t id = json_integer_value(json_object_get(job, "id")),
-            run = json_integer_value(json_object_get(job, "run"));
-    if (ch < 1)
-        return;
-    for (uint32_t i = 0; i < x->n; i++)
-        if (x->held[i].job_id == id && x->held[i].run == run && x->held[i].channel == ch)
-            return;
-    if (x->n == IMEX_HELD_MAX) {
-        fprintf(stderr, "sn-agent: job %lld: IMEX channel %d not set up: %d channels held\n",
-                (long long)id, ch, IMEX_HELD_MAX);
-        return;
-    }
-    struct imex_job *h = &x->held[x->n++];
-    memset(h, 0, sizeof(*h));
-    h->job_id = id;
-    h->run = run;
-    h->channel = ch;
-    h->since_ms = now_ms;
     size_t k;
     json_t *v;
+    memset(h->nodes, 0, sizeof(h->nodes));
+    h->n_nodes = 0;
     json_array_foreach(json_object_get(job, "imex_nodes"), k, v)
     {
         const char *s = json_string_value(v);
@@ -258,6 +243,44 @@ static void take(struct imex *x, json_t *job, int64_t now_ms)
                 strlen(s))
             snprintf(h->nodes[h->n_nodes++], sizeof(h->nodes[0]), "%s", s);
     }
+}
+
+static void take(struct imex *x, json_t *job, int64_t now_ms)
+{
+    int32_t ch = (int32_t)json_integer_value(json_object_get(job, "imex_channel"));
+    int64_t id = json_integer_value(json_object_get(job, "id")),
+            run = json_integer_value(json_object_get(job, "run"));
+    if (ch < 1)
+        return;
+    struct imex_job *h = NULL;
+    for (uint32_t i = 0; i < x->n && !h; i++)
+        if (x->held[i].job_id == id && x->held[i].run == run && x->held[i].channel == ch)
+            h = &x->held[i];
+    if (h) {
+        /* A node's address learned since (snd lists the name until its agent
+         * reports one): the node list is written again. */
+        struct imex_job now = *h;
+        read_nodes(&now, job);
+        if (now.n_nodes != h->n_nodes ||
+            memcmp(now.nodes, h->nodes, sizeof(h->nodes[0]) * h->n_nodes) != 0) {
+            memcpy(h->nodes, now.nodes, sizeof(h->nodes));
+            h->n_nodes = now.n_nodes;
+            h->ready = false;
+        }
+        return;
+    }
+    if (x->n == IMEX_HELD_MAX) {
+        fprintf(stderr, "sn-agent: job %lld: IMEX channel %d not set up: %d channels held\n",
+                (long long)id, ch, IMEX_HELD_MAX);
+        return;
+    }
+    h = &x->held[x->n++];
+    memset(h, 0, sizeof(*h));
+    h->job_id = id;
+    h->run = run;
+    h->channel = ch;
+    h->since_ms = now_ms;
+    read_nodes(h, job);
 }
 
 void imex_reconcile(struct imex *x, json_t *answer, int64_t now_ms)

@@ -16,6 +16,8 @@
  *  - a job whose agents set nothing up (`--imex none`) is requeued after
  *    imex_setup_timeout_s=2 with the reason domain-setup, and no rank of
  *    it ever started;
+ *  - the nvidia runner as a user without an IMEX driver: the node list is
+ *    written, the device is not, the job is requeued without a rank;
  *  - the agents' NVLink clique reports (item 1): snd shows each node's and
  *    flags only the node reporting another supernode's clique.
  * Waits poll with deadlines (job_harness.h).
@@ -286,6 +288,78 @@ static void fabric_identity(void **state)
     rm_rf(d.dir);
 }
 
+/* The nvidia runner without root or an IMEX-capable driver: it writes the
+ * IMEX node list (both servers' reported addresses, sorted) and then
+ * fails to make the channel device (no nvidia-caps-imex-channels in
+ * /proc/devices, or mknod refused): nothing is reported ready, no rank
+ * starts, and snd requeues the job. Skipped on a host whose driver has
+ * IMEX channels (there the setup could succeed). */
+static void nvidia_runner_node_list(void **state)
+{
+    (void)state;
+    FILE *pd = fopen("/proc/devices", "r");
+    char line[128];
+    bool imex_driver = false;
+    while (pd && fgets(line, sizeof(line), pd))
+        imex_driver |= strstr(line, "nvidia-caps-imex-channels") != NULL;
+    if (pd)
+        fclose(pd);
+    if (imex_driver)
+        skip();
+    harness_spec = SPEC;
+    struct daemon d;
+    struct agents a = {0};
+    make_dir(&d);
+    const char *const sets[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
+                                "imex_channel_count=8", "imex_setup_timeout_s=4", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "touch %s/started.$RANK", d.dir);
+    long long id = submit(&d, 8, cmd);
+    json_t *j = wait_state(&d, id, "running");
+    char cfg[2][300], dev[2][300];
+    const char *addr[2] = {"127.0.0.12", "127.0.0.11"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *node = json_string_value(json_array_get(json_object_get(j, "nodes"), i));
+        snprintf(cfg[i], sizeof(cfg[i]), "%s/imexcfg-%zu", d.dir, i);
+        snprintf(dev[i], sizeof(dev[i]), "%s/imexdev-%zu", d.dir, i);
+        const char *const extra[] = {"--imex",         "nvidia", "--imex-dir", cfg[i],
+                                     "--imex-dev-dir", dev[i],   "--address",  addr[i], NULL};
+        agents_add(&d, &a, node, SPEC, extra);
+    }
+    json_decref(j);
+    for (size_t i = 0; i < 2; i++) {
+        char path[700], got[128] = "";
+        snprintf(path, sizeof(path), "%s/nodes_config.cfg", cfg[i]);
+        /* Until the other agent's address is known its name stands there. */
+        for (int step = 0; step < 300 && strcmp(got, "127.0.0.11\n127.0.0.12\n") != 0; step++) {
+            if (!read_text(path, got, sizeof(got)))
+                got[0] = '\0';
+            pause_ms(10);
+        }
+        assert_string_equal(got, "127.0.0.11\n127.0.0.12\n");
+    }
+    bool requeued = false;
+    for (int step = 0; step < JOB_WAIT_STEPS && !requeued; step++) {
+        j = get_job(&d, id);
+        requeued = json_integer_value(json_object_get(j, "requeues")) >= 1;
+        json_decref(j);
+        if (!requeued)
+            pause_ms(20);
+    }
+    assert_true(requeued);
+    for (int r = 0; r < 8; r++) {
+        char f[400];
+        struct stat st;
+        snprintf(f, sizeof(f), "%s/started.%d", d.dir, r);
+        assert_int_not_equal(stat(f, &st), 0);
+    }
+    agents_stop(&a);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    rm_rf(d.dir);
+}
+
 /* A runner name the agent does not know is refused at start (exit 2). */
 static void unknown_runner(void **state)
 {
@@ -315,6 +389,7 @@ int main(void)
         cmocka_unit_test_teardown(two_jobs_one_domain, reap_all),
         cmocka_unit_test_teardown(setup_timeout_requeues, reap_all),
         cmocka_unit_test_teardown(fabric_identity, reap_all),
+        cmocka_unit_test_teardown(nvidia_runner_node_list, reap_all),
         cmocka_unit_test(unknown_runner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
