@@ -76,12 +76,13 @@ struct sim_faults {
     int reset_gpu;   /* the driver asks for a GPU reset (recovery action 1); -1: none */
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
     int leak_from; /* the BMC leak detector reports a leak from this sample on (1-based); 0: none */
+    int clique_of; /* report supernode N's NVLink clique (fabric_id.c); -1: its own (appended) */
 };
 
 /* No fault injected: every GPU index -1 (0 is a GPU). */
 #define SIM_FAULTS_NONE                                                                            \
     {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
-     .reset_gpu = -1}
+     .reset_gpu = -1, .clique_of = -1}
 
 struct backend {
     enum backend_kind kind;
@@ -292,6 +293,7 @@ struct assignment {
     int64_t checkpoint_interval_s; /* SN_CHECKPOINT_INTERVAL_S when > 0 */
     const char *resume_from;       /* SN_RESUME_FROM, or NULL */
     const char *job_token;         /* SN_JOB_TOKEN (this run's checkpoints, progress), or NULL */
+    int64_t imex_channel;          /* SN_IMEX_CHANNEL when > 0 (appended) */
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL
@@ -402,5 +404,59 @@ int agent_bench(int argc, char **argv);
  * sn-bench v1 rows; returns 0, 1 (a GPU failed), 2 (usage) or
  * PROBE_EXIT_NOT_AVAILABLE. */
 int agent_gemm_hbm_probe(int argc, char **argv);
+
+/* ---- imex.c: IMEX channels of multi-node NVLink jobs (appended) ------------ */
+
+#define IMEX_HELD_MAX 64  /* channels one node holds at a time */
+#define IMEX_NODES_MAX 72 /* nodes of one channel's node list (an NVL72 has 18) */
+#define IMEX_PATH_MAX 512
+
+/* A channel this node set up, or is setting up, for one run of a job. */
+struct imex_job {
+    int64_t job_id, run;
+    int32_t channel;
+    bool ready;
+    int64_t since_ms; /* when the answer first listed it (monotonic) */
+    uint32_t failures;
+    char nodes[IMEX_NODES_MAX][64]; /* the job's nodes of this domain, rank order */
+    uint32_t n_nodes;
+};
+
+struct imex;
+struct imex_runner {
+    const char *name;
+    const char *config_dir, *dev_dir; /* defaults; NULL: WORK_DIR/imex */
+    /* Sets jb's channel up (the node list with jb among x->held); 0, or -1 with why. */
+    int (*setup)(const struct imex *x, const struct imex_job *jb, char *why, size_t cap);
+    int (*teardown)(const struct imex *x, int32_t channel, char *why, size_t cap);
+};
+
+struct imex {
+    const struct imex_runner *runner; /* NULL: --imex none */
+    char config_dir[IMEX_PATH_MAX];   /* where nodes_config.cfg is written */
+    char dev_dir[IMEX_PATH_MAX];      /* where the channel devices (or files) are made */
+    int64_t delay_ms;                 /* a setup completes this long after it began */
+    struct imex_job held[IMEX_HELD_MAX];
+    uint32_t n;
+};
+
+/* Picks runner ("nvidia", "test", "none" or NULL) with its directories
+ * (NULL: the runner's defaults); -1 with a message for an unknown one. */
+int imex_open(struct imex *x, const char *runner, const char *dir, const char *dev_dir,
+              int64_t delay_ms, const char *work_dir);
+/* With the heartbeat's answer: tears down what it no longer lists, sets
+ * up what it lists new (and retries what failed). */
+struct json_t;
+void imex_reconcile(struct imex *x, struct json_t *answer, int64_t now_ms);
+/* "JOB:RUN:CHANNEL,..." of the channels ready (at most cap - 1 bytes). */
+void imex_ready_text(const struct imex *x, char *out, size_t cap);
+/* Tears down every channel held (the agent stops its jobs). */
+void imex_close(struct imex *x);
+
+/* ---- fabric_id.c: the node's NVLink fabric identity (appended) ------------- */
+
+#define FABRIC_ID_EVERY_S 300 /* real backends: nvidia-smi -q again after this long */
+/* "CLUSTER_UUID/CLIQUE_ID" of the node's GPUs into out ("" when none). */
+void fabric_id_probe(const struct backend *b, char *out, size_t cap);
 
 #endif

@@ -275,6 +275,8 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a,
     setenv_int("NODE_RANK", a->node_rank);
     if (a->master_port > 0)
         setenv_int("MASTER_PORT", a->master_port);
+    if (a->imex_channel > 0) /* /dev/nvidia-caps-imex-channels/channelN is the job's */
+        setenv_int("SN_IMEX_CHANNEL", a->imex_channel);
     if (a->array_task >= 0)
         setenv_int("SN_ARRAY_TASK_ID", a->array_task);
     setenv("MASTER_ADDR", a->master_addr, 1);

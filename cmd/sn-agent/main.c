@@ -7,6 +7,7 @@
  *            [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]
  *            [--cgroup-root DIR|none] [--user-map FILE]
  *            [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]
+ *            [--imex nvidia|test|none] [--imex-dir DIR] [--imex-dev-dir DIR] [--imex-delay S]
  *
  * The server is HOST:PORT, [IPv6]:PORT or an http:// or https:// URL: snd's
  * agent listener where it has one (agent_listen), else its API listener.
@@ -76,6 +77,9 @@ struct agent {
     char pair_dir[720];
     int64_t pair_round, pair_item; /* the pair running, or the last one run */
     char pair_peer[64];
+    struct imex imex; /* IMEX channels of multi-node NVLink jobs (imex.c; appended) */
+    char clique[96];          /* NVLink fabric identity reported (fabric_id.c) */
+    int64_t clique_probe_ms;  /* when it was last probed (monotonic), 0: never */
 };
 
 /* 1: SIGTERM or SIGINT (the ranks are killed); 2: SIGUSR1 (an upgrade:
@@ -269,6 +273,9 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
     json_t *ranks = json_object_get(job, "ranks");
     if (!cmd || !ten || !mas || !json_is_array(ranks))
         return;
+    /* A job waiting for its IMEX channel on some server: no rank yet. */
+    if (json_is_false(json_object_get(job, "ranks_released")))
+        return;
     uint32_t local = 0, n_local = (uint32_t)json_array_size(ranks);
     size_t i;
     json_t *r;
@@ -297,7 +304,8 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
             .checkpoint_interval_s =
                 json_integer_value(json_object_get(job, "checkpoint_interval_s")),
             .resume_from = json_string_value(json_object_get(job, "resume_from")),
-            .job_token = json_string_value(json_object_get(job, "job_token"))};
+            .job_token = json_string_value(json_object_get(job, "job_token")),
+            .imex_channel = json_integer_value(json_object_get(job, "imex_channel"))};
         snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
         x->gpus = x->gpus_text;
         if (!json_is_true(json_object_get(r, "exited")))
@@ -566,22 +574,29 @@ static void mask_text(uint64_t mask, char *out, size_t cap)
  * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
 {
-    char path[128], body[1024], busy[256], orphans[256];
+    char path[128], body[2048], busy[256], orphans[256], imex[512];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
     bench_reap(a);
     pair_reap(a);
     mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
     mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
+    imex_ready_text(&a->imex, imex, sizeof(imex));
+    if (!a->clique_probe_ms || now_ms() - a->clique_probe_ms >= FABRIC_ID_EVERY_S * 1000) {
+        fabric_id_probe(&a->be, a->clique, sizeof(a->clique));
+        a->clique_probe_ms = now_ms();
+    }
     int n = snprintf(body, sizeof(body),
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
                      "\"running_jobs\":%u,\"seq\":%lld,\"busy_gpus\":\"%s\","
-                     "\"orphan_gpus\":\"%s\",\"address\":\"%s\"}",
+                     "\"orphan_gpus\":\"%s\",\"address\":\"%s\",\"fabric_clique\":\"%s\""
+                     "%s%s%s}",
                      a->boot,
                      a->be.kind == BACKEND_SIM   ? "sim"
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
                                                  : "nvml",
                      (long long)a->interval_ms, a->jobs.n, (long long)a->seq, busy, orphans,
-                     a->address);
+                     a->address, a->clique, a->imex.runner ? ",\"imex_ready\":\"" : "",
+                     a->imex.runner ? imex : "", a->imex.runner ? "\"" : "");
     json_t *j = NULL;
     int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
     json_t *jobs = json_object_get(j, "jobs");
@@ -593,6 +608,7 @@ static void heartbeat(struct agent *a)
         static struct assignment as[64];
         size_t k = 0, i;
         json_t *job;
+        imex_reconcile(&a->imex, j, now_ms());
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }
@@ -701,7 +717,8 @@ static void usage(FILE *out)
             "                [--smi-command CMD] [--cacert FILE] [--cert FILE --key FILE]\n"
             "                [--cgroup-root DIR|none] [--user-map FILE]\n"
             "                [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]\n"
-            "                [--host-root DIR|none]\n"
+            "                [--host-root DIR|none] [--imex nvidia|test|none] [--imex-dir DIR]\n"
+            "                [--imex-dev-dir DIR] [--imex-delay S]\n"
             "       sn-agent --collect DIR [--node NAME] [--host-root DIR]\n\n"
             "  --server URL      snd's agent listener: HOST:PORT, [IPv6]:PORT, http://... or\n"
             "                    https://...; or a comma-separated list of them (snd\n"
@@ -718,7 +735,8 @@ static void usage(FILE *out)
             "                    then never; fabric-gpu: NVLink fabric stuck In Progress;\n"
             "                    reset-gpu=I: the driver asks for a GPU reset),\n"
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
-            "                    leak[=N] (the BMC leak detector trips at sample N, 1)\n"
+            "                    leak[=N] (the BMC leak detector trips at sample N, 1),\n"
+            "                    clique-of=N (report supernode N's NVLink clique)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -754,7 +772,17 @@ static void usage(FILE *out)
             "  --cuda-lib DIR    where the built-in probe loads libcudart and libcublas from\n"
             "  --mpirun-template T  the launcher of a health round's pair runs (snd asks):\n"
             "                    words with {np} {self} {peer} {gpus} {tool} replaced; default\n"
-            "                    '" RUNNER_MPIRUN_TEMPLATE "'\n\n"
+            "                    '" RUNNER_MPIRUN_TEMPLATE "'\n"
+            "  --imex RUNNER     IMEX channels of multi-node NVLink jobs (docs/agent.md): nvidia\n"
+            "                    writes DIR/nodes_config.cfg and mknods the channel device\n"
+            "                    (root); test writes the node list and DIR/channelN files; none\n"
+            "                    (default) sets nothing up, such jobs wait and are requeued\n"
+            "  --imex-dir DIR    where nodes_config.cfg goes; default /etc/nvidia-imex (nvidia),\n"
+            "                    WORK_DIR/imex (test)\n"
+            "  --imex-dev-dir DIR  channel devices; default /dev/nvidia-caps-imex-channels\n"
+            "                    (nvidia), --imex-dir (test)\n"
+            "  --imex-delay S    a channel setup completes S seconds after it began (test: to\n"
+            "                    see ranks wait); default 0\n\n"
             "       sn-agent gemm-hbm-probe [--cuda-lib DIR] [NODE]  the built-in probe\n"
             "       sn-agent bench ...  runs the benchmark tools this host has (--help)\n"
             "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
@@ -794,6 +822,15 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
         }
         return 0;
     }
+    if (strncmp(v, "clique-of", klen) == 0 && klen == 9) {
+        long n = eq ? strtol(eq + 1, &end, 10) : -1;
+        if (!eq || !eq[1] || *end || n < 0 || n > 1000000) {
+            fprintf(stderr, "sn-agent: --fault '%s': clique-of takes a supernode index\n", v);
+            return -1;
+        }
+        f->clique_of = (int)n;
+        return 0;
+    }
     if (strncmp(v, "leak", klen) == 0 && klen == 4) {
         long n = eq ? strtol(eq + 1, &end, 10) : 1;
         if ((eq && (!eq[1] || *end)) || n < 1 || n > 1000000) {
@@ -816,7 +853,7 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
-                "fabric-gpu=I, reset-gpu=I, flow-drop[=F] or leak[=N]\n",
+                "fabric-gpu=I, reset-gpu=I, flow-drop[=F], leak[=N] or clique-of=N\n",
                 v);
         return -1;
     }
@@ -829,6 +866,8 @@ struct args {
     struct sn_httpc_options tls;
     const char *cgroup_root, *user_map, *address, *log_max; /* appended */
     const char *host_root, *collect;
+    const char *imex, *imex_dir, *imex_dev_dir; /* appended */
+    int64_t imex_delay_ms;
 };
 
 static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
@@ -880,6 +919,16 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
             a->be.smi_command = v;
         else if (strcmp(o, "--host-root") == 0)
             g->host_root = v;
+        else if (strcmp(o, "--imex") == 0)
+            g->imex = v;
+        else if (strcmp(o, "--imex-dir") == 0)
+            g->imex_dir = v;
+        else if (strcmp(o, "--imex-dev-dir") == 0)
+            g->imex_dev_dir = v;
+        else if (strcmp(o, "--imex-delay") == 0) {
+            if (parse_seconds(o, v, 0, &g->imex_delay_ms) != 0)
+                return 2;
+        }
         else if (strcmp(o, "--collect") == 0)
             g->collect = v;
         else if (strcmp(o, "--buffer") == 0)
@@ -1138,6 +1187,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "sn-agent: --work-dir '%s': %s\n", work, strerror(errno));
         rc = 2;
     }
+    if (rc < 0 && imex_open(&a.imex, g.imex, g.imex_dir, g.imex_dev_dir, g.imex_delay_ms, work) != 0)
+        rc = 2;
     struct sn_error err = {0};
     a.be.node = a.node;
     if (rc < 0 && backend_open(&a.be, &err) != SN_OK) {
@@ -1174,10 +1225,12 @@ int main(int argc, char **argv)
             kill(-a.pair_pid, SIGKILL);
             waitpid(a.pair_pid, NULL, 0);
         }
-        if (stopping == 2)
-            jobs_leave(&a.jobs);
-        else
+        if (stopping == 2) {
+            jobs_leave(&a.jobs); /* and their IMEX channels stay for the next run */
+        } else {
             jobs_kill_all(&a.jobs);
+            imex_close(&a.imex);
+        }
         write_status(&a);
         rc = 0;
     }

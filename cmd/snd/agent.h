@@ -41,6 +41,10 @@ enum MHD_Result snd_get_job_log(struct snd *d, struct snd_req *r, struct sn_cont
 void snd_job_logs_free(void);
 /* The address server's agent reported for MASTER_ADDR, or NULL. */
 const char *snd_agent_address(struct snd *d, uint32_t server);
+/* fabric_ids.c: a node's reported NVLink clique ("CLUSTER_UUID/CLIQUE_ID",
+ * "" none), checked against its supernode's; its fields in the agent JSON. */
+void snd_fabric_clique_report(struct snd *d, uint32_t server, const char *clique);
+void snd_fabric_clique_json(const struct snd *d, uint32_t server, json_t *o);
 /* Agents up and down (never seen: neither). */
 void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down);
 /* A GPU's health level from the health engine's last score (agent_routes.c):

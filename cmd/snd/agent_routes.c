@@ -132,6 +132,8 @@ struct heartbeat_body {
     char busy_gpus[256]; /* appended: runtime */
     char orphan_gpus[256];
     char address[64];
+    char imex_ready[512]; /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
+    char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs (fabric_ids.c) */
 };
 static const struct sn_api_field heartbeat_fields[] = {
     {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
@@ -142,6 +144,8 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"busy_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, busy_gpus)},
     {"orphan_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, orphan_gpus)},
     {"address", SN_API_STRING, false, 0, 63, offsetof(struct heartbeat_body, address)},
+    {"imex_ready", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, imex_ready)},
+    {"fabric_clique", SN_API_STRING, false, 0, 95, offsetof(struct heartbeat_body, fabric_clique)},
 };
 #define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
 
@@ -203,6 +207,19 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
         struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PROCS, .id = s, .text = b.busy_gpus};
         snd_apply_queued(d, &ev);
     }
+    if (present & (1u << 8)) {
+        if (strspn(b.imex_ready, "0123456789:,") != strlen(b.imex_ready)) {
+            *ret = snd_error(d, r, 400, "invalid_field", "imex_ready",
+                             "field 'imex_ready': '%.64s' is not a list of JOB:RUN:CHANNEL",
+                             b.imex_ready);
+            return false;
+        }
+        struct sn_control_event ev = {
+            .kind = SN_CONTROL_EVENT_IMEX_READY, .id = s, .text = b.imex_ready};
+        snd_apply_queued(d, &ev);
+    }
+    if (present & (1u << 9))
+        snd_fabric_clique_report(d, s, b.fabric_clique);
     *applied_seq = sn_agents_beat(ag.t, s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
                                   b.boot, present & (1u << 6) ? b.orphan_gpus : NULL,
                                   present & (1u << 7) ? b.address : NULL);
@@ -217,7 +234,10 @@ void snd_agent_count_exit(void)
 
 static json_t *agent_json(struct snd *d, uint32_t s)
 {
-    return sn_agents_json(ag.t, d->model, s, snd_now_s());
+    json_t *o = sn_agents_json(ag.t, d->model, s, snd_now_s());
+    if (o)
+        snd_fabric_clique_json(d, s, o);
+    return o;
 }
 
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)

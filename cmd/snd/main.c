@@ -142,6 +142,13 @@ static const struct sn_conf_key config_keys[] = {
     {"pool_borrow", SN_CONF_STRING, "", 0, 255, C(pool_borrow),
      "spec pools that may borrow idle supernodes of others, as borrower:lender pairs "
      "(shared:training,shared:elastic); the lender reclaims them by preemption"},
+    {"imex_channel_count", SN_CONF_INT, "0", 0, 2047, C(imex_channel_count),
+     "IMEX channels per NVLink domain (the driver's are 0 to 2047; 0 stays the default channel): "
+     "a job on several servers of one domain gets one of 1..N and its ranks wait until every "
+     "server's agent set it up (0: off)"},
+    {"imex_setup_timeout_s", SN_CONF_INT, "120", 1, 86400, C(imex_setup_timeout_s),
+     "a job whose IMEX channel is not ready on all its servers this long after its start is "
+     "requeued (pending reason domain-setup)"},
     {"key_overlap_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(key_overlap_s),
      "after `sn admin rotate-key`, tokens of the previous key still verify this long; then "
      "they get 401"},

@@ -54,6 +54,17 @@ static json_t *assignment(const struct snd *d, const struct sn_control_job *j, u
 {
     const char *addr = snd_agent_address((struct snd *)d, d->model->gpu_server[j->alloc[0]]);
     json_t *o = sn_control_assignment(d->ctl, j, s, addr);
+    /* The IMEX node list as the agents reported their addresses. */
+    json_t *nodes = o ? json_object_get(o, "imex_nodes") : NULL;
+    size_t k;
+    json_t *name;
+    json_array_foreach(nodes, k, name)
+    {
+        uint32_t ns = sn_model_find_server(d->model, json_string_value(name));
+        const char *a = ns != SN_NONE ? snd_agent_address((struct snd *)d, ns) : NULL;
+        if (a)
+            json_array_set_new(nodes, k, json_string(a));
+    }
     char job_token[SND_JOB_TOKEN_MAX];
     if (o && snd_job_token(d, j, job_token, sizeof(job_token)))
         json_object_set_new(o, "job_token", json_string(job_token));
@@ -109,6 +120,17 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
                   "benchmark", bench, "jobs", jobs);
     if (answer)
         snd_rounds_heartbeat(d, s, answer);
+    /* The IMEX channels this node must hold now: the agent tears down any
+     * other it set up (a job ended, was requeued or moved). */
+    json_t *channels = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(jobs, i, e) if (json_object_get(e, "imex_channel"))
+        json_array_append(channels, json_object_get(e, "imex_channel"));
+    if (answer && channels)
+        json_object_set_new(answer, "imex_channels", channels);
+    else
+        json_decref(channels);
     return snd_reply(d, r, 200, answer);
 }
 

@@ -80,6 +80,8 @@ struct snd_config {
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
+    int64_t imex_channel_count;   /* IMEX channels per NVLink domain, 0: off */
+    int64_t imex_setup_timeout_s; /* a job's channel setup before it is requeued */
     /* Token keys (keys.c). */
     int64_t key_overlap_s;          /* a rotated-out key verifies this long after its retirement */
     char store[SN_CONF_STRING_MAX]; /* "": DIR/state.db; sqlite:PATH; postgresql://... */

@@ -76,6 +76,11 @@ struct sn_control_config {
     /* Power budgets at placement (lib/sched/sched_power.c): an allocated
      * GPU's expected draw in percent of its TDP (0: no budgets). */
     int64_t power_util_pct;
+    /* IMEX channels per NVLink domain (lib/control/imex.c): channels 1..count
+     * (0: off, no job waits for a channel), and how long a job's servers
+     * may take to report theirs ready before it is requeued. */
+    int64_t imex_channel_count;
+    int64_t imex_setup_timeout_s;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -171,6 +176,16 @@ struct sn_control_job {
      * seen at consecutive passes since reason_cand_s (0: none). */
     uint8_t reason_cand;
     int64_t reason_cand_s;
+    /* IMEX channel (lib/control/imex.c) while it runs on more than one
+     * server of an NVLink domain: 1..imex_channel_count, -1 when none was
+     * free, 0: it needs none. imex_ready: bit k set once its k-th server
+     * (in rank order) reported the channel ready; the ranks are released
+     * once every one did (durable in the runtime facts). */
+    int32_t imex_channel;
+    uint32_t imex_servers, imex_ready_n;
+    uint64_t *imex_ready;
+    bool imex_released;
+    int64_t imex_since_s; /* when its wait for the channel began (the timeout's start) */
 };
 
 struct sn_control_named {
@@ -278,6 +293,11 @@ struct sn_control {
                              while 0, settling has nothing to scan */
     uint8_t *round_hold; /* by server: 1 while a health round holds it; NULL until the first */
     struct sn_control_breaker *breaker; /* health guard rails (breaker.c); NULL until used */
+    /* IMEX channels in use: by supernode, a bit per channel (channel k is
+     * bit k - 1); NULL until the first job needs one. imex_waiting: running
+     * jobs whose ranks wait for their channel (TIMER scans only while > 0). */
+    uint64_t *imex_used;
+    uint32_t imex_waiting;
 
     /* The event being applied: its clock, and the effects it makes. */
     struct sn_control_clock clock;
@@ -327,7 +347,8 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(REBUILD, "rebuild")         /* tenants or limits changed: the core is rebuilt */          \
     X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */       \
     X(BREAKER_RESET, "breaker-reset") /* actor closes every open health breaker */           \
-    X(UPDATE_JOB, "update-job")   /* job's fields replaced (update; lib/control/update.c) */
+    X(UPDATE_JOB, "update-job")   /* job's fields replaced (update; lib/control/update.c) */   \
+    X(IMEX_READY, "imex-ready")   /* server's agent: IMEX channels set up ("JOB:RUN:CHANNEL,") */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -443,6 +464,14 @@ json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail)
  * job holds no GPUs or out of memory. The shell adds the job token. */
 json_t *sn_control_assignment(const struct sn_control *c, const struct sn_control_job *j,
                               uint32_t s, const char *master_addr);
+/* IMEX channels (lib/control/imex.c). Whether running job j still waits
+ * for its channel to be ready on every server (its ranks not released);
+ * the assignment's imex_channel, imex_nodes (the job's servers in s's
+ * NVLink domain, rank order) and ranks_released; the job JSON's fields. */
+bool sn_control_imex_waiting(const struct sn_control_job *j);
+void sn_control_imex_assignment(const struct sn_control *c, const struct sn_control_job *j,
+                                uint32_t s, json_t *o);
+void sn_control_imex_json(const struct sn_control_job *j, json_t *o);
 /* The heartbeat answer's checkpoint_interval_s and resume_from; the job
  * JSON's checkpoint fields. */
 void sn_control_ckpt_assignment(const struct sn_control_job *j, json_t *o);

@@ -46,6 +46,7 @@ json_t *sn_control_assignment(const struct sn_control *c, const struct sn_contro
     if (j->master_port)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     sn_control_ckpt_assignment(j, o);
+    sn_control_imex_assignment(c, j, s, o);
     static const char *const keys[] = {"name",          "command",
                                        "data_path",     "checkpoint_path",
                                        "time_limit_s",  "cpus_per_rank",

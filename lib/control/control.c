@@ -418,6 +418,7 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_PROCS:
     case SN_CONTROL_EVENT_NODE_LOST:
     case SN_CONTROL_EVENT_HOLD:
+    case SN_CONTROL_EVENT_IMEX_READY:
         if (ev->id >= m->n_servers)
             return sn_error_set(err, SN_ERR_NOTFOUND, "no server %u", ev->id);
         break;
@@ -456,6 +457,7 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         return SN_OK;
     case SN_CONTROL_EVENT_TIMER:
         sn_control_partition_check(c, c->clock.mono_ms);
+        sn__control_imex_timer(c);
         sn_control_poke(c);
         return SN_OK;
     case SN_CONTROL_EVENT_SETTLE:
@@ -489,6 +491,9 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         return sn__control_update(c, j, ev, err);
     case SN_CONTROL_EVENT_REBUILD:
         return sn_control_rebuild(c, err);
+    case SN_CONTROL_EVENT_IMEX_READY:
+        sn__control_imex_ready(c, ev->id, ev->text);
+        return SN_OK;
     default:
         return sn_error_set(err, SN_ERR_INVALID, "unknown event %d", (int)ev->kind);
     }

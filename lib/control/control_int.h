@@ -105,4 +105,17 @@ void sn_control_timeline_reasons(struct sn_control *c, int64_t now_s);
 enum sn_err sn__control_update(struct sn_control *c, struct sn_control_job *j,
                                const struct sn_control_event *ev, struct sn_error *err);
 
+/* imex.c: a job's channel at its start, restore (after its allocation),
+ * spare swap (its GPUs before the swap) and end (before its GPUs are
+ * freed); IMEX_READY and TIMER; its runtime facts. */
+void sn__control_imex_start(struct sn_control *c, struct sn_control_job *j);
+void sn__control_imex_restore(struct sn_control *c, struct sn_control_job *j);
+void sn__control_imex_replace(struct sn_control *c, struct sn_control_job *j,
+                              const uint32_t *old_gpus, uint32_t n_old);
+void sn__control_imex_end(struct sn_control *c, struct sn_control_job *j);
+void sn__control_imex_ready(struct sn_control *c, uint32_t s, const char *text);
+void sn__control_imex_timer(struct sn_control *c);
+void sn__control_imex_run_text(const struct sn_control_job *j, json_t *run);
+void sn__control_imex_load(struct sn_control_job *j, const json_t *run);
+
 #endif

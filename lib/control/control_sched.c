@@ -420,6 +420,7 @@ static void release_alloc(struct sn_control *d, struct sn_control_job *j, bool i
         }
     master_port_mark(d, j->master_port, false);
     j->master_port = 0;
+    sn__control_imex_end(d, j);
     /* The run's record: its GPUs and which ranks exited 0. */
     free(j->last_alloc);
     free(j->last_ranks_ok);
@@ -467,6 +468,7 @@ static void on_start(struct sn_control *d, uint32_t sid, double now)
     j->failed_rank = -1;
     sn_control_job_set_state(d, j, SN_CONTROL_JOB_RUNNING);
     j->start_s = j->updated_s = (int64_t)now;
+    sn__control_imex_start(d, j);
     sn_control_job_set_detail(j, NULL);
     sn_control_ckpt_on_start(d, j);
     struct sn_job_info info;
@@ -532,6 +534,7 @@ static void on_replace(struct sn_control *d, uint32_t sid, double now)
     j->n_ranks_done = 0;
     j->requeues++;
     j->start_s = j->updated_s = (int64_t)now;
+    sn__control_imex_replace(d, j, old, n);
     char msg[160];
     snprintf(msg, sizeof(msg), "replaced in place: %u failed GPU(s) swapped for spares, run %u",
              swapped, j->requeues);
@@ -693,6 +696,8 @@ const char *sn_control_reason(const struct sn_control *d, const struct sn_contro
     if (job->held &&
         (job->state == SN_CONTROL_JOB_PENDING || job->state == SN_CONTROL_JOB_REQUEUED))
         return "held";
+    if (sn_control_imex_waiting(job))
+        return "domain-setup"; /* placed; its ranks wait for the IMEX channel */
     if (job->sched_id == SN_NONE && sn_control_array_waiting(d, job))
         return "array-throttle";
     if (job->sched_id == SN_NONE && job->state == SN_CONTROL_JOB_PENDING &&
@@ -849,6 +854,7 @@ static enum sn_err restore_jobs(struct sn_control *d, struct sn_error *err)
             if (rc != SN_OK)
                 return rc;
             master_port_mark(d, j->master_port, true);
+            sn__control_imex_restore(d, j);
             sn_control_ckpt_on_start(d, j);
             /* Their agents are expected back within the heartbeat timeout. */
             for (uint32_t i = 0; i < j->n_alloc; i++)
@@ -948,6 +954,7 @@ void sn_control_free(struct sn_control *d)
     free(d->silent);
     free(d->round_hold);
     sn_control_breaker_free(d);
+    free(d->imex_used);
     sn_effects_free(&d->fx);
     free(d);
 }

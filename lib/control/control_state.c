@@ -165,6 +165,7 @@ void sn_control_job_free(struct sn_control_job *job)
     json_decref(job->spec);
     free(job->alloc);
     free(job->ranks_done);
+    free(job->imex_ready);
     free(job->detail);
     free(job->isolation);
     free(job->last_alloc);
@@ -311,6 +312,7 @@ json_t *sn_control_job_json(const struct sn_control *d, const struct sn_control_
     sn_control_shape_describe(job->spec, shape, sizeof(shape));
     json_object_set_new(o, "shape", json_string(shape));
     sn_control_ckpt_json(job, o);
+    sn_control_imex_json(job, o);
     sn_control_goodput_job_json(job, sn_control_now_s(d), o);
     return o;
 }
@@ -353,6 +355,8 @@ char *sn_control_job_run_text(const struct sn_control_job *job)
                             json_string(job->hold_detail ? job->hold_detail : ""));
     if (o)
         sn_control_goodput_run_text(job, o);
+    if (o)
+        sn__control_imex_run_text(job, o);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
