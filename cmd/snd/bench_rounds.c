@@ -106,37 +106,6 @@ static void advance(struct snd *d)
     sn_rounds_advance(&rs, &env);
 }
 
-/* One pair of the submission: [A, B] or {"servers": [A, B]}; false with
- * the field and message set. */
-static bool parse_pair(const struct snd *d, json_t *p, size_t i, struct sn_round_item *it,
-                       char *field, size_t fcap, char *msg, size_t mcap)
-{
-    json_t *arr = json_is_object(p) ? json_object_get(p, "servers") : p;
-    snprintf(field, fcap, "pairs[%zu]%s", i, json_is_object(p) ? ".servers" : "");
-    if (!json_is_array(arr) || json_array_size(arr) != 2) {
-        snprintf(msg, mcap, "expected two server names ([\"A\", \"B\"] or {\"servers\": [A, B]})");
-        return false;
-    }
-    uint32_t s[2];
-    for (int e = 0; e < 2; e++) {
-        const char *name = json_string_value(json_array_get(arr, (size_t)e));
-        s[e] = name ? sn_model_find_server(d->model, name) : SN_NONE;
-        if (s[e] == SN_NONE) {
-            snprintf(field + strlen(field), fcap - strlen(field), "[%d]", e);
-            snprintf(msg, mcap, "%s%.64s%s: not a server of the cluster model", name ? "'" : "",
-                     name ? name : "not a string", name ? "'" : "");
-            return false;
-        }
-    }
-    if (s[0] == s[1]) {
-        snprintf(msg, mcap, "a pair needs two different servers");
-        return false;
-    }
-    *it = (struct sn_round_item){.a = s[0], .b = s[1], .state = SN_ROUND_WAITING};
-    snprintf(it->detail, sizeof(it->detail), "queued");
-    return true;
-}
-
 enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r)
 {
     if (sn_rounds_init(&rs, d->model->n_servers) != 0)
@@ -174,8 +143,8 @@ enum MHD_Result snd_post_health_round(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     }
     for (size_t i = 0; i < n; i++)
-        if (!parse_pair(d, json_array_get(pairs, i), i, &items[i], field, sizeof(field), msg,
-                        sizeof(msg)))
+        if (!sn_round_pair_parse(d->model, json_array_get(pairs, i), i, &items[i], field,
+                                 sizeof(field), msg, sizeof(msg)))
             goto refuse;
     int64_t id = sn_rounds_add(&rs, ri, items, (uint32_t)n, snd_now_s(), r->actor);
     if (!id) {
@@ -199,49 +168,13 @@ refuse:
     return snd_error(d, r, 422, "invalid_field", field, "%s", msg);
 }
 
-static json_t *round_json(const struct snd *d, const struct sn_round *r)
-{
-    json_t *items = json_array();
-    unsigned counts[SN_ROUND_STATE_COUNT] = {0};
-    for (uint32_t i = 0; i < r->n; i++) {
-        const struct sn_round_item *it = &r->items[i];
-        char a[64], b[64];
-        counts[it->state]++;
-        json_t *o =
-            json_pack("{s:I,s:[s,s],s:s,s:s}", "item", (json_int_t)i, "servers",
-                      server_name(d, it->a, a, sizeof(a)), server_name(d, it->b, b, sizeof(b)),
-                      "state", sn_round_state_names[it->state], "detail", it->detail);
-        if (it->asked_s)
-            json_object_set_new(o, "asked_s", json_integer(it->asked_s));
-        if (it->ended_s)
-            json_object_set_new(o, "ended_s", json_integer(it->ended_s));
-        json_array_append_new(items, o);
-    }
-    json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I}", "id", (json_int_t)r->id, "runner",
-                          sn_round_runners[r->runner], "state",
-                          r->end_s     ? "finished"
-                          : r->start_s ? "running"
-                                       : "queued",
-                          "actor", r->actor, "submit_s", (json_int_t)r->submit_s);
-    if (r->start_s)
-        json_object_set_new(o, "start_s", json_integer(r->start_s));
-    if (r->end_s)
-        json_object_set_new(o, "end_s", json_integer(r->end_s));
-    json_t *c = json_object();
-    for (int s = 0; s < SN_ROUND_STATE_COUNT; s++)
-        json_object_set_new(c, sn_round_state_names[s], json_integer(counts[s]));
-    json_object_set_new(o, "counts", c);
-    json_object_set_new(o, "items", items);
-    return o;
-}
-
 enum MHD_Result snd_get_health_rounds(struct snd *d, struct snd_req *r)
 {
     if (rs.scratch)
         advance(d);
     json_t *list = json_array();
     for (uint32_t k = 0; k < rs.n; k++)
-        json_array_append_new(list, round_json(d, &rs.r[k]));
+        json_array_append_new(list, sn_round_json(d->model, &rs.r[k]));
     return snd_reply(d, r, 200, json_pack("{s:o}", "rounds", list));
 }
 

@@ -156,40 +156,6 @@ static int poll_child(void)
     return WEXITSTATUS(status);
 }
 
-/* snd's wish for server s: its Slurm drain reason ("" none), and whether
- * it is down. */
-static void wish(const struct snd *d, uint32_t s, char *reason, size_t cap, bool *down,
-                 bool *by_slurm)
-{
-    const struct sn_model *m = d->model;
-    const struct sn_control_admin *a = &d->ctl->nodes[s];
-    char text[SN_SLURM_REASON_MAX + 128];
-    reason[0] = '\0';
-    *down = false;
-    *by_slurm = a->state != SN_CONTROL_ADMIN_UP && a->actor && strcmp(a->actor, MIRROR_ACTOR) == 0;
-    if (a->state != SN_CONTROL_ADMIN_UP && !*by_slurm) {
-        *down = a->state == SN_CONTROL_ADMIN_DOWN;
-        snprintf(text, sizeof(text), "%s node: %s",
-                 sn_control_admin_state_name((enum sn_control_admin_state)a->state),
-                 a->reason ? a->reason : "");
-        sn_slurm_reason(reason, cap, SN_SLURM_REASON_SND, text);
-        return;
-    }
-    uint32_t first = m->server_first_gpu[s], n = sn_model_server_spec(m, s)->gpus;
-    for (uint32_t g = first; g < first + n; g++) {
-        const struct sn_control_admin *ga = &d->ctl->gpus[g];
-        if (ga->state == SN_CONTROL_ADMIN_UP)
-            continue;
-        char gname[64];
-        sn_model_gpu_name(m, g, gname, sizeof(gname));
-        snprintf(text, sizeof(text), "%s gpu %s: %s",
-                 sn_control_admin_state_name((enum sn_control_admin_state)ga->state), gname,
-                 ga->reason ? ga->reason : "");
-        sn_slurm_reason(reason, cap, SN_SLURM_REASON_SND, text);
-        return;
-    }
-}
-
 /* Moves server s in snd as actor slurm (cordon with Slurm's reason, or up). */
 static void snd_side(struct snd *d, uint32_t s, bool cordon, const char *slurm_reason)
 {
@@ -243,7 +209,7 @@ static void reconcile(struct snd *d)
     for (uint32_t s = 0; by_server && s < m->n_servers; s++) {
         char want[SN_SLURM_REASON_MAX];
         bool down, by_slurm;
-        wish(d, s, want, sizeof(want), &down, &by_slurm);
+        sn_control_slurm_wish(d->ctl, s, MIRROR_ACTOR, want, sizeof(want), &down, &by_slurm);
         struct sn_slurm_mirror_in in = {.slurm = by_server[s],
                                         .want_reason = want,
                                         .want_down = down,

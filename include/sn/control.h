@@ -450,6 +450,12 @@ json_t *sn_control_partition_json(const struct sn_control *c);
  * "last_reset_s", "scopes": [{"scope", "name", "since_s", "actions",
  * "suppressed", "reason"}] for the open ones, by scope then id}. */
 json_t *sn_control_breaker_json(const struct sn_control *c);
+/* What snd wants Slurm to show for server s (lib/control/slurm_wish.c):
+ * the drain reason with snd's prefix ("" none) and whether it is down;
+ * *by_slurm when the server's hold was made from Slurm's side by
+ * mirror_actor (then it is not snd's wish). */
+void sn_control_slurm_wish(const struct sn_control *c, uint32_t s, const char *mirror_actor,
+                           char *reason, size_t cap, bool *down, bool *by_slurm);
 /* A node as GET /v1/nodes shows it: name, admin state, reason, by,
  * since_s, supernode, id, first_gpu, gpus, gpus_allocated, heartbeat_age_s
  * (from mono_ms, the monotonic clock of the heartbeats; null: never). */

@@ -17,6 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include <sn/model.h>
+
 #define SN_ROUNDS_MAX 64        /* rounds kept (finished ones are dropped first) */
 #define SN_ROUND_PAIRS_MAX 4096 /* pairs of one round */
 
@@ -98,5 +102,15 @@ const struct sn_round_item *sn_rounds_asked(const struct sn_rounds *rs, uint32_t
                                             const struct sn_round **round, uint32_t *item);
 /* Whether some pair of a kept round has s run against peer p. */
 bool sn_rounds_peer_ok(const struct sn_rounds *rs, uint32_t s, uint32_t p);
+
+/* One pair of a submission ([A, B] or {"servers": [A, B]}, item i) into
+ * it, waiting; false with field ("pairs[i].servers[1]") and msg saying
+ * what is wrong (not two names, not a server of m, the same server). */
+bool sn_round_pair_parse(const struct sn_model *m, json_t *p, size_t i, struct sn_round_item *it,
+                         char *field, size_t fcap, char *msg, size_t mcap);
+/* A round as GET /v1/health/rounds shows it: id, runner, state (queued,
+ * running, finished), actor, submit_s, start_s, end_s, counts by item
+ * state, items (item, servers, state, detail, asked_s, ended_s). */
+json_t *sn_round_json(const struct sn_model *m, const struct sn_round *r);
 
 #endif

@@ -9,6 +9,8 @@
  */
 #include <sn/rounds.h>
 
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,4 +235,71 @@ bool sn_rounds_peer_ok(const struct sn_rounds *rs, uint32_t s, uint32_t p)
             if (rs->r[k].items[i].a == s && rs->r[k].items[i].b == p)
                 return true;
     return false;
+}
+
+/* One pair of the submission: [A, B] or {"servers": [A, B]}; false with
+ * the field and message set. */
+bool sn_round_pair_parse(const struct sn_model *m, json_t *p, size_t i, struct sn_round_item *it,
+                         char *field, size_t fcap, char *msg, size_t mcap)
+{
+    json_t *arr = json_is_object(p) ? json_object_get(p, "servers") : p;
+    snprintf(field, fcap, "pairs[%zu]%s", i, json_is_object(p) ? ".servers" : "");
+    if (!json_is_array(arr) || json_array_size(arr) != 2) {
+        snprintf(msg, mcap, "expected two server names ([\"A\", \"B\"] or {\"servers\": [A, B]})");
+        return false;
+    }
+    uint32_t s[2];
+    for (int e = 0; e < 2; e++) {
+        const char *name = json_string_value(json_array_get(arr, (size_t)e));
+        s[e] = name ? sn_model_find_server(m, name) : SN_NONE;
+        if (s[e] == SN_NONE) {
+            snprintf(field + strlen(field), fcap - strlen(field), "[%d]", e);
+            snprintf(msg, mcap, "%s%.64s%s: not a server of the cluster model", name ? "'" : "",
+                     name ? name : "not a string", name ? "'" : "");
+            return false;
+        }
+    }
+    if (s[0] == s[1]) {
+        snprintf(msg, mcap, "a pair needs two different servers");
+        return false;
+    }
+    *it = (struct sn_round_item){.a = s[0], .b = s[1], .state = SN_ROUND_WAITING};
+    snprintf(it->detail, sizeof(it->detail), "queued");
+    return true;
+}
+
+json_t *sn_round_json(const struct sn_model *m, const struct sn_round *r)
+{
+    json_t *items = json_array();
+    unsigned counts[SN_ROUND_STATE_COUNT] = {0};
+    for (uint32_t i = 0; i < r->n; i++) {
+        const struct sn_round_item *it = &r->items[i];
+        char a[64], b[64];
+        counts[it->state]++;
+        sn_model_server_name(m, it->a, a, sizeof(a));
+        sn_model_server_name(m, it->b, b, sizeof(b));
+        json_t *o = json_pack("{s:I,s:[s,s],s:s,s:s}", "item", (json_int_t)i, "servers", a, b,
+                              "state", sn_round_state_names[it->state], "detail", it->detail);
+        if (it->asked_s)
+            json_object_set_new(o, "asked_s", json_integer(it->asked_s));
+        if (it->ended_s)
+            json_object_set_new(o, "ended_s", json_integer(it->ended_s));
+        json_array_append_new(items, o);
+    }
+    json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I}", "id", (json_int_t)r->id, "runner",
+                          sn_round_runners[r->runner], "state",
+                          r->end_s     ? "finished"
+                          : r->start_s ? "running"
+                                       : "queued",
+                          "actor", r->actor, "submit_s", (json_int_t)r->submit_s);
+    if (r->start_s)
+        json_object_set_new(o, "start_s", json_integer(r->start_s));
+    if (r->end_s)
+        json_object_set_new(o, "end_s", json_integer(r->end_s));
+    json_t *c = json_object();
+    for (int s = 0; s < SN_ROUND_STATE_COUNT; s++)
+        json_object_set_new(c, sn_round_state_names[s], json_integer(counts[s]));
+    json_object_set_new(o, "counts", c);
+    json_object_set_new(o, "items", items);
+    return o;
 }

@@ -856,6 +856,50 @@ static void restore_round_trip(void **state)
     rmdir(dir);
 }
 
+/* What snd wants Slurm to show: a cordoned server drains its Slurm node
+ * with the reason, a down one is down, a GPU not up drains its server
+ * naming the GPU, and a hold the mirror made from Slurm's side is not
+ * snd's wish. */
+static void slurm_wish(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 1, NULL);
+    char reason[256];
+    bool down, by_slurm;
+    sn_control_slurm_wish(f.c, 0, "slurm", reason, sizeof(reason), &down, &by_slurm);
+    assert_string_equal(reason, "");
+    assert_false(down || by_slurm);
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN, .is_node = true, .id = 0,
+                                  .admin = SN_CONTROL_ADMIN_CORDONED, .detail = "fan",
+                                  .actor = "ops"};
+    assert_int_equal(apply(&f, ev), SN_OK);
+    sn_control_slurm_wish(f.c, 0, "slurm", reason, sizeof(reason), &down, &by_slurm);
+    assert_non_null(strstr(reason, "cordoned node: fan"));
+    assert_false(down || by_slurm);
+    ev.admin = SN_CONTROL_ADMIN_DOWN;
+    ev.detail = "psu";
+    assert_int_equal(apply(&f, ev), SN_OK);
+    sn_control_slurm_wish(f.c, 0, "slurm", reason, sizeof(reason), &down, &by_slurm);
+    assert_true(down);
+    ev.admin = SN_CONTROL_ADMIN_CORDONED;
+    ev.detail = "slurm: drained by admin";
+    ev.actor = "slurm";
+    assert_int_equal(apply(&f, ev), SN_OK);
+    sn_control_slurm_wish(f.c, 0, "slurm", reason, sizeof(reason), &down, &by_slurm);
+    assert_true(by_slurm);
+    assert_string_equal(reason, "");
+    struct sn_control_event gpu = {.kind = SN_CONTROL_EVENT_ADMIN, .id = 9,
+                                   .admin = SN_CONTROL_ADMIN_CORDONED, .detail = "xid 79",
+                                   .actor = "ops"};
+    assert_int_equal(apply(&f, gpu), SN_OK);
+    uint32_t s9 = f.model->gpu_server[9];
+    sn_control_slurm_wish(f.c, s9, "slurm", reason, sizeof(reason), &down, &by_slurm);
+    assert_non_null(strstr(reason, "cordoned gpu"));
+    assert_non_null(strstr(reason, "xid 79"));
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -870,6 +914,7 @@ int main(void)
         cmocka_unit_test(hold_release_requeue),
         cmocka_unit_test(counts_sum_to_the_cluster),
         cmocka_unit_test(health_verdicts),
+        cmocka_unit_test(slurm_wish),
         cmocka_unit_test(restore_round_trip),
         cmocka_unit_test(same_events_same_effects),
     };

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <sn/rounds.h>
+#include <sn/sim.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,12 +165,68 @@ static void full_keeps_unfinished(void **state)
     sn_rounds_free(&rs);
 }
 
+/* A submission's pairs: [A, B] and {"servers": [A, B]} are read by name;
+ * a wrong shape, an unknown server and the same server twice are refused
+ * naming the field; a round's JSON names its servers and counts items. */
+static void pairs_and_json(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    sh.servers = 4;
+    struct sn_spec *spec = NULL;
+    struct sn_model *m = NULL;
+    struct sn_error err = {0};
+    if (sn_sim_shape_build(&sh, &spec, &m, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    char a[64], b[64], field[64], msg[200];
+    sn_model_server_name(m, 0, a, sizeof(a));
+    sn_model_server_name(m, 3, b, sizeof(b));
+    struct sn_round_item it[2];
+    json_t *p = json_pack("[s,s]", a, b);
+    assert_true(sn_round_pair_parse(m, p, 0, &it[0], field, sizeof(field), msg, sizeof(msg)));
+    assert_int_equal(it[0].a, 0);
+    assert_int_equal(it[0].b, 3);
+    json_decref(p);
+    p = json_pack("{s:[s,s]}", "servers", b, a);
+    assert_true(sn_round_pair_parse(m, p, 1, &it[1], field, sizeof(field), msg, sizeof(msg)));
+    assert_int_equal(it[1].a, 3);
+    json_decref(p);
+    p = json_pack("[s,s]", a, "nope");
+    assert_false(sn_round_pair_parse(m, p, 2, &it[1], field, sizeof(field), msg, sizeof(msg)));
+    assert_string_equal(field, "pairs[2][1]");
+    assert_non_null(strstr(msg, "'nope': not a server"));
+    json_decref(p);
+    p = json_pack("{s:[s,s]}", "servers", a, a);
+    assert_false(sn_round_pair_parse(m, p, 3, &it[1], field, sizeof(field), msg, sizeof(msg)));
+    assert_string_equal(field, "pairs[3].servers");
+    assert_non_null(strstr(msg, "two different servers"));
+    json_decref(p);
+    p = json_pack("[s]", a);
+    assert_false(sn_round_pair_parse(m, p, 4, &it[1], field, sizeof(field), msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "expected two server names"));
+    json_decref(p);
+
+    struct sn_round r = {.id = 7, .runner = 0, .items = it, .n = 1, .submit_s = 100};
+    snprintf(r.actor, sizeof(r.actor), "admin");
+    json_t *o = sn_round_json(m, &r);
+    assert_string_equal(json_string_value(json_object_get(o, "state")), "queued");
+    json_t *item = json_array_get(json_object_get(o, "items"), 0);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(item, "servers"), 1)), b);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(o, "counts"), "waiting")), 1);
+    json_decref(o);
+    sn_sim_shape_free(spec, m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_pair_per_server_and_release),
         cmocka_unit_test(one_round_at_a_time),
         cmocka_unit_test(full_keeps_unfinished),
+        cmocka_unit_test(pairs_and_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
