@@ -445,28 +445,6 @@ static enum MHD_Result job_not_found(struct snd *d, struct snd_req *r)
     return snd_commit(d, r, NULL, 0, target, snd_refusal_done);
 }
 
-static json_t *job_spec_json(const struct sn_api_job *b, uint32_t present)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < sn_api_job_field_count; i++) {
-        const struct sn_api_field *f = &sn_api_job_fields[i];
-        if (!(present & (1u << i)) || strcmp(f->name, "tenant") == 0)
-            continue;
-        const char *p = (const char *)b + f->offset;
-        if (f->type == SN_API_INT) {
-            int64_t v;
-            memcpy(&v, p, sizeof(v));
-            json_object_set_new(o, f->name, json_integer(v));
-        } else if (f->type == SN_API_BOOL) {
-            bool v;
-            memcpy(&v, p, sizeof(v));
-            json_object_set_new(o, f->name, json_boolean(v));
-        } else {
-            json_object_set_new(o, f->name, json_string(p));
-        }
-    }
-    return o;
-}
 
 /* Checks the references and limits of a decoded job; answers on failure. */
 static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
@@ -551,7 +529,7 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     if (key && !idem_key_ok(key))
         return snd_error(d, r, 400, "invalid_header", "idempotency_key",
                          "Idempotency-Key must be 1 to 128 printable ASCII characters");
-    json_t *spec = job_spec_json(&b, present);
+    json_t *spec = sn_control_job_spec_json(&b, present);
     int64_t old = key ? sn_control_idem_find(d->ctl, tenant, key) : 0;
     if (old)
         return replay(d, r, sn_control_job_get(d->ctl, old), spec);

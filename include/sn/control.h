@@ -511,6 +511,9 @@ struct sn_control_refusal {
 bool sn_control_admit(const struct sn_control *c, const char *tenant, struct sn_api_job *b,
                       struct sn_control_refusal *why);
 bool sn_control_pool_exists(const struct sn_control *c, const char *name);
+/* The job record's spec: the submission's present fields (tenant left
+ * out), as the store and every view keep it. */
+json_t *sn_control_job_spec_json(const struct sn_api_job *b, uint32_t present);
 /* The parts of the admission. Each false: *field and msg say what is
  * wrong (the route answers 422). */
 bool sn_control_shape_check(const struct sn_control *c, struct sn_api_job *b, const char **field,

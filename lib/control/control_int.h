@@ -57,6 +57,10 @@ void sn_control_drop(struct sn_control *c, struct sn_control_job *job);
 void sn_control_job_rows(struct sn_control *c, struct sn_control_job *j, const char *event,
                          const char *message);
 bool sn_control_requeue_lost(struct sn_control *c, struct sn_control_job *j, const char *why);
+/* Fills why (status, code, field, message) and returns false: the
+ * admission checks' refusal (admit.c, update.c). */
+bool sn_control_refuse(struct sn_control_refusal *why, int status, const char *code,
+                       const char *field, const char *fmt, ...) SN_PRINTF(5, 6);
 /* An admin state set (ev: ADMIN, id checked): its row, then what it causes. */
 void sn_control_set_admin(struct sn_control *c, const struct sn_control_event *ev);
 /* HEALTH (lib/control/health.c). */

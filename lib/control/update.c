@@ -30,25 +30,6 @@ static const struct sn_api_field update_fields[] = {
 const struct sn_api_field *const sn_control_update_fields = update_fields;
 const size_t sn_control_update_field_count = sizeof(update_fields) / sizeof(update_fields[0]);
 
-static bool refuse(struct sn_control_refusal *why, int status, const char *code, const char *field,
-                   const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
-
-static bool refuse(struct sn_control_refusal *why, int status, const char *code, const char *field,
-                   const char *fmt, ...)
-{
-    why->status = status;
-    why->code = code;
-    why->field = field;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why->message, sizeof(why->message), fmt, ap);
-    va_end(ap);
-    return false;
-}
 
 static bool waiting(const struct sn_control_job *j)
 {
@@ -61,7 +42,7 @@ bool sn_control_update_check(const struct sn_control *c, const struct sn_control
     const uint32_t all = SN_CONTROL_UPDATE_GPUS | SN_CONTROL_UPDATE_CLASS |
                          SN_CONTROL_UPDATE_TIME_LIMIT | SN_CONTROL_UPDATE_NAME;
     if (!(u->present & all))
-        return refuse(why, 400, "invalid_field", NULL,
+        return sn_control_refuse(why, 400, "invalid_field", NULL,
                       "empty update: give at least one of gpus, priority_class, time_limit_s, "
                       "name");
     const char *state = sn_control_job_state_name(j->state);
@@ -72,7 +53,7 @@ bool sn_control_update_check(const struct sn_control *c, const struct sn_control
                 field = update_fields[i].name;
                 break;
             }
-        return refuse(why, 409, "invalid_transition", field,
+        return sn_control_refuse(why, 409, "invalid_transition", field,
                       "job %lld is %s; an ended job cannot be updated", (long long)j->id, state);
     }
     if (j->state == SN_CONTROL_JOB_RUNNING) {
@@ -80,7 +61,7 @@ bool sn_control_update_check(const struct sn_control *c, const struct sn_control
                             : u->present & SN_CONTROL_UPDATE_CLASS ? "priority_class"
                                                                    : NULL;
         if (field)
-            return refuse(why, 409, "invalid_transition", field,
+            return sn_control_refuse(why, 409, "invalid_transition", field,
                           "job %lld is running; only time_limit_s and name can change (%s "
                           "only while it waits)",
                           (long long)j->id, field);
@@ -92,7 +73,7 @@ bool sn_control_update_check(const struct sn_control *c, const struct sn_control
     if (!b || !doc) {
         free(b);
         free(doc);
-        return refuse(why, 500, "internal", NULL, "out of memory");
+        return sn_control_refuse(why, 500, "internal", NULL, "out of memory");
     }
     uint32_t present = 0;
     char field[SN_API_FIELD_MAX];
@@ -102,7 +83,7 @@ bool sn_control_update_check(const struct sn_control *c, const struct sn_control
     free(doc);
     if (rc != SN_OK) {
         free(b);
-        return refuse(why, 500, "internal", NULL, "job %lld: its stored submission: %s",
+        return sn_control_refuse(why, 500, "internal", NULL, "job %lld: its stored submission: %s",
                       (long long)j->id, err.message);
     }
     if (u->present & SN_CONTROL_UPDATE_GPUS)

@@ -473,29 +473,6 @@ static void set_present(uint32_t *present, const char *field)
             *present |= 1u << i;
 }
 
-/* routes.c job_spec_json(): the submission as the job records it. */
-static json_t *spec_json(const struct sn_api_job *b, uint32_t present)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < sn_api_job_field_count; i++) {
-        const struct sn_api_field *f = &sn_api_job_fields[i];
-        if (!(present & (1u << i)) || strcmp(f->name, "tenant") == 0)
-            continue;
-        const char *p = (const char *)b + f->offset;
-        if (f->type == SN_API_INT) {
-            int64_t v;
-            memcpy(&v, p, sizeof(v));
-            json_object_set_new(o, f->name, json_integer(v));
-        } else if (f->type == SN_API_BOOL) {
-            bool v;
-            memcpy(&v, p, sizeof(v));
-            json_object_set_new(o, f->name, json_boolean(v));
-        } else {
-            json_object_set_new(o, f->name, json_string(p));
-        }
-    }
-    return o;
-}
 
 /* routes.c post_job() and submit_done() with an admin token: decode, the
  * spec's first pool by default, the admission, the job inserted, then
@@ -523,7 +500,7 @@ static int ctl_submit(struct diff *x, const char *body, int64_t *id)
     assert_non_null(job);
     job->id = x->c->next_job_id;
     snprintf(job->tenant, sizeof(job->tenant), "%s", b.tenant);
-    job->spec = spec_json(&b, present);
+    job->spec = sn_control_job_spec_json(&b, present);
     job->state = SN_CONTROL_JOB_PENDING;
     job->sched_id = SN_NONE;
     job->submit_s = job->updated_s = clock_now().wall_ms / 1000;
