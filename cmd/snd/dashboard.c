@@ -209,29 +209,6 @@ static void sample_history(struct snd *d, const uint32_t *owner)
         dash.n_hist++;
 }
 
-static json_t *queue_json(struct snd *d, struct snd_req *r)
-{
-    json_t *q = json_array();
-    bool admin = snd_is_admin(r);
-    for (int64_t i = 0; i < d->ctl->n_jobs_cap && json_array_size(q) < QUEUE_MAX; i++) {
-        const struct sn_control_job *j = d->ctl->jobs[i];
-        if (!j || !j->durable || j->state != SN_CONTROL_JOB_PENDING)
-            continue;
-        if (!admin && strcmp(j->tenant, r->tok.subject) != 0)
-            continue;
-        json_t *full = sn_control_job_json(d->ctl, j);
-        json_array_append_new(
-            q, json_pack("{s:I,s:O,s:s,s:O,s:O,s:I,s:O?,s:O?}", "id", (json_int_t)j->id, "name",
-                         json_object_get(full, "name"), "tenant", j->tenant, "gpus",
-                         json_object_get(full, "gpus"), "pending_reason",
-                         json_object_get(full, "pending_reason"), "submit_time_s",
-                         (json_int_t)j->submit_s, "shape", json_object_get(full, "shape"),
-                         "pending_detail", json_object_get(full, "pending_detail")));
-        json_decref(full);
-    }
-    return q;
-}
-
 static json_t *events_json(struct snd *d, struct snd_req *r)
 {
     json_t *a = json_array();
@@ -273,45 +250,22 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
     catch_up_events(d);
     sample_history(d, owner);
     free(owner);
-    json_t *jobs = json_object();
-    for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
-        json_object_set_new(jobs, sn_control_job_state_name((enum sn_control_job_state)s),
-                            json_integer((json_int_t)d->ctl->jobs_by_state[s]));
     uint32_t up, down;
     snd_agent_counts(d, &up, &down);
-    /* The one definition of the counts (sn/control.h "counts"), as /metrics. */
-    struct sn_control_counts cc;
-    sn_control_counts(d->ctl, 0, d->model->n_gpus, &cc);
-    json_t *states = json_object(), *nodes = json_object();
-    for (int k = 0; k < SN_CONTROL_GPU_CLASS_COUNT; k++)
-        json_object_set_new(states, sn_control_gpu_class_name((enum sn_control_gpu_class)k),
-                            json_integer(cc.by_class[k]));
-    uint32_t views[SN_CONTROL_NODE_VIEW_COUNT] = {0};
-    for (uint32_t i = 0; i < d->model->n_servers; i++)
-        views[sn_control_node_view(d->ctl, i)]++;
-    for (int k = 0; k < SN_CONTROL_NODE_VIEW_COUNT; k++)
-        json_object_set_new(nodes, sn_control_node_view_name((enum sn_control_node_view)k),
-                            json_integer(views[k]));
-    struct sn_goodput gp;
-    sn_control_goodput_sums(d->ctl, snd_now_s(), &gp);
-    double ratio = sn_goodput_ratio(&gp);
-    json_t *goodput = json_pack("{s:o,s:f,s:f,s:f,s:I,s:I}", "ratio",
-                                isnan(ratio) ? json_null() : json_real(ratio), "allocated_gpu_s",
-                                gp.allocated_gpu_s, "useful_gpu_s", gp.useful_gpu_s, "lost_gpu_s",
-                                gp.lost_gpu_s, "runs", (json_int_t)gp.runs, "interrupted_runs",
-                                (json_int_t)gp.interrupted_runs);
-    json_t *body =
-        json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:b,s:I,s:o}", "cluster",
-                  d->spec->name, "gpus", (json_int_t)d->model->n_gpus, "allocated",
-                  (json_int_t)cc.allocated, "jobs", jobs, "agents", "up", (json_int_t)up, "down",
-                  (json_int_t)down, "never", (json_int_t)(d->model->n_servers - up - down),
-                  "queue", queue_json(d, r), "events", events_json(d, r), "history",
-                  history_json(), "scheduler_connected", d->ctl->sched != NULL,
-                  "gpu_history_bytes", (json_int_t)snd_dashboard_history_bytes(), "fence",
-                  sn_control_partition_json(d->ctl));
-    json_object_set_new(body, "gpu_states", states);
-    json_object_set_new(body, "node_states", nodes);
-    json_object_set_new(body, "goodput", goodput);
+    const char *tenant = snd_is_admin(r) ? NULL : r->tok.subject;
+    /* The counts every view shows, goodput and the queue: lib/view. */
+    json_t *counts = sn_view_summary_counts(d->ctl, snd_now_s());
+    if (!counts)
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
+    json_t *body = json_pack(
+        "{s:s,s:I,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:b,s:I,s:o}", "cluster", d->spec->name, "gpus",
+        (json_int_t)d->model->n_gpus, "agents", "up", (json_int_t)up, "down", (json_int_t)down,
+        "never", (json_int_t)(d->model->n_servers - up - down), "queue",
+        sn_view_queue(d->ctl, tenant, QUEUE_MAX), "events", events_json(d, r), "history",
+        history_json(), "scheduler_connected", d->ctl->sched != NULL, "gpu_history_bytes",
+        (json_int_t)snd_dashboard_history_bytes(), "fence", sn_control_partition_json(d->ctl));
+    json_object_update(body, counts);
+    json_decref(counts);
     json_object_set_new(body, "breaker", sn_control_breaker_json(d->ctl));
     json_object_set_new(body, "time_s", json_integer(snd_now_s()));
     return snd_reply(d, r, 200, body);

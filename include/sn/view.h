@@ -63,4 +63,14 @@ struct sn_view_map {
  * (null for a down GPU), health)}. NULL when out of memory. */
 json_t *sn_view_dashboard_map(const struct sn_view_map *args);
 
+/* The dashboard summary's figures: {"allocated", "jobs" (by state),
+ * "gpu_states" (the shared classes, summing to the GPUs), "node_states",
+ * "goodput" {ratio, allocated_gpu_s, useful_gpu_s, lost_gpu_s, runs,
+ * interrupted_runs}} up to now_s. NULL when out of memory. */
+json_t *sn_view_summary_counts(const struct sn_control *c, int64_t now_s);
+/* The first max pending jobs in id order (tenant: only its own; NULL: all):
+ * id, name, tenant, gpus, pending_reason, submit_time_s, shape,
+ * pending_detail. */
+json_t *sn_view_queue(const struct sn_control *c, const char *tenant, size_t max);
+
 #endif

@@ -140,6 +140,23 @@ static void test_layout_and_gpus(void **state)
         assert_int_equal(json_integer_value(json_array_get(json_object_get(gp, "job"), x)), want);
     }
     json_decref(map);
+    /* The summary's counts sum to the cluster's GPUs; the queue shows a
+     * tenant only its own pending jobs. */
+    json_t *sum = sn_view_summary_counts(c, 1700000000);
+    json_t *st = json_object_get(sum, "gpu_states"), *v;
+    const char *key;
+    json_int_t total = 0;
+    json_object_foreach(st, key, v)
+        total += json_integer_value(v);
+    assert_int_equal(total, m->n_gpus);
+    assert_int_equal(json_integer_value(json_object_get(st, "down")),
+                     sn_model_server_spec(m, down_server)->gpus);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(sum, "jobs"), "running")),
+                     1);
+    json_decref(sum);
+    json_t *q = sn_view_queue(c, "beta", 50);
+    assert_int_equal(json_array_size(q), 0);
+    json_decref(q);
     free(owner);
     sn_effects_free(&fx);
     sn_control_free(c);
