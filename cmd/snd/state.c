@@ -71,6 +71,7 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         .max_tenants_per_supernode = f->max_tenants_per_supernode,
         .spare_gpus_per_supernode = f->spare_gpus_per_supernode,
         .replace_in_place = f->replace_in_place,
+        .enforce_time_limits = true,
         .cpu_oversell_pct = f->cpu_oversell_pct,
         .memory_oversell_pct = f->memory_oversell_pct,
         .breaker_cluster = f->health_breaker_cluster,

@@ -65,6 +65,10 @@ struct sn_control_config {
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
+    /* TIMER ends a running job failed once its run reached time_limit_s
+     * (event "timeout", like Slurm's TIMEOUT). snd: on; the simulator
+     * leaves it off (a trace's run times are what happened). */
+    bool enforce_time_limits;
     /* Health guard rails (lib/control/breaker.c, docs/health.md "Circuit
      * breaker"): the most GPUs snd:health may cordon or fail within
      * breaker_window_s in the whole cluster, in one supernode, in one rack

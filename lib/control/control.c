@@ -395,6 +395,34 @@ static enum sn_err job_control(struct sn_control *c, struct sn_control_job *j,
                              (long long)j->id);
 }
 
+/* TIMER with enforce_time_limits: a running job whose run reached its
+ * time_limit_s ends failed, as Slurm's TIMEOUT (event "timeout"; its agents
+ * kill the ranks of a job that is no longer running). */
+static void time_limits(struct sn_control *c)
+{
+    int64_t now = sn_control_now_s(c);
+    for (int64_t id = 1; id < c->next_job_id && c->jobs_by_state[SN_CONTROL_JOB_RUNNING]; id++) {
+        struct sn_control_job *j = sn_control_job_get(c, id);
+        if (!j || j->state != SN_CONTROL_JOB_RUNNING || j->start_s <= 0)
+            continue;
+        json_int_t limit = json_integer_value(json_object_get(j->spec, "time_limit_s"));
+        if (limit <= 0 || now - j->start_s < limit)
+            continue;
+        char detail[160];
+        snprintf(detail, sizeof(detail), "time limit %lld s reached (ran %lld s)",
+                 (long long)limit, (long long)(now - j->start_s));
+        struct sn_control_event end = {.kind = SN_CONTROL_EVENT_END,
+                                       .job = j->id,
+                                       .to = SN_CONTROL_JOB_FAILED,
+                                       .text = "timeout",
+                                       .detail = detail,
+                                       .actor = "snd:timer"};
+        struct sn_error err = {0};
+        end_job(c, j, &end, &err);
+        sn_control_log(c, "job %lld: %s", (long long)j->id, detail);
+    }
+}
+
 static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event *ev,
                             struct sn_error *err)
 {
@@ -458,6 +486,8 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_TIMER:
         sn_control_partition_check(c, c->clock.mono_ms);
         sn__control_imex_timer(c);
+        if (c->cfg.enforce_time_limits)
+            time_limits(c);
         sn_control_poke(c);
         return SN_OK;
     case SN_CONTROL_EVENT_SETTLE:

@@ -900,6 +900,44 @@ static void slurm_wish(void **state)
     fx_close(&f);
 }
 
+/* Time limits (enforce_time_limits, as snd): a running job ends failed
+ * with event "timeout" at the first TIMER once its run reached
+ * time_limit_s, not before; a job without a limit runs on; with the flag
+ * off (the simulator) nothing ends. */
+static void time_limit_ends_job(void **state)
+{
+    (void)state;
+    for (int on = 0; on < 2; on++) {
+        struct fx f;
+        fx_open(&f, 1, NULL);
+        f.c->cfg.enforce_time_limits = on;
+        int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":8,\"time_limit_s\":60}");
+        int64_t b = submit(&f, "{\"name\":\"b\",\"gpus\":8}");
+        pass(&f);
+        assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+        struct sn_control_event timer = {.kind = SN_CONTROL_EVENT_TIMER};
+        advance(&f, 59000);
+        assert_int_equal(apply(&f, timer), SN_OK);
+        assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+        sn_effects_reset(&f.out);
+        advance(&f, 2000);
+        assert_int_equal(apply(&f, timer), SN_OK);
+        if (on) {
+            assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_FAILED);
+            assert_non_null(strstr(job(&f, a)->detail, "time limit 60 s reached"));
+            const struct sn_store_write *ev = last_row(&f, SN_STORE_ADD_EVENT, a);
+            assert_non_null(ev);
+            assert_string_equal(ev->text[0], "timeout");
+            assert_int_equal(job(&f, a)->n_alloc, 0);
+        } else {
+            assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+        }
+        assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_RUNNING);
+        verify(&f);
+        fx_close(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -915,6 +953,7 @@ int main(void)
         cmocka_unit_test(counts_sum_to_the_cluster),
         cmocka_unit_test(health_verdicts),
         cmocka_unit_test(slurm_wish),
+        cmocka_unit_test(time_limit_ends_job),
         cmocka_unit_test(restore_round_trip),
         cmocka_unit_test(same_events_same_effects),
     };

@@ -245,6 +245,7 @@ static void ctl_open(struct diff *x)
         .max_tenants_per_supernode = 0,
         .spare_gpus_per_supernode = x->spares,
         .replace_in_place = true,
+        .enforce_time_limits = true, /* as state.c */
         .cpu_oversell_pct = 100,
         .memory_oversell_pct = 100,
     };

@@ -838,6 +838,41 @@ static int reap_all(void **state)
     return reap_daemons(state);
 }
 
+/* A job past its time limit ends failed with event "timeout", through snd
+ * and a real agent, and its agent kills the rank: the command's second
+ * half never runs. */
+static void time_limit(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    start(&d, FAST);
+    setup_tenants(&d);
+    const char *const extra[] = {"--cgroup-root", "none", "--unsafe-jobs-as-agent-user", NULL};
+    pid_t agent = agent_start(&d, "sn00-t00", extra);
+    char cmd[400], late[360];
+    snprintf(late, sizeof(late), "%s/late", d.dir);
+    snprintf(cmd, sizeof(cmd), "sleep 4; touch %s", late);
+    long long id = submit_as(&d, "acme", 1, cmd, "{\"time_limit_s\": 1}");
+    json_t *j = wait_state(&d, id, "failed");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")),
+                           "time limit 1 s reached"));
+    json_decref(j);
+    char url[96];
+    snprintf(url, sizeof(url), "/v1/jobs/%lld/events", id);
+    j = get(&d, url);
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_non_null(strstr(text, "\"timeout\""));
+    free(text);
+    json_decref(j);
+    pause_ms(5000); /* past the command's sleep: a surviving rank would have touched it */
+    struct stat st;
+    assert_int_not_equal(stat(late, &st), 0);
+    agent_stop(agent, SIGTERM);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    remove_tree(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -846,6 +881,7 @@ int main(void)
         cmocka_unit_test_teardown(draining_gpus, reap_all),
         cmocka_unit_test_teardown(per_tenant_users, reap_all),
         cmocka_unit_test_teardown(job_output, reap_all),
+        cmocka_unit_test_teardown(time_limit, reap_all),
         cmocka_unit_test_teardown(dependencies, reap_all),
         cmocka_unit_test_teardown(device_isolation, reap_all),
     };
