@@ -99,13 +99,7 @@ static enum MHD_Result get_healthz(struct snd *d, struct snd_req *r)
 
 static enum MHD_Result get_cluster(struct snd *d, struct snd_req *r)
 {
-    const struct sn_model *m = d->model;
-    return snd_reply(d, r, 200,
-                     json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "name", d->spec->name, "supernodes",
-                               (json_int_t)m->n_supernodes, "servers", (json_int_t)m->n_servers,
-                               "gpus", (json_int_t)m->n_gpus, "switches", (json_int_t)m->n_switches,
-                               "links", (json_int_t)m->n_links, "scheduler_connected",
-                               d->ctl->sched != NULL));
+    return snd_reply(d, r, 200, sn_control_cluster_json(d->ctl));
 }
 
 static enum MHD_Result get_topology(struct snd *d, struct snd_req *r)
@@ -114,22 +108,14 @@ static enum MHD_Result get_topology(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!page_args(d, r, &limit, &after, &ret))
         return ret;
-    const struct sn_model *m = d->model;
     json_t *items = json_array();
     int64_t i = after, next = 0;
-    for (; i < m->n_supernodes; i++) {
+    for (; i < d->model->n_supernodes; i++) {
         if ((int64_t)json_array_size(items) == limit) {
             next = i;
             break;
         }
-        const struct sn_supernode *s = &m->supernodes[i];
-        char name[64];
-        sn_model_supernode_name(m, (uint32_t)i, name, sizeof(name));
-        json_array_append_new(
-            items, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "name", name, "first_server",
-                             (json_int_t)s->first_server, "servers", (json_int_t)s->n_servers,
-                             "first_gpu", (json_int_t)s->first_gpu, "gpus", (json_int_t)s->n_gpus,
-                             "racks", (json_int_t)s->n_racks));
+        json_array_append_new(items, sn_control_supernode_json(d->ctl, (uint32_t)i));
     }
     return snd_reply(d, r, 200, page(items, next));
 }
@@ -154,6 +140,23 @@ static enum MHD_Result done_reply(struct snd *d, struct snd_req *r)
     return snd_reply(d, r, r->reply_status, body);
 }
 
+static enum MHD_Result refused(struct snd *d, struct snd_req *r,
+                               const struct sn_control_refusal *why)
+{
+    return snd_error(d, r, why->status, why->code, why->field, "%s", why->message);
+}
+
+/* Commits the catalog's row, then answers reply with status. */
+static enum MHD_Result catalog_commit(struct snd *d, struct snd_req *r, struct sn_store_write *w,
+                                      const char *target, int status, json_t *reply)
+{
+    r->reply_status = status;
+    r->reply = reply;
+    enum MHD_Result ret = snd_commit(d, r, w, 1, target, done_reply);
+    free((char *)w->text[1]);
+    return ret;
+}
+
 static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
 {
     struct tenant_body b = {0};
@@ -161,71 +164,26 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!decode(d, r, tenant_fields, 2, &b, &present, &ret))
         return ret;
-    /* The prefix must be absolute and normalised: it confines paths. */
-    size_t pl = strlen(b.prefix);
-    char probe[1100];
-    snprintf(probe, sizeof(probe), "%s/x", b.prefix);
-    if (b.prefix[pl - 1] == '/' || !sn_api_path_within(probe, b.prefix))
-        return snd_error(d, r, 400, "invalid_field", "prefix",
-                         "prefix '%s' must be an absolute normalised path without a trailing "
-                         "'/'",
-                         b.prefix);
-    bool exists = sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, b.name) != NULL;
-    if (!exists && d->ctl->n_tenants >= sn_control_max_tenants(d->ctl))
-        return snd_error(d, r, 507, "limit", "name", "at most %u tenants on this cluster",
-                         sn_control_max_tenants(d->ctl));
-    json_t *doc = json_pack("{s:s}", "prefix", b.prefix);
-    struct sn_control_named *prev =
-        sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, b.name);
-    if (prev && json_object_get(prev->doc, "limits")) /* limits are kept (quota.c) */
-        json_object_set(doc, "limits", json_object_get(prev->doc, "limits"));
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-    struct sn_error err = {0};
-    if (sn_control_named_put(&d->ctl->tenants, &d->ctl->n_tenants, b.name, json_incref(doc),
-                             &err) != SN_OK) {
-        json_decref(doc);
-        json_decref(doc);
-        free(text);
-        return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
-    }
-    struct sn_store_write w = {.kind = SN_STORE_PUT_TENANT, .text = {b.name, text}};
-    r->reply_status = exists ? 200 : 201;
-    r->reply = json_pack("{s:s,s:s}", "name", b.name, "prefix", b.prefix);
-    json_decref(doc);
-    ret = snd_commit(d, r, &w, 1, b.name, done_reply);
-    free(text);
-    return ret;
-}
-
-static json_t *named_list(struct sn_control_named *list, uint32_t n)
-{
-    json_t *items = json_array();
-    for (uint32_t i = 0; i < n; i++) {
-        json_t *o = json_deep_copy(list[i].doc);
-        json_object_set_new(o, "name", json_string(list[i].name));
-        json_array_append_new(items, o);
-    }
-    return page(items, 0);
+    struct sn_store_write w;
+    struct sn_control_refusal why;
+    bool created;
+    if (!sn_control_tenant_put(d->ctl, b.name, b.prefix, &w, &created, &why))
+        return refused(d, r, &why);
+    return catalog_commit(d, r, &w, b.name, created ? 201 : 200,
+                          json_pack("{s:s,s:s}", "name", b.name, "prefix", b.prefix));
 }
 
 static enum MHD_Result get_tenants(struct snd *d, struct snd_req *r)
 {
-    return snd_reply(d, r, 200, named_list(d->ctl->tenants, d->ctl->n_tenants));
+    return snd_reply(d, r, 200,
+                     page(sn_control_named_items(d->ctl->tenants, d->ctl->n_tenants), 0));
 }
 
 static enum MHD_Result get_tenant(struct snd *d, struct snd_req *r)
 {
-    struct sn_control_named *t =
-        sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, r->params[0]);
-    if (!t)
+    json_t *o = sn_control_tenant_json(d->ctl, r->params[0]);
+    if (!o)
         return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
-    json_t *o = json_deep_copy(t->doc);
-    json_object_set_new(o, "name", json_string(t->name));
-    json_t *q = json_object();
-    for (uint32_t i = 0; i < d->ctl->n_quotas; i++)
-        if (strcmp(d->ctl->quotas[i].tenant, t->name) == 0)
-            json_object_set_new(q, d->ctl->quotas[i].pool, json_integer(d->ctl->quotas[i].gpus));
-    json_object_set_new(o, "quotas", q);
     return snd_reply(d, r, 200, o);
 }
 
@@ -243,32 +201,14 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!decode(d, r, quota_fields, 1, &b, &present, &ret))
         return ret;
-    if (!sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, r->params[0]))
-        return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
-    if (!sn_control_pool_exists(d->ctl, r->params[1]))
-        return snd_error(d, r, 404, "not_found", NULL, "no pool '%s'", r->params[1]);
-    int64_t held = 0;
-    for (int64_t i = 0; i < d->ctl->n_jobs_cap; i++) {
-        const struct sn_control_job *j = d->ctl->jobs[i];
-        const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
-        if (j && j->n_alloc && pool && strcmp(pool, r->params[1]) == 0 &&
-            strcmp(j->tenant, r->params[0]) == 0)
-            held += j->n_alloc;
-    }
-    if (held > b.gpus)
-        return snd_error(d, r, 409, "quota_below_usage", "gpus",
-                         "tenant '%s' holds %lld GPUs in pool '%s' now; a quota of %lld would "
-                         "break it (cancel or wait for jobs first)",
-                         r->params[0], (long long)held, r->params[1], (long long)b.gpus);
-    const struct sn_control_quota *prev = sn_control_quota_find(d->ctl, r->params[0], r->params[1]);
-    int64_t prev_gpus = prev ? prev->gpus : -1;
-    if (sn_control_quota_put(d->ctl, r->params[0], r->params[1], b.gpus) != SN_OK)
-        return snd_error(d, r, 507, "limit", NULL, "too many quotas");
+    int64_t prev_gpus;
+    struct sn_control_refusal why;
+    if (!sn_control_quota_set(d->ctl, r->params[0], r->params[1], b.gpus, &prev_gpus, &why))
+        return refused(d, r, &why);
     /* The scheduler core copies quotas when it is built: rebuild it. */
     struct sn_error err = {0};
     if (snd_rebuild(d, &err) != SN_OK) {
-        if (prev_gpus >= 0)
-            (void)sn_control_quota_put(d->ctl, r->params[0], r->params[1], prev_gpus);
+        sn_control_quota_restore(d->ctl, r->params[0], r->params[1], prev_gpus);
         struct sn_error err2 = {0};
         if (snd_rebuild(d, &err2) != SN_OK)
             atomic_store(&d->fatal, true);
@@ -284,22 +224,7 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
 
 static enum MHD_Result get_quotas(struct snd *d, struct snd_req *r)
 {
-    json_t *items = json_array();
-    for (uint32_t i = 0; i < d->ctl->n_quotas; i++) {
-        int64_t used = 0;
-        for (int64_t k = 0; k < d->ctl->n_jobs_cap; k++) {
-            const struct sn_control_job *j = d->ctl->jobs[k];
-            const char *pool = j ? json_string_value(json_object_get(j->spec, "pool")) : NULL;
-            if (j && j->n_alloc && pool && strcmp(pool, d->ctl->quotas[i].pool) == 0 &&
-                strcmp(j->tenant, d->ctl->quotas[i].tenant) == 0)
-                used += j->n_alloc;
-        }
-        json_array_append_new(
-            items, json_pack("{s:s,s:s,s:I,s:I}", "tenant", d->ctl->quotas[i].tenant, "pool",
-                             d->ctl->quotas[i].pool, "gpus", (json_int_t)d->ctl->quotas[i].gpus,
-                             "used", (json_int_t)used));
-    }
-    return snd_reply(d, r, 200, page(items, 0));
+    return snd_reply(d, r, 200, page(sn_control_quotas_items(d->ctl), 0));
 }
 
 struct pool_body {
@@ -325,35 +250,13 @@ static enum MHD_Result post_named(struct snd *d, struct snd_req *r, bool is_clas
     enum MHD_Result ret;
     if (!decode(d, r, is_class ? class_fields : pool_fields, is_class ? 3 : 2, &b, &present, &ret))
         return ret;
-    if (!is_class && strcmp(b.kind, "dedicated") && strcmp(b.kind, "mixed") &&
-        strcmp(b.kind, "elastic"))
-        return snd_error(d, r, 400, "invalid_field", "kind",
-                         "kind '%s': expected dedicated, mixed or elastic", b.kind);
-    json_t *doc = is_class ? json_pack("{s:I,s:b}", "priority", (json_int_t)b.priority,
-                                       "preemptible", b.preemptible)
-                           : json_pack("{s:s}", "kind", b.kind);
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-    struct sn_error err = {0};
-    enum sn_err rc = is_class ? sn_control_named_put(&d->ctl->classes, &d->ctl->n_classes, b.name,
-                                                     json_incref(doc), &err)
-                              : sn_control_named_put(&d->ctl->pools, &d->ctl->n_pools, b.name,
-                                                     json_incref(doc), &err);
-    if (rc != SN_OK) {
-        json_decref(doc);
-        json_decref(doc);
-        free(text);
-        return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
-    }
-    struct sn_store_write w = {.kind = is_class ? SN_STORE_PUT_CLASS : SN_STORE_PUT_POOL,
-                               .text = {b.name, text},
-                               .num = {b.priority}};
-    r->reply_status = 201;
-    r->reply = json_deep_copy(doc);
-    json_object_set_new(r->reply, "name", json_string(b.name));
-    json_decref(doc);
-    ret = snd_commit(d, r, &w, 1, b.name, done_reply);
-    free(text);
-    return ret;
+    struct sn_control_named_def def = {is_class, b.name, b.kind, b.priority, b.preemptible};
+    struct sn_store_write w;
+    struct sn_control_refusal why;
+    json_t *reply;
+    if (!sn_control_named_define(d->ctl, &def, &w, &reply, &why))
+        return refused(d, r, &why);
+    return catalog_commit(d, r, &w, b.name, 201, reply);
 }
 
 static enum MHD_Result post_pool(struct snd *d, struct snd_req *r)
@@ -368,42 +271,13 @@ static enum MHD_Result post_class(struct snd *d, struct snd_req *r)
 
 static enum MHD_Result get_pools(struct snd *d, struct snd_req *r)
 {
-    json_t *body = named_list(d->ctl->pools, d->ctl->n_pools);
-    json_t *items = json_object_get(body, "items");
-    for (uint32_t i = 0; i < d->spec->n_pools; i++) {
-        uint32_t sns = 0, gpus = 0, used = 0, down = 0, by_class[SN_CONTROL_GPU_CLASS_COUNT] = {0};
-        for (uint32_t sn = 0; sn < d->model->n_supernodes; sn++) {
-            const struct sn_supernode *S = &d->model->supernodes[sn];
-            if (S->pool != i)
-                continue;
-            sns++;
-            gpus += S->n_gpus;
-            for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
-                used += sn_sched_gpu_owner(d->ctl->sched, g) != SN_NONE;
-                down += sn_sched_gpu_down(d->ctl->sched, g);
-            }
-            struct sn_control_counts k;
-            sn_control_counts(d->ctl, S->first_gpu, S->n_gpus, &k);
-            for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++)
-                by_class[c] += k.by_class[c];
-        }
-        json_t *states = json_object();
-        for (int c = 0; c < SN_CONTROL_GPU_CLASS_COUNT; c++)
-            json_object_set_new(states, sn_control_gpu_class_name((enum sn_control_gpu_class)c),
-                                json_integer(by_class[c]));
-        json_array_append_new(
-            items,
-            json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o}", "name", d->spec->pools[i].name, "kind",
-                      sn_pool_kind_name(d->spec->pools[i].kind), "source", "spec", "supernodes",
-                      (json_int_t)sns, "gpus", (json_int_t)gpus, "used", (json_int_t)used,
-                      "unavailable", (json_int_t)down, "gpu_states", states));
-    }
-    return snd_reply(d, r, 200, body);
+    return snd_reply(d, r, 200, page(sn_control_pools_items(d->ctl), 0));
 }
 
 static enum MHD_Result get_classes(struct snd *d, struct snd_req *r)
 {
-    return snd_reply(d, r, 200, named_list(d->ctl->classes, d->ctl->n_classes));
+    return snd_reply(d, r, 200,
+                     page(sn_control_named_items(d->ctl->classes, d->ctl->n_classes), 0));
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -444,7 +318,6 @@ static enum MHD_Result job_not_found(struct snd *d, struct snd_req *r)
     r->reply = json_pack("{s:{s:s,s:s}}", "error", "code", "not_found", "message", msg);
     return snd_commit(d, r, NULL, 0, target, snd_refusal_done);
 }
-
 
 /* Checks the references and limits of a decoded job; answers on failure. */
 static enum MHD_Result submit_done(struct snd *d, struct snd_req *r)
@@ -510,21 +383,9 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
                  b.tenant);
         return snd_refuse(d, r, 403, "forbidden", "tenant", "submit for another tenant", msg);
     }
-    /* Jobs without a pool go to the spec's first pool, recorded in the job
-     * so that quotas, listings and replays all see the same pool. */
-    if (!b.pool[0] && d->ctl->sched_spec_pools) {
-        snprintf(b.pool, sizeof(b.pool), "%s", d->spec->pools[0].name);
-        for (size_t i = 0; i < sn_api_job_field_count; i++)
-            if (strcmp(sn_api_job_fields[i].name, "pool") == 0)
-                present |= 1u << i;
-    }
     struct sn_control_refusal why;
-    if (!sn_control_admit(d->ctl, tenant, &b, &why))
-        return snd_error(d, r, why.status, why.code, why.field, "%s", why.message);
-    /* A bandwidth the planner filled in is recorded in the job. */
-    for (size_t i = 0; b.xsn_bytes_per_s > 0 && i < sn_api_job_field_count; i++)
-        if (strcmp(sn_api_job_fields[i].name, "xsn_bytes_per_s") == 0)
-            present |= 1u << i;
+    if (!sn_control_submit_check(d->ctl, tenant, &b, &present, &why))
+        return refused(d, r, &why);
     const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
     if (key && !idem_key_ok(key))
         return snd_error(d, r, 400, "invalid_header", "idempotency_key",
@@ -533,121 +394,57 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     int64_t old = key ? sn_control_idem_find(d->ctl, tenant, key) : 0;
     if (old)
         return replay(d, r, sn_control_job_get(d->ctl, old), spec);
-    const struct sn_control_named *t =
-        sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, tenant);
-    if (t && t->jobs_live >= (uint64_t)d->cfg.tenant_max_live_jobs) {
-        json_decref(spec);
-        return snd_error(d, r, 429, "tenant_cap", "tenant_max_live_jobs",
-                         "tenant '%s' has %llu live jobs, the cap tenant_max_live_jobs is %lld",
-                         tenant, (unsigned long long)t->jobs_live,
-                         (long long)d->cfg.tenant_max_live_jobs);
-    }
-    if (t && t->jobs_total >= (uint64_t)d->cfg.tenant_max_jobs) {
-        json_decref(spec);
-        return snd_error(d, r, 409, "tenant_cap", "tenant_max_jobs",
-                         "tenant '%s' holds %llu jobs, the cap tenant_max_jobs is %lld", tenant,
-                         (unsigned long long)t->jobs_total, (long long)d->cfg.tenant_max_jobs);
-    }
-    struct sn_control_job *job = calloc(1, sizeof(*job));
-    struct sn_error err = {0};
-    if (!job) {
-        json_decref(spec);
-        return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    }
-    job->id = d->ctl->next_job_id;
-    snprintf(job->tenant, sizeof(job->tenant), "%s", tenant);
-    job->idem_key = key ? strdup(key) : NULL;
-    job->spec = spec;
-    job->state = SN_CONTROL_JOB_PENDING;
-    job->sched_id = SN_NONE;
-    job->submit_s = job->updated_s = snd_now_s();
-    if (sn_control_job_insert(d->ctl, job, &err) != SN_OK) {
-        sn_control_job_free(job);
-        return snd_error(d, r, 507, "limit", NULL, "%s", err.message);
-    }
-    char *doc = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    struct sn_store_write w[2];
+    struct sn_control_job *job =
+        sn_control_submit_record(d->ctl, tenant, key, r->actor, spec, snd_now_s(), w, &why);
+    if (!job)
+        return refused(d, r, &why);
     char target[32];
     snprintf(target, sizeof(target), "job/%lld", (long long)job->id);
-    struct sn_store_write w[2] = {
-        {.kind = SN_STORE_PUT_JOB,
-         .text = {job->tenant, job->idem_key, "pending", doc},
-         .num = {job->id, job->submit_s, job->updated_s}},
-        {.kind = SN_STORE_ADD_EVENT,
-         .text = {"submitted", r->actor},
-         .num = {job->id, job->submit_s}},
-    };
     r->arg = job->id;
     r->reply_status = 201;
     ret = snd_commit(d, r, w, 2, target, submit_done);
-    free(doc);
+    free((char *)w[0].text[3]);
     return ret;
 }
 
-/* A "running,pending" list of states as a bit mask; -1 when a name is
- * unknown. */
-static int state_mask(const char *text)
+/* The listing's filter from the query: state (default states when
+ * absent), tenant (a tenant token sees only its own: refused names
+ * another) and pool; false: answered. */
+static bool job_filter(struct snd *d, struct snd_req *r, int states, const char *own_only,
+                       struct sn_control_job_filter *f, enum MHD_Result *ret)
 {
-    int mask = 0;
-    char name[32];
-    for (const char *p = text;;) {
-        size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof(name))
-            return -1;
-        memcpy(name, p, n);
-        name[n] = '\0';
-        int s = sn_control_job_state_parse(name);
-        if (s < 0)
-            return -1;
-        mask |= 1 << s;
-        if (!p[n])
-            return mask;
-        p += n + 1;
+    const char *st = snd_query(r, "state");
+    *f = (struct sn_control_job_filter){.states = st ? sn_control_job_state_mask(st) : states,
+                                        .tenant = snd_query(r, "tenant"),
+                                        .pool = snd_query(r, "pool"),
+                                        .until_s = INT64_MAX,
+                                        .now_s = snd_now_s()};
+    if (st && f->states < 0) {
+        *ret = snd_error(d, r, 400, "invalid_query", "state",
+                         "state '%s': expected %s, or a comma-separated list of them", st,
+                         sn_control_job_states_expected());
+        return false;
     }
-}
-
-static bool job_matches(const struct sn_control_job *j, int states, const char *tenant,
-                        const char *pool)
-{
-    if (!j || !j->durable || (states >= 0 && !(states >> j->state & 1)))
-        return false;
-    if (tenant && strcmp(j->tenant, tenant) != 0)
-        return false;
-    const char *p = json_string_value(json_object_get(j->spec, "pool"));
-    return !pool || (p && strcmp(p, pool) == 0);
+    if (!snd_is_admin(r)) {
+        if (f->tenant && strcmp(f->tenant, r->tok.subject) != 0) {
+            *ret = snd_error(d, r, 403, "forbidden", "tenant", "%s", own_only);
+            return false;
+        }
+        f->tenant = r->tok.subject;
+    }
+    return true;
 }
 
 static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
 {
-    int64_t limit, after;
+    int64_t limit, after, next;
     enum MHD_Result ret;
-    if (!page_args(d, r, &limit, &after, &ret))
+    struct sn_control_job_filter f;
+    if (!page_args(d, r, &limit, &after, &ret) ||
+        !job_filter(d, r, -1, "a tenant token lists only its own jobs", &f, &ret))
         return ret;
-    const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
-    const char *pool = snd_query(r, "pool");
-    int state = st ? state_mask(st) : -1;
-    if (st && state < 0)
-        return snd_error(d, r, 400, "invalid_query", "state",
-                         "state '%s': expected pending, running, completed, failed, cancelled "
-                         "or requeued, or a comma-separated list of them",
-                         st);
-    if (!snd_is_admin(r)) {
-        if (tenant && strcmp(tenant, r->tok.subject) != 0)
-            return snd_error(d, r, 403, "forbidden", "tenant",
-                             "a tenant token lists only its own jobs");
-        tenant = r->tok.subject;
-    }
-    json_t *items = json_array();
-    int64_t next = 0;
-    for (int64_t id = after + 1; id < d->ctl->next_job_id; id++) {
-        const struct sn_control_job *j = sn_control_job_get(d->ctl, id);
-        if (!job_matches(j, state, tenant, pool))
-            continue;
-        if ((int64_t)json_array_size(items) == limit) {
-            next = id - 1;
-            break;
-        }
-        json_array_append_new(items, sn_control_job_json(d->ctl, j));
-    }
+    json_t *items = sn_control_jobs_items(d->ctl, &f, after, limit, &next);
     return snd_reply(d, r, 200, page(items, next));
 }
 
@@ -678,56 +475,22 @@ static bool query_time(struct snd *d, struct snd_req *r, const char *name, int64
     return true;
 }
 
-static json_t *acct_json(const struct snd *d, const struct sn_control_job *j, int64_t now_s)
-{
-    json_t *o = sn_control_job_json(d->ctl, j);
-    int64_t end = j->end_s ? j->end_s : now_s;
-    int64_t elapsed = j->start_s && end > j->start_s ? end - j->start_s : 0;
-    uint32_t gpus = j->n_alloc ? j->n_alloc : j->n_last_alloc;
-    json_object_set_new(o, "elapsed_s", json_integer(elapsed));
-    json_object_set_new(o, "gpu_seconds", json_integer(elapsed * (int64_t)gpus));
-    return o;
-}
-
 static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
 {
-    int64_t limit, after, since = 0, until = INT64_MAX;
+    int64_t limit, after, next;
     enum MHD_Result ret;
-    if (!page_args(d, r, &limit, &after, &ret) || !query_time(d, r, "since", &since, &ret) ||
-        !query_time(d, r, "until", &until, &ret))
+    struct sn_control_job_filter f;
+    int ended = (1 << SN_CONTROL_JOB_COMPLETED) | (1 << SN_CONTROL_JOB_FAILED) |
+                (1 << SN_CONTROL_JOB_CANCELLED);
+    if (!page_args(d, r, &limit, &after, &ret) ||
+        !job_filter(d, r, ended, "a tenant token sees only its own jobs' history", &f, &ret) ||
+        !query_time(d, r, "since", &f.since_s, &ret) ||
+        !query_time(d, r, "until", &f.until_s, &ret))
         return ret;
-    const char *st = snd_query(r, "state"), *tenant = snd_query(r, "tenant");
-    const char *name = snd_query(r, "name");
-    int states = st ? state_mask(st)
-                    : (1 << SN_CONTROL_JOB_COMPLETED) | (1 << SN_CONTROL_JOB_FAILED) |
-                          (1 << SN_CONTROL_JOB_CANCELLED);
-    if (st && states < 0)
-        return snd_error(d, r, 400, "invalid_query", "state",
-                         "state '%s': expected pending, running, completed, failed, cancelled "
-                         "or requeued, or a comma-separated list of them",
-                         st);
-    if (!snd_is_admin(r)) {
-        if (tenant && strcmp(tenant, r->tok.subject) != 0)
-            return snd_error(d, r, 403, "forbidden", "tenant",
-                             "a tenant token sees only its own jobs' history");
-        tenant = r->tok.subject;
-    }
-    json_t *items = json_array();
-    int64_t next = 0, now = snd_now_s();
-    for (int64_t id = after + 1; id < d->ctl->next_job_id; id++) {
-        const struct sn_control_job *j = sn_control_job_get(d->ctl, id);
-        if (!job_matches(j, states, tenant, NULL) || j->submit_s > until ||
-            (j->end_s && j->end_s < since))
-            continue;
-        const char *jn = json_string_value(json_object_get(j->spec, "name"));
-        if (name && (!jn || strcmp(jn, name) != 0))
-            continue;
-        if ((int64_t)json_array_size(items) == limit) {
-            next = id - 1;
-            break;
-        }
-        json_array_append_new(items, acct_json(d, j, now));
-    }
+    f.pool = NULL;
+    f.name = snd_query(r, "name");
+    f.accounting = true;
+    json_t *items = sn_control_jobs_items(d->ctl, &f, after, limit, &next);
     return snd_reply(d, r, 200, page(items, next));
 }
 

@@ -63,6 +63,8 @@ int snd_state_load(struct snd *d, struct sn_error *err)
     struct sn_control_config *c2 = &d->ctl_cfg;
     *c2 = (struct sn_control_config){
         .max_jobs = f->max_jobs,
+        .tenant_max_live_jobs = f->tenant_max_live_jobs,
+        .tenant_max_jobs = f->tenant_max_jobs,
         .heartbeat_timeout_s = f->heartbeat_timeout_s,
         .default_walltime_s = f->default_walltime_s,
         .preempt_min_runtime_s = f->preempt_min_runtime_s,

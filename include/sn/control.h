@@ -53,6 +53,7 @@
 /* The rules' knobs (snd's config keys of the same names, docs/cmd-snd.md). */
 struct sn_control_config {
     int64_t max_jobs;
+    int64_t tenant_max_live_jobs, tenant_max_jobs; /* a tenant's jobs held: live, all (0: no cap) */
     int64_t heartbeat_timeout_s;
     int64_t default_walltime_s;
     char sched_policy[32];
@@ -527,6 +528,87 @@ bool sn_control_quota_check_job(const struct sn_control *c, const char *tenant,
                                 size_t len);
 bool sn_control_array_check(const struct sn_control *c, const char *tenant,
                             const struct sn_api_job *b, const char **field, char *msg, size_t len);
+
+/* ---- submission (lib/control/submit.c): POST /v1/jobs ------------------------------ */
+
+/* The admission of decoded submission b by tenant (sn_control_admit), a
+ * job without a pool taking the spec's first before it; the fields filled
+ * in (that pool, the planner's bandwidth) are marked in *present, so the
+ * record keeps them. false: why. */
+bool sn_control_submit_check(const struct sn_control *c, const char *tenant, struct sn_api_job *b,
+                             uint32_t *present, struct sn_control_refusal *why);
+/* Then the tenant's caps (tenant_max_live_jobs 429, tenant_max_jobs
+ * 409), then the pending job record with the next id, in the tables but
+ * not durable, and rows[2], its job row and "submitted" event by actor
+ * (rows[0].text[3], the spec's text, is the caller's to free after the
+ * commit). Takes spec. NULL: why says what the API answers. */
+struct sn_control_job *sn_control_submit_record(struct sn_control *c, const char *tenant,
+                                                const char *idem_key, const char *actor,
+                                                json_t *spec, int64_t now_s,
+                                                struct sn_store_write rows[2],
+                                                struct sn_control_refusal *why);
+
+/* ---- listings (lib/control/listing.c): GET /v1/jobs, GET /v1/accounting ------------ */
+
+/* A "running,pending" list of state names as a bit mask of enum
+ * sn_control_job_state; -1 when a name is unknown. The expected values,
+ * for the error: "pending, running, ... or requeued". */
+int sn_control_job_state_mask(const char *text);
+const char *sn_control_job_states_expected(void);
+struct sn_control_job_filter {
+    int states;                       /* mask of enum sn_control_job_state; -1: any */
+    const char *tenant, *pool, *name; /* NULL: any */
+    int64_t since_s, until_s;         /* in the system during the window (0, INT64_MAX: any) */
+    bool accounting;                  /* rows carry elapsed_s and gpu_seconds (to now_s) */
+    int64_t now_s;
+};
+/* The durable jobs that pass f with an id above after, at most limit, in
+ * id order; *next the cursor of the next page (0: none). */
+json_t *sn_control_jobs_items(const struct sn_control *c, const struct sn_control_job_filter *f,
+                              int64_t after, int64_t limit, int64_t *next);
+
+/* ---- the catalog (lib/control/catalog.c): tenants, pools, classes, quotas ---------- */
+
+#define SN_CONTROL_PREFIX_MAX 1024 /* a tenant's path prefix, bytes */
+
+/* Each write is checked, applied to the tables at once and gives *row, the
+ * store row that makes it durable (its text[1] allocated: the caller frees
+ * it after the commit). false: why says what the API answers. */
+bool sn_control_tenant_put(struct sn_control *c, const char *name, const char *prefix,
+                           struct sn_store_write *row, bool *created,
+                           struct sn_control_refusal *why);
+struct sn_control_named_def {
+    bool is_class; /* a priority class, else a pool */
+    const char *name;
+    const char *kind; /* pools: dedicated, mixed or elastic */
+    int64_t priority; /* classes */
+    bool preemptible; /* classes */
+};
+/* *reply: the definition as the API shows it (the caller owns it). */
+bool sn_control_named_define(struct sn_control *c, const struct sn_control_named_def *def,
+                             struct sn_store_write *row, json_t **reply,
+                             struct sn_control_refusal *why);
+/* Sets tenant's quota in pool (404 for an unknown one, 409 below what the
+ * tenant holds there now); *prev_gpus the old quota, -1 when none, for
+ * putting it back should the core's rebuild refuse the new one. No row:
+ * the shell writes SN_STORE_PUT_QUOTA once the rebuild took it. */
+bool sn_control_quota_set(struct sn_control *c, const char *tenant, const char *pool, int64_t gpus,
+                          int64_t *prev_gpus, struct sn_control_refusal *why);
+/* Puts back the quota sn_control_quota_set replaced (prev_gpus -1: removes it). */
+void sn_control_quota_restore(struct sn_control *c, const char *tenant, const char *pool,
+                              int64_t prev_gpus);
+/* GPUs allocated now to tenant's jobs in pool. */
+int64_t sn_control_quota_used(const struct sn_control *c, const char *tenant, const char *pool);
+/* The views: arrays of the API's objects (the caller owns them). The
+ * pools are the defined ones, then the spec's with their GPU counts;
+ * sn_control_tenant_json is NULL for an unknown tenant. */
+json_t *sn_control_named_items(const struct sn_control_named *list, uint32_t n);
+json_t *sn_control_tenant_json(const struct sn_control *c, const char *name);
+json_t *sn_control_quotas_items(const struct sn_control *c);
+json_t *sn_control_pools_items(const struct sn_control *c);
+/* GET /v1/cluster, and one supernode of GET /v1/topology. */
+json_t *sn_control_cluster_json(const struct sn_control *c);
+json_t *sn_control_supernode_json(const struct sn_control *c, uint32_t sn);
 
 /* ---- expected starts (lib/control/starts.c): GET /v1/scheduler/starts --------------- */
 

@@ -491,17 +491,10 @@ static void do_quota(struct diff *x, const struct step *st)
                      SN_OK);
 }
 
-static void set_present(uint32_t *present, const char *field)
-{
-    for (size_t i = 0; i < sn_api_job_field_count; i++)
-        if (strcmp(sn_api_job_fields[i].name, field) == 0)
-            *present |= 1u << i;
-}
-
-
 /* routes.c post_job() and submit_done() with an admin token: decode, the
- * spec's first pool by default, the admission, the job inserted, then
- * SUBMIT once durable. Returns the HTTP status the route answers. */
+ * spec's first pool by default, the admission, the job recorded, then
+ * SUBMIT once durable (the same lib/control calls the route makes).
+ * Returns the HTTP status the route answers. */
 static int ctl_submit(struct diff *x, const char *body, int64_t *id)
 {
     struct sn_api_job b;
@@ -512,24 +505,15 @@ static int ctl_submit(struct diff *x, const char *body, int64_t *id)
     assert_int_equal(sn_api_decode(sn_api_job_fields, sn_api_job_field_count, body, strlen(body),
                                    1048576, &b, &present, field, &err),
                      SN_OK);
-    if (!b.pool[0] && x->c->sched_spec_pools) {
-        snprintf(b.pool, sizeof(b.pool), "%s", x->spec->pools[0].name);
-        set_present(&present, "pool");
-    }
     struct sn_control_refusal why;
-    if (!sn_control_admit(x->c, b.tenant, &b, &why))
+    if (!sn_control_submit_check(x->c, b.tenant, &b, &present, &why))
         return why.status;
-    if (b.xsn_bytes_per_s > 0)
-        set_present(&present, "xsn_bytes_per_s");
-    struct sn_control_job *job = calloc(1, sizeof(*job));
+    struct sn_store_write rows[2];
+    struct sn_control_job *job =
+        sn_control_submit_record(x->c, b.tenant, NULL, "admin", sn_control_job_spec_json(&b, present),
+                                 clock_now().wall_ms / 1000, rows, &why);
     assert_non_null(job);
-    job->id = x->c->next_job_id;
-    snprintf(job->tenant, sizeof(job->tenant), "%s", b.tenant);
-    job->spec = sn_control_job_spec_json(&b, present);
-    job->state = SN_CONTROL_JOB_PENDING;
-    job->sched_id = SN_NONE;
-    job->submit_s = job->updated_s = clock_now().wall_ms / 1000;
-    assert_int_equal(sn_control_job_insert(x->c, job, &err), SN_OK);
+    free((char *)rows[0].text[3]);
     *id = job->id;
     assert_int_equal(
         ctl_apply(x, (struct sn_control_event){.kind = SN_CONTROL_EVENT_SUBMIT, .job = job->id}),
