@@ -132,7 +132,7 @@ struct heartbeat_body {
     char busy_gpus[256]; /* appended: runtime */
     char orphan_gpus[256];
     char address[64];
-    char imex_ready[512]; /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
+    char imex_ready[512];   /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
     char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs (fabric_ids.c) */
 };
 static const struct sn_api_field heartbeat_fields[] = {
@@ -339,117 +339,45 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
         return snd_reply(d, r, 200,
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
                                    "applied_seq", (json_int_t)applied));
-    /* One pass: the records are range-checked as they are parsed and
-     * buffered; only a batch without an impossible reading is ingested
-     * (telem_buffer.c). The source is the node: the store keeps a bounded
-     * table of sources (4096), so one per batch ("node#seq") filled it
-     * within minutes and then made every record scan the full table. */
-    struct sn_telem_range_check rcheck = {0};
-    struct sn_telem_sink tap = sn_telem_range_sink(&rcheck);
-    struct sn_telem_buffer *buf =
-        sn_telem_buffer_new(&tap, 64 * (size_t)d->cfg.body_max_bytes + (1u << 20));
-    if (!buf)
-        return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    struct sn_telem_sink bsink = sn_telem_buffer_sink(buf);
-    struct sn_telem_opts o = {.source = node, .host = node, .prefix = SN_TELEM_PREFIX_NONE};
     /* A pair round's nccl-tests output names both hosts: "node+peer". */
     const char *peer = snd_query(r, "peer");
     char pair_source[140];
-    if (peer && (f != SN_TELEM_FMT_NCCL || !snd_rounds_peer_ok(d, s, peer))) {
-        sn_telem_buffer_free(buf);
+    if (peer && (f != SN_TELEM_FMT_NCCL || !snd_rounds_peer_ok(d, s, peer)))
         return snd_error(d, r, 400, "invalid_query", "peer",
                          "peer '%.64s': only a nccl-tests batch of a pair this node runs in a "
                          "health round names a peer",
                          peer);
-    }
-    if (peer) {
+    if (peer)
         snprintf(pair_source, sizeof(pair_source), "%s+%s", node, peer);
-        o.source = pair_source;
-    }
-    struct sn_telem_parser_stats st;
+    /* The source is the node: the store keeps a bounded table of sources
+     * (4096), so one per batch ("node#seq") filled it within minutes and
+     * then made every record scan the full table. */
+    struct sn_telem_batch in = {.format = f,
+                                .host = node,
+                                .source = peer ? pair_source : node,
+                                .body = r->body,
+                                .len = r->len,
+                                .buffer_cap = 64 * (size_t)d->cfg.body_max_bytes + (1u << 20),
+                                .to = snd_health_sink(),
+                                .now_s = (double)snd_now_s(),
+                                .on_leak = poke_health};
     struct sn_error err = {0};
-    enum sn_err rc = sn_telem_parse_buffer(f, &o, &bsink, r->len ? r->body : "", r->len, &st, &err);
-    if ((rc != SN_OK && rc != SN_ERR_SYNTAX) || sn_telem_buffer_failed(buf)) {
-        sn_telem_buffer_free(buf);
-        return snd_error(d, r, rc == SN_ERR_LIMIT || rc == SN_OK ? 413 : 500, "ingest_failed", NULL,
-                         "%s", err.message[0] ? err.message : "the batch is too large to buffer");
-    }
-    if (rcheck.bad) {
-        sn_telem_buffer_free(buf);
-        return snd_error(d, r, 400, "out_of_range", sn_metric_name(rcheck.metric),
-                         "line %u: %s %.17g %s is outside the physical range %.17g to %.17g; "
-                         "the batch is refused",
-                         rcheck.line, sn_metric_name(rcheck.metric), rcheck.value,
-                         sn_metric_unit(rcheck.metric), rcheck.min, rcheck.max);
-    }
-    struct sn_telem_host_filter in = {.to = snd_health_sink(),
-                                      .host = node,
-                                      .now_s = (double)snd_now_s(),
-                                      .on_leak = poke_health};
-    struct sn_telem_sink sink = sn_telem_host_filter_sink(&in);
-    sn_telem_buffer_replay(buf, &sink);
-    sn_telem_buffer_free(buf);
-    uint64_t skipped = 0;
-    for (int k = 0; k < SN_TELEM_SKIP_COUNT; k++)
-        skipped += k == SN_TELEM_SKIP_UNUSED ? 0 : st.skipped[k];
+    enum sn_err rc = sn_telem_batch_ingest(&in, &err);
+    if (rc == SN_ERR_RANGE)
+        return snd_error(d, r, 400, "out_of_range", in.bad_metric, "%s", err.message);
+    if (rc != SN_OK)
+        return snd_error(d, r, rc == SN_ERR_LIMIT ? 413 : 500, "ingest_failed", NULL, "%s",
+                         err.message);
+    uint64_t skipped = in.skipped;
     sn_agents_batch_done(ag.t, s, seq, in.samples, skipped, in.foreign, snd_now_ms());
     snd_dashboard_record_node(d, s);
     return snd_reply(d, r, 200,
                      json_pack("{s:I,s:b,s:I,s:I,s:I}", "seq", (json_int_t)seq, "duplicate", 0,
                                "samples", (json_int_t)in.samples, "skipped",
-                               (json_int_t)(skipped + in.foreign), "applied_seq",
-                               (json_int_t)seq));
+                               (json_int_t)(skipped + in.foreign), "applied_seq", (json_int_t)seq));
 }
 
 /* ---- reads ------------------------------------------------------------ */
-
-static json_t *readings_json(const struct sn_telem_gpu *g)
-{
-    json_t *o = json_object();
-    for (int k = 0; k < SN_METRIC_COUNT; k++) {
-        const struct sn_telem_reading *rd = &g->m[k];
-        if (rd->status == SN_TELEM_ABSENT)
-            continue;
-        json_object_set_new(o, sn_metric_name((enum sn_metric)k),
-                            json_pack("{s:o,s:s,s:s,s:o}", "value",
-                                      isfinite(rd->value) ? json_real(rd->value) : json_null(),
-                                      "unit", sn_metric_unit((enum sn_metric)k), "status",
-                                      sn_telem_status_name((enum sn_telem_status)rd->status),
-                                      "time_s",
-                                      isfinite(rd->time_s) ? json_real(rd->time_s) : json_null()));
-    }
-    return o;
-}
-
-/* Findings read from the telemetry itself: Xid events, failed diag tests,
- * an unreachable GPU, and the admin state's reason. */
-static json_t *findings_json(const struct snd *d, uint32_t gpu, const struct sn_telem_gpu *g)
-{
-    json_t *a = json_array();
-    const struct sn_control_admin *adm = &d->ctl->gpus[gpu];
-    if (adm->state != SN_CONTROL_ADMIN_UP)
-        json_array_append_new(
-            a, json_pack("{s:s,s:s,s:s}", "kind", "admin", "severity", "warning", "message",
-                         adm->reason ? adm->reason : sn_control_admin_state_name(adm->state)));
-    if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "unreachable", "severity",
-                                           "critical", "message", "the GPU is lost"));
-    unsigned long kept = g->xid_total < SN_TELEM_XID_KEEP ? g->xid_total : SN_TELEM_XID_KEEP;
-    for (unsigned long i = 0; g->xids && i < kept; i++) {
-        const struct sn_telem_xid_event *x =
-            &g->xids[(g->xid_total - kept + i) % SN_TELEM_XID_KEEP];
-        char msg[96];
-        snprintf(msg, sizeof(msg), "Xid %u (%s)", x->code,
-                 sn_xid_bucket_name((enum sn_xid_bucket)x->bucket));
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "xid", "severity",
-                                           x->fatal > 0 ? "critical" : "warning", "message", msg));
-    }
-    for (unsigned i = 0; g->diag && i < g->n_diag; i++)
-        if (g->diag[i].result == SN_DIAG_FAIL)
-            json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "kind", "diag", "severity",
-                                               "critical", "message", g->diag[i].test));
-    return a;
-}
 
 enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
 {
@@ -459,28 +387,10 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
     if (gpu == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
     const struct sn_telem_gpu *g = sn_telem_store_gpu(ag.telem, gpu);
-    uint32_t s = d->model->gpu_server[gpu];
-    char node[64];
-    sn_model_server_name(d->model, s, node, sizeof(node));
-    json_t *o = json_pack(
-        "{s:s,s:I,s:s,s:s,s:s}", "name", r->params[0], "id", (json_int_t)gpu, "node", node, "state",
-        sn_control_admin_state_name((enum sn_control_admin_state)d->ctl->gpus[gpu].state), "agent",
-        sn_agent_state(&ag.t->nodes[s], snd_now_s()));
-    json_object_set_new(o, "metrics", readings_json(g));
-    json_t *findings = findings_json(d, gpu, g), *health = snd_health_gpu_json(d, gpu);
-    /* The engine's findings join the list the dashboard shows. */
-    size_t i;
-    json_t *f;
-    json_array_foreach(json_object_get(health, "findings"), i, f)
-    {
-        json_array_append_new(findings,
-                              json_pack("{s:O,s:O,s:O}", "kind", json_object_get(f, "detector"),
-                                        "severity", json_object_get(f, "severity"), "message",
-                                        json_object_get(f, "evidence")));
-    }
-    json_object_set_new(o, "findings", findings);
-    json_object_set_new(o, "health", health);
-    return snd_reply(d, r, 200, o);
+    const char *agent = sn_agent_state(&ag.t->nodes[d->model->gpu_server[gpu]], snd_now_s());
+    return snd_reply(
+        d, r, 200,
+        sn_control_gpu_telemetry_json(d->ctl, gpu, g, agent, snd_health_gpu_json(d, gpu)));
 }
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -498,15 +408,6 @@ int snd_agent_gpu_health(struct snd *d, uint32_t gpu)
 {
     if (!agents_init(d) || gpu >= d->model->n_gpus)
         return -1;
-    const struct sn_telem_gpu *g = sn_telem_store_gpu(ag.telem, gpu);
-    bool seen = false;
-    for (int k = 0; k < SN_METRIC_COUNT && !seen; k++)
-        seen = g->m[k].status != SN_TELEM_ABSENT;
-    double score = snd_health_gpu_score(gpu);
-    if (score < 0 || (!seen && score >= 100))
-        return -1;
-    /* Critical below the cordon threshold, warning below 90 (the engine's
-     * first exclusion threshold, docs/health.md). */
-    double crit = d->cfg.health_cordon_below > 0 ? (double)d->cfg.health_cordon_below : 60;
-    return score < crit ? 2 : score < 90 ? 1 : 0;
+    return sn_control_gpu_health_level(sn_telem_store_gpu(ag.telem, gpu), snd_health_gpu_score(gpu),
+                                       d->cfg.health_cordon_below);
 }

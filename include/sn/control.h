@@ -468,6 +468,17 @@ json_t *sn_control_node_json(const struct sn_control *c, uint32_t server, int64_
 /* A GPU: name, admin state, reason, by, since_s, id; with detail also its
  * node, whether it is allocated and its processes ("draining", "none"). */
 json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail);
+/* GET /v1/telemetry/gpus/{gpu}: the GPU's name, id, node, admin state,
+ * its agent's state, readings (g, the telemetry store's), the findings
+ * read from them (admin reason, unreachable, Xids, failed diag tests) and
+ * then health's (the engine's view of the GPU, taken). */
+json_t *sn_control_gpu_telemetry_json(const struct sn_control *c, uint32_t gpu,
+                                      const struct sn_telem_gpu *g, const char *agent_state,
+                                      json_t *health);
+/* The dashboard's health level of a GPU with engine score (-1: none):
+ * 2 critical (below cordon_below, 60 when 0), 1 warning (below 90), 0
+ * good, -1 unknown (no score, or a perfect one with no reading seen). */
+int sn_control_gpu_health_level(const struct sn_telem_gpu *g, double score, int64_t cordon_below);
 /* The heartbeat answer's entry for running job j on server s (docs/agent.md):
  * id, run, tenant, world_size, node_rank, the server's ranks, master_addr
  * (master_addr, or the first server's name when NULL), master_port, the

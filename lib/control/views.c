@@ -5,6 +5,9 @@
  */
 #include "control_int.h"
 
+#include <math.h>
+#include <stdio.h>
+
 static json_t *admin_json(const struct sn_control_admin *a, const char *name)
 {
     return json_pack("{s:s,s:s,s:s?,s:s?,s:I}", "name", name, "state",
@@ -52,4 +55,100 @@ json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail)
     json_object_set_new(o, "processes",
                         json_string(sn_control_gpu_draining(c, g) ? "draining" : "none"));
     return o;
+}
+
+/* ---- a GPU's telemetry (GET /v1/telemetry/gpus/{gpu}) ------------------------- */
+
+static json_t *readings_json(const struct sn_telem_gpu *g)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < SN_METRIC_COUNT; k++) {
+        const struct sn_telem_reading *rd = &g->m[k];
+        if (rd->status == SN_TELEM_ABSENT)
+            continue;
+        json_object_set_new(o, sn_metric_name((enum sn_metric)k),
+                            json_pack("{s:o,s:s,s:s,s:o}", "value",
+                                      isfinite(rd->value) ? json_real(rd->value) : json_null(),
+                                      "unit", sn_metric_unit((enum sn_metric)k), "status",
+                                      sn_telem_status_name((enum sn_telem_status)rd->status),
+                                      "time_s",
+                                      isfinite(rd->time_s) ? json_real(rd->time_s) : json_null()));
+    }
+    return o;
+}
+
+static void finding(json_t *a, const char *kind, const char *severity, const char *message)
+{
+    json_array_append_new(
+        a, json_pack("{s:s,s:s,s:s}", "kind", kind, "severity", severity, "message", message));
+}
+
+/* Findings read from the telemetry itself: the admin state's reason, an
+ * unreachable GPU, Xid events, failed diag tests. */
+static json_t *telemetry_findings(const struct sn_control *c, uint32_t gpu,
+                                  const struct sn_telem_gpu *g)
+{
+    json_t *a = json_array();
+    const struct sn_control_admin *adm = &c->gpus[gpu];
+    if (adm->state != SN_CONTROL_ADMIN_UP)
+        finding(a, "admin", "warning",
+                adm->reason ? adm->reason
+                            : sn_control_admin_state_name((enum sn_control_admin_state)adm->state));
+    if (g->m[SN_METRIC_REACHABLE].status == SN_TELEM_OK && g->m[SN_METRIC_REACHABLE].value == 0)
+        finding(a, "unreachable", "critical", "the GPU is lost");
+    unsigned long kept = g->xid_total < SN_TELEM_XID_KEEP ? g->xid_total : SN_TELEM_XID_KEEP;
+    for (unsigned long i = 0; g->xids && i < kept; i++) {
+        const struct sn_telem_xid_event *x =
+            &g->xids[(g->xid_total - kept + i) % SN_TELEM_XID_KEEP];
+        char msg[96];
+        snprintf(msg, sizeof(msg), "Xid %u (%s)", x->code,
+                 sn_xid_bucket_name((enum sn_xid_bucket)x->bucket));
+        finding(a, "xid", x->fatal > 0 ? "critical" : "warning", msg);
+    }
+    for (unsigned i = 0; g->diag && i < g->n_diag; i++)
+        if (g->diag[i].result == SN_DIAG_FAIL)
+            finding(a, "diag", "critical", g->diag[i].test);
+    return a;
+}
+
+json_t *sn_control_gpu_telemetry_json(const struct sn_control *c, uint32_t gpu,
+                                      const struct sn_telem_gpu *g, const char *agent_state,
+                                      json_t *health)
+{
+    const struct sn_model *m = c->model;
+    char name[64], node[64];
+    sn_model_gpu_name(m, gpu, name, sizeof(name));
+    sn_model_server_name(m, m->gpu_server[gpu], node, sizeof(node));
+    json_t *o = json_pack(
+        "{s:s,s:I,s:s,s:s,s:s}", "name", name, "id", (json_int_t)gpu, "node", node, "state",
+        sn_control_admin_state_name((enum sn_control_admin_state)c->gpus[gpu].state), "agent",
+        agent_state);
+    json_object_set_new(o, "metrics", readings_json(g));
+    json_t *findings = telemetry_findings(c, gpu, g);
+    /* The engine's findings join the list the dashboard shows. */
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(health, "findings"), i, f)
+    {
+        json_array_append_new(findings,
+                              json_pack("{s:O,s:O,s:O}", "kind", json_object_get(f, "detector"),
+                                        "severity", json_object_get(f, "severity"), "message",
+                                        json_object_get(f, "evidence")));
+    }
+    json_object_set_new(o, "findings", findings);
+    json_object_set_new(o, "health", health);
+    return o;
+}
+
+int sn_control_gpu_health_level(const struct sn_telem_gpu *g, double score, int64_t cordon_below)
+{
+    bool seen = false;
+    for (int k = 0; k < SN_METRIC_COUNT && !seen; k++)
+        seen = g->m[k].status != SN_TELEM_ABSENT;
+    if (score < 0 || (!seen && score >= 100))
+        return -1;
+    /* Critical below the cordon threshold, warning below 90 (the engine's
+     * first exclusion threshold, docs/health.md). */
+    double crit = cordon_below > 0 ? (double)cordon_below : 60;
+    return score < crit ? 2 : score < 90 ? 1 : 0;
 }

@@ -104,11 +104,52 @@ static void test_host_filter(void **state)
     assert_int_equal(leaks, 1);
 }
 
+/* The route's pipeline: a foreign record dropped and counted, an
+ * impossible reading refusing the whole batch, a batch over the buffer. */
+static void test_batch(void **state)
+{
+    (void)state;
+    struct seen seen = {0};
+    struct sn_telem_sink to = {.ctx = &seen, .samples = count_samples};
+    const char *good = "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\",Hostname=\"sn00-t00\"} 51\n"
+                       "DCGM_FI_DEV_GPU_TEMP{gpu=\"4\",Hostname=\"sn00-t01\"} 52\n";
+    struct sn_telem_batch b = {.format = SN_TELEM_FMT_PROM,
+                               .host = "sn00-t00",
+                               .source = "sn00-t00",
+                               .body = good,
+                               .len = strlen(good),
+                               .buffer_cap = 1 << 20,
+                               .to = to,
+                               .now_s = 1000};
+    struct sn_error err = {0};
+    assert_int_equal(sn_telem_batch_ingest(&b, &err), SN_OK);
+    assert_int_equal(seen.samples, 1);
+    assert_int_equal(b.samples, 1);
+    assert_int_equal(b.foreign, 1);
+
+    const char *bad = "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\",Hostname=\"sn00-t00\"} 51\n"
+                      "DCGM_FI_DEV_GPU_TEMP{gpu=\"2\",Hostname=\"sn00-t00\"} 900\n";
+    b.body = bad;
+    b.len = strlen(bad);
+    assert_int_equal(sn_telem_batch_ingest(&b, &err), SN_ERR_RANGE);
+    assert_int_equal(seen.samples, 1); /* nothing of the batch went on */
+    assert_string_equal(b.bad_metric, sn_metric_name(SN_METRIC_TEMP_GPU));
+    assert_non_null(strstr(err.message, "line 2: "));
+    assert_non_null(strstr(err.message, " 900 "));
+
+    b.body = good;
+    b.len = strlen(good);
+    b.buffer_cap = 16;
+    assert_int_equal(sn_telem_batch_ingest(&b, &err), SN_ERR_LIMIT);
+    assert_int_equal(seen.samples, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_range),
         cmocka_unit_test(test_host_filter),
+        cmocka_unit_test(test_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
