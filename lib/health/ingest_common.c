@@ -1044,7 +1044,8 @@ static bool reserved_prefix(const char *s, size_t len)
         const char *w;
         size_t n;
     } words[] = {W("NVRM"),    W("kernel"), W("Legend"), W("NCCL"),    W("Link"),  W("Timestamp"),
-                 W("WARNING"), W("ERROR"),  W("INFO"),   W("Warning"), W("Error"), W("Note")};
+                 W("WARNING"), W("ERROR"),  W("INFO"),   W("Warning"), W("Error"), W("Note"),
+                 W("NVML")};
 #undef W
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (words[i].n == len && memcmp(s, words[i].w, len) == 0)
@@ -1338,6 +1339,7 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"NVRM: Xid", SN_TELEM_FMT_KMSG},
         {"fallen off the bus", SN_TELEM_FMT_KMSG},
         {"NVRM: ", SN_TELEM_FMT_KMSG},
+        {": SXid (PCI:", SN_TELEM_FMT_KMSG},
         {"NIC statistics:", SN_TELEM_FMT_ETHTOOL_S},
         {"     rx_packets: ", SN_TELEM_FMT_ETHTOOL_S},
         {"     rx_prio0_", SN_TELEM_FMT_ETHTOOL_S},
@@ -1384,6 +1386,8 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"-----  Stress  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"CPU Affinity", SN_TELEM_FMT_SMI_TOPO},
         {" Link 0: ", SN_TELEM_FMT_SMI_NVLINK},
+        /* nvlink -s of a GPU whose links are all down (leptonai/gpud#1085). */
+        {"NVLink information as all links are", SN_TELEM_FMT_SMI_NVLINK},
         {"kind,name,part,metric", SN_TELEM_FMT_FACILITY_CSV},
         {"GPU UUID  ", SN_TELEM_FMT_SMI_Q},
         {"Product Name  ", SN_TELEM_FMT_SMI_Q},
@@ -1400,6 +1404,10 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"Double Bit ECC  ", SN_TELEM_FMT_SMI_Q},
         {"GPU Current Temp  ", SN_TELEM_FMT_SMI_Q},
         {"Power Draw  ", SN_TELEM_FMT_SMI_Q},
+        /* Clock sections (NVIDIA/open-gpu-kernel-modules#421, a block from
+         * the middle of a report). */
+        {"Default Applications Clocks\n", SN_TELEM_FMT_SMI_Q},
+        {"Max Customer Boost Clocks\n", SN_TELEM_FMT_SMI_Q},
         {"pci.bus_id", SN_TELEM_FMT_SMI_CSV},
         {"utilization.gpu", SN_TELEM_FMT_SMI_CSV},
         {"temperature.gpu", SN_TELEM_FMT_SMI_CSV},
