@@ -1096,21 +1096,40 @@ static void set_host(struct sn_telem_parser *p, const char *h, size_t n)
     p->host_len = strlen(p->host);
 }
 
+/* An Open MPI tag ("[1,0]<stdout>:") or an MPICH rank label ("[0] ") at the
+ * start of s, removed (a label's glued copies inside the line too); whether
+ * one was. */
+static bool strip_rank(struct sn_telem_parser *p, const char **s, size_t *len)
+{
+    size_t tag = mpi_tag(*s, *len);
+    *s += tag, *len -= tag;
+    size_t label = tag || !p->ops->allow_prefix ? 0 : rank_label(*s, *len);
+    if (label) {
+        char lab[12];
+        memcpy(lab, *s, label);
+        *s += label, *len -= label;
+        *s = unglue(p, *s, len, lab, label);
+    }
+    return tag || label;
+}
+
+/* The line after its "host: " prefix: a launcher's rank tag may follow the
+ * prefix (pdsh or clush running mpirun: "gpu-node-17: [1,0]<stdout>:...")
+ * when none came before it. */
+static void host_line(struct sn_telem_parser *p, bool ranked, const char *s, size_t len)
+{
+    if (!ranked)
+        (void)strip_rank(p, &s, &len);
+    p->ops->line(p, s, len);
+}
+
 static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
 {
     p->lineno++;
     p->stats.lines++;
     if (len && s[len - 1] == '\r')
         len--;
-    size_t tag = mpi_tag(s, len);
-    s += tag, len -= tag;
-    size_t label = tag || !p->ops->allow_prefix ? 0 : rank_label(s, len);
-    if (label) {
-        char lab[12];
-        memcpy(lab, s, label);
-        s += label, len -= label;
-        s = unglue(p, s, &len, lab, label);
-    }
+    bool ranked = strip_rank(p, &s, &len);
     if (banner(p, s, len))
         return;
     size_t pre = 0;
@@ -1120,7 +1139,7 @@ static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
      * checks depend on its text only), and the host is already set. */
     if (may_prefix && p->host_from_prefix && len > p->host_len + 1 && s[p->host_len] == ':' &&
         s[p->host_len + 1] == ' ' && memcmp(s, p->host, p->host_len) == 0) {
-        p->ops->line(p, s + p->host_len + 2, len - p->host_len - 2);
+        host_line(p, ranked, s + p->host_len + 2, len - p->host_len - 2);
         return;
     }
     if (may_prefix)
@@ -1136,7 +1155,10 @@ static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
         }
         set_host(p, p->file_host, p->file_host_len);
     }
-    p->ops->line(p, s + pre, len - pre);
+    if (pre)
+        host_line(p, ranked, s + pre, len - pre);
+    else
+        p->ops->line(p, s, len);
 }
 
 static enum sn_err feed_json(struct sn_telem_parser *p, const char *d, size_t len,

@@ -347,6 +347,45 @@ static void csv_noheader_with_units(void **state)
     sn_telem_store_free(st);
 }
 
+/* ---- a host prefix before a launcher's rank tag ----------------------------------- */
+
+static unsigned records_of(enum sn_telem_format fmt, const char *text)
+{
+    struct sn_error err = {0};
+    struct sn_telem_store *st = NULL;
+    assert_int_equal(sn_telem_store_new(NULL, &st, &err), SN_OK);
+    struct sn_telem_sink sink = sn_telem_store_sink(st);
+    struct sn_telem_opts opts = {.source = "prefix", .host = "sn00-t00"};
+    struct sn_telem_parser_stats ps;
+    memset(&ps, 0, sizeof(ps));
+    assert_int_equal(sn_telem_parse_buffer(fmt, &opts, &sink, text, strlen(text), &ps, &err),
+                     SN_OK);
+    sn_telem_store_free(st);
+    return (unsigned)ps.records;
+}
+
+static void host_prefix_then_rank_tag(void **state)
+{
+    (void)state;
+    /* pdsh running mpirun: the host prefix comes first, the Open MPI tag or
+     * the MPICH label after it; the rows read as without either. */
+    const char *rows =
+        "       8             2     float     sum      -1    18.71    0.00    0.00      0"
+        "    18.39    0.00    0.00      0\n"
+        "    1024           256     float     sum      -1    19.10    0.05    0.09      0"
+        "    18.77    0.05    0.10      0\n";
+    char tagged[1024], labelled[1024];
+    const char *nl = strchr(rows, '\n');
+    snprintf(tagged, sizeof(tagged), "gpu-node-17: [1,0]<stdout>:%.*sgpu-node-17: [1,0]<stdout>:%s",
+             (int)(nl - rows + 1), rows, nl + 1);
+    snprintf(labelled, sizeof(labelled), "gpu-node-17: [0] %.*sgpu-node-17: [0] %s",
+             (int)(nl - rows + 1), rows, nl + 1);
+    unsigned plain = records_of(SN_TELEM_FMT_NCCL, rows);
+    assert_true(plain > 0);
+    assert_int_equal(records_of(SN_TELEM_FMT_NCCL, tagged), plain);
+    assert_int_equal(records_of(SN_TELEM_FMT_NCCL, labelled), plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +394,7 @@ int main(void)
         cmocka_unit_test(sxid_lines_on_the_server),
         cmocka_unit_test(sxid_detail_line_alone_is_not_read),
         cmocka_unit_test(csv_noheader_with_units),
+        cmocka_unit_test(host_prefix_then_rank_tag),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
