@@ -287,7 +287,7 @@ static void unreadable(struct sn__health_ctx *c, const struct sn_telem_gpu *g, s
     char w[160];
     const struct sn_telem_reading *reach = &g->m[SN_METRIC_REACHABLE];
     if (reading_ok(reach) && reach->value == 0) {
-        ADD(c, SN_DET_GPU_UNREADABLE, 0, 1, "%s: nvidia-smi: GPU is lost",
+        ADD(c, SN_DET_GPU_UNREADABLE, 0, 1, "%s: nvidia-smi cannot reach the GPU (GPU is lost or unknown error)",
             where(c, reach, w, sizeof(w)));
         return;
     }

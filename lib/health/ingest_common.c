@@ -1443,6 +1443,9 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"      CPU0\n", SN_TELEM_FMT_INTERRUPTS},
         {"Pwr:Usage/Cap", SN_TELEM_FMT_SMI_TABLE},
         {"| NVIDIA-SMI ", SN_TELEM_FMT_SMI_TABLE},
+        /* nvidia-smi printing, instead of its table, that it cannot reach
+         * a GPU (JosephKJ/OWOD#81, xxd3vin/workspace#19). */
+        {"Unable to determine the device handle for GPU", SN_TELEM_FMT_SMI_TABLE},
         {"MiB / ", SN_TELEM_FMT_SMI_TABLE},
         {"# gpu ", SN_TELEM_FMT_SMI_DMON},
         {"#Date ", SN_TELEM_FMT_SMI_DMON},
