@@ -262,7 +262,15 @@ const char *sn_health_action_name(enum sn_health_action a);
       "server, or a replaced GPU; the readings of both are judged on it")                          \
     X(NET_LINK_DOWN, "net-link-down", SERVER, WARN, 50, DRAIN,                                     \
       "RDMA ports down (ibstat State: Down, sysfs ports/N/state) while the server has fewer "      \
-      "active ports than the spec's NICs")
+      "active ports than the spec's NICs")                                                         \
+    X(XID_NVLINK_NONFATAL, "xid-nvlink-nonfatal", GPU, INFO, 0, NONE,                              \
+      "NVLink Xid 144-150 the driver marks Nonfatal (NVIDIA's XID 144-150 decode: immediate "      \
+      "action IGNORE, or the Xid 154 that follows)")                                               \
+    X(SXID_FATAL, "nvswitch-sxid-fatal", SERVER, CRIT, 80, REBOOT,                                 \
+      "an NVSwitch SXid the driver marks Fatal (kernel log 'nvidia-nvswitchN: SXid (PCI:...): "    \
+      "N, Fatal, ...'): the NVSwitches and GPUs need a reset")                                     \
+    X(SXID_NONFATAL, "nvswitch-sxid", SERVER, WARN, 10, MONITOR,                                   \
+      "an NVSwitch SXid the driver marks Non-fatal")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

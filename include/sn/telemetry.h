@@ -654,7 +654,9 @@ struct sn_telem_net {
 struct sn_telem_node_check {
     const char *host; /* the host the line names, else the line's host */
     struct sn_telem_origin at;
-    const char *tool;       /* "nhc" or "aznhc" */
+    const char *tool;       /* "nhc" or "aznhc"; "sxid" for an NVSwitch SXid of a kernel log
+                             * (check "SXid <code> <device>", fault_code "fatal" or
+                             * "non-fatal", ingest_kmsg.c) */
     const char *check;      /* "check_gpu_count", "" when the line names none */
     const char *message;    /* the rest of the line, "" if none */
     const char *fault_code; /* "NHC2001", "" if none */

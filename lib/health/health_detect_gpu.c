@@ -57,7 +57,10 @@ static void mark_unidentified(const struct sn_telem_gpu *g, struct tgt t,
     memcpy(ev, f->evidence, sizeof(ev));
     int k;
     bool excerpt = strncmp(g->uuid, SN__TELEM_EXCERPT_UUID, strlen(SN__TELEM_EXCERPT_UUID)) == 0;
-    if (g->index < 0 && g->bus == SN_TELEM_BUS_NONE && excerpt)
+    if (g->index < 0 && g->bus == SN_TELEM_BUS_NONE && excerpt && strstr(g->uuid, "bus-elided-"))
+        k = snprintf(f->evidence, sizeof(f->evidence),
+                     "GPU not identified (bus elided as 'PCI:...' in the log): ");
+    else if (g->index < 0 && g->bus == SN_TELEM_BUS_NONE && excerpt)
         k = snprintf(f->evidence, sizeof(f->evidence),
                      "GPU not identified (-q excerpt without 'GPU <bus>'): ");
     else if (g->index < 0 && g->bus != SN_TELEM_BUS_NONE)
@@ -196,23 +199,40 @@ static const char *xid_followers_note(const struct sn_telem_gpu *g, const unsign
     return buf;
 }
 
-/* Index in g->xids of the newest event with code that follows no cause
- * (cause_of may be NULL: every event), or -1; *count gets how many of the
- * kept events have it. */
-static int xid_find_own(const struct sn_telem_gpu *g, unsigned code, unsigned *count,
-                        const unsigned *cause_of)
+/* Whether event e is of kind (code, bucket): for the NVLink Xids 144-150 a
+ * Fatal and a Nonfatal line of one code are two kinds (read_fields in
+ * ingest_kmsg.c), so a later Nonfatal one never hides a Fatal one; bucket
+ * -1 matches any. */
+static bool xid_kind(const struct sn_telem_xid_event *e, unsigned code, int bucket)
+{
+    if (e->code != code)
+        return false;
+    return bucket < 0 || code < 144 || code > 150 || e->bucket == (unsigned)bucket;
+}
+
+/* Index in g->xids of the newest event of kind (code, bucket) that follows
+ * no cause (cause_of may be NULL: every event), or -1; *count gets how many
+ * of the kept events are of it. */
+static int xid_find_kind(const struct sn_telem_gpu *g, unsigned code, int bucket, unsigned *count,
+                         const unsigned *cause_of)
 {
     unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
     int last = -1;
     *count = 0;
     for (unsigned k = 0; k < kept; k++) {
         unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
-        if (g->xids[j].code == code && !(cause_of && cause_of[j])) {
+        if (xid_kind(&g->xids[j], code, bucket) && !(cause_of && cause_of[j])) {
             (*count)++;
             last = (int)j;
         }
     }
     return last;
+}
+
+static int xid_find_own(const struct sn_telem_gpu *g, unsigned code, unsigned *count,
+                        const unsigned *cause_of)
+{
+    return xid_find_kind(g, code, -1, count, cause_of);
 }
 
 /* The gap from a to b (b later in the log) when both have a time: dmesg
@@ -229,8 +249,9 @@ static double xid_gap_s(const struct sn_telem_xid_event *a, const struct sn_tele
 /* Events of code that follow no cause, counted as bursts: a line within
  * burst_s after the previous line of the code is the same event. *lines
  * gets the lines, *span_s the longest burst's span (0 when none). */
-static unsigned xid_bursts(const struct sn_telem_gpu *g, unsigned code, const unsigned *cause_of,
-                           double burst_s, unsigned *lines, double *span_s)
+static unsigned xid_bursts(const struct sn_telem_gpu *g, unsigned code, int bucket,
+                           const unsigned *cause_of, double burst_s, unsigned *lines,
+                           double *span_s)
 {
     unsigned kept = g->xid_total < SN_TELEM_XID_KEEP ? (unsigned)g->xid_total : SN_TELEM_XID_KEEP;
     unsigned n = 0;
@@ -239,7 +260,7 @@ static unsigned xid_bursts(const struct sn_telem_gpu *g, unsigned code, const un
     *span_s = 0;
     for (unsigned k = 0; k < kept; k++) {
         unsigned j = (unsigned)((g->xid_total - kept + k) % SN_TELEM_XID_KEEP);
-        if (g->xids[j].code != code || (cause_of && cause_of[j]))
+        if (!xid_kind(&g->xids[j], code, bucket) || (cause_of && cause_of[j]))
             continue;
         (*lines)++;
         double gap = prev >= 0 ? xid_gap_s(&g->xids[prev], &g->xids[j]) : NAN;
@@ -266,7 +287,7 @@ static void unreadable(struct sn__health_ctx *c, const struct sn_telem_gpu *g, s
     char w[160];
     const struct sn_telem_reading *reach = &g->m[SN_METRIC_REACHABLE];
     if (reading_ok(reach) && reach->value == 0) {
-        ADD(c, SN_DET_GPU_UNREADABLE, 0, 1, "%s: nvidia-smi: GPU is lost",
+        ADD(c, SN_DET_GPU_UNREADABLE, 0, 1, "%s: nvidia-smi cannot reach the GPU (GPU is lost or unknown error)",
             where(c, reach, w, sizeof(w)));
         return;
     }
@@ -410,6 +431,8 @@ static enum sn_detector xid_detector(const struct sn__health_ctx *c, unsigned co
     default:
         break;
     }
+    if (code >= 144 && code <= 150 && bucket == SN_XID_INFO)
+        return SN_DET_XID_NVLINK_NONFATAL;
     switch (bucket) {
     case SN_XID_APPLICATION:
         return n >= c->cfg->xid_repeat ? SN_DET_XID_REPEATED : SN_DET_XID_APPLICATION;
@@ -468,9 +491,9 @@ static void xids(struct sn__health_ctx *c, const struct sn_telem_gpu *g, struct 
         if (cause_of[j] && x->caused_by == cause_of[j])
             xid_named_cause(c, g, t, cause_of, j);
         if (xid_own_detector(x->code) || cause_of[j] ||
-            xid_find_own(g, x->code, &n, cause_of) != (int)j)
-            continue; /* judged once per code, at its newest event; followers not at all */
-        n = xid_bursts(g, x->code, cause_of, c->cfg->xid_burst_s, &lines, &span_s);
+            xid_find_kind(g, x->code, x->bucket, &n, cause_of) != (int)j)
+            continue; /* judged once per kind, at its newest event; followers not at all */
+        n = xid_bursts(g, x->code, x->bucket, cause_of, c->cfg->xid_burst_s, &lines, &span_s);
         enum sn_detector d = xid_detector(c, x->code, (enum sn_xid_bucket)x->bucket, n);
         if (d == SN_DET_COUNT)
             continue;

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static bool host_has_gpu(const struct sn_telem_store *st, uint32_t h)
 {
@@ -72,6 +73,16 @@ void sn__health_detect_node(struct sn__health_ctx *c)
         }
         for (unsigned k = 0; k < n; k++) {
             sn__health_where(c->st, e[k].source, e[k].line, w, sizeof(w));
+            if (strcmp(e[k].tool, "sxid") == 0) {
+                /* An NVSwitch SXid (ingest_kmsg.c): the driver's own
+                 * Fatal/Non-fatal word grades it. */
+                sn__health_add(c,
+                               strcmp(e[k].fault_code, "fatal") == 0 ? SN_DET_SXID_FATAL
+                                                                      : SN_DET_SXID_NONFATAL,
+                               SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, NAN, NAN, "%s: %s: %s", w,
+                               e[k].check, e[k].message);
+                continue;
+            }
             sn__health_add(c, SN_DET_NODE_CHECK, SN_HEALTH_ENT_SERVER, sv, SN_NONE, sv, NAN, NAN,
                            "%s: %s %s%s%s%s%s", w, e[k].tool, e[k].check[0] ? e[k].check : "check",
                            e[k].message[0] ? ": " : " failed", e[k].message,

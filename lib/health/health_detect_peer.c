@@ -182,6 +182,19 @@ static void nvlinks(struct sn__health_ctx *c, double median_speed)
             continue;
         unsigned design = sn_model_gpu_spec(c->m, g)->scaleup_links;
         char w[SN_HEALTH_EVIDENCE_MAX];
+        unsigned down = 0;
+        for (unsigned l = 0; l < sg->n_nvlinks && l < design; l++)
+            down += sg->nvlink[l].state == SN_LINK_INACTIVE;
+        if (design && down == design) {
+            /* Every link of the design down (NVML's "all links are
+             * inActive", leptonai/gpud#1085): one fault of the GPU, not one
+             * per link. */
+            snprintf(w, sizeof(w), "nvlink -s line %u: all %u links inactive", sg->nvlink[0].line,
+                     design);
+            sn__health_add(c, SN_DET_NVLINK_INACTIVE, SN_HEALTH_ENT_GPU, g, g, SN_NONE, 0,
+                           median_speed, "%s", w);
+            continue;
+        }
         for (unsigned l = 0; l < sg->n_nvlinks; l++) {
             const struct sn_telem_link_reading *k = &sg->nvlink[l];
             if (k->state == SN_LINK_INACTIVE && l < design) {

@@ -1044,7 +1044,8 @@ static bool reserved_prefix(const char *s, size_t len)
         const char *w;
         size_t n;
     } words[] = {W("NVRM"),    W("kernel"), W("Legend"), W("NCCL"),    W("Link"),  W("Timestamp"),
-                 W("WARNING"), W("ERROR"),  W("INFO"),   W("Warning"), W("Error"), W("Note")};
+                 W("WARNING"), W("ERROR"),  W("INFO"),   W("Warning"), W("Error"), W("Note"),
+                 W("NVML")};
 #undef W
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (words[i].n == len && memcmp(s, words[i].w, len) == 0)
@@ -1095,21 +1096,40 @@ static void set_host(struct sn_telem_parser *p, const char *h, size_t n)
     p->host_len = strlen(p->host);
 }
 
+/* An Open MPI tag ("[1,0]<stdout>:") or an MPICH rank label ("[0] ") at the
+ * start of s, removed (a label's glued copies inside the line too); whether
+ * one was. */
+static bool strip_rank(struct sn_telem_parser *p, const char **s, size_t *len)
+{
+    size_t tag = mpi_tag(*s, *len);
+    *s += tag, *len -= tag;
+    size_t label = tag || !p->ops->allow_prefix ? 0 : rank_label(*s, *len);
+    if (label) {
+        char lab[12];
+        memcpy(lab, *s, label);
+        *s += label, *len -= label;
+        *s = unglue(p, *s, len, lab, label);
+    }
+    return tag || label;
+}
+
+/* The line after its "host: " prefix: a launcher's rank tag may follow the
+ * prefix (pdsh or clush running mpirun: "gpu-node-17: [1,0]<stdout>:...")
+ * when none came before it. */
+static void host_line(struct sn_telem_parser *p, bool ranked, const char *s, size_t len)
+{
+    if (!ranked)
+        (void)strip_rank(p, &s, &len);
+    p->ops->line(p, s, len);
+}
+
 static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
 {
     p->lineno++;
     p->stats.lines++;
     if (len && s[len - 1] == '\r')
         len--;
-    size_t tag = mpi_tag(s, len);
-    s += tag, len -= tag;
-    size_t label = tag || !p->ops->allow_prefix ? 0 : rank_label(s, len);
-    if (label) {
-        char lab[12];
-        memcpy(lab, s, label);
-        s += label, len -= label;
-        s = unglue(p, s, &len, lab, label);
-    }
+    bool ranked = strip_rank(p, &s, &len);
     if (banner(p, s, len))
         return;
     size_t pre = 0;
@@ -1119,7 +1139,7 @@ static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
      * checks depend on its text only), and the host is already set. */
     if (may_prefix && p->host_from_prefix && len > p->host_len + 1 && s[p->host_len] == ':' &&
         s[p->host_len + 1] == ' ' && memcmp(s, p->host, p->host_len) == 0) {
-        p->ops->line(p, s + p->host_len + 2, len - p->host_len - 2);
+        host_line(p, ranked, s + p->host_len + 2, len - p->host_len - 2);
         return;
     }
     if (may_prefix)
@@ -1135,7 +1155,10 @@ static void dispatch_line(struct sn_telem_parser *p, const char *s, size_t len)
         }
         set_host(p, p->file_host, p->file_host_len);
     }
-    p->ops->line(p, s + pre, len - pre);
+    if (pre)
+        host_line(p, ranked, s + pre, len - pre);
+    else
+        p->ops->line(p, s, len);
 }
 
 static enum sn_err feed_json(struct sn_telem_parser *p, const char *d, size_t len,
@@ -1338,6 +1361,7 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"NVRM: Xid", SN_TELEM_FMT_KMSG},
         {"fallen off the bus", SN_TELEM_FMT_KMSG},
         {"NVRM: ", SN_TELEM_FMT_KMSG},
+        {": SXid (PCI:", SN_TELEM_FMT_KMSG},
         {"NIC statistics:", SN_TELEM_FMT_ETHTOOL_S},
         {"     rx_packets: ", SN_TELEM_FMT_ETHTOOL_S},
         {"     rx_prio0_", SN_TELEM_FMT_ETHTOOL_S},
@@ -1384,6 +1408,8 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"-----  Stress  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"CPU Affinity", SN_TELEM_FMT_SMI_TOPO},
         {" Link 0: ", SN_TELEM_FMT_SMI_NVLINK},
+        /* nvlink -s of a GPU whose links are all down (leptonai/gpud#1085). */
+        {"NVLink information as all links are", SN_TELEM_FMT_SMI_NVLINK},
         {"kind,name,part,metric", SN_TELEM_FMT_FACILITY_CSV},
         {"GPU UUID  ", SN_TELEM_FMT_SMI_Q},
         {"Product Name  ", SN_TELEM_FMT_SMI_Q},
@@ -1400,6 +1426,10 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"Double Bit ECC  ", SN_TELEM_FMT_SMI_Q},
         {"GPU Current Temp  ", SN_TELEM_FMT_SMI_Q},
         {"Power Draw  ", SN_TELEM_FMT_SMI_Q},
+        /* Clock sections (NVIDIA/open-gpu-kernel-modules#421, a block from
+         * the middle of a report). */
+        {"Default Applications Clocks\n", SN_TELEM_FMT_SMI_Q},
+        {"Max Customer Boost Clocks\n", SN_TELEM_FMT_SMI_Q},
         {"pci.bus_id", SN_TELEM_FMT_SMI_CSV},
         {"utilization.gpu", SN_TELEM_FMT_SMI_CSV},
         {"temperature.gpu", SN_TELEM_FMT_SMI_CSV},
@@ -1413,6 +1443,9 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"      CPU0\n", SN_TELEM_FMT_INTERRUPTS},
         {"Pwr:Usage/Cap", SN_TELEM_FMT_SMI_TABLE},
         {"| NVIDIA-SMI ", SN_TELEM_FMT_SMI_TABLE},
+        /* nvidia-smi printing, instead of its table, that it cannot reach
+         * a GPU (JosephKJ/OWOD#81, xxd3vin/workspace#19). */
+        {"Unable to determine the device handle for GPU", SN_TELEM_FMT_SMI_TABLE},
         {"MiB / ", SN_TELEM_FMT_SMI_TABLE},
         {"# gpu ", SN_TELEM_FMT_SMI_DMON},
         {"#Date ", SN_TELEM_FMT_SMI_DMON},

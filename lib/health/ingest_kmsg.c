@@ -34,7 +34,9 @@
  * Bucket (Immediate Action)" column: RESTART_APP -> application, RESET_GPU
  * -> reset-gpu, RESTART_BM -> reboot-node, CONTACT_SUPPORT -> service,
  * IGNORE -> info) for Ampere and newer GPUs. To update: edit a row here and
- * the table in docs/health.md; codes not listed are "unknown".
+ * the table in docs/health.md; codes not listed are "unknown". The NVLink
+ * Xids 144-150 are WORKFLOW_NVLINK5_ERR: the row's bucket is the Fatal one,
+ * a line the driver marks Nonfatal is info (read_fields).
  */
 #define SN_XID_TABLE(X)                                                                            \
     X(8, "GPU stopped processing (channel idle timeout)", APPLICATION)                             \
@@ -60,6 +62,7 @@
     X(120, "GSP error", RESET_GPU)                                                                 \
     X(121, "C2C link corrected error", INFO)                                                       \
     X(140, "Unrecovered ECC error", RESET_GPU)                                                     \
+    X(137, "NVLink privilege error", INFO)                                                         \
     X(143, "GPU initialization failure", SERVICE)                                                  \
     X(144, "NVLink: SAW error", RESET_GPU)                                                         \
     X(145, "NVLink: RLW error", RESET_GPU)                                                         \
@@ -265,14 +268,24 @@ static void read_fields(const char *m, size_t ml, struct sn_telem_xid *rec, char
     rec->name = name;
     rec->message = sn__telem_copy(msg, msg_cap, m, ml);
     rec->bucket = sn_xid_bucket(rec->code);
-    if (rec->code >= 144 && rec->code <= 150)
+    if (rec->code >= 144 && rec->code <= 150) {
         nvlink_fields(m, ml, rec);
+        /* NVIDIA's catalogue sends 144-150 to its "XID 144-150 Decode"
+         * sheet (WORKFLOW_NVLINK5_ERR), whose rows the driver prints as
+         * Fatal or Nonfatal: the Non-fatal rows' immediate action is
+         * IGNORE (or XID_154_EVAL: the Xid 154 that follows names the
+         * action, read on its own line), the Fatal and Link Fatal rows'
+         * RESET_GPU. A line that states neither stays reset-gpu. */
+        if (rec->fatal == 0)
+            rec->bucket = SN_XID_INFO;
+    }
     if (rec->code == 154)
         rec->bucket = recovery_bucket(m, ml);
     rec->caused_by = caused_by(m, ml);
 }
 
 #define OFF_BUS_KEPT 64
+#define SXID_KEPT 32
 
 struct kmsg_state {
     /* The last Xid emitted: a line repeating it (same GPU, code, stamp and
@@ -288,7 +301,29 @@ struct kmsg_state {
     /* GPUs already reported fallen off the bus (Xid 79 or the message). */
     uint64_t off_bus[OFF_BUS_KEPT];
     unsigned n_off_bus;
+    /* SXids read: (switch bus, code, fatal) and the line; a repeat is the
+     * same fault of the switch (another link, another print), read once. */
+    struct {
+        uint64_t bus;
+        unsigned code, line;
+        bool fatal;
+    } sxid[SXID_KEPT];
+    unsigned n_sxid;
+    /* The unidentified GPU of lines whose bus the poster elided. */
+    char anon[48];
 };
+
+/* "..." (any run of dots): a bus id left out of a paste. */
+static bool elided(const char *s, size_t n)
+{
+    sn__telem_trim(&s, &n);
+    if (n < 3)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '.')
+            return false;
+    return true;
+}
 
 static bool same_stamp(double a, double b)
 {
@@ -392,11 +427,99 @@ static bool repeat_of_last(struct kmsg_state *ks, const struct sn_telem_xid *x)
     return same;
 }
 
+/*
+ * An NVSwitch SXid (the NVSwitch driver's "Switch Xid", NVIDIA/nvtrust#124):
+ *
+ *   nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ ...
+ *   nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 30 sourcetrack timeout error
+ *
+ * The line with the driver's "Fatal" or "Non-fatal" word is the event (its
+ * "Data {...}" and "Severity N Engine instance ..." lines are details). It is
+ * a node_check record of tool "sxid", check "SXid <code> <device>" and the
+ * line's text as the message, fault_code "fatal" or "non-fatal": about the
+ * host, since the driver's device number names no NVSwitch of the model. A
+ * repeat of (switch, code, fatality) is read once. Returns whether the line
+ * was an SXid line.
+ */
+static bool sxid_line(struct sn_telem_parser *p, const char *s, size_t n)
+{
+    const char *x = sn__telem_find(s, n, ": SXid (");
+    if (!x)
+        return false;
+    const char *dev = x;
+    while (dev > s && dev[-1] != ' ' && dev[-1] != ']' && dev[-1] != '\t')
+        dev--;
+    const char *b = x + 8, *end = s + n;
+    const char *close = memchr(b, ')', (size_t)(end - b));
+    uint64_t bus;
+    if (sn__telem_starts(b, (size_t)(end - b), "PCI:"))
+        b += 4;
+    if (!close || !sn_telem_bus_parse(b, (size_t)(close - b), &bus)) {
+        sn__telem_skip(p, (unsigned)(b - s) + 1, SN_TELEM_SKIP_BAD_VALUE,
+                       "SXid line without a PCI bus id");
+        return true;
+    }
+    const char *m = close + 1;
+    size_t ml = (size_t)(end - m), used;
+    double code;
+    if (ml && *m == ':')
+        m++, ml--;
+    sn__telem_trim(&m, &ml);
+    if (!sn__telem_number(m, ml, &code, &used) || code < 0 || code > 100000 ||
+        code != (unsigned)code) {
+        sn__telem_skip(p, (unsigned)(m - s) + 1, SN_TELEM_SKIP_BAD_VALUE, "SXid without a code");
+        return true;
+    }
+    const char *w = m + used;
+    size_t wl = ml - used;
+    if (wl && *w == ',')
+        w++, wl--;
+    sn__telem_trim(&w, &wl);
+    bool fatal;
+    if (sn__telem_starts(w, wl, "Non-fatal") || sn__telem_starts(w, wl, "Nonfatal"))
+        fatal = false;
+    else if (sn__telem_starts(w, wl, "Fatal"))
+        fatal = true;
+    else {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "SXid %u detail line (no Fatal/Non-fatal)",
+                       (unsigned)code);
+        return true;
+    }
+    struct kmsg_state *ks = p->state;
+    for (unsigned i = 0; i < ks->n_sxid; i++)
+        if (ks->sxid[i].bus == bus && ks->sxid[i].code == (unsigned)code &&
+            ks->sxid[i].fatal == fatal) {
+            sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED,
+                           "SXid %u of this NVSwitch already read at line %u", (unsigned)code,
+                           ks->sxid[i].line);
+            return true;
+        }
+    if (ks->n_sxid < SXID_KEPT) {
+        ks->sxid[ks->n_sxid].bus = bus;
+        ks->sxid[ks->n_sxid].code = (unsigned)code;
+        ks->sxid[ks->n_sxid].line = p->lineno;
+        ks->sxid[ks->n_sxid++].fatal = fatal;
+    }
+    struct stamp stamp;
+    read_stamp(p, s, (size_t)(dev - s), &stamp);
+    char check[SN_TELEM_NAME_MAX], msg[SN_TELEM_TEXT_MAX];
+    snprintf(check, sizeof(check), "SXid %u %.*s", (unsigned)code,
+             (int)(x - dev > 40 ? 40 : x - dev), dev);
+    struct sn_telem_node_check rec = {stamp.host[0] ? stamp.host : p->host,
+                                      {p->source, p->lineno, stamp.time_s},
+                                      "sxid",
+                                      check,
+                                      sn__telem_copy(msg, sizeof(msg), w, wl),
+                                      fatal ? "fatal" : "non-fatal"};
+    SN__EMIT(p, node_check, &rec);
+    return true;
+}
+
 static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     const char *x = sn__telem_find(s, n, "NVRM: Xid (");
     if (!x) {
-        if (off_bus_line(p, s, n) || sn__telem_net_kmsg_line(p, s, n))
+        if (off_bus_line(p, s, n) || sxid_line(p, s, n) || sn__telem_net_kmsg_line(p, s, n))
             return;
         if (n)
             sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "not an NVRM Xid line");
@@ -417,7 +540,19 @@ static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
                                .bucket = SN_XID_UNKNOWN,
                                .nvlink = -1,
                                .fatal = -1};
-    if (!close || !sn_telem_bus_parse(b, (size_t)(close - b), &rec.gpu.bus)) {
+    struct kmsg_state *ks = p->state;
+    if (close && elided(b, (size_t)(close - b))) {
+        /* "Xid (PCI:...)": the poster elided the bus (NVIDIA/nccl#2241).
+         * Such lines are one unidentified GPU of the host, as a -q excerpt
+         * without its GPU line is (ingest_smi_q.c): findings land on the
+         * server. */
+        if (!ks->anon[0])
+            snprintf(ks->anon, sizeof(ks->anon), SN__TELEM_EXCERPT_UUID "bus-elided-%08x-L%u",
+                     (unsigned)(sn_telem_host_digest(p->source, strlen(p->source)) & 0xffffffffu),
+                     p->lineno);
+        rec.gpu.uuid = ks->anon;
+        rec.gpu.bus = SN_TELEM_BUS_NONE;
+    } else if (!close || !sn_telem_bus_parse(b, (size_t)(close - b), &rec.gpu.bus)) {
         sn__telem_skip(p, (unsigned)(b - s) + 1, SN_TELEM_SKIP_BAD_VALUE,
                        "Xid line without a PCI bus id");
         return;
@@ -437,7 +572,6 @@ static void kmsg_line(struct sn_telem_parser *p, const char *s, size_t n)
     m += used, ml -= used;
     char name[SN_TELEM_NAME_MAX] = "", msg[SN_TELEM_TEXT_MAX];
     read_fields(m, ml, &rec, name, sizeof(name), msg, sizeof(msg));
-    struct kmsg_state *ks = p->state;
     if (repeat_of_last(ks, &rec)) {
         sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED,
                        "the Xid %u event of line %u printed again (same GPU, stamp and pid)",

@@ -10,9 +10,20 @@
  * per link and per direction, as NVML's nvmlDeviceGetNvLinkState and the
  * link's line rate report it), "<inactive>" is inactive. A link line before
  * any GPU line is reported as having no identity.
+ *
+ * When NVML reports no link at all, nvidia-smi prints one line under the GPU
+ * instead of its links (leptonai/gpud#1085, a B200):
+ *
+ *   GPU 2: NVIDIA B200 (UUID: GPU-xxx)
+ *   NVML: Unable to retrieve NVLink information as all links are inActive
+ *
+ * That is every link inactive: it is read as SN_TELEM_NVLINK_MAX inactive
+ * links (NVML's most per GPU), and the detector judges those the GPU's
+ * design has (none on a GPU without NVLink, which prints the same line).
  */
 #include "health/ingest_int.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
@@ -21,6 +32,22 @@ struct nvl_state {
     int index;
     char uuid[SN_TELEM_UUID_MAX];
 };
+
+/* "GPU-" and hex digits and dashes, at least 8 digits: a placeholder
+ * ("GPU-xxx", leptonai/gpud#1085) is no UUID. */
+static bool uuid_word(const char *s, size_t n)
+{
+    unsigned digits = 0;
+    if (n < 4 || memcmp(s, "GPU-", 4) != 0)
+        return false;
+    for (size_t i = 4; i < n; i++) {
+        if (isxdigit((unsigned char)s[i]))
+            digits++;
+        else if (s[i] != '-')
+            return false;
+    }
+    return digits >= 8;
+}
 
 /* "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)". */
 static bool gpu_line(struct sn_telem_parser *p, struct nvl_state *st, const char *s, size_t n)
@@ -45,7 +72,7 @@ static bool gpu_line(struct sn_telem_parser *p, struct nvl_state *st, const char
         /* Only a GPU's UUID ("GPU-..."): a paste's placeholder ("UUID:
          * ...", Azure/azhpc-diagnostics#73) names no GPU, and as a UUID it
          * would tie every such paste to one GPU whatever its host. */
-        if (ue && ue - u - 7 > 4 && memcmp(u + 7, "GPU-", 4) == 0)
+        if (ue && uuid_word(u + 7, (size_t)(ue - u - 7)))
             sn__telem_copy(st->uuid, sizeof(st->uuid), u + 7, (size_t)(ue - u - 7));
     }
     sn__telem_trim(&name, &nl);
@@ -61,12 +88,35 @@ static bool gpu_line(struct sn_telem_parser *p, struct nvl_state *st, const char
     return true;
 }
 
+/* "... all links are inActive" (nvidia-smi's spelling), any case. */
+static bool all_inactive(const char *s, size_t n)
+{
+    static const char key[] = "all links are inactive";
+    const size_t kl = sizeof(key) - 1;
+    for (size_t i = 0; i + kl <= n; i++)
+        if (sn__telem_eqi(s + i, kl, key))
+            return true;
+    return false;
+}
+
 static void nvl_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     struct nvl_state *st = p->state;
     sn__telem_trim(&s, &n);
     if (n == 0 || gpu_line(p, st, s, n))
         return;
+    if (st->have_gpu && all_inactive(s, n)) {
+        for (unsigned l = 0; l < SN_TELEM_NVLINK_MAX; l++) {
+            struct sn_telem_nvlink rec = {
+                {p->host, st->index, st->uuid[0] ? st->uuid : NULL, SN_TELEM_BUS_NONE},
+                sn__telem_origin(p, NAN),
+                l,
+                SN_LINK_INACTIVE,
+                NAN};
+            SN__EMIT(p, nvlink, &rec);
+        }
+        return;
+    }
     if (!sn__telem_starts(s, n, "Link ")) {
         sn__telem_skip(
             p, 0, sn__telem_find(s, n, "NVLink") ? SN_TELEM_SKIP_UNUSED : SN_TELEM_SKIP_MALFORMED,

@@ -495,6 +495,41 @@ static bool mergeable(const struct sn_telem_gpu *g, const struct sn_telem_gpu *o
            (!g->uuid[0] || !o->uuid[0] || strcmp(g->uuid, o->uuid) == 0);
 }
 
+/* g and o are GPUs of one host with two UUIDs. */
+static bool two_uuids(const struct sn_telem_gpu *g, const struct sn_telem_gpu *o)
+{
+    return g != o && g->host == o->host && g->uuid[0] && o->uuid[0] &&
+           strcmp(g->uuid, o->uuid) != 0;
+}
+
+/* The index part of link_keys. A record that ties g (of one UUID) to an
+ * index another UUID's GPU holds gives g that index off the slot's index,
+ * as conflict_gpu does: which of the two was first in the slot depends on
+ * the order of the inputs, the pair of GPUs at the slot does not. */
+static bool link_keys_index(struct sn_telem_store *s, uint32_t id, const struct gpu_key *k)
+{
+    struct sn_telem_gpu *g = &s->gpus[id];
+    uint32_t other;
+    if (k->index < 0 || g->index == k->index)
+        return true;
+    if (g->index >= 0)
+        return false;
+    if (idx_find(s, &s->by_index, h_index(k->host, k->index), eq_index, k, &other)) {
+        if (!mergeable(g, &s->gpus[other])) {
+            if (!two_uuids(g, &s->gpus[other]))
+                return false;
+            g->index = k->index;
+            return true;
+        }
+        merge_gpu(s, id, other);
+    } else {
+        g->index = k->index;
+        if (!idx_insert(s, &s->by_index, h_index(g->host, g->index), id, rh_index))
+            return false;
+    }
+    return true;
+}
+
 /* Links the keys of k that g lacks; false (conflict) if one names another GPU
  * or differs from what g has. */
 static bool link_keys(struct sn_telem_store *s, uint32_t id, const struct gpu_key *k)
@@ -518,8 +553,12 @@ static bool link_keys(struct sn_telem_store *s, uint32_t id, const struct gpu_ke
         if (g->bus != SN_TELEM_BUS_NONE)
             return false;
         if (idx_find(s, &s->by_bus, h_bus(k->host, k->bus), eq_bus, k, &other)) {
-            if (!mergeable(g, &s->gpus[other]))
-                return false;
+            if (!mergeable(g, &s->gpus[other])) {
+                if (!two_uuids(g, &s->gpus[other]))
+                    return false;
+                g->bus = k->bus; /* off the slot's bus index, as conflict_gpu */
+                return link_keys_index(s, id, k);
+            }
             merge_gpu(s, id, other);
         } else {
             g->bus = k->bus;
@@ -527,20 +566,7 @@ static bool link_keys(struct sn_telem_store *s, uint32_t id, const struct gpu_ke
                 return false;
         }
     }
-    if (k->index >= 0 && g->index != k->index) {
-        if (g->index >= 0)
-            return false;
-        if (idx_find(s, &s->by_index, h_index(k->host, k->index), eq_index, k, &other)) {
-            if (!mergeable(g, &s->gpus[other]))
-                return false;
-            merge_gpu(s, id, other);
-        } else {
-            g->index = k->index;
-            if (!idx_insert(s, &s->by_index, h_index(g->host, g->index), id, rh_index))
-                return false;
-        }
-    }
-    return true;
+    return link_keys_index(s, id, k);
 }
 
 /* Finds the GPU of k by UUID, then (host, bus), then (host, index); *by_uuid

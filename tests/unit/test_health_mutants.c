@@ -68,6 +68,8 @@ struct fx {
     struct sn_inventory *inv;
     struct sn_health_config cfg;
     uint32_t host_server; /* sn00-t00 */
+    char *inventory_csv;  /* tests/data/real/inventory.csv, for fresh inventories */
+    size_t inventory_len;
 };
 
 struct tally {
@@ -107,7 +109,8 @@ static int setup(void **state)
     char *csv = slurp(sn_test_path(path, sizeof(path), "tests/data/real/inventory.csv"), &len);
     assert_non_null(csv);
     assert_int_equal(sn_inventory_read_csv(f->inv, csv, len, "inventory.csv", &err), SN_OK);
-    free(csv);
+    f->inventory_csv = csv;
+    f->inventory_len = len;
     assert_int_equal(sn_inventory_seal(f->inv, &err), SN_OK);
     sn_health_config_default(&f->cfg);
     f->host_server = sn_inventory_server(f->inv, f->model, "sn00-t00");
@@ -120,6 +123,7 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
     sn_inventory_free(f->inv);
+    free(f->inventory_csv);
     sn_model_free(f->model);
     sn_spec_free(f->spec);
     free(f);
@@ -616,6 +620,158 @@ static void form_mutants(const struct fx *f, enum sn_telem_format fmt, const cha
     free(b.p);
 }
 
+/* ---- binding mutants ----------------------------------------------------------- */
+
+/* The one-host binding (docs/health.md "One-host files"): the file renamed
+ * to another known server (sn00-t01.<rest of the name>) whose every line
+ * carries a pdsh-style "gpu-node-17: " host prefix, a host no inventory
+ * knows, so that the file name is the only binding to the cluster. Read as
+ * `sn health analyze` does (the census of the hosts the records name, the
+ * binding decided and applied to a fresh inventory), the findings must be
+ * the file's own with sn00-t00 read as sn00-t01 in their entities. Only
+ * for files whose content names no host of its own (else a second unknown
+ * host is a refusal, rightly) and readers that take host prefixes. */
+#define BIND_HOST "gpu-node-17"
+
+static unsigned bind_generated, bind_right;
+
+struct lkey {
+    uint32_t det;
+    char label[96];
+};
+
+static int lkey_cmp(const void *a, const void *b)
+{
+    const struct lkey *x = a, *y = b;
+    if (x->det != y->det)
+        return x->det < y->det ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+/* The findings of rep as (detector, entity label), sn00-t00 read as
+ * sn00-t01 when rename; sorted. Returns how many (at most cap). */
+static unsigned label_keys(const struct sn_model *m, const struct sn_health_report *rep,
+                           bool rename, struct lkey *out, unsigned cap)
+{
+    unsigned n = 0;
+    for (uint32_t i = 0; rep && i < rep->n_findings && n < cap; i++) {
+        const struct sn_health_finding *x = &rep->findings[i];
+        out[n].det = x->detector;
+        sn_health_entity_label(m, x->entity, x->id, out[n].label, sizeof(out[n].label));
+        for (char *h = out[n].label; rename && (h = strstr(h, "sn00-t00")); h += 8)
+            h[7] = '1';
+        n++;
+    }
+    qsort(out, n, sizeof(out[0]), lkey_cmp);
+    return n;
+}
+
+/* The readers that take pdsh/clush "host: " prefixes (lib/health/ingest_*.c,
+ * allow_prefix): the GPU, NCCL, DCGM diag, kernel-log, NHC and IPMI text
+ * formats. The NIC counter readers do not ("eth0: ..." and "rxq0: ..." are
+ * their own lines), nor JSON, Prometheus text or SNMP walks. */
+static bool takes_host_prefix(enum sn_telem_format fmt)
+{
+    switch (fmt) {
+    case SN_TELEM_FMT_SMI_CSV:
+    case SN_TELEM_FMT_SMI_Q:
+    case SN_TELEM_FMT_SMI_NVLINK:
+    case SN_TELEM_FMT_SMI_TOPO:
+    case SN_TELEM_FMT_SMI_TABLE:
+    case SN_TELEM_FMT_SMI_DMON:
+    case SN_TELEM_FMT_NCCL:
+    case SN_TELEM_FMT_NCCL_DEBUG:
+    case SN_TELEM_FMT_DCGMI_DIAG:
+    case SN_TELEM_FMT_KMSG:
+    case SN_TELEM_FMT_NHC:
+    case SN_TELEM_FMT_IPMI:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether the content of text names a host other than sn00-t00 (read bound
+ * to sn00-t00). */
+static bool names_a_host(enum sn_telem_format fmt, const char *name, const char *text, size_t len)
+{
+    struct sn_error err = {0};
+    struct sn_telem_census census;
+    sn_telem_census_init(&census, NULL);
+    struct sn_telem_sink sink = sn_telem_census_sink(&census);
+    struct sn_telem_opts opts = {.source = name, .host = "sn00-t00"};
+    struct sn_telem_parser_stats ps;
+    memset(&ps, 0, sizeof(ps));
+    if (sn_telem_parse_buffer(fmt, &opts, &sink, text, len, &ps, &err) != SN_OK)
+        return true; /* not a file this mutant applies to */
+    for (unsigned i = 0; i < census.n; i++)
+        if (strcmp(census.host[i], "sn00-t00") != 0)
+            return true;
+    return census.more;
+}
+
+static void bind_mutant(const struct fx *f, enum sn_telem_format fmt, const char *name,
+                        const char *text, size_t len, const struct outcome *base)
+{
+    if (!base->read || !takes_host_prefix(fmt) || strncmp(name, "sn00-t00.", 9) != 0 ||
+        names_a_host(fmt, name, text, len))
+        return;
+    struct buf b = {0};
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+        puts_(&b, BIND_HOST ": ");
+        put(&b, p, n);
+        p += n;
+    }
+    char source[300];
+    snprintf(source, sizeof(source), "sn00-t01.%s", name + 9);
+    struct sn_error err = {0};
+    struct sn_telem_store *st = NULL;
+    struct sn_health_history *hist = NULL;
+    struct sn_inventory *inv = NULL;
+    assert_int_equal(sn_telem_store_new(NULL, &st, &err), SN_OK);
+    assert_int_equal(sn_health_history_new(st, &f->cfg, &hist, &err), SN_OK);
+    assert_int_equal(sn_inventory_new(f->model, &inv, &err), SN_OK);
+    assert_int_equal(
+        sn_inventory_read_csv(inv, f->inventory_csv, f->inventory_len, "inventory.csv", &err),
+        SN_OK);
+    struct sn_telem_sink inner = sn_health_history_sink(hist);
+    struct sn_telem_census census;
+    sn_telem_census_init(&census, &inner);
+    struct sn_telem_sink sink = sn_telem_census_sink(&census);
+    struct sn_telem_opts opts = {.source = source, .host = "sn00-t01"};
+    struct sn_telem_parser_stats ps;
+    memset(&ps, 0, sizeof(ps));
+    enum sn_err rc = sn_telem_parse_buffer(fmt, &opts, &sink, b.p, b.n, &ps, &err);
+    struct sn_health_bind bind;
+    enum sn_health_bind_kind kind = sn_health_bind_decide(&census, "sn00-t01", inv, f->model, &bind);
+    assert_int_equal(sn_health_bind_apply(&bind, 1, inv, &err), SN_OK);
+    struct outcome o;
+    memset(&o, 0, sizeof(o));
+    o.read = rc == SN_OK && ps.records > 0;
+    bool ok = false;
+    if (o.read && kind == SN_HEALTH_BIND_BOUND && strcmp(bind.content_host, BIND_HOST) == 0) {
+        struct sn_health_input in = {f->model, st, hist, NULL, NULL, &f->cfg, 1e9, inv};
+        if (sn_health_analyze(&in, NULL, &o.rep, &err) == SN_OK) {
+            static struct lkey want[KEYS_MAX], got[KEYS_MAX];
+            unsigned nw = label_keys(f->model, base->rep, true, want, KEYS_MAX);
+            unsigned ng = label_keys(f->model, o.rep, false, got, KEYS_MAX);
+            o.n = ng;
+            ok = nw == ng && (ng == 0 || memcmp(want, got, ng * sizeof(got[0])) == 0);
+        }
+    }
+    bind_generated++;
+    bind_right += ok;
+    record(fmt, ok, name, "file name the only binding (" BIND_HOST ": prefixes, sn00-t01.*)", &o);
+    outcome_release(&o);
+    sn_inventory_free(inv);
+    sn_health_history_free(hist);
+    sn_telem_store_free(st);
+    free(b.p);
+}
+
 /* ---- the corpus --------------------------------------------------------------- */
 
 static int name_cmp(const void *a, const void *b)
@@ -663,6 +819,7 @@ static void test_mutants_over_the_real_corpus(void **state)
             struct outcome base;
             judge(f, fmt, names[k], text, len, &base);
             form_mutants(f, fmt, names[k], text, len, &base);
+            bind_mutant(f, fmt, names[k], text, len, &base);
             verdict_mutants(f, fmt, names[k], text, len);
             outcome_release(&base);
             free(text);
@@ -682,6 +839,8 @@ static void test_mutants_over_the_real_corpus(void **state)
         gen += t->gen, right += t->right;
     }
     print_message("  %-18s %5u / %5u / %3u\n", "all", gen, right, gen - right);
+    print_message("  of which binding mutants: %u / %u / %u\n", bind_generated, bind_right,
+                  bind_generated - bind_right);
     assert_true(files >= 100);
     for (unsigned r = 0; r < SN_TELEM_FORMAT_COUNT; r++) {
         const struct tally *t = &tallies[r];
