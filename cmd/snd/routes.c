@@ -627,8 +627,8 @@ static enum MHD_Result get_jobs(struct snd *d, struct snd_req *r)
     int state = st ? state_mask(st) : -1;
     if (st && state < 0)
         return snd_error(d, r, 400, "invalid_query", "state",
-                         "state '%s': expected pending, running, completed, failed, cancelled "
-                         "or requeued, or a comma-separated list of them",
+                         "state '%s': expected pending, running, completed, failed, cancelled, "
+                         "requeued or timeout, or a comma-separated list of them",
                          st);
     if (!snd_is_admin(r)) {
         if (tenant && strcmp(tenant, r->tok.subject) != 0)
@@ -700,11 +700,11 @@ static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
     const char *name = snd_query(r, "name");
     int states = st ? state_mask(st)
                     : (1 << SN_CONTROL_JOB_COMPLETED) | (1 << SN_CONTROL_JOB_FAILED) |
-                          (1 << SN_CONTROL_JOB_CANCELLED);
+                          (1 << SN_CONTROL_JOB_CANCELLED) | (1 << SN_CONTROL_JOB_TIMEOUT);
     if (st && states < 0)
         return snd_error(d, r, 400, "invalid_query", "state",
-                         "state '%s': expected pending, running, completed, failed, cancelled "
-                         "or requeued, or a comma-separated list of them",
+                         "state '%s': expected pending, running, completed, failed, cancelled, "
+                         "requeued or timeout, or a comma-separated list of them",
                          st);
     if (!snd_is_admin(r)) {
         if (tenant && strcmp(tenant, r->tok.subject) != 0)

@@ -65,8 +65,8 @@ struct sn_control_config {
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
-    /* TIMER ends a running job failed once its run reached time_limit_s
-     * (event "timeout", like Slurm's TIMEOUT). snd: on; the simulator
+    /* TIMER ends a running job (state timeout, event "timeout", like
+     * Slurm's TIMEOUT) once its run reached time_limit_s. snd: on; the simulator
      * leaves it off (a trace's run times are what happened). */
     bool enforce_time_limits;
     /* Health guard rails (lib/control/breaker.c, docs/health.md "Circuit
@@ -95,7 +95,8 @@ struct sn_control_config {
     X(COMPLETED, "completed")                                                                      \
     X(FAILED, "failed")                                                                            \
     X(CANCELLED, "cancelled")                                                                      \
-    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */
+    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */                     \
+    X(TIMEOUT, "timeout")   /* ended by its time limit (Slurm's TIMEOUT) */
 enum sn_control_job_state {
 #define SN_X(name, text) SN_CONTROL_JOB_##name,
     SN_CONTROL_JOB_STATE_LIST(SN_X)
@@ -104,6 +105,9 @@ enum sn_control_job_state {
 };
 const char *sn_control_job_state_name(enum sn_control_job_state s);
 int sn_control_job_state_parse(const char *text); /* -1 when unknown */
+/* True for the states a job never leaves: completed, failed, cancelled,
+ * timeout. */
+bool sn_control_job_state_ended(enum sn_control_job_state s);
 
 /* Admin states of nodes and GPUs, as Slurm's scontrol: up, cordoned (no
  * new work), draining (no new work, running work finishes), drained. */
