@@ -85,6 +85,11 @@ struct sn_control_config {
      * may take to report theirs ready before it is requeued. */
     int64_t imex_channel_count;
     int64_t imex_setup_timeout_s;
+    /* Pending-reason coalescing (lib/control/timeline.c): a job's reason
+     * change is recorded as an event only once it was the reason at every
+     * pass for this long (0: every change at once). snd's default is
+     * SN_CONTROL_REASON_HOLD_MS_DEFAULT (config key of the same name). */
+    int64_t pending_reason_hold_ms;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -136,8 +141,10 @@ int sn_control_admin_transition(enum sn_control_admin_state from, const char *ac
 #define SN_CONTROL_REASON_EVENTS_MAX 32 /* pending-reason events kept per job */
 /* A pending reason that replaces the recorded one is recorded once it was
  * the core's reason at every pass for this long (s): a reason that flips
- * for a pass or two leaves the job's history alone. */
+ * for a pass or two leaves the job's history alone. The default of
+ * sn_control_config.pending_reason_hold_ms (snd's config key). */
 #define SN_CONTROL_REASON_PERSIST_S 10
+#define SN_CONTROL_REASON_HOLD_MS_DEFAULT (SN_CONTROL_REASON_PERSIST_S * 1000)
 
 struct sn_control_job {
     int64_t id;
@@ -181,9 +188,9 @@ struct sn_control_job {
     bool held;
     char *hold_detail; /* "held by ACTOR: REASON", or NULL */
     /* A reason change not yet recorded (timeline.c): the core's reason
-     * seen at consecutive passes since reason_cand_s (0: none). */
+     * seen at consecutive passes since reason_cand_ms (wall ms; 0: none). */
     uint8_t reason_cand;
-    int64_t reason_cand_s;
+    int64_t reason_cand_ms;
     /* IMEX channel (lib/control/imex.c) while it runs on more than one
      * server of an NVLink domain: 1..imex_channel_count, -1 when none was
      * free, 0: it needs none. imex_ready: bit k set once its k-th server

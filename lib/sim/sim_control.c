@@ -388,6 +388,7 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
     cc->max_jobs = (int64_t)x->w->n_jobs + 1;
     cc->heartbeat_timeout_s = c->heartbeat_timeout_s;
     cc->default_walltime_s = 86400;
+    cc->pending_reason_hold_ms = SN_CONTROL_REASON_HOLD_MS_DEFAULT; /* as snd */
     snprintf(cc->sched_policy, sizeof(cc->sched_policy), "%s",
              sn_sched_policy_name(c->sched.policy));
     cc->preempt_min_runtime_s = (int64_t)c->sched.min_runtime_s;
