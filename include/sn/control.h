@@ -547,9 +547,16 @@ bool sn_control_array_check(const struct sn_control *c, const char *tenant,
  * reservation (not waiting, held, out of the core, or not the head). */
 bool sn_control_expected_start(const struct sn_control *c, const struct sn_control_job *j,
                                int64_t *start_s, char *basis, size_t len);
-/* The page of {id, expected_start_s, basis} of jobs with an id above
- * after, of tenant (NULL: every tenant), at most limit; *next the cursor
- * of the next page (0: none). NULL when out of memory; the caller frees. */
+/* Waiting jobs projected per GET /v1/scheduler/starts: the first this many
+ * in the queue's order (sn_sched_project_starts); later ones have no row. */
+#define SN_CONTROL_STARTS_MAX 1000
+/* The page of {id, expected_start_s, kind, basis} of waiting jobs in the
+ * core with an id above after, of tenant (NULL: every tenant), at most
+ * limit, by id; *next the cursor of the next page (0: none). kind is
+ * "reservation" for the pass's EASY head (sn_control_expected_start),
+ * "projection" for a job the projection places (expected_start_s and
+ * basis from it), "unknown" (expected_start_s null, basis says why).
+ * NULL when out of memory; the caller frees. */
 json_t *sn_control_starts_json(const struct sn_control *c, const char *tenant, int64_t after,
                                int64_t limit, int64_t *next);
 
