@@ -68,6 +68,8 @@ struct walk {
     uint32_t n_heap, cap_heap, seq;
     uint32_t *pairs; /* (sn, count) pairs of the releases */
     size_t n_pairs, cap_pairs;
+    double cursor;       /* no job starts before it: the last projected start */
+    uint32_t cursor_job; /* the job whose end set it (SN_NONE: now) */
 };
 
 static bool rel_before(const struct release *a, const struct release *b)
@@ -249,6 +251,8 @@ static bool walk_init(struct walk *w, const struct sn_sched *s, uint32_t k, doub
     memset(w, 0, sizeof(*w));
     w->s = s;
     w->n_sn = s->m->n_supernodes;
+    w->cursor = now;
+    w->cursor_job = SN_NONE;
     size_t n = w->n_sn + 1;
     w->free = calloc(n, sizeof(uint32_t));
     w->holder = malloc(n * sizeof(uint32_t));
@@ -293,6 +297,46 @@ static bool walk_init(struct walk *w, const struct sn_sched *s, uint32_t k, doub
     return true;
 }
 
+/* Gives back every release of the next instant; the cursor moves there
+ * unless the job above already starts later. */
+static void release_next(struct walk *w)
+{
+    double at = w->heap[0].time;
+    while (w->n_heap > 0 && w->heap[0].time == at) {
+        struct release r = heap_pop(w);
+        for (uint32_t p = 0; p < r.n; p++) {
+            uint32_t sn = w->pairs[2 * (r.first + p)], got = w->pairs[2 * (r.first + p) + 1];
+            w->free[sn] += got;
+            w->total += got;
+        }
+        if (r.time > w->cursor) {
+            w->cursor = r.time;
+            w->cursor_job = r.job;
+        }
+    }
+}
+
+/* Takes job id's fitted GPUs (take[]) out of the copy at the cursor; they
+ * come back at its end when known, else they are held for good. false
+ * when out of memory. */
+static bool take_gpus(struct walk *w, uint32_t id, double walltime_s, bool known)
+{
+    for (uint32_t p = 0; p < w->n_picked; p++) {
+        uint32_t sn = w->picked[p];
+        w->free[sn] -= w->take[sn];
+        w->total -= w->take[sn];
+        if (known)
+            continue;
+        w->held[sn] += w->take[sn];
+        if (w->holder[sn] == SN_NONE || id < w->holder[sn])
+            w->holder[sn] = id;
+    }
+    if (known)
+        return add_release(w, w->cursor + walltime_s, id);
+    clear_take(w);
+    return true;
+}
+
 enum sn_err sn_sched_project_starts(const struct sn_sched *s, double now, uint32_t max_jobs,
                                     bool (*end_known)(void *ctx, uint32_t job), void *ctx,
                                     struct sn_sched_start *out, uint32_t *n_out,
@@ -312,8 +356,6 @@ enum sn_err sn_sched_project_starts(const struct sn_sched *s, double now, uint32
         free(order);
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory projecting %u jobs", k);
     }
-    double cursor = now;
-    uint32_t cursor_job = SN_NONE;
     for (uint32_t i = 0; i < k && ok; i++) {
         const struct sched_job *j = &s->jobs[order[i]];
         struct sn_sched_start *o = &out[(*n_out)++];
@@ -325,20 +367,7 @@ enum sn_err sn_sched_project_starts(const struct sn_sched *s, double now, uint32
         }
         bool fit = fits(&w, j);
         while (!fit && w.n_heap > 0) {
-            /* Every release of the next instant, then one test. */
-            double at = w.heap[0].time;
-            while (w.n_heap > 0 && w.heap[0].time == at) {
-                struct release r = heap_pop(&w);
-                for (uint32_t p = 0; p < r.n; p++) {
-                    uint32_t sn = w.pairs[2 * (r.first + p)], got = w.pairs[2 * (r.first + p) + 1];
-                    w.free[sn] += got;
-                    w.total += got;
-                }
-                if (r.time > cursor) { /* else the job above it set the time */
-                    cursor = r.time;
-                    cursor_job = r.job;
-                }
-            }
+            release_next(&w);
             fit = fits(&w, j);
         }
         if (!fit) {
@@ -347,23 +376,9 @@ enum sn_err sn_sched_project_starts(const struct sn_sched *s, double now, uint32
             continue;
         }
         o->known = true;
-        o->start_s = cursor;
-        o->after = cursor_job;
-        bool known = !end_known || end_known(ctx, order[i]);
-        for (uint32_t p = 0; p < w.n_picked; p++) {
-            uint32_t sn = w.picked[p];
-            w.free[sn] -= w.take[sn];
-            w.total -= w.take[sn];
-            if (known)
-                continue;
-            w.held[sn] += w.take[sn];
-            if (w.holder[sn] == SN_NONE || order[i] < w.holder[sn])
-                w.holder[sn] = order[i];
-        }
-        if (known)
-            ok = add_release(&w, cursor + j->spec.walltime_s, order[i]);
-        else
-            clear_take(&w);
+        o->start_s = w.cursor;
+        o->after = w.cursor_job;
+        ok = take_gpus(&w, order[i], j->spec.walltime_s, !end_known || end_known(ctx, order[i]));
     }
     walk_free(&w);
     free(order);
