@@ -177,8 +177,7 @@ int client_jobs_start(struct client *c, json_t *pending)
             printf("%7s %-10.10s %-16.16s %-9s %6lld %-20s %-11s %s\n", key,
                    client_str(j, "tenant"), client_str(j, "name"), client_str(j, "state"),
                    (long long)json_integer_value(json_object_get(j, "gpus")), when,
-                   st ? client_str(st, "kind") : "-",
-                   st ? client_str(st, "basis") : "-");
+                   st ? client_str(st, "kind") : "-", st ? client_str(st, "basis") : "-");
         }
     }
     json_decref(by_id);

@@ -108,8 +108,8 @@ static json_t *projected_row(const struct sn_control *c, const struct sn_control
             snprintf(basis, sizeof(basis),
                      "its quota holds it: the start depends on tenant %s's own jobs", j->tenant);
         else if (o->why == SN_SCHED_START_NO_LIMIT && b)
-            snprintf(basis, sizeof(basis),
-                     "job %lld, without a time limit, holds GPUs it needs", (long long)b->id);
+            snprintf(basis, sizeof(basis), "job %lld, without a time limit, holds GPUs it needs",
+                     (long long)b->id);
         else
             snprintf(basis, sizeof(basis),
                      "does not fit the GPUs up now, even once every running job ends");
@@ -137,9 +137,8 @@ json_t *sn_control_starts_json(const struct sn_control *c, const char *tenant, i
     uint32_t n = 0, n_found = 0;
     struct sn_error err = {0};
     if (!rows || !found ||
-        sn_sched_project_starts(c->sched, (double)c->clock.wall_ms / 1000.0,
-                                SN_CONTROL_STARTS_MAX, has_limit, (void *)c, rows, &n,
-                                &err) != SN_OK) {
+        sn_sched_project_starts(c->sched, (double)c->clock.wall_ms / 1000.0, SN_CONTROL_STARTS_MAX,
+                                has_limit, (void *)c, rows, &n, &err) != SN_OK) {
         free(rows);
         free(found);
         json_decref(items);
@@ -152,11 +151,11 @@ json_t *sn_control_starts_json(const struct sn_control *c, const char *tenant, i
             continue;
         int64_t start = 0;
         char basis[200];
-        json_t *row = sn_control_expected_start(c, j, &start, basis, sizeof(basis))
-                          ? json_pack("{s:I,s:I,s:s,s:s}", "id", (json_int_t)j->id,
-                                      "expected_start_s", (json_int_t)start, "kind",
-                                      "reservation", "basis", basis)
-                          : projected_row(c, j, &rows[i]);
+        json_t *row =
+            sn_control_expected_start(c, j, &start, basis, sizeof(basis))
+                ? json_pack("{s:I,s:I,s:s,s:s}", "id", (json_int_t)j->id, "expected_start_s",
+                            (json_int_t)start, "kind", "reservation", "basis", basis)
+                : projected_row(c, j, &rows[i]);
         if (row)
             found[n_found++] = row;
     }

@@ -56,14 +56,14 @@ struct release {
 struct walk {
     const struct sn_sched *s;
     uint32_t n_sn;
-    uint32_t *free;    /* per supernode: usable GPUs in the copy */
-    uint64_t total;    /* their sum: no job larger than it fits (a cheap bound) */
-    uint32_t *holder;  /* per supernode: a job without a known end holding GPUs there */
-    uint32_t *held;    /* per supernode: usable GPUs such jobs hold */
-    uint32_t *take;    /* per supernode: the placement under test (0 outside picked) */
+    uint32_t *free;             /* per supernode: usable GPUs in the copy */
+    uint64_t total;             /* their sum: no job larger than it fits (a cheap bound) */
+    uint32_t *holder;           /* per supernode: a job without a known end holding GPUs there */
+    uint32_t *held;             /* per supernode: usable GPUs such jobs hold */
+    uint32_t *take;             /* per supernode: the placement under test (0 outside picked) */
     uint32_t *picked, n_picked; /* the supernodes take[] covers */
-    uint32_t *sn_list; /* supernodes by capacity (scratch) */
-    uint32_t *cap;     /* per supernode: capacity for the job under test */
+    uint32_t *sn_list;          /* supernodes by capacity (scratch) */
+    uint32_t *cap;              /* per supernode: capacity for the job under test */
     struct release *heap;
     uint32_t n_heap, cap_heap, seq;
     uint32_t *pairs; /* (sn, count) pairs of the releases */
@@ -359,8 +359,8 @@ enum sn_err sn_sched_project_starts(const struct sn_sched *s, double now, uint32
     for (uint32_t i = 0; i < k && ok; i++) {
         const struct sched_job *j = &s->jobs[order[i]];
         struct sn_sched_start *o = &out[(*n_out)++];
-        *o = (struct sn_sched_start){.job = order[i], .start_s = INFINITY, .after = SN_NONE,
-                                     .blocker = SN_NONE};
+        *o = (struct sn_sched_start){
+            .job = order[i], .start_s = INFINITY, .after = SN_NONE, .blocker = SN_NONE};
         if (j->reason == SN_PENDING_QUOTA || j->reason == SN_PENDING_QUOTA_SUPERNODE) {
             o->why = SN_SCHED_START_QUOTA;
             continue;

@@ -142,8 +142,7 @@ static json_t *row_of(struct fx *f, int64_t id, size_t *n_rows)
     return found;
 }
 
-static void expect_row(struct fx *f, int64_t id, const char *kind, int64_t start,
-                       const char *basis)
+static void expect_row(struct fx *f, int64_t id, const char *kind, int64_t start, const char *basis)
 {
     json_t *row = row_of(f, id, NULL);
     if (!row)
@@ -190,16 +189,13 @@ static void projection_in_queue_order(void **state)
              (long long)a);
     expect_row(&f, c, "reservation", t0 + 600, want);
     snprintf(want, sizeof(want),
-             "after job %lld ends (time limit 2023-11-14T22:33:20Z), in queue order",
-             (long long)b);
+             "after job %lld ends (time limit 2023-11-14T22:33:20Z), in queue order", (long long)b);
     expect_row(&f, d, "projection", t0 + 1200, want);
     snprintf(want, sizeof(want),
-             "after job %lld ends (time limit 2023-11-14T22:38:20Z), in queue order",
-             (long long)d);
+             "after job %lld ends (time limit 2023-11-14T22:38:20Z), in queue order", (long long)d);
     expect_row(&f, e, "projection", t0 + 1500, want);
     snprintf(want, sizeof(want),
-             "after job %lld ends (time limit 2023-11-14T22:39:20Z), in queue order",
-             (long long)e);
+             "after job %lld ends (time limit 2023-11-14T22:39:20Z), in queue order", (long long)e);
     expect_row(&f, fj, "projection", t0 + 1560, want);
     snprintf(want, sizeof(want), "job %lld, without a time limit, holds GPUs it needs",
              (long long)c);
@@ -220,9 +216,8 @@ static void projection_in_queue_order(void **state)
     struct sn_sched_start rows[2];
     uint32_t got = 0;
     struct sn_error err = {0};
-    assert_int_equal(sn_sched_project_starts(f.c->sched, (double)t0, 2, NULL, NULL, rows, &got,
-                                             &err),
-                     SN_OK);
+    assert_int_equal(
+        sn_sched_project_starts(f.c->sched, (double)t0, 2, NULL, NULL, rows, &got, &err), SN_OK);
     assert_int_equal(got, 2);
     assert_int_equal(rows[0].job, job(&f, c)->sched_id);
     assert_int_equal(rows[1].job, job(&f, d)->sched_id);
@@ -265,12 +260,10 @@ static void projection_across_supernodes(void **state)
              (long long)x);
     expect_row(&f, p, "reservation", t0 + 100, want);
     snprintf(want, sizeof(want),
-             "after job %lld ends (time limit 2023-11-14T22:16:40Z), in queue order",
-             (long long)y);
+             "after job %lld ends (time limit 2023-11-14T22:16:40Z), in queue order", (long long)y);
     expect_row(&f, q, "projection", t0 + 200, want);
     snprintf(want, sizeof(want),
-             "after job %lld ends (time limit 2023-11-14T22:17:30Z), in queue order",
-             (long long)q);
+             "after job %lld ends (time limit 2023-11-14T22:17:30Z), in queue order", (long long)q);
     expect_row(&f, r, "projection", t0 + 250, want);
     verify(&f);
     fx_close(&f);

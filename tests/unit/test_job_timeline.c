@@ -235,8 +235,8 @@ static void reason_hold_from_config(void **state)
     for (int i = 0; i < 2; i++) {
         char body[200];
         snprintf(body, sizeof(body),
-                 "{\"name\":\"j%d\",\"gpus\":%d,\"tenant\":\"acme\",\"command\":\"sleep 300\"}",
-                 i, gpus[i]);
+                 "{\"name\":\"j%d\",\"gpus\":%d,\"tenant\":\"acme\",\"command\":\"sleep 300\"}", i,
+                 gpus[i]);
         json_t *j = NULL;
         if (call(&d, "POST", "/v1/jobs", d.admin, body, NULL, &j) != 201)
             fail_msg("submit j%d", i);
