@@ -296,6 +296,49 @@ static void never_fits(void **state)
     fx_close(&f);
 }
 
+/* The projection against what then happens, with time limits enforced (a
+ * job ends exactly at its limit) and the clock stepped 100 s at a time
+ * (TIMER, then a pass). A (16, 600 s) and B (8, 1200 s) run; C (16, 900
+ * s), D (16, 300 s), E (16, 60 s) wait. Projected: C at A's end t0 + 600,
+ * D at B's end t0 + 1200, E at t0 + 1500 (C's and D's ends, the same
+ * instant). Each then starts at exactly its projected time. */
+static void projection_comes_true(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    f.c->cfg.enforce_time_limits = true;
+    const int64_t t0 = 1700000000;
+    submit(&f, "{\"name\":\"a\",\"gpus\":16,\"time_limit_s\":600}");
+    submit(&f, "{\"name\":\"b\",\"gpus\":8,\"time_limit_s\":1200}");
+    pass(&f);
+    int64_t ids[3];
+    const char *const specs[3] = {"{\"name\":\"c\",\"gpus\":16,\"time_limit_s\":900}",
+                                  "{\"name\":\"d\",\"gpus\":16,\"time_limit_s\":300}",
+                                  "{\"name\":\"e\",\"gpus\":16,\"time_limit_s\":60}"};
+    for (int i = 0; i < 3; i++)
+        ids[i] = submit(&f, specs[i]);
+    pass(&f);
+    const int64_t want[3] = {t0 + 600, t0 + 1200, t0 + 1500};
+    for (int i = 0; i < 3; i++) {
+        json_t *row = row_of(&f, ids[i], NULL);
+        assert_non_null(row);
+        assert_int_equal(json_integer_value(json_object_get(row, "expected_start_s")), want[i]);
+        json_decref(row);
+    }
+    for (int step = 1; step <= 16; step++) {
+        f.now.wall_ms += 100000;
+        f.now.mono_ms += 100000;
+        assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_TIMER}),
+                         SN_OK);
+        pass(&f);
+        verify(&f);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(job(&f, ids[i])->start_s, want[i]);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +347,7 @@ int main(void)
         cmocka_unit_test(projection_in_queue_order),
         cmocka_unit_test(projection_across_supernodes),
         cmocka_unit_test(never_fits),
+        cmocka_unit_test(projection_comes_true),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
