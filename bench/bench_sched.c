@@ -6,6 +6,9 @@
  *     cluster with 16 empty supernodes left;
  *  3. one full pass with 10,000 pending jobs on 100,000 GPUs (8-GPU HGX
  *     supernodes of 64) at 70 %;
+ *  4. the expected-start projection (sn_sched_project_starts, GET
+ *     /v1/scheduler/starts) of a 1,000-job queue on the same 100,000 GPUs
+ *     after a pass, and of the first 1,000 of the 10,000-job queue;
  *  plus the scheduler's memory per GPU and per job.
  */
 #include <stdio.h>
@@ -74,6 +77,31 @@ static void fragment(struct sn_sched *s, uint32_t gpus, uint64_t *rng)
     }
     for (uint32_t id = 0; id < n; id += 5)
         end_job(s, id, 1);
+}
+
+/* Times the projection of the first k pending jobs (median of 11 runs);
+ * prints how many got a known start. */
+static void bench_project(struct sn_sched *s, uint32_t k, const char *what)
+{
+    struct sn_sched_start *rows = malloc(k * sizeof(*rows));
+    enum { R = 11 };
+    double t[R];
+    uint32_t n = 0, known = 0;
+    for (int r = 0; r < R; r++) {
+        double t0 = now_s();
+        if (!rows || sn_sched_project_starts(s, 3, k, NULL, NULL, rows, &n, NULL) != SN_OK)
+            exit(1);
+        t[r] = now_s() - t0;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        known += rows[i].known;
+    qsort(t, R, sizeof(double), cmp_d);
+    struct sn_sched_stats st;
+    sn_sched_stats(s, &st);
+    printf("start projection, %s: %u of %u pending projected (%u known) against %u running: "
+           "median %.2f ms, max %.2f ms\n",
+           what, n, st.n_pending, known, st.n_running, t[R / 2] * 1e3, t[R - 1] * 1e3);
+    free(rows);
 }
 
 int main(void)
@@ -152,6 +180,27 @@ int main(void)
     sn_sched_stats(s, &st);
     printf("full pass: %u pending on %u GPUs: %.1f ms, %u started (target < 100 ms)\n", 10000,
            model->n_gpus, dt * 1e3, st.n_running - before);
+    bench_project(s, 1000, "first 1,000 of the 10,000-job queue");
+    sn_sched_destroy(s);
+    sn_sim_shape_free(spec, model);
+
+    /* The projection of a 1,000-job queue (the cap of GET
+     * /v1/scheduler/starts, SN_CONTROL_STARTS_MAX) on 100,032 GPUs: jobs
+     * submitted and passes run until at least 1,000 wait. */
+    s = make(&sh, &spec, &model);
+    fragment(s, model->n_gpus, &rng);
+    do {
+        for (int i = 0; i < 100; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            static const uint32_t sizes[] = {1, 2, 4, 8, 8, 16, 32, 64, 128, 256};
+            uint32_t g = sizes[(rng >> 33) % 10];
+            (void)submit(s, g, g < 8 ? g : 8);
+        }
+        if (sn_sched_pass(s, 3, NULL) != SN_OK)
+            return 1;
+        sn_sched_stats(s, &st);
+    } while (st.n_pending < 1000);
+    bench_project(s, 1000, "1,000-job queue");
     sn_sched_destroy(s);
     sn_sim_shape_free(spec, model);
     return 0;

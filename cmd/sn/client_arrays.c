@@ -173,7 +173,8 @@ static json_t *find_job(json_t *jobs, long long id, long long task)
 static bool ended(json_t *j)
 {
     const char *s = client_str(j, "state");
-    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0;
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0 || strcmp(s, "timeout") == 0;
 }
 
 int client_route_missing(struct client *c, const char *route)

@@ -504,7 +504,8 @@ free_all:
 int cmd_jobs(int argc, char **argv)
 {
     struct client_opt o[] = {
-        {"state", false, "pending, running, requeued, completed, failed or cancelled", NULL},
+        {"state", false, "pending, running, requeued, completed, failed, cancelled or timeout",
+         NULL},
         {"tenant", false, "only this tenant's jobs (admin tokens)", NULL},
         {"pool", false, "only jobs of this pool", NULL},
         {"limit", false, "at most this many jobs (default 1000)", NULL},
@@ -527,10 +528,10 @@ int cmd_jobs(int argc, char **argv)
         fprintf(stderr, "sn jobs: --limit '%s': expected a positive integer\n", o[3].value);
         return SN_EXIT_USAGE;
     }
-    static const char *const job_states[] = {"pending",   "running", "requeued",
-                                             "completed", "failed",  "cancelled"};
+    static const char *const job_states[] = {"pending", "running",   "requeued", "completed",
+                                             "failed",  "cancelled", "timeout"};
     if (o[0].value &&
-        (rc = client_check_states(c.cmd, "--state", o[0].value, job_states, 6)) != SN_EXIT_OK)
+        (rc = client_check_states(c.cmd, "--state", o[0].value, job_states, 7)) != SN_EXIT_OK)
         return rc;
     char filter[400] = "";
     const char *names[] = {"state", "tenant", "pool"};
@@ -563,7 +564,7 @@ static bool job_over(json_t *j)
 {
     const char *s = client_str(j, "state");
     return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-           strcmp(s, "cancelled") == 0;
+           strcmp(s, "cancelled") == 0 || strcmp(s, "timeout") == 0;
 }
 
 /* Adds gpu_names (rank order) to job j from its nodes' first GPU ids (GET
@@ -894,7 +895,8 @@ int cmd_acct(int argc, char **argv)
 {
     struct client_opt o[] = {
         {"tenant", false, "only this tenant's jobs (admin tokens)", NULL},
-        {"state", false, "states (default completed,failed,cancelled; a comma-separated list)",
+        {"state", false,
+         "states (default completed,failed,cancelled,timeout; a comma-separated list)",
          NULL},
         {"since", false, "jobs not ended before this time (Unix s, UTC date, or 2h ago)", NULL},
         {"until", false, "jobs submitted before this time", NULL},

@@ -48,8 +48,8 @@ static long long metric(const char *text, const char *name, const char *label)
 static const char *const gpu_states[] = {"busy",     "free",    "held", "cordoned",
                                          "draining", "drained", "down"};
 #define N_GPU_STATES 7
-static const char *const job_states[] = {"pending", "requeued", "running",
-                                         "completed", "failed", "cancelled"};
+static const char *const job_states[] = {"pending", "requeued",  "running", "completed",
+                                         "failed",  "cancelled", "timeout"};
 static const char *const node_states[] = {"up",       "mixed",   "cordoned",
                                           "draining", "drained", "down"};
 static const char *const agent_states[] = {"up", "down", "never"};
@@ -146,7 +146,7 @@ static int frame_json(struct client *c, json_t **out)
                           (json_int_t)now);
     json_decref(cluster);
     json_object_set_new(f, "gpus", counts(m, "sn_cluster_gpus", "state", gpu_states, N_GPU_STATES));
-    json_object_set_new(f, "jobs", counts(m, "sn_jobs", "state", job_states, 6));
+    json_object_set_new(f, "jobs", counts(m, "sn_jobs", "state", job_states, 7));
     json_object_set_new(f, "nodes", counts(m, "sn_cluster_nodes", "state", node_states, 6));
     json_object_set_new(f, "agents", counts(m, "sn_agents", "state", agent_states, 3));
     json_object_set_new(f, "gpus_allocated",
@@ -208,7 +208,7 @@ static int frame(struct client *c, bool tty)
         printf(" %s %lld", gpu_states[i],
                (long long)json_integer_value(json_object_get(g, gpu_states[i])));
     printf("\n");
-    count_line(json_object_get(f, "jobs"), "Jobs", job_states, 6, false);
+    count_line(json_object_get(f, "jobs"), "Jobs", job_states, 7, false);
     count_line(json_object_get(f, "nodes"), "Nodes", node_states, 6, false);
     count_line(json_object_get(f, "agents"), "Agents", agent_states, 3, false);
     json_t *gp = json_object_get(f, "goodput");

@@ -129,16 +129,28 @@ int cmd_update(int argc, char **argv)
 
 int client_jobs_start(struct client *c, json_t *pending)
 {
-    json_t *starts = NULL;
-    int status = 0;
-    int rc = client_call_status(c, "GET", NULL, &starts, &status, "/v1/scheduler/starts");
-    if (rc != SN_EXIT_OK) {
-        if (client_route_missing(c, "GET /v1/scheduler/starts"))
-            return SN_EXIT_NOT_FOUND;
-        client_print_last_error(c);
-        return rc;
+    json_t *by_id = json_object(), *items = json_array();
+    long long after = 0;
+    for (int pages = 0; pages < 1000; pages++) { /* every page (SN_CONTROL_STARTS_MAX rows) */
+        json_t *page = NULL;
+        int status = 0;
+        int rc = client_call_status(c, "GET", NULL, &page, &status,
+                                    "/v1/scheduler/starts?limit=1000&after=%lld", after);
+        if (rc != SN_EXIT_OK) {
+            json_decref(by_id);
+            json_decref(items);
+            if (client_route_missing(c, "GET /v1/scheduler/starts"))
+                return SN_EXIT_NOT_FOUND;
+            client_print_last_error(c);
+            return rc;
+        }
+        json_array_extend(items, json_object_get(page, "items"));
+        json_t *next = json_object_get(page, "next");
+        after = json_integer_value(next);
+        json_decref(page);
+        if (!json_is_integer(next) || after == 0)
+            break;
     }
-    json_t *by_id = json_object(), *items = json_object_get(starts, "items");
     size_t i;
     json_t *s;
     json_array_foreach(items, i, s)
@@ -150,24 +162,25 @@ int client_jobs_start(struct client *c, json_t *pending)
     if (c->json) {
         client_print_json(items);
     } else {
-        printf("%7s %-10s %-16s %-9s %6s %-20s %s\n", "JOBID", "TENANT", "NAME", "STATE", "GPUS",
-               "START_TIME", "BASIS");
+        printf("%7s %-10s %-16s %-9s %6s %-20s %-11s %s\n", "JOBID", "TENANT", "NAME", "STATE",
+               "GPUS", "START_TIME", "KIND", "BASIS");
         json_t *j;
         json_array_foreach(pending, i, j)
         {
-            char key[24], when[32];
+            char key[24], when[32] = "N/A";
             snprintf(key, sizeof(key), "%lld",
                      (long long)json_integer_value(json_object_get(j, "id")));
             json_t *st = json_object_get(by_id, key);
-            client_utc(json_integer_value(json_object_get(st, "expected_start_s")), when,
-                       sizeof(when));
-            printf("%7s %-10.10s %-16.16s %-9s %6lld %-20s %s\n", key, client_str(j, "tenant"),
-                   client_str(j, "name"), client_str(j, "state"),
-                   (long long)json_integer_value(json_object_get(j, "gpus")), st ? when : "N/A",
-                   st ? client_str(st, "basis") : "-");
+            if (json_is_integer(json_object_get(st, "expected_start_s")))
+                client_utc(json_integer_value(json_object_get(st, "expected_start_s")), when,
+                           sizeof(when));
+            printf("%7s %-10.10s %-16.16s %-9s %6lld %-20s %-11s %s\n", key,
+                   client_str(j, "tenant"), client_str(j, "name"), client_str(j, "state"),
+                   (long long)json_integer_value(json_object_get(j, "gpus")), when,
+                   st ? client_str(st, "kind") : "-", st ? client_str(st, "basis") : "-");
         }
     }
     json_decref(by_id);
-    json_decref(starts);
+    json_decref(items);
     return SN_EXIT_OK;
 }

@@ -1618,7 +1618,7 @@ static void faults_finish(struct demo *d)
 /* ---- the summary --------------------------------------------------------- */
 
 struct tally {
-    long long by_state[8]; /* pending running completed failed cancelled requeued other */
+    long long by_state[8]; /* pending running completed failed cancelled requeued timeout other */
     long long requeued_jobs, requeues, agent_completed, cordoned_gpus;
     json_t *cordoned; /* names */
     double slow_clock_mhz;
@@ -1626,8 +1626,9 @@ struct tally {
     double goodput; /* snd's latest sample: 1 - lost / allocated GPU-seconds; NaN if none */
 };
 
-static const char *const job_states[] = {"pending", "running",   "completed",
-                                         "failed",  "cancelled", "requeued"};
+static const char *const job_states[] = {"pending",   "running",  "completed", "failed",
+                                         "cancelled", "requeued", "timeout"};
+#define N_JOB_STATES 7
 
 static void tally_jobs(struct demo *d, struct tally *t)
 {
@@ -1638,7 +1639,7 @@ static void tally_jobs(struct demo *d, struct tally *t)
     {
         const char *st = str_or(json_object_get(j, "state"), "");
         int k = 0;
-        while (k < 6 && strcmp(st, job_states[k]) != 0)
+        while (k < N_JOB_STATES && strcmp(st, job_states[k]) != 0)
             k++;
         t->by_state[k]++;
         long long rq = json_integer_value(json_object_get(j, "requeues"));
@@ -1705,13 +1706,13 @@ static double latest_goodput(struct demo *d)
 static void print_json(const struct demo *d, const struct tally *t, double ran_s)
 {
     json_t *states = json_object();
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < N_JOB_STATES; k++)
         json_object_set_new(states, job_states[k], json_integer(t->by_state[k]));
     json_t *o = json_pack(
         "{s:s,s:s,s:f,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:o}", "cluster", d->spec->name,
         "trace", d->o.trace, "ran_s", ran_s, "jobs_in_slice", (json_int_t)d->n_jobs,
         "jobs_submitted", (json_int_t)d->submitted, "jobs_by_state", states, "jobs_finished",
-        (json_int_t)(t->by_state[2] + t->by_state[3]), "jobs_completed_by_agents",
+        (json_int_t)(t->by_state[2] + t->by_state[3] + t->by_state[6]), "jobs_completed_by_agents",
         (json_int_t)t->agent_completed, "jobs_ended_by_demo_clock", (json_int_t)d->clock_exits,
         "jobs_requeued", (json_int_t)t->requeued_jobs, "requeues_total", (json_int_t)t->requeues,
         "cordoned_gpus", (json_int_t)t->cordoned_gpus, "cordoned_gpu_names",

@@ -149,6 +149,10 @@ static const struct sn_conf_key config_keys[] = {
     {"imex_setup_timeout_s", SN_CONF_INT, "120", 1, 86400, C(imex_setup_timeout_s),
      "a job whose IMEX channel is not ready on all its servers this long after its start is "
      "requeued (pending reason domain-setup)"},
+    {"pending_reason_hold_ms", SN_CONF_INT, "10000", 0, 86400000, C(pending_reason_hold_ms),
+     "a job's pending reason change is written as a job event only once it was the reason at "
+     "every scheduling pass for this long, so reasons that flip leave one event (0: every "
+     "change at once)"},
     {"key_overlap_s", SN_CONF_INT, "86400", 1, 366LL * 86400, C(key_overlap_s),
      "after `sn admin rotate-key`, tokens of the previous key still verify this long; then "
      "they get 401"},

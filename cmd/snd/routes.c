@@ -480,8 +480,9 @@ static enum MHD_Result get_accounting(struct snd *d, struct snd_req *r)
     int64_t limit, after, next;
     enum MHD_Result ret;
     struct sn_control_job_filter f;
-    int ended = (1 << SN_CONTROL_JOB_COMPLETED) | (1 << SN_CONTROL_JOB_FAILED) |
-                (1 << SN_CONTROL_JOB_CANCELLED);
+    int ended = 0;
+    for (int s = 0; s < SN_CONTROL_JOB_STATE_COUNT; s++)
+        ended |= sn_control_job_state_ended((enum sn_control_job_state)s) << s;
     if (!page_args(d, r, &limit, &after, &ret) ||
         !job_filter(d, r, ended, "a tenant token sees only its own jobs' history", &f, &ret) ||
         !query_time(d, r, "since", &f.since_s, &ret) ||
@@ -782,7 +783,7 @@ static enum MHD_Result update_job(struct snd *d, struct snd_req *r)
     return snd_commit_event(d, r, &ev, target, cancel_done);
 }
 
-/* GET /v1/scheduler/starts (docs/api.md): the last pass's reservation
+/* GET /v1/scheduler/starts (docs/api.md): the reservation and the projection
  * (lib/control/starts.c); a tenant sees only its own jobs. */
 static enum MHD_Result get_starts(struct snd *d, struct snd_req *r)
 {
@@ -1062,7 +1063,7 @@ const struct snd_route snd_routes[] = {
     {"POST", "/v1/jobs/{}/update", SN_SCOPE_JOBS_WRITE, update_job,
      "replace a job's gpus, priority_class, time_limit_s or name"},
     {"GET", "/v1/scheduler/starts", SN_SCOPE_JOBS_READ, get_starts,
-     "expected start of the job the last pass reserved (squeue --start)"},
+     "expected starts of waiting jobs: the reservation and the projection (squeue --start)"},
     {"POST", "/v1/jobs/{}/exit", SN_SCOPE_TELEMETRY_WRITE, snd_post_job_exit,
      "agents: a rank of a running job exited (rank, status)"},
     {"GET", "/v1/jobs/{}/events", SN_SCOPE_JOBS_READ, get_job_events, "a job's events, paged"},

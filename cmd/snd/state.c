@@ -84,6 +84,7 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         .power_util_pct = f->power_util_pct,
         .imex_channel_count = f->imex_channel_count,
         .imex_setup_timeout_s = f->imex_setup_timeout_s,
+        .pending_reason_hold_ms = f->pending_reason_hold_ms,
     };
     snprintf(c2->sched_policy, sizeof(c2->sched_policy), "%s", f->sched_policy);
     snprintf(c2->pool_borrow, sizeof(c2->pool_borrow), "%s", f->pool_borrow);

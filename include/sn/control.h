@@ -66,8 +66,8 @@ struct sn_control_config {
     int64_t cpu_oversell_pct;
     int64_t memory_oversell_pct;
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
-    /* TIMER ends a running job failed once its run reached time_limit_s
-     * (event "timeout", like Slurm's TIMEOUT). snd: on; the simulator
+    /* TIMER ends a running job (state timeout, event "timeout", like
+     * Slurm's TIMEOUT) once its run reached time_limit_s. snd: on; the simulator
      * leaves it off (a trace's run times are what happened). */
     bool enforce_time_limits;
     /* Health guard rails (lib/control/breaker.c, docs/health.md "Circuit
@@ -86,6 +86,11 @@ struct sn_control_config {
      * may take to report theirs ready before it is requeued. */
     int64_t imex_channel_count;
     int64_t imex_setup_timeout_s;
+    /* Pending-reason coalescing (lib/control/timeline.c): a job's reason
+     * change is recorded as an event only once it was the reason at every
+     * pass for this long (0: every change at once). snd's default is
+     * SN_CONTROL_REASON_HOLD_MS_DEFAULT (config key of the same name). */
+    int64_t pending_reason_hold_ms;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -96,7 +101,8 @@ struct sn_control_config {
     X(COMPLETED, "completed")                                                                      \
     X(FAILED, "failed")                                                                            \
     X(CANCELLED, "cancelled")                                                                      \
-    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */
+    X(REQUEUED, "requeued") /* interrupted or preempted; waits to run again */                     \
+    X(TIMEOUT, "timeout")   /* ended by its time limit (Slurm's TIMEOUT) */
 enum sn_control_job_state {
 #define SN_X(name, text) SN_CONTROL_JOB_##name,
     SN_CONTROL_JOB_STATE_LIST(SN_X)
@@ -105,6 +111,9 @@ enum sn_control_job_state {
 };
 const char *sn_control_job_state_name(enum sn_control_job_state s);
 int sn_control_job_state_parse(const char *text); /* -1 when unknown */
+/* True for the states a job never leaves: completed, failed, cancelled,
+ * timeout. */
+bool sn_control_job_state_ended(enum sn_control_job_state s);
 
 /* Admin states of nodes and GPUs, as Slurm's scontrol: up, cordoned (no
  * new work), draining (no new work, running work finishes), drained. */
@@ -133,8 +142,10 @@ int sn_control_admin_transition(enum sn_control_admin_state from, const char *ac
 #define SN_CONTROL_REASON_EVENTS_MAX 32 /* pending-reason events kept per job */
 /* A pending reason that replaces the recorded one is recorded once it was
  * the core's reason at every pass for this long (s): a reason that flips
- * for a pass or two leaves the job's history alone. */
+ * for a pass or two leaves the job's history alone. The default of
+ * sn_control_config.pending_reason_hold_ms (snd's config key). */
 #define SN_CONTROL_REASON_PERSIST_S 10
+#define SN_CONTROL_REASON_HOLD_MS_DEFAULT (SN_CONTROL_REASON_PERSIST_S * 1000)
 
 struct sn_control_job {
     int64_t id;
@@ -178,9 +189,9 @@ struct sn_control_job {
     bool held;
     char *hold_detail; /* "held by ACTOR: REASON", or NULL */
     /* A reason change not yet recorded (timeline.c): the core's reason
-     * seen at consecutive passes since reason_cand_s (0: none). */
+     * seen at consecutive passes since reason_cand_ms (wall ms; 0: none). */
     uint8_t reason_cand;
-    int64_t reason_cand_s;
+    int64_t reason_cand_ms;
     /* IMEX channel (lib/control/imex.c) while it runs on more than one
      * server of an NVLink domain: 1..imex_channel_count, -1 when none was
      * free, 0: it needs none. imex_ready: bit k set once its k-th server
@@ -629,9 +640,16 @@ json_t *sn_control_supernode_json(const struct sn_control *c, uint32_t sn);
  * reservation (not waiting, held, out of the core, or not the head). */
 bool sn_control_expected_start(const struct sn_control *c, const struct sn_control_job *j,
                                int64_t *start_s, char *basis, size_t len);
-/* The page of {id, expected_start_s, basis} of jobs with an id above
- * after, of tenant (NULL: every tenant), at most limit; *next the cursor
- * of the next page (0: none). NULL when out of memory; the caller frees. */
+/* Waiting jobs projected per GET /v1/scheduler/starts: the first this many
+ * in the queue's order (sn_sched_project_starts); later ones have no row. */
+#define SN_CONTROL_STARTS_MAX 1000
+/* The page of {id, expected_start_s, kind, basis} of waiting jobs in the
+ * core with an id above after, of tenant (NULL: every tenant), at most
+ * limit, by id; *next the cursor of the next page (0: none). kind is
+ * "reservation" for the pass's EASY head (sn_control_expected_start),
+ * "projection" for a job the projection places (expected_start_s and
+ * basis from it), "unknown" (expected_start_s null, basis says why).
+ * NULL when out of memory; the caller frees. */
 json_t *sn_control_starts_json(const struct sn_control *c, const char *tenant, int64_t after,
                                int64_t limit, int64_t *next);
 

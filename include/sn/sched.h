@@ -298,6 +298,35 @@ struct sn_sched_reservation {
 };
 void sn_sched_reservation(const struct sn_sched *s, struct sn_sched_reservation *out);
 
+/* Expected starts of the waiting jobs (sched_project.c): a read-only
+ * projection that changes nothing. The first max_jobs pending jobs in the
+ * pass's order are placed in that order against a copy of the free usable
+ * GPUs per supernode, as the running jobs' (and the projected jobs') ends
+ * give GPUs back: at start_s + walltime_s for a job whose end_known(ctx,
+ * job) is true (NULL: every end is known), never for the others. A job
+ * starts no earlier than the one above it (no backfill into holes). */
+enum sn_sched_start_why {
+    SN_SCHED_START_OK,       /* known: start_s, after */
+    SN_SCHED_START_QUOTA,    /* its quota holds it: its tenant's jobs decide */
+    SN_SCHED_START_NO_LIMIT, /* no known end makes room; blocker holds GPUs without an end */
+    SN_SCHED_START_NEVER,    /* does not fit even with every release */
+};
+struct sn_sched_start {
+    uint32_t job;
+    bool known;
+    double start_s;   /* when known (now when it fits now) */
+    uint32_t after;   /* the job whose end lets it start (SN_NONE: nothing ends first) */
+    uint32_t blocker; /* SN_SCHED_START_NO_LIMIT: the job without an end in its way */
+    uint8_t why;      /* enum sn_sched_start_why */
+};
+/* Fills out[0..*n_out) (out holds max_jobs rows) in the pass's order.
+ * SN_ERR_NOMEM when out of memory (*n_out rows are then partial). */
+SN_MUST_CHECK enum sn_err sn_sched_project_starts(const struct sn_sched *s, double now,
+                                                  uint32_t max_jobs,
+                                                  bool (*end_known)(void *ctx, uint32_t job),
+                                                  void *ctx, struct sn_sched_start *out,
+                                                  uint32_t *n_out, struct sn_error *err);
+
 /* GPUs of a running job, group by group (group i is gpus[i*group ..]);
  * *count receives the number; NULL when the job is not running. */
 const uint32_t *sn_sched_job_gpus(const struct sn_sched *s, uint32_t job, uint32_t *count);

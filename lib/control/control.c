@@ -396,8 +396,8 @@ static enum sn_err job_control(struct sn_control *c, struct sn_control_job *j,
 }
 
 /* TIMER with enforce_time_limits: a running job whose run reached its
- * time_limit_s ends failed, as Slurm's TIMEOUT (event "timeout"; its agents
- * kill the ranks of a job that is no longer running). */
+ * time_limit_s ends in state timeout, as Slurm's TIMEOUT (event "timeout";
+ * its agents kill the ranks of a job that is no longer running). */
 static void time_limits(struct sn_control *c)
 {
     int64_t now = sn_control_now_s(c);
@@ -413,7 +413,7 @@ static void time_limits(struct sn_control *c)
                  (long long)limit, (long long)(now - j->start_s));
         struct sn_control_event end = {.kind = SN_CONTROL_EVENT_END,
                                        .job = j->id,
-                                       .to = SN_CONTROL_JOB_FAILED,
+                                       .to = SN_CONTROL_JOB_TIMEOUT,
                                        .text = "timeout",
                                        .detail = detail,
                                        .actor = "snd:timer"};

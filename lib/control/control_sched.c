@@ -648,7 +648,7 @@ int sn_control_job_deps(const struct sn_control *d, const struct sn_control_job 
         const struct sn_control_job *dep = sn_control_job_get(d, ids[i]);
         if (dep && dep->state == SN_CONTROL_JOB_COMPLETED)
             continue;
-        if (!dep || dep->state == SN_CONTROL_JOB_FAILED || dep->state == SN_CONTROL_JOB_CANCELLED) {
+        if (!dep || sn_control_job_state_ended(dep->state)) {
             *bad = ids[i];
             rc = -1;
         } else {

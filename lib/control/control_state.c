@@ -34,6 +34,12 @@ int sn_control_job_state_parse(const char *text)
     return -1;
 }
 
+bool sn_control_job_state_ended(enum sn_control_job_state s)
+{
+    return s == SN_CONTROL_JOB_COMPLETED || s == SN_CONTROL_JOB_FAILED ||
+           s == SN_CONTROL_JOB_CANCELLED || s == SN_CONTROL_JOB_TIMEOUT;
+}
+
 const char *sn_control_admin_state_name(enum sn_control_admin_state s)
 {
     return (unsigned)s < SN_CONTROL_ADMIN_STATE_COUNT ? admin_state_names[s] : "unknown";
@@ -265,8 +271,7 @@ json_t *sn_control_job_json(const struct sn_control *d, const struct sn_control_
     json_t *alloc = json_array(), *nodes = json_array();
     uint32_t last_server = SN_NONE;
     /* An ended job shows its last run's placement (its record). */
-    bool ended = job->state == SN_CONTROL_JOB_COMPLETED || job->state == SN_CONTROL_JOB_FAILED ||
-                 job->state == SN_CONTROL_JOB_CANCELLED;
+    bool ended = sn_control_job_state_ended(job->state);
     const uint32_t *gpus = ended ? job->last_alloc : job->alloc;
     uint32_t n_gpus = ended ? job->n_last_alloc : job->n_alloc;
     for (uint32_t i = 0; i < n_gpus; i++) {

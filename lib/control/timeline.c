@@ -10,7 +10,9 @@
  *
  * Coalescing: the first reason of a wait is recorded at the pass that
  * gives it; a different one later is recorded only when it was the core's
- * reason at every pass for SN_CONTROL_REASON_PERSIST_S (reasons that cycle
+ * reason at every pass for the config's pending_reason_hold_ms (snd's
+ * default SN_CONTROL_REASON_HOLD_MS_DEFAULT, 10 s; 0 records every change
+ * at the pass that gives it) (reasons that cycle
  * between reservation, no-supernode-fits and health every few seconds
  * leave one event, not one per flip), so a long wait keeps a useful
  * history. The event's message carries the binding constraint with its
@@ -64,6 +66,7 @@ void sn_control_timeline_reasons(struct sn_control *d, int64_t now_s)
 {
     uint32_t n = 0;
     const uint32_t *pending = d->sched ? sn_sched_pending(d->sched, &n) : NULL;
+    int64_t now_ms = d->clock.wall_ms, hold_ms = d->cfg.pending_reason_hold_ms;
     for (uint32_t i = 0; pending && i < n; i++) {
         uint32_t sid = pending[i];
         struct sn_control_job *j =
@@ -75,21 +78,21 @@ void sn_control_timeline_reasons(struct sn_control *d, int64_t now_s)
             continue;
         uint32_t wait = j->requeues + 1; /* 0: nothing recorded yet */
         if (j->reason_wait == wait && j->reason_last == code) {
-            j->reason_cand_s = 0; /* back to the recorded reason: the change did not persist */
+            j->reason_cand_ms = 0; /* back to the recorded reason: the change did not persist */
             continue;
         }
         /* The wait's first reason is recorded at once; a change only once
-         * it persisted SN_CONTROL_REASON_PERSIST_S over consecutive passes. */
-        if (j->reason_wait == wait) {
-            if (j->reason_cand_s == 0 || j->reason_cand != code) {
+         * it persisted hold_ms over consecutive passes. */
+        if (j->reason_wait == wait && hold_ms > 0) {
+            if (j->reason_cand_ms == 0 || j->reason_cand != code) {
                 j->reason_cand = (uint8_t)code;
-                j->reason_cand_s = now_s;
+                j->reason_cand_ms = now_ms;
                 continue;
             }
-            if (now_s - j->reason_cand_s < SN_CONTROL_REASON_PERSIST_S)
+            if (now_ms - j->reason_cand_ms < hold_ms)
                 continue;
         }
-        j->reason_cand_s = 0;
+        j->reason_cand_ms = 0;
         j->reason_wait = wait;
         j->reason_last = (uint8_t)code;
         if (j->reason_events < SN_CONTROL_REASON_EVENTS_MAX)

@@ -204,7 +204,10 @@ static enum sn_err sync_job(struct csim *cs, int64_t id, const char *event, stru
     bool was = cs->run_seq[i] != 0;
     if (cj->state == SN_CONTROL_JOB_RUNNING && was && cs->run_seq[i] == cj->alloc_seq)
         return SN_OK;
-    if (was && cj->state != SN_CONTROL_JOB_COMPLETED && cj->state != SN_CONTROL_JOB_FAILED) {
+    /* timeout ends the run as failed does (the simulator does not enforce
+     * time limits; this keeps the two in step if it ever does). */
+    bool failed = cj->state == SN_CONTROL_JOB_FAILED || cj->state == SN_CONTROL_JOB_TIMEOUT;
+    if (was && cj->state != SN_CONTROL_JOB_COMPLETED && !failed) {
         stop_run(cs, i);
         bool preempted = event && strcmp(event, "preempted") == 0;
         x->r->preemptions += preempted;
@@ -216,14 +219,14 @@ static enum sn_err sync_job(struct csim *cs, int64_t id, const char *event, stru
         return start_run(cs, i, cj, err);
     if (was && cj->state == SN_CONTROL_JOB_COMPLETED) {
         finish_run(cs, i);
-    } else if (was && cj->state == SN_CONTROL_JOB_FAILED) {
+    } else if (was && failed) {
         struct sim_job *j = &x->jobs[i];
         sn_goodput_add_run(&x->gp, x->w->jobs[i].gpus, x->now - j->run_start, 0, true);
         j->gen++;
         cs->failed++;
     }
     /* Ended: out of the table (see the top). */
-    if (was && (cj->state == SN_CONTROL_JOB_COMPLETED || cj->state == SN_CONTROL_JOB_FAILED))
+    if (was && (cj->state == SN_CONTROL_JOB_COMPLETED || failed))
         sn_control_job_remove(cs->ctl, id);
     return SN_OK;
 }
@@ -385,6 +388,7 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
     cc->max_jobs = (int64_t)x->w->n_jobs + 1;
     cc->heartbeat_timeout_s = c->heartbeat_timeout_s;
     cc->default_walltime_s = 86400;
+    cc->pending_reason_hold_ms = SN_CONTROL_REASON_HOLD_MS_DEFAULT; /* as snd */
     snprintf(cc->sched_policy, sizeof(cc->sched_policy), "%s",
              sn_sched_policy_name(c->sched.policy));
     cc->preempt_min_runtime_s = (int64_t)c->sched.min_runtime_s;

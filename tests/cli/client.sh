@@ -104,7 +104,7 @@ check 1 "409 job 1 is cancelled" "$SN" cancel 1
 "$SN" jobs | grep -Eq "^ +1 acme" && fail "sn jobs lists the cancelled job 1"
 check 0 "^ +1 acme +llm +cancelled +16 +- sn00-t00,sn00-t01$" "$SN" jobs --all
 check 0 "^ +1 acme +llm +cancelled" "$SN" jobs --state cancelled,completed
-check 2 "--state 'gone': expected pending, running, requeued, completed, failed or cancelled" "$SN" jobs --state running,gone
+check 2 "--state 'gone': expected pending, running, requeued, completed, failed, cancelled or timeout" "$SN" jobs --state running,gone
 check 0 "^placement +16 GPUs, ranks 0..15 on sn00-t00-gpu0,sn00-t00-gpu1,sn00-t00-gpu2," "$SN" job show 1
 check 0 "^end_time_s +[0-9]+$" "$SN" job show 1
 # sn acct: the history of ended jobs, filtered; -o json with GPU-seconds.

@@ -224,7 +224,7 @@ else
     if printf '%s' "$out" | grep -q "no route"; then
         check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
     else
-        check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +BASIS" "$SN" jobs --start
+        check 0 "JOBID +TENANT +NAME +STATE +GPUS +START_TIME +KIND +BASIS" "$SN" jobs --start
     fi
     until_out "^ *$P .* running " "$SN" jobs
     check 1 "409 job $P is running; only time_limit_s and name can change" \
@@ -239,14 +239,17 @@ fi
 "$SN" cancel "$P" >/dev/null
 
 # ---- sn jobs --start: the backfill reservation's expected start ----------
-# big (64 GPUs, 8 of them down) can never start: no reservation, N/A. Once
-# it is cancelled, hold (48 GPUs, limit 1h) runs and waits (24) is the
-# head, reserved at hold's time limit.
+# big (64 GPUs, 8 of them down) can never start: no reservation, N/A, the
+# projection says why. Once it is cancelled, hold (48 GPUs, limit 1h) runs
+# and waits (24) is the head, reserved at hold's time limit; after (24,
+# limit 10min) is projected in queue order: it waits for waits, whose end
+# is unknown (no limit).
 out=$("$SN" jobs --start 2>&1)
 if printf '%s' "$out" | grep -q "no route"; then
     check 4 "no route GET /v1/scheduler/starts" "$SN" jobs --start
 else
-    check 0 "^ *$BIG +acme +big +pending +64 +N/A +-$" "$SN" jobs --start
+    check 0 "^ *$BIG +acme +big +pending +64 +N/A +unknown +does not fit the GPUs up now, even once every running job ends$" \
+        "$SN" jobs --start
     "$SN" cancel "$BIG" >/dev/null
     X=$("$SN" submit --tenant acme --name hold --gpus 48 --time-limit 1h --command "sleep 300" |
         sed 's/^submitted job \([0-9]*\).*/\1/')
@@ -255,12 +258,19 @@ else
     until_out "^ *$Y .*[(]reservation|no-supernode-fits|priority[)]" "$SN" jobs
     xs=$("$SN" job show "$X" -o json | sed -n 's/^ *"start_time_s": \([0-9]*\),*$/\1/p')
     want=$(date -u -d "@$((xs + 3600))" +%Y-%m-%dT%H:%M:%SZ)
-    until_out "^ *$Y +acme +waits +pending +24 +$want +after job $X ends \(time limit $want\)$" \
+    until_out "^ *$Y +acme +waits +pending +24 +$want +reservation +after job $X ends \(time limit $want\)$" \
         "$SN" jobs --start
     out=$("$SN" jobs --start -o json)
     printf '%s' "$out" | grep -q "\"expected_start_s\": $((xs + 3600))" ||
         fail "sn jobs --start -o json: no expected_start_s $((xs + 3600)): $out"
-    "$SN" cancel "$X" "$Y" >/dev/null
+    # The projection: after (24) fits the 56 GPUs up once hold ends, next
+    # to waits' 24, so it starts then too, in queue order.
+    Z=$("$SN" submit --tenant acme --name after --gpus 24 --time-limit 10min |
+        sed 's/^submitted job \([0-9]*\).*/\1/')
+    until_out "^ *$Z .*[(](reservation|no-supernode-fits|priority)[)]" "$SN" jobs
+    until_out "^ *$Z +acme +after +pending +24 +$want +projection +after job $X ends \(time limit $want\), in queue order$" \
+        "$SN" jobs --start
+    "$SN" cancel "$X" "$Y" "$Z" >/dev/null
 fi
 
 if [ $fails -ne 0 ]; then

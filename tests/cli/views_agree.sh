@@ -1,15 +1,24 @@
 #!/bin/sh
-# Every view counts GPUs the same way (issue 24, "Done when"): a real snd on
-# examples/good-64.yaml (sn00-rack0: sn00-t00..t03, sn01-rack0:
-# sn01-t00..t03) and a real sn-agent (sim backend) on sn00-t00 whose BMC
-# leak detector trips at its third sample (--fault leak=3), so snd's health
-# pass powers off sn00-rack0 (32 GPUs down, snd:health). Meanwhile a GPU of
-# sn01 is cordoned and the server of a running 8-GPU job drained (its GPUs
-# draining). Then a second failure: sn01-t03 failed by hand (8 more down).
-# At each step sn nodes (-o json gpu_states), sn gpus (-o json), sn top,
-# sn pools, /metrics (sn_cluster_gpus) and the dashboard summary
-# (gpu_states) are sampled together and must give the same down,
-# cordoned, draining and drained counts, and the figures worked out by hand.
+# Every view counts GPUs the same way (issue 24, "Done when"), during a leak
+# and a power-domain failure: a real snd on examples/demo-cluster.yaml (4
+# supernodes of 4 servers x 8 GPUs, 128 GPUs, one rack each; every server
+# has one feed, its supernode's power domain A or B, alternating: losing a
+# domain takes half a supernode) and a real sn-agent (sim backend) on
+# sn00-t00 whose BMC leak detector trips at its third sample (--fault
+# leak=3), so snd's health pass powers off sn00-rack0 (32 GPUs down,
+# snd:health). Meanwhile a GPU is cordoned and the server of a running
+# 8-GPU job drained (its GPUs draining). Then the power domain of that
+# supernode that feeds neither of them fails: the real agents on its two
+# servers are killed at once (SIGKILL, as a power cut takes the host), snd
+# sees both silent past heartbeat_timeout_s, and since 2 of 16 servers is
+# more than partition_share_pct (10 %) it fences rather than evict; the
+# operator, knowing the domain is lost, runs sn admin unfence, which
+# declares them down (16 more GPUs down). The domain's servers are read
+# from the model (sn design export -o json: power). At each step sn nodes
+# (-o json gpu_states), sn gpus (-o json), sn top, sn pools, /metrics
+# (sn_cluster_gpus) and the dashboard summary (gpu_states) are sampled
+# together and must give the same down, cordoned, draining and drained
+# counts, and the figures worked out by hand.
 set -u
 SN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 BIN=$(dirname "$SN")
@@ -27,9 +36,11 @@ trap cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-"$BIN/snd" --cluster examples/good-64.yaml --state "$D/state" --listen 127.0.0.1:0 \
-    --set sched_event_delay_ms=0 --set health_interval_ms=200 --ready-fd 3 3>"$D/port" \
-    2>"$D/snd.log" &
+SPEC=examples/demo-cluster.yaml
+"$SN" design export "$SPEC" --format json >"$D/model.json" || fail "sn design export"
+"$BIN/snd" --cluster "$SPEC" --state "$D/state" --listen 127.0.0.1:0 \
+    --set sched_event_delay_ms=0 --set health_interval_ms=200 --set heartbeat_timeout_s=2 \
+    --set partition_window_s=1 --ready-fd 3 3>"$D/port" 2>"$D/snd.log" &
 PIDS="$!"
 i=0
 while [ ! -s "$D/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
@@ -42,7 +53,7 @@ export HOME="$D"
 "$SN" token create --agent sn00-t00 --scope telemetry:write,cluster:read >"$D/agent.token" ||
     fail "agent token"
 "$BIN/sn-agent" --server "$SN_SERVER" --token "$D/agent.token" --node sn00-t00 --backend sim \
-    --cluster examples/good-64.yaml --interval 0.2 --work-dir "$D/work" \
+    --cluster "$SPEC" --interval 0.2 --work-dir "$D/work" \
     --unsafe-jobs-as-agent-user --cgroup-root none --fault leak=3 2>"$D/agent.log" &
 PIDS="$PIDS $!"
 
@@ -98,9 +109,21 @@ until "$SN" job show "$J" 2>/dev/null | grep -Eq "^state +running$"; do
     sleep 0.05
 done
 node=$(api "/v1/jobs/$J" | jq -r '.nodes[0]')
-case "$node" in sn01-t0[0-3]) ;; *) fail "job $J runs on '$node', not on sn01" ;; esac
-other=sn01-t00
-[ "$node" = sn01-t00 ] && other=sn01-t01
+case "$node" in sn0[1-3]-t0[0-3]) ;; *) fail "job $J runs on '$node', not on sn01..sn03" ;; esac
+# From the model: the job's supernode and power domain; the cordoned GPU's
+# server shares both (it stays up), the doomed domain feeds the other two.
+sn=$(jq -r --arg n "$node" '.servers[] | select(.name == $n) | .supernode' "$D/model.json")
+pd=$(jq -r --arg n "$node" '.servers[] | select(.name == $n) | .power[0]' "$D/model.json")
+other=$(jq -r --arg n "$node" --argjson s "$sn" --argjson p "$pd" \
+    '[.servers[] | select(.supernode == $s and .power[0] == $p and .name != $n)][0].name' \
+    "$D/model.json")
+doomed=$(jq -r --argjson s "$sn" --argjson p "$pd" \
+    '.servers[] | select(.supernode == $s and .power[0] != $p and .power[1] == null) | .name' \
+    "$D/model.json")
+domain=$(jq -r --argjson s "$sn" --argjson p "$pd" \
+    '[.servers[] | select(.supernode == $s and .power[0] != $p)][0].power[0] as $d |
+     .power_domains[] | select(.id == $d) | .name' "$D/model.json")
+[ "$(printf '%s\n' $doomed | wc -l)" = 2 ] || fail "domain $domain feeds '$doomed', not two servers alone"
 "$SN" drain "$node" --reason "maintenance" >/dev/null || fail "drain $node"
 "$SN" cordon "$other-gpu1" --reason "xid 79 by hand" >/dev/null || fail "cordon $other-gpu1"
 
@@ -109,20 +132,69 @@ agree down 32
 agree cordoned 1
 agree draining 8
 agree drained 0
-# 64 - 32 down - 1 cordoned - 8 draining (the job's) = 23 free.
-agree free 23
+# 128 - 32 down - 1 cordoned - 8 draining (the job's) = 87 free.
+agree free 87
 "$SN" nodes --state down | grep -c "^ *sn00" >/dev/null || fail "sn nodes --state down lists no sn00 server"
 
-# A second failure: a server of the other rack failed by hand (idle: the
-# job's server is not it).
-last=sn01-t03
-[ "$node" = sn01-t03 ] && last=sn01-t02
-"$SN" fail "$last" --reason "power supply lost" >/dev/null || fail "fail $last"
+# The power domain: a real agent on each of its servers, heartbeating,
+# then both killed at once.
+apids=
+for n in $doomed; do
+    "$SN" token create --agent "$n" --scope telemetry:write,cluster:read >"$D/$n.token" ||
+        fail "agent token $n"
+    "$BIN/sn-agent" --server "$SN_SERVER" --token "$D/$n.token" --node "$n" --backend sim \
+        --cluster "$SPEC" --interval 0.2 --work-dir "$D/work-$n" \
+        --unsafe-jobs-as-agent-user --cgroup-root none 2>"$D/agent-$n.log" &
+    apids="$apids $!"
+done
+PIDS="$PIDS $apids"
+for n in $doomed; do
+    i=0
+    until [ "$(api "/v1/nodes/$n" | jq '.heartbeat_age_s')" != null ]; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && { fail "the agent of $n never heartbeated"; break; }
+        sleep 0.05
+    done
+done
+for p in $apids; do kill -9 "$p"; done
+# Silent past the timeout together: 2 of 16 servers (> 10 %) fence snd,
+# which evicts nothing until the operator unfences.
+i=0
+until api /metrics | grep -q '^sn_partition_fenced 1$'; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && { fail "domain $domain's servers silent did not fence snd"; break; }
+    sleep 0.05
+done
+if api /metrics | grep -q '^sn_partition_fenced 1$'; then
+    "$SN" admin fence | grep -q "fenced" || fail "sn admin fence does not say fenced"
+    # Fenced: the silent servers are held out of placement, not down; the
+    # views agree that their 16 GPUs are neither free nor down (sn top,
+    # /metrics and the summary count them held).
+    sample
+    agree down 32
+    agree free 71
+    grep -q '^sn_cluster_gpus{state="held"} 16$' "$D/metrics.txt" || fail "fenced: metrics held"
+    grep -Eq '^GPUs .* held 16 ' "$D/top.txt" || fail "fenced: sn top held"
+    [ "$(jq '.gpu_states.held' "$D/summary.json")" = 16 ] || fail "fenced: summary held"
+    "$SN" admin unfence >/dev/null || fail "sn admin unfence"
+fi
+i=0
+until api /metrics | grep -q '^sn_cluster_gpus{state="down"} 48$'; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && { fail "domain $domain's servers were never declared down"; break; }
+    sleep 0.05
+done
 sample
-agree down 40
+agree down 48
 agree cordoned 1
 agree draining 8
-agree free 15
+# 128 - 48 down - 1 cordoned - 8 draining = 71 free.
+agree free 71
+for n in $doomed; do
+    "$SN" nodes --state down >"$D/down.txt"
+    grep -Eq "(^| )$n +down +8 .*(silent|heartbeat)" "$D/down.txt" ||
+        fail "sn nodes --state down does not list $n down for its silence: $(cat "$D/down.txt")"
+done
 # The job ends: its drained server's 8 GPUs count as drained.
 "$SN" cancel "$J" >/dev/null || fail "cancel $J"
 i=0
@@ -132,11 +204,11 @@ until api /metrics | grep -q '^sn_cluster_gpus{state="drained"} 8$'; do
     sleep 0.05
 done
 sample
-agree down 40
+agree down 48
 agree cordoned 1
 agree draining 0
 agree drained 8
-agree free 15
+agree free 71
 
 if [ $fails -ne 0 ]; then
     cat "$D/sample.txt"

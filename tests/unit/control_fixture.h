@@ -63,6 +63,7 @@ static inline void fx_open_sized(struct fx *f, uint32_t supernodes, const char *
         .partition_share_pct = 10,
         .partition_window_s = 5,
         .max_tenants_per_supernode = 4,
+        .pending_reason_hold_ms = SN_CONTROL_REASON_HOLD_MS_DEFAULT, /* as snd */
     };
     snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
     f->c = sn_control_new(f->model, f->spec, &cfg, &err);

@@ -900,8 +900,8 @@ static void slurm_wish(void **state)
     fx_close(&f);
 }
 
-/* Time limits (enforce_time_limits, as snd): a running job ends failed
- * with event "timeout" at the first TIMER once its run reached
+/* Time limits (enforce_time_limits, as snd): a running job ends in state
+ * timeout with event "timeout" at the first TIMER once its run reached
  * time_limit_s, not before; a job without a limit runs on; with the flag
  * off (the simulator) nothing ends. */
 static void time_limit_ends_job(void **state)
@@ -923,7 +923,7 @@ static void time_limit_ends_job(void **state)
         advance(&f, 2000);
         assert_int_equal(apply(&f, timer), SN_OK);
         if (on) {
-            assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_FAILED);
+            assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_TIMEOUT);
             assert_non_null(strstr(job(&f, a)->detail, "time limit 60 s reached"));
             const struct sn_store_write *ev = last_row(&f, SN_STORE_ADD_EVENT, a);
             assert_non_null(ev);

@@ -272,6 +272,7 @@ static void ctl_open(struct diff *x)
         .enforce_time_limits = true, /* as state.c */
         .cpu_oversell_pct = 100,
         .memory_oversell_pct = 100,
+        .pending_reason_hold_ms = SN_CONTROL_REASON_HOLD_MS_DEFAULT, /* as snd's default */
     };
     snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
     x->c = sn_control_new(x->model, x->spec, &cfg, &err);

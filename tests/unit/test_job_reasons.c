@@ -2,7 +2,8 @@
  * Unit tests of the pending details and their coalesced history
  * (lib/control/reasons.c, timeline.c): the binding constraint with its
  * counts, the job holding the reservation, and a reason change recorded
- * only once it persisted SN_CONTROL_REASON_PERSIST_S. Job times start at
+ * only once it persisted the config's pending_reason_hold_ms (the
+ * fixture's is snd's default, SN_CONTROL_REASON_PERSIST_S). Job times start at
  * 1700000000 s; outcomes worked out by hand in the comments.
  */
 #include "control_fixture.h"
@@ -176,6 +177,49 @@ static void changes_are_recorded_when_they_persist(void **state)
     fx_close(&f);
 }
 
+/* The hold is the config's pending_reason_hold_ms (snd's --set key): with
+ * 3000 ms W's change to reservation (H submitted, passes every second) is
+ * seen at +1 s (candidate), +2 s (1 s), +3 s (2 s), and recorded at +4 s
+ * (3 s held); with 0 every change is recorded at the pass that gives it
+ * (the flip to reservation and the flip back, 1 s apart). */
+static void hold_is_configurable(void **state)
+{
+    (void)state;
+    for (int zero = 0; zero < 2; zero++) {
+        struct fx f;
+        fx_open(&f);
+        f.c->cfg.pending_reason_hold_ms = zero ? 0 : 3000;
+        submit(&f, "{\"name\":\"a\",\"gpus\":16,\"time_limit_s\":600}");
+        submit(&f, "{\"name\":\"b\",\"gpus\":8,\"time_limit_s\":1200}");
+        pass(&f);
+        int64_t w = submit(&f, "{\"name\":\"w\",\"gpus\":16}");
+        pass(&f);
+        assert_int_equal(pending_events(&f, w, NULL), 1);
+        int64_t h = submit(&f, "{\"name\":\"h\",\"gpus\":16,\"priority_class\":\"high\"}");
+        const char *msg = NULL;
+        if (zero) {
+            advance(&f, 1);
+            pass(&f);
+            assert_int_equal(pending_events(&f, w, &msg), 2);
+            assert_non_null(strstr(msg, "reservation: job"));
+            end(&f, h);
+            advance(&f, 1);
+            pass(&f);
+            assert_int_equal(pending_events(&f, w, &msg), 3);
+            assert_non_null(strstr(msg, "no-supernode-fits"));
+        } else {
+            for (int t = 1; t <= 4; t++) {
+                advance(&f, 1);
+                pass(&f);
+                assert_int_equal(pending_events(&f, w, &msg), t < 4 ? 1 : 2);
+            }
+            assert_non_null(strstr(msg, "reservation: job"));
+        }
+        verify(&f);
+        fx_close(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +227,7 @@ int main(void)
         cmocka_unit_test(no_fit_by_other_limits),
         cmocka_unit_test(reservation_names_the_holder),
         cmocka_unit_test(changes_are_recorded_when_they_persist),
+        cmocka_unit_test(hold_is_configurable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

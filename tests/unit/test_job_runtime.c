@@ -838,9 +838,10 @@ static int reap_all(void **state)
     return reap_daemons(state);
 }
 
-/* A job past its time limit ends failed with event "timeout", through snd
- * and a real agent, and its agent kills the rank: the command's second
- * half never runs. */
+/* A job past its time limit ends in state timeout (not failed) with event
+ * "timeout", through snd and a real agent, and its agent kills the rank:
+ * the command's second half never runs. The state filters and the
+ * accounting's default list it as timeout. */
 static void time_limit(void **state)
 {
     (void)state;
@@ -854,9 +855,22 @@ static void time_limit(void **state)
     snprintf(late, sizeof(late), "%s/late", d.dir);
     snprintf(cmd, sizeof(cmd), "sleep 4; touch %s", late);
     long long id = submit_as(&d, "acme", 1, cmd, "{\"time_limit_s\": 1}");
-    json_t *j = wait_state(&d, id, "failed");
+    json_t *j = wait_state(&d, id, "timeout");
     assert_non_null(strstr(json_string_value(json_object_get(j, "detail")),
                            "time limit 1 s reached"));
+    json_decref(j);
+    const char *const lists[] = {"/v1/jobs?state=timeout", "/v1/accounting"};
+    for (int l = 0; l < 2; l++) {
+        j = get(&d, lists[l]);
+        json_t *items = json_object_get(j, "items");
+        assert_int_equal(json_array_size(items), 1);
+        json_t *it = json_array_get(items, 0);
+        assert_int_equal(json_integer_value(json_object_get(it, "id")), id);
+        assert_string_equal(json_string_value(json_object_get(it, "state")), "timeout");
+        json_decref(j);
+    }
+    j = get(&d, "/v1/jobs?state=failed");
+    assert_int_equal(json_array_size(json_object_get(j, "items")), 0);
     json_decref(j);
     /* The event is read from the store, which its row reaches through the
      * outbox after the state changed: poll until it committed. */

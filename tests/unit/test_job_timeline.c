@@ -196,10 +196,76 @@ static void pending_reasons_and_goodput(void **state)
     cleanup(&d);
 }
 
+/* The pending events of job id (caller decrefs nothing: a count and the
+ * last message into last, len). */
+static int pending_count(struct daemon *d, long long id, char *last, size_t len)
+{
+    json_t *ev = get(d, "/events?limit=100", id);
+    size_t k;
+    json_t *e;
+    int n = 0;
+    json_array_foreach(json_object_get(ev, "items"), k, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "kind")), "pending") != 0)
+            continue;
+        n++;
+        snprintf(last, len, "%s", json_string_value(json_object_get(e, "message")));
+    }
+    json_decref(ev);
+    return n;
+}
+
+/* snd's --set pending_reason_hold_ms reaches the rule: with 0, a reason
+ * change is recorded at the pass that gives it. a (96 GPUs) runs; b (64)
+ * waits for room (no-supernode-fits: 32 free); a quota of 96 GPUs then
+ * binds first (quota): its event comes within 3 s, where snd's default
+ * 10 s hold would keep it back. */
+static void reason_hold_from_config(void **state)
+{
+    (void)state;
+    static const char *const HOLD0[] = {"sched_event_delay_ms=0", "sched_interval_ms=50",
+                                        "pending_reason_hold_ms=0", NULL};
+    struct daemon d;
+    harness_spec = SPEC;
+    make_dir(&d);
+    start(&d, HOLD0);
+    setup_tenants(&d);
+    long long ids[2];
+    const int gpus[2] = {96, 64};
+    for (int i = 0; i < 2; i++) {
+        char body[200];
+        snprintf(body, sizeof(body),
+                 "{\"name\":\"j%d\",\"gpus\":%d,\"tenant\":\"acme\",\"command\":\"sleep 300\"}", i,
+                 gpus[i]);
+        json_t *j = NULL;
+        if (call(&d, "POST", "/v1/jobs", d.admin, body, NULL, &j) != 201)
+            fail_msg("submit j%d", i);
+        ids[i] = json_integer_value(json_object_get(j, "id"));
+        json_decref(j);
+        if (i == 0)
+            json_decref(wait_state(&d, ids[0], "running", 0));
+    }
+    json_decref(wait_event(&d, ids[1], "pending"));
+    char msg[400] = "";
+    assert_int_equal(pending_count(&d, ids[1], msg, sizeof(msg)), 1);
+    assert_non_null(strstr(msg, "no-supernode-fits"));
+    expect(&d, 200, "PUT", "/v1/tenants/acme/quotas/training", d.admin, "{\"gpus\":96}");
+    int n = 1;
+    for (int i = 0; i < 150 && n < 2; i++) {
+        poll(NULL, 0, 20);
+        n = pending_count(&d, ids[1], msg, sizeof(msg));
+    }
+    assert_int_equal(n, 2);
+    assert_non_null(strstr(msg, "quota: tenant acme in pool training holds 96 of 96 GPUs"));
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(pending_reasons_and_goodput, reap_daemons),
+        cmocka_unit_test_teardown(reason_hold_from_config, reap_daemons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -575,7 +575,7 @@ function timeline(j, events) {
   axis.append(svgEl("text", { x: W / 2, y: 70, "text-anchor": "middle", class: "axis-title" }, "local time"));
   svg.append(axis);
   let runStart = null, wait = null;
-  const colours = { submitted: "#9aa4ae", started: "#009E73", interrupted: "#D55E00", preempted: "#E69F00", requeued: "#E69F00", cancelled: "#CC79A7", pending: "#F0E442" };
+  const colours = { submitted: "#9aa4ae", started: "#009E73", interrupted: "#D55E00", preempted: "#E69F00", requeued: "#E69F00", cancelled: "#CC79A7", timeout: "#0072B2", pending: "#F0E442" };
   const pendingSpan = (w, t) => {
     const x0 = X(w.t), wd = Math.max(1, X(t) - x0);
     const r = svgEl("rect", { x: x0, y: 30, width: wd, height: 8, fill: "#F0E442", stroke: "#8a7d00", "stroke-width": 0.5, class: "pending-span", "data-reason": w.reason });
