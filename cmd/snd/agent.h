@@ -125,4 +125,14 @@ void snd_rounds_heartbeat(struct snd *d, uint32_t s, json_t *answer);
 bool snd_rounds_peer_ok(const struct snd *d, uint32_t s, const char *peer);
 void snd_rounds_free(void);
 
+/* parts.c: part histories, repairs, re-qualification (lib/control/offenders.c). */
+enum MHD_Result snd_get_parts(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_get_repairs(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_repair(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_requalify(struct snd *d, struct snd_req *r);
+/* health.c: slot g holds a new part or a re-qualified one: its decayed
+ * health penalty and exclusion are forgotten (the next pass judges it
+ * afresh). */
+void snd_health_slot_renewed(uint32_t g);
+
 #endif

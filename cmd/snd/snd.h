@@ -98,6 +98,10 @@ struct snd_config {
     int64_t health_breaker_window_s;
     int64_t health_escalate_rack_pct;
     int64_t power_util_pct; /* power budgets at placement (lib/sched/sched_power.c) */
+    /* Repeat offenders (lib/control/offenders.c; appended). */
+    int64_t offender_window_s, offender_count;
+    int64_t health_auto_resume_s;
+    int64_t health_half_life_s; /* the health engine's penalty half-life */
 };
 
 struct snd_rate;     /* token buckets */

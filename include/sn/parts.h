@@ -1,0 +1,86 @@
+/*
+ * sn/parts.h: part identities, their histories and repeat offenders
+ * (lib/control/offenders.c, docs/health.md "Repeat offenders").
+ *
+ * A part is a GPU as its agent names it (the UUID nvidia-smi, NVML and
+ * dcgm-exporter report, "GPU-..."), not the slot (server and index) it sits
+ * in. Its history is the list of findings that made snd:health cordon or
+ * fail it; the history follows the part when it moves to another slot and
+ * survives restarts (each change is one PUT_ADMIN row of kind "part").
+ * A finding on a slot whose part nobody has named yet is kept on a
+ * placeholder part "slot:<gpu name>", renamed to the UUID once it is known.
+ *
+ * States: ok; quarantined (found bad offender_count times within
+ * offender_window_s: automation never returns it to service, only a passed
+ * acceptance run or an operator's override re-qualifies it); closed
+ * (replaced by `sn repair`: its record stays, the slot gets a new part with
+ * a clean history). "renamed" rows (a placeholder that became a UUID) are
+ * stored only to end the placeholder and are skipped by the restore.
+ *
+ * Ownership: every JSON value returned is new (caller decrefs). Reads only;
+ * the state changes through the PARTS, REPAIR and REQUALIFY events and the
+ * HEALTH verdicts (sn/control.h).
+ */
+#ifndef SN_PARTS_H
+#define SN_PARTS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sn/control.h>
+
+#define SN_PART_ID_MAX 64u       /* bytes of a part id, NUL included */
+#define SN_PART_FINDINGS_KEEP 16 /* findings kept per part (the latest ones) */
+
+#define SN_PART_STATE_LIST(X)                                                                      \
+    X(OK, "ok")                                                                                    \
+    X(QUARANTINED, "quarantined")                                                                  \
+    X(CLOSED, "closed")                                                                            \
+    X(RENAMED, "renamed") /* a placeholder that got its UUID: stored, never restored */
+enum sn_part_state {
+#define SN_X(name, text) SN_PART_##name,
+    SN_PART_STATE_LIST(SN_X)
+#undef SN_X
+        SN_PART_STATE_COUNT
+};
+const char *sn_part_state_name(enum sn_part_state s);
+int sn_part_state_parse(const char *text); /* -1 when unknown */
+
+/* Every part record, sorted by id: {"items": [part...], "parts", "quarantined",
+ * "closed"}; state (NULL: all) keeps only that state, gpu (SN_NONE: all) only
+ * the part in that slot and the closed ones that sat in it. A part is
+ * {"id", "state", "gpu" (slot name or null), "since_s", "state_s", "by",
+ * "reason" (why quarantined or closed, or null), "replaced_by",
+ * "findings_total", "findings": [{"time_s", "action", "reason"}]}. */
+json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu);
+
+/* The part in slot g as above, or JSON null when none is known. */
+json_t *sn_control_part_gpu_json(const struct sn_control *c, uint32_t g);
+
+/* Whether the part in slot g is quarantined; *reason (may be NULL) gets the
+ * reason, borrowed until the next event. */
+bool sn_control_gpu_quarantined(const struct sn_control *c, uint32_t g, const char **reason);
+
+/* The id of the part in slot g, or NULL (borrowed until the next event). */
+const char *sn_control_gpu_part(const struct sn_control *c, uint32_t g);
+
+/* Checks a REPAIR before it is applied: the new id (NULL or "": not known
+ * yet, the next report names it) must be a well-formed id no part has had.
+ * False with why filled (422, field "new_part"). */
+bool sn_control_repair_check(const struct sn_control *c, uint32_t g, const char *new_id,
+                             struct sn_control_refusal *why);
+
+/* Checks a REQUALIFY: the part in slot g must be quarantined (409). */
+bool sn_control_requalify_check(const struct sn_control *c, uint32_t g,
+                                struct sn_control_refusal *why);
+
+struct sn_control_parts_stats {
+    uint32_t parts, quarantined, closed; /* records now, by state */
+    uint64_t findings;                   /* findings recorded since start */
+    uint64_t quarantines, requalified, repairs;
+    uint64_t resumes, resumes_held; /* auto-resumes done; refused for a quarantine */
+};
+void sn_control_parts_stats(const struct sn_control *c, struct sn_control_parts_stats *st);
+
+#endif /* SN_PARTS_H */
