@@ -144,7 +144,10 @@ static void report_parts(struct snd *d, const struct sn_telem_store *store)
         }
     }
     if (ids && when) {
-        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PARTS, .parts = ids};
+        for (uint32_t g = 0; g < m->n_gpus; g++)
+            when[g] = ids[g] && when[g] > 0 ? when[g] : NAN;
+        struct sn_control_event ev = {
+            .kind = SN_CONTROL_EVENT_PARTS, .parts = ids, .parts_time_s = when};
         snd_apply_queued(d, &ev);
     }
     free(ids);

@@ -2,7 +2,8 @@
  * Part histories, repairs and re-qualification (lib/control/offenders.c
  * decides; sn/parts.h; docs/api.md "Parts and repairs", docs/health.md
  * "Repeat offenders"):
- *   GET  /v1/parts            every part record (?state=ok|quarantined|closed, ?gpu=NAME)
+ *   GET  /v1/parts            the parts with a history (?state=ok|quarantined|closed,
+ *                             ?gpu=NAME, ?all=true: every part known)
  *   GET  /v1/repairs          the closed records: the parts repairs replaced
  *   POST /v1/repairs          {"gpu", "new_part"?, "note"}: an RMA or replacement
  *   POST /v1/parts/requalify  {"gpu", "evidence", "override"?}: a passed
@@ -40,7 +41,9 @@ static enum MHD_Result list(struct snd *d, struct snd_req *r, const char *state)
     if (state && sn_part_state_parse(state) < 0)
         return snd_error(d, r, 400, "invalid_field", "state",
                          "state '%s': expected ok, quarantined or closed", state);
-    return snd_reply(d, r, 200, sn_control_parts_json(d->ctl, state, g));
+    const char *all = snd_query(r, "all");
+    return snd_reply(d, r, 200,
+                     sn_control_parts_json(d->ctl, state, g, all && strcmp(all, "true") == 0));
 }
 
 /* GET /v1/parts */

@@ -393,6 +393,7 @@ struct sn_control_event {
     /* PARTS: by model GPU, the identity of the part in that slot as its
      * agent reports it ("GPU-<uuid>"), NULL when unknown (borrowed). */
     const char *const *parts;
+    const double *parts_time_s; /* PARTS: by GPU, its latest reading's time (s), or NULL */
 };
 
 /* Applies ev at now: the state changes, and out receives the effects (in

@@ -47,13 +47,17 @@ enum sn_part_state {
 const char *sn_part_state_name(enum sn_part_state s);
 int sn_part_state_parse(const char *text); /* -1 when unknown */
 
-/* Every part record, sorted by id: {"items": [part...], "parts", "quarantined",
- * "closed"}; state (NULL: all) keeps only that state, gpu (SN_NONE: all) only
- * the part in that slot and the closed ones that sat in it. A part is
- * {"id", "state", "gpu" (slot name or null), "since_s", "state_s", "by",
+/* The part records, sorted by id: {"items": [part...], "parts", "ok",
+ * "quarantined", "closed" (counts of every record)}; items are the parts
+ * with a history (findings, a note, a state other than ok) unless all;
+ * state (NULL: any) keeps only that state, gpu (SN_NONE: any) only the parts
+ * that sit or last sat in that slot. A part is
+ * {"id", "state", "gpu" (slot name or null), "last_gpu", "since_s", "state_s",
+ * "cleared_s" (last re-qualified), "by",
  * "reason" (why quarantined or closed, or null), "replaced_by",
  * "findings_total", "findings": [{"time_s", "action", "reason"}]}. */
-json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu);
+json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu,
+                              bool all);
 
 /* The part in slot g as above, or JSON null when none is known. */
 json_t *sn_control_part_gpu_json(const struct sn_control *c, uint32_t g);

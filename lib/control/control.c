@@ -525,7 +525,7 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         sn__control_imex_ready(c, ev->id, ev->text);
         return SN_OK;
     case SN_CONTROL_EVENT_PARTS:
-        sn__control_parts_seen(c, ev->parts);
+        sn__control_parts_seen(c, ev->parts, ev->parts_time_s);
         return SN_OK;
     case SN_CONTROL_EVENT_REPAIR:
         return sn__control_parts_repair(c, ev, err);

@@ -126,7 +126,7 @@ void sn__control_imex_load(struct sn_control_job *j, const json_t *run);
  * PARTS; the auto-resume of a report (after its verdicts); REPAIR and
  * REQUALIFY; a stored part row; freeing. */
 void sn__control_parts_found(struct sn_control *c, uint32_t g, bool fail, const char *reason);
-void sn__control_parts_seen(struct sn_control *c, const char *const *ids);
+void sn__control_parts_seen(struct sn_control *c, const char *const *ids, const double *time_s);
 void sn__control_auto_resume(struct sn_control *c, const struct sn_health_report *rep,
                              double cordon_below);
 enum sn_err sn__control_parts_repair(struct sn_control *c, const struct sn_control_event *ev,

@@ -410,7 +410,7 @@ static void keep_out(struct sn_control *c, uint32_t g, const struct part *p)
     sn_control_log(c, "health: cordoned %s: %s", name, reason);
 }
 
-static void seen(struct sn_control *c, uint32_t g, const char *id)
+static void seen(struct sn_control *c, uint32_t g, const char *id, double time_s)
 {
     struct sn_control_parts *t = table(c);
     if (!t)
@@ -422,6 +422,12 @@ static void seen(struct sn_control *c, uint32_t g, const char *id)
     bool moved = false;
     if (k != SN_NONE) {
         struct part *p = &t->p[k];
+        /* A repaired part's last readings linger (the store keeps them until
+         * the new part reports): only newer ones, or its UUID in another
+         * slot, bring it back. */
+        if (p->state == SN_PART_CLOSED &&
+            (isnan(time_s) ? p->last_gpu == g : time_s <= (double)p->state_s))
+            return;
         if (p->gpu != SN_NONE && t->slot[p->gpu] == k) {
             t->slot[p->gpu] = SN_NONE;
             moved = true;
@@ -456,11 +462,11 @@ static void seen(struct sn_control *c, uint32_t g, const char *id)
         keep_out(c, g, p);
 }
 
-void sn__control_parts_seen(struct sn_control *c, const char *const *ids)
+void sn__control_parts_seen(struct sn_control *c, const char *const *ids, const double *time_s)
 {
     for (uint32_t g = 0; ids && g < c->model->n_gpus; g++)
         if (valid_id(ids[g]))
-            seen(c, g, ids[g]);
+            seen(c, g, ids[g], time_s ? time_s[g] : NAN);
 }
 
 /* ---- auto-resume -------------------------------------------------------------------- */
@@ -748,7 +754,8 @@ static int cmp_id(const void *a, const void *b)
     return strcmp((*x)->id, (*y)->id);
 }
 
-json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu)
+json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu,
+                              bool all)
 {
     const struct sn_control_parts *t = c->parts;
     const struct part **list = malloc(((t ? t->n : 0) + 1) * sizeof(*list));
@@ -761,6 +768,8 @@ json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uin
         if (p->state == SN_PART_RENAMED)
             continue;
         counts[p->state]++;
+        if (!all && !worth_storing(p))
+            continue;
         if (state && strcmp(state, sn_part_state_name((enum sn_part_state)p->state)) != 0)
             continue;
         if (gpu != SN_NONE && p->gpu != gpu && p->last_gpu != gpu)

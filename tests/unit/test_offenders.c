@@ -173,7 +173,7 @@ static uint32_t audits(const struct fx *f, const char *action)
 /* The part record of id (a new reference), or NULL. */
 static json_t *part(const struct fx *f, const char *id)
 {
-    json_t *all = sn_control_parts_json(f->c, NULL, SN_NONE), *e, *out = NULL;
+    json_t *all = sn_control_parts_json(f->c, NULL, SN_NONE, true), *e, *out = NULL;
     size_t i;
     json_array_foreach(json_object_get(all, "items"), i, e)
     {
@@ -462,12 +462,20 @@ static void test_repair(void **state)
     assert_true(json_is_null(json_object_get(old, "gpu")));
     assert_string_equal(str(old, "last_gpu"), "sn00-t00-gpu7");
     json_decref(old);
-    json_t *list = sn_control_parts_json(f.c, "closed", SN_NONE);
+    json_t *list = sn_control_parts_json(f.c, "closed", SN_NONE, false);
     assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
     json_decref(list);
-    list = sn_control_parts_json(f.c, NULL, 7); /* the slot's history: old and new part */
+    list = sn_control_parts_json(f.c, NULL, 7, true); /* the slot's history: old and new part */
     assert_int_equal(json_array_size(json_object_get(list, "items")), 2);
     json_decref(list);
+
+    /* The old part's last readings linger in the telemetry until the new
+     * one reports: a report still naming it in its old slot changes nothing. */
+    parts(&f);
+    assert_string_equal(sn_control_gpu_part(f.c, 7), "GPU-cccc");
+    old = part(&f, "GPU-aaaa");
+    assert_string_equal(str(old, "state"), "closed");
+    json_decref(old);
 
     /* The next report names the new part: nothing changes; a finding on it is its first. */
     f.ids[7] = "GPU-cccc";
@@ -506,14 +514,14 @@ static void test_restore(void **state)
     bad(&f, 2);
     health(&f);
     assert_true(sn_control_gpu_quarantined(f.c, 1, NULL));
-    json_t *before = sn_control_parts_json(f.c, NULL, SN_NONE);
+    json_t *before = sn_control_parts_json(f.c, NULL, SN_NONE, true);
 
     struct sn_control *c2 = make_control(&f, offender_cfg());
     struct sn_error err = {0};
     for (size_t i = 0; i < f.n_rows; i++)
         assert_int_equal(sn_control_restore_row(c2, &f.rows[i], &err), SN_OK);
     assert_int_equal(c2->restore_ignored, 0);
-    json_t *after = sn_control_parts_json(c2, NULL, SN_NONE);
+    json_t *after = sn_control_parts_json(c2, NULL, SN_NONE, true);
     char *a = json_dumps(before, JSON_SORT_KEYS), *b = json_dumps(after, JSON_SORT_KEYS);
     assert_string_equal(a, b);
     free(a);
