@@ -256,6 +256,11 @@ static void test_quarantine_loop(void **state)
     }
     sn_control_parts_stats(f.c, &st);
     assert_int_equal(st.resumes_held, 5);
+    char *text = sn_control_metrics_text(f.c, f.now.wall_ms / 1000);
+    assert_non_null(strstr(text, "sn_parts{state=\"quarantined\"} 1\n"));
+    assert_non_null(strstr(text, "sn_parts_events_total{kind=\"finding\"} 2\n"));
+    assert_non_null(strstr(text, "sn_health_auto_resumes_total{result=\"held\"} 5\n"));
+    free(text);
     json_t *gv = sn_control_gpu_json(f.c, 3, true);
     assert_true(json_is_true(json_object_get(gv, "quarantined")));
     assert_string_equal(str(json_object_get(gv, "part_history"), "state"), "quarantined");
