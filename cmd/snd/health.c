@@ -40,6 +40,10 @@ static struct {
 
 enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struct sn_error *err)
 {
+    char bad[64];
+    if (snd_remedy_mask(d->cfg.health_agent_actions, bad, sizeof(bad)) == UINT32_MAX)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "health_agent_actions: '%s': expected reset-gpu or reboot", bad);
     if (sn_health_history_new(store, NULL, &hl.hist, err) != SN_OK ||
         sn_health_state_new(d->model, &hl.state, err) != SN_OK)
         return err->code;
@@ -159,6 +163,11 @@ void snd_health_slot_renewed(uint32_t g)
     sn_health_state_clear(hl.state, g);
 }
 
+void snd_health_action_done(uint32_t g, enum sn_health_action a)
+{
+    sn_health_state_action_done(hl.state, g, a, (double)snd_now_s());
+}
+
 /* One analysis pass; keeps the previous report when it fails. */
 static void analyze(struct snd *d)
 {
@@ -197,6 +206,7 @@ static void analyze(struct snd *d)
                                   .report = rep,
                                   .cordon_below = (double)d->cfg.health_cordon_below};
     snd_apply_queued(d, &ev);
+    snd_remedy_report(d, rep); /* remedy.c: actions the agents may carry out */
 }
 
 int64_t snd_health_tick(struct snd *d)

@@ -202,6 +202,13 @@ static const struct sn_conf_key config_keys[] = {
     {"health_half_life_s", SN_CONF_INT, "3600", 1, 31622400, C(health_half_life_s),
      "a finding's penalty on a GPU's health score halves every this many seconds after its last "
      "bad sample (docs/health.md \"Scores and actions\")"},
+    {"health_agent_actions", SN_CONF_STRING, "", 0, 31, C(health_agent_actions),
+     "recommended actions snd asks the agents to carry out on idle GPUs it holds out: "
+     "reset-gpu, reboot or both (reset-gpu,reboot); each audited, and done only where the "
+     "agent's --allow-actions allows it too (empty: never)"},
+    {"health_agent_action_interval_s", SN_CONF_INT, "600", 1, 31622400,
+     C(health_agent_action_interval_s),
+     "a GPU (a server for reboot) is asked for a recommended action at most this often"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -692,6 +699,7 @@ int main(int argc, char **argv)
     snd_control_stop(&d);
     snd_job_logs_free();
     snd_rounds_free();
+    snd_remedy_free();
     snd_state_free(&d);
     snd_refusals_free(d.refusals);
     sn_model_free(model);

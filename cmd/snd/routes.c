@@ -1383,5 +1383,7 @@ const struct snd_route snd_routes[] = {
      "the parts repairs replaced (closed records)"},
     {"POST", "/v1/repairs", SN_SCOPE_ADMIN, snd_post_repair,
      "record an RMA or replacement of a GPU: the old part's record closed, a new part"},
+    {"POST", "/v1/agents/{}/actions", SN_SCOPE_TELEMETRY_WRITE, snd_post_agent_action,
+     "agents: the result of a recommended action snd asked for (id, status, detail)"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

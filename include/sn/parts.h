@@ -87,4 +87,22 @@ struct sn_control_parts_stats {
 };
 void sn_control_parts_stats(const struct sn_control *c, struct sn_control_parts_stats *st);
 
+/* ---- recommended actions by the agent (lib/control/remedy.c) ---------------- */
+
+struct sn_control_remedy {
+    uint32_t gpu, server, index; /* model GPU, its server, its index in the server */
+    enum sn_health_action action; /* SN_HEALTH_ACT_RESET_GPU or _REBOOT */
+    char reason[200];             /* "DETECTOR: evidence" of the finding that set it */
+};
+
+/* The reset-gpu and reboot actions of report rep to ask the agents for now:
+ * allowed has bit (1 << action) set for each the policy allows; only GPUs
+ * snd:health holds out, on servers with no job and no job processes; at
+ * most one reboot per server; a GPU (reboot: the server's first GPU) at most
+ * once per interval_s, by last_asked_s (by GPU, 0: never; updated). Writes at
+ * most max to out; returns how many. */
+uint32_t sn_control_remedies(const struct sn_control *c, const struct sn_health_report *rep,
+                             uint32_t allowed, int64_t now_s, int64_t interval_s,
+                             int64_t *last_asked_s, struct sn_control_remedy *out, uint32_t max);
+
 #endif /* SN_PARTS_H */

@@ -545,6 +545,49 @@ static void test_restore(void **state)
     fx_close(&f);
 }
 
+/* Recommended actions for the agents: only for GPUs snd:health holds out,
+ * only the allowed ones, once per interval, none where job processes are
+ * left, one reboot per server. */
+static void test_remedies(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, offender_cfg());
+    healthy_report(&f);
+    bad(&f, 3);
+    f.scores[3].action = SN_HEALTH_ACT_RESET_GPU;
+    f.scores[9].action = SN_HEALTH_ACT_RESET_GPU; /* not held out: never asked */
+    health(&f);
+    int64_t *last = calloc(f.model->n_gpus, sizeof(int64_t));
+    struct sn_control_remedy out[8];
+    int64_t now = f.now.wall_ms / 1000;
+    uint32_t reset = 1u << SN_HEALTH_ACT_RESET_GPU, reboot = 1u << SN_HEALTH_ACT_REBOOT;
+    assert_int_equal(sn_control_remedies(f.c, &f.rep, reboot, now, 600, last, out, 8), 0);
+    assert_int_equal(sn_control_remedies(f.c, &f.rep, reset, now, 600, last, out, 8), 1);
+    assert_int_equal(out[0].gpu, 3);
+    assert_int_equal(out[0].index, 3);
+    assert_int_equal(out[0].server, 0);
+    assert_int_equal(out[0].action, SN_HEALTH_ACT_RESET_GPU);
+    assert_int_equal(sn_control_remedies(f.c, &f.rep, reset, now + 599, 600, last, out, 8), 0);
+    f.c->gpu_procs[5] = 1; /* a job's processes still on the server */
+    assert_int_equal(sn_control_remedies(f.c, &f.rep, reset, now + 600, 600, last, out, 8), 0);
+    f.c->gpu_procs[5] = 0;
+    assert_int_equal(sn_control_remedies(f.c, &f.rep, reset, now + 600, 600, last, out, 8), 1);
+
+    /* two GPUs of server 1 want a reboot: one request for the server */
+    bad(&f, 8);
+    bad(&f, 12);
+    health(&f);
+    f.scores[8].action = f.scores[12].action = SN_HEALTH_ACT_REBOOT;
+    f.scores[3].action = SN_HEALTH_ACT_NONE;
+    assert_int_equal(sn_control_remedies(f.c, &f.rep, reset | reboot, now + 700, 600, last, out, 8),
+                     1);
+    assert_int_equal(out[0].server, 1);
+    assert_int_equal(out[0].action, SN_HEALTH_ACT_REBOOT);
+    free(last);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_moves),
         cmocka_unit_test(test_repair),
         cmocka_unit_test(test_restore),
+        cmocka_unit_test(test_remedies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -287,9 +287,67 @@ static void repeat_offender_kept_out(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Recommended actions carried out by the agent (cmd/snd/remedy.c,
+ * cmd/sn-agent/actions.c): two sim agents whose GPU 2 asks for a reset;
+ * snd (health_agent_actions=reset-gpu) asks both; the one started with
+ * --allow-actions reset-gpu carries it out (sim: the reset request clears)
+ * and the GPU is auto-resumed; the other refuses and its GPU stays out.
+ * Both results are audited. */
+static pid_t agent2;
+
+static void agent_resets_gpu(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *s2[] = {"health_interval_ms=200", "health_auto_resume_s=1", "health_half_life_s=1",
+                        "health_agent_actions=reset-gpu", NULL};
+    start(&d, s2);
+    const char *allowed[] = {"--fault", "reset-gpu=2", "--allow-actions", "reset-gpu", NULL};
+    const char *not_allowed[] = {"--fault", "reset-gpu=2", NULL};
+    agent = spawn_sim_agent_with(&d, "sn01-t03", harness_spec, allowed);
+    agent2 = spawn_sim_agent_with(&d, "sn01-t02", harness_spec, not_allowed);
+    wait_gpu(&d, "sn01-t02-gpu2", "cordoned", "snd:health");
+    wait_gpu(&d, "sn01-t03-gpu2", "up", "snd:health"); /* cordoned, reset, resumed */
+    wait_audit(&d, "health action requested", 2);
+    wait_audit(&d, "agent reset-gpu", 2);
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "GET", "/v1/audit?limit=1000", d.admin, NULL, NULL, &j), 200);
+    size_t i;
+    json_t *e;
+    int done = 0, refused = 0;
+    json_array_foreach(json_object_get(j, "items"), i, e)
+    {
+        const char *a = json_string_value(json_object_get(e, "action"));
+        const char *t = json_string_value(json_object_get(e, "target"));
+        const char *det = json_string_value(json_object_get(e, "detail"));
+        if (!a || strcmp(a, "agent reset-gpu") != 0)
+            continue;
+        done += strcmp(t, "sn01-t03-gpu2") == 0 && strstr(det, "done") && strstr(det, "sim: GPU 2 reset");
+        refused += strcmp(t, "sn01-t02-gpu2") == 0 && strstr(det, "refused") != NULL;
+    }
+    json_decref(j);
+    assert_int_equal(done, 1);
+    assert_int_equal(refused, 1);
+    for (int k = 0; k < 20; k++) { /* the refused one stays out */
+        pause_ms(100);
+        j = gpu(&d, "sn01-t02-gpu2");
+        assert_string_equal(json_string_value(json_object_get(j, "state")), "cordoned");
+        json_decref(j);
+    }
+    stop_agent_pid(&agent);
+    stop_agent_pid(&agent2);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static int teardown(void **state)
 {
     stop_agent_pid(&agent);
+    stop_agent_pid(&agent2);
     return reap_daemons(state);
 }
 
@@ -298,6 +356,7 @@ int main(void)
     harness_spec = "examples/good-64.yaml";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(repeat_offender_kept_out, teardown),
+        cmocka_unit_test_teardown(agent_resets_gpu, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
