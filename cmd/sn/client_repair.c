@@ -8,9 +8,10 @@
  *   sn repair --list [--gpu GPU]                  the repairs (GET /v1/repairs)
  *   sn repair --history [--gpu GPU] [--state S] [--all]
  *                                                 part histories (GET /v1/parts)
- *   sn repair --requalify GPU --evidence TEXT [--override]
- *       a passed acceptance run (or an operator's override) lifts the
- *       part's quarantine (POST /v1/parts/requalify)
+ *   sn repair --requalify GPU (--acceptance FILE | --override --evidence TEXT)
+ *       a passed acceptance run (the JSON of `sn health accept -o json`
+ *       judging the GPU's node accepted), or an operator's override, lifts
+ *       the part's quarantine (POST /v1/parts/requalify)
  * Writes need an admin token; snd audits them.
  */
 #include <stdio.h>
@@ -26,9 +27,21 @@
     "usage: sn repair GPU --note TEXT [--new-part UUID]\n"                                         \
     "       sn repair --list [--gpu GPU]\n"                                                        \
     "       sn repair --history [--gpu GPU] [--state ok|quarantined|closed] [--all]\n"             \
-    "       sn repair --requalify GPU --evidence TEXT [--override]"
+    "       sn repair --requalify GPU (--acceptance FILE | --override --evidence TEXT)"
 
-enum { O_NOTE, O_NEW, O_LIST, O_HISTORY, O_GPU, O_STATE, O_ALL, O_REQUALIFY, O_EVIDENCE, O_OVERRIDE };
+enum {
+    O_NOTE,
+    O_NEW,
+    O_LIST,
+    O_HISTORY,
+    O_GPU,
+    O_STATE,
+    O_ALL,
+    O_REQUALIFY,
+    O_ACCEPTANCE,
+    O_EVIDENCE,
+    O_OVERRIDE
+};
 
 static long long num(json_t *o, const char *key)
 {
@@ -114,8 +127,11 @@ int cmd_repair(int argc, char **argv)
         [O_ALL] = {"all", true, "with --history: every part known, also those without history",
                    NULL},
         [O_REQUALIFY] = {"requalify", false, "lift the quarantine of this GPU slot's part", NULL},
-        [O_EVIDENCE] = {"evidence", false,
-                        "with --requalify: the passed acceptance run (sn health accept)", NULL},
+        [O_ACCEPTANCE] = {"acceptance", false,
+                          "with --requalify: the JSON report of sn health accept -o json that "
+                          "judges the GPU's node accepted",
+                          NULL},
+        [O_EVIDENCE] = {"evidence", false, "with --override: why", NULL},
         [O_OVERRIDE] = {"override", true,
                         "with --requalify: an operator's decision without an acceptance run",
                         NULL},
@@ -139,13 +155,28 @@ int cmd_repair(int argc, char **argv)
         return show(&c, o);
     }
     if (o[O_REQUALIFY].value) {
-        if (!o[O_EVIDENCE].value) {
-            fprintf(stderr, "sn repair: --requalify needs --evidence (the acceptance run's "
-                            "verdict, or why with --override)\n");
+        bool over = o[O_OVERRIDE].value != NULL;
+        if (over == (o[O_ACCEPTANCE].value != NULL) || (over && !o[O_EVIDENCE].value)) {
+            fprintf(stderr, "sn repair: --requalify needs --acceptance FILE (sn health accept "
+                            "-o json) or --override --evidence TEXT\n");
             return SN_EXIT_USAGE;
         }
-        json_t *b = json_pack("{s:s,s:s,s:b}", "gpu", o[O_REQUALIFY].value, "evidence",
-                              o[O_EVIDENCE].value, "override", o[O_OVERRIDE].value != NULL);
+        json_t *b = json_pack("{s:s}", "gpu", o[O_REQUALIFY].value);
+        if (over) {
+            json_object_set_new(b, "override", json_true());
+            json_object_set_new(b, "evidence", json_string(o[O_EVIDENCE].value));
+        } else {
+            json_error_t jerr;
+            json_t *acc = json_load_file(o[O_ACCEPTANCE].value, 0, &jerr);
+            if (!json_is_object(acc)) {
+                fprintf(stderr, "sn repair: --acceptance %s:%d:%d: %s\n", o[O_ACCEPTANCE].value,
+                        jerr.line, jerr.column, acc ? "expected a JSON object" : jerr.text);
+                json_decref(acc);
+                json_decref(b);
+                return SN_EXIT_USAGE;
+            }
+            json_object_set_new(b, "acceptance", acc);
+        }
         return post(&c, "/v1/parts/requalify", b, "re-qualified");
     }
     if (!o[O_NOTE].value) {

@@ -6,9 +6,9 @@
  *                             ?gpu=NAME, ?all=true: every part known)
  *   GET  /v1/repairs          the closed records: the parts repairs replaced
  *   POST /v1/repairs          {"gpu", "new_part"?, "note"}: an RMA or replacement
- *   POST /v1/parts/requalify  {"gpu", "evidence", "override"?}: a passed
- *                             acceptance run (or an operator's override)
- *                             lifts a quarantine
+ *   POST /v1/parts/requalify  {"gpu", "acceptance"} (the report of a passed
+ *                             `sn health accept`) or {"gpu", "override": true,
+ *                             "evidence"}: lifts a quarantine
  * The writes are one REPAIR or REQUALIFY event each, committed with the
  * answer and audited; they also clear the slot's decayed health penalty
  * (cmd/snd/health.c), since the new part or the acceptance run is fresh
@@ -120,39 +120,69 @@ enum MHD_Result snd_post_repair(struct snd *d, struct snd_req *r)
     return snd_commit_event(d, r, &ev, b.gpu, parts_done);
 }
 
-struct requalify_body {
-    char gpu[128];
-    char evidence[513];
-    bool override;
-};
-static const struct sn_api_field requalify_fields[] = {
-    {"gpu", SN_API_STRING, true, 1, 127, offsetof(struct requalify_body, gpu)},
-    {"evidence", SN_API_STRING, true, 1, 512, offsetof(struct requalify_body, evidence)},
-    {"override", SN_API_BOOL, false, 0, 1, offsetof(struct requalify_body, override)},
-};
-
-/* POST /v1/parts/requalify */
+/* POST /v1/parts/requalify: {"gpu", "acceptance": the report of `sn health
+ * accept -o json` that judges the GPU's node accepted} or {"gpu", "override":
+ * true, "evidence": why}. */
 enum MHD_Result snd_post_requalify(struct snd *d, struct snd_req *r)
 {
-    struct requalify_body b;
-    memset(&b, 0, sizeof(b));
+    json_error_t jerr;
+    json_t *body = json_loadb(r->len ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &jerr);
     enum MHD_Result ret;
-    if (!decode(d, r, requalify_fields, 3, &b, &ret))
-        return ret;
-    uint32_t g = find_gpu(d, r, b.gpu, &ret);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        return snd_error(d, r, 400, "malformed_json", NULL, "body: expected a JSON object");
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        if (strcmp(key, "gpu") && strcmp(key, "acceptance") && strcmp(key, "override") &&
+            strcmp(key, "evidence")) {
+            ret = snd_error(d, r, 400, "invalid_field", key, "unknown field '%s'", key);
+            goto out;
+        }
+    }
+    const char *name = json_string_value(json_object_get(body, "gpu"));
+    const char *evidence = json_string_value(json_object_get(body, "evidence"));
+    json_t *acc = json_object_get(body, "acceptance"), *ov = json_object_get(body, "override");
+    bool override = json_is_true(ov);
+    if (!name) {
+        ret = snd_error(d, r, 400, "invalid_field", "gpu", "missing field 'gpu'");
+        goto out;
+    }
+    if ((ov && !json_is_boolean(ov)) || (evidence && strlen(evidence) > 512) ||
+        (json_object_get(body, "evidence") && !evidence)) {
+        ret = snd_error(d, r, 400, "invalid_field", ov && !json_is_boolean(ov) ? "override" : "evidence",
+                        "override: a boolean; evidence: a string of at most 512 characters");
+        goto out;
+    }
+    if (override == (acc != NULL) || (override && (!evidence || !*evidence))) {
+        ret = snd_error(d, r, 400, "invalid_field", override ? "evidence" : "acceptance",
+                        "give the acceptance report (sn health accept -o json) or override "
+                        "with evidence (why), not both");
+        goto out;
+    }
+    uint32_t g = find_gpu(d, r, name, &ret);
     if (g == SN_NONE)
-        return ret;
+        goto out;
     struct sn_control_refusal why;
-    if (!sn_control_requalify_check(d->ctl, g, &why))
-        return snd_error(d, r, why.status, why.code, why.field, "%s", why.message);
+    char accepted[256] = "";
+    if (!sn_control_requalify_check(d->ctl, g, &why) ||
+        (acc && !sn_control_acceptance_passes(d->ctl, g, acc, accepted, sizeof(accepted), &why))) {
+        ret = snd_error(d, r, why.status, why.code, why.field, "%s", why.message);
+        goto out;
+    }
     snd_health_slot_renewed(g);
     struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_REQUALIFY,
                                   .id = g,
-                                  .on = b.override,
-                                  .detail = b.evidence,
+                                  .on = override,
+                                  .detail = override ? evidence : accepted,
                                   .actor = r->actor};
-    snprintf(r->audit_detail, sizeof(r->audit_detail), "%s%.200s",
-             b.override ? "override: " : "", b.evidence);
+    snprintf(r->audit_detail, sizeof(r->audit_detail), "%s%.200s", override ? "override: " : "",
+             override ? evidence : accepted);
     r->arg = g;
-    return snd_commit_event(d, r, &ev, b.gpu, parts_done);
+    ret = snd_commit_event(d, r, &ev, name, parts_done);
+out:
+    json_decref(body);
+    return ret;
 }

@@ -75,6 +75,14 @@ const char *sn_control_gpu_part(const struct sn_control *c, uint32_t g);
 bool sn_control_repair_check(const struct sn_control *c, uint32_t g, const char *new_id,
                              struct sn_control_refusal *why);
 
+/* Whether an acceptance report (the JSON of `sn health accept -o json`:
+ * "format" "sn-health-accept", "nodes": [{"node", "verdict"}]) passes GPU
+ * g's server: the server listed with verdict "accepted". True with
+ * evidence ("sn health accept: sn00-t00 accepted (accepted 3, rejected 1,
+ * untested 0)"); false with why (422, field "acceptance"). */
+bool sn_control_acceptance_passes(const struct sn_control *c, uint32_t g, const json_t *report,
+                                  char *evidence, size_t len, struct sn_control_refusal *why);
+
 /* Checks a REQUALIFY: the part in slot g must be quarantined (409). */
 bool sn_control_requalify_check(const struct sn_control *c, uint32_t g,
                                 struct sn_control_refusal *why);

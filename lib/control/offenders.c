@@ -559,6 +559,42 @@ bool sn_control_requalify_check(const struct sn_control *c, uint32_t g,
     return true;
 }
 
+bool sn_control_acceptance_passes(const struct sn_control *c, uint32_t g, const json_t *report,
+                                  char *evidence, size_t len, struct sn_control_refusal *why)
+{
+    char node[64];
+    if (g >= c->model->n_gpus)
+        return sn_control_refuse(why, 404, "not_found", "gpu", "no gpu %u", g);
+    sn_model_server_name(c->model, c->model->gpu_server[g], node, sizeof(node));
+    const char *format = json_string_value(json_object_get(report, "format"));
+    json_t *nodes = json_object_get(report, "nodes");
+    if (!format || strcmp(format, "sn-health-accept") != 0 || !json_is_array(nodes))
+        return sn_control_refuse(why, 422, "invalid_value", "acceptance",
+                                 "acceptance: expected the report of sn health accept -o json "
+                                 "(format 'sn-health-accept', nodes)");
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        const char *name = json_string_value(json_object_get(n, "node"));
+        const char *verdict = json_string_value(json_object_get(n, "verdict"));
+        if (!name || strcmp(name, node) != 0)
+            continue;
+        if (!verdict || strcmp(verdict, "accepted") != 0)
+            return sn_control_refuse(why, 422, "not_accepted", "acceptance",
+                                     "acceptance: node %s is %s, not accepted", node,
+                                     verdict ? verdict : "without a verdict");
+        snprintf(evidence, len,
+                 "sn health accept: %s accepted (accepted %lld, rejected %lld, untested %lld)",
+                 node, (long long)json_integer_value(json_object_get(report, "accepted")),
+                 (long long)json_integer_value(json_object_get(report, "rejected")),
+                 (long long)json_integer_value(json_object_get(report, "untested")));
+        return true;
+    }
+    return sn_control_refuse(why, 422, "not_accepted", "acceptance",
+                             "acceptance: the report does not judge node %s", node);
+}
+
 /* The slot back in service when snd:health holds it out. */
 static void release_slot(struct sn_control *c, uint32_t g, const char *why)
 {

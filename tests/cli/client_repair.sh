@@ -41,7 +41,10 @@ check 0 "^0 part\(s\) on record: 0 ok, 0 quarantined, 0 closed$" "$SN" repair --
 check 2 "give one of GPU, --list, --history or --requalify GPU" "$SN" repair
 check 2 "give one of GPU" "$SN" repair --list --history
 check 2 "--note is required" "$SN" repair sn00-t00-gpu3
-check 2 "--requalify needs --evidence" "$SN" repair --requalify sn00-t00-gpu3
+check 2 "--requalify needs --acceptance FILE" "$SN" repair --requalify sn00-t00-gpu3
+check 2 "--requalify needs --acceptance FILE" "$SN" repair --requalify sn00-t00-gpu3 --override
+printf '{"format": "sn-health-accept"' >"$D/bad.json"
+check 2 "--acceptance $D/bad.json:1:" "$SN" repair --requalify sn00-t00-gpu3 --acceptance "$D/bad.json"
 check 2 "--state 'quarantine': expected ok, quarantined or closed \(did you mean 'quarantined'\?\)" \
     "$SN" repair --history --state quarantine
 check 4 "no gpu 'sn99-t00-gpu0'" "$SN" repair sn99-t00-gpu0 --note x
@@ -66,7 +69,9 @@ check 0 "^repaired: the slot's new part is recorded when its agent reports it$" 
 # Refusals.
 check 1 "new_part 'GPU-aaaa' already has a record" \
     "$SN" repair sn00-t00-gpu5 --note x --new-part GPU-aaaa
-check 1 "not quarantined" "$SN" repair --requalify sn00-t00-gpu3 --evidence "accepted"
+check 1 "not quarantined" "$SN" repair --requalify sn00-t00-gpu3 --override --evidence "tested by hand"
+printf '{"format": "sn-health-accept", "version": 1, "nodes": [{"node": "sn00-t00", "verdict": "accepted"}]}' >"$D/acc.json"
+check 1 "not quarantined" "$SN" repair --requalify sn00-t00-gpu3 --acceptance "$D/acc.json"
 check 1 "expected 1 to 63 printable characters" \
     "$SN" repair sn00-t00-gpu5 --note x --new-part "slot:x"
 

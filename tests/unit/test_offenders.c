@@ -269,6 +269,30 @@ static void test_quarantine_loop(void **state)
     assert_int_equal(json_array_size(json_object_get(nv, "quarantined_gpus")), 1);
     json_decref(nv);
 
+    /* The acceptance report must judge GPU 3's node accepted. */
+    struct sn_control_refusal why2;
+    char evidence[256];
+    json_t *acc = json_loads("{\"format\":\"sn-health-accept\",\"version\":1,\"accepted\":1,"
+                             "\"rejected\":1,\"untested\":0,\"nodes\":[{\"node\":\"sn00-t00\","
+                             "\"verdict\":\"rejected\"},{\"node\":\"sn00-t01\",\"verdict\":"
+                             "\"accepted\"}]}",
+                             0, NULL);
+    assert_non_null(acc);
+    assert_false(sn_control_acceptance_passes(f.c, 3, acc, evidence, sizeof(evidence), &why2));
+    assert_string_equal(why2.code, "not_accepted");
+    assert_non_null(strstr(why2.message, "node sn00-t00 is rejected"));
+    json_object_set_new(json_array_get(json_object_get(acc, "nodes"), 0), "verdict",
+                        json_string("accepted"));
+    assert_true(sn_control_acceptance_passes(f.c, 3, acc, evidence, sizeof(evidence), &why2));
+    assert_string_equal(evidence,
+                        "sn health accept: sn00-t00 accepted (accepted 1, rejected 1, untested 0)");
+    assert_false(sn_control_acceptance_passes(f.c, 20, acc, evidence, sizeof(evidence), &why2));
+    assert_non_null(strstr(why2.message, "does not judge node sn00-t02"));
+    json_object_set_new(acc, "format", json_string("sn-health-analyze"));
+    assert_false(sn_control_acceptance_passes(f.c, 3, acc, evidence, sizeof(evidence), &why2));
+    assert_string_equal(why2.field, "acceptance");
+    json_decref(acc);
+
     /* A passed acceptance run re-qualifies it: back up, and a later finding counts afresh. */
     struct sn_control_event rq = {.kind = SN_CONTROL_EVENT_REQUALIFY,
                                   .id = 3,

@@ -235,12 +235,19 @@ static void repeat_offender_kept_out(void **state)
     assert_true(quarantined(&d, "sn00-t00-gpu3"));
 
     /* 4. a passed acceptance run re-qualifies it */
+#define ACCEPT(verdict)                                                                            \
+    "\"acceptance\":{\"format\":\"sn-health-accept\",\"version\":1,\"accepted\":1,"               \
+    "\"rejected\":0,\"untested\":0,\"nodes\":[{\"node\":\"sn00-t00\",\"verdict\":\"" verdict   \
+    "\",\"failed\":{}}]}"
     expect_error(&d, 409, "POST", "/v1/parts/requalify", d.admin,
-                 "{\"gpu\":\"sn00-t00-gpu5\",\"evidence\":\"accepted\"}", "conflict", "gpu");
+                 "{\"gpu\":\"sn00-t00-gpu5\"," ACCEPT("accepted") "}", "conflict", "gpu");
     expect_error(&d, 400, "POST", "/v1/parts/requalify", d.admin, "{\"gpu\":\"sn00-t00-gpu3\"}",
-                 "invalid_field", "evidence");
+                 "invalid_field", "acceptance");
+    expect_error(&d, 422, "POST", "/v1/parts/requalify", d.admin,
+                 "{\"gpu\":\"sn00-t00-gpu3\"," ACCEPT("rejected") "}", "not_accepted", "acceptance");
+    assert_true(quarantined(&d, "sn00-t00-gpu3"));
     expect(&d, 200, "POST", "/v1/parts/requalify", d.admin,
-           "{\"gpu\":\"sn00-t00-gpu3\",\"evidence\":\"sn health accept: sn00-t00 accepted\"}");
+           "{\"gpu\":\"sn00-t00-gpu3\"," ACCEPT("accepted") "}");
     wait_gpu(&d, "sn00-t00-gpu3", "up", NULL);
     assert_false(quarantined(&d, "sn00-t00-gpu3"));
     wait_audit(&d, "part requalify", 1);
