@@ -303,7 +303,8 @@ static void quarantine(struct sn_control *c, struct part *p, uint32_t n)
                        (long long)c->cfg.offender_window_s);
     for (uint32_t i = p->n_f - n; i < p->n_f && len > 0 && (size_t)len < sizeof(why); i++)
         len += snprintf(why + len, sizeof(why) - (size_t)len, "%s at %lld: %.120s",
-                        i == p->n_f - n ? "" : ";", (long long)p->f[i].time_s, p->f[i].reason);
+                        i == p->n_f - n ? "" : ";", (long long)p->f[i].time_s,
+                        p->f[i].reason ? p->f[i].reason : "");
     p->state = SN_PART_QUARANTINED;
     p->state_s = sn_control_now_s(c);
     set_text(&p->why, why);
