@@ -62,9 +62,12 @@ static void print_parts(json_t *out)
         const char *why = json_string_value(json_object_get(p, "reason"));
         const char *by = json_string_value(json_object_get(p, "replaced_by"));
         printf("%-42s %-12s %-16s %8lld  %-20s %s%s%s\n", client_str(p, "id"),
-               client_str(p, "state"), gpu ? gpu : last ? last : "-", num(p, "findings_total"),
-               client_utc(num(p, "state_s"), when, sizeof(when)), why ? why : "-",
-               by ? "; replaced by " : "", by ? by : "");
+               client_str(p, "state"),
+               gpu    ? gpu
+               : last ? last
+                      : "-",
+               num(p, "findings_total"), client_utc(num(p, "state_s"), when, sizeof(when)),
+               why ? why : "-", by ? "; replaced by " : "", by ? by : "");
     }
     printf("%lld part(s) on record: %lld ok, %lld quarantined, %lld closed\n", num(out, "parts"),
            num(out, "ok"), num(out, "quarantined"), num(out, "closed"));
@@ -77,8 +80,7 @@ static int show(struct client *c, struct client_opt *o)
     if (o[O_GPU].value)
         n += (size_t)snprintf(q + n, sizeof(q) - n, "%sgpu=%s", n ? "&" : "?", o[O_GPU].value);
     if (o[O_STATE].value && n < sizeof(q))
-        n += (size_t)snprintf(q + n, sizeof(q) - n, "%sstate=%s", n ? "&" : "?",
-                              o[O_STATE].value);
+        n += (size_t)snprintf(q + n, sizeof(q) - n, "%sstate=%s", n ? "&" : "?", o[O_STATE].value);
     if (o[O_ALL].value && n < sizeof(q))
         snprintf(q + n, sizeof(q) - n, "%sall=true", n ? "&" : "?");
     json_t *out = NULL;
@@ -133,8 +135,7 @@ int cmd_repair(int argc, char **argv)
                           NULL},
         [O_EVIDENCE] = {"evidence", false, "with --override: why", NULL},
         [O_OVERRIDE] = {"override", true,
-                        "with --requalify: an operator's decision without an acceptance run",
-                        NULL},
+                        "with --requalify: an operator's decision without an acceptance run", NULL},
     };
     struct client c;
     int rc = client_init(&c, "sn repair", USAGE, argc, argv, o, sizeof(o) / sizeof(o[0]), 0, 1);

@@ -152,7 +152,8 @@ enum MHD_Result snd_post_requalify(struct snd *d, struct snd_req *r)
     }
     if ((ov && !json_is_boolean(ov)) || (evidence && strlen(evidence) > 512) ||
         (json_object_get(body, "evidence") && !evidence)) {
-        ret = snd_error(d, r, 400, "invalid_field", ov && !json_is_boolean(ov) ? "override" : "evidence",
+        ret = snd_error(d, r, 400, "invalid_field",
+                        ov && !json_is_boolean(ov) ? "override" : "evidence",
                         "override: a boolean; evidence: a string of at most 512 characters");
         goto out;
     }

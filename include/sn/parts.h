@@ -98,7 +98,7 @@ void sn_control_parts_stats(const struct sn_control *c, struct sn_control_parts_
 /* ---- recommended actions by the agent (lib/control/remedy.c) ---------------- */
 
 struct sn_control_remedy {
-    uint32_t gpu, server, index; /* model GPU, its server, its index in the server */
+    uint32_t gpu, server, index;  /* model GPU, its server, its index in the server */
     enum sn_health_action action; /* SN_HEALTH_ACT_RESET_GPU or _REBOOT */
     char reason[200];             /* "DETECTOR: evidence" of the finding that set it */
 };

@@ -220,13 +220,13 @@ static json_t *part_json(const struct sn_control *c, const struct part *p)
         json_array_append_new(f, json_pack("{s:I,s:s,s:s}", "time_s", (json_int_t)p->f[i].time_s,
                                            "action", p->f[i].fail ? "fail" : "cordon", "reason",
                                            p->f[i].reason ? p->f[i].reason : ""));
-    return json_pack(
-        "{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:s?,s:s?,s:o,s:I,s:o}", "id", p->id, "state",
-        sn_part_state_name((enum sn_part_state)p->state), "gpu", slot_json(c, p->gpu), "last_gpu",
-        slot_json(c, p->last_gpu), "since_s", (json_int_t)p->since_s, "state_s", (json_int_t)p->state_s, "cleared_s",
-        (json_int_t)p->cleared_s, "by", p->actor, "reason", p->why, "replaced_by",
-        p->replaced_by[0] ? json_string(p->replaced_by) : json_null(), "findings_total",
-        (json_int_t)p->total, "findings", f);
+    return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:s?,s:s?,s:o,s:I,s:o}", "id", p->id, "state",
+                     sn_part_state_name((enum sn_part_state)p->state), "gpu", slot_json(c, p->gpu),
+                     "last_gpu", slot_json(c, p->last_gpu), "since_s", (json_int_t)p->since_s,
+                     "state_s", (json_int_t)p->state_s, "cleared_s", (json_int_t)p->cleared_s, "by",
+                     p->actor, "reason", p->why, "replaced_by",
+                     p->replaced_by[0] ? json_string(p->replaced_by) : json_null(),
+                     "findings_total", (json_int_t)p->total, "findings", f);
 }
 
 static bool worth_storing(const struct part *p)
@@ -246,11 +246,11 @@ static void put_row(struct sn_control *c, const struct part *p)
         c->fx.fatal = true;
         return;
     }
-    struct sn_store_write w = {
-        .kind = SN_STORE_PUT_ADMIN,
-        .text = {"part", p->id, sn_part_state_name((enum sn_part_state)p->state), text,
-                 p->actor ? p->actor : ""},
-        .num = {sn_control_now_s(c)}};
+    struct sn_store_write w = {.kind = SN_STORE_PUT_ADMIN,
+                               .text = {"part", p->id,
+                                        sn_part_state_name((enum sn_part_state)p->state), text,
+                                        p->actor ? p->actor : ""},
+                               .num = {sn_control_now_s(c)}};
     sn_control_emit(c, &w, 1);
     free(text);
 }
@@ -326,7 +326,8 @@ static struct part *slot_part(struct sn_control *c, uint32_t g)
         return NULL;
     if (t->slot[g] == SN_NONE) {
         char name[64], id[SN_PART_ID_MAX];
-        snprintf(id, sizeof(id), PLACEHOLDER "%s", sn_model_gpu_name(c->model, g, name, sizeof(name)));
+        snprintf(id, sizeof(id), PLACEHOLDER "%s",
+                 sn_model_gpu_name(c->model, g, name, sizeof(name)));
         uint32_t k = find(t, id);
         if (k == SN_NONE)
             k = add_part(c, id, g);
@@ -456,7 +457,8 @@ static void seen(struct sn_control *c, uint32_t g, const char *id, double time_s
     put_row(c, p);
     if (moved || p->state == SN_PART_QUARANTINED) {
         char name[64];
-        sn_control_log(c, "parts: %s in %s%s", p->id, sn_model_gpu_name(c->model, g, name, sizeof(name)),
+        sn_control_log(c, "parts: %s in %s%s", p->id,
+                       sn_model_gpu_name(c->model, g, name, sizeof(name)),
                        p->state == SN_PART_QUARANTINED ? " (quarantined)" : "");
     }
     if (p->state == SN_PART_QUARANTINED)
@@ -791,8 +793,7 @@ static int cmp_id(const void *a, const void *b)
     return strcmp((*x)->id, (*y)->id);
 }
 
-json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu,
-                              bool all)
+json_t *sn_control_parts_json(const struct sn_control *c, const char *state, uint32_t gpu, bool all)
 {
     const struct sn_control_parts *t = c->parts;
     const struct part **list = malloc(((t ? t->n : 0) + 1) * sizeof(*list));

@@ -38,7 +38,8 @@ static bool idle(const struct sn_control *c, uint32_t first, uint32_t n)
 static void reason_of(const struct sn_health_report *rep, uint32_t g, char *out, size_t len)
 {
     const struct sn_health_score *s = &rep->gpus[g];
-    const struct sn_health_finding *f = s->reason < rep->n_findings ? &rep->findings[s->reason] : NULL;
+    const struct sn_health_finding *f =
+        s->reason < rep->n_findings ? &rep->findings[s->reason] : NULL;
     snprintf(out, len, "%s: %.180s", f ? sn_detector_info(f->detector)->name : "score",
              f ? f->evidence : "");
 }

@@ -217,8 +217,7 @@ static void test_quarantine_loop(void **state)
     json_t *p = part(&f, "GPU-aaaa");
     assert_string_equal(str(p, "state"), "ok");
     assert_int_equal(json_integer_value(json_object_get(p, "findings_total")), 1);
-    assert_string_equal(str(json_array_get(json_object_get(p, "findings"), 0), "action"),
-                        "cordon");
+    assert_string_equal(str(json_array_get(json_object_get(p, "findings"), 0), "action"), "cordon");
     json_decref(p);
     assert_int_equal(f.n_rows, 1);
 

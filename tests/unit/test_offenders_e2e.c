@@ -205,8 +205,9 @@ static void repeat_offender_kept_out(void **state)
     assert_int_equal(num(json_object_get(j, "part_history"), "findings_total"), 2);
     json_decref(j);
     assert_int_equal(call(&d, "GET", "/v1/nodes/sn00-t00", d.admin, NULL, NULL, &j), 200);
-    assert_string_equal(json_string_value(json_array_get(json_object_get(j, "quarantined_gpus"), 0)),
-                        "sn00-t00-gpu3");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(j, "quarantined_gpus"), 0)),
+        "sn00-t00-gpu3");
     json_decref(j);
     /* the real agent's GPUs carry the UUIDs it reports (sim: the model GPU id) */
     char sim_uuid[64];
@@ -236,15 +237,16 @@ static void repeat_offender_kept_out(void **state)
 
     /* 4. a passed acceptance run re-qualifies it */
 #define ACCEPT(verdict)                                                                            \
-    "\"acceptance\":{\"format\":\"sn-health-accept\",\"version\":1,\"accepted\":1,"               \
-    "\"rejected\":0,\"untested\":0,\"nodes\":[{\"node\":\"sn00-t00\",\"verdict\":\"" verdict   \
+    "\"acceptance\":{\"format\":\"sn-health-accept\",\"version\":1,\"accepted\":1,"                \
+    "\"rejected\":0,\"untested\":0,\"nodes\":[{\"node\":\"sn00-t00\",\"verdict\":\"" verdict       \
     "\",\"failed\":{}}]}"
     expect_error(&d, 409, "POST", "/v1/parts/requalify", d.admin,
                  "{\"gpu\":\"sn00-t00-gpu5\"," ACCEPT("accepted") "}", "conflict", "gpu");
     expect_error(&d, 400, "POST", "/v1/parts/requalify", d.admin, "{\"gpu\":\"sn00-t00-gpu3\"}",
                  "invalid_field", "acceptance");
     expect_error(&d, 422, "POST", "/v1/parts/requalify", d.admin,
-                 "{\"gpu\":\"sn00-t00-gpu3\"," ACCEPT("rejected") "}", "not_accepted", "acceptance");
+                 "{\"gpu\":\"sn00-t00-gpu3\"," ACCEPT("rejected") "}", "not_accepted",
+                 "acceptance");
     assert_true(quarantined(&d, "sn00-t00-gpu3"));
     expect(&d, 200, "POST", "/v1/parts/requalify", d.admin,
            "{\"gpu\":\"sn00-t00-gpu3\"," ACCEPT("accepted") "}");
@@ -330,7 +332,8 @@ static void agent_resets_gpu(void **state)
         const char *det = json_string_value(json_object_get(e, "detail"));
         if (!a || strcmp(a, "agent reset-gpu") != 0)
             continue;
-        done += strcmp(t, "sn01-t03-gpu2") == 0 && strstr(det, "done") && strstr(det, "sim: GPU 2 reset");
+        done += strcmp(t, "sn01-t03-gpu2") == 0 && strstr(det, "done") &&
+                strstr(det, "sim: GPU 2 reset");
         refused += strcmp(t, "sn01-t02-gpu2") == 0 && strstr(det, "refused") != NULL;
     }
     json_decref(j);
