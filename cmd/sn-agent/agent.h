@@ -337,6 +337,27 @@ uint64_t jobs_busy_mask(const struct jobs *j);
 
 /* Parses one --fault KIND[=N] into f (main.c); -1 with a message on stderr. */
 int agent_parse_fault(struct sim_faults *f, const char *v);
+
+/* Recommended actions (actions.c): which --allow-actions allows, and the
+ * ids of the requests already carried out. */
+#define AGENT_ACTIONS_KEEP 16
+struct agent_actions {
+    bool allow_reset, allow_reboot;
+    int64_t done_ids[AGENT_ACTIONS_KEEP];
+    unsigned n_done;
+};
+struct agent_action_result {
+    char status[16]; /* done, refused, failed */
+    char detail[256];
+    bool reboot_after; /* a real reboot: run `systemctl reboot` once the result is posted */
+};
+/* --allow-actions LIST ("reset-gpu,reboot"); -1 (printed) for a bad one. */
+int agent_actions_parse(struct agent_actions *x, const char *list);
+/* Whether request id was carried out already (else it is noted now). */
+bool agent_action_seen(struct agent_actions *x, int64_t id);
+/* Carries out action ("reset-gpu" on GPU index gpu, "reboot") if allowed. */
+void agent_action_run(struct agent_actions *x, struct backend *be, const char *action, int gpu,
+                      struct agent_action_result *out);
 /* sn-agent health-check ARGS (health_check.c): argv[0] is "health-check".
  * Returns the exit status. */
 int agent_health_check(int argc, char **argv);

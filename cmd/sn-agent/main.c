@@ -80,6 +80,7 @@ struct agent {
     struct imex imex; /* IMEX channels of multi-node NVLink jobs (imex.c; appended) */
     char clique[96];          /* NVLink fabric identity reported (fabric_id.c) */
     int64_t clique_probe_ms;  /* when it was last probed (monotonic), 0: never */
+    struct agent_actions actions; /* --allow-actions and the requests done (actions.c) */
 };
 
 /* 1: SIGTERM or SIGINT (the ranks are killed); 2: SIGUSR1 (an upgrade:
@@ -428,6 +429,40 @@ static void bench_reap(struct agent *a)
     fclose(f);
 }
 
+/* The heartbeat answer's recommended actions (actions.c): each request
+ * carried out once, its result posted for snd to audit. */
+static void run_actions(struct agent *a, json_t *list)
+{
+    size_t i;
+    json_t *e;
+    bool reboot = false;
+    json_array_foreach(list, i, e)
+    {
+        int64_t id = json_integer_value(json_object_get(e, "id"));
+        const char *action = json_string_value(json_object_get(e, "action"));
+        if (id <= 0 || !action || agent_action_seen(&a->actions, id))
+            continue;
+        struct agent_action_result res;
+        agent_action_run(&a->actions, &a->be, action,
+                         (int)json_integer_value(json_object_get(e, "gpu")), &res);
+        fprintf(stderr, "sn-agent: action %s (request %lld, gpu %lld): %s: %s\n", action,
+                (long long)id, (long long)json_integer_value(json_object_get(e, "gpu")),
+                res.status, res.detail);
+        char path[160];
+        snprintf(path, sizeof(path), "/v1/agents/%s/actions", a->node);
+        json_t *o = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "status", res.status,
+                              "detail", res.detail);
+        char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (body && call(a, "POST", path, body, strlen(body), NULL, NULL) != 200)
+            fprintf(stderr, "sn-agent: action result %lld not accepted\n", (long long)id);
+        free(body);
+        reboot |= res.reboot_after;
+    }
+    if (reboot && system("systemctl reboot") != 0)
+        fprintf(stderr, "sn-agent: systemctl reboot failed\n");
+}
+
 /* A health round's pair (the heartbeat answer's "pair_benchmark"): runs
  * `sn-agent bench --pair PEER --runner R --out WORK_DIR/pair-ROUND-ITEM`
  * in a child; the same pair is never started twice. */
@@ -612,6 +647,8 @@ static void heartbeat(struct agent *a)
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }
+    if (st == 200)
+        run_actions(a, json_object_get(j, "actions"));
     bool bench = st == 200 && json_is_true(json_object_get(j, "benchmark"));
     json_t *pb = st == 200 ? json_object_get(j, "pair_benchmark") : NULL;
     if (json_is_object(pb))
@@ -718,7 +755,7 @@ static void usage(FILE *out)
             "                [--cgroup-root DIR|none] [--user-map FILE]\n"
             "                [--unsafe-jobs-as-agent-user] [--address ADDR] [--log-max BYTES]\n"
             "                [--host-root DIR|none] [--imex nvidia|test|none] [--imex-dir DIR]\n"
-            "                [--imex-dev-dir DIR] [--imex-delay S]\n"
+            "                [--imex-dev-dir DIR] [--imex-delay S] [--allow-actions LIST]\n"
             "       sn-agent --collect DIR [--node NAME] [--host-root DIR]\n\n"
             "  --server URL      snd's agent listener: HOST:PORT, [IPv6]:PORT, http://... or\n"
             "                    https://...; or a comma-separated list of them (snd\n"
@@ -782,7 +819,11 @@ static void usage(FILE *out)
             "  --imex-dev-dir DIR  channel devices; default /dev/nvidia-caps-imex-channels\n"
             "                    (nvidia), --imex-dir (test)\n"
             "  --imex-delay S    a channel setup completes S seconds after it began (test: to\n"
-            "                    see ranks wait); default 0\n\n"
+            "                    see ranks wait); default 0\n"
+            "  --allow-actions LIST  recommended actions snd may ask this agent to carry out on\n"
+            "                    idle GPUs: reset-gpu (nvidia-smi -r -i N), reboot (systemctl\n"
+            "                    reboot), or both, comma-separated; each result is posted and\n"
+            "                    audited by snd; sim records them. Default: none (refused)\n\n"
             "       sn-agent gemm-hbm-probe [--cuda-lib DIR] [NODE]  the built-in probe\n"
             "       sn-agent bench ...  runs the benchmark tools this host has (--help)\n"
             "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
@@ -949,6 +990,9 @@ static int parse_args(int argc, char **argv, struct agent *a, struct args *g)
                 return 2;
         } else if (strcmp(o, "--fault") == 0) {
             if (agent_parse_fault(&a->be.faults, v) != 0)
+                return 2;
+        } else if (strcmp(o, "--allow-actions") == 0) {
+            if (agent_actions_parse(&a->actions, v) != 0)
                 return 2;
         } else {
             fprintf(stderr, "sn-agent: unknown option '%s'\n", o);

@@ -261,13 +261,21 @@ static void gpu_row(json_t *g, bool wide)
     num_cell(json_object_get(g, "health_score"), health, sizeof(health));
     printf("%-16s %-9s %6s %7s %5s %6s %6s", client_str(g, "name"), client_str(g, "state"), health,
            job, temp, clk, pw);
+    /* A quarantined part says so first (docs/health.md "Repeat offenders"). */
+    const char *reason = client_str(g, "reason");
+    char quarantined[640];
+    if (json_is_true(json_object_get(g, "quarantined"))) {
+        snprintf(quarantined, sizeof(quarantined), "quarantined part %s; %.500s",
+                 client_str(g, "part"), reason);
+        reason = quarantined;
+    }
     if (wide) {
         char when[32];
         client_utc(json_integer_value(json_object_get(g, "since_s")), when, sizeof(when));
         printf(" %-8s %-14s %-20s %-30s %s\n", client_str(g, "health_action"), client_str(g, "by"),
-               when, client_str(g, "reason"), client_str(g, "last_finding"));
+               when, reason, client_str(g, "last_finding"));
     } else {
-        printf(" %s\n", client_str(g, "reason"));
+        printf(" %s\n", reason);
     }
 }
 

@@ -56,6 +56,7 @@ int sn_admin_breaker(struct client *c, bool reset); /* client_breaker.c */
 int cmd_quota(int argc, char **argv);
 int cmd_pools(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
+int cmd_repair(int argc, char **argv); /* client_repair.c */
 
 /* sn demo (cmd_demo.c): snd, agents, a trace slice and faults, live. */
 int cmd_demo(int argc, char **argv);

@@ -41,6 +41,7 @@ static const struct sn_command commands[] = {
     {"quota", cmd_quota, "quotas and limits against usage; set a tenant's limits"},
     {"pools", cmd_pools, "pools: supernodes, GPUs in use, free and unavailable"},
     {"checkpoint", cmd_checkpoint, "inside a job: report a checkpoint (its resume point)"},
+    {"repair", cmd_repair, "record a GPU's RMA or replacement; part histories, re-qualification"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -125,4 +125,29 @@ void snd_rounds_heartbeat(struct snd *d, uint32_t s, json_t *answer);
 bool snd_rounds_peer_ok(const struct snd *d, uint32_t s, const char *peer);
 void snd_rounds_free(void);
 
+/* parts.c: part histories, repairs, re-qualification (lib/control/offenders.c). */
+enum MHD_Result snd_get_parts(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_get_repairs(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_repair(struct snd *d, struct snd_req *r);
+enum MHD_Result snd_post_requalify(struct snd *d, struct snd_req *r);
+/* health.c: slot g holds a new part or a re-qualified one: its decayed
+ * health penalty and exclusion are forgotten (the next pass judges it
+ * afresh). */
+void snd_health_slot_renewed(uint32_t g);
+/* health.c: an agent carried out action a on GPU g (reboot: any GPU of the
+ * server): the next pass recommends the chain's next step for the same
+ * problem. */
+void snd_health_action_done(uint32_t g, enum sn_health_action a);
+
+/* remedy.c: recommended actions carried out by the agents (see there). The
+ * policy's action mask (UINT32_MAX: bad names the unknown entry); a
+ * report's requests; the heartbeat answer's "actions" for server s; the
+ * result route; metrics; memory at exit. */
+uint32_t snd_remedy_mask(const char *policy, char *bad, size_t len);
+void snd_remedy_report(struct snd *d, const struct sn_health_report *rep);
+void snd_remedy_heartbeat(struct snd *d, uint32_t s, json_t *answer);
+enum MHD_Result snd_post_agent_action(struct snd *d, struct snd_req *r);
+char *snd_remedy_metrics_text(void);
+void snd_remedy_free(void);
+
 #endif

@@ -40,6 +40,10 @@ static struct {
 
 enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struct sn_error *err)
 {
+    char bad[64];
+    if (snd_remedy_mask(d->cfg.health_agent_actions, bad, sizeof(bad)) == UINT32_MAX)
+        return sn_error_set(err, SN_ERR_INVALID,
+                            "health_agent_actions: '%s': expected reset-gpu or reboot", bad);
     if (sn_health_history_new(store, NULL, &hl.hist, err) != SN_OK ||
         sn_health_state_new(d->model, &hl.state, err) != SN_OK)
         return err->code;
@@ -118,6 +122,52 @@ static void bench_facts(const struct snd *d, struct sn_health_facts *f)
     }
 }
 
+/* The part identities the telemetry shows (sn/parts.h): per model GPU, the
+ * UUID of the store GPU of that host and index with the latest reading (a
+ * replaced GPU's old UUID stays in the store with older readings). */
+static void report_parts(struct snd *d, const struct sn_telem_store *store)
+{
+    const struct sn_model *m = d->model;
+    const char **ids = calloc(m->n_gpus ? m->n_gpus : 1, sizeof(*ids));
+    double *when = calloc(m->n_gpus ? m->n_gpus : 1, sizeof(*when));
+    for (uint32_t id = 0; ids && when && id < sn_telem_store_gpu_count(store); id++) {
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(store, id);
+        if (!g || g->merged || !g->uuid[0] || g->index < 0)
+            continue;
+        uint32_t s = sn_model_find_server(m, sn_telem_store_host_name(store, g->host));
+        if (s == SN_NONE || (uint32_t)g->index >= sn_model_server_spec(m, s)->gpus)
+            continue;
+        double t = 0;
+        for (int k = 0; k < SN_METRIC_COUNT; k++)
+            if (g->m[k].status == SN_TELEM_OK && g->m[k].time_s > t)
+                t = g->m[k].time_s;
+        uint32_t slot = m->server_first_gpu[s] + (uint32_t)g->index;
+        if (!ids[slot] || t >= when[slot]) {
+            ids[slot] = g->uuid;
+            when[slot] = t;
+        }
+    }
+    if (ids && when) {
+        for (uint32_t g = 0; g < m->n_gpus; g++)
+            when[g] = ids[g] && when[g] > 0 ? when[g] : NAN;
+        struct sn_control_event ev = {
+            .kind = SN_CONTROL_EVENT_PARTS, .parts = ids, .parts_time_s = when};
+        snd_apply_queued(d, &ev);
+    }
+    free(ids);
+    free(when);
+}
+
+void snd_health_slot_renewed(uint32_t g)
+{
+    sn_health_state_clear(hl.state, g);
+}
+
+void snd_health_action_done(uint32_t g, enum sn_health_action a)
+{
+    sn_health_state_action_done(hl.state, g, a, (double)snd_now_s());
+}
+
 /* One analysis pass; keeps the previous report when it fails. */
 static void analyze(struct snd *d)
 {
@@ -129,6 +179,7 @@ static void analyze(struct snd *d)
     struct sn_health_config cfg;
     sn_health_config_default(&cfg);
     cfg.stale_s = (double)d->cfg.health_stale_s;
+    cfg.half_life_s = (double)d->cfg.health_half_life_s;
     struct sn_health_input in = {.model = d->model,
                                  .store = store,
                                  .history = hl.hist,
@@ -148,11 +199,14 @@ static void analyze(struct snd *d)
     hl.passes++;
     sn_health_report_free(hl.report);
     hl.report = rep;
-    /* The verdicts are the control's (lib/control/health.c). */
+    /* The parts first, so that the verdicts' findings land on them; the
+     * verdicts are the control's (lib/control/health.c). */
+    report_parts(d, store);
     struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_HEALTH,
                                   .report = rep,
                                   .cordon_below = (double)d->cfg.health_cordon_below};
     snd_apply_queued(d, &ev);
+    snd_remedy_report(d, rep); /* remedy.c: actions the agents may carry out */
 }
 
 int64_t snd_health_tick(struct snd *d)

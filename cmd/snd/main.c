@@ -193,6 +193,26 @@ static const struct sn_conf_key config_keys[] = {
      "power budgets at placement: a job's expected draw is its GPUs x TDP x this percent; a "
      "placement that would take a rack past its feeds' continuous limit waits with pending "
      "reason power-budget (0: no budgets)"},
+    {"offender_window_s", SN_CONF_INT, "604800", 0, 31622400, C(offender_window_s),
+     "repeat offenders: a part (GPU UUID) cordoned or failed by snd:health offender_count times "
+     "within this many seconds is quarantined: never auto-resumed until a passed acceptance run "
+     "or an operator re-qualifies it (0: never)"},
+    {"offender_count", SN_CONF_INT, "2", 0, 16, C(offender_count),
+     "repeat offenders: the findings within offender_window_s that quarantine a part (0: never)"},
+    {"health_auto_resume_s", SN_CONF_INT, "0", 0, 31622400, C(health_auto_resume_s),
+     "snd:health resumes a GPU it cordoned or failed once the report finds it healthy (score at "
+     "least health_cordon_below, not gone) and it has been out this long; never a quarantined "
+     "part or a leak's rack (0: never, an operator resumes)"},
+    {"health_half_life_s", SN_CONF_INT, "3600", 1, 31622400, C(health_half_life_s),
+     "a finding's penalty on a GPU's health score halves every this many seconds after its last "
+     "bad sample (docs/health.md \"Scores and actions\")"},
+    {"health_agent_actions", SN_CONF_STRING, "", 0, 31, C(health_agent_actions),
+     "recommended actions snd asks the agents to carry out on idle GPUs it holds out: "
+     "reset-gpu, reboot or both (reset-gpu,reboot); each audited, and done only where the "
+     "agent's --allow-actions allows it too (empty: never)"},
+    {"health_agent_action_interval_s", SN_CONF_INT, "600", 1, 31622400,
+     C(health_agent_action_interval_s),
+     "a GPU (a server for reboot) is asked for a recommended action at most this often"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -683,6 +703,7 @@ int main(int argc, char **argv)
     snd_control_stop(&d);
     snd_job_logs_free();
     snd_rounds_free();
+    snd_remedy_free();
     snd_state_free(&d);
     snd_refusals_free(d.refusals);
     sn_model_free(model);

@@ -143,6 +143,10 @@ enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r)
     if (health)
         put(&o, "%s", health);
     free(health);
+    char *remedy = snd_remedy_metrics_text();
+    if (remedy)
+        put(&o, "%s", remedy);
+    free(remedy);
     char *ha = snd_ha_metrics_text(d);
     if (ha)
         put(&o, "%s", ha);

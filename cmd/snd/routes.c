@@ -1138,5 +1138,16 @@ const struct snd_route snd_routes[] = {
      "the health circuit breaker: limits, open scopes, trips, rack escalations"},
     {"POST", "/v1/health/breaker/reset", SN_SCOPE_ADMIN, snd_post_breaker_reset,
      "close every open health breaker scope: automation resumes there"},
+    /* Part histories and repairs (parts.c, docs/health.md "Repeat offenders"). */
+    {"GET", "/v1/parts", SN_SCOPE_CLUSTER_READ, snd_get_parts,
+     "part histories by GPU UUID: findings, quarantines, repairs (?state, ?gpu)"},
+    {"POST", "/v1/parts/requalify", SN_SCOPE_ADMIN, snd_post_requalify,
+     "a passed acceptance run (or an override) lifts a part's quarantine"},
+    {"GET", "/v1/repairs", SN_SCOPE_CLUSTER_READ, snd_get_repairs,
+     "the parts repairs replaced (closed records)"},
+    {"POST", "/v1/repairs", SN_SCOPE_ADMIN, snd_post_repair,
+     "record an RMA or replacement of a GPU: the old part's record closed, a new part"},
+    {"POST", "/v1/agents/{}/actions", SN_SCOPE_TELEMETRY_WRITE, snd_post_agent_action,
+     "agents: the result of a recommended action snd asked for (id, status, detail)"},
 };
 const size_t snd_n_routes = sizeof(snd_routes) / sizeof(snd_routes[0]);

@@ -118,8 +118,10 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
                   a->reason, "heartbeat_timeout_s", (json_int_t)d->cfg.heartbeat_timeout_s,
                   "time_s", (json_int_t)snd_now_s(), "applied_seq", (json_int_t)applied_seq,
                   "benchmark", bench, "jobs", jobs);
-    if (answer)
+    if (answer) {
         snd_rounds_heartbeat(d, s, answer);
+        snd_remedy_heartbeat(d, s, answer); /* remedy.c: recommended actions */
+    }
     /* The IMEX channels this node must hold now: the agent tears down any
      * other it set up (a job ended, was requeued or moved). */
     json_t *channels = json_array();

@@ -99,6 +99,12 @@ struct snd_config {
     int64_t health_breaker_window_s;
     int64_t health_escalate_rack_pct;
     int64_t power_util_pct; /* power budgets at placement (lib/sched/sched_power.c) */
+    /* Repeat offenders (lib/control/offenders.c; appended). */
+    int64_t offender_window_s, offender_count;
+    int64_t health_auto_resume_s;
+    int64_t health_half_life_s; /* the health engine's penalty half-life */
+    char health_agent_actions[32];          /* "reset-gpu,reboot": remedy.c; "" never */
+    int64_t health_agent_action_interval_s; /* a GPU asked at most this often */
 };
 
 struct snd_rate;     /* token buckets */

@@ -85,6 +85,9 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         .imex_channel_count = f->imex_channel_count,
         .imex_setup_timeout_s = f->imex_setup_timeout_s,
         .pending_reason_hold_ms = f->pending_reason_hold_ms,
+        .offender_window_s = f->offender_window_s,
+        .offender_count = f->offender_count,
+        .auto_resume_s = f->health_auto_resume_s,
     };
     snprintf(c2->sched_policy, sizeof(c2->sched_policy), "%s", f->sched_policy);
     snprintf(c2->pool_borrow, sizeof(c2->pool_borrow), "%s", f->pool_borrow);

@@ -91,6 +91,13 @@ struct sn_control_config {
      * pass for this long (0: every change at once). snd's default is
      * SN_CONTROL_REASON_HOLD_MS_DEFAULT (config key of the same name). */
     int64_t pending_reason_hold_ms;
+    /* Repeat offenders (lib/control/offenders.c, docs/health.md "Repeat
+     * offenders"): a part (GPU UUID) taken out by snd:health offender_count
+     * times within offender_window_s is quarantined (either 0: never);
+     * snd:health resumes a GPU it took out once the report finds it healthy
+     * and it has been out auto_resume_s (0: never, an operator resumes). */
+    int64_t offender_window_s, offender_count;
+    int64_t auto_resume_s;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -309,6 +316,7 @@ struct sn_control {
                              while 0, settling has nothing to scan */
     uint8_t *round_hold; /* by server: 1 while a health round holds it; NULL until the first */
     struct sn_control_breaker *breaker; /* health guard rails (breaker.c); NULL until used */
+    struct sn_control_parts *parts;     /* part histories (offenders.c); NULL until used */
     /* IMEX channels in use: by supernode, a bit per channel (channel k is
      * bit k - 1); NULL until the first job needs one. imex_waiting: running
      * jobs whose ranks wait for their channel (TIMER scans only while > 0). */
@@ -364,7 +372,10 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(HEALTH, "health")           /* a health report's verdicts (report, cordon_below) */       \
     X(BREAKER_RESET, "breaker-reset") /* actor closes every open health breaker */           \
     X(UPDATE_JOB, "update-job")   /* job's fields replaced (update; lib/control/update.c) */   \
-    X(IMEX_READY, "imex-ready")   /* server's agent: IMEX channels set up ("JOB:RUN:CHANNEL,") */
+    X(IMEX_READY, "imex-ready")   /* server's agent: IMEX channels set up ("JOB:RUN:CHANNEL,") */ \
+    X(PARTS, "parts")             /* the part identities the agents report (parts, by GPU) */   \
+    X(REPAIR, "repair")           /* GPU id's part replaced (text: new part id; detail: note) */ \
+    X(REQUALIFY, "requalify")     /* GPU id's part re-qualified (detail: evidence; on: override) */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -391,6 +402,10 @@ struct sn_control_event {
     const struct sn_health_report *report;
     double cordon_below;
     const struct sn_control_update *update; /* UPDATE_JOB: the fields (borrowed for the call) */
+    /* PARTS: by model GPU, the identity of the part in that slot as its
+     * agent reports it ("GPU-<uuid>"), NULL when unknown (borrowed). */
+    const char *const *parts;
+    const double *parts_time_s; /* PARTS: by GPU, its latest reading's time (s), or NULL */
 };
 
 /* Applies ev at now: the state changes, and out receives the effects (in

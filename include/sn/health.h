@@ -875,6 +875,10 @@ void sn_health_state_retest(struct sn_health_state *s, uint32_t gpu, bool passed
  * found again, the next pass recommends the next step of the chain. */
 void sn_health_state_action_done(struct sn_health_state *s, uint32_t gpu, enum sn_health_action a,
                                  double now_s);
+/* Forgets what the state carries for a GPU (decayed penalty, exclusion,
+ * re-test, actions taken): a new part sits in the slot, or a passed
+ * acceptance run re-qualified it, so the next pass judges it afresh. */
+void sn_health_state_clear(struct sn_health_state *s, uint32_t gpu);
 
 /* ---- one-host files (lib/health/health_bind.c) ------------------------------ */
 

@@ -58,6 +58,8 @@
  *   ADD_EVENT     text: kind, message                num: job id, time_s, [seq]
  *   PUT_ADMIN     text: kind ("node"/"gpu"), name, state, reason, actor
  *                 num: time_s
+ *                 (kind "part": a part's history, name its id, reason a JSON
+ *                 document; lib/control/offenders.c, sn/parts.h)
  *   ADD_AUDIT     text: actor, action, target, detail, source (the client's
  *                       address, may be NULL), token_id (may be NULL)
  *                 num: time_s, status, [seq]

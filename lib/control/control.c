@@ -524,6 +524,13 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_IMEX_READY:
         sn__control_imex_ready(c, ev->id, ev->text);
         return SN_OK;
+    case SN_CONTROL_EVENT_PARTS:
+        sn__control_parts_seen(c, ev->parts, ev->parts_time_s);
+        return SN_OK;
+    case SN_CONTROL_EVENT_REPAIR:
+        return sn__control_parts_repair(c, ev, err);
+    case SN_CONTROL_EVENT_REQUALIFY:
+        return sn__control_parts_requalify(c, ev, err);
     default:
         return sn_error_set(err, SN_ERR_INVALID, "unknown event %d", (int)ev->kind);
     }

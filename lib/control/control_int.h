@@ -122,4 +122,19 @@ void sn__control_imex_timer(struct sn_control *c);
 void sn__control_imex_run_text(const struct sn_control_job *j, json_t *run);
 void sn__control_imex_load(struct sn_control_job *j, const json_t *run);
 
+/* offenders.c (sn/parts.h): a finding on GPU g's part (health.c's act());
+ * PARTS; the auto-resume of a report (after its verdicts); REPAIR and
+ * REQUALIFY; a stored part row; freeing. */
+void sn__control_parts_found(struct sn_control *c, uint32_t g, bool fail, const char *reason);
+void sn__control_parts_seen(struct sn_control *c, const char *const *ids, const double *time_s);
+void sn__control_auto_resume(struct sn_control *c, const struct sn_health_report *rep,
+                             double cordon_below);
+enum sn_err sn__control_parts_repair(struct sn_control *c, const struct sn_control_event *ev,
+                                     struct sn_error *err);
+enum sn_err sn__control_parts_requalify(struct sn_control *c, const struct sn_control_event *ev,
+                                        struct sn_error *err);
+enum sn_err sn__control_parts_restore(struct sn_control *c, const struct sn_store_write *row,
+                                      struct sn_error *err);
+void sn__control_parts_free(struct sn_control *c);
+
 #endif

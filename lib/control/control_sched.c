@@ -954,6 +954,7 @@ void sn_control_free(struct sn_control *d)
     free(d->silent);
     free(d->round_hold);
     sn_control_breaker_free(d);
+    sn__control_parts_free(d);
     free(d->imex_used);
     sn_effects_free(&d->fx);
     free(d);

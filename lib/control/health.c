@@ -10,9 +10,11 @@
  *    score and the finding that set its action.
  * Each action is an admin change by actor "snd:health" (its row, then what
  * it causes: the requeues of the GPU's jobs), then an audit row, then a
- * log line. Nothing is ever resumed here: an operator resumes a GPU, and a
- * GPU still scoring below the threshold is cordoned again by the next
- * report. The guard rails are breaker.c's: every action passes its circuit
+ * log line, and a finding on the GPU's part (offenders.c: a part found bad
+ * again within a window is quarantined). Nothing is resumed here unless
+ * auto_resume_s is set (offenders.c, after the verdicts; never a
+ * quarantined part); else an operator resumes a GPU, and a GPU still
+ * scoring below the threshold is cordoned again by the next report. The guard rails are breaker.c's: every action passes its circuit
  * breaker first (a power-off zone is counted, never refused), a rack with
  * many bad servers is drained as one decision before the GPU verdicts, and
  * the GPUs of such a rack get none of their own.
@@ -56,6 +58,8 @@ static void act(struct sn_control *c, uint32_t g, enum sn_control_admin_state to
         c->health_fails++;
     else
         c->health_cordons++;
+    if (!safety) /* a leak is the rack's, not the part's (offenders.c) */
+        sn__control_parts_found(c, g, fail, reason);
 }
 
 static void power_off_zone(struct sn_control *c, const struct sn_health_finding *f)
@@ -104,4 +108,5 @@ void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
                  f ? ")" : "");
         act(c, g, SN_CONTROL_ADMIN_CORDONED, reason, false);
     }
+    sn__control_auto_resume(c, rep, cordon_below); /* offenders.c */
 }

@@ -7,6 +7,8 @@
  */
 #include "control_int.h"
 
+#include <sn/parts.h>
+
 #include <math.h>
 
 struct out {
@@ -168,6 +170,26 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
         (unsigned long long)bs.escalations);
     put(o, "sn_health_rack_escalations_total{kind=\"undrain\"} %llu\n",
         (unsigned long long)bs.undrains);
+    struct sn_control_parts_stats ps; /* offenders.c */
+    sn_control_parts_stats(c, &ps);
+    family(o, "sn_parts", "gauge", "Part records (GPU UUIDs with a history) by state.");
+    put(o, "sn_parts{state=\"ok\"} %u\nsn_parts{state=\"quarantined\"} %u\n"
+           "sn_parts{state=\"closed\"} %u\n",
+        ps.parts - ps.quarantined - ps.closed, ps.quarantined, ps.closed);
+    family(o, "sn_parts_events_total", "counter",
+           "Repeat offenders: findings on parts, quarantines, re-qualifications, repairs.");
+    put(o, "sn_parts_events_total{kind=\"finding\"} %llu\n"
+           "sn_parts_events_total{kind=\"quarantine\"} %llu\n"
+           "sn_parts_events_total{kind=\"requalify\"} %llu\n"
+           "sn_parts_events_total{kind=\"repair\"} %llu\n",
+        (unsigned long long)ps.findings, (unsigned long long)ps.quarantines,
+        (unsigned long long)ps.requalified, (unsigned long long)ps.repairs);
+    family(o, "sn_health_auto_resumes_total", "counter",
+           "GPUs snd:health returned to service by itself, and auto-resumes a quarantine held "
+           "back (counted per pass).");
+    put(o, "sn_health_auto_resumes_total{result=\"resumed\"} %llu\n"
+           "sn_health_auto_resumes_total{result=\"held\"} %llu\n",
+        (unsigned long long)ps.resumes, (unsigned long long)ps.resumes_held);
     if (o->failed) {
         free(o->buf);
         return NULL;

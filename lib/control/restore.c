@@ -78,8 +78,11 @@ static enum sn_err load_job(struct sn_control *ctl, const struct sn_store_write 
     return rc;
 }
 
-static enum sn_err load_admin(struct sn_control *ctl, const struct sn_store_write *row)
+static enum sn_err load_admin(struct sn_control *ctl, const struct sn_store_write *row,
+                              struct sn_error *err)
 {
+    if (strcmp(row->text[0], "part") == 0) /* a part's history (offenders.c) */
+        return sn__control_parts_restore(ctl, row, err);
     int s = sn_control_admin_state_parse(row->text[2]);
     const struct sn_model *m = ctl->model;
     bool node = strcmp(row->text[0], "node") == 0;
@@ -153,7 +156,7 @@ enum sn_err sn_control_restore_row(struct sn_control *ctl, const struct sn_store
     case SN_STORE_PUT_JOB:
         return load_job(ctl, row, err);
     case SN_STORE_PUT_ADMIN:
-        return load_admin(ctl, row);
+        return load_admin(ctl, row, err);
     case SN_STORE_PUT_ALLOC:
         return load_alloc(ctl, row, err);
     default:

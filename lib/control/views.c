@@ -1,9 +1,12 @@
 /*
  * The API's views of nodes and GPUs (GET /v1/nodes, /v1/gpus and one of
  * each): admin state with its reason, setter and time, and what the
- * control knows of the part. Read-only.
+ * control knows of the part: its identity and quarantine (offenders.c).
+ * Read-only.
  */
 #include "control_int.h"
+
+#include <sn/parts.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -35,6 +38,11 @@ json_t *sn_control_node_json(const struct sn_control *c, uint32_t server, int64_
     int64_t seen = c->last_seen_ms[server];
     json_object_set_new(o, "heartbeat_age_s",
                         seen ? json_integer((mono_ms - seen) / 1000) : json_null());
+    json_t *q = json_array(); /* its GPUs whose parts are quarantined (offenders.c) */
+    for (uint32_t g = m->server_first_gpu[server]; g < m->server_first_gpu[server] + n; g++)
+        if (sn_control_gpu_quarantined(c, g, NULL))
+            json_array_append_new(q, json_string(sn_model_gpu_name(m, g, name, sizeof(name))));
+    json_object_set_new(o, "quarantined_gpus", q);
     return o;
 }
 
@@ -46,8 +54,14 @@ json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail)
     if (!o)
         return NULL;
     json_object_set_new(o, "id", json_integer(g));
+    const char *part = sn_control_gpu_part(c, g), *why = NULL;
+    bool q = sn_control_gpu_quarantined(c, g, &why);
+    json_object_set_new(o, "part", part ? json_string(part) : json_null());
+    json_object_set_new(o, "quarantined", json_boolean(q));
+    json_object_set_new(o, "quarantine_reason", why ? json_string(why) : json_null());
     if (!detail)
         return o;
+    json_object_set_new(o, "part_history", sn_control_part_gpu_json(c, g));
     char node[64];
     sn_model_server_name(m, m->gpu_server[g], node, sizeof(node));
     json_object_set_new(o, "node", json_string(node));

@@ -77,6 +77,14 @@ void sn_health_state_action_done(struct sn_health_state *s, uint32_t gpu, enum s
         s->g[gpu].done = (uint8_t)a;
 }
 
+void sn_health_state_clear(struct sn_health_state *s, uint32_t gpu)
+{
+    if (!s || gpu >= s->n_gpus)
+        return;
+    s->g[gpu] = (struct gpu_state){0};
+    s->g[gpu].time_s = s->g[gpu].excluded_at = s->g[gpu].retest_at = NAN;
+}
+
 /* ---- findings --------------------------------------------------------------- */
 
 struct sn_health_finding *sn__health_add(struct sn__health_ctx *c, enum sn_detector d,
