@@ -59,38 +59,8 @@ static bool load_row(void *ctx, const struct sn_store_write *row)
 
 int snd_state_load(struct snd *d, struct sn_error *err)
 {
-    const struct snd_config *f = &d->cfg;
     struct sn_control_config *c2 = &d->ctl_cfg;
-    *c2 = (struct sn_control_config){
-        .max_jobs = f->max_jobs,
-        .tenant_max_live_jobs = f->tenant_max_live_jobs,
-        .tenant_max_jobs = f->tenant_max_jobs,
-        .heartbeat_timeout_s = f->heartbeat_timeout_s,
-        .default_walltime_s = f->default_walltime_s,
-        .preempt_min_runtime_s = f->preempt_min_runtime_s,
-        .partition_share_pct = f->partition_share_pct,
-        .partition_window_s = f->partition_window_s,
-        .max_tenants_per_supernode = f->max_tenants_per_supernode,
-        .spare_gpus_per_supernode = f->spare_gpus_per_supernode,
-        .replace_in_place = f->replace_in_place,
-        .enforce_time_limits = true,
-        .cpu_oversell_pct = f->cpu_oversell_pct,
-        .memory_oversell_pct = f->memory_oversell_pct,
-        .breaker_cluster = f->health_breaker_cluster,
-        .breaker_supernode = f->health_breaker_supernode,
-        .breaker_rack = f->health_breaker_rack,
-        .breaker_window_s = f->health_breaker_window_s,
-        .escalate_rack_pct = f->health_escalate_rack_pct,
-        .power_util_pct = f->power_util_pct,
-        .imex_channel_count = f->imex_channel_count,
-        .imex_setup_timeout_s = f->imex_setup_timeout_s,
-        .pending_reason_hold_ms = f->pending_reason_hold_ms,
-        .offender_window_s = f->offender_window_s,
-        .offender_count = f->offender_count,
-        .auto_resume_s = f->health_auto_resume_s,
-    };
-    snprintf(c2->sched_policy, sizeof(c2->sched_policy), "%s", f->sched_policy);
-    snprintf(c2->pool_borrow, sizeof(c2->pool_borrow), "%s", f->pool_borrow);
+    sn_daemon_config_control(&d->cfg, c2);
     sn_control_free(d->ctl);
     d->ctl = sn_control_new(d->model, d->spec, c2, err);
     if (!d->ctl)
