@@ -139,11 +139,9 @@ void snd_health_slot_renewed(uint32_t g);
  * problem. */
 void snd_health_action_done(uint32_t g, enum sn_health_action a);
 
-/* remedy.c: recommended actions carried out by the agents (see there). The
- * policy's action mask (UINT32_MAX: bad names the unknown entry); a
+/* remedy.c: recommended actions carried out by the agents (see there): a
  * report's requests; the heartbeat answer's "actions" for server s; the
  * result route; metrics; memory at exit. */
-uint32_t snd_remedy_mask(const char *policy, char *bad, size_t len);
 void snd_remedy_report(struct snd *d, const struct sn_health_report *rep);
 void snd_remedy_heartbeat(struct snd *d, uint32_t s, json_t *answer);
 enum MHD_Result snd_post_agent_action(struct snd *d, struct snd_req *r);

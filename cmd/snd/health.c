@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <sn/health.h>
+#include <sn/parts.h>
 
 #define BENCH_MAX_BYTES (64u << 10)
 
@@ -41,7 +42,7 @@ static struct {
 enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struct sn_error *err)
 {
     char bad[64];
-    if (snd_remedy_mask(d->cfg.health_agent_actions, bad, sizeof(bad)) == UINT32_MAX)
+    if (sn_remedy_mask(d->cfg.health_agent_actions, bad, sizeof(bad)) == UINT32_MAX)
         return sn_error_set(err, SN_ERR_INVALID,
                             "health_agent_actions: '%s': expected reset-gpu or reboot", bad);
     if (sn_health_history_new(store, NULL, &hl.hist, err) != SN_OK ||

@@ -113,4 +113,36 @@ uint32_t sn_control_remedies(const struct sn_control *c, const struct sn_health_
                              uint32_t allowed, int64_t now_s, int64_t interval_s,
                              int64_t *last_asked_s, struct sn_control_remedy *out, uint32_t max);
 
+/* The requests waiting for agents: at most 8 per server, each sent in the
+ * heartbeat answer until the agent reports it or SN_REMEDY_REQUEST_TTL_S
+ * passes. sn_remedy_mask: the policy's ("reset-gpu,reboot") action bits,
+ * UINT32_MAX when an entry is unknown (bad names it). */
+#define SN_REMEDY_REQUEST_TTL_S 600
+struct sn_remedy_request {
+    int64_t id, asked_s;
+    uint32_t server, gpu, index;
+    enum sn_health_action action;
+    char reason[200];
+};
+enum { SN_REMEDY_DONE, SN_REMEDY_REFUSED, SN_REMEDY_FAILED };
+struct sn_remedy_queue;
+uint32_t sn_remedy_mask(const char *policy, char *bad, size_t len);
+struct sn_remedy_queue *sn_remedy_queue_new(uint32_t n_servers, uint32_t n_gpus);
+void sn_remedy_queue_free(struct sn_remedy_queue *q);
+/* Picks report rep's actions (sn_control_remedies) and queues those with
+ * room; copies each queued request to out (at most max); returns how many. */
+uint32_t sn_remedy_queue_pick(struct sn_remedy_queue *q, const struct sn_control *c,
+                              const struct sn_health_report *rep, uint32_t allowed, int64_t now_s,
+                              int64_t interval_s, struct sn_remedy_request *out, uint32_t max);
+/* Server s's live requests as the heartbeat answer's "actions" (expired
+ * ones dropped), NULL when none. */
+json_t *sn_remedy_queue_json(struct sn_remedy_queue *q, uint32_t s, int64_t now_s);
+/* The agent's result for request id of server s (status done, refused or
+ * failed): SN_REMEDY_* with *req the request, now closed; -1 an unknown
+ * status, -2 no such request. */
+int sn_remedy_queue_result(struct sn_remedy_queue *q, uint32_t s, int64_t id, const char *status,
+                           struct sn_remedy_request *req);
+/* The snd_health_agent_actions_total family (q may be NULL: zeros). */
+char *sn_remedy_metrics_text(const struct sn_remedy_queue *q);
+
 #endif /* SN_PARTS_H */

@@ -18,6 +18,9 @@
 
 #include <sn/parts.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 static bool held_out(const struct sn_control *c, uint32_t g)
 {
     const struct sn_control_admin *a = &c->gpus[g];
@@ -72,4 +75,158 @@ uint32_t sn_control_remedies(const struct sn_control *c, const struct sn_health_
         }
     }
     return n;
+}
+
+/* ---- the requests waiting for agents -------------------------------------------- */
+
+#define QUEUE_PER_SERVER 8
+
+struct sn_remedy_queue {
+    uint32_t n_servers, n_gpus;
+    struct sn_remedy_request (*by_server)[QUEUE_PER_SERVER];
+    int64_t *last_asked_s; /* by GPU */
+    int64_t next_id;
+    uint64_t requested, done, refused, failed;
+};
+
+uint32_t sn_remedy_mask(const char *policy, char *bad, size_t len)
+{
+    uint32_t mask = 0;
+    const char *p = policy;
+    while (p && *p) {
+        size_t n = strcspn(p, ",");
+        if (n == 9 && strncmp(p, "reset-gpu", 9) == 0)
+            mask |= 1u << SN_HEALTH_ACT_RESET_GPU;
+        else if (n == 6 && strncmp(p, "reboot", 6) == 0)
+            mask |= 1u << SN_HEALTH_ACT_REBOOT;
+        else {
+            snprintf(bad, len, "%.*s", (int)n, p);
+            return UINT32_MAX;
+        }
+        p += n + (p[n] == ',');
+    }
+    return mask;
+}
+
+struct sn_remedy_queue *sn_remedy_queue_new(uint32_t n_servers, uint32_t n_gpus)
+{
+    struct sn_remedy_queue *q = calloc(1, sizeof(*q));
+    if (!q)
+        return NULL;
+    q->n_servers = n_servers;
+    q->n_gpus = n_gpus;
+    q->by_server = calloc(n_servers ? n_servers : 1, sizeof(*q->by_server));
+    q->last_asked_s = calloc(n_gpus ? n_gpus : 1, sizeof(int64_t));
+    if (!q->by_server || !q->last_asked_s) {
+        sn_remedy_queue_free(q);
+        return NULL;
+    }
+    return q;
+}
+
+void sn_remedy_queue_free(struct sn_remedy_queue *q)
+{
+    if (!q)
+        return;
+    free(q->by_server);
+    free(q->last_asked_s);
+    free(q);
+}
+
+/* A free slot of server s (an expired request's is free too), or NULL. */
+static struct sn_remedy_request *free_slot(struct sn_remedy_queue *q, uint32_t s, int64_t now_s)
+{
+    for (int k = 0; k < QUEUE_PER_SERVER; k++)
+        if (q->by_server[s][k].id == 0 ||
+            now_s - q->by_server[s][k].asked_s > SN_REMEDY_REQUEST_TTL_S)
+            return &q->by_server[s][k];
+    return NULL;
+}
+
+uint32_t sn_remedy_queue_pick(struct sn_remedy_queue *q, const struct sn_control *c,
+                              const struct sn_health_report *rep, uint32_t allowed, int64_t now_s,
+                              int64_t interval_s, struct sn_remedy_request *out, uint32_t max)
+{
+    struct sn_control_remedy picked[64];
+    uint32_t n = sn_control_remedies(c, rep, allowed, now_s, interval_s, q->last_asked_s, picked,
+                                     max < 64 ? max : 64);
+    uint32_t queued = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct sn_remedy_request *slot = free_slot(q, picked[i].server, now_s);
+        if (!slot)
+            continue;
+        *slot = (struct sn_remedy_request){.id = ++q->next_id,
+                                           .asked_s = now_s,
+                                           .server = picked[i].server,
+                                           .gpu = picked[i].gpu,
+                                           .index = picked[i].index,
+                                           .action = picked[i].action};
+        snprintf(slot->reason, sizeof(slot->reason), "%s", picked[i].reason);
+        out[queued++] = *slot;
+        q->requested++;
+    }
+    return queued;
+}
+
+json_t *sn_remedy_queue_json(struct sn_remedy_queue *q, uint32_t s, int64_t now_s)
+{
+    if (s >= q->n_servers)
+        return NULL;
+    json_t *list = json_array();
+    for (int k = 0; k < QUEUE_PER_SERVER; k++) {
+        struct sn_remedy_request *p = &q->by_server[s][k];
+        if (p->id == 0)
+            continue;
+        if (now_s - p->asked_s > SN_REMEDY_REQUEST_TTL_S) {
+            p->id = 0;
+            continue;
+        }
+        json_array_append_new(list, json_pack("{s:I,s:s,s:I,s:s}", "id", (json_int_t)p->id,
+                                              "action", sn_health_action_name(p->action), "gpu",
+                                              (json_int_t)p->index, "reason", p->reason));
+    }
+    if (json_array_size(list))
+        return list;
+    json_decref(list);
+    return NULL;
+}
+
+int sn_remedy_queue_result(struct sn_remedy_queue *q, uint32_t s, int64_t id, const char *status,
+                           struct sn_remedy_request *req)
+{
+    int result = strcmp(status, "done") == 0      ? SN_REMEDY_DONE
+                 : strcmp(status, "refused") == 0 ? SN_REMEDY_REFUSED
+                 : strcmp(status, "failed") == 0  ? SN_REMEDY_FAILED
+                                                  : -1;
+    if (result < 0)
+        return -1;
+    for (int k = 0; s < q->n_servers && k < QUEUE_PER_SERVER; k++) {
+        struct sn_remedy_request *p = &q->by_server[s][k];
+        if (p->id != id)
+            continue;
+        *req = *p;
+        p->id = 0;
+        q->done += result == SN_REMEDY_DONE;
+        q->refused += result == SN_REMEDY_REFUSED;
+        q->failed += result == SN_REMEDY_FAILED;
+        return result;
+    }
+    return -2;
+}
+
+char *sn_remedy_metrics_text(const struct sn_remedy_queue *q)
+{
+    char *t = malloc(640);
+    if (t)
+        snprintf(t, 640,
+                 "# HELP snd_health_agent_actions_total Recommended actions snd asked agents to "
+                 "carry out, and their results.\n"
+                 "# TYPE snd_health_agent_actions_total counter\n"
+                 "snd_health_agent_actions_total{result=\"requested\"} %llu\n"
+                 "snd_health_agent_actions_total{result=\"done\"} %llu\n"
+                 "snd_health_agent_actions_total{result=\"refused\"} %llu\n"
+                 "snd_health_agent_actions_total{result=\"failed\"} %llu\n",
+                 (unsigned long long)(q ? q->requested : 0), (unsigned long long)(q ? q->done : 0),
+                 (unsigned long long)(q ? q->refused : 0), (unsigned long long)(q ? q->failed : 0));
+    return t;
 }
