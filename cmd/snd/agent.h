@@ -89,6 +89,7 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r);
 /* Every GPU's running job as its index + 1 into d->jobs (0: idle), in a
  * calloc'd array of n_gpus the caller frees; NULL when out of memory. */
 uint32_t *snd_dashboard_gpu_owners(const struct snd *d);
+void snd_dashboard_free(void); /* the summary's rings, at exit */
 
 /* dashboard_data.c */
 enum MHD_Result snd_dashboard_layout(struct snd *d, struct snd_req *r);

@@ -23,32 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HISTORY_MAX 720
-#define HISTORY_STEP_S 5
-#define EVENTS_KEEP 64
 #define QUEUE_MAX 50
 
-struct history_point {
-    int64_t time_s;
-    double allocated_fraction; /* allocated GPUs / GPUs */
-    double util_mean;          /* mean util_gpu (%) of GPUs reporting it, NaN if none */
-    double goodput;            /* 1 - lost / allocated GPU-seconds since start, NaN before any */
-    uint32_t reporting;
-};
-
-struct event_entry {
-    int64_t seq, job_id, time_s;
-    char kind[32];
-    char message[160];
-};
-
-static struct {
-    struct history_point hist[HISTORY_MAX];
-    uint32_t n_hist, next_hist;
-    struct event_entry events[EVENTS_KEEP];
-    uint32_t n_events, next_event;
-    int64_t events_seq; /* highest event seq read from the store */
-} dash;
+static struct sn_view_activity *activity; /* the state thread's; NULL until the first summary */
 
 /* ---- static files ------------------------------------------------------ */
 
@@ -82,29 +59,9 @@ enum MHD_Result snd_dashboard_asset(struct snd *d, struct snd_req *r)
 
 /* ---- the map ------------------------------------------------------------ */
 
-/* owner[g] = index into d->ctl->jobs + 1 of the running job holding GPU g. */
 uint32_t *snd_dashboard_gpu_owners(const struct snd *d)
 {
-    uint32_t *owner = calloc(d->model->n_gpus ? d->model->n_gpus : 1, sizeof(*owner));
-    for (int64_t i = 0; owner && i < d->ctl->n_jobs_cap; i++) {
-        const struct sn_control_job *j = d->ctl->jobs[i];
-        for (uint32_t k = 0;
-             j && j->durable && j->state == SN_CONTROL_JOB_RUNNING && k < j->n_alloc; k++)
-            if (j->alloc[k] < d->model->n_gpus)
-                owner[j->alloc[k]] = (uint32_t)i + 1;
-    }
-    return owner;
-}
-
-static double reading(const struct sn_telem_store *t, uint32_t gpu, enum sn_metric m)
-{
-    const struct sn_telem_reading *rd = &sn_telem_store_gpu(t, gpu)->m[m];
-    return rd->status == SN_TELEM_OK ? rd->value : NAN;
-}
-
-static json_t *num_or_null(double v)
-{
-    return isfinite(v) ? json_real(round(v * 10) / 10) : json_null();
+    return sn_view_gpu_owners(d->ctl);
 }
 
 static int gpu_health(void *ctx, uint32_t gpu)
@@ -152,103 +109,34 @@ enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r)
 
 /* ---- the summary ---------------------------------------------------------- */
 
-static bool event_row(void *ctx, const struct sn_store_write *row)
-{
-    (void)ctx;
-    struct event_entry *e = &dash.events[dash.next_event];
-    dash.next_event = (dash.next_event + 1) % EVENTS_KEEP;
-    if (dash.n_events < EVENTS_KEEP)
-        dash.n_events++;
-    *e = (struct event_entry){.seq = row->num[2], .job_id = row->num[0], .time_s = row->num[1]};
-    snprintf(e->kind, sizeof(e->kind), "%s", row->text[0] ? row->text[0] : "");
-    snprintf(e->message, sizeof(e->message), "%s", row->text[1] ? row->text[1] : "");
-    dash.events_seq = row->num[2];
-    return true;
-}
-
 /* Reads the events committed since the last call (at most 16 pages). */
 static void catch_up_events(struct snd *d)
 {
     for (int page = 0; page < 16; page++) {
-        int64_t before = dash.events_seq;
+        int64_t before = sn_view_activity_events_seq(activity);
         struct sn_error err = {0};
-        if (sn_store_query_log(d->store, SN_STORE_LOG_EVENTS, 0, dash.events_seq, 1000, event_row,
-                               NULL, &err) != SN_OK ||
-            dash.events_seq - before < 1000)
+        if (sn_store_query_log(d->store, SN_STORE_LOG_EVENTS, 0, before, 1000,
+                               sn_view_activity_event_row, activity, &err) != SN_OK ||
+            sn_view_activity_events_seq(activity) - before < 1000)
             return;
     }
 }
 
-static void sample_history(struct snd *d, const uint32_t *owner)
+void snd_dashboard_free(void)
 {
-    int64_t now = snd_now_s();
-    const struct history_point *last =
-        dash.n_hist ? &dash.hist[(dash.next_hist + HISTORY_MAX - 1) % HISTORY_MAX] : NULL;
-    if (last && now - last->time_s < HISTORY_STEP_S)
-        return;
-    const struct sn_telem_store *t = snd_agent_telemetry_store(d);
-    uint32_t alloc = 0, reporting = 0;
-    double util = 0;
-    for (uint32_t g = 0; g < d->model->n_gpus; g++) {
-        alloc += owner[g] != 0;
-        double u = t ? reading(t, g, SN_METRIC_UTIL_GPU) : NAN;
-        if (isfinite(u)) {
-            util += u;
-            reporting++;
-        }
-    }
-    double goodput = sn_control_goodput(d->ctl, now);
-    dash.hist[dash.next_hist] = (struct history_point){
-        .time_s = now,
-        .allocated_fraction = d->model->n_gpus ? (double)alloc / d->model->n_gpus : 0,
-        .util_mean = reporting ? util / reporting : NAN,
-        .goodput = goodput,
-        .reporting = reporting};
-    dash.next_hist = (dash.next_hist + 1) % HISTORY_MAX;
-    if (dash.n_hist < HISTORY_MAX)
-        dash.n_hist++;
-}
-
-static json_t *events_json(struct snd *d, struct snd_req *r)
-{
-    json_t *a = json_array();
-    bool admin = snd_is_admin(r);
-    for (uint32_t k = 0; k < dash.n_events; k++) {
-        const struct event_entry *e =
-            &dash.events[(dash.next_event + EVENTS_KEEP - 1 - k) % EVENTS_KEEP];
-        const struct sn_control_job *j = sn_control_job_get(d->ctl, e->job_id);
-        if (!admin && (!j || strcmp(j->tenant, r->tok.subject) != 0))
-            continue;
-        json_array_append_new(a, json_pack("{s:I,s:I,s:I,s:s,s:s}", "seq", (json_int_t)e->seq,
-                                           "job_id", (json_int_t)e->job_id, "time_s",
-                                           (json_int_t)e->time_s, "kind", e->kind, "message",
-                                           e->message));
-    }
-    return a;
-}
-
-static json_t *history_json(void)
-{
-    json_t *a = json_array();
-    for (uint32_t k = 0; k < dash.n_hist; k++) {
-        const struct history_point *p =
-            &dash.hist[(dash.next_hist + HISTORY_MAX - dash.n_hist + k) % HISTORY_MAX];
-        json_array_append_new(a, json_pack("{s:I,s:f,s:o,s:o,s:I}", "time_s", (json_int_t)p->time_s,
-                                           "allocated_fraction", p->allocated_fraction,
-                                           "util_mean_pct", num_or_null(p->util_mean), "goodput",
-                                           num_or_null(p->goodput), "reporting",
-                                           (json_int_t)p->reporting));
-    }
-    return a;
+    sn_view_activity_free(activity);
+    activity = NULL;
 }
 
 enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
 {
-    uint32_t *owner = snd_dashboard_gpu_owners(d);
+    if (!activity)
+        activity = sn_view_activity_new();
+    uint32_t *owner = activity ? snd_dashboard_gpu_owners(d) : NULL;
     if (!owner)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     catch_up_events(d);
-    sample_history(d, owner);
+    sn_view_activity_sample(activity, d->ctl, snd_agent_telemetry_store(d), owner, snd_now_s());
     free(owner);
     uint32_t up, down;
     snd_agent_counts(d, &up, &down);
@@ -261,9 +149,11 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
         "{s:s,s:I,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:b,s:I,s:o}", "cluster", d->spec->name, "gpus",
         (json_int_t)d->model->n_gpus, "agents", "up", (json_int_t)up, "down", (json_int_t)down,
         "never", (json_int_t)(d->model->n_servers - up - down), "queue",
-        sn_view_queue(d->ctl, tenant, QUEUE_MAX), "events", events_json(d, r), "history",
-        history_json(), "scheduler_connected", d->ctl->sched != NULL, "gpu_history_bytes",
-        (json_int_t)snd_dashboard_history_bytes(), "fence", sn_control_partition_json(d->ctl));
+        sn_view_queue(d->ctl, tenant, QUEUE_MAX), "events",
+        sn_view_activity_events_json(activity, d->ctl, tenant), "history",
+        sn_view_activity_history_json(activity), "scheduler_connected", d->ctl->sched != NULL,
+        "gpu_history_bytes", (json_int_t)snd_dashboard_history_bytes(), "fence",
+        sn_control_partition_json(d->ctl));
     json_object_update(body, counts);
     json_decref(counts);
     json_object_set_new(body, "breaker", sn_control_breaker_json(d->ctl));

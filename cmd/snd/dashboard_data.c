@@ -51,32 +51,10 @@ size_t snd_dashboard_history_bytes(void)
     return sn_gpu_history_bytes(history);
 }
 
-static double latest(const struct sn_telem_gpu *g, enum sn_metric m)
-{
-    return g->m[m].status == SN_TELEM_OK ? g->m[m].value : NAN;
-}
-
 void snd_dashboard_record_node(struct snd *d, uint32_t server)
 {
-    struct sn_gpu_history *h = gpu_history(d);
-    const struct sn_telem_store *t = snd_agent_telemetry_store(d);
-    if (!h || !t || server >= d->model->n_servers)
-        return;
-    int64_t now = snd_now_s();
-    uint32_t first = d->model->server_first_gpu[server];
-    uint32_t n = sn_model_server_spec(d->model, server)->gpus;
-    for (uint32_t g = first; g < first + n; g++) {
-        const struct sn_telem_gpu *tg = sn_telem_store_gpu(t, g);
-        double v[SN_GPU_HIST_METRIC_COUNT] = {
-            latest(tg, SN_METRIC_TEMP_GPU), latest(tg, SN_METRIC_POWER),
-            latest(tg, SN_METRIC_CLOCK_SM), latest(tg, SN_METRIC_UTIL_GPU),
-            latest(tg, SN_METRIC_MEM_USED)};
-        bool any = false;
-        for (int k = 0; k < SN_GPU_HIST_METRIC_COUNT; k++)
-            any |= isfinite(v[k]);
-        if (any)
-            (void)sn_gpu_history_add(h, g, now, v);
-    }
+    sn_view_gpu_history_record(gpu_history(d), snd_agent_telemetry_store(d), d->model, server,
+                               snd_now_s());
 }
 
 /* ---- the whole-cluster reads (lib/view/dashboard_view.c) ------------------- */
@@ -135,40 +113,13 @@ enum MHD_Result snd_dashboard_gpu_history(struct snd *d, struct snd_req *r)
     if (gpu == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
     struct sn_gpu_history *h = gpu_history(d);
-    uint32_t cap = h ? sn_gpu_history_capacity(h) : 0;
-    int64_t *times = malloc((cap ? cap : 1) * sizeof(int64_t));
-    double(*vals)[SN_GPU_HIST_METRIC_COUNT] = malloc((cap ? cap : 1) * sizeof(*vals));
     uint32_t *owner = snd_dashboard_gpu_owners(d);
-    if (!h || !times || !vals || !owner) {
-        free(times);
-        free(vals);
-        free(owner);
-        return snd_error(d, r, 500, "internal", NULL, "out of memory");
-    }
-    uint32_t n = sn_gpu_history_read(h, gpu, times, vals, cap);
-    const struct sn_control_job *j = owner[gpu] ? d->ctl->jobs[owner[gpu] - 1] : NULL;
-    bool see = visible(r, snd_is_admin(r), j);
-    char node[64];
-    json_t *series = json_object(), *t = json_array();
-    for (uint32_t i = 0; i < n; i++)
-        json_array_append_new(t, json_integer(times[i]));
-    for (int k = 0; k < SN_GPU_HIST_METRIC_COUNT; k++) {
-        json_t *a = json_array();
-        for (uint32_t i = 0; i < n; i++)
-            json_array_append_new(a, isfinite(vals[i][k]) ? json_real(round(vals[i][k] * 100) / 100)
-                                                          : json_null());
-        json_object_set_new(series, sn_gpu_history_metric_key((enum sn_gpu_history_metric)k), a);
-    }
-    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:o,s:o}", "gpu", r->params[0], "node",
-                          sn_model_server_name(m, m->gpu_server[gpu], node, sizeof(node)), "step_s",
-                          (json_int_t)sn_gpu_history_step_s(h), "capacity", (json_int_t)cap,
-                          "time_s", t, "series", series);
-    json_object_set_new(o, "job", j ? json_integer(see ? j->id : -1) : json_null());
-    json_object_set_new(o, "tenant", j && see ? json_string(j->tenant) : json_null());
-    const char *jname = j && see ? json_string_value(json_object_get(j->spec, "name")) : NULL;
-    json_object_set_new(o, "job_name", jname ? json_string(jname) : json_null());
-    free(times);
-    free(vals);
+    const struct sn_control_job *j = owner && owner[gpu] ? d->ctl->jobs[owner[gpu] - 1] : NULL;
+    json_t *o = h && owner
+                    ? sn_view_gpu_history_json(h, d->ctl, gpu, j, visible(r, snd_is_admin(r), j))
+                    : NULL;
     free(owner);
+    if (!o)
+        return snd_error(d, r, 500, "internal", NULL, "out of memory");
     return snd_reply(d, r, 200, o);
 }

@@ -522,6 +522,7 @@ int main(int argc, char **argv)
     snd_job_logs_free();
     snd_rounds_free();
     snd_remedy_free();
+    snd_dashboard_free();
     snd_state_free(&d);
     snd_refusals_free(d.refusals);
     sn_model_free(model);

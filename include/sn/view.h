@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #include <sn/control.h>
+#include <sn/gpu_history.h>
 #include <sn/model.h>
+#include <sn/store.h>
 #include <sn/telemetry.h>
 
 /* GET /v1/dashboard/layout: {"cluster", "gpus", "servers", "supernode_count",
@@ -72,5 +74,37 @@ json_t *sn_view_summary_counts(const struct sn_control *c, int64_t now_s);
  * id, name, tenant, gpus, pending_reason, submit_time_s, shape,
  * pending_detail. */
 json_t *sn_view_queue(const struct sn_control *c, const char *tenant, size_t max);
+
+/* ---- recent activity and GPU histories (lib/view/activity.c) ----------------- */
+
+/* owner[g]: index into c->jobs + 1 of the running job holding GPU g, 0
+ * none (every view's owners). NULL when out of memory; the caller frees. */
+uint32_t *sn_view_gpu_owners(const struct sn_control *c);
+/* The summary's rings: the last 64 job events, and a utilisation point
+ * (allocated share, mean util_gpu, goodput) at most every 5 s, 720 kept. */
+struct sn_view_activity;
+struct sn_view_activity *sn_view_activity_new(void);
+void sn_view_activity_free(struct sn_view_activity *a);
+/* The seq of the last event row taken: the store's log cursor. */
+int64_t sn_view_activity_events_seq(const struct sn_view_activity *a);
+/* Takes one event row of the store's log (ctx: the activity): a store
+ * query callback. */
+bool sn_view_activity_event_row(void *ctx, const struct sn_store_write *row);
+void sn_view_activity_sample(struct sn_view_activity *a, const struct sn_control *c,
+                             const struct sn_telem_store *t, const uint32_t *owner, int64_t now_s);
+/* "events", newest first (tenant: only its own jobs'; NULL: all), and
+ * "history", oldest first {time_s, allocated_fraction, util_mean_pct,
+ * goodput, reporting}. */
+json_t *sn_view_activity_events_json(const struct sn_view_activity *a, const struct sn_control *c,
+                                     const char *tenant);
+json_t *sn_view_activity_history_json(const struct sn_view_activity *a);
+/* Adds the latest readings of server's GPUs to h (those with any). */
+void sn_view_gpu_history_record(struct sn_gpu_history *h, const struct sn_telem_store *t,
+                                const struct sn_model *m, uint32_t server, int64_t now_s);
+/* GET /v1/telemetry/gpus/{gpu}/history: {gpu, node, step_s, capacity,
+ * time_s, series by metric, job (-1 not visible), tenant, job_name} with
+ * job the running job on the GPU (NULL none). NULL when out of memory. */
+json_t *sn_view_gpu_history_json(const struct sn_gpu_history *h, const struct sn_control *c,
+                                 uint32_t gpu, const struct sn_control_job *job, bool visible);
 
 #endif

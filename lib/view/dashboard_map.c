@@ -6,18 +6,11 @@
  * that is not admin sees job ids and tenants of its own jobs only (others
  * are -1, "another tenant").
  */
-#include <sn/view.h>
+#include "view_int.h"
 
 #include <math.h>
 #include <string.h>
 
-static double reading(const struct sn_telem_store *t, uint32_t gpu, enum sn_metric m)
-{
-    if (!t)
-        return NAN;
-    const struct sn_telem_reading *rd = &sn_telem_store_gpu(t, gpu)->m[m];
-    return rd->status == SN_TELEM_OK ? rd->value : NAN;
-}
 
 static int health_of(const struct sn_view_map *a, uint32_t g)
 {
@@ -35,8 +28,8 @@ static json_t *supernode_tiles(const struct sn_view_map *a)
         for (uint32_t g = sn->first_gpu; g < sn->first_gpu + sn->n_gpus; g++) {
             alloc += a->owner[g] != 0;
             not_up += sn_control_gpu_effective(c, g) != SN_CONTROL_ADMIN_UP;
-            reporting += isfinite(reading(a->telemetry, g, SN_METRIC_TEMP_GPU)) ||
-                         isfinite(reading(a->telemetry, g, SN_METRIC_UTIL_GPU));
+            reporting += isfinite(sn__view_reading(a->telemetry, g, SN_METRIC_TEMP_GPU)) ||
+                         isfinite(sn__view_reading(a->telemetry, g, SN_METRIC_UTIL_GPU));
             int h = health_of(a, g);
             warn += h == 1;
             crit += h == 2;
@@ -51,11 +44,6 @@ static json_t *supernode_tiles(const struct sn_view_map *a)
                              (json_int_t)crit, "first_gpu", (json_int_t)sn->first_gpu));
     }
     return items;
-}
-
-static json_t *num_or_null(double v)
-{
-    return isfinite(v) ? json_real(round(v * 10) / 10) : json_null();
 }
 
 static json_t *supernode_detail(const struct sn_view_map *a, uint32_t s)
@@ -96,10 +84,10 @@ static json_t *supernode_detail(const struct sn_view_map *a, uint32_t s)
         }
         json_array_append_new(tenant, json_integer(ti));
         bool down = sn_control_gpu_effective(c, g) == SN_CONTROL_ADMIN_DOWN;
-        double tc = down ? NAN : reading(a->telemetry, g, SN_METRIC_TEMP_GPU);
-        double up = down ? NAN : reading(a->telemetry, g, SN_METRIC_UTIL_GPU);
-        json_array_append_new(temp, num_or_null(tc));
-        json_array_append_new(util, num_or_null(up));
+        double tc = down ? NAN : sn__view_reading(a->telemetry, g, SN_METRIC_TEMP_GPU);
+        double up = down ? NAN : sn__view_reading(a->telemetry, g, SN_METRIC_UTIL_GPU);
+        json_array_append_new(temp, sn__view_num_or_null(tc));
+        json_array_append_new(util, sn__view_num_or_null(up));
         json_array_append_new(health, json_integer(health_of(a, g)));
     }
     char name[64];
