@@ -506,6 +506,17 @@ struct sn_inventory_spec {
     struct sn_src_loc loc;
     const char *hosts, *ips, *file;
     struct sn_src_loc hosts_loc, ips_loc, file_loc; /* of each value */
+    /* Declared NVLink domain identities (key `cliques`, issue 26 item 1):
+     * per supernode or server name, the "CLUSTER_UUID/CLIQUE_ID" its GPUs
+     * must report (nvidia-smi -q Fabric section), normalised: the UUID in
+     * lower case, the id in decimal without leading zeros. Names are checked
+     * against the model by sn_cliques_declare() (sn/cliques.h). */
+    uint32_t n_cliques;
+    struct sn_clique_decl {
+        const char *name;                /* a supernode ("nvl00") or server ("nvl00-t03") name */
+        const char *clique;              /* "CLUSTER_UUID/CLIQUE_ID" */
+        struct sn_src_loc name_loc, loc; /* of the key and of the value */
+    } * cliques;
 };
 
 
