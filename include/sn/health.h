@@ -262,7 +262,11 @@ const char *sn_health_action_name(enum sn_health_action a);
       "server, or a replaced GPU; the readings of both are judged on it")                          \
     X(NET_LINK_DOWN, "net-link-down", SERVER, WARN, 50, DRAIN,                                     \
       "RDMA ports down (ibstat State: Down, sysfs ports/N/state) while the server has fewer "      \
-      "active ports than the spec's NICs")
+      "active ports than the spec's NICs")                                                         \
+    X(NVSWITCH_DOWN, "nvswitch-down", SWITCH, CRIT, 60, SERVICE,                                   \
+      "every reported GPU link to an NVLink switch chip inactive, on two or more servers (two or " \
+      "more GPUs for an in-server chip): one finding on the chip, or on its tray when all the "    \
+      "tray's chips are, instead of one nvlink-inactive per GPU link")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

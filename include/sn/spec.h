@@ -345,6 +345,11 @@ struct sn_scaleup_spec {
     struct sn_cabling cabling;
     struct sn_domain_list power; /* for supernode-domain chips */
     struct sn_scaleup_l2_spec l2; /* domain two-level only */
+    /* Chips per NVLink switch tray (1: each chip its own tray), a divisor
+     * of chips: chips [k*n, (k+1)*n) of a supernode (or server) form tray k.
+     * The health engine names a lost tray once (docs/health.md "Rack
+     * fabric"). */
+    uint32_t chips_per_tray;
 };
 
 struct sn_leaves_spec {
