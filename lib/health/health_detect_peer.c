@@ -181,6 +181,8 @@ static void link_finding(struct sn__health_ctx *c, enum sn_detector d, uint32_t 
 struct chip_tally {
     uint32_t reported, inactive, server, line;
     bool servers;
+    uint32_t rep_server; /* the first server reporting any link to it */
+    bool rep_servers;    /* links to it reported by two servers or more */
 };
 
 /* The scale-up chip at the b end of GPU g's port, or SN_NONE. */
@@ -207,10 +209,13 @@ static void tally(struct sn__health_ctx *c, struct chip_tally *t)
             if (sw == SN_NONE || (k->state != SN_LINK_ACTIVE && k->state != SN_LINK_INACTIVE))
                 continue;
             struct chip_tally *x = &t[sw];
-            x->reported++;
+            uint32_t srv = c->m->gpu_server[g];
+            if (x->reported++ == 0)
+                x->rep_server = srv;
+            else if (srv != x->rep_server)
+                x->rep_servers = true;
             if (k->state != SN_LINK_INACTIVE)
                 continue;
-            uint32_t srv = c->m->gpu_server[g];
             if (x->inactive++ == 0) {
                 x->server = srv;
                 x->line = k->line;
@@ -240,7 +245,8 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
     const struct sn_model *m = c->m;
     uint32_t lost = 0;
     for (uint32_t sw = first; sw < first + n; sw++)
-        lost += down[sw] = chip_down(m, &t[sw], sw);
+        if (chip_down(m, &t[sw], sw))
+            lost += down[sw] = 1;
     if (!lost)
         return;
     char keep[160], a[64], b[64], at[160];
@@ -251,8 +257,8 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
     for (uint32_t tray = first; tray < first + n; tray += per_tray) {
         uint32_t k = 0, links = 0;
         for (uint32_t sw = tray; sw < tray + per_tray; sw++) {
-            k += down[sw];
-            links += down[sw] ? t[sw].inactive : 0;
+            k += down[sw] == 1;
+            links += down[sw] == 1 ? t[sw].inactive : 0;
         }
         if (k == per_tray && per_tray > 1) {
             const struct chip_tally *x = &t[tray];
@@ -267,7 +273,7 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
             continue;
         }
         for (uint32_t sw = tray; sw < tray + per_tray; sw++) {
-            if (!down[sw])
+            if (down[sw] != 1)
                 continue;
             sn_model_server_name(m, t[sw].server, at, sizeof(at));
             sn__health_add(c, SN_DET_NVSWITCH_DOWN, SN_HEALTH_ENT_SWITCH, sw, SN_NONE, SN_NONE,
@@ -281,7 +287,9 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
 }
 
 /* Localises whole-chip losses to the switch side: fills down[] (per
- * switch) and adds their findings; false when out of memory (no
+ * switch: 1 down, 2 a chip of the supernode's trays that only one server
+ * reports on, so that its inactive links are not yet told apart) and adds
+ * the findings of the lost ones; false when out of memory (no
  * localisation then: every inactive link is judged on its own). */
 static bool scaleup_down(struct sn__health_ctx *c, uint8_t *down)
 {
@@ -290,6 +298,10 @@ static bool scaleup_down(struct sn__health_ctx *c, uint8_t *down)
     if (!t)
         return false;
     tally(c, t);
+    for (uint32_t sw = 0; sw < m->n_switches; sw++)
+        if (m->switch_role[sw] == SN_ROLE_SCALEUP && m->switch_server[sw] == SN_NONE &&
+            t[sw].inactive && !t[sw].rep_servers)
+            down[sw] = 2;
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
         const struct sn_supernode *x = &m->supernodes[sn];
         const struct sn_scaleup_spec *su = &sn_model_supernode_template(m, sn)->scaleup;
@@ -329,10 +341,16 @@ static void nvlinks(struct sn__health_ctx *c, double median_speed)
             const struct sn_telem_link_reading *k = &sg->nvlink[l];
             if (k->state == SN_LINK_INACTIVE && l < design) {
                 uint32_t sw = down ? chip_of(c->m, g, l) : SN_NONE;
-                if (sw != SN_NONE && down[sw])
+                if (sw != SN_NONE && down[sw] == 1)
                     continue; /* judged on the switch side */
-                snprintf(w, sizeof(w), "nvlink -s line %u: link %u inactive", k->line, l);
-                link_finding(c, SN_DET_NVLINK_INACTIVE, g, l, 0, median_speed, w);
+                char chip[64] = "";
+                if (sw != SN_NONE && down[sw] == 2)
+                    sn_model_switch_name(c->m, sw, chip, sizeof(chip));
+                snprintf(w, sizeof(w), "nvlink -s line %u: link %u inactive%s%s%s", k->line, l,
+                         chip[0] ? " (no other server reports on " : "", chip,
+                         chip[0] ? ": its own link or the switch, not yet told apart)" : "");
+                link_finding(c, chip[0] ? SN_DET_NVLINK_UNCONFIRMED : SN_DET_NVLINK_INACTIVE, g, l,
+                             0, median_speed, w);
             } else if (k->state == SN_LINK_ACTIVE && !isnan(median_speed) &&
                        k->speed_bytes_per_s < c->cfg->link_speed_frac * median_speed) {
                 snprintf(w, sizeof(w),

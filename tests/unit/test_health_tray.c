@@ -11,6 +11,9 @@
  *  - the same link inactive on one server's GPUs only (its own cabling) is
  *    not localised: four nvlink-inactive findings;
  *  - a chip with one link still active is not down;
+ *  - links to a chip no other server reports on are
+ *    nvlink-inactive-unconfirmed (no score), until a second server's
+ *    report makes them the GPUs' own or the chip's;
  *  - in-server chips (examples/good-64.yaml, HGX): one chip whose every
  *    reported link is inactive on one server is down there;
  *  - scaleup.chips_per_tray must divide chips (an error at its value).
@@ -189,6 +192,62 @@ static void test_not_localised(void **state)
     fx_close(&f);
 }
 
+/* Only nvl00-t03 reports (the others' nvlink -s not in yet), its GPUs'
+ * port 4 inactive: its own links or chip 4, not yet told apart. */
+static void feed_one(struct fx *f, uint32_t server, unsigned bad_link)
+{
+    static char buf[1 << 14];
+    size_t at = 0;
+    for (unsigned g = 0; g < 4; g++) {
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "GPU %u: NVIDIA GB200\n", g);
+        for (unsigned l = 0; l < 18; l++)
+            at += (size_t)snprintf(buf + at, sizeof(buf) - at, "\t Link %u: %s\n", l,
+                                   l == bad_link ? "<inactive>" : "53.125 GB/s");
+    }
+    char host[64];
+    sn_model_server_name(f->model, server, host, sizeof(host));
+    struct sn_telem_opts o = {.source = "nvlink.txt", .host = host};
+    struct sn_telem_sink sink = sn_health_history_sink(f->hist);
+    struct sn_error err = {0};
+    assert_int_equal(sn_telem_parse_buffer(SN_TELEM_FMT_SMI_NVLINK, &o, &sink, buf, at, NULL, &err),
+                     SN_OK);
+}
+
+static void test_unconfirmed(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "examples/gb200-nvl72.yaml");
+    feed_one(&f, 3, 4);
+    const struct sn_health_report *r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVSWITCH_DOWN), 0);
+    assert_int_equal(count(r, SN_DET_NVLINK_INACTIVE), 0);
+    assert_int_equal(count(r, SN_DET_NVLINK_UNCONFIRMED), 4);
+    for (uint32_t i = 0; i < r->n_findings; i++)
+        assert_non_null(strstr(r->findings[i].evidence, "(no other server reports on "
+                                                        "nvl00-nvsw04: its own link or the "
+                                                        "switch, not yet told apart)"));
+    for (uint32_t k = 0; k < 4; k++) /* the others: no evidence */
+        assert_near(r->gpus[f.model->server_first_gpu[3] + k].score, 100, 0);
+    /* A second server shows chip 4 working: the links are nvl00-t03's own. */
+    feed_one(&f, 5, 9);
+    r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVLINK_UNCONFIRMED), 0);
+    assert_int_equal(count(r, SN_DET_NVLINK_INACTIVE), 8);
+    assert_near(r->gpus[f.model->server_first_gpu[3]].score, 50, 0);
+    fx_close(&f);
+
+    /* Or it shows chip 4 lost as well: the switch side. */
+    fx_open(&f, "examples/gb200-nvl72.yaml");
+    feed_one(&f, 3, 4);
+    feed_one(&f, 5, 4);
+    r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVLINK_UNCONFIRMED), 0);
+    assert_int_equal(count(r, SN_DET_NVLINK_INACTIVE), 0);
+    assert_int_equal(count(r, SN_DET_NVSWITCH_DOWN), 1);
+    fx_close(&f);
+}
+
 /* HGX H100 (good-64: 4 NVSwitch chips in each server, port l to chip
  * l % 4): ports 1, 5, 9, 13, 17 of every GPU of server 2 reach its chip 1. */
 static bool hgx_chip1(uint32_t s, unsigned g, unsigned l)
@@ -246,9 +305,8 @@ static void test_tray_size_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tray_is_one_finding),
-        cmocka_unit_test(test_not_localised),
-        cmocka_unit_test(test_in_server_chip),
+        cmocka_unit_test(test_tray_is_one_finding), cmocka_unit_test(test_not_localised),
+        cmocka_unit_test(test_in_server_chip),      cmocka_unit_test(test_unconfirmed),
         cmocka_unit_test(test_tray_size_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
