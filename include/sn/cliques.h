@@ -43,6 +43,10 @@ SN_MUST_CHECK enum sn_err sn_cliques_declare(struct sn_cliques *c,
 /* The clique declared for server s (its own entry, else its supernode's),
  * or NULL. */
 const char *sn_cliques_declared(const struct sn_cliques *c, uint32_t s);
+/* The declaration that applies to server s (borrowed from the spec), or
+ * NULL; *own is set to whether it is s's own entry (may be NULL). */
+const struct sn_clique_decl *sn_cliques_declaration(const struct sn_cliques *c, uint32_t s,
+                                                    bool *own);
 
 /* Server s reports clique; true when that changed its report. */
 bool sn_cliques_report(struct sn_cliques *c, uint32_t s, const char *clique);

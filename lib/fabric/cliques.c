@@ -112,6 +112,17 @@ free_tables:
     return rc;
 }
 
+const struct sn_clique_decl *sn_cliques_declaration(const struct sn_cliques *c, uint32_t s,
+                                                    bool *own)
+{
+    if (!c->inv || s >= c->m->n_servers || c->server_decl[s] == SN_NONE)
+        return NULL;
+    uint32_t i = c->server_decl[s], sn = c->m->server_supernode[s];
+    if (own)
+        *own = c->sn_decl[sn] != i;
+    return &c->inv->cliques[i];
+}
+
 const char *sn_cliques_declared(const struct sn_cliques *c, uint32_t s)
 {
     if (!c->inv || s >= c->m->n_servers || c->server_decl[s] == SN_NONE)
