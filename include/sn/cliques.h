@@ -40,6 +40,11 @@ void sn_cliques_free(struct sn_cliques *c);
 SN_MUST_CHECK enum sn_err sn_cliques_declare(struct sn_cliques *c,
                                              const struct sn_inventory_spec *inv, const char *file,
                                              struct sn_error *err);
+/* Checks the spec inventory's `cliques` names against m (m->spec's file
+ * in messages), as sn_cliques_declare() does, without keeping a table:
+ * for programs that load a spec (sn design, sn health) to refuse it early. */
+SN_MUST_CHECK enum sn_err sn_cliques_validate(const struct sn_model *m, struct sn_error *err);
+
 /* The clique declared for server s (its own entry, else its supernode's),
  * or NULL. */
 const char *sn_cliques_declared(const struct sn_cliques *c, uint32_t s);

@@ -112,6 +112,18 @@ free_tables:
     return rc;
 }
 
+enum sn_err sn_cliques_validate(const struct sn_model *m, struct sn_error *err)
+{
+    if (!m->spec->inventory.n_cliques)
+        return SN_OK;
+    struct sn_cliques *c = sn_cliques_new(m);
+    if (!c)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory checking NVLink cliques");
+    enum sn_err rc = sn_cliques_declare(c, &m->spec->inventory, m->spec->file, err);
+    sn_cliques_free(c);
+    return rc;
+}
+
 const struct sn_clique_decl *sn_cliques_declaration(const struct sn_cliques *c, uint32_t s,
                                                     bool *own)
 {
