@@ -77,12 +77,15 @@ struct sim_faults {
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
     int leak_from; /* the BMC leak detector reports a leak from this sample on (1-based); 0: none */
     int clique_of; /* report supernode N's NVLink clique (fabric_id.c); -1: its own (appended) */
+    /* NVLink port L of every GPU of the node inactive in an `nvidia-smi
+     * nvlink -s` batch (only sent with this fault); -1: none (appended) */
+    int nvlink_down;
 };
 
 /* No fault injected: every GPU index -1 (0 is a GPU). */
 #define SIM_FAULTS_NONE                                                                            \
     {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
-     .reset_gpu = -1, .clique_of = -1}
+     .reset_gpu = -1, .clique_of = -1, .nvlink_down = -1}
 
 struct backend {
     enum backend_kind kind;
@@ -99,11 +102,14 @@ struct backend {
     void *nvml; /* dlopen handle */
 };
 
-/* One sample: up to two batches (GPU telemetry, facility readings). */
+/* One sample: up to SAMPLE_BATCHES batches (GPU telemetry, facility
+ * readings, the sim's nvlink -s under the nvlink-down fault). */
+#define SAMPLE_BATCHES 3
 struct sample {
-    const char *format[2]; /* "dcgm-exporter", "nvidia-smi-csv", "facility-csv" */
-    char *body[2];         /* owned, NULL when absent */
-    size_t len[2];
+    /* "dcgm-exporter", "nvidia-smi-csv", "facility-csv", "nvidia-smi-nvlink" */
+    const char *format[SAMPLE_BATCHES];
+    char *body[SAMPLE_BATCHES];         /* owned, NULL when absent */
+    size_t len[SAMPLE_BATCHES];
 };
 
 SN_MUST_CHECK enum sn_err backend_open(struct backend *b, struct sn_error *err);

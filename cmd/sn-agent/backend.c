@@ -133,6 +133,27 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
     }
 }
 
+/* `nvidia-smi nvlink -s` of the node under the nvlink-down=L fault: every
+ * GPU's scale-up ports at the catalogue's per-link, per-direction rate,
+ * port L inactive (a switch chip or tray lost when every server of the
+ * domain has the fault; the GPUs' own links when one server has it). */
+static void sim_nvlink(struct backend *b, struct text *t)
+{
+    const struct sn_model *m = b->model;
+    uint32_t first = m->server_first_gpu[b->server];
+    uint32_t n = sn_model_server_spec(m, b->server)->gpus;
+    const struct sn_gpu_model *gm = sn_model_gpu_spec(m, first);
+    for (uint32_t i = 0; i < n; i++) {
+        put(t, "GPU %u: %s (UUID: GPU-00000000-0000-4000-8000-%012x)\n", i, gm->name, first + i);
+        for (unsigned l = 0; l < gm->scaleup_links; l++) {
+            if ((int)l == b->faults.nvlink_down)
+                put(t, "\t Link %u: <inactive>\n", l);
+            else
+                put(t, "\t Link %u: %.3f GB/s\n", l, gm->scaleup_link_bytes_per_s / 1e9);
+        }
+    }
+}
+
 /* The rack's cooling loop: its design flow, less the injected drop. */
 static void sim_facility(struct backend *b, int64_t now_s, struct text *t)
 {
@@ -345,12 +366,14 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
                            struct sn_error *err)
 {
     *out = (struct sample){0};
-    struct text t = {0}, f = {0};
+    struct text t = {0}, f = {0}, nvl = {0};
     enum sn_err rc = SN_OK;
     b->tick++;
     if (b->kind == BACKEND_SIM) {
         sim_gpus(b, now_s, &t);
         sim_facility(b, now_s, &f);
+        if (b->faults.nvlink_down >= 0)
+            sim_nvlink(b, &nvl);
         out->format[0] = "dcgm-exporter";
     } else if (b->kind == BACKEND_SMI) {
         rc = smi_sample(b, &t, err);
@@ -362,6 +385,7 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
     if (rc != SN_OK || !t.buf) {
         free(t.buf);
         free(f.buf);
+        free(nvl.buf);
         return rc != SN_OK ? rc : sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     }
     out->body[0] = t.buf;
@@ -370,6 +394,11 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
         out->format[1] = "facility-csv";
         out->body[1] = f.buf;
         out->len[1] = f.len;
+    }
+    if (nvl.buf) {
+        out->format[2] = "nvidia-smi-nvlink";
+        out->body[2] = nvl.buf;
+        out->len[2] = nvl.len;
     }
     return SN_OK;
 }

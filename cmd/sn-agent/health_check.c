@@ -176,7 +176,7 @@ static enum sn_err ingest(struct backend *be, const struct hc_args *g, struct sn
     if (backend_sample(be, time(NULL), &s, err) != SN_OK)
         return err->code;
     enum sn_err rc = SN_OK;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SAMPLE_BATCHES; k++) {
         if (!s.body[k])
             continue;
         enum sn_telem_format f;

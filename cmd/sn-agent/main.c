@@ -254,7 +254,7 @@ static void sample(struct agent *a)
             fprintf(stderr, "sn-agent: %s\n", err.message);
         return;
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < SAMPLE_BATCHES; k++)
         if (s.body[k])
             push_batch(a, s.format[k], s.body[k], s.len[k]);
 }
@@ -774,6 +774,7 @@ static void usage(FILE *out)
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
             "                    leak[=N] (the BMC leak detector trips at sample N, 1),\n"
             "                    clique-of=N (report supernode N's NVLink clique)\n"
+            "                    nvlink-down=L (nvlink -s: port L of every GPU inactive)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -889,12 +890,14 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
                 : klen == 8 && strncmp(v, "stop-gpu", 8) == 0 ? &f->stopped_gpu
                 : klen == 10 && strncmp(v, "fabric-gpu", 10) == 0 ? &f->fabric_gpu
                 : klen == 9 && strncmp(v, "reset-gpu", 9) == 0 ? &f->reset_gpu
+                : klen == 11 && strncmp(v, "nvlink-down", 11) == 0 ? &f->nvlink_down
                                                               : NULL;
     long g = eq ? strtol(eq + 1, &end, 10) : -1;
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
-                "fabric-gpu=I, reset-gpu=I, flow-drop[=F], leak[=N] or clique-of=N\n",
+                "fabric-gpu=I, reset-gpu=I, nvlink-down=L, flow-drop[=F], leak[=N] or "
+                "clique-of=N\n",
                 v);
         return -1;
     }

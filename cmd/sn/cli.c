@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include <sn/cliques.h>
+
 #include "commands.h"
 
 int sn_cli_load(const char *path, struct sn_spec **spec, struct sn_model **model)
@@ -16,8 +18,12 @@ int sn_cli_load(const char *path, struct sn_spec **spec, struct sn_model **model
     if (rc == SN_OK)
         rc = sn_model_build(*spec, model, &err);
     if (rc == SN_OK)
+        rc = sn_cliques_validate(*model, &err); /* inventory clique names (sn/cliques.h) */
+    if (rc == SN_OK)
         return SN_EXIT_OK;
     fprintf(stderr, "sn: %s\n", err.message);
+    sn_model_free(*model);
+    *model = NULL;
     sn_spec_free(*spec);
     *spec = NULL;
     return rc == SN_ERR_NOMEM || rc == SN_ERR_INTERNAL ? SN_EXIT_INTERNAL : SN_EXIT_USAGE;

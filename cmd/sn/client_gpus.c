@@ -240,6 +240,15 @@ static int gpu_detail(struct client *c, json_t *g)
         snprintf(text, sizeof(text), "%s %s: %s", client_str(last, "severity"),
                  client_str(last, "detector"), client_str(last, "evidence"));
         json_object_set_new(g, "last_finding", json_string(text));
+    } else if (json_array_size(json_object_get(d, "fabric"))) {
+        /* No finding of its own: the switch side of its NVLink domain
+         * (nvswitch-down, docs/health.md "Rack fabric") says why its
+         * domain runs with fewer chips. */
+        json_t *x = json_array_get(json_object_get(d, "fabric"), 0);
+        char text[300];
+        snprintf(text, sizeof(text), "fabric %s %s: %s", client_str(x, "detector"),
+                 client_str(x, "entity"), client_str(x, "evidence"));
+        json_object_set_new(g, "last_finding", json_string(text));
     } else {
         json_object_set_new(g, "last_finding", json_null());
     }

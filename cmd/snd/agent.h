@@ -43,6 +43,9 @@ void snd_job_logs_free(void);
 const char *snd_agent_address(struct snd *d, uint32_t server);
 /* fabric_ids.c: a node's reported NVLink clique ("CLUSTER_UUID/CLIQUE_ID",
  * "" none), checked against its supernode's; its fields in the agent JSON. */
+/* Makes the clique table and declares the spec inventory's cliques;
+ * SN_ERR_INVALID naming file:line:col for a name not in the model. */
+enum sn_err snd_fabric_ids_init(struct snd *d, struct sn_error *err);
 void snd_fabric_clique_report(struct snd *d, uint32_t server, const char *clique);
 void snd_fabric_clique_json(const struct snd *d, uint32_t server, json_t *o);
 /* Agents up and down (never seen: neither). */

@@ -298,10 +298,12 @@ static bool batch_args(struct snd *d, struct snd_req *r, enum sn_telem_format *f
     if (!fmt || sn_telem_format_parse(fmt, f, &err) != SN_OK ||
         (*f != SN_TELEM_FMT_PROM && *f != SN_TELEM_FMT_SMI_CSV && *f != SN_TELEM_FMT_FACILITY_CSV &&
          *f != SN_TELEM_FMT_INTERRUPTS && *f != SN_TELEM_FMT_SYSFS && *f != SN_TELEM_FMT_KMSG &&
-         *f != SN_TELEM_FMT_NCCL && *f != SN_TELEM_FMT_DCGMI_DIAG)) {
+         *f != SN_TELEM_FMT_NCCL && *f != SN_TELEM_FMT_DCGMI_DIAG &&
+         *f != SN_TELEM_FMT_SMI_NVLINK)) {
         *ret = snd_error(d, r, 400, "invalid_query", "format",
                          "format '%s': expected dcgm-exporter, nvidia-smi-csv, facility-csv, "
-                         "proc-interrupts, sysfs, kernel-log, nccl-tests or dcgmi-diag",
+                         "proc-interrupts, sysfs, kernel-log, nccl-tests, dcgmi-diag or "
+                         "nvidia-smi-nvlink",
                          fmt ? fmt : "");
         return false;
     }

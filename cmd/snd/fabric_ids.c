@@ -10,7 +10,11 @@
  * clique is what most of its servers report; a node that reports another,
  * or the clique of another supernode, is a mismatch (GET /v1/agents/{node}:
  * fabric_mismatch, worked out when asked, so the order of the reports does
- * not matter), logged once when its report changes.
+ * not matter), logged once when its report changes. The spec's inventory
+ * may declare the identities (`inventory: cliques:`, per supernode or
+ * server); a declared clique is the reference instead of the majority, and
+ * GET /v1/agents/{node} shows it as fabric_clique_declared. A declaration
+ * naming no supernode or server stops snd at start (exit 2).
  *
  * The table and the rule are lib/fabric/cliques.c (sn/cliques.h); this
  * file logs a mismatch and adds the fields to the agent's JSON.
@@ -23,7 +27,21 @@
 
 #include <sn/cliques.h>
 
-static struct sn_cliques *cliques; /* made at the first report; owned by the state thread */
+static struct sn_cliques *cliques; /* made at start; owned by the state thread */
+
+enum sn_err snd_fabric_ids_init(struct snd *d, struct sn_error *err)
+{
+    if (!(cliques = sn_cliques_new(d->model)))
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory for the NVLink clique table");
+    if (!d->spec->inventory.n_cliques)
+        return SN_OK;
+    enum sn_err rc = sn_cliques_declare(cliques, &d->spec->inventory, d->spec->file, err);
+    if (rc != SN_OK) {
+        sn_cliques_free(cliques);
+        cliques = NULL;
+    }
+    return rc;
+}
 
 void snd_fabric_clique_report(struct snd *d, uint32_t s, const char *clique)
 {
@@ -44,6 +62,9 @@ void snd_fabric_clique_json(const struct snd *d, uint32_t s, json_t *o)
     char why[512] = "";
     if (known)
         sn_cliques_check(cliques, s, why, sizeof(why));
+    const char *declared = cliques ? sn_cliques_declared(cliques, s) : NULL;
     json_object_set_new(o, "fabric_clique", known ? json_string(known) : json_null());
+    json_object_set_new(o, "fabric_clique_declared",
+                        declared ? json_string(declared) : json_null());
     json_object_set_new(o, "fabric_mismatch", why[0] ? json_string(why) : json_null());
 }

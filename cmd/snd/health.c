@@ -232,8 +232,8 @@ json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)
     json_t *findings = json_array();
     const struct sn_health_report *rep = hl.report;
     if (!rep || gpu >= rep->n_gpus)
-        return json_pack("{s:n,s:n,s:b,s:o}", "score", "action", "excluded", 0, "findings",
-                         findings);
+        return json_pack("{s:n,s:n,s:b,s:o,s:o}", "score", "action", "excluded", 0, "findings",
+                         findings, "fabric", json_array());
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         if (f->gpu != gpu)
@@ -249,11 +249,29 @@ json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)
                                 isfinite(f->expected) ? json_real(f->expected) : json_null(),
                                 "evidence", f->evidence));
     }
+    /* The switch side of the GPU's NVLink domain (nvswitch-down on a chip
+     * of its supernode's trays or of its own server): no score of the
+     * GPU's, but why its domain runs with fewer chips (docs/health.md
+     * "Rack fabric"). */
+    json_t *fabric = json_array();
+    const struct sn_model *m = d->model;
+    for (uint32_t i = 0; i < rep->n_findings; i++) {
+        const struct sn_health_finding *f = &rep->findings[i];
+        if (f->detector != SN_DET_NVSWITCH_DOWN || f->entity != SN_HEALTH_ENT_SWITCH ||
+            f->id >= m->n_switches || m->switch_supernode[f->id] != m->gpu_supernode[gpu] ||
+            (m->switch_server[f->id] != SN_NONE && m->switch_server[f->id] != m->gpu_server[gpu]))
+            continue;
+        char label[160];
+        sn_health_entity_label(m, f->entity, f->id, label, sizeof(label));
+        json_array_append_new(fabric, json_pack("{s:s,s:s,s:s}", "detector",
+                                                sn_detector_info(f->detector)->name, "entity",
+                                                label, "evidence", f->evidence));
+    }
     const struct sn_health_score *s = &rep->gpus[gpu];
-    return json_pack("{s:o,s:s,s:b,s:s,s:o}", "score",
+    return json_pack("{s:o,s:s,s:b,s:s,s:o,s:o}", "score",
                      isfinite(s->score) ? json_real(s->score) : json_null(), "action",
                      sn_health_action_name(s->action), "excluded", s->excluded, "evidence",
-                     sn_health_evidence_name(s->evidence), "findings", findings);
+                     sn_health_evidence_name(s->evidence), "findings", findings, "fabric", fabric);
 }
 
 char *snd_health_metrics_text(const struct snd *d)

@@ -489,7 +489,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     uint16_t port = 0;
     rc = 0;
-    if (!d.rate || !d.refusals || snd_http_check(&d, &err) != SN_OK ||
+    if (!d.rate || !d.refusals || snd_fabric_ids_init(&d, &err) != SN_OK ||
+        snd_http_check(&d, &err) != SN_OK ||
         snd_slurm_mirror_check(&d, &err) != SN_OK ||
         open_state(&d, a.state, a.init, &err) != SN_OK ||
         snd_http_start(&d, &port, &err) != SN_OK || start_election(&d, port, &err) != SN_OK) {

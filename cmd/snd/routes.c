@@ -662,6 +662,7 @@ static enum MHD_Result get_gpu(struct snd *d, struct snd_req *r)
     json_object_set(o, "health_score", json_object_get(h, "score"));
     json_object_set(o, "health_action", json_object_get(h, "action"));
     json_object_set(o, "findings", json_object_get(h, "findings"));
+    json_object_set(o, "fabric", json_object_get(h, "fabric"));
     json_decref(h);
     return snd_reply(d, r, 200, o);
 }

@@ -270,7 +270,15 @@ const char *sn_health_action_name(enum sn_health_action a);
       "an NVSwitch SXid the driver marks Fatal (kernel log 'nvidia-nvswitchN: SXid (PCI:...): "    \
       "N, Fatal, ...'): the NVSwitches and GPUs need a reset")                                     \
     X(SXID_NONFATAL, "nvswitch-sxid", SERVER, WARN, 10, MONITOR,                                   \
-      "an NVSwitch SXid the driver marks Non-fatal")
+      "an NVSwitch SXid the driver marks Non-fatal")                                             \
+    X(NVSWITCH_DOWN, "nvswitch-down", SWITCH, CRIT, 60, SERVICE,                                   \
+      "every reported GPU link to an NVLink switch chip inactive, on two or more servers (two or " \
+      "more GPUs for an in-server chip): one finding on the chip, or on its tray when all the "    \
+      "tray's chips are, instead of one nvlink-inactive per GPU link")                             \
+    X(NVLINK_UNCONFIRMED, "nvlink-inactive-unconfirmed", LINK, WARN, 0, MONITOR,                   \
+      "an inactive link to a chip of the supernode's switch trays that no other server reports "   \
+      "on: its own link or the switch side, not yet told apart (nvlink-inactive once another "     \
+      "server shows the chip working, nvswitch-down once it shows the chip lost)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

@@ -345,6 +345,11 @@ struct sn_scaleup_spec {
     struct sn_cabling cabling;
     struct sn_domain_list power; /* for supernode-domain chips */
     struct sn_scaleup_l2_spec l2; /* domain two-level only */
+    /* Chips per NVLink switch tray (1: each chip its own tray), a divisor
+     * of chips: chips [k*n, (k+1)*n) of a supernode (or server) form tray k.
+     * The health engine names a lost tray once (docs/health.md "Rack
+     * fabric"). */
+    uint32_t chips_per_tray;
 };
 
 struct sn_leaves_spec {
@@ -506,6 +511,17 @@ struct sn_inventory_spec {
     struct sn_src_loc loc;
     const char *hosts, *ips, *file;
     struct sn_src_loc hosts_loc, ips_loc, file_loc; /* of each value */
+    /* Declared NVLink domain identities (key `cliques`, issue 26 item 1):
+     * per supernode or server name, the "CLUSTER_UUID/CLIQUE_ID" its GPUs
+     * must report (nvidia-smi -q Fabric section), normalised: the UUID in
+     * lower case, the id in decimal without leading zeros. Names are checked
+     * against the model by sn_cliques_declare() (sn/cliques.h). */
+    uint32_t n_cliques;
+    struct sn_clique_decl {
+        const char *name;                /* a supernode ("nvl00") or server ("nvl00-t03") name */
+        const char *clique;              /* "CLUSTER_UUID/CLIQUE_ID" */
+        struct sn_src_loc name_loc, loc; /* of the key and of the value */
+    } * cliques;
 };
 
 

@@ -18,6 +18,11 @@
 
 #include "fabric/verify_int.h"
 
+#include <stdio.h>
+#include <strings.h>
+
+#include <sn/cliques.h>
+
 static const char *const finding_names[] = {
 #define SN_X(id, text, summary) text,
     SN_FABRIC_FINDING_LIST(SN_X)
@@ -527,31 +532,67 @@ static void merged_domains(struct ctx *c, struct domain_clique *d, size_t n, con
                     sn_model_supernode_name(c->m, d[i - 1].supernode, a, sizeof(a)));
 }
 
+/* Host i's clique against the spec inventory's declaration for its server
+ * (sn/cliques.h), when there is one: a mismatch is a finding naming both
+ * and the declaration's place. Returns whether the host joins the
+ * majority vote: not when it mismatched or has its own server entry. */
+static bool declared_clique(struct ctx *c, const struct sn_cliques *decl,
+                            const struct sn_fabric_host_smi *h, const struct clique *q)
+{
+    bool own = false;
+    const struct sn_clique_decl *d = decl ? sn_cliques_declaration(decl, h->server, &own) : NULL;
+    if (!d)
+        return true;
+    char got[SN_FABRIC_NAME_LEN + 16], name[96];
+    snprintf(got, sizeof(got), "%s/%u", q->uuid, q->id);
+    if (strcasecmp(got, d->clique) == 0)
+        return !own;
+    finding(c, SN_FABRIC_WRONG_CLIQUE, sn_model_server_name(c->m, h->server, name, sizeof(name)),
+            h->source, 0, "clique %s, the inventory declares %s for %s (%s:%u:%u)", got,
+            d->clique, d->name, c->m->spec->file, d->loc.line, d->loc.column);
+    return false;
+}
+
 /* Per supernode that is one NVLink domain, its hosts' cliques against the
- * one most of them share. O(hosts log hosts + sum of hosts per domain^2). */
-static enum sn_err verify_cliques(struct ctx *c, const struct sn_fabric_evidence *ev)
+ * one the spec's inventory declares, else the one most of them share.
+ * O(hosts log hosts + sum of hosts per domain^2). */
+static enum sn_err verify_cliques(struct ctx *c, const struct sn_fabric_evidence *ev,
+                                  struct sn_error *err)
 {
     const struct sn_model *m = c->m;
+    struct sn_cliques *decl = NULL;
+    if (m->spec->inventory.n_cliques) {
+        if (!(decl = sn_cliques_new(m)))
+            return sn_error_set(err, SN_ERR_NOMEM, "out of memory verifying the fabric");
+        enum sn_err rc = sn_cliques_declare(decl, &m->spec->inventory, m->spec->file, err);
+        if (rc != SN_OK) {
+            sn_cliques_free(decl);
+            return rc;
+        }
+    }
     struct clique *per = calloc(ev->n_smi + 1, sizeof(*per));
     struct host_ref *refs = calloc(ev->n_smi + 1, sizeof(*refs));
     if (!per || !refs) {
         free(per);
         free(refs);
-        return SN_ERR_NOMEM;
+        sn_cliques_free(decl);
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory verifying the fabric");
     }
     size_t n = 0;
     for (size_t i = 0; i < ev->n_smi; i++) {
         per[i] = host_clique(c, &ev->smi[i]);
         uint32_t sn = m->server_supernode[ev->smi[i].server];
-        if (per[i].known && sn_model_supernode_template(m, sn)->scaleup.domain != SN_SCALEUP_SERVER)
+        if (per[i].known && sn_model_supernode_template(m, sn)->scaleup.domain != SN_SCALEUP_SERVER &&
+            declared_clique(c, decl, &ev->smi[i], &per[i]))
             refs[n++] = (struct host_ref){sn, i};
     }
+    sn_cliques_free(decl);
     qsort(refs, n, sizeof(*refs), cmp_host_ref);
     struct domain_clique *dom = calloc(n + 1, sizeof(*dom));
     if (!dom) {
         free(per);
         free(refs);
-        return SN_ERR_NOMEM;
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory verifying the fabric");
     }
     size_t n_dom = 0;
     for (size_t first = 0, end; first < n; first = end) {
@@ -637,8 +678,8 @@ enum sn_err sn_fabric_verify(const struct sn_model *m, const struct sn_fabric_ev
         gpu_count(&c, ev->smi[i].server, f->attached ? f->attached : f->n, "nvidia-smi -q",
                   ev->smi[i].source);
     }
-    if (ev->n_smi && verify_cliques(&c, ev) != SN_OK)
-        goto nomem;
+    if (ev->n_smi && (rc = verify_cliques(&c, ev, err)) != SN_OK)
+        goto fail;
     for (size_t i = 0; i < ev->n_topo; i++)
         verify_topo(&c, &ev->topo[i]);
     out->checked_servers = ev->n_smi + ev->n_topo;
@@ -653,11 +694,13 @@ enum sn_err sn_fabric_verify(const struct sn_model *m, const struct sn_fabric_ev
     sn__fabric_index_release(&c.ix);
     return SN_OK;
 nomem:
+    rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory verifying the fabric");
+fail:
     free(c.seen);
     free(c.gpu_link);
     free(c.srv_base);
     free(c.srv_links);
     sn__fabric_index_release(&c.ix);
     sn_fabric_report_release(out);
-    return sn_error_set(err, SN_ERR_NOMEM, "out of memory verifying the fabric");
+    return rc;
 }

@@ -462,7 +462,7 @@ static void phase1_health(const struct sn_health_input *in, const struct sn_heal
         uint32_t sv = f->server;
         if (sv == SN_NONE || sv >= a->n_nodes)
             continue;
-        if (f->detector == SN_DET_NVLINK_INACTIVE)
+        if (f->detector == SN_DET_NVLINK_INACTIVE || f->detector == SN_DET_NVLINK_UNCONFIRMED)
             fail(&a->nodes[sv], SN_ACCEPT_P1_NVLINK, "%s", f->evidence);
         if (f->severity == SN_HEALTH_SEV_CRIT)
             fail(&a->nodes[sv], SN_ACCEPT_P1_HEALTH, "%s: %s", sn_detector_info(f->detector)->name,

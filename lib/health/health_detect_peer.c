@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool ok(const struct sn_telem_reading *r)
@@ -172,9 +173,163 @@ static void link_finding(struct sn__health_ctx *c, enum sn_detector d, uint32_t 
         sn__health_add(c, d, SN_HEALTH_ENT_GPU, g, g, SN_NONE, value, expected, "%s", text);
 }
 
+/* ---- switch side (issue 26 item 3; docs/health.md "Rack fabric") ---------------- */
+
+/* Per scale-up chip: the GPU links reported to it and how many of them are
+ * inactive, the first server and nvlink -s line of an inactive one, and
+ * whether inactive ones come from two servers or more. */
+struct chip_tally {
+    uint32_t reported, inactive, server, line;
+    bool servers;
+    uint32_t rep_server; /* the first server reporting any link to it */
+    bool rep_servers;    /* links to it reported by two servers or more */
+};
+
+/* The scale-up chip at the b end of GPU g's port, or SN_NONE. */
+static uint32_t chip_of(const struct sn_model *m, uint32_t g, unsigned port)
+{
+    uint32_t l = nvlink_of(m, g, port);
+    if (l == SN_NONE || m->links[l].b_kind != SN_END_SWITCH)
+        return SN_NONE;
+    return m->links[l].b_id;
+}
+
+static void tally(struct sn__health_ctx *c, struct chip_tally *t)
+{
+    uint32_t ns = sn_telem_store_gpu_count(c->st);
+    for (uint32_t i = 0; i < ns; i++) {
+        uint32_t g = c->store_to_model[i];
+        const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+        if (g == SN_NONE)
+            continue;
+        unsigned design = sn_model_gpu_spec(c->m, g)->scaleup_links;
+        for (unsigned l = 0; l < sg->n_nvlinks && l < design; l++) {
+            const struct sn_telem_link_reading *k = &sg->nvlink[l];
+            uint32_t sw = chip_of(c->m, g, l);
+            if (sw == SN_NONE || (k->state != SN_LINK_ACTIVE && k->state != SN_LINK_INACTIVE))
+                continue;
+            struct chip_tally *x = &t[sw];
+            uint32_t srv = c->m->gpu_server[g];
+            if (x->reported++ == 0)
+                x->rep_server = srv;
+            else if (srv != x->rep_server)
+                x->rep_servers = true;
+            if (k->state != SN_LINK_INACTIVE)
+                continue;
+            if (x->inactive++ == 0) {
+                x->server = srv;
+                x->line = k->line;
+            } else if (srv != x->server) {
+                x->servers = true;
+            }
+        }
+    }
+}
+
+/* A chip is down when each of at least two reported links to it is
+ * inactive, from two servers or more (a chip of the supernode's trays: one
+ * server's links alone may be its own cable cartridge) or from two GPUs (an
+ * in-server chip). */
+static bool chip_down(const struct sn_model *m, const struct chip_tally *x, uint32_t sw)
+{
+    return x->reported >= 2 && x->inactive == x->reported &&
+           (x->servers || m->switch_server[sw] != SN_NONE);
+}
+
+/* One finding per lost tray (every chip of it down) or per lost chip of a
+ * tray that keeps others, for the chips [first, first + n) of one scale-up
+ * domain (a supernode's trays, or one server's chips); marks down[]. */
+static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, uint8_t *down,
+                         uint32_t first, uint32_t n, uint32_t per_tray, const char *domain)
+{
+    const struct sn_model *m = c->m;
+    uint32_t lost = 0;
+    for (uint32_t sw = first; sw < first + n; sw++)
+        if (chip_down(m, &t[sw], sw))
+            lost += down[sw] = 1;
+    if (!lost)
+        return;
+    char keep[160], a[64], b[64], at[160];
+    snprintf(keep, sizeof(keep),
+             "%s keeps %u of its %u NVLink switch chips (%.0f%% of each GPU's "
+             "links through them)",
+             domain, n - lost, n, 100.0 * (n - lost) / n);
+    for (uint32_t tray = first; tray < first + n; tray += per_tray) {
+        uint32_t k = 0, links = 0;
+        for (uint32_t sw = tray; sw < tray + per_tray; sw++) {
+            k += down[sw] == 1;
+            links += down[sw] == 1 ? t[sw].inactive : 0;
+        }
+        if (k == per_tray && per_tray > 1) {
+            const struct chip_tally *x = &t[tray];
+            sn_model_server_name(m, x->server, at, sizeof(at));
+            sn__health_add(c, SN_DET_NVSWITCH_DOWN, SN_HEALTH_ENT_SWITCH, tray, SN_NONE, SN_NONE,
+                           links, 0,
+                           "switch tray %s..%s: all %u reported GPU links to its %u chips "
+                           "inactive, none active (first: %s, nvlink -s line %u); %s",
+                           sn_model_switch_name(m, tray, a, sizeof(a)),
+                           sn_model_switch_name(m, tray + per_tray - 1, b, sizeof(b)), links,
+                           per_tray, at, x->line, keep);
+            continue;
+        }
+        for (uint32_t sw = tray; sw < tray + per_tray; sw++) {
+            if (down[sw] != 1)
+                continue;
+            sn_model_server_name(m, t[sw].server, at, sizeof(at));
+            sn__health_add(c, SN_DET_NVSWITCH_DOWN, SN_HEALTH_ENT_SWITCH, sw, SN_NONE, SN_NONE,
+                           t[sw].inactive, 0,
+                           "%s: all %u reported GPU links to it inactive, none active (first: "
+                           "%s, nvlink -s line %u); %s",
+                           sn_model_switch_name(m, sw, a, sizeof(a)), t[sw].inactive, at,
+                           t[sw].line, keep);
+        }
+    }
+}
+
+/* Localises whole-chip losses to the switch side: fills down[] (per
+ * switch: 1 down, 2 a chip of the supernode's trays that only one server
+ * reports on, so that its inactive links are not yet told apart) and adds
+ * the findings of the lost ones; false when out of memory (no
+ * localisation then: every inactive link is judged on its own). */
+static bool scaleup_down(struct sn__health_ctx *c, uint8_t *down)
+{
+    const struct sn_model *m = c->m;
+    struct chip_tally *t = calloc(m->n_switches ? m->n_switches : 1, sizeof(*t));
+    if (!t)
+        return false;
+    tally(c, t);
+    for (uint32_t sw = 0; sw < m->n_switches; sw++)
+        if (m->switch_role[sw] == SN_ROLE_SCALEUP && m->switch_server[sw] == SN_NONE &&
+            t[sw].inactive && !t[sw].rep_servers)
+            down[sw] = 2;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        const struct sn_supernode *x = &m->supernodes[sn];
+        const struct sn_scaleup_spec *su = &sn_model_supernode_template(m, sn)->scaleup;
+        uint32_t per_tray = su->chips_per_tray ? su->chips_per_tray : 1;
+        if (!x->n_scaleup || !su->chips || su->chips % per_tray)
+            per_tray = 1;
+        char name[64];
+        if (su->domain == SN_SCALEUP_SUPERNODE) {
+            domain_chips(c, t, down, x->first_scaleup, x->n_scaleup, per_tray,
+                         sn_model_supernode_name(m, sn, name, sizeof(name)));
+            continue;
+        }
+        for (uint32_t i = 0; su->chips && i < x->n_servers; i++)
+            domain_chips(c, t, down, x->first_scaleup + i * su->chips, su->chips, per_tray,
+                         sn_model_server_name(m, x->first_server + i, name, sizeof(name)));
+    }
+    free(t);
+    return true;
+}
+
 static void nvlinks(struct sn__health_ctx *c, double median_speed)
 {
     uint32_t ns = sn_telem_store_gpu_count(c->st);
+    uint8_t *down = calloc(c->m->n_switches ? c->m->n_switches : 1, 1);
+    if (down && !scaleup_down(c, down)) {
+        free(down);
+        down = NULL;
+    }
     for (uint32_t i = 0; i < ns; i++) {
         uint32_t g = c->store_to_model[i];
         const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
@@ -198,8 +353,17 @@ static void nvlinks(struct sn__health_ctx *c, double median_speed)
         for (unsigned l = 0; l < sg->n_nvlinks; l++) {
             const struct sn_telem_link_reading *k = &sg->nvlink[l];
             if (k->state == SN_LINK_INACTIVE && l < design) {
-                snprintf(w, sizeof(w), "nvlink -s line %u: link %u inactive", k->line, l);
-                link_finding(c, SN_DET_NVLINK_INACTIVE, g, l, 0, median_speed, w);
+                uint32_t sw = down ? chip_of(c->m, g, l) : SN_NONE;
+                if (sw != SN_NONE && down[sw] == 1)
+                    continue; /* judged on the switch side */
+                char chip[64] = "";
+                if (sw != SN_NONE && down[sw] == 2)
+                    sn_model_switch_name(c->m, sw, chip, sizeof(chip));
+                snprintf(w, sizeof(w), "nvlink -s line %u: link %u inactive%s%s%s", k->line, l,
+                         chip[0] ? " (no other server reports on " : "", chip,
+                         chip[0] ? ": its own link or the switch, not yet told apart)" : "");
+                link_finding(c, chip[0] ? SN_DET_NVLINK_UNCONFIRMED : SN_DET_NVLINK_INACTIVE, g, l,
+                             0, median_speed, w);
             } else if (k->state == SN_LINK_ACTIVE && !isnan(median_speed) &&
                        k->speed_bytes_per_s < c->cfg->link_speed_frac * median_speed) {
                 snprintf(w, sizeof(w),
@@ -210,6 +374,7 @@ static void nvlinks(struct sn__health_ctx *c, double median_speed)
             }
         }
     }
+    free(down);
 }
 
 static double nvlink_median(struct sn__health_ctx *c)

@@ -526,8 +526,73 @@ static enum sn_err parse_su(struct sn__spec_ctx *c, struct fy_node *node, struct
     return rc;
 }
 
-enum { INV_HOSTS, INV_IPS, INV_FILE, INV_KEYS };
-static const char *const inventory_keys[INV_KEYS] = {"hosts", "ips", "file"};
+enum { INV_HOSTS, INV_IPS, INV_FILE, INV_CLIQUES, INV_KEYS };
+static const char *const inventory_keys[INV_KEYS] = {"hosts", "ips", "file", "cliques"};
+
+/* "CLUSTER_UUID/CLIQUE_ID" (nvidia-smi -q: ClusterUUID 8-4-4-4-12 hex
+ * digits, CliqueId a decimal 32-bit number) into out, normalised (UUID in
+ * lower case, the id without leading zeros); false when text is not one. */
+static bool clique_text(const char *text, char *out, size_t cap)
+{
+    static const unsigned group[5] = {8, 4, 4, 4, 12};
+    const char *p = text;
+    char uuid[37];
+    size_t at = 0;
+    for (unsigned g = 0; g < 5; g++) {
+        for (unsigned k = 0; k < group[g]; k++, p++) {
+            char ch = *p;
+            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F')))
+                return false;
+            uuid[at++] = (char)(ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch);
+        }
+        if (*p != (g < 4 ? '-' : '/'))
+            return false;
+        if (g < 4)
+            uuid[at++] = '-';
+        p++;
+    }
+    uuid[at] = '\0';
+    unsigned long long id = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((id = id * 10 + (unsigned)(*p - '0')) > UINT32_MAX)
+            return false;
+    if (*p)
+        return false;
+    return (size_t)snprintf(out, cap, "%s/%llu", uuid, id) < cap;
+}
+
+/* inventory.cliques: NAME: "CLUSTER_UUID/CLIQUE_ID" entries. */
+static enum sn_err parse_cliques(struct sn__spec_ctx *c, struct fy_node *node,
+                                 struct sn_src_loc loc)
+{
+    struct sn_inventory_spec *x = &c->spec->inventory;
+    struct sn__spec_entry *e;
+    uint32_t n;
+    enum sn_err rc = sn__spec_entries(c, node, loc, "inventory clique", SN__SPEC_MAX_LIST, &e, &n);
+    if (rc == SN_OK && n && !(x->cliques = sn__arena_array(c->arena, n, sizeof(*x->cliques))))
+        rc = oom(c);
+    for (uint32_t i = 0; rc == SN_OK && i < n; i++) {
+        struct sn_clique_decl *d = &x->cliques[i];
+        char text[SN__SPEC_VALUE_MAX + 1], norm[64];
+        d->name = e[i].name;
+        d->name_loc = e[i].loc;
+        d->loc = sn__spec_loc(e[i].value, e[i].loc);
+        rc = sn__spec_scalar_text(c, e[i].value, d->loc, "an inventory clique", text, sizeof(text));
+        if (rc == SN_OK && !clique_text(text, norm, sizeof(norm)))
+            rc = sn__spec_fail(c, d->loc,
+                               "inventory clique of '%s' is '%s' (expected CLUSTER_UUID/CLIQUE_ID "
+                               "as nvidia-smi -q's Fabric section prints them, e.g. "
+                               "'a1b2c3d4-0000-4000-8000-000000000001/1')",
+                               d->name, text);
+        if (rc == SN_OK && !(d->clique = sn__arena_strndup(c->arena, norm, strlen(norm))))
+            rc = oom(c);
+        if (rc == SN_OK)
+            x->n_cliques = i + 1;
+    }
+    return rc;
+}
 
 /* The inventory section: strings only here; the patterns are expanded
  * against the model and the file is read by the program (sn/inventory.h). */
@@ -535,16 +600,18 @@ static enum sn_err parse_inventory(struct sn__spec_ctx *c, struct fy_node *node,
                                    struct sn_src_loc loc)
 {
     struct sn_inventory_spec *x = &c->spec->inventory;
-    const char **field[INV_KEYS] = {&x->hosts, &x->ips, &x->file};
-    struct sn_src_loc *at[INV_KEYS] = {&x->hosts_loc, &x->ips_loc, &x->file_loc};
+    const char **field[INV_CLIQUES] = {&x->hosts, &x->ips, &x->file};
+    struct sn_src_loc *at[INV_CLIQUES] = {&x->hosts_loc, &x->ips_loc, &x->file_loc};
     struct sn__spec_map m;
     x->loc = loc;
     enum sn_err rc = sn__spec_bind(c, node, loc, "inventory", inventory_keys, INV_KEYS, &m);
-    for (unsigned k = 0; rc == SN_OK && k < INV_KEYS; k++) {
+    for (unsigned k = 0; rc == SN_OK && k < INV_CLIQUES; k++) {
         *at[k] = sn__spec_value_loc(&m, k);
         if (m.present[k])
             rc = sn__spec_get_string(c, &m, k, NULL, field[k]);
     }
+    if (rc == SN_OK && m.present[INV_CLIQUES])
+        rc = parse_cliques(c, m.value[INV_CLIQUES], m.key_loc[INV_CLIQUES]);
     return rc;
 }
 

@@ -236,9 +236,20 @@ static enum sn_err parse_l2(struct sn__spec_ctx *c, const struct sn__spec_map *s
     return rc;
 }
 
-enum { SU_DOMAIN, SU_SWITCH, SU_CHIPS, SU_HOPS, SU_CABLE, SU_LENGTH, SU_POWER, SU_L2, SU_KEYS };
-static const char *const scaleup_keys[SU_KEYS] = {"domain", "switch", "chips", "hop_limit",
-                                                  "cable",  "length", "power", "l2"};
+enum {
+    SU_DOMAIN,
+    SU_SWITCH,
+    SU_CHIPS,
+    SU_HOPS,
+    SU_CABLE,
+    SU_LENGTH,
+    SU_POWER,
+    SU_L2,
+    SU_TRAY,
+    SU_KEYS
+};
+static const char *const scaleup_keys[SU_KEYS] = {
+    "domain", "switch", "chips", "hop_limit", "cable", "length", "power", "l2", "chips_per_tray"};
 
 static enum sn_err parse_scaleup(struct sn__spec_ctx *c, const struct sn__spec_map *tm, unsigned k,
                                  struct sn_template *t)
@@ -250,6 +261,7 @@ static enum sn_err parse_scaleup(struct sn__spec_ctx *c, const struct sn__spec_m
     s->cabling.cable = SN_NONE;
     s->cabling.length_class = sn__spec_lookup(c->spec, SN__REF_LENGTH, NULL, "in-server");
     s->l2.switch_model = SN_NONE;
+    s->chips_per_tray = 1;
     if (!tm->present[k])
         return SN_OK;
     struct sn__spec_map m;
@@ -268,6 +280,14 @@ static enum sn_err parse_scaleup(struct sn__spec_ctx *c, const struct sn__spec_m
     if (rc == SN_OK)
         rc = sn__spec_get_count(c, &m, SU_CHIPS, s->switch_model != SN_NONE, 0,
                                 s->switch_model != SN_NONE ? 1 : 0, SN__SPEC_MAX_CHIPS, &s->chips);
+    if (rc == SN_OK)
+        rc =
+            sn__spec_get_count(c, &m, SU_TRAY, false, 1, 1, SN__SPEC_MAX_CHIPS, &s->chips_per_tray);
+    if (rc == SN_OK && s->chips && s->chips % s->chips_per_tray)
+        return sn__spec_fail(c, sn__spec_value_loc(&m, SU_TRAY),
+                             "chips_per_tray %u does not divide chips %u: expected the chips "
+                             "of whole switch trays (GB200 NVL72: 18 chips, 2 per tray)",
+                             s->chips_per_tray, s->chips);
     /* GPU, L1, L2, L1, GPU: three switch hops between servers. */
     if (rc == SN_OK)
         rc = sn__spec_get_count(c, &m, SU_HOPS, false, two_level ? 3 : 1, 1, UINT32_MAX,

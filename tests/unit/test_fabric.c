@@ -660,6 +660,52 @@ static void test_verify_cliques_and_gpus(void **state)
     release(&b);
 }
 
+/* The spec's inventory declares the cliques (tests/specs/fabric/
+ * nvl72-x4-cliques.yaml: nvl00 ...0009/1, nvl01 ...0002/1): nvl00's servers
+ * all report ...0001/1, consistent but wrong, so each is a wrong-clique
+ * naming both values and the declaration's place, though the majority
+ * agrees with them; nvl01's server reports its declared clique and is
+ * none. */
+static void test_verify_declared_cliques(void **state)
+{
+    (void)state;
+    struct built b;
+    build(&b, "tests/specs/fabric/nvl72-x4-cliques.yaml");
+    enum { HOSTS = 4 };
+    static struct sn_smi_fabric smi[HOSTS];
+    static struct sn_smi_fabric_gpu gpus[HOSTS][4];
+    struct sn_fabric_host_smi hosts[HOSTS];
+    const char *names[HOSTS] = {"nvl00-t00", "nvl00-t01", "nvl00-t02", "nvl01-t00"};
+    for (unsigned i = 0; i < HOSTS; i++) {
+        fill_smi(&smi[i], gpus[i], 4,
+                 i < 3 ? "00000000-0000-4000-8000-000000000001"
+                       : "00000000-0000-4000-8000-000000000002",
+                 1);
+        hosts[i] =
+            (struct sn_fabric_host_smi){sn_model_find_server(b.model, names[i]), "smi", &smi[i]};
+    }
+    struct sn_fabric_evidence ev = {.smi = hosts, .n_smi = HOSTS};
+    struct sn_fabric_report r;
+    struct sn_error err = {0};
+    if (sn_fabric_verify(b.model, &ev, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    expect_findings(&r, 3, SN_FABRIC_WRONG_CLIQUE, "nvl00-t00", SN_FABRIC_WRONG_CLIQUE,
+                    "nvl00-t01", SN_FABRIC_WRONG_CLIQUE, "nvl00-t02");
+    assert_non_null(strstr(r.v[0].detail, "clique 00000000-0000-4000-8000-000000000001/1, the "
+                                          "inventory declares "
+                                          "00000000-0000-4000-8000-000000000009/1 for nvl00 ("));
+    assert_non_null(strstr(r.v[0].detail, "nvl72-x4-cliques.yaml:131:12)"));
+    sn_fabric_report_release(&r);
+    /* Reporting the declared clique, nvl00 is clean. */
+    for (unsigned i = 0; i < 3; i++)
+        fill_smi(&smi[i], gpus[i], 4, "00000000-0000-4000-8000-000000000009", 1);
+    if (sn_fabric_verify(b.model, &ev, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    expect_findings(&r, 0);
+    sn_fabric_report_release(&r);
+    release(&b);
+}
+
 /* The GPU count of -q is its "Attached GPUs" when it has one: the real
  * excerpt cut after its first GPU still says 8 are attached. */
 static void test_verify_smi_attached(void **state)
@@ -750,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_verify_real_against_other_design),
         cmocka_unit_test(test_verify_lldp),
         cmocka_unit_test(test_verify_cliques_and_gpus),
+        cmocka_unit_test(test_verify_declared_cliques),
         cmocka_unit_test(test_verify_smi_attached),
         cmocka_unit_test(test_verify_topo),
     };
