@@ -179,8 +179,8 @@ static void link_finding(struct sn__health_ctx *c, enum sn_detector d, uint32_t 
  * inactive, the first server and nvlink -s line of an inactive one, and
  * whether inactive ones come from two servers or more. */
 struct chip_tally {
-    uint32_t reported, inactive, server, line;
-    bool servers;
+    uint32_t reported, inactive, server, line, gpu;
+    bool servers, gpus; /* inactive links from two servers or more, two GPUs or more */
     uint32_t rep_server; /* the first server reporting any link to it */
     bool rep_servers;    /* links to it reported by two servers or more */
 };
@@ -219,8 +219,10 @@ static void tally(struct sn__health_ctx *c, struct chip_tally *t)
             if (x->inactive++ == 0) {
                 x->server = srv;
                 x->line = k->line;
-            } else if (srv != x->server) {
-                x->servers = true;
+                x->gpu = g;
+            } else {
+                x->servers |= srv != x->server;
+                x->gpus |= g != x->gpu;
             }
         }
     }
@@ -233,7 +235,7 @@ static void tally(struct sn__health_ctx *c, struct chip_tally *t)
 static bool chip_down(const struct sn_model *m, const struct chip_tally *x, uint32_t sw)
 {
     return x->reported >= 2 && x->inactive == x->reported &&
-           (x->servers || m->switch_server[sw] != SN_NONE);
+           (x->servers || (m->switch_server[sw] != SN_NONE && x->gpus));
 }
 
 /* One finding per lost tray (every chip of it down) or per lost chip of a
@@ -337,13 +339,18 @@ static void nvlinks(struct sn__health_ctx *c, double median_speed)
             continue;
         unsigned design = sn_model_gpu_spec(c->m, g)->scaleup_links;
         char w[SN_HEALTH_EVIDENCE_MAX];
-        unsigned down = 0;
-        for (unsigned l = 0; l < sg->n_nvlinks && l < design; l++)
-            down += sg->nvlink[l].state == SN_LINK_INACTIVE;
-        if (design && down == design) {
+        unsigned n_down = 0, on_switch = 0;
+        for (unsigned l = 0; l < sg->n_nvlinks && l < design; l++) {
+            if (sg->nvlink[l].state != SN_LINK_INACTIVE)
+                continue;
+            n_down++;
+            uint32_t sw = down ? chip_of(c->m, g, l) : SN_NONE;
+            on_switch += sw != SN_NONE && down[sw] == 1;
+        }
+        if (design && n_down == design && on_switch == 0) {
             /* Every link of the design down (NVML's "all links are
-             * inActive", leptonai/gpud#1085): one fault of the GPU, not one
-             * per link. */
+             * inActive", leptonai/gpud#1085) and none to a switch chip
+             * judged lost: one fault of the GPU, not one per link. */
             snprintf(w, sizeof(w), "nvlink -s line %u: all %u links inactive", sg->nvlink[0].line,
                      design);
             sn__health_add(c, SN_DET_NVLINK_INACTIVE, SN_HEALTH_ENT_GPU, g, g, SN_NONE, 0,
