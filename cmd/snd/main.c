@@ -189,6 +189,16 @@ static const struct sn_conf_key config_keys[] = {
      "power budgets at placement: a job's expected draw is its GPUs x TDP x this percent; a "
      "placement that would take a rack past its feeds' continuous limit waits with pending "
      "reason power-budget (0: no budgets)"},
+    {"preempt_grace_s", SN_CONF_INT, "0", 0, 86400, C(preempt_grace_s),
+     "cooperative preemption: a running job that must leave (preempted, requeued) is signalled "
+     "and evicted at its next checkpoint report or this many seconds later, whichever comes "
+     "first (0: evicted at once)"},
+    {"preempt_signal", SN_CONF_STRING, "TERM", 1, 15, C(preempt_signal),
+     "the signal the agents send every rank of a preempting job (a name without SIG: TERM, INT, "
+     "HUP, USR1, USR2; any other is sent as TERM)"},
+    {"expedite_hold_s", SN_CONF_INT, "0", 0, 86400, C(expedite_hold_s),
+     "expedited requeue: a job requeued by a GPU or server failure has its GPUs on servers still "
+     "up held for it this long and is tried first at each pass (0: off)"},
 };
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -98,6 +98,10 @@ struct snd_config {
     int64_t health_breaker_window_s;
     int64_t health_escalate_rack_pct;
     int64_t power_util_pct; /* power budgets at placement (lib/sched/sched_power.c) */
+    /* Cooperative preemption and expedited requeue (lib/control/preempt.c). */
+    int64_t preempt_grace_s;
+    char preempt_signal[16];
+    int64_t expedite_hold_s;
 };
 
 struct snd_rate;     /* token buckets */

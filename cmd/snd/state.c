@@ -82,7 +82,10 @@ int snd_state_load(struct snd *d, struct sn_error *err)
         .power_util_pct = f->power_util_pct,
         .imex_channel_count = f->imex_channel_count,
         .imex_setup_timeout_s = f->imex_setup_timeout_s,
+        .preempt_grace_s = f->preempt_grace_s,
+        .expedite_hold_s = f->expedite_hold_s,
     };
+    snprintf(c2->preempt_signal, sizeof(c2->preempt_signal), "%s", f->preempt_signal);
     snprintf(c2->sched_policy, sizeof(c2->sched_policy), "%s", f->sched_policy);
     snprintf(c2->pool_borrow, sizeof(c2->pool_borrow), "%s", f->pool_borrow);
     sn_control_free(d->ctl);

@@ -16,6 +16,7 @@ struct out {
 };
 
 static void put(struct out *o, const char *fmt, ...) SN_PRINTF(2, 3);
+static void put_line(void *ctx, const char *line);
 static void put(struct out *o, const char *fmt, ...)
 {
     for (int tries = 0; !o->failed && tries < 2; tries++) {
@@ -168,9 +169,15 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
         (unsigned long long)bs.escalations);
     put(o, "sn_health_rack_escalations_total{kind=\"undrain\"} %llu\n",
         (unsigned long long)bs.undrains);
+    sn__control_preempt_metrics(c, put_line, o);
     if (o->failed) {
         free(o->buf);
         return NULL;
     }
     return o->buf;
+}
+
+static void put_line(void *ctx, const char *line)
+{
+    put(ctx, "%s", line);
 }
