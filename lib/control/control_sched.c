@@ -510,7 +510,8 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     j->requeues++;
     j->updated_s = (int64_t)now;
     sn_control_job_set_detail(j, msg);
-    sn__control_evict_record(d, j, dec->kind == SN_DECISION_PREEMPT, d->interrupt_event != NULL);
+    sn__control_evict_record(d, j, dec->kind == SN_DECISION_PREEMPT,
+                             d->interrupt_event && strcmp(d->interrupt_event, "requeued") == 0);
     if (dec->kind == SN_DECISION_INTERRUPT && !d->interrupt_event)
         sn__control_expedite(d, j); /* an infrastructure failure: its healthy GPUs held */
     release_alloc(d, j, true); /* work since the run's last checkpoint is lost */
