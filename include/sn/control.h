@@ -209,6 +209,10 @@ struct sn_control_job {
      * one) and how it came ("checkpoint", "deadline", "exit", "immediate",
      * "interrupted", "requeued"). */
     int64_t preempt_since_s, preempt_deadline_s, preempt_by;
+    /* A preemption cancelled (its preemptor started elsewhere first): the
+     * old deadline, until which a non-zero rank exit (on the signal it
+     * had) still requeues the job instead of failing it; 0: none. */
+    int64_t preempt_signalled_until_s;
     int64_t evict_time_s;
     double evict_lost_gpu_s;
     char evict_how[16];
@@ -335,7 +339,7 @@ struct sn_control {
      * requeue: by GPU, the job it is held for (0: none; NULL until the
      * first); jobs holding GPUs. */
     uint32_t n_preempting;
-    uint64_t preempt_signals;
+    uint64_t preempt_signals, preempt_cancels;
     uint64_t evictions[6];
     double evictions_lost_gpu_s[6];
     int64_t *expedite_hold;

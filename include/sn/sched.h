@@ -110,7 +110,9 @@ enum sn_job_state {
     X(REPLACE, "replace")     /* job hit a failure; its failed GPUs were swapped for spares in     \
                                  the same supernode and it restarts in place */                    \
     X(SIGNAL, "signal")       /* cooperative preemption: job chosen as a victim keeps its GPUs     \
-                                 until sn_sched_evict() (cause: the preemptor) */
+                                 until sn_sched_evict() (cause: the preemptor) */                  \
+    X(UNSIGNAL, "unsignal")   /* its preemptor started elsewhere first: the signalled job is no    \
+                                 longer leaving (cause: the preemptor) */
 enum sn_decision_kind {
 #define SN_X(name, text) SN_DECISION_##name,
     SN_DECISION_KIND_LIST(SN_X)

@@ -113,6 +113,7 @@ void sn__control_evict_record(struct sn_control *c, struct sn_control_job *j, bo
 void sn__control_preempt_end(struct sn_control *c, struct sn_control_job *j);
 void sn__control_preempt_signal(struct sn_control *c, struct sn_control_job *j, int64_t by,
                                 const char *why);
+void sn__control_preempt_cancel(struct sn_control *c, struct sn_control_job *j, int64_t by);
 void sn__control_preempt_checkpoint(struct sn_control *c, struct sn_control_job *j);
 bool sn__control_preempt_exit(struct sn_control *c, struct sn_control_job *j);
 void sn__control_preempt_timer(struct sn_control *c);

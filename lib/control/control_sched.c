@@ -573,6 +573,10 @@ static void apply_decisions(struct sn_control *d, double now)
                                        dec[i].cause < d->sched_jobs_cap ? d->sched_jobs[dec[i].cause]
                                                                         : 0,
                                        NULL);
+        else if (dec[i].kind == SN_DECISION_UNSIGNAL && sched_job(d, dec[i].job))
+            sn__control_preempt_cancel(d, sched_job(d, dec[i].job),
+                                       dec[i].cause < d->sched_jobs_cap ? d->sched_jobs[dec[i].cause]
+                                                                        : 0);
         else
             on_requeue(d, &dec[i], now);
     }

@@ -16,6 +16,12 @@
  *    non-zero (RANK_EXIT; "exit"), or TIMER past the deadline
  *    ("deadline"). A rank that exits 0 is recorded as ever, so a job that
  *    finishes within the grace completes.
+ * A preemptor that starts elsewhere before its victims left (other GPUs
+ * freed first) no longer needs them: the core's UNSIGNAL decision cancels
+ * their preemption (event "preempt-cancelled"; they keep running). Their
+ * ranks had the signal, so until the old deadline a non-zero rank exit
+ * still requeues the job (how "exit") instead of failing it.
+ *
  * Every eviction and requeue records the work it lost: the GPUs x the run's
  * time since its last checkpoint (since its start without one), in the job
  * (last_eviction), and in the counters by how (sn_preempt_evictions_total,
@@ -92,6 +98,26 @@ void sn__control_preempt_end(struct sn_control *c, struct sn_control_job *j)
     if (j->preempt_deadline_s > 0 && c->n_preempting > 0)
         c->n_preempting--;
     j->preempt_since_s = j->preempt_deadline_s = j->preempt_by = 0;
+    j->preempt_signalled_until_s = 0;
+}
+
+void sn__control_preempt_cancel(struct sn_control *c, struct sn_control_job *j, int64_t by)
+{
+    if (j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s <= 0)
+        return;
+    j->preempt_signalled_until_s = j->preempt_deadline_s;
+    j->preempt_deadline_s = 0; /* preempt_since_s and preempt_by kept for an exit's message */
+    if (c->n_preempting > 0)
+        c->n_preempting--;
+    c->preempt_cancels++;
+    j->updated_s = sn_control_now_s(c);
+    char msg[300];
+    snprintf(msg, sizeof(msg),
+             "preemption cancelled: job %lld started elsewhere first; it keeps its GPUs (a "
+             "non-zero rank exit on the signal still requeues it until %lld)",
+             (long long)by, (long long)j->preempt_signalled_until_s);
+    sn_control_job_rows(c, j, "preempt-cancelled", msg);
+    sn_control_log(c, "job %lld: %s", (long long)j->id, msg);
 }
 
 /* Marks running j preempting (the core already marked it leaving) and
@@ -162,6 +188,12 @@ void sn__control_preempt_checkpoint(struct sn_control *c, struct sn_control_job 
 
 bool sn__control_preempt_exit(struct sn_control *c, struct sn_control_job *j)
 {
+    if (j->state == SN_CONTROL_JOB_RUNNING && j->preempt_deadline_s <= 0 &&
+        j->preempt_signalled_until_s >= sn_control_now_s(c)) {
+        /* Its preemption was cancelled, but the rank exited on the signal. */
+        j->preempt_deadline_s = j->preempt_signalled_until_s;
+        c->n_preempting++;
+    }
     if (j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s <= 0)
         return false;
     evict(c, j, HOW_EXIT);
@@ -364,6 +396,11 @@ void sn__control_preempt_metrics(const struct sn_control *c,
              "preemption or requeue).\n# TYPE sn_preempt_signals_total counter\n");
     snprintf(line, sizeof(line), "sn_preempt_signals_total %llu\n",
              (unsigned long long)c->preempt_signals);
+    put(ctx, line);
+    put(ctx, "# HELP sn_preempt_cancelled_total Preemptions cancelled because the preemptor "
+             "started elsewhere first.\n# TYPE sn_preempt_cancelled_total counter\n");
+    snprintf(line, sizeof(line), "sn_preempt_cancelled_total %llu\n",
+             (unsigned long long)c->preempt_cancels);
     put(ctx, line);
     put(ctx, "# HELP sn_preempt_preempting_jobs Running jobs signalled and not yet evicted.\n"
              "# TYPE sn_preempt_preempting_jobs gauge\n");

@@ -274,6 +274,17 @@ void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double n
     s->job_gpu_bytes += (size_t)j->spec.gpus * sizeof(uint32_t);
     s->n_placements++;
     sn__sched_decide(s, SN_DECISION_START, job, SN_NONE);
+    /* A preemptor that started elsewhere before its signalled victims
+     * left no longer needs them: they stay (an UNSIGNAL decision each). */
+    for (uint32_t i = 0; j->awaiting > 0 && i < s->n_running; i++) {
+        struct sched_job *v = &s->jobs[s->running[i]];
+        if (v->leaving && v->leaving_for == job) {
+            v->leaving = false;
+            v->leaving_for = SN_NONE;
+            j->awaiting--;
+            sn__sched_decide(s, SN_DECISION_UNSIGNAL, s->running[i], job);
+        }
+    }
 }
 
 void sn__sched_release(struct sn_sched *s, uint32_t job)

@@ -377,6 +377,56 @@ static void expedite_off(void **state)
     fx_close(&f);
 }
 
+/* The preemptor starts elsewhere first: A (scav, 16) and F (low, 16) fill
+ * the supernode, B (high, 16) signals A; F ends, B starts on F's GPUs at
+ * the next pass and A's preemption is cancelled (it keeps running, no
+ * deadline, event "preempt-cancelled"); a rank of A exiting 143 before the
+ * old deadline (on the signal it had) requeues it, it does not fail. */
+static void preemptor_elsewhere_cancels(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 60, 0);
+    int64_t a = submit(&f, "{\"gpus\":16,\"priority_class\":\"scav\"}");
+    int64_t fl = submit(&f, "{\"gpus\":16,\"priority_class\":\"low\"}");
+    pass(&f);
+    at(&f, 300);
+    int64_t b = submit(&f, "{\"gpus\":16,\"priority_class\":\"high\"}");
+    pass(&f);
+    assert_int_equal(job(&f, a)->preempt_by, b);
+    assert_int_equal(job(&f, a)->preempt_deadline_s, T0 + 360);
+    at(&f, 310);
+    for (uint32_t r = 0; r < 16; r++)
+        assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                                             .job = fl,
+                                                             .id = r}),
+                         SN_OK);
+    pass(&f);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, a)->preempt_deadline_s, 0);
+    assert_int_equal(job(&f, a)->preempt_signalled_until_s, T0 + 360);
+    assert_int_equal(f.c->n_preempting, 0);
+    assert_int_equal(f.c->preempt_cancels, 1);
+    uint32_t pre = SN_NONE;
+    assert_false(sn_sched_leaving(f.c->sched, job(&f, a)->sched_id, &pre));
+    json_t *o = sn_control_job_json(f.c, job(&f, a));
+    assert_true(json_is_null(json_object_get(o, "preempting")));
+    json_decref(o);
+    at(&f, 320);
+    timer(&f); /* nothing to evict any more */
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
+                                                         .job = a,
+                                                         .id = 0,
+                                                         .status = 143}),
+                     SN_OK);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, a), "exit");
+    verify(&f);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +435,7 @@ int main(void)
         cmocka_unit_test(requeue_cooperative),   cmocka_unit_test(victim_least_work),
         cmocka_unit_test(victim_tie_by_id),      cmocka_unit_test(expedite_holds_servers),
         cmocka_unit_test(expedite_window_ends),  cmocka_unit_test(expedite_off),
+        cmocka_unit_test(preemptor_elsewhere_cancels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
