@@ -15,7 +15,10 @@
  *    (CHECKPOINT; how "checkpoint", nothing lost since), a rank exiting
  *    non-zero (RANK_EXIT; "exit"), or TIMER past the deadline
  *    ("deadline"). A rank that exits 0 is recorded as ever, so a job that
- *    finishes within the grace completes.
+ *    finishes within the grace completes. On an eviction the preemptor is
+ *    placed at once (sn_sched_try_place), as it would have been in the pass
+ *    that preempted, so a job earlier in the next pass's order cannot take
+ *    the freed GPUs and make it preempt again.
  * A preemptor that starts elsewhere before its victims left (other GPUs
  * freed first) no longer needs them: the core's UNSIGNAL decision cancels
  * their preemption (event "preempt-cancelled"; they keep running). Their
@@ -165,6 +168,7 @@ static void evict(struct sn_control *c, struct sn_control_job *j, enum evict_how
         snprintf(why, sizeof(why), "requeued %s, %lld s after the signal (%.0f GPU-s lost)", what,
                  (long long)(now - j->preempt_since_s), lost);
     c->evict_pending = (int)how + 1;
+    int64_t by = j->preempt_by; /* the eviction clears it */
     bool ok;
     if (j->preempt_by > 0) {
         ok = sn__control_evict(c, j, why);
@@ -174,10 +178,18 @@ static void evict(struct sn_control *c, struct sn_control_job *j, enum evict_how
         c->interrupt_event = NULL;
     }
     c->evict_pending = 0;
-    if (!ok)
+    if (!ok) {
         sn_control_log(c, "job %lld: eviction refused by the core", (long long)j->id);
-    else
-        sn_control_log(c, "job %lld: %s", (long long)j->id, why);
+        return;
+    }
+    sn_control_log(c, "job %lld: %s", (long long)j->id, why);
+    /* The preemptor takes the freed GPUs now, as it would have in the pass
+     * that preempted (else a job earlier in the next pass's order could). */
+    struct sn_control_job *p = by > 0 ? sn_control_job_get(c, by) : NULL;
+    if (p && (p->state == SN_CONTROL_JOB_PENDING || p->state == SN_CONTROL_JOB_REQUEUED) &&
+        !p->held && p->sched_id != SN_NONE &&
+        sn_sched_try_place(c->sched, p->sched_id, (double)c->clock.wall_ms / 1000.0))
+        sn__control_apply_decisions(c, (double)c->clock.wall_ms / 1000.0);
 }
 
 void sn__control_preempt_checkpoint(struct sn_control *c, struct sn_control_job *j)
