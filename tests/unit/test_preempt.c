@@ -426,6 +426,99 @@ static void preemptor_elsewhere_cancels(void **state)
     fx_close(&f);
 }
 
+/* A restart of snd while a job is preempting: its rows (the effects, in
+ * order) restore a control in which the job is still preempting with the
+ * same deadline and preemptor, marked leaving in the new core for that
+ * preemptor; the deadline then evicts it there and the preemptor starts. */
+static void restore_keeps_preempting(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 60, 0);
+    int64_t a = submit(&f, "{\"gpus\":32,\"priority_class\":\"scav\"}");
+    pass(&f);
+    at(&f, 100);
+    ckpt(&f, a, 10);
+    at(&f, 300);
+    int64_t b = submit(&f, "{\"gpus\":32,\"priority_class\":\"high\"}");
+    pass(&f);
+    assert_int_equal(job(&f, a)->preempt_deadline_s, T0 + 360);
+    struct sn_error err = {0};
+    struct sn_control *c2 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);
+    assert_non_null(c2);
+    for (uint32_t i = 0; i < f.c->n_tenants; i++) {
+        char *doc = json_dumps(f.c->tenants[i].doc, JSON_COMPACT);
+        put_named(&c2->tenants, &c2->n_tenants, f.c->tenants[i].name, doc);
+        free(doc);
+    }
+    for (uint32_t i = 0; i < f.c->n_classes; i++) {
+        char *doc = json_dumps(f.c->classes[i].doc, JSON_COMPACT);
+        put_named(&c2->classes, &c2->n_classes, f.c->classes[i].name, doc);
+        free(doc);
+    }
+    /* What the store holds: each job's last row, then its last allocation
+     * row (the effects are upserts, in order). */
+    for (int pass_kind = 0; pass_kind < 2; pass_kind++)
+        for (int64_t id = 1; id <= b; id++) {
+            const struct sn_store_write *last = NULL;
+            for (size_t k = 0; k < f.out.n_batches; k++)
+                for (size_t r = 0; r < f.out.batches[k].n; r++) {
+                    const struct sn_store_write *w = &f.out.batches[k].rows[r];
+                    bool job_row = w->kind == SN_STORE_PUT_JOB;
+                    bool alloc_row = w->kind == SN_STORE_PUT_ALLOC || w->kind == SN_STORE_DEL_ALLOC;
+                    if (w->num[0] == id && (pass_kind == 0 ? job_row : alloc_row))
+                        last = w;
+                }
+            if (last && last->kind != SN_STORE_DEL_ALLOC &&
+                sn_control_restore_row(c2, last, &err) != SN_OK)
+                fail_msg("%s", err.message);
+        }
+    /* B never wrote a row here (the submit route writes its first): as
+     * snd would have it, pending and durable. */
+    struct sn_control_job *nb = calloc(1, sizeof(*nb));
+    assert_non_null(nb);
+    nb->spec = json_deep_copy(job(&f, b)->spec);
+    nb->id = b;
+    snprintf(nb->tenant, sizeof(nb->tenant), "acme");
+    nb->state = SN_CONTROL_JOB_PENDING;
+    nb->sched_id = SN_NONE;
+    nb->failed_rank = -1;
+    nb->durable = true;
+    nb->submit_s = nb->updated_s = job(&f, b)->submit_s;
+    assert_int_equal(sn_control_job_insert(c2, nb, &err), SN_OK);
+    at(&f, 310);
+    if (sn_control_start(c2, &f.now, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    const struct sn_control_job *ra = sn_control_job_get(c2, a), *rb = sn_control_job_get(c2, b);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    assert_int_equal(ra->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(ra->preempt_deadline_s, T0 + 360);
+    assert_int_equal(ra->preempt_since_s, T0 + 300);
+    assert_int_equal(ra->preempt_by, b);
+    assert_int_equal(c2->n_preempting, 1);
+    uint32_t pre = SN_NONE;
+    assert_true(sn_sched_leaving(c2->sched, ra->sched_id, &pre));
+    assert_int_equal(pre, rb->sched_id);
+    struct sn_effects out;
+    sn_effects_init(&out);
+    at(&f, 360);
+    /* The agents of A's servers are back (the restore expects them). */
+    for (uint32_t sv = 0; sv < f.model->n_servers; sv++) {
+        struct sn_control_event hb = {.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = sv};
+        assert_int_equal(sn_control_apply(c2, &hb, &f.now, &out, &err), SN_OK);
+    }
+    struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_TIMER};
+    assert_int_equal(sn_control_apply(c2, &ev, &f.now, &out, &err), SN_OK);
+    assert_int_equal(ra->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(ra->evict_how, "deadline");
+    assert_true(ra->evict_lost_gpu_s == 32.0 * 260);
+    assert_int_equal(rb->state, SN_CONTROL_JOB_RUNNING);
+    sn_effects_free(&out);
+    sn_control_free(c2);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,7 +527,7 @@ int main(void)
         cmocka_unit_test(requeue_cooperative),   cmocka_unit_test(victim_least_work),
         cmocka_unit_test(victim_tie_by_id),      cmocka_unit_test(expedite_holds_servers),
         cmocka_unit_test(expedite_window_ends),  cmocka_unit_test(expedite_off),
-        cmocka_unit_test(preemptor_elsewhere_cancels),
+        cmocka_unit_test(preemptor_elsewhere_cancels), cmocka_unit_test(restore_keeps_preempting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
