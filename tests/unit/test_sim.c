@@ -387,6 +387,20 @@ static void pools_preemption_bounded(void **state)
     assert_true(r->preemptions > 0); /* reclaims still happen */
     assert_true(r->preemptions <= w.n_jobs);
     sn_sim_result_free(r);
+    /* The control engine with cooperative preemption (a 120 s grace, a
+     * just-in-time checkpoint half the time), every invariant checked after
+     * every event (the core's signalled victims and their preemptors'
+     * counts among them): the same bound holds. */
+    struct sn_sim_config cc = cfg;
+    cc.engine = SN_SIM_ENGINE_CONTROL;
+    cc.check_invariants = true;
+    cc.preempt_grace_s = 120;
+    cc.preempt_ckpt_p = 0.5;
+    r = run(&c, &w, &cc);
+    assert_int_equal(r->jobs_done + r->jobs_unfinished, 1000);
+    assert_true(r->preemptions > 0);
+    assert_true(r->preemptions <= w.n_jobs);
+    sn_sim_result_free(r);
     sn_sim_workload_release(&w);
     char path[4096];
     if (traces(path, sizeof(path), "microsoft-itp/cluster04.csv")) {
