@@ -244,9 +244,10 @@ static enum sn_err rank_exit(struct sn_control *c, struct sn_control_job *j,
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
         return sn_error_set(err, SN_ERR_INVALID, "rank %u of job %lld exited already", rank,
                             (long long)j->id);
-    /* A preempting job's rank that exits non-zero (on the signal) is
-     * evicted: requeued, not failed (lib/control/preempt.c). */
-    if (ev->status != 0 && sn__control_preempt_exit(c, j))
+    /* A preempting job's rank that exits (on the signal, whatever its
+     * status: many jobs save and exit 0 on SIGTERM) evicts the job:
+     * requeued, neither failed nor completed (lib/control/preempt.c). */
+    if (sn__control_preempt_exit(c, j))
         return SN_OK;
     if (ev->detail && ev->detail[0]) {
         free(j->isolation);

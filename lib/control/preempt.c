@@ -13,17 +13,18 @@
  *    the deadline in the heartbeat answer ("preempt") and signal every rank;
  *  - it is evicted (requeued) at the first of: its next checkpoint report
  *    (CHECKPOINT; how "checkpoint", nothing lost since), a rank exiting
- *    non-zero (RANK_EXIT; "exit"), or TIMER past the deadline
- *    ("deadline"). A rank that exits 0 is recorded as ever, so a job that
- *    finishes within the grace completes. On an eviction the preemptor is
+ *    with any status (RANK_EXIT; "exit": many jobs save and exit 0 on
+ *    SIGTERM, so a 0 is not taken for the job's end; as Slurm's requeue
+ *    preemption, a job that really finished within the grace runs again
+ *    from its last checkpoint), or TIMER past the deadline ("deadline"). On an eviction the preemptor is
  *    placed at once (sn_sched_try_place), as it would have been in the pass
  *    that preempted, so a job earlier in the next pass's order cannot take
  *    the freed GPUs and make it preempt again.
  * A preemptor that starts elsewhere before its victims left (other GPUs
  * freed first) no longer needs them: the core's UNSIGNAL decision cancels
  * their preemption (event "preempt-cancelled"; they keep running). Their
- * ranks had the signal, so until the old deadline a non-zero rank exit
- * still requeues the job (how "exit") instead of failing it.
+ * ranks had the signal, so until the old deadline a rank exit still
+ * requeues the job (how "exit") instead of failing or completing it.
  *
  * Every eviction and requeue records the work it lost: the GPUs x the run's
  * time since its last checkpoint (since its start without one), in the job
@@ -117,7 +118,7 @@ void sn__control_preempt_cancel(struct sn_control *c, struct sn_control_job *j, 
     char msg[300];
     snprintf(msg, sizeof(msg),
              "preemption cancelled: job %lld started elsewhere first; it keeps its GPUs (a "
-             "non-zero rank exit on the signal still requeues it until %lld)",
+             "rank exit on the signal still requeues it until %lld)",
              (long long)by, (long long)j->preempt_signalled_until_s);
     sn_control_job_rows(c, j, "preempt-cancelled", msg);
     sn_control_log(c, "job %lld: %s", (long long)j->id, msg);
