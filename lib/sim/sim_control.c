@@ -577,7 +577,9 @@ static enum sn_err on_finish(struct csim *cs, const struct event *e, struct sn_e
     const struct sn_control_job *cj = sn_control_job_get(cs->ctl, cs->cid[i]);
     uint32_t n = cj->n_alloc;
     enum sn_err rc = SN_OK;
-    for (uint32_t r = 0; r < n && rc == SN_OK; r++)
+    /* A preempting job's first rank exit evicts it (lib/control/preempt.c):
+     * the other ranks' exits then belong to no run. */
+    for (uint32_t r = 0; r < n && rc == SN_OK && cs->run_seq[i]; r++)
         rc = apply(
             cs,
             (struct sn_control_event){
