@@ -1003,6 +1003,7 @@ void sn_control_free(struct sn_control *d)
     free(d->round_hold);
     sn_control_breaker_free(d);
     free(d->imex_used);
+    free(d->expedite_hold);
     sn_effects_free(&d->fx);
     free(d);
 }
