@@ -16,15 +16,13 @@
  *    with any status (RANK_EXIT; "exit": many jobs save and exit 0 on
  *    SIGTERM, so a 0 is not taken for the job's end; as Slurm's requeue
  *    preemption, a job that really finished within the grace runs again
- *    from its last checkpoint), or TIMER past the deadline ("deadline"). On an eviction the preemptor is
- *    placed at once (sn_sched_try_place), as it would have been in the pass
- *    that preempted, so a job earlier in the next pass's order cannot take
- *    the freed GPUs and make it preempt again.
- * A preemptor that starts elsewhere before its victims left (other GPUs
- * freed first) no longer needs them: the core's UNSIGNAL decision cancels
- * their preemption (event "preempt-cancelled"; they keep running). Their
- * ranks had the signal, so until the old deadline a rank exit still
- * requeues the job (how "exit") instead of failing or completing it.
+ *    from its last checkpoint), or TIMER past the deadline ("deadline"). On an eviction the
+ * preemptor is placed at once (sn_sched_try_place), as it would have been in the pass that
+ * preempted, so a job earlier in the next pass's order cannot take the freed GPUs and make it
+ * preempt again. A preemptor that starts elsewhere before its victims left (other GPUs freed first)
+ * no longer needs them: the core's UNSIGNAL decision cancels their preemption (event
+ * "preempt-cancelled"; they keep running). Their ranks had the signal, so until the old deadline a
+ * rank exit still requeues the job (how "exit") instead of failing or completing it.
  *
  * Every eviction and requeue records the work it lost: the GPUs x the run's
  * time since its last checkpoint (since its start without one), in the job
@@ -47,7 +45,14 @@
 
 #include <math.h>
 
-enum evict_how { HOW_CHECKPOINT, HOW_DEADLINE, HOW_EXIT, HOW_IMMEDIATE, HOW_INTERRUPTED, HOW_REQUEUED };
+enum evict_how {
+    HOW_CHECKPOINT,
+    HOW_DEADLINE,
+    HOW_EXIT,
+    HOW_IMMEDIATE,
+    HOW_INTERRUPTED,
+    HOW_REQUEUED
+};
 static const char *const how_names[] = {"checkpoint", "deadline",    "exit",
                                         "immediate",  "interrupted", "requeued"};
 
@@ -163,7 +168,8 @@ static void evict(struct sn_control *c, struct sn_control_job *j, enum evict_how
                        : how == HOW_EXIT     ? "after a rank exited"
                                              : "at its deadline";
     if (j->preempt_by > 0)
-        snprintf(why, sizeof(why), "preempted by job %lld %s, %lld s after the signal (%.0f GPU-s lost)",
+        snprintf(why, sizeof(why),
+                 "preempted by job %lld %s, %lld s after the signal (%.0f GPU-s lost)",
                  (long long)j->preempt_by, what, (long long)(now - j->preempt_since_s), lost);
     else
         snprintf(why, sizeof(why), "requeued %s, %lld s after the signal (%.0f GPU-s lost)", what,
@@ -227,8 +233,7 @@ void sn__control_preempt_timer(struct sn_control *c)
 /* REQUEUE_JOB with a grace: the job is signalled, not stopped. */
 bool sn__control_preempt_requeue(struct sn_control *c, struct sn_control_job *j, const char *msg)
 {
-    if (c->cfg.preempt_grace_s <= 0 || j->state != SN_CONTROL_JOB_RUNNING ||
-        j->sched_id == SN_NONE)
+    if (c->cfg.preempt_grace_s <= 0 || j->state != SN_CONTROL_JOB_RUNNING || j->sched_id == SN_NONE)
         return false;
     if (j->preempt_deadline_s > 0)
         return true; /* already leaving: its deadline stands */
@@ -246,8 +251,8 @@ void sn__control_preempt_restore(struct sn_control *c)
         if (!j || j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s <= 0 ||
             j->sched_id == SN_NONE)
             continue;
-        const struct sn_control_job *p = j->preempt_by > 0 ? sn_control_job_get(c, j->preempt_by)
-                                                           : NULL;
+        const struct sn_control_job *p =
+            j->preempt_by > 0 ? sn_control_job_get(c, j->preempt_by) : NULL;
         sn_sched_set_leaving(c->sched, j->sched_id, p ? p->sched_id : SN_NONE);
         c->n_preempting++;
     }
@@ -277,7 +282,8 @@ void sn__control_expedite(struct sn_control *c, struct sn_control_job *j)
     const struct sn_model *m = c->model;
     if (c->cfg.expedite_hold_s <= 0 || !j->n_alloc || j->expedite_until_s)
         return;
-    if (!c->expedite_hold && !(c->expedite_hold = calloc(m->n_gpus ? m->n_gpus : 1, sizeof(int64_t))))
+    if (!c->expedite_hold &&
+        !(c->expedite_hold = calloc(m->n_gpus ? m->n_gpus : 1, sizeof(int64_t))))
         return;
     uint32_t *keep = malloc(j->n_alloc * sizeof(*keep)), n = 0;
     if (!keep)
@@ -356,13 +362,13 @@ void sn_control_preempt_assignment(const struct sn_control *c, const struct sn_c
                                       (json_int_t)j->preempt_deadline_s));
 }
 
-void sn_control_preempt_json(const struct sn_control *c, const struct sn_control_job *j,
-                             json_t *o)
+void sn_control_preempt_json(const struct sn_control *c, const struct sn_control_job *j, json_t *o)
 {
     json_object_set_new(o, "preempting",
                         j->preempt_deadline_s > 0
-                            ? json_pack("{s:I,s:I,s:I,s:s}", "since_s", (json_int_t)j->preempt_since_s,
-                                        "deadline_s", (json_int_t)j->preempt_deadline_s, "by",
+                            ? json_pack("{s:I,s:I,s:I,s:s}", "since_s",
+                                        (json_int_t)j->preempt_since_s, "deadline_s",
+                                        (json_int_t)j->preempt_deadline_s, "by",
                                         (json_int_t)j->preempt_by, "signal", signal_name(c))
                             : json_null());
     json_object_set_new(o, "last_eviction",
@@ -422,8 +428,8 @@ void sn__control_preempt_metrics(const struct sn_control *c,
     put(ctx, "# HELP sn_preempt_evictions_total Runs evicted or requeued, by how.\n"
              "# TYPE sn_preempt_evictions_total counter\n");
     for (unsigned k = 0; k < 6; k++) {
-        snprintf(line, sizeof(line), "sn_preempt_evictions_total{how=\"%s\"} %llu\n",
-                 how_names[k], (unsigned long long)c->evictions[k]);
+        snprintf(line, sizeof(line), "sn_preempt_evictions_total{how=\"%s\"} %llu\n", how_names[k],
+                 (unsigned long long)c->evictions[k]);
         put(ctx, line);
     }
     put(ctx, "# HELP sn_preempt_lost_gpu_seconds_total GPU-seconds lost by those runs (GPUs x "

@@ -73,7 +73,8 @@ static void checkpoint_evicts(void **state)
     assert_int_equal(json_integer_value(json_object_get(p, "deadline_s")), T0 + 360);
     json_decref(as);
     json_t *o = sn_control_job_json(f.c, job(&f, a));
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "preempting"), "by")), b);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "preempting"), "by")),
+                     b);
     json_decref(o);
     /* Passes meanwhile preempt nobody else and start nothing. */
     at(&f, 310);
@@ -312,10 +313,10 @@ static void expedite_holds_servers(void **state)
     assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_REQUEUED);
     at(&f, 150);
     for (uint32_t r = 0; r < 16; r++)
-        assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
-                                                             .job = b,
-                                                             .id = r}),
-                         SN_OK);
+        assert_int_equal(
+            apply(&f,
+                  (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT, .job = b, .id = r}),
+            SN_OK);
     assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_COMPLETED);
     pass(&f);
     assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
@@ -526,12 +527,18 @@ static void restore_keeps_preempting(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(checkpoint_evicts),     cmocka_unit_test(deadline_evicts),
-        cmocka_unit_test(exit_evicts),           cmocka_unit_test(grace_zero_immediate),
-        cmocka_unit_test(requeue_cooperative),   cmocka_unit_test(victim_least_work),
-        cmocka_unit_test(victim_tie_by_id),      cmocka_unit_test(expedite_holds_servers),
-        cmocka_unit_test(expedite_window_ends),  cmocka_unit_test(expedite_off),
-        cmocka_unit_test(preemptor_elsewhere_cancels), cmocka_unit_test(restore_keeps_preempting),
+        cmocka_unit_test(checkpoint_evicts),
+        cmocka_unit_test(deadline_evicts),
+        cmocka_unit_test(exit_evicts),
+        cmocka_unit_test(grace_zero_immediate),
+        cmocka_unit_test(requeue_cooperative),
+        cmocka_unit_test(victim_least_work),
+        cmocka_unit_test(victim_tie_by_id),
+        cmocka_unit_test(expedite_holds_servers),
+        cmocka_unit_test(expedite_window_ends),
+        cmocka_unit_test(expedite_off),
+        cmocka_unit_test(preemptor_elsewhere_cancels),
+        cmocka_unit_test(restore_keeps_preempting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

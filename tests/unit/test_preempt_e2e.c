@@ -18,8 +18,8 @@
  *    start lost (8 GPUs x its run time) in last_eviction and /metrics.
  * Waits poll with deadlines of tens of seconds.
  */
-#include "snd_harness.h"
 #include "job_harness.h"
+#include "snd_harness.h"
 
 static const char *built(const char *name)
 {
@@ -208,8 +208,8 @@ static void checkpoint_then_evict(void **state)
     assert_true(json_number_value(json_object_get(e, "lost_gpu_s")) == 0);
     assert_true(json_integer_value(json_object_get(e, "time_s")) >= since);
     assert_true(json_integer_value(json_object_get(e, "time_s")) < deadline);
-    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")),
-                           "after its checkpoint"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(j, "detail")), "after its checkpoint"));
     assert_true(json_is_null(json_object_get(j, "preempting")));
     json_decref(j);
     j = wait_state(&d, b, "running");
@@ -259,7 +259,8 @@ static void deadline_evicts(void **state)
     json_decref(j);
     long long b = submit_class(&d, 8, "urgent", "sleep 300");
     j = wait_preempting(&d, a);
-    long long since = json_integer_value(json_object_get(json_object_get(j, "preempting"), "since_s"));
+    long long since =
+        json_integer_value(json_object_get(json_object_get(j, "preempting"), "since_s"));
     json_decref(j);
     j = wait_state(&d, a, "requeued");
     json_t *e = json_object_get(j, "last_eviction");
