@@ -239,7 +239,7 @@ struct job_proc {
     /* Appended: restart without job loss (docs/agent.md, "Restarts"). */
     int64_t log_base; /* offset in the log file where this run's output begins */
     bool adopted;     /* started by a previous agent run, supervised by this one */
-    int64_t preempt_deadline_s; /* appended: the preemption deadline it was signalled for, 0: none */
+    int64_t preempt_deadline_s; /* appended: the deadline it was signalled for, 0: none */
 };
 
 /* A process group or cgroup of a rank this agent run does not own (found

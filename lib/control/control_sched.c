@@ -347,7 +347,8 @@ static bool held_back(const struct sn_control *d, uint32_t g)
 
 void sn__control_gpu_recheck(struct sn_control *d, uint32_t g)
 {
-    sn_sched_cordon(d->sched, g, held_back(d, g) || (d->silent && d->silent[d->model->gpu_server[g]]));
+    uint32_t s = d->model->gpu_server[g];
+    sn_sched_cordon(d->sched, g, held_back(d, g) || (d->silent && d->silent[s]));
 }
 
 void sn_control_hold(struct sn_control *d, uint32_t s, bool on)
@@ -559,6 +560,12 @@ static void on_replace(struct sn_control *d, uint32_t sid, double now)
     free(old);
 }
 
+/* The job id of a decision's cause (the preemptor), 0 when none. */
+static int64_t cause_id(const struct sn_control *d, const struct sn_decision *dec)
+{
+    return dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0;
+}
+
 static void apply_decisions(struct sn_control *d, double now)
 {
     size_t n = 0;
@@ -569,14 +576,9 @@ static void apply_decisions(struct sn_control *d, double now)
         else if (dec[i].kind == SN_DECISION_REPLACE)
             on_replace(d, dec[i].job, now);
         else if (dec[i].kind == SN_DECISION_SIGNAL && sched_job(d, dec[i].job))
-            sn__control_preempt_signal(d, sched_job(d, dec[i].job),
-                                       dec[i].cause < d->sched_jobs_cap ? d->sched_jobs[dec[i].cause]
-                                                                        : 0,
-                                       NULL);
+            sn__control_preempt_signal(d, sched_job(d, dec[i].job), cause_id(d, &dec[i]), NULL);
         else if (dec[i].kind == SN_DECISION_UNSIGNAL && sched_job(d, dec[i].job))
-            sn__control_preempt_cancel(d, sched_job(d, dec[i].job),
-                                       dec[i].cause < d->sched_jobs_cap ? d->sched_jobs[dec[i].cause]
-                                                                        : 0);
+            sn__control_preempt_cancel(d, sched_job(d, dec[i].job), cause_id(d, &dec[i]));
         else
             on_requeue(d, &dec[i], now);
     }

@@ -262,8 +262,8 @@ static enum sn_err check_leaving(const struct sn_sched *s, struct sn_error *err)
     for (uint32_t i = 0; i < s->n_jobs && rc == SN_OK; i++)
         if (count[i] != s->jobs[i].awaiting)
             rc = sn_error_set(err, SN_ERR_INTERNAL,
-                              "invariant: job %u awaits %u signalled victims, %u are leaving for it",
-                              i, s->jobs[i].awaiting, count[i]);
+                              "invariant: job %u awaits %u signalled victims, %u leave for it", i,
+                              s->jobs[i].awaiting, count[i]);
     free(count);
     return rc;
 }
