@@ -245,6 +245,7 @@ struct job_proc {
     /* Appended: restart without job loss (docs/agent.md, "Restarts"). */
     int64_t log_base; /* offset in the log file where this run's output begins */
     bool adopted;     /* started by a previous agent run, supervised by this one */
+    int64_t preempt_deadline_s; /* appended: the deadline it was signalled for, 0: none */
 };
 
 /* A process group or cgroup of a rank this agent run does not own (found
@@ -300,6 +301,10 @@ struct assignment {
     const char *resume_from;       /* SN_RESUME_FROM, or NULL */
     const char *job_token;         /* SN_JOB_TOKEN (this run's checkpoints, progress), or NULL */
     int64_t imex_channel;          /* SN_IMEX_CHANNEL when > 0 (appended) */
+    /* Cooperative preemption (appended): the job must leave by this time
+     * (Unix s; 0: not preempting), and the signal's name ("TERM", ...). */
+    int64_t preempt_deadline_s;
+    const char *preempt_signal;
 };
 
 /* Starts the assignments not running, stops (SIGTERM to the group, SIGKILL

@@ -18,6 +18,16 @@
  * only when no process of another rank or orphan still holds one of its
  * GPUs.
  *
+ * Cooperative preemption (docs/agent.md "Preemption"): while snd lists a
+ * job with "preempt" {signal, deadline_s}, each of its running ranks here
+ * gets that signal once (on its process group and cgroup leaf: every
+ * process of the rank; the keeper ignores it), after the deadline (Unix
+ * seconds) was written to WORK_DIR/job-ID-RUN.preempt (mode 0644), whose
+ * path every rank has in SN_PREEMPT_DEADLINE_FILE; a rank started while
+ * the job is preempting also has SN_PREEMPT_DEADLINE. snd evicts the job
+ * at its next checkpoint report or at the deadline; the ranks are then
+ * stopped as any rank no longer assigned.
+ *
  * Restarts without job loss (docs/agent.md, "Restarts"): each rank runs
  * under a keeper, a fork of the agent that leaves the agent's session
  * (setsid: the rank's process group is the keeper's pid), enters the
@@ -251,6 +261,26 @@ static int job_user(const struct jobs *j, const char *tenant, struct passwd **pw
     return 0;
 }
 
+/* WORK_DIR/job-ID-RUN.preempt: the deadline of a preempting job's run. */
+static void preempt_path(const struct jobs *j, int64_t job, int64_t run, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/job-%lld-%lld.preempt", j->work_dir, (long long)job, (long long)run);
+}
+
+/* The signal of a preemption by name (the keeper ignores each of them). */
+static int preempt_signo(const char *name)
+{
+    static const struct {
+        const char *name;
+        int signo;
+    } sigs[] = {{"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"USR1", SIGUSR1},
+                {"USR2", SIGUSR2}};
+    for (size_t i = 0; name && i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        if (strcmp(name, sigs[i].name) == 0)
+            return sigs[i].signo;
+    return SIGTERM;
+}
+
 static void setenv_int(const char *name, long long v)
 {
     char text[32];
@@ -263,7 +293,7 @@ static void setenv_int(const char *name, long long v)
 static _Noreturn void child(const struct jobs *j, const struct assignment *a,
                             const struct passwd *pw, int out)
 {
-    static const int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1};
+    static const int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
         signal(reset[i], SIG_DFL);
     setenv_int("SN_JOB_ID", a->job_id);
@@ -293,6 +323,13 @@ static _Noreturn void child(const struct jobs *j, const struct assignment *a,
         unsetenv("SN_JOB_TOKEN");
     if (j->server_url)
         setenv("SN_SERVER", j->server_url, 0);
+    char pf[700];
+    preempt_path(j, a->job_id, a->run, pf, sizeof(pf));
+    setenv("SN_PREEMPT_DEADLINE_FILE", pf, 1);
+    if (a->preempt_deadline_s > 0)
+        setenv_int("SN_PREEMPT_DEADLINE", a->preempt_deadline_s);
+    else
+        unsetenv("SN_PREEMPT_DEADLINE");
     int null = open("/dev/null", O_RDONLY);
     if (out >= 0) { /* the pipe the agent reads (its log) */
         dup2(out, 1);
@@ -369,7 +406,7 @@ static _Noreturn void keeper(const struct jobs *j, const struct assignment *a, c
             _exit(125);
         close(cg);
     }
-    static const int ignore[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1};
+    static const int ignore[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(ignore) / sizeof(ignore[0]); i++)
         signal(ignore[i], SIG_IGN);
     char rec[CG_PATH_MAX + 600];
@@ -518,6 +555,28 @@ static void stop_signal(struct job_proc *p, int sig)
         cg_signal(p->cgroup, sig);
 }
 
+/* Ranks of preempting jobs get their signal once per deadline. */
+static void preempt_signal(struct jobs *j, const struct assignment *a, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        struct job_proc *p = a[k].preempt_deadline_s > 0 ? find(j, &a[k]) : NULL;
+        if (!p || !p->pgid || p->stop_deadline_ms ||
+            p->preempt_deadline_s == a[k].preempt_deadline_s)
+            continue;
+        char path[700], text[32];
+        preempt_path(j, a[k].job_id, a[k].run, path, sizeof(path));
+        snprintf(text, sizeof(text), "%lld\n", (long long)a[k].preempt_deadline_s);
+        if (write_atomic(path, text) != 0 || chmod(path, 0644) != 0)
+            fprintf(stderr, "sn-agent: warning: %s: %s\n", path, strerror(errno));
+        int sig = preempt_signo(a[k].preempt_signal);
+        stop_signal(p, sig);
+        p->preempt_deadline_s = a[k].preempt_deadline_s;
+        fprintf(stderr, "sn-agent: job %lld rank %u preempted: SIG%s sent, deadline %lld\n",
+                (long long)p->job_id, p->rank, a[k].preempt_signal ? a[k].preempt_signal : "TERM",
+                (long long)a[k].preempt_deadline_s);
+    }
+}
+
 void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_t now_ms,
                     int64_t grace_ms)
 {
@@ -536,6 +595,7 @@ void jobs_reconcile(struct jobs *j, const struct assignment *a, size_t n, int64_
                     p->adopted ? " (an orphan of a previous agent run)" : "");
         }
     }
+    preempt_signal(j, a, n);
     uint64_t blocked = blocked_mask(j);
     for (size_t i = 0; i < n; i++) {
         if (find(j, &a[i]) || finished(j, &a[i]) || !a[i].command[0])

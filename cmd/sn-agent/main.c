@@ -306,7 +306,11 @@ static void job_ranks(json_t *job, struct assignment *as, size_t *n, size_t cap)
                 json_integer_value(json_object_get(job, "checkpoint_interval_s")),
             .resume_from = json_string_value(json_object_get(job, "resume_from")),
             .job_token = json_string_value(json_object_get(job, "job_token")),
-            .imex_channel = json_integer_value(json_object_get(job, "imex_channel"))};
+            .imex_channel = json_integer_value(json_object_get(job, "imex_channel")),
+            .preempt_deadline_s = json_integer_value(
+                json_object_get(json_object_get(job, "preempt"), "deadline_s")),
+            .preempt_signal =
+                json_string_value(json_object_get(json_object_get(job, "preempt"), "signal"))};
         snprintf(x->gpus_text, sizeof(x->gpus_text), "%lld", (long long)json_integer_value(gpu));
         x->gpus = x->gpus_text;
         if (!json_is_true(json_object_get(r, "exited")))

@@ -615,6 +615,36 @@ out:
     json_decref(firsts);
 }
 
+/* The last checkpoint, a preemption under way and the last eviction
+ * (lib/control/preempt.c), each on its line when there is one. */
+static void show_preempt(json_t *j)
+{
+    json_t *c = json_object_get(j, "last_checkpoint");
+    if (json_is_object(c))
+        printf("%-16s %s (step %lld, at %lld, %lld so far)\n", "last_checkpoint",
+               client_str(c, "path"), (long long)json_integer_value(json_object_get(c, "step")),
+               (long long)json_integer_value(json_object_get(c, "time_s")),
+               (long long)json_integer_value(json_object_get(c, "count")));
+    json_t *p = json_object_get(j, "preempting");
+    if (json_is_object(p)) {
+        long long by = (long long)json_integer_value(json_object_get(p, "by"));
+        char who[48];
+        if (by > 0)
+            snprintf(who, sizeof(who), "for job %lld", by);
+        else
+            snprintf(who, sizeof(who), "requeued");
+        printf("%-16s %s: SIG%s at %lld, evicted at its next checkpoint or at %lld\n",
+               "preempting", who, client_str(p, "signal"),
+               (long long)json_integer_value(json_object_get(p, "since_s")),
+               (long long)json_integer_value(json_object_get(p, "deadline_s")));
+    }
+    json_t *e = json_object_get(j, "last_eviction");
+    if (json_is_object(e))
+        printf("%-16s %s at %lld, %.0f GPU-s lost since its last checkpoint\n", "last_eviction",
+               client_str(e, "how"), (long long)json_integer_value(json_object_get(e, "time_s")),
+               json_number_value(json_object_get(e, "lost_gpu_s")));
+}
+
 static void show_job(json_t *j, json_t *events)
 {
     const char *keys[] = {
@@ -681,6 +711,7 @@ static void show_job(json_t *j, json_t *events)
         }
         printf("  (rank:status; '-' stopped by its agent)\n");
     }
+    show_preempt(j);
     printf("events:\n");
     size_t i;
     json_t *e;

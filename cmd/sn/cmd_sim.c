@@ -80,12 +80,26 @@ static const char usage_text[] =
     "  --timing              add the scheduler's wall-clock cost per decision (not\n"
     "                        reproducible, so off by default)\n"
     "  -h, --help            this text\n";
+/* Options appended to the help (one literal stays under C's 4095). */
+static const char usage_preempt[] =
+    "\nCooperative preemption (--engine control; docs/simulator.md):\n"
+    "  --preempt-grace S     control engine: cooperative preemption, a victim is signalled\n"
+    "                        and evicted at its next checkpoint or S seconds later (snd's\n"
+    "                        preempt_grace_s; default 0: evicted at once)\n"
+    "  --preempt-checkpoint P  probability (0 to 1) that a signalled job writes a\n"
+    "                        just-in-time checkpoint within the grace (default 1: always)\n"
+    "  --compare-preempt     control engine: run the policy twice on the same workload,\n"
+    "                        without cooperative preemption (grace 0) and with it (the\n"
+    "                        --preempt-grace given, 60 s when none), side by side\n";
+
 
 struct opts {
     const char *cluster, *trace, *svg_dir, *pools;
     enum sn_sched_policy policy;
     const char *jobs_csv; /* appended */
     bool compare, json, timing;
+    bool compare_preempt;  /* appended: grace 0 and grace preempt_grace_s, side by side */
+    double run_grace_s[SN_SCHED_POLICY_COUNT + 2]; /* each run's preempt grace */
     uint32_t limit, tenants;
     struct sn_sim_config cfg;
 };
@@ -159,6 +173,8 @@ static int parse_number(struct opts *o, const char *flag, const char *v)
         {"--cpu-oversell", &c->sched.cpu_oversell, 1, 1000, "a ratio from 1 to 1000"},
         {"--memory-oversell", &c->sched.memory_oversell, 1, 1000, "a ratio from 1 to 1000"},
         {"--power-util", &c->sched.power_util, 0, 2, "a share of TDP from 0 to 2"},
+        {"--preempt-grace", &c->preempt_grace_s, 0, 86400, "seconds from 0 to 86400"},
+        {"--preempt-checkpoint", &c->preempt_ckpt_p, 0, 1, "a probability from 0 to 1"},
     };
     for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
         if (strcmp(flag, d[i].flag) != 0)
@@ -216,7 +232,7 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
         else
             return bad(flag, v, "fixed or young-daly");
     } else {
-        fprintf(stderr, "sn sim: unknown option '%s'\n%s", flag, usage_text);
+        fprintf(stderr, "sn sim: unknown option '%s'\n%s%s", flag, usage_text, usage_preempt);
         return SN_EXIT_USAGE;
     }
     return SN_EXIT_OK;
@@ -225,16 +241,22 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     sn_sim_config_defaults(&o->cfg);
+    o->cfg.preempt_ckpt_p = 1;
     o->policy = SN_SCHED_SUPERNODE_FIRST;
     o->tenants = 8;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (sn_cli_is_help(a)) {
             fputs(usage_text, stdout);
+            fputs(usage_preempt, stdout);
             return -1;
         }
         if (strcmp(a, "--borrow") == 0) {
             o->cfg.borrow = true;
+            continue;
+        }
+        if (strcmp(a, "--compare-preempt") == 0) {
+            o->compare_preempt = true;
             continue;
         }
         if (strcmp(a, "--compare") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--timing") == 0) {
@@ -251,7 +273,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return rc;
     }
     if (!o->cluster || !o->trace) {
-        fprintf(stderr, "sn sim: --cluster and --trace are required\n%s", usage_text);
+        fprintf(stderr, "sn sim: --cluster and --trace are required\n%s%s", usage_text,
+                usage_preempt);
         return SN_EXIT_USAGE;
     }
     if (o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction >= 1) {
@@ -259,6 +282,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction);
         return SN_EXIT_USAGE;
     }
+    if ((o->compare_preempt || o->cfg.preempt_grace_s > 0) &&
+        o->cfg.engine != SN_SIM_ENGINE_CONTROL) {
+        fprintf(stderr, "sn sim: --preempt-grace and --compare-preempt need --engine control "
+                        "(cooperative preemption is lib/control's)\n");
+        return SN_EXIT_USAGE;
+    }
+    if (o->compare_preempt && o->compare) {
+        fprintf(stderr, "sn sim: --compare-preempt and --compare: use one of them\n");
+        return SN_EXIT_USAGE;
+    }
+    if (o->compare_preempt && !(o->cfg.preempt_grace_s > 0))
+        o->cfg.preempt_grace_s = 60;
     o->cfg.tenants = o->tenants;
     return SN_EXIT_OK;
 }
@@ -393,6 +428,12 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
             printf(" %16s", sn_sim_engine_name(o->cfg.engine));
         printf("\n");
     }
+    if (control && (o->compare_preempt || o->cfg.preempt_grace_s > 0)) {
+        printf("%-34s", "preempt grace (s)");
+        for (int p = 0; p < n; p++)
+            printf(" %16.0f", o->run_grace_s[p]);
+        printf("\n");
+    }
     ROW("jobs finished", PRIu32, r->jobs_done);
     ROW("jobs unfinished", PRIu32, r->jobs_unfinished);
     if (control)
@@ -485,8 +526,13 @@ static void print_json(const struct opts *o, const struct sn_model *m,
                        struct sn_sim_result *const *res, int n)
 {
     json_t *runs = json_array();
-    for (int p = 0; p < n; p++)
-        json_array_append_new(runs, result_json(o, pol[p], res[p]));
+    for (int p = 0; p < n; p++) {
+        json_t *r = result_json(o, pol[p], res[p]);
+        if (r && o->cfg.engine == SN_SIM_ENGINE_CONTROL &&
+            (o->compare_preempt || o->cfg.preempt_grace_s > 0))
+            json_object_set_new(r, "preempt_grace_s", json_real(o->run_grace_s[p]));
+        json_array_append_new(runs, r);
+    }
     json_t *root = json_pack(
         "{s:i,s:s,s:s,s:{s:i,s:i},s:{s:i,s:i},s:I,s:b,s:s,s:o}", "schema", 1, "cluster", o->cluster,
         "trace", o->trace, "cluster_size", "gpus", (json_int_t)m->n_gpus, "supernodes",
@@ -729,12 +775,16 @@ int cmd_sim(int argc, char **argv)
     if (o.timing) {
         o.cfg.clock_ns = clock_ns;
     }
-    for (int p = 0; rc == SN_EXIT_OK && p < SN_SCHED_POLICY_COUNT; p++) {
-        if (!o.compare && p != (int)o.policy)
-            continue;
+    double grace = o.cfg.preempt_grace_s;
+    int runs = o.compare ? SN_SCHED_POLICY_COUNT : o.compare_preempt ? 2 : 1;
+    for (int k = 0; rc == SN_EXIT_OK && k < (o.compare ? SN_SCHED_POLICY_COUNT : runs); k++) {
+        int p = o.compare ? k : (int)o.policy;
+        /* --compare-preempt: today's eviction first, then the grace. */
+        o.cfg.preempt_grace_s = o.compare_preempt && k == 0 ? 0 : grace;
+        o.run_grace_s[n] = o.cfg.preempt_grace_s;
         if (isatty(STDERR_FILENO))
             fprintf(stderr, "\rsn sim: running %s (%d of %d)...", sn_sched_policy_name(p), n + 1,
-                    o.compare ? SN_SCHED_POLICY_COUNT : 1);
+                    runs);
         o.cfg.sched.policy = (enum sn_sched_policy)p;
         struct sn_error err = {0};
         if (sn_sim_run(model, &w, &o.cfg, &res[n], &err) != SN_OK) {

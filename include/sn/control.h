@@ -98,6 +98,17 @@ struct sn_control_config {
      * and it has been out auto_resume_s (0: never, an operator resumes). */
     int64_t offender_window_s, offender_count;
     int64_t auto_resume_s;
+    /* Cooperative preemption (lib/control/preempt.c, docs/scheduler.md
+     * "Cooperative preemption"): a running job that must leave (a
+     * preemption, an operator's requeue) is signalled (preempt_signal, a
+     * signal name without "SIG": "TERM", "USR1", ...; "" is "TERM") and
+     * evicted at its next checkpoint or preempt_grace_s later, whichever
+     * comes first (0: evicted at once, as before). */
+    int64_t preempt_grace_s;
+    char preempt_signal[16];
+    /* Expedited requeue: a job requeued by an infrastructure failure has
+     * its old GPUs on servers still up held for it this long (0: off). */
+    int64_t expedite_hold_s;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -209,6 +220,26 @@ struct sn_control_job {
     uint64_t *imex_ready;
     bool imex_released;
     int64_t imex_since_s; /* when its wait for the channel began (the timeout's start) */
+    /* Cooperative preemption (lib/control/preempt.c): while it must leave,
+     * when it was signalled and its deadline (Unix s; 0: not preempting),
+     * and the preemptor's id (0: an operator's requeue). The last
+     * eviction of a run: when (0: none), the GPU-seconds lost (GPUs x
+     * run time since the run's last checkpoint, or since its start without
+     * one) and how it came ("checkpoint", "deadline", "exit", "immediate",
+     * "interrupted", "requeued"). */
+    int64_t preempt_since_s, preempt_deadline_s, preempt_by;
+    /* A preemption cancelled (its preemptor started elsewhere first): the
+     * old deadline, until which a non-zero rank exit (on the signal it
+     * had) still requeues the job instead of failing it; 0: none. */
+    int64_t preempt_signalled_until_s;
+    int64_t evict_time_s;
+    double evict_lost_gpu_s;
+    char evict_how[16];
+    /* Expedited requeue: its old GPUs are held for it until this time (0:
+     * none); expedite_gpus[0..n_expedite) the GPUs held. */
+    int64_t expedite_until_s;
+    uint32_t *expedite_gpus;
+    uint32_t n_expedite;
 };
 
 struct sn_control_named {
@@ -322,6 +353,18 @@ struct sn_control {
      * jobs whose ranks wait for their channel (TIMER scans only while > 0). */
     uint64_t *imex_used;
     uint32_t imex_waiting;
+    /* Cooperative preemption (preempt.c): running jobs signalled and not
+     * yet evicted (TIMER scans only while > 0); signals sent; evictions by
+     * how (enum in preempt.c), and the GPU-seconds they lost. Expedited
+     * requeue: by GPU, the job it is held for (0: none; NULL until the
+     * first); jobs holding GPUs. */
+    uint32_t n_preempting;
+    uint64_t preempt_signals, preempt_cancels;
+    uint64_t evictions[6];
+    double evictions_lost_gpu_s[6];
+    int64_t *expedite_hold;
+    uint32_t n_expedited;
+    int evict_pending; /* while preempt.c evicts a job: how + 1 (0: none) */
 
     /* The event being applied: its clock, and the effects it makes. */
     struct sn_control_clock clock;
@@ -524,6 +567,15 @@ void sn_control_imex_json(const struct sn_control_job *j, json_t *o);
  * JSON's checkpoint fields. */
 void sn_control_ckpt_assignment(const struct sn_control_job *j, json_t *o);
 void sn_control_ckpt_json(const struct sn_control_job *j, json_t *o);
+/* Cooperative preemption (lib/control/preempt.c): the heartbeat answer's
+ * "preempt" ({"signal", "deadline_s"}, only while the job is preempting)
+ * and the job JSON's "preempting" (null, or {"since_s", "deadline_s",
+ * "by", "signal"}) and "last_eviction" (null, or {"time_s", "lost_gpu_s",
+ * "how"}). */
+void sn_control_preempt_assignment(const struct sn_control *c, const struct sn_control_job *j,
+                                   json_t *o);
+void sn_control_preempt_json(const struct sn_control *c, const struct sn_control_job *j,
+                             json_t *o);
 /* One line naming the job's shape ("16 GPUs in groups of 8, one supernode"). */
 void sn_control_shape_describe(const json_t *spec, char *out, size_t len);
 /* The detail of a quota pending reason ("" when there is none to give). */

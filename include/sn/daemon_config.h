@@ -89,6 +89,10 @@ struct sn_daemon_config {
     int64_t health_half_life_s; /* the health engine's penalty half-life */
     char health_agent_actions[32];          /* "reset-gpu,reboot": remedy.c; "" never */
     int64_t health_agent_action_interval_s; /* a GPU asked at most this often */
+    /* Cooperative preemption and expedited requeue (lib/control/preempt.c). */
+    int64_t preempt_grace_s;
+    char preempt_signal[16];
+    int64_t expedite_hold_s;
 };
 
 extern const struct sn_conf_key sn_daemon_config_keys[];

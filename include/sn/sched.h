@@ -108,7 +108,11 @@ enum sn_job_state {
     X(PREEMPT, "preempt")     /* job stopped to make room; requeued */                             \
     X(INTERRUPT, "interrupt") /* job hit a failure; requeued */                                    \
     X(REPLACE, "replace")     /* job hit a failure; its failed GPUs were swapped for spares in     \
-                                 the same supernode and it restarts in place */
+                                 the same supernode and it restarts in place */                    \
+    X(SIGNAL, "signal")       /* cooperative preemption: job chosen as a victim keeps its GPUs     \
+                                 until sn_sched_evict() (cause: the preemptor) */                  \
+    X(UNSIGNAL, "unsignal")   /* its preemptor started elsewhere first: the signalled job is no    \
+                                 longer leaving (cause: the preemptor) */
 enum sn_decision_kind {
 #define SN_X(name, text) SN_DECISION_##name,
     SN_DECISION_KIND_LIST(SN_X)
@@ -163,6 +167,12 @@ struct sn_sched_config {
      * its TDP; a placement that would take a rack past the continuous limit
      * of its feeds is refused (SN_PENDING_POWER). 0: no budgets. */
     double power_util;
+    /* Cooperative preemption (docs/scheduler.md "Cooperative preemption"):
+     * victims are not evicted by the pass but signalled (a SIGNAL decision
+     * each); they keep their GPUs, are no victims again, and the
+     * preemptor preempts no more, until the caller evicts them
+     * (sn_sched_evict) or they leave on their own. false: evicted at once. */
+    bool preempt_signal;
 };
 
 /* Defaults: supernode-first, health exclusion, bandwidth admission,
@@ -232,6 +242,22 @@ SN_MUST_CHECK enum sn_err sn_sched_repair(struct sn_sched *s, enum sn_domain_kin
 /* Updates a job's walltime estimate (the simulator sets the remaining work
  * before a requeued job runs again). */
 void sn_sched_set_walltime(struct sn_sched *s, uint32_t job, double walltime_s);
+
+/* Cooperative preemption: evicts running job (a PREEMPT decision whose
+ * cause is the preemptor it was signalled for, or SN_NONE), requeued.
+ * SN_ERR_INVALID when it is not running. */
+SN_MUST_CHECK enum sn_err sn_sched_evict(struct sn_sched *s, uint32_t job, double now,
+                                         struct sn_error *err);
+/* Whether running job was signalled to leave (*preemptor: for whom, or
+ * SN_NONE once that job left the queue). */
+bool sn_sched_leaving(const struct sn_sched *s, uint32_t job, uint32_t *preemptor);
+/* Marks running job as leaving for preemptor (SN_NONE allowed), as a SIGNAL
+ * would (no decision): for a daemon restoring a job it had signalled. */
+void sn_sched_set_leaving(struct sn_sched *s, uint32_t job, uint32_t preemptor);
+/* The time of running job's last checkpoint (0: none in this run): its
+ * preemption cost is then the work since it (GPUs x (now - time_s)), not
+ * the run's whole time or the spec's interval. */
+void sn_sched_set_checkpoint(struct sn_sched *s, uint32_t job, double time_s);
 
 /* Interrupts one running job without a hardware fault (software crash). */
 SN_MUST_CHECK enum sn_err sn_sched_interrupt(struct sn_sched *s, uint32_t job, double now,

@@ -295,6 +295,14 @@ struct sn_sim_config {
      * per decision; NULL leaves the cost at 0. */
     uint64_t (*clock_ns)(void *ctx);
     void *clock_ctx;
+    /* Cooperative preemption (control engine; snd's preempt_grace_s,
+     * docs/simulator.md "Cooperative preemption"): a victim is signalled
+     * and evicted at its next checkpoint or preempt_grace_s later (0: at
+     * once); on the signal it writes a just-in-time checkpoint (of its
+     * progress at the signal, done ckpt_cost_s later, so only when that is
+     * within the grace) with probability preempt_ckpt_p (0..1). */
+    double preempt_grace_s;
+    double preempt_ckpt_p;
 };
 void sn_sim_config_defaults(struct sn_sim_config *config);
 

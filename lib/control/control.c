@@ -244,6 +244,11 @@ static enum sn_err rank_exit(struct sn_control *c, struct sn_control_job *j,
     if (j->ranks_done[rank / 64] & (1ull << (rank % 64)))
         return sn_error_set(err, SN_ERR_INVALID, "rank %u of job %lld exited already", rank,
                             (long long)j->id);
+    /* A preempting job's rank that exits (on the signal, whatever its
+     * status: many jobs save and exit 0 on SIGTERM) evicts the job:
+     * requeued, neither failed nor completed (lib/control/preempt.c). */
+    if (sn__control_preempt_exit(c, j))
+        return SN_OK;
     if (ev->detail && ev->detail[0]) {
         free(j->isolation);
         j->isolation = strdup(ev->detail);
@@ -329,6 +334,9 @@ static enum sn_err checkpoint(struct sn_control *c, struct sn_control_job *j,
         rc = sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     free(doc);
     free(run);
+    if (j->sched_id != SN_NONE)
+        sn_sched_set_checkpoint(c->sched, j->sched_id, (double)j->ckpt_time_s);
+    sn__control_preempt_checkpoint(c, j); /* a preempting job leaves at its checkpoint */
     return rc;
 }
 
@@ -387,6 +395,8 @@ static enum sn_err job_control(struct sn_control *c, struct sn_control_job *j,
         return sn_error_set(err, SN_ERR_INVALID,
                             "job %lld is %s; only a running job can be requeued", (long long)j->id,
                             sn_control_job_state_name(j->state));
+    if (sn__control_preempt_requeue(c, j, msg))
+        return SN_OK; /* signalled: evicted at its checkpoint or deadline */
     c->interrupt_event = "requeued";
     bool ok = sn_control_requeue_lost(c, j, msg);
     c->interrupt_event = NULL;
@@ -488,6 +498,8 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         sn__control_imex_timer(c);
         if (c->cfg.enforce_time_limits)
             time_limits(c);
+        if (c->n_preempting)
+            sn__control_preempt_timer(c);
         sn_control_poke(c);
         return SN_OK;
     case SN_CONTROL_EVENT_SETTLE:

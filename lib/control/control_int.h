@@ -105,6 +105,35 @@ void sn_control_goodput_count_run(struct sn_control *c, struct sn_control_job *j
                                   double now_s, bool interrupted);
 void sn_control_array_settle(struct sn_control *c);
 void sn_control_timeline_reasons(struct sn_control *c, int64_t now_s);
+/* preempt.c: cooperative preemption and expedited requeue (see there). */
+const char *sn__control_evict_how_name(unsigned how);
+double sn__control_lost_now(const struct sn_control *c, const struct sn_control_job *j);
+void sn__control_evict_record(struct sn_control *c, struct sn_control_job *j, bool preempted,
+                              bool operator_requeue);
+void sn__control_preempt_end(struct sn_control *c, struct sn_control_job *j);
+void sn__control_preempt_signal(struct sn_control *c, struct sn_control_job *j, int64_t by,
+                                const char *why);
+void sn__control_preempt_cancel(struct sn_control *c, struct sn_control_job *j, int64_t by);
+void sn__control_preempt_checkpoint(struct sn_control *c, struct sn_control_job *j);
+bool sn__control_preempt_exit(struct sn_control *c, struct sn_control_job *j);
+void sn__control_preempt_timer(struct sn_control *c);
+bool sn__control_preempt_requeue(struct sn_control *c, struct sn_control_job *j, const char *msg);
+void sn__control_preempt_restore(struct sn_control *c);
+void sn__control_expedite(struct sn_control *c, struct sn_control_job *j);
+bool sn__control_expedite_held(const struct sn_control *c, uint32_t g);
+void sn__control_expedite_pass(struct sn_control *c);
+void sn__control_expedite_end(struct sn_control *c, struct sn_control_job *j);
+void sn__control_preempt_run_text(const struct sn_control_job *j, json_t *run);
+void sn__control_preempt_load(struct sn_control_job *j, const json_t *run);
+void sn__control_preempt_metrics(const struct sn_control *c,
+                                 void (*put)(void *ctx, const char *line), void *ctx);
+/* control_sched.c: evicts a signalled job through the core (why: the
+ * event's message); the core's decisions applied; GPU g's cordon in the
+ * core recomputed from every reason to hold it back. */
+bool sn__control_evict(struct sn_control *c, struct sn_control_job *j, const char *why);
+void sn__control_apply_decisions(struct sn_control *c, double now);
+void sn__control_gpu_recheck(struct sn_control *c, uint32_t g);
+
 /* update.c: UPDATE_JOB on job j (ev->update). */
 enum sn_err sn__control_update(struct sn_control *c, struct sn_control_job *j,
                                const struct sn_control_event *ev, struct sn_error *err);

@@ -202,6 +202,7 @@ static enum sn_err make_core(struct sn_control *d, struct sn_error *err)
     c.cpu_oversell = (double)d->cfg.cpu_oversell_pct / 100.0;
     c.memory_oversell = (double)d->cfg.memory_oversell_pct / 100.0;
     c.power_util = (double)d->cfg.power_util_pct / 100.0;
+    c.preempt_signal = d->cfg.preempt_grace_s > 0; /* cooperative preemption (preempt.c) */
     struct sn_sched_pool pools[SN_SCHED_MAX_POOLS];
     d->sched_spec_pools = spec_pools_usable(d);
     d->sched_pools = d->sched_spec_pools ? d->spec->n_pools : 1;
@@ -340,7 +341,14 @@ static bool held_back(const struct sn_control *d, uint32_t g)
 {
     return cordoning(d->nodes[d->model->gpu_server[g]].state) || cordoning(d->gpus[g].state) ||
            (d->gpu_procs && d->gpu_procs[g]) ||
-           (d->round_hold && d->round_hold[d->model->gpu_server[g]]);
+           (d->round_hold && d->round_hold[d->model->gpu_server[g]]) ||
+           sn__control_expedite_held(d, g);
+}
+
+void sn__control_gpu_recheck(struct sn_control *d, uint32_t g)
+{
+    uint32_t s = d->model->gpu_server[g];
+    sn_sched_cordon(d->sched, g, held_back(d, g) || (d->silent && d->silent[s]));
 }
 
 void sn_control_hold(struct sn_control *d, uint32_t s, bool on)
@@ -411,6 +419,7 @@ static void master_port_mark(struct sn_control *d, int32_t port, bool used)
 static void release_alloc(struct sn_control *d, struct sn_control_job *j, bool interrupted)
 {
     uint32_t *gpus = j->alloc, n = j->n_alloc;
+    sn__control_preempt_end(d, j);
     /* Its processes may still run (cancel, requeue, a failed rank): the
      * GPUs wait for the agent to report them gone. */
     for (uint32_t i = 0; i < n; i++)
@@ -486,8 +495,10 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     struct sn_control_job *j = sched_job(d, dec->job);
     if (!j || j->state != SN_CONTROL_JOB_RUNNING)
         return;
-    char msg[160];
-    if (dec->kind == SN_DECISION_PREEMPT)
+    char msg[300];
+    if (dec->kind == SN_DECISION_PREEMPT && d->interrupt_why)
+        snprintf(msg, sizeof(msg), "%.290s", d->interrupt_why); /* a cooperative eviction */
+    else if (dec->kind == SN_DECISION_PREEMPT)
         snprintf(msg, sizeof(msg), "preempted by job %lld",
                  (long long)(dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0));
     else if (d->interrupt_why && d->interrupt_event)
@@ -500,6 +511,10 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     j->requeues++;
     j->updated_s = (int64_t)now;
     sn_control_job_set_detail(j, msg);
+    sn__control_evict_record(d, j, dec->kind == SN_DECISION_PREEMPT,
+                             d->interrupt_event && strcmp(d->interrupt_event, "requeued") == 0);
+    if (dec->kind == SN_DECISION_INTERRUPT && !d->interrupt_event)
+        sn__control_expedite(d, j); /* an infrastructure failure: its healthy GPUs held */
     release_alloc(d, j, true); /* work since the run's last checkpoint is lost */
     job_rows(d, j,
              dec->kind == SN_DECISION_PREEMPT ? "preempted"
@@ -545,6 +560,12 @@ static void on_replace(struct sn_control *d, uint32_t sid, double now)
     free(old);
 }
 
+/* The job id of a decision's cause (the preemptor), 0 when none. */
+static int64_t cause_id(const struct sn_control *d, const struct sn_decision *dec)
+{
+    return dec->cause < d->sched_jobs_cap ? d->sched_jobs[dec->cause] : 0;
+}
+
 static void apply_decisions(struct sn_control *d, double now)
 {
     size_t n = 0;
@@ -554,10 +575,33 @@ static void apply_decisions(struct sn_control *d, double now)
             on_start(d, dec[i].job, now);
         else if (dec[i].kind == SN_DECISION_REPLACE)
             on_replace(d, dec[i].job, now);
+        else if (dec[i].kind == SN_DECISION_SIGNAL && sched_job(d, dec[i].job))
+            sn__control_preempt_signal(d, sched_job(d, dec[i].job), cause_id(d, &dec[i]), NULL);
+        else if (dec[i].kind == SN_DECISION_UNSIGNAL && sched_job(d, dec[i].job))
+            sn__control_preempt_cancel(d, sched_job(d, dec[i].job), cause_id(d, &dec[i]));
         else
             on_requeue(d, &dec[i], now);
     }
     sn_sched_clear_decisions(d->sched);
+}
+
+void sn__control_apply_decisions(struct sn_control *d, double now)
+{
+    apply_decisions(d, now);
+}
+
+bool sn__control_evict(struct sn_control *d, struct sn_control_job *j, const char *why)
+{
+    if (j->sched_id == SN_NONE || j->state != SN_CONTROL_JOB_RUNNING)
+        return false;
+    double now = (double)d->clock.wall_ms / 1000.0;
+    if (sn_sched_evict(d->sched, j->sched_id, now, NULL) != SN_OK)
+        return false;
+    d->interrupt_why = why;
+    apply_decisions(d, now);
+    d->interrupt_why = NULL;
+    sn_control_poke(d);
+    return j->state == SN_CONTROL_JOB_REQUEUED;
 }
 
 /* ---- events from the daemon ------------------------------------------------------ */
@@ -619,6 +663,7 @@ bool sn_control_requeue_lost(struct sn_control *d, struct sn_control_job *j, con
 
 void sn_control_drop(struct sn_control *d, struct sn_control_job *job)
 {
+    sn__control_expedite_end(d, job);
     if (job->sched_id != SN_NONE) {
         struct sn_job_info info;
         sn_sched_job_info(d->sched, job->sched_id, &info);
@@ -768,6 +813,8 @@ void sn_control_pass(struct sn_control *d)
 {
     if (d->deps_dirty)
         sn_control_settle(d);
+    if (d->n_expedited)
+        sn__control_expedite_pass(d); /* expedited requeues first, on their held GPUs */
     double now = (double)d->clock.wall_ms / 1000.0;
     struct sn_error err = {0};
     if (sn_sched_pass(d->sched, now, &err) != SN_OK)
@@ -854,6 +901,8 @@ static enum sn_err restore_jobs(struct sn_control *d, struct sn_error *err)
             if (rc != SN_OK)
                 return rc;
             master_port_mark(d, j->master_port, true);
+            if (j->ckpt_path && j->ckpt_time_s >= j->start_s)
+                sn_sched_set_checkpoint(d->sched, j->sched_id, (double)j->ckpt_time_s);
             sn__control_imex_restore(d, j);
             sn_control_ckpt_on_start(d, j);
             /* Their agents are expected back within the heartbeat timeout. */
@@ -862,6 +911,7 @@ static enum sn_err restore_jobs(struct sn_control *d, struct sn_error *err)
                     d->last_seen_ms[d->model->gpu_server[j->alloc[i]]] = d->clock.mono_ms;
         }
     }
+    sn__control_preempt_restore(d);
     return SN_OK;
 }
 
@@ -956,6 +1006,7 @@ void sn_control_free(struct sn_control *d)
     sn_control_breaker_free(d);
     sn__control_parts_free(d);
     free(d->imex_used);
+    free(d->expedite_hold);
     sn_effects_free(&d->fx);
     free(d);
 }

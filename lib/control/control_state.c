@@ -172,6 +172,7 @@ void sn_control_job_free(struct sn_control_job *job)
     free(job->alloc);
     free(job->ranks_done);
     free(job->imex_ready);
+    free(job->expedite_gpus);
     free(job->detail);
     free(job->isolation);
     free(job->last_alloc);
@@ -318,6 +319,7 @@ json_t *sn_control_job_json(const struct sn_control *d, const struct sn_control_
     json_object_set_new(o, "shape", json_string(shape));
     sn_control_ckpt_json(job, o);
     sn_control_imex_json(job, o);
+    sn_control_preempt_json(d, job, o);
     sn_control_goodput_job_json(job, sn_control_now_s(d), o);
     return o;
 }
@@ -362,6 +364,8 @@ char *sn_control_job_run_text(const struct sn_control_job *job)
         sn_control_goodput_run_text(job, o);
     if (o)
         sn__control_imex_run_text(job, o);
+    if (o)
+        sn__control_preempt_run_text(job, o);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;

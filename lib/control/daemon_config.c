@@ -190,6 +190,16 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
     {"health_agent_action_interval_s", SN_CONF_INT, "600", 1, 31622400,
      C(health_agent_action_interval_s),
      "a GPU (a server for reboot) is asked for a recommended action at most this often"},
+    {"preempt_grace_s", SN_CONF_INT, "0", 0, 86400, C(preempt_grace_s),
+     "cooperative preemption: a running job that must leave (preempted, requeued) is signalled "
+     "and evicted at its next checkpoint report or this many seconds later, whichever comes "
+     "first (0: evicted at once)"},
+    {"preempt_signal", SN_CONF_STRING, "TERM", 1, 15, C(preempt_signal),
+     "the signal the agents send every rank of a preempting job (a name without SIG: TERM, INT, "
+     "HUP, USR1, USR2; any other is sent as TERM)"},
+    {"expedite_hold_s", SN_CONF_INT, "0", 0, 86400, C(expedite_hold_s),
+     "expedited requeue: a job requeued by a GPU or server failure has its GPUs on servers still "
+     "up held for it this long and is tried first at each pass (0: off)"},
 };
 const size_t sn_daemon_config_key_count =
     sizeof(sn_daemon_config_keys) / sizeof(sn_daemon_config_keys[0]);
@@ -223,7 +233,10 @@ void sn_daemon_config_control(const struct sn_daemon_config *f, struct sn_contro
         .offender_window_s = f->offender_window_s,
         .offender_count = f->offender_count,
         .auto_resume_s = f->health_auto_resume_s,
+        .preempt_grace_s = f->preempt_grace_s,
+        .expedite_hold_s = f->expedite_hold_s,
     };
     snprintf(out->sched_policy, sizeof(out->sched_policy), "%s", f->sched_policy);
     snprintf(out->pool_borrow, sizeof(out->pool_borrow), "%s", f->pool_borrow);
+    snprintf(out->preempt_signal, sizeof(out->preempt_signal), "%s", f->preempt_signal);
 }

@@ -18,6 +18,7 @@ struct out {
 };
 
 static void put(struct out *o, const char *fmt, ...) SN_PRINTF(2, 3);
+static void put_line(void *ctx, const char *line);
 static void put(struct out *o, const char *fmt, ...)
 {
     for (int tries = 0; !o->failed && tries < 2; tries++) {
@@ -190,9 +191,15 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
     put(o, "sn_health_auto_resumes_total{result=\"resumed\"} %llu\n"
            "sn_health_auto_resumes_total{result=\"held\"} %llu\n",
         (unsigned long long)ps.resumes, (unsigned long long)ps.resumes_held);
+    sn__control_preempt_metrics(c, put_line, o);
     if (o->failed) {
         free(o->buf);
         return NULL;
     }
     return o->buf;
+}
+
+static void put_line(void *ctx, const char *line)
+{
+    put(ctx, "%s", line);
 }

@@ -243,6 +243,31 @@ static enum sn_err check_hosts(const struct sn_sched *s, struct sn_error *err)
     return rc;
 }
 
+/* Cooperative preemption: only running jobs leave, each pending job's
+ * awaiting counts the running jobs leaving for it. */
+static enum sn_err check_leaving(const struct sn_sched *s, struct sn_error *err)
+{
+    uint32_t *count = calloc(s->n_jobs + 1, sizeof(uint32_t));
+    if (!count)
+        return sn_error_set(err, SN_ERR_NOMEM, "out of memory checking invariants");
+    enum sn_err rc = SN_OK;
+    for (uint32_t i = 0; i < s->n_jobs && rc == SN_OK; i++) {
+        const struct sched_job *j = &s->jobs[i];
+        if ((j->leaving || j->leaving_for != SN_NONE) && j->state != SN_JOB_RUNNING)
+            rc = sn_error_set(err, SN_ERR_INTERNAL, "invariant: job %u leaves but is not running",
+                              i);
+        else if (j->leaving_for != SN_NONE && j->leaving_for < s->n_jobs)
+            count[j->leaving_for]++;
+    }
+    for (uint32_t i = 0; i < s->n_jobs && rc == SN_OK; i++)
+        if (count[i] != s->jobs[i].awaiting)
+            rc = sn_error_set(err, SN_ERR_INTERNAL,
+                              "invariant: job %u awaits %u signalled victims, %u leave for it", i,
+                              s->jobs[i].awaiting, count[i]);
+    free(count);
+    return rc;
+}
+
 enum sn_err sn_sched_check_invariants(const struct sn_sched *s, struct sn_error *err)
 {
     const struct sn_model *m = s->m;
@@ -266,6 +291,8 @@ enum sn_err sn_sched_check_invariants(const struct sn_sched *s, struct sn_error 
         rc = check_hosts(s, err);
     if (rc == SN_OK)
         rc = sn__sched_power_check(s, err);
+    if (rc == SN_OK)
+        rc = check_leaving(s, err);
     return rc;
 }
 

@@ -35,6 +35,12 @@ struct sched_job {
     double window_start_s;
     double holdoff_until_s; /* ... before this time */
     double start_s;
+    /* Cooperative preemption: the preemptor this running job was signalled
+     * to leave for (SN_NONE: not leaving); victims still leaving for this
+     * job; leaving: signalled (leaving_for may be SN_NONE after a restore). */
+    uint32_t leaving_for, awaiting;
+    bool leaving;
+    double ckpt_s; /* last checkpoint of the current run (0: none) */
 };
 
 struct sn_sched {

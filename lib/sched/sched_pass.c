@@ -141,8 +141,8 @@ static void sig_add(struct pass *p, const struct sched_job *j, enum sn_pending_r
 static bool victim_ok(const struct sn_sched *s, const struct sched_job *pre, uint32_t sn,
                       const struct sched_job *v, double now)
 {
-    if (!v->spec.preemptible || now - v->start_s < s->cfg.min_runtime_s)
-        return false;
+    if (!v->spec.preemptible || v->leaving || now - v->start_s < s->cfg.min_runtime_s)
+        return false; /* a signalled victim's GPUs are promised already */
     bool window_open = now - v->window_start_s >= s->cfg.preemption_window_s;
     if (!window_open && v->window_count >= s->cfg.max_preemptions)
         return false;
@@ -152,10 +152,17 @@ static bool victim_ok(const struct sn_sched *s, const struct sched_job *pre, uin
     return v->prio < pre->prio || reclaim;
 }
 
+/* GPU-seconds a preemption of v loses: the work since its last reported
+ * checkpoint (sn_sched_set_checkpoint), else since the last one its
+ * interval implies, else since its start; plus the restart. */
 static double victim_cost(const struct sched_job *v, double now)
 {
     double run = now - v->start_s;
-    double lost = v->spec.checkpoint_s > 0 ? fmod(run, v->spec.checkpoint_s) : run;
+    double lost = v->ckpt_s >= v->start_s && v->ckpt_s > 0 ? now - v->ckpt_s
+                  : v->spec.checkpoint_s > 0               ? fmod(run, v->spec.checkpoint_s)
+                                                           : run;
+    if (lost < 0)
+        lost = 0;
     return v->spec.gpus * (lost + v->spec.restart_s);
 }
 
@@ -273,6 +280,7 @@ static bool evict_and_place(struct sn_sched *s, uint32_t job, const uint32_t *vi
 {
     if (!would_place(s, job, victims, nv))
         return false;
+    bool signal = s->cfg.preempt_signal;
     for (uint32_t i = 0; i < nv; i++) {
         struct sched_job *v = &s->jobs[victims[i]];
         if (now - v->window_start_s >= s->cfg.preemption_window_s) {
@@ -286,9 +294,16 @@ static bool evict_and_place(struct sn_sched *s, uint32_t job, const uint32_t *vi
             v->holdoff_pools |= 1u << s->jobs[job].spec.pool;
             v->holdoff_until_s = now + s->cfg.reclaim_holdoff_s;
         }
-        sn__sched_requeue(s, victims[i], SN_DECISION_PREEMPT, job);
+        if (signal) { /* cooperative: the victim leaves when the caller evicts it */
+            v->leaving = true;
+            v->leaving_for = job;
+            s->jobs[job].awaiting++;
+            sn__sched_decide(s, SN_DECISION_SIGNAL, victims[i], job);
+        } else {
+            sn__sched_requeue(s, victims[i], SN_DECISION_PREEMPT, job);
+        }
     }
-    return sn__sched_place(s, job, now) == SN_PENDING_NONE;
+    return signal ? true : sn__sched_place(s, job, now) == SN_PENDING_NONE;
 }
 
 /* Preempts the cheapest victims in the supernode where pre fits at the
@@ -467,6 +482,8 @@ static bool preempt_multi(struct sn_sched *s, uint32_t job, double now)
 
 static bool preempt_for(struct sn_sched *s, uint32_t job, double now)
 {
+    if (s->jobs[job].awaiting > 0)
+        return false; /* its signalled victims have not left yet */
     if (preempt_single(s, job, now))
         return true;
     return !s->jobs[job].spec.one_supernode && preempt_multi(s, job, now);
@@ -571,7 +588,9 @@ static void run_queue(struct pass *p, uint32_t *order, uint32_t n)
             if (preempt_for(s, id, p->now)) {
                 preempted = true;
                 p->n_sigs = 0; /* GPUs were freed: earlier failures may no longer hold */
-                continue;
+                if (!s->cfg.preempt_signal)
+                    continue;
+                /* Signalled: the job waits for its victims as the head. */
             }
         }
         if (head != SN_NONE)

@@ -274,6 +274,17 @@ void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double n
     s->job_gpu_bytes += (size_t)j->spec.gpus * sizeof(uint32_t);
     s->n_placements++;
     sn__sched_decide(s, SN_DECISION_START, job, SN_NONE);
+    /* A preemptor that started elsewhere before its signalled victims
+     * left no longer needs them: they stay (an UNSIGNAL decision each). */
+    for (uint32_t i = 0; j->awaiting > 0 && i < s->n_running; i++) {
+        struct sched_job *v = &s->jobs[s->running[i]];
+        if (v->leaving && v->leaving_for == job) {
+            v->leaving = false;
+            v->leaving_for = SN_NONE;
+            j->awaiting--;
+            sn__sched_decide(s, SN_DECISION_UNSIGNAL, s->running[i], job);
+        }
+    }
 }
 
 void sn__sched_release(struct sn_sched *s, uint32_t job)
@@ -294,6 +305,13 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
     j->n_sn = 0;
     j->n_pods = 0;
     j->split = j->cross = j->borrowed = j->degraded = false;
+    /* A signalled victim that leaves, however (evicted, finished, failed),
+     * no longer holds its preemptor back. */
+    if (j->leaving_for != SN_NONE && s->jobs[j->leaving_for].awaiting > 0)
+        s->jobs[j->leaving_for].awaiting--;
+    j->leaving_for = SN_NONE;
+    j->leaving = false;
+    j->ckpt_s = 0;
 }
 
 void sn__sched_hold(struct sn_sched *s, uint32_t job, bool on)
@@ -668,6 +686,7 @@ enum sn_err sn_sched_submit(struct sn_sched *s, const struct sn_job_spec *spec, 
     j->prio = s->pools[spec->pool].priority + spec->priority;
     j->health_min = score_u8(spec->health_min);
     j->state = SN_JOB_PENDING;
+    j->leaving_for = SN_NONE;
     j->window_start_s = spec->submit_s;
     list_add(s->pending, &s->n_pending, s->jobs, job);
     *id = job;
@@ -702,6 +721,40 @@ enum sn_err sn_sched_interrupt(struct sn_sched *s, uint32_t job, double now, str
         return sn_error_set(err, SN_ERR_INVALID, "interrupt: job %u is not running", job);
     sn__sched_requeue(s, job, SN_DECISION_INTERRUPT, SN_NONE);
     return SN_OK;
+}
+
+enum sn_err sn_sched_evict(struct sn_sched *s, uint32_t job, double now, struct sn_error *err)
+{
+    (void)now;
+    if (job >= s->n_jobs || s->jobs[job].state != SN_JOB_RUNNING)
+        return sn_error_set(err, SN_ERR_INVALID, "evict: job %u is not running", job);
+    sn__sched_requeue(s, job, SN_DECISION_PREEMPT, s->jobs[job].leaving_for);
+    return SN_OK;
+}
+
+bool sn_sched_leaving(const struct sn_sched *s, uint32_t job, uint32_t *preemptor)
+{
+    bool on = job < s->n_jobs && s->jobs[job].state == SN_JOB_RUNNING && s->jobs[job].leaving;
+    if (preemptor)
+        *preemptor = on ? s->jobs[job].leaving_for : SN_NONE;
+    return on;
+}
+
+void sn_sched_set_leaving(struct sn_sched *s, uint32_t job, uint32_t preemptor)
+{
+    if (job >= s->n_jobs || s->jobs[job].state != SN_JOB_RUNNING || s->jobs[job].leaving)
+        return;
+    s->jobs[job].leaving = true;
+    if (preemptor < s->n_jobs && s->jobs[preemptor].state == SN_JOB_PENDING) {
+        s->jobs[job].leaving_for = preemptor;
+        s->jobs[preemptor].awaiting++;
+    }
+}
+
+void sn_sched_set_checkpoint(struct sn_sched *s, uint32_t job, double time_s)
+{
+    if (job < s->n_jobs && s->jobs[job].state == SN_JOB_RUNNING)
+        s->jobs[job].ckpt_s = time_s;
 }
 
 void sn_sched_set_walltime(struct sn_sched *s, uint32_t job, double walltime_s)

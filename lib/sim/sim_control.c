@@ -42,6 +42,15 @@
  * the removal).
  * The tallies and the result are the sched engine's (sim_int.h).
  *
+ * Cooperative preemption (preempt_grace_s > 0): a victim's "preempting"
+ * row arms a TIMER at its deadline (the heartbeats of the live agents
+ * first, as snd's timer) and, with probability preempt_ckpt_p (a random
+ * stream of its own, so the failures drawn stay the same as without),
+ * a just-in-time CHECKPOINT ckpt_cost_s after the signal when that is
+ * within the grace: it keeps the run's progress at the signal, and the
+ * control evicts the job on it. Work since then, or since the last
+ * interval checkpoint without one, is lost.
+ *
  * Not modelled here (the sched engine has them): slow GPUs and health
  * scores (lib/control takes no health score), re-rating of jobs whose
  * uplinks load changes (a run's rate is set at its start), and the
@@ -62,7 +71,7 @@
 #define CLOCK_BASE_MS 1000000000LL /* virtual time 0: lib/control reads 0 as "never" */
 #define MAX_CLASSES 256            /* distinct trace priorities (priority classes) */
 
-enum { EV_CKPT = 100, EV_TIMER }; /* beside sim_int.h's kinds */
+enum { EV_CKPT = 100, EV_TIMER, EV_JIT, EV_DEADLINE }; /* beside sim_int.h's kinds */
 
 struct csim {
     struct sim x; /* x.s is the control's core */
@@ -76,6 +85,11 @@ struct csim {
     uint8_t *gpu_down;  /* by GPU: failures keeping it down */
     uint32_t n_hosts_down, failed;
     bool timer_armed;
+    /* Cooperative preemption: by workload index, the progress a
+     * just-in-time checkpoint keeps (< 0: none in this run) and the
+     * progress at the signal; the draws' own stream. */
+    double *jit_saved, *sig_progress;
+    struct sn_rng jit_rng;
     int32_t classes[MAX_CLASSES];
     uint32_t n_classes;
 };
@@ -147,6 +161,7 @@ static enum sn_err start_run(struct csim *cs, uint32_t i, const struct sn_contro
     }
     j->run_start = x->now;
     j->progress = 0;
+    cs->jit_saved[i] = -1;
     j->seg_start = x->now + (j->runs++ > 0 ? x->cfg->restart_s : 0);
     j->tau = x->cfg->ckpt == SN_CKPT_YOUNG_DALY && cj->ckpt_interval_s > 0
                  ? cj->ckpt_interval_s
@@ -174,6 +189,9 @@ static void stop_run(struct csim *cs, uint32_t i)
     struct sim_job *j = &x->jobs[i];
     double p = sn__sim_progress_at(j, x->now);
     double saved = j->tau > 0 ? floor(p / j->tau + 1e-9) * j->tau : 0;
+    if (cs->jit_saved[i] > saved && cs->jit_saved[i] <= p)
+        saved = cs->jit_saved[i]; /* a just-in-time checkpoint on the signal */
+    cs->jit_saved[i] = -1;
     sn_goodput_add_run(&x->gp, x->w->jobs[i].gpus, x->now - j->run_start, saved, true);
     j->remaining -= saved;
     j->gen++;
@@ -209,7 +227,11 @@ static enum sn_err sync_job(struct csim *cs, int64_t id, const char *event, stru
     bool failed = cj->state == SN_CONTROL_JOB_FAILED || cj->state == SN_CONTROL_JOB_TIMEOUT;
     if (was && cj->state != SN_CONTROL_JOB_COMPLETED && !failed) {
         stop_run(cs, i);
-        bool preempted = event && strcmp(event, "preempted") == 0;
+        /* A cooperative eviction at a checkpoint comes with the
+         * checkpoint's rows first: the job's detail says it was preempted. */
+        bool preempted = (event && strcmp(event, "preempted") == 0) ||
+                         (cj->state == SN_CONTROL_JOB_REQUEUED && cj->detail &&
+                          strncmp(cj->detail, "preempted", 9) == 0);
         x->r->preemptions += preempted;
         x->r->interruptions += !preempted;
         x->r->replacements += event && strcmp(event, "replaced") == 0;
@@ -231,6 +253,28 @@ static enum sn_err sync_job(struct csim *cs, int64_t id, const char *event, stru
     return SN_OK;
 }
 
+/* Job id was signalled (its "preempting" row): its deadline's TIMER, and
+ * maybe a just-in-time checkpoint within the grace. */
+static enum sn_err on_signal(struct csim *cs, int64_t id, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    const struct sn_control_job *cj = sn_control_job_get(cs->ctl, id);
+    if (!cj || id > (int64_t)x->w->n_jobs || cj->preempt_deadline_s <= 0)
+        return SN_OK;
+    uint32_t i = cs->wid[id];
+    if (!cs->run_seq[i])
+        return SN_OK;
+    struct sim_job *j = &x->jobs[i];
+    double grace = x->cfg->preempt_grace_s;
+    enum sn_err rc = sn__sim_push(x, x->now + grace, EV_DEADLINE, i, j->gen, 0, err);
+    double u = sn_rng_uniform(&cs->jit_rng); /* drawn for every signal: same stream */
+    if (rc != SN_OK || cs->stalled[i] || !(u < x->cfg->preempt_ckpt_p) ||
+        !(x->cfg->ckpt_cost_s < grace))
+        return rc;
+    cs->sig_progress[i] = sn__sim_progress_at(j, x->now);
+    return sn__sim_push(x, x->now + x->cfg->ckpt_cost_s, EV_JIT, i, j->gen, 0, err);
+}
+
 /* Reads the effects of one event (job rows: which jobs changed), then
  * drops them. */
 static enum sn_err sync_effects(struct csim *cs, struct sn_error *err)
@@ -244,7 +288,9 @@ static enum sn_err sync_effects(struct csim *cs, struct sn_error *err)
                 event = batch->rows[k].text[0];
         for (size_t k = 0; k < batch->n && rc == SN_OK; k++)
             if (batch->rows[k].kind == SN_STORE_PUT_JOB)
-                rc = sync_job(cs, batch->rows[k].num[0], event, err);
+                rc = event && strcmp(event, "preempting") == 0
+                         ? on_signal(cs, batch->rows[k].num[0], err)
+                         : sync_job(cs, batch->rows[k].num[0], event, err);
     }
     sn_effects_reset(&cs->fx);
     return rc;
@@ -402,6 +448,7 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
     cc->memory_oversell_pct =
         (int64_t)llround((c->sched.memory_oversell > 0 ? c->sched.memory_oversell : 1) * 100);
     cc->power_util_pct = (int64_t)llround(c->sched.power_util * 100);
+    cc->preempt_grace_s = (int64_t)llround(c->preempt_grace_s > 0 ? c->preempt_grace_s : 0);
     size_t len = 0;
     for (uint32_t b = 0; c->borrow && b < spec->n_pools; b++)
         for (uint32_t l = 0; l < spec->n_pools; l++) {
@@ -432,7 +479,13 @@ static enum sn_err setup(struct csim *cs, struct sn_error *err)
     cs->stalled = calloc(n, 1);
     cs->host_down = calloc(x->m->n_servers + 1, 1);
     cs->gpu_down = calloc(x->m->n_gpus + 1, 1);
-    if (!cs->wid || !cs->cid || !cs->run_seq || !cs->stalled || !cs->host_down || !cs->gpu_down)
+    cs->jit_saved = malloc((size_t)(n ? n : 1) * sizeof(double));
+    cs->sig_progress = calloc(n ? n : 1, sizeof(double));
+    for (uint32_t i = 0; cs->jit_saved && i < n; i++)
+        cs->jit_saved[i] = -1;
+    sn_rng_seed(&cs->jit_rng, x->cfg->seed ^ 0x9e3779b97f4a7c15ULL);
+    if (!cs->wid || !cs->cid || !cs->run_seq || !cs->stalled || !cs->host_down || !cs->gpu_down ||
+        !cs->jit_saved || !cs->sig_progress)
         return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for %u jobs", n);
     x->n_pools = x->m->spec->n_pools <= SN_SCHED_MAX_POOLS ? x->m->spec->n_pools : 0;
     for (uint32_t p = 0; p < x->n_pools; p++)
@@ -528,7 +581,9 @@ static enum sn_err on_finish(struct csim *cs, const struct event *e, struct sn_e
     const struct sn_control_job *cj = sn_control_job_get(cs->ctl, cs->cid[i]);
     uint32_t n = cj->n_alloc;
     enum sn_err rc = SN_OK;
-    for (uint32_t r = 0; r < n && rc == SN_OK; r++)
+    /* A preempting job's first rank exit evicts it (lib/control/preempt.c):
+     * the other ranks' exits then belong to no run. */
+    for (uint32_t r = 0; r < n && rc == SN_OK && cs->run_seq[i]; r++)
         rc = apply(
             cs,
             (struct sn_control_event){
@@ -557,6 +612,36 @@ static enum sn_err on_checkpoint(struct csim *cs, const struct event *e, struct 
     if (next >= j->remaining || e->c == UINT32_MAX)
         return SN_OK;
     return sn__sim_push(x, x->now + (next - p) / j->rate_eff, EV_CKPT, i, j->gen, e->c + 1, err);
+}
+
+/* The just-in-time checkpoint of a signalled run is written: reported. */
+static enum sn_err on_jit(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    uint32_t i = e->a;
+    if (cs->x.jobs[i].gen != e->b || !cs->run_seq[i] || cs->stalled[i])
+        return SN_OK;
+    cs->jit_saved[i] = cs->sig_progress[i];
+    char path[48];
+    snprintf(path, sizeof(path), "sim://w%u/jit", i);
+    return apply(cs,
+                 (struct sn_control_event){
+                     .kind = SN_CONTROL_EVENT_CHECKPOINT, .job = cs->cid[i], .text = path},
+                 err);
+}
+
+/* A signalled run's deadline: snd's timer (live agents' heartbeats, TIMER). */
+static enum sn_err on_deadline(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    uint32_t i = e->a;
+    if (cs->x.jobs[i].gen != e->b || !cs->run_seq[i])
+        return SN_OK;
+    enum sn_err rc = SN_OK;
+    for (uint32_t s = 0; s < cs->x.m->n_servers && rc == SN_OK; s++)
+        if (!cs->host_down[s])
+            rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s},
+                       err);
+    return rc == SN_OK ? apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_TIMER}, err)
+                       : rc;
 }
 
 static uint32_t job_of_gpu(const struct csim *cs, uint32_t g)
@@ -729,6 +814,10 @@ static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_erro
         return on_repair(cs, e, err);
     case EV_TIMER:
         return on_timer(cs, err);
+    case EV_JIT:
+        return on_jit(cs, e, err);
+    case EV_DEADLINE:
+        return on_deadline(cs, e, err);
     case EV_SAMPLE:
         return sn__sim_sample(&cs->x, err);
     case EV_SNAPSHOT:
@@ -798,6 +887,8 @@ enum sn_err sn__sim_run_control(const struct sn_model *m, const struct sn_sim_wo
     free(cs.stalled);
     free(cs.host_down);
     free(cs.gpu_down);
+    free(cs.jit_saved);
+    free(cs.sig_progress);
     if (rc != SN_OK) {
         sn_sim_result_free(cs.x.r);
         return rc;

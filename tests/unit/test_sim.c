@@ -387,6 +387,20 @@ static void pools_preemption_bounded(void **state)
     assert_true(r->preemptions > 0); /* reclaims still happen */
     assert_true(r->preemptions <= w.n_jobs);
     sn_sim_result_free(r);
+    /* The control engine with cooperative preemption (a 120 s grace, a
+     * just-in-time checkpoint half the time), every invariant checked after
+     * every event (the core's signalled victims and their preemptors'
+     * counts among them): the same bound holds. */
+    struct sn_sim_config cc = cfg;
+    cc.engine = SN_SIM_ENGINE_CONTROL;
+    cc.check_invariants = true;
+    cc.preempt_grace_s = 120;
+    cc.preempt_ckpt_p = 0.5;
+    r = run(&c, &w, &cc);
+    assert_int_equal(r->jobs_done + r->jobs_unfinished, 1000);
+    assert_true(r->preemptions > 0);
+    assert_true(r->preemptions <= w.n_jobs);
+    sn_sim_result_free(r);
     sn_sim_workload_release(&w);
     char path[4096];
     if (traces(path, sizeof(path), "microsoft-itp/cluster04.csv")) {
@@ -778,6 +792,58 @@ static void control_gpu_failures_and_faults(void **state)
     sn_sim_shape_free(c.spec, c.model);
 }
 
+/* Cooperative preemption in the control engine, hand-worked: A (priority
+ * 0, 32 GPUs, the whole supernode) from 0, B (priority 10, 32 GPUs) at
+ * 7200; interval checkpoints every 3600 s of work (60 s to write), so A's
+ * last one kept 3600 s of work when B comes. Grace 0: A is evicted at
+ * 7200, (7200 - 3600) x 32 GPU-s = 32 GPU-h lost. Grace 100 with a
+ * just-in-time checkpoint always: it is written by 7260 and keeps A's
+ * progress at the signal (7200 x its rate, at most 7200 x 3600 / 3660),
+ * so at least (7260 - 7082) x 32 / 3600 = 1.58 GPU-h are lost, far below
+ * 32. Grace 100 with none: evicted at the deadline 7300, (7300 - 3600) x
+ * 32 / 3600 = 32.89 GPU-h. One preemption each time. */
+static void control_cooperative_preemption(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    sh.servers = 4;
+    sh.gpus_per_server = 8;
+    struct cluster c;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    struct sn_sim_job jobs[2] = {
+        {.submit_s = 0, .duration_s = 36000, .gpus = 32, .group_gpus = 8, .priority = 0},
+        {.submit_s = 7200, .duration_s = 3600, .gpus = 32, .group_gpus = 8, .priority = 10},
+    };
+    struct sn_sim_workload w = {.n_jobs = 2, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = false;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_int_equal(r->preemptions, 1);
+    assert_int_equal(r->jobs_done, 2);
+    assert_near(r->lost_gpu_h, 32.0, 1e-9);
+    sn_sim_result_free(r);
+    cfg.preempt_grace_s = 100;
+    cfg.preempt_ckpt_p = 1;
+    r = run(&c, &w, &cfg);
+    assert_int_equal(r->preemptions, 1);
+    assert_int_equal(r->jobs_done, 2);
+    assert_true(r->lost_gpu_h >= (7260.0 - 7200.0 * 3600 / 3660) * 32 / 3600 - 1e-9);
+    assert_true(r->lost_gpu_h < 4);
+    sn_sim_result_free(r);
+    cfg.preempt_ckpt_p = 0;
+    r = run(&c, &w, &cfg);
+    assert_int_equal(r->preemptions, 1);
+    assert_near(r->lost_gpu_h, (7300.0 - 3600) * 32 / 3600, 1e-9);
+    sn_sim_result_free(r);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -798,6 +864,7 @@ int main(void)
         cmocka_unit_test(control_groups_stay_in_supernodes),
         cmocka_unit_test(control_host_failure_requeues),
         cmocka_unit_test(control_gpu_failures_and_faults),
+        cmocka_unit_test(control_cooperative_preemption),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
