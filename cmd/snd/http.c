@@ -34,6 +34,8 @@
 
 #include "agent.h"
 
+#include <sn/api.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -405,6 +407,34 @@ enum MHD_Result snd_refuse(struct snd *d, struct snd_req *r, int status, const c
         return snd_reply(d, r, status, body);
     }
     return snd_commit(d, r, NULL, 0, "", snd_refusal_done);
+}
+
+/* ---- request bodies ---------------------------------------------------- */
+
+static enum MHD_Result decode_error(struct snd *d, struct snd_req *r, enum sn_err rc,
+                                    const char *field, const struct sn_error *err)
+{
+    if (rc == SN_ERR_LIMIT)
+        return snd_error(d, r, 413, "body_too_large", field, "%s", err->message);
+    const char *code = rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field";
+    if (!field[0] && rc != SN_ERR_SYNTAX)
+        code = "invalid_body";
+    return snd_error(d, r, 400, code, field, "%s", err->message);
+}
+
+bool snd_decode(struct snd *d, struct snd_req *r, const struct sn_api_field *f, size_t n, void *out,
+                uint32_t *present, enum MHD_Result *ret)
+{
+    char field[SN_API_FIELD_MAX];
+    struct sn_error err = {0};
+    uint32_t seen = 0;
+    enum sn_err rc =
+        sn_api_decode(f, n, r->len ? r->body : "{}", r->len ? r->len : 2,
+                      (size_t)d->cfg.body_max_bytes, out, present ? present : &seen, field, &err);
+    if (rc == SN_OK)
+        return true;
+    *ret = decode_error(d, r, rc, field, &err);
+    return false;
 }
 
 const char *snd_query(struct snd_req *r, const char *name)

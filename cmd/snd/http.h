@@ -85,6 +85,12 @@ void snd_audit(struct snd *d, const struct snd_req *r, int status, const char *t
 
 /* The value of query parameter name, or NULL. */
 const char *snd_query(struct snd_req *r, const char *name);
+/* Decodes the request body (empty: {}) by the field table f of n fields
+ * into out (present: a bit per field given; may be NULL); false: answered
+ * (413 too large, 400 malformed_json, invalid_field or invalid_body). */
+struct sn_api_field;
+bool snd_decode(struct snd *d, struct snd_req *r, const struct sn_api_field *f, size_t n, void *out,
+                uint32_t *present, enum MHD_Result *ret);
 bool snd_is_admin(const struct snd_req *r);
 
 enum MHD_Result snd_metrics(struct snd *d, struct snd_req *r);

@@ -58,22 +58,6 @@ enum MHD_Result snd_get_repairs(struct snd *d, struct snd_req *r)
     return list(d, r, "closed");
 }
 
-static bool decode(struct snd *d, struct snd_req *r, const struct sn_api_field *f, size_t n,
-                   void *out, enum MHD_Result *ret)
-{
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(f, n, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, out, &present, field, &err);
-    if (rc == SN_OK)
-        return true;
-    *ret = snd_error(d, r, rc == SN_ERR_LIMIT ? 413 : 400,
-                     rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field, "%s",
-                     err.message);
-    return false;
-}
-
 static uint32_t find_gpu(struct snd *d, struct snd_req *r, const char *name, enum MHD_Result *ret)
 {
     uint32_t g = sn_model_find_gpu(d->model, name);
@@ -100,7 +84,7 @@ enum MHD_Result snd_post_repair(struct snd *d, struct snd_req *r)
     struct repair_body b;
     memset(&b, 0, sizeof(b));
     enum MHD_Result ret;
-    if (!decode(d, r, repair_fields, 3, &b, &ret))
+    if (!snd_decode(d, r, repair_fields, 3, &b, NULL, &ret))
         return ret;
     uint32_t g = find_gpu(d, r, b.gpu, &ret);
     if (g == SN_NONE)

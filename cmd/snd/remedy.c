@@ -100,12 +100,9 @@ enum MHD_Result snd_post_agent_action(struct snd *d, struct snd_req *r)
                           "an agent token reports only its own node's actions");
     struct result_body b;
     memset(&b, 0, sizeof(b));
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    if (sn_api_decode(result_fields, 3, r->len ? r->body : "{}", r->len ? r->len : 2,
-                      (size_t)d->cfg.body_max_bytes, &b, &present, field, &err) != SN_OK)
-        return snd_error(d, r, 400, "invalid_field", field, "%s", err.message);
+    enum MHD_Result ret;
+    if (!snd_decode(d, r, result_fields, 3, &b, NULL, &ret))
+        return ret;
     struct sn_remedy_request p;
     int result = queue ? sn_remedy_queue_result(queue, s, b.id, b.status, &p) : -2;
     if (result == -1 || (result == -2 && strcmp(b.status, "done") && strcmp(b.status, "refused") &&

@@ -21,32 +21,9 @@
 #include <unistd.h>
 
 #include <sn/api.h>
+#include <sn/audit.h>
 
 /* ---- helpers --------------------------------------------------------- */
-
-static enum MHD_Result decode_error(struct snd *d, struct snd_req *r, enum sn_err rc,
-                                    const char *field, const struct sn_error *err)
-{
-    if (rc == SN_ERR_LIMIT)
-        return snd_error(d, r, 413, "body_too_large", field, "%s", err->message);
-    const char *code = rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field";
-    if (!field[0] && rc != SN_ERR_SYNTAX)
-        code = "invalid_body";
-    return snd_error(d, r, 400, code, field, "%s", err->message);
-}
-
-static bool decode(struct snd *d, struct snd_req *r, const struct sn_api_field *f, size_t n,
-                   void *out, uint32_t *present, enum MHD_Result *ret)
-{
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    enum sn_err rc = sn_api_decode(f, n, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, out, present, field, &err);
-    if (rc == SN_OK)
-        return true;
-    *ret = decode_error(d, r, rc, field, &err);
-    return false;
-}
 
 /* Pagination: limit (1..page_max, default 100) and after (a cursor). */
 static bool page_args(struct snd *d, struct snd_req *r, int64_t *limit, int64_t *after,
@@ -162,7 +139,7 @@ static enum MHD_Result post_tenant(struct snd *d, struct snd_req *r)
     struct tenant_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, tenant_fields, 2, &b, &present, &ret))
+    if (!snd_decode(d, r, tenant_fields, 2, &b, &present, &ret))
         return ret;
     struct sn_store_write w;
     struct sn_control_refusal why;
@@ -199,7 +176,7 @@ static enum MHD_Result put_quota(struct snd *d, struct snd_req *r)
     struct quota_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, quota_fields, 1, &b, &present, &ret))
+    if (!snd_decode(d, r, quota_fields, 1, &b, &present, &ret))
         return ret;
     int64_t prev_gpus;
     struct sn_control_refusal why;
@@ -248,7 +225,8 @@ static enum MHD_Result post_named(struct snd *d, struct snd_req *r, bool is_clas
     struct pool_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, is_class ? class_fields : pool_fields, is_class ? 3 : 2, &b, &present, &ret))
+    if (!snd_decode(d, r, is_class ? class_fields : pool_fields, is_class ? 3 : 2, &b, &present,
+                    &ret))
         return ret;
     struct sn_control_named_def def = {is_class, b.name, b.kind, b.priority, b.preemptible};
     struct sn_store_write w;
@@ -369,7 +347,7 @@ static enum MHD_Result post_job(struct snd *d, struct snd_req *r)
     memset(&b, 0, sizeof(b));
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, sn_api_job_fields, sn_api_job_field_count, &b, &present, &ret))
+    if (!snd_decode(d, r, sn_api_job_fields, sn_api_job_field_count, &b, &present, &ret))
         return ret;
     const char *tenant = r->tok.subject;
     if (snd_is_admin(r)) {
@@ -689,23 +667,12 @@ static enum MHD_Result admin_action(struct snd *d, struct snd_req *r, bool is_no
     struct action_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, action_fields, 1, &b, &present, &ret))
+    if (!snd_decode(d, r, action_fields, 1, &b, &present, &ret))
         return ret;
-    struct sn_control_admin *a = is_node ? &d->ctl->nodes[id] : &d->ctl->gpus[id];
-    uint32_t first = is_node ? m->server_first_gpu[id] : id;
-    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
-    int to = sn_control_admin_transition((enum sn_control_admin_state)a->state, r->params[1],
-                                         sn_control_busy(d->ctl, first, count));
-    if (to == -2)
-        return snd_error(d, r, 404, "not_found", NULL,
-                         "no action '%s' (expected cordon, drain, fail or resume)", r->params[1]);
-    if (to == -1)
-        return snd_error(d, r, 409, "invalid_transition", "state", "cannot %s a %s %s",
-                         r->params[1],
-                         sn_control_admin_state_name((enum sn_control_admin_state)a->state),
-                         is_node ? "node" : "gpu");
-    if (to != SN_CONTROL_ADMIN_UP && !b.reason[0])
-        return snd_error(d, r, 400, "invalid_field", "reason", "missing field 'reason'");
+    int to;
+    struct sn_control_refusal why;
+    if (!sn_control_admin_check(d->ctl, is_node, id, r->params[1], b.reason, &to, &why))
+        return refused(d, r, &why);
     /* The admin row commits with the answer; the requeues a fail causes
      * follow it through the outbox. */
     struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
@@ -732,7 +699,7 @@ static enum MHD_Result job_control(struct snd *d, struct snd_req *r,
     struct action_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, action_fields, 1, &b, &present, &ret))
+    if (!snd_decode(d, r, action_fields, 1, &b, &present, &ret))
         return ret;
     struct sn_control_event ev = {
         .kind = kind, .job = j->id, .detail = b.reason, .actor = r->actor};
@@ -769,8 +736,8 @@ static enum MHD_Result update_job(struct snd *d, struct snd_req *r)
     struct sn_control_update u;
     memset(&u, 0, sizeof(u));
     enum MHD_Result ret;
-    if (!decode(d, r, sn_control_update_fields, sn_control_update_field_count, &u, &u.present,
-                &ret))
+    if (!snd_decode(d, r, sn_control_update_fields, sn_control_update_field_count, &u, &u.present,
+                    &ret))
         return ret;
     struct sn_control_refusal why;
     if (!sn_control_update_check(d->ctl, j, &u, &why))
@@ -811,51 +778,6 @@ static enum MHD_Result post_gpu_action(struct snd *d, struct snd_req *r)
 
 /* ---- audit and tokens ---------------------------------------------------- */
 
-/* GET /v1/audit filters; a row is listed when it matches all given. */
-struct audit_filter {
-    json_t *items;
-    int64_t since_s, until_s; /* time_s in [since_s, until_s]; 0: open */
-    int64_t status;           /* 0: any */
-    const char *token;        /* token id */
-    const char *route;        /* prefix of the action "METHOD /path" */
-    const char *tenant;       /* actor "tenant:<name>" */
-    size_t limit;
-    int64_t last_seq; /* last row read */
-    int64_t read;     /* rows read by the current query */
-};
-
-static bool audit_matches(const struct audit_filter *f, const struct sn_store_write *row)
-{
-    if ((f->since_s && row->num[0] < f->since_s) || (f->until_s && row->num[0] > f->until_s))
-        return false;
-    if (f->status && row->num[1] != f->status)
-        return false;
-    if (f->token && strcmp(row->text[5], f->token) != 0)
-        return false;
-    if (f->route && strncmp(row->text[1], f->route, strlen(f->route)) != 0)
-        return false;
-    if (f->tenant &&
-        (strncmp(row->text[0], "tenant:", 7) != 0 || strcmp(row->text[0] + 7, f->tenant) != 0))
-        return false;
-    return true;
-}
-
-static bool audit_row(void *ctx, const struct sn_store_write *row)
-{
-    struct audit_filter *f = ctx;
-    f->last_seq = row->num[2];
-    f->read++;
-    if (!audit_matches(f, row))
-        return true;
-    json_array_append_new(
-        f->items,
-        json_pack("{s:I,s:I,s:s,s:s,s:s,s:I,s:s,s:s,s:s}", "seq", (json_int_t)row->num[2], "time_s",
-                  (json_int_t)row->num[0], "actor", row->text[0], "action", row->text[1], "target",
-                  row->text[2], "status", (json_int_t)row->num[1], "detail", row->text[3], "source",
-                  row->text[4], "token_id", row->text[5]));
-    return json_array_size(f->items) < f->limit;
-}
-
 /* An integer query parameter in [min, max]; absent leaves *out. */
 static bool query_int(struct snd *d, struct snd_req *r, const char *name, int64_t min, int64_t max,
                       int64_t *out, enum MHD_Result *ret)
@@ -885,35 +807,20 @@ static enum MHD_Result get_audit(struct snd *d, struct snd_req *r)
     enum MHD_Result ret;
     if (!page_args(d, r, &limit, &after, &ret))
         return ret;
-    struct audit_filter f = {.token = snd_query(r, "token"),
-                             .route = snd_query(r, "route"),
-                             .tenant = snd_query(r, "tenant"),
-                             .limit = (size_t)limit,
-                             .last_seq = after};
+    struct sn_audit_filter f = {.token = snd_query(r, "token"),
+                                .route = snd_query(r, "route"),
+                                .tenant = snd_query(r, "tenant")};
     if (!query_int(d, r, "since", 0, INT64_MAX, &f.since_s, &ret) ||
         !query_int(d, r, "until", 0, INT64_MAX, &f.until_s, &ret) ||
         !query_int(d, r, "status", 100, 599, &f.status, &ret))
         return ret;
-    f.items = json_array();
+    json_t *items;
+    int64_t next;
     struct sn_error err = {0};
-    bool more = false;
-    for (int64_t scanned = 0;;) {
-        f.read = 0;
-        if (sn_store_query_log(d->store, SN_STORE_LOG_AUDIT, 0, f.last_seq, 1000, audit_row, &f,
-                               &err) != SN_OK) {
-            json_decref(f.items);
-            return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
-        }
-        scanned += f.read;
-        if (json_array_size(f.items) >= f.limit || (f.read == 1000 && scanned >= AUDIT_SCAN_MAX)) {
-            more = true;
-            break;
-        }
-        if (f.read < 1000)
-            break;
-    }
-    int64_t next = more ? f.last_seq : 0;
-    return snd_reply(d, r, 200, page(f.items, next));
+    if (sn_store_audit_query(d->store, &f, after, (size_t)limit, AUDIT_SCAN_MAX, &items, &next,
+                             &err) != SN_OK)
+        return snd_error(d, r, 500, "internal", NULL, "%s", err.message);
+    return snd_reply(d, r, 200, page(items, next));
 }
 
 struct token_body {
@@ -934,28 +841,13 @@ static enum MHD_Result post_token(struct snd *d, struct snd_req *r)
     struct token_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, token_fields, 4, &b, &present, &ret))
+    if (!snd_decode(d, r, token_fields, 4, &b, &present, &ret))
         return ret;
-    struct sn_token t = {0};
-    if (strcmp(b.kind, "tenant") == 0)
-        t.kind = SN_AUTH_TENANT;
-    else if (strcmp(b.kind, "agent") == 0)
-        t.kind = SN_AUTH_AGENT;
-    else
-        return snd_error(d, r, 400, "invalid_field", "kind", "kind '%s': expected tenant or agent",
-                         b.kind);
+    struct sn_token t;
+    struct sn_control_refusal why;
+    if (!sn_control_token_check(d->ctl, b.kind, b.subject, b.scopes, &t, &why))
+        return refused(d, r, &why);
     struct sn_error err = {0};
-    if (sn_auth_parse_scopes(b.scopes, &t.scopes, &err) != SN_OK)
-        return snd_error(d, r, 400, "invalid_field", "scopes", "%s", err.message);
-    if (t.scopes & (1u << SN_SCOPE_ADMIN))
-        return snd_error(d, r, 400, "invalid_field", "scopes",
-                         "the admin scope is not issued through the API");
-    if (t.kind == SN_AUTH_TENANT &&
-        !sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, b.subject))
-        return snd_error(d, r, 422, "unknown_reference", "subject", "no tenant '%s'", b.subject);
-    if (t.kind == SN_AUTH_AGENT && sn_model_find_server(d->model, b.subject) == SN_NONE)
-        return snd_error(d, r, 422, "unknown_reference", "subject", "no node '%s'", b.subject);
-    snprintf(t.subject, sizeof(t.subject), "%s", b.subject);
     if (snd_random_hex(t.id, 16) != 0)
         return snd_error(d, r, 500, "internal", NULL, "no randomness");
     t.issued_s = snd_now_s();
@@ -1008,7 +900,7 @@ static enum MHD_Result post_backup(struct snd *d, struct snd_req *r)
     struct backup_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!decode(d, r, backup_fields, 1, &b, &present, &ret))
+    if (!snd_decode(d, r, backup_fields, 1, &b, &present, &ret))
         return ret;
     if (!sn_api_path_within(b.path, b.path)) /* absolute and normalised */
         return snd_error(d, r, 400, "invalid_field", "path",

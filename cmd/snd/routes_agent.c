@@ -194,15 +194,10 @@ enum MHD_Result snd_post_job_exit(struct snd *d, struct snd_req *r)
     if (!j || !j->durable)
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
     struct exit_body b = {0};
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
     uint32_t present = 0;
-    enum sn_err rc =
-        sn_api_decode(exit_fields, EXIT_FIELDS, r->len ? r->body : "{}", r->len ? r->len : 2,
-                      (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
+    enum MHD_Result ret;
+    if (!snd_decode(d, r, exit_fields, EXIT_FIELDS, &b, &present, &ret))
+        return ret;
     if ((present & (1u << 2)) && b.run != (int64_t)j->requeues) {
         json_t *o = sn_control_job_json(d->ctl, j);
         json_object_set_new(o, "stale", json_true());

@@ -32,18 +32,14 @@ enum MHD_Result snd_post_job_progress(struct snd *d, struct snd_req *r)
     if (!j || !j->durable || (!snd_is_admin(r) && strcmp(j->tenant, r->tok.subject) != 0))
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
     struct progress_body b = {0};
-    char field[SN_API_FIELD_MAX];
     struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(progress_fields, 1, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
+    enum MHD_Result ret;
+    if (!snd_decode(d, r, progress_fields, 1, &b, NULL, &ret))
+        return ret;
     struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PROGRESS, .job = j->id};
     struct sn_effects fx;
     sn_effects_init(&fx);
-    rc = snd_apply(d, &ev, 0, &fx, &err);
+    enum sn_err rc = snd_apply(d, &ev, 0, &fx, &err);
     sn_effects_free(&fx);
     if (rc != SN_OK)
         return snd_error(d, r, 409, "invalid_transition", "state", "%s", err.message);
@@ -104,15 +100,10 @@ enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r)
     if (!t)
         return snd_error(d, r, 404, "not_found", NULL, "no tenant '%s'", r->params[0]);
     struct limits_body b = {0};
-    char field[SN_API_FIELD_MAX];
     struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc =
-        sn_api_decode(limit_fields, N_LIMITS, r->len ? r->body : "{}", r->len ? r->len : 2,
-                      (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
+    enum MHD_Result ret;
+    if (!snd_decode(d, r, limit_fields, N_LIMITS, &b, NULL, &ret))
+        return ret;
     json_t *limits = json_pack(
         "{s:I,s:I,s:I,s:I}", "gpus_per_supernode", (json_int_t)b.gpus_per_supernode, "max_job_gpus",
         (json_int_t)b.max_job_gpus, "max_walltime_s", (json_int_t)b.max_walltime_s,
@@ -138,7 +129,7 @@ enum MHD_Result snd_put_tenant_limits(struct snd *d, struct snd_req *r)
     struct sn_store_write w = {.kind = SN_STORE_PUT_TENANT, .text = {t->name, text}};
     r->reply = json_deep_copy(limits);
     json_object_set_new(r->reply, "tenant", json_string(t->name));
-    enum MHD_Result ret = snd_commit(d, r, &w, 1, t->name, limits_done);
+    ret = snd_commit(d, r, &w, 1, t->name, limits_done);
     free(text);
     return ret;
 }
@@ -172,14 +163,9 @@ enum MHD_Result snd_post_checkpoint(struct snd *d, struct snd_req *r)
         return snd_error(d, r, 404, "not_found", NULL, "no job '%s'", r->params[0]);
     struct ckpt_body b;
     memset(&b, 0, sizeof(b));
-    char field[SN_API_FIELD_MAX];
-    struct sn_error err = {0};
-    uint32_t present = 0;
-    enum sn_err rc = sn_api_decode(ckpt_fields, 2, r->len ? r->body : "{}", r->len ? r->len : 2,
-                                   (size_t)d->cfg.body_max_bytes, &b, &present, field, &err);
-    if (rc != SN_OK)
-        return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
-                         "%s", err.message);
+    enum MHD_Result ret;
+    if (!snd_decode(d, r, ckpt_fields, 2, &b, NULL, &ret))
+        return ret;
     struct sn_control_named *t =
         sn_control_named_find(d->ctl->tenants, d->ctl->n_tenants, j->tenant);
     const char *prefix = t ? json_string_value(json_object_get(t->doc, "prefix")) : NULL;

@@ -153,6 +153,15 @@ int sn_control_admin_state_parse(const char *text); /* -1 when unknown */
  * node or GPU in state from to (drain: draining while busy, else drained);
  * -1 when the action does not apply to from, -2 for an unknown action. */
 int sn_control_admin_transition(enum sn_control_admin_state from, const char *action, bool busy);
+struct sn_control;
+struct sn_control_refusal;
+/* POST /v1/nodes/{name}/{action}, /v1/gpus/...: whether action applies to
+ * server or GPU id now (*to the new state), with a reason unless it
+ * resumes; false: why (404 unknown action, 409 not from this state, 400 no
+ * reason). */
+bool sn_control_admin_check(const struct sn_control *c, bool is_node, uint32_t id,
+                            const char *action, const char *reason, int *to,
+                            struct sn_control_refusal *why);
 
 #define SN_CONTROL_DEPS_MAX 64 /* job ids in a job's after_ok */
 #define SN_CONTROL_MASTER_PORT_BASE 29500
@@ -686,6 +695,11 @@ bool sn_control_quota_set(struct sn_control *c, const char *tenant, const char *
 /* Puts back the quota sn_control_quota_set replaced (prev_gpus -1: removes it). */
 void sn_control_quota_restore(struct sn_control *c, const char *tenant, const char *pool,
                               int64_t prev_gpus);
+/* POST /v1/tokens: a tenant or agent token of those scopes (never admin)
+ * for an existing tenant or node; *t gets kind, subject and scopes (the
+ * shell adds id, times and the signature). */
+bool sn_control_token_check(const struct sn_control *c, const char *kind, const char *subject,
+                            const char *scopes, struct sn_token *t, struct sn_control_refusal *why);
 /* GPUs allocated now to tenant's jobs in pool. */
 int64_t sn_control_quota_used(const struct sn_control *c, const char *tenant, const char *pool);
 /* The views: arrays of the API's objects (the caller owns them). The

@@ -147,6 +147,31 @@ void sn_control_quota_restore(struct sn_control *c, const char *tenant, const ch
         }
 }
 
+bool sn_control_token_check(const struct sn_control *c, const char *kind, const char *subject,
+                            const char *scopes, struct sn_token *t, struct sn_control_refusal *why)
+{
+    memset(t, 0, sizeof(*t));
+    if (strcmp(kind, "tenant") == 0)
+        t->kind = SN_AUTH_TENANT;
+    else if (strcmp(kind, "agent") == 0)
+        t->kind = SN_AUTH_AGENT;
+    else
+        return refuse(why, 400, "invalid_field", "kind", "kind '%s': expected tenant or agent",
+                      kind);
+    struct sn_error err = {0};
+    if (sn_auth_parse_scopes(scopes, &t->scopes, &err) != SN_OK)
+        return refuse(why, 400, "invalid_field", "scopes", "%s", err.message);
+    if (t->scopes & (1u << SN_SCOPE_ADMIN))
+        return refuse(why, 400, "invalid_field", "scopes",
+                      "the admin scope is not issued through the API");
+    if (t->kind == SN_AUTH_TENANT && !sn_control_named_find(c->tenants, c->n_tenants, subject))
+        return refuse(why, 422, "unknown_reference", "subject", "no tenant '%s'", subject);
+    if (t->kind == SN_AUTH_AGENT && sn_model_find_server(c->model, subject) == SN_NONE)
+        return refuse(why, 422, "unknown_reference", "subject", "no node '%s'", subject);
+    snprintf(t->subject, sizeof(t->subject), "%s", subject);
+    return true;
+}
+
 /* ---- views ---------------------------------------------------------------------------- */
 
 json_t *sn_control_named_items(const struct sn_control_named *list, uint32_t n)

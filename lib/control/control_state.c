@@ -546,3 +546,32 @@ int sn_control_admin_transition(enum sn_control_admin_state from, const char *ac
         return from == SN_CONTROL_ADMIN_UP ? -1 : SN_CONTROL_ADMIN_UP;
     return -2;
 }
+
+bool sn_control_admin_check(const struct sn_control *c, bool is_node, uint32_t id,
+                            const char *action, const char *reason, int *to,
+                            struct sn_control_refusal *why)
+{
+    const struct sn_model *m = c->model;
+    const struct sn_control_admin *a = is_node ? &c->nodes[id] : &c->gpus[id];
+    uint32_t first = is_node ? m->server_first_gpu[id] : id;
+    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
+    *to = sn_control_admin_transition((enum sn_control_admin_state)a->state, action,
+                                      sn_control_busy(c, first, count));
+    *why = (struct sn_control_refusal){0};
+    if (*to == -2) {
+        *why = (struct sn_control_refusal){.status = 404, .code = "not_found"};
+        snprintf(why->message, sizeof(why->message),
+                 "no action '%.64s' (expected cordon, drain, fail or resume)", action);
+    } else if (*to == -1) {
+        *why = (struct sn_control_refusal){
+            .status = 409, .code = "invalid_transition", .field = "state"};
+        snprintf(why->message, sizeof(why->message), "cannot %.64s a %s %s", action,
+                 sn_control_admin_state_name((enum sn_control_admin_state)a->state),
+                 is_node ? "node" : "gpu");
+    } else if (*to != SN_CONTROL_ADMIN_UP && (!reason || !reason[0])) {
+        *why =
+            (struct sn_control_refusal){.status = 400, .code = "invalid_field", .field = "reason"};
+        snprintf(why->message, sizeof(why->message), "missing field 'reason'");
+    }
+    return why->status == 0;
+}
