@@ -25,6 +25,7 @@
 
 #include <sn/health.h>
 #include <sn/parts.h>
+#include <sn/view.h>
 
 #define BENCH_MAX_BYTES (64u << 10)
 
@@ -131,26 +132,8 @@ static void report_parts(struct snd *d, const struct sn_telem_store *store)
     const struct sn_model *m = d->model;
     const char **ids = calloc(m->n_gpus ? m->n_gpus : 1, sizeof(*ids));
     double *when = calloc(m->n_gpus ? m->n_gpus : 1, sizeof(*when));
-    for (uint32_t id = 0; ids && when && id < sn_telem_store_gpu_count(store); id++) {
-        const struct sn_telem_gpu *g = sn_telem_store_gpu(store, id);
-        if (!g || g->merged || !g->uuid[0] || g->index < 0)
-            continue;
-        uint32_t s = sn_model_find_server(m, sn_telem_store_host_name(store, g->host));
-        if (s == SN_NONE || (uint32_t)g->index >= sn_model_server_spec(m, s)->gpus)
-            continue;
-        double t = 0;
-        for (int k = 0; k < SN_METRIC_COUNT; k++)
-            if (g->m[k].status == SN_TELEM_OK && g->m[k].time_s > t)
-                t = g->m[k].time_s;
-        uint32_t slot = m->server_first_gpu[s] + (uint32_t)g->index;
-        if (!ids[slot] || t >= when[slot]) {
-            ids[slot] = g->uuid;
-            when[slot] = t;
-        }
-    }
     if (ids && when) {
-        for (uint32_t g = 0; g < m->n_gpus; g++)
-            when[g] = ids[g] && when[g] > 0 ? when[g] : NAN;
+        sn_control_slot_parts(m, store, ids, when);
         struct sn_control_event ev = {
             .kind = SN_CONTROL_EVENT_PARTS, .parts = ids, .parts_time_s = when};
         snd_apply_queued(d, &ev);
@@ -229,86 +212,33 @@ double snd_health_gpu_score(uint32_t gpu)
 
 json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)
 {
-    json_t *findings = json_array();
-    const struct sn_health_report *rep = hl.report;
-    if (!rep || gpu >= rep->n_gpus)
-        return json_pack("{s:n,s:n,s:b,s:o,s:o}", "score", "action", "excluded", 0, "findings",
-                         findings, "fabric", json_array());
-    for (uint32_t i = 0; i < rep->n_findings; i++) {
-        const struct sn_health_finding *f = &rep->findings[i];
-        if (f->gpu != gpu)
-            continue;
-        char label[160];
-        sn_health_entity_label(d->model, f->entity, f->id, label, sizeof(label));
-        json_array_append_new(
-            findings, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s}", "detector",
-                                sn_detector_info(f->detector)->name, "severity",
-                                sn_health_severity_name(f->severity), "action",
-                                sn_health_action_name(f->action), "entity", label, "value",
-                                isfinite(f->value) ? json_real(f->value) : json_null(), "expected",
-                                isfinite(f->expected) ? json_real(f->expected) : json_null(),
-                                "evidence", f->evidence));
-    }
-    /* The switch side of the GPU's NVLink domain (nvswitch-down on a chip
-     * of its supernode's trays or of its own server): no score of the
-     * GPU's, but why its domain runs with fewer chips (docs/health.md
-     * "Rack fabric"). */
-    json_t *fabric = json_array();
-    const struct sn_model *m = d->model;
-    for (uint32_t i = 0; i < rep->n_findings; i++) {
-        const struct sn_health_finding *f = &rep->findings[i];
-        if (f->detector != SN_DET_NVSWITCH_DOWN || f->entity != SN_HEALTH_ENT_SWITCH ||
-            f->id >= m->n_switches || m->switch_supernode[f->id] != m->gpu_supernode[gpu] ||
-            (m->switch_server[f->id] != SN_NONE && m->switch_server[f->id] != m->gpu_server[gpu]))
-            continue;
-        char label[160];
-        sn_health_entity_label(m, f->entity, f->id, label, sizeof(label));
-        json_array_append_new(fabric, json_pack("{s:s,s:s,s:s}", "detector",
-                                                sn_detector_info(f->detector)->name, "entity",
-                                                label, "evidence", f->evidence));
-    }
-    const struct sn_health_score *s = &rep->gpus[gpu];
-    return json_pack("{s:o,s:s,s:b,s:s,s:o,s:o}", "score",
-                     isfinite(s->score) ? json_real(s->score) : json_null(), "action",
-                     sn_health_action_name(s->action), "excluded", s->excluded, "evidence",
-                     sn_health_evidence_name(s->evidence), "findings", findings, "fabric", fabric);
+    return sn_view_gpu_health_json(hl.report, d->model, gpu);
 }
 
 char *snd_health_metrics_text(const struct snd *d)
 {
-    const struct sn_model *m = d->model;
-    size_t cap = 1024 + (size_t)m->n_gpus * 64, len = 0;
-    char *t = malloc(cap);
-    if (!t)
+    char *scores = sn_view_gpu_health_metrics(hl.report, d->model);
+    size_t cap = scores ? 1024 + strlen(scores) : 0;
+    char *t = scores ? malloc(cap) : NULL;
+    if (!t) {
+        free(scores);
         return NULL;
-    int n = snprintf(t, cap,
-                     "# HELP snd_health_passes_total Health analyses run.\n"
-                     "# TYPE snd_health_passes_total counter\nsnd_health_passes_total %llu\n"
-                     "# HELP snd_health_actions_total GPUs cordoned or failed by snd:health.\n"
-                     "# TYPE snd_health_actions_total counter\n"
-                     "snd_health_actions_total{action=\"cordon\"} %llu\n"
-                     "snd_health_actions_total{action=\"fail\"} %llu\n"
-                     "# HELP snd_health_benchmark_results_total Benchmark rows from agents.\n"
-                     "# TYPE snd_health_benchmark_results_total counter\n"
-                     "snd_health_benchmark_results_total %llu\n"
-                     "# HELP snd_health_pass_seconds Duration of the last health analysis.\n"
-                     "# TYPE snd_health_pass_seconds gauge\nsnd_health_pass_seconds %.6f\n"
-                     "# HELP snd_gpu_health_score Health score of a GPU (0-100) from the last "
-                     "analysis.\n# TYPE snd_gpu_health_score gauge\n",
-                     (unsigned long long)hl.passes, (unsigned long long)d->ctl->health_cordons,
-                     (unsigned long long)d->ctl->health_fails, (unsigned long long)hl.bench_results,
-                     hl.last_pass_s);
-    len = n > 0 ? (size_t)n : 0;
-    for (uint32_t g = 0; hl.report && g < hl.report->n_gpus && g < m->n_gpus; g++) {
-        if (isnan(hl.report->gpus[g].score))
-            continue; /* unknown: no evidence, no sample */
-        char name[64];
-        sn_model_gpu_name(m, g, name, sizeof(name));
-        n = snprintf(t + len, cap - len, "snd_gpu_health_score{gpu=\"%s\"} %.1f\n", name,
-                     hl.report->gpus[g].score);
-        if (n < 0 || (size_t)n >= cap - len)
-            break;
-        len += (size_t)n;
     }
+    snprintf(t, cap,
+            "# HELP snd_health_passes_total Health analyses run.\n"
+            "# TYPE snd_health_passes_total counter\nsnd_health_passes_total %llu\n"
+            "# HELP snd_health_actions_total GPUs cordoned or failed by snd:health.\n"
+            "# TYPE snd_health_actions_total counter\n"
+            "snd_health_actions_total{action=\"cordon\"} %llu\n"
+            "snd_health_actions_total{action=\"fail\"} %llu\n"
+            "# HELP snd_health_benchmark_results_total Benchmark rows from agents.\n"
+            "# TYPE snd_health_benchmark_results_total counter\n"
+            "snd_health_benchmark_results_total %llu\n"
+            "# HELP snd_health_pass_seconds Duration of the last health analysis.\n"
+            "# TYPE snd_health_pass_seconds gauge\nsnd_health_pass_seconds %.6f\n%s",
+            (unsigned long long)hl.passes, (unsigned long long)d->ctl->health_cordons,
+            (unsigned long long)d->ctl->health_fails, (unsigned long long)hl.bench_results,
+            hl.last_pass_s, scores);
+    free(scores);
     return t;
 }

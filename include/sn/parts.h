@@ -95,6 +95,13 @@ struct sn_control_parts_stats {
 };
 void sn_control_parts_stats(const struct sn_control *c, struct sn_control_parts_stats *st);
 
+/* The part identities the telemetry shows, for PARTS: by model GPU the
+ * UUID of the store GPU of that host and index with the latest reading (a
+ * replaced GPU's old UUID stays in the store with older readings), NULL
+ * none, and that reading's time (NaN none). ids point into store. */
+void sn_control_slot_parts(const struct sn_model *m, const struct sn_telem_store *store,
+                           const char **ids, double *when);
+
 /* ---- recommended actions by the agent (lib/control/remedy.c) ---------------- */
 
 struct sn_control_remedy {

@@ -13,6 +13,7 @@
 
 #include <sn/control.h>
 #include <sn/gpu_history.h>
+#include <sn/health.h>
 #include <sn/model.h>
 #include <sn/store.h>
 #include <sn/telemetry.h>
@@ -106,5 +107,16 @@ void sn_view_gpu_history_record(struct sn_gpu_history *h, const struct sn_telem_
  * job the running job on the GPU (NULL none). NULL when out of memory. */
 json_t *sn_view_gpu_history_json(const struct sn_gpu_history *h, const struct sn_control *c,
                                  uint32_t gpu, const struct sn_control_job *job, bool visible);
+
+/* ---- the health engine's report (lib/view/health_view.c) ---------------------- */
+
+/* One GPU's part of report rep (NULL: no pass yet): {score, action,
+ * excluded, evidence, findings: [{detector, severity, action, entity,
+ * value, expected, evidence}], fabric: the nvswitch-down findings of its
+ * NVLink domain [{detector, entity, evidence}]}. */
+json_t *sn_view_gpu_health_json(const struct sn_health_report *rep, const struct sn_model *m,
+                                uint32_t gpu);
+/* The snd_gpu_health_score family (GPUs with a score). Caller frees. */
+char *sn_view_gpu_health_metrics(const struct sn_health_report *rep, const struct sn_model *m);
 
 #endif

@@ -866,3 +866,31 @@ void sn_control_parts_stats(const struct sn_control *c, struct sn_control_parts_
     st->resumes = t->resumes;
     st->resumes_held = t->resumes_held;
 }
+
+void sn_control_slot_parts(const struct sn_model *m, const struct sn_telem_store *store,
+                           const char **ids, double *when)
+{
+    for (uint32_t g = 0; g < m->n_gpus; g++) {
+        ids[g] = NULL;
+        when[g] = 0;
+    }
+    for (uint32_t id = 0; id < sn_telem_store_gpu_count(store); id++) {
+        const struct sn_telem_gpu *g = sn_telem_store_gpu(store, id);
+        if (!g || g->merged || !g->uuid[0] || g->index < 0)
+            continue;
+        uint32_t s = sn_model_find_server(m, sn_telem_store_host_name(store, g->host));
+        if (s == SN_NONE || (uint32_t)g->index >= sn_model_server_spec(m, s)->gpus)
+            continue;
+        double t = 0;
+        for (int k = 0; k < SN_METRIC_COUNT; k++)
+            if (g->m[k].status == SN_TELEM_OK && g->m[k].time_s > t)
+                t = g->m[k].time_s;
+        uint32_t slot = m->server_first_gpu[s] + (uint32_t)g->index;
+        if (!ids[slot] || t >= when[slot]) {
+            ids[slot] = g->uuid;
+            when[slot] = t;
+        }
+    }
+    for (uint32_t g = 0; g < m->n_gpus; g++)
+        when[g] = ids[g] && when[g] > 0 ? when[g] : NAN;
+}
