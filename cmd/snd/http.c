@@ -532,7 +532,8 @@ static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_R
         return false;
     }
     int64_t wait_ms =
-        snd_rate_take(d->rate, r->tok.id, snd_now_ms(), d->cfg.rate_per_s, d->cfg.rate_burst);
+        sn_buckets_take(d->rate, r->tok.id, snd_now_ms(), snd_now_s(), d->cfg.rate_per_s,
+                        d->cfg.rate_burst, NULL, NULL);
     if (wait_ms > 0) {
         d->rate_limited++;
         *ret = too_many(d, r, wait_ms, "too many requests for this token");

@@ -137,7 +137,8 @@ bool snd_job_token_authenticate(struct snd *d, struct snd_req *r, bool job_route
     r->tok.scopes = 1u << SN_SCOPE_JOBS_WRITE;
     snprintf(r->token_id, sizeof(r->token_id), "%s", r->tok.id);
     int64_t wait_ms =
-        snd_rate_take(d->rate, r->tok.id, snd_now_ms(), d->cfg.rate_per_s, d->cfg.rate_burst);
+        sn_buckets_take(d->rate, r->tok.id, snd_now_ms(), snd_now_s(), d->cfg.rate_per_s,
+                        d->cfg.rate_burst, NULL, NULL);
     if (wait_ms > 0) {
         d->rate_limited++;
         *ret = snd_error(d, r, 429, "rate_limited", NULL, "too many requests for this token");

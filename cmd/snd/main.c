@@ -479,8 +479,8 @@ int main(int argc, char **argv)
     }
     d.spec = spec;
     d.model = model;
-    d.rate = snd_rate_new();
-    d.refusals = snd_refusals_new();
+    d.rate = sn_buckets_new(4096);
+    d.refusals = sn_buckets_new(4096);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -525,7 +525,7 @@ int main(int argc, char **argv)
     snd_remedy_free();
     snd_dashboard_free();
     snd_state_free(&d);
-    snd_refusals_free(d.refusals);
+    sn_buckets_free(d.refusals);
     sn_model_free(model);
     sn_spec_free(spec);
     return rc;

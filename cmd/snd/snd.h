@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <sn/auth.h>
+#include <sn/buckets.h>
 #include <sn/conf.h>
 #include <sn/daemon_config.h>
 #include <sn/goodput.h>
@@ -34,9 +35,7 @@
 #define SND_JSON_INT_MAX 9007199254740992LL
 
 
-struct snd_rate;     /* token buckets */
 struct snd_outbox;   /* the control's effect batches waiting for room in the store (outbox.c) */
-struct snd_refusals; /* failed authentications by source address (refusals.c) */
 
 #define SND_CYCLE_BUCKETS 12 /* scheduler cycle-time histogram, see metrics.c */
 
@@ -62,8 +61,9 @@ struct snd {
 
     char **revoked;
     uint32_t n_revoked;
-    struct snd_rate *rate;
-    struct snd_refusals *refusals;
+    struct sn_buckets *rate; /* requests by token (sn/buckets.h) */
+    struct sn_buckets *refusals; /* failed authentications by source (refusals.c) */
+    int64_t refusals_flushed_ms;
 
     /* Counters for /metrics (state thread only). */
     uint64_t http_requests[6]; /* by status class 1xx..5xx, index 1..5 */
@@ -126,17 +126,7 @@ bool snd_outbox_durable(const struct snd *d, uint64_t seq);
 /* Upper bounds of the cycle-time histogram buckets (the last is +Inf). */
 extern const double snd_cycle_bounds_s[];
 
-/* rate limiting (state.c) */
-struct snd_rate *snd_rate_new(void);
-void snd_rate_free(struct snd_rate *r);
-/* Takes a token for id at now_ms; returns 0 when allowed, else the
- * milliseconds until one is available. */
-int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_t per_s,
-                      int64_t burst);
-
 /* refusals.c: pre-authentication limits per source address. */
-struct snd_refusals *snd_refusals_new(void);
-void snd_refusals_free(struct snd_refusals *t);
 /* Charges one failed authentication of source at now_ms (monotonic).
  * Returns 0 when it is answered 401 and audited as usual, else the
  * milliseconds until the source may fail again: answer 429; the refusal is

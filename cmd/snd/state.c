@@ -1,6 +1,6 @@
 /*
  * snd's own state beside the control plane's tables: revoked token ids,
- * token buckets, and the restore of the tables from the store's rows at
+ * and the restore of the tables from the store's rows at
  * start (the rows become calls into lib/control).
  */
 #include "snd.h"
@@ -80,62 +80,6 @@ void snd_state_free(struct snd *d)
     for (uint32_t i = 0; i < d->n_revoked; i++)
         free(d->revoked[i]);
     free(d->revoked);
-    snd_rate_free(d->rate);
+    sn_buckets_free(d->rate);
 }
 
-/* ---- token buckets ------------------------------------------------- */
-
-#define RATE_SLOTS 4096 /* hard cap: a full table is cleared, granting fresh buckets */
-
-struct rate_slot {
-    char id[SN_AUTH_ID_MAX];
-    double tokens;
-    int64_t last_ms;
-};
-
-struct snd_rate {
-    struct rate_slot slots[RATE_SLOTS];
-    uint32_t used;
-};
-
-struct snd_rate *snd_rate_new(void)
-{
-    return calloc(1, sizeof(struct snd_rate));
-}
-
-void snd_rate_free(struct snd_rate *r)
-{
-    free(r);
-}
-
-int64_t snd_rate_take(struct snd_rate *r, const char *id, int64_t now_ms, int64_t per_s,
-                      int64_t burst)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = id; *p; p++)
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    uint32_t i = (uint32_t)(h % RATE_SLOTS);
-    while (r->slots[i].id[0] && strcmp(r->slots[i].id, id) != 0)
-        i = (i + 1) % RATE_SLOTS;
-    struct rate_slot *s = &r->slots[i];
-    if (!s->id[0]) {
-        if (r->used + 1 >= RATE_SLOTS * 3 / 4) {
-            memset(r, 0, sizeof(*r));
-            return snd_rate_take(r, id, now_ms, per_s, burst);
-        }
-        snprintf(s->id, sizeof(s->id), "%s", id);
-        s->tokens = (double)burst;
-        s->last_ms = now_ms;
-        r->used++;
-    }
-    s->tokens += (double)(now_ms - s->last_ms) * (double)per_s / 1000.0;
-    if (s->tokens > (double)burst)
-        s->tokens = (double)burst;
-    s->last_ms = now_ms;
-    if (s->tokens >= 1.0) {
-        s->tokens -= 1.0;
-        return 0;
-    }
-    int64_t wait_ms = (int64_t)ceil((1.0 - s->tokens) * 1000.0 / (double)per_s);
-    return wait_ms > 0 ? wait_ms : 1;
-}
