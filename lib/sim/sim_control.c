@@ -51,10 +51,13 @@
  * control evicts the job on it. Work since then, or since the last
  * interval checkpoint without one, is lost.
  *
- * Not modelled here (the sched engine has them): slow GPUs and health
- * scores (lib/control takes no health score), re-rating of jobs whose
- * uplinks load changes (a run's rate is set at its start), and the
- * estimate's refresh at a requeue (time_limit_s is the job's own).
+ * Slow GPUs are drawn as the sched engine draws them (their own random
+ * stream); once found, health exclusion cordons them as snd:health does
+ * (on_slow). Not modelled here (the sched engine has them): re-rating of
+ * jobs whose GPUs turn slow or whose uplinks load changes (a run's rate is
+ * set at its start), the sched engine's move of a job off a slow GPU at
+ * its next checkpoint (snd does not move it), and the estimate's refresh
+ * at a requeue (time_limit_s is the job's own).
  */
 #include <math.h>
 #include <stdio.h>
@@ -90,6 +93,7 @@ struct csim {
      * progress at the signal; the draws' own stream. */
     double *jit_saved, *sig_progress;
     struct sn_rng jit_rng;
+    struct sn_rng slow_rng; /* slow GPUs: their own stream (on_slow) */
     int32_t classes[MAX_CLASSES];
     uint32_t n_classes;
 };
@@ -484,6 +488,7 @@ static enum sn_err setup(struct csim *cs, struct sn_error *err)
     for (uint32_t i = 0; cs->jit_saved && i < n; i++)
         cs->jit_saved[i] = -1;
     sn_rng_seed(&cs->jit_rng, x->cfg->seed ^ 0x9e3779b97f4a7c15ULL);
+    sn_rng_seed(&cs->slow_rng, x->cfg->seed ^ 0xd1b54a32d192ed03ULL);
     if (!cs->wid || !cs->cid || !cs->run_seq || !cs->stalled || !cs->host_down || !cs->gpu_down ||
         !cs->jit_saved || !cs->sig_progress)
         return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for %u jobs", n);
@@ -507,7 +512,18 @@ static enum sn_err setup(struct csim *cs, struct sn_error *err)
     /* Every agent has heartbeated once: silence is noticed from here on. */
     for (uint32_t s = 0; s < x->m->n_servers && rc == SN_OK; s++)
         rc = apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEARTBEAT, .id = s}, err);
-    return rc == SN_OK ? sn__sim_first_events(x, false, err) : rc;
+    if (rc == SN_OK)
+        rc = sn__sim_first_events(x, false, err);
+    /* Slow GPUs from their own stream, so that the failure draws are the
+     * ones the engine made before it modelled them. */
+    const struct sn_sim_config *c = x->cfg;
+    if (rc == SN_OK && c->failures && c->fm.slow_per_gpu_hour > 0)
+        rc = sn__sim_push(x,
+                          x->w->jobs[0].submit_s +
+                              sn_rng_exp(&cs->slow_rng,
+                                         3600.0 / (c->fm.slow_per_gpu_hour * x->m->n_gpus)),
+                          EV_SLOW, 0, 0, 0, err);
+    return rc;
 }
 
 /* ---- events ------------------------------------------------------------------- */
@@ -801,6 +817,58 @@ static enum sn_err on_repair(struct csim *cs, const struct event *e, struct sn_e
     return gpu_admin(cs, e->b, false, err);
 }
 
+/* Slow GPUs, drawn as the sched engine draws them (lib/sim/sim_run.c): a
+ * GPU runs at slow_speed until it is replaced slow_repair_s later (a run
+ * started on it takes that rate; a running one keeps its rate, as the
+ * engine does not re-rate). slow_detect_s after it turned slow, health
+ * finds it, and with health exclusion the control is told what
+ * snd:health tells it for a score below health_cordon_below: the GPU is
+ * cordoned (no new placement; the job on it goes on, as in snd), and
+ * resumed once replaced. A GPU down for a failure meanwhile is left to
+ * the failure's repair. */
+static enum sn_err slow_admin(struct csim *cs, uint32_t g, bool cordon, struct sn_error *err)
+{
+    const struct sn_control_admin *a = &cs->ctl->gpus[g];
+    bool ours = a->actor && strcmp(a->actor, "snd:health") == 0;
+    if (cordon ? a->state != SN_CONTROL_ADMIN_UP
+               : a->state != SN_CONTROL_ADMIN_CORDONED || !ours)
+        return SN_OK;
+    return apply(cs,
+                 (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                           .id = g,
+                                           .admin = cordon ? SN_CONTROL_ADMIN_CORDONED
+                                                           : SN_CONTROL_ADMIN_UP,
+                                           .detail = cordon ? "health: slow-gpu (simulated)" : NULL,
+                                           .actor = "snd:health"},
+                 err);
+}
+
+static enum sn_err on_slow(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    const struct sn_sim_failure_model *fm = &x->cfg->fm;
+    uint32_t g = e->a;
+    if (e->kind == EV_SLOW) {
+        g = (uint32_t)(sn_rng_next(&cs->slow_rng) % x->m->n_gpus);
+        double gap = 3600.0 / (fm->slow_per_gpu_hour * x->m->n_gpus);
+        enum sn_err rc =
+            sn__sim_push(x, x->now + sn_rng_exp(&cs->slow_rng, gap), EV_SLOW, 0, 0, 0, err);
+        if (rc != SN_OK || x->gpu_slow[g])
+            return rc;
+        x->gpu_slow[g] = 1;
+        x->r->slow_gpus++;
+        if ((rc = sn__sim_push(x, x->now + fm->slow_detect_s, EV_DETECT, g, 0, 0, err)) != SN_OK)
+            return rc;
+        return sn__sim_push(x, x->now + fm->slow_repair_s, EV_SLOW_FIX, g, 0, 0, err);
+    }
+    if (e->kind == EV_DETECT)
+        return x->cfg->sched.health_exclusion && x->gpu_slow[g] && !cs->gpu_down[g]
+                   ? slow_admin(cs, g, true, err)
+                   : SN_OK;
+    x->gpu_slow[g] = 0; /* EV_SLOW_FIX: replaced */
+    return slow_admin(cs, g, false, err);
+}
+
 static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_error *err)
 {
     switch (e->kind) {
@@ -823,6 +891,10 @@ static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_erro
     case EV_SNAPSHOT:
         sn__sim_snapshot(&cs->x);
         return SN_OK;
+    case EV_SLOW:
+    case EV_DETECT:
+    case EV_SLOW_FIX:
+        return on_slow(cs, e, err);
     default:
         return SN_OK;
     }
