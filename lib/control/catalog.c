@@ -16,6 +16,8 @@
 #include <string.h>
 
 static bool refuse(struct sn_control_refusal *why, int status, const char *code, const char *field,
+                   const char *fmt, ...) SN_PRINTF(5, 6);
+static bool refuse(struct sn_control_refusal *why, int status, const char *code, const char *field,
                    const char *fmt, ...)
 {
     va_list ap;

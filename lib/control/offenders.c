@@ -312,8 +312,8 @@ static void quarantine(struct sn_control *c, struct part *p, uint32_t n)
     t->quarantines++;
     if (p->gpu != SN_NONE)
         sn_model_gpu_name(c->model, p->gpu, gpu, sizeof(gpu));
-    char detail[640];
-    snprintf(detail, sizeof(detail), "part %s in %s: %s", p->id, gpu, why);
+    char detail[768];
+    snprintf(detail, sizeof(detail), "part %s in %s: %.500s", p->id, gpu, why);
     audit(c, HEALTH_ACTOR, "part quarantine", p->id, detail);
     sn_control_log(c, "health: quarantined part %s (%s): %s", p->id, gpu, why);
 }
@@ -403,7 +403,7 @@ static void keep_out(struct sn_control *c, uint32_t g, const struct part *p)
 {
     if (c->gpus[g].state != SN_CONTROL_ADMIN_UP)
         return;
-    char reason[320], name[64];
+    char reason[384], name[64];
     snprintf(reason, sizeof(reason), "health: quarantined part %s: %.240s", p->id,
              p->why ? p->why : "");
     set_gpu(c, g, SN_CONTROL_ADMIN_CORDONED, reason, HEALTH_ACTOR);
