@@ -162,7 +162,7 @@ int client_act_on_ids(struct client *c, const char *action, const char *body, co
 int client_route_missing(struct client *c, const char *route);
 
 /* The node states of sn nodes: the admin states and `mixed`. */
-#define CLIENT_N_NODE_STATES 6
+#define CLIENT_N_NODE_STATES 7
 extern const char *const client_node_states[CLIENT_N_NODE_STATES];
 
 /* Every node (GET /v1/nodes) with the state derived from its GPUs (GET

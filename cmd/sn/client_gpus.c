@@ -22,11 +22,15 @@
 #include "client.h"
 #include "commands.h"
 
-static const char *const severity_order[] = {"up", "cordoned", "draining", "drained", "down"};
+/* held (snd's effective_state: out of placement, its agent silent in a
+ * partition fence, a health round, stray processes) is worse than up and
+ * better than any admin state, as the counts class it (sn/control.h). */
+static const char *const severity_order[] = {"up",       "held",    "cordoned",
+                                             "draining", "drained", "down"};
 #define N_ADMIN (sizeof(severity_order) / sizeof(severity_order[0]))
 
-const char *const client_node_states[CLIENT_N_NODE_STATES] = {"up",       "mixed",   "cordoned",
-                                                              "draining", "drained", "down"};
+const char *const client_node_states[CLIENT_N_NODE_STATES] = {
+    "up", "held", "mixed", "cordoned", "draining", "drained", "down"};
 
 static int severity(const char *state)
 {
@@ -91,11 +95,35 @@ int client_fetch_all(struct client *c, const char *path, const char *filter, jso
     return client_get_pages(c, path, filter, (long long)1 << 40, out);
 }
 
+/* A node's or GPU's state as the views show it: its admin state, or held
+ * when snd says so (effective_state), and the matching reason, by and since. */
+static bool held(json_t *x)
+{
+    return strcmp(client_str(x, "effective_state"), "held") == 0;
+}
+
+static const char *view_state(json_t *x)
+{
+    return held(x) ? "held" : client_str(x, "state");
+}
+
+static const char *view_reason(json_t *x)
+{
+    return client_str(x, held(x) ? "effective_reason" : "reason");
+}
+
+static json_t *view_field(json_t *x, const char *field)
+{
+    char eff[40];
+    snprintf(eff, sizeof(eff), "effective_%s", field);
+    return json_object_get(x, held(x) ? eff : field);
+}
+
 /* The effective state of GPU g on node n, and the object (node or GPU)
  * whose reason explains it. */
 static const char *gpu_effective(json_t *node, json_t *g, json_t **why)
 {
-    const char *ns = client_str(node, "state"), *gs = client_str(g, "state");
+    const char *ns = view_state(node), *gs = view_state(g);
     bool node_worse = severity(ns) >= severity(gs) && severity(ns) > 0;
     *why = node_worse ? node : severity(gs) > 0 ? g : NULL;
     return node_worse ? ns : gs;
@@ -125,12 +153,12 @@ static void derive_node(json_t *n, json_t *gpus)
         state = state ? state : s;
         if (!w)
             continue;
-        if (!why || severity(client_str(w, "state")) > severity(client_str(why, "state")))
+        if (!why || severity(view_state(w)) > severity(view_state(why)))
             why = w;
         if (w == n)
             continue;
         /* The GPU's own state and reason: "gpu3 down: xid 79". */
-        const char *r = client_str(g, "reason"), *name = client_str(g, "name");
+        const char *r = view_reason(g), *name = client_str(g, "name");
         const char *dash = strrchr(name, '-');
         if (own++ == 0) {
             own_state = s;
@@ -149,24 +177,23 @@ static void derive_node(json_t *n, json_t *gpus)
         if (per[i])
             json_object_set_new(counts, severity_order[i], json_integer(per[i]));
     char reason[1024] = "", node_part[300] = "";
-    if (severity(client_str(n, "state")) > 0)
-        snprintf(node_part, sizeof(node_part), "node %s: %s", client_str(n, "state"),
-                 client_str(n, "reason"));
+    if (severity(view_state(n)) > 0)
+        snprintf(node_part, sizeof(node_part), "node %s: %s", view_state(n), view_reason(n));
     if (why && own == 0)
-        snprintf(reason, sizeof(reason), "%s", client_str(n, "reason"));
+        snprintf(reason, sizeof(reason), "%s", view_reason(n));
     else if (own > 1 && one_reason)
         snprintf(reason, sizeof(reason), "%s%s%lld GPUs %s: %s", node_part,
                  node_part[0] ? "; " : "", own, own_state, own_reason);
     else if (own)
         snprintf(reason, sizeof(reason), "%s%s%s%s", node_part, node_part[0] ? "; " : "", list,
                  own > listed ? "; ..." : "");
-    const char *derived = !state ? client_str(n, "state") : same ? state : "mixed";
+    const char *derived = !state ? view_state(n) : same ? state : "mixed";
     json_object_set_new(n, "derived_state", json_string(derived));
     json_object_set_new(n, "derived_reason", reason[0] ? json_string(reason) : json_null());
     json_object_set_new(n, "derived_by",
-                        why ? json_incref(json_object_get(why, "by")) : json_null());
+                        why ? json_incref(view_field(why, "by")) : json_null());
     json_object_set_new(n, "derived_since_s",
-                        why ? json_incref(json_object_get(why, "since_s")) : json_null());
+                        why ? json_incref(view_field(why, "since_s")) : json_null());
     json_object_set_new(n, "gpu_states", counts);
 }
 
@@ -195,7 +222,7 @@ int client_fetch_nodes(struct client *c, json_t **nodes, json_t **gpus)
 
 #define DETAIL_MAX 1024
 
-static const char *const gpu_states[] = {"up", "cordoned", "draining", "drained", "down"};
+static const char *const gpu_states[] = {"up", "held", "cordoned", "draining", "drained", "down"};
 
 /* One metric's values for the whole cluster (GET /v1/dashboard/gpus), with
  * the GPUs' jobs when jobs is not NULL. NULL values when not reported. */
@@ -293,7 +320,8 @@ int cmd_gpus(int argc, char **argv)
     struct client_opt o[] = {
         {"node", false, "only this node's GPUs", NULL},
         {"state", false,
-         "only GPUs in these states (up, cordoned, draining, drained, down; a list)", NULL},
+         "only GPUs in these states (up, held, cordoned, draining, drained, down; a list)",
+         NULL},
     };
     struct client c;
     int rc = client_init(&c, "sn gpus", "usage: sn gpus [--node N] [--state S[,S]] [-o json|wide]",
@@ -336,11 +364,15 @@ int cmd_gpus(int argc, char **argv)
             if (why == n) { /* the server's state governs it */
                 json_object_set_new(g, "state", json_string(eff));
                 char r[300];
-                snprintf(r, sizeof(r), "node %s: %s", client_str(n, "state"),
-                         client_str(n, "reason"));
+                snprintf(r, sizeof(r), "node %s: %s", view_state(n), view_reason(n));
                 json_object_set_new(g, "reason", json_string(r));
-                json_object_set(g, "by", json_object_get(n, "by"));
-                json_object_set(g, "since_s", json_object_get(n, "since_s"));
+                json_object_set(g, "by", view_field(n, "by"));
+                json_object_set(g, "since_s", view_field(n, "since_s"));
+            } else if (why == g && held(g)) { /* held by snd, not by an admin state */
+                json_object_set_new(g, "state", json_string("held"));
+                json_object_set(g, "reason", json_object_get(g, "effective_reason"));
+                json_object_set(g, "by", json_object_get(g, "effective_by"));
+                json_object_set(g, "since_s", json_object_get(g, "effective_since_s"));
             }
             json_object_set(g, "job", json_array_get(jobs, (size_t)k));
             json_object_set(g, "temp_c", json_array_get(temp, (size_t)k));

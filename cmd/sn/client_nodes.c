@@ -111,7 +111,8 @@ int cmd_nodes(int argc, char **argv)
 {
     struct client_opt o[] = {
         {"state", false,
-         "only nodes in these states (up, mixed, cordoned, draining, drained, down; a list)",
+         "only nodes in these states (up, held, mixed, cordoned, draining, drained, down; a "
+         "list)",
          NULL},
         {"long", true, "one line per node (default: a summary per supernode and state)", NULL},
         {"reasons", true, "like sinfo -R: why nodes are not up, who said so and when", NULL},

@@ -541,11 +541,36 @@ void sn_control_slurm_wish(const struct sn_control *c, uint32_t s, const char *m
                            char *reason, size_t cap, bool *down, bool *by_slurm);
 /* A node as GET /v1/nodes shows it: name, admin state, reason, by,
  * since_s, supernode, id, first_gpu, gpus, gpus_allocated, heartbeat_age_s
- * (from mono_ms, the monotonic clock of the heartbeats; null: never). */
+ * (from mono_ms, the monotonic clock of the heartbeats; null: never) and
+ * the effective_* fields (sn_control_node_effective_json). */
 json_t *sn_control_node_json(const struct sn_control *c, uint32_t server, int64_t mono_ms);
-/* A GPU: name, admin state, reason, by, since_s, id; with detail also its
- * node, whether it is allocated and its processes ("draining", "none"). */
+/* A GPU: name, admin state, reason, by, since_s, id, the effective_*
+ * fields (sn_control_gpu_effective_json, ages from the clock of the event
+ * last applied); with detail also its node, whether it is allocated and
+ * its processes ("draining", "none"). */
 json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail);
+/* Effective states (lib/control/holds.c): why server s / GPU g is held out
+ * of placement while its (effective) admin state is up: its agent silent
+ * past heartbeat_timeout_s (the reason says for how long, from mono_ms,
+ * and whether snd is fenced), a health round, or (a GPU) its last job's
+ * processes not reported gone. Fills *out and returns true when held;
+ * false (and *out zeroed) when not. by is a static string. */
+struct sn_control_hold {
+    char reason[200];
+    const char *by;  /* "snd:heartbeat", "snd:health", "snd:agent" */
+    int64_t since_s; /* silent: its last heartbeat (wall s); 0: unknown */
+};
+bool sn_control_server_hold(const struct sn_control *c, uint32_t s, int64_t mono_ms,
+                            struct sn_control_hold *out);
+bool sn_control_gpu_hold(const struct sn_control *c, uint32_t g, int64_t mono_ms,
+                         struct sn_control_hold *out);
+/* Sets effective_state (the admin state when not up, a GPU's the worse of
+ * its own and its server's; else "held" when held as above; else "up"),
+ * effective_reason, effective_by and effective_since_s on view o. */
+void sn_control_node_effective_json(const struct sn_control *c, uint32_t s, int64_t mono_ms,
+                                    json_t *o);
+void sn_control_gpu_effective_json(const struct sn_control *c, uint32_t g, int64_t mono_ms,
+                                   json_t *o);
 /* GET /v1/telemetry/gpus/{gpu}: the GPU's name, id, node, admin state,
  * its agent's state, readings (g, the telemetry store's), the findings
  * read from them (admin reason, unreachable, Xids, failed diag tests) and

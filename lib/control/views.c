@@ -43,6 +43,7 @@ json_t *sn_control_node_json(const struct sn_control *c, uint32_t server, int64_
         if (sn_control_gpu_quarantined(c, g, NULL))
             json_array_append_new(q, json_string(sn_model_gpu_name(m, g, name, sizeof(name))));
     json_object_set_new(o, "quarantined_gpus", q);
+    sn_control_node_effective_json(c, server, mono_ms, o);
     return o;
 }
 
@@ -59,6 +60,7 @@ json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail)
     json_object_set_new(o, "part", part ? json_string(part) : json_null());
     json_object_set_new(o, "quarantined", json_boolean(q));
     json_object_set_new(o, "quarantine_reason", why ? json_string(why) : json_null());
+    sn_control_gpu_effective_json(c, g, c->clock.mono_ms, o);
     if (!detail)
         return o;
     json_object_set_new(o, "part_history", sn_control_part_gpu_json(c, g));

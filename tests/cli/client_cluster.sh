@@ -82,7 +82,7 @@ check 0 "^sn00 +cordoned +1 +8 +0 +8$" "$SN" nodes
 check 0 "^sn00-t05-gpu0 +cordoned .* node cordoned: fan$" "$SN" gpus --node sn00-t05
 check 0 '"derived_state": "down"' "$SN" nodes --state down -o json
 check 0 '"down": 8' "$SN" nodes --state down -o json
-check 2 "--state 'bogus': expected up, mixed, cordoned, draining, drained or down" "$SN" nodes --state bogus
+check 2 "--state 'bogus': expected up, held, mixed, cordoned, draining, drained or down" "$SN" nodes --state bogus
 check 2 "did you mean 'drained'" "$SN" nodes --state draned
 # ---- sn gpus ---------------------------------------------------------------
 check 0 "^GPU +STATE +HEALTH +JOB +TEMP +SMCLK +POWER REASON$" "$SN" gpus
@@ -93,7 +93,7 @@ check 0 "^sn00-t06-gpu3 +cordoned" "$SN" gpus --node sn00-t06 --state cordoned
 check 0 "ACTION +BY +SINCE +REASON +LAST FINDING$" "$SN" gpus --node sn00-t01 -o wide
 check 0 '"clock_sm_mhz": [0-9.]+' "$SN" gpus --node sn00-t01 -o json
 check 0 '"findings": ' "$SN" gpus --node sn00-t01 -o json
-check 2 "--state 'broken': expected up, cordoned, draining, drained or down" "$SN" gpus --state broken
+check 2 "--state 'broken': expected up, held, cordoned, draining, drained or down" "$SN" gpus --state broken
 check 4 "--node 'sn99-t00': no such node" "$SN" gpus --node sn99-t00
 "$SN" resume sn00-t05 >/dev/null && "$SN" resume sn00-t06-gpu3 >/dev/null || fail "resume"
 # The hot GPU's temperature is above its peers'.

@@ -60,7 +60,7 @@ PIDS="$PIDS $!"
 api() { curl -s -m 20 -H "Authorization: Bearer $SN_TOKEN" "$SN_SERVER$1"; }
 
 # sample: every view's count of each state, one line per view:
-# "VIEW down cordoned draining drained".
+# "STATE nodes=N gpus=N top=N metrics=N summary=N".
 sample() {
     "$SN" nodes -o json >"$D/nodes.json" || fail "sn nodes -o json"
     "$SN" gpus -o json >"$D/gpus.json" || fail "sn gpus -o json"
@@ -68,7 +68,7 @@ sample() {
     "$SN" pools >"$D/pools.txt" || fail "sn pools"
     api /metrics >"$D/metrics.txt"
     api /v1/dashboard/summary >"$D/summary.json"
-    for s in down cordoned draining drained; do
+    for s in down cordoned draining drained held; do
         n=$(jq "[.[] | .gpu_states.$s // 0] | add" "$D/nodes.json")
         g=$(jq "[.[] | select(.state == \"$s\")] | length" "$D/gpus.json")
         t=$(sed -n "s/^GPUs .* $s \([0-9]*\).*/\1/p" "$D/top.txt")
@@ -134,6 +134,7 @@ agree draining 8
 agree drained 0
 # 128 - 32 down - 1 cordoned - 8 draining (the job's) = 87 free.
 agree free 87
+agree held 0
 "$SN" nodes --state down | grep -c "^ *sn00" >/dev/null || fail "sn nodes --state down lists no sn00 server"
 
 # The power domain: a real agent on each of its servers, heartbeating,
@@ -173,6 +174,26 @@ if api /metrics | grep -q '^sn_partition_fenced 1$'; then
     sample
     agree down 32
     agree free 71
+    # sn nodes and sn gpus say so too (issue 24: they showed them up, no reason).
+    agree held 16
+    "$SN" nodes --long >"$D/long.txt" || fail "sn nodes --long"
+    "$SN" nodes --state held >"$D/held.txt" || fail "sn nodes --state held"
+    "$SN" gpus >"$D/gpus.txt" || fail "sn gpus"
+    "$SN" gpus -o wide --state held >"$D/gpus-wide.txt" || fail "sn gpus -o wide"
+    for n in $doomed; do
+        for f in long held; do
+            grep -Eq "(^| )$n +held +8 .*agent silent [0-9]+ s; fenced: 2 of 16 servers silent" \
+                "$D/$f.txt" || fail "fenced: sn nodes ($f) does not show $n held: $(cat "$D/$f.txt")"
+        done
+        [ "$(grep -Ec "^$n-gpu[0-9]+ +held .*agent silent [0-9]+ s; fenced" "$D/gpus.txt")" = 8 ] ||
+            fail "fenced: sn gpus does not show $n's 8 GPUs held: $(grep "^$n-" "$D/gpus.txt")"
+        [ "$(grep -Ec "^$n-gpu[0-9]+ +held .* snd:heartbeat " "$D/gpus-wide.txt")" = 8 ] ||
+            fail "fenced: sn gpus -o wide does not show $n's 8 GPUs held by snd:heartbeat"
+    done
+    [ "$(grep -c ' held ' "$D/held.txt")" = 2 ] || fail "fenced: sn nodes --state held: $(cat "$D/held.txt")"
+    [ "$(grep -c ' held ' "$D/gpus-wide.txt")" = 16 ] || fail "fenced: sn gpus --state held"
+    # The summary: one line of the 2 held servers, their 16 GPUs unavailable.
+    "$SN" nodes | grep -Eq " held +2 +16 +0 +16$" || fail "fenced: sn nodes summary: $("$SN" nodes)"
     grep -q '^sn_cluster_gpus{state="held"} 16$' "$D/metrics.txt" || fail "fenced: metrics held"
     grep -Eq '^GPUs .* held 16 ' "$D/top.txt" || fail "fenced: sn top held"
     [ "$(jq '.gpu_states.held' "$D/summary.json")" = 16 ] || fail "fenced: summary held"
