@@ -88,6 +88,13 @@ static void slow_gpu_found_and_job_replaced(void **state)
     assert_non_null(node0);
     assert_string_equal(node0, "sn00-t01");
     json_decref(j);
+    struct sn_httpc_request req = {.method = "GET", .path = "/metrics", .timeout_ms = 5000};
+    struct sn_httpc_response resp;
+    assert_int_equal(sn_httpc_do("127.0.0.1", d.port, &req, &resp, NULL), SN_OK);
+    assert_non_null(strstr(resp.body, "sn_preflight_results_total{result=\"fail\"} 1\n"));
+    assert_non_null(strstr(resp.body, "sn_preflight_results_total{result=\"pass\"} 1\n"));
+    assert_non_null(strstr(resp.body, "sn_preflight_cordons_total 1\n"));
+    sn_httpc_response_release(&resp);
     char ran[4096] = "";
     assert_true(read_text(mark, ran, sizeof(ran)));
     assert_null(strstr(ran, "sn00-t00"));
