@@ -8,7 +8,9 @@
  * with that evidence and requeues the job with its submit time. Once
  * sn00-t01 is resumed the job is placed there (sn00-t00 has 7 usable GPUs
  * left), its preflight passes and it completes. No rank ran on sn00-t00:
- * a rank writes its node's name to a file in the test's directory.
+ * a rank writes its node's name to a file in the test's directory. Bad
+ * input: a spec's preflight "full" and a heartbeat's malformed preflight
+ * are 400 invalid_field naming the field.
  */
 #include "snd_harness.h"
 #include "job_harness.h"
@@ -99,6 +101,16 @@ static void slow_gpu_found_and_job_replaced(void **state)
     assert_true(read_text(mark, ran, sizeof(ran)));
     assert_null(strstr(ran, "sn00-t00"));
     assert_non_null(strstr(ran, "sn00-t01"));
+    /* Bad input: a spec's preflight other than quick or off; a heartbeat's
+     * preflight that is not JOB:RUN:RESULT text. */
+    expect_error(&d, 400, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
+                 "\"command\":\"true\",\"preflight\":\"full\"}",
+                 "invalid_field", "preflight");
+    char tok[SN_AUTH_TOKEN_MAX];
+    sign(&d, SN_AUTH_AGENT, "sn00-t01", "telemetry:write", 1000, 4000000000, "a1", tok);
+    expect_error(&d, 400, "POST", "/v1/nodes/sn00-t01/heartbeat", tok,
+                 "{\"preflight\":\"1:0:bogus!\"}", "invalid_field", "preflight");
     agents_stop(&ag);
     stop(&d, SIGTERM);
     cleanup(&d);
