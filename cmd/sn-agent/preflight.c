@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-void preflight_judge(const struct backend *be, json_t *jobs, char *text, size_t cap,
-                     char *evidence, size_t ecap)
+void preflight_judge(const struct backend *be, json_t *jobs, char *text, size_t cap, char *evidence,
+                     size_t ecap)
 {
     size_t n = 0, en = 0;
     text[0] = evidence[0] = '\0';

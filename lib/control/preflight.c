@@ -68,8 +68,7 @@ static uint32_t job_servers(const struct sn_control *c, const struct sn_control_
 }
 
 /* Index of server s among the job's servers, or UINT32_MAX. */
-static uint32_t server_index(const struct sn_control *c, const struct sn_control_job *j,
-                             uint32_t s)
+static uint32_t server_index(const struct sn_control *c, const struct sn_control_job *j, uint32_t s)
 {
     uint32_t *servers = NULL, n = job_servers(c, j, &servers), k = 0;
     while (k < n && servers[k] != s)
@@ -185,12 +184,10 @@ static void result_one(struct sn_control *c, uint32_t s, int64_t id, int64_t run
                        const char *result, const char *evidence)
 {
     struct sn_control_job *j = sn_control_job_get(c, id);
-    if (!j || !sn_control_preflight_waiting(j) || run != (int64_t)j->requeues ||
-        !j->preflight_done)
+    if (!j || !sn_control_preflight_waiting(j) || run != (int64_t)j->requeues || !j->preflight_done)
         return; /* stale (another run) or already judged */
     uint32_t k = server_index(c, j, s);
-    if (k == UINT32_MAX || k >= j->preflight_servers ||
-        (j->preflight_done[k / 64] >> (k % 64) & 1))
+    if (k == UINT32_MAX || k >= j->preflight_servers || (j->preflight_done[k / 64] >> (k % 64) & 1))
         return;
     char srv[64];
     sn_model_server_name(c->model, s, srv, sizeof(srv));

@@ -12,8 +12,8 @@
  * input: a spec's preflight "full" and a heartbeat's malformed preflight
  * are 400 invalid_field naming the field.
  */
-#include "snd_harness.h"
 #include "job_harness.h"
+#include "snd_harness.h"
 
 static int reap_all(void **state)
 {
@@ -50,8 +50,8 @@ static void slow_gpu_found_and_job_replaced(void **state)
     char mark[600], command[700];
     snprintf(mark, sizeof(mark), "%s/ran", d.dir);
     snprintf(command, sizeof(command), "echo $SN_NODE >> %s", mark);
-    json_t *body = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s}", "name", "pf", "gpus", 8, "tenant",
-                             "acme", "pool", "training", "command", command, "preflight", "quick");
+    json_t *body = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s}", "name", "pf", "gpus", 8, "tenant", "acme",
+                             "pool", "training", "command", command, "preflight", "quick");
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     json_t *j = NULL;
