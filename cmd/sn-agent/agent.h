@@ -482,6 +482,16 @@ struct json_t;
 void imex_reconcile(struct imex *x, struct json_t *answer, int64_t now_ms);
 /* "JOB:RUN:CHANNEL,..." of the channels ready (at most cap - 1 bytes). */
 void imex_ready_text(const struct imex *x, char *out, size_t cap);
+
+/* ---- preflight.c: a job's preflight on this node ---------------------------- */
+
+/* The sim backend's SM clock, and a slow GPU's (--fault slow-gpu=N). */
+#define SIM_CLOCK_MHZ 1980
+#define SIM_SLOW_CLOCK_MHZ 1095
+/* The heartbeat's preflight text ("JOB:RUN:pass|na|fail:R/R,...") for the
+ * answer's job entries that ask for one, and its evidence ("" when none). */
+void preflight_judge(const struct backend *be, struct json_t *jobs, char *text, size_t cap,
+                     char *evidence, size_t ecap);
 /* Tears down every channel held (the agent stops its jobs). */
 void imex_close(struct imex *x);
 

@@ -56,9 +56,8 @@ static void put(struct text *t, const char *fmt, ...)
  * boost clock (NVIDIA H100 Tensor Core GPU datasheet); a slow GPU runs at
  * 1095 MHz with no clock event reason, so that only the slow-GPU rule (its
  * benchmark below its peers') can find it. A hot GPU reads 92 C with
- * sw_thermal_slowdown (0x20). */
-#define SIM_CLOCK_MHZ 1980
-#define SIM_SLOW_CLOCK_MHZ 1095
+ * sw_thermal_slowdown (0x20). SIM_CLOCK_MHZ and SIM_SLOW_CLOCK_MHZ are in
+ * agent.h (preflight.c judges a slow GPU by them too). */
 #define SIM_HOT_C 92
 
 /* One dcgm-exporter line, with the sample time (ms) as its timestamp, so

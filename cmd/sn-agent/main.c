@@ -79,6 +79,7 @@ struct agent {
     char pair_peer[64];
     struct imex imex; /* IMEX channels of multi-node NVLink jobs (imex.c; appended) */
     char clique[96];          /* NVLink fabric identity reported (fabric_id.c) */
+    char preflight[512], preflight_evidence[256]; /* next heartbeat's (preflight.c) */
     int64_t clique_probe_ms;  /* when it was last probed (monotonic), 0: never */
     struct agent_actions actions; /* --allow-actions and the requests done (actions.c) */
 };
@@ -613,7 +614,7 @@ static void mask_text(uint64_t mask, char *out, size_t cap)
  * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
 {
-    char path[128], body[2048], busy[256], orphans[256], imex[512];
+    char path[128], body[3072], busy[256], orphans[256], imex[512];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
     bench_reap(a);
     pair_reap(a);
@@ -628,14 +629,17 @@ static void heartbeat(struct agent *a)
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
                      "\"running_jobs\":%u,\"seq\":%lld,\"busy_gpus\":\"%s\","
                      "\"orphan_gpus\":\"%s\",\"address\":\"%s\",\"fabric_clique\":\"%s\""
-                     "%s%s%s}",
+                     "%s%s%s%s%s%s%s%s}",
                      a->boot,
                      a->be.kind == BACKEND_SIM   ? "sim"
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
                                                  : "nvml",
                      (long long)a->interval_ms, a->jobs.n, (long long)a->seq, busy, orphans,
                      a->address, a->clique, a->imex.runner ? ",\"imex_ready\":\"" : "",
-                     a->imex.runner ? imex : "", a->imex.runner ? "\"" : "");
+                     a->imex.runner ? imex : "", a->imex.runner ? "\"" : "",
+                     a->preflight[0] ? ",\"preflight\":\"" : "", a->preflight,
+                     a->preflight[0] ? "\",\"preflight_evidence\":\"" : "",
+                     a->preflight[0] ? a->preflight_evidence : "", a->preflight[0] ? "\"" : "");
     json_t *j = NULL;
     int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
     json_t *jobs = json_object_get(j, "jobs");
@@ -648,6 +652,8 @@ static void heartbeat(struct agent *a)
         size_t k = 0, i;
         json_t *job;
         imex_reconcile(&a->imex, j, now_ms());
+        preflight_judge(&a->be, jobs, a->preflight, sizeof(a->preflight), a->preflight_evidence,
+                        sizeof(a->preflight_evidence));
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }

@@ -134,6 +134,8 @@ struct heartbeat_body {
     char address[64];
     char imex_ready[512];   /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
     char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs (fabric_ids.c) */
+    char preflight[512];    /* "JOB:RUN:RESULT[:R/R],...": preflights (lib/control/preflight.c) */
+    char preflight_evidence[256];
 };
 static const struct sn_api_field heartbeat_fields[] = {
     {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
@@ -146,6 +148,9 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"address", SN_API_STRING, false, 0, 63, offsetof(struct heartbeat_body, address)},
     {"imex_ready", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, imex_ready)},
     {"fabric_clique", SN_API_STRING, false, 0, 95, offsetof(struct heartbeat_body, fabric_clique)},
+    {"preflight", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, preflight)},
+    {"preflight_evidence", SN_API_STRING, false, 0, 255,
+     offsetof(struct heartbeat_body, preflight_evidence)},
 };
 #define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
 
@@ -220,6 +225,19 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
     }
     if (present & (1u << 9))
         snd_fabric_clique_report(d, s, b.fabric_clique);
+    if (present & (1u << 10)) {
+        if (strspn(b.preflight, "0123456789:,/passfilna") != strlen(b.preflight)) {
+            *ret = snd_error(d, r, 400, "invalid_field", "preflight",
+                             "field 'preflight': '%.64s' is not a list of JOB:RUN:pass|na|fail:R/R",
+                             b.preflight);
+            return false;
+        }
+        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PREFLIGHT,
+                                      .id = s,
+                                      .text = b.preflight,
+                                      .detail = b.preflight_evidence};
+        snd_apply_queued(d, &ev);
+    }
     *applied_seq = sn_agents_beat(ag.t, s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
                                   b.boot, present & (1u << 6) ? b.orphan_gpus : NULL,
                                   present & (1u << 7) ? b.address : NULL);

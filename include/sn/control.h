@@ -86,6 +86,13 @@ struct sn_control_config {
      * may take to report theirs ready before it is requeued. */
     int64_t imex_channel_count;
     int64_t imex_setup_timeout_s;
+    /* Preflight on the exact allocation (lib/control/preflight.c): every
+     * job runs one unless its spec says preflight: off (preflight_default
+     * 1; 0: only jobs whose spec says preflight: quick), a check not
+     * available on a server refuses the job (preflight_require 1) instead
+     * of passing, and a job whose servers have not all reported within
+     * preflight_timeout_s (0: 120) is requeued. */
+    int64_t preflight_default, preflight_require, preflight_timeout_s;
     /* Pending-reason coalescing (lib/control/timeline.c): a job's reason
      * change is recorded as an event only once it was the reason at every
      * pass for this long (0: every change at once). snd's default is
@@ -229,6 +236,14 @@ struct sn_control_job {
     uint64_t *imex_ready;
     bool imex_released;
     int64_t imex_since_s; /* when its wait for the channel began (the timeout's start) */
+    /* Preflight (lib/control/preflight.c): this run waits for its servers'
+     * check on exactly its GPUs (ranks held back until every server
+     * reported); preflight_done bit k: its k-th server (rank order) passed;
+     * preflight_s: seconds spent in preflights over all its runs. */
+    bool preflight_wait;
+    uint32_t preflight_servers, preflight_done_n;
+    uint64_t *preflight_done;
+    int64_t preflight_since_s, preflight_s;
     /* Cooperative preemption (lib/control/preempt.c): while it must leave,
      * when it was signalled and its deadline (Unix s; 0: not preempting),
      * and the preemptor's id (0: an operator's requeue). The last
@@ -362,6 +377,11 @@ struct sn_control {
      * jobs whose ranks wait for their channel (TIMER scans only while > 0). */
     uint64_t *imex_used;
     uint32_t imex_waiting;
+    /* Preflights (preflight.c): running jobs waiting for theirs (TIMER
+     * scans only while > 0); outcomes so far and GPUs cordoned by them. */
+    uint32_t preflight_waiting;
+    uint64_t preflight_passed, preflight_failed, preflight_na, preflight_timeouts,
+        preflight_cordons;
     /* Cooperative preemption (preempt.c): running jobs signalled and not
      * yet evicted (TIMER scans only while > 0); signals sent; evictions by
      * how (enum in preempt.c), and the GPU-seconds they lost. Expedited
@@ -427,7 +447,8 @@ enum sn_err sn_control_verify(const struct sn_control *c, struct sn_error *err);
     X(IMEX_READY, "imex-ready")   /* server's agent: IMEX channels set up ("JOB:RUN:CHANNEL,") */ \
     X(PARTS, "parts")             /* the part identities the agents report (parts, by GPU) */   \
     X(REPAIR, "repair")           /* GPU id's part replaced (text: new part id; detail: note) */ \
-    X(REQUALIFY, "requalify")     /* GPU id's part re-qualified (detail: evidence; on: override) */
+    X(REQUALIFY, "requalify")     /* GPU id's part re-qualified (detail: evidence; on: override) */   \
+    X(PREFLIGHT, "preflight") /* server's agent: preflight results (JOB:RUN:RESULT[:R/R]) */
 enum sn_control_event_kind {
 #define SN_X(name, text) SN_CONTROL_EVENT_##name,
     SN_CONTROL_EVENT_LIST(SN_X)
@@ -594,6 +615,11 @@ json_t *sn_control_assignment(const struct sn_control *c, const struct sn_contro
  * the assignment's imex_channel, imex_nodes (the job's servers in s's
  * NVLink domain, rank order) and ranks_released; the job JSON's fields. */
 bool sn_control_imex_waiting(const struct sn_control_job *j);
+/* Preflight (lib/control/preflight.c): whether running job j's ranks wait
+ * for its preflight; the assignment's preflight fields; the job JSON's. */
+bool sn_control_preflight_waiting(const struct sn_control_job *j);
+void sn_control_preflight_assignment(const struct sn_control_job *j, json_t *o);
+void sn_control_preflight_json(const struct sn_control_job *j, json_t *o);
 void sn_control_imex_assignment(const struct sn_control *c, const struct sn_control_job *j,
                                 uint32_t s, json_t *o);
 void sn_control_imex_json(const struct sn_control_job *j, json_t *o);

@@ -66,6 +66,7 @@ struct sn_daemon_config {
     char pool_borrow[256]; /* "borrower:lender,...": pools that may borrow idle supernodes */
     int64_t imex_channel_count;   /* IMEX channels per NVLink domain, 0: off */
     int64_t imex_setup_timeout_s; /* a job's channel setup before it is requeued */
+    int64_t preflight_default, preflight_require, preflight_timeout_s; /* preflight.c */
     int64_t pending_reason_hold_ms; /* a reason change persists this long before its event */
     /* Token keys (keys.c). */
     int64_t key_overlap_s;          /* a rotated-out key verifies this long after its retirement */

@@ -40,6 +40,7 @@ const struct sn_api_field sn_api_job_fields[] = {
     {"checkpoint_write_s", SN_API_INT, false, 1, 86400, JOB(checkpoint_write_s)},
     {"array_id", SN_API_INT, false, 1, INT64_MAX, JOB(array_id)},
     {"array_max_running", SN_API_INT, false, 1, 1000, JOB(array_max_running)},
+    {"preflight", SN_API_NAME, false, 1, 7, JOB(preflight)},
 };
 const size_t sn_api_job_field_count = sizeof(sn_api_job_fields) / sizeof(sn_api_job_fields[0]);
 

@@ -496,6 +496,7 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
     case SN_CONTROL_EVENT_TIMER:
         sn_control_partition_check(c, c->clock.mono_ms);
         sn__control_imex_timer(c);
+        sn__control_preflight_timer(c);
         if (c->cfg.enforce_time_limits)
             time_limits(c);
         if (c->n_preempting)
@@ -535,6 +536,9 @@ static enum sn_err dispatch(struct sn_control *c, const struct sn_control_event 
         return sn_control_rebuild(c, err);
     case SN_CONTROL_EVENT_IMEX_READY:
         sn__control_imex_ready(c, ev->id, ev->text);
+        return SN_OK;
+    case SN_CONTROL_EVENT_PREFLIGHT:
+        sn__control_preflight_result(c, ev->id, ev->text, ev->detail);
         return SN_OK;
     case SN_CONTROL_EVENT_PARTS:
         sn__control_parts_seen(c, ev->parts, ev->parts_time_s);

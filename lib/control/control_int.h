@@ -150,6 +150,14 @@ void sn__control_imex_ready(struct sn_control *c, uint32_t s, const char *text);
 void sn__control_imex_timer(struct sn_control *c);
 void sn__control_imex_run_text(const struct sn_control_job *j, json_t *run);
 void sn__control_imex_load(struct sn_control_job *j, const json_t *run);
+/* preflight.c: a run's gate at its start and its end; results; timeout. */
+void sn__control_preflight_start(struct sn_control *c, struct sn_control_job *j);
+void sn__control_preflight_end(struct sn_control *c, struct sn_control_job *j);
+void sn__control_preflight_result(struct sn_control *c, uint32_t s, const char *text,
+                                  const char *evidence);
+void sn__control_preflight_timer(struct sn_control *c);
+void sn__control_preflight_metrics(const struct sn_control *c,
+                                   void (*put)(void *ctx, const char *line), void *ctx);
 
 /* offenders.c (sn/parts.h): a finding on GPU g's part (health.c's act());
  * PARTS; the auto-resume of a report (after its verdicts); REPAIR and

@@ -430,6 +430,7 @@ static void release_alloc(struct sn_control *d, struct sn_control_job *j, bool i
     master_port_mark(d, j->master_port, false);
     j->master_port = 0;
     sn__control_imex_end(d, j);
+    sn__control_preflight_end(d, j);
     /* The run's record: its GPUs and which ranks exited 0. */
     free(j->last_alloc);
     free(j->last_ranks_ok);
@@ -478,6 +479,7 @@ static void on_start(struct sn_control *d, uint32_t sid, double now)
     sn_control_job_set_state(d, j, SN_CONTROL_JOB_RUNNING);
     j->start_s = j->updated_s = (int64_t)now;
     sn__control_imex_start(d, j);
+    sn__control_preflight_start(d, j);
     sn_control_job_set_detail(j, NULL);
     sn_control_ckpt_on_start(d, j);
     struct sn_job_info info;
@@ -743,6 +745,8 @@ const char *sn_control_reason(const struct sn_control *d, const struct sn_contro
         return "held";
     if (sn_control_imex_waiting(job))
         return "domain-setup"; /* placed; its ranks wait for the IMEX channel */
+    if (sn_control_preflight_waiting(job))
+        return "preflight"; /* placed; its ranks wait for its preflight */
     if (job->sched_id == SN_NONE && sn_control_array_waiting(d, job))
         return "array-throttle";
     if (job->sched_id == SN_NONE && job->state == SN_CONTROL_JOB_PENDING &&

@@ -172,6 +172,7 @@ void sn_control_job_free(struct sn_control_job *job)
     free(job->alloc);
     free(job->ranks_done);
     free(job->imex_ready);
+    free(job->preflight_done);
     free(job->expedite_gpus);
     free(job->detail);
     free(job->isolation);
@@ -319,6 +320,7 @@ json_t *sn_control_job_json(const struct sn_control *d, const struct sn_control_
     json_object_set_new(o, "shape", json_string(shape));
     sn_control_ckpt_json(job, o);
     sn_control_imex_json(job, o);
+    sn_control_preflight_json(job, o);
     sn_control_preempt_json(d, job, o);
     sn_control_goodput_job_json(job, sn_control_now_s(d), o);
     return o;

@@ -126,6 +126,15 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
     {"imex_setup_timeout_s", SN_CONF_INT, "120", 1, 86400, C(imex_setup_timeout_s),
      "a job whose IMEX channel is not ready on all its servers this long after its start is "
      "requeued (pending reason domain-setup)"},
+    {"preflight_default", SN_CONF_INT, "0", 0, 1, C(preflight_default),
+     "1: every job's servers run a preflight on exactly its GPUs before its ranks start, "
+     "unless its spec says preflight: off (0: only jobs whose spec says preflight: quick)"},
+    {"preflight_require", SN_CONF_INT, "0", 0, 1, C(preflight_require),
+     "1: a preflight whose tools are not available on a server requeues the job instead of "
+     "letting it start"},
+    {"preflight_timeout_s", SN_CONF_INT, "120", 1, 86400, C(preflight_timeout_s),
+     "a job whose servers have not all reported its preflight this long after its start is "
+     "requeued (pending reason preflight)"},
     {"pending_reason_hold_ms", SN_CONF_INT, "10000", 0, 86400000, C(pending_reason_hold_ms),
      "a job's pending reason change is written as a job event only once it was the reason at "
      "every scheduling pass for this long, so reasons that flip leave one event (0: every "
@@ -229,6 +238,9 @@ void sn_daemon_config_control(const struct sn_daemon_config *f, struct sn_contro
         .power_util_pct = f->power_util_pct,
         .imex_channel_count = f->imex_channel_count,
         .imex_setup_timeout_s = f->imex_setup_timeout_s,
+        .preflight_default = f->preflight_default,
+        .preflight_require = f->preflight_require,
+        .preflight_timeout_s = f->preflight_timeout_s,
         .pending_reason_hold_ms = f->pending_reason_hold_ms,
         .offender_window_s = f->offender_window_s,
         .offender_count = f->offender_count,

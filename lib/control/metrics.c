@@ -192,6 +192,7 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
            "sn_health_auto_resumes_total{result=\"held\"} %llu\n",
         (unsigned long long)ps.resumes, (unsigned long long)ps.resumes_held);
     sn__control_preempt_metrics(c, put_line, o);
+    sn__control_preflight_metrics(c, put_line, o);
     if (o->failed) {
         free(o->buf);
         return NULL;

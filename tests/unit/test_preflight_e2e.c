@@ -1,0 +1,125 @@
+/*
+ * Preflight end to end (issue 27 item 1): a real snd and two real
+ * sn-agents (sim backend), all on 127.0.0.1, on examples/std-unit-64.yaml
+ * (8 servers of 8 GPUs). sn00-t00's agent runs with --fault slow-gpu=2.
+ * Every other server is cordoned, so an 8-GPU job with preflight: quick
+ * (one group of 8, so on one server) is placed on sn00-t00; its agent's preflight fails rank 2's
+ * GPU (its clock 1095 of 1980 MHz); snd cordons sn00-t00-gpu2 by snd:preflight with that evidence
+ * and requeues the job with its submit time. Once sn00-t01 is resumed the job is placed there
+ * (sn00-t00 has 7 usable GPUs left), its preflight passes and it completes. No rank ran on
+ * sn00-t00: a rank writes its node's name to a file in the test's directory. Bad input: a spec's
+ * preflight "full" and a heartbeat's malformed preflight are 400 invalid_field naming the field.
+ */
+#include "job_harness.h"
+#include "snd_harness.h"
+
+static int reap_all(void **state)
+{
+    for (int i = 0; i < 8; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGTERM);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+    return reap_daemons(state);
+}
+
+static void slow_gpu_found_and_job_replaced(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    /* snd's own health rounds cordon nothing here (the slow GPU's
+     * telemetry alone would score it 50 and cordon it): the preflight
+     * must find it. */
+    const char *sets[] = {"preflight_timeout_s=60", "health_cordon_below=0", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    for (int t = 1; t < 8; t++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/nodes/sn00-t%02d/cordon", t);
+        expect(&d, 200, "POST", path, d.admin, "{\"reason\":\"preflight test\"}");
+    }
+    struct agents ag = {0};
+    const char *slow[] = {"--fault", "slow-gpu=2", NULL};
+    agents_add(&d, &ag, "sn00-t00", "examples/std-unit-64.yaml", slow);
+    agents_add(&d, &ag, "sn00-t01", "examples/std-unit-64.yaml", NULL);
+
+    char mark[600], command[700];
+    snprintf(mark, sizeof(mark), "%s/ran", d.dir);
+    snprintf(command, sizeof(command), "echo $SN_NODE >> %s", mark);
+    json_t *body =
+        json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:s}", "name", "pf", "gpus", 8, "group_gpus", 8,
+                  "tenant", "acme", "pool", "training", "command", command, "preflight", "quick");
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_t *j = NULL;
+    int st = call(&d, "POST", "/v1/jobs", d.admin, text, NULL, &j);
+    free(text);
+    if (st != 201)
+        fail_msg("submit: %d", st);
+    long long id = json_integer_value(json_object_get(j, "id"));
+    long long submitted = json_integer_value(json_object_get(j, "submit_time_s"));
+    json_decref(j);
+
+    /* The preflight fails on sn00-t00: its GPU 2 cordoned by snd:preflight. */
+    char gst[32] = "", reason[512] = "";
+    for (int k = 0; k < 400 && strcmp(gst, "cordoned") != 0; k++) {
+        gpu_state(&d, "sn00-t00-gpu2", gst, sizeof(gst), reason, sizeof(reason));
+        pause_ms(50);
+    }
+    assert_string_equal(gst, "cordoned");
+    if (!strstr(reason, "preflight: failed on sn00-t00"))
+        fail_msg("sn00-t00-gpu2 cordoned for: %s", reason);
+    assert_non_null(strstr(reason, "preflight: failed on sn00-t00"));
+    assert_non_null(strstr(reason, "GPU 2 clock 1095 of 1980 MHz"));
+    char other[32], r2[512];
+    gpu_state(&d, "sn00-t00-gpu1", other, sizeof(other), r2, sizeof(r2));
+    assert_string_equal(other, "up");
+    j = wait_state(&d, id, "requeued");
+    assert_int_equal(json_integer_value(json_object_get(j, "submit_time_s")), submitted);
+    json_decref(j);
+
+    /* Elsewhere: sn00-t01 resumed, the job placed there passes and completes. */
+    expect(&d, 200, "POST", "/v1/nodes/sn00-t01/resume", d.admin, NULL);
+    j = wait_state(&d, id, "completed");
+    assert_int_equal(json_integer_value(json_object_get(j, "requeues")), 1);
+    assert_true(json_integer_value(json_object_get(j, "preflight_s")) >= 0);
+    const char *node0 = json_string_value(json_array_get(json_object_get(j, "nodes"), 0));
+    assert_non_null(node0);
+    if (strcmp(node0, "sn00-t01") != 0 || json_array_size(json_object_get(j, "nodes")) != 1)
+        fail_msg("completed on %s: %s", node0, json_dumps(j, JSON_COMPACT));
+    json_decref(j);
+    struct sn_httpc_request req = {.method = "GET", .path = "/metrics", .timeout_ms = 5000};
+    struct sn_httpc_response resp;
+    assert_int_equal(sn_httpc_do("127.0.0.1", d.port, &req, &resp, NULL), SN_OK);
+    assert_non_null(strstr(resp.body, "sn_preflight_results_total{result=\"fail\"} 1\n"));
+    assert_non_null(strstr(resp.body, "sn_preflight_results_total{result=\"pass\"} 1\n"));
+    assert_non_null(strstr(resp.body, "sn_preflight_cordons_total 1\n"));
+    sn_httpc_response_release(&resp);
+    char ran[4096] = "";
+    assert_true(read_text(mark, ran, sizeof(ran)));
+    assert_null(strstr(ran, "sn00-t00"));
+    assert_non_null(strstr(ran, "sn00-t01"));
+    /* Bad input: a spec's preflight other than quick or off; a heartbeat's
+     * preflight that is not JOB:RUN:RESULT text. */
+    expect_error(&d, 400, "POST", "/v1/jobs", d.admin,
+                 "{\"name\":\"x\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
+                 "\"command\":\"true\",\"preflight\":\"full\"}",
+                 "invalid_field", "preflight");
+    char tok[SN_AUTH_TOKEN_MAX];
+    sign(&d, SN_AUTH_AGENT, "sn00-t01", "telemetry:write", 1000, 4000000000, "a1", tok);
+    expect_error(&d, 400, "POST", "/v1/nodes/sn00-t01/heartbeat", tok,
+                 "{\"preflight\":\"1:0:bogus!\"}", "invalid_field", "preflight");
+    agents_stop(&ag);
+    stop(&d, SIGTERM);
+    cleanup(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(slow_gpu_found_and_job_replaced, reap_all),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
