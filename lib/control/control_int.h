@@ -125,8 +125,6 @@ void sn__control_expedite_pass(struct sn_control *c);
 void sn__control_expedite_end(struct sn_control *c, struct sn_control_job *j);
 void sn__control_preempt_run_text(const struct sn_control_job *j, json_t *run);
 void sn__control_preempt_load(struct sn_control_job *j, const json_t *run);
-void sn__control_preempt_metrics(const struct sn_control *c,
-                                 void (*put)(void *ctx, const char *line), void *ctx);
 /* control_sched.c: evicts a signalled job through the core (why: the
  * event's message); the core's decisions applied; GPU g's cordon in the
  * core recomputed from every reason to hold it back. */
@@ -156,8 +154,6 @@ void sn__control_preflight_end(struct sn_control *c, struct sn_control_job *j);
 void sn__control_preflight_result(struct sn_control *c, uint32_t s, const char *text,
                                   const char *evidence);
 void sn__control_preflight_timer(struct sn_control *c);
-void sn__control_preflight_metrics(const struct sn_control *c,
-                                   void (*put)(void *ctx, const char *line), void *ctx);
 
 /* offenders.c (sn/parts.h): a finding on GPU g's part (health.c's act());
  * PARTS; the auto-resume of a report (after its verdicts); REPAIR and

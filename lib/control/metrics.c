@@ -18,7 +18,6 @@ struct out {
 };
 
 static void put(struct out *o, const char *fmt, ...) SN_PRINTF(2, 3);
-static void put_line(void *ctx, const char *line);
 static void put(struct out *o, const char *fmt, ...)
 {
     for (int tries = 0; !o->failed && tries < 2; tries++) {
@@ -159,7 +158,10 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
            "resets it), by scope kind.");
     for (int k = 0; k < 3; k++)
         put(o, "sn_health_breaker_open{scope=\"%s\"} %u\n",
-            k == 0 ? "cluster" : k == 1 ? "supernode" : "rack", bs.open[k]);
+            k == 0   ? "cluster"
+            : k == 1 ? "supernode"
+                     : "rack",
+            bs.open[k]);
     family(o, "sn_health_breaker_trips_total", "counter", "Times a health breaker scope tripped.");
     put(o, "sn_health_breaker_trips_total %llu\n", (unsigned long long)bs.trips);
     family(o, "sn_health_breaker_suppressed_total", "counter",
@@ -174,33 +176,62 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
     struct sn_control_parts_stats ps; /* offenders.c */
     sn_control_parts_stats(c, &ps);
     family(o, "sn_parts", "gauge", "Part records (GPU UUIDs with a history) by state.");
-    put(o, "sn_parts{state=\"ok\"} %u\nsn_parts{state=\"quarantined\"} %u\n"
-           "sn_parts{state=\"closed\"} %u\n",
+    put(o,
+        "sn_parts{state=\"ok\"} %u\nsn_parts{state=\"quarantined\"} %u\n"
+        "sn_parts{state=\"closed\"} %u\n",
         ps.parts - ps.quarantined - ps.closed, ps.quarantined, ps.closed);
     family(o, "sn_parts_events_total", "counter",
            "Repeat offenders: findings on parts, quarantines, re-qualifications, repairs.");
-    put(o, "sn_parts_events_total{kind=\"finding\"} %llu\n"
-           "sn_parts_events_total{kind=\"quarantine\"} %llu\n"
-           "sn_parts_events_total{kind=\"requalify\"} %llu\n"
-           "sn_parts_events_total{kind=\"repair\"} %llu\n",
+    put(o,
+        "sn_parts_events_total{kind=\"finding\"} %llu\n"
+        "sn_parts_events_total{kind=\"quarantine\"} %llu\n"
+        "sn_parts_events_total{kind=\"requalify\"} %llu\n"
+        "sn_parts_events_total{kind=\"repair\"} %llu\n",
         (unsigned long long)ps.findings, (unsigned long long)ps.quarantines,
         (unsigned long long)ps.requalified, (unsigned long long)ps.repairs);
     family(o, "sn_health_auto_resumes_total", "counter",
            "GPUs snd:health returned to service by itself, and auto-resumes a quarantine held "
            "back (counted per pass).");
-    put(o, "sn_health_auto_resumes_total{result=\"resumed\"} %llu\n"
-           "sn_health_auto_resumes_total{result=\"held\"} %llu\n",
+    put(o,
+        "sn_health_auto_resumes_total{result=\"resumed\"} %llu\n"
+        "sn_health_auto_resumes_total{result=\"held\"} %llu\n",
         (unsigned long long)ps.resumes, (unsigned long long)ps.resumes_held);
-    sn__control_preempt_metrics(c, put_line, o);
-    sn__control_preflight_metrics(c, put_line, o);
+    family(o, "sn_preempt_signals_total", "counter",
+           "Running jobs signalled to leave (cooperative preemption or requeue).");
+    put(o, "sn_preempt_signals_total %llu\n", (unsigned long long)c->preempt_signals);
+    family(o, "sn_preempt_cancelled_total", "counter",
+           "Preemptions cancelled because the preemptor started elsewhere first.");
+    put(o, "sn_preempt_cancelled_total %llu\n", (unsigned long long)c->preempt_cancels);
+    family(o, "sn_preempt_preempting_jobs", "gauge", "Running jobs signalled and not yet evicted.");
+    put(o, "sn_preempt_preempting_jobs %u\n", c->n_preempting);
+    family(o, "sn_preempt_evictions_total", "counter", "Runs evicted or requeued, by how.");
+    for (unsigned k = 0; k < 6; k++)
+        put(o, "sn_preempt_evictions_total{how=\"%s\"} %llu\n", sn__control_evict_how_name(k),
+            (unsigned long long)c->evictions[k]);
+    family(o, "sn_preempt_lost_gpu_seconds_total", "counter",
+           "GPU-seconds lost by those runs (GPUs x run time since the last checkpoint), by how.");
+    for (unsigned k = 0; k < 6; k++)
+        put(o, "sn_preempt_lost_gpu_seconds_total{how=\"%s\"} %.0f\n",
+            sn__control_evict_how_name(k), c->evictions_lost_gpu_s[k]);
+    family(o, "sn_preflight_results_total", "counter",
+           "Preflights judged, by result (timeout: not all servers reported in time).");
+    put(o,
+        "sn_preflight_results_total{result=\"pass\"} %llu\n"
+        "sn_preflight_results_total{result=\"fail\"} %llu\n"
+        "sn_preflight_results_total{result=\"timeout\"} %llu\n",
+        (unsigned long long)c->preflight_passed, (unsigned long long)c->preflight_failed,
+        (unsigned long long)c->preflight_timeouts);
+    family(o, "sn_preflight_not_available_total", "counter",
+           "Server reports of a preflight whose tools were absent.");
+    put(o, "sn_preflight_not_available_total %llu\n", (unsigned long long)c->preflight_na);
+    family(o, "sn_preflight_cordons_total", "counter", "GPUs cordoned by snd:preflight.");
+    put(o, "sn_preflight_cordons_total %llu\n", (unsigned long long)c->preflight_cordons);
+    family(o, "sn_preflight_waiting_jobs", "gauge",
+           "Running jobs whose ranks wait for their preflight.");
+    put(o, "sn_preflight_waiting_jobs %u\n", c->preflight_waiting);
     if (o->failed) {
         free(o->buf);
         return NULL;
     }
     return o->buf;
-}
-
-static void put_line(void *ctx, const char *line)
-{
-    put(ctx, "%s", line);
 }

@@ -406,38 +406,3 @@ void sn__control_preempt_load(struct sn_control_job *j, const json_t *run)
     const char *how = json_string_value(json_object_get(e, "how"));
     snprintf(j->evict_how, sizeof(j->evict_how), "%s", how ? how : "");
 }
-
-void sn__control_preempt_metrics(const struct sn_control *c,
-                                 void (*put)(void *ctx, const char *line), void *ctx)
-{
-    char line[200];
-    put(ctx, "# HELP sn_preempt_signals_total Running jobs signalled to leave (cooperative "
-             "preemption or requeue).\n# TYPE sn_preempt_signals_total counter\n");
-    snprintf(line, sizeof(line), "sn_preempt_signals_total %llu\n",
-             (unsigned long long)c->preempt_signals);
-    put(ctx, line);
-    put(ctx, "# HELP sn_preempt_cancelled_total Preemptions cancelled because the preemptor "
-             "started elsewhere first.\n# TYPE sn_preempt_cancelled_total counter\n");
-    snprintf(line, sizeof(line), "sn_preempt_cancelled_total %llu\n",
-             (unsigned long long)c->preempt_cancels);
-    put(ctx, line);
-    put(ctx, "# HELP sn_preempt_preempting_jobs Running jobs signalled and not yet evicted.\n"
-             "# TYPE sn_preempt_preempting_jobs gauge\n");
-    snprintf(line, sizeof(line), "sn_preempt_preempting_jobs %u\n", c->n_preempting);
-    put(ctx, line);
-    put(ctx, "# HELP sn_preempt_evictions_total Runs evicted or requeued, by how.\n"
-             "# TYPE sn_preempt_evictions_total counter\n");
-    for (unsigned k = 0; k < 6; k++) {
-        snprintf(line, sizeof(line), "sn_preempt_evictions_total{how=\"%s\"} %llu\n", how_names[k],
-                 (unsigned long long)c->evictions[k]);
-        put(ctx, line);
-    }
-    put(ctx, "# HELP sn_preempt_lost_gpu_seconds_total GPU-seconds lost by those runs (GPUs x "
-             "run time since the last checkpoint), by how.\n"
-             "# TYPE sn_preempt_lost_gpu_seconds_total counter\n");
-    for (unsigned k = 0; k < 6; k++) {
-        snprintf(line, sizeof(line), "sn_preempt_lost_gpu_seconds_total{how=\"%s\"} %.0f\n",
-                 how_names[k], c->evictions_lost_gpu_s[k]);
-        put(ctx, line);
-    }
-}

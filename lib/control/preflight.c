@@ -290,32 +290,3 @@ void sn_control_preflight_json(const struct sn_control_job *j, json_t *o)
     json_object_set_new(o, "pending_reason", json_string("preflight"));
     json_object_set_new(o, "pending_detail", json_string(detail));
 }
-
-void sn__control_preflight_metrics(const struct sn_control *c,
-                                   void (*put)(void *ctx, const char *line), void *ctx)
-{
-    char line[600];
-    put(ctx, "# HELP sn_preflight_results_total Preflights judged, by result (timeout: not all "
-             "servers reported in time).\n# TYPE sn_preflight_results_total counter\n");
-    snprintf(line, sizeof(line),
-             "sn_preflight_results_total{result=\"pass\"} %llu\n"
-             "sn_preflight_results_total{result=\"fail\"} %llu\n"
-             "sn_preflight_results_total{result=\"timeout\"} %llu\n",
-             (unsigned long long)c->preflight_passed, (unsigned long long)c->preflight_failed,
-             (unsigned long long)c->preflight_timeouts);
-    put(ctx, line);
-    put(ctx, "# HELP sn_preflight_not_available_total Server reports of a preflight whose tools "
-             "were absent.\n# TYPE sn_preflight_not_available_total counter\n");
-    snprintf(line, sizeof(line), "sn_preflight_not_available_total %llu\n",
-             (unsigned long long)c->preflight_na);
-    put(ctx, line);
-    put(ctx, "# HELP sn_preflight_cordons_total GPUs cordoned by snd:preflight.\n"
-             "# TYPE sn_preflight_cordons_total counter\n");
-    snprintf(line, sizeof(line), "sn_preflight_cordons_total %llu\n",
-             (unsigned long long)c->preflight_cordons);
-    put(ctx, line);
-    put(ctx, "# HELP sn_preflight_waiting_jobs Running jobs whose ranks wait for their "
-             "preflight.\n# TYPE sn_preflight_waiting_jobs gauge\n");
-    snprintf(line, sizeof(line), "sn_preflight_waiting_jobs %u\n", c->preflight_waiting);
-    put(ctx, line);
-}
