@@ -44,7 +44,9 @@ static inline void put_named(struct sn_control_named **list, uint32_t *n, const 
     assert_int_equal(sn_control_named_put(list, n, name, d, &err), SN_OK);
 }
 
-static inline void fx_open_sized(struct fx *f, uint32_t supernodes, const char *limits)
+/* The fixture with the rules' knobs cfg (NULL: the defaults below). */
+static inline void fx_open_with(struct fx *f, uint32_t supernodes, const char *limits,
+                                const struct sn_control_config *with)
 {
     struct sn_sim_shape sh;
     sn_sim_shape_defaults(&sh);
@@ -66,6 +68,8 @@ static inline void fx_open_sized(struct fx *f, uint32_t supernodes, const char *
         .pending_reason_hold_ms = SN_CONTROL_REASON_HOLD_MS_DEFAULT, /* as snd */
     };
     snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
+    if (with)
+        cfg = *with;
     f->c = sn_control_new(f->model, f->spec, &cfg, &err);
     if (!f->c)
         fail_msg("%s", err.message);
@@ -77,6 +81,11 @@ static inline void fx_open_sized(struct fx *f, uint32_t supernodes, const char *
     f->now = (struct sn_control_clock){1700000000000LL, 1000000};
     sn_effects_init(&f->out);
     assert_int_equal(sn_control_start(f->c, &f->now, &err), SN_OK);
+}
+
+static inline void fx_open_sized(struct fx *f, uint32_t supernodes, const char *limits)
+{
+    fx_open_with(f, supernodes, limits, NULL);
 }
 
 static inline void fx_close(struct fx *f)

@@ -7,42 +7,10 @@
  * ranks_released, the pending reason, GPU admin states, the job's queue
  * position (submit time) and counters, worked out by hand.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-#include <cmocka.h>
-
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <sn/control.h>
-#include <sn/sim.h>
-
-#include "sn_test.h"
-
-struct fx {
-    struct sn_spec *spec;
-    struct sn_model *model;
-    struct sn_control *c;
-    struct sn_control_clock now;
-    struct sn_effects out;
-};
+#include "control_fixture.h"
 
 static void fx_open(struct fx *f, int64_t preflight_default, int64_t require)
 {
-    struct sn_sim_shape sh;
-    sn_sim_shape_defaults(&sh);
-    sh.supernodes = 1;
-    sh.servers = 4;
-    sh.gpus_per_server = 8;
-    sh.power_domains = 2;
-    struct sn_error err = {0};
-    memset(f, 0, sizeof(*f));
-    if (sn_sim_shape_build(&sh, &f->spec, &f->model, &err) != SN_OK)
-        fail_msg("%s", err.message);
     struct sn_control_config cfg = {
         .max_jobs = 1000,
         .heartbeat_timeout_s = 1000,
@@ -55,23 +23,7 @@ static void fx_open(struct fx *f, int64_t preflight_default, int64_t require)
         .preflight_timeout_s = 120,
     };
     snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
-    f->c = sn_control_new(f->model, f->spec, &cfg, &err);
-    if (!f->c)
-        fail_msg("%s", err.message);
-    json_t *doc = json_loads("{\"prefix\": \"/data/acme\"}", 0, NULL);
-    assert_non_null(doc);
-    assert_int_equal(sn_control_named_put(&f->c->tenants, &f->c->n_tenants, "acme", doc, &err),
-                     SN_OK);
-    f->now = (struct sn_control_clock){1700000000000LL, 1000000};
-    sn_effects_init(&f->out);
-    assert_int_equal(sn_control_start(f->c, &f->now, &err), SN_OK);
-}
-
-static void fx_close(struct fx *f)
-{
-    sn_effects_free(&f->out);
-    sn_control_free(f->c);
-    sn_sim_shape_free(f->spec, f->model);
+    fx_open_with(f, 1, "", &cfg);
 }
 
 static void advance(struct fx *f, int64_t ms)
@@ -80,50 +32,19 @@ static void advance(struct fx *f, int64_t ms)
     f->now.mono_ms += ms;
 }
 
-static enum sn_err apply(struct fx *f, struct sn_control_event ev)
-{
-    struct sn_error err = {0};
-    return sn_control_apply(f->c, &ev, &f->now, &f->out, &err);
-}
-
 /* A job of `gpus` GPUs; mode: its spec's preflight, or NULL for none. */
-static int64_t submit(struct fx *f, uint32_t gpus, const char *mode)
+static int64_t submit_job(struct fx *f, uint32_t gpus, const char *mode)
 {
-    struct sn_control_job *j = calloc(1, sizeof(*j));
-    assert_non_null(j);
-    j->spec = json_pack("{s:s,s:i,s:i}", "name", "pf", "gpus", (int)gpus, "group_gpus",
-                        (int)(gpus < 8 ? gpus : 8));
-    assert_non_null(j->spec);
-    if (mode)
-        json_object_set_new(j->spec, "preflight", json_string(mode));
-    j->id = f->c->next_job_id;
-    snprintf(j->tenant, sizeof(j->tenant), "acme");
-    j->state = SN_CONTROL_JOB_PENDING;
-    j->sched_id = SN_NONE;
-    j->failed_rank = -1;
-    j->submit_s = j->updated_s = f->now.wall_ms / 1000;
-    struct sn_error err = {0};
-    assert_int_equal(sn_control_job_insert(f->c, j, &err), SN_OK);
-    assert_int_equal(
-        apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_SUBMIT, .job = j->id}), SN_OK);
-    return j->id;
-}
-
-static void pass(struct fx *f)
-{
-    assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_PASS}), SN_OK);
+    char spec[160];
+    snprintf(spec, sizeof(spec), "{\"name\":\"pf\",\"gpus\":%u,\"group_gpus\":%u%s%s%s}", gpus,
+             gpus < 8 ? gpus : 8, mode ? ",\"preflight\":\"" : "", mode ? mode : "",
+             mode ? "\"" : "");
+    return submit(f, spec);
 }
 
 static void timer(struct fx *f)
 {
     assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_TIMER}), SN_OK);
-}
-
-static struct sn_control_job *job(struct fx *f, int64_t id)
-{
-    struct sn_control_job *j = sn_control_job_get(f->c, id);
-    assert_non_null(j);
-    return j;
 }
 
 static uint32_t server_of(struct fx *f, int64_t id, uint32_t r)
@@ -184,7 +105,7 @@ static void pass_on_every_server_releases_ranks(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, 0, 0);
-    int64_t a = submit(&f, 16, "quick");
+    int64_t a = submit_job(&f, 16, "quick");
     pass(&f);
     struct sn_control_job *j = job(&f, a);
     assert_int_equal(j->state, SN_CONTROL_JOB_RUNNING);
@@ -229,7 +150,7 @@ static void fail_cordons_the_gpu_and_replaces(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, 0, 0);
-    int64_t a = submit(&f, 16, "quick");
+    int64_t a = submit_job(&f, 16, "quick");
     int64_t submitted = job(&f, a)->submit_s;
     pass(&f);
     struct sn_control_job *j = job(&f, a);
@@ -261,7 +182,7 @@ static void fail_names_only_the_reporters_gpus(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, 0, 0);
-    int64_t a = submit(&f, 16, "quick");
+    int64_t a = submit_job(&f, 16, "quick");
     pass(&f);
     struct sn_control_job *j = job(&f, a);
     uint32_t s0 = server_of(&f, a, 0), g9 = j->alloc[9];
@@ -278,7 +199,7 @@ static void not_available_passes_unless_required(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, 0, 0);
-    int64_t a = submit(&f, 8, "quick");
+    int64_t a = submit_job(&f, 8, "quick");
     pass(&f);
     report(&f, server_of(&f, a, 0), a, "na", NULL);
     assert_false(sn_control_preflight_waiting(job(&f, a)));
@@ -288,7 +209,7 @@ static void not_available_passes_unless_required(void **state)
     fx_close(&f);
 
     fx_open(&f, 0, 1);
-    a = submit(&f, 8, "quick");
+    a = submit_job(&f, 8, "quick");
     pass(&f);
     report(&f, server_of(&f, a, 0), a, "na", NULL);
     assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_REQUEUED);
@@ -303,7 +224,7 @@ static void timeout_requeues_and_stale_runs_are_ignored(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, 0, 0);
-    int64_t a = submit(&f, 8, "quick");
+    int64_t a = submit_job(&f, 8, "quick");
     pass(&f);
     struct sn_control_job *j = job(&f, a);
     uint32_t s0 = server_of(&f, a, 0);
@@ -331,7 +252,7 @@ static void opt_in_by_job_or_default(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, 0, 0);
-    int64_t a = submit(&f, 8, NULL), b = submit(&f, 8, "quick");
+    int64_t a = submit_job(&f, 8, NULL), b = submit_job(&f, 8, "quick");
     pass(&f);
     assert_false(sn_control_preflight_waiting(job(&f, a)));
     assert_true(released(&f, a, server_of(&f, a, 0)));
@@ -339,8 +260,8 @@ static void opt_in_by_job_or_default(void **state)
     fx_close(&f);
 
     fx_open(&f, 1, 0);
-    a = submit(&f, 8, NULL);
-    b = submit(&f, 8, "off");
+    a = submit_job(&f, 8, NULL);
+    b = submit_job(&f, 8, "off");
     pass(&f);
     assert_true(sn_control_preflight_waiting(job(&f, a)));
     assert_false(sn_control_preflight_waiting(job(&f, b)));
