@@ -30,8 +30,13 @@ enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r);
 
-/* The latest-value telemetry store, keyed like the model (store GPU id ==
- * model GPU id); created on first use; NULL when out of memory. */
+/* agents.c: the agents' table and their latest-value telemetry store,
+ * keyed like the model (store GPU id == model GPU id), made by
+ * snd_agents_start() before snd serves and freed at exit. */
+enum sn_err snd_agents_start(struct snd *d, struct sn_error *err);
+void snd_agents_free(void);
+struct sn_agents *snd_agents(void);
+struct sn_telem_store *snd_agent_store(void);
 const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d);
 /* Seconds since node server's agent last sent a heartbeat; -1: never. */
 int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server);
@@ -50,18 +55,17 @@ void snd_fabric_clique_report(struct snd *d, uint32_t server, const char *clique
 void snd_fabric_clique_json(const struct snd *d, uint32_t server, json_t *o);
 /* Agents up and down (never seen: neither). */
 void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down);
-/* A GPU's health level from the health engine's last score (agent_routes.c):
- * -1 no telemetry or no analysis yet, 0 score >= 90, 1 warning (below 90),
- * 2 critical (below health_cordon_below, 60 when that is 0). */
-int snd_agent_gpu_health(struct snd *d, uint32_t gpu);
+
 /* Agent and telemetry ingest metric families, as one malloc'd text (or
  * NULL) for /metrics. */
 char *snd_agent_metrics_text(struct snd *d);
 
 /* health.c: the health engine in the daemon (see there). */
-/* Creates the history over the agents' store (agent_routes.c calls it once
- * the store exists) and the state carried between passes. */
+/* Creates the history over the agents' store (main.c, after
+ * snd_agents_start) and the state carried between passes; SN_ERR_INVALID
+ * for a bad health_agent_actions. Freed at exit. */
 enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struct sn_error *err);
+void snd_health_free(const struct snd *d);
 /* The sink telemetry batches are parsed into (history, then the store). */
 struct sn_telem_sink snd_health_sink(void);
 /* Checks a server's sn-bench CSV (rows for that host only) and keeps it as
@@ -70,13 +74,18 @@ enum sn_err snd_health_bench(struct snd *d, uint32_t server, const char *csv, si
                              struct sn_error *err);
 /* Seconds since server's last benchmark results; -1: none. */
 int64_t snd_health_bench_age_s(const struct snd *d, uint32_t server);
-/* Runs the analysis when due (health_interval_ms) and acts on it; returns
- * the milliseconds until the next. */
-int64_t snd_health_tick(struct snd *d);
+/* Runs the analysis when due (health_interval_ms) and hands its verdicts
+ * to the control; *fresh: the new report when a pass ran (for remedy.c),
+ * else NULL. Returns the milliseconds until the next. */
+int64_t snd_health_tick(struct snd *d, const struct sn_health_report **fresh);
 /* The next tick analyses at once. */
 void snd_health_poke(void);
 /* A GPU's score from the last pass; -1 before the first. */
 double snd_health_gpu_score(uint32_t gpu);
+/* A GPU's health level from the last score and its telemetry: -1 no
+ * telemetry or no analysis yet, 0 score >= 90, 1 warning (below 90), 2
+ * critical (below health_cordon_below, 60 when that is 0). */
+int snd_health_gpu_level(struct snd *d, uint32_t gpu);
 /* {"score", "action", "excluded", "findings": [...]} of a GPU (score null
  * before the first pass). */
 json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu);
@@ -89,9 +98,6 @@ enum MHD_Result snd_dashboard_index(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_dashboard_asset(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r);
 enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r);
-/* Every GPU's running job as its index + 1 into d->jobs (0: idle), in a
- * calloc'd array of n_gpus the caller frees; NULL when out of memory. */
-uint32_t *snd_dashboard_gpu_owners(const struct snd *d);
 void snd_dashboard_free(void); /* the summary's rings, at exit */
 
 /* dashboard_data.c */

@@ -1,8 +1,9 @@
 /*
- * The node agents' state (docs/agent.md): what their heartbeats say (the
- * heartbeat route itself, with the ranks it answers, and the exit route are
- * in routes_agent.c), telemetry batches, and reads of what the agents sent.
- * Runs on the state thread, like every handler.
+ * The node agents' routes (docs/agent.md) over their table and telemetry
+ * store (agents.c): what their heartbeats say (the heartbeat route itself,
+ * with the ranks it answers, and the exit route are in routes_agent.c),
+ * telemetry batches, and reads of what the agents sent. Runs on the state
+ * thread, like every handler.
  *
  * Invariants:
  *  - an agent token acts only for the node named by its subject (admin
@@ -17,8 +18,8 @@
  *  - the telemetry store is keyed by the model: store GPU id == model GPU
  *    id; records naming another host than the sending node, or a GPU the
  *    node does not have, are skipped and counted, never stored.
- * This state lives in memory (a file-scope struct, owned by the state
- * thread): a restart of snd starts it empty.
+ * This state lives in memory (agents.c), owned by the state thread: a
+ * restart of snd starts it empty.
  */
 #include "agent.h"
 
@@ -35,78 +36,10 @@
 
 #define BOOT_MAX SN_AGENT_BOOT_MAX
 
-/* The agents' table (lib/control/agents.c) and their telemetry store. */
-static struct agents {
-    struct sn_agents *t;
-    struct sn_telem_store *telem;
-    bool failed; /* could not allocate: answer 500 */
-} ag;
-
-static bool agents_init(struct snd *d)
-{
-    if (ag.t || ag.failed)
-        return !ag.failed;
-    const struct sn_model *m = d->model;
-    struct sn_telem_store_limits lim = {.gpus = m->n_gpus ? m->n_gpus : 1,
-                                        .hosts = m->n_servers ? m->n_servers : 1,
-                                        /* one source name per node (the store caps it
-                                         * at 65,535) */
-                                        .sources = m->n_servers + 64,
-                                        .inventory_only = true};
-    struct sn_error err = {0};
-    ag.t = sn_agents_new(m->n_servers, snd_now_ms());
-    if (!ag.t || sn_telem_store_new(&lim, &ag.telem, &err) != SN_OK)
-        goto fail;
-    for (uint32_t g = 0; g < m->n_gpus; g++) {
-        char host[64];
-        sn_model_server_name(m, m->gpu_server[g], host, sizeof(host));
-        struct sn_telem_gpu_ref ref = {.host = host,
-                                       .index = (int)sn_model_gpu_index_in_server(m, g),
-                                       .bus = SN_TELEM_BUS_NONE};
-        uint32_t id;
-        if (sn_telem_store_add_gpu(ag.telem, &ref, &id, &err) != SN_OK || id != g)
-            goto fail;
-    }
-    if (snd_health_attach(d, ag.telem, &err) != SN_OK)
-        goto fail;
-    return true;
-fail:
-    fprintf(stderr, "snd: agent state: %s\n", err.message[0] ? err.message : "out of memory");
-    sn_agents_free(ag.t);
-    ag.t = NULL;
-    sn_telem_store_free(ag.telem);
-    ag.telem = NULL;
-    ag.failed = true;
-    return false;
-}
-
-const struct sn_telem_store *snd_agent_telemetry_store(struct snd *d)
-{
-    return agents_init(d) ? ag.telem : NULL;
-}
-
-int64_t snd_agent_heartbeat_age_s(struct snd *d, uint32_t server)
-{
-    if (!agents_init(d) || server >= d->model->n_servers || !ag.t->nodes[server].heartbeat_s)
-        return -1;
-    return snd_now_s() - ag.t->nodes[server].heartbeat_s;
-}
-
-void snd_agent_counts(struct snd *d, uint32_t *up, uint32_t *down)
-{
-    *up = *down = 0;
-    if (agents_init(d))
-        sn_agents_counts(ag.t, snd_now_s(), up, down);
-}
-
 /* Resolves the node of the request (params[0]) and checks that the token
  * may act for it. Returns the server id, or SN_NONE with *ret answered. */
 static uint32_t node_of(struct snd *d, struct snd_req *r, const char *name, enum MHD_Result *ret)
 {
-    if (!agents_init(d)) {
-        *ret = snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
-        return SN_NONE;
-    }
     uint32_t s = name ? sn_model_find_server(d->model, name) : SN_NONE;
     if (s == SN_NONE) {
         *ret = snd_error(d, r, 404, "not_found", "node", "no node '%s'", name ? name : "");
@@ -165,13 +98,6 @@ static bool gpu_list_ok(const char *text, uint32_t count)
     return ok;
 }
 
-const char *snd_agent_address(struct snd *d, uint32_t server)
-{
-    return agents_init(d) && server < d->model->n_servers && ag.t->nodes[server].address[0]
-               ? ag.t->nodes[server].address
-               : NULL;
-}
-
 static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc, const char *field,
                                 const struct sn_error *err)
 {
@@ -184,10 +110,6 @@ static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc
 bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *applied_seq,
                     enum MHD_Result *ret)
 {
-    if (!agents_init(d)) {
-        *ret = snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
-        return false;
-    }
     struct heartbeat_body b = {0};
     uint32_t present;
     char field[SN_API_FIELD_MAX];
@@ -238,21 +160,15 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
                                       .detail = b.preflight_evidence};
         snd_apply_queued(d, &ev);
     }
-    *applied_seq = sn_agents_beat(ag.t, s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
+    *applied_seq = sn_agents_beat(snd_agents(), s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
                                   b.boot, present & (1u << 6) ? b.orphan_gpus : NULL,
                                   present & (1u << 7) ? b.address : NULL);
     return true;
 }
 
-void snd_agent_count_exit(void)
-{
-    if (ag.t)
-        ag.t->exits_total++;
-}
-
 static json_t *agent_json(struct snd *d, uint32_t s)
 {
-    json_t *o = sn_agents_json(ag.t, d->model, s, snd_now_s());
+    json_t *o = sn_agents_json(snd_agents(), d->model, s, snd_now_s());
     if (o)
         snd_fabric_clique_json(d, s, o);
     return o;
@@ -260,8 +176,6 @@ static json_t *agent_json(struct snd *d, uint32_t s)
 
 enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)
 {
-    if (!agents_init(d))
-        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
     uint32_t s = sn_model_find_server(d->model, r->params[0]);
     if (s == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no node '%s'", r->params[0]);
@@ -271,8 +185,6 @@ enum MHD_Result snd_agent_get(struct snd *d, struct snd_req *r)
 /* Nodes whose agent was ever seen, paged by server id; ?state=up|down. */
 enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r)
 {
-    if (!agents_init(d))
-        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
     const char *st = snd_query(r, "state"), *a = snd_query(r, "after");
     char *end = NULL;
     long long after = a ? strtoll(a, &end, 10) : 0;
@@ -281,7 +193,7 @@ enum MHD_Result snd_agent_list(struct snd *d, struct snd_req *r)
     json_t *items = json_array();
     int64_t next = 0, now = snd_now_s();
     for (int64_t i = after; i < d->model->n_servers; i++) {
-        const struct sn_agent_node *n = &ag.t->nodes[i];
+        const struct sn_agent_node *n = &snd_agents()->nodes[i];
         if (!n->heartbeat_s && !n->boot[0])
             continue;
         if (st && strcmp(st, sn_agent_state(n, now)))
@@ -355,7 +267,7 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
     if (!batch_args(d, r, &f, &seq, &boot, &ret))
         return ret;
     int64_t applied;
-    if (!sn_agents_batch_begin(ag.t, s, boot, seq, &applied))
+    if (!sn_agents_batch_begin(snd_agents(), s, boot, seq, &applied))
         return snd_reply(d, r, 200,
                          json_pack("{s:I,s:b,s:I}", "seq", (json_int_t)seq, "duplicate", 1,
                                    "applied_seq", (json_int_t)applied));
@@ -389,7 +301,7 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
         return snd_error(d, r, rc == SN_ERR_LIMIT ? 413 : 500, "ingest_failed", NULL, "%s",
                          err.message);
     uint64_t skipped = in.skipped;
-    sn_agents_batch_done(ag.t, s, seq, in.samples, skipped, in.foreign, snd_now_ms());
+    sn_agents_batch_done(snd_agents(), s, seq, in.samples, skipped, in.foreign, snd_now_ms());
     snd_dashboard_record_node(d, s);
     return snd_reply(d, r, 200,
                      json_pack("{s:I,s:b,s:I,s:I,s:I}", "seq", (json_int_t)seq, "duplicate", 0,
@@ -401,33 +313,12 @@ enum MHD_Result snd_agent_telemetry(struct snd *d, struct snd_req *r)
 
 enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
 {
-    if (!agents_init(d))
-        return snd_error(d, r, 500, "internal", NULL, "agent state could not be allocated");
     uint32_t gpu = sn_model_find_gpu(d->model, r->params[0]);
     if (gpu == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
-    const struct sn_telem_gpu *g = sn_telem_store_gpu(ag.telem, gpu);
-    const char *agent = sn_agent_state(&ag.t->nodes[d->model->gpu_server[gpu]], snd_now_s());
+    const struct sn_telem_gpu *g = sn_telem_store_gpu(snd_agent_store(), gpu);
+    const char *agent = sn_agent_state(&snd_agents()->nodes[d->model->gpu_server[gpu]], snd_now_s());
     return snd_reply(
         d, r, 200,
         sn_control_gpu_telemetry_json(d->ctl, gpu, g, agent, snd_health_gpu_json(d, gpu)));
-}
-
-/* ---- metrics ------------------------------------------------------------ */
-
-/* The agents' families (sn_agents itself is metrics.c's, with "never"). */
-char *snd_agent_metrics_text(struct snd *d)
-{
-    if (!agents_init(d))
-        return NULL;
-    sn_agents_roll(ag.t, snd_now_ms());
-    return sn_agents_metrics_text(ag.t);
-}
-
-int snd_agent_gpu_health(struct snd *d, uint32_t gpu)
-{
-    if (!agents_init(d) || gpu >= d->model->n_gpus)
-        return -1;
-    return sn_control_gpu_health_level(sn_telem_store_gpu(ag.telem, gpu), snd_health_gpu_score(gpu),
-                                       d->cfg.health_cordon_below);
 }

@@ -59,14 +59,9 @@ enum MHD_Result snd_dashboard_asset(struct snd *d, struct snd_req *r)
 
 /* ---- the map ------------------------------------------------------------ */
 
-uint32_t *snd_dashboard_gpu_owners(const struct snd *d)
-{
-    return sn_view_gpu_owners(d->ctl);
-}
-
 static int gpu_health(void *ctx, uint32_t gpu)
 {
-    return snd_agent_gpu_health(ctx, gpu);
+    return snd_health_gpu_level(ctx, gpu);
 }
 
 static int64_t heartbeat_age(void *ctx, uint32_t server)
@@ -88,7 +83,7 @@ enum MHD_Result snd_dashboard_map(struct snd *d, struct snd_req *r)
     }
     if (want && s == SN_NONE)
         return snd_error(d, r, 404, "not_found", "supernode", "no supernode '%s'", want);
-    uint32_t *owner = snd_dashboard_gpu_owners(d);
+    uint32_t *owner = sn_view_gpu_owners(d->ctl);
     if (!owner)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     struct sn_view_map a = {.control = d->ctl,
@@ -132,7 +127,7 @@ enum MHD_Result snd_dashboard_summary(struct snd *d, struct snd_req *r)
 {
     if (!activity)
         activity = sn_view_activity_new();
-    uint32_t *owner = activity ? snd_dashboard_gpu_owners(d) : NULL;
+    uint32_t *owner = activity ? sn_view_gpu_owners(d->ctl) : NULL;
     if (!owner)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     catch_up_events(d);

@@ -89,7 +89,7 @@ enum MHD_Result snd_dashboard_gpus(struct snd *d, struct snd_req *r)
     if (want && mi < 0)
         return snd_error(d, r, 400, "invalid_query", "metric",
                          "metric must be temp, power, util, clock or mem, not '%s'", want);
-    uint32_t *owner = snd_dashboard_gpu_owners(d);
+    uint32_t *owner = sn_view_gpu_owners(d->ctl);
     if (!owner)
         return snd_error(d, r, 500, "internal", NULL, "out of memory");
     struct sn_view_gpus a = {.control = d->ctl,
@@ -113,7 +113,7 @@ enum MHD_Result snd_dashboard_gpu_history(struct snd *d, struct snd_req *r)
     if (gpu == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
     struct sn_gpu_history *h = gpu_history(d);
-    uint32_t *owner = snd_dashboard_gpu_owners(d);
+    uint32_t *owner = sn_view_gpu_owners(d->ctl);
     const struct sn_control_job *j = owner && owner[gpu] ? d->ctl->jobs[owner[gpu] - 1] : NULL;
     json_t *o = h && owner
                     ? sn_view_gpu_history_json(h, d->ctl, gpu, j, visible(r, snd_is_admin(r), j))

@@ -1,7 +1,7 @@
 /*
  * Health in the daemon: the agents' telemetry goes through one health
  * history (lib/health, the same engine `sn health analyze` runs) into the
- * latest-value store of agent_routes.c; every health_interval_ms the state
+ * latest-value store of agents.c; every health_interval_ms the state
  * thread runs sn_health_analyze() over it, with the agents' latest
  * benchmark results as facts, and hands the report to the control as a
  * HEALTH event: lib/control/health.c decides the cordons and failures
@@ -13,7 +13,10 @@
  * Invariants: the report is the last completed pass (NULL before the
  * first); its GPU scores are indexed by model GPU id; the benchmark texts
  * are one per server (the latest), each at most BENCH_MAX_BYTES. State is
- * file-scope, owned by the state thread, like agent_routes.c's.
+ * file-scope, owned by the state thread, like agents.c's. A pass's report
+ * goes back to the caller (main.c), which hands it to remedy.c: this file
+ * reads the agents' store and is told of actions done, it calls neither
+ * the routes nor remedy.c.
  */
 #include "agent.h"
 #include "http.h"
@@ -54,6 +57,18 @@ enum sn_err snd_health_attach(struct snd *d, struct sn_telem_store *store, struc
     if (!hl.bench || !hl.bench_time_s)
         return sn_error_set(err, SN_ERR_NOMEM, "health state: out of memory");
     return SN_OK;
+}
+
+void snd_health_free(const struct snd *d)
+{
+    for (uint32_t i = 0; hl.bench && i < d->model->n_servers; i++)
+        free(hl.bench[i]);
+    free(hl.bench);
+    free(hl.bench_time_s);
+    sn_health_report_free(hl.report);
+    sn_health_state_free(hl.state);
+    sn_health_history_free(hl.hist);
+    memset(&hl, 0, sizeof(hl));
 }
 
 struct sn_telem_sink snd_health_sink(void)
@@ -190,14 +205,17 @@ static void analyze(struct snd *d)
                                   .report = rep,
                                   .cordon_below = (double)d->cfg.health_cordon_below};
     snd_apply_queued(d, &ev);
-    snd_remedy_report(d, rep); /* remedy.c: actions the agents may carry out */
 }
 
-int64_t snd_health_tick(struct snd *d)
+int64_t snd_health_tick(struct snd *d, const struct sn_health_report **fresh)
 {
     int64_t now = snd_now_ms();
+    *fresh = NULL;
     if (now >= hl.next_ms) {
+        uint64_t passes = hl.passes;
         analyze(d);
+        if (hl.passes != passes)
+            *fresh = hl.report;
         hl.next_ms = now + d->cfg.health_interval_ms;
     }
     return hl.next_ms - now;
@@ -208,6 +226,15 @@ double snd_health_gpu_score(uint32_t gpu)
     if (!hl.report || gpu >= hl.report->n_gpus || isnan(hl.report->gpus[gpu].score))
         return -1; /* no pass yet, or unknown: no evidence */
     return hl.report->gpus[gpu].score;
+}
+
+int snd_health_gpu_level(struct snd *d, uint32_t gpu)
+{
+    const struct sn_telem_store *store = snd_agent_telemetry_store(d);
+    if (!store || gpu >= d->model->n_gpus)
+        return -1;
+    return sn_control_gpu_health_level(sn_telem_store_gpu(store, gpu), snd_health_gpu_score(gpu),
+                                       d->cfg.health_cordon_below);
 }
 
 json_t *snd_health_gpu_json(const struct snd *d, uint32_t gpu)

@@ -1,7 +1,9 @@
 /*
- * snd's HTTP layer, shared by http.c (libmicrohttpd glue, authentication,
- * rate limiting, dispatch, suspend/resume around store commits) and
- * routes.c (the routes table and its handlers).
+ * snd's HTTP layer: http.c (the server: libmicrohttpd glue,
+ * authentication, rate limiting, dispatch), reply.c (answers, audit rows,
+ * commits with suspend/resume, body decoding: what every handler calls)
+ * and routes.c (the routes table and its handlers). Handlers call reply.c,
+ * never http.c; only main.c calls http.c.
  */
 #ifndef SND_HTTP_H
 #define SND_HTTP_H
@@ -59,6 +61,10 @@ enum MHD_Result snd_reply_text(struct snd *d, struct snd_req *r, int status, con
                                char *text);
 enum MHD_Result snd_error(struct snd *d, struct snd_req *r, int status, const char *code,
                           const char *field, const char *fmt, ...) SN_PRINTF(6, 7);
+/* An error body {"error":{"code","message"}} with Retry-After: retry_s
+ * (429 rate limited, 503 busy). */
+enum MHD_Result snd_reply_retry(struct snd *d, struct snd_req *r, int status, const char *code,
+                                const char *message, int64_t retry_s);
 
 /* Queues rows (the audit row of r is added) and suspends the connection;
  * complete(d, r) runs on the state thread once they commit (r->store_rc). */
@@ -140,6 +146,9 @@ void snd_http_run(int64_t wait_ms);
 /* Wakes snd_http_run() at once; any thread (the store writer after a
  * commit resumes a connection). */
 void snd_http_wake(void);
+/* reply.c: the eventfd snd_http_wake() writes (http.c sets it when it
+ * starts, -1 when it stops). */
+void snd_http_wake_set(int fd);
 
 /* leader.c: the answer to a request while standby: 307 to the leader's
  * URL, or 503 with Retry-After when none is known. */

@@ -39,6 +39,16 @@
 #define REVOKED_FILE "token.revoked"
 #define REVOKED_FILE_MAX ((size_t)SN_AUTH_REVOCATIONS_MAX * SN_AUTH_ID_MAX + 64)
 
+int snd_random_hex(char *out, size_t bytes)
+{
+    unsigned char buf[32];
+    if (bytes > sizeof(buf) || getrandom(buf, bytes, 0) != (ssize_t)bytes)
+        return -1;
+    for (size_t i = 0; i < bytes; i++)
+        snprintf(out + 2 * i, 3, "%02x", buf[i]);
+    return 0;
+}
+
 /* Replaces state_dir/name (sn/files.h: atomic, fsynced, 0600). */
 static enum sn_err replace(const struct snd *d, const char *name, const void *data, size_t len,
                            struct sn_error *err)

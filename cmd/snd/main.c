@@ -34,16 +34,6 @@
 #define N_KEYS sn_daemon_config_key_count
 #define config_keys sn_daemon_config_keys
 
-int snd_random_hex(char *out, size_t bytes)
-{
-    unsigned char buf[32];
-    if (bytes > sizeof(buf) || getrandom(buf, bytes, 0) != (ssize_t)bytes)
-        return -1;
-    for (size_t i = 0; i < bytes; i++)
-        snprintf(out + 2 * i, 3, "%02x", buf[i]);
-    return 0;
-}
-
 static void usage(FILE *out)
 {
     fprintf(out, "usage: snd --cluster SPEC --state DIR [--listen ADDR:PORT] [--config FILE]\n"
@@ -388,7 +378,10 @@ static int serve(struct snd *d, const sigset_t *set)
         int64_t wait_ms = 50; /* a standby only answers and watches the election */
         if (!d->standby) {
             wait_ms = snd_tick(d);
-            int64_t health_ms = snd_health_tick(d);
+            const struct sn_health_report *fresh;
+            int64_t health_ms = snd_health_tick(d, &fresh);
+            if (fresh)
+                snd_remedy_report(d, fresh); /* actions the agents may carry out */
             wait_ms = health_ms < wait_ms ? health_ms : wait_ms;
             int64_t slurm_ms = snd_slurm_mirror_tick(d);
             wait_ms = slurm_ms < wait_ms ? slurm_ms : wait_ms;
@@ -490,6 +483,8 @@ int main(int argc, char **argv)
     uint16_t port = 0;
     rc = 0;
     if (!d.rate || !d.refusals || snd_fabric_ids_init(&d, &err) != SN_OK ||
+        snd_agents_start(&d, &err) != SN_OK ||
+        snd_health_attach(&d, snd_agent_store(), &err) != SN_OK ||
         snd_http_check(&d, &err) != SN_OK ||
         snd_slurm_mirror_check(&d, &err) != SN_OK ||
         open_state(&d, a.state, a.init, &err) != SN_OK ||
@@ -524,6 +519,8 @@ int main(int argc, char **argv)
     snd_rounds_free();
     snd_remedy_free();
     snd_dashboard_free();
+    snd_health_free(&d);
+    snd_agents_free();
     snd_state_free(&d);
     sn_buckets_free(d.refusals);
     sn_model_free(model);

@@ -176,9 +176,10 @@ enum sn_err snd_revocation_record(struct snd *d, const char *id, struct sn_error
 /* At start, after the state is loaded: reconciles the list and state.db
  * (see keys.c). */
 enum sn_err snd_revocations_reconcile(struct snd *d, struct sn_error *err);
-/* main.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
+/* keys.c: 2*bytes hex digits of OS randomness into out; 0 on success. */
 int snd_random_hex(char *out, size_t bytes);
 
+/* clock.c, a leaf: */
 int64_t snd_now_s(void);
 int64_t snd_now_ms(void);  /* monotonic */
 int64_t snd_wall_ms(void); /* wall clock */
