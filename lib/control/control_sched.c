@@ -778,6 +778,9 @@ void sn_control_admin_changed(struct sn_control *d, bool is_node, uint32_t id, u
     }
     if (now_state == SN_CONTROL_ADMIN_DRAINING && old_state != SN_CONTROL_ADMIN_DRAINING)
         sn__control_drain_signal(d, is_node, id, is_node ? d->nodes[id].actor : d->gpus[id].actor);
+    else if (old_state == SN_CONTROL_ADMIN_DRAINING && (now_state == SN_CONTROL_ADMIN_UP ||
+                                                        now_state == SN_CONTROL_ADMIN_CORDONED))
+        sn__control_drain_cancel(d, is_node, id);
     (void)rc;
     sn_control_poke(d);
 }

@@ -37,6 +37,8 @@
  * requeues it (event "requeued", the work lost recorded); after a drain by
  * snd:health (infrastructure) the requeue is expedited as after a failure.
  * The part becomes drained when its last job has left (control_sched.c).
+ * A resume before then cancels the eviction of each such job no longer on
+ * a draining part (event "preempt-cancelled", as a cancelled preemption).
  *
  * Expedited requeue (expedite_hold_s > 0): a job requeued because a GPU or
  * server under it failed, or evicted by a drain of snd:health, has its
@@ -301,6 +303,56 @@ void sn__control_drain_signal(struct sn_control *c, bool is_node, uint32_t id, c
         j->preempt_drain = health ? SN_CONTROL_DRAIN_HEALTH : SN_CONTROL_DRAIN_OPERATOR;
         signal_job(c, j, 0, why, c->cfg.drain_grace_s);
         c->drain_signals++;
+    }
+}
+
+/* Whether any GPU of j is draining (its own state or its server's). */
+static bool on_draining(const struct sn_control *c, const struct sn_control_job *j)
+{
+    for (uint32_t i = 0; i < j->n_alloc; i++) {
+        uint32_t g = j->alloc[i];
+        if (c->gpus[g].state == SN_CONTROL_ADMIN_DRAINING ||
+            c->nodes[c->model->gpu_server[g]].state == SN_CONTROL_ADMIN_DRAINING)
+            return true;
+    }
+    return false;
+}
+
+/* A drain of (is_node, id) ended before its jobs left (resumed or
+ * cordoned): a job signalled for a drain and on no draining part any more
+ * keeps running; as after a cancelled preemption, a rank exit on the
+ * signal still requeues it until the old deadline. */
+void sn__control_drain_cancel(struct sn_control *c, bool is_node, uint32_t id)
+{
+    const struct sn_model *m = c->model;
+    uint32_t first = is_node ? m->server_first_gpu[id] : id;
+    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
+    for (uint32_t g = first; g < first + count && c->n_preempting && c->sched; g++) {
+        uint32_t sid = sn_sched_gpu_owner(c->sched, g);
+        struct sn_control_job *j = sid != SN_NONE && sid < c->sched_jobs_cap
+                                       ? sn_control_job_get(c, c->sched_jobs[sid])
+                                       : NULL;
+        if (!j || j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s <= 0 ||
+            !j->preempt_drain || on_draining(c, j))
+            continue;
+        sn_sched_clear_leaving(c->sched, j->sched_id);
+        j->preempt_signalled_until_s = j->preempt_deadline_s;
+        j->preempt_deadline_s = 0;
+        j->preempt_drain = SN_CONTROL_DRAIN_NONE;
+        c->n_preempting--;
+        c->preempt_cancels++;
+        j->updated_s = sn_control_now_s(c);
+        char name[64], msg[300];
+        if (is_node)
+            sn_model_server_name(m, id, name, sizeof(name));
+        else
+            sn_model_gpu_name(m, id, name, sizeof(name));
+        snprintf(msg, sizeof(msg),
+                 "eviction cancelled: the drain of %s ended; it keeps its GPUs (a rank exit on "
+                 "the signal still requeues it until %lld)",
+                 name, (long long)j->preempt_signalled_until_s);
+        sn_control_job_rows(c, j, "preempt-cancelled", msg);
+        sn_control_log(c, "job %lld: %s", (long long)j->id, msg);
     }
 }
 

@@ -754,6 +754,13 @@ void sn_sched_set_leaving(struct sn_sched *s, uint32_t job, uint32_t preemptor)
     }
 }
 
+void sn_sched_clear_leaving(struct sn_sched *s, uint32_t job)
+{
+    if (job < s->n_jobs && s->jobs[job].state == SN_JOB_RUNNING && s->jobs[job].leaving &&
+        s->jobs[job].leaving_for == SN_NONE)
+        s->jobs[job].leaving = false;
+}
+
 void sn_sched_set_checkpoint(struct sn_sched *s, uint32_t job, double time_s)
 {
     if (job < s->n_jobs && s->jobs[job].state == SN_JOB_RUNNING)

@@ -738,6 +738,62 @@ static void drain_escalation_cooperative(void **state)
     fx_close(&f);
 }
 
+/* A resume before the job left cancels its eviction: A keeps running
+ * (not leaving in the core, no deadline, event preempt-cancelled) and the
+ * old deadline passes without an eviction; a rank exiting on the signal
+ * before that deadline still requeues it (how "exit"), neither completed
+ * nor failed. A second job B, whose server's drain also ends, is signalled
+ * on two servers: a resume of one of them does not cancel it. */
+static void drain_resume_cancels(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 0, 0);
+    f.c->cfg.drain_grace_s = 60;
+    int64_t a = submit(&f, "{\"gpus\":8,\"priority_class\":\"low\"}");
+    int64_t b = submit(&f, "{\"gpus\":16,\"priority_class\":\"low\"}");
+    pass(&f);
+    uint32_t sa = server_of(&f, a, 0), b0 = server_of(&f, b, 0), b1 = server_of(&f, b, 8);
+    assert_int_not_equal(b0, b1);
+    at(&f, 10);
+    drain(&f, true, sa, "ops");
+    drain(&f, true, b0, "ops");
+    drain(&f, true, b1, "ops");
+    assert_int_equal(f.c->n_preempting, 2);
+    at(&f, 20);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .is_node = true,
+                                                         .id = sa,
+                                                         .admin = SN_CONTROL_ADMIN_UP,
+                                                         .actor = "ops"}),
+                     SN_OK);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .is_node = true,
+                                                         .id = b0,
+                                                         .admin = SN_CONTROL_ADMIN_UP,
+                                                         .actor = "ops"}),
+                     SN_OK);
+    struct sn_control_job *ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(ja->preempt_deadline_s, 0);
+    assert_int_equal(ja->preempt_signalled_until_s, T0 + 70);
+    assert_false(sn_sched_leaving(f.c->sched, ja->sched_id, NULL));
+    assert_int_equal(job(&f, b)->preempt_deadline_s, T0 + 70); /* b1 still draining */
+    assert_int_equal(f.c->n_preempting, 1);
+    at(&f, 30);
+    assert_int_equal(
+        apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT, .job = a, .id = 0}),
+        SN_OK);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, a), "exit");
+    at(&f, 70);
+    timer(&f);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, b), "deadline");
+    verify(&f);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -757,6 +813,7 @@ int main(void)
         cmocka_unit_test(drain_health_deadline_expedites),
         cmocka_unit_test(drain_grace_zero_and_gpu),
         cmocka_unit_test(drain_escalation_cooperative),
+        cmocka_unit_test(drain_resume_cancels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
