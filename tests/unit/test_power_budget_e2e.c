@@ -131,6 +131,19 @@ static void full_feed_next_supernode(void **state)
     assert_int_not_equal(sa, sb);
     long long c = submit(&d, 8);
     wait_reason(&d, c, "power-budget");
+    /* the detail names the rack with the most room: 9 GPUs of room less
+     * the 8 taken, 1,068 W of each rack's 28,752 W limit */
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", c);
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
+    const char *detail = json_string_value(json_object_get(j, "pending_detail"));
+    assert_non_null(detail);
+    if (!strstr(detail, "the most power room on one rack is 1068 W (") ||
+        !strstr(detail, ": 27684 of 28752 W), 2136 W over 2 racks; the job draws 5600 W: 8 GPUs "
+                        "x 700 W"))
+        fail_msg("pending_detail: %s", detail);
+    json_decref(j);
     assert_int_equal(stop(&d, SIGTERM), 0);
     cleanup(&d);
 }
