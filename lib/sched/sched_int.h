@@ -122,9 +122,9 @@ struct sn_sched {
     double *rack_limit_w, *rack_base_w, *rack_jobs_w;
     /* While a plan searches power-aware (power_skipping: capacities capped
      * by the racks' power room), the racks it may not use at all
-     * (power_skip[r] = 1: every server's room is 0);
-     * racks a restore left over their limit (power_over[r] = 1, cleared
-     * once a release brings them back under): the only racks the
+     * (power_skip[r] = 1: every server's room is 0); racks a restore left
+     * over their limit (power_over[r] = 1, cleared once a job's release
+     * brings them back under, sn__sched_power_settle): the only racks the
      * invariants allow past it. NULL while power_util is 0. */
     uint8_t *power_skip, *power_over;
     bool power_skipping;
@@ -146,6 +146,10 @@ bool sn__sched_power_fits(const struct sn_sched *s, uint32_t srv, uint32_t from)
 /* GPUs of supernode sn's model that its racks' power room still holds
  * (racks in power_skip hold none; UINT32_MAX: no budget). */
 uint32_t sn__sched_power_sn_gpus(const struct sn_sched *s, uint32_t sn);
+/* After a job released gpus[0..n) (not a hold lifted for a search): the
+ * racks among theirs that a restore had left over their limit and that
+ * are now within it lose their power_over mark. */
+void sn__sched_power_settle(struct sn_sched *s, const uint32_t *gpus, uint32_t n);
 /* After a restore: flags the racks it left past their limit. */
 void sn__sched_power_mark_over(struct sn_sched *s);
 /* Recomputes every rack's job draw from the GPU owners (SN_ERR_INTERNAL names

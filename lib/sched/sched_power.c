@@ -103,8 +103,17 @@ void sn__sched_power_add(struct sn_sched *s, uint32_t srv, double sign)
     if (!s->rack_jobs_w || r >= s->m->n_racks)
         return;
     s->rack_jobs_w[r] += sign * gpu_draw_w(s, srv);
-    if (sign < 0 && s->power_over[r] && rack_within(s, r, 0))
-        s->power_over[r] = 0;
+}
+
+void sn__sched_power_settle(struct sn_sched *s, const uint32_t *gpus, uint32_t n)
+{
+    if (!s->rack_jobs_w)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = s->m->server_rack[s->m->gpu_server[gpus[i]]];
+        if (r < s->m->n_racks && s->power_over[r] && rack_within(s, r, 0))
+            s->power_over[r] = 0;
+    }
 }
 
 bool sn__sched_power_fits(const struct sn_sched *s, uint32_t srv, uint32_t from)

@@ -300,6 +300,7 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
         tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], -1);
         host_add(s, s->m->gpu_server[g], j, -1);
     }
+    sn__sched_power_settle(s, j->gpus, j->spec.gpus);
     free(j->gpus);
     j->gpus = NULL;
     s->job_gpu_bytes -= (size_t)j->spec.gpus * sizeof(uint32_t);
