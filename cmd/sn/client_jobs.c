@@ -629,8 +629,11 @@ static void show_preempt(json_t *j)
     if (json_is_object(p)) {
         long long by = (long long)json_integer_value(json_object_get(p, "by"));
         char who[48];
+        const char *drain = json_string_value(json_object_get(p, "drain"));
         if (by > 0)
             snprintf(who, sizeof(who), "for job %lld", by);
+        else if (drain)
+            snprintf(who, sizeof(who), "drained (%s)", drain);
         else
             snprintf(who, sizeof(who), "requeued");
         printf("%-16s %s: SIG%s at %lld, evicted at its next checkpoint or at %lld\n",

@@ -116,6 +116,12 @@ struct sn_control_config {
     /* Expedited requeue: a job requeued by an infrastructure failure has
      * its old GPUs on servers still up held for it this long (0: off). */
     int64_t expedite_hold_s;
+    /* Cooperative drains (preempt.c): a running job on a server or GPU
+     * being drained (an operator's drain, snd:health's rack escalation) is
+     * signalled as a preemption victim and evicted at its next checkpoint
+     * or drain_grace_s later, then requeued (expedited after snd:health's
+     * drains); 0: a drain lets running jobs finish, as before. */
+    int64_t drain_grace_s;
 };
 
 /* ---- jobs, nodes, GPUs ------------------------------------------------------ */
@@ -139,6 +145,9 @@ int sn_control_job_state_parse(const char *text); /* -1 when unknown */
 /* True for the states a job never leaves: completed, failed, cancelled,
  * timeout. */
 bool sn_control_job_state_ended(enum sn_control_job_state s);
+
+/* Why a running job leaves other than for a preemptor (job preempt_drain). */
+enum sn_control_drain { SN_CONTROL_DRAIN_NONE, SN_CONTROL_DRAIN_OPERATOR, SN_CONTROL_DRAIN_HEALTH };
 
 /* Admin states of nodes and GPUs, as Slurm's scontrol: up, cordoned (no
  * new work), draining (no new work, running work finishes), drained. */
@@ -256,6 +265,11 @@ struct sn_control_job {
      * old deadline, until which a non-zero rank exit (on the signal it
      * had) still requeues the job instead of failing it; 0: none. */
     int64_t preempt_signalled_until_s;
+    /* Why it must leave when not for a preemptor: 0 an operator's requeue,
+     * SN_CONTROL_DRAIN_OPERATOR a drain by an operator,
+     * SN_CONTROL_DRAIN_HEALTH one by snd:health (infrastructure: its
+     * requeue is expedited). */
+    uint8_t preempt_drain;
     int64_t evict_time_s;
     double evict_lost_gpu_s;
     char evict_how[16];
@@ -393,7 +407,9 @@ struct sn_control {
     double evictions_lost_gpu_s[6];
     int64_t *expedite_hold;
     uint32_t n_expedited;
-    int evict_pending; /* while preempt.c evicts a job: how + 1 (0: none) */
+    int evict_pending;      /* while preempt.c evicts a job: how + 1 (0: none) */
+    bool evict_expedite;    /* and whether its requeue is expedited (a health drain) */
+    uint64_t drain_signals; /* jobs signalled because their part was drained */
 
     /* The event being applied: its clock, and the effects it makes. */
     struct sn_control_clock clock;

@@ -94,6 +94,7 @@ struct sn_daemon_config {
     int64_t preempt_grace_s;
     char preempt_signal[16];
     int64_t expedite_hold_s;
+    int64_t drain_grace_s;
 };
 
 extern const struct sn_conf_key sn_daemon_config_keys[];

@@ -254,6 +254,9 @@ bool sn_sched_leaving(const struct sn_sched *s, uint32_t job, uint32_t *preempto
 /* Marks running job as leaving for preemptor (SN_NONE allowed), as a SIGNAL
  * would (no decision): for a daemon restoring a job it had signalled. */
 void sn_sched_set_leaving(struct sn_sched *s, uint32_t job, uint32_t preemptor);
+/* Undoes sn_sched_set_leaving(job, SN_NONE): running job, leaving for no
+ * preemptor, stays (a daemon's drain ended before it left); else nothing. */
+void sn_sched_clear_leaving(struct sn_sched *s, uint32_t job);
 /* The time of running job's last checkpoint (0: none in this run): its
  * preemption cost is then the work since it (GPUs x (now - time_s)), not
  * the run's whole time or the spec's interval. */

@@ -119,6 +119,8 @@ bool sn__control_preempt_exit(struct sn_control *c, struct sn_control_job *j);
 void sn__control_preempt_timer(struct sn_control *c);
 bool sn__control_preempt_requeue(struct sn_control *c, struct sn_control_job *j, const char *msg);
 void sn__control_preempt_restore(struct sn_control *c);
+void sn__control_drain_signal(struct sn_control *c, bool is_node, uint32_t id, const char *actor);
+void sn__control_drain_cancel(struct sn_control *c, bool is_node, uint32_t id);
 void sn__control_expedite(struct sn_control *c, struct sn_control_job *j);
 bool sn__control_expedite_held(const struct sn_control *c, uint32_t g);
 void sn__control_expedite_pass(struct sn_control *c);

@@ -515,7 +515,7 @@ static void on_requeue(struct sn_control *d, const struct sn_decision *dec, doub
     sn_control_job_set_detail(j, msg);
     sn__control_evict_record(d, j, dec->kind == SN_DECISION_PREEMPT,
                              d->interrupt_event && strcmp(d->interrupt_event, "requeued") == 0);
-    if (dec->kind == SN_DECISION_INTERRUPT && !d->interrupt_event)
+    if (dec->kind == SN_DECISION_INTERRUPT && (!d->interrupt_event || d->evict_expedite))
         sn__control_expedite(d, j); /* an infrastructure failure: its healthy GPUs held */
     release_alloc(d, j, true); /* work since the run's last checkpoint is lost */
     job_rows(d, j,
@@ -776,6 +776,11 @@ void sn_control_admin_changed(struct sn_control *d, bool is_node, uint32_t id, u
         rc = sn_sched_fail(d->sched, kind, id, now, NULL);
         apply_decisions(d, now);
     }
+    if (now_state == SN_CONTROL_ADMIN_DRAINING && old_state != SN_CONTROL_ADMIN_DRAINING)
+        sn__control_drain_signal(d, is_node, id, is_node ? d->nodes[id].actor : d->gpus[id].actor);
+    else if (old_state == SN_CONTROL_ADMIN_DRAINING && (now_state == SN_CONTROL_ADMIN_UP ||
+                                                        now_state == SN_CONTROL_ADMIN_CORDONED))
+        sn__control_drain_cancel(d, is_node, id);
     (void)rc;
     sn_control_poke(d);
 }

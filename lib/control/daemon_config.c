@@ -176,9 +176,10 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
      "when this share of a rack's servers is bad, snd:health drains the whole rack as one "
      "decision, and undrains it when all are healthy again (0: never)"},
     {"power_util_pct", SN_CONF_INT, "0", 0, 200, C(power_util_pct),
-     "power budgets at placement: a job's expected draw is its GPUs x TDP x this percent; a "
-     "placement that would take a rack past its feeds' continuous limit waits with pending "
-     "reason power-budget (0: no budgets)"},
+     "power budgets at placement: a job's expected draw is its GPUs x TDP x this percent; no "
+     "placement takes a rack past its feeds' continuous limit (another supernode or a spread "
+     "is searched), and a job no placement fits waits with pending reason power-budget (0: no "
+     "budgets)"},
     {"offender_window_s", SN_CONF_INT, "604800", 0, 31622400, C(offender_window_s),
      "repeat offenders: a part (GPU UUID) cordoned or failed by snd:health offender_count times "
      "within this many seconds is quarantined: never auto-resumed until a passed acceptance run "
@@ -209,6 +210,10 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
     {"expedite_hold_s", SN_CONF_INT, "0", 0, 86400, C(expedite_hold_s),
      "expedited requeue: a job requeued by a GPU or server failure has its GPUs on servers still "
      "up held for it this long and is tried first at each pass (0: off)"},
+    {"drain_grace_s", SN_CONF_INT, "0", 0, 86400, C(drain_grace_s),
+     "cooperative drains: a running job on a node or GPU being drained (sn drain, snd:health's "
+     "rack escalation) is signalled as a preempted one and requeued at its next checkpoint "
+     "report or this many seconds later (0: a drain lets running jobs finish)"},
 };
 const size_t sn_daemon_config_key_count =
     sizeof(sn_daemon_config_keys) / sizeof(sn_daemon_config_keys[0]);
@@ -247,6 +252,7 @@ void sn_daemon_config_control(const struct sn_daemon_config *f, struct sn_contro
         .auto_resume_s = f->health_auto_resume_s,
         .preempt_grace_s = f->preempt_grace_s,
         .expedite_hold_s = f->expedite_hold_s,
+        .drain_grace_s = f->drain_grace_s,
     };
     snprintf(out->sched_policy, sizeof(out->sched_policy), "%s", f->sched_policy);
     snprintf(out->pool_borrow, sizeof(out->pool_borrow), "%s", f->pool_borrow);

@@ -197,8 +197,11 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
         "sn_health_auto_resumes_total{result=\"held\"} %llu\n",
         (unsigned long long)ps.resumes, (unsigned long long)ps.resumes_held);
     family(o, "sn_preempt_signals_total", "counter",
-           "Running jobs signalled to leave (cooperative preemption or requeue).");
+           "Running jobs signalled to leave (cooperative preemption, requeue or drain).");
     put(o, "sn_preempt_signals_total %llu\n", (unsigned long long)c->preempt_signals);
+    family(o, "sn_preempt_drain_signals_total", "counter",
+           "Running jobs signalled to leave because their node or GPU was drained.");
+    put(o, "sn_preempt_drain_signals_total %llu\n", (unsigned long long)c->drain_signals);
     family(o, "sn_preempt_cancelled_total", "counter",
            "Preemptions cancelled because the preemptor started elsewhere first.");
     put(o, "sn_preempt_cancelled_total %llu\n", (unsigned long long)c->preempt_cancels);

@@ -29,12 +29,24 @@
  * (last_eviction), and in the counters by how (sn_preempt_evictions_total,
  * sn_preempt_lost_gpu_seconds_total).
  *
+ * Cooperative drains (drain_grace_s > 0): a drain of a server or GPU
+ * (ADMIN to draining, by an operator or by snd:health's rack escalation)
+ * signals every running job with a GPU there the same way (by 0,
+ * preempt_drain saying whose drain, deadline now + drain_grace_s), and
+ * evicts it at the same first of checkpoint, rank exit or deadline, then
+ * requeues it (event "requeued", the work lost recorded); after a drain by
+ * snd:health (infrastructure) the requeue is expedited as after a failure.
+ * The part becomes drained when its last job has left (control_sched.c).
+ * A resume before then cancels the eviction of each such job no longer on
+ * a draining part (event "preempt-cancelled", as a cancelled preemption).
+ *
  * Expedited requeue (expedite_hold_s > 0): a job requeued because a GPU or
- * server under it failed has its GPUs on servers still up held for it
- * (out of placement for everyone else) for expedite_hold_s; before each
- * pass it is tried first, on its held GPUs and whatever else is free, by
- * the placement rules (sn_sched_try_place). Its hold ends when it starts,
- * leaves the queue, or the window passes.
+ * server under it failed, or evicted by a drain of snd:health, has its
+ * GPUs on servers still up held for it (out of placement for everyone
+ * else) for expedite_hold_s; before each pass it is tried first, on its
+ * held GPUs and whatever else is free, by the placement rules
+ * (sn_sched_try_place). Its hold ends when it starts, leaves the queue,
+ * or the window passes.
  *
  * Invariants: n_preempting counts the running jobs with
  * preempt_deadline_s > 0, each marked leaving in the core; a GPU is held
@@ -59,6 +71,14 @@ static const char *const how_names[] = {"checkpoint", "deadline",    "exit",
 const char *sn__control_evict_how_name(unsigned how)
 {
     return how < sizeof(how_names) / sizeof(how_names[0]) ? how_names[how] : "?";
+}
+
+/* The preempting view's "drain": whose drain (NULL: not a drain). */
+static const char *drain_name(uint8_t drain)
+{
+    return drain == SN_CONTROL_DRAIN_OPERATOR ? "operator"
+           : drain == SN_CONTROL_DRAIN_HEALTH ? "health"
+                                              : NULL;
 }
 
 static const char *signal_name(const struct sn_control *c)
@@ -108,6 +128,7 @@ void sn__control_preempt_end(struct sn_control *c, struct sn_control_job *j)
         c->n_preempting--;
     j->preempt_since_s = j->preempt_deadline_s = j->preempt_by = 0;
     j->preempt_signalled_until_s = 0;
+    j->preempt_drain = SN_CONTROL_DRAIN_NONE;
 }
 
 void sn__control_preempt_cancel(struct sn_control *c, struct sn_control_job *j, int64_t by)
@@ -129,17 +150,17 @@ void sn__control_preempt_cancel(struct sn_control *c, struct sn_control_job *j, 
     sn_control_log(c, "job %lld: %s", (long long)j->id, msg);
 }
 
-/* Marks running j preempting (the core already marked it leaving) and
- * writes its rows: event "preempting". by: the preemptor's id (0: an
- * operator's requeue, why then names the actor). */
-void sn__control_preempt_signal(struct sn_control *c, struct sn_control_job *j, int64_t by,
-                                const char *why)
+/* Marks running j preempting with grace_s (the core already marked it
+ * leaving) and writes its rows: event "preempting". by: the preemptor's
+ * id (0: an operator's requeue or a drain, why then says which). */
+static void signal_job(struct sn_control *c, struct sn_control_job *j, int64_t by, const char *why,
+                       int64_t grace_s)
 {
     if (j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s > 0)
         return;
     int64_t now = sn_control_now_s(c);
     j->preempt_since_s = j->updated_s = now;
-    j->preempt_deadline_s = now + c->cfg.preempt_grace_s;
+    j->preempt_deadline_s = now + grace_s;
     j->preempt_by = by;
     c->n_preempting++;
     c->preempt_signals++;
@@ -148,13 +169,19 @@ void sn__control_preempt_signal(struct sn_control *c, struct sn_control_job *j, 
         snprintf(msg, sizeof(msg),
                  "preempting for job %lld: SIG%s to every rank, evicted at its next checkpoint "
                  "or in %lld s",
-                 (long long)by, signal_name(c), (long long)c->cfg.preempt_grace_s);
+                 (long long)by, signal_name(c), (long long)grace_s);
     else
         snprintf(msg, sizeof(msg),
-                 "%.200s: SIG%s to every rank, evicted at its next checkpoint or in %lld s",
-                 why ? why : "requeued", signal_name(c), (long long)c->cfg.preempt_grace_s);
+                 "%.250s: SIG%s to every rank, evicted at its next checkpoint or in %lld s",
+                 why ? why : "requeued", signal_name(c), (long long)grace_s);
     sn_control_job_rows(c, j, "preempting", msg);
     sn_control_log(c, "job %lld: %s", (long long)j->id, msg);
+}
+
+void sn__control_preempt_signal(struct sn_control *c, struct sn_control_job *j, int64_t by,
+                                const char *why)
+{
+    signal_job(c, j, by, why, c->cfg.preempt_grace_s);
 }
 
 /* Evicts preempting j now (how): a preemption through the core, an
@@ -172,9 +199,11 @@ static void evict(struct sn_control *c, struct sn_control_job *j, enum evict_how
                  "preempted by job %lld %s, %lld s after the signal (%.0f GPU-s lost)",
                  (long long)j->preempt_by, what, (long long)(now - j->preempt_since_s), lost);
     else
-        snprintf(why, sizeof(why), "requeued %s, %lld s after the signal (%.0f GPU-s lost)", what,
+        snprintf(why, sizeof(why), "%s %s, %lld s after the signal (%.0f GPU-s lost)",
+                 j->preempt_drain ? "drained: requeued" : "requeued", what,
                  (long long)(now - j->preempt_since_s), lost);
     c->evict_pending = (int)how + 1;
+    c->evict_expedite = j->preempt_drain == SN_CONTROL_DRAIN_HEALTH;
     int64_t by = j->preempt_by; /* the eviction clears it */
     bool ok;
     if (j->preempt_by > 0) {
@@ -185,6 +214,7 @@ static void evict(struct sn_control *c, struct sn_control_job *j, enum evict_how
         c->interrupt_event = NULL;
     }
     c->evict_pending = 0;
+    c->evict_expedite = false;
     if (!ok) {
         sn_control_log(c, "job %lld: eviction refused by the core", (long long)j->id);
         return;
@@ -240,6 +270,90 @@ bool sn__control_preempt_requeue(struct sn_control *c, struct sn_control_job *j,
     sn_sched_set_leaving(c->sched, j->sched_id, SN_NONE);
     sn__control_preempt_signal(c, j, 0, msg);
     return true;
+}
+
+/* A drain of a server or GPU (is_node, id) by actor: every running job
+ * with a GPU there is signalled with drain_grace_s (one already leaving
+ * keeps its deadline). */
+void sn__control_drain_signal(struct sn_control *c, bool is_node, uint32_t id, const char *actor)
+{
+    const struct sn_model *m = c->model;
+    if (c->cfg.drain_grace_s <= 0 || !c->sched)
+        return;
+    uint32_t first = is_node ? m->server_first_gpu[id] : id;
+    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
+    const struct sn_control_admin *a = is_node ? &c->nodes[id] : &c->gpus[id];
+    bool health = actor && strcmp(actor, "snd:health") == 0;
+    char name[64], why[300];
+    if (is_node)
+        sn_model_server_name(m, id, name, sizeof(name));
+    else
+        sn_model_gpu_name(m, id, name, sizeof(name));
+    snprintf(why, sizeof(why), "draining %s %s by %.40s (%.160s)", is_node ? "node" : "gpu", name,
+             actor ? actor : "?", a->reason ? a->reason : "");
+    for (uint32_t g = first; g < first + count; g++) {
+        uint32_t sid = sn_sched_gpu_owner(c->sched, g);
+        struct sn_control_job *j = sid != SN_NONE && sid < c->sched_jobs_cap
+                                       ? sn_control_job_get(c, c->sched_jobs[sid])
+                                       : NULL;
+        if (!j || j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s > 0 ||
+            j->sched_id == SN_NONE)
+            continue;
+        sn_sched_set_leaving(c->sched, j->sched_id, SN_NONE);
+        j->preempt_drain = health ? SN_CONTROL_DRAIN_HEALTH : SN_CONTROL_DRAIN_OPERATOR;
+        signal_job(c, j, 0, why, c->cfg.drain_grace_s);
+        c->drain_signals++;
+    }
+}
+
+/* Whether any GPU of j is draining (its own state or its server's). */
+static bool on_draining(const struct sn_control *c, const struct sn_control_job *j)
+{
+    for (uint32_t i = 0; i < j->n_alloc; i++) {
+        uint32_t g = j->alloc[i];
+        if (c->gpus[g].state == SN_CONTROL_ADMIN_DRAINING ||
+            c->nodes[c->model->gpu_server[g]].state == SN_CONTROL_ADMIN_DRAINING)
+            return true;
+    }
+    return false;
+}
+
+/* A drain of (is_node, id) ended before its jobs left (resumed or
+ * cordoned): a job signalled for a drain and on no draining part any more
+ * keeps running; as after a cancelled preemption, a rank exit on the
+ * signal still requeues it until the old deadline. */
+void sn__control_drain_cancel(struct sn_control *c, bool is_node, uint32_t id)
+{
+    const struct sn_model *m = c->model;
+    uint32_t first = is_node ? m->server_first_gpu[id] : id;
+    uint32_t count = is_node ? sn_model_server_spec(m, id)->gpus : 1;
+    for (uint32_t g = first; g < first + count && c->n_preempting && c->sched; g++) {
+        uint32_t sid = sn_sched_gpu_owner(c->sched, g);
+        struct sn_control_job *j = sid != SN_NONE && sid < c->sched_jobs_cap
+                                       ? sn_control_job_get(c, c->sched_jobs[sid])
+                                       : NULL;
+        if (!j || j->state != SN_CONTROL_JOB_RUNNING || j->preempt_deadline_s <= 0 ||
+            !j->preempt_drain || on_draining(c, j))
+            continue;
+        sn_sched_clear_leaving(c->sched, j->sched_id);
+        j->preempt_signalled_until_s = j->preempt_deadline_s;
+        j->preempt_deadline_s = 0;
+        j->preempt_drain = SN_CONTROL_DRAIN_NONE;
+        c->n_preempting--;
+        c->preempt_cancels++;
+        j->updated_s = sn_control_now_s(c);
+        char name[64], msg[300];
+        if (is_node)
+            sn_model_server_name(m, id, name, sizeof(name));
+        else
+            sn_model_gpu_name(m, id, name, sizeof(name));
+        snprintf(msg, sizeof(msg),
+                 "eviction cancelled: the drain of %s ended; it keeps its GPUs (a rank exit on "
+                 "the signal still requeues it until %lld)",
+                 name, (long long)j->preempt_signalled_until_s);
+        sn_control_job_rows(c, j, "preempt-cancelled", msg);
+        sn_control_log(c, "job %lld: %s", (long long)j->id, msg);
+    }
 }
 
 /* After a restore: the core learns which running jobs were signalled. */
@@ -366,10 +480,11 @@ void sn_control_preempt_json(const struct sn_control *c, const struct sn_control
 {
     json_object_set_new(o, "preempting",
                         j->preempt_deadline_s > 0
-                            ? json_pack("{s:I,s:I,s:I,s:s}", "since_s",
+                            ? json_pack("{s:I,s:I,s:I,s:s,s:s?}", "since_s",
                                         (json_int_t)j->preempt_since_s, "deadline_s",
                                         (json_int_t)j->preempt_deadline_s, "by",
-                                        (json_int_t)j->preempt_by, "signal", signal_name(c))
+                                        (json_int_t)j->preempt_by, "signal", signal_name(c),
+                                        "drain", drain_name(j->preempt_drain))
                             : json_null());
     json_object_set_new(o, "last_eviction",
                         j->evict_time_s > 0
@@ -384,9 +499,10 @@ void sn__control_preempt_run_text(const struct sn_control_job *j, json_t *run)
 {
     if (j->preempt_deadline_s > 0)
         json_object_set_new(run, "preempt",
-                            json_pack("{s:I,s:I,s:I}", "since_s", (json_int_t)j->preempt_since_s,
-                                      "deadline_s", (json_int_t)j->preempt_deadline_s, "by",
-                                      (json_int_t)j->preempt_by));
+                            json_pack("{s:I,s:I,s:I,s:i}", "since_s",
+                                      (json_int_t)j->preempt_since_s, "deadline_s",
+                                      (json_int_t)j->preempt_deadline_s, "by",
+                                      (json_int_t)j->preempt_by, "drain", (int)j->preempt_drain));
     if (j->evict_time_s > 0)
         json_object_set_new(run, "last_eviction",
                             json_pack("{s:I,s:f,s:s}", "time_s", (json_int_t)j->evict_time_s,
@@ -399,6 +515,10 @@ void sn__control_preempt_load(struct sn_control_job *j, const json_t *run)
     j->preempt_since_s = json_integer_value(json_object_get(p, "since_s"));
     j->preempt_deadline_s = json_integer_value(json_object_get(p, "deadline_s"));
     j->preempt_by = json_integer_value(json_object_get(p, "by"));
+    json_int_t drain = json_integer_value(json_object_get(p, "drain"));
+    j->preempt_drain = drain == SN_CONTROL_DRAIN_OPERATOR || drain == SN_CONTROL_DRAIN_HEALTH
+                           ? (uint8_t)drain
+                           : SN_CONTROL_DRAIN_NONE;
     const json_t *e = json_object_get(run, "last_eviction");
     j->evict_time_s = json_integer_value(json_object_get(e, "time_s"));
     double lost = json_number_value(json_object_get(e, "lost_gpu_s"));

@@ -9,13 +9,20 @@
  *    8"), so "free GPUs exist but not where the job can use them" reads
  *    as such;
  *  - reservation: the job that holds the pass's backfill reservation and
- *    its expected start (starts.c), which this job would delay.
+ *    its expected start (starts.c), which this job would delay;
+ *  - power-budget: the rack (feeds) with the most power room left among
+ *    the job's pools, its draw and continuous limit, the room over all
+ *    those racks, and the job's expected draw ("the most power room on one
+ *    rack is 1068 W (sn00-rack0: 27684 of 28752 W), 2136 W over 2 racks; the job
+ *    draws 5600 W: 8 GPUs x 700 W").
  * "Free" is the core's: no job on it, not down, not cordoned (admin,
  * health round, a silent agent or its last job's processes). The counts
  * scan the pools' GPUs once per call: this runs for one job's JSON or one
  * recorded event, never for every job on every pass.
  */
 #include "control_int.h"
+
+#include <math.h>
 
 static uint32_t job_pool_index(const struct sn_control *c, const struct sn_control_job *j)
 {
@@ -75,6 +82,44 @@ static void no_fit_detail(const struct sn_control *c, const struct sn_control_jo
                       : "");
 }
 
+static void power_detail(const struct sn_control *c, const struct sn_control_job *j, char *out,
+                         size_t len)
+{
+    const struct sn_model *m = c->model;
+    uint32_t pool = job_pool_index(c, j), best = SN_NONE, n = 0;
+    double best_room = 0, best_draw = 0, best_limit = 0, sum = 0, gpu_w = 0;
+    for (uint32_t r = 0; r < m->n_racks; r++) {
+        uint32_t sn = m->rack_supernode[r];
+        double draw, limit;
+        if (sn == SN_NONE || (pool != SN_NONE && m->supernodes[sn].pool != pool) ||
+            !sn_sched_power_rack(c->sched, r, &draw, &limit) || !isfinite(limit))
+            continue;
+        double room = limit > draw ? limit - draw : 0;
+        if (best == SN_NONE || room > best_room) {
+            best = r;
+            best_room = room;
+            best_draw = draw;
+            best_limit = limit;
+            const struct sn_server_model *ss = sn_model_server_spec(m, m->supernodes[sn].first_server);
+            gpu_w = (double)c->cfg.power_util_pct / 100.0 * m->spec->gpu_models[ss->gpu_model].tdp_w;
+        }
+        sum += room;
+        n++;
+    }
+    if (best == SN_NONE) {
+        snprintf(out, len, "no rack of its pools has a feed limit");
+        return;
+    }
+    char rack[64];
+    sn_model_rack_name(m, best, rack, sizeof(rack));
+    json_int_t gpus = json_integer_value(json_object_get(j->spec, "gpus"));
+    snprintf(out, len,
+             "the most power room on one rack is %.0f W (%s: %.0f of %.0f W), %.0f W over %u "
+             "racks; the job draws %.0f W: %lld GPUs x %.0f W",
+             best_room, rack, best_draw, best_limit, sum, n, (double)gpus * gpu_w,
+             (long long)gpus, gpu_w);
+}
+
 static void reservation_detail(const struct sn_control *c, char *out, size_t len)
 {
     struct sn_sched_reservation r;
@@ -107,6 +152,8 @@ void sn_control_pending_detail(const struct sn_control *c, const struct sn_contr
         no_fit_detail(c, j, out, len);
     else if (strcmp(reason, sn_pending_reason_name(SN_PENDING_RESERVATION)) == 0)
         reservation_detail(c, out, len);
+    else if (strcmp(reason, sn_pending_reason_name(SN_PENDING_POWER)) == 0)
+        power_detail(c, j, out, len);
     else
         sn_control_quota_pending_detail(c, j, reason, out, len);
 }

@@ -120,13 +120,38 @@ struct sn_sched {
      * feeds (INFINITY: none), the draw that is always on (everything but the
      * GPUs), the allocated GPUs' expected draw; NULL while power_util is 0. */
     double *rack_limit_w, *rack_base_w, *rack_jobs_w;
-    uint64_t n_power_refusals;
+    /* While a plan searches power-aware (power_skipping: capacities capped
+     * by the racks' power room), the racks it may not use at all
+     * (power_skip[r] = 1: every server's room is 0); racks a restore left
+     * over their limit (power_over[r] = 1, cleared once a job's release
+     * brings them back under, sn__sched_power_settle): the only racks the
+     * invariants allow past it. NULL while power_util is 0. */
+    uint8_t *power_skip, *power_over;
+    bool power_skipping;
+    uint64_t n_power_refusals, n_power_retries;
 };
 
 /* sched_power.c */
 enum sn_err sn__sched_power_init(struct sn_sched *s, struct sn_error *err);
 void sn__sched_power_add(struct sn_sched *s, uint32_t srv, double sign);
 bool sn__sched_power_ok(struct sn_sched *s, const uint32_t *gpus, uint32_t n);
+/* Marks in power_skip the racks that gpus[0..n) would take past their
+ * limit; returns how many were not marked before (0: nothing new). */
+uint32_t sn__sched_power_skip(struct sn_sched *s, const uint32_t *gpus, uint32_t n);
+/* Clears power_skip (the plan is over). */
+void sn__sched_power_unskip(struct sn_sched *s);
+/* Whether one more GPU on server srv (one leaving server from, SN_NONE:
+ * none) keeps srv's rack within its limit. */
+bool sn__sched_power_fits(const struct sn_sched *s, uint32_t srv, uint32_t from);
+/* GPUs of supernode sn's model that its racks' power room still holds
+ * (racks in power_skip hold none; UINT32_MAX: no budget). */
+uint32_t sn__sched_power_sn_gpus(const struct sn_sched *s, uint32_t sn);
+/* After a job released gpus[0..n) (not a hold lifted for a search): the
+ * racks among theirs that a restore had left over their limit and that
+ * are now within it lose their power_over mark. */
+void sn__sched_power_settle(struct sn_sched *s, const uint32_t *gpus, uint32_t n);
+/* After a restore: flags the racks it left past their limit. */
+void sn__sched_power_mark_over(struct sn_sched *s);
 /* Recomputes every rack's job draw from the GPU owners (SN_ERR_INTERNAL names
  * the first rack that differs by more than 1e-3 W). */
 enum sn_err sn__sched_power_check(const struct sn_sched *s, struct sn_error *err);

@@ -83,6 +83,10 @@ uint32_t sn__sched_sn_capacity(const struct sn_sched *s, uint32_t sn, const stru
     uint32_t limit = total > spare ? total - spare : 0;
     uint32_t room = sn_room(s, sn, j, mode);
     limit = room < limit ? room : limit;
+    if (s->power_skipping) { /* a plan searching past a feed limit */
+        room = sn__sched_power_sn_gpus(s, sn);
+        limit = room < limit ? room : limit;
+    }
     limit = limit / g * g;
     return grouped < limit ? grouped : limit;
 }
@@ -496,16 +500,31 @@ static enum sn_pending_reason plan_gpus(struct sn_sched *s, const struct sched_j
     return ok ? SN_PENDING_NONE : diagnose(s, j, &mode);
 }
 
-/* plan_gpus(), then the power budgets of the racks it would load. */
+/* plan_gpus(), then the power budgets of the racks it would load: when
+ * the policy's pick takes a rack past its limit, the search runs again
+ * power-aware (supernode capacities capped by their racks' power room),
+ * and again without each rack such a pick still overloads, until one fits
+ * every budget or none is found (SN_PENDING_POWER: GPUs fit, the feeds do
+ * not). Each further retry rules out at least one more rack, so there are
+ * at most n_racks + 1. A pick that fits its racks at once costs nothing. */
 static enum sn_pending_reason plan(struct sn_sched *s, const struct sched_job *j, uint32_t *np)
 {
     enum sn_pending_reason why = plan_gpus(s, j, np);
-    if (why == SN_PENDING_NONE && !sn__sched_power_ok(s, s->pick, *np)) {
-        s->n_power_refusals++;
-        *np = 0;
-        return SN_PENDING_POWER;
-    }
-    return why;
+    if (why != SN_PENDING_NONE || sn__sched_power_ok(s, s->pick, *np))
+        return why;
+    s->power_skipping = true;
+    do {
+        s->n_power_retries++;
+        why = plan_gpus(s, j, np);
+        if (why != SN_PENDING_NONE || sn__sched_power_ok(s, s->pick, *np))
+            break;
+    } while (sn__sched_power_skip(s, s->pick, *np) > 0);
+    sn__sched_power_unskip(s);
+    if (why == SN_PENDING_NONE && sn__sched_power_ok(s, s->pick, *np))
+        return why;
+    s->n_power_refusals++;
+    *np = 0;
+    return SN_PENDING_POWER;
 }
 
 enum sn_pending_reason sn__sched_plan(struct sn_sched *s, uint32_t job)
@@ -549,6 +568,7 @@ enum sn_err sn_sched_restore(struct sn_sched *s, uint32_t job, const uint32_t *g
     memcpy(copy, gpus, (size_t)n * sizeof(uint32_t));
     s->now_s = now;
     sn__sched_commit(s, job, copy, now);
+    sn__sched_power_mark_over(s); /* a budget lowered since it started */
     /* A set that splits groups can only come from a replacement. */
     s->jobs[job].replaced = s->jobs[job].split;
     return SN_OK;

@@ -98,6 +98,8 @@ static void gpu_contrib(struct sn_sched *s, uint32_t g, int sign)
 uint32_t sn__sched_srv_room(const struct sn_sched *s, uint32_t srv, const struct sched_job *j)
 {
     uint32_t room = UINT32_MAX;
+    if (s->power_skipping && s->power_skip[s->m->server_rack[srv]])
+        return 0; /* a rack this plan would take past its power limit */
     double need = j->spec.cpu_cores_per_gpu;
     if (need > 0 && s->srv_cpu_cap[srv] > 0) {
         double left = s->srv_cpu_cap[srv] - s->srv_cpu_used[srv];
@@ -298,6 +300,7 @@ void sn__sched_release(struct sn_sched *s, uint32_t job)
         tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], -1);
         host_add(s, s->m->gpu_server[g], j, -1);
     }
+    sn__sched_power_settle(s, j->gpus, j->spec.gpus);
     free(j->gpus);
     j->gpus = NULL;
     s->job_gpu_bytes -= (size_t)j->spec.gpus * sizeof(uint32_t);
@@ -568,15 +571,16 @@ void sn_sched_destroy(struct sn_sched *s)
     for (uint32_t j = 0; j < s->n_jobs; j++)
         free(s->jobs[j].gpus);
     void *arrays[] = {
-        s->gpu_owner,  s->gpu_health, s->gpu_down,     s->gpu_cordon,  s->srv_usable,
-        s->srv_up,     s->srv_weak,   s->srv_gpus,     s->srv_extra,   s->srv_order,
-        s->sn_usable,  s->sn_up,      s->sn_weak,      s->sn_pool,     s->sn_pod,
-        s->sn_owner,   s->sn_busy,    s->sn_ntenants,  s->sn_take,     s->sn_order,
-        s->leaf_load,  s->leaf_cap,   s->leaf_delta,   s->touched,     s->pick,
-        s->pod_load,   s->pod_cap,    s->pod_delta,    s->tenant_gpus, s->tenant_sn_gpus,
-        s->tenants,    s->pools,      s->jobs,         s->pending,     s->running,
-        s->job_mark,   s->queue,      s->dec,        s->srv_cpu_used, s->srv_cpu_cap, s->srv_mem_used,
-        s->srv_mem_cap, s->rack_limit_w, s->rack_base_w, s->rack_jobs_w};
+        s->gpu_owner,    s->gpu_health,  s->gpu_down,     s->gpu_cordon,   s->srv_usable,
+        s->srv_up,       s->srv_weak,    s->srv_gpus,     s->srv_extra,    s->srv_order,
+        s->sn_usable,    s->sn_up,       s->sn_weak,      s->sn_pool,      s->sn_pod,
+        s->sn_owner,     s->sn_busy,     s->sn_ntenants,  s->sn_take,      s->sn_order,
+        s->leaf_load,    s->leaf_cap,    s->leaf_delta,   s->touched,      s->pick,
+        s->pod_load,     s->pod_cap,     s->pod_delta,    s->tenant_gpus,  s->tenant_sn_gpus,
+        s->tenants,      s->pools,       s->jobs,         s->pending,      s->running,
+        s->job_mark,     s->queue,       s->dec,          s->srv_cpu_used, s->srv_cpu_cap,
+        s->srv_mem_used, s->srv_mem_cap, s->rack_limit_w, s->rack_base_w,  s->rack_jobs_w,
+        s->power_skip,   s->power_over};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
     sn_bitset_release(&s->domain);
@@ -751,6 +755,13 @@ void sn_sched_set_leaving(struct sn_sched *s, uint32_t job, uint32_t preemptor)
     }
 }
 
+void sn_sched_clear_leaving(struct sn_sched *s, uint32_t job)
+{
+    if (job < s->n_jobs && s->jobs[job].state == SN_JOB_RUNNING && s->jobs[job].leaving &&
+        s->jobs[job].leaving_for == SN_NONE)
+        s->jobs[job].leaving = false;
+}
+
 void sn_sched_set_checkpoint(struct sn_sched *s, uint32_t job, double time_s)
 {
     if (job < s->n_jobs && s->jobs[job].state == SN_JOB_RUNNING)
@@ -774,7 +785,9 @@ static enum sn_err domain_check(const struct sn_sched *s, enum sn_domain_kind ki
 
 /* A free usable GPU of old's supernode for job j: old's server first, then
  * the supernode's servers in order; on old's leaf when the job loads
- * uplinks; within the server's CPU and memory room. SN_NONE when none. */
+ * uplinks; within the server's CPU and memory room and its rack's power
+ * budget (a GPU moved to another rack adds its draw there). SN_NONE when
+ * none. */
 static uint32_t find_spare(const struct sn_sched *s, const struct sched_job *j, uint32_t old)
 {
     const struct sn_model *m = s->m;
@@ -785,7 +798,8 @@ static uint32_t find_spare(const struct sn_sched *s, const struct sched_job *j, 
     uint32_t home = m->gpu_server[old];
     for (uint32_t k = 0; k <= S->n_servers; k++) {
         uint32_t srv = k == 0 ? home : S->first_server + k - 1;
-        if ((k > 0 && srv == home) || sn__sched_srv_room(s, srv, j) == 0)
+        if ((k > 0 && srv == home) || sn__sched_srv_room(s, srv, j) == 0 ||
+            !sn__sched_power_fits(s, srv, home))
             continue;
         for (uint32_t g = m->server_first_gpu[srv]; g < m->server_first_gpu[srv] + s->srv_gpus[srv];
              g++)

@@ -134,9 +134,10 @@ static void test_limits_from_the_spec(void **state)
 }
 
 /* At power_util 1: an 8-GPU job (5,600 W) fits a rack; a 16-GPU job
- * (11,200 W > 6,668 W on either rack) is refused with power-budget although
- * 56 GPUs are free; the 8-GPU job's rack then draws 27,684 W. Without
- * budgets (power_util 0) the same 16-GPU job starts. */
+ * (11,200 W > 6,668 W on either rack; 8 + 8 would take the first rack to
+ * 11,200 W of jobs) is refused with power-budget although 56 GPUs are free;
+ * the 8-GPU job's rack then draws 27,684 W. Without budgets (power_util 0)
+ * the same 16-GPU job starts. */
 static void test_feed_refuses_placement(void **state)
 {
     (void)state;
@@ -198,12 +199,128 @@ static void test_util_and_design_feeds(void **state)
     fx_close(&f);
 }
 
+/* The first choice's feed is full: at power_util 1, A (8 GPUs, 5,600 W)
+ * runs on one rack; B (8 GPUs) would go there too (best fit: 24 free
+ * against 32), 11,200 W > 6,668 W: the search skips that rack and B lands
+ * on the other supernode's rack. Then both racks draw 27,684 W with 1,068
+ * W of room: an 8-GPU C fits nowhere (power-budget, though 48 GPUs are
+ * free), a 1-GPU D (700 W) still fits. */
+static void test_full_feed_next_supernode(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "50 A", 1.0);
+    uint32_t a = submit(&f, 8);
+    assert_true(sn_sched_try_place(f.s, a, 0));
+    uint32_t b = submit(&f, 8);
+    assert_true(sn_sched_try_place(f.s, b, 0));
+    check(f.s);
+    assert_int_not_equal(rack_of(&f, a), rack_of(&f, b));
+    assert_int_not_equal(f.model->rack_supernode[rack_of(&f, a)],
+                         f.model->rack_supernode[rack_of(&f, b)]);
+    assert_int_equal(f.s->n_power_retries, 1);
+    assert_int_equal(f.s->n_power_refusals, 0);
+    double draw, limit;
+    for (int k = 0; k < 2; k++) {
+        assert_true(sn_sched_power_rack(f.s, rack_of(&f, k ? b : a), &draw, &limit));
+        assert_true(fabs(draw - (22084 + 8 * 700)) < 0.5);
+    }
+    uint32_t c = submit(&f, 8);
+    assert_false(sn_sched_try_place(f.s, c, 0));
+    assert_int_equal(reason(&f, c), SN_PENDING_POWER);
+    assert_int_equal(f.s->n_power_refusals, 1);
+    uint32_t d = submit(&f, 1);
+    assert_true(sn_sched_try_place(f.s, d, 0));
+    check(f.s);
+    /* the skip marks are gone after each plan */
+    assert_false(f.s->power_skipping);
+    for (uint32_t r = 0; r < f.model->n_racks; r++)
+        assert_int_equal(f.s->power_skip[r], 0);
+    /* a pass keeps C waiting with the same reason */
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_pass(f.s, 1, &err), SN_OK);
+    assert_false(running(&f, c));
+    assert_int_equal(reason(&f, c), SN_PENDING_POWER);
+    check(f.s);
+    fx_close(&f);
+}
+
+/* The invariant: no rack past its limit. A restore may leave one there (a
+ * 16-GPU job placed back on one rack, 22,084 + 11,200 = 33,284 W > 28,752
+ * W, as after a budget was lowered): allowed (power_over) until a release
+ * brings it under; a rack past its limit without that mark breaks it. */
+static void test_invariant_rack_over_limit(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "50 A", 1.0);
+    uint32_t gpus[16], n = 0, r0 = sn_model_gpu_rack(f.model, 0);
+    for (uint32_t g = 0; g < f.model->n_gpus && n < 16; g++)
+        if (sn_model_gpu_rack(f.model, g) == r0)
+            gpus[n++] = g;
+    assert_int_equal(n, 16);
+    uint32_t a = submit(&f, 16);
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_restore(f.s, a, gpus, 16, 0, &err), SN_OK);
+    double draw, limit;
+    assert_true(sn_sched_power_rack(f.s, r0, &draw, &limit));
+    assert_true(fabs(draw - (22084 + 16 * 700)) < 0.5);
+    assert_int_equal(f.s->power_over[r0], 1);
+    check(f.s);
+    f.s->power_over[r0] = 0;
+    assert_int_equal(sn_sched_check_invariants(f.s, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "past its continuous limit"));
+    f.s->power_over[r0] = 1;
+    /* nothing more is placed on that rack meanwhile */
+    uint32_t b = submit(&f, 1);
+    assert_true(sn_sched_try_place(f.s, b, 0));
+    assert_int_not_equal(rack_of(&f, b), r0);
+    assert_int_equal(sn_sched_finish(f.s, a, 1, &err), SN_OK);
+    assert_int_equal(f.s->power_over[r0], 0);
+    check(f.s);
+    fx_close(&f);
+}
+
+/* No single rack holds a 16-GPU job at power_util 1 (11,200 W > 6,668 W),
+ * two do at 8 + 8 (5,600 W each): on an empty cluster it starts spread over
+ * both supernodes; a 32-GPU job (9 + 9 GPUs of room, 8 + 8 in groups of 8)
+ * fits no placement and waits with power-budget. */
+static void test_spread_over_two_feeds(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "50 A", 1.0);
+    uint32_t big = submit(&f, 32);
+    assert_false(sn_sched_try_place(f.s, big, 0));
+    assert_int_equal(reason(&f, big), SN_PENDING_POWER);
+    uint32_t a = submit(&f, 16), n = 0;
+    assert_true(sn_sched_try_place(f.s, a, 0));
+    check(f.s);
+    const uint32_t *g = sn_sched_job_gpus(f.s, a, &n);
+    assert_int_equal(n, 16);
+    uint32_t per_rack[3] = {0};
+    for (uint32_t i = 0; i < n; i++)
+        per_rack[sn_model_gpu_rack(f.model, g[i])]++;
+    for (uint32_t r = 0; r < f.model->n_racks; r++) {
+        if (f.model->rack_supernode[r] == SN_NONE)
+            continue;
+        assert_int_equal(per_rack[r], 8);
+        double draw, limit;
+        assert_true(sn_sched_power_rack(f.s, r, &draw, &limit));
+        assert_true(fabs(draw - (22084 + 8 * 700)) < 0.5);
+    }
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limits_from_the_spec),
         cmocka_unit_test(test_feed_refuses_placement),
         cmocka_unit_test(test_util_and_design_feeds),
+        cmocka_unit_test(test_full_feed_next_supernode),
+        cmocka_unit_test(test_invariant_rack_over_limit),
+        cmocka_unit_test(test_spread_over_two_feeds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

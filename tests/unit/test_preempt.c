@@ -6,6 +6,8 @@
  */
 #include "control_fixture.h"
 
+#include <math.h>
+
 #define T0 1700000000LL
 
 static void at(struct fx *f, int64_t s)
@@ -524,6 +526,274 @@ static void restore_keeps_preempting(void **state)
     fx_close(&f);
 }
 
+/* ---- cooperative drains -------------------------------------------------- */
+
+static void drain(struct fx *f, bool is_node, uint32_t id, const char *actor)
+{
+    assert_int_equal(apply(f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                        .is_node = is_node,
+                                                        .id = id,
+                                                        .admin = SN_CONTROL_ADMIN_DRAINING,
+                                                        .detail = "maintenance",
+                                                        .actor = actor}),
+                     SN_OK);
+}
+
+/* An operator drains a server of A (16 GPUs on two servers, checkpoint at
+ * 50) at 100 with drain_grace_s 60: A is signalled (deadline 160, drain
+ * "operator"), keeps running and the server is draining; A's checkpoint at
+ * 120 evicts it with nothing lost, A is requeued (not expedited: an
+ * operator's drain), the server becomes drained, and the next pass starts A
+ * again off it. */
+static void drain_checkpoint_evicts(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 0, 120);
+    f.c->cfg.drain_grace_s = 60;
+    int64_t a = submit(&f, "{\"gpus\":16,\"priority_class\":\"low\"}");
+    pass(&f);
+    uint32_t s0 = server_of(&f, a, 0);
+    at(&f, 50);
+    ckpt(&f, a, 5);
+    at(&f, 100);
+    drain(&f, true, s0, "ops");
+    struct sn_control_job *ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(ja->preempt_since_s, T0 + 100);
+    assert_int_equal(ja->preempt_deadline_s, T0 + 160);
+    assert_int_equal(ja->preempt_by, 0);
+    assert_int_equal(ja->preempt_drain, SN_CONTROL_DRAIN_OPERATOR);
+    assert_int_equal(f.c->nodes[s0].state, SN_CONTROL_ADMIN_DRAINING);
+    assert_int_equal(f.c->n_preempting, 1);
+    json_t *as = sn_control_assignment(f.c, ja, 0, NULL);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(as, "preempt"), "deadline_s")),
+        T0 + 160);
+    json_decref(as);
+    json_t *o = sn_control_job_json(f.c, ja);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(o, "preempting"), "drain")), "operator");
+    json_decref(o);
+    /* a pass meanwhile neither evicts nor preempts it */
+    at(&f, 110);
+    pass(&f);
+    timer(&f);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    at(&f, 120);
+    ckpt(&f, a, 6);
+    ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, a), "checkpoint");
+    assert_true(ja->evict_lost_gpu_s == 0);
+    assert_int_equal(ja->evict_time_s, T0 + 120);
+    assert_non_null(strstr(ja->detail, "drained: requeued after its checkpoint, 20 s after"));
+    assert_int_equal(ja->expedite_until_s, 0);
+    assert_int_equal(ja->preempt_drain, SN_CONTROL_DRAIN_NONE);
+    assert_string_equal(ja->ckpt_path, "/ckpt/x");
+    assert_int_equal(f.c->nodes[s0].state, SN_CONTROL_ADMIN_DRAINED);
+    assert_int_equal(f.c->n_preempting, 0);
+    char *m = sn_control_metrics_text(f.c, T0 + 120);
+    assert_non_null(strstr(m, "sn_preempt_drain_signals_total 1\n"));
+    assert_non_null(strstr(m, "sn_preempt_evictions_total{how=\"checkpoint\"} 1\n"));
+    free(m);
+    pass(&f);
+    ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_RUNNING);
+    for (uint32_t r = 0; r < 16; r++)
+        assert_int_not_equal(f.model->gpu_server[ja->alloc[r]], s0);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* A drain by snd:health (its rack escalation) is infrastructure: A ignores
+ * the signal and is evicted at the deadline (160) with 16 GPUs x 110 s
+ * since its checkpoint at 50 = 1,760 GPU-s lost, and its requeue is
+ * expedited: its 8 GPUs on the other server (still up) are held for it
+ * for 120 s; the drained server's are not. */
+static void drain_health_deadline_expedites(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 0, 120);
+    f.c->cfg.drain_grace_s = 60;
+    int64_t a = submit(&f, "{\"gpus\":16,\"priority_class\":\"low\"}");
+    pass(&f);
+    uint32_t s0 = server_of(&f, a, 0), s1 = server_of(&f, a, 8);
+    at(&f, 50);
+    ckpt(&f, a, 5);
+    at(&f, 100);
+    drain(&f, true, s0, "snd:health");
+    assert_int_equal(job(&f, a)->preempt_drain, SN_CONTROL_DRAIN_HEALTH);
+    at(&f, 159);
+    timer(&f);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    at(&f, 160);
+    timer(&f);
+    struct sn_control_job *ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, a), "deadline");
+    assert_true(ja->evict_lost_gpu_s == 16.0 * 110);
+    assert_non_null(strstr(ja->detail, "drained: requeued at its deadline"));
+    assert_int_equal(ja->expedite_until_s, T0 + 280);
+    assert_int_equal(ja->n_expedite, 8);
+    for (uint32_t i = 0; i < ja->n_expedite; i++)
+        assert_int_equal(f.model->gpu_server[ja->expedite_gpus[i]], s1);
+    assert_int_equal(f.c->nodes[s0].state, SN_CONTROL_ADMIN_DRAINED);
+    char *m = sn_control_metrics_text(f.c, T0 + 160);
+    assert_non_null(strstr(m, "sn_preempt_lost_gpu_seconds_total{how=\"deadline\"} 1760\n"));
+    free(m);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* drain_grace_s 0 (the default): a drain lets the job run, as before; a
+ * GPU drain with a grace signals only the job on that GPU. */
+static void drain_grace_zero_and_gpu(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 0, 0);
+    int64_t a = submit(&f, "{\"gpus\":8,\"priority_class\":\"low\"}");
+    int64_t b = submit(&f, "{\"gpus\":8,\"priority_class\":\"low\"}");
+    pass(&f);
+    uint32_t sa = server_of(&f, a, 0);
+    drain(&f, true, sa, "ops");
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(job(&f, a)->preempt_deadline_s, 0);
+    assert_int_equal(f.c->nodes[sa].state, SN_CONTROL_ADMIN_DRAINING);
+    assert_int_equal(f.c->n_preempting, 0);
+    f.c->cfg.drain_grace_s = 30;
+    uint32_t gb = job(&f, b)->alloc[3];
+    at(&f, 10);
+    drain(&f, false, gb, "ops");
+    assert_int_equal(job(&f, b)->preempt_deadline_s, T0 + 40);
+    assert_int_equal(job(&f, a)->preempt_deadline_s, 0);
+    assert_int_equal(f.c->n_preempting, 1);
+    at(&f, 40);
+    timer(&f);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_int_equal(f.c->gpus[gb].state, SN_CONTROL_ADMIN_DRAINED);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* The automatic path: snd:health's rack escalation (escalate_rack_pct 50)
+ * drains every server of A's rack as one decision; A (32 GPUs, the whole
+ * one-supernode fixture) is signalled as a health drain rather than left
+ * to run, ignores it, and is evicted at the deadline (30 s) with its work
+ * since its start at 0 lost (32 x 130 s), requeued expedited; the servers are
+ * drained once it left. */
+static void drain_escalation_cooperative(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 0, 120);
+    f.c->cfg.drain_grace_s = 30;
+    f.c->cfg.escalate_rack_pct = 50;
+    f.c->cfg.breaker_cluster = 64;
+    f.c->cfg.breaker_window_s = 3600;
+    int64_t a = submit(&f, "{\"gpus\":32,\"priority_class\":\"low\"}");
+    pass(&f);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_RUNNING);
+    const struct sn_model *m = f.model;
+    uint32_t rack = m->server_rack[0], srv[16], n = 0;
+    for (uint32_t s = 0; s < m->n_servers; s++)
+        if (m->server_rack[s] == rack && n < 16)
+            srv[n++] = s;
+    assert_true(n >= 2);
+    struct sn_health_score *scores = calloc(m->n_gpus, sizeof(*scores));
+    assert_non_null(scores);
+    for (uint32_t g = 0; g < m->n_gpus; g++)
+        scores[g] = (struct sn_health_score){.score = NAN, .reason = UINT32_MAX};
+    for (uint32_t i = 0; i < (n + 1) / 2; i++)
+        scores[m->server_first_gpu[srv[i]] + 3].score = 20;
+    struct sn_health_report rep = {.n_gpus = m->n_gpus, .gpus = scores};
+    at(&f, 100);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEALTH,
+                                                         .report = &rep,
+                                                         .cordon_below = 60}),
+                     SN_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_int_equal(f.c->nodes[srv[i]].state, SN_CONTROL_ADMIN_DRAINING);
+        assert_string_equal(f.c->nodes[srv[i]].actor, "snd:health");
+    }
+    struct sn_control_job *ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(ja->preempt_drain, SN_CONTROL_DRAIN_HEALTH);
+    assert_int_equal(ja->preempt_deadline_s, T0 + 130);
+    assert_int_equal(f.c->drain_signals, 1); /* one job, however many of its servers */
+    at(&f, 130);
+    timer(&f);
+    ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, a), "deadline");
+    assert_true(ja->evict_lost_gpu_s == 32.0 * 130);
+    assert_int_equal(ja->expedite_until_s, T0 + 250);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(f.c->nodes[srv[i]].state, SN_CONTROL_ADMIN_DRAINED);
+    free(scores);
+    verify(&f);
+    fx_close(&f);
+}
+
+/* A resume before the job left cancels its eviction: A keeps running
+ * (not leaving in the core, no deadline, event preempt-cancelled) and the
+ * old deadline passes without an eviction; a rank exiting on the signal
+ * before that deadline still requeues it (how "exit"), neither completed
+ * nor failed. A second job B, whose server's drain also ends, is signalled
+ * on two servers: a resume of one of them does not cancel it. */
+static void drain_resume_cancels(void **state)
+{
+    (void)state;
+    struct fx f;
+    open_with(&f, 0, 0);
+    f.c->cfg.drain_grace_s = 60;
+    int64_t a = submit(&f, "{\"gpus\":8,\"priority_class\":\"low\"}");
+    int64_t b = submit(&f, "{\"gpus\":16,\"priority_class\":\"low\"}");
+    pass(&f);
+    uint32_t sa = server_of(&f, a, 0), b0 = server_of(&f, b, 0), b1 = server_of(&f, b, 8);
+    assert_int_not_equal(b0, b1);
+    at(&f, 10);
+    drain(&f, true, sa, "ops");
+    drain(&f, true, b0, "ops");
+    drain(&f, true, b1, "ops");
+    assert_int_equal(f.c->n_preempting, 2);
+    at(&f, 20);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .is_node = true,
+                                                         .id = sa,
+                                                         .admin = SN_CONTROL_ADMIN_UP,
+                                                         .actor = "ops"}),
+                     SN_OK);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .is_node = true,
+                                                         .id = b0,
+                                                         .admin = SN_CONTROL_ADMIN_UP,
+                                                         .actor = "ops"}),
+                     SN_OK);
+    struct sn_control_job *ja = job(&f, a);
+    assert_int_equal(ja->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(ja->preempt_deadline_s, 0);
+    assert_int_equal(ja->preempt_signalled_until_s, T0 + 70);
+    assert_false(sn_sched_leaving(f.c->sched, ja->sched_id, NULL));
+    assert_int_equal(job(&f, b)->preempt_deadline_s, T0 + 70); /* b1 still draining */
+    assert_int_equal(f.c->n_preempting, 1);
+    at(&f, 30);
+    assert_int_equal(
+        apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT, .job = a, .id = 0}),
+        SN_OK);
+    assert_int_equal(job(&f, a)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, a), "exit");
+    at(&f, 70);
+    timer(&f);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_string_equal(how(&f, b), "deadline");
+    verify(&f);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,6 +809,11 @@ int main(void)
         cmocka_unit_test(expedite_off),
         cmocka_unit_test(preemptor_elsewhere_cancels),
         cmocka_unit_test(restore_keeps_preempting),
+        cmocka_unit_test(drain_checkpoint_evicts),
+        cmocka_unit_test(drain_health_deadline_expedites),
+        cmocka_unit_test(drain_grace_zero_and_gpu),
+        cmocka_unit_test(drain_escalation_cooperative),
+        cmocka_unit_test(drain_resume_cancels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,13 @@
  *    the eviction;
  *  - deadline_evicts: the ranks ignore the signal and never checkpoint: A
  *    is evicted when the grace (3 s) runs out, with the work since its
- *    start lost (8 GPUs x its run time) in last_eviction and /metrics.
+ *    start lost (8 GPUs x its run time) in last_eviction and /metrics;
+ *  - drain_checkpoint_requeues (drain_grace_s set, preempt_grace_s not): an
+ *    operator drains A's server (POST /v1/nodes/{node}/drain); A becomes
+ *    preempting (by 0, drain "operator"; `sn job show`: "drained
+ *    (operator)"), its ranks get SIGTERM and the deadline, rank 0's `sn
+ *    checkpoint` evicts it: requeued with its last checkpoint and 0 GPU-s
+ *    lost (`sn job show` last_eviction), the server drained.
  * Waits poll with deadlines of tens of seconds.
  */
 #include "job_harness.h"
@@ -282,11 +288,89 @@ static void deadline_evicts(void **state)
     assert_int_equal(system(rm), 0);
 }
 
+static void drain_checkpoint_requeues(void **state)
+{
+    (void)state;
+    struct daemon d;
+    char cmd[3000], node[32], path[400], text[200], keep[256];
+    marks_dir(keep, sizeof(keep));
+    /* As in checkpoint_then_evict: on SIGTERM every rank writes the
+     * deadline it finds, rank 0 reports a checkpoint; none exits. */
+    snprintf(cmd, sizeof(cmd),
+             "got=0; trap 'got=1' TERM; echo up > %s/up.$RANK; i=0; while [ $i -lt 1500 ]; do "
+             "if [ $got = 1 ]; then got=2; cat \"$SN_PREEMPT_DEADLINE_FILE\" > %s/sig.$RANK.tmp; "
+             "mv %s/sig.$RANK.tmp %s/sig.$RANK; if [ $RANK = 0 ]; then unset SN_TOKEN; "
+             "%s checkpoint --path /data/acme/ckpt/drain --step 7 > %s/ck.out 2>&1; fi; fi; "
+             "sleep 0.2; i=$((i+1)); done",
+             keep, keep, keep, keep, built("sn"), keep);
+    long long filler;
+    long long a = setup(&d, "drain_grace_s=120", cmd, &filler, node, sizeof(node));
+    for (int r = 0; r < 8; r++) {
+        snprintf(path, sizeof(path), "%s/up.%d", keep, r);
+        wait_line(path, text, sizeof(text));
+    }
+    char route[96];
+    snprintf(route, sizeof(route), "/v1/nodes/%s/drain", node);
+    expect(&d, 200, "POST", route, d.admin, "{\"reason\":\"firmware update\"}");
+    json_t *j = wait_preempting(&d, a);
+    json_t *p = json_object_get(j, "preempting");
+    assert_int_equal(json_integer_value(json_object_get(p, "by")), 0);
+    assert_string_equal(json_string_value(json_object_get(p, "drain")), "operator");
+    long long since = json_integer_value(json_object_get(p, "since_s"));
+    long long deadline = json_integer_value(json_object_get(p, "deadline_s"));
+    assert_int_equal(deadline, since + 120);
+    json_decref(j);
+    char want[32];
+    snprintf(want, sizeof(want), "%lld\n", deadline);
+    for (int r = 0; r < 8; r++) {
+        snprintf(path, sizeof(path), "%s/sig.%d", keep, r);
+        wait_line(path, text, sizeof(text));
+        assert_string_equal(text, want);
+    }
+    j = wait_state(&d, a, "requeued");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "last_checkpoint"), "path")),
+        "/data/acme/ckpt/drain");
+    json_t *e = json_object_get(j, "last_eviction");
+    assert_string_equal(json_string_value(json_object_get(e, "how")), "checkpoint");
+    assert_true(json_number_value(json_object_get(e, "lost_gpu_s")) == 0);
+    assert_true(json_integer_value(json_object_get(e, "time_s")) < deadline);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")),
+                           "drained: requeued after its checkpoint"));
+    json_decref(j);
+    snprintf(route, sizeof(route), "/v1/nodes/%s", node);
+    j = NULL;
+    assert_int_equal(call(&d, "GET", route, d.admin, NULL, NULL, &j), 200);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "drained");
+    json_decref(j);
+    assert_true(metric(&d, "sn_preempt_drain_signals_total ") == 1);
+    assert_true(metric(&d, "sn_preempt_evictions_total{how=\"checkpoint\"} ") == 1);
+    char show[2048];
+    snprintf(show, sizeof(show),
+             "SN_SERVER=http://127.0.0.1:%u SN_TOKEN=%s %s job show %lld > %s/show.out 2>&1",
+             d.port, d.admin, built("sn"), a, keep);
+    assert_int_equal(system(show), 0);
+    snprintf(path, sizeof(path), "%s/show.out", keep);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char out[8192];
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    assert_non_null(strstr(out, "last_eviction    checkpoint at"));
+    assert_non_null(strstr(out, "last_checkpoint  /data/acme/ckpt/drain (step 7"));
+    reap_all(NULL);
+    char rm[700];
+    snprintf(rm, sizeof(rm), "rm -rf '%s' '%s'", d.dir, keep);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(checkpoint_then_evict, reap_all),
         cmocka_unit_test_teardown(deadline_evicts, reap_all),
+        cmocka_unit_test_teardown(drain_checkpoint_requeues, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
