@@ -241,6 +241,7 @@ struct sn_control_job {
      * reported); preflight_done bit k: its k-th server (rank order) passed;
      * preflight_s: seconds spent in preflights over all its runs. */
     bool preflight_wait;
+    bool preflight_full; /* this run's check is full (probe + all-reduce), else quick */
     uint32_t preflight_servers, preflight_done_n;
     uint64_t *preflight_done;
     int64_t preflight_since_s, preflight_s;

@@ -38,15 +38,19 @@ bool sn_control_preflight_waiting(const struct sn_control_job *j)
     return j->state == SN_CONTROL_JOB_RUNNING && j->preflight_wait;
 }
 
-/* Whether job j asks for a preflight under the configuration. */
-static bool wanted(const struct sn_control *c, const struct sn_control_job *j)
+/* The check job j asks for under the configuration: 0 none, 1 quick (the
+ * GPU probe on each server), 2 full (the probe and an all-reduce across
+ * the allocation). */
+static int wanted(const struct sn_control *c, const struct sn_control_job *j)
 {
     const char *mode = json_string_value(json_object_get(j->spec, "preflight"));
     if (mode && strcmp(mode, "off") == 0)
-        return false;
+        return 0;
     if (mode && strcmp(mode, "quick") == 0)
-        return true;
-    return c->cfg.preflight_default == 1;
+        return 1;
+    if (mode && strcmp(mode, "full") == 0)
+        return 2;
+    return c->cfg.preflight_default == 1 ? 1 : 0;
 }
 
 /* The job's servers in rank order of their first rank (caller frees). */
@@ -80,8 +84,10 @@ static uint32_t server_index(const struct sn_control *c, const struct sn_control
 void sn__control_preflight_start(struct sn_control *c, struct sn_control_job *j)
 {
     j->preflight_wait = false;
-    if (!wanted(c, j))
+    int mode = wanted(c, j);
+    if (!mode)
         return;
+    j->preflight_full = mode == 2;
     uint32_t *servers = NULL, n = job_servers(c, j, &servers);
     free(servers);
     free(j->preflight_done);
@@ -274,7 +280,7 @@ void sn_control_preflight_assignment(const struct sn_control_job *j, json_t *o)
     if (!sn_control_preflight_waiting(j))
         return;
     json_object_set_new(o, "ranks_released", json_false());
-    json_object_set_new(o, "preflight", json_string("quick"));
+    json_object_set_new(o, "preflight", json_string(j->preflight_full ? "full" : "quick"));
 }
 
 void sn_control_preflight_json(const struct sn_control_job *j, json_t *o)
@@ -283,6 +289,7 @@ void sn_control_preflight_json(const struct sn_control_job *j, json_t *o)
     if (!sn_control_preflight_waiting(j))
         return;
     json_object_set_new(o, "preflight_state", json_string("running"));
+    json_object_set_new(o, "preflight_check", json_string(j->preflight_full ? "full" : "quick"));
     json_object_set_new(o, "ranks_released", json_false());
     char detail[160];
     snprintf(detail, sizeof(detail), "preflight passed on %u of %u servers since %lld",
