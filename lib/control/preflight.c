@@ -21,11 +21,16 @@
  * start is requeued (TIMER). The seconds spent waiting are summed over
  * its runs (job JSON preflight_s; preflight_state "running" during one).
  *
+ * A run that swaps GPUs for spares in place (replace_in_place) is a new
+ * run on a new allocation: it preflights again, every server of it.
+ *
+ * Durable: the wait (preflight_wait, preflight_check) and the seconds
+ * spent (preflight_s) are in the job's runtime facts, so a restarted snd
+ * keeps the ranks of a waiting job held; the restore starts its wait
+ * afresh (every server reports again, a new timeout from the restore).
+ *
  * Invariant: preflight_waiting counts the running jobs with
  * preflight_wait set.
- *
- * Not durable yet: a restarted snd loads a running job without its wait,
- * so its ranks are released (TODO: runtime facts as imex.c).
  */
 #include "control_int.h"
 
@@ -121,6 +126,52 @@ void sn__control_preflight_end(struct sn_control *c, struct sn_control_job *j)
     free(j->preflight_done);
     j->preflight_done = NULL;
     j->preflight_servers = j->preflight_done_n = 0;
+}
+
+void sn__control_preflight_replace(struct sn_control *c, struct sn_control_job *j)
+{
+    sn__control_preflight_end(c, j); /* the old run's wait, if any, ends here */
+    sn__control_preflight_start(c, j);
+}
+
+void sn__control_preflight_run_text(const struct sn_control_job *j, json_t *run)
+{
+    if (j->preflight_s > 0)
+        json_object_set_new(run, "preflight_s", json_integer(j->preflight_s));
+    if (!sn_control_preflight_waiting(j))
+        return;
+    json_object_set_new(run, "preflight_wait", json_true());
+    json_object_set_new(run, "preflight_check", json_string(j->preflight_full ? "full" : "quick"));
+}
+
+void sn__control_preflight_load(struct sn_control_job *j, const json_t *run)
+{
+    j->preflight_s = json_integer_value(json_object_get(run, "preflight_s"));
+    j->preflight_wait = j->state == SN_CONTROL_JOB_RUNNING &&
+                        json_is_true(json_object_get(run, "preflight_wait"));
+    const char *check = json_string_value(json_object_get(run, "preflight_check"));
+    j->preflight_full = check && strcmp(check, "full") == 0;
+}
+
+void sn__control_preflight_restore(struct sn_control *c, struct sn_control_job *j)
+{
+    if (!j->preflight_wait)
+        return;
+    uint32_t *servers = NULL, n = job_servers(c, j, &servers);
+    free(servers);
+    free(j->preflight_done);
+    j->preflight_done = calloc((n + 63) / 64 + 1, sizeof(uint64_t));
+    if (!j->preflight_done) {
+        j->preflight_wait = false;
+        c->fx.fatal = true;
+        return;
+    }
+    j->preflight_servers = n;
+    j->preflight_done_n = 0;
+    j->preflight_since_s = sn_control_now_s(c); /* its agents get the timeout again */
+    c->preflight_waiting++;
+    sn_control_log(c, "job %lld: restored waiting for its preflight on %u servers",
+                   (long long)j->id, n);
 }
 
 static void requeue(struct sn_control *c, struct sn_control_job *j, const char *why)
