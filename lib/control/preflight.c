@@ -274,8 +274,8 @@ static void result_one(struct sn_control *c, uint32_t s, int64_t id, int64_t run
     stop(c, j);
     c->preflight_passed++;
     char msg[128];
-    snprintf(msg, sizeof(msg), "preflight passed on its %u servers: ranks released",
-             j->preflight_servers);
+    snprintf(msg, sizeof(msg), "preflight (%s) passed on its %u servers: ranks released",
+             j->preflight_full ? "full" : "quick", j->preflight_servers);
     sn_control_job_rows(c, j, "preflight-pass", msg);
 }
 
