@@ -27,8 +27,8 @@
 static void note(char *evidence, size_t ecap, size_t *en, const char *mode, const char *item)
 {
     if (*en < ecap)
-        *en += (size_t)snprintf(evidence + *en, ecap - *en, "%s%s: %s", *en ? "; " : "", mode,
-                                item);
+        *en +=
+            (size_t)snprintf(evidence + *en, ecap - *en, "%s%s: %s", *en ? "; " : "", mode, item);
 }
 
 /* The sim backend's judgement of one entry's ranks on this node into

@@ -107,7 +107,6 @@ static const char usage_preflight[] =
     "                        without a preflight and with it (the --preflight given, quick\n"
     "                        when none), side by side\n";
 
-
 struct opts {
     const char *cluster, *trace, *svg_dir, *pools;
     enum sn_sched_policy policy;
@@ -115,7 +114,7 @@ struct opts {
     bool compare, json, timing;
     bool compare_preempt;  /* appended: grace 0 and grace preempt_grace_s, side by side */
     bool compare_preflight; /* appended: preflight off and preflight_mode, side by side */
-    int run_preflight[SN_SCHED_POLICY_COUNT + 2]; /* each run's preflight_mode */
+    int run_preflight[SN_SCHED_POLICY_COUNT + 2];  /* each run's preflight_mode */
     double run_grace_s[SN_SCHED_POLICY_COUNT + 2]; /* each run's preempt grace */
     uint32_t limit, tenants;
     struct sn_sim_config cfg;

@@ -147,8 +147,8 @@ void sn__control_preflight_run_text(const struct sn_control_job *j, json_t *run)
 void sn__control_preflight_load(struct sn_control_job *j, const json_t *run)
 {
     j->preflight_s = json_integer_value(json_object_get(run, "preflight_s"));
-    j->preflight_wait = j->state == SN_CONTROL_JOB_RUNNING &&
-                        json_is_true(json_object_get(run, "preflight_wait"));
+    j->preflight_wait =
+        j->state == SN_CONTROL_JOB_RUNNING && json_is_true(json_object_get(run, "preflight_wait"));
     const char *check = json_string_value(json_object_get(run, "preflight_check"));
     j->preflight_full = check && strcmp(check, "full") == 0;
 }

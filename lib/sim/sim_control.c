@@ -611,7 +611,8 @@ static enum sn_err submit_next(struct csim *cs, struct sn_error *err)
                             json_integer((json_int_t)ceil(c->ckpt_cost_s)));
     if (c->preflight_mode > 0 &&
         (c->preflight_share >= 1 || sn_rng_uniform(&cs->pf_rng) < c->preflight_share))
-        json_object_set_new(spec, "preflight", json_string(c->preflight_mode == 2 ? "full" : "quick"));
+        json_object_set_new(spec, "preflight",
+                            json_string(c->preflight_mode == 2 ? "full" : "quick"));
     j->spec = spec;
     j->id = cs->ctl->next_job_id;
     snprintf(j->tenant, sizeof(j->tenant), "%s", tenant);
@@ -937,8 +938,8 @@ static enum sn_err on_repair(struct csim *cs, const struct event *e, struct sn_e
 static enum sn_err slow_admin(struct csim *cs, uint32_t g, bool cordon, struct sn_error *err)
 {
     const struct sn_control_admin *a = &cs->ctl->gpus[g];
-    bool ours = a->actor && (strcmp(a->actor, "snd:health") == 0 ||
-                             strcmp(a->actor, "snd:preflight") == 0);
+    bool ours =
+        a->actor && (strcmp(a->actor, "snd:health") == 0 || strcmp(a->actor, "snd:preflight") == 0);
     if (cordon ? a->state != SN_CONTROL_ADMIN_UP
                : a->state != SN_CONTROL_ADMIN_CORDONED || !ours)
         return SN_OK;

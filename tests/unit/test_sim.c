@@ -894,14 +894,13 @@ static void control_cooperative_preemption(void **state)
 /* Preflight in the control engine: on a 32-GPU cluster (four 8-GPU
  * servers), twenty 8-GPU jobs of 1,000 s queued at once, GPUs turning slow
  * (60 % speed) about every 1,100 s, never found by health (slow_detect_s
- * past the run) and replaced 2 h later. Every job opts in to a 10 s quick check that finds every slow
- * GPU under it: a start on one fails its rank, the control cordons the GPU
- * as snd:preflight and places the job again, so no job runs slowly and the
- * same work costs fewer busy GPU-hours than without a preflight. Each check
- * holds 8 GPUs for exactly 10 s (passed or failed), and each start is one
- * check: 20 jobs plus one more start per failed check. With detection 0
- * every check passes; with share 0 no job opts in and the run is the run
- * without a preflight (the opt-in draws have their own stream). */
+ * past the run) and replaced 2 h later. Every job opts in to a 10 s quick check that finds every
+ * slow GPU under it: a start on one fails its rank, the control cordons the GPU as snd:preflight
+ * and places the job again, so no job runs slowly and the same work costs fewer busy GPU-hours than
+ * without a preflight. Each check holds 8 GPUs for exactly 10 s (passed or failed), and each start
+ * is one check: 20 jobs plus one more start per failed check. With detection 0 every check passes;
+ * with share 0 no job opts in and the run is the run without a preflight (the opt-in draws have
+ * their own stream). */
 static void control_preflight_replaces(void **state)
 {
     (void)state;
@@ -914,7 +913,8 @@ static void control_preflight_replaces(void **state)
     assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
     struct sn_sim_job jobs[20];
     for (int i = 0; i < 20; i++)
-        jobs[i] = (struct sn_sim_job){.submit_s = i, .duration_s = 1000, .gpus = 8, .group_gpus = 8};
+        jobs[i] =
+            (struct sn_sim_job){.submit_s = i, .duration_s = 1000, .gpus = 8, .group_gpus = 8};
     struct sn_sim_workload w = {.n_jobs = 20, .jobs = jobs, .n_tenants = 1};
     struct sn_sim_config cfg;
     sn_sim_config_defaults(&cfg);
@@ -936,9 +936,8 @@ static void control_preflight_replaces(void **state)
     struct sn_sim_result *none = run(&c, &w, &cfg);
     print_message("slow GPUs %u, preflights %u (%u failed), busy GPU-h off %.2f on %.2f "
                   "blind %.2f\n",
-                  (unsigned)on->slow_gpus, (unsigned)on->preflights,
-                  (unsigned)on->preflight_fails, off->busy_gpu_h, on->busy_gpu_h,
-                  blind->busy_gpu_h);
+                  (unsigned)on->slow_gpus, (unsigned)on->preflights, (unsigned)on->preflight_fails,
+                  off->busy_gpu_h, on->busy_gpu_h, blind->busy_gpu_h);
     assert_true(on->slow_gpus > 0);
     assert_true(on->preflight_fails > 0);
     assert_true(on->preflight_fails <= on->slow_gpus); /* a GPU found is cordoned: once */
