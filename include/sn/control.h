@@ -733,6 +733,7 @@ struct sn_control_named_def {
     const char *kind; /* pools: dedicated, mixed or elastic */
     int64_t priority; /* classes */
     bool preemptible; /* classes */
+    const char *preflight; /* pools: quick, full or off for its jobs; NULL: none */
 };
 /* *reply: the definition as the API shows it (the caller owns it). */
 bool sn_control_named_define(struct sn_control *c, const struct sn_control_named_def *def,

@@ -45,10 +45,16 @@ bool sn_control_preflight_waiting(const struct sn_control_job *j)
 
 /* The check job j asks for under the configuration: 0 none, 1 quick (the
  * GPU probe on each server), 2 full (the probe and an all-reduce across
- * the allocation). */
+ * the allocation). Its spec's preflight first, else its pool's (an API
+ * pool's preflight), else preflight_default. */
 static int wanted(const struct sn_control *c, const struct sn_control_job *j)
 {
     const char *mode = json_string_value(json_object_get(j->spec, "preflight"));
+    const char *pool = json_string_value(json_object_get(j->spec, "pool"));
+    struct sn_control_named *p =
+        !mode && pool ? sn_control_named_find(c->pools, c->n_pools, pool) : NULL;
+    if (p)
+        mode = json_string_value(json_object_get(p->doc, "preflight"));
     if (mode && strcmp(mode, "off") == 0)
         return 0;
     if (mode && strcmp(mode, "quick") == 0)

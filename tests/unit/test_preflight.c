@@ -475,6 +475,40 @@ static void restore_keeps_the_wait(void **state)
     rmdir(dir);
 }
 
+/* An API pool's preflight (POST /v1/pools "preflight") applies to the
+ * jobs of that pool whose spec says nothing; a job's own preflight wins;
+ * anything but quick, full or off is refused naming the field. */
+static void pool_preflight_applies(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 0, 0);
+    struct sn_store_write w;
+    json_t *reply = NULL;
+    struct sn_control_refusal why;
+    struct sn_control_named_def bad = {.name = "checked", .kind = "mixed", .preflight = "slow"};
+    assert_false(sn_control_named_define(f.c, &bad, &w, &reply, &why));
+    assert_int_equal(why.status, 400);
+    assert_string_equal(why.field, "preflight");
+    struct sn_control_named_def pool = {.name = "checked", .kind = "mixed", .preflight = "full"};
+    assert_true(sn_control_named_define(f.c, &pool, &w, &reply, &why));
+    assert_string_equal(json_string_value(json_object_get(reply, "preflight")), "full");
+    json_decref(reply);
+    free((char *)w.text[1]);
+    int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":8,\"group_gpus\":8,\"pool\":\"checked\"}");
+    int64_t b = submit(&f, "{\"name\":\"b\",\"gpus\":8,\"group_gpus\":8,\"pool\":\"checked\","
+                           "\"preflight\":\"off\"}");
+    int64_t c = submit(&f, "{\"name\":\"c\",\"gpus\":8,\"group_gpus\":8}");
+    pass(&f);
+    assert_true(sn_control_preflight_waiting(job(&f, a)));
+    assert_true(job(&f, a)->preflight_full);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_RUNNING);
+    assert_false(sn_control_preflight_waiting(job(&f, b)));
+    assert_int_equal(job(&f, c)->state, SN_CONTROL_JOB_RUNNING);
+    assert_false(sn_control_preflight_waiting(job(&f, c)));
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +521,7 @@ int main(void)
         cmocka_unit_test(full_check_is_named),
         cmocka_unit_test(spare_swap_preflights_again),
         cmocka_unit_test(restore_keeps_the_wait),
+        cmocka_unit_test(pool_preflight_applies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

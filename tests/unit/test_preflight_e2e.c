@@ -8,7 +8,8 @@
  * and requeues the job with its submit time. Once sn00-t01 is resumed the job is placed there
  * (sn00-t00 has 7 usable GPUs left), its preflight passes and it completes. No rank ran on
  * sn00-t00: a rank writes its node's name to a file in the test's directory. Bad input: a spec's
- * preflight "slow" and a heartbeat's malformed preflight are 400 invalid_field naming the field.
+ * preflight "slow", a pool's preflight "slow" and a heartbeat's malformed preflight are 400
+ * invalid_field naming the field (a pool's "full" is taken).
  *
  * The wait is durable: a 16-GPU job (two groups of 8) with preflight: full is placed on sn00-t00
  * and sn00-t01 while only sn00-t00 has an agent; it passes there, sn00-t01 never reports, so the
@@ -115,6 +116,11 @@ static void slow_gpu_found_and_job_replaced(void **state)
                  "{\"name\":\"x\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
                  "\"command\":\"true\",\"preflight\":\"slow\"}",
                  "invalid_field", "preflight");
+    expect_error(&d, 400, "POST", "/v1/pools", d.admin,
+                 "{\"name\":\"checked\",\"kind\":\"mixed\",\"preflight\":\"slow\"}",
+                 "invalid_field", "preflight");
+    expect(&d, 201, "POST", "/v1/pools", d.admin,
+           "{\"name\":\"checked\",\"kind\":\"mixed\",\"preflight\":\"full\"}");
     char tok[SN_AUTH_TOKEN_MAX];
     sign(&d, SN_AUTH_AGENT, "sn00-t01", "telemetry:write", 1000, 4000000000, "a1", tok);
     expect_error(&d, 400, "POST", "/v1/nodes/sn00-t01/heartbeat", tok,
