@@ -92,7 +92,21 @@ static const char usage_preempt[] =
     "  --compare-preempt     control engine: run the policy twice on the same workload,\n"
     "                        without cooperative preemption (grace 0) and with it (the\n"
     "                        --preempt-grace given, 60 s when none), side by side\n";
-
+static const char usage_preflight[] =
+    "\nPreflight on the exact allocation (--engine control; docs/simulator.md):\n"
+    "  --preflight off|quick|full  opted-in jobs' servers check exactly their GPUs before\n"
+    "                        their ranks start (snd's preflight); a slow GPU found fails\n"
+    "                        its rank: cordoned, the job placed again (default off)\n"
+    "  --preflight-share P   share (0 to 1) of the jobs that opt in (default 1: all)\n"
+    "  --preflight-s S       seconds one check holds the job's GPUs (default 60 quick,\n"
+    "                        300 full)\n"
+    "  --preflight-detect P  probability (0 to 1) that the check finds a slow GPU under\n"
+    "                        it (default 1)\n"
+    "  --slow-rate R         slow GPUs emerging per GPU-hour (default 1.97e-06, a tenth of\n"
+    "                        the failure rate; both engines)\n"
+    "  --compare-preflight   control engine: run the policy twice on the same workload,\n"
+    "                        without a preflight and with it (the --preflight given, quick\n"
+    "                        when none), side by side\n";
 
 struct opts {
     const char *cluster, *trace, *svg_dir, *pools;
@@ -100,6 +114,8 @@ struct opts {
     const char *jobs_csv; /* appended */
     bool compare, json, timing;
     bool compare_preempt;  /* appended: grace 0 and grace preempt_grace_s, side by side */
+    bool compare_preflight; /* appended: preflight off and preflight_mode, side by side */
+    int run_preflight[SN_SCHED_POLICY_COUNT + 2];  /* each run's preflight_mode */
     double run_grace_s[SN_SCHED_POLICY_COUNT + 2]; /* each run's preempt grace */
     uint32_t limit, tenants;
     struct sn_sim_config cfg;
@@ -176,6 +192,10 @@ static int parse_number(struct opts *o, const char *flag, const char *v)
         {"--power-util", &c->sched.power_util, 0, 2, "a share of TDP from 0 to 2"},
         {"--preempt-grace", &c->preempt_grace_s, 0, 86400, "seconds from 0 to 86400"},
         {"--preempt-checkpoint", &c->preempt_ckpt_p, 0, 1, "a probability from 0 to 1"},
+        {"--preflight-share", &c->preflight_share, 0, 1, "a share from 0 to 1"},
+        {"--preflight-s", &c->preflight_s, 1, 86400, "seconds from 1 to 86400"},
+        {"--preflight-detect", &c->preflight_detect_p, 0, 1, "a probability from 0 to 1"},
+        {"--slow-rate", &c->fm.slow_per_gpu_hour, 0, 1, "a rate per GPU-hour from 0 to 1"},
     };
     for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
         if (strcmp(flag, d[i].flag) != 0)
@@ -225,6 +245,14 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
     } else if (strcmp(flag, "--health") == 0) {
         if (!parse_onoff(v, &o->cfg.sched.health_exclusion))
             return bad(flag, v, "on or off");
+    } else if (strcmp(flag, "--preflight") == 0) {
+        static const char *const modes[] = {"off", "quick", "full"};
+        int m = 0;
+        while (m < 3 && strcmp(v, modes[m]) != 0)
+            m++;
+        if (m == 3)
+            return bad(flag, v, "off, quick or full");
+        o->cfg.preflight_mode = m;
     } else if (strcmp(flag, "--ckpt") == 0) {
         if (strcmp(v, "fixed") == 0)
             o->cfg.ckpt = SN_CKPT_FIXED;
@@ -233,7 +261,8 @@ static int parse_value(struct opts *o, const char *flag, const char *v)
         else
             return bad(flag, v, "fixed or young-daly");
     } else {
-        fprintf(stderr, "sn sim: unknown option '%s'\n%s%s", flag, usage_text, usage_preempt);
+        fprintf(stderr, "sn sim: unknown option '%s'\n%s%s%s", flag, usage_text, usage_preempt,
+                usage_preflight);
         return SN_EXIT_USAGE;
     }
     return SN_EXIT_OK;
@@ -250,6 +279,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (sn_cli_is_help(a)) {
             fputs(usage_text, stdout);
             fputs(usage_preempt, stdout);
+            fputs(usage_preflight, stdout);
             return -1;
         }
         if (strcmp(a, "--borrow") == 0) {
@@ -258,6 +288,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         if (strcmp(a, "--compare-preempt") == 0) {
             o->compare_preempt = true;
+            continue;
+        }
+        if (strcmp(a, "--compare-preflight") == 0) {
+            o->compare_preflight = true;
             continue;
         }
         if (strcmp(a, "--compare") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--timing") == 0) {
@@ -274,8 +308,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return rc;
     }
     if (!o->cluster || !o->trace) {
-        fprintf(stderr, "sn sim: --cluster and --trace are required\n%s%s", usage_text,
-                usage_preempt);
+        fprintf(stderr, "sn sim: --cluster and --trace are required\n%s%s%s", usage_text,
+                usage_preempt, usage_preflight);
         return SN_EXIT_USAGE;
     }
     if (o->cfg.comm.tp_fraction + o->cfg.comm.dp_fraction >= 1) {
@@ -289,10 +323,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         "(cooperative preemption is lib/control's)\n");
         return SN_EXIT_USAGE;
     }
-    if (o->compare_preempt && o->compare) {
-        fprintf(stderr, "sn sim: --compare-preempt and --compare: use one of them\n");
+    if ((o->compare_preflight || o->cfg.preflight_mode > 0) &&
+        o->cfg.engine != SN_SIM_ENGINE_CONTROL) {
+        fprintf(stderr, "sn sim: --preflight and --compare-preflight need --engine control "
+                        "(the preflight is lib/control's)\n");
         return SN_EXIT_USAGE;
     }
+    if (o->compare + o->compare_preempt + o->compare_preflight > 1) {
+        fprintf(stderr, "sn sim: --compare, --compare-preempt and --compare-preflight: use one "
+                        "of them\n");
+        return SN_EXIT_USAGE;
+    }
+    if (o->compare_preflight && o->cfg.preflight_mode == 0)
+        o->cfg.preflight_mode = 1;
     if (o->compare_preempt && !(o->cfg.preempt_grace_s > 0))
         o->cfg.preempt_grace_s = 60;
     o->cfg.tenants = o->tenants;
@@ -415,6 +458,11 @@ static const char *const class_label[SN_SIM_SIZE_CLASSES + 1] = {"all", "1", "2-
         printf("\n");                                                                              \
     } while (0)
 
+static const char *preflight_name(int mode)
+{
+    return mode == 2 ? "full" : mode == 1 ? "quick" : "off";
+}
+
 static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
                         struct sn_sim_result *const *res, int n)
 {
@@ -435,6 +483,12 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
             printf(" %16.0f", o->run_grace_s[p]);
         printf("\n");
     }
+    if (control && (o->compare_preflight || o->cfg.preflight_mode > 0)) {
+        printf("%-34s", "preflight");
+        for (int p = 0; p < n; p++)
+            printf(" %16s", preflight_name(o->run_preflight[p]));
+        printf("\n");
+    }
     ROW("jobs finished", PRIu32, r->jobs_done);
     ROW("jobs unfinished", PRIu32, r->jobs_unfinished);
     if (control)
@@ -451,6 +505,11 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
     ROW("  of which replaced on spares", PRIu64, r->replacements);
     ROW("failures", PRIu64, r->failures[0] + r->failures[1] + r->failures[2] + r->failures[3]);
     ROW("slow GPUs", PRIu64, r->slow_gpus);
+    if (control && (o->compare_preflight || o->cfg.preflight_mode > 0)) {
+        ROW("preflights", PRIu64, r->preflights);
+        ROW("  of which failed (requeued)", PRIu64, r->preflight_fails);
+        ROW("preflight GPU-hours", ".1f", r->preflight_gpu_h);
+    }
     ROW("starts with split groups", PRIu64, r->groups_split);
     ROW("starts with cross-supernode groups", PRIu64, r->groups_cross);
     char label[64];
@@ -532,6 +591,14 @@ static void print_json(const struct opts *o, const struct sn_model *m,
         if (r && o->cfg.engine == SN_SIM_ENGINE_CONTROL &&
             (o->compare_preempt || o->cfg.preempt_grace_s > 0))
             json_object_set_new(r, "preempt_grace_s", json_real(o->run_grace_s[p]));
+        if (r && o->cfg.engine == SN_SIM_ENGINE_CONTROL &&
+            (o->compare_preflight || o->cfg.preflight_mode > 0)) {
+            json_object_set_new(r, "preflight", json_string(preflight_name(o->run_preflight[p])));
+            json_object_set_new(r, "preflights", json_integer((json_int_t)res[p]->preflights));
+            json_object_set_new(r, "preflight_fails",
+                                json_integer((json_int_t)res[p]->preflight_fails));
+            json_object_set_new(r, "preflight_gpu_h", json_real(res[p]->preflight_gpu_h));
+        }
         json_array_append_new(runs, r);
     }
     json_t *root = json_pack(
@@ -777,12 +844,16 @@ int cmd_sim(int argc, char **argv)
         o.cfg.clock_ns = clock_ns;
     }
     double grace = o.cfg.preempt_grace_s;
-    int runs = o.compare ? SN_SCHED_POLICY_COUNT : o.compare_preempt ? 2 : 1;
+    int preflight = o.cfg.preflight_mode;
+    int runs = o.compare ? SN_SCHED_POLICY_COUNT : o.compare_preempt || o.compare_preflight ? 2 : 1;
     for (int k = 0; rc == SN_EXIT_OK && k < (o.compare ? SN_SCHED_POLICY_COUNT : runs); k++) {
         int p = o.compare ? k : (int)o.policy;
         /* --compare-preempt: today's eviction first, then the grace. */
         o.cfg.preempt_grace_s = o.compare_preempt && k == 0 ? 0 : grace;
         o.run_grace_s[n] = o.cfg.preempt_grace_s;
+        /* --compare-preflight: without a preflight first, then with it. */
+        o.cfg.preflight_mode = o.compare_preflight && k == 0 ? 0 : preflight;
+        o.run_preflight[n] = o.cfg.preflight_mode;
         if (isatty(STDERR_FILENO))
             fprintf(stderr, "\rsn sim: running %s (%d of %d)...", sn_sched_policy_name(p), n + 1,
                     runs);

@@ -209,10 +209,12 @@ struct pool_body {
     char kind[64];
     int64_t priority;
     bool preemptible;
+    char preflight[8]; /* pools: quick, full or off for its jobs (lib/control/preflight.c) */
 };
 static const struct sn_api_field pool_fields[] = {
     {"name", SN_API_NAME, true, 1, 63, offsetof(struct pool_body, name)},
     {"kind", SN_API_NAME, true, 1, 63, offsetof(struct pool_body, kind)},
+    {"preflight", SN_API_NAME, false, 1, 7, offsetof(struct pool_body, preflight)},
 };
 static const struct sn_api_field class_fields[] = {
     {"name", SN_API_NAME, true, 1, 63, offsetof(struct pool_body, name)},
@@ -225,10 +227,10 @@ static enum MHD_Result post_named(struct snd *d, struct snd_req *r, bool is_clas
     struct pool_body b = {0};
     uint32_t present;
     enum MHD_Result ret;
-    if (!snd_decode(d, r, is_class ? class_fields : pool_fields, is_class ? 3 : 2, &b, &present,
-                    &ret))
+    if (!snd_decode(d, r, is_class ? class_fields : pool_fields, 3, &b, &present, &ret))
         return ret;
-    struct sn_control_named_def def = {is_class, b.name, b.kind, b.priority, b.preemptible};
+    struct sn_control_named_def def = {
+        is_class, b.name, b.kind, b.priority, b.preemptible, b.preflight[0] ? b.preflight : NULL};
     struct sn_store_write w;
     struct sn_control_refusal why;
     json_t *reply;

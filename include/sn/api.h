@@ -85,7 +85,7 @@ struct sn_api_job {
      * (absent on that task itself). */
     int64_t array_id;
     int64_t array_max_running;
-    char preflight[8]; /* "quick" or "off" (lib/control/preflight.c); "": the config's default */
+    char preflight[8]; /* "quick", "full" or "off" (lib/control/preflight.c); "": the config's default */
 };
 extern const struct sn_api_field sn_api_job_fields[];
 extern const size_t sn_api_job_field_count;

@@ -250,6 +250,7 @@ struct sn_control_job {
      * reported); preflight_done bit k: its k-th server (rank order) passed;
      * preflight_s: seconds spent in preflights over all its runs. */
     bool preflight_wait;
+    bool preflight_full; /* this run's check is full (probe + all-reduce), else quick */
     uint32_t preflight_servers, preflight_done_n;
     uint64_t *preflight_done;
     int64_t preflight_since_s, preflight_s;
@@ -748,6 +749,7 @@ struct sn_control_named_def {
     const char *kind; /* pools: dedicated, mixed or elastic */
     int64_t priority; /* classes */
     bool preemptible; /* classes */
+    const char *preflight; /* pools: quick, full or off for its jobs; NULL: none */
 };
 /* *reply: the definition as the API shows it (the caller owns it). */
 bool sn_control_named_define(struct sn_control *c, const struct sn_control_named_def *def,

@@ -303,6 +303,18 @@ struct sn_sim_config {
      * within the grace) with probability preempt_ckpt_p (0..1). */
     double preempt_grace_s;
     double preempt_ckpt_p;
+    /* Preflight (control engine; snd's preflight, docs/simulator.md
+     * "Preflight"): preflight_mode 0 off, 1 quick, 2 full; a share
+     * preflight_share (0..1) of the jobs opt in (their spec's preflight),
+     * drawn at submission from a stream of their own. Each start holds the
+     * job's GPUs preflight_s (0: 60 quick, 300 full) before its ranks
+     * start; each slow GPU under the check is found with probability
+     * preflight_detect_p (0..1), and the agents' reports then fail its rank
+     * (snd cordons it as snd:preflight and requeues the job). */
+    int preflight_mode;
+    double preflight_share;
+    double preflight_s;
+    double preflight_detect_p;
 };
 void sn_sim_config_defaults(struct sn_sim_config *config);
 
@@ -326,6 +338,11 @@ struct sn_sim_result {
     uint32_t jobs_failed; /* control engine: failed by a rank's exit (in jobs_unfinished) */
     uint64_t preemptions, interruptions, failures[SN_FAIL_CLASS_COUNT], slow_gpus;
     uint64_t replacements; /* interruptions handled in place on spares (counted in both) */
+    /* Control engine with a preflight: checks run (one per start of an
+     * opted-in job), those that failed (the job requeued, not counted in
+     * interruptions), the GPU-hours the checks held (busy, not useful). */
+    uint64_t preflights, preflight_fails;
+    double preflight_gpu_h;
     uint64_t groups_split, groups_cross;             /* starts with such placements */
     struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
     struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];

@@ -110,9 +110,10 @@ bool sn_control_admit(const struct sn_control *d, const char *tenant, struct sn_
         sn_control_refuse(why, 422, "over_quota", shape_field, "%s", shape_msg);
         return false;
     }
-    if (b->preflight[0] && strcmp(b->preflight, "quick") != 0 && strcmp(b->preflight, "off") != 0) {
+    if (b->preflight[0] && strcmp(b->preflight, "quick") != 0 &&
+        strcmp(b->preflight, "full") != 0 && strcmp(b->preflight, "off") != 0) {
         sn_control_refuse(why, 400, "invalid_field", "preflight",
-                          "field 'preflight': '%s' is not quick or off", b->preflight);
+                          "field 'preflight': '%s' is not quick, full or off", b->preflight);
         return false;
     }
     const char *paths[2] = {b->data_path, b->checkpoint_path};

@@ -83,9 +83,15 @@ bool sn_control_named_define(struct sn_control *c, const struct sn_control_named
         strcmp(def->kind, "elastic"))
         return refuse(why, 400, "invalid_field", "kind",
                       "kind '%s': expected dedicated, mixed or elastic", def->kind);
+    const char *pf = def->is_class ? NULL : def->preflight;
+    if (pf && strcmp(pf, "quick") && strcmp(pf, "full") && strcmp(pf, "off"))
+        return refuse(why, 400, "invalid_field", "preflight",
+                      "preflight '%s': expected quick, full or off", pf);
     json_t *doc = def->is_class ? json_pack("{s:I,s:b}", "priority", (json_int_t)def->priority,
                                             "preemptible", def->preemptible)
                                 : json_pack("{s:s}", "kind", def->kind);
+    if (doc && pf)
+        json_object_set_new(doc, "preflight", json_string(pf));
     char *text;
     bool ok = def->is_class ? named_put(&c->classes, &c->n_classes, def->name, doc, &text, why)
                             : named_put(&c->pools, &c->n_pools, def->name, doc, &text, why);

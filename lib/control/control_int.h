@@ -156,6 +156,13 @@ void sn__control_preflight_end(struct sn_control *c, struct sn_control_job *j);
 void sn__control_preflight_result(struct sn_control *c, uint32_t s, const char *text,
                                   const char *evidence);
 void sn__control_preflight_timer(struct sn_control *c);
+/* preflight.c: a replacement in place preflights the new run; the wait and
+ * the time spent in the runtime facts (run text), loaded with the job, and
+ * a loaded running job's wait started afresh (restore). */
+void sn__control_preflight_replace(struct sn_control *c, struct sn_control_job *j);
+void sn__control_preflight_run_text(const struct sn_control_job *j, json_t *run);
+void sn__control_preflight_load(struct sn_control_job *j, const json_t *run);
+void sn__control_preflight_restore(struct sn_control *c, struct sn_control_job *j);
 
 /* offenders.c (sn/parts.h): a finding on GPU g's part (health.c's act());
  * PARTS; the auto-resume of a report (after its verdicts); REPAIR and

@@ -552,6 +552,7 @@ static void on_replace(struct sn_control *d, uint32_t sid, double now)
     j->requeues++;
     j->start_s = j->updated_s = (int64_t)now;
     sn__control_imex_replace(d, j, old, n);
+    sn__control_preflight_replace(d, j);
     char msg[160];
     snprintf(msg, sizeof(msg), "replaced in place: %u failed GPU(s) swapped for spares, run %u",
              swapped, j->requeues);
@@ -913,6 +914,7 @@ static enum sn_err restore_jobs(struct sn_control *d, struct sn_error *err)
             if (j->ckpt_path && j->ckpt_time_s >= j->start_s)
                 sn_sched_set_checkpoint(d->sched, j->sched_id, (double)j->ckpt_time_s);
             sn__control_imex_restore(d, j);
+            sn__control_preflight_restore(d, j);
             sn_control_ckpt_on_start(d, j);
             /* Their agents are expected back within the heartbeat timeout. */
             for (uint32_t i = 0; i < j->n_alloc; i++)

@@ -368,6 +368,8 @@ char *sn_control_job_run_text(const struct sn_control_job *job)
         sn__control_imex_run_text(job, o);
     if (o)
         sn__control_preempt_run_text(job, o);
+    if (o)
+        sn__control_preflight_run_text(job, o);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;

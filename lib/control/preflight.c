@@ -21,11 +21,16 @@
  * start is requeued (TIMER). The seconds spent waiting are summed over
  * its runs (job JSON preflight_s; preflight_state "running" during one).
  *
+ * A run that swaps GPUs for spares in place (replace_in_place) is a new
+ * run on a new allocation: it preflights again, every server of it.
+ *
+ * Durable: the wait (preflight_wait, preflight_check) and the seconds
+ * spent (preflight_s) are in the job's runtime facts, so a restarted snd
+ * keeps the ranks of a waiting job held; the restore starts its wait
+ * afresh (every server reports again, a new timeout from the restore).
+ *
  * Invariant: preflight_waiting counts the running jobs with
  * preflight_wait set.
- *
- * Not durable yet: a restarted snd loads a running job without its wait,
- * so its ranks are released (TODO: runtime facts as imex.c).
  */
 #include "control_int.h"
 
@@ -38,15 +43,25 @@ bool sn_control_preflight_waiting(const struct sn_control_job *j)
     return j->state == SN_CONTROL_JOB_RUNNING && j->preflight_wait;
 }
 
-/* Whether job j asks for a preflight under the configuration. */
-static bool wanted(const struct sn_control *c, const struct sn_control_job *j)
+/* The check job j asks for under the configuration: 0 none, 1 quick (the
+ * GPU probe on each server), 2 full (the probe and an all-reduce across
+ * the allocation). Its spec's preflight first, else its pool's (an API
+ * pool's preflight), else preflight_default. */
+static int wanted(const struct sn_control *c, const struct sn_control_job *j)
 {
     const char *mode = json_string_value(json_object_get(j->spec, "preflight"));
+    const char *pool = json_string_value(json_object_get(j->spec, "pool"));
+    struct sn_control_named *p =
+        !mode && pool ? sn_control_named_find(c->pools, c->n_pools, pool) : NULL;
+    if (p)
+        mode = json_string_value(json_object_get(p->doc, "preflight"));
     if (mode && strcmp(mode, "off") == 0)
-        return false;
+        return 0;
     if (mode && strcmp(mode, "quick") == 0)
-        return true;
-    return c->cfg.preflight_default == 1;
+        return 1;
+    if (mode && strcmp(mode, "full") == 0)
+        return 2;
+    return c->cfg.preflight_default == 1 ? 1 : 0;
 }
 
 /* The job's servers in rank order of their first rank (caller frees). */
@@ -80,8 +95,10 @@ static uint32_t server_index(const struct sn_control *c, const struct sn_control
 void sn__control_preflight_start(struct sn_control *c, struct sn_control_job *j)
 {
     j->preflight_wait = false;
-    if (!wanted(c, j))
+    int mode = wanted(c, j);
+    if (!mode)
         return;
+    j->preflight_full = mode == 2;
     uint32_t *servers = NULL, n = job_servers(c, j, &servers);
     free(servers);
     free(j->preflight_done);
@@ -115,6 +132,52 @@ void sn__control_preflight_end(struct sn_control *c, struct sn_control_job *j)
     free(j->preflight_done);
     j->preflight_done = NULL;
     j->preflight_servers = j->preflight_done_n = 0;
+}
+
+void sn__control_preflight_replace(struct sn_control *c, struct sn_control_job *j)
+{
+    sn__control_preflight_end(c, j); /* the old run's wait, if any, ends here */
+    sn__control_preflight_start(c, j);
+}
+
+void sn__control_preflight_run_text(const struct sn_control_job *j, json_t *run)
+{
+    if (j->preflight_s > 0)
+        json_object_set_new(run, "preflight_s", json_integer(j->preflight_s));
+    if (!sn_control_preflight_waiting(j))
+        return;
+    json_object_set_new(run, "preflight_wait", json_true());
+    json_object_set_new(run, "preflight_check", json_string(j->preflight_full ? "full" : "quick"));
+}
+
+void sn__control_preflight_load(struct sn_control_job *j, const json_t *run)
+{
+    j->preflight_s = json_integer_value(json_object_get(run, "preflight_s"));
+    j->preflight_wait =
+        j->state == SN_CONTROL_JOB_RUNNING && json_is_true(json_object_get(run, "preflight_wait"));
+    const char *check = json_string_value(json_object_get(run, "preflight_check"));
+    j->preflight_full = check && strcmp(check, "full") == 0;
+}
+
+void sn__control_preflight_restore(struct sn_control *c, struct sn_control_job *j)
+{
+    if (!j->preflight_wait)
+        return;
+    uint32_t *servers = NULL, n = job_servers(c, j, &servers);
+    free(servers);
+    free(j->preflight_done);
+    j->preflight_done = calloc((n + 63) / 64 + 1, sizeof(uint64_t));
+    if (!j->preflight_done) {
+        j->preflight_wait = false;
+        c->fx.fatal = true;
+        return;
+    }
+    j->preflight_servers = n;
+    j->preflight_done_n = 0;
+    j->preflight_since_s = sn_control_now_s(c); /* its agents get the timeout again */
+    c->preflight_waiting++;
+    sn_control_log(c, "job %lld: restored waiting for its preflight on %u servers",
+                   (long long)j->id, n);
 }
 
 static void requeue(struct sn_control *c, struct sn_control_job *j, const char *why)
@@ -217,8 +280,8 @@ static void result_one(struct sn_control *c, uint32_t s, int64_t id, int64_t run
     stop(c, j);
     c->preflight_passed++;
     char msg[128];
-    snprintf(msg, sizeof(msg), "preflight passed on its %u servers: ranks released",
-             j->preflight_servers);
+    snprintf(msg, sizeof(msg), "preflight (%s) passed on its %u servers: ranks released",
+             j->preflight_full ? "full" : "quick", j->preflight_servers);
     sn_control_job_rows(c, j, "preflight-pass", msg);
 }
 
@@ -274,7 +337,7 @@ void sn_control_preflight_assignment(const struct sn_control_job *j, json_t *o)
     if (!sn_control_preflight_waiting(j))
         return;
     json_object_set_new(o, "ranks_released", json_false());
-    json_object_set_new(o, "preflight", json_string("quick"));
+    json_object_set_new(o, "preflight", json_string(j->preflight_full ? "full" : "quick"));
 }
 
 void sn_control_preflight_json(const struct sn_control_job *j, json_t *o)
@@ -283,6 +346,7 @@ void sn_control_preflight_json(const struct sn_control_job *j, json_t *o)
     if (!sn_control_preflight_waiting(j))
         return;
     json_object_set_new(o, "preflight_state", json_string("running"));
+    json_object_set_new(o, "preflight_check", json_string(j->preflight_full ? "full" : "quick"));
     json_object_set_new(o, "ranks_released", json_false());
     char detail[160];
     snprintf(detail, sizeof(detail), "preflight passed on %u of %u servers since %lld",

@@ -39,6 +39,7 @@ static enum sn_err load_job(struct sn_control *ctl, const struct sn_store_write 
     job->master_port = (int32_t)json_integer_value(json_object_get(run, "master_port"));
     sn_control_goodput_load(job, run);
     sn__control_imex_load(job, run);
+    sn__control_preflight_load(job, run);
     sn__control_preempt_load(job, run);
     const char *iso = json_string_value(json_object_get(run, "isolation"));
     job->isolation = iso ? strdup(iso) : NULL;

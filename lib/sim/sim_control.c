@@ -53,7 +53,20 @@
  *
  * Slow GPUs are drawn as the sched engine draws them (their own random
  * stream); once found, health exclusion cordons them as snd:health does
- * (on_slow). Not modelled here (the sched engine has them): re-rating of
+ * (on_slow).
+ *
+ * Preflight (preflight_mode > 0): a share of the jobs opt in through
+ * their spec's preflight (quick or full; drawn at submission from the
+ * preflight stream). lib/control holds an opted-in run's ranks (its
+ * preflight wait); the run's GPUs are busy from its start, its work
+ * begins preflight_s later (then the restart), and at that time the
+ * agent of each of its live servers reports (PREFLIGHT): its ranks on a
+ * slow GPU, each found with probability preflight_detect_p (same stream),
+ * fail; else it passes. On a failure the control cordons the GPUs as
+ * snd:preflight and requeues the job (counted in preflight_fails, not in
+ * interruptions); the cordon is lifted when the GPU is replaced, as
+ * health's. A silent agent never reports: the host's loss requeues the
+ * job, as in snd. Not modelled here (the sched engine has them): re-rating of
  * jobs whose GPUs turn slow or whose uplinks load changes (a run's rate is
  * set at its start), the sched engine's move of a job off a slow GPU at
  * its next checkpoint (snd does not move it), and the estimate's refresh
@@ -74,7 +87,7 @@
 #define CLOCK_BASE_MS 1000000000LL /* virtual time 0: lib/control reads 0 as "never" */
 #define MAX_CLASSES 256            /* distinct trace priorities (priority classes) */
 
-enum { EV_CKPT = 100, EV_TIMER, EV_JIT, EV_DEADLINE }; /* beside sim_int.h's kinds */
+enum { EV_CKPT = 100, EV_TIMER, EV_JIT, EV_DEADLINE, EV_PREFLIGHT }; /* beside sim_int.h's kinds */
 
 struct csim {
     struct sim x; /* x.s is the control's core */
@@ -94,6 +107,8 @@ struct csim {
     double *jit_saved, *sig_progress;
     struct sn_rng jit_rng;
     struct sn_rng slow_rng; /* slow GPUs: their own stream (on_slow) */
+    struct sn_rng pf_rng;   /* preflight: opt-in and detection draws */
+    uint8_t *pf_wait;       /* by workload index: its run waits for its preflight */
     int32_t classes[MAX_CLASSES];
     uint32_t n_classes;
 };
@@ -135,6 +150,9 @@ static void stall(struct csim *cs, uint32_t i)
     struct sim_job *j = &cs->x.jobs[i];
     if (cs->stalled[i])
         return;
+    if (cs->pf_wait[i]) /* its preflight's time so far */
+        cs->x.r->preflight_gpu_h += cs->x.w->jobs[i].gpus * (cs->x.now - j->run_start) / 3600;
+    cs->pf_wait[i] = 0;
     j->progress = sn__sim_progress_at(j, cs->x.now);
     j->seg_start = cs->x.now;
     j->rate_eff = 0;
@@ -148,6 +166,12 @@ static bool on_dead_host(const struct csim *cs, const struct sn_control_job *j)
         if (cs->host_down[cs->x.m->gpu_server[j->alloc[k]]])
             return true;
     return false;
+}
+
+/* A check's duration: the configured one, else quick 60 s, full 300 s. */
+static double preflight_s(const struct sn_sim_config *c, bool full)
+{
+    return c->preflight_s > 0 ? c->preflight_s : full ? 300 : 60;
 }
 
 static enum sn_err start_run(struct csim *cs, uint32_t i, const struct sn_control_job *cj,
@@ -179,9 +203,17 @@ static enum sn_err start_run(struct csim *cs, uint32_t i, const struct sn_contro
     x->r->groups_split += info.groups_split;
     x->r->groups_cross += info.groups_cross_sn;
     x->r->decisions++;
+    cs->pf_wait[i] = 0;
     if (on_dead_host(cs, cj)) { /* placed on a server whose agent is gone */
         stall(cs, i);
         return SN_OK;
+    }
+    if (cj->preflight_wait) { /* the check first, then the restart and the work */
+        double pf = preflight_s(x->cfg, cj->preflight_full);
+        cs->pf_wait[i] = 1;
+        j->seg_start += pf;
+        x->r->preflights++;
+        return sn__sim_push(x, x->now + pf, EV_PREFLIGHT, i, j->gen, 0, err);
     }
     return schedule_run(cs, i, err);
 }
@@ -197,6 +229,9 @@ static void stop_run(struct csim *cs, uint32_t i)
         saved = cs->jit_saved[i]; /* a just-in-time checkpoint on the signal */
     cs->jit_saved[i] = -1;
     sn_goodput_add_run(&x->gp, x->w->jobs[i].gpus, x->now - j->run_start, saved, true);
+    if (cs->pf_wait[i])
+        x->r->preflight_gpu_h += x->w->jobs[i].gpus * (x->now - j->run_start) / 3600;
+    cs->pf_wait[i] = 0;
     j->remaining -= saved;
     j->gen++;
     cs->stalled[i] = 0;
@@ -236,8 +271,11 @@ static enum sn_err sync_job(struct csim *cs, int64_t id, const char *event, stru
         bool preempted = (event && strcmp(event, "preempted") == 0) ||
                          (cj->state == SN_CONTROL_JOB_REQUEUED && cj->detail &&
                           strncmp(cj->detail, "preempted", 9) == 0);
+        /* preflight-fail, preflight-refused, or a preflight's timeout. */
+        bool preflight = event && strncmp(event, "preflight", 9) == 0;
         x->r->preemptions += preempted;
-        x->r->interruptions += !preempted;
+        x->r->interruptions += !preempted && !preflight;
+        x->r->preflight_fails += preflight;
         x->r->replacements += event && strcmp(event, "replaced") == 0;
     }
     cs->run_seq[i] = 0;
@@ -453,6 +491,9 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
         (int64_t)llround((c->sched.memory_oversell > 0 ? c->sched.memory_oversell : 1) * 100);
     cc->power_util_pct = (int64_t)llround(c->sched.power_util * 100);
     cc->preempt_grace_s = (int64_t)llround(c->preempt_grace_s > 0 ? c->preempt_grace_s : 0);
+    /* The agents report when the check is done; the timeout is only for
+     * a server that never does (as snd's 120 s default over a quick one). */
+    cc->preflight_timeout_s = (int64_t)ceil(preflight_s(c, c->preflight_mode == 2)) + 60;
     size_t len = 0;
     for (uint32_t b = 0; c->borrow && b < spec->n_pools; b++)
         for (uint32_t l = 0; l < spec->n_pools; l++) {
@@ -485,12 +526,14 @@ static enum sn_err setup(struct csim *cs, struct sn_error *err)
     cs->gpu_down = calloc(x->m->n_gpus + 1, 1);
     cs->jit_saved = malloc((size_t)(n ? n : 1) * sizeof(double));
     cs->sig_progress = calloc(n ? n : 1, sizeof(double));
+    cs->pf_wait = calloc(n ? n : 1, 1);
     for (uint32_t i = 0; cs->jit_saved && i < n; i++)
         cs->jit_saved[i] = -1;
     sn_rng_seed(&cs->jit_rng, x->cfg->seed ^ 0x9e3779b97f4a7c15ULL);
     sn_rng_seed(&cs->slow_rng, x->cfg->seed ^ 0xd1b54a32d192ed03ULL);
+    sn_rng_seed(&cs->pf_rng, x->cfg->seed ^ 0x94d049bb133111ebULL);
     if (!cs->wid || !cs->cid || !cs->run_seq || !cs->stalled || !cs->host_down || !cs->gpu_down ||
-        !cs->jit_saved || !cs->sig_progress)
+        !cs->jit_saved || !cs->sig_progress || !cs->pf_wait)
         return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for %u jobs", n);
     x->n_pools = x->m->spec->n_pools <= SN_SCHED_MAX_POOLS ? x->m->spec->n_pools : 0;
     for (uint32_t p = 0; p < x->n_pools; p++)
@@ -566,6 +609,10 @@ static enum sn_err submit_next(struct csim *cs, struct sn_error *err)
     if (c->ckpt == SN_CKPT_YOUNG_DALY && c->ckpt_cost_s > 0)
         json_object_set_new(spec, "checkpoint_write_s",
                             json_integer((json_int_t)ceil(c->ckpt_cost_s)));
+    if (c->preflight_mode > 0 &&
+        (c->preflight_share >= 1 || sn_rng_uniform(&cs->pf_rng) < c->preflight_share))
+        json_object_set_new(spec, "preflight",
+                            json_string(c->preflight_mode == 2 ? "full" : "quick"));
     j->spec = spec;
     j->id = cs->ctl->next_job_id;
     snprintf(j->tenant, sizeof(j->tenant), "%s", tenant);
@@ -658,6 +705,67 @@ static enum sn_err on_deadline(struct csim *cs, const struct event *e, struct sn
                        err);
     return rc == SN_OK ? apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_TIMER}, err)
                        : rc;
+}
+
+/* Job i's preflight is done (preflight_s after its start): the agent of
+ * each of its live servers reports, in the order of their first ranks,
+ * its ranks on a slow GPU found (each with probability preflight_detect_p)
+ * or a pass. A failure requeues the job (sync_job), which ends the loop;
+ * once every server passed the control releases the ranks and the work
+ * begins (schedule_run from seg_start: the restart after the check). */
+static enum sn_err on_preflight(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    uint32_t i = e->a;
+    if (x->jobs[i].gen != e->b || !cs->run_seq[i] || !cs->pf_wait[i])
+        return SN_OK;
+    const struct sn_control_job *cj = sn_control_job_get(cs->ctl, cs->cid[i]);
+    uint64_t seq = cs->run_seq[i];
+    uint32_t n = cj->n_alloc;
+    uint8_t *done = calloc(x->m->n_servers + 1, 1);
+    if (!done)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory");
+    enum sn_err rc = SN_OK;
+    for (uint32_t r0 = 0; r0 < n && rc == SN_OK && cs->run_seq[i] == seq; r0++) {
+        cj = sn_control_job_get(cs->ctl, cs->cid[i]);
+        uint32_t s = x->m->gpu_server[cj->alloc[r0]];
+        if (done[s] || cs->host_down[s])
+            continue;
+        done[s] = 1;
+        char text[512], evidence[256];
+        int len = snprintf(text, sizeof(text), "%lld:%u:", (long long)cj->id, cj->requeues);
+        size_t at = (size_t)len, bad = 0;
+        evidence[0] = '\0';
+        for (uint32_t r = r0; r < n; r++) {
+            uint32_t g = cj->alloc[r];
+            if (x->m->gpu_server[g] != s || !x->gpu_slow[g] ||
+                !(sn_rng_uniform(&cs->pf_rng) < x->cfg->preflight_detect_p))
+                continue;
+            int k = snprintf(text + at, sizeof(text) - at, "%s%u", bad ? "/" : "fail:", r);
+            if (k < 0 || (size_t)k >= sizeof(text) - at)
+                break;
+            at += (size_t)k;
+            if (!bad++)
+                snprintf(evidence, sizeof(evidence), "GPU %u at %.0f %% speed (simulated)", g,
+                         x->cfg->fm.slow_speed * 100);
+        }
+        if (!bad)
+            snprintf(text + at, sizeof(text) - at, "pass");
+        rc = apply(cs,
+                   (struct sn_control_event){.kind = SN_CONTROL_EVENT_PREFLIGHT,
+                                             .id = s,
+                                             .text = text,
+                                             .detail = evidence[0] ? evidence : NULL,
+                                             .actor = "sim"},
+                   err);
+    }
+    free(done);
+    cj = sn_control_job_get(cs->ctl, cs->cid[i]);
+    if (rc != SN_OK || cs->run_seq[i] != seq || !cj || cj->preflight_wait)
+        return rc; /* requeued, or a server not heard from: the control decides */
+    cs->pf_wait[i] = 0;
+    x->r->preflight_gpu_h += x->w->jobs[i].gpus * preflight_s(x->cfg, cj->preflight_full) / 3600;
+    return schedule_run(cs, i, err);
 }
 
 static uint32_t job_of_gpu(const struct csim *cs, uint32_t g)
@@ -762,13 +870,14 @@ static enum sn_err software_fault(struct csim *cs, uint64_t pick, struct sn_erro
 {
     struct sim *x = &cs->x;
     uint32_t n_run = 0;
+    /* A run waiting for its preflight has no ranks started to fault. */
     for (uint32_t i = 0; i < x->next_submit; i++)
-        n_run += cs->run_seq[i] && !cs->stalled[i];
+        n_run += cs->run_seq[i] && !cs->stalled[i] && !cs->pf_wait[i];
     if (n_run == 0)
         return SN_OK;
     uint32_t k = (uint32_t)(pick % n_run);
     for (uint32_t i = 0; i < x->next_submit; i++)
-        if (cs->run_seq[i] && !cs->stalled[i] && k-- == 0)
+        if (cs->run_seq[i] && !cs->stalled[i] && !cs->pf_wait[i] && k-- == 0)
             return apply(cs,
                          (struct sn_control_event){.kind = SN_CONTROL_EVENT_RANK_EXIT,
                                                    .job = cs->cid[i],
@@ -829,7 +938,8 @@ static enum sn_err on_repair(struct csim *cs, const struct event *e, struct sn_e
 static enum sn_err slow_admin(struct csim *cs, uint32_t g, bool cordon, struct sn_error *err)
 {
     const struct sn_control_admin *a = &cs->ctl->gpus[g];
-    bool ours = a->actor && strcmp(a->actor, "snd:health") == 0;
+    bool ours =
+        a->actor && (strcmp(a->actor, "snd:health") == 0 || strcmp(a->actor, "snd:preflight") == 0);
     if (cordon ? a->state != SN_CONTROL_ADMIN_UP
                : a->state != SN_CONTROL_ADMIN_CORDONED || !ours)
         return SN_OK;
@@ -886,6 +996,8 @@ static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_erro
         return on_jit(cs, e, err);
     case EV_DEADLINE:
         return on_deadline(cs, e, err);
+    case EV_PREFLIGHT:
+        return on_preflight(cs, e, err);
     case EV_SAMPLE:
         return sn__sim_sample(&cs->x, err);
     case EV_SNAPSHOT:
@@ -961,6 +1073,7 @@ enum sn_err sn__sim_run_control(const struct sn_model *m, const struct sn_sim_wo
     free(cs.gpu_down);
     free(cs.jit_saved);
     free(cs.sig_progress);
+    free(cs.pf_wait);
     if (rc != SN_OK) {
         sn_sim_result_free(cs.x.r);
         return rc;

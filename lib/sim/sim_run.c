@@ -115,6 +115,8 @@ void sn_sim_config_defaults(struct sn_sim_config *c)
     c->heartbeat_timeout_s = 30;
     c->partition_share_pct = 10;
     c->partition_window_s = 5;
+    c->preflight_share = 1;
+    c->preflight_detect_p = 1;
 }
 
 /* ---- heap -------------------------------------------------------------- */

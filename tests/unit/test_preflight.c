@@ -9,6 +9,12 @@
  */
 #include "control_fixture.h"
 
+#include <unistd.h>
+
+#include <sn/store.h>
+
+static int64_t fx_spares; /* spare_gpus_per_supernode of the next fx_open (replace in place) */
+
 static void fx_open(struct fx *f, int64_t preflight_default, int64_t require)
 {
     struct sn_control_config cfg = {
@@ -21,6 +27,8 @@ static void fx_open(struct fx *f, int64_t preflight_default, int64_t require)
         .preflight_default = preflight_default,
         .preflight_require = require,
         .preflight_timeout_s = 120,
+        .spare_gpus_per_supernode = fx_spares,
+        .replace_in_place = fx_spares > 0,
     };
     snprintf(cfg.sched_policy, sizeof(cfg.sched_policy), "supernode-first");
     fx_open_with(f, 1, "", &cfg);
@@ -268,6 +276,239 @@ static void opt_in_by_job_or_default(void **state)
     fx_close(&f);
 }
 
+/* preflight: full is accepted: the assignment and the job JSON say which
+ * check runs; the rest of the gate is quick's. */
+static void full_check_is_named(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 0, 0);
+    int64_t a = submit_job(&f, 8, "full"), b = submit_job(&f, 8, "quick");
+    pass(&f);
+    assert_true(job(&f, a)->preflight_full);
+    assert_false(job(&f, b)->preflight_full);
+    json_t *as = sn_control_assignment(f.c, job(&f, a), server_of(&f, a, 0), NULL);
+    assert_string_equal(json_string_value(json_object_get(as, "preflight")), "full");
+    json_decref(as);
+    as = sn_control_assignment(f.c, job(&f, b), server_of(&f, b, 0), NULL);
+    assert_string_equal(json_string_value(json_object_get(as, "preflight")), "quick");
+    json_decref(as);
+    json_t *o = sn_control_job_json(f.c, job(&f, a));
+    assert_string_equal(json_string_value(json_object_get(o, "preflight_check")), "full");
+    json_decref(o);
+    report(&f, server_of(&f, a, 0), a, "pass", NULL);
+    assert_false(sn_control_preflight_waiting(job(&f, a)));
+    fx_close(&f);
+}
+
+/* A released job loses a GPU and is replaced in place on a spare: the new
+ * run (its run number one up) preflights again on every server of the new
+ * allocation; a report for the old run changes nothing. */
+static void spare_swap_preflights_again(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_spares = 8;
+    fx_open(&f, 0, 0);
+    fx_spares = 0;
+    int64_t a = submit_job(&f, 16, "quick");
+    pass(&f);
+    uint32_t s0 = server_of(&f, a, 0), s1 = server_of(&f, a, 15);
+    report(&f, s0, a, "pass", NULL);
+    report(&f, s1, a, "pass", NULL);
+    assert_false(sn_control_preflight_waiting(job(&f, a)));
+    uint32_t bad = job(&f, a)->alloc[0];
+    advance(&f, 1000);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_ADMIN,
+                                                         .id = bad,
+                                                         .admin = SN_CONTROL_ADMIN_DOWN,
+                                                         .detail = "xid 79",
+                                                         .actor = "test"}),
+                     SN_OK);
+    struct sn_control_job *j = job(&f, a);
+    assert_int_equal(j->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(j->requeues, 1); /* replaced in place: a new run */
+    assert_int_not_equal(j->alloc[0], bad);
+    uint32_t s2 = server_of(&f, a, 0);
+    assert_true(s2 != s0 && s2 != s1);
+    assert_true(sn_control_preflight_waiting(j));
+    assert_int_equal(j->preflight_servers, 3);
+    assert_int_equal(f.c->preflight_waiting, 1);
+    assert_false(released(&f, a, s1));
+    char stale[64];
+    snprintf(stale, sizeof(stale), "%lld:0:pass", (long long)a);
+    assert_int_equal(apply(&f, (struct sn_control_event){.kind = SN_CONTROL_EVENT_PREFLIGHT,
+                                                         .id = s2,
+                                                         .text = stale}),
+                     SN_OK);
+    assert_int_equal(j->preflight_done_n, 0);
+    report(&f, s0, a, "pass", NULL);
+    report(&f, s1, a, "pass", NULL);
+    assert_true(sn_control_preflight_waiting(j));
+    report(&f, s2, a, "pass", NULL);
+    assert_false(sn_control_preflight_waiting(j));
+    assert_true(released(&f, a, s2));
+    verify(&f);
+    fx_close(&f);
+}
+
+/* The restore: the runtime facts keep whether a running job still waits
+ * for its preflight and the seconds spent. A control restored from the
+ * rows holds the waiting job's ranks (reason preflight), with a fresh
+ * wait: every server reports again, and the timeout counts from the
+ * restore; a released job stays released. */
+static bool restore_one(void *ctx, const struct sn_store_write *row)
+{
+    struct sn_control *c = ctx;
+    struct sn_error err = {0};
+    if (sn_control_restore_row(c, row, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    return true;
+}
+
+static void commit(struct sn_store *st, const struct sn_store_write *rows, size_t n)
+{
+    struct sn_error err = {0};
+    if (n && sn_store_write_sync(st, rows, n, &err) != SN_OK)
+        fail_msg("%s", err.message);
+}
+
+static int64_t submit_stored(struct fx *f, struct sn_store *st, uint32_t gpus, const char *mode)
+{
+    int64_t id = submit_job(f, gpus, mode);
+    const struct sn_control_job *j = job(f, id);
+    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
+    struct sn_store_write w = {.kind = SN_STORE_PUT_JOB,
+                               .text = {j->tenant, NULL, "pending", doc},
+                               .num = {id, j->submit_s, j->updated_s}};
+    commit(st, &w, 1);
+    free(doc);
+    return id;
+}
+
+static void restore_keeps_the_wait(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sn-preflight-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/state.db", dir);
+    struct sn_error err = {0};
+    struct sn_store *st = NULL;
+    if (sn_store_open_sqlite(path, NULL, &st, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct fx f;
+    fx_open(&f, 0, 0);
+    struct sn_store_write tenant = {.kind = SN_STORE_PUT_TENANT,
+                                    .text = {"acme", "{\"prefix\": \"/data/acme\"}"}};
+    commit(st, &tenant, 1);
+    int64_t a = submit_stored(&f, st, 16, "quick"), b = submit_stored(&f, st, 16, "full");
+    pass(&f);
+    advance(&f, 7000);
+    report(&f, server_of(&f, a, 0), a, "pass", NULL);
+    report(&f, server_of(&f, a, 15), a, "pass", NULL);
+    report(&f, server_of(&f, b, 0), b, "pass", NULL); /* b: one of its two servers */
+    assert_false(sn_control_preflight_waiting(job(&f, a)));
+    assert_true(sn_control_preflight_waiting(job(&f, b)));
+    assert_int_equal(job(&f, a)->preflight_s, 7);
+    for (size_t i = 0; i < f.out.n_batches; i++)
+        commit(st, f.out.batches[i].rows, f.out.batches[i].n);
+    sn_effects_reset(&f.out);
+
+    advance(&f, 100000); /* snd down 100 s; b started 107 s ago */
+    struct sn_control *c2 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);
+    assert_non_null(c2);
+    assert_int_equal(sn_store_load(st, restore_one, c2, &err), SN_OK);
+    if (sn_control_start(c2, &f.now, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct fx g = f;
+    g.c = c2;
+    sn_effects_init(&g.out);
+    struct sn_control_job *a2 = job(&g, a), *b2 = job(&g, b);
+    assert_int_equal(a2->state, SN_CONTROL_JOB_RUNNING);
+    assert_int_equal(b2->state, SN_CONTROL_JOB_RUNNING);
+    assert_false(sn_control_preflight_waiting(a2));
+    assert_true(released(&g, a, server_of(&g, a, 0)));
+    assert_int_equal(a2->preflight_s, 7);
+    assert_true(sn_control_preflight_waiting(b2));
+    assert_true(b2->preflight_full);
+    assert_int_equal(c2->preflight_waiting, 1);
+    assert_int_equal(b2->preflight_done_n, 0); /* every server reports again */
+    assert_int_equal(b2->preflight_since_s, g.now.wall_ms / 1000);
+    assert_string_equal(sn_control_reason(c2, b2), "preflight");
+    assert_false(released(&g, b, server_of(&g, b, 0)));
+    assert_false(released(&g, b, server_of(&g, b, 15)));
+    /* 100 s after the restart (207 s after its start): still waiting. */
+    advance(&g, 100000);
+    timer(&g);
+    assert_int_equal(b2->state, SN_CONTROL_JOB_RUNNING);
+    assert_true(sn_control_preflight_waiting(b2));
+    report(&g, server_of(&g, b, 0), b, "pass", NULL);
+    assert_true(sn_control_preflight_waiting(b2));
+    report(&g, server_of(&g, b, 15), b, "pass", NULL);
+    assert_false(sn_control_preflight_waiting(b2));
+    assert_true(released(&g, b, server_of(&g, b, 15)));
+    assert_int_equal(b2->preflight_s, 100); /* the wait since the restore */
+    assert_int_equal(c2->preflight_waiting, 0);
+    if (sn_control_verify(c2, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    sn_effects_free(&g.out);
+    sn_control_free(c2);
+
+    /* Restored again with nothing reported for 121 s: the timeout. */
+    struct sn_control *c3 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);
+    assert_non_null(c3);
+    assert_int_equal(sn_store_load(st, restore_one, c3, &err), SN_OK);
+    if (sn_control_start(c3, &f.now, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    g.c = c3;
+    sn_effects_init(&g.out);
+    g.now = f.now;
+    advance(&g, 121000);
+    timer(&g);
+    assert_int_equal(job(&g, b)->state, SN_CONTROL_JOB_REQUEUED);
+    assert_int_equal(c3->preflight_timeouts, 1);
+    sn_effects_free(&g.out);
+    sn_control_free(c3);
+    sn_store_close(st);
+    fx_close(&f);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* An API pool's preflight (POST /v1/pools "preflight") applies to the
+ * jobs of that pool whose spec says nothing; a job's own preflight wins;
+ * anything but quick, full or off is refused naming the field. */
+static void pool_preflight_applies(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, 0, 0);
+    struct sn_store_write w;
+    json_t *reply = NULL;
+    struct sn_control_refusal why;
+    struct sn_control_named_def bad = {.name = "checked", .kind = "mixed", .preflight = "slow"};
+    assert_false(sn_control_named_define(f.c, &bad, &w, &reply, &why));
+    assert_int_equal(why.status, 400);
+    assert_string_equal(why.field, "preflight");
+    struct sn_control_named_def pool = {.name = "checked", .kind = "mixed", .preflight = "full"};
+    assert_true(sn_control_named_define(f.c, &pool, &w, &reply, &why));
+    assert_string_equal(json_string_value(json_object_get(reply, "preflight")), "full");
+    json_decref(reply);
+    free((char *)w.text[1]);
+    int64_t a = submit(&f, "{\"name\":\"a\",\"gpus\":8,\"group_gpus\":8,\"pool\":\"checked\"}");
+    int64_t b = submit(&f, "{\"name\":\"b\",\"gpus\":8,\"group_gpus\":8,\"pool\":\"checked\","
+                           "\"preflight\":\"off\"}");
+    int64_t c = submit(&f, "{\"name\":\"c\",\"gpus\":8,\"group_gpus\":8}");
+    pass(&f);
+    assert_true(sn_control_preflight_waiting(job(&f, a)));
+    assert_true(job(&f, a)->preflight_full);
+    assert_int_equal(job(&f, b)->state, SN_CONTROL_JOB_RUNNING);
+    assert_false(sn_control_preflight_waiting(job(&f, b)));
+    assert_int_equal(job(&f, c)->state, SN_CONTROL_JOB_RUNNING);
+    assert_false(sn_control_preflight_waiting(job(&f, c)));
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +518,10 @@ int main(void)
         cmocka_unit_test(not_available_passes_unless_required),
         cmocka_unit_test(timeout_requeues_and_stale_runs_are_ignored),
         cmocka_unit_test(opt_in_by_job_or_default),
+        cmocka_unit_test(full_check_is_named),
+        cmocka_unit_test(spare_swap_preflights_again),
+        cmocka_unit_test(restore_keeps_the_wait),
+        cmocka_unit_test(pool_preflight_applies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,16 @@
  * and requeues the job with its submit time. Once sn00-t01 is resumed the job is placed there
  * (sn00-t00 has 7 usable GPUs left), its preflight passes and it completes. No rank ran on
  * sn00-t00: a rank writes its node's name to a file in the test's directory. Bad input: a spec's
- * preflight "full" and a heartbeat's malformed preflight are 400 invalid_field naming the field.
+ * preflight "slow", a pool's preflight "slow" and a heartbeat's malformed preflight are 400
+ * invalid_field naming the field (a pool's "full" is taken).
+ *
+ * The wait is durable: a 16-GPU job (two groups of 8) with preflight: full is placed on sn00-t00
+ * and sn00-t01 while only sn00-t00 has an agent; it passes there, sn00-t01 never reports, so the
+ * job waits (1 of 2 servers). snd is stopped and started again on its state: the job is still
+ * running with its ranks held (preflight_state running, preflight_check full); once sn00-t01's
+ * agent runs, with --fault nvlink-down=3, its full check fails every rank there (the all-reduce),
+ * those GPUs are cordoned by snd:preflight naming the check, and the job is requeued. No rank ever
+ * ran.
  */
 #include "job_harness.h"
 #include "snd_harness.h"
@@ -105,8 +114,13 @@ static void slow_gpu_found_and_job_replaced(void **state)
      * preflight that is not JOB:RUN:RESULT text. */
     expect_error(&d, 400, "POST", "/v1/jobs", d.admin,
                  "{\"name\":\"x\",\"gpus\":8,\"tenant\":\"acme\",\"pool\":\"training\","
-                 "\"command\":\"true\",\"preflight\":\"full\"}",
+                 "\"command\":\"true\",\"preflight\":\"slow\"}",
                  "invalid_field", "preflight");
+    expect_error(&d, 400, "POST", "/v1/pools", d.admin,
+                 "{\"name\":\"checked\",\"kind\":\"mixed\",\"preflight\":\"slow\"}",
+                 "invalid_field", "preflight");
+    expect(&d, 201, "POST", "/v1/pools", d.admin,
+           "{\"name\":\"checked\",\"kind\":\"mixed\",\"preflight\":\"full\"}");
     char tok[SN_AUTH_TOKEN_MAX];
     sign(&d, SN_AUTH_AGENT, "sn00-t01", "telemetry:write", 1000, 4000000000, "a1", tok);
     expect_error(&d, 400, "POST", "/v1/nodes/sn00-t01/heartbeat", tok,
@@ -116,10 +130,87 @@ static void slow_gpu_found_and_job_replaced(void **state)
     cleanup(&d);
 }
 
+static void wait_survives_restart_and_full_finds_link(void **state)
+{
+    (void)state;
+    struct daemon d;
+    make_dir(&d);
+    const char *sets[] = {"preflight_timeout_s=600", "heartbeat_timeout_s=600",
+                          "health_cordon_below=0", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    for (int t = 2; t < 8; t++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/nodes/sn00-t%02d/cordon", t);
+        expect(&d, 200, "POST", path, d.admin, "{\"reason\":\"preflight test\"}");
+    }
+    struct agents ag = {0};
+    agents_add(&d, &ag, "sn00-t00", "examples/std-unit-64.yaml", NULL);
+    char mark[600], command[700];
+    snprintf(mark, sizeof(mark), "%s/ran", d.dir);
+    snprintf(command, sizeof(command), "echo $SN_NODE >> %s", mark);
+    json_t *body =
+        json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:s}", "name", "pf2", "gpus", 16, "group_gpus", 8,
+                  "tenant", "acme", "pool", "training", "command", command, "preflight", "full");
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_t *j = NULL;
+    int st = call(&d, "POST", "/v1/jobs", d.admin, text, NULL, &j);
+    free(text);
+    if (st != 201)
+        fail_msg("submit: %d", st);
+    long long id = json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+    /* sn00-t00 passes; sn00-t01 has no agent yet: 1 of 2. */
+    bool one = false;
+    for (int k = 0; k < 400 && !one; k++) {
+        assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
+        const char *detail = json_string_value(json_object_get(j, "pending_detail"));
+        one = detail && strstr(detail, "passed on 1 of 2 servers");
+        json_decref(j);
+        if (!one)
+            pause_ms(50);
+    }
+    assert_true(one);
+
+    agents_stop(&ag);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    start(&d, sets);
+    assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "running");
+    assert_string_equal(json_string_value(json_object_get(j, "preflight_state")), "running");
+    assert_string_equal(json_string_value(json_object_get(j, "preflight_check")), "full");
+    assert_string_equal(json_string_value(json_object_get(j, "pending_reason")), "preflight");
+    assert_true(json_is_false(json_object_get(j, "ranks_released")));
+    json_decref(j);
+
+    const char *link[] = {"--fault", "nvlink-down=3", NULL};
+    agents_add(&d, &ag, "sn00-t00", "examples/std-unit-64.yaml", NULL);
+    agents_add(&d, &ag, "sn00-t01", "examples/std-unit-64.yaml", link);
+    j = wait_state(&d, id, "requeued");
+    json_decref(j);
+    char gst[32] = "", reason[512] = "";
+    gpu_state(&d, "sn00-t01-gpu5", gst, sizeof(gst), reason, sizeof(reason));
+    assert_string_equal(gst, "cordoned");
+    if (!strstr(reason, "preflight: failed on sn00-t01: full: GPU ") ||
+        !strstr(reason, " all-reduce: NVLink port 3 inactive"))
+        fail_msg("sn00-t01-gpu5 cordoned for: %s", reason);
+    gpu_state(&d, "sn00-t00-gpu5", gst, sizeof(gst), reason, sizeof(reason));
+    assert_string_equal(gst, "up");
+    char ran[4096] = "";
+    assert_false(read_text(mark, ran, sizeof(ran)) && ran[0]);
+    agents_stop(&ag);
+    stop(&d, SIGTERM);
+    cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(slow_gpu_found_and_job_replaced, reap_all),
+        cmocka_unit_test_teardown(wait_survives_restart_and_full_finds_link, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

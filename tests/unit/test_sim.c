@@ -891,6 +891,75 @@ static void control_cooperative_preemption(void **state)
     sn_sim_shape_free(c.spec, c.model);
 }
 
+/* Preflight in the control engine: on a 32-GPU cluster (four 8-GPU
+ * servers), twenty 8-GPU jobs of 1,000 s queued at once, GPUs turning slow
+ * (60 % speed) about every 1,100 s, never found by health (slow_detect_s
+ * past the run) and replaced 2 h later. Every job opts in to a 10 s quick check that finds every
+ * slow GPU under it: a start on one fails its rank, the control cordons the GPU as snd:preflight
+ * and places the job again, so no job runs slowly and the same work costs fewer busy GPU-hours than
+ * without a preflight. Each check holds 8 GPUs for exactly 10 s (passed or failed), and each start
+ * is one check: 20 jobs plus one more start per failed check. With detection 0 every check passes;
+ * with share 0 no job opts in and the run is the run without a preflight (the opt-in draws have
+ * their own stream). */
+static void control_preflight_replaces(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    sh.servers = 4;
+    struct cluster c;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    struct sn_sim_job jobs[20];
+    for (int i = 0; i < 20; i++)
+        jobs[i] =
+            (struct sn_sim_job){.submit_s = i, .duration_s = 1000, .gpus = 8, .group_gpus = 8};
+    struct sn_sim_workload w = {.n_jobs = 20, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = true;
+    cfg.fm.per_gpu_hour = 0;
+    cfg.fm.slow_per_gpu_hour = 0.1;
+    cfg.fm.slow_detect_s = 1e7;
+    cfg.fm.slow_repair_s = 7200;
+    struct sn_sim_result *off = run(&c, &w, &cfg);
+    cfg.preflight_mode = 1;
+    cfg.preflight_s = 10;
+    struct sn_sim_result *on = run(&c, &w, &cfg);
+    cfg.preflight_detect_p = 0;
+    struct sn_sim_result *blind = run(&c, &w, &cfg);
+    cfg.preflight_detect_p = 1;
+    cfg.preflight_share = 0;
+    struct sn_sim_result *none = run(&c, &w, &cfg);
+    print_message("slow GPUs %u, preflights %u (%u failed), busy GPU-h off %.2f on %.2f "
+                  "blind %.2f\n",
+                  (unsigned)on->slow_gpus, (unsigned)on->preflights, (unsigned)on->preflight_fails,
+                  off->busy_gpu_h, on->busy_gpu_h, blind->busy_gpu_h);
+    assert_true(on->slow_gpus > 0);
+    assert_true(on->preflight_fails > 0);
+    assert_true(on->preflight_fails <= on->slow_gpus); /* a GPU found is cordoned: once */
+    assert_int_equal(on->interruptions, 0);
+    assert_int_equal(on->jobs_done, 20);
+    assert_int_equal(on->preflights, 20 + on->preflight_fails);
+    assert_near(on->preflight_gpu_h, (double)on->preflights * 8 * 10 / 3600, 1e-9);
+    assert_rel(on->useful_gpu_h, off->useful_gpu_h, 1e-9);
+    assert_true(on->busy_gpu_h < off->busy_gpu_h);
+    assert_int_equal(blind->preflight_fails, 0);
+    assert_int_equal(blind->preflights, 20);
+    assert_true(on->busy_gpu_h < blind->busy_gpu_h);
+    assert_int_equal(none->preflights, 0);
+    assert_true(none->busy_gpu_h == off->busy_gpu_h && none->makespan_s == off->makespan_s);
+    assert_int_equal(off->preflights, 0);
+    sn_sim_result_free(off);
+    sn_sim_result_free(on);
+    sn_sim_result_free(blind);
+    sn_sim_result_free(none);
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -913,6 +982,7 @@ int main(void)
         cmocka_unit_test(control_gpu_failures_and_faults),
         cmocka_unit_test(control_cooperative_preemption),
         cmocka_unit_test(control_slow_gpus_cordoned),
+        cmocka_unit_test(control_preflight_replaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
