@@ -132,10 +132,11 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
     }
 }
 
-/* `nvidia-smi nvlink -s` of the node under the nvlink-down=L fault: every
- * GPU's scale-up ports at the catalogue's per-link, per-direction rate,
- * port L inactive (a switch chip or tray lost when every server of the
- * domain has the fault; the GPUs' own links when one server has it). */
+/* `nvidia-smi nvlink -s` of the node under the nvlink-down=L[,L...] fault:
+ * every GPU's scale-up ports at the catalogue's per-link, per-direction
+ * rate, the listed ports inactive (switch chips or a tray lost when every
+ * server of the domain has the fault; the GPUs' own links when one server
+ * has it). */
 static void sim_nvlink(struct backend *b, struct text *t)
 {
     const struct sn_model *m = b->model;
@@ -145,7 +146,7 @@ static void sim_nvlink(struct backend *b, struct text *t)
     for (uint32_t i = 0; i < n; i++) {
         put(t, "GPU %u: %s (UUID: GPU-00000000-0000-4000-8000-%012x)\n", i, gm->name, first + i);
         for (unsigned l = 0; l < gm->scaleup_links; l++) {
-            if ((int)l == b->faults.nvlink_down)
+            if (l < 64 && (b->faults.nvlink_down >> l & 1))
                 put(t, "\t Link %u: <inactive>\n", l);
             else
                 put(t, "\t Link %u: %.3f GB/s\n", l, gm->scaleup_link_bytes_per_s / 1e9);
@@ -371,7 +372,7 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
     if (b->kind == BACKEND_SIM) {
         sim_gpus(b, now_s, &t);
         sim_facility(b, now_s, &f);
-        if (b->faults.nvlink_down >= 0)
+        if (b->faults.nvlink_down)
             sim_nvlink(b, &nvl);
         out->format[0] = "dcgm-exporter";
     } else if (b->kind == BACKEND_SMI) {

@@ -83,6 +83,7 @@ void sn_health_config_default(struct sn_health_config *c)
         .busbw_floor = 0.90,
         .link_speed_frac = 0.90,
         .link_error_rise = 100,
+        .min_nvlink_share = 0.5, /* our default: half of each GPU's NVLink bandwidth */
         .sbe_per_hour = 100,
         .xid_repeat = 3,
         .phantom_bytes = 1024.0 * 1024 * 1024,

@@ -238,11 +238,58 @@ static bool chip_down(const struct sn_model *m, const struct chip_tally *x, uint
            (x->servers || (m->switch_server[sw] != SN_NONE && x->gpus));
 }
 
+/* The policy decision on a supernode's domain whose GPUs keep less than
+ * min_nvlink_share of their links through its trays (GPU port k reaches
+ * chip k mod n, so the share of chips up is the share of each GPU's links
+ * when the links are a multiple of the chips, as on NVL72): one
+ * nvlink-domain-degraded finding on the supernode naming the lost trays
+ * and chips; lib/control/health.c takes its GPUs out of placement. */
+/* Chip sw's name less its domain's "NAME-" prefix ("nvsw04" of "nvl00-nvsw04"). */
+static const char *chip_short(const struct sn_model *m, uint32_t sw, const char *domain, char *buf,
+                              size_t len)
+{
+    size_t dl = strlen(domain);
+    sn_model_switch_name(m, sw, buf, len);
+    return strncmp(buf, domain, dl) == 0 && buf[dl] == '-' ? buf + dl + 1 : buf;
+}
+
+static void domain_share(struct sn__health_ctx *c, const uint8_t *down, uint32_t sn, uint32_t first,
+                         uint32_t n, uint32_t per_tray, uint32_t lost, const char *domain)
+{
+    double share = (double)(n - lost) / n;
+    if (!(share < c->cfg->min_nvlink_share))
+        return;
+    const struct sn_model *m = c->m;
+    char list[SN_HEALTH_EVIDENCE_MAX] = "", a[64], b[64];
+    size_t at = 0;
+    for (uint32_t tray = first; tray < first + n && at < sizeof(list); tray += per_tray) {
+        uint32_t k = 0;
+        for (uint32_t sw = tray; sw < tray + per_tray; sw++)
+            k += down[sw] == 1;
+        if (k == per_tray && per_tray > 1) { /* a tray: "nvsw00..nvsw01" */
+            at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s..%s", at ? " " : "",
+                                   chip_short(m, tray, domain, a, sizeof(a)),
+                                   chip_short(m, tray + per_tray - 1, domain, b, sizeof(b)));
+            continue;
+        }
+        for (uint32_t sw = tray; sw < tray + per_tray && at < sizeof(list); sw++)
+            if (down[sw] == 1)
+                at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", at ? " " : "",
+                                       chip_short(m, sw, domain, a, sizeof(a)));
+    }
+    sn__health_add(c, SN_DET_NVLINK_DOMAIN_DEGRADED, SN_HEALTH_ENT_SUPERNODE, sn, SN_NONE, SN_NONE,
+                   share, c->cfg->min_nvlink_share,
+                   "%s keeps %u of %u NVLink switch chips (%.0f%% of each GPU's links), below "
+                   "min_nvlink_share %.0f%%; down: %s",
+                   domain, n - lost, n, 100 * share, 100 * c->cfg->min_nvlink_share, list);
+}
+
 /* One finding per lost tray (every chip of it down) or per lost chip of a
  * tray that keeps others, for the chips [first, first + n) of one scale-up
- * domain (a supernode's trays, or one server's chips); marks down[]. */
-static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, uint8_t *down,
-                         uint32_t first, uint32_t n, uint32_t per_tray, const char *domain)
+ * domain (a supernode's trays, or one server's chips); marks down[] and
+ * returns the chips lost. */
+static uint32_t domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, uint8_t *down,
+                             uint32_t first, uint32_t n, uint32_t per_tray, const char *domain)
 {
     const struct sn_model *m = c->m;
     uint32_t lost = 0;
@@ -250,7 +297,7 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
         if (chip_down(m, &t[sw], sw))
             lost += down[sw] = 1;
     if (!lost)
-        return;
+        return 0;
     char keep[160], a[64], b[64], at[160];
     snprintf(keep, sizeof(keep),
              "%s keeps %u of its %u NVLink switch chips (%.0f%% of each GPU's "
@@ -286,6 +333,7 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
                            t[sw].line, keep);
         }
     }
+    return lost;
 }
 
 /* Localises whole-chip losses to the switch side: fills down[] (per
@@ -312,8 +360,11 @@ static bool scaleup_down(struct sn__health_ctx *c, uint8_t *down)
             per_tray = 1;
         char name[64];
         if (su->domain == SN_SCALEUP_SUPERNODE) {
-            domain_chips(c, t, down, x->first_scaleup, x->n_scaleup, per_tray,
-                         sn_model_supernode_name(m, sn, name, sizeof(name)));
+            sn_model_supernode_name(m, sn, name, sizeof(name));
+            uint32_t lost =
+                domain_chips(c, t, down, x->first_scaleup, x->n_scaleup, per_tray, name);
+            if (lost)
+                domain_share(c, down, sn, x->first_scaleup, x->n_scaleup, per_tray, lost, name);
             continue;
         }
         for (uint32_t i = 0; su->chips && i < x->n_servers; i++)
