@@ -282,7 +282,11 @@ const char *sn_health_action_name(enum sn_health_action a);
       "server shows the chip working, nvswitch-down once it shows the chip lost)")                 \
     X(NVLINK_DOMAIN_DEGRADED, "nvlink-domain-degraded", SUPERNODE, CRIT, 0, DRAIN,                 \
       "a supernode's NVLink domain keeps less than min_nvlink_share of its switch chips (of each " \
-      "GPU's links) after nvswitch-down: one finding on the domain, and its GPUs leave placement")
+      "GPU's links) after nvswitch-down: one finding on the domain, and its GPUs leave placement") \
+    X(NVLINK_ERRORS, "nvlink-errors", LINK, CRIT, 50, DRAIN,                                       \
+      "nvidia-smi nvlink -e: a link's replay or recovery counter rose by >= nvlink_error_rise "    \
+      "since first seen, or its CRC counter at >= nvlink_crc_per_s (DCGM's NVLink health watch; "  \
+      "untimed readings: by > link_error_rise)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -313,6 +317,8 @@ struct sn_health_config {
     double link_speed_frac;     /* 0.90 */
     double link_error_rise;     /* counter increase that counts, 100 */
     double min_nvlink_share;    /* NVLink domain degraded below this share of links, 0.5 */
+    double nvlink_error_rise;   /* nvlink -e replay/recovery rise that counts, 1 (DCGM) */
+    double nvlink_crc_per_s;    /* nvlink -e CRC rate that counts, 100 / s (DCGM) */
     double sbe_per_hour;        /* 100 */
     unsigned xid_repeat;        /* 3 */
     double phantom_bytes;       /* 1 GiB */

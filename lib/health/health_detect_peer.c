@@ -501,6 +501,58 @@ static void link_errors(struct sn__health_ctx *c, uint32_t i, uint32_t g)
     }
 }
 
+/* nvidia-smi nvlink -e counters of GPU g (store GPU i) against their first
+ * reading: DCGM's NVLink health watch (modules/health/DcgmHealthWatch.cpp)
+ * fails a link whose replay or recovery counter rose by at least
+ * DCGM_LIMIT_MAX_NVLINK_ERROR (1), and one whose CRC counter rose at 100
+ * per second or more (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR); a slower CRC rise
+ * is DCGM's warning and no finding here. Readings without times (nvlink -e
+ * prints none) give no rate: their CRC counter counts once it rose by more
+ * than link_error_rise (100, as for the GPU counters). DCGM judges the last minute; the
+ * baseline here is the first reading the store kept (reset when a counter
+ * goes down), so a single reading is never judged. One finding per link,
+ * naming the counters that rose. */
+static void nvlink_counters(struct sn__health_ctx *c, uint32_t i, uint32_t g)
+{
+    const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+    if (!sg->nvlink_err)
+        return;
+    unsigned design = sn_model_gpu_spec(c->m, g)->scaleup_links;
+    for (unsigned l = 0; l < SN_TELEM_NVLINK_MAX && l < design; l++) {
+        const struct sn_telem_link_errors *e = &sg->nvlink_err[l];
+        char what[160] = "";
+        size_t at = 0;
+        double worst = 0;
+        uint32_t line = 0;
+        for (unsigned k = 0; k < SN_NVLERR_COUNT; k++) {
+            double rise = e->value[k] - e->first[k];
+            if (!(rise > 0))
+                continue;
+            double span = e->time_s[k] - e->first_time_s[k], rate = rise / span;
+            bool timed = span > 0; /* nvlink -e prints no time: files have none */
+            bool bad = k != SN_NVLERR_CRC ? rise >= c->cfg->nvlink_error_rise
+                       : timed            ? rate >= c->cfg->nvlink_crc_per_s
+                                          : rise > c->cfg->link_error_rise;
+            if (!bad || at >= sizeof(what))
+                continue;
+            at +=
+                (size_t)snprintf(what + at, sizeof(what) - at, "%s%s rose by %.0f (%.0f to %.0f%s",
+                                 at ? ", " : "", sn_telem_nvlerr_name((enum sn_telem_nvlerr)k),
+                                 rise, e->first[k], e->value[k], k == SN_NVLERR_CRC ? "" : ")");
+            if (k == SN_NVLERR_CRC && at < sizeof(what))
+                at += timed ? (size_t)snprintf(what + at, sizeof(what) - at, ", %.0f/s)", rate)
+                            : (size_t)snprintf(what + at, sizeof(what) - at, ", untimed)");
+            if (rise > worst)
+                worst = rise, line = e->line[k];
+        }
+        if (!at)
+            continue;
+        char w[SN_HEALTH_EVIDENCE_MAX];
+        snprintf(w, sizeof(w), "nvlink -e line %u: link %u: %s", line, l, what);
+        link_finding(c, SN_DET_NVLINK_ERRORS, g, l, worst, c->cfg->nvlink_error_rise, w);
+    }
+}
+
 void sn__health_detect_peers(struct sn__health_ctx *c)
 {
     slow_gpus(c);
@@ -515,5 +567,6 @@ void sn__health_detect_peers(struct sn__health_ctx *c)
         clock_events(c, i, g);
         pcie(c, i, g);
         link_errors(c, i, g);
+        nvlink_counters(c, i, g);
     }
 }

@@ -65,6 +65,7 @@ NAME_FN(sn_telem_skip_name, enum sn_telem_skip_reason, SN_TELEM_SKIP_COUNT, SN_T
 NAME_FN(sn_telem_confidence_name, enum sn_telem_confidence, SN_TELEM_CONF_COUNT,
         SN_TELEM_CONFIDENCE_LIST, TEXT2)
 NAME_FN(sn_telem_attr_name, enum sn_telem_attr_kind, SN_TELEM_ATTR_COUNT, SN_TELEM_ATTR_LIST, TEXT2)
+NAME_FN(sn_telem_nvlerr_name, enum sn_telem_nvlerr, SN_NVLERR_COUNT, SN_TELEM_NVLERR_LIST, TEXT3)
 NAME_FN(sn_xid_bucket_name, enum sn_xid_bucket, SN_XID_BUCKET_COUNT, SN_XID_BUCKET_LIST, TEXT2)
 NAME_FN(sn_topo_kind_name, enum sn_topo_kind, SN_TOPO_KIND_COUNT, SN_TOPO_KIND_LIST, TEXT2)
 NAME_FN(sn_nccl_coll_name, enum sn_nccl_coll, SN_NCCL_COLL_COUNT, SN_NCCL_COLL_LIST, TEXT2)
