@@ -286,7 +286,13 @@ const char *sn_health_action_name(enum sn_health_action a);
     X(NVLINK_ERRORS, "nvlink-errors", LINK, CRIT, 50, DRAIN,                                       \
       "nvidia-smi nvlink -e: a link's replay or recovery counter rose by >= nvlink_error_rise "    \
       "since first seen, or its CRC counter at >= nvlink_crc_per_s (DCGM's NVLink health watch; "  \
-      "untimed readings: by > link_error_rise)")
+      "untimed readings: by > link_error_rise)")                                                   \
+    X(FM_SXID_FATAL, "nvswitch-fm-fatal", SWITCH, CRIT, 60, SERVICE,                               \
+      "Fabric Manager log: 'detected NVSwitch fatal error N ... physical id P': on chip P mod "    \
+      "chips of the log host's in-server NVLink switch chips (else nvswitch-sxid-fatal)")          \
+    X(FM_SXID, "nvswitch-fm-error", SWITCH, WARN, 10, MONITOR,                                     \
+      "Fabric Manager log: 'detected NVSwitch non-fatal error N ... physical id P': on chip P "    \
+      "mod chips of the log host's in-server NVLink switch chips (else nvswitch-sxid)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)

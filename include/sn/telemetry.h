@@ -743,10 +743,11 @@ struct sn_telem_sink {
     X(NCCL_DEBUG, "nccl-debug")       /* NCCL_DEBUG=INFO log lines */                              \
     X(REDFISH, "redfish") /* Redfish JSON: Thermal, Power, Sensor(s), EnvironmentMetrics, ... */   \
     X(IPMI, "ipmitool")   /* ipmitool sdr [list|elist] / ipmitool sensor */                        \
-    X(SNMP_IFMIB, "snmp-if-mib")     /* snmpwalk of IF-MIB / IF-MIB::ifXTable */                   \
-    X(SMI_TABLE, "nvidia-smi-table") /* plain `nvidia-smi`: the boxed table */                     \
-    X(SMI_DMON, "nvidia-smi-dmon")   /* nvidia-smi dmon [-s ...] [-o DT] */                        \
-    X(NHC, "nhc")                    /* LBNL NHC / Azure HPC NHC output */
+    X(SNMP_IFMIB, "snmp-if-mib")      /* snmpwalk of IF-MIB / IF-MIB::ifXTable */                  \
+    X(SMI_TABLE, "nvidia-smi-table")  /* plain `nvidia-smi`: the boxed table */                    \
+    X(SMI_DMON, "nvidia-smi-dmon")    /* nvidia-smi dmon [-s ...] [-o DT] */                       \
+    X(NHC, "nhc")                     /* LBNL NHC / Azure HPC NHC output */                        \
+    X(FABRICMANAGER, "fabricmanager") /* NVIDIA Fabric Manager's fabricmanager.log */
 enum sn_telem_format {
 #define SN_X(id, text) SN_TELEM_FMT_##id,
     SN_TELEM_FORMAT_LIST(SN_X)

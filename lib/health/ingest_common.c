@@ -896,6 +896,7 @@ static const struct sn__telem_ops *const ops_table[SN_TELEM_FORMAT_COUNT] = {
     [SN_TELEM_FMT_SMI_TABLE] = &sn__telem_smi_table_ops,
     [SN_TELEM_FMT_SMI_DMON] = &sn__telem_smi_dmon_ops,
     [SN_TELEM_FMT_NHC] = &sn__telem_nhc_ops,
+    [SN_TELEM_FMT_FABRICMANAGER] = &sn__telem_fmlog_ops,
 };
 
 static char *dup_or_null(const char *s)
@@ -1408,6 +1409,10 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"-----  Integration  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"-----  Stress  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"CPU Affinity", SN_TELEM_FMT_SMI_TOPO},
+        /* Fabric Manager records: "[Feb 25 2025 13:59:45] [INFO] [tid 1803] ". */
+        {"] [INFO] [tid ", SN_TELEM_FMT_FABRICMANAGER},
+        {"] [ERROR] [tid ", SN_TELEM_FMT_FABRICMANAGER},
+        {"] [WARNING] [tid ", SN_TELEM_FMT_FABRICMANAGER},
         {" Link 0: ", SN_TELEM_FMT_SMI_NVLINK},
         /* nvlink -s of a GPU whose links are all down (leptonai/gpud#1085). */
         {"NVLink information as all links are", SN_TELEM_FMT_SMI_NVLINK},
