@@ -81,12 +81,16 @@ struct sim_faults {
      * nvlink -s` batch (only sent with this fault): bit L for port L;
      * 0: none (appended) */
     uint64_t nvlink_down;
+    /* NVLink ports of every GPU whose replay counter rises by one a sample
+     * in the batch's `nvidia-smi nvlink -e` lines: bit L for port L; 0:
+     * none (appended) */
+    uint64_t nvlink_errors;
 };
 
 /* No fault injected: every GPU index -1 (0 is a GPU). */
 #define SIM_FAULTS_NONE                                                                            \
     {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
-     .reset_gpu = -1, .clique_of = -1, .nvlink_down = 0}
+     .reset_gpu = -1, .clique_of = -1, .nvlink_down = 0, .nvlink_errors = 0}
 
 struct backend {
     enum backend_kind kind;

@@ -784,8 +784,8 @@ static void usage(FILE *out)
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
             "                    leak[=N] (the BMC leak detector trips at sample N, 1),\n"
             "                    clique-of=N (report supernode N's NVLink clique)\n"
-            "                    nvlink-down=L[,L|A-B...] (nvlink -s: those ports of every GPU\n"
-            "                    inactive)\n"
+            "                    nvlink-down=L,A-B (nvlink -s: ports down)\n"
+            "                    nvlink-errors=L,A-B (nvlink -e: replays)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -875,7 +875,7 @@ static int parse_ports(uint64_t *ports, const char *v, const char *eq)
             b = strtol(end + 1, &end, 10);
         if (a < 0 || a > 63 || b < a || b > 63 || (*end && *end != ',')) {
             fprintf(stderr,
-                    "sn-agent: --fault '%s': nvlink-down takes ports 0-63: L, a list L,L,... "
+                    "sn-agent: --fault '%s': takes ports 0-63: L, a list L,L,... "
                     "or ranges A-B\n",
                     v);
             return -1;
@@ -925,6 +925,8 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
     }
     if (strncmp(v, "nvlink-down", klen) == 0 && klen == 11)
         return parse_ports(&f->nvlink_down, v, eq);
+    if (strncmp(v, "nvlink-errors", klen) == 0 && klen == 13)
+        return parse_ports(&f->nvlink_errors, v, eq);
     int *slot = klen == 8 && strncmp(v, "slow-gpu", 8) == 0   ? &f->slow_gpu
                 : klen == 8 && strncmp(v, "drop-gpu", 8) == 0 ? &f->dropped_gpu
                 : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
@@ -936,7 +938,8 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
-                "fabric-gpu=I, reset-gpu=I, nvlink-down=L[,L...], flow-drop[=F], leak[=N] or "
+                "fabric-gpu=I, reset-gpu=I, nvlink-down=L[,L...], nvlink-errors=L[,L...], "
+                "flow-drop[=F], leak[=N] or "
                 "clique-of=N\n",
                 v);
         return -1;

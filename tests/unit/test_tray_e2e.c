@@ -25,7 +25,9 @@
  *    naming the trays (one audit row), and nvl03 has 0 usable GPUs;
  *  - placement: a 72-GPU job runs on nvl00 (a lost tray keeps the whole
  *    domain), a 68-GPU job on nvl02 and on none of nvl02-t05's GPUs, and a
- *    second 72-GPU job waits: no domain but nvl00 has 72.
+ *    second 72-GPU job waits: no domain but nvl00 has 72;
+ *  - nvlink -e (--fault nvlink-errors=L): a rising replay counter on port
+ *    4 cordons that server's GPUs (nvlink-errors), flat counters do not.
  * Waits poll with deadlines; the only fixed pauses are the polls' steps.
  */
 #include "job_harness.h"
@@ -94,7 +96,7 @@ static void tray_down_is_one_finding(void **state)
     struct agents a = {0};
     make_dir(&d);
     const char *const sets[] = {"health_interval_ms=200", "sched_event_delay_ms=0",
-                                "sched_interval_ms=50", "heartbeat_timeout_s=3", NULL};
+                                "sched_interval_ms=50", "heartbeat_timeout_s=6", NULL};
     start(&d, sets);
     setup_tenants(&d);
     const char *const tray1[] = {"--fault", "nvlink-down=2,3", NULL};
@@ -248,10 +250,54 @@ static void tray_down_is_one_finding(void **state)
     assert_int_equal(system(rm), 0);
 }
 
+/* nvlink -e through snd: nvl02-t00's agent reports port 4's replay
+ * counter rising (--fault nvlink-errors=4): each GPU gets nvlink-errors
+ * on its link 4 (DCGM: a replay rise fails the link) and is cordoned; its
+ * neighbour nvl02-t01, counters flat, is not. */
+static void link_errors_cordon(void **state)
+{
+    (void)state;
+    harness_spec = SPEC;
+    struct daemon d;
+    struct agents a = {0};
+    make_dir(&d);
+    const char *const sets[] = {"health_interval_ms=200", NULL};
+    start(&d, sets);
+    const char *const replay4[] = {"--fault", "nvlink-errors=4", NULL};
+    const char *const flat[] = {"--fault", "nvlink-errors=40", NULL}; /* no such port: all 0 */
+    agents_add(&d, &a, "nvl02-t00", SPEC, replay4);
+    agents_add(&d, &a, "nvl02-t01", SPEC, flat);
+    char st[32] = "", reason[400] = "", g[64];
+    for (int k = 0; k < 4; k++) {
+        snprintf(g, sizeof(g), "nvl02-t00-gpu%d", k);
+        wait_not_up(&d, g, st, sizeof(st), reason, sizeof(reason));
+        assert_string_equal(st, "cordoned");
+        assert_non_null(strstr(reason, "nvlink-errors"));
+    }
+    json_t *j = NULL;
+    assert_int_equal(call(&d, "GET", "/v1/gpus/nvl02-t00-gpu1", d.admin, NULL, NULL, &j), 200);
+    json_t *f0 = json_array_get(json_object_get(j, "findings"), 0);
+    assert_string_equal(json_string_value(json_object_get(f0, "detector")), "nvlink-errors");
+    const char *ev = json_string_value(json_object_get(f0, "evidence"));
+    assert_non_null(strstr(ev, ": link 4: replay rose by "));
+    json_decref(j);
+    for (int k = 0; k < 4; k++) {
+        snprintf(g, sizeof(g), "nvl02-t01-gpu%d", k);
+        gpu_state(&d, g, st, sizeof(st), reason, sizeof(reason));
+        assert_string_equal(st, "up");
+    }
+    agents_stop(&a);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    char rm[400];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", d.dir);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(tray_down_is_one_finding, reap_daemons),
+        cmocka_unit_test_teardown(link_errors_cordon, reap_daemons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
