@@ -77,15 +77,20 @@ struct sim_faults {
     double flow_drop;                   /* fraction of the loop's flow lost, 0: none */
     int leak_from; /* the BMC leak detector reports a leak from this sample on (1-based); 0: none */
     int clique_of; /* report supernode N's NVLink clique (fabric_id.c); -1: its own (appended) */
-    /* NVLink port L of every GPU of the node inactive in an `nvidia-smi
-     * nvlink -s` batch (only sent with this fault); -1: none (appended) */
-    int nvlink_down;
+    /* NVLink ports of every GPU of the node inactive in an `nvidia-smi
+     * nvlink -s` batch (only sent with this fault): bit L for port L;
+     * 0: none (appended) */
+    uint64_t nvlink_down;
+    /* NVLink ports of every GPU whose replay counter rises by one a sample
+     * in the batch's `nvidia-smi nvlink -e` lines: bit L for port L; 0:
+     * none (appended) */
+    uint64_t nvlink_errors;
 };
 
 /* No fault injected: every GPU index -1 (0 is a GPU). */
 #define SIM_FAULTS_NONE                                                                            \
     {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
-     .reset_gpu = -1, .clique_of = -1, .nvlink_down = -1}
+     .reset_gpu = -1, .clique_of = -1, .nvlink_down = 0, .nvlink_errors = 0}
 
 struct backend {
     enum backend_kind kind;

@@ -132,10 +132,12 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
     }
 }
 
-/* `nvidia-smi nvlink -s` of the node under the nvlink-down=L fault: every
- * GPU's scale-up ports at the catalogue's per-link, per-direction rate,
- * port L inactive (a switch chip or tray lost when every server of the
- * domain has the fault; the GPUs' own links when one server has it). */
+/* `nvidia-smi nvlink -s` of the node under the nvlink-down=L[,L...] fault
+ * (and `nvlink -e` lines under nvlink-errors=L[,L...]):
+ * every GPU's scale-up ports at the catalogue's per-link, per-direction
+ * rate, the listed ports inactive (switch chips or a tray lost when every
+ * server of the domain has the fault; the GPUs' own links when one server
+ * has it). */
 static void sim_nvlink(struct backend *b, struct text *t)
 {
     const struct sn_model *m = b->model;
@@ -144,11 +146,20 @@ static void sim_nvlink(struct backend *b, struct text *t)
     const struct sn_gpu_model *gm = sn_model_gpu_spec(m, first);
     for (uint32_t i = 0; i < n; i++) {
         put(t, "GPU %u: %s (UUID: GPU-00000000-0000-4000-8000-%012x)\n", i, gm->name, first + i);
-        for (unsigned l = 0; l < gm->scaleup_links; l++) {
-            if ((int)l == b->faults.nvlink_down)
+        for (unsigned l = 0; b->faults.nvlink_down && l < gm->scaleup_links; l++) {
+            if (l < 64 && (b->faults.nvlink_down >> l & 1))
                 put(t, "\t Link %u: <inactive>\n", l);
             else
                 put(t, "\t Link %u: %.3f GB/s\n", l, gm->scaleup_link_bytes_per_s / 1e9);
+        }
+        /* nvlink -e, as drivers up to R570 print it: a faulty port's
+         * replay counter is the samples sent before this one. */
+        for (unsigned l = 0; b->faults.nvlink_errors && l < gm->scaleup_links; l++) {
+            bool bad = l < 64 && (b->faults.nvlink_errors >> l & 1);
+            put(t, "\t Link %u: Replay Errors: %llu\n", l,
+                bad ? (unsigned long long)(b->tick - 1) : 0ull);
+            put(t, "\t Link %u: Recovery Errors: 0\n", l);
+            put(t, "\t Link %u: CRC Errors: 0\n", l);
         }
     }
 }
@@ -371,7 +382,7 @@ enum sn_err backend_sample(struct backend *b, int64_t now_s, struct sample *out,
     if (b->kind == BACKEND_SIM) {
         sim_gpus(b, now_s, &t);
         sim_facility(b, now_s, &f);
-        if (b->faults.nvlink_down >= 0)
+        if (b->faults.nvlink_down || b->faults.nvlink_errors)
             sim_nvlink(b, &nvl);
         out->format[0] = "dcgm-exporter";
     } else if (b->kind == BACKEND_SMI) {

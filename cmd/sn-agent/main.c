@@ -784,7 +784,8 @@ static void usage(FILE *out)
             "                    flow-drop[=F] (fraction of the loop's flow, 0.6),\n"
             "                    leak[=N] (the BMC leak detector trips at sample N, 1),\n"
             "                    clique-of=N (report supernode N's NVLink clique)\n"
-            "                    nvlink-down=L (nvlink -s: port L of every GPU inactive)\n"
+            "                    nvlink-down=L,A-B (nvlink -s: ports down)\n"
+            "                    nvlink-errors=L,A-B (nvlink -e: replays)\n"
             "  --buffer N        telemetry batches kept while the server is away; 1024\n"
             "  --seed N          seed of the backoff jitter; default from the OS\n"
             "  --backoff-max S   longest wait between retries; default 30\n"
@@ -861,6 +862,34 @@ static int parse_seconds(const char *flag, const char *v, double min, int64_t *o
     return 0;
 }
 
+/* nvlink-down's ports: "L", "L,L,..." or ranges "A-B" among them, each
+ * 0..63, into the bit set *ports (replacing it). */
+static int parse_ports(uint64_t *ports, const char *v, const char *eq)
+{
+    uint64_t set = 0;
+    const char *s = eq ? eq + 1 : "";
+    for (;;) {
+        char *end = NULL;
+        long a = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : -1, b = a;
+        if (a >= 0 && *end == '-' && end[1] >= '0' && end[1] <= '9')
+            b = strtol(end + 1, &end, 10);
+        if (a < 0 || a > 63 || b < a || b > 63 || (*end && *end != ',')) {
+            fprintf(stderr,
+                    "sn-agent: --fault '%s': takes ports 0-63: L, a list L,L,... "
+                    "or ranges A-B\n",
+                    v);
+            return -1;
+        }
+        for (long l = a; l <= b; l++)
+            set |= 1ull << l;
+        if (!*end)
+            break;
+        s = end + 1;
+    }
+    *ports = set;
+    return 0;
+}
+
 int agent_parse_fault(struct sim_faults *f, const char *v)
 {
     const char *eq = strchr(v, '=');
@@ -894,19 +923,23 @@ int agent_parse_fault(struct sim_faults *f, const char *v)
         f->leak_from = (int)n;
         return 0;
     }
+    if (strncmp(v, "nvlink-down", klen) == 0 && klen == 11)
+        return parse_ports(&f->nvlink_down, v, eq);
+    if (strncmp(v, "nvlink-errors", klen) == 0 && klen == 13)
+        return parse_ports(&f->nvlink_errors, v, eq);
     int *slot = klen == 8 && strncmp(v, "slow-gpu", 8) == 0   ? &f->slow_gpu
                 : klen == 8 && strncmp(v, "drop-gpu", 8) == 0 ? &f->dropped_gpu
                 : klen == 7 && strncmp(v, "hot-gpu", 7) == 0  ? &f->hot_gpu
                 : klen == 8 && strncmp(v, "stop-gpu", 8) == 0 ? &f->stopped_gpu
                 : klen == 10 && strncmp(v, "fabric-gpu", 10) == 0 ? &f->fabric_gpu
                 : klen == 9 && strncmp(v, "reset-gpu", 9) == 0 ? &f->reset_gpu
-                : klen == 11 && strncmp(v, "nvlink-down", 11) == 0 ? &f->nvlink_down
                                                               : NULL;
     long g = eq ? strtol(eq + 1, &end, 10) : -1;
     if (!slot || !eq || !eq[1] || *end || g < 0 || g > 63) {
         fprintf(stderr,
                 "sn-agent: --fault '%s': expected slow-gpu=I, drop-gpu=I, hot-gpu=I, stop-gpu=I, "
-                "fabric-gpu=I, reset-gpu=I, nvlink-down=L, flow-drop[=F], leak[=N] or "
+                "fabric-gpu=I, reset-gpu=I, nvlink-down=L[,L...], nvlink-errors=L[,L...], "
+                "flow-drop[=F], leak[=N] or "
                 "clique-of=N\n",
                 v);
         return -1;

@@ -179,6 +179,7 @@ static void analyze(struct snd *d)
     sn_health_config_default(&cfg);
     cfg.stale_s = (double)d->cfg.health_stale_s;
     cfg.half_life_s = (double)d->cfg.health_half_life_s;
+    cfg.min_nvlink_share = (double)d->cfg.health_min_nvlink_share_pct / 100;
     struct sn_health_input in = {.model = d->model,
                                  .store = store,
                                  .history = hl.hist,

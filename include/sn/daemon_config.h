@@ -45,6 +45,7 @@ struct sn_daemon_config {
     int64_t gpu_history_samples;
     int64_t gpu_history_step_s;
     int64_t health_stale_s;
+    int64_t health_min_nvlink_share_pct; /* the health engine's min_nvlink_share, in % */
     /* Listeners and TLS (http.c). */
     char agent_listen[64]; /* "" : agents use the API listener */
     char tls_cert[SN_CONF_STRING_MAX], tls_key[SN_CONF_STRING_MAX];

@@ -57,11 +57,12 @@
 #define SN_HEALTH_ENTITY_LIST(X)                                                                   \
     X(GPU, "gpu")                                                                                  \
     X(SERVER, "server")                                                                            \
-    X(LINK, "link")         /* a model link (NVLink GPU port to its scale-up chip) */              \
-    X(LOOP, "cooling-loop") /* a model cooling loop */                                             \
-    X(FEED, "power-feed")   /* a model power domain */                                             \
-    X(RACK, "rack")         /* a model rack (power-off zone of a leak) */                          \
-    X(SWITCH, "switch")     /* a model switch (leaf, spine, core) */
+    X(LINK, "link")           /* a model link (NVLink GPU port to its scale-up chip) */            \
+    X(LOOP, "cooling-loop")   /* a model cooling loop */                                           \
+    X(FEED, "power-feed")     /* a model power domain */                                           \
+    X(RACK, "rack")           /* a model rack (power-off zone of a leak) */                        \
+    X(SWITCH, "switch")       /* a model switch (leaf, spine, core) */                             \
+    X(SUPERNODE, "supernode") /* a model supernode (its scale-up domain) */
 enum sn_health_entity {
 #define SN_X(id, name) SN_HEALTH_ENT_##id,
     SN_HEALTH_ENTITY_LIST(SN_X)
@@ -270,7 +271,7 @@ const char *sn_health_action_name(enum sn_health_action a);
       "an NVSwitch SXid the driver marks Fatal (kernel log 'nvidia-nvswitchN: SXid (PCI:...): "    \
       "N, Fatal, ...'): the NVSwitches and GPUs need a reset")                                     \
     X(SXID_NONFATAL, "nvswitch-sxid", SERVER, WARN, 10, MONITOR,                                   \
-      "an NVSwitch SXid the driver marks Non-fatal")                                             \
+      "an NVSwitch SXid the driver marks Non-fatal")                                               \
     X(NVSWITCH_DOWN, "nvswitch-down", SWITCH, CRIT, 60, SERVICE,                                   \
       "every reported GPU link to an NVLink switch chip inactive, on two or more servers (two or " \
       "more GPUs for an in-server chip): one finding on the chip, or on its tray when all the "    \
@@ -278,7 +279,20 @@ const char *sn_health_action_name(enum sn_health_action a);
     X(NVLINK_UNCONFIRMED, "nvlink-inactive-unconfirmed", LINK, WARN, 0, MONITOR,                   \
       "an inactive link to a chip of the supernode's switch trays that no other server reports "   \
       "on: its own link or the switch side, not yet told apart (nvlink-inactive once another "     \
-      "server shows the chip working, nvswitch-down once it shows the chip lost)")
+      "server shows the chip working, nvswitch-down once it shows the chip lost)")                 \
+    X(NVLINK_DOMAIN_DEGRADED, "nvlink-domain-degraded", SUPERNODE, CRIT, 0, DRAIN,                 \
+      "a supernode's NVLink domain keeps less than min_nvlink_share of its switch chips (of each " \
+      "GPU's links) after nvswitch-down: one finding on the domain, and its GPUs leave placement") \
+    X(NVLINK_ERRORS, "nvlink-errors", LINK, CRIT, 50, DRAIN,                                       \
+      "nvidia-smi nvlink -e: a link's replay or recovery counter rose by >= nvlink_error_rise "    \
+      "since first seen, or its CRC counter at >= nvlink_crc_per_s (DCGM's NVLink health watch; "  \
+      "untimed readings: by > link_error_rise)")                                                   \
+    X(FM_SXID_FATAL, "nvswitch-fm-fatal", SWITCH, CRIT, 60, SERVICE,                               \
+      "Fabric Manager log: 'detected NVSwitch fatal error N ... physical id P': on chip P mod "    \
+      "chips of the log host's in-server NVLink switch chips (else nvswitch-sxid-fatal)")          \
+    X(FM_SXID, "nvswitch-fm-error", SWITCH, WARN, 10, MONITOR,                                     \
+      "Fabric Manager log: 'detected NVSwitch non-fatal error N ... physical id P': on chip P "    \
+      "mod chips of the log host's in-server NVLink switch chips (else nvswitch-sxid)")
 enum sn_detector {
 #define SN_X(id, name, ent, sev, weight, act, method) SN_DET_##id,
     SN_DETECTOR_LIST(SN_X)
@@ -308,6 +322,9 @@ struct sn_health_config {
     double busbw_floor;         /* fraction of the learned baseline, 0.90 */
     double link_speed_frac;     /* 0.90 */
     double link_error_rise;     /* counter increase that counts, 100 */
+    double min_nvlink_share;    /* NVLink domain degraded below this share of links, 0.5 */
+    double nvlink_error_rise;   /* nvlink -e replay/recovery rise that counts, 1 (DCGM) */
+    double nvlink_crc_per_s;    /* nvlink -e CRC rate that counts, 100 / s (DCGM) */
     double sbe_per_hour;        /* 100 */
     unsigned xid_repeat;        /* 3 */
     double phantom_bytes;       /* 1 GiB */

@@ -274,13 +274,31 @@ struct sn_telem_attr {
 
 enum sn_telem_link_state { SN_LINK_UNKNOWN, SN_LINK_ACTIVE, SN_LINK_INACTIVE };
 
-/* One NVLink of a GPU (nvidia-smi nvlink -s). */
+/* The NVLink error counters `nvidia-smi nvlink -e` prints per link (NVML
+ * nvmlDeviceGetNvLinkErrorCounter: DL replay, DL recovery, DL CRC flit). */
+#define SN_TELEM_NVLERR_LIST(X)                                                                    \
+    X(REPLAY, "replay", "Replay Errors")                                                           \
+    X(RECOVERY, "recovery", "Recovery Errors")                                                     \
+    X(CRC, "crc", "CRC Errors")
+enum sn_telem_nvlerr {
+#define SN_X(id, name, label) SN_NVLERR_##id,
+    SN_TELEM_NVLERR_LIST(SN_X)
+#undef SN_X
+        SN_NVLERR_COUNT
+};
+const char *sn_telem_nvlerr_name(enum sn_telem_nvlerr k);
+
+/* One NVLink of a GPU (nvidia-smi nvlink -s), or one error counter of it
+ * (nvidia-smi nvlink -e: counters true, state unknown, speed NaN). */
 struct sn_telem_nvlink {
     struct sn_telem_gpu_ref gpu;
     struct sn_telem_origin at;
     unsigned link;
     enum sn_telem_link_state state;
     double speed_bytes_per_s; /* per direction; NaN when inactive or unknown */
+    /* appended: an nvlink -e record; err[k] NaN where the line gave no k */
+    bool counters;
+    double err[SN_NVLERR_COUNT];
 };
 
 /* A process holding GPU memory (query-compute-apps, -q "Processes"). */
@@ -725,10 +743,11 @@ struct sn_telem_sink {
     X(NCCL_DEBUG, "nccl-debug")       /* NCCL_DEBUG=INFO log lines */                              \
     X(REDFISH, "redfish") /* Redfish JSON: Thermal, Power, Sensor(s), EnvironmentMetrics, ... */   \
     X(IPMI, "ipmitool")   /* ipmitool sdr [list|elist] / ipmitool sensor */                        \
-    X(SNMP_IFMIB, "snmp-if-mib")     /* snmpwalk of IF-MIB / IF-MIB::ifXTable */                   \
-    X(SMI_TABLE, "nvidia-smi-table") /* plain `nvidia-smi`: the boxed table */                     \
-    X(SMI_DMON, "nvidia-smi-dmon")   /* nvidia-smi dmon [-s ...] [-o DT] */                        \
-    X(NHC, "nhc")                    /* LBNL NHC / Azure HPC NHC output */
+    X(SNMP_IFMIB, "snmp-if-mib")      /* snmpwalk of IF-MIB / IF-MIB::ifXTable */                  \
+    X(SMI_TABLE, "nvidia-smi-table")  /* plain `nvidia-smi`: the boxed table */                    \
+    X(SMI_DMON, "nvidia-smi-dmon")    /* nvidia-smi dmon [-s ...] [-o DT] */                       \
+    X(NHC, "nhc")                     /* LBNL NHC / Azure HPC NHC output */                        \
+    X(FABRICMANAGER, "fabricmanager") /* NVIDIA Fabric Manager's fabricmanager.log */
 enum sn_telem_format {
 #define SN_X(id, text) SN_TELEM_FMT_##id,
     SN_TELEM_FORMAT_LIST(SN_X)
@@ -881,6 +900,16 @@ struct sn_telem_link_reading {
     uint8_t state; /* enum sn_telem_link_state */
 };
 
+/* A link's error counters (nvidia-smi nvlink -e): the latest and the first
+ * value the store saw of each (NaN until seen; a value below the first is
+ * a reset counter and becomes the new first), their input times (NaN when
+ * the input had none) and the line of the latest. */
+struct sn_telem_link_errors {
+    double value[SN_NVLERR_COUNT], first[SN_NVLERR_COUNT];
+    double time_s[SN_NVLERR_COUNT], first_time_s[SN_NVLERR_COUNT];
+    uint32_t line[SN_NVLERR_COUNT];
+};
+
 struct sn_telem_xid_event {
     double time_s, uptime_s;
     uint32_t code, line;
@@ -916,6 +945,9 @@ struct sn_telem_gpu {
     struct sn_telem_reading m[SN_METRIC_COUNT];
     struct sn_telem_link_reading nvlink[SN_TELEM_NVLINK_MAX];
     unsigned n_nvlinks; /* highest link number seen + 1 */
+    /* Error counters per link [SN_TELEM_NVLINK_MAX]; NULL until an nvlink
+     * -e line of the GPU (owned by the store). */
+    struct sn_telem_link_errors *nvlink_err;
     /* Xid events: the last min(xid_total, SN_TELEM_XID_KEEP) in xids[],
      * oldest first at xids[(xid_total - kept) % KEEP]; NULL until one. */
     struct sn_telem_xid_event *xids;

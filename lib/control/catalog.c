@@ -268,13 +268,45 @@ json_t *sn_control_cluster_json(const struct sn_control *c)
                      (json_int_t)m->n_links, "scheduler_connected", c->sched != NULL);
 }
 
+/* A supernode with its usable size: usable_gpus are the GPUs placement may
+ * use (busy, free or held: not cordoned, draining, drained or down, their
+ * own state or their server's), and "unusable" names each server with
+ * GPUs out, their count and the reason (the server's when it is out, else
+ * its first GPU out's): a scale-up domain that lost a compute tray, or
+ * whose fabric took its GPUs out, shows why it is smaller. */
 json_t *sn_control_supernode_json(const struct sn_control *c, uint32_t sn)
 {
-    const struct sn_supernode *s = &c->model->supernodes[sn];
+    const struct sn_model *m = c->model;
+    const struct sn_supernode *s = &m->supernodes[sn];
     char name[64];
-    sn_model_supernode_name(c->model, sn, name, sizeof(name));
-    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "name", name, "first_server",
+    sn_model_supernode_name(m, sn, name, sizeof(name));
+    json_t *out = json_array();
+    uint32_t usable = 0;
+    for (uint32_t v = s->first_server; v < s->first_server + s->n_servers; v++) {
+        uint32_t first = m->server_first_gpu[v], n = sn_model_server_spec(m, v)->gpus, lost = 0;
+        enum sn_control_admin_state st = SN_CONTROL_ADMIN_UP;
+        const char *why = c->nodes[v].state != SN_CONTROL_ADMIN_UP ? c->nodes[v].reason : NULL;
+        for (uint32_t g = first; g < first + n; g++) {
+            enum sn_control_gpu_class k = sn_control_gpu_class(c, g);
+            if (k == SN_CONTROL_GPU_BUSY || k == SN_CONTROL_GPU_FREE || k == SN_CONTROL_GPU_HELD) {
+                usable++;
+                continue;
+            }
+            if (lost++ == 0) {
+                st = sn_control_gpu_effective(c, g);
+                why = why ? why : c->gpus[g].reason;
+            }
+        }
+        if (!lost)
+            continue;
+        char node[64];
+        json_array_append_new(out, json_pack("{s:s,s:I,s:s,s:s?}", "node",
+                                             sn_model_server_name(m, v, node, sizeof(node)), "gpus",
+                                             (json_int_t)lost, "state",
+                                             sn_control_admin_state_name(st), "reason", why));
+    }
+    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "name", name, "first_server",
                      (json_int_t)s->first_server, "servers", (json_int_t)s->n_servers, "first_gpu",
                      (json_int_t)s->first_gpu, "gpus", (json_int_t)s->n_gpus, "racks",
-                     (json_int_t)s->n_racks);
+                     (json_int_t)s->n_racks, "usable_gpus", (json_int_t)usable, "unusable", out);
 }

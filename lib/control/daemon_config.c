@@ -61,6 +61,9 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
     {"health_stale_s", SN_CONF_INT, "900", 1, 31622400, C(health_stale_s),
      "telemetry older than this is stale evidence; a GPU whose agent keeps reporting its "
      "peers but not it for this long is gpu-missing and marked down"},
+    {"health_min_nvlink_share_pct", SN_CONF_INT, "50", 0, 100, C(health_min_nvlink_share_pct),
+     "a supernode NVLink domain whose switch trays leave its GPUs less than this % of their "
+     "links is nvlink-domain-degraded and its GPUs are cordoned as one decision (0: never)"},
     {"agent_listen", SN_CONF_STRING, "", 0, 63, C(agent_listen),
      "HOST:PORT of a second listener for the agents' routes only, with its own connection "
      "slots (empty: agents use listen)"},

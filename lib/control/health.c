@@ -6,6 +6,8 @@
  *    the rack down, the rack and the evidence in the reason.
  *  - A GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
  *    gpu-unreadable) is marked down.
+ *  - A supernode whose NVLink domain kept too few switch chips
+ *    (nvlink-domain-degraded) has its up GPUs cordoned, one decision.
  *  - An up GPU whose score falls below cordon_below is cordoned with the
  *    score and the finding that set its action.
  * Each action is an admin change by actor "snd:health" (its row, then what
@@ -70,9 +72,44 @@ static void power_off_zone(struct sn_control *c, const struct sn_health_finding 
     snprintf(reason, sizeof(reason), "health: power-off-zone %s: %s: %.160s", rack,
              sn_detector_info(f->detector)->name, f->evidence);
     for (uint32_t g = 0; g < m->n_gpus; g++)
-        if (m->server_rack[m->gpu_server[g]] == f->id &&
-            c->gpus[g].state != SN_CONTROL_ADMIN_DOWN)
+        if (m->server_rack[m->gpu_server[g]] == f->id && c->gpus[g].state != SN_CONTROL_ADMIN_DOWN)
             act(c, g, SN_CONTROL_ADMIN_DOWN, reason, true);
+}
+
+/* A supernode's NVLink domain that kept less than min_nvlink_share of its
+ * switch chips (nvlink-domain-degraded): one decision on the domain, its
+ * up GPUs cordoned with one reason naming the lost trays (one audit row
+ * and one log line for the domain, not one per GPU). The fabric's fault,
+ * not the GPUs': no breaker refusal (it counts) and no part finding. */
+static void domain_out(struct sn_control *c, const struct sn_health_finding *f)
+{
+    const struct sn_model *m = c->model;
+    const struct sn_supernode *S = &m->supernodes[f->id];
+    char name[64], reason[320];
+    sn_model_supernode_name(m, f->id, name, sizeof(name));
+    snprintf(reason, sizeof(reason), "health: nvlink-domain-degraded %s: %.190s", name,
+             f->evidence);
+    uint32_t n = 0;
+    for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
+        if (c->gpus[g].state != SN_CONTROL_ADMIN_UP)
+            continue;
+        (void)sn_control_breaker_allow(c, g, true);
+        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
+                                      .id = g,
+                                      .admin = SN_CONTROL_ADMIN_CORDONED,
+                                      .detail = reason,
+                                      .actor = HEALTH_ACTOR};
+        sn_control_set_admin(c, &ev);
+        n++;
+    }
+    if (!n)
+        return;
+    struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
+                               .text = {HEALTH_ACTOR, "health cordon domain", name, reason},
+                               .num = {sn_control_now_s(c), 200}};
+    sn_control_emit(c, &w, 1);
+    sn_control_log(c, "health: cordoned %u GPUs of %s: %s", n, name, reason);
+    c->health_cordons += n;
 }
 
 void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
@@ -84,6 +121,11 @@ void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
         if (rep->findings[i].action == SN_HEALTH_ACT_POWER_OFF_ZONE &&
             rep->findings[i].entity == SN_HEALTH_ENT_RACK && rep->findings[i].id < m->n_racks)
             power_off_zone(c, &rep->findings[i]);
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        if (rep->findings[i].detector == SN_DET_NVLINK_DOMAIN_DEGRADED &&
+            rep->findings[i].entity == SN_HEALTH_ENT_SUPERNODE &&
+            rep->findings[i].id < m->n_supernodes)
+            domain_out(c, &rep->findings[i]);
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||

@@ -158,6 +158,9 @@ char *sn_health_entity_label(const struct sn_model *m, enum sn_health_entity e, 
         return sn_model_rack_name(m, id, buf, len);
     case SN_HEALTH_ENT_SWITCH:
         return sn_model_switch_name(m, id, buf, len);
+    case SN_HEALTH_ENT_SUPERNODE:
+        return id < m->n_supernodes ? sn_model_supernode_name(m, id, buf, len)
+                                    : (snprintf(buf, len, "supernode%u", id), buf);
     default:
         return sn_model_power_domain_name(m, id, buf, len);
     }

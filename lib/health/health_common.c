@@ -83,6 +83,12 @@ void sn_health_config_default(struct sn_health_config *c)
         .busbw_floor = 0.90,
         .link_speed_frac = 0.90,
         .link_error_rise = 100,
+        .min_nvlink_share = 0.5, /* our default: half of each GPU's NVLink bandwidth */
+        /* DCGM modules/health/DcgmHealthWatch.cpp: DCGM_LIMIT_MAX_NVLINK_ERROR 1
+         * (a replay or recovery rise fails) and DCGM_LIMIT_MAX_NVLINK_CRC_ERROR
+         * 100 per second ("CRC errors only matter at rates of 100+ per second") */
+        .nvlink_error_rise = 1,
+        .nvlink_crc_per_s = 100,
         .sbe_per_hour = 100,
         .xid_repeat = 3,
         .phantom_bytes = 1024.0 * 1024 * 1024,

@@ -238,11 +238,58 @@ static bool chip_down(const struct sn_model *m, const struct chip_tally *x, uint
            (x->servers || (m->switch_server[sw] != SN_NONE && x->gpus));
 }
 
+/* The policy decision on a supernode's domain whose GPUs keep less than
+ * min_nvlink_share of their links through its trays (GPU port k reaches
+ * chip k mod n, so the share of chips up is the share of each GPU's links
+ * when the links are a multiple of the chips, as on NVL72): one
+ * nvlink-domain-degraded finding on the supernode naming the lost trays
+ * and chips; lib/control/health.c takes its GPUs out of placement. */
+/* Chip sw's name less its domain's "NAME-" prefix ("nvsw04" of "nvl00-nvsw04"). */
+static const char *chip_short(const struct sn_model *m, uint32_t sw, const char *domain, char *buf,
+                              size_t len)
+{
+    size_t dl = strlen(domain);
+    sn_model_switch_name(m, sw, buf, len);
+    return strncmp(buf, domain, dl) == 0 && buf[dl] == '-' ? buf + dl + 1 : buf;
+}
+
+static void domain_share(struct sn__health_ctx *c, const uint8_t *down, uint32_t sn, uint32_t first,
+                         uint32_t n, uint32_t per_tray, uint32_t lost, const char *domain)
+{
+    double share = (double)(n - lost) / n;
+    if (!(share < c->cfg->min_nvlink_share))
+        return;
+    const struct sn_model *m = c->m;
+    char list[SN_HEALTH_EVIDENCE_MAX] = "", a[64], b[64];
+    size_t at = 0;
+    for (uint32_t tray = first; tray < first + n && at < sizeof(list); tray += per_tray) {
+        uint32_t k = 0;
+        for (uint32_t sw = tray; sw < tray + per_tray; sw++)
+            k += down[sw] == 1;
+        if (k == per_tray && per_tray > 1) { /* a tray: "nvsw00..nvsw01" */
+            at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s..%s", at ? " " : "",
+                                   chip_short(m, tray, domain, a, sizeof(a)),
+                                   chip_short(m, tray + per_tray - 1, domain, b, sizeof(b)));
+            continue;
+        }
+        for (uint32_t sw = tray; sw < tray + per_tray && at < sizeof(list); sw++)
+            if (down[sw] == 1)
+                at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", at ? " " : "",
+                                       chip_short(m, sw, domain, a, sizeof(a)));
+    }
+    sn__health_add(c, SN_DET_NVLINK_DOMAIN_DEGRADED, SN_HEALTH_ENT_SUPERNODE, sn, SN_NONE, SN_NONE,
+                   share, c->cfg->min_nvlink_share,
+                   "%s keeps %u of %u NVLink switch chips (%.0f%% of each GPU's links), below "
+                   "min_nvlink_share %.0f%%; down: %s",
+                   domain, n - lost, n, 100 * share, 100 * c->cfg->min_nvlink_share, list);
+}
+
 /* One finding per lost tray (every chip of it down) or per lost chip of a
  * tray that keeps others, for the chips [first, first + n) of one scale-up
- * domain (a supernode's trays, or one server's chips); marks down[]. */
-static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, uint8_t *down,
-                         uint32_t first, uint32_t n, uint32_t per_tray, const char *domain)
+ * domain (a supernode's trays, or one server's chips); marks down[] and
+ * returns the chips lost. */
+static uint32_t domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, uint8_t *down,
+                             uint32_t first, uint32_t n, uint32_t per_tray, const char *domain)
 {
     const struct sn_model *m = c->m;
     uint32_t lost = 0;
@@ -250,7 +297,7 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
         if (chip_down(m, &t[sw], sw))
             lost += down[sw] = 1;
     if (!lost)
-        return;
+        return 0;
     char keep[160], a[64], b[64], at[160];
     snprintf(keep, sizeof(keep),
              "%s keeps %u of its %u NVLink switch chips (%.0f%% of each GPU's "
@@ -286,6 +333,7 @@ static void domain_chips(struct sn__health_ctx *c, const struct chip_tally *t, u
                            t[sw].line, keep);
         }
     }
+    return lost;
 }
 
 /* Localises whole-chip losses to the switch side: fills down[] (per
@@ -312,8 +360,11 @@ static bool scaleup_down(struct sn__health_ctx *c, uint8_t *down)
             per_tray = 1;
         char name[64];
         if (su->domain == SN_SCALEUP_SUPERNODE) {
-            domain_chips(c, t, down, x->first_scaleup, x->n_scaleup, per_tray,
-                         sn_model_supernode_name(m, sn, name, sizeof(name)));
+            sn_model_supernode_name(m, sn, name, sizeof(name));
+            uint32_t lost =
+                domain_chips(c, t, down, x->first_scaleup, x->n_scaleup, per_tray, name);
+            if (lost)
+                domain_share(c, down, sn, x->first_scaleup, x->n_scaleup, per_tray, lost, name);
             continue;
         }
         for (uint32_t i = 0; su->chips && i < x->n_servers; i++)
@@ -450,6 +501,58 @@ static void link_errors(struct sn__health_ctx *c, uint32_t i, uint32_t g)
     }
 }
 
+/* nvidia-smi nvlink -e counters of GPU g (store GPU i) against their first
+ * reading: DCGM's NVLink health watch (modules/health/DcgmHealthWatch.cpp)
+ * fails a link whose replay or recovery counter rose by at least
+ * DCGM_LIMIT_MAX_NVLINK_ERROR (1), and one whose CRC counter rose at 100
+ * per second or more (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR); a slower CRC rise
+ * is DCGM's warning and no finding here. Readings without times (nvlink -e
+ * prints none) give no rate: their CRC counter counts once it rose by more
+ * than link_error_rise (100, as for the GPU counters). DCGM judges the last minute; the
+ * baseline here is the first reading the store kept (reset when a counter
+ * goes down), so a single reading is never judged. One finding per link,
+ * naming the counters that rose. */
+static void nvlink_counters(struct sn__health_ctx *c, uint32_t i, uint32_t g)
+{
+    const struct sn_telem_gpu *sg = sn_telem_store_gpu(c->st, i);
+    if (!sg->nvlink_err)
+        return;
+    unsigned design = sn_model_gpu_spec(c->m, g)->scaleup_links;
+    for (unsigned l = 0; l < SN_TELEM_NVLINK_MAX && l < design; l++) {
+        const struct sn_telem_link_errors *e = &sg->nvlink_err[l];
+        char what[160] = "";
+        size_t at = 0;
+        double worst = 0;
+        uint32_t line = 0;
+        for (unsigned k = 0; k < SN_NVLERR_COUNT; k++) {
+            double rise = e->value[k] - e->first[k];
+            if (!(rise > 0))
+                continue;
+            double span = e->time_s[k] - e->first_time_s[k], rate = rise / span;
+            bool timed = span > 0; /* nvlink -e prints no time: files have none */
+            bool bad = k != SN_NVLERR_CRC ? rise >= c->cfg->nvlink_error_rise
+                       : timed            ? rate >= c->cfg->nvlink_crc_per_s
+                                          : rise > c->cfg->link_error_rise;
+            if (!bad || at >= sizeof(what))
+                continue;
+            at +=
+                (size_t)snprintf(what + at, sizeof(what) - at, "%s%s rose by %.0f (%.0f to %.0f%s",
+                                 at ? ", " : "", sn_telem_nvlerr_name((enum sn_telem_nvlerr)k),
+                                 rise, e->first[k], e->value[k], k == SN_NVLERR_CRC ? "" : ")");
+            if (k == SN_NVLERR_CRC && at < sizeof(what))
+                at += timed ? (size_t)snprintf(what + at, sizeof(what) - at, ", %.0f/s)", rate)
+                            : (size_t)snprintf(what + at, sizeof(what) - at, ", untimed)");
+            if (rise > worst)
+                worst = rise, line = e->line[k];
+        }
+        if (!at)
+            continue;
+        char w[SN_HEALTH_EVIDENCE_MAX];
+        snprintf(w, sizeof(w), "nvlink -e line %u: link %u: %s", line, l, what);
+        link_finding(c, SN_DET_NVLINK_ERRORS, g, l, worst, c->cfg->nvlink_error_rise, w);
+    }
+}
+
 void sn__health_detect_peers(struct sn__health_ctx *c)
 {
     slow_gpus(c);
@@ -464,5 +567,6 @@ void sn__health_detect_peers(struct sn__health_ctx *c)
         clock_events(c, i, g);
         pcie(c, i, g);
         link_errors(c, i, g);
+        nvlink_counters(c, i, g);
     }
 }

@@ -65,6 +65,7 @@ NAME_FN(sn_telem_skip_name, enum sn_telem_skip_reason, SN_TELEM_SKIP_COUNT, SN_T
 NAME_FN(sn_telem_confidence_name, enum sn_telem_confidence, SN_TELEM_CONF_COUNT,
         SN_TELEM_CONFIDENCE_LIST, TEXT2)
 NAME_FN(sn_telem_attr_name, enum sn_telem_attr_kind, SN_TELEM_ATTR_COUNT, SN_TELEM_ATTR_LIST, TEXT2)
+NAME_FN(sn_telem_nvlerr_name, enum sn_telem_nvlerr, SN_NVLERR_COUNT, SN_TELEM_NVLERR_LIST, TEXT3)
 NAME_FN(sn_xid_bucket_name, enum sn_xid_bucket, SN_XID_BUCKET_COUNT, SN_XID_BUCKET_LIST, TEXT2)
 NAME_FN(sn_topo_kind_name, enum sn_topo_kind, SN_TOPO_KIND_COUNT, SN_TOPO_KIND_LIST, TEXT2)
 NAME_FN(sn_nccl_coll_name, enum sn_nccl_coll, SN_NCCL_COLL_COUNT, SN_NCCL_COLL_LIST, TEXT2)
@@ -895,6 +896,7 @@ static const struct sn__telem_ops *const ops_table[SN_TELEM_FORMAT_COUNT] = {
     [SN_TELEM_FMT_SMI_TABLE] = &sn__telem_smi_table_ops,
     [SN_TELEM_FMT_SMI_DMON] = &sn__telem_smi_dmon_ops,
     [SN_TELEM_FMT_NHC] = &sn__telem_nhc_ops,
+    [SN_TELEM_FMT_FABRICMANAGER] = &sn__telem_fmlog_ops,
 };
 
 static char *dup_or_null(const char *s)
@@ -1407,6 +1409,10 @@ enum sn_err sn_telem_format_detect(const char *data, size_t len, enum sn_telem_f
         {"-----  Integration  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"-----  Stress  ---", SN_TELEM_FMT_DCGMI_DIAG},
         {"CPU Affinity", SN_TELEM_FMT_SMI_TOPO},
+        /* Fabric Manager records: "[Feb 25 2025 13:59:45] [INFO] [tid 1803] ". */
+        {"] [INFO] [tid ", SN_TELEM_FMT_FABRICMANAGER},
+        {"] [ERROR] [tid ", SN_TELEM_FMT_FABRICMANAGER},
+        {"] [WARNING] [tid ", SN_TELEM_FMT_FABRICMANAGER},
         {" Link 0: ", SN_TELEM_FMT_SMI_NVLINK},
         /* nvlink -s of a GPU whose links are all down (leptonai/gpud#1085). */
         {"NVLink information as all links are", SN_TELEM_FMT_SMI_NVLINK},

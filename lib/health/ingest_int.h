@@ -199,6 +199,7 @@ extern const struct sn__telem_ops sn__telem_snmp_ops;
 extern const struct sn__telem_ops sn__telem_smi_table_ops;
 extern const struct sn__telem_ops sn__telem_smi_dmon_ops;
 extern const struct sn__telem_ops sn__telem_nhc_ops;
+extern const struct sn__telem_ops sn__telem_fmlog_ops;
 
 /* nvidia-smi CSV rows without a header (ingest_smi_infer.c): the first
  * rows, cut into trimmed cells, row-major (cell[r * ncols + c]), and the

@@ -20,6 +20,23 @@
  * That is every link inactive: it is read as SN_TELEM_NVLINK_MAX inactive
  * links (NVML's most per GPU), and the detector judges those the GPU's
  * design has (none on a GPU without NVLink, which prints the same line).
+ *
+ * `nvidia-smi nvlink -e` (--errorcounters) prints the same GPU lines and
+ * one line per link and counter (the layout of drivers up to R570, as in
+ * stas00/ml-engineering's H100 and NVIDIA/srt-slurm#307's GB300 outputs,
+ * tests/data/real/nvidia-smi-nvlink/), a blank line between links:
+ *
+ *   GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)
+ *   	 Link 0: Replay Errors: 0
+ *   	 Link 0: Recovery Errors: 0
+ *   	 Link 0: CRC Errors: 0
+ *
+ * Each is one counter record (struct sn_telem_nvlink with counters set):
+ * Replay, Recovery and CRC Errors (NVML's DL replay, DL recovery and DL
+ * CRC flit counters). Other "Name: value" counters (the newer drivers'
+ * per-link set: Rx Errors, Tx discards, Effective Errors, ...) are not
+ * read (an unused skip each); a counter whose value is no whole number
+ * (N/A) is a bad-value skip. An elision line ("[...]", "...") is unused.
  */
 #include "health/ingest_int.h"
 
@@ -99,6 +116,58 @@ static bool all_inactive(const char *s, size_t n)
     return false;
 }
 
+/* "Replay Errors: 0" after "Link N:": one nvlink -e counter of link. */
+static void counter_line(struct sn_telem_parser *p, const struct nvl_state *st, unsigned link,
+                         const char *v, size_t vl, const char *colon)
+{
+    static const char *const label[] = {
+#define SN_X(id, name, text) text,
+        SN_TELEM_NVLERR_LIST(SN_X)
+#undef SN_X
+    };
+    const char *name = v, *num = colon + 1;
+    size_t nl = (size_t)(colon - v), ml = vl - nl - 1;
+    sn__telem_trim(&name, &nl);
+    sn__telem_trim(&num, &ml);
+    unsigned k = 0;
+    while (k < SN_NVLERR_COUNT && !sn__telem_eqi(name, nl, label[k]))
+        k++;
+    if (k == SN_NVLERR_COUNT) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "NVLink counter '%.*s' is not read",
+                       (int)(nl > 60 ? 60 : nl), name);
+        return;
+    }
+    unsigned long long x;
+    if (!ml || !sn__telem_uint(num, ml, &x)) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_BAD_VALUE, "'%.*s' is not a count of %s",
+                       (int)(ml > 40 ? 40 : ml), num, label[k]);
+        return;
+    }
+    struct sn_telem_nvlink rec = {
+        {p->host, st->index, st->uuid[0] ? st->uuid : NULL, SN_TELEM_BUS_NONE},
+        sn__telem_origin(p, NAN),
+        link,
+        SN_LINK_UNKNOWN,
+        NAN,
+        true,
+        {NAN, NAN, NAN}};
+    rec.err[k] = (double)x;
+    SN__EMIT(p, nvlink, &rec);
+}
+
+/* "[...]" or "...": a paste's elision. */
+static bool elision(const char *s, size_t n)
+{
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']')
+        s++, n -= 2;
+    if (n < 3)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '.')
+            return false;
+    return true;
+}
+
 static void nvl_line(struct sn_telem_parser *p, const char *s, size_t n)
 {
     struct nvl_state *st = p->state;
@@ -112,9 +181,15 @@ static void nvl_line(struct sn_telem_parser *p, const char *s, size_t n)
                 sn__telem_origin(p, NAN),
                 l,
                 SN_LINK_INACTIVE,
-                NAN};
+                NAN,
+                false,
+                {0}};
             SN__EMIT(p, nvlink, &rec);
         }
+        return;
+    }
+    if (elision(s, n)) {
+        sn__telem_skip(p, 0, SN_TELEM_SKIP_UNUSED, "'%.*s': lines left out", (int)n, s);
         return;
     }
     if (!sn__telem_starts(s, n, "Link ")) {
@@ -138,12 +213,19 @@ static void nvl_line(struct sn_telem_parser *p, const char *s, size_t n)
     const char *v = s + i + 1;
     size_t vl = n - i - 1;
     sn__telem_trim(&v, &vl);
+    const char *colon = memchr(v, ':', vl);
+    if (colon) {
+        counter_line(p, st, (unsigned)link, v, vl, colon);
+        return;
+    }
     struct sn_telem_nvlink rec = {
         {p->host, st->index, st->uuid[0] ? st->uuid : NULL, SN_TELEM_BUS_NONE},
         sn__telem_origin(p, NAN),
         (unsigned)link,
         SN_LINK_INACTIVE,
-        NAN};
+        NAN,
+        false,
+        {0}};
     if (!sn__telem_eqi(v, vl, "<inactive>")) {
         double x, factor;
         size_t used;

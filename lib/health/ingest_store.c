@@ -470,6 +470,11 @@ static void merge_gpu(struct sn_telem_store *s, uint32_t keep, uint32_t drop)
     idx_repoint(&s->by_index, drop, keep);
     idx_repoint(&s->by_bus, drop, keep);
     idx_repoint(&s->by_uuid, drop, keep);
+    if (o->nvlink_err && !g->nvlink_err) {
+        g->nvlink_err = o->nvlink_err;
+        o->nvlink_err = NULL;
+    }
+    free(o->nvlink_err);
     free(o->xids);
     free(o->procs);
     free(o->diag);
@@ -753,6 +758,32 @@ static void sink_nvlink(void *ctx, const struct sn_telem_nvlink *r)
         return;
     }
     struct sn_telem_gpu *g = &s->gpus[id];
+    if (r->counters) {
+        if (!g->nvlink_err) {
+            g->nvlink_err = store_calloc(s, SN_TELEM_NVLINK_MAX, sizeof(*g->nvlink_err));
+            if (!g->nvlink_err)
+                return;
+            for (unsigned l = 0; l < SN_TELEM_NVLINK_MAX; l++)
+                for (unsigned k = 0; k < SN_NVLERR_COUNT; k++)
+                    g->nvlink_err[l].value[k] = g->nvlink_err[l].first[k] = NAN;
+        }
+        struct sn_telem_link_errors *e = &g->nvlink_err[r->link];
+        for (unsigned k = 0; k < SN_NVLERR_COUNT; k++) {
+            if (isnan(r->err[k]))
+                continue;
+            /* First seen, or lower than the latest: the counter was reset
+             * (nvidia-smi nvlink -r), the baseline starts again. */
+            if (isnan(e->value[k]) || r->err[k] < e->value[k]) {
+                e->first[k] = r->err[k];
+                e->first_time_s[k] = r->at.time_s;
+            }
+            e->value[k] = r->err[k];
+            e->time_s[k] = r->at.time_s;
+            e->line[k] = r->at.line;
+        }
+        s->stats.records++;
+        return;
+    }
     g->nvlink[r->link].state = (uint8_t)r->state;
     g->nvlink[r->link].speed_bytes_per_s = r->speed_bytes_per_s;
     g->nvlink[r->link].line = r->at.line;
@@ -1132,6 +1163,7 @@ void sn_telem_store_free(struct sn_telem_store *s)
     if (!s)
         return;
     for (uint32_t i = 0; i < s->n_gpus; i++) {
+        free(s->gpus[i].nvlink_err);
         free(s->gpus[i].xids);
         free(s->gpus[i].procs);
         free(s->gpus[i].diag);

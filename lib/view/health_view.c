@@ -14,7 +14,7 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* The nvswitch-down findings on the chips of GPU gpu's NVLink domain (its
+/* The nvswitch-down and Fabric Manager findings on the chips of GPU gpu's NVLink domain (its
  * supernode's trays, or its own server's chips): no score of the GPU's,
  * but why its domain runs with fewer chips (docs/health.md "Rack fabric"). */
 static json_t *fabric_json(const struct sn_health_report *rep, const struct sn_model *m,
@@ -23,8 +23,10 @@ static json_t *fabric_json(const struct sn_health_report *rep, const struct sn_m
     json_t *fabric = json_array();
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
-        if (f->detector != SN_DET_NVSWITCH_DOWN || f->entity != SN_HEALTH_ENT_SWITCH ||
-            f->id >= m->n_switches || m->switch_supernode[f->id] != m->gpu_supernode[gpu] ||
+        bool chip = f->detector == SN_DET_NVSWITCH_DOWN || f->detector == SN_DET_FM_SXID_FATAL ||
+                    f->detector == SN_DET_FM_SXID;
+        if (!chip || f->entity != SN_HEALTH_ENT_SWITCH || f->id >= m->n_switches ||
+            m->switch_supernode[f->id] != m->gpu_supernode[gpu] ||
             (m->switch_server[f->id] != SN_NONE && m->switch_server[f->id] != m->gpu_server[gpu]))
             continue;
         char label[160];

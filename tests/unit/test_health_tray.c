@@ -16,7 +16,11 @@
  *    report makes them the GPUs' own or the chip's;
  *  - in-server chips (examples/good-64.yaml, HGX): one chip whose every
  *    reported link is inactive on one server is down there;
- *  - scaleup.chips_per_tray must divide chips (an error at its value).
+ *  - scaleup.chips_per_tray must divide chips (an error at its value);
+ *  - a domain left with less than min_nvlink_share of its chips (five
+ *    trays of nine down) is ONE nvlink-domain-degraded finding on the
+ *    supernode naming the trays; exactly the share is kept; 0 never; HGX
+ *    in-server chips make no domain decision.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -276,6 +280,90 @@ static void test_in_server_chip(void **state)
     fx_close(&f);
 }
 
+/* Five trays (chips 0-9) down on NVL72: the GPUs keep 8 of 18 links. */
+static bool five_trays(uint32_t s, unsigned g, unsigned l)
+{
+    (void)s, (void)g;
+    return l < 10;
+}
+
+/* Four trays (chips 0-7) and chip 9: 9 of 18 kept, exactly one half. */
+static bool half(uint32_t s, unsigned g, unsigned l)
+{
+    (void)s, (void)g;
+    return l < 8 || l == 9;
+}
+
+static const struct sn_health_finding *find(const struct sn_health_report *r, enum sn_detector d)
+{
+    for (uint32_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].detector == d)
+            return &r->findings[i];
+    return NULL;
+}
+
+static void test_domain_share(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "examples/gb200-nvl72.yaml");
+    feed_all(&f, 18, "53.125 GB/s", five_trays);
+    const struct sn_health_report *r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVSWITCH_DOWN), 5); /* one per tray */
+    assert_int_equal(count(r, SN_DET_NVLINK_INACTIVE), 0);
+    /* One decision on the domain, not 72 GPU findings. */
+    assert_int_equal(count(r, SN_DET_NVLINK_DOMAIN_DEGRADED), 1);
+    const struct sn_health_finding *x = find(r, SN_DET_NVLINK_DOMAIN_DEGRADED);
+    assert_int_equal(x->entity, SN_HEALTH_ENT_SUPERNODE);
+    assert_int_equal(x->id, 0);
+    assert_int_equal(x->gpu, SN_NONE);
+    assert_near(x->value, 8.0 / 18, 1e-9);
+    assert_near(x->expected, 0.5, 0);
+    assert_string_equal(x->evidence,
+                        "nvl00 keeps 8 of 18 NVLink switch chips (44% of each GPU's links), below "
+                        "min_nvlink_share 50%; down: nvsw00..nvsw01 nvsw02..nvsw03 nvsw04..nvsw05 "
+                        "nvsw06..nvsw07 nvsw08..nvsw09");
+    char label[64];
+    sn_health_entity_label(f.model, x->entity, x->id, label, sizeof(label));
+    assert_string_equal(label, "nvl00");
+    assert_int_equal(sn_detector_info(SN_DET_NVLINK_DOMAIN_DEGRADED)->action, SN_HEALTH_ACT_DRAIN);
+    for (uint32_t g = 0; g < f.model->n_gpus; g++) /* the verdict is the control's */
+        assert_near(r->gpus[g].score, 100, 0);
+    /* A threshold of 0.4 keeps the domain (8/18 = 0.44). */
+    f.cfg.min_nvlink_share = 0.4;
+    r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVLINK_DOMAIN_DEGRADED), 0);
+    assert_int_equal(count(r, SN_DET_NVSWITCH_DOWN), 5);
+    fx_close(&f);
+
+    /* Exactly the threshold is kept; a lone chip is named as a chip. */
+    fx_open(&f, "examples/gb200-nvl72.yaml");
+    feed_all(&f, 18, "53.125 GB/s", half);
+    r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVLINK_DOMAIN_DEGRADED), 0);
+    f.cfg.min_nvlink_share = 0.51;
+    r = analyze(&f);
+    x = find(r, SN_DET_NVLINK_DOMAIN_DEGRADED);
+    assert_non_null(x);
+    assert_non_null(strstr(x->evidence, "keeps 9 of 18"));
+    assert_non_null(strstr(x->evidence, "down: nvsw00..nvsw01 nvsw02..nvsw03 nvsw04..nvsw05 "
+                                        "nvsw06..nvsw07 nvsw09"));
+    /* 0: never. */
+    f.cfg.min_nvlink_share = 0;
+    r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVLINK_DOMAIN_DEGRADED), 0);
+    fx_close(&f);
+
+    /* HGX (in-server chips): no domain decision, the server is the domain. */
+    fx_open(&f, "examples/good-64.yaml");
+    f.cfg.min_nvlink_share = 1;
+    feed_all(&f, 18, "26.562 GB/s", hgx_chip1);
+    r = analyze(&f);
+    assert_int_equal(count(r, SN_DET_NVSWITCH_DOWN), 1);
+    assert_int_equal(count(r, SN_DET_NVLINK_DOMAIN_DEGRADED), 0);
+    fx_close(&f);
+}
+
 static void test_tray_size_checked(void **state)
 {
     (void)state;
@@ -307,7 +395,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tray_is_one_finding), cmocka_unit_test(test_not_localised),
         cmocka_unit_test(test_in_server_chip),      cmocka_unit_test(test_unconfirmed),
-        cmocka_unit_test(test_tray_size_checked),
+        cmocka_unit_test(test_tray_size_checked),   cmocka_unit_test(test_domain_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
