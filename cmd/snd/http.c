@@ -35,20 +35,18 @@
 #include "agent.h"
 
 #include <sn/api.h>
+#include <sn/net.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PEM_MAX_BYTES (1u << 20)
@@ -561,93 +559,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* Reads a PEM file (under PEM_MAX_BYTES) for MHD, which wants it in
- * memory; the caller frees *out. */
-static enum sn_err read_pem(const char *key, const char *path, char **out, struct sn_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': %s", key, path, strerror(errno));
-    char *buf = malloc(PEM_MAX_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, PEM_MAX_BYTES + 1, f) : 0;
-    fclose(f);
-    if (!buf || n == 0 || n > PEM_MAX_BYTES || !strstr(buf, "-----BEGIN ")) {
-        free(buf);
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected a PEM file under %u bytes", key,
-                            path, PEM_MAX_BYTES);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return SN_OK;
-}
-
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-    if (ss->ss_family == AF_INET) {
-        struct sockaddr_in a;
-        memcpy(&a, ss, sizeof(a));
-        return (ntohl(a.sin_addr.s_addr) >> 24) == 127;
-    }
-    if (ss->ss_family != AF_INET6)
-        return false;
-    struct sockaddr_in6 a;
-    memcpy(&a, ss, sizeof(a));
-    return IN6_IS_ADDR_LOOPBACK(&a.sin6_addr) ||
-           (IN6_IS_ADDR_V4MAPPED(&a.sin6_addr) && a.sin6_addr.s6_addr[12] == 127);
-}
-
-/* Resolves "HOST:PORT" or "[V6]:PORT" (HOST a name or a literal) to the
- * first address getaddrinfo gives. */
-static enum sn_err resolve(const char *key, const char *addr, struct sockaddr_storage *ss,
-                           struct sn_error *err)
-{
-    const char *h = addr, *colon = NULL;
-    size_t hl = 0;
-    if (addr[0] == '[') {
-        const char *close = strchr(addr, ']');
-        h = addr + 1;
-        hl = close ? (size_t)(close - h) : 0;
-        colon = close && close[1] == ':' ? close + 1 : NULL;
-    } else {
-        colon = strrchr(addr, ':');
-        hl = colon ? (size_t)(colon - addr) : 0;
-        if (colon && memchr(addr, ':', hl))
-            return sn_error_set(err, SN_ERR_INVALID,
-                                "%s '%s': write an IPv6 address as [ADDRESS]:PORT", key, addr);
-    }
-    char host[256], *end = NULL;
-    long p = colon ? strtol(colon + 1, &end, 10) : -1;
-    if (!colon || hl == 0 || hl >= sizeof(host))
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': expected HOST:PORT or [IPv6]:PORT", key,
-                            addr);
-    if (end == colon + 1 || *end || p < 0 || p > 65535)
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': port must be 0 to 65535", key, addr);
-    snprintf(host, sizeof(host), "%.*s", (int)hl, h);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
-    char port[8];
-    snprintf(port, sizeof(port), "%ld", p);
-    int g = getaddrinfo(host, port, &hints, &res);
-    if (g != 0 || !res)
-        return sn_error_set(err, SN_ERR_INVALID, "%s '%s': cannot resolve '%s': %s", key, addr,
-                            host, gai_strerror(g));
-    memset(ss, 0, sizeof(*ss));
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return SN_OK;
-}
-
 /* Resolves addr and applies the plain-HTTP and TLS-key rules. */
 static enum sn_err check_listener(const struct snd *d, const char *key, const char *addr, bool mtls,
                                   struct sockaddr_storage *ss, struct sn_error *err)
 {
-    enum sn_err rc = resolve(key, addr, ss, err);
+    enum sn_err rc = sn_net_resolve_listen(key, addr, ss, err);
     if (rc != SN_OK)
         return rc;
     bool tls = d->cfg.tls_cert[0] != '\0';
-    if (!tls && !is_loopback(ss) && !d->cfg.allow_plain_http)
+    if (!tls && !sn_net_is_loopback(ss) && !d->cfg.allow_plain_http)
         return sn_error_set(err, SN_ERR_INVALID,
                             "%s '%s': refusing plain HTTP on a non-loopback address (tokens "
                             "would cross the network in clear); set tls_cert and tls_key, or "
@@ -680,10 +600,11 @@ static enum sn_err start_listener(struct snd *d, struct snd_listener *l, const c
         return rc;
     bool tls = d->cfg.tls_cert[0] != '\0';
     *l = (struct snd_listener){.d = d, .name = key, .mtls = mtls};
-    if (tls && (rc = read_pem("tls_cert", d->cfg.tls_cert, &l->pem[0], err)) == SN_OK)
-        rc = read_pem("tls_key", d->cfg.tls_key, &l->pem[1], err);
+    const size_t cap = PEM_MAX_BYTES;
+    if (tls && (rc = sn_net_read_pem("tls_cert", d->cfg.tls_cert, cap, &l->pem[0], err)) == SN_OK)
+        rc = sn_net_read_pem("tls_key", d->cfg.tls_key, cap, &l->pem[1], err);
     if (rc == SN_OK && mtls)
-        rc = read_pem("tls_client_ca", d->cfg.tls_client_ca, &l->pem[2], err);
+        rc = sn_net_read_pem("tls_client_ca", d->cfg.tls_client_ca, cap, &l->pem[2], err);
     if (rc != SN_OK)
         return rc;
     /* No internal thread: the state thread runs MHD (snd_http_run), so
