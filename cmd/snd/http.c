@@ -345,7 +345,7 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
     /* Suspend first, so the writer's resume always follows it. */
     MHD_suspend_connection(r->conn);
     struct sn_error err = {0};
-    enum sn_err rc = sn_store_submit(d->store, all, n + 1, commit_done, r, &err);
+    enum sn_err rc = snd_outbox_submit(d, all, n + 1, commit_done, r, &err);
     if (rc != SN_OK) {
         r->store_rc = rc;
         r->phase = SND_PHASE_DONE;
@@ -542,17 +542,17 @@ static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_R
     return true;
 }
 
-/* Room for a request's writes (its rows, its audit entry, one spare), and
- * no state-driven write waiting: then its commit cannot be refused for
- * lack of room, and it lands after every change made before it. Only this
- * thread adds to the store's queue, so the room seen here stays. */
+/* Room for a request's writes (its rows, its audit entry, one spare)
+ * behind every state-driven write waiting in the outbox: then its commit
+ * cannot be refused for lack of room, and it lands after every change made
+ * before it (snd_outbox_submit puts those first). Only this thread adds to
+ * the store's queue, so the room seen here stays. */
 static bool store_has_room(struct snd *d)
 {
-    if (!snd_outbox_empty(d))
-        return false;
+    uint32_t waiting = snd_outbox_begin_request(d);
     struct sn_store_stats st;
     sn_store_stats(d->store, &st);
-    return st.queue_depth + 4 <= (uint64_t)d->cfg.store_queue;
+    return st.queue_depth + waiting + 4 <= (uint64_t)d->cfg.store_queue;
 }
 
 /* Agents' routes that change only memory (no store row of theirs waits
