@@ -136,21 +136,56 @@ static void outbox_done(void *ctx, enum sn_err rc)
     free(done);
 }
 
+/* The entries from the head before the first of generation gen_end or
+ * later, at most SN_STORE_SUBMIT_MAX_WRITES rows together (always one);
+ * copies their rows to rows (or points *out at a lone entry's) and returns
+ * how many entries, their rows in *n and the last control seq in *seq. */
+static uint32_t take_run(const struct snd_outbox *o, uint64_t gen_end, struct sn_store_write *rows,
+                         const struct sn_store_write **out, size_t *n, uint64_t *seq)
+{
+    uint32_t k = 0;
+    *n = 0;
+    *seq = 0;
+    *out = rows;
+    while (k < o->count) {
+        const struct ob_entry *e = o->q[(o->head + k) % o->cap];
+        if (e->gen >= gen_end || (k > 0 && *n + e->n > SN_STORE_SUBMIT_MAX_WRITES))
+            break;
+        if (e->n > SN_STORE_SUBMIT_MAX_WRITES) { /* alone, the store answers for it */
+            *out = e->rows;
+            *n = e->n;
+            *seq = e->seq;
+            return 1;
+        }
+        memcpy(rows + *n, e->rows, e->n * sizeof(*rows));
+        *n += e->n;
+        *seq = e->seq ? e->seq : *seq;
+        k++;
+    }
+    return k;
+}
+
 /* Submits entries from the head while the store takes them, up to the
- * first one of generation gen_end or later; false when one was refused. */
+ * first one of generation gen_end or later; false when one was refused.
+ * Consecutive entries go as one submission (one push, so the writer cannot
+ * begin between them and a request's rows pushed right after). */
 static bool flush_before(struct snd *d, uint64_t gen_end)
 {
     struct snd_outbox *o = d->outbox;
-    while (o->count > 0 && o->q[o->head]->gen < gen_end) {
-        struct ob_entry *e = o->q[o->head];
+    struct sn_store_write rows[SN_STORE_SUBMIT_MAX_WRITES];
+    const struct sn_store_write *run;
+    size_t n;
+    uint64_t seq;
+    uint32_t k;
+    while ((k = take_run(o, gen_end, rows, &run, &n, &seq)) > 0) {
         struct sn_error err = {0};
         struct ob_done *done = malloc(sizeof(*done));
         if (!done) {
             atomic_store(&d->fatal, true);
             return false;
         }
-        *done = (struct ob_done){d, e->seq};
-        enum sn_err rc = sn_store_submit(d->store, e->rows, e->n, outbox_done, done, &err);
+        *done = (struct ob_done){d, seq};
+        enum sn_err rc = sn_store_submit(d->store, run, n, outbox_done, done, &err);
         if (rc != SN_OK)
             free(done);
         if (rc == SN_ERR_LIMIT)
@@ -160,9 +195,11 @@ static bool flush_before(struct snd *d, uint64_t gen_end)
             atomic_store(&d->fatal, true);
             return false;
         }
-        free(e);
-        o->head = (o->head + 1) % o->cap;
-        o->count--;
+        for (uint32_t i = 0; i < k; i++) {
+            free(o->q[o->head]);
+            o->head = (o->head + 1) % o->cap;
+            o->count--;
+        }
     }
     return true;
 }

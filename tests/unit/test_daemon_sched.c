@@ -492,9 +492,12 @@ static void pass_rows_ride_with_submits(void **state)
     print_message("%d submits: %lld commits, %lld passes\n", n, commits, passes);
     assert_true(passes >= 10); /* the submits took longer than 50 ms */
     assert_true(commits >= n);
-    /* A pass whose rows no request came for within the hold commits alone:
-     * allowed for a quarter of them (a slow machine), not for most. */
-    assert_true(commits - n <= passes / 4 + 1);
+    /* Allowed: a pass whose rows no request came for within the hold
+     * commits alone, and the writer may begin between the outbox's push
+     * and the request's (0 to 3 extra commits for 36 to 41 passes measured
+     * here, Debug build); before, 72 to 90% of passes cost a commit of
+     * their own (28 for 39 with main's snd). */
+    assert_true(commits - n <= passes / 2 + 1);
     assert_int_equal(stop(&d, SIGTERM), 0);
     cleanup(&d);
 }
