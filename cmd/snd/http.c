@@ -271,17 +271,17 @@ static bool authenticate(struct snd *d, struct snd_req *r, int scope, enum MHD_R
     return true;
 }
 
-/* Room for a request's writes (its rows, its audit entry, one spare), and
- * no state-driven write waiting: then its commit cannot be refused for
- * lack of room, and it lands after every change made before it. Only this
- * thread adds to the store's queue, so the room seen here stays. */
+/* Room for a request's writes (its rows, its audit entry, one spare)
+ * behind every state-driven write waiting in the outbox: then its commit
+ * cannot be refused for lack of room, and it lands after every change made
+ * before it (snd_outbox_submit puts those first). Only this thread adds to
+ * the store's queue, so the room seen here stays. */
 static bool store_has_room(struct snd *d)
 {
-    if (!snd_outbox_empty(d))
-        return false;
+    uint32_t waiting = snd_outbox_begin_request(d);
     struct sn_store_stats st;
     sn_store_stats(d->store, &st);
-    return st.queue_depth + 4 <= (uint64_t)d->cfg.store_queue;
+    return st.queue_depth + waiting + 4 <= (uint64_t)d->cfg.store_queue;
 }
 
 /* Agents' routes that change only memory (no store row of theirs waits

@@ -2,13 +2,28 @@
  * The shell's side of lib/control: events in with the real clocks, effect
  * batches out into the outbox, a FIFO of store writes submitted in order
  * as the store has room. HTTP writes are refused with 503 while the
- * outbox is not empty, so the store applies every change in the order the
- * control made it. Agents learn a job's start once the batch that made it
- * (the job's alloc_seq) committed: outbox_done() records the control seq
- * of each committed batch. Passes are paced here: after events at most
- * every sched_event_delay_ms (and at least ten times the last pass's
- * duration apart), and on a timer every sched_interval_ms. Everything runs
- * on the state thread, except outbox_done().
+ * outbox's entries and the request would not fit in the store's queue,
+ * and the entries go first, so the store applies every change in the
+ * order the control made it. Agents learn a job's start once the batch
+ * that made it (the job's alloc_seq) committed: outbox_done() records the
+ * control seq of each committed batch. Passes are paced here: after events
+ * at most every sched_event_delay_ms (and at least ten times the last
+ * pass's duration apart), and on a timer every sched_interval_ms.
+ * Everything runs on the state thread, except outbox_done().
+ *
+ * Group commit with the requests: an outbox entry is held up to
+ * sched_event_delay_ms (at most OUTBOX_HOLD_MAX_MS) before snd_tick()
+ * hands it to the store, so that the next HTTP write carries it:
+ * snd_outbox_submit() pushes the entries older than the request right
+ * before the request's own rows, and the store's writer takes them in one
+ * transaction. Without the hold a pass's rows were committed alone just
+ * before the next request arrived, and that request waited for the whole
+ * of that commit before its own began (issue 23 in docs/PERFORMANCE.md).
+ * Order is kept: entries made before a request's start (the generation
+ * that snd_outbox_begin_request() closes) go before its rows, entries made
+ * while it is handled (the effects of its event beyond its own batch)
+ * after. Durability of an answer is unchanged (its 201 still follows its
+ * commit); state-driven rows become durable at most the hold later.
  */
 #include "snd.h"
 
@@ -18,9 +33,16 @@
 #include <time.h>
 
 #define OUTBOX_MAX (1u << 22) /* entries waiting at most; beyond is fail-stop */
+/* The longest an entry waits for a request to carry it: about one
+ * request's round trip with a commit of a busy disk (2 to 3 ms measured,
+ * docs/PERFORMANCE.md issue 23), so that a long sched_event_delay_ms does
+ * not delay state-driven rows by as much. */
+#define OUTBOX_HOLD_MAX_MS 5
 
 struct ob_entry {
-    uint64_t seq; /* the control's batch seq, 0 for the shell's own rows */
+    uint64_t seq;     /* the control's batch seq, 0 for the shell's own rows */
+    uint64_t gen;     /* the outbox's generation when it was added */
+    int64_t added_ms; /* monotonic time it was added */
     size_t n;
     struct sn_store_write rows[];
 };
@@ -28,6 +50,7 @@ struct ob_entry {
 struct snd_outbox {
     struct ob_entry **q;
     uint32_t head, count, cap;
+    uint64_t gen; /* bumped at each HTTP write's start (snd_outbox_begin_request) */
 };
 
 static void outbox_put(struct snd *d, uint64_t seq, const struct sn_store_write *rows, size_t n)
@@ -61,6 +84,8 @@ static void outbox_put(struct snd *d, uint64_t seq, const struct sn_store_write 
     }
     char *p = (char *)&e->rows[n];
     e->seq = seq;
+    e->gen = o->gen;
+    e->added_ms = snd_now_ms();
     e->n = n;
     for (size_t i = 0; i < n; i++) {
         e->rows[i] = rows[i];
@@ -111,19 +136,56 @@ static void outbox_done(void *ctx, enum sn_err rc)
     free(done);
 }
 
-bool snd_outbox_flush(struct snd *d)
+/* The entries from the head before the first of generation gen_end or
+ * later, at most SN_STORE_SUBMIT_MAX_WRITES rows together (always one);
+ * copies their rows to rows (or points *out at a lone entry's) and returns
+ * how many entries, their rows in *n and the last control seq in *seq. */
+static uint32_t take_run(const struct snd_outbox *o, uint64_t gen_end, struct sn_store_write *rows,
+                         const struct sn_store_write **out, size_t *n, uint64_t *seq)
+{
+    uint32_t k = 0;
+    *n = 0;
+    *seq = 0;
+    *out = rows;
+    while (k < o->count) {
+        const struct ob_entry *e = o->q[(o->head + k) % o->cap];
+        if (e->gen >= gen_end || (k > 0 && *n + e->n > SN_STORE_SUBMIT_MAX_WRITES))
+            break;
+        if (e->n > SN_STORE_SUBMIT_MAX_WRITES) { /* alone, the store answers for it */
+            *out = e->rows;
+            *n = e->n;
+            *seq = e->seq;
+            return 1;
+        }
+        memcpy(rows + *n, e->rows, e->n * sizeof(*rows));
+        *n += e->n;
+        *seq = e->seq ? e->seq : *seq;
+        k++;
+    }
+    return k;
+}
+
+/* Submits entries from the head while the store takes them, up to the
+ * first one of generation gen_end or later; false when one was refused.
+ * Consecutive entries go as one submission (one push, so the writer cannot
+ * begin between them and a request's rows pushed right after). */
+static bool flush_before(struct snd *d, uint64_t gen_end)
 {
     struct snd_outbox *o = d->outbox;
-    while (o->count > 0) {
-        struct ob_entry *e = o->q[o->head];
+    struct sn_store_write rows[SN_STORE_SUBMIT_MAX_WRITES];
+    const struct sn_store_write *run;
+    size_t n;
+    uint64_t seq;
+    uint32_t k;
+    while ((k = take_run(o, gen_end, rows, &run, &n, &seq)) > 0) {
         struct sn_error err = {0};
         struct ob_done *done = malloc(sizeof(*done));
         if (!done) {
             atomic_store(&d->fatal, true);
             return false;
         }
-        *done = (struct ob_done){d, e->seq};
-        enum sn_err rc = sn_store_submit(d->store, e->rows, e->n, outbox_done, done, &err);
+        *done = (struct ob_done){d, seq};
+        enum sn_err rc = sn_store_submit(d->store, run, n, outbox_done, done, &err);
         if (rc != SN_OK)
             free(done);
         if (rc == SN_ERR_LIMIT)
@@ -133,11 +195,36 @@ bool snd_outbox_flush(struct snd *d)
             atomic_store(&d->fatal, true);
             return false;
         }
-        free(e);
-        o->head = (o->head + 1) % o->cap;
-        o->count--;
+        for (uint32_t i = 0; i < k; i++) {
+            free(o->q[o->head]);
+            o->head = (o->head + 1) % o->cap;
+            o->count--;
+        }
     }
     return true;
+}
+
+bool snd_outbox_flush(struct snd *d)
+{
+    return flush_before(d, UINT64_MAX);
+}
+
+uint32_t snd_outbox_begin_request(struct snd *d)
+{
+    if (!d->outbox)
+        return 0;
+    d->outbox->gen++;
+    return d->outbox->count;
+}
+
+enum sn_err snd_outbox_submit(struct snd *d, const struct sn_store_write *rows, size_t n,
+                              sn_store_done_fn done, void *ctx, struct sn_error *err)
+{
+    /* Refused only when the store's queue is full; a write request checked
+     * for room for all of them first (http.c, store_has_room). */
+    if (d->outbox)
+        flush_before(d, d->outbox->gen);
+    return sn_store_submit(d->store, rows, n, done, ctx, err);
 }
 
 /* ---- events ---------------------------------------------------------------- */
@@ -245,8 +332,18 @@ int64_t snd_tick(struct snd *d)
             wait = due - now;
         }
     }
-    if (!snd_outbox_flush(d) && wait > 5)
+    /* The oldest entry waits out the hold for a request to carry it; then
+     * all go, in order (none is newer than a request still to come). */
+    struct snd_outbox *o = d->outbox;
+    int64_t hold = d->cfg.sched_event_delay_ms < OUTBOX_HOLD_MAX_MS ? d->cfg.sched_event_delay_ms
+                                                                    : OUTBOX_HOLD_MAX_MS;
+    int64_t held_until = o->count ? o->q[o->head]->added_ms + hold : 0;
+    if (o->count && held_until > now) {
+        if (held_until - now < wait)
+            wait = held_until - now;
+    } else if (!snd_outbox_flush(d) && wait > 5) {
         wait = 5;
+    }
     return wait > 0 ? wait : 0;
 }
 

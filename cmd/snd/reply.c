@@ -185,7 +185,7 @@ enum MHD_Result snd_commit(struct snd *d, struct snd_req *r, struct sn_store_wri
     /* Suspend first, so the writer's resume always follows it. */
     MHD_suspend_connection(r->conn);
     struct sn_error err = {0};
-    enum sn_err rc = sn_store_submit(d->store, all, n + 1, commit_done, r, &err);
+    enum sn_err rc = snd_outbox_submit(d, all, n + 1, commit_done, r, &err);
     if (rc != SN_OK) {
         r->store_rc = rc;
         r->phase = SND_PHASE_DONE;

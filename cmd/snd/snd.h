@@ -121,6 +121,13 @@ void snd_outbox_add(struct snd *d, const struct sn_store_write *rows, size_t n);
 bool snd_outbox_empty(const struct snd *d);
 /* Submits what the store takes now; false when rows are still waiting. */
 bool snd_outbox_flush(struct snd *d);
+/* At an HTTP write's start: entries waiting now are older than its rows
+ * (snd_outbox_submit puts them first). Returns how many wait. */
+uint32_t snd_outbox_begin_request(struct snd *d);
+/* A request's rows to the store (sn_store_submit), right behind the outbox
+ * entries older than the request, so that one group commit takes both. */
+enum sn_err snd_outbox_submit(struct snd *d, const struct sn_store_write *rows, size_t n,
+                              sn_store_done_fn done, void *ctx, struct sn_error *err);
 /* True when the control's effect batch seq committed. */
 bool snd_outbox_durable(const struct snd *d, uint64_t seq);
 /* Upper bounds of the cycle-time histogram buckets (the last is +Inf). */
