@@ -1,6 +1,7 @@
 /*
  * The shell's side of lib/control: events in with the real clocks, effect
- * batches out into the outbox, a FIFO of store writes submitted in order
+ * batches out into the outbox (sn/write_queue.h, lib/store/write_queue.c),
+ * a FIFO of store writes submitted in order
  * as the store has room. HTTP writes are refused with 503 while the
  * outbox's entries and the request would not fit in the store's queue,
  * and the entries go first, so the store applies every change in the
@@ -27,89 +28,32 @@
  */
 #include "snd.h"
 
+#include <sn/write_queue.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define OUTBOX_MAX (1u << 22) /* entries waiting at most; beyond is fail-stop */
 /* The longest an entry waits for a request to carry it: about one
  * request's round trip with a commit of a busy disk (2 to 3 ms measured,
  * docs/PERFORMANCE.md issue 23), so that a long sched_event_delay_ms does
  * not delay state-driven rows by as much. */
 #define OUTBOX_HOLD_MAX_MS 5
 
-struct ob_entry {
-    uint64_t seq;     /* the control's batch seq, 0 for the shell's own rows */
-    uint64_t gen;     /* the outbox's generation when it was added */
-    int64_t added_ms; /* monotonic time it was added */
-    size_t n;
-    struct sn_store_write rows[];
-};
-
-struct snd_outbox {
-    struct ob_entry **q;
-    uint32_t head, count, cap;
-    uint64_t gen; /* bumped at each HTTP write's start (snd_outbox_begin_request) */
-};
-
+/* A full queue (SN_WRITE_QUEUE_MAX entries) or no memory is fail-stop. */
 static void outbox_put(struct snd *d, uint64_t seq, const struct sn_store_write *rows, size_t n)
 {
-    struct snd_outbox *o = d->outbox;
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int t = 0; t < SN_STORE_TEXT_MAX; t++)
-            bytes += rows[i].text[t] ? strlen(rows[i].text[t]) + 1 : 0;
-    struct ob_entry *e = malloc(sizeof(*e) + n * sizeof(e->rows[0]) + bytes);
-    if (!e || o->count >= OUTBOX_MAX) {
-        free(e);
-        fprintf(stderr, "snd: the outbox is full or out of memory; stopping\n");
+    struct sn_error err = {0};
+    if (sn_write_queue_put(d->outbox, seq, snd_now_ms(), rows, n, &err) != SN_OK) {
+        fprintf(stderr, "snd: the outbox: %s; stopping\n", err.message);
         atomic_store(&d->fatal, true);
-        return;
     }
-    if (o->count == o->cap) {
-        uint32_t cap = o->cap ? o->cap * 2 : 256;
-        struct ob_entry **q = malloc(cap * sizeof(*q));
-        if (!q) {
-            free(e);
-            atomic_store(&d->fatal, true);
-            return;
-        }
-        for (uint32_t i = 0; i < o->count; i++)
-            q[i] = o->q[(o->head + i) % o->cap];
-        free(o->q);
-        o->q = q;
-        o->cap = cap;
-        o->head = 0;
-    }
-    char *p = (char *)&e->rows[n];
-    e->seq = seq;
-    e->gen = o->gen;
-    e->added_ms = snd_now_ms();
-    e->n = n;
-    for (size_t i = 0; i < n; i++) {
-        e->rows[i] = rows[i];
-        for (int t = 0; t < SN_STORE_TEXT_MAX; t++) {
-            if (!rows[i].text[t])
-                continue;
-            size_t len = strlen(rows[i].text[t]) + 1;
-            memcpy(p, rows[i].text[t], len);
-            e->rows[i].text[t] = p;
-            p += len;
-        }
-    }
-    o->q[(o->head + o->count) % o->cap] = e;
-    o->count++;
 }
 
 void snd_outbox_add(struct snd *d, const struct sn_store_write *rows, size_t n)
 {
     outbox_put(d, 0, rows, n);
-}
-
-bool snd_outbox_empty(const struct snd *d)
-{
-    return d->outbox->count == 0;
 }
 
 bool snd_outbox_durable(const struct snd *d, uint64_t seq)
@@ -136,48 +80,18 @@ static void outbox_done(void *ctx, enum sn_err rc)
     free(done);
 }
 
-/* The entries from the head before the first of generation gen_end or
- * later, at most SN_STORE_SUBMIT_MAX_WRITES rows together (always one);
- * copies their rows to rows (or points *out at a lone entry's) and returns
- * how many entries, their rows in *n and the last control seq in *seq. */
-static uint32_t take_run(const struct snd_outbox *o, uint64_t gen_end, struct sn_store_write *rows,
-                         const struct sn_store_write **out, size_t *n, uint64_t *seq)
-{
-    uint32_t k = 0;
-    *n = 0;
-    *seq = 0;
-    *out = rows;
-    while (k < o->count) {
-        const struct ob_entry *e = o->q[(o->head + k) % o->cap];
-        if (e->gen >= gen_end || (k > 0 && *n + e->n > SN_STORE_SUBMIT_MAX_WRITES))
-            break;
-        if (e->n > SN_STORE_SUBMIT_MAX_WRITES) { /* alone, the store answers for it */
-            *out = e->rows;
-            *n = e->n;
-            *seq = e->seq;
-            return 1;
-        }
-        memcpy(rows + *n, e->rows, e->n * sizeof(*rows));
-        *n += e->n;
-        *seq = e->seq ? e->seq : *seq;
-        k++;
-    }
-    return k;
-}
-
 /* Submits entries from the head while the store takes them, up to the
  * first one of generation gen_end or later; false when one was refused.
  * Consecutive entries go as one submission (one push, so the writer cannot
  * begin between them and a request's rows pushed right after). */
 static bool flush_before(struct snd *d, uint64_t gen_end)
 {
-    struct snd_outbox *o = d->outbox;
     struct sn_store_write rows[SN_STORE_SUBMIT_MAX_WRITES];
     const struct sn_store_write *run;
     size_t n;
     uint64_t seq;
     uint32_t k;
-    while ((k = take_run(o, gen_end, rows, &run, &n, &seq)) > 0) {
+    while ((k = sn_write_queue_take(d->outbox, gen_end, rows, &run, &n, &seq)) > 0) {
         struct sn_error err = {0};
         struct ob_done *done = malloc(sizeof(*done));
         if (!done) {
@@ -195,11 +109,7 @@ static bool flush_before(struct snd *d, uint64_t gen_end)
             atomic_store(&d->fatal, true);
             return false;
         }
-        for (uint32_t i = 0; i < k; i++) {
-            free(o->q[o->head]);
-            o->head = (o->head + 1) % o->cap;
-            o->count--;
-        }
+        sn_write_queue_pop(d->outbox, k);
     }
     return true;
 }
@@ -211,10 +121,7 @@ bool snd_outbox_flush(struct snd *d)
 
 uint32_t snd_outbox_begin_request(struct snd *d)
 {
-    if (!d->outbox)
-        return 0;
-    d->outbox->gen++;
-    return d->outbox->count;
+    return d->outbox ? sn_write_queue_begin(d->outbox) : 0;
 }
 
 enum sn_err snd_outbox_submit(struct snd *d, const struct sn_store_write *rows, size_t n,
@@ -223,7 +130,7 @@ enum sn_err snd_outbox_submit(struct snd *d, const struct sn_store_write *rows, 
     /* Refused only when the store's queue is full; a write request checked
      * for room for all of them first (http.c, store_has_room). */
     if (d->outbox)
-        flush_before(d, d->outbox->gen);
+        flush_before(d, sn_write_queue_generation(d->outbox));
     return sn_store_submit(d->store, rows, n, done, ctx, err);
 }
 
@@ -334,11 +241,11 @@ int64_t snd_tick(struct snd *d)
     }
     /* The oldest entry waits out the hold for a request to carry it; then
      * all go, in order (none is newer than a request still to come). */
-    struct snd_outbox *o = d->outbox;
     int64_t hold = d->cfg.sched_event_delay_ms < OUTBOX_HOLD_MAX_MS ? d->cfg.sched_event_delay_ms
                                                                     : OUTBOX_HOLD_MAX_MS;
-    int64_t held_until = o->count ? o->q[o->head]->added_ms + hold : 0;
-    if (o->count && held_until > now) {
+    uint32_t waiting = sn_write_queue_count(d->outbox);
+    int64_t held_until = waiting ? sn_write_queue_head_added_ms(d->outbox) + hold : 0;
+    if (waiting && held_until > now) {
         if (held_until - now < wait)
             wait = held_until - now;
     } else if (!snd_outbox_flush(d) && wait > 5) {
@@ -352,7 +259,7 @@ int64_t snd_tick(struct snd *d)
 enum sn_err snd_control_start(struct snd *d, struct sn_error *err)
 {
     if (!d->outbox)
-        d->outbox = calloc(1, sizeof(*d->outbox));
+        d->outbox = sn_write_queue_new();
     if (!d->outbox)
         return sn_error_set(err, SN_ERR_NOMEM, "out of memory");
     d->next_timer_ms = snd_now_ms() + d->cfg.sched_interval_ms;
@@ -375,15 +282,7 @@ void snd_control_stop(struct snd *d)
 {
     sn_control_free(d->ctl);
     d->ctl = NULL;
-    if (d->outbox) {
-        while (d->outbox->count > 0) {
-            free(d->outbox->q[d->outbox->head]);
-            d->outbox->head = (d->outbox->head + 1) % d->outbox->cap;
-            d->outbox->count--;
-        }
-        free(d->outbox->q);
-    }
-    free(d->outbox);
+    sn_write_queue_free(d->outbox);
     d->outbox = NULL;
 }
 

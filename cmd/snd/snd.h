@@ -35,7 +35,7 @@
 #define SND_JSON_INT_MAX 9007199254740992LL
 
 
-struct snd_outbox;   /* the control's effect batches waiting for room in the store (outbox.c) */
+struct sn_write_queue; /* the outbox: effect batches waiting for the store (outbox.c) */
 
 #define SND_CYCLE_BUCKETS 12 /* scheduler cycle-time histogram, see metrics.c */
 
@@ -56,7 +56,7 @@ struct snd {
     int64_t last_pass_ms, next_timer_ms, last_cycle_ms;
     uint64_t cycle_buckets[SND_CYCLE_BUCKETS];
     double cycle_sum_s;
-    struct snd_outbox *outbox;
+    struct sn_write_queue *outbox;
     _Atomic uint64_t outbox_durable; /* the control batch seq last committed through the outbox */
 
     char **revoked;
@@ -118,7 +118,6 @@ int64_t snd_tick(struct snd *d);
 /* Appends rows (strings copied) to the outbox: the shell's own rows
  * (audit of refusals, Slurm mirror events), after the control's. */
 void snd_outbox_add(struct snd *d, const struct sn_store_write *rows, size_t n);
-bool snd_outbox_empty(const struct snd *d);
 /* Submits what the store takes now; false when rows are still waiting. */
 bool snd_outbox_flush(struct snd *d);
 /* At an HTTP write's start: entries waiting now are older than its rows
