@@ -262,7 +262,8 @@ static void add_real_agent(struct daemon *d, struct agents *ag, const char *node
  * GB/s, below the 360 GB/s snd expects of 8 H100s (0.80 x 18 x 25 GB/s,
  * in the answer's expect_busbw_gb_per_s), so every rank there fails, its
  * GPUs are cordoned with that evidence and the job is requeued, no rank
- * having run there. */
+ * having run there. A quick check on sn00-t02, whose probe reports one
+ * slow GPU, cordons that GPU alone. */
 static void real_backend_full_check(void **state)
 {
     (void)state;
@@ -279,6 +280,9 @@ static void real_backend_full_check(void **state)
     struct agents ag = {0};
     add_real_agent(&d, &ag, "sn00-t00", "healthy");
     add_real_agent(&d, &ag, "sn00-t01", "slow");
+    setenv("FAKE_PROBE_SLOW_GPU", "3", 1);
+    add_real_agent(&d, &ag, "sn00-t02", "healthy");
+    unsetenv("FAKE_PROBE_SLOW_GPU");
     char mark[600];
     snprintf(mark, sizeof(mark), "%s/ran", d.dir);
 
@@ -303,10 +307,30 @@ static void real_backend_full_check(void **state)
     if (!strstr(reason, "preflight: failed on sn00-t01: full: all-reduce peak busbw 97.4 GB/s "
                         "< 360.0 GB/s expected"))
         fail_msg("sn00-t01-gpu7 cordoned for: %s", reason);
+    /* quick on sn00-t02, whose probe's third visible GPU is slow (its gemm
+     * 382.1 TFLOP/s, under half the 989 expected): only that rank's GPU. */
+    char cancel[64];
+    snprintf(cancel, sizeof(cancel), "/v1/jobs/%lld/cancel", slow);
+    expect(&d, 200, "POST", cancel, d.admin, NULL); /* it would be placed there first */
+    expect(&d, 200, "POST", "/v1/nodes/sn00-t02/resume", d.admin, NULL);
+    long long quick = submit_pf(&d, "pf-quick", "quick", mark);
+    j = wait_state(&d, quick, "requeued");
+    json_decref(j);
+    gst[0] = '\0';
+    for (int k = 0; k < 400 && strcmp(gst, "cordoned") != 0; k++) {
+        gpu_state(&d, "sn00-t02-gpu3", gst, sizeof(gst), reason, sizeof(reason));
+        pause_ms(20);
+    }
+    assert_string_equal(gst, "cordoned");
+    if (!strstr(reason, "quick: GPU 3 gemm 382.1 TFLOP/s < 0.50 x 989.0 TFLOP/s (GPU model)"))
+        fail_msg("sn00-t02-gpu3 cordoned for: %s", reason);
+    gpu_state(&d, "sn00-t02-gpu2", gst, sizeof(gst), reason, sizeof(reason));
+    assert_string_equal(gst, "up");
     char ran[4096] = "";
     assert_true(read_text(mark, ran, sizeof(ran)));
     assert_non_null(strstr(ran, "sn00-t00"));
     assert_null(strstr(ran, "sn00-t01"));
+    assert_null(strstr(ran, "sn00-t02"));
     agents_stop(&ag);
     stop(&d, SIGTERM);
     cleanup(&d);
