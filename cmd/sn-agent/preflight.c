@@ -119,8 +119,8 @@ static bool check_start(struct preflight_runs *pr, struct preflight_run *r, json
     static const char *const opts[] = {"--expect-tflops", "--expect-hbm-gb-per-s",
                                        "--expect-busbw-gb-per-s"};
     snprintf(tmo, sizeof(tmo), "%lld", (long long)pr->timeout_s);
-    char *argv[32] = {self, "preflight-check", "--node", (char *)pr->node, "--gpus", gpus,
-                      "--mode", (char *)mode, "--out", r->out, "--timeout", tmo};
+    char *argv[32] = {self,     "preflight-check", "--node", (char *)pr->node, "--gpus",    gpus,
+                      "--mode", (char *)mode,      "--out",  r->out,           "--timeout", tmo};
     int k = 12;
     for (int i = 0; i < 3; i++) {
         json_t *v = json_object_get(job, keys[i]);
@@ -194,9 +194,9 @@ static void check_reap(struct preflight_run *r, json_t *job, const char *mode)
             p = *end == '/' ? end + 1 : end;
         }
         if (bad && rn < sizeof(r->result))
-            rn += (size_t)snprintf(r->result + rn, sizeof(r->result) - rn, "%s%lld",
-                                   rn ? "/" : "fail:",
-                                   (long long)json_integer_value(json_object_get(rk, "rank")));
+            rn += (size_t)snprintf(
+                r->result + rn, sizeof(r->result) - rn, "%s%lld",
+                rn ? "/" : "fail:", (long long)json_integer_value(json_object_get(rk, "rank")));
     }
     if (!rn)
         snprintf(r->result, sizeof(r->result), "na");
@@ -285,8 +285,8 @@ void preflight_judge(struct preflight_runs *pr, const struct backend *be, json_t
                 continue; /* still running: snd waits */
             snprintf(result, sizeof(result), "%s", r->result);
             if (r->evidence[0] && en < ecap)
-                en += (size_t)snprintf(evidence + en, ecap - en, "%s%s", en ? "; " : "",
-                                       r->evidence);
+                en +=
+                    (size_t)snprintf(evidence + en, ecap - en, "%s%s", en ? "; " : "", r->evidence);
         } else {
             judge_sim(be, job, mode, result, sizeof(result), evidence, ecap, &en);
         }

@@ -293,8 +293,7 @@ static void full_check_is_named(void **state)
      * BF16, 3.35 TB/s HBM, 18 x 25 GB/s NVLink per direction): the busbw
      * floor of 8 GPUs on one server, 0.80 x 18 x 25 GB/s. */
     assert_float_equal(json_number_value(json_object_get(as, "expect_tflops")), 989.0, 1e-9);
-    assert_float_equal(json_number_value(json_object_get(as, "expect_hbm_gb_per_s")), 3350.0,
-                       1e-9);
+    assert_float_equal(json_number_value(json_object_get(as, "expect_hbm_gb_per_s")), 3350.0, 1e-9);
     assert_float_equal(json_number_value(json_object_get(as, "expect_busbw_gb_per_s")), 360.0,
                        1e-9);
     assert_non_null(strstr(json_string_value(json_object_get(as, "busbw_basis")), "0.80 x "));

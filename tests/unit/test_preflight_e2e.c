@@ -213,8 +213,7 @@ static void wait_survives_restart_and_full_finds_link(void **state)
 
 /* Submits an 8-GPU job (one group) with preflight mode whose ranks append
  * their node's name to mark; returns its id. */
-static long long submit_pf(struct daemon *d, const char *name, const char *mode,
-                           const char *mark)
+static long long submit_pf(struct daemon *d, const char *name, const char *mode, const char *mark)
 {
     char command[700];
     snprintf(command, sizeof(command), "echo $SN_NODE >> %s", mark);
@@ -236,8 +235,7 @@ static long long submit_pf(struct daemon *d, const char *name, const char *mode,
 /* An agent on the nvidia-smi backend (a stand-in printing a captured CSV)
  * with the fake probe, and PATH leading to the fake all_reduce_perf of
  * tests/fakes/preflight/WHICH. */
-static void add_real_agent(struct daemon *d, struct agents *ag, const char *node,
-                           const char *which)
+static void add_real_agent(struct daemon *d, struct agents *ag, const char *node, const char *which)
 {
     static char csv[1024], cmd[1200], probe[1024];
     char fakes[1024], path[2200];
@@ -250,8 +248,8 @@ static void add_real_agent(struct daemon *d, struct agents *ag, const char *node
     char old[4096];
     snprintf(old, sizeof(old), "%s", saved ? saved : "/usr/bin:/bin");
     setenv("PATH", path, 1);
-    const char *extra[] = {"--backend",       "nvidia-smi", "--smi-command", cmd,
-                           "--probe-command", probe,        NULL};
+    const char *extra[] = {"--backend", "nvidia-smi", "--smi-command", cmd, "--probe-command",
+                           probe,       NULL};
     agents_add(d, ag, node, "examples/std-unit-64.yaml", extra);
     setenv("PATH", old, 1);
 }
