@@ -501,9 +501,9 @@ void imex_ready_text(const struct imex *x, char *out, size_t cap);
 struct preflight_run {
     bool used, done;
     int64_t job_id, run;
-    pid_t pid;           /* the child, 0 once reaped */
-    char out[700];       /* its --out FILE */
-    char result[256];    /* once done: "pass", "na" or "fail:R/R" (the job's ranks) */
+    pid_t pid;        /* the child, 0 once reaped */
+    char out[700];    /* its --out FILE */
+    char result[256]; /* once done: "pass", "na" or "fail:R/R" (the job's ranks) */
     char evidence[256];
 };
 struct preflight_runs {

@@ -653,8 +653,8 @@ static void heartbeat(struct agent *a)
         size_t k = 0, i;
         json_t *job;
         imex_reconcile(&a->imex, j, now_ms());
-        preflight_judge(&a->pf, &a->be, jobs, a->preflight, sizeof(a->preflight), a->preflight_evidence,
-                        sizeof(a->preflight_evidence));
+        preflight_judge(&a->pf, &a->be, jobs, a->preflight, sizeof(a->preflight),
+                        a->preflight_evidence, sizeof(a->preflight_evidence));
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }
@@ -1303,9 +1303,11 @@ int main(int argc, char **argv)
                     (int)geteuid());
         a.jobs.ship_log = on_log_chunk;
         a.jobs.ship_ctx = &a;
-        a.pf = (struct preflight_runs){.work_dir = work, .node = a.node,
+        a.pf = (struct preflight_runs){.work_dir = work,
+                                       .node = a.node,
                                        .probe_command = a.probe_command,
-                                       .cuda_lib = a.cuda_lib, .timeout_s = PREFLIGHT_TOOL_S};
+                                       .cuda_lib = a.cuda_lib,
+                                       .timeout_s = PREFLIGHT_TOOL_S};
         jobs_recover(&a.jobs, on_exit_report, &a);
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
