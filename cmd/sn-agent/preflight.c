@@ -169,22 +169,22 @@ static void check_reap(struct preflight_run *r, json_t *job, const char *mode)
     line[strcspn(line, "\n")] = ev[strcspn(ev, "\n")] = '\0';
     json_safe(ev);
     snprintf(r->evidence, sizeof(r->evidence), "%s", ev);
-    if (!ok) { /* the child died before its verdict: a failed check */
+    if (!ok) { /* the checker died before a verdict: no evidence against a GPU */
         snprintf(r->evidence, sizeof(r->evidence), "%s: check ended with status %d, no verdict",
                  mode, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-        snprintf(line, sizeof(line), "fail:all");
+        snprintf(line, sizeof(line), "na");
     }
     if (strncmp(line, "fail:", 5) != 0) {
         snprintf(r->result, sizeof(r->result), "%s", strcmp(line, "pass") == 0 ? "pass" : "na");
         return;
     }
-    /* "fail:2/5" (GPU indices) or "fail:all" into "fail:R/R" (ranks). */
+    /* "fail:2/5" (GPU indices) into "fail:R/R" (the ranks on them). */
     size_t rn = 0, k;
     json_t *rk;
     json_array_foreach(json_object_get(job, "ranks"), k, rk)
     {
         long long gi = (long long)json_integer_value(json_object_get(rk, "local_index"));
-        bool bad = strcmp(line + 5, "all") == 0;
+        bool bad = false;
         for (const char *p = line + 5; !bad && *p;) {
             char *end;
             long long g = strtoll(p, &end, 10);
