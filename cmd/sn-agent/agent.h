@@ -404,6 +404,7 @@ struct runner_result {
     unsigned rows;     /* records the reader took (nccl rows, diag results, bench rows) */
     char *output;      /* the tool's stdout+stderr, owned; NULL when not run */
     size_t len;
+    double peak_busbw_bytes_per_s; /* nccl-tests: the out-of-place peak read (appended) */
 };
 
 const char *runner_name(enum runner_id r);
@@ -493,10 +494,37 @@ void imex_ready_text(const struct imex *x, char *out, size_t cap);
 /* The sim backend's SM clock, and a slow GPU's (--fault slow-gpu=N). */
 #define SIM_CLOCK_MHZ 1980
 #define SIM_SLOW_CLOCK_MHZ 1095
+/* Real backends' preflight checks: each a child `sn-agent preflight-check`
+ * (so heartbeats go on), one per (job, run) asked for. */
+#define PREFLIGHT_RUNS 8
+#define PREFLIGHT_TOOL_S 55 /* per tool: a full check's two fit snd's default 120 s */
+struct preflight_run {
+    bool used, done;
+    int64_t job_id, run;
+    pid_t pid;        /* the child, 0 once reaped */
+    char out[700];    /* its --out FILE */
+    char result[256]; /* once done: "pass", "na" or "fail:R/R" (the job's ranks) */
+    char evidence[256];
+};
+struct preflight_runs {
+    struct preflight_run r[PREFLIGHT_RUNS];
+    const char *work_dir, *node, *probe_command, *cuda_lib;
+    int64_t timeout_s; /* per tool of a check */
+};
 /* The heartbeat's preflight text ("JOB:RUN:pass|na|fail:R/R,...") for the
- * answer's job entries that ask for one, and its evidence ("" when none). */
-void preflight_judge(const struct backend *be, struct json_t *jobs, char *text, size_t cap,
-                     char *evidence, size_t ecap);
+ * answer's job entries that ask for one, and its evidence ("" when none).
+ * sim: judged at once; nvml and nvidia-smi: the check of an entry starts
+ * in a child the first time it is asked for, and the entry is reported
+ * once the child ended (nothing before: snd waits). */
+void preflight_judge(struct preflight_runs *pr, const struct backend *be, struct json_t *jobs,
+                     char *text, size_t cap, char *evidence, size_t ecap);
+/* Kills the checks still running (the agent stops). */
+void preflight_stop(struct preflight_runs *pr);
+/* sn-agent preflight-check ARGS: argv[0] is "preflight-check". */
+int agent_preflight_check(int argc, char **argv);
+/* Runs argv (argv[0] this program) in a child of its own process group
+ * with stdout on /dev/null (main.c); its pid, or 0 after saying why. */
+pid_t agent_spawn_self(char **argv, const char *what);
 /* Tears down every channel held (the agent stops its jobs). */
 void imex_close(struct imex *x);
 

@@ -80,6 +80,7 @@ struct agent {
     struct imex imex; /* IMEX channels of multi-node NVLink jobs (imex.c; appended) */
     char clique[96];          /* NVLink fabric identity reported (fabric_id.c) */
     char preflight[512], preflight_evidence[256]; /* next heartbeat's (preflight.c) */
+    struct preflight_runs pf; /* real backends' checks running or done (preflight.c) */
     int64_t clique_probe_ms;  /* when it was last probed (monotonic), 0: never */
     struct agent_actions actions; /* --allow-actions and the requests done (actions.c) */
 };
@@ -334,7 +335,7 @@ static bool self_path(char *self, size_t cap, const char *what)
 
 /* Runs argv (argv[0] this program) in a child of its own process group
  * with stdout on /dev/null; returns its pid, or 0 after saying why. */
-static pid_t spawn_self(char **argv, const char *what)
+pid_t agent_spawn_self(char **argv, const char *what)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -372,7 +373,7 @@ static void bench_start(struct agent *a)
         argv[k++] = "--cuda-lib";
         argv[k++] = (char *)a->cuda_lib;
     }
-    a->bench_pid = spawn_self(argv, "benchmarks");
+    a->bench_pid = agent_spawn_self(argv, "benchmarks");
 }
 
 /* Ships what the ended runner child found: nccl-tests and dcgmi-diag
@@ -503,7 +504,7 @@ static void pair_start(struct agent *a, json_t *pb)
         argv[k++] = "--mpirun-template";
         argv[k++] = (char *)a->mpirun_template;
     }
-    a->pair_pid = spawn_self(argv, "pair benchmark");
+    a->pair_pid = agent_spawn_self(argv, "pair benchmark");
 }
 
 /* Ships what the ended pair child found: its nccl-tests output as a
@@ -652,8 +653,8 @@ static void heartbeat(struct agent *a)
         size_t k = 0, i;
         json_t *job;
         imex_reconcile(&a->imex, j, now_ms());
-        preflight_judge(&a->be, jobs, a->preflight, sizeof(a->preflight), a->preflight_evidence,
-                        sizeof(a->preflight_evidence));
+        preflight_judge(&a->pf, &a->be, jobs, a->preflight, sizeof(a->preflight),
+                        a->preflight_evidence, sizeof(a->preflight_evidence));
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }
@@ -838,6 +839,7 @@ static void usage(FILE *out)
             "                    audited by snd; sim records them. Default: none (refused)\n\n"
             "       sn-agent gemm-hbm-probe [--cuda-lib DIR] [NODE]  the built-in probe\n"
             "       sn-agent bench ...  runs the benchmark tools this host has (--help)\n"
+            "       sn-agent preflight-check ...  one job's preflight on its GPUs (--help)\n"
             "       sn-agent health-check --cluster SPEC ...  Slurm's HealthCheckProgram: drains\n"
             "                    this node on a finding (sn-agent health-check --help)\n");
 }
@@ -1246,6 +1248,8 @@ int main(int argc, char **argv)
         return agent_bench(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "gemm-hbm-probe") == 0)
         return agent_gemm_hbm_probe(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "preflight-check") == 0)
+        return agent_preflight_check(argc - 1, argv + 1);
     a.be.faults = (struct sim_faults)SIM_FAULTS_NONE;
     a.be.smi_command = "nvidia-smi";
     struct args g = {0};
@@ -1299,6 +1303,11 @@ int main(int argc, char **argv)
                     (int)geteuid());
         a.jobs.ship_log = on_log_chunk;
         a.jobs.ship_ctx = &a;
+        a.pf = (struct preflight_runs){.work_dir = work,
+                                       .node = a.node,
+                                       .probe_command = a.probe_command,
+                                       .cuda_lib = a.cuda_lib,
+                                       .timeout_s = PREFLIGHT_TOOL_S};
         jobs_recover(&a.jobs, on_exit_report, &a);
         signal(SIGTERM, on_signal);
         signal(SIGINT, on_signal);
@@ -1315,6 +1324,7 @@ int main(int argc, char **argv)
             kill(-a.pair_pid, SIGKILL);
             waitpid(a.pair_pid, NULL, 0);
         }
+        preflight_stop(&a.pf);
         if (stopping == 2) {
             jobs_leave(&a.jobs); /* and their IMEX channels stay for the next run */
         } else {

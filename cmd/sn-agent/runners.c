@@ -202,6 +202,7 @@ static void judge_output(enum runner_id id, const char *node, struct runner_resu
     }
     if (f == SN_TELEM_FMT_NCCL) {
         r->rows = c.rows;
+        r->peak_busbw_bytes_per_s = c.peak_busbw;
         snprintf(r->detail, sizeof(r->detail), "%u rows, peak busbw %.2f GB/s", c.rows,
                  c.peak_busbw / 1e9);
     } else {

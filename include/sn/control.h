@@ -633,9 +633,13 @@ json_t *sn_control_assignment(const struct sn_control *c, const struct sn_contro
  * NVLink domain, rank order) and ranks_released; the job JSON's fields. */
 bool sn_control_imex_waiting(const struct sn_control_job *j);
 /* Preflight (lib/control/preflight.c): whether running job j's ranks wait
- * for its preflight; the assignment's preflight fields; the job JSON's. */
+ * for its preflight; the assignment's preflight fields on server s (the
+ * check and the figures the agent judges it by: expect_tflops,
+ * expect_hbm_gb_per_s from the GPU model, expect_busbw_gb_per_s and
+ * busbw_basis for a full check of two or more GPUs there); the job JSON's. */
 bool sn_control_preflight_waiting(const struct sn_control_job *j);
-void sn_control_preflight_assignment(const struct sn_control_job *j, json_t *o);
+void sn_control_preflight_assignment(const struct sn_control *c, const struct sn_control_job *j,
+                                     uint32_t s, json_t *o);
 void sn_control_preflight_json(const struct sn_control_job *j, json_t *o);
 void sn_control_imex_assignment(const struct sn_control *c, const struct sn_control_job *j,
                                 uint32_t s, json_t *o);

@@ -47,7 +47,7 @@ json_t *sn_control_assignment(const struct sn_control *c, const struct sn_contro
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     sn_control_ckpt_assignment(j, o);
     sn_control_imex_assignment(c, j, s, o);
-    sn_control_preflight_assignment(j, o);
+    sn_control_preflight_assignment(c, j, s, o);
     sn_control_preempt_assignment(c, j, o);
     static const char *const keys[] = {"name",          "command",
                                        "data_path",     "checkpoint_path",

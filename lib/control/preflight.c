@@ -35,6 +35,9 @@
 #include "control_int.h"
 
 #include <errno.h>
+#include <math.h>
+
+#include <sn/health.h>
 
 #define PREFLIGHT_ACTOR "snd:preflight"
 
@@ -332,12 +335,38 @@ void sn__control_preflight_timer(struct sn_control *c)
     }
 }
 
-void sn_control_preflight_assignment(const struct sn_control_job *j, json_t *o)
+void sn_control_preflight_assignment(const struct sn_control *c, const struct sn_control_job *j,
+                                     uint32_t s, json_t *o)
 {
     if (!sn_control_preflight_waiting(j))
         return;
     json_object_set_new(o, "ranks_released", json_false());
     json_object_set_new(o, "preflight", json_string(j->preflight_full ? "full" : "quick"));
+    /* The figures an agent without the model judges its check by
+     * (include/sn/preflight.h): the GPU model's, and for a full check the
+     * nccl detector's busbw floor of an all-reduce over the job's GPUs on
+     * s (one server: -g N of all_reduce_perf). */
+    const struct sn_model *m = c->model;
+    unsigned local = 0;
+    uint32_t first = SN_NONE;
+    for (uint32_t r = 0; r < j->n_alloc; r++)
+        if (m->gpu_server[j->alloc[r]] == s) {
+            local++;
+            first = first == SN_NONE ? j->alloc[r] : first;
+        }
+    const struct sn_gpu_model *g = first != SN_NONE ? sn_model_gpu_spec(m, first) : NULL;
+    if (g && g->dense_bf16_flops > 0)
+        json_object_set_new(o, "expect_tflops", json_real(g->dense_bf16_flops / 1e12));
+    if (g && g->hbm_bytes_per_s > 0)
+        json_object_set_new(o, "expect_hbm_gb_per_s", json_real(g->hbm_bytes_per_s / 1e9));
+    char why[160];
+    double floor = j->preflight_full && local >= 2
+                       ? sn_health_busbw_floor(m, NULL, s, local, 1, why, sizeof(why))
+                       : NAN;
+    if (isfinite(floor)) {
+        json_object_set_new(o, "expect_busbw_gb_per_s", json_real(floor / 1e9));
+        json_object_set_new(o, "busbw_basis", json_string(why));
+    }
 }
 
 void sn_control_preflight_json(const struct sn_control_job *j, json_t *o)

@@ -289,9 +289,19 @@ static void full_check_is_named(void **state)
     assert_false(job(&f, b)->preflight_full);
     json_t *as = sn_control_assignment(f.c, job(&f, a), server_of(&f, a, 0), NULL);
     assert_string_equal(json_string_value(json_object_get(as, "preflight")), "full");
+    /* The figures the agent judges by (sim_shape's H100: 989 TFLOP/s dense
+     * BF16, 3.35 TB/s HBM, 18 x 25 GB/s NVLink per direction): the busbw
+     * floor of 8 GPUs on one server, 0.80 x 18 x 25 GB/s. */
+    assert_float_equal(json_number_value(json_object_get(as, "expect_tflops")), 989.0, 1e-9);
+    assert_float_equal(json_number_value(json_object_get(as, "expect_hbm_gb_per_s")), 3350.0, 1e-9);
+    assert_float_equal(json_number_value(json_object_get(as, "expect_busbw_gb_per_s")), 360.0,
+                       1e-9);
+    assert_non_null(strstr(json_string_value(json_object_get(as, "busbw_basis")), "0.80 x "));
     json_decref(as);
     as = sn_control_assignment(f.c, job(&f, b), server_of(&f, b, 0), NULL);
     assert_string_equal(json_string_value(json_object_get(as, "preflight")), "quick");
+    assert_float_equal(json_number_value(json_object_get(as, "expect_tflops")), 989.0, 1e-9);
+    assert_null(json_object_get(as, "expect_busbw_gb_per_s")); /* quick: no all-reduce */
     json_decref(as);
     json_t *o = sn_control_job_json(f.c, job(&f, a));
     assert_string_equal(json_string_value(json_object_get(o, "preflight_check")), "full");
