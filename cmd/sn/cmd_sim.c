@@ -618,7 +618,8 @@ static void print_json(const struct opts *o, const struct sn_model *m,
             json_object_set_new(r, "preflight_gpu_h", json_real(res[p]->preflight_gpu_h));
         }
         if (r && o->cfg.engine == SN_SIM_ENGINE_CONTROL && o->cfg.tray_failures_per_sn_hour > 0) {
-            json_object_set_new(r, "tray_failures", json_integer((json_int_t)res[p]->tray_failures));
+            json_object_set_new(r, "tray_failures",
+                                json_integer((json_int_t)res[p]->tray_failures));
             json_object_set_new(r, "degraded_gpu_h", json_real(res[p]->degraded_gpu_h));
         }
         json_array_append_new(runs, r);

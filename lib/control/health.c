@@ -20,9 +20,9 @@
  * again within a window is quarantined). Nothing is resumed here unless
  * auto_resume_s is set (offenders.c, after the verdicts; never a
  * quarantined part); else an operator resumes a GPU, and a GPU still
- * scoring below the threshold is cordoned again by the next report. The guard rails are breaker.c's: every action passes its circuit
- * breaker first (a power-off zone is counted, never refused), a rack with
- * many bad servers is drained as one decision before the GPU verdicts, and
+ * scoring below the threshold is cordoned again by the next report. The guard rails are
+ * breaker.c's: every action passes its circuit breaker first (a power-off zone is counted, never
+ * refused), a rack with many bad servers is drained as one decision before the GPU verdicts, and
  * the GPUs of such a rack get none of their own.
  */
 #include "control_int.h"
@@ -93,8 +93,8 @@ static void domain_limits(struct sn_control *c, const struct sn_health_report *r
         bool any = false;
         for (uint32_t i = 0; i < rep->n_findings && !any; i++)
             any = rep->findings[i].detector == SN_DET_NVLINK_DOMAIN_DEGRADED;
-        if (!any || !(c->domain_limit = calloc(m->n_supernodes ? m->n_supernodes : 1,
-                                               sizeof(*c->domain_limit))))
+        if (!any || !(c->domain_limit =
+                          calloc(m->n_supernodes ? m->n_supernodes : 1, sizeof(*c->domain_limit))))
             return;
     }
     for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
@@ -126,8 +126,8 @@ static void domain_limits(struct sn_control *c, const struct sn_health_report *r
                                    .text = {HEALTH_ACTOR, action, name, reason},
                                    .num = {sn_control_now_s(c), 200}};
         sn_control_emit(c, &w, 1);
-        sn_control_log(c, "health: %s %s to single-server jobs: %s", f ? "limited" : "lifted",
-                       name, reason);
+        sn_control_log(c, "health: %s %s to single-server jobs: %s", f ? "limited" : "lifted", name,
+                       reason);
         if (c->sched)
             sn_control_poke(c);
     }

@@ -574,16 +574,16 @@ void sn_sched_destroy(struct sn_sched *s)
     for (uint32_t j = 0; j < s->n_jobs; j++)
         free(s->jobs[j].gpus);
     void *arrays[] = {
-        s->gpu_owner,    s->gpu_health,  s->gpu_down,     s->gpu_cordon,   s->srv_usable,
-        s->srv_up,       s->srv_weak,    s->srv_gpus,     s->srv_extra,    s->srv_order,
-        s->sn_usable,    s->sn_up,       s->sn_weak,      s->sn_pool,      s->sn_pod,
-        s->sn_owner,     s->sn_busy,     s->sn_ntenants,  s->sn_take,      s->sn_order,
-        s->leaf_load,    s->leaf_cap,    s->leaf_delta,   s->touched,      s->pick,
-        s->pod_load,     s->pod_cap,     s->pod_delta,    s->tenant_gpus,  s->tenant_sn_gpus,
-        s->tenants,      s->pools,       s->jobs,         s->pending,      s->running,
-        s->job_mark,     s->queue,       s->dec,          s->srv_cpu_used, s->srv_cpu_cap,
-        s->srv_mem_used, s->srv_mem_cap, s->rack_limit_w, s->rack_base_w,  s->rack_jobs_w,
-        s->power_skip,   s->power_over,   s->sn_one_server, s->sn_one_since};
+        s->gpu_owner,    s->gpu_health,  s->gpu_down,      s->gpu_cordon,   s->srv_usable,
+        s->srv_up,       s->srv_weak,    s->srv_gpus,      s->srv_extra,    s->srv_order,
+        s->sn_usable,    s->sn_up,       s->sn_weak,       s->sn_pool,      s->sn_pod,
+        s->sn_owner,     s->sn_busy,     s->sn_ntenants,   s->sn_take,      s->sn_order,
+        s->leaf_load,    s->leaf_cap,    s->leaf_delta,    s->touched,      s->pick,
+        s->pod_load,     s->pod_cap,     s->pod_delta,     s->tenant_gpus,  s->tenant_sn_gpus,
+        s->tenants,      s->pools,       s->jobs,          s->pending,      s->running,
+        s->job_mark,     s->queue,       s->dec,           s->srv_cpu_used, s->srv_cpu_cap,
+        s->srv_mem_used, s->srv_mem_cap, s->rack_limit_w,  s->rack_base_w,  s->rack_jobs_w,
+        s->power_skip,   s->power_over,  s->sn_one_server, s->sn_one_since};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
     sn_bitset_release(&s->domain);

@@ -1035,8 +1035,8 @@ static enum sn_err tray_report(struct csim *cs, struct sn_error *err)
         n++;
     }
     struct sn_health_report rep = {.now_s = cs->x.now, .findings = f, .n_findings = n};
-    enum sn_err rc = apply(
-        cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEALTH, .report = &rep}, err);
+    enum sn_err rc =
+        apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEALTH, .report = &rep}, err);
     free(f);
     return rc;
 }
