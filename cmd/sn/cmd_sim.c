@@ -91,7 +91,13 @@ static const char usage_preempt[] =
     "                        just-in-time checkpoint within the grace (default 1: always)\n"
     "  --compare-preempt     control engine: run the policy twice on the same workload,\n"
     "                        without cooperative preemption (grace 0) and with it (the\n"
-    "                        --preempt-grace given, 60 s when none), side by side\n";
+    "                        --preempt-grace given, 60 s when none), side by side\n"
+    "\nSwitch trays (--engine control; docs/simulator.md):\n"
+    "  --tray-failures RATE  control engine: NVLink switch-tray losses that degrade a\n"
+    "                        supernode's domain (below min_nvlink_share), per supernode-hour\n"
+    "                        (default 0); the domain takes single-server jobs only until\n"
+    "                        the repair\n"
+    "  --tray-repair S       seconds until a lost tray is back (default 14400)\n";
 static const char usage_preflight[] =
     "\nPreflight on the exact allocation (--engine control; docs/simulator.md):\n"
     "  --preflight off|quick|full  opted-in jobs' servers check exactly their GPUs before\n"
@@ -196,6 +202,9 @@ static int parse_number(struct opts *o, const char *flag, const char *v)
         {"--preflight-s", &c->preflight_s, 1, 86400, "seconds from 1 to 86400"},
         {"--preflight-detect", &c->preflight_detect_p, 0, 1, "a probability from 0 to 1"},
         {"--slow-rate", &c->fm.slow_per_gpu_hour, 0, 1, "a rate per GPU-hour from 0 to 1"},
+        {"--tray-failures", &c->tray_failures_per_sn_hour, 0, 10,
+         "a rate per supernode-hour from 0 to 10"},
+        {"--tray-repair", &c->tray_repair_s, 1, 30 * 86400.0, "seconds from 1 to 2592000"},
     };
     for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
         if (strcmp(flag, d[i].flag) != 0)
@@ -321,6 +330,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
         o->cfg.engine != SN_SIM_ENGINE_CONTROL) {
         fprintf(stderr, "sn sim: --preempt-grace and --compare-preempt need --engine control "
                         "(cooperative preemption is lib/control's)\n");
+        return SN_EXIT_USAGE;
+    }
+    if (o->cfg.tray_failures_per_sn_hour > 0 && o->cfg.engine != SN_SIM_ENGINE_CONTROL) {
+        fprintf(stderr, "sn sim: --tray-failures needs --engine control (the degraded domain's "
+                        "single-server limit is lib/control's)\n");
         return SN_EXIT_USAGE;
     }
     if ((o->compare_preflight || o->cfg.preflight_mode > 0) &&
@@ -510,6 +524,10 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
         ROW("  of which failed (requeued)", PRIu64, r->preflight_fails);
         ROW("preflight GPU-hours", ".1f", r->preflight_gpu_h);
     }
+    if (control && o->cfg.tray_failures_per_sn_hour > 0) {
+        ROW("switch-tray failures", PRIu64, r->tray_failures);
+        ROW("degraded-domain GPU-hours", ".1f", r->degraded_gpu_h);
+    }
     ROW("starts with split groups", PRIu64, r->groups_split);
     ROW("starts with cross-supernode groups", PRIu64, r->groups_cross);
     char label[64];
@@ -598,6 +616,11 @@ static void print_json(const struct opts *o, const struct sn_model *m,
             json_object_set_new(r, "preflight_fails",
                                 json_integer((json_int_t)res[p]->preflight_fails));
             json_object_set_new(r, "preflight_gpu_h", json_real(res[p]->preflight_gpu_h));
+        }
+        if (r && o->cfg.engine == SN_SIM_ENGINE_CONTROL && o->cfg.tray_failures_per_sn_hour > 0) {
+            json_object_set_new(r, "tray_failures",
+                                json_integer((json_int_t)res[p]->tray_failures));
+            json_object_set_new(r, "degraded_gpu_h", json_real(res[p]->degraded_gpu_h));
         }
         json_array_append_new(runs, r);
     }

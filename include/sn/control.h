@@ -385,6 +385,11 @@ struct sn_control {
     uint64_t settle_jobs; /* jobs inserted with after_ok or an array throttle (never lowered):
                              while 0, settling has nothing to scan */
     uint8_t *round_hold; /* by server: 1 while a health round holds it; NULL until the first */
+    /* Degraded NVLink domains (health.c): by supernode, the reason while the
+     * last health report had its nvlink-domain-degraded finding ("" when
+     * not): the scheduler takes single-server jobs only there. NULL until
+     * the first. */
+    char (*domain_limit)[320];
     struct sn_control_breaker *breaker; /* health guard rails (breaker.c); NULL until used */
     struct sn_control_parts *parts;     /* part histories (offenders.c); NULL until used */
     /* IMEX channels in use: by supernode, a bit per channel (channel k is
@@ -782,6 +787,9 @@ json_t *sn_control_named_items(const struct sn_control_named *list, uint32_t n);
 json_t *sn_control_tenant_json(const struct sn_control *c, const char *name);
 json_t *sn_control_quotas_items(const struct sn_control *c);
 json_t *sn_control_pools_items(const struct sn_control *c);
+/* The reason supernode sn takes single-server jobs only (its NVLink domain
+ * is degraded: health.c), or NULL when it takes any. Owned by c. */
+const char *sn_control_domain_limit(const struct sn_control *c, uint32_t sn);
 /* GET /v1/cluster, and one supernode of GET /v1/topology. */
 json_t *sn_control_cluster_json(const struct sn_control *c);
 json_t *sn_control_supernode_json(const struct sn_control *c, uint32_t sn);

@@ -86,7 +86,9 @@ enum sn_sched_policy sn_sched_policy_from_name(const char *name);
     X(PRIORITY, "priority")               /* a higher-priority job is blocked, no backfill */      \
     X(RESERVATION, "reservation")         /* would delay the blocked head job's reservation */     \
     X(POWER, "power-budget")              /* fits, but a rack's feeds would pass their continuous  \
-                                             limit (power_util > 0; sched_power.c) */
+                                             limit (power_util > 0; sched_power.c) */              \
+    X(DOMAIN, "nvlink-domain")            /* fits only across servers of a degraded NVLink domain, \
+                                             which holds single-server jobs only */
 enum sn_pending_reason {
 #define SN_X(name, text) SN_PENDING_##name,
     SN_PENDING_REASON_LIST(SN_X)
@@ -271,6 +273,16 @@ SN_MUST_CHECK enum sn_err sn_sched_interrupt(struct sn_sched *s, uint32_t job, d
 void sn_sched_set_health(struct sn_sched *s, uint32_t gpu, double score);
 /* Cordons (or uncordons) a GPU by hand. */
 void sn_sched_cordon(struct sn_sched *s, uint32_t gpu, bool on);
+
+/* A degraded NVLink domain (lib/control/health.c, nvlink-domain-degraded):
+ * with on, supernode sn takes only jobs placed whole on one of its servers
+ * (a job needing two servers, or spanning supernodes, gets none of its
+ * GPUs; one that fits a server may still run there) and an in-place
+ * replacement on it stays on the failed GPU's server. Jobs already running
+ * keep their GPUs. off lifts the limit. Out-of-range sn: nothing. */
+void sn_sched_set_one_server(struct sn_sched *s, uint32_t sn, bool on);
+/* Whether supernode sn is limited to single-server jobs. */
+bool sn_sched_one_server(const struct sn_sched *s, uint32_t sn);
 
 /* One scheduling pass at now: orders the queue, starts what fits (with
  * backfill), preempts for the first blocked job when allowed, and records a

@@ -315,6 +315,15 @@ struct sn_sim_config {
     double preflight_share;
     double preflight_s;
     double preflight_detect_p;
+    /* Switch-tray failures (control engine, docs/simulator.md "Switch
+     * trays"): losses of NVLink switch trays that take a supernode's
+     * scale-up domain below min_nvlink_share, per supernode-hour (0: none;
+     * drawn from a stream of their own, independent of --failures); each
+     * degrades its domain for tray_repair_s: lib/control gets the
+     * nvlink-domain-degraded finding in a health report and limits the
+     * domain to single-server jobs until a report without it. */
+    double tray_failures_per_sn_hour;
+    double tray_repair_s;
 };
 void sn_sim_config_defaults(struct sn_sim_config *config);
 
@@ -343,6 +352,11 @@ struct sn_sim_result {
      * interruptions), the GPU-hours the checks held (busy, not useful). */
     uint64_t preflights, preflight_fails;
     double preflight_gpu_h;
+    /* Control engine with tray failures: how many, and the GPU-hours of
+     * domains limited to single-server jobs (the domain's GPUs x the time
+     * it was degraded; overlapping failures of one domain counted once). */
+    uint64_t tray_failures;
+    double degraded_gpu_h;
     uint64_t groups_split, groups_cross;             /* starts with such placements */
     struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
     struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];

@@ -273,7 +273,9 @@ json_t *sn_control_cluster_json(const struct sn_control *c)
  * own state or their server's), and "unusable" names each server with
  * GPUs out, their count and the reason (the server's when it is out, else
  * its first GPU out's): a scale-up domain that lost a compute tray, or
- * whose fabric took its GPUs out, shows why it is smaller. */
+ * whose fabric took its GPUs out, shows why it is smaller;
+ * "single_server_only" is the reason a degraded NVLink domain takes only
+ * jobs within one server (health.c), null when it takes any. */
 json_t *sn_control_supernode_json(const struct sn_control *c, uint32_t sn)
 {
     const struct sn_model *m = c->model;
@@ -305,8 +307,9 @@ json_t *sn_control_supernode_json(const struct sn_control *c, uint32_t sn)
                                              (json_int_t)lost, "state",
                                              sn_control_admin_state_name(st), "reason", why));
     }
-    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "name", name, "first_server",
+    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:s?}", "name", name, "first_server",
                      (json_int_t)s->first_server, "servers", (json_int_t)s->n_servers, "first_gpu",
                      (json_int_t)s->first_gpu, "gpus", (json_int_t)s->n_gpus, "racks",
-                     (json_int_t)s->n_racks, "usable_gpus", (json_int_t)usable, "unusable", out);
+                     (json_int_t)s->n_racks, "usable_gpus", (json_int_t)usable, "unusable", out,
+                     "single_server_only", sn_control_domain_limit(c, sn));
 }

@@ -941,6 +941,8 @@ static enum sn_err build(struct sn_control *d, struct sn_error *err)
     for (uint32_t g = 0; g < m->n_gpus; g++)
         sn_sched_cordon(d->sched, g, true);
     rc = restore_jobs(d, err);
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) /* health.c's degraded domains */
+        sn_sched_set_one_server(d->sched, sn, sn_control_domain_limit(d, sn) != NULL);
     for (uint32_t g = 0; g < m->n_gpus; g++)
         sn_sched_cordon(d->sched, g,
                         d->gpu_procs[g] != 0 || (d->round_hold && d->round_hold[m->gpu_server[g]]));
@@ -1014,6 +1016,7 @@ void sn_control_free(struct sn_control *d)
     free(d->master_ports);
     free(d->silent);
     free(d->round_hold);
+    free(d->domain_limit);
     sn_control_breaker_free(d);
     sn__control_parts_free(d);
     free(d->imex_used);

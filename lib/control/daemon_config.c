@@ -63,7 +63,8 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
      "peers but not it for this long is gpu-missing and marked down"},
     {"health_min_nvlink_share_pct", SN_CONF_INT, "50", 0, 100, C(health_min_nvlink_share_pct),
      "a supernode NVLink domain whose switch trays leave its GPUs less than this % of their "
-     "links is nvlink-domain-degraded and its GPUs are cordoned as one decision (0: never)"},
+     "links is nvlink-domain-degraded: it takes single-server jobs only until its trays are "
+     "back, one decision (0: never)"},
     {"agent_listen", SN_CONF_STRING, "", 0, 63, C(agent_listen),
      "HOST:PORT of a second listener for the agents' routes only, with its own connection "
      "slots (empty: agents use listen)"},

@@ -7,7 +7,11 @@
  *  - A GPU with a finding that says it is gone (gpu-missing, gpu-off-bus,
  *    gpu-unreadable) is marked down.
  *  - A supernode whose NVLink domain kept too few switch chips
- *    (nvlink-domain-degraded) has its up GPUs cordoned, one decision.
+ *    (nvlink-domain-degraded) takes single-server jobs only: one decision
+ *    on the domain, no GPU cordoned (a job within one server still runs;
+ *    one needing two servers of it does not start there). The limit
+ *    lifts by itself with the first report without the finding (the
+ *    trays are back), unlike a cordon.
  *  - An up GPU whose score falls below cordon_below is cordoned with the
  *    score and the finding that set its action.
  * Each action is an admin change by actor "snd:health" (its row, then what
@@ -16,14 +20,15 @@
  * again within a window is quarantined). Nothing is resumed here unless
  * auto_resume_s is set (offenders.c, after the verdicts; never a
  * quarantined part); else an operator resumes a GPU, and a GPU still
- * scoring below the threshold is cordoned again by the next report. The guard rails are breaker.c's: every action passes its circuit
- * breaker first (a power-off zone is counted, never refused), a rack with
- * many bad servers is drained as one decision before the GPU verdicts, and
+ * scoring below the threshold is cordoned again by the next report. The guard rails are
+ * breaker.c's: every action passes its circuit breaker first (a power-off zone is counted, never
+ * refused), a rack with many bad servers is drained as one decision before the GPU verdicts, and
  * the GPUs of such a rack get none of their own.
  */
 #include "control_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sn/health.h>
@@ -76,40 +81,63 @@ static void power_off_zone(struct sn_control *c, const struct sn_health_finding 
             act(c, g, SN_CONTROL_ADMIN_DOWN, reason, true);
 }
 
-/* A supernode's NVLink domain that kept less than min_nvlink_share of its
- * switch chips (nvlink-domain-degraded): one decision on the domain, its
- * up GPUs cordoned with one reason naming the lost trays (one audit row
- * and one log line for the domain, not one per GPU). The fabric's fault,
- * not the GPUs': no breaker refusal (it counts) and no part finding. */
-static void domain_out(struct sn_control *c, const struct sn_health_finding *f)
+/* Degraded NVLink domains (nvlink-domain-degraded): the report's
+ * supernodes with the finding become single-server only (sched limit,
+ * reason kept in domain_limit), those without it lose the limit. Each
+ * change is one decision on the domain: one audit row and one log line.
+ * The fabric's fault, not the GPUs': no breaker and no part finding. */
+static void domain_limits(struct sn_control *c, const struct sn_health_report *rep)
 {
     const struct sn_model *m = c->model;
-    const struct sn_supernode *S = &m->supernodes[f->id];
-    char name[64], reason[320];
-    sn_model_supernode_name(m, f->id, name, sizeof(name));
-    snprintf(reason, sizeof(reason), "health: nvlink-domain-degraded %s: %.190s", name,
-             f->evidence);
-    uint32_t n = 0;
-    for (uint32_t g = S->first_gpu; g < S->first_gpu + S->n_gpus; g++) {
-        if (c->gpus[g].state != SN_CONTROL_ADMIN_UP)
-            continue;
-        (void)sn_control_breaker_allow(c, g, true);
-        struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_ADMIN,
-                                      .id = g,
-                                      .admin = SN_CONTROL_ADMIN_CORDONED,
-                                      .detail = reason,
-                                      .actor = HEALTH_ACTOR};
-        sn_control_set_admin(c, &ev);
-        n++;
+    if (!c->domain_limit) {
+        bool any = false;
+        for (uint32_t i = 0; i < rep->n_findings && !any; i++)
+            any = rep->findings[i].detector == SN_DET_NVLINK_DOMAIN_DEGRADED;
+        if (!any || !(c->domain_limit =
+                          calloc(m->n_supernodes ? m->n_supernodes : 1, sizeof(*c->domain_limit))))
+            return;
     }
-    if (!n)
-        return;
-    struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
-                               .text = {HEALTH_ACTOR, "health cordon domain", name, reason},
-                               .num = {sn_control_now_s(c), 200}};
-    sn_control_emit(c, &w, 1);
-    sn_control_log(c, "health: cordoned %u GPUs of %s: %s", n, name, reason);
-    c->health_cordons += n;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        const struct sn_health_finding *f = NULL;
+        for (uint32_t i = 0; i < rep->n_findings && !f; i++)
+            if (rep->findings[i].detector == SN_DET_NVLINK_DOMAIN_DEGRADED &&
+                rep->findings[i].entity == SN_HEALTH_ENT_SUPERNODE && rep->findings[i].id == sn)
+                f = &rep->findings[i];
+        char *have = c->domain_limit[sn];
+        if (!f && !have[0])
+            continue;
+        char name[64], reason[320];
+        sn_model_supernode_name(m, sn, name, sizeof(name));
+        if (f)
+            snprintf(reason, sizeof(reason), "health: nvlink-domain-degraded %s: %.190s", name,
+                     f->evidence);
+        else
+            snprintf(reason, sizeof(reason), "health: %s: nvlink-domain-degraded gone", name);
+        if (f && strcmp(have, reason) == 0)
+            continue;
+        bool was = have[0] != '\0';
+        snprintf(have, sizeof(c->domain_limit[sn]), "%s", f ? reason : "");
+        if (c->sched)
+            sn_sched_set_one_server(c->sched, sn, f != NULL);
+        if (f && was) /* the same decision, new evidence */
+            continue;
+        const char *action = f ? "health limit domain" : "health lift domain";
+        struct sn_store_write w = {.kind = SN_STORE_ADD_AUDIT,
+                                   .text = {HEALTH_ACTOR, action, name, reason},
+                                   .num = {sn_control_now_s(c), 200}};
+        sn_control_emit(c, &w, 1);
+        sn_control_log(c, "health: %s %s to single-server jobs: %s", f ? "limited" : "lifted", name,
+                       reason);
+        if (c->sched)
+            sn_control_poke(c);
+    }
+}
+
+const char *sn_control_domain_limit(const struct sn_control *c, uint32_t sn)
+{
+    return c->domain_limit && sn < c->model->n_supernodes && c->domain_limit[sn][0]
+               ? c->domain_limit[sn]
+               : NULL;
 }
 
 void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
@@ -121,11 +149,7 @@ void sn_control_health(struct sn_control *c, const struct sn_health_report *rep,
         if (rep->findings[i].action == SN_HEALTH_ACT_POWER_OFF_ZONE &&
             rep->findings[i].entity == SN_HEALTH_ENT_RACK && rep->findings[i].id < m->n_racks)
             power_off_zone(c, &rep->findings[i]);
-    for (uint32_t i = 0; i < rep->n_findings; i++)
-        if (rep->findings[i].detector == SN_DET_NVLINK_DOMAIN_DEGRADED &&
-            rep->findings[i].entity == SN_HEALTH_ENT_SUPERNODE &&
-            rep->findings[i].id < m->n_supernodes)
-            domain_out(c, &rep->findings[i]);
+    domain_limits(c, rep);
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         const struct sn_health_finding *f = &rep->findings[i];
         if (f->gpu == SN_NONE || f->gpu >= m->n_gpus || !gone(f->detector) ||

@@ -10,6 +10,10 @@
  *    as such;
  *  - reservation: the job that holds the pass's backfill reservation and
  *    its expected start (starts.c), which this job would delay;
+ *  - nvlink-domain: the degraded NVLink domains of the job's pools that
+ *    take single-server jobs only, with the reason of the first ("2 GPUs
+ *    per server at most on nvl03 (health: nvlink-domain-degraded nvl03:
+ *    ...)");
  *  - power-budget: the rack (feeds) with the most power room left among
  *    the job's pools, its draw and continuous limit, the room over all
  *    those racks, and the job's expected draw ("the most power room on one
@@ -120,6 +124,35 @@ static void power_detail(const struct sn_control *c, const struct sn_control_job
              (long long)gpus, gpu_w);
 }
 
+static void domain_detail(const struct sn_control *c, const struct sn_control_job *j, char *out,
+                          size_t len)
+{
+    const struct sn_model *m = c->model;
+    uint32_t pool = job_pool_index(c, j), n = 0;
+    const char *first = NULL;
+    char names[160] = "";
+    size_t at = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        const char *why = sn_control_domain_limit(c, sn);
+        if (!why || (pool != SN_NONE && m->supernodes[sn].pool != pool))
+            continue;
+        char name[64];
+        sn_model_supernode_name(m, sn, name, sizeof(name));
+        if (at < sizeof(names) - 1)
+            at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", n ? " " : "", name);
+        first = first ? first : why;
+        n++;
+    }
+    if (!first) {
+        snprintf(out, len, "it fits only across servers of a degraded NVLink domain");
+        return;
+    }
+    snprintf(out, len,
+             "it fits only across servers of %s, whose degraded NVLink domain%s take%s "
+             "single-server jobs only (%.200s)",
+             names, n > 1 ? "s" : "", n > 1 ? "" : "s", first);
+}
+
 static void reservation_detail(const struct sn_control *c, char *out, size_t len)
 {
     struct sn_sched_reservation r;
@@ -154,6 +187,8 @@ void sn_control_pending_detail(const struct sn_control *c, const struct sn_contr
         reservation_detail(c, out, len);
     else if (strcmp(reason, sn_pending_reason_name(SN_PENDING_POWER)) == 0)
         power_detail(c, j, out, len);
+    else if (strcmp(reason, sn_pending_reason_name(SN_PENDING_DOMAIN)) == 0)
+        domain_detail(c, j, out, len);
     else
         sn_control_quota_pending_detail(c, j, reason, out, len);
 }

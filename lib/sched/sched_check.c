@@ -15,6 +15,25 @@
 
 #define FAIL(...) return sn_error_set(err, SN_ERR_INTERNAL, __VA_ARGS__)
 
+/* A job placed (by the rules) after its supernode became single-server
+ * only (a degraded NVLink domain) holds one server; SN_NONE when it keeps
+ * that, else a supernode it breaks it on. */
+static uint32_t one_server_broken(const struct sn_sched *s, const struct sched_job *j)
+{
+    const struct sn_model *m = s->m;
+    if (s->n_one_server == 0 || j->restored)
+        return SN_NONE;
+    uint32_t srv0 = m->gpu_server[j->gpus[0]], bad = SN_NONE;
+    bool spans = false;
+    for (uint32_t i = 0; i < j->spec.gpus; i++) {
+        uint32_t sn = m->gpu_supernode[j->gpus[i]];
+        spans |= m->gpu_server[j->gpus[i]] != srv0;
+        if (s->sn_one_server[sn] && j->place_no > s->sn_one_since[sn])
+            bad = sn;
+    }
+    return spans ? bad : SN_NONE;
+}
+
 static enum sn_err check_jobs(const struct sn_sched *s, uint32_t *owner_count, struct sn_error *err)
 {
     uint32_t pending = 0, running = 0, done = 0;
@@ -51,6 +70,11 @@ static enum sn_err check_jobs(const struct sn_sched *s, uint32_t *owner_count, s
                 s->m->gpu_server[first] != s->m->gpu_server[gpu])
                 FAIL("invariant: a group of job %u spans servers though it fits one", id);
         }
+        uint32_t sn = one_server_broken(s, j);
+        if (sn != SN_NONE)
+            FAIL("invariant: job %u spans servers and holds GPUs of supernode %u, whose degraded "
+                 "NVLink domain takes single-server jobs only",
+                 id, sn);
     }
     if (pending != s->n_pending || running != s->n_running || done != s->n_done ||
         pending + running + done != s->n_jobs)

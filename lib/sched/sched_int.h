@@ -24,6 +24,8 @@ struct sched_job {
     uint8_t health_min; /* spec.health_min scaled to 0..255 */
     bool degraded, split, cross, borrowed;
     bool replaced;     /* GPUs swapped in place since its start (groups may span servers) */
+    bool restored;     /* placed by sn_sched_restore (no placement rules) */
+    uint64_t place_no; /* n_placements after its last placement */
     bool queued;       /* in queue[] (the pending jobs by priority, then submission) */
     uint32_t list_pos; /* index in pending[] or running[] */
     uint32_t *gpus;    /* when running: spec.gpus IDs, group by group */
@@ -69,6 +71,12 @@ struct sn_sched {
     uint32_t *sn_owner;    /* dedicated supernodes: owning tenant or SN_NONE */
     uint32_t *sn_busy;     /* GPUs allocated */
     uint32_t *sn_ntenants; /* distinct tenants with GPUs here */
+    /* Degraded NVLink domains (sn_sched_set_one_server): 1 while the
+     * supernode takes single-server jobs only; since: n_placements when it
+     * was set (jobs placed later hold one server of it); how many are set. */
+    uint8_t *sn_one_server;
+    uint64_t *sn_one_since;
+    uint32_t n_one_server;
     uint32_t n_pods;
 
     /* per tenant (x supernode) */
@@ -162,6 +170,7 @@ struct place_mode {
     bool use_sn_quota;  /* per-supernode quota and tenant cap */
     bool use_extra;     /* add srv_extra (a planned preemption) */
     bool own_pool_only; /* no borrowed supernodes */
+    bool any_domain;    /* ignore the single-server limit of degraded domains (diagnosis) */
 };
 
 /* sched_pass.c */

@@ -192,7 +192,7 @@ static int cmp_victim(const void *ctx, uint32_t a, uint32_t b)
 static struct place_mode victim_mode(const struct sn_sched *s)
 {
     return (struct place_mode){s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion,
-                               true, true, false};
+                               true, true, false, false};
 }
 
 /* Adds to srv_extra the GPUs of victim v that pre could use: those in sn,

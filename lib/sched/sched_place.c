@@ -18,7 +18,11 @@
  *     spread_power, each group goes to the power domain holding the fewest
  *     of the job's groups so far; larger groups take the fullest-free
  *     servers first;
- *  4. a job spanning supernodes adds xsn_bytes_per_s per GPU to the leaf
+ *  4. a degraded NVLink domain (sn_sched_set_one_server) holds a job only
+ *     whole on one of its servers: its capacity for a job is the job's
+ *     size when one server (best fit) holds it, else 0, and no job
+ *     spanning supernodes takes any of its GPUs;
+ *  5. a job spanning supernodes adds xsn_bytes_per_s per GPU to the leaf
  *     of each of its GPUs, and, spanning spine pods, to its pod's spine
  *     uplinks; the placement is refused when any leaf's load would exceed
  *     uplinks x port speed or any pod's its spine-to-core capacity.
@@ -66,19 +70,31 @@ static uint32_t sn_room(const struct sn_sched *s, uint32_t sn, const struct sche
     return mine >= t->quota_gpus_per_supernode ? 0 : t->quota_gpus_per_supernode - mine;
 }
 
+/* Whether supernode sn holds job j only whole on one server under mode. */
+static bool one_server(const struct sn_sched *s, uint32_t sn, const struct place_mode *mode)
+{
+    return s->sn_one_server[sn] && !mode->any_domain;
+}
+
 uint32_t sn__sched_sn_capacity(const struct sn_sched *s, uint32_t sn, const struct sched_job *j,
                                const struct place_mode *mode)
 {
     const struct sn_supernode *S = &s->m->supernodes[sn];
-    uint32_t g = j->spec.group_gpus, total = 0, grouped = 0;
+    uint32_t g = j->spec.group_gpus, total = 0, grouped = 0, best = 0;
     bool fits_server = g <= s->srv_gpus[S->first_server];
+    bool one = one_server(s, sn, mode);
+    if (one && j->spec.gpus > s->srv_gpus[S->first_server])
+        return 0;
     for (uint32_t srv = S->first_server; srv < S->first_server + S->n_servers; srv++) {
         uint32_t c = srv_count(s, srv, j, mode);
         total += c;
         grouped += fits_server ? c / g * g : 0;
+        best = c > best ? c : best;
     }
     if (!fits_server)
         grouped = total / g * g;
+    if (one) /* the whole job on one server, or nothing */
+        grouped = best >= j->spec.gpus ? j->spec.gpus : 0;
     uint32_t spare = s->cfg.spare_gpus_per_supernode;
     uint32_t limit = total > spare ? total - spare : 0;
     uint32_t room = sn_room(s, sn, j, mode);
@@ -173,6 +189,13 @@ static void fill_supernode(struct sn_sched *s, uint32_t sn, uint32_t amount,
 {
     const struct sn_supernode *S = &s->m->supernodes[sn];
     uint32_t g = j->spec.group_gpus;
+    if (one_server(s, sn, mode)) { /* best fit: the fewest usable that hold it */
+        uint32_t n = sorted_servers(s, sn, j, mode, amount, false);
+        if (n > 0)
+            take_server(s, s->srv_order[0], 0, amount, j, mode, np);
+        clear_extra(s, n);
+        return;
+    }
     if (g > s->srv_gpus[S->first_server]) {
         uint32_t n = sorted_servers(s, sn, j, mode, 1, true);
         for (uint32_t i = 0; i < n && amount > 0; i++) {
@@ -233,6 +256,9 @@ static enum sn_pending_reason diagnose(const struct sn_sched *s, const struct sc
                                        const struct place_mode *mode)
 {
     struct place_mode relaxed = *mode;
+    relaxed.any_domain = true;
+    if (s->n_one_server > 0 && fits_anywhere(s, j, &relaxed))
+        return SN_PENDING_DOMAIN;
     relaxed.use_sn_quota = false;
     if (mode->use_sn_quota && fits_anywhere(s, j, &relaxed))
         return SN_PENDING_QUOTA_SUPERNODE;
@@ -305,7 +331,7 @@ static bool place_multi(struct sn_sched *s, const struct sched_job *j,
     uint32_t nc = 0;
     uint64_t total = 0;
     for (uint32_t sn = 0; sn < s->m->n_supernodes; sn++) {
-        if (sn_fast_count(s, sn, mode) < j->spec.group_gpus ||
+        if (sn_fast_count(s, sn, mode) < j->spec.group_gpus || one_server(s, sn, mode) ||
             !sn__sched_sn_allowed(s, sn, j, mode->use_sn_quota) ||
             (mode->own_pool_only && s->sn_pool[sn] != j->spec.pool))
             continue;
@@ -412,6 +438,14 @@ static bool place_first_fit(struct sn_sched *s, const struct sched_job *j,
         uint32_t avail = s->sn_up[sn] > spare ? s->sn_up[sn] - spare : 0;
         avail = avail < room ? avail : room;
         const struct sn_supernode *S = &s->m->supernodes[sn];
+        if (one_server(s, sn, mode)) { /* the whole job on its first server that holds it */
+            for (uint32_t srv = S->first_server;
+                 need == j->spec.gpus && avail >= need && srv < S->first_server + S->n_servers;
+                 srv++)
+                if (srv_count(s, srv, j, mode) >= need)
+                    need -= take_server(s, srv, 0, need, j, mode, np);
+            continue;
+        }
         for (uint32_t srv = S->first_server; srv < S->first_server + S->n_servers; srv++) {
             if (need == 0 || avail == 0)
                 break;
@@ -491,10 +525,10 @@ static enum sn_pending_reason plan_gpus(struct sn_sched *s, const struct sched_j
     if (t->quota_gpus && s->tenant_gpus[j->spec.tenant] + j->spec.gpus > t->quota_gpus)
         return SN_PENDING_QUOTA;
     if (s->cfg.policy == SN_SCHED_SUPERNODE_FIRST) {
-        struct place_mode mode = {s->cfg.health_exclusion, true, false, false};
+        struct place_mode mode = {s->cfg.health_exclusion, true, false, false, false};
         return place_snf(s, j, &mode, np);
     }
-    struct place_mode mode = {false, true, false, false};
+    struct place_mode mode = {false, true, false, false, false};
     bool ok = s->cfg.policy == SN_SCHED_FIRST_FIT ? place_first_fit(s, j, &mode, np)
                                                   : place_tree(s, j, &mode, np);
     return ok ? SN_PENDING_NONE : diagnose(s, j, &mode);
@@ -571,6 +605,7 @@ enum sn_err sn_sched_restore(struct sn_sched *s, uint32_t job, const uint32_t *g
     sn__sched_power_mark_over(s); /* a budget lowered since it started */
     /* A set that splits groups can only come from a replacement. */
     s->jobs[job].replaced = s->jobs[job].split;
+    s->jobs[job].restored = true;
     return SN_OK;
 }
 

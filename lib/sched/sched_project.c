@@ -168,6 +168,10 @@ static bool fits(struct walk *w, const struct sched_job *j)
         uint32_t c = 0;
         if (w->free[sn] > spare && sn__sched_sn_allowed(s, sn, j, false))
             c = (w->free[sn] - spare) / g * g;
+        /* A degraded NVLink domain: a job that fits one server, whole, or
+         * none (counted, not placed: its free GPUs may be on many). */
+        if (s->sn_one_server[sn])
+            c = want <= s->srv_gpus[s->m->supernodes[sn].first_server] && c >= want ? want : 0;
         w->cap[sn] = c;
         total += c;
         most = c > most ? c : most;

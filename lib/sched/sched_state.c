@@ -265,7 +265,7 @@ void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double n
         tenant_add(s, j->spec.tenant, s->m->gpu_supernode[g], +1);
         host_add(s, s->m->gpu_server[g], j, +1);
     }
-    j->replaced = false;
+    j->replaced = j->restored = false;
     placement_flags(s, j);
     leaf_add(s, j, +1);
     list_remove(s->pending, &s->n_pending, s->jobs, job);
@@ -275,6 +275,7 @@ void sn__sched_commit(struct sn_sched *s, uint32_t job, uint32_t *gpus, double n
     j->start_s = now;
     s->job_gpu_bytes += (size_t)j->spec.gpus * sizeof(uint32_t);
     s->n_placements++;
+    j->place_no = s->n_placements;
     sn__sched_decide(s, SN_DECISION_START, job, SN_NONE);
     /* A preemptor that started elsewhere before its signalled victims
      * left no longer needs them: they stay (an UNSIGNAL decision each). */
@@ -512,6 +513,8 @@ static void alloc_arrays(struct sn_sched *s, const struct sn_model *m, bool *fai
     s->sn_owner = sched_alloc(s, nsn, sizeof(uint32_t), &failed);
     s->sn_busy = sched_alloc(s, nsn, sizeof(uint32_t), &failed);
     s->sn_ntenants = sched_alloc(s, nsn, sizeof(uint32_t), &failed);
+    s->sn_one_server = sched_alloc(s, nsn, 1, &failed);
+    s->sn_one_since = sched_alloc(s, nsn, sizeof(uint64_t), &failed);
     s->sn_take = sched_alloc(s, nsn, sizeof(uint32_t), &failed);
     s->sn_order = sched_alloc(s, nsn, sizeof(uint32_t), &failed);
     s->leaf_load = sched_alloc(s, nsw, sizeof(double), &failed);
@@ -571,16 +574,16 @@ void sn_sched_destroy(struct sn_sched *s)
     for (uint32_t j = 0; j < s->n_jobs; j++)
         free(s->jobs[j].gpus);
     void *arrays[] = {
-        s->gpu_owner,    s->gpu_health,  s->gpu_down,     s->gpu_cordon,   s->srv_usable,
-        s->srv_up,       s->srv_weak,    s->srv_gpus,     s->srv_extra,    s->srv_order,
-        s->sn_usable,    s->sn_up,       s->sn_weak,      s->sn_pool,      s->sn_pod,
-        s->sn_owner,     s->sn_busy,     s->sn_ntenants,  s->sn_take,      s->sn_order,
-        s->leaf_load,    s->leaf_cap,    s->leaf_delta,   s->touched,      s->pick,
-        s->pod_load,     s->pod_cap,     s->pod_delta,    s->tenant_gpus,  s->tenant_sn_gpus,
-        s->tenants,      s->pools,       s->jobs,         s->pending,      s->running,
-        s->job_mark,     s->queue,       s->dec,          s->srv_cpu_used, s->srv_cpu_cap,
-        s->srv_mem_used, s->srv_mem_cap, s->rack_limit_w, s->rack_base_w,  s->rack_jobs_w,
-        s->power_skip,   s->power_over};
+        s->gpu_owner,    s->gpu_health,  s->gpu_down,      s->gpu_cordon,   s->srv_usable,
+        s->srv_up,       s->srv_weak,    s->srv_gpus,      s->srv_extra,    s->srv_order,
+        s->sn_usable,    s->sn_up,       s->sn_weak,       s->sn_pool,      s->sn_pod,
+        s->sn_owner,     s->sn_busy,     s->sn_ntenants,   s->sn_take,      s->sn_order,
+        s->leaf_load,    s->leaf_cap,    s->leaf_delta,    s->touched,      s->pick,
+        s->pod_load,     s->pod_cap,     s->pod_delta,     s->tenant_gpus,  s->tenant_sn_gpus,
+        s->tenants,      s->pools,       s->jobs,          s->pending,      s->running,
+        s->job_mark,     s->queue,       s->dec,           s->srv_cpu_used, s->srv_cpu_cap,
+        s->srv_mem_used, s->srv_mem_cap, s->rack_limit_w,  s->rack_base_w,  s->rack_jobs_w,
+        s->power_skip,   s->power_over,  s->sn_one_server, s->sn_one_since};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         free(arrays[i]);
     sn_bitset_release(&s->domain);
@@ -793,10 +796,12 @@ static uint32_t find_spare(const struct sn_sched *s, const struct sched_job *j, 
     const struct sn_model *m = s->m;
     const struct sn_supernode *S = &m->supernodes[m->gpu_supernode[old]];
     struct place_mode mode = {s->cfg.policy == SN_SCHED_SUPERNODE_FIRST && s->cfg.health_exclusion,
-                              false, false, false};
+                              false, false, false, false};
     bool same_leaf = j->n_sn > 1 && j->spec.xsn_bytes_per_s > 0;
     uint32_t home = m->gpu_server[old];
-    for (uint32_t k = 0; k <= S->n_servers; k++) {
+    /* A degraded domain: no job gains a server there. */
+    uint32_t last = s->sn_one_server[m->gpu_supernode[old]] ? 0 : S->n_servers;
+    for (uint32_t k = 0; k <= last; k++) {
         uint32_t srv = k == 0 ? home : S->first_server + k - 1;
         if ((k > 0 && srv == home) || sn__sched_srv_room(s, srv, j) == 0 ||
             !sn__sched_power_fits(s, srv, home))
@@ -933,6 +938,20 @@ void sn_sched_cordon(struct sn_sched *s, uint32_t gpu, bool on)
     gpu_contrib(s, gpu, -1);
     s->gpu_cordon[gpu] = (uint8_t)((s->gpu_cordon[gpu] & 1) | (on ? 2 : 0));
     gpu_contrib(s, gpu, +1);
+}
+
+void sn_sched_set_one_server(struct sn_sched *s, uint32_t sn, bool on)
+{
+    if (sn >= s->m->n_supernodes || s->sn_one_server[sn] == on)
+        return;
+    s->sn_one_server[sn] = on;
+    s->sn_one_since[sn] = s->n_placements;
+    s->n_one_server = on ? s->n_one_server + 1 : s->n_one_server - 1;
+}
+
+bool sn_sched_one_server(const struct sn_sched *s, uint32_t sn)
+{
+    return sn < s->m->n_supernodes && s->sn_one_server[sn];
 }
 
 /* ---- queries --------------------------------------------------------- */

@@ -51,6 +51,15 @@
  * control evicts the job on it. Work since then, or since the last
  * interval checkpoint without one, is lost.
  *
+ * Switch-tray failures (tray_failures_per_sn_hour > 0; their own random
+ * stream): each picks a supernode uniformly and degrades its NVLink
+ * domain for tray_repair_s. The engine then applies a HEALTH event with a
+ * report holding one nvlink-domain-degraded finding per degraded domain
+ * (as snd's health pass would after nvswitch-down), and another when a
+ * repair leaves a domain whole: lib/control/health.c limits and lifts the
+ * single-server limit, as in snd. degraded_gpu_h sums the domains' GPUs
+ * over their degraded time.
+ *
  * Slow GPUs are drawn as the sched engine draws them (their own random
  * stream); once found, health exclusion cordons them as snd:health does
  * (on_slow).
@@ -80,6 +89,7 @@
 #include <jansson.h>
 
 #include <sn/control.h>
+#include <sn/health.h>
 #include <sn/sim.h>
 
 #include "sim_int.h"
@@ -87,7 +97,8 @@
 #define CLOCK_BASE_MS 1000000000LL /* virtual time 0: lib/control reads 0 as "never" */
 #define MAX_CLASSES 256            /* distinct trace priorities (priority classes) */
 
-enum { EV_CKPT = 100, EV_TIMER, EV_JIT, EV_DEADLINE, EV_PREFLIGHT }; /* beside sim_int.h's kinds */
+enum { EV_CKPT = 100, EV_TIMER, EV_JIT, EV_DEADLINE, EV_PREFLIGHT, EV_TRAY, EV_TRAY_FIX };
+/* (beside sim_int.h's kinds) */
 
 struct csim {
     struct sim x; /* x.s is the control's core */
@@ -109,6 +120,11 @@ struct csim {
     struct sn_rng slow_rng; /* slow GPUs: their own stream (on_slow) */
     struct sn_rng pf_rng;   /* preflight: opt-in and detection draws */
     uint8_t *pf_wait;       /* by workload index: its run waits for its preflight */
+    struct sn_rng tray_rng; /* switch-tray failures */
+    uint32_t *trays_down;   /* by supernode: tray failures not yet repaired */
+    double *degraded_since; /* by supernode: when its domain was degraded */
+    double degraded_gpu_s;
+    uint64_t tray_failures;
     int32_t classes[MAX_CLASSES];
     uint32_t n_classes;
 };
@@ -527,13 +543,17 @@ static enum sn_err setup(struct csim *cs, struct sn_error *err)
     cs->jit_saved = malloc((size_t)(n ? n : 1) * sizeof(double));
     cs->sig_progress = calloc(n ? n : 1, sizeof(double));
     cs->pf_wait = calloc(n ? n : 1, 1);
+    cs->trays_down = calloc(x->m->n_supernodes + 1, sizeof(uint32_t));
+    cs->degraded_since = calloc(x->m->n_supernodes + 1, sizeof(double));
     for (uint32_t i = 0; cs->jit_saved && i < n; i++)
         cs->jit_saved[i] = -1;
     sn_rng_seed(&cs->jit_rng, x->cfg->seed ^ 0x9e3779b97f4a7c15ULL);
     sn_rng_seed(&cs->slow_rng, x->cfg->seed ^ 0xd1b54a32d192ed03ULL);
     sn_rng_seed(&cs->pf_rng, x->cfg->seed ^ 0x94d049bb133111ebULL);
+    sn_rng_seed(&cs->tray_rng, x->cfg->seed ^ 0xbf58476d1ce4e5b9ULL);
     if (!cs->wid || !cs->cid || !cs->run_seq || !cs->stalled || !cs->host_down || !cs->gpu_down ||
-        !cs->jit_saved || !cs->sig_progress || !cs->pf_wait)
+        !cs->jit_saved || !cs->sig_progress || !cs->pf_wait || !cs->trays_down ||
+        !cs->degraded_since)
         return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for %u jobs", n);
     x->n_pools = x->m->spec->n_pools <= SN_SCHED_MAX_POOLS ? x->m->spec->n_pools : 0;
     for (uint32_t p = 0; p < x->n_pools; p++)
@@ -566,6 +586,12 @@ static enum sn_err setup(struct csim *cs, struct sn_error *err)
                               sn_rng_exp(&cs->slow_rng,
                                          3600.0 / (c->fm.slow_per_gpu_hour * x->m->n_gpus)),
                           EV_SLOW, 0, 0, 0, err);
+    if (rc == SN_OK && c->tray_failures_per_sn_hour > 0 && x->m->n_supernodes > 0)
+        rc = sn__sim_push(x,
+                          x->w->jobs[0].submit_s +
+                              sn_rng_exp(&cs->tray_rng, 3600.0 / (c->tray_failures_per_sn_hour *
+                                                                  x->m->n_supernodes)),
+                          EV_TRAY, 0, 0, 0, err);
     return rc;
 }
 
@@ -979,6 +1005,70 @@ static enum sn_err on_slow(struct csim *cs, const struct event *e, struct sn_err
     return slow_admin(cs, g, false, err);
 }
 
+/* The health report snd's pass would make of the degraded domains: one
+ * nvlink-domain-degraded finding per supernode with a tray down, no GPU
+ * scores; applied as a HEALTH event. */
+static enum sn_err tray_report(struct csim *cs, struct sn_error *err)
+{
+    const struct sn_model *m = cs->x.m;
+    struct sn_health_finding *f = calloc(m->n_supernodes + 1, sizeof(*f));
+    if (!f)
+        return sn_error_set(err, SN_ERR_NOMEM, "simulation: out of memory for a health report");
+    uint32_t n = 0;
+    for (uint32_t sn = 0; sn < m->n_supernodes; sn++) {
+        if (!cs->trays_down[sn])
+            continue;
+        char name[64];
+        sn_model_supernode_name(m, sn, name, sizeof(name));
+        f[n] = (struct sn_health_finding){.detector = SN_DET_NVLINK_DOMAIN_DEGRADED,
+                                          .severity = SN_HEALTH_SEV_CRIT,
+                                          .action = SN_HEALTH_ACT_DRAIN,
+                                          .entity = SN_HEALTH_ENT_SUPERNODE,
+                                          .id = sn,
+                                          .gpu = SN_NONE,
+                                          .server = SN_NONE,
+                                          .value = NAN,
+                                          .expected = NAN};
+        snprintf(f[n].evidence, sizeof(f[n].evidence),
+                 "sim: %s lost %u NVLink switch tray(s), below min_nvlink_share", name,
+                 cs->trays_down[sn]);
+        n++;
+    }
+    struct sn_health_report rep = {.now_s = cs->x.now, .findings = f, .n_findings = n};
+    enum sn_err rc =
+        apply(cs, (struct sn_control_event){.kind = SN_CONTROL_EVENT_HEALTH, .report = &rep}, err);
+    free(f);
+    return rc;
+}
+
+/* EV_TRAY: the next tray failure is drawn, this one degrades a domain
+ * picked uniformly; EV_TRAY_FIX: its repair. */
+static enum sn_err on_tray(struct csim *cs, const struct event *e, struct sn_error *err)
+{
+    struct sim *x = &cs->x;
+    const struct sn_model *m = x->m;
+    uint32_t sn = e->a;
+    if (e->kind == EV_TRAY) {
+        sn = (uint32_t)(sn_rng_next(&cs->tray_rng) % m->n_supernodes);
+        double gap = 3600.0 / (x->cfg->tray_failures_per_sn_hour * m->n_supernodes);
+        enum sn_err rc =
+            sn__sim_push(x, x->now + sn_rng_exp(&cs->tray_rng, gap), EV_TRAY, 0, 0, 0, err);
+        if (rc == SN_OK)
+            rc = sn__sim_push(x, x->now + x->cfg->tray_repair_s, EV_TRAY_FIX, sn, 0, 0, err);
+        if (rc != SN_OK)
+            return rc;
+        cs->tray_failures++;
+        if (cs->trays_down[sn]++ > 0)
+            return SN_OK; /* already degraded: the same decision */
+        cs->degraded_since[sn] = x->now;
+        return tray_report(cs, err);
+    }
+    if (cs->trays_down[sn] == 0 || --cs->trays_down[sn] > 0)
+        return SN_OK;
+    cs->degraded_gpu_s += (double)m->supernodes[sn].n_gpus * (x->now - cs->degraded_since[sn]);
+    return tray_report(cs, err);
+}
+
 static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_error *err)
 {
     switch (e->kind) {
@@ -1007,6 +1097,9 @@ static enum sn_err handle(struct csim *cs, const struct event *e, struct sn_erro
     case EV_DETECT:
     case EV_SLOW_FIX:
         return on_slow(cs, e, err);
+    case EV_TRAY:
+    case EV_TRAY_FIX:
+        return on_tray(cs, e, err);
     default:
         return SN_OK;
     }
@@ -1060,8 +1153,15 @@ enum sn_err sn__sim_run_control(const struct sn_model *m, const struct sn_sim_wo
         rc = loop(&cs, err);
     if (rc == SN_OK)
         rc = sn__sim_finish_results(&cs.x, err);
-    if (rc == SN_OK)
+    if (rc == SN_OK) {
         cs.x.r->jobs_failed = cs.failed;
+        for (uint32_t sn = 0; sn < m->n_supernodes; sn++) /* still degraded at the end */
+            if (cs.trays_down[sn])
+                cs.degraded_gpu_s +=
+                    (double)m->supernodes[sn].n_gpus * (cs.x.now - cs.degraded_since[sn]);
+        cs.x.r->tray_failures = cs.tray_failures;
+        cs.x.r->degraded_gpu_h = cs.degraded_gpu_s / 3600;
+    }
     sn_effects_free(&cs.fx);
     sn_control_free(cs.ctl);
     sn__sim_release(&cs.x);
@@ -1074,6 +1174,8 @@ enum sn_err sn__sim_run_control(const struct sn_model *m, const struct sn_sim_wo
     free(cs.jit_saved);
     free(cs.sig_progress);
     free(cs.pf_wait);
+    free(cs.trays_down);
+    free(cs.degraded_since);
     if (rc != SN_OK) {
         sn_sim_result_free(cs.x.r);
         return rc;

@@ -117,6 +117,7 @@ void sn_sim_config_defaults(struct sn_sim_config *c)
     c->partition_window_s = 5;
     c->preflight_share = 1;
     c->preflight_detect_p = 1;
+    c->tray_repair_s = 4 * 3600; /* our assumption: a tray swapped within a shift */
 }
 
 /* ---- heap -------------------------------------------------------------- */

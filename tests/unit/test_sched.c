@@ -1208,6 +1208,126 @@ static void invariants_catch_corruption(void **state)
     fx_close(&f);
 }
 
+/* Servers of job id (distinct, GPUs in rank order). */
+static uint32_t servers_of(struct fx *f, uint32_t id)
+{
+    uint32_t n, c = 0, seen[64];
+    const uint32_t *g = sn_sched_job_gpus(f->s, id, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t srv = f->model->gpu_server[g[i]], k = 0;
+        while (k < c && seen[k] != srv)
+            k++;
+        if (k == c && c < 64)
+            seen[c++] = srv;
+    }
+    return c;
+}
+
+/* A degraded NVLink domain (sn_sched_set_one_server). Two supernodes of
+ * 8 servers x 8 GPUs. r (16 in groups of 8) runs on sn0 (best fit ties to
+ * the lower ID) before sn0 degrades, and keeps its 2 servers. Then: a
+ * 4-GPU job of single-GPU groups goes to sn0 (48 free, best fit against
+ * sn1's 64) whole on one server (with no limit, packing would still put
+ * it on one, so the 12-GPU job of groups of 4 that follows is the test:
+ * unlimited it would take a 8-GPU server and 4 of another; limited it
+ * fits no server of sn0 and goes to sn1); a 64-GPU job fits only across
+ * sn1's 52 and sn0's 44: pending "nvlink-domain". The limit lifted, it
+ * starts across both. First fit skips sn0 for a 16-GPU job. */
+static void degraded_domain_single_server(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 2;
+    struct fx f;
+    fx_open(&f, &sh, NULL);
+    uint32_t r = submit(&f, job(16, 8));
+    assert_true(place(&f, r));
+    assert_int_equal(gpus_in_sn(&f, r, 0), 16);
+    sn_sched_set_one_server(f.s, 0, true);
+    assert_true(sn_sched_one_server(f.s, 0));
+    assert_false(sn_sched_one_server(f.s, 1));
+    assert_false(sn_sched_one_server(f.s, 2)); /* out of range */
+    check(f.s);
+    uint32_t a = submit(&f, job(4, 1));
+    assert_true(place(&f, a));
+    assert_int_equal(gpus_in_sn(&f, a, 0), 4);
+    assert_int_equal(servers_of(&f, a), 1);
+    uint32_t b = submit(&f, job(12, 4));
+    assert_true(place(&f, b));
+    assert_int_equal(gpus_in_sn(&f, b, 1), 12);
+    uint32_t c = submit(&f, job(64, 8));
+    pass(&f, 1);
+    assert_int_equal(job_state(&f, c), SN_JOB_PENDING);
+    assert_int_equal(reason(&f, c), SN_PENDING_DOMAIN);
+    assert_string_equal(sn_pending_reason_name(SN_PENDING_DOMAIN), "nvlink-domain");
+    /* The checker: a multi-server job placed after the limit breaks it. */
+    f.s->sn_one_server[1] = 1;
+    f.s->n_one_server++;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sched_check_invariants(f.s, &err), SN_ERR_INTERNAL);
+    assert_non_null(strstr(err.message, "single-server jobs only"));
+    f.s->sn_one_server[1] = 0;
+    f.s->n_one_server--;
+    check(f.s);
+    sn_sched_set_one_server(f.s, 0, false);
+    pass(&f, 2);
+    assert_int_equal(job_state(&f, c), SN_JOB_RUNNING);
+    assert_int_equal(gpus_in_sn(&f, c, 0) + gpus_in_sn(&f, c, 1), 64);
+    assert_true(gpus_in_sn(&f, c, 0) > 0);
+    fx_close(&f);
+
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.policy = SN_SCHED_FIRST_FIT;
+    fx_open(&f, &sh, &cfg);
+    sn_sched_set_one_server(f.s, 0, true);
+    uint32_t d = submit(&f, job(16, 8));
+    assert_true(place(&f, d));
+    assert_int_equal(gpus_in_sn(&f, d, 1), 16);
+    uint32_t e = submit(&f, job(8, 8));
+    assert_true(place(&f, e));
+    assert_int_equal(gpus_in_sn(&f, e, 0), 8);
+    assert_int_equal(servers_of(&f, e), 1);
+    fx_close(&f);
+}
+
+/* In-place replacement on a degraded domain stays on the failed GPU's
+ * server: one supernode, 8 spares; a 4-GPU job on server 0 (GPUs 0-3)
+ * loses GPU 1: the spare is GPU 4 (server 0), and when server 0's GPUs
+ * 4-7 are taken too, the job is requeued rather than moved to server 1. */
+static void degraded_domain_spares_stay(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh = one_sn();
+    struct sn_sched_config cfg;
+    sn_sched_config_defaults(&cfg);
+    cfg.spare_gpus_per_supernode = 8;
+    struct fx f;
+    fx_open(&f, &sh, &cfg);
+    sn_sched_set_one_server(f.s, 0, true);
+    uint32_t a = submit(&f, job(4, 1));
+    assert_true(place(&f, a));
+    uint32_t n;
+    const uint32_t *g = sn_sched_job_gpus(f.s, a, &n);
+    uint32_t srv = f.model->gpu_server[g[0]];
+    assert_int_equal(servers_of(&f, a), 1);
+    assert_int_equal(sn_sched_fail(f.s, SN_DOMAIN_GPU, g[1], 10, NULL), SN_OK);
+    check(f.s);
+    assert_int_equal(job_state(&f, a), SN_JOB_RUNNING);
+    assert_int_equal(servers_of(&f, a), 1);
+    g = sn_sched_job_gpus(f.s, a, &n);
+    assert_int_equal(f.model->gpu_server[g[1]], srv);
+    uint32_t first = f.model->server_first_gpu[srv];
+    for (uint32_t k = first; k < first + 8; k++)
+        if (sn_sched_gpu_owner(f.s, k) == SN_NONE && !sn_sched_gpu_down(f.s, k))
+            sn_sched_cordon(f.s, k, true);
+    assert_int_equal(sn_sched_fail(f.s, SN_DOMAIN_GPU, g[0], 20, NULL), SN_OK);
+    check(f.s);
+    assert_int_equal(job_state(&f, a), SN_JOB_PENDING);
+    fx_close(&f);
+}
+
 static uint64_t rnd(uint64_t *x)
 {
     *x ^= *x << 13;
@@ -1344,6 +1464,8 @@ int main(void)
         cmocka_unit_test(spare_replacement),
         cmocka_unit_test(cpu_memory_oversell),
         cmocka_unit_test(invariants_catch_corruption),
+        cmocka_unit_test(degraded_domain_single_server),
+        cmocka_unit_test(degraded_domain_spares_stay),
         cmocka_unit_test(differential_random),
         cmocka_unit_test(memory_budget),
     };

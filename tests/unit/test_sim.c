@@ -751,6 +751,69 @@ static void control_host_failure_requeues(void **state)
     sn_sim_shape_free(c.spec, c.model);
 }
 
+/* Switch-tray failures in the control engine: one supernode of 8 servers
+ * x 8 GPUs; a 1-GPU job of 10 s at t = 0 (failures are drawn from the
+ * first submission on), then an 8-GPU job (one server) and a 16-GPU job
+ * (two) submitted at t = 100,000 s, each of 3,600 s, no other failures.
+ * At 10 tray failures per supernode-hour (a mean gap of 360 s) the domain
+ * is degraded long before the two (P(no failure by then) = e^-278); with a repair
+ * of 10^7 s it stays so: the 8-GPU job runs, the 16-GPU job never starts
+ * (the single-server limit of lib/control, its invariants checked after
+ * every event), and the domain's 64 GPUs count as degraded from the first
+ * failure to the end. With a 60 s repair at 0.5 per hour the limit lifts
+ * between failures and both jobs finish. Without tray failures both run
+ * and nothing is degraded. */
+static void control_tray_failures_degrade(void **state)
+{
+    (void)state;
+    struct sn_sim_shape sh;
+    sn_sim_shape_defaults(&sh);
+    sh.supernodes = 1;
+    struct cluster c;
+    struct sn_error err = {0};
+    assert_int_equal(sn_sim_shape_build(&sh, &c.spec, &c.model, &err), SN_OK);
+    struct sn_sim_job jobs[3] = {
+        {.submit_s = 0, .duration_s = 10, .gpus = 1, .group_gpus = 1},
+        {.submit_s = 1e5, .duration_s = 3600, .gpus = 8, .group_gpus = 8},
+        {.submit_s = 1e5, .duration_s = 3600, .gpus = 16, .group_gpus = 8},
+    };
+    struct sn_sim_workload w = {.n_jobs = 3, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = false;
+    cfg.comm.tp_fraction = cfg.comm.dp_fraction = 0;
+    struct sn_sim_result *r = run(&c, &w, &cfg);
+    assert_int_equal(r->jobs_done, 3);
+    assert_int_equal(r->tray_failures, 0);
+    assert_true(r->degraded_gpu_h == 0);
+    sn_sim_result_free(r);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        cfg.seed = seed;
+        cfg.tray_failures_per_sn_hour = 10;
+        cfg.tray_repair_s = 1e7;
+        r = run(&c, &w, &cfg);
+        assert_int_equal(r->jobs_done, 2);
+        assert_false(isnan(r->job_start_s[1]));
+        assert_true(isnan(r->job_start_s[2]));
+        assert_true(r->tray_failures > 1);
+        assert_true(r->pending_reasons[SN_PENDING_DOMAIN] > 0);
+        /* From the first failure (before 100,000 s) to the end (past it). */
+        assert_true(r->degraded_gpu_h > 64.0 * 1e5 / 3600 * 0.9);
+        sn_sim_result_free(r);
+        cfg.tray_failures_per_sn_hour = 0.5;
+        cfg.tray_repair_s = 60;
+        r = run(&c, &w, &cfg);
+        assert_int_equal(r->jobs_done, 3);
+        assert_true(r->tray_failures > 0);
+        assert_true(r->degraded_gpu_h > 0);
+        assert_true(r->degraded_gpu_h <= 64.0 * 60 * (double)r->tray_failures / 3600 + 1e-9);
+        sn_sim_result_free(r);
+    }
+    sn_sim_shape_free(c.spec, c.model);
+}
+
 /* GPU failures as ADMIN down: with 8 spares the control replaces the
  * failed GPUs in place (every interruption a replacement), without them it
  * requeues; software faults are rank exits with status 1 that fail the
@@ -979,6 +1042,7 @@ int main(void)
         cmocka_unit_test(control_quota_holds),
         cmocka_unit_test(control_groups_stay_in_supernodes),
         cmocka_unit_test(control_host_failure_requeues),
+        cmocka_unit_test(control_tray_failures_degrade),
         cmocka_unit_test(control_gpu_failures_and_faults),
         cmocka_unit_test(control_cooperative_preemption),
         cmocka_unit_test(control_slow_gpus_cordoned),

@@ -21,11 +21,19 @@
  *    with its reason;
  *  - five trays of nvl03 lost (ports 0-9 on two servers): nvl03 keeps 8 of
  *    18 chips, below health_min_nvlink_share_pct (50): one
- *    nvlink-domain-degraded decision cordons its 72 GPUs with one reason
- *    naming the trays (one audit row), and nvl03 has 0 usable GPUs;
+ *    nvlink-domain-degraded decision limits nvl03 to single-server jobs
+ *    (GET /v1/cluster/topology: single_server_only with the reason naming
+ *    the trays; one audit row), none of its GPUs cordoned (72 usable);
  *  - placement: a 72-GPU job runs on nvl00 (a lost tray keeps the whole
- *    domain), a 68-GPU job on nvl02 and on none of nvl02-t05's GPUs, and a
- *    second 72-GPU job waits: no domain but nvl00 has 72;
+ *    domain), a 68-GPU job on nvl02 and on none of nvl02-t05's GPUs, a
+ *    second 72-GPU job waits with pending reason nvlink-domain and a
+ *    detail naming nvl03 (only nvl03's 72 would hold it, across servers),
+ *    a 64-GPU job runs on nvl01, then a 4-GPU job on nvl03 (one server),
+ *    and an 8-GPU job (two servers) waits;
+ *  - the trays back (nvl03's agents restarted without the fault): the
+ *    next pass lifts the limit by itself (single_server_only null, a
+ *    "health lift domain" audit row), and the 8-GPU job starts on two
+ *    nvl03 servers;
  *  - nvlink -e (--fault nvlink-errors=L): a rising replay counter on port
  *    4 cordons that server's GPUs (nvlink-errors), flat counters do not.
  * Waits poll with deadlines; the only fixed pauses are the polls' steps.
@@ -165,36 +173,47 @@ static void tray_down_is_one_finding(void **state)
     assert_non_null(strstr(out, "fabric nvswitch-down nvl00-nvsw02: switch tray "
                                 "nvl00-nvsw02..nvl00-nvsw03: all 16 reported"));
 
-    /* nvl03: five trays lost, one decision on the domain: all 72 out. */
-    wait_usable(&d, 3, 0);
+    /* nvl03: five trays lost, one decision on the domain: single-server
+     * jobs only, no GPU cordoned. */
+    const char *limit = "health: nvlink-domain-degraded nvl03: nvl03 keeps 8 of 18 NVLink "
+                        "switch chips (44% of each GPU's links), below min_nvlink_share "
+                        "50%; down: nvsw00..nvsw01 nvsw02..nvsw03 nvsw04..nvsw05 "
+                        "nvsw06..nvsw07 nvsw08..nvsw09";
+    json_t *row = NULL;
+    for (int i = 0; i < JOB_WAIT_STEPS * 5; i++) {
+        row = supernode(&d, 3);
+        if (json_is_string(json_object_get(row, "single_server_only")))
+            break;
+        json_decref(row);
+        row = NULL;
+        pause_ms(20);
+    }
+    assert_non_null(row);
+    assert_string_equal(json_string_value(json_object_get(row, "single_server_only")), limit);
+    assert_int_equal(json_integer_value(json_object_get(row, "usable_gpus")), 72);
+    assert_int_equal(json_array_size(json_object_get(row, "unusable")), 0);
+    json_decref(row);
     for (int s = 0; s < 18; s += 17)
         for (int k = 0; k < 4; k += 3) {
             snprintf(g, sizeof(g), "nvl03-t%02d-gpu%d", s, k);
             gpu_state(&d, g, st, sizeof(st), reason, sizeof(reason));
-            assert_string_equal(st, "cordoned");
-            assert_string_equal(reason,
-                                "health: nvlink-domain-degraded nvl03: nvl03 keeps 8 of 18 NVLink "
-                                "switch chips (44% of each GPU's links), below min_nvlink_share "
-                                "50%; down: nvsw00..nvsw01 nvsw02..nvsw03 nvsw04..nvsw05 "
-                                "nvsw06..nvsw07 nvsw08..nvsw09");
+            assert_string_equal(st, "up");
         }
-    json_t *row = supernode(&d, 3);
-    json_t *un = json_object_get(row, "unusable");
-    assert_int_equal(json_array_size(un), 18);
-    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(un, 0), "reason")),
-                           "nvlink-domain-degraded nvl03"));
-    json_decref(row);
     json_t *au = NULL;
-    assert_int_equal(call(&d, "GET", "/v1/audit?limit=1000", d.admin, NULL, NULL, &au), 200);
     int domain_rows = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(au, "items"), i, e)
-    {
-        const char *act = json_string_value(json_object_get(e, "action"));
-        domain_rows += act && strcmp(act, "health cordon domain") == 0;
+    for (int k = 0; k < JOB_WAIT_STEPS && domain_rows == 0; k++) { /* durable a little later */
+        assert_int_equal(call(&d, "GET", "/v1/audit?limit=1000", d.admin, NULL, NULL, &au), 200);
+        json_array_foreach(json_object_get(au, "items"), i, e)
+        {
+            const char *act = json_string_value(json_object_get(e, "action"));
+            domain_rows += act && strcmp(act, "health limit domain") == 0;
+        }
+        json_decref(au);
+        if (!domain_rows)
+            pause_ms(20);
     }
-    json_decref(au);
     assert_int_equal(domain_rows, 1);
 
     /* nvl02: a compute tray lost (its agent silent): 68 usable, and why. */
@@ -203,8 +222,9 @@ static void tray_down_is_one_finding(void **state)
             stop_agent_pid(&a.pid[k]);
     wait_usable(&d, 2, 68);
     row = supernode(&d, 2);
+    assert_true(json_is_null(json_object_get(row, "single_server_only")));
     assert_int_equal(json_integer_value(json_object_get(row, "gpus")), 72);
-    un = json_object_get(row, "unusable");
+    json_t *un = json_object_get(row, "unusable");
     assert_int_equal(json_array_size(un), 1);
     json_t *u0 = json_array_get(un, 0);
     assert_string_equal(json_string_value(json_object_get(u0, "node")), "nvl02-t05");
@@ -234,15 +254,82 @@ static void tray_down_is_one_finding(void **state)
         assert_string_not_equal(json_string_value(e), "nvl02-t05");
     }
     json_decref(j);
+    /* The next 72 fits only nvl03 (72 free), across its servers: it waits
+     * for the domain, named in the detail. */
     long long next = submit(&d, 72);
     char path[64];
     snprintf(path, sizeof(path), "/v1/jobs/%lld", next);
+    const char *pr = NULL;
+    for (int k = 0; k < JOB_WAIT_STEPS; k++) {
+        assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
+        assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");
+        pr = json_string_value(json_object_get(j, "pending_reason"));
+        if (pr && strcmp(pr, "nvlink-domain") == 0)
+            break;
+        json_decref(j);
+        j = NULL;
+        pause_ms(20);
+    }
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "pending_reason")), "nvlink-domain");
+    const char *detail = json_string_value(json_object_get(j, "pending_detail"));
+    assert_non_null(detail);
+    assert_non_null(strstr(detail, "it fits only across servers of nvl03, whose degraded NVLink "
+                                   "domain takes single-server jobs only (health: "
+                                   "nvlink-domain-degraded nvl03: nvl03 keeps 8 of 18"));
+    json_decref(j);
+    /* 64 on nvl01; then a 4-GPU job has only nvl03: it runs there, on one
+     * server. */
+    long long id64 = submit(&d, 64);
+    j = wait_state(&d, id64, "running");
+    json_array_foreach(json_object_get(j, "nodes"), i, e)
+        assert_int_equal(strncmp(json_string_value(e), "nvl01-", 6), 0);
+    json_decref(j);
+    long long id4 = submit(&d, 4);
+    j = wait_state(&d, id4, "running");
+    nodes = json_object_get(j, "nodes");
+    assert_int_equal(json_array_size(nodes), 1);
+    assert_int_equal(strncmp(json_string_value(json_array_get(nodes, 0)), "nvl03-", 6), 0);
+    json_decref(j);
+    long long id8 = submit(&d, 8); /* two servers: waits for the domain */
+    snprintf(path, sizeof(path), "/v1/jobs/%lld", id8);
     for (int k = 0; k < 20; k++) { /* a few scheduler passes */
         assert_int_equal(call(&d, "GET", path, d.admin, NULL, NULL, &j), 200);
         assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");
         json_decref(j);
         pause_ms(20);
     }
+
+    /* The trays come back (nvl03's agents report every port active: a
+     * fault on port 40, which the GPUs do not have, keeps the batch): the
+     * limit lifts by itself and the 8-GPU job starts on two nvl03 servers. */
+    const char *const none[] = {"--fault", "nvlink-down=40", NULL};
+    for (int k = 0; k < a.n; k++)
+        if (strncmp(a.node[k], "nvl03-", 6) == 0) {
+            stop_agent_pid(&a.pid[k]);
+            a.pid[k] = spawn_sim_agent_with(&d, a.node[k], SPEC, none);
+        }
+    j = wait_state(&d, id8, "running");
+    nodes = json_object_get(j, "nodes");
+    assert_int_equal(json_array_size(nodes), 2);
+    json_array_foreach(nodes, i, e) assert_int_equal(strncmp(json_string_value(e), "nvl03-", 6), 0);
+    json_decref(j);
+    row = supernode(&d, 3);
+    assert_true(json_is_null(json_object_get(row, "single_server_only")));
+    json_decref(row);
+    int lifts = 0;
+    for (int k = 0; k < JOB_WAIT_STEPS && lifts == 0; k++) { /* the audit row is durable later */
+        assert_int_equal(call(&d, "GET", "/v1/audit?limit=1000", d.admin, NULL, NULL, &au), 200);
+        json_array_foreach(json_object_get(au, "items"), i, e)
+        {
+            const char *act = json_string_value(json_object_get(e, "action"));
+            lifts += act && strcmp(act, "health lift domain") == 0;
+        }
+        json_decref(au);
+        if (!lifts)
+            pause_ms(20);
+    }
+    assert_int_equal(lifts, 1);
     agents_stop(&a);
     assert_int_equal(stop(&d, SIGTERM), 0);
     char rm[400];
