@@ -47,7 +47,7 @@ static void judge_sim(const struct backend *be, json_t *job, const char *mode, c
             continue;
         int g = (int)json_integer_value(gi);
         bool slow = g == be->faults.slow_gpu, gone = g == be->faults.dropped_gpu;
-        bool link = full && be->faults.nvlink_down >= 0;
+        bool link = full && be->faults.nvlink_down != 0; /* a mask of ports */
         if (!slow && !gone && !link)
             continue;
         long long rank = (long long)json_integer_value(json_object_get(r, "rank"));
@@ -61,7 +61,7 @@ static void judge_sim(const struct backend *be, json_t *job, const char *mode, c
             snprintf(item, sizeof(item), "GPU %d not readable", g);
         else
             snprintf(item, sizeof(item), "GPU %d all-reduce: NVLink port %d inactive", g,
-                     be->faults.nvlink_down);
+                     __builtin_ctzll(be->faults.nvlink_down));
         note(evidence, ecap, en, mode, item);
     }
 }
