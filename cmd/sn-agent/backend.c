@@ -270,6 +270,7 @@ struct nvml_api {
     int (*set_limit)(void *, unsigned);
     int (*limit_bounds)(void *, unsigned *, unsigned *);
     int (*default_limit)(void *, unsigned *);
+    int (*enforced_limit)(void *, unsigned *); /* read in every sample */
 };
 static struct nvml_api nv;
 
@@ -311,12 +312,14 @@ static enum sn_err nvml_open(struct backend *b, struct sn_error *err)
     memcpy(&nv.error_string, &fns[10], sizeof(void *));
     void *fabric = dlsym(b->nvml, "nvmlDeviceGetGpuFabricInfo"); /* optional */
     memcpy(&nv.fabric, &fabric, sizeof(void *));
-    void *lim[3] = {dlsym(b->nvml, "nvmlDeviceSetPowerManagementLimit"),
+    void *lim[4] = {dlsym(b->nvml, "nvmlDeviceSetPowerManagementLimit"),
                     dlsym(b->nvml, "nvmlDeviceGetPowerManagementLimitConstraints"),
-                    dlsym(b->nvml, "nvmlDeviceGetPowerManagementDefaultLimit")};
+                    dlsym(b->nvml, "nvmlDeviceGetPowerManagementDefaultLimit"),
+                    dlsym(b->nvml, "nvmlDeviceGetEnforcedPowerLimit")};
     memcpy(&nv.set_limit, &lim[0], sizeof(void *));
     memcpy(&nv.limit_bounds, &lim[1], sizeof(void *));
     memcpy(&nv.default_limit, &lim[2], sizeof(void *));
+    memcpy(&nv.enforced_limit, &lim[3], sizeof(void *));
     int rc = nv.init();
     if (rc != 0)
         return sn_error_set(err, SN_ERR_IO, "backend nvml: nvmlInit: %s", nv.error_string(rc));
@@ -332,7 +335,7 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         return sn_error_set(err, SN_ERR_IO, "nvml: device count: %s", nv.error_string(rc));
     put(t, "index, uuid, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks.max.sm [MHz], "
            "memory.used [MiB], memory.total [MiB], utilization.gpu [%%], utilization.memory "
-           "[%%], fabric.state, fabric.status\n");
+           "[%%], fabric.state, fabric.status, enforced.power.limit [W]\n");
     for (unsigned i = 0; i < n; i++) {
         void *dev = NULL;
         char uuid[96] = "";
@@ -340,7 +343,7 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         struct nvml_memory mem = {0};
         struct nvml_util u = {0};
         if (nv.handle(i, &dev) != 0) {
-            put(t, "%u, [Unknown Error], , , , , , , , , , \n", i);
+            put(t, "%u, [Unknown Error], , , , , , , , , , , \n", i);
             continue;
         }
         nv.uuid(dev, uuid, sizeof(uuid));
@@ -373,9 +376,13 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
                 if (*q == ',')
                     *q = ';'; /* one cell */
         }
-        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i, uuid[0] ? uuid : "[N/A]",
-            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], ok_f ? fstate[fi.state] : "[N/A]",
-            fstatus);
+        unsigned lim_mw = 0;
+        char lim[32] = "[N/A]";
+        if (nv.enforced_limit && nv.enforced_limit(dev, &lim_mw) == 0)
+            snprintf(lim, sizeof(lim), "%.2f W", lim_mw / 1000.0);
+        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i,
+            uuid[0] ? uuid : "[N/A]", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ok_f ? fstate[fi.state] : "[N/A]", fstatus, lim);
     }
     return SN_OK;
 }
