@@ -54,14 +54,22 @@ static void power_caps(const struct sn_control *c, struct out *o)
         return;
     family(o, "sn_power_cap_watts", "gauge",
            "Per-GPU power caps, W: planned (heartbeat answers) and applied (agents' reports).");
+    bool on = sn_control_power_caps_on(c);
+    uint32_t rack = SN_NONE;
+    double share = 1;
     for (uint32_t g = 0; g < c->model->n_gpus; g++) {
-        double w[2] = {sn_control_power_cap_w(c, g), sn_control_power_cap_applied_w(c, g)};
+        if (on && sn_model_gpu_rack(c->model, g) != rack) { /* once per rack run */
+            rack = sn_model_gpu_rack(c->model, g);
+            share = sn__control_power_rack_share(c, rack);
+        }
+        double w[2] = {on ? sn__control_power_cap_of(c, g, share) : 0,
+                       sn_control_power_cap_applied_w(c, g)};
         char name[64];
         for (int k = 0; k < 2; k++)
             if (w[k] > 0)
                 put(o, "sn_power_cap_watts{gpu=\"%s\",kind=\"%s\"} %.0f\n",
-                    sn_model_gpu_name(c->model, g, name, sizeof(name)),
-                    k ? "applied" : "planned", w[k]);
+                    sn_model_gpu_name(c->model, g, name, sizeof(name)), k ? "applied" : "planned",
+                    w[k]);
     }
 }
 

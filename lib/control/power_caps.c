@@ -57,7 +57,7 @@ static bool held_running(const struct sn_control *c, uint32_t g)
 
 /* The share of its TDP each held GPU of rack r may draw (room / worst), or
  * a value >= 1 when the rack fits or has no limit. */
-static double rack_share(const struct sn_control *c, uint32_t r)
+double sn__control_power_rack_share(const struct sn_control *c, uint32_t r)
 {
     const struct sn_model *m = c->model;
     double draw, limit;
@@ -86,13 +86,20 @@ double sn_control_power_cap_w(const struct sn_control *c, uint32_t g)
     const struct sn_model *m = c->model;
     if (!sn_control_power_caps_on(c) || g >= m->n_gpus || !held_running(c, g))
         return 0;
+    return sn__control_power_cap_of(c, g, sn__control_power_rack_share(c, sn_model_gpu_rack(m, g)));
+}
+
+double sn__control_power_cap_of(const struct sn_control *c, uint32_t g, double share)
+{
+    const struct sn_model *m = c->model;
     uint32_t srv = m->gpu_server[g];
-    double share = rack_share(c, m->server_rack[srv]);
-    if (share >= 1)
+    if (share >= 1 || !held_running(c, g))
         return 0;
     double util = (double)c->cfg.power_util_pct / 100.0;
     if (share < util)
         share = util;
+    if (share > 1)
+        share = 1;                       /* never past the TDP (power_util_pct may exceed 100) */
     return floor(tdp_w(m, srv) * share); /* whole watts: what nvidia-smi -pl takes */
 }
 
@@ -108,11 +115,11 @@ json_t *sn_control_power_caps_json(const struct sn_control *c, uint32_t srv)
         if (!held_running(c, g))
             continue;
         if (share > 1) /* the rack's share, once per node */
-            share = rack_share(c, m->server_rack[srv]);
+            share = sn__control_power_rack_share(c, m->server_rack[srv]);
         if (share >= 1)
             break;
         json_array_append_new(a, json_pack("{s:I,s:I}", "gpu", (json_int_t)(g - first), "watts",
-                                           (json_int_t)sn_control_power_cap_w(c, g)));
+                                           (json_int_t)sn__control_power_cap_of(c, g, share)));
     }
     return a;
 }

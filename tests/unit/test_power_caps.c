@@ -198,6 +198,16 @@ static void test_off_and_without_budgets(void **state)
     assert_job_caps(&f, a, 0);
     assert_null(sn_control_power_caps_json(f.c, 0));
     fx_close(&f);
+    /* power_util_pct 100: the planned draw is the worst case, which
+     * placement keeps within the room: never a cap (the second 8-GPU job
+     * goes to the other supernode). */
+    fx_open(&f, "fit", 100);
+    a = submit(&f, 8);
+    b = submit(&f, 8);
+    assert_int_not_equal(rack_of(&f, a), rack_of(&f, b));
+    assert_job_caps(&f, a, 0);
+    assert_job_caps(&f, b, 0);
+    fx_close(&f);
     /* fit without budgets (power_util_pct 0): no rack figures, no caps. */
     fx_open(&f, "fit", 0);
     assert_false(sn_control_power_caps_on(f.c));

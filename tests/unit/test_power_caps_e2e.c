@@ -16,7 +16,12 @@
  *    audited "power cap set: 416 W" for the GPU;
  *  - the first job cancelled, the rack fits at TDP again: the second job's
  *    GPUs go back to their default limit (700 W in telemetry) and the
- *    clearing is audited.
+ *    clearing is audited;
+ *  - the same with nvidia-smi agents (a stand-in script that logs every
+ *    `-pl` call, answers power.default_limit 700.00 and otherwise prints a
+ *    captured CSV): the first job's node runs `-i I -pl 416` for its GPUs,
+ *    and, once the other job is cancelled, reads the default limit and runs
+ *    `-pl 700`.
  */
 #include "snd_harness.h"
 
@@ -181,11 +186,84 @@ static void rack_budget_forces_caps(void **state)
     cleanup(&d);
 }
 
+static bool file_has(const char *path, const char *what)
+{
+    static char buf[65536];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, what) != NULL;
+}
+
+static void wait_file(const char *path, const char *what)
+{
+    for (int k = 0; k < 200 && !file_has(path, what); k++)
+        pause_ms(50);
+    if (!file_has(path, what))
+        fail_msg("%s: no '%s'", path, what);
+}
+
+static void smi_agents_run_pl(void **state)
+{
+    (void)state;
+    struct daemon d = {0};
+    make_dir(&d);
+    const char *sets[] = {"power_util_pct=50", "power_cap_policy=fit", "sched_event_delay_ms=0",
+                          "sched_interval_ms=50", NULL};
+    start(&d, sets);
+    setup_tenants(&d);
+    char csv[1024], script[600], cmd[700], logs[4][600];
+    sn_test_path(csv, sizeof(csv), "tests/data/telemetry/smi_query_units.csv");
+    for (int i = 0; i < 4; i++) {
+        snprintf(script, sizeof(script), "%s/smi-%d.sh", d.dir, i);
+        snprintf(logs[i], sizeof(logs[i]), "%s/smi-%d.log", d.dir, i);
+        FILE *f = fopen(script, "w");
+        assert_non_null(f);
+        fprintf(f,
+                "case \"$*\" in\n"
+                "*-pl*) echo \"$*\" >> '%s'; echo \"Power limit for GPU $2 was set.\" ;;\n"
+                "*power.default_limit*) echo \"$*\" >> '%s'; echo 700.00 ;;\n"
+                "*) cat '%s' ;;\n"
+                "esac\n",
+                logs[i], logs[i], csv);
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "sh %s", script);
+        char node[32];
+        snprintf(node, sizeof(node), "sn00-t%02d", i);
+        const char *extra[] = {"--backend", "nvidia-smi", "--smi-command", cmd, NULL};
+        agents[i] = spawn_sim_agent_with(&d, node, harness_spec, extra);
+    }
+    long long a = submit(&d), b = submit(&d);
+    long long ga = first_gpu(&d, a), gb = first_gpu(&d, b);
+    assert_int_equal(ga / 32, gb / 32);
+    char line[64];
+    snprintf(line, sizeof(line), "-i %lld -pl 416", ga % 8);
+    wait_file(logs[ga % 32 / 8], line);
+    char name[32];
+    gpu_name(ga, name, sizeof(name));
+    for (int k = 0; k < 100 && gpu_field(&d, name, "power_cap_applied_w") != 416; k++)
+        pause_ms(50);
+    assert_int_equal(gpu_field(&d, name, "power_cap_applied_w"), 416);
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/jobs/%lld/cancel", a);
+    assert_int_equal(call(&d, "POST", path, d.admin, "{}", NULL, NULL), 200);
+    snprintf(line, sizeof(line), "-i %lld -pl 700", gb % 8);
+    wait_file(logs[gb % 32 / 8], line);
+    assert_true(file_has(logs[gb % 32 / 8], "--query-gpu=power.default_limit"));
+    for (int i = 0; i < 4; i++)
+        stop_agent_pid(&agents[i]);
+    assert_int_equal(stop(&d, SIGTERM), 0);
+    cleanup(&d);
+}
+
 int main(void)
 {
     harness_spec = "tests/specs/power/feed-tight-64.yaml";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(rack_budget_forces_caps, reap_all),
+        cmocka_unit_test_teardown(smi_agents_run_pl, reap_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
