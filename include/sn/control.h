@@ -651,6 +651,13 @@ int sn_control_power_caps_applied(struct sn_control *c, uint32_t srv, const char
                                   void (*changed)(void *ctx, uint32_t gpu, double old_w,
                                                   double new_w),
                                   void *ctx);
+/* The GPUs with a cap now (one pass over the racks). */
+uint32_t sn_control_power_capped_gpus(const struct sn_control *c);
+/* Test mode: no rack's worst case (each GPU of a running job at its cap,
+ * else its TDP) passes its room, beyond a rack a restore left over its
+ * limit. SN_ERR_INTERNAL naming the rack otherwise. */
+SN_MUST_CHECK enum sn_err sn_control_power_caps_check(const struct sn_control *c,
+                                                      struct sn_error *err);
 /* The cap GPU g's agent last reported it set, W (0: none). */
 double sn_control_power_cap_applied_w(const struct sn_control *c, uint32_t g);
 

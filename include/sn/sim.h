@@ -315,6 +315,12 @@ struct sn_sim_config {
     double preflight_share;
     double preflight_s;
     double preflight_detect_p;
+    /* Per-GPU power caps (control engine; snd's power_cap_policy fit, with
+     * sched.power_util > 0; docs/scheduler.md "Per-GPU power caps"): the
+     * run counts the GPU-hours under a cap (power_capped_gpu_h) and, in
+     * test mode, checks that no rack's running GPUs at their caps pass
+     * its budget. The jobs' progress is not slowed by a cap. */
+    bool power_caps;
 };
 void sn_sim_config_defaults(struct sn_sim_config *config);
 
@@ -343,6 +349,7 @@ struct sn_sim_result {
      * interruptions), the GPU-hours the checks held (busy, not useful). */
     uint64_t preflights, preflight_fails;
     double preflight_gpu_h;
+    double power_capped_gpu_h; /* GPU-hours under a power cap (power_caps) */
     uint64_t groups_split, groups_cross;             /* starts with such placements */
     struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
     struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];

@@ -27,6 +27,12 @@
  * What the agents report they set (power_caps_applied) is kept by GPU in
  * power_cap_applied_w (0: none; in memory, a restarted snd learns it again
  * from the next heartbeat).
+ *
+ * Invariant (sn_control_power_caps_check, run by sn sim's test mode after
+ * every event): on every rack within its limit, the running GPUs at their
+ * caps (TDP where none) draw at most the room. It holds because a cap is
+ * room / worst of the TDP, and the lower bound power_util x TDP binds only
+ * when the planned draw, which placement keeps within the room, does not.
  */
 #include "control_int.h"
 
@@ -122,6 +128,59 @@ json_t *sn_control_power_caps_json(const struct sn_control *c, uint32_t srv)
                                            (json_int_t)sn__control_power_cap_of(c, g, share)));
     }
     return a;
+}
+
+uint32_t sn_control_power_capped_gpus(const struct sn_control *c)
+{
+    const struct sn_model *m = c->model;
+    if (!sn_control_power_caps_on(c))
+        return 0;
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < m->n_racks; r++) {
+        uint32_t sn = m->rack_supernode[r];
+        double share = sn == SN_NONE ? 1 : sn__control_power_rack_share(c, r);
+        if (share >= 1)
+            continue;
+        const struct sn_supernode *s = &m->supernodes[sn];
+        for (uint32_t srv = s->first_server; srv < s->first_server + s->n_servers; srv++) {
+            uint32_t first = m->server_first_gpu[srv], k = sn_model_server_spec(m, srv)->gpus;
+            for (uint32_t g = first; m->server_rack[srv] == r && g < first + k; g++)
+                n += sn__control_power_cap_of(c, g, share) > 0;
+        }
+    }
+    return n;
+}
+
+enum sn_err sn_control_power_caps_check(const struct sn_control *c, struct sn_error *err)
+{
+    const struct sn_model *m = c->model;
+    if (!sn_control_power_caps_on(c))
+        return SN_OK;
+    for (uint32_t r = 0; r < m->n_racks; r++) {
+        uint32_t sn = m->rack_supernode[r];
+        double draw, limit;
+        if (sn == SN_NONE || !sn_sched_power_rack(c->sched, r, &draw, &limit) || !isfinite(limit) ||
+            draw > limit + 1e-6) /* a restore left it over: exempt */
+            continue;
+        double share = sn__control_power_rack_share(c, r), worst = 0;
+        const struct sn_supernode *s = &m->supernodes[sn];
+        for (uint32_t srv = s->first_server; srv < s->first_server + s->n_servers; srv++) {
+            uint32_t first = m->server_first_gpu[srv], k = sn_model_server_spec(m, srv)->gpus;
+            for (uint32_t g = first; m->server_rack[srv] == r && g < first + k; g++) {
+                double cap = sn__control_power_cap_of(c, g, share);
+                worst += cap > 0 ? cap : held_running(c, g) ? tdp_w(m, srv) : 0;
+            }
+        }
+        double room = limit - sn_sched_power_rack_base_w(c->sched, r);
+        if (worst > room + 1e-6) {
+            char name[64];
+            return sn_error_set(err, SN_ERR_INTERNAL,
+                                "invariant: rack %s: its running GPUs at their caps draw %.1f W, "
+                                "past its room of %.1f W",
+                                sn_model_rack_name(m, r, name, sizeof(name)), worst, room);
+        }
+    }
+    return SN_OK;
 }
 
 /* Parses "IDX:W,..." (W whole watts, 1 to 100000; IDX below n, each

@@ -26,6 +26,7 @@
 #include <sn/control.h>
 #include <sn/model.h>
 #include <sn/sched.h>
+#include <sn/sim.h>
 #include <sn/spec.h>
 
 #include "sn_test.h"
@@ -288,6 +289,54 @@ static void test_applied_reports(void **state)
     fx_close(&f);
 }
 
+/* sn sim's control engine (the same lib/control, virtual time) on
+ * tests/specs/power/feed-tight-64.yaml (the same 50 A feeds), power_util
+ * 0.5: two 8-GPU jobs of 1,000 s submitted at 0 share one rack, so 16
+ * GPUs are capped for 1,000 s: 16,000 GPU-s = 4.444 GPU-hours, with the
+ * invariants (no rack's running GPUs at their caps past its room) checked
+ * after every event. A third job of 1,000 s submitted at 1,500 s runs
+ * alone: no more. Without caps the figure is 0. */
+static void test_sim_counts_capped_hours(void **state)
+{
+    (void)state;
+    char path[512];
+    struct sn_error err = {0};
+    struct sn_spec *spec;
+    struct sn_model *model;
+    sn_test_path(path, sizeof(path), "tests/specs/power/feed-tight-64.yaml");
+    if (sn_spec_parse_file(path, &spec, &err) != SN_OK ||
+        sn_model_build(spec, &model, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    struct sn_sim_job jobs[3] = {
+        {.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8},
+        {.submit_s = 0, .duration_s = 1000, .gpus = 8, .group_gpus = 8},
+        {.submit_s = 1500, .duration_s = 1000, .gpus = 8, .group_gpus = 8}};
+    struct sn_sim_workload w = {.n_jobs = 3, .jobs = jobs, .n_tenants = 1};
+    struct sn_sim_config cfg;
+    sn_sim_config_defaults(&cfg);
+    cfg.engine = SN_SIM_ENGINE_CONTROL;
+    cfg.check_invariants = true;
+    cfg.failures = false;
+    cfg.ckpt_fixed_s = 0;
+    cfg.tenants = 1;
+    cfg.sample_s = 100;
+    cfg.sched.power_util = 0.5;
+    cfg.power_caps = true;
+    struct sn_sim_result *r = NULL;
+    if (sn_sim_run(model, &w, &cfg, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    assert_near(r->power_capped_gpu_h, 16000.0 / 3600, 1e-6);
+    assert_near(r->jct_sorted[1], 1000, 1e-6);
+    sn_sim_result_free(r);
+    cfg.power_caps = false;
+    if (sn_sim_run(model, &w, &cfg, &r, &err) != SN_OK)
+        fail_msg("%s", err.message);
+    assert_true(r->power_capped_gpu_h == 0);
+    sn_sim_result_free(r);
+    sn_model_free(model);
+    sn_spec_free(spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_off_and_without_budgets),
         cmocka_unit_test(test_bad_policy_refused),
         cmocka_unit_test(test_applied_reports),
+        cmocka_unit_test(test_sim_counts_capped_hours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
