@@ -92,6 +92,7 @@ struct sim_faults {
     {.slow_gpu = -1, .dropped_gpu = -1, .hot_gpu = -1, .stopped_gpu = -1, .fabric_gpu = -1,     \
      .reset_gpu = -1, .clique_of = -1, .nvlink_down = 0, .nvlink_errors = 0}
 
+#define BACKEND_GPUS_MAX 64 /* GPUs of one node the agent handles (busy_mask's bits) */
 struct backend {
     enum backend_kind kind;
     const char *node;
@@ -105,6 +106,10 @@ struct backend {
     const char *smi_command;
     /* nvml */
     void *nvml; /* dlopen handle */
+    /* Power caps set (power_caps.c), W by GPU index in the node; 0: the
+     * device's default limit (appended). */
+    unsigned power_cap_w[BACKEND_GPUS_MAX];
+    unsigned power_cap_asked_w[BACKEND_GPUS_MAX]; /* what the server asked (0: none) */
 };
 
 /* One sample: up to SAMPLE_BATCHES batches (GPU telemetry, facility
@@ -127,6 +132,27 @@ void backend_close(struct backend *b);
  * SN_ERR_USAGE for the others. */
 SN_MUST_CHECK enum sn_err backend_bench(struct backend *b, char **out, size_t *len,
                                         struct sn_error *err);
+
+/* Sets GPU idx's power limit to watts (0: back to the device's default):
+ * sim records it (its telemetry reports it as the enforced limit and
+ * draws no more), nvidia-smi runs `SMI -i IDX -pl W`, nvml calls
+ * nvmlDeviceSetPowerManagementLimit. The value is clamped to the device's
+ * limits (sim: at most the TDP); *set_w is what was set (0: the default).
+ * Setting a limit needs root on a real GPU; a failure leaves it as it was. */
+SN_MUST_CHECK enum sn_err backend_power_cap(struct backend *b, unsigned idx, unsigned watts,
+                                            unsigned *set_w, struct sn_error *err);
+
+/* ---- power_caps.c: the power caps of the heartbeat answer ---------------- */
+
+/* Applies answer's "power_caps" ([{gpu, watts}]; absent or not an array:
+ * none) on the node's gpus: each GPU listed gets its cap, each GPU capped
+ * before and no longer listed goes back to its default. A failure is kept
+ * in error (cap bytes) for the next heartbeat and logged. */
+struct json_t;
+void power_caps_apply(struct backend *b, unsigned gpus, const struct json_t *answer, char *error,
+                      size_t cap);
+/* "IDX:W,..." of the caps set now, for the heartbeat's power_caps_applied. */
+void power_caps_text(const struct backend *b, char *out, size_t cap);
 
 /* ---- collect_host.c: host and NIC collectors (docs/health.md) ------------ */
 

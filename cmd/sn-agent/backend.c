@@ -86,7 +86,8 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
                                          "DCGM_FI_DEV_FB_TOTAL",
                                          "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
                                          "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
-                                         "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION"};
+                                         "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION",
+                                         "DCGM_FI_DEV_POWER_MGMT_LIMIT"};
     for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
         put(t, "# TYPE %s gauge\n", fields[f]);
         for (uint32_t i = 0; i < n; i++) {
@@ -102,8 +103,10 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
             case 0:
                 v = hot ? SIM_HOT_C : 38 + util * 0.3 + (double)((b->tick + 3 * i) % 3);
                 break;
-            case 1:
+            case 1: /* never past a power cap set (backend_power_cap) */
                 v = gm->tdp_w * (0.12 + 0.8 * util / 100);
+                if (i < BACKEND_GPUS_MAX && b->power_cap_w[i] && v > b->power_cap_w[i])
+                    v = b->power_cap_w[i];
                 break;
             case 2:
                 v = slow ? SIM_SLOW_CLOCK_MHZ : SIM_CLOCK_MHZ;
@@ -123,8 +126,11 @@ static void sim_gpus(struct backend *b, int64_t now_s, struct text *t)
             case 7: /* dcgmFabricManagerStatus_t: 2 in progress, 3 success */
                 v = (int)i == b->faults.fabric_gpu ? 2 : 3;
                 break;
-            default: /* nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset */
+            case 8: /* nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset */
                 v = (int)i == b->faults.reset_gpu ? 1 : 0;
+                break;
+            default: /* the enforced power limit, W: a cap set, else the TDP */
+                v = i < BACKEND_GPUS_MAX && b->power_cap_w[i] ? b->power_cap_w[i] : gm->tdp_w;
                 break;
             }
             prom_line(t, fields[f], b->node, i, first + i, gm->name, v, now_s);
@@ -195,7 +201,7 @@ static void sim_facility(struct backend *b, int64_t now_s, struct text *t)
 #define SMI_QUERY                                                                                  \
     "index,uuid,pci.bus_id,name,temperature.gpu,power.draw,clocks.sm,clocks.max.sm,memory.used,"   \
     "memory.total,utilization.gpu,ecc.errors.uncorrected.volatile.total,"                          \
-    "clocks_event_reasons.active,pstate"
+    "clocks_event_reasons.active,pstate,enforced.power.limit"
 
 static void count_records(void *ctx, const struct sn_telem_samples *r)
 {
@@ -259,6 +265,12 @@ struct nvml_api {
     int (*uuid)(void *, char *, unsigned);
     const char *(*error_string)(int);
     int (*fabric)(void *, struct nvml_fabric *); /* NULL: a driver without it */
+    /* Power limits, mW (NULL: a driver without them): set (needs root),
+     * the device's bounds and its default. */
+    int (*set_limit)(void *, unsigned);
+    int (*limit_bounds)(void *, unsigned *, unsigned *);
+    int (*default_limit)(void *, unsigned *);
+    int (*enforced_limit)(void *, unsigned *); /* read in every sample */
 };
 static struct nvml_api nv;
 
@@ -300,6 +312,14 @@ static enum sn_err nvml_open(struct backend *b, struct sn_error *err)
     memcpy(&nv.error_string, &fns[10], sizeof(void *));
     void *fabric = dlsym(b->nvml, "nvmlDeviceGetGpuFabricInfo"); /* optional */
     memcpy(&nv.fabric, &fabric, sizeof(void *));
+    void *lim[4] = {dlsym(b->nvml, "nvmlDeviceSetPowerManagementLimit"),
+                    dlsym(b->nvml, "nvmlDeviceGetPowerManagementLimitConstraints"),
+                    dlsym(b->nvml, "nvmlDeviceGetPowerManagementDefaultLimit"),
+                    dlsym(b->nvml, "nvmlDeviceGetEnforcedPowerLimit")};
+    memcpy(&nv.set_limit, &lim[0], sizeof(void *));
+    memcpy(&nv.limit_bounds, &lim[1], sizeof(void *));
+    memcpy(&nv.default_limit, &lim[2], sizeof(void *));
+    memcpy(&nv.enforced_limit, &lim[3], sizeof(void *));
     int rc = nv.init();
     if (rc != 0)
         return sn_error_set(err, SN_ERR_IO, "backend nvml: nvmlInit: %s", nv.error_string(rc));
@@ -315,7 +335,7 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         return sn_error_set(err, SN_ERR_IO, "nvml: device count: %s", nv.error_string(rc));
     put(t, "index, uuid, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks.max.sm [MHz], "
            "memory.used [MiB], memory.total [MiB], utilization.gpu [%%], utilization.memory "
-           "[%%], fabric.state, fabric.status\n");
+           "[%%], fabric.state, fabric.status, enforced.power.limit [W]\n");
     for (unsigned i = 0; i < n; i++) {
         void *dev = NULL;
         char uuid[96] = "";
@@ -323,7 +343,7 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
         struct nvml_memory mem = {0};
         struct nvml_util u = {0};
         if (nv.handle(i, &dev) != 0) {
-            put(t, "%u, [Unknown Error], , , , , , , , , , \n", i);
+            put(t, "%u, [Unknown Error], , , , , , , , , , , \n", i);
             continue;
         }
         nv.uuid(dev, uuid, sizeof(uuid));
@@ -356,11 +376,104 @@ static enum sn_err nvml_sample(struct text *t, struct sn_error *err)
                 if (*q == ',')
                     *q = ';'; /* one cell */
         }
-        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i, uuid[0] ? uuid : "[N/A]",
-            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], ok_f ? fstate[fi.state] : "[N/A]",
-            fstatus);
+        unsigned lim_mw = 0;
+        char lim[32] = "[N/A]";
+        if (nv.enforced_limit && nv.enforced_limit(dev, &lim_mw) == 0)
+            snprintf(lim, sizeof(lim), "%.2f W", lim_mw / 1000.0);
+        put(t, "%u, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s\n", i,
+            uuid[0] ? uuid : "[N/A]", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ok_f ? fstate[fi.state] : "[N/A]", fstatus, lim);
     }
     return SN_OK;
+}
+
+/* ---- power limits ---------------------------------------------------------- */
+
+static enum sn_err nvml_power_cap(unsigned idx, unsigned watts, unsigned *set_w,
+                                  struct sn_error *err)
+{
+    void *dev = NULL;
+    unsigned lo = 0, hi = 0, mw = 0;
+    if (!nv.set_limit || !nv.limit_bounds || !nv.default_limit)
+        return sn_error_set(err, SN_ERR_NOTFOUND,
+                            "nvml: this driver lacks nvmlDeviceSetPowerManagementLimit");
+    int rc = nv.handle(idx, &dev);
+    if (rc == 0)
+        rc = nv.limit_bounds(dev, &lo, &hi);
+    if (rc == 0 && watts == 0)
+        rc = nv.default_limit(dev, &mw);
+    if (rc != 0)
+        return sn_error_set(err, SN_ERR_IO, "nvml: GPU %u power limits: %s", idx,
+                            nv.error_string(rc));
+    if (watts) {
+        mw = watts * 1000u;
+        mw = mw < lo ? lo : mw > hi ? hi : mw;
+    }
+    rc = nv.set_limit(dev, mw);
+    if (rc != 0)
+        return sn_error_set(err, SN_ERR_IO, "nvml: GPU %u power limit %u W: %s", idx, mw / 1000,
+                            nv.error_string(rc));
+    *set_w = watts ? mw / 1000 : 0;
+    return SN_OK;
+}
+
+/* nvidia-smi: -pl takes watts within the device's min and max limits and
+ * refuses others; the default limit is read back to restore it. */
+static enum sn_err smi_power_cap(struct backend *b, unsigned idx, unsigned watts, unsigned *set_w,
+                                 struct sn_error *err)
+{
+    char cmd[1200], out[256] = "";
+    unsigned want = watts;
+    if (watts == 0) {
+        snprintf(cmd, sizeof(cmd),
+                 "%s -i %u --query-gpu=power.default_limit --format=csv,noheader,nounits 2>&1",
+                 b->smi_command, idx);
+        FILE *p = popen(cmd, "r");
+        size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+        out[n] = '\0';
+        int st = p ? pclose(p) : -1;
+        double w = 0;
+        if (st != 0 || sscanf(out, "%lf", &w) != 1 || !(w > 0))
+            return sn_error_set(err, SN_ERR_IO, "'%s' gave no default power limit for GPU %u: %.120s",
+                                b->smi_command, idx, out);
+        watts = (unsigned)w;
+    }
+    snprintf(cmd, sizeof(cmd), "%s -i %u -pl %u 2>&1", b->smi_command, idx, watts);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+    out[n] = '\0';
+    int st = p ? pclose(p) : -1;
+    if (st != 0)
+        return sn_error_set(err, SN_ERR_IO, "'%s -i %u -pl %u' failed (status %d): %.120s",
+                            b->smi_command, idx, watts, st, out);
+    *set_w = want ? watts : 0;
+    return SN_OK;
+}
+
+enum sn_err backend_power_cap(struct backend *b, unsigned idx, unsigned watts, unsigned *set_w,
+                              struct sn_error *err)
+{
+    *set_w = 0;
+    if (idx >= BACKEND_GPUS_MAX)
+        return sn_error_set(err, SN_ERR_INVALID, "GPU %u: past the %d GPUs handled", idx,
+                            BACKEND_GPUS_MAX);
+    enum sn_err rc = SN_OK;
+    unsigned got = 0;
+    if (b->kind == BACKEND_SIM) {
+        const struct sn_model *m = b->model;
+        if (idx >= sn_model_server_spec(m, b->server)->gpus)
+            return sn_error_set(err, SN_ERR_INVALID, "GPU %u: the node has no such GPU", idx);
+        double tdp = sn_model_gpu_spec(m, m->server_first_gpu[b->server])->tdp_w;
+        got = watts < tdp ? watts : (unsigned)tdp; /* the sim's bounds: (0, TDP] */
+    } else if (b->kind == BACKEND_SMI) {
+        rc = smi_power_cap(b, idx, watts, &got, err);
+    } else {
+        rc = nvml_power_cap(idx, watts, &got, err);
+    }
+    if (rc == SN_OK)
+        b->power_cap_w[idx] = got;
+    *set_w = b->power_cap_w[idx];
+    return rc;
 }
 
 /* ---- the interface ------------------------------------------------------------ */

@@ -83,6 +83,7 @@ struct agent {
     struct preflight_runs pf; /* real backends' checks running or done (preflight.c) */
     int64_t clique_probe_ms;  /* when it was last probed (monotonic), 0: never */
     struct agent_actions actions; /* --allow-actions and the requests done (actions.c) */
+    char power_cap_error[256];    /* next heartbeat's power_cap_error (power_caps.c) */
 };
 
 /* 1: SIGTERM or SIGINT (the ranks are killed); 2: SIGUSR1 (an upgrade:
@@ -615,13 +616,14 @@ static void mask_text(uint64_t mask, char *out, size_t cap)
  * clock) and reconciles the job processes with the ranks it answers. */
 static void heartbeat(struct agent *a)
 {
-    char path[128], body[3072], busy[256], orphans[256], imex[512];
+    char path[128], body[4096], busy[256], orphans[256], imex[512], caps[512];
     snprintf(path, sizeof(path), "/v1/nodes/%s/heartbeat", a->node);
     bench_reap(a);
     pair_reap(a);
     mask_text(jobs_busy_mask(&a->jobs), busy, sizeof(busy));
     mask_text(a->jobs.orphan_gpus, orphans, sizeof(orphans));
     imex_ready_text(&a->imex, imex, sizeof(imex));
+    power_caps_text(&a->be, caps, sizeof(caps));
     if (!a->clique_probe_ms || now_ms() - a->clique_probe_ms >= FABRIC_ID_EVERY_S * 1000) {
         fabric_id_probe(&a->be, a->clique, sizeof(a->clique));
         a->clique_probe_ms = now_ms();
@@ -630,7 +632,7 @@ static void heartbeat(struct agent *a)
                      "{\"boot\":\"%s\",\"backend\":\"%s\",\"interval_ms\":%lld,"
                      "\"running_jobs\":%u,\"seq\":%lld,\"busy_gpus\":\"%s\","
                      "\"orphan_gpus\":\"%s\",\"address\":\"%s\",\"fabric_clique\":\"%s\""
-                     "%s%s%s%s%s%s%s%s}",
+                     "%s%s%s%s%s%s%s%s,\"power_caps_applied\":\"%s\"%s%s%s}",
                      a->boot,
                      a->be.kind == BACKEND_SIM   ? "sim"
                      : a->be.kind == BACKEND_SMI ? "nvidia-smi"
@@ -640,7 +642,10 @@ static void heartbeat(struct agent *a)
                      a->imex.runner ? imex : "", a->imex.runner ? "\"" : "",
                      a->preflight[0] ? ",\"preflight\":\"" : "", a->preflight,
                      a->preflight[0] ? "\",\"preflight_evidence\":\"" : "",
-                     a->preflight[0] ? a->preflight_evidence : "", a->preflight[0] ? "\"" : "");
+                     a->preflight[0] ? a->preflight_evidence : "", a->preflight[0] ? "\"" : "",
+                     caps, a->power_cap_error[0] ? ",\"power_cap_error\":\"" : "",
+                     a->power_cap_error, a->power_cap_error[0] ? "\"" : "");
+    a->power_cap_error[0] = '\0'; /* sent once */
     json_t *j = NULL;
     int st = call(a, "POST", path, body, (size_t)n, NULL, &j);
     json_t *jobs = json_object_get(j, "jobs");
@@ -655,6 +660,11 @@ static void heartbeat(struct agent *a)
         imex_reconcile(&a->imex, j, now_ms());
         preflight_judge(&a->pf, &a->be, jobs, a->preflight, sizeof(a->preflight),
                         a->preflight_evidence, sizeof(a->preflight_evidence));
+        power_caps_apply(&a->be,
+                         a->be.model ? sn_model_server_spec(a->be.model, a->be.server)->gpus
+                                     : BACKEND_GPUS_MAX,
+                         j,
+                         a->power_cap_error, sizeof(a->power_cap_error));
         json_array_foreach(jobs, i, job) job_ranks(job, as, &k, 64);
         jobs_reconcile(&a->jobs, as, k, now_ms(), 10000);
     }

@@ -73,6 +73,8 @@ static const char usage_text[] =
     "                        placement takes a rack past its feed limit, and a job no\n"
     "                        placement fits waits (power-budget; default 0: no budgets;\n"
     "                        spec clusters with rack feeds only)\n"
+    "  --power-caps          per-GPU power caps (snd power_cap_policy fit; --engine control,\n"
+    "                        --power-util above 0): prints the GPU-hours under a cap\n"
     "  --json                print JSON instead of the table\n"
     "  --svg-dir DIR         write utilisation.svg, jct-cdf.svg and occupancy.svg into DIR\n"
     "  --jobs-csv FILE       write every job's submit, first start, end and first-run\n"
@@ -295,6 +297,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->cfg.borrow = true;
             continue;
         }
+        if (strcmp(a, "--power-caps") == 0) {
+            o->cfg.power_caps = true;
+            continue;
+        }
         if (strcmp(a, "--compare-preempt") == 0) {
             o->compare_preempt = true;
             continue;
@@ -335,6 +341,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (o->cfg.tray_failures_per_sn_hour > 0 && o->cfg.engine != SN_SIM_ENGINE_CONTROL) {
         fprintf(stderr, "sn sim: --tray-failures needs --engine control (the degraded domain's "
                         "single-server limit is lib/control's)\n");
+        return SN_EXIT_USAGE;
+    }
+    if (o->cfg.power_caps &&
+        (o->cfg.engine != SN_SIM_ENGINE_CONTROL || !(o->cfg.sched.power_util > 0))) {
+        fprintf(stderr, "sn sim: --power-caps needs --engine control and --power-util above 0 "
+                        "(the caps are lib/control's, of the power budgets)\n");
         return SN_EXIT_USAGE;
     }
     if ((o->compare_preflight || o->cfg.preflight_mode > 0) &&
@@ -528,6 +540,8 @@ static void print_table(const struct opts *o, const enum sn_sched_policy *pol,
         ROW("switch-tray failures", PRIu64, r->tray_failures);
         ROW("degraded-domain GPU-hours", ".1f", r->degraded_gpu_h);
     }
+    if (control && o->cfg.power_caps)
+        ROW("power-capped GPU-hours", ".1f", r->power_capped_gpu_h);
     ROW("starts with split groups", PRIu64, r->groups_split);
     ROW("starts with cross-supernode groups", PRIu64, r->groups_cross);
     char label[64];
@@ -622,6 +636,8 @@ static void print_json(const struct opts *o, const struct sn_model *m,
                                 json_integer((json_int_t)res[p]->tray_failures));
             json_object_set_new(r, "degraded_gpu_h", json_real(res[p]->degraded_gpu_h));
         }
+        if (r && o->cfg.engine == SN_SIM_ENGINE_CONTROL && o->cfg.power_caps)
+            json_object_set_new(r, "power_capped_gpu_h", json_real(res[p]->power_capped_gpu_h));
         json_array_append_new(runs, r);
     }
     json_t *root = json_pack(

@@ -69,6 +69,8 @@ struct heartbeat_body {
     char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs (fabric_ids.c) */
     char preflight[512];    /* "JOB:RUN:RESULT[:R/R],...": preflights (lib/control/preflight.c) */
     char preflight_evidence[256];
+    char power_caps_applied[512]; /* "IDX:W,...": power caps set (lib/control/power_caps.c) */
+    char power_cap_error[256];    /* why the last cap could not be set */
 };
 static const struct sn_api_field heartbeat_fields[] = {
     {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
@@ -84,6 +86,10 @@ static const struct sn_api_field heartbeat_fields[] = {
     {"preflight", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, preflight)},
     {"preflight_evidence", SN_API_STRING, false, 0, 255,
      offsetof(struct heartbeat_body, preflight_evidence)},
+    {"power_caps_applied", SN_API_STRING, false, 0, 511,
+     offsetof(struct heartbeat_body, power_caps_applied)},
+    {"power_cap_error", SN_API_STRING, false, 1, 255,
+     offsetof(struct heartbeat_body, power_cap_error)},
 };
 #define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
 
@@ -105,6 +111,47 @@ static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc
         return snd_error(d, r, 413, "body_too_large", field, "%s", err->message);
     return snd_error(d, r, 400, rc == SN_ERR_SYNTAX ? "malformed_json" : "invalid_field", field,
                      "%s", err->message);
+}
+
+struct cap_audit {
+    struct snd *d;
+    const struct snd_req *r;
+};
+
+/* One audit row per GPU whose applied power cap changed. */
+static void cap_changed(void *ctx, uint32_t g, double old_w, double new_w)
+{
+    struct cap_audit *a = ctx;
+    char name[64], detail[96];
+    sn_model_gpu_name(a->d->model, g, name, sizeof(name));
+    if (new_w > 0)
+        snprintf(detail, sizeof(detail), "power cap set: %.0f W (was %.0f W, 0: none)", new_w,
+                 old_w);
+    else
+        snprintf(detail, sizeof(detail), "power cap cleared (was %.0f W)", old_w);
+    snd_audit(a->d, a->r, 200, name, detail);
+}
+
+/* The power caps the agent reports set (bits 12, 13), audited. */
+static bool power_caps_report(struct snd *d, struct snd_req *r, uint32_t s,
+                              const struct heartbeat_body *b, uint32_t present,
+                              enum MHD_Result *ret)
+{
+    struct cap_audit a = {d, r};
+    if ((present & (1u << 12)) &&
+        sn_control_power_caps_applied(d->ctl, s, b->power_caps_applied, cap_changed, &a) < 0) {
+        *ret = snd_error(d, r, 400, "invalid_field", "power_caps_applied",
+                         "field 'power_caps_applied': '%.64s' is not a list of GPU:WATTS",
+                         b->power_caps_applied);
+        return false;
+    }
+    if (present & (1u << 13)) {
+        char node[64], detail[300];
+        sn_model_server_name(d->model, s, node, sizeof(node));
+        snprintf(detail, sizeof(detail), "power cap failed: %s", b->power_cap_error);
+        snd_audit(d, r, 500, node, detail);
+    }
+    return true;
 }
 
 bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *applied_seq,
@@ -160,6 +207,8 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
                                       .detail = b.preflight_evidence};
         snd_apply_queued(d, &ev);
     }
+    if (!power_caps_report(d, r, s, &b, present, ret))
+        return false;
     *applied_seq = sn_agents_beat(snd_agents(), s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
                                   b.boot, present & (1u << 6) ? b.orphan_gpus : NULL,
                                   present & (1u << 7) ? b.address : NULL);

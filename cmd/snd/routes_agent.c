@@ -133,6 +133,11 @@ enum MHD_Result snd_post_heartbeat(struct snd *d, struct snd_req *r)
         json_object_set_new(answer, "imex_channels", channels);
     else
         json_decref(channels);
+    json_t *caps = sn_control_power_caps_json(d->ctl, s); /* power_caps.c; NULL: off */
+    if (answer && caps)
+        json_object_set_new(answer, "power_caps", caps);
+    else
+        json_decref(caps);
     return snd_reply(d, r, 200, answer);
 }
 

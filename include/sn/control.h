@@ -81,6 +81,10 @@ struct sn_control_config {
     /* Power budgets at placement (lib/sched/sched_power.c): an allocated
      * GPU's expected draw in percent of its TDP (0: no budgets). */
     int64_t power_util_pct;
+    /* Per-GPU power caps (lib/control/power_caps.c): "fit" caps the GPUs of
+     * running jobs on a rack whose worst case (each at TDP) is past its
+     * budget, "off" (or "") sets none. Needs power_util_pct > 0. */
+    char power_cap_policy[8];
     /* IMEX channels per NVLink domain (lib/control/imex.c): channels 1..count
      * (0: off, no job waits for a channel), and how long a job's servers
      * may take to report theirs ready before it is requeued. */
@@ -397,6 +401,9 @@ struct sn_control {
      * jobs whose ranks wait for their channel (TIMER scans only while > 0). */
     uint64_t *imex_used;
     uint32_t imex_waiting;
+    /* Power caps the agents report they set (power_caps.c), W by GPU (0:
+     * none); NULL until the first. */
+    double *power_cap_applied_w;
     /* Preflights (preflight.c): running jobs waiting for theirs (TIMER
      * scans only while > 0); outcomes so far and GPUs cordoned by them. */
     uint32_t preflight_waiting;
@@ -630,6 +637,35 @@ int sn_control_gpu_health_level(const struct sn_telem_gpu *g, double score, int6
  * (master_addr, or the first server's name when NULL), master_port, the
  * checkpoint assignment and the spec fields a rank needs. NULL when the
  * job holds no GPUs or out of memory. The shell adds the job token. */
+/* ---- per-GPU power caps (power_caps.c, docs/scheduler.md "Power caps") ---- */
+
+/* Whether caps are computed: power_cap_policy fit with power budgets on. */
+bool sn_control_power_caps_on(const struct sn_control *c);
+/* The cap GPU g gets now, whole W (0: none: policy off, idle, or its rack
+ * fits its budget at TDP). */
+double sn_control_power_cap_w(const struct sn_control *c, uint32_t g);
+/* The heartbeat answer's "power_caps" of server srv: [{"gpu": index on
+ * the node, "watts": W}] (empty: none; caller owns), NULL when caps are
+ * off. */
+json_t *sn_control_power_caps_json(const struct sn_control *c, uint32_t srv);
+/* Records what server srv's agent reports it set ("IDX:W,...", "" none):
+ * calls changed(ctx, gpu, old_w, new_w) for each GPU whose applied cap
+ * changed (0: none). Returns the changes, or -1 on a malformed list or no
+ * memory (nothing recorded). */
+int sn_control_power_caps_applied(struct sn_control *c, uint32_t srv, const char *text,
+                                  void (*changed)(void *ctx, uint32_t gpu, double old_w,
+                                                  double new_w),
+                                  void *ctx);
+/* The GPUs with a cap now (one pass over the racks). */
+uint32_t sn_control_power_capped_gpus(const struct sn_control *c);
+/* Test mode: no rack's worst case (each GPU of a running job at its cap,
+ * else its TDP) passes its room, beyond a rack a restore left over its
+ * limit. SN_ERR_INTERNAL naming the rack otherwise. */
+SN_MUST_CHECK enum sn_err sn_control_power_caps_check(const struct sn_control *c,
+                                                      struct sn_error *err);
+/* The cap GPU g's agent last reported it set, W (0: none). */
+double sn_control_power_cap_applied_w(const struct sn_control *c, uint32_t g);
+
 json_t *sn_control_assignment(const struct sn_control *c, const struct sn_control_job *j,
                               uint32_t s, const char *master_addr);
 /* IMEX channels (lib/control/imex.c). Whether running job j still waits

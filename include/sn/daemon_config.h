@@ -85,6 +85,7 @@ struct sn_daemon_config {
     int64_t health_breaker_window_s;
     int64_t health_escalate_rack_pct;
     int64_t power_util_pct; /* power budgets at placement (lib/sched/sched_power.c) */
+    char power_cap_policy[SN_CONF_STRING_MAX]; /* off|fit (lib/control/power_caps.c) */
     /* Repeat offenders (lib/control/offenders.c; appended). */
     int64_t offender_window_s, offender_count;
     int64_t health_auto_resume_s;

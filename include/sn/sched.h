@@ -429,5 +429,9 @@ uint32_t sn_sched_reference_min_supernodes(const struct sn_sched *s, uint32_t gp
  * (INFINITY: none), W; false when budgets are off or rack is out of range. */
 bool sn_sched_power_rack(const struct sn_sched *s, uint32_t rack, double *draw_w,
                          double *limit_w);
+/* Power budgets: rack's base draw (all but its GPUs: server bases,
+ * switches, optics), W; 0 when budgets are off or rack is out of range
+ * (per-GPU power caps, lib/control/power_caps.c). */
+double sn_sched_power_rack_base_w(const struct sn_sched *s, uint32_t rack);
 
 #endif /* SN_SCHED_H */

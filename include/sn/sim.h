@@ -324,6 +324,12 @@ struct sn_sim_config {
      * domain to single-server jobs until a report without it. */
     double tray_failures_per_sn_hour;
     double tray_repair_s;
+    /* Per-GPU power caps (control engine; snd's power_cap_policy fit, with
+     * sched.power_util > 0; docs/scheduler.md "Per-GPU power caps"): the
+     * run counts the GPU-hours under a cap (power_capped_gpu_h) and, in
+     * test mode, checks that no rack's running GPUs at their caps pass
+     * its budget. The jobs' progress is not slowed by a cap. */
+    bool power_caps;
 };
 void sn_sim_config_defaults(struct sn_sim_config *config);
 
@@ -357,6 +363,7 @@ struct sn_sim_result {
      * it was degraded; overlapping failures of one domain counted once). */
     uint64_t tray_failures;
     double degraded_gpu_h;
+    double power_capped_gpu_h; /* GPU-hours under a power cap (power_caps) */
     uint64_t groups_split, groups_cross;             /* starts with such placements */
     struct sn_sim_dist jct[SN_SIM_SIZE_CLASSES + 1]; /* [0] all, then by class */
     struct sn_sim_dist queue[SN_SIM_SIZE_CLASSES + 1];

@@ -178,5 +178,9 @@ enum sn_err sn__control_parts_requalify(struct sn_control *c, const struct sn_co
 enum sn_err sn__control_parts_restore(struct sn_control *c, const struct sn_store_write *row,
                                       struct sn_error *err);
 void sn__control_parts_free(struct sn_control *c);
+/* Per-GPU power caps (power_caps.c): the cap of GPU g given its rack's
+ * share (sn__control_power_rack_share; >= 1: none), whole W, 0: none. */
+double sn__control_power_rack_share(const struct sn_control *c, uint32_t rack);
+double sn__control_power_cap_of(const struct sn_control *c, uint32_t g, double share);
 
 #endif

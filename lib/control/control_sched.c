@@ -196,6 +196,10 @@ static enum sn_err make_core(struct sn_control *d, struct sn_error *err)
                             "sched_policy '%s': expected supernode-first, "
                             "first-fit or tree-best-fit",
                             d->cfg.sched_policy);
+    if (d->cfg.power_cap_policy[0] && strcmp(d->cfg.power_cap_policy, "off") != 0 &&
+        strcmp(d->cfg.power_cap_policy, "fit") != 0)
+        return sn_error_set(err, SN_ERR_INVALID, "power_cap_policy '%s': expected off or fit",
+                            d->cfg.power_cap_policy);
     c.min_runtime_s = (double)d->cfg.preempt_min_runtime_s;
     c.spare_gpus_per_supernode = (uint32_t)d->cfg.spare_gpus_per_supernode;
     c.replace_in_place = d->cfg.replace_in_place;
@@ -1020,6 +1024,7 @@ void sn_control_free(struct sn_control *d)
     sn_control_breaker_free(d);
     sn__control_parts_free(d);
     free(d->imex_used);
+    free(d->power_cap_applied_w);
     free(d->expedite_hold);
     sn_effects_free(&d->fx);
     free(d);

@@ -184,6 +184,11 @@ const struct sn_conf_key sn_daemon_config_keys[] = {
      "placement takes a rack past its feeds' continuous limit (another supernode or a spread "
      "is searched), and a job no placement fits waits with pending reason power-budget (0: no "
      "budgets)"},
+    {"power_cap_policy", SN_CONF_STRING, "off", 2, 7, C(power_cap_policy),
+     "per-GPU power caps with the budgets on (power_util_pct > 0): fit caps the GPUs of running "
+     "jobs on a rack whose worst case (each GPU at TDP) is past its feeds' budget, to its share "
+     "(TDP x room / worst, at least power_util_pct of TDP), set by the agents (NVML power "
+     "limit) and reported; off sets none"},
     {"offender_window_s", SN_CONF_INT, "604800", 0, 31622400, C(offender_window_s),
      "repeat offenders: a part (GPU UUID) cordoned or failed by snd:health offender_count times "
      "within this many seconds is quarantined: never auto-resumed until a passed acceptance run "
@@ -260,5 +265,6 @@ void sn_daemon_config_control(const struct sn_daemon_config *f, struct sn_contro
     };
     snprintf(out->sched_policy, sizeof(out->sched_policy), "%s", f->sched_policy);
     snprintf(out->pool_borrow, sizeof(out->pool_borrow), "%s", f->pool_borrow);
+    snprintf(out->power_cap_policy, sizeof(out->power_cap_policy), "%.7s", f->power_cap_policy);
     snprintf(out->preempt_signal, sizeof(out->preempt_signal), "%s", f->preempt_signal);
 }

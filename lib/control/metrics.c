@@ -46,6 +46,33 @@ static void family(struct out *o, const char *name, const char *type, const char
     put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* Per-GPU power caps (power_caps.c), only GPUs that have one: planned
+ * (what the heartbeat answers ask for) and applied (what the agent set). */
+static void power_caps(const struct sn_control *c, struct out *o)
+{
+    if (!sn_control_power_caps_on(c) && !c->power_cap_applied_w)
+        return;
+    family(o, "sn_power_cap_watts", "gauge",
+           "Per-GPU power caps, W: planned (heartbeat answers) and applied (agents' reports).");
+    bool on = sn_control_power_caps_on(c);
+    uint32_t rack = SN_NONE;
+    double share = 1;
+    for (uint32_t g = 0; g < c->model->n_gpus; g++) {
+        if (on && sn_model_gpu_rack(c->model, g) != rack) { /* once per rack run */
+            rack = sn_model_gpu_rack(c->model, g);
+            share = sn__control_power_rack_share(c, rack);
+        }
+        double w[2] = {on ? sn__control_power_cap_of(c, g, share) : 0,
+                       sn_control_power_cap_applied_w(c, g)};
+        char name[64];
+        for (int k = 0; k < 2; k++)
+            if (w[k] > 0)
+                put(o, "sn_power_cap_watts{gpu=\"%s\",kind=\"%s\"} %.0f\n",
+                    sn_model_gpu_name(c->model, g, name, sizeof(name)), k ? "applied" : "planned",
+                    w[k]);
+    }
+}
+
 char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
 {
     struct out box = {malloc(8192), 0, 8192, false}, *o = &box;
@@ -232,6 +259,7 @@ char *sn_control_metrics_text(const struct sn_control *c, int64_t now_s)
     family(o, "sn_preflight_waiting_jobs", "gauge",
            "Running jobs whose ranks wait for their preflight.");
     put(o, "sn_preflight_waiting_jobs %u\n", c->preflight_waiting);
+    power_caps(c, o);
     if (o->failed) {
         free(o->buf);
         return NULL;

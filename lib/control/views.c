@@ -70,6 +70,12 @@ json_t *sn_control_gpu_json(const struct sn_control *c, uint32_t g, bool detail)
     json_object_set_new(o, "allocated", json_boolean(sn_control_busy(c, g, 1)));
     json_object_set_new(o, "processes",
                         json_string(sn_control_gpu_draining(c, g) ? "draining" : "none"));
+    /* Per-GPU power caps (power_caps.c): the one planned now, the one its
+     * agent reports it set; null: none. */
+    double cap = sn_control_power_cap_w(c, g), set = sn_control_power_cap_applied_w(c, g);
+    json_object_set_new(o, "power_cap_w", cap > 0 ? json_integer((json_int_t)cap) : json_null());
+    json_object_set_new(o, "power_cap_applied_w",
+                        set > 0 ? json_integer((json_int_t)set) : json_null());
     return o;
 }
 

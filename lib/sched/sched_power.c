@@ -229,3 +229,8 @@ bool sn_sched_power_rack(const struct sn_sched *s, uint32_t rack, double *draw_w
     *limit_w = s->rack_limit_w[rack];
     return true;
 }
+
+double sn_sched_power_rack_base_w(const struct sn_sched *s, uint32_t rack)
+{
+    return s->rack_base_w && rack < s->m->n_racks ? s->rack_base_w[rack] : 0;
+}

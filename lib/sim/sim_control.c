@@ -127,6 +127,8 @@ struct csim {
     uint64_t tray_failures;
     int32_t classes[MAX_CLASSES];
     uint32_t n_classes;
+    uint32_t capped; /* power caps: GPUs capped since capped_at (s) */
+    double capped_at;
 };
 
 static struct sn_control_clock clock_at(double t)
@@ -361,7 +363,8 @@ static enum sn_err check(const struct csim *cs, enum sn_control_event_kind kind,
 {
     struct sn_error local = {0};
     if (sn_control_verify(cs->ctl, &local) != SN_OK ||
-        sn_sched_check_invariants(cs->ctl->sched, &local) != SN_OK)
+        sn_sched_check_invariants(cs->ctl->sched, &local) != SN_OK ||
+        sn_control_power_caps_check(cs->ctl, &local) != SN_OK)
         return sn_error_set(err, SN_ERR_INTERNAL, "simulation: after %s at %.3f s: %s",
                             sn_control_event_name(kind), cs->x.now, local.message);
     for (uint32_t i = 0; i < cs->x.next_submit; i++) {
@@ -400,6 +403,11 @@ static enum sn_err apply(struct csim *cs, struct sn_control_event ev, struct sn_
                             sn_control_event_name(ev.kind), cs->x.now, local.message);
     if (src == SN_OK && cs->x.cfg->check_invariants)
         src = check(cs, ev.kind, err);
+    if (cs->x.cfg->power_caps) { /* GPU-hours under a cap, piecewise constant */
+        cs->x.r->power_capped_gpu_h += cs->capped * (cs->x.now - cs->capped_at) / 3600;
+        cs->capped = sn_control_power_capped_gpus(cs->ctl);
+        cs->capped_at = cs->x.now;
+    }
     return src;
 }
 
@@ -506,6 +514,8 @@ static enum sn_err control_config(const struct sim *x, struct sn_control_config 
     cc->memory_oversell_pct =
         (int64_t)llround((c->sched.memory_oversell > 0 ? c->sched.memory_oversell : 1) * 100);
     cc->power_util_pct = (int64_t)llround(c->sched.power_util * 100);
+    snprintf(cc->power_cap_policy, sizeof(cc->power_cap_policy), "%s",
+             c->power_caps ? "fit" : "off");
     cc->preempt_grace_s = (int64_t)llround(c->preempt_grace_s > 0 ? c->preempt_grace_s : 0);
     /* The agents report when the check is done; the timeout is only for
      * a server that never does (as snd's 120 s default over a quick one). */

@@ -324,10 +324,10 @@ static void buffer_exactly_once(void **state)
     assert_int_equal(field(j, "batches"), field(j, "last_seq") - before);
     assert_int_equal(field(st, "dropped"), 0);
     assert_true(field(st, "buffered") >= 30 - 2); /* sampled while the server was away */
-    /* 8 GPUs x 10 samples per GPU batch (7 DCGM fields, the fabric
+    /* 8 GPUs x 11 samples per GPU batch (7 DCGM fields, the fabric
      * manager status read as fabric state and status, the recovery
-     * action); facility batches carry none. */
-    assert_true(field(j, "samples") > 0 && field(j, "samples") % 80 == 0);
+     * action, the enforced power limit); facility batches carry none. */
+    assert_true(field(j, "samples") > 0 && field(j, "samples") % 88 == 0);
     json_decref(j);
     json_decref(st);
     cleanup(&e);
