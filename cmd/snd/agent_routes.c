@@ -56,54 +56,6 @@ static uint32_t node_of(struct snd *d, struct snd_req *r, const char *name, enum
 
 /* ---- heartbeats ------------------------------------------------------- */
 
-struct heartbeat_body {
-    char boot[BOOT_MAX];
-    char backend[16];
-    int64_t interval_ms;
-    int64_t running_jobs;
-    int64_t seq;
-    char busy_gpus[256]; /* appended: runtime */
-    char orphan_gpus[256];
-    char address[64];
-    char imex_ready[512];   /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
-    char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs (fabric_ids.c) */
-    char preflight[512];    /* "JOB:RUN:RESULT[:R/R],...": preflights (lib/control/preflight.c) */
-    char preflight_evidence[256];
-    char power_caps_applied[512]; /* "IDX:W,...": power caps set (lib/control/power_caps.c) */
-    char power_cap_error[256];    /* why the last cap could not be set */
-};
-static const struct sn_api_field heartbeat_fields[] = {
-    {"boot", SN_API_STRING, false, 1, BOOT_MAX - 1, offsetof(struct heartbeat_body, boot)},
-    {"backend", SN_API_NAME, false, 1, 15, offsetof(struct heartbeat_body, backend)},
-    {"interval_ms", SN_API_INT, false, 1, 3600000, offsetof(struct heartbeat_body, interval_ms)},
-    {"running_jobs", SN_API_INT, false, 0, 1 << 20, offsetof(struct heartbeat_body, running_jobs)},
-    {"seq", SN_API_INT, false, 0, SND_JSON_INT_MAX, offsetof(struct heartbeat_body, seq)},
-    {"busy_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, busy_gpus)},
-    {"orphan_gpus", SN_API_STRING, false, 0, 255, offsetof(struct heartbeat_body, orphan_gpus)},
-    {"address", SN_API_STRING, false, 0, 63, offsetof(struct heartbeat_body, address)},
-    {"imex_ready", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, imex_ready)},
-    {"fabric_clique", SN_API_STRING, false, 0, 95, offsetof(struct heartbeat_body, fabric_clique)},
-    {"preflight", SN_API_STRING, false, 0, 511, offsetof(struct heartbeat_body, preflight)},
-    {"preflight_evidence", SN_API_STRING, false, 0, 255,
-     offsetof(struct heartbeat_body, preflight_evidence)},
-    {"power_caps_applied", SN_API_STRING, false, 0, 511,
-     offsetof(struct heartbeat_body, power_caps_applied)},
-    {"power_cap_error", SN_API_STRING, false, 1, 255,
-     offsetof(struct heartbeat_body, power_cap_error)},
-};
-#define HEARTBEAT_FIELDS (sizeof(heartbeat_fields) / sizeof(heartbeat_fields[0]))
-
-/* GPU index lists of a heartbeat ("0-3,6"): each below the node's count. */
-static bool gpu_list_ok(const char *text, uint32_t count)
-{
-    uint32_t *v = NULL, n = 0;
-    bool ok = sn_control_ranges_parse(text, &v, &n, count) == 0;
-    for (uint32_t i = 0; ok && i < n; i++)
-        ok = v[i] < count;
-    free(v);
-    return ok;
-}
-
 static enum MHD_Result bad_body(struct snd *d, struct snd_req *r, enum sn_err rc, const char *field,
                                 const struct sn_error *err)
 {
@@ -132,20 +84,20 @@ static void cap_changed(void *ctx, uint32_t g, double old_w, double new_w)
     snd_audit(a->d, a->r, 200, name, detail);
 }
 
-/* The power caps the agent reports set (bits 12, 13), audited. */
+/* The power caps the agent reports set, and its error, audited. */
 static bool power_caps_report(struct snd *d, struct snd_req *r, uint32_t s,
-                              const struct heartbeat_body *b, uint32_t present,
+                              const struct sn_agent_heartbeat *b, uint32_t present,
                               enum MHD_Result *ret)
 {
     struct cap_audit a = {d, r};
-    if ((present & (1u << 12)) &&
+    if ((present & SN_HEARTBEAT_POWER_CAPS_APPLIED) &&
         sn_control_power_caps_applied(d->ctl, s, b->power_caps_applied, cap_changed, &a) < 0) {
         *ret = snd_error(d, r, 400, "invalid_field", "power_caps_applied",
                          "field 'power_caps_applied': '%.64s' is not a list of GPU:WATTS",
                          b->power_caps_applied);
         return false;
     }
-    if (present & (1u << 13)) {
+    if (present & SN_HEARTBEAT_POWER_CAP_ERROR) {
         char node[64], detail[300];
         sn_model_server_name(d->model, s, node, sizeof(node));
         snprintf(detail, sizeof(detail), "power cap failed: %s", b->power_cap_error);
@@ -157,50 +109,29 @@ static bool power_caps_report(struct snd *d, struct snd_req *r, uint32_t s,
 bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *applied_seq,
                     enum MHD_Result *ret)
 {
-    struct heartbeat_body b = {0};
-    uint32_t present;
-    char field[SN_API_FIELD_MAX];
+    struct sn_agent_heartbeat b;
+    char field[SN_API_FIELD_MAX] = "";
     struct sn_error err = {0};
-    enum sn_err rc = sn_api_decode(heartbeat_fields, HEARTBEAT_FIELDS, r->len ? r->body : "{}",
-                                   r->len ? r->len : 2, (size_t)d->cfg.body_max_bytes, &b, &present,
-                                   field, &err);
+    enum sn_err rc =
+        sn_agent_heartbeat_decode(r->body, r->len, (size_t)d->cfg.body_max_bytes,
+                                  sn_model_server_spec(d->model, s)->gpus, &b, field, &err);
     if (rc != SN_OK) {
         *ret = bad_body(d, r, rc, field, &err);
         return false;
     }
-    uint32_t gpus = sn_model_server_spec(d->model, s)->gpus;
-    const char *lists[2] = {b.busy_gpus, b.orphan_gpus}, *names[2] = {"busy_gpus", "orphan_gpus"};
-    for (int i = 0; i < 2; i++)
-        if (!gpu_list_ok(lists[i], gpus)) {
-            *ret = snd_error(d, r, 400, "invalid_field", names[i],
-                             "field '%s': '%.64s' is not a list of GPU indices 0 to %u (\"0-3,6\")",
-                             names[i], lists[i], gpus - 1);
-            return false;
-        }
-    if (present & (1u << 5)) {
+    uint32_t present = b.present;
+    if (present & SN_HEARTBEAT_BUSY_GPUS) {
         struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PROCS, .id = s, .text = b.busy_gpus};
         snd_apply_queued(d, &ev);
     }
-    if (present & (1u << 8)) {
-        if (strspn(b.imex_ready, "0123456789:,") != strlen(b.imex_ready)) {
-            *ret = snd_error(d, r, 400, "invalid_field", "imex_ready",
-                             "field 'imex_ready': '%.64s' is not a list of JOB:RUN:CHANNEL",
-                             b.imex_ready);
-            return false;
-        }
+    if (present & SN_HEARTBEAT_IMEX_READY) {
         struct sn_control_event ev = {
             .kind = SN_CONTROL_EVENT_IMEX_READY, .id = s, .text = b.imex_ready};
         snd_apply_queued(d, &ev);
     }
-    if (present & (1u << 9))
+    if (present & SN_HEARTBEAT_FABRIC_CLIQUE)
         snd_fabric_clique_report(d, s, b.fabric_clique);
-    if (present & (1u << 10)) {
-        if (strspn(b.preflight, "0123456789:,/passfilna") != strlen(b.preflight)) {
-            *ret = snd_error(d, r, 400, "invalid_field", "preflight",
-                             "field 'preflight': '%.64s' is not a list of JOB:RUN:pass|na|fail:R/R",
-                             b.preflight);
-            return false;
-        }
+    if (present & SN_HEARTBEAT_PREFLIGHT) {
         struct sn_control_event ev = {.kind = SN_CONTROL_EVENT_PREFLIGHT,
                                       .id = s,
                                       .text = b.preflight,
@@ -209,9 +140,10 @@ bool snd_agent_beat(struct snd *d, struct snd_req *r, uint32_t s, int64_t *appli
     }
     if (!power_caps_report(d, r, s, &b, present, ret))
         return false;
-    *applied_seq = sn_agents_beat(snd_agents(), s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
-                                  b.boot, present & (1u << 6) ? b.orphan_gpus : NULL,
-                                  present & (1u << 7) ? b.address : NULL);
+    *applied_seq =
+        sn_agents_beat(snd_agents(), s, snd_now_s(), b.interval_ms, b.running_jobs, b.backend,
+                       b.boot, present & SN_HEARTBEAT_ORPHAN_GPUS ? b.orphan_gpus : NULL,
+                       present & SN_HEARTBEAT_ADDRESS ? b.address : NULL);
     return true;
 }
 
@@ -366,7 +298,8 @@ enum MHD_Result snd_agent_gpu_telemetry(struct snd *d, struct snd_req *r)
     if (gpu == SN_NONE)
         return snd_error(d, r, 404, "not_found", NULL, "no gpu '%s'", r->params[0]);
     const struct sn_telem_gpu *g = sn_telem_store_gpu(snd_agent_store(), gpu);
-    const char *agent = sn_agent_state(&snd_agents()->nodes[d->model->gpu_server[gpu]], snd_now_s());
+    const char *agent =
+        sn_agent_state(&snd_agents()->nodes[d->model->gpu_server[gpu]], snd_now_s());
     return snd_reply(
         d, r, 200,
         sn_control_gpu_telemetry_json(d->ctl, gpu, g, agent, snd_health_gpu_json(d, gpu)));

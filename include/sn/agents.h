@@ -19,16 +19,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sn/error.h>
 #include <sn/model.h>
 
 #define SN_AGENT_BOOT_MAX 33
 #define SN_AGENT_RATE_WINDOW_MS 10000
 
 struct sn_agent_node {
-    int64_t heartbeat_s;  /* last heartbeat (Unix s), 0: never */
-    int64_t interval_ms;  /* the agent's sampling interval, from its heartbeat */
-    int64_t heartbeats;   /* received since the table was made */
-    int64_t running_jobs; /* job processes the agent reported running */
+    int64_t heartbeat_s;          /* last heartbeat (Unix s), 0: never */
+    int64_t interval_ms;          /* the agent's sampling interval, from its heartbeat */
+    int64_t heartbeats;           /* received since the table was made */
+    int64_t running_jobs;         /* job processes the agent reported running */
     char boot[SN_AGENT_BOOT_MAX]; /* agent run of the telemetry seq numbers */
     char backend[16];
     int64_t first_seq, last_seq; /* applied batches of this boot */
@@ -46,6 +47,43 @@ struct sn_agents {
     uint64_t window_samples;
     double rate_samples_per_s; /* readings per second over the last full window */
 };
+
+/* A heartbeat's body (docs/agent.md), every field optional; present has
+ * bit SN_HEARTBEAT_<FIELD> for each one given. */
+enum {
+    SN_HEARTBEAT_BUSY_GPUS = 1u << 5,
+    SN_HEARTBEAT_ORPHAN_GPUS = 1u << 6,
+    SN_HEARTBEAT_ADDRESS = 1u << 7,
+    SN_HEARTBEAT_IMEX_READY = 1u << 8,
+    SN_HEARTBEAT_FABRIC_CLIQUE = 1u << 9,
+    SN_HEARTBEAT_PREFLIGHT = 1u << 10,
+    SN_HEARTBEAT_POWER_CAPS_APPLIED = 1u << 12,
+    SN_HEARTBEAT_POWER_CAP_ERROR = 1u << 13,
+};
+struct sn_agent_heartbeat {
+    char boot[SN_AGENT_BOOT_MAX];
+    char backend[16];
+    int64_t interval_ms, running_jobs, seq;
+    char busy_gpus[256]; /* GPU indices of the node with job processes ("0-3,6") */
+    char orphan_gpus[256];
+    char address[64];
+    char imex_ready[512];   /* "JOB:RUN:CHANNEL,...": IMEX channels this node set up */
+    char fabric_clique[96]; /* "CLUSTER_UUID/CLIQUE_ID" of its GPUs */
+    char preflight[512];    /* "JOB:RUN:RESULT[:R/R],...": preflights (preflight.c) */
+    char preflight_evidence[256];
+    char power_caps_applied[512]; /* "IDX:W,...": power caps set (power_caps.c) */
+    char power_cap_error[256];    /* why the last cap could not be set */
+    uint32_t present;
+};
+
+/* Decodes a heartbeat body of len bytes (at most max) of a node with gpus
+ * GPUs: SN_ERR_SYNTAX (malformed JSON), SN_ERR_LIMIT (too large) or
+ * SN_ERR_RANGE (a number out of its range) or SN_ERR_INVALID, with field
+ * naming the bad field (a wrong type, a GPU list with an
+ * index past the node's, an IMEX or preflight list of other characters). */
+enum sn_err sn_agent_heartbeat_decode(const char *body, size_t len, size_t max, uint32_t gpus,
+                                      struct sn_agent_heartbeat *hb, char *field,
+                                      struct sn_error *err);
 
 /* NULL when out of memory. */
 struct sn_agents *sn_agents_new(uint32_t n_servers, int64_t now_ms);

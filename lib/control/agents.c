@@ -3,6 +3,9 @@
  */
 #include <sn/agents.h>
 
+#include <sn/api.h>
+#include <sn/control.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,4 +161,64 @@ char *sn_agents_metrics_text(const struct sn_agents *a)
              (unsigned long long)(a->skipped_total + a->foreign_total), a->rate_samples_per_s,
              (unsigned long long)a->exits_total);
     return t;
+}
+
+#define HB(f) offsetof(struct sn_agent_heartbeat, f)
+static const struct sn_api_field heartbeat_fields[] = {
+    {"boot", SN_API_STRING, false, 1, SN_AGENT_BOOT_MAX - 1, HB(boot)},
+    {"backend", SN_API_NAME, false, 1, 15, HB(backend)},
+    {"interval_ms", SN_API_INT, false, 1, 3600000, HB(interval_ms)},
+    {"running_jobs", SN_API_INT, false, 0, 1 << 20, HB(running_jobs)},
+    {"seq", SN_API_INT, false, 0, 9007199254740992LL, HB(seq)}, /* JSON's exact integers */
+    {"busy_gpus", SN_API_STRING, false, 0, 255, HB(busy_gpus)},
+    {"orphan_gpus", SN_API_STRING, false, 0, 255, HB(orphan_gpus)},
+    {"address", SN_API_STRING, false, 0, 63, HB(address)},
+    {"imex_ready", SN_API_STRING, false, 0, 511, HB(imex_ready)},
+    {"fabric_clique", SN_API_STRING, false, 0, 95, HB(fabric_clique)},
+    {"preflight", SN_API_STRING, false, 0, 511, HB(preflight)},
+    {"preflight_evidence", SN_API_STRING, false, 0, 255, HB(preflight_evidence)},
+    {"power_caps_applied", SN_API_STRING, false, 0, 511, HB(power_caps_applied)},
+    {"power_cap_error", SN_API_STRING, false, 1, 255, HB(power_cap_error)},
+};
+
+/* GPU index lists of a heartbeat ("0-3,6"): each below the node's count. */
+static bool gpu_list_ok(const char *text, uint32_t count)
+{
+    uint32_t *v = NULL, n = 0;
+    bool ok = sn_control_ranges_parse(text, &v, &n, count) == 0;
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = v[i] < count;
+    free(v);
+    return ok;
+}
+
+static enum sn_err bad(char *field, const char *name, struct sn_error *err, const char *value,
+                       const char *expected)
+{
+    snprintf(field, SN_API_FIELD_MAX, "%s", name);
+    return sn_error_set(err, SN_ERR_INVALID, "field '%s': '%.64s' is not a list of %s", name, value,
+                        expected);
+}
+
+enum sn_err sn_agent_heartbeat_decode(const char *body, size_t len, size_t max, uint32_t gpus,
+                                      struct sn_agent_heartbeat *hb, char *field,
+                                      struct sn_error *err)
+{
+    memset(hb, 0, sizeof(*hb));
+    enum sn_err rc =
+        sn_api_decode(heartbeat_fields, sizeof(heartbeat_fields) / sizeof(*heartbeat_fields),
+                      len ? body : "{}", len ? len : 2, max, hb, &hb->present, field, err);
+    if (rc != SN_OK)
+        return rc;
+    char expected[64];
+    snprintf(expected, sizeof(expected), "GPU indices 0 to %u (\"0-3,6\")", gpus - 1);
+    if (!gpu_list_ok(hb->busy_gpus, gpus))
+        return bad(field, "busy_gpus", err, hb->busy_gpus, expected);
+    if (!gpu_list_ok(hb->orphan_gpus, gpus))
+        return bad(field, "orphan_gpus", err, hb->orphan_gpus, expected);
+    if (strspn(hb->imex_ready, "0123456789:,") != strlen(hb->imex_ready))
+        return bad(field, "imex_ready", err, hb->imex_ready, "JOB:RUN:CHANNEL");
+    if (strspn(hb->preflight, "0123456789:,/passfilna") != strlen(hb->preflight))
+        return bad(field, "preflight", err, hb->preflight, "JOB:RUN:pass|na|fail:R/R");
+    return SN_OK;
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <sn/agents.h>
+#include <sn/api.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,9 @@ static void test_states(void **state)
     assert_string_equal(sn_agent_state(&a->nodes[0], 100), "never");
     sn_agents_beat(a, 0, 100, 500, 2, "nvml", "ab12", NULL, "10.0.0.5");
     sn_agents_beat(a, 1, 100, 2000, 0, "sim", "cd34", "1,3", NULL);
-    assert_string_equal(sn_agent_state(&a->nodes[0], 103), "up");   /* 3 s floor */
+    assert_string_equal(sn_agent_state(&a->nodes[0], 103), "up"); /* 3 s floor */
     assert_string_equal(sn_agent_state(&a->nodes[0], 104), "down");
-    assert_string_equal(sn_agent_state(&a->nodes[1], 106), "up");   /* 3 x 2 s */
+    assert_string_equal(sn_agent_state(&a->nodes[1], 106), "up"); /* 3 x 2 s */
     assert_string_equal(sn_agent_state(&a->nodes[1], 107), "down");
     sn_agents_counts(a, 105, &up, &down);
     assert_int_equal(up, 1);
@@ -77,11 +78,48 @@ static void test_batches(void **state)
     sn_agents_free(a);
 }
 
+static void refused(const char *body, enum sn_err want, const char *field, const char *message)
+{
+    struct sn_agent_heartbeat hb;
+    char got[SN_API_FIELD_MAX] = "";
+    struct sn_error err = {0};
+    assert_int_equal(sn_agent_heartbeat_decode(body, strlen(body), 4096, 8, &hb, got, &err), want);
+    assert_string_equal(got, field);
+    if (!strstr(err.message, message))
+        fail_msg("%s: message '%s' lacks '%s'", body, err.message, message);
+}
+
+static void test_heartbeat_body(void **state)
+{
+    (void)state;
+    struct sn_agent_heartbeat hb;
+    char field[SN_API_FIELD_MAX] = "";
+    struct sn_error err = {0};
+    assert_int_equal(sn_agent_heartbeat_decode("", 0, 4096, 8, &hb, field, &err), SN_OK);
+    assert_int_equal(hb.present, 0);
+    const char *body = "{\"boot\":\"ab12\",\"busy_gpus\":\"0-3,7\",\"address\":\"10.0.0.1\","
+                       "\"preflight\":\"12:1:fail:0/3\",\"power_caps_applied\":\"0:416\"}";
+    assert_int_equal(sn_agent_heartbeat_decode(body, strlen(body), 4096, 8, &hb, field, &err),
+                     SN_OK);
+    assert_int_equal(hb.present, (1u << 0) | SN_HEARTBEAT_BUSY_GPUS | SN_HEARTBEAT_ADDRESS |
+                                     SN_HEARTBEAT_PREFLIGHT | SN_HEARTBEAT_POWER_CAPS_APPLIED);
+    assert_string_equal(hb.busy_gpus, "0-3,7");
+    assert_string_equal(hb.preflight, "12:1:fail:0/3");
+    refused("{\"busy_gpus\":\"0-8\"}", SN_ERR_INVALID, "busy_gpus",
+            "is not a list of GPU indices 0 to 7");
+    refused("{\"orphan_gpus\":\"x\"}", SN_ERR_INVALID, "orphan_gpus", "GPU indices");
+    refused("{\"imex_ready\":\"1:2:a\"}", SN_ERR_INVALID, "imex_ready", "JOB:RUN:CHANNEL");
+    refused("{\"preflight\":\"1:2:ok\"}", SN_ERR_INVALID, "preflight", "JOB:RUN:pass|na|fail");
+    refused("{\"interval_ms\":0}", SN_ERR_RANGE, "interval_ms", "interval_ms");
+    refused("{\"boot\":", SN_ERR_SYNTAX, "", "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_heartbeat_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
