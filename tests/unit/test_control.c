@@ -25,6 +25,7 @@
 #include <sn/sim.h>
 
 #include "sn_test.h"
+#include "store_fixture.h"
 
 struct fx {
     struct sn_spec *spec;
@@ -726,43 +727,17 @@ static void health_verdicts(void **state)
  * read back into a new control gives the same jobs (state, GPUs in rank
  * order, ranks done) and admin states, and passes the invariants; an
  * admin row of a GPU the spec lacks is counted and skipped. */
-struct restore_ctx {
-    struct sn_control *c;
-    enum sn_err rc;
-    struct sn_error err;
-};
-
-static bool restore_one(void *ctx, const struct sn_store_write *row)
-{
-    struct restore_ctx *r = ctx;
-    r->rc = sn_control_restore_row(r->c, row, &r->err);
-    return r->rc == SN_OK;
-}
-
-static void commit(struct sn_store *st, const struct sn_store_write *rows, size_t n)
-{
-    struct sn_error err = {0};
-    if (n && sn_store_write_sync(st, rows, n, &err) != SN_OK)
-        fail_msg("%s", err.message);
-}
-
 static void commit_effects(struct sn_store *st, struct fx *f)
 {
     for (size_t b = 0; b < f->out.n_batches; b++)
-        commit(st, f->out.batches[b].rows, f->out.batches[b].n);
+        store_commit(st, f->out.batches[b].rows, f->out.batches[b].n);
     sn_effects_reset(&f->out);
 }
 
 static int64_t submit_stored(struct fx *f, struct sn_store *st, const char *spec)
 {
     int64_t id = submit(f, spec);
-    const struct sn_control_job *j = job(f, id);
-    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    struct sn_store_write w = {.kind = SN_STORE_PUT_JOB,
-                               .text = {j->tenant, NULL, "pending", doc},
-                               .num = {id, j->submit_s, j->updated_s}};
-    commit(st, &w, 1);
-    free(doc);
+    store_job(st, id, job(f, id));
     return id;
 }
 
@@ -780,7 +755,7 @@ static void restore_round_trip(void **state)
     fx_open(&f, 2, NULL);
     struct sn_store_write tenant = {.kind = SN_STORE_PUT_TENANT,
                                     .text = {"acme", "{\"prefix\": \"/data/acme\"}"}};
-    commit(st, &tenant, 1);
+    store_commit(st, &tenant, 1);
     int64_t a = submit_stored(&f, st, "{\"name\":\"a\",\"gpus\":8}");
     int64_t b = submit_stored(&f, st, "{\"name\":\"b\",\"gpus\":16,\"group_gpus\":8}");
     int64_t c = submit_stored(&f, st, "{\"name\":\"c\",\"gpus\":64}");
@@ -804,7 +779,7 @@ static void restore_round_trip(void **state)
     commit_effects(st, &f);
     struct sn_store_write stray = {.kind = SN_STORE_PUT_ADMIN,
                                    .text = {"gpu", "sn99-t99/gpu9", "down", "gone", "ops"}};
-    commit(st, &stray, 1);
+    store_commit(st, &stray, 1);
 
     /* Also with a spare reserve: the placements come back as stored even
      * where the reserve would leave no room for a new one (the restore

@@ -23,6 +23,7 @@
 #include <sn/sim.h>
 
 #include "sn_test.h"
+#include "store_fixture.h"
 
 struct fx {
     struct sn_spec *spec;
@@ -422,36 +423,10 @@ static void channel_follows_spare_swap(void **state)
 /* The restore: the runtime facts keep each running job's channel and
  * whether its ranks were released; a control restored from the rows
  * holds both channels and gives a new job only a freed one. */
-struct restore_ctx {
-    struct sn_control *c;
-    enum sn_err rc;
-    struct sn_error err;
-};
-
-static bool restore_one(void *ctx, const struct sn_store_write *row)
-{
-    struct restore_ctx *r = ctx;
-    r->rc = sn_control_restore_row(r->c, row, &r->err);
-    return r->rc == SN_OK;
-}
-
-static void commit(struct sn_store *st, const struct sn_store_write *rows, size_t n)
-{
-    struct sn_error err = {0};
-    if (n && sn_store_write_sync(st, rows, n, &err) != SN_OK)
-        fail_msg("%s", err.message);
-}
-
 static int64_t submit_stored(struct fx *f, struct sn_store *st, uint32_t gpus)
 {
     int64_t id = submit(f, gpus);
-    const struct sn_control_job *j = job(f, id);
-    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    struct sn_store_write w = {.kind = SN_STORE_PUT_JOB,
-                               .text = {j->tenant, NULL, "pending", doc},
-                               .num = {id, j->submit_s, j->updated_s}};
-    commit(st, &w, 1);
-    free(doc);
+    store_job(st, id, job(f, id));
     return id;
 }
 
@@ -469,14 +444,14 @@ static void restore_keeps_channels(void **state)
     fx_open(&f, 8);
     struct sn_store_write tenant = {.kind = SN_STORE_PUT_TENANT,
                                     .text = {"acme", "{\"prefix\": \"/data/acme\"}"}};
-    commit(st, &tenant, 1);
+    store_commit(st, &tenant, 1);
     int64_t a = submit_stored(&f, st, 16), b = submit_stored(&f, st, 16);
     pass(&f);
     ready_job(&f, server_of(&f, a, 0), a);
     ready_job(&f, server_of(&f, a, 15), a);
     assert_true(job(&f, a)->imex_released);
     for (size_t i = 0; i < f.out.n_batches; i++)
-        commit(st, f.out.batches[i].rows, f.out.batches[i].n);
+        store_commit(st, f.out.batches[i].rows, f.out.batches[i].n);
     sn_effects_reset(&f.out);
 
     struct sn_control *c2 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);

@@ -8,6 +8,7 @@
  * position (submit time) and counters, worked out by hand.
  */
 #include "control_fixture.h"
+#include "store_fixture.h"
 
 #include <unistd.h>
 
@@ -367,7 +368,7 @@ static void spare_swap_preflights_again(void **state)
  * rows holds the waiting job's ranks (reason preflight), with a fresh
  * wait: every server reports again, and the timeout counts from the
  * restore; a released job stays released. */
-static bool restore_one(void *ctx, const struct sn_store_write *row)
+static bool restore_or_fail(void *ctx, const struct sn_store_write *row)
 {
     struct sn_control *c = ctx;
     struct sn_error err = {0};
@@ -376,23 +377,10 @@ static bool restore_one(void *ctx, const struct sn_store_write *row)
     return true;
 }
 
-static void commit(struct sn_store *st, const struct sn_store_write *rows, size_t n)
-{
-    struct sn_error err = {0};
-    if (n && sn_store_write_sync(st, rows, n, &err) != SN_OK)
-        fail_msg("%s", err.message);
-}
-
 static int64_t submit_stored(struct fx *f, struct sn_store *st, uint32_t gpus, const char *mode)
 {
     int64_t id = submit_job(f, gpus, mode);
-    const struct sn_control_job *j = job(f, id);
-    char *doc = json_dumps(j->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    struct sn_store_write w = {.kind = SN_STORE_PUT_JOB,
-                               .text = {j->tenant, NULL, "pending", doc},
-                               .num = {id, j->submit_s, j->updated_s}};
-    commit(st, &w, 1);
-    free(doc);
+    store_job(st, id, job(f, id));
     return id;
 }
 
@@ -410,7 +398,7 @@ static void restore_keeps_the_wait(void **state)
     fx_open(&f, 0, 0);
     struct sn_store_write tenant = {.kind = SN_STORE_PUT_TENANT,
                                     .text = {"acme", "{\"prefix\": \"/data/acme\"}"}};
-    commit(st, &tenant, 1);
+    store_commit(st, &tenant, 1);
     int64_t a = submit_stored(&f, st, 16, "quick"), b = submit_stored(&f, st, 16, "full");
     pass(&f);
     advance(&f, 7000);
@@ -421,13 +409,13 @@ static void restore_keeps_the_wait(void **state)
     assert_true(sn_control_preflight_waiting(job(&f, b)));
     assert_int_equal(job(&f, a)->preflight_s, 7);
     for (size_t i = 0; i < f.out.n_batches; i++)
-        commit(st, f.out.batches[i].rows, f.out.batches[i].n);
+        store_commit(st, f.out.batches[i].rows, f.out.batches[i].n);
     sn_effects_reset(&f.out);
 
     advance(&f, 100000); /* snd down 100 s; b started 107 s ago */
     struct sn_control *c2 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);
     assert_non_null(c2);
-    assert_int_equal(sn_store_load(st, restore_one, c2, &err), SN_OK);
+    assert_int_equal(sn_store_load(st, restore_or_fail, c2, &err), SN_OK);
     if (sn_control_start(c2, &f.now, &err) != SN_OK)
         fail_msg("%s", err.message);
     struct fx g = f;
@@ -467,7 +455,7 @@ static void restore_keeps_the_wait(void **state)
     /* Restored again with nothing reported for 121 s: the timeout. */
     struct sn_control *c3 = sn_control_new(f.model, f.spec, &f.c->cfg, &err);
     assert_non_null(c3);
-    assert_int_equal(sn_store_load(st, restore_one, c3, &err), SN_OK);
+    assert_int_equal(sn_store_load(st, restore_or_fail, c3, &err), SN_OK);
     if (sn_control_start(c3, &f.now, &err) != SN_OK)
         fail_msg("%s", err.message);
     g.c = c3;
