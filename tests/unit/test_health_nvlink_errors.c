@@ -32,45 +32,10 @@
 #include <sn/health.h>
 #include <sn/spec.h>
 
-#include "sn_test.h"
+#include "health_fixture.h"
 
 #define H100 "tests/data/real/nvidia-smi-nvlink/sn00-t00.mlengineering-h100-errors-elided.txt"
 #define GB300 "tests/data/real/nvidia-smi-nvlink/sn00-t00.srtslurm307-gb300-errors.txt"
-
-struct fx {
-    struct sn_spec *spec;
-    struct sn_model *model;
-    struct sn_telem_store *store;
-    struct sn_health_history *hist;
-    struct sn_health_config cfg;
-    struct sn_health_report *rep;
-    struct sn_telem_parser_stats stats;
-    char host[64];
-};
-
-static void fx_open(struct fx *f)
-{
-    char path[512];
-    struct sn_error err = {0};
-    memset(f, 0, sizeof(*f));
-    if (sn_spec_parse_file(sn_test_path(path, sizeof(path), "examples/good-64.yaml"), &f->spec,
-                           &err) != SN_OK ||
-        sn_model_build(f->spec, &f->model, &err) != SN_OK ||
-        sn_telem_store_new(NULL, &f->store, &err) != SN_OK)
-        fail_msg("%s", err.message);
-    sn_health_config_default(&f->cfg);
-    assert_int_equal(sn_health_history_new(f->store, &f->cfg, &f->hist, &err), SN_OK);
-    sn_model_server_name(f->model, 0, f->host, sizeof(f->host));
-}
-
-static void fx_close(struct fx *f)
-{
-    sn_health_report_free(f->rep);
-    sn_health_history_free(f->hist);
-    sn_telem_store_free(f->store);
-    sn_model_free(f->model);
-    sn_spec_free(f->spec);
-}
 
 static char *slurp(const char *rel, size_t *len)
 {
@@ -155,7 +120,7 @@ static void test_real_files_read(void **state)
 {
     (void)state;
     struct fx f;
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     size_t len;
     char *text = slurp(H100, &len);
     feed(&f, text, len);
@@ -178,7 +143,7 @@ static void test_real_files_read(void **state)
     free(text);
     fx_close(&f);
 
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     text = slurp(GB300, &len);
     feed(&f, text, len);
     assert_int_equal(f.stats.records, 4);
@@ -191,7 +156,7 @@ static void test_counter_rises(void **state)
 {
     (void)state;
     struct fx f;
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     size_t len;
     char *text = slurp(H100, &len);
     feed(&f, text, len);
@@ -235,7 +200,7 @@ static void test_crc(void **state)
 {
     (void)state;
     struct fx f;
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     size_t len;
     char *text = slurp(H100, &len);
     feed(&f, text, len);
@@ -256,7 +221,7 @@ static void test_crc(void **state)
     fx_close(&f);
 
     /* Timed readings: DCGM's rate, 100 per second. */
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     struct sn_telem_sink sink = sn_health_history_sink(f.hist);
     struct sn_telem_nvlink rec = {{f.host, 0, NULL, SN_TELEM_BUS_NONE},
                                   {"timed", 1, 1000},
@@ -288,7 +253,7 @@ static void test_mutants(void **state)
     char *text = slurp(H100, &len);
 
     /* The GPU line removed: no identity, no record. */
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     const char *nl = strchr(text, '\n');
     feed(&f, nl + 1, len - (size_t)(nl + 1 - text));
     assert_int_equal(f.stats.records, 0);
@@ -297,7 +262,7 @@ static void test_mutants(void **state)
 
     /* Cut inside the line "Link 1: Recovery Errors: 0": link 0 and link 1's
      * replay kept, the cut line a skip. */
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     const char *cut = strstr(text, "Link 1: Recovery Err");
     assert_non_null(cut);
     feed(&f, text, (size_t)(cut - text) + strlen("Link 1: Recovery Err"));
@@ -306,7 +271,7 @@ static void test_mutants(void **state)
     fx_close(&f);
 
     /* N/A and a newer driver's counter: skipped, never a value. */
-    fx_open(&f);
+    fx_open(&f, "examples/good-64.yaml");
     static const char odd[] =
         "GPU 0: NVIDIA GB200 (UUID: GPU-d1b93026-6d5b-03bd-3a71-f85b47a61bde)\n"
         "\t Link 0: Replay Errors: N/A\n"

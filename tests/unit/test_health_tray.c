@@ -35,38 +35,7 @@
 #include <sn/health.h>
 #include <sn/spec.h>
 
-#include "sn_test.h"
-
-struct fx {
-    struct sn_spec *spec;
-    struct sn_model *model;
-    struct sn_telem_store *store;
-    struct sn_health_history *hist;
-    struct sn_health_config cfg;
-    struct sn_health_report *rep;
-};
-
-static void fx_open(struct fx *f, const char *spec)
-{
-    char path[512];
-    struct sn_error err = {0};
-    memset(f, 0, sizeof(*f));
-    if (sn_spec_parse_file(sn_test_path(path, sizeof(path), spec), &f->spec, &err) != SN_OK ||
-        sn_model_build(f->spec, &f->model, &err) != SN_OK ||
-        sn_telem_store_new(NULL, &f->store, &err) != SN_OK)
-        fail_msg("%s", err.message);
-    sn_health_config_default(&f->cfg);
-    assert_int_equal(sn_health_history_new(f->store, &f->cfg, &f->hist, &err), SN_OK);
-}
-
-static void fx_close(struct fx *f)
-{
-    sn_health_report_free(f->rep);
-    sn_health_history_free(f->hist);
-    sn_telem_store_free(f->store);
-    sn_model_free(f->model);
-    sn_spec_free(f->spec);
-}
+#include "health_fixture.h"
 
 /* Which links of which GPU are inactive. */
 typedef bool (*inactive_fn)(uint32_t server, unsigned gpu, unsigned link);
